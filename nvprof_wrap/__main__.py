@@ -1,0 +1,5 @@
+import sys
+
+from nvprof_wrap.cli import main
+
+sys.exit(main())

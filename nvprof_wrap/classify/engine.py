@@ -1,0 +1,86 @@
+"""Apply ``rules.toml`` to kernel names: one short function, first match wins per table."""
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from nvprof_wrap.model import Classification
+
+_VERDICTS = ("yes", "no", "unknown")
+_DEFAULT_REASON = ("no rule matched: the name carries no evidence either way "
+                   "(generated kernels such as triton_tem_* or gemm_fusion_dot* need counters: nvprof-wrap verify)")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    pattern: re.Pattern[str]
+    value: str  # verdict, precision or family
+    reason: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Rules:
+    version: str
+    verdict: tuple[Rule, ...]
+    precision: tuple[Rule, ...]
+    family: tuple[Rule, ...]
+
+
+def _compile(table: list[dict], value_key: str) -> tuple[Rule, ...]:
+    rules = []
+    for entry in table:
+        value = entry[value_key]
+        if value_key == "tensor_core" and value not in _VERDICTS:
+            raise ValueError(f"rule {entry['id']}: tensor_core must be one of {_VERDICTS}")
+        rules.append(Rule(entry["id"], re.compile(entry["pattern"], re.IGNORECASE), value,
+                          entry.get("reason", ""), entry.get("source", "")))
+    return tuple(rules)
+
+
+@lru_cache(maxsize=1)
+def load_rules() -> Rules:
+    raw = resources.files("nvprof_wrap.classify").joinpath("rules.toml").read_bytes()
+    data = tomllib.loads(raw.decode())
+    # The content hash is part of the version so that any edit re-classifies cached names.
+    version = f"{data['version']}+{hashlib.sha256(raw).hexdigest()[:8]}"
+    return Rules(version, _compile(data["verdict"], "tensor_core"),
+                 _compile(data["precision"], "precision"), _compile(data["family"], "family"))
+
+
+RULES_VERSION = load_rules().version
+
+
+def _first(rules: tuple[Rule, ...], name: str) -> Rule | None:
+    return next((r for r in rules if r.pattern.search(name)), None)
+
+
+def classify(name: str) -> Classification:
+    """Classify one demangled kernel name. Pure: the same name always gets the same answer."""
+    rules = load_rules()
+    verdict = _first(rules.verdict, name)
+    precision = _first(rules.precision, name)
+    family = _first(rules.family, name)
+    return Classification(
+        name=name,
+        tensor_core=verdict.value if verdict else "unknown",
+        precision=precision.value if precision else "",
+        family=family.value if family else "other",
+        reason=verdict.reason if verdict else _DEFAULT_REASON,
+        rule=verdict.id if verdict else "",
+    )
+
+
+def classify_many(names: Iterable[str]) -> list[Classification]:
+    """Classify distinct names once each, in input order."""
+    seen: dict[str, Classification] = {}
+    for n in names:
+        if n not in seen:
+            seen[n] = classify(n)
+    return list(seen.values())

@@ -1,0 +1,45 @@
+"""Command line: one small module per subcommand. ``main(argv) -> int`` maps errors to one line and an exit code."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from nvprof_wrap import __version__
+from nvprof_wrap.cli import classify_cmd, demo, kernels, report_cmd
+from nvprof_wrap.errors import NvprofWrapError
+
+COMMANDS = {"report": report_cmd, "kernels": kernels, "classify": classify_cmd, "demo": demo}
+try:  # the launcher and its siblings register themselves when present
+    from nvprof_wrap.cli import extra
+
+    COMMANDS.update(extra.COMMANDS)
+except ImportError:  # pragma: no cover
+    pass
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nvprof-wrap", description="Did my job use the tensor cores, in which precision, "
+                                "for which ops — and if not, why?")
+    p.add_argument("--version", action="version", version=f"nvprof-wrap {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, mod in COMMANDS.items():
+        mod.add_parser(sub, name)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    if args.command is None:
+        p.print_help()
+        return 2
+    try:
+        return COMMANDS[args.command].run(args)
+    except NvprofWrapError as e:
+        print(f"nvprof-wrap: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("nvprof-wrap: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `nvprof-wrap kernels ... | head`
+        return 0

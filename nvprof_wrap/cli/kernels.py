@@ -1,0 +1,38 @@
+"""nvprof-wrap kernels PATH... — every kernel in a table: launches, time, share, tensor core ✓/✗/?, precision, reason."""
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from nvprof_wrap.cli._output import add_format, add_store, emit, options
+from nvprof_wrap.cli.report_cmd import build
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.renderers import RENDERERS
+
+SORTS = {"time": lambda k: (-k.total_ns, k.name), "launches": lambda k: (-k.launches, k.name), "name": lambda k: k.name}
+
+
+def add_parser(sub, name: str) -> None:
+    p = sub.add_parser(name, help="list kernels with their tensor-core verdict", description=__doc__)
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument("--tc", choices=("yes", "no", "unknown"), help="only kernels with this verdict")
+    p.add_argument("--grep", metavar="REGEX", help="only kernels whose name matches (case-insensitive)")
+    p.add_argument("--sort", choices=tuple(SORTS), default="time")
+    p.add_argument("--limit", type=int, default=None, help="at most N kernels")
+    p.add_argument("--wide", action="store_true", help="whole kernel names")
+    add_format(p)
+    add_store(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        pattern = re.compile(args.grep, re.IGNORECASE) if args.grep else None
+    except re.error as e:
+        raise BadInput(None, f"--grep: invalid regular expression ({e})") from None
+    rows = [k for k in build(args.paths, args).kernels
+            if (args.tc is None or k.tensor_core == args.tc) and (pattern is None or pattern.search(k.name))]
+    rows.sort(key=SORTS[args.sort])
+    rows = rows[: args.limit] if args.limit else rows
+    emit(RENDERERS[args.format].render_kernels(rows, wide=args.wide, **options(args)))
+    return 0

@@ -1,0 +1,39 @@
+"""nvprof-wrap report PATH... — the verdict first, then where GPU time went, per device and process, top kernels.
+
+PATH is a capture (nvprof .nvvp, Nsight Systems .sqlite/.nsys-rep, nvprof/nsys-stats/ncu CSV, Kineto JSON)
+or a folder: every capture in it, as one run.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from nvprof_wrap import report
+from nvprof_wrap.cli._output import add_format, add_store, emit, open_store, options
+from nvprof_wrap.ingest import ingest
+from nvprof_wrap.renderers import RENDERERS
+
+
+def add_parser(sub, name: str) -> None:
+    p = sub.add_parser(name, help="report on captures: were tensor cores used, where GPU time went",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument("--limit", type=int, default=15, help="kernels to list (default 15)")
+    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons")
+    add_format(p)
+    add_store(p)
+
+
+def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
+    store = open_store(args, paths)
+    try:
+        skipped = ingest(store, paths)
+        return report.build(store, skipped)
+    finally:
+        store.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    rep = build(args.paths, args)
+    emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+    return 0

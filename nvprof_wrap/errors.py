@@ -1,0 +1,29 @@
+"""One error hierarchy. The library raises; only ``cli`` turns an error into one line and an exit code."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class NvprofWrapError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    exit_code = 1
+
+
+class BadInput(NvprofWrapError):
+    """A file or argument we cannot use: names the file and the problem (exit code 2)."""
+
+    exit_code = 2
+
+    def __init__(self, path: Path | str | None, why: str) -> None:
+        self.path = None if path is None else str(path)
+        # One line, always: parser errors (ijson, sqlite) can carry newlines and carets.
+        why = " ".join(str(why).split())
+        self.why = why if len(why) <= 300 else why[:297] + "..."
+        super().__init__(f"{self.path}: {why}" if self.path else why)
+
+
+class ToolMissing(NvprofWrapError):
+    """A profiler or helper program that the requested action needs is not installed (exit code 2)."""
+
+    exit_code = 2

@@ -1,0 +1,43 @@
+"""Paths → run store: read each capture once, skip what is already in, collect what had to be skipped."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from nvprof_wrap import readers
+from nvprof_wrap.errors import BadInput, ToolMissing
+from nvprof_wrap.store import Store
+
+Progress = Callable[[Path], None]
+
+
+def ingest(store: Store, paths: list[Path], progress: Progress | None = None) -> tuple[tuple[str, str], ...]:
+    """Ingest every capture under ``paths``.
+
+    A file named explicitly must be readable (BadInput otherwise); a file found inside a folder
+    that cannot be read is skipped and returned as (path, why), so the good ones still report.
+    """
+    skipped: list[tuple[str, str]] = []
+    for path, explicit in readers.expand(paths):
+        if explicit and not path.exists():
+            raise BadInput(path, "no such file or directory")
+        try:
+            st = path.stat()
+        except OSError as e:
+            if explicit:
+                raise BadInput(path, f"cannot read ({e.strerror})") from None
+            skipped.append((str(path), e.strerror or "cannot read"))
+            continue
+        if store.has(path, st.st_size, st.st_mtime_ns):
+            continue
+        if progress:
+            progress(path)
+        try:
+            capture = readers.read(path)
+        except (BadInput, ToolMissing) as e:
+            if explicit:
+                raise
+            skipped.append((str(path), getattr(e, "why", str(e))))
+            continue
+        store.ingest(capture, st.st_size, st.st_mtime_ns)
+    return tuple(skipped)

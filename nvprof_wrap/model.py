@@ -1,0 +1,133 @@
+"""Frozen dataclasses: the contract between readers, the store, the classifier and the report.
+
+Readers never hand over per-launch objects: a capture becomes aggregates per
+(process, device, kernel name) and per (process, device, memory operation), so memory
+does not grow with the number of launches.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KernelAgg:
+    """All launches of one kernel name in one process on one device."""
+
+    pid: int | None
+    device_id: int | None
+    name: str
+    launches: int
+    total_ns: int | None  # None: the format records launches but no durations (e.g. ncu metrics only)
+    min_ns: int | None = None
+    max_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class MemAgg:
+    """Memory copies or sets of one kind and direction in one process on one device."""
+
+    pid: int | None
+    device_id: int | None
+    kind: str  # "memcpy" | "memset"
+    direction: str  # "HtoD" | "DtoH" | "DtoD" | "HtoH" | "PtoP" | "" (memset) | "other"
+    count: int
+    total_ns: int
+    bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Activity:
+    """When a device was busy, per process: first start, last end and the union of busy intervals."""
+
+    pid: int | None
+    device_id: int | None
+    first_ns: int
+    last_ns: int
+    busy_ns: int
+
+
+@dataclass(frozen=True)
+class Device:
+    device_id: int
+    name: str | None = None
+    cc_major: int | None = None
+    cc_minor: int | None = None
+    sm_count: int | None = None
+
+    @property
+    def compute_capability(self) -> str | None:
+        if self.cc_major is None:
+            return None
+        return f"{self.cc_major}.{self.cc_minor or 0}"
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    name: str | None = None
+    rank: int | None = None
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class CounterVerdict:
+    """Hardware-counter evidence for one kernel name (from Nsight Compute)."""
+
+    name: str
+    tensor_core: str  # "yes" | "no" | "unknown"
+    launches: int
+    metric: str
+    value: float
+    detail: str
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What a reader extracted from one profiler file."""
+
+    path: str
+    format: str
+    kernels: tuple[KernelAgg, ...]
+    memops: tuple[MemAgg, ...] = ()
+    activity: tuple[Activity, ...] = ()
+    devices: tuple[Device, ...] = ()
+    processes: tuple[Process, ...] = ()
+    counters: tuple[CounterVerdict, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    partial: bool = False
+
+
+@dataclass(frozen=True)
+class Classification:
+    name: str
+    tensor_core: str  # "yes" | "no" | "unknown"
+    precision: str  # "fp16", "bf16", "tf32", "fp32", "fp64", "fp8", "int8", "fp16/bf16" or "" when the name says nothing
+    family: str
+    reason: str
+    rule: str
+    evidence: str = "name"  # "counters" > "sass" > "name"
+
+
+def merge_kernels(aggs: Iterable[KernelAgg]) -> tuple[KernelAgg, ...]:
+    """Combine aggregates with the same (pid, device, name): demangling can map two raw names to one."""
+    merged: dict[tuple, KernelAgg] = {}
+    for a in aggs:
+        key = (a.pid, a.device_id, a.name)
+        b = merged.get(key)
+        if b is None:
+            merged[key] = a
+            continue
+        merged[key] = KernelAgg(
+            a.pid, a.device_id, a.name, a.launches + b.launches,
+            _add(a.total_ns, b.total_ns), _pick(min, a.min_ns, b.min_ns), _pick(max, a.max_ns, b.max_ns))
+    return tuple(merged.values())
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def _pick(f, a: int | None, b: int | None) -> int | None:
+    vals = [v for v in (a, b) if v is not None]
+    return f(vals) if vals else None

@@ -1,0 +1,115 @@
+"""Readers: one per profiler format, detected from the file's content (not its extension)."""
+from __future__ import annotations
+
+import gzip
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Capture
+from nvprof_wrap.readers import (cupti_sqlite, kineto_json, ncu_csv, nsys_rep, nsys_sqlite, nvprof_csv, nvprof_sqlite,
+                                 nsys_stats_csv, pyprof_csv)
+from nvprof_wrap.readers._sqlite import connect_ro, tables
+
+READERS: dict[str, Callable[[Path], Capture]] = {
+    "nsys-sqlite": nsys_sqlite.read, "nvprof": nvprof_sqlite.read, "cupti": cupti_sqlite.read,
+    "kineto-json": kineto_json.read, "nvprof-csv": nvprof_csv.read, "nsys-stats-csv": nsys_stats_csv.read,
+    "ncu-csv": ncu_csv.read, "pyprof-csv": pyprof_csv.read, "nsys-rep": nsys_rep.read,
+}
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# Files a run folder holds that are not captures: skipped silently when a folder is read.
+_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl"}
+
+
+def _sniff_sqlite(path: Path) -> str:
+    conn = connect_ro(path)
+    try:
+        have = tables(conn)
+    except sqlite3.DatabaseError as e:
+        raise BadInput(path, f"corrupt SQLite file ({e})") from None
+    finally:
+        conn.close()
+    if "StringIds" in have or "TARGET_INFO_SESSION_START_TIME" in have:
+        return "nsys-sqlite"
+    if "StringTable" in have and ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL" in have or "CUPTI_ACTIVITY_KIND_KERNEL" in have):
+        return "nvprof"
+    if {"meta", "kernel"} <= have:
+        return "cupti"
+    raise BadInput(path, "SQLite file is not an nvprof, Nsight Systems or nvprof-wrap capture (no kernel table)")
+
+
+def _sniff_text(path: Path, head: str) -> str:
+    lines = [ln for ln in head.splitlines() if ln.strip()]
+    body = [ln for ln in lines if not ln.startswith("==")]
+    first = body[0] if body else ""
+    if '"Metric Name"' in first or ('"Kernel Name"' in first and '"CC"' in first):
+        return "ncu-csv"
+    if first.startswith('"Type","Time(%)"') or first.startswith('"Start","Duration"'):
+        return "nvprof-csv"
+    if '"Kernel","Module","Op"' in first or first.startswith("Kernel,Module,Op"):
+        return "pyprof-csv"
+    if "Total Time" in first and ("Instances" in first or "Count" in first or "Calls" in first):
+        return "nsys-stats-csv"
+    raise BadInput(path, "not a profiler capture this tool reads (nvprof/nsys SQLite, .nsys-rep, nvprof/nsys stats/ncu "
+                         "CSV, Kineto JSON)")
+
+
+def detect(path: Path) -> str:
+    """The format of a capture, from its first bytes."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except IsADirectoryError:
+        raise BadInput(path, "is a directory") from None
+    except OSError as e:
+        raise BadInput(path, f"cannot read ({e.strerror})") from None
+    if not head:
+        raise BadInput(path, "empty file")
+    if head.startswith(SQLITE_MAGIC):
+        return _sniff_sqlite(path)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as g:
+                head = g.read(65536)
+        except (OSError, EOFError) as e:
+            raise BadInput(path, f"corrupt gzip file ({e})") from None
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if stripped[:1] in (b"{", b"["):
+        if b"traceEvents" in head or stripped[1:].lstrip()[:1] == b"{":
+            return "kineto-json"
+        raise BadInput(path, "JSON without traceEvents: not a Kineto / Chrome trace")
+    if b"\x00" in head[:4096]:
+        # Nsight Systems reports are a proprietary binary format: the extension is the only handle on it.
+        if path.suffix in (".nsys-rep", ".qdrep"):
+            return "nsys-rep"
+        raise BadInput(path, "binary file of an unknown format")
+    return _sniff_text(path, head.decode("utf-8", errors="replace"))
+
+
+def read(path: Path) -> Capture:
+    """Read one capture; every failure becomes BadInput naming the file."""
+    fmt = detect(path)
+    try:
+        return READERS[fmt](path)
+    except BadInput as e:
+        raise BadInput(path, e.why) from None
+    except sqlite3.DatabaseError as e:
+        raise BadInput(path, f"corrupt or unexpected SQLite content ({e})") from None
+    except (UnicodeDecodeError, ValueError, KeyError, IndexError, OSError) as e:
+        raise BadInput(path, f"unreadable {fmt} capture ({type(e).__name__}: {e})") from None
+
+
+def expand(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
+    """(file, explicit) for each path; a directory yields every file below it, in a stable order."""
+    for p in paths:
+        if p.is_dir():
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for name in sorted(files):
+                    if name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm")):
+                        continue
+                    yield Path(root) / name, False
+        else:
+            yield p, True

@@ -1,0 +1,57 @@
+"""Shared helpers for the text CSV formats: units, numbers with thousands separators, row streaming."""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+
+TIME_UNITS_NS = {"ns": 1, "nsecond": 1, "us": 1_000, "usecond": 1_000, "ms": 1_000_000, "msecond": 1_000_000,
+                 "s": 1_000_000_000, "second": 1_000_000_000}
+_PID = re.compile(r"^==(\d+)==")
+
+
+def number(text: str | None) -> float | None:
+    """'1,234.5' → 1234.5; '' / 'n/a' / '-' → None."""
+    if text is None:
+        return None
+    t = text.strip().replace(",", "").replace('"', "")
+    if t in ("", "-", "n/a", "N/A"):
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return None
+
+
+def open_text(path: Path) -> io.TextIOWrapper:
+    try:
+        return open(path, newline="", encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise BadInput(path, f"cannot open ({e.strerror})") from None
+
+
+def split_preamble(f: io.TextIOBase) -> tuple[list[str], Iterator[list[str]]]:
+    """Skip '==PID==' / '==PROF==' lines and blank lines before the header; return the header and a row iterator.
+
+    Profiler messages can also appear between rows (ncu prints ==PROF== lines as it goes); the
+    iterator drops them.
+    """
+    lines = (line for line in f if line.strip() and not line.startswith("=="))
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    if header is None:
+        raise BadInput(None, "empty CSV")
+    return [h.strip() for h in header], reader
+
+
+def pid_from_preamble(path: Path) -> int | None:
+    with open_text(path) as f:
+        for _, line in zip(range(50), f):
+            m = _PID.match(line)
+            if m:
+                return int(m.group(1))
+    return None

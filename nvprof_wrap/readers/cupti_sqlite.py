@@ -1,0 +1,64 @@
+"""Captures written by nvprof-wrap's own CUPTI tracer (one SQLite file per process; docs/cupti-tracer.md)."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from nvprof_wrap.demangle import demangle
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, connect_ro, tables
+
+
+def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+    return {k: v for k, v in conn.execute("SELECT key, value FROM meta")}
+
+
+def _int(v: str | None) -> int | None:
+    try:
+        return int(v) if v not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def _kernels(conn: sqlite3.Connection, pid: int | None) -> tuple[KernelAgg, ...]:
+    sql = """SELECT device_id, name, COUNT(*), SUM("end"-start), MIN("end"-start), MAX("end"-start)
+             FROM kernel GROUP BY 1, 2"""
+    return merge_kernels(KernelAgg(pid, dev, demangle(name or "<unnamed kernel>"), n, tot, mn, mx)
+                         for dev, name, n, tot, mn, mx in conn.execute(sql))
+
+
+def _memops(conn: sqlite3.Connection, pid: int | None) -> tuple[MemAgg, ...]:
+    out: dict[tuple, MemAgg] = {}
+    for dev, kind, n, tot, nbytes in conn.execute(
+            'SELECT device_id, copy_kind, COUNT(*), SUM("end"-start), SUM(bytes) FROM memcpy GROUP BY 1, 2'):
+        d = MEMCPY_DIRECTION.get(kind, "other")
+        p = out.get((dev, d))
+        out[(dev, d)] = MemAgg(pid, dev, "memcpy", d, n + (p.count if p else 0), tot + (p.total_ns if p else 0),
+                               (nbytes or 0) + ((p.bytes or 0) if p else 0))
+    for dev, n, tot, nbytes in conn.execute(
+            'SELECT device_id, COUNT(*), SUM("end"-start), SUM(bytes) FROM memset GROUP BY 1'):
+        out[(dev, "memset")] = MemAgg(pid, dev, "memset", "", n, tot, nbytes)
+    return tuple(out.values())
+
+
+def read(path: Path) -> Capture:
+    conn = connect_ro(path)
+    try:
+        have = tables(conn)
+        missing = {"meta", "kernel", "memcpy", "memset", "device"} - have
+        if missing:
+            raise BadInput(path, f"nvprof-wrap CUPTI capture without table(s) {', '.join(sorted(missing))}")
+        meta = _meta(conn)
+        pid = _int(meta.get("pid"))
+        union = """SELECT 0 AS pid, device_id AS dev, start, "end" FROM kernel UNION ALL
+                   SELECT 0, device_id, start, "end" FROM memcpy UNION ALL SELECT 0, device_id, start, "end" FROM memset"""
+        activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in conn.execute(busy_sql(union)))
+        devices = tuple(Device(*r) for r in conn.execute("SELECT device_id, name, cc_major, cc_minor, sm_count FROM device"))
+        procs = (Process(pid, meta.get("argv"), _int(meta.get("rank")), meta.get("hostname")),) if pid is not None else ()
+        partial = meta.get("status") != "complete" or str(path).endswith(".partial")
+        notes = ("partial capture: the process ended before the tracer could finish it",) if partial else ()
+        return Capture(str(path), "cupti", _kernels(conn, pid), _memops(conn, pid), activity, devices, procs,
+                       notes=notes, partial=partial)
+    finally:
+        conn.close()

@@ -1,0 +1,137 @@
+"""PyTorch profiler / Kineto Chrome-trace JSON (``.json`` or ``.json.gz``), streamed with ijson.
+
+GPU events carry ``cat`` kernel / gpu_memcpy / gpu_memset (older traces: Kernel / Memcpy / Memset),
+``dur`` and ``ts`` in microseconds, and the device in ``args.device`` (``pid`` is the device for
+GPU rows). Only aggregates per (device, name) are kept; intervals for the busy-time union go to a
+temporary SQLite table, not to Python lists.
+"""
+from __future__ import annotations
+
+import gzip
+import sqlite3
+from pathlib import Path
+from typing import IO
+
+import ijson
+
+from nvprof_wrap.demangle import demangle
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.readers._sqlite import busy_sql
+
+KERNEL_CATS = {"kernel", "Kernel"}
+MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
+MEMSET_CATS = {"gpu_memset", "Memset"}
+HOST_CATS = {"cuda_runtime", "Runtime", "cpu_op", "Operator"}
+_BATCH = 20000
+
+
+def _open(path: Path) -> IO[bytes]:
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def _direction(name: str) -> str:
+    for d in ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP"):
+        if d in name:
+            return d
+    return "other"
+
+
+class _Agg:
+    """Running aggregates: dicts keyed by distinct names, and a temp table of intervals."""
+
+    def __init__(self) -> None:
+        self.kernels: dict[tuple, list[int]] = {}
+        self.mem: dict[tuple, list[int]] = {}
+        self.host_pid: int | None = None
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute('CREATE TABLE iv(pid, dev, start INTEGER, "end" INTEGER)')
+        self.batch: list[tuple] = []
+
+    def add(self, ev: dict) -> None:
+        cat = ev.get("cat")
+        if cat in HOST_CATS:
+            if self.host_pid is None and isinstance(ev.get("pid"), int):
+                self.host_pid = ev["pid"]
+            return
+        if cat not in KERNEL_CATS and cat not in MEMCPY_CATS and cat not in MEMSET_CATS:
+            return
+        args = ev.get("args") or {}
+        dev = args.get("device", ev.get("pid"))
+        dev = dev if isinstance(dev, int) else None
+        start, dur = int(float(ev.get("ts", 0)) * 1000), int(float(ev.get("dur", 0)) * 1000)
+        name = str(ev.get("name", ""))
+        if cat in KERNEL_CATS:
+            self._bump(self.kernels, (dev, name), dur, 0)
+        else:
+            key = (dev, "memcpy" if cat in MEMCPY_CATS else "memset", _direction(name) if cat in MEMCPY_CATS else "")
+            self._bump(self.mem, key, dur, int(args.get("bytes", 0) or 0))
+        self.batch.append((0, dev, start, start + dur))
+        if len(self.batch) >= _BATCH:
+            self.flush()
+
+    @staticmethod
+    def _bump(table: dict, key: tuple, dur: int, nbytes: int) -> None:
+        s = table.get(key)
+        if s is None:
+            table[key] = [1, dur, dur, dur, nbytes]
+        else:
+            s[0] += 1; s[1] += dur; s[2] = min(s[2], dur); s[3] = max(s[3], dur); s[4] += nbytes
+
+    def flush(self) -> None:
+        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?)", self.batch)
+        self.batch.clear()
+
+
+def _header(path: Path) -> dict:
+    """deviceProperties and distributedInfo: usually written before traceEvents, so one short parse
+    that stops at traceEvents finds them; otherwise a full C-speed pass per key."""
+    found: dict = {}
+    with _open(path) as f:
+        builders: dict[str, ijson.ObjectBuilder] = {}
+        for prefix, event, value in ijson.parse(f, use_float=True):
+            top = prefix.split(".", 1)[0]
+            if top == "traceEvents":
+                break
+            if top in ("deviceProperties", "distributedInfo"):
+                b = builders.setdefault(top, ijson.ObjectBuilder())
+                b.event(event, value)
+        found = {k: b.value for k, b in builders.items()}
+    for key in ("deviceProperties", "distributedInfo"):
+        if key not in found:
+            with _open(path) as f:
+                vals = list(ijson.items(f, key, use_float=True))
+            if vals:
+                found[key] = vals[0]
+    return found
+
+
+def _devices(props: list) -> tuple[Device, ...]:
+    return tuple(Device(int(p.get("id", i)), p.get("name"), p.get("computeMajor"), p.get("computeMinor"),
+                        p.get("numSms")) for i, p in enumerate(props or []) if isinstance(p, dict))
+
+
+def read(path: Path) -> Capture:
+    agg = _Agg()
+    try:
+        with _open(path) as f:
+            for ev in ijson.items(f, "traceEvents.item", use_float=True):
+                if isinstance(ev, dict):
+                    agg.add(ev)
+        agg.flush()
+        header = _header(path)
+    except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
+        raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
+    pid = agg.host_pid
+    kernels = merge_kernels(KernelAgg(pid, dev, demangle(name), s[0], s[1], s[2], s[3])
+                            for (dev, name), s in agg.kernels.items())
+    memops = tuple(MemAgg(pid, dev, kind, d, s[0], s[1], s[4]) for (dev, kind, d), s in agg.mem.items())
+    activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy
+                     in agg.db.execute(busy_sql('SELECT pid, dev, start, "end" FROM iv')))
+    agg.db.close()
+    dist = header.get("distributedInfo") or {}
+    rank = dist.get("rank") if isinstance(dist, dict) else None
+    return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
+                   (Process(pid, None, rank),) if pid is not None else ())

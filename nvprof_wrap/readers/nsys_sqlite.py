@@ -1,0 +1,102 @@
+"""Nsight Systems SQLite export (``nsys export --type sqlite``), schemas of nsys 2023 to 2026.
+
+Kernel names come from ``demangledName`` through ``StringIds`` — never ``shortName``, which is just
+"Kernel" for every CUTLASS 2.x kernel. ``globalPid`` packs the pid in bits 24..47.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, columns, connect_ro, tables
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+
+
+def _pid_expr(cols: set[str]) -> str:
+    return "((globalPid >> 24) & 16777215)" if "globalPid" in cols else "NULL"
+
+
+def _kernels(conn: sqlite3.Connection) -> tuple[KernelAgg, ...]:
+    cols = columns(conn, KERNEL)
+    name_col = next((c for c in ("demangledName", "mangledName", "shortName") if c in cols), None)
+    if name_col is None:
+        raise BadInput(None, f"{KERNEL} has no name column")
+    sql = f"""
+    SELECT g.pid, g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot, g.mn, g.mx FROM
+      (SELECT {_pid_expr(cols)} AS pid, deviceId AS dev, {name_col} AS nid, COUNT(*) AS n,
+              SUM("end" - start) AS tot, MIN("end" - start) AS mn, MAX("end" - start) AS mx
+       FROM {KERNEL} GROUP BY 1, 2, 3) g
+    LEFT JOIN StringIds s ON s.id = g.nid"""
+    return merge_kernels(KernelAgg(*row) for row in conn.execute(sql))
+
+
+def _memops(conn: sqlite3.Connection, have: set[str]) -> list[MemAgg]:
+    out: list[MemAgg] = []
+    if MEMCPY in have:
+        pid = _pid_expr(columns(conn, MEMCPY))
+        for p, dev, kind, n, tot, nbytes in conn.execute(
+                f'SELECT {pid}, deviceId, copyKind, COUNT(*), SUM("end"-start), SUM(bytes) FROM {MEMCPY} GROUP BY 1,2,3'):
+            out.append(MemAgg(p, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes))
+    if MEMSET in have:
+        pid = _pid_expr(columns(conn, MEMSET))
+        for p, dev, n, tot, nbytes in conn.execute(
+                f'SELECT {pid}, deviceId, COUNT(*), SUM("end"-start), SUM(bytes) FROM {MEMSET} GROUP BY 1,2'):
+            out.append(MemAgg(p, dev, "memset", "", n, tot, nbytes))
+    return _merge_mem(out)
+
+
+def _merge_mem(aggs: list[MemAgg]) -> list[MemAgg]:
+    merged: dict[tuple, MemAgg] = {}
+    for a in aggs:
+        k = (a.pid, a.device_id, a.kind, a.direction)
+        b = merged.get(k)
+        merged[k] = a if b is None else MemAgg(a.pid, a.device_id, a.kind, a.direction, a.count + b.count,
+                                                a.total_ns + b.total_ns, (a.bytes or 0) + (b.bytes or 0))
+    return list(merged.values())
+
+
+def _activity(conn: sqlite3.Connection, have: set[str]) -> tuple[Activity, ...]:
+    parts = [f'SELECT {_pid_expr(columns(conn, t))} AS pid, deviceId AS dev, start, "end" FROM {t}'
+             for t in (KERNEL, MEMCPY, MEMSET) if t in have]
+    return tuple(Activity(*row) for row in conn.execute(busy_sql(" UNION ALL ".join(parts))))
+
+
+def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
+    if "TARGET_INFO_GPU" not in have:
+        return ()
+    cols = columns(conn, "TARGET_INFO_GPU")
+    dev = "cuDevice" if "cuDevice" in cols else "id"  # cuDevice is the CUDA ordinal that kernels' deviceId uses
+    pick = [c if c in cols else "NULL" for c in ("name", "computeMajor", "computeMinor", "smCount")]
+    rows = conn.execute(f"SELECT {dev}, {', '.join(pick)} FROM TARGET_INFO_GPU")
+    return tuple(Device(*row) for row in rows)
+
+
+def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tuple[Process, ...]:
+    names: dict[int, str] = {}
+    if "PROCESSES" in have:
+        names = {pid: name for pid, name in conn.execute("SELECT pid, name FROM PROCESSES")}
+    return tuple(Process(pid, names.get(pid)) for pid in sorted(pids))
+
+
+def read(path: Path) -> Capture:
+    conn = connect_ro(path)
+    try:
+        have = tables(conn)
+        if KERNEL not in have:
+            raise BadInput(path, "Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table "
+                                 "(was CUDA tracing on? nsys profile --trace=cuda)")
+        kernels = _kernels(conn)
+        memops = _memops(conn, have)
+        pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
+        notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
+        return Capture(str(path), "nsys-sqlite", kernels, tuple(memops), _activity(conn, have),
+                       _devices(conn, have), _processes(conn, have, pids), notes=notes)
+    except BadInput as e:
+        raise BadInput(path, e.why) from None
+    finally:
+        conn.close()

@@ -1,0 +1,96 @@
+"""``nvprof --csv`` output: ``--print-gpu-summary`` and ``--print-gpu-trace``.
+
+Both start with a ``==PID==`` preamble, then a header and a units row (``,%,ms,,us,us,ms,``) that
+gives each time column's unit. The summary may be followed by a Unified Memory section, which ends
+the GPU-activity rows.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nvprof_wrap.demangle import demangle
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text, pid_from_preamble, split_preamble
+
+_DEVICE = re.compile(r"^(.*) \((\d+)\)$")
+_MEM = re.compile(r"^\[CUDA (memcpy|memset)\s*([A-Za-z]+)?\]$")
+
+
+def _mem_key(name: str) -> tuple[str, str] | None:
+    m = _MEM.match(name.strip())
+    if not m:
+        return None
+    kind, direction = m.group(1), m.group(2) or ""
+    return kind, direction if direction in ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP") else ("" if kind == "memset" else "other")
+
+
+def _scale(units: list[str], col: int) -> int:
+    return TIME_UNITS_NS.get(units[col].strip(), 1) if col < len(units) else 1
+
+
+def _summary(path: Path, header: list[str], rows, pid: int | None) -> Capture:
+    idx = {h: i for i, h in enumerate(header)}
+    units = next(rows, [])
+    t, calls, name, lo, hi = idx["Time"], idx["Calls"], idx["Name"], idx.get("Min"), idx.get("Max")
+    kernels, mem = [], {}
+    for row in rows:
+        if len(row) <= name or row[0] != "GPU activities":
+            if row and row[0] not in ("GPU activities", "API calls"):
+                break  # the Unified Memory section or another table starts
+            continue
+        total = int((number(row[t]) or 0) * _scale(units, t))
+        n = int(number(row[calls]) or 0)
+        key = _mem_key(row[name])
+        if key:
+            mem[key] = MemAgg(pid, None, key[0], key[1], n, total)
+            continue
+        mn = int((number(row[lo]) or 0) * _scale(units, lo)) if lo is not None else None
+        mx = int((number(row[hi]) or 0) * _scale(units, hi)) if hi is not None else None
+        kernels.append(KernelAgg(pid, None, demangle(row[name]), n, total, mn, mx))
+    return Capture(str(path), "nvprof-csv-summary", merge_kernels(kernels), tuple(mem.values()),
+                   processes=(Process(pid),) if pid else (), notes=("summary CSV: no timeline, no idle time",))
+
+
+def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
+    idx = {h: i for i, h in enumerate(header)}
+    units = next(rows, [])
+    dur, name, dev, size = idx["Duration"], idx["Name"], idx.get("Device"), idx.get("Size")
+    kern: dict[tuple, list[int]] = {}
+    mem: dict[tuple, list[int]] = {}
+    devices: dict[int, str] = {}
+    for row in rows:
+        if len(row) <= name:
+            continue
+        d = None
+        if dev is not None and (m := _DEVICE.match(row[dev].strip())):
+            d = int(m.group(2))
+            devices[d] = m.group(1)
+        ns = int((number(row[dur]) or 0) * _scale(units, dur))
+        key = _mem_key(row[name])
+        if key:
+            s = mem.setdefault((d, *key), [0, 0])
+            s[0] += 1; s[1] += ns
+        else:
+            s = kern.setdefault((d, row[name]), [0, 0, ns, ns])
+            s[0] += 1; s[1] += ns; s[2] = min(s[2], ns); s[3] = max(s[3], ns)
+    kernels = merge_kernels(KernelAgg(pid, d, demangle(n), *s) for (d, n), s in kern.items())
+    memops = tuple(MemAgg(pid, d, k, di, *s) for (d, k, di), s in mem.items())
+    return Capture(str(path), "nvprof-csv-trace", kernels, memops,
+                   devices=tuple(Device(i, n) for i, n in devices.items()),
+                   processes=(Process(pid),) if pid else ())
+
+
+def read(path: Path) -> Capture:
+    pid = pid_from_preamble(path)
+    with open_text(path) as f:
+        try:
+            header, rows = split_preamble(f)
+        except BadInput as e:
+            raise BadInput(path, e.why) from None
+        if {"Type", "Time", "Calls", "Name"} <= set(header):
+            return _summary(path, header, rows, pid)
+        if {"Start", "Duration", "Name"} <= set(header):
+            return _trace(path, header, rows, pid)
+    raise BadInput(path, "nvprof CSV with neither a GPU summary nor a GPU trace header")

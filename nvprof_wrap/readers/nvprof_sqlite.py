@@ -1,0 +1,83 @@
+"""nvprof output (``nvprof -o x.nvvp``): SQLite with names in ``StringTable``, mangled.
+
+Kernels live in ``CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`` (the default) and/or
+``CUPTI_ACTIVITY_KIND_KERNEL`` (``--concurrent-kernels off``); both are read.
+nvprof writes one file per process; the pid comes from the runtime API records.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from nvprof_wrap.demangle import demangle
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, connect_ro, tables
+
+KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+
+
+def _single_pid(conn: sqlite3.Connection, have: set[str]) -> int | None:
+    if RUNTIME not in have:
+        return None
+    pids = [r[0] for r in conn.execute(f"SELECT DISTINCT processId FROM {RUNTIME} LIMIT 2")]
+    # With several processes in one file the correlation to the runtime call would be needed;
+    # nvprof writes one file per process, so one pid is what we meet.
+    return pids[0] if len(pids) == 1 else None
+
+
+def _kernels(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[KernelAgg, ...]:
+    union = " UNION ALL ".join(f'SELECT deviceId AS dev, name, start, "end" FROM {t}' for t in KERNEL_TABLES if t in have)
+    sql = f"""
+    SELECT g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot, g.mn, g.mx FROM
+      (SELECT dev, name, COUNT(*) AS n, SUM("end"-start) AS tot, MIN("end"-start) AS mn, MAX("end"-start) AS mx
+       FROM ({union}) GROUP BY dev, name) g
+    LEFT JOIN StringTable s ON s._id_ = g.name"""
+    return merge_kernels(KernelAgg(pid, dev, demangle(name), n, tot, mn, mx)
+                         for dev, name, n, tot, mn, mx in conn.execute(sql))
+
+
+def _memops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[MemAgg, ...]:
+    out: dict[tuple, MemAgg] = {}
+    if "CUPTI_ACTIVITY_KIND_MEMCPY" in have:
+        for dev, kind, n, tot, nbytes in conn.execute(
+                'SELECT deviceId, copyKind, COUNT(*), SUM("end"-start), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1,2'):
+            d = MEMCPY_DIRECTION.get(kind, "other")
+            prev = out.get((dev, d))
+            out[(dev, d)] = MemAgg(pid, dev, "memcpy", d, n + (prev.count if prev else 0),
+                                   tot + (prev.total_ns if prev else 0), nbytes + ((prev.bytes or 0) if prev else 0))
+    if "CUPTI_ACTIVITY_KIND_MEMSET" in have:
+        for dev, n, tot, nbytes in conn.execute(
+                'SELECT deviceId, COUNT(*), SUM("end"-start), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET GROUP BY 1'):
+            out[(dev, "memset")] = MemAgg(pid, dev, "memset", "", n, tot, nbytes)
+    return tuple(out.values())
+
+
+def _activity(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[Activity, ...]:
+    tabs = [t for t in (*KERNEL_TABLES, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET") if t in have]
+    union = " UNION ALL ".join(f'SELECT 0 AS pid, deviceId AS dev, start, "end" FROM {t}' for t in tabs)
+    return tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in conn.execute(busy_sql(union)))
+
+
+def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
+    if "CUPTI_ACTIVITY_KIND_DEVICE" not in have:
+        return ()
+    sql = """SELECT d.id, s.value, d.computeCapabilityMajor, d.computeCapabilityMinor, d.numMultiprocessors
+             FROM CUPTI_ACTIVITY_KIND_DEVICE d LEFT JOIN StringTable s ON s._id_ = d.name"""
+    return tuple(Device(*row) for row in conn.execute(sql))
+
+
+def read(path: Path) -> Capture:
+    conn = connect_ro(path)
+    try:
+        have = tables(conn)
+        if not any(t in have for t in KERNEL_TABLES) or "StringTable" not in have:
+            raise BadInput(path, "nvprof file without kernel tables (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL / _KERNEL)")
+        pid = _single_pid(conn, have)
+        kernels = _kernels(conn, have, pid)
+        procs = (Process(pid),) if pid is not None else ()
+        return Capture(str(path), "nvprof", kernels, _memops(conn, have, pid), _activity(conn, have, pid),
+                       _devices(conn, have), procs)
+    finally:
+        conn.close()

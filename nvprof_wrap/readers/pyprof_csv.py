@@ -1,0 +1,31 @@
+"""apex.pyprof ``prof --csv`` output: one row per kernel launch with the op that launched it and
+pyprof's own tensor-core flag (column ``TC``: ``1`` or ``-``), which is kept as a note."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Capture, KernelAgg, merge_kernels
+from nvprof_wrap.readers._csv import number, open_text, split_preamble
+
+
+def read(path: Path) -> Capture:
+    agg: dict[tuple, list[int]] = {}
+    tc_flags = 0
+    with open_text(path) as f:
+        header, rows = split_preamble(f)
+        idx = {h: i for i, h in enumerate(header)}
+        if not {"Kernel", "Sil(ns)", "Device"} <= idx.keys():
+            raise BadInput(path, "pyprof CSV without Kernel, Sil(ns) and Device columns")
+        k, t, d, tc = idx["Kernel"], idx["Sil(ns)"], idx["Device"], idx.get("TC")
+        for row in rows:
+            if len(row) < len(header):
+                continue
+            ns = int(number(row[t]) or 0)
+            dev = int(number(row[d])) if number(row[d]) is not None else None
+            s = agg.setdefault((dev, row[k]), [0, 0, ns, ns])
+            s[0] += 1; s[1] += ns; s[2] = min(s[2], ns); s[3] = max(s[3], ns)
+            tc_flags += tc is not None and row[tc].strip() == "1"
+    kernels = merge_kernels(KernelAgg(None, dev, name, *s) for (dev, name), s in agg.items())
+    note = f"pyprof marked {tc_flags} launches as tensor-core (its own TC column)"
+    return Capture(str(path), "pyprof-csv", kernels, notes=(note,))

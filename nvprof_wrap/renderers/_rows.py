@@ -1,0 +1,62 @@
+"""Plain dict rows shared by the JSON, CSV and Markdown renderers (one shape, documented in docs/json.md)."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from nvprof_wrap.model import Classification
+from nvprof_wrap.report import GroupRow, KernelRow, Report
+
+SCHEMA = "nvprof-wrap.report/1"
+
+
+def kernel(k: KernelRow) -> dict:
+    return {"name": k.name, "launches": k.launches, "total_ns": k.total_ns, "mean_ns": round(k.mean_ns, 1),
+            "share": round(k.share, 6), "tensor_core": k.tensor_core, "precision": k.precision, "family": k.family,
+            "reason": k.reason, "evidence": k.evidence, "name_verdict": k.name_verdict,
+            "counter_verdict": k.counter_verdict, "counter_detail": k.counter_detail}
+
+
+def group(g: GroupRow, key: str) -> dict:
+    return {key: _int(g.key), "label": g.label, "launches": g.launches, "kernel_ns": g.kernel_ns,
+            "tensor_core_ns": g.tc_ns, "tensor_core_share": round(g.tc_share, 6),
+            "tensor_core_precisions": [p for p in g.precisions.split(",") if p],
+            "busy_ns": g.busy_ns, "span_ns": g.span_ns,
+            "idle_share": None if g.idle_share is None else round(g.idle_share, 6)}
+
+
+def classification(c: Classification) -> dict:
+    d = asdict(c)
+    d.pop("evidence")
+    return d
+
+
+def report(r: Report) -> dict:
+    v = r.verdict
+    memcpy = {s.category.split(" ", 1)[1]: {"count": s.count, "total_ns": s.total_ns, "share": round(s.share, 6)}
+              for s in r.split if s.category.startswith("memcpy ")}
+    return {
+        "schema": SCHEMA, "rules_version": r.rules_version,
+        "tensor_cores_used": v.tensor_cores == "yes", "verdict": v.tensor_cores, "message": v.message,
+        "tensor_core_time_fraction": round(v.tc_fraction, 6), "tensor_core_precisions": list(v.precisions),
+        "kernel_time_ns": v.kernel_ns, "launches": v.launches, "distinct_kernels": v.kernels,
+        "tensor_core_kernels": v.tc_kernels,
+        "time_split": [{"category": s.category, "total_ns": s.total_ns, "share": round(s.share, 6), "count": s.count}
+                       for s in r.split],
+        "memcpy": memcpy,
+        "devices": [group(g, "device_id") for g in r.devices],
+        "processes": [group(g, "pid") for g in r.processes],
+        "kernels": [kernel(k) for k in r.kernels],
+        "disagreements": [kernel(k) for k in r.disagreements],
+        "sources": [{"path": s.path, "format": s.format, "partial": s.partial, "notes": list(s.notes)} for s in r.sources],
+        "skipped": [{"path": p, "why": w} for p, w in r.skipped],
+        **({"extra": r.extra} if r.extra else {}),
+    }
+
+
+def _int(x: str) -> int | str | None:
+    if x == "None":
+        return None
+    try:
+        return int(x)
+    except ValueError:
+        return x

@@ -1,0 +1,134 @@
+"""Terminal output with rich: the verdict first, then where GPU time went, per device and process,
+then the top kernels. Renders to a string; the CLI decides where it goes."""
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from nvprof_wrap.report import GroupRow, KernelRow, Report
+from nvprof_wrap.renderers._names import shorten
+
+EXTENSION = ".txt"
+TC_MARK = {"yes": Text("✓", style="bold green"), "no": Text("✗", style="red"), "unknown": Text("?", style="yellow")}
+VERDICT_STYLE = {"yes": "bold green", "no": "bold red", "unknown": "bold yellow", "no-kernels": "bold yellow"}
+
+
+def fmt_ns(ns: float | None) -> str:
+    if ns is None:
+        return "-"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}" if ns / scale < 100 else f"{ns / scale:,.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _to_text(renderable, width: int, color: bool) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system="auto" if color else None, force_terminal=color,
+                      no_color=not color, highlight=False, soft_wrap=False)
+    console.print(renderable)
+    return buf.getvalue()
+
+
+def _bar(share: float, width: int = 20) -> str:
+    n = round(share * width)
+    return "█" * n + "·" * (width - n)
+
+
+def _split(report: Report) -> Table:
+    t = Table(title="Where GPU time went", title_justify="left", show_edge=False, pad_edge=False)
+    for col, j in (("", "left"), ("time", "right"), ("share", "right"), ("count", "right"), ("", "left")):
+        t.add_column(col, justify=j)
+    for s in report.split:
+        t.add_row(s.category, fmt_ns(s.total_ns), pct(s.share), f"{s.count:,}", _bar(s.share))
+    return t
+
+
+def _groups(rows: tuple[GroupRow, ...], title: str, key: str) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for col in (key, "", "launches", "kernel time", "tensor core", "TC precision", "GPU idle"):
+        t.add_column(col, justify="left" if col in (key, "", "TC precision") else "right")
+    for g in rows:
+        t.add_row(g.key, escape(g.label), f"{g.launches:,}", fmt_ns(g.kernel_ns), pct(g.tc_share),
+                  g.precisions.replace(",", " + ") or "-", pct(g.idle_share))
+    return t
+
+
+def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernels", width: int = 120) -> Table:
+    # rich squeezes no_wrap columns to nothing when a table is too wide: give every column a width.
+    fixed = {"launches": 8, "total": 8, "mean": 8, "% GPU": 6, "TC": 3, "precision": 9}
+    if width < 120:
+        del fixed["mean"]
+    room = max(width - sum(fixed.values()) - 3 * (len(fixed) + 1), 40)
+    name_w = min(62, max(24, int(room * 0.55)))
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide)
+    t.add_column("kernel", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=name_w)
+    for col, w in fixed.items():
+        t.add_column(col, justify="center" if col == "TC" else "left" if col == "precision" else "right",
+                     no_wrap=True, width=w)
+    t.add_column("why", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=room - name_w)
+    for k in rows:
+        why = _counter_why(k) if k.evidence == "counters" else k.reason
+        mean = [fmt_ns(k.mean_ns)] if "mean" in fixed else []
+        t.add_row(escape(k.name if wide else shorten(k.name, name_w)), f"{k.launches:,}", fmt_ns(k.total_ns),
+                  *mean, pct(k.share), TC_MARK[k.tensor_core], k.precision or "-", escape(why))
+    return t
+
+
+def _counter_why(k: KernelRow) -> str:
+    state = "tensor pipes active" if k.tensor_core == "yes" else "tensor pipes idle"
+    return f"measured by counters: {state} ({k.counter_detail})"
+
+
+def render_report(report: Report, width: int = 120, color: bool = False, wide: bool = False, limit: int = 15,
+                  **_: object) -> str:
+    v = report.verdict
+    parts: list = [Text(v.message, style=VERDICT_STYLE[v.tensor_cores]), Text("")]
+    if report.kernels or report.split:
+        parts += [_split(report), Text("")]
+    if report.devices:
+        parts += [_groups(report.devices, "Per device", "device"), Text("")]
+    if len(report.processes) > 1:
+        parts += [_groups(report.processes, "Per process", "pid"), Text("")]
+    if report.kernels:
+        shown = list(report.kernels[:limit])
+        title = f"Top {len(shown)} of {len(report.kernels)} kernels by GPU time"
+        parts += [kernel_table(shown, wide, title, width), Text("")]
+    if report.disagreements:
+        parts += [kernel_table(list(report.disagreements), wide, "Counters disagree with the name rules", width), Text("")]
+    parts.append(_sources(report))
+    return _to_text(Group(*parts), width, color)
+
+
+def _sources(report: Report) -> Text:
+    fmts: dict[str, int] = {}
+    for s in report.sources:
+        fmts[s.format] = fmts.get(s.format, 0) + 1
+    t = Text(f"Read {len(report.sources)} capture(s): " + ", ".join(f"{n} {f}" for f, n in fmts.items()), style="dim")
+    for s in report.sources:
+        for note in s.notes:
+            t.append(f"\nnote: {s.path}: {note}", style="dim")
+    for path, why in report.skipped:
+        t.append(f"\nskipped {path}: {why}", style="yellow")
+    return t
+
+
+def render_kernels(rows: list[KernelRow], width: int = 120, color: bool = False, wide: bool = False, **_: object) -> str:
+    return _to_text(kernel_table(rows, wide, f"{len(rows)} kernels", width), width, color)
+
+
+def render_classifications(items: list, width: int = 120, color: bool = False, **_: object) -> str:
+    t = Table(show_edge=False, pad_edge=False)
+    for col in ("kernel", "TC", "precision", "family", "reason"):
+        t.add_column(col, overflow="fold")
+    for c in items:
+        t.add_row(escape(c.name), TC_MARK[c.tensor_core], c.precision or "-", c.family, escape(c.reason))
+    return _to_text(t, width, color)

@@ -1,0 +1,38 @@
+"""CSV: one row per kernel (or classification). Cells that a spreadsheet would run as a formula
+(starting with = + - @ or a control character) are prefixed with ' so they stay text."""
+from __future__ import annotations
+
+import csv as _csv
+import io
+
+from nvprof_wrap.report import KernelRow, Report
+from nvprof_wrap.renderers import _rows
+
+EXTENSION = ".csv"
+
+
+def _cell(v: object) -> object:
+    if isinstance(v, str) and v and (v[0] in "=+-@\t\r" or v[0] == "\0"):
+        return "'" + v
+    return v
+
+
+def _table(dicts: list[dict]) -> str:
+    buf = io.StringIO()
+    if dicts:
+        w = _csv.DictWriter(buf, fieldnames=list(dicts[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows({k: _cell(v) for k, v in d.items()} for d in dicts)
+    return buf.getvalue()
+
+
+def render_report(report: Report, **_: object) -> str:
+    return _table([_rows.kernel(k) for k in report.kernels])
+
+
+def render_kernels(rows: list[KernelRow], **_: object) -> str:
+    return _table([_rows.kernel(k) for k in rows])
+
+
+def render_classifications(items: list, **_: object) -> str:
+    return _table([_rows.classification(c) for c in items])

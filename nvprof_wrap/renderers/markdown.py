@@ -1,0 +1,50 @@
+"""Markdown: the verdict, the time split and the kernel table. Every cell is escaped so a kernel
+name holding markup, pipes or HTML renders as inert text."""
+from __future__ import annotations
+
+import html
+
+from nvprof_wrap.report import KernelRow, Report
+from nvprof_wrap.renderers import _rows
+from nvprof_wrap.renderers._names import shorten
+
+EXTENSION = ".md"
+_MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~"
+
+
+def esc(text: object) -> str:
+    s = html.escape(str(text), quote=True)  # <script> → &lt;script&gt; before markdown escaping
+    return "".join("\\" + c if c in _MD_SPECIAL and c not in "<>" else c for c in s).replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _kernel_rows(rows: list[KernelRow], wide: bool) -> str:
+    return _table(["kernel", "launches", "total ms", "% GPU", "tensor core", "precision", "evidence", "reason"],
+                  [[k.name if wide else shorten(k.name, 90), k.launches, f"{k.total_ns / 1e6:.3f}",
+                    f"{100 * k.share:.1f}", k.tensor_core, k.precision or "-", k.evidence, k.reason] for k in rows])
+
+
+def render_report(report: Report, wide: bool = False, limit: int = 20, **_: object) -> str:
+    d = _rows.report(report)
+    out = [f"**{esc(report.verdict.message)}**\n", "## Where GPU time went\n",
+           _table(["category", "ms", "share", "count"],
+                  [[s["category"], f"{s['total_ns'] / 1e6:.3f}", f"{100 * s['share']:.1f}%", s["count"]]
+                   for s in d["time_split"]]),
+           "\n## Top kernels\n", _kernel_rows(list(report.kernels[:limit]), wide)]
+    if report.skipped:
+        out += ["\n## Skipped files\n", _table(["file", "why"], [list(s) for s in report.skipped])]
+    return "\n".join(out)
+
+
+def render_kernels(rows: list[KernelRow], wide: bool = False, **_: object) -> str:
+    return _kernel_rows(rows, wide)
+
+
+def render_classifications(items: list, **_: object) -> str:
+    return _table(["name", "tensor core", "precision", "family", "reason"],
+                  [[c.name, c.tensor_core, c.precision or "-", c.family, c.reason] for c in items])

@@ -1,0 +1,229 @@
+"""Store rows → Report. Pure: no printing, no files; every number comes from an SQL aggregate."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nvprof_wrap.classify import RULES_VERSION
+from nvprof_wrap.store import Store
+
+MEM_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "other")
+
+# One verdict per name: counters beat the name rules (evidence rank: counters > name).
+_VERDICTS_VIEW = """
+CREATE TEMP VIEW IF NOT EXISTS v_verdicts AS
+SELECT c.name, COALESCE(NULLIF(cv.tensor_core, 'unknown'), c.tensor_core) AS tensor_core,
+       c.tensor_core AS name_verdict, cv.tensor_core AS counter_verdict, cv.detail AS counter_detail,
+       c.precision, c.family, c.reason, c.rule,
+       CASE WHEN cv.tensor_core IN ('yes', 'no') THEN 'counters' ELSE 'name' END AS evidence
+FROM classifications c
+LEFT JOIN (SELECT name,
+                  CASE WHEN SUM(tensor_core = 'yes') > 0 THEN 'yes'
+                       WHEN SUM(tensor_core = 'no') = COUNT(*) THEN 'no' ELSE 'unknown' END AS tensor_core,
+                  MAX(detail) AS detail
+           FROM counters GROUP BY name) cv ON cv.name = c.name
+WHERE c.rules_version = '{version}'
+"""
+# Kernel time comes from timeline captures; ncu's replayed launches count only when nothing else was read.
+_TIMED = """(SELECT * FROM kernels WHERE capture_id IN (SELECT id FROM captures WHERE format != 'ncu-csv')
+             OR NOT EXISTS (SELECT 1 FROM captures WHERE format != 'ncu-csv'))"""
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    name: str
+    launches: int
+    total_ns: int
+    mean_ns: float
+    share: float
+    tensor_core: str
+    precision: str
+    family: str
+    reason: str
+    evidence: str
+    name_verdict: str
+    counter_verdict: str | None = None
+    counter_detail: str | None = None
+
+
+@dataclass(frozen=True)
+class SplitRow:
+    category: str
+    total_ns: int
+    share: float
+    count: int
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """Per device or per process: where kernel time went and how busy the GPU was."""
+
+    key: str
+    label: str
+    launches: int
+    kernel_ns: int
+    tc_ns: int
+    tc_share: float
+    precisions: str
+    busy_ns: int | None
+    span_ns: int | None
+    idle_share: float | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    tensor_cores: str  # "yes" | "no" | "unknown" | "no-kernels"
+    message: str
+    tc_kernels: int
+    kernels: int
+    launches: int
+    kernel_ns: int
+    tc_ns: int
+    unknown_ns: int
+    tc_fraction: float
+    precisions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str
+    format: str
+    partial: bool
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Report:
+    verdict: Verdict
+    split: tuple[SplitRow, ...]
+    devices: tuple[GroupRow, ...]
+    processes: tuple[GroupRow, ...]
+    kernels: tuple[KernelRow, ...]
+    sources: tuple[Source, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+    disagreements: tuple[KernelRow, ...] = ()
+    rules_version: str = RULES_VERSION
+    extra: dict = field(default_factory=dict)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%" if x >= 0.001 or x == 0 else "<0.1%"
+
+
+def _kernels(store: Store, total: int) -> tuple[KernelRow, ...]:
+    rows = store.rows(f"""
+        SELECT k.name, SUM(k.launches) AS launches, COALESCE(SUM(k.total_ns), 0) AS total_ns,
+               v.tensor_core, v.precision, v.family, v.reason, v.evidence, v.name_verdict,
+               v.counter_verdict, v.counter_detail
+        FROM {_TIMED} k JOIN v_verdicts v ON v.name = k.name
+        GROUP BY k.name ORDER BY total_ns DESC, launches DESC, k.name""")
+    return tuple(KernelRow(r["name"], r["launches"], r["total_ns"], r["total_ns"] / max(r["launches"], 1),
+                           r["total_ns"] / total if total else 0.0, r["tensor_core"], r["precision"] or "",
+                           r["family"], r["reason"], r["evidence"], r["name_verdict"], r["counter_verdict"],
+                           r["counter_detail"]) for r in rows)
+
+
+def _split(store: Store, kernels: tuple[KernelRow, ...]) -> tuple[SplitRow, ...]:
+    by_tc = {"yes": [0, 0], "no": [0, 0], "unknown": [0, 0]}
+    for k in kernels:
+        by_tc[k.tensor_core][0] += k.total_ns
+        by_tc[k.tensor_core][1] += k.launches
+    mem = store.rows("""SELECT kind, direction, SUM(total_ns) AS ns, SUM(count) AS n FROM memops
+                        GROUP BY kind, direction""")
+    rows = [("tensor-core kernels", *by_tc["yes"]), ("other kernels (CUDA cores)", *by_tc["no"]),
+            ("kernels of unknown kind", *by_tc["unknown"])]
+    for d in MEM_ORDER:
+        rows += [(f"memcpy {d}", m["ns"], m["n"]) for m in mem if m["kind"] == "memcpy" and m["direction"] == d]
+    rows += [("memset", m["ns"], m["n"]) for m in mem if m["kind"] == "memset"]
+    total = sum(r[1] for r in rows) or 1
+    return tuple(SplitRow(c, ns, ns / total, n) for c, ns, n in rows if n)
+
+
+def _groups(store: Store, key: str) -> tuple[GroupRow, ...]:
+    """key: 'device_id' or 'pid'."""
+    kern = store.rows(f"""
+        SELECT k.{key} AS g, SUM(k.launches) AS launches, COALESCE(SUM(k.total_ns), 0) AS ns,
+               COALESCE(SUM(CASE WHEN v.tensor_core = 'yes' THEN k.total_ns END), 0) AS tc_ns,
+               GROUP_CONCAT(DISTINCT CASE WHEN v.tensor_core = 'yes' THEN NULLIF(v.precision, '') END) AS prec
+        FROM {_TIMED} k JOIN v_verdicts v ON v.name = k.name GROUP BY k.{key} ORDER BY k.{key}""")
+    # Spans are summed per capture: captures of different processes have different clocks and lifetimes.
+    act = {r["g"]: r for r in store.rows(f"""
+        SELECT g, SUM(busy) AS busy, SUM(span) AS span FROM
+          (SELECT capture_id, {key} AS g, SUM(busy_ns) AS busy, MAX(last_ns) - MIN(first_ns) AS span
+           FROM activity GROUP BY capture_id, {key}) GROUP BY g""")}
+    labels = _labels(store, key)
+    out = []
+    for r in kern:
+        a = act.get(r["g"])
+        busy, span = (min(a["busy"], a["span"]), a["span"]) if a and a["span"] else (None, None)
+        out.append(GroupRow(str(r["g"]), labels.get(r["g"], ""), r["launches"], r["ns"], r["tc_ns"],
+                            r["tc_ns"] / r["ns"] if r["ns"] else 0.0, r["prec"] or "",
+                            busy, span, 1 - busy / span if span else None))
+    return tuple(out)
+
+
+def _labels(store: Store, key: str) -> dict:
+    if key == "device_id":
+        rows = store.rows("""SELECT device_id AS g, MAX(name) AS name, MAX(cc_major) AS ma, MAX(cc_minor) AS mi
+                             FROM devices GROUP BY device_id""")
+        return {r["g"]: f"{r['name'] or 'GPU'}" + (f" (sm_{r['ma']}{r['mi'] or 0})" if r["ma"] is not None else "")
+                for r in rows}
+    rows = store.rows("SELECT pid AS g, MAX(name) AS name, MAX(rank) AS rank FROM processes GROUP BY pid")
+    return {r["g"]: " ".join(x for x in ((r["name"] or "")[:40], f"rank {r['rank']}" if r["rank"] is not None else "") if x)
+            for r in rows}
+
+
+def _verdict(kernels: tuple[KernelRow, ...]) -> Verdict:
+    total = sum(k.total_ns for k in kernels)
+    tc = [k for k in kernels if k.tensor_core == "yes"]
+    tc_ns, unk_ns = sum(k.total_ns for k in tc), sum(k.total_ns for k in kernels if k.tensor_core == "unknown")
+    prec: dict[str, int] = {}
+    for k in tc:
+        prec[k.precision or "unstated"] = prec.get(k.precision or "unstated", 0) + k.total_ns
+    precisions = tuple(sorted(prec, key=lambda p: -prec[p]))
+    frac = tc_ns / total if total else 0.0
+    launches = sum(k.launches for k in kernels)
+    if not kernels:
+        status, msg = "no-kernels", ("No GPU kernels were recorded. Did the job run on the GPU? (Check that the "
+                                     "framework sees a GPU, and that the profiler traced CUDA.)")
+    elif tc:
+        status, msg = "yes", (f"Tensor cores used: yes — {len(tc)} of {len(kernels)} kernels, {_pct(frac)} of GPU "
+                              f"kernel time, {' + '.join(precisions)}")
+    elif unk_ns or any(k.tensor_core == "unknown" for k in kernels):
+        n = sum(k.tensor_core == "unknown" for k in kernels)
+        status, msg = "unknown", (f"Tensor cores used: not seen — no kernel is known to use them, but {n} kernels "
+                                  f"({_pct(unk_ns / total if total else 0)} of kernel time) carry no evidence in their "
+                                  "names; nvprof-wrap verify measures them with counters")
+    else:
+        status, msg = "no", (f"Tensor cores used: no — none of the {len(kernels)} kernels is a tensor-core kernel; "
+                             f"kernel time by precision: {_mix(kernels, total)}")
+    return Verdict(status, msg, len(tc), len(kernels), launches, total, tc_ns, unk_ns, frac, precisions)
+
+
+def _mix(kernels: tuple[KernelRow, ...], total: int) -> str:
+    by: dict[str, int] = {}
+    for k in kernels:
+        by[k.precision or "unstated"] = by.get(k.precision or "unstated", 0) + k.total_ns
+    top = sorted(by.items(), key=lambda kv: -kv[1])[:4]
+    return ", ".join(f"{p} {_pct(ns / total if total else 0)}" for p, ns in top)
+
+
+def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
+    store.classify_pending()
+    store.db.execute(_VERDICTS_VIEW.format(version=RULES_VERSION.replace("'", "''")))
+    total = store.rows(f"SELECT COALESCE(SUM(total_ns), 0) AS t FROM {_TIMED}")[0]["t"]
+    kernels = _kernels(store, total)
+    sources = tuple(Source(r["path"], r["format"], bool(r["partial"]), tuple(_json_list(r["notes"])))
+                    for r in store.rows("SELECT path, format, partial, notes FROM captures ORDER BY id"))
+    disagreements = tuple(k for k in kernels if k.counter_verdict in ("yes", "no") and k.counter_verdict != k.name_verdict)
+    return Report(_verdict(kernels), _split(store, kernels), _groups(store, "device_id"), _groups(store, "pid"),
+                  kernels, sources, skipped, disagreements)
+
+
+def _json_list(text: str | None) -> list[str]:
+    import json
+
+    try:
+        v = json.loads(text or "[]")
+        return [str(x) for x in v] if isinstance(v, list) else []
+    except ValueError:
+        return []

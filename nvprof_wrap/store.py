@@ -1,0 +1,107 @@
+"""The run store: one SQLite database (written through sqlite-utils) holding aggregates of every
+capture of a run, the classification of each distinct kernel name, and counter evidence.
+
+This is the only module that imports sqlite_utils. Schema: docs/store-schema.md.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+
+import sqlite_utils
+
+from nvprof_wrap.classify import RULES_VERSION, classify_many
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Capture
+
+SCHEMA_VERSION = 1
+_TABLES = {
+    "captures": {"id": int, "path": str, "format": str, "size": int, "mtime_ns": int, "partial": int,
+                 "notes": str, "ingested_at": float},
+    "processes": {"capture_id": int, "pid": int, "name": str, "rank": int, "host": str},
+    "devices": {"capture_id": int, "device_id": int, "name": str, "cc_major": int, "cc_minor": int, "sm_count": int},
+    "kernels": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,
+                "min_ns": int, "max_ns": int},
+    "memops": {"capture_id": int, "pid": int, "device_id": int, "kind": str, "direction": str, "count": int,
+               "total_ns": int, "bytes": int},
+    "activity": {"capture_id": int, "pid": int, "device_id": int, "first_ns": int, "last_ns": int, "busy_ns": int},
+    "counters": {"capture_id": int, "name": str, "tensor_core": str, "launches": int, "metric": str, "value": float,
+                 "detail": str},
+    "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
+                        "reason": str, "rule": str},
+}
+_CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters")
+
+
+class Store:
+    """A run store on disk, or in memory for a one-off report."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        try:
+            conn = sqlite3.connect(str(path) if path else ":memory:", timeout=60)
+            self.db = sqlite_utils.Database(conn)
+            self._create()
+        except sqlite3.DatabaseError as e:
+            raise BadInput(path, f"not a usable nvprof-wrap run store ({e})") from None
+
+    def _create(self) -> None:
+        if self.path:
+            self.db.execute("PRAGMA journal_mode=WAL")  # concurrent ingests and readers of one run store
+        for name, cols in _TABLES.items():
+            if name not in self.db.table_names():
+                pk = "id" if name == "captures" else ("name", "rules_version") if name == "classifications" else None
+                self.db[name].create(cols, pk=pk, if_not_exists=True)
+        self.db["captures"].create_index(["path", "size", "mtime_ns"], unique=True, if_not_exists=True)
+        self.db["kernels"].create_index(["name"], if_not_exists=True)
+        self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # ------------------------------------------------------------------ ingest
+    def has(self, path: Path, size: int, mtime_ns: int) -> bool:
+        row = self.db.execute("SELECT 1 FROM captures WHERE path=? AND size=? AND mtime_ns=?",
+                              [str(path), size, mtime_ns]).fetchone()
+        return row is not None
+
+    def ingest(self, capture: Capture, size: int, mtime_ns: int) -> int | None:
+        """Add one capture atomically; None when this exact file (path, size, mtime) is already in."""
+        with self.db.conn:  # one transaction: a killed ingest leaves nothing half-written
+            if self.has(Path(capture.path), size, mtime_ns):
+                return None
+            cid = self.db["captures"].insert({
+                "path": capture.path, "format": capture.format, "size": size, "mtime_ns": mtime_ns,
+                "partial": int(capture.partial), "notes": json.dumps(list(capture.notes)),
+                "ingested_at": time.time()}).last_pk
+            for table, rows in (("processes", capture.processes), ("devices", capture.devices),
+                                ("kernels", capture.kernels), ("memops", capture.memops),
+                                ("activity", capture.activity), ("counters", capture.counters)):
+                self.db[table].insert_all(({"capture_id": cid, **asdict(r)} for r in rows), batch_size=500)
+        return cid
+
+    def classify_pending(self) -> int:
+        """Classify each distinct kernel name not yet classified under the current rules; returns how many."""
+        names = [r[0] for r in self.db.execute(
+            "SELECT DISTINCT name FROM kernels EXCEPT SELECT name FROM classifications WHERE rules_version=?",
+            [RULES_VERSION])]
+        with self.db.conn:
+            self.db["classifications"].insert_all(
+                ({**_without(asdict(c), "evidence"), "rules_version": RULES_VERSION} for c in classify_many(names)),
+                ignore=True, batch_size=500)
+        return len(names)
+
+    # ------------------------------------------------------------------ queries (used by report.py)
+    def rows(self, sql: str, params: Iterable = ()) -> list[dict]:
+        cur = self.db.execute(sql, list(params))
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def _without(d: dict, key: str) -> dict:
+    d.pop(key, None)
+    return d

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+PUBLIC = FIXTURES / "public"
+H200 = FIXTURES / "h200"
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    assert FIXTURES.is_dir(), f"the shared fixtures must lie beside the repo: {FIXTURES}"
+    return FIXTURES
