@@ -35,7 +35,7 @@ def _writable(folder: Path) -> bool:
 
 
 def read(path: Path) -> Capture:
-    from nvprof_wrap.launch.nsys import find_nsys  # the launcher owns where nsys is searched for
+    from nvprof_wrap.launch.backends import find_nsys  # the launcher owns where nsys is searched for
 
     nsys = find_nsys()
     if nsys is None:

@@ -1,0 +1,80 @@
+"""nvprof-wrap run [--backend auto|nvprof|nsys|cupti] [-o DIR] [--name NAME] -- CMD ARGS...
+
+Runs CMD (never through a shell) under a profiler, child processes included, saves its output and
+a manifest in the run folder, then prints the report. The wrapper exits with the job's exit code.
+-o accepts %p (pid), %h (host) and %q{VAR} (environment variable). Under torchrun/srun/mpirun each
+rank writes to DIR/rank<N>.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from nvprof_wrap import report
+from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.ingest import ingest
+from nvprof_wrap.launch.runner import RunSpec, execute
+from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.store import Store
+
+
+def add_parser(sub, name: str) -> None:
+    p = sub.add_parser(name, help="run a command under a profiler and report", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backend", choices=("auto", "nvprof", "nsys", "cupti"), default="auto")
+    p.add_argument("-o", "--output", help="run folder (default runs/NAME-TIMESTAMP)")
+    p.add_argument("--name", help="run name (default: the command's name)")
+    p.add_argument("--nsys", help="path of the nsys executable")
+    p.add_argument("--no-report", action="store_true", help="only run and capture")
+    p.add_argument("--limit", type=int, default=15)
+    p.add_argument("--wide", action="store_true")
+    add_format(p)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
+
+
+def _command(args: argparse.Namespace) -> list[str]:
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        raise BadInput(None, "no command to run: nvprof-wrap run [options] -- CMD ARGS...")
+    return cmd
+
+
+class _NoStatus:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, _text: str) -> None:
+        return None
+
+
+def _status(text: str):
+    """A rich spinner on a terminal; nothing when stderr is a file or a pipe."""
+    if not sys.stderr.isatty():
+        return _NoStatus()
+    from rich.console import Console
+
+    return Console(stderr=True).status(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = RunSpec(_command(args), args.backend, args.output, args.name, args.nsys,
+                   quiet_stdout=args.format != "table" and not args.no_report)
+    folder, manifest = execute(spec)
+    print(f"nvprof-wrap: {manifest['backend']} run of {' '.join(spec.command)[:80]} → {folder} "
+          f"(exit {manifest['exit_code']}, {manifest['wall_s']} s)", file=sys.stderr)
+    for problem in manifest["problems"]:
+        print(f"nvprof-wrap: warning: {problem}", file=sys.stderr)
+    if not args.no_report:
+        store = Store(folder / "run.sqlite")
+        try:
+            with _status("reading the captures") as status:
+                skipped = ingest(store, [folder], progress=lambda p: status.update(f"reading {p.name}"))
+            rep = report.build(store, skipped)
+        finally:
+            store.close()
+        emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+    return manifest["exit_code"]

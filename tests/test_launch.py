@@ -1,0 +1,150 @@
+"""`nvprof-wrap run` orchestration against fake nvprof / nsys / nvidia-smi that behave like the real ones."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+FAKES = ROOT / "tests" / "fakes" / "bin"
+CHILD = ("import subprocess, sys, time; print('parent out', flush=True); print('parent err', file=sys.stderr); "
+         "rc = subprocess.call([sys.executable, '-c', 'import time; print(\"child out\"); time.sleep(0.3)']); "
+         "sys.exit(3)")
+
+
+def wrapper(args, gpus="", path_fakes=True, extra_env=None, **kw):
+    env = {"PATH": (f"{FAKES}:" if path_fakes else "") + "/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": gpus,
+           "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root"), **(extra_env or {})}
+    env.pop("NVPROF_WRAP_NSYS", None)
+    return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", *args], capture_output=True, text=True,
+                          env=env, timeout=120, **kw)
+
+
+def manifest(folder: Path) -> dict:
+    return json.loads((folder / "manifest.json").read_text())
+
+
+def test_nsys_follows_children_exports_and_reports(tmp_path):
+    out = tmp_path / "run"
+    proc = wrapper(["--backend", "nsys", "-o", str(out), "--format", "json", "--", sys.executable, "-c", CHILD],
+                   gpus="NVIDIA H200:9.0")
+    assert proc.returncode == 3, proc.stderr  # the job's exit code
+    m = manifest(out)
+    assert m["backend"] == "nsys" and m["exit_code"] == 3 and "fake" in m["backend_version"]
+    assert m["profiler_argv"][1:6] == ["profile", "--trace=cuda,nvtx,cublas,cudnn", "--sample=none",
+                                       "--cpuctxsw=none", "--force-overwrite=true"]
+    assert {"nsys.nsys-rep", "nsys.sqlite"} <= set(m["captures"])
+    assert m["gpus"] == [{"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0", "driver": "580.95.05"}]
+    job_pids = {p["pid"] for p in m["processes"]}
+    report = json.loads(proc.stdout)
+    assert report["tensor_cores_used"] is True
+    assert {p["pid"] for p in report["processes"]} <= job_pids and len(report["processes"]) == 2
+    assert (out / "stdout.log").read_text().splitlines() == ["parent out", "child out"]
+    assert (out / "stderr.log").read_text().count("parent err") == 1
+    assert (out / "run.sqlite").is_file()
+
+
+def test_nvprof_the_seed_invocation_one_capture_per_process(tmp_path):
+    out = tmp_path / "seed"
+    proc = wrapper(["--backend", "nvprof", "-o", str(out), "--format", "json", "--", sys.executable, "-c", CHILD],
+                   gpus="NVIDIA GeForce RTX 2080:7.5")
+    assert proc.returncode == 3, proc.stderr
+    m = manifest(out)
+    argv = m["profiler_argv"]
+    assert argv[1:4] == ["-o", str(out / "profile%p.nvvp"), "--profile-child-processes"]
+    nvvps = sorted(c for c in m["captures"] if c.endswith(".nvvp"))
+    assert len(nvvps) == 2  # the parent and its child, each named by its own pid
+    pids = {int(c[len("profile"):-len(".nvvp")]) for c in nvvps}
+    assert pids <= {p["pid"] for p in m["processes"]}
+    report = json.loads(proc.stdout)
+    assert {p["pid"] for p in report["processes"]} == pids
+    assert report["verdict"] == "no" and report["devices"][0]["label"] == "TITAN V (sm_70)"
+
+
+def test_nvprof_refuses_ampere_and_newer_naming_the_gpu(tmp_path):
+    proc = wrapper(["--backend", "nvprof", "-o", str(tmp_path / "x"), "--", "true"], gpus="NVIDIA H200:9.0")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "NVIDIA H200 (compute capability 9.0)" in proc.stderr
+    assert "--backend nsys" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_auto_prefers_nsys_then_nvprof_then_explains(tmp_path):
+    m = manifest_of(wrapper(["-o", str(tmp_path / "a"), "--no-report", "--", "true"], gpus="T4:7.5"), tmp_path / "a")
+    assert m["backend"] == "nsys"
+    # No nsys on PATH, no cupti-python here, an old GPU: nvprof.
+    hide_nsys = tmp_path / "bin"
+    hide_nsys.mkdir()
+    for tool in ("nvprof", "nvidia-smi"):
+        (hide_nsys / tool).symlink_to(FAKES / tool)
+    proc = wrapper(["-o", str(tmp_path / "b"), "--no-report", "--", "true"], gpus="T4:7.5", path_fakes=False,
+                   extra_env={"PATH": f"{hide_nsys}:/usr/local/bin:/usr/bin:/bin"})
+    if _cupti_importable():
+        pytest.skip("cupti-python is installed here: auto would pick it")
+    assert proc.returncode == 0, proc.stderr
+    assert manifest(tmp_path / "b")["backend"] == "nvprof"
+    proc = wrapper(["-o", str(tmp_path / "c"), "--", "true"], path_fakes=False)
+    assert proc.returncode == 2 and "no profiler backend is usable here" in proc.stderr and "nsys" in proc.stderr
+
+
+def manifest_of(proc, folder):
+    assert proc.returncode == 0, proc.stderr
+    return manifest(folder)
+
+
+def _cupti_importable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("cupti") is not None
+
+
+def test_output_patterns_and_rank_folders(tmp_path):
+    proc = wrapper(["--backend", "nsys", "-o", str(tmp_path / "r-%q{JOBTAG}-%h"), "--no-report", "--", "true"],
+                   extra_env={"JOBTAG": "abc", "RANK": "1"})
+    assert proc.returncode == 0, proc.stderr
+    (folder,) = tmp_path.glob("r-abc-*")
+    m = manifest(folder / "rank1")
+    assert m["rank"] == 1 and "rank1-nsys.sqlite" in m["captures"]
+
+
+def test_command_never_goes_through_a_shell(tmp_path):
+    marker = tmp_path / "pwned"
+    proc = wrapper(["--backend", "nsys", "-o", str(tmp_path / "s"), "--no-report", "--", "echo", f"x; touch {marker}"])
+    assert proc.returncode == 0 and not marker.exists()
+    assert (tmp_path / "s" / "stdout.log").read_text() == f"x; touch {marker}\n"
+
+
+def test_missing_command_and_unknown_program(tmp_path):
+    proc = wrapper(["--backend", "nsys", "-o", str(tmp_path / "n")])
+    assert proc.returncode == 2 and "no command to run" in proc.stderr
+    proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "u"), "--", "no-such-program-xyz"])
+    assert proc.returncode == 2 and "no-such-program-xyz: command not found" in proc.stderr
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signals_reach_the_job_and_the_capture_is_kept(tmp_path, sig, code):
+    out = tmp_path / "sig"
+    job = ("import signal, sys, time\n"
+           "def h(s, f):\n    print('job got', s, flush=True); sys.exit(128 + s)\n"
+           "signal.signal(signal.SIGINT, h); signal.signal(signal.SIGTERM, h)\n"
+           "print('ready', flush=True)\ntime.sleep(60)\n")
+    env = {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(out),
+                          "--no-report", "--", sys.executable, "-c", job], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    log, deadline = out / "stdout.log", time.time() + 30
+    while time.time() < deadline and not (log.exists() and "ready" in log.read_text()):
+        time.sleep(0.05)
+    p.send_signal(sig)
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == code, stderr
+    m = manifest(out)
+    assert m["signal"] == sig.name and m["exit_code"] == code
+    assert "nsys.sqlite" in m["captures"]  # nsys still wrote and exported its report
+    assert f"job got {int(sig)}" in (out / "stdout.log").read_text()
