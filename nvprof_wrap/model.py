@@ -83,6 +83,21 @@ class CounterVerdict:
 
 
 @dataclass(frozen=True)
+class OpAgg:
+    """Kernels attributed to a framework op or layer through NVTX ranges on the launching thread.
+
+    op: the innermost enclosing range (e.g. 'aten::addmm'); scope: the outermost (e.g. 'keras:dense_1').
+    """
+
+    pid: int | None
+    scope: str
+    op: str
+    name: str
+    launches: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
 class Capture:
     """What a reader extracted from one profiler file."""
 
@@ -94,6 +109,7 @@ class Capture:
     devices: tuple[Device, ...] = ()
     processes: tuple[Process, ...] = ()
     counters: tuple[CounterVerdict, ...] = ()
+    ops: tuple[OpAgg, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     partial: bool = False
 

@@ -70,6 +70,19 @@ class GroupRow:
 
 
 @dataclass(frozen=True)
+class OpRow:
+    """Kernels attributed to one framework op / layer (an NVTX range) and what ran on tensor cores."""
+
+    op: str
+    kernels: int
+    launches: int
+    total_ns: int
+    share: float
+    tc_share: float
+    precisions: str  # of all its kernels, by time, e.g. "fp16 78% + fp32 22%"
+
+
+@dataclass(frozen=True)
 class Verdict:
     tensor_cores: str  # "yes" | "no" | "unknown" | "no-kernels"
     message: str
@@ -101,6 +114,8 @@ class Report:
     sources: tuple[Source, ...]
     skipped: tuple[tuple[str, str], ...] = ()
     disagreements: tuple[KernelRow, ...] = ()
+    ops: tuple[OpRow, ...] = ()
+    scopes: tuple[OpRow, ...] = ()
     rules_version: str = RULES_VERSION
     extra: dict = field(default_factory=dict)
 
@@ -215,8 +230,32 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     sources = tuple(Source(r["path"], r["format"], bool(r["partial"]), tuple(_json_list(r["notes"])))
                     for r in store.rows("SELECT path, format, partial, notes FROM captures ORDER BY id"))
     disagreements = tuple(k for k in kernels if k.counter_verdict in ("yes", "no") and k.counter_verdict != k.name_verdict)
+    ops, scopes = _ops(store, "op"), _ops(store, "scope")
+    if [o.op for o in ops] == [o.op for o in scopes]:
+        scopes = ()  # one level of ranges only: the scope table would repeat the op table
     return Report(_verdict(kernels), _split(store, kernels), _groups(store, "device_id"), _groups(store, "pid"),
-                  kernels, sources, skipped, disagreements)
+                  kernels, sources, skipped, disagreements, ops, scopes)
+
+
+def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
+    rows = store.rows(f"""
+        SELECT o.{column} AS op, o.name, SUM(o.launches) AS launches, SUM(o.total_ns) AS ns, v.tensor_core, v.precision
+        FROM ops o JOIN v_verdicts v ON v.name = o.name GROUP BY o.{column}, o.name""")
+    by: dict[str, dict] = {}
+    for r in rows:
+        g = by.setdefault(r["op"], {"kernels": 0, "launches": 0, "ns": 0, "tc": 0, "prec": {}})
+        g["kernels"] += 1
+        g["launches"] += r["launches"]
+        g["ns"] += r["ns"] or 0
+        g["tc"] += (r["ns"] or 0) if r["tensor_core"] == "yes" else 0
+        p = r["precision"] or "unstated"
+        g["prec"][p] = g["prec"].get(p, 0) + (r["ns"] or 0)
+    total = sum(g["ns"] for g in by.values()) or 1
+    out = [OpRow(op, g["kernels"], g["launches"], g["ns"], g["ns"] / total, g["tc"] / g["ns"] if g["ns"] else 0.0,
+                 " + ".join(f"{p} {_pct(ns / g['ns'] if g['ns'] else 0)}" for p, ns in
+                            sorted(g["prec"].items(), key=lambda kv: -kv[1])))
+           for op, g in by.items()]
+    return tuple(sorted(out, key=lambda o: -o.total_ns))
 
 
 def _json_list(text: str | None) -> list[str]:

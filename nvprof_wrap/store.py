@@ -31,10 +31,11 @@ _TABLES = {
     "activity": {"capture_id": int, "pid": int, "device_id": int, "first_ns": int, "last_ns": int, "busy_ns": int},
     "counters": {"capture_id": int, "name": str, "tensor_core": str, "launches": int, "metric": str, "value": float,
                  "detail": str},
+    "ops": {"capture_id": int, "pid": int, "scope": str, "op": str, "name": str, "launches": int, "total_ns": int},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
 }
-_CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters")
+_CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops")
 
 
 class Store:
@@ -80,7 +81,8 @@ class Store:
                 "ingested_at": time.time()}).last_pk
             for table, rows in (("processes", capture.processes), ("devices", capture.devices),
                                 ("kernels", capture.kernels), ("memops", capture.memops),
-                                ("activity", capture.activity), ("counters", capture.counters)):
+                                ("activity", capture.activity), ("counters", capture.counters),
+                                ("ops", capture.ops)):
                 self.db[table].insert_all(({"capture_id": cid, **asdict(r)} for r in rows), batch_size=500)
         return cid
 

@@ -24,6 +24,11 @@ def group(g: GroupRow, key: str) -> dict:
             "idle_share": None if g.idle_share is None else round(g.idle_share, 6)}
 
 
+def op(o) -> dict:
+    return {"op": o.op, "kernels": o.kernels, "launches": o.launches, "total_ns": o.total_ns,
+            "share": round(o.share, 6), "tensor_core_share": round(o.tc_share, 6), "precisions": o.precisions}
+
+
 def classification(c: Classification) -> dict:
     d = asdict(c)
     d.pop("evidence")
@@ -47,6 +52,8 @@ def report(r: Report) -> dict:
         "processes": [group(g, "pid") for g in r.processes],
         "kernels": [kernel(k) for k in r.kernels],
         "disagreements": [kernel(k) for k in r.disagreements],
+        "ops": [op(o) for o in r.ops],
+        "scopes": [op(o) for o in r.scopes],
         "sources": [{"path": s.path, "format": s.format, "partial": s.partial, "notes": list(s.notes)} for s in r.sources],
         "skipped": [{"path": p, "why": w} for p, w in r.skipped],
         **({"extra": r.extra} if r.extra else {}),

@@ -83,6 +83,17 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
     return t
 
 
+def _op_table(rows, title: str, limit: int) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for col in ("op / range", "kernels", "launches", "GPU time", "% GPU", "tensor core", "precision of its kernels"):
+        t.add_column(col, justify="left" if col in ("op / range", "precision of its kernels") else "right",
+                     overflow="fold")
+    for o in rows[:limit]:
+        t.add_row(escape(o.op), str(o.kernels), f"{o.launches:,}", fmt_ns(o.total_ns), pct(o.share), pct(o.tc_share),
+                  o.precisions)
+    return t
+
+
 def _counter_why(k: KernelRow) -> str:
     state = "tensor pipes active" if k.tensor_core == "yes" else "tensor pipes idle"
     return f"measured by counters: {state} ({k.counter_detail})"
@@ -102,6 +113,11 @@ def render_report(report: Report, width: int = 120, color: bool = False, wide: b
         shown = list(report.kernels[:limit])
         title = f"Top {len(shown)} of {len(report.kernels)} kernels by GPU time"
         parts += [kernel_table(shown, wide, title, width), Text("")]
+    if report.ops:
+        parts += [_op_table(report.ops, "Framework ops (NVTX ranges): which ran on tensor cores, in which precision",
+                            limit), Text("")]
+    if report.scopes:
+        parts += [_op_table(report.scopes, "Outer ranges (layers / modules)", limit), Text("")]
     if report.disagreements:
         parts += [kernel_table(list(report.disagreements), wide, "Counters disagree with the name rules", width), Text("")]
     parts.append(_sources(report))

@@ -1,0 +1,78 @@
+"""nvprof-wrap doctor — what this machine has: GPUs (compute capability, driver), which profilers were found
+and where, which Keras backends are importable; on a GPU it also runs workloads/matmul_probe.py under the best
+backend and says whether tensor cores are visible (the positive control: fp16 GEMMs use them from Volta on)."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+from nvprof_wrap import report
+from nvprof_wrap.cli._output import add_format, emit
+from nvprof_wrap.errors import ToolMissing
+from nvprof_wrap.ingest import ingest
+from nvprof_wrap.launch import backends
+from nvprof_wrap.launch.gpus import list_gpus
+from nvprof_wrap.launch.runner import RunSpec, execute
+from nvprof_wrap.store import Store
+
+PROBE = Path(__file__).resolve().parents[2] / "workloads" / "matmul_probe.py"
+
+
+def add_parser(sub, name: str) -> None:
+    p = sub.add_parser(name, help="what GPUs, profilers and Keras backends this machine has", description=__doc__)
+    p.add_argument("--no-probe", action="store_true", help="do not run the matmul probe")
+    p.add_argument("-o", "--output", default=None, help="run folder for the probe")
+    add_format(p)
+
+
+def facts() -> dict:
+    tools = {"nsys": backends.find_nsys(), "nvprof": backends.find_nvprof(), "ncu": backends.find_ncu()}
+    return {
+        "gpus": [vars(g) for g in list_gpus()],
+        "profilers": {k: ({"path": v, "version": backends.tool_version(v)} if v else None) for k, v in tools.items()},
+        "cupti_python": backends.cupti_available(),
+        "python_packages": {m: importlib.util.find_spec(m) is not None
+                            for m in ("keras", "tensorflow", "torch", "jax")},
+        "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow (Keras' default)"),
+    }
+
+
+def probe(folder: str | None) -> dict:
+    try:
+        out, manifest = execute(RunSpec([sys.executable, str(PROBE)], "auto", folder or None, name="doctor-probe"))
+    except ToolMissing as e:
+        return {"ran": False, "why": str(e)}
+    store = Store(out / "run.sqlite")
+    try:
+        rep = report.build(store, ingest(store, [out]))
+    finally:
+        store.close()
+    return {"ran": True, "backend": manifest["backend"], "folder": str(out), "verdict": rep.verdict.message,
+            "tensor_cores_visible": rep.verdict.tensor_cores == "yes"}
+
+
+def run(args: argparse.Namespace) -> int:
+    f = facts()
+    if f["gpus"] and not args.no_probe and PROBE.is_file():
+        f["probe"] = probe(args.output)
+    if args.format == "json":
+        emit(json.dumps(f, indent=2) + "\n")
+        return 0
+    lines = ["GPUs: " + ("none found (nvidia-smi)" if not f["gpus"] else "; ".join(
+        f"{g['index']}: {g['name']}, compute capability {g['compute_capability']}, driver {g['driver']}"
+        for g in f["gpus"]))]
+    for k, v in f["profilers"].items():
+        lines.append(f"{k}: " + (f"{v['path']} ({v['version']})" if v else "not found"))
+    lines.append(f"cupti-python: {'importable' if f['cupti_python'] else 'not installed (pip install cupti-python)'}")
+    lines.append("Python packages: " + ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in f["python_packages"].items()))
+    lines.append(f"KERAS_BACKEND: {f['keras_backend']}")
+    if "probe" in f:
+        p = f["probe"]
+        lines.append(f"matmul probe: {p['verdict']} (backend {p['backend']}, {p['folder']})" if p["ran"]
+                     else f"matmul probe not run: {p['why']}")
+    emit("\n".join(lines) + "\n")
+    return 0

@@ -1,0 +1,69 @@
+"""nvprof-wrap experiment WORKLOAD [--precisions fp32,fp16,mixed] [--backend ...] [-- ARGS]
+
+Runs the workload once per precision under the profiler and prints one side-by-side table: wall time
+per step, GPU kernel time, tensor-core share, memcpy share, GPU idle, kernel launches per step, final
+loss / accuracy / validation accuracy, and a training-health verdict. WORKLOAD is a script path or the
+name of one in workloads/ (reuters_mlp, convnet, matmul_probe). Each precision runs as
+`python WORKLOAD --precision P ARGS`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from nvprof_wrap import report
+from nvprof_wrap.analysis.experiment import row
+from nvprof_wrap.analysis.health import health_from_run
+from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.ingest import ingest
+from nvprof_wrap.launch.runner import RunSpec, execute
+from nvprof_wrap.renderers import experiment as render
+from nvprof_wrap.store import Store
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
+CLASSES = {"reuters_mlp": 46}
+
+
+def add_parser(sub, name: str) -> None:
+    p = sub.add_parser(name, help="run a workload per precision and compare side by side", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("workload")
+    p.add_argument("--precisions", default="fp32,fp16,mixed")
+    p.add_argument("--backend", choices=("auto", "nvprof", "nsys", "cupti"), default="auto")
+    p.add_argument("--nsys", help="path of the nsys executable")
+    p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
+    add_format(p)
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="-- ARGS")
+
+
+def resolve(workload: str) -> Path:
+    p = Path(workload)
+    for cand in (p, WORKLOADS / workload, WORKLOADS / f"{workload}.py"):
+        if cand.is_file():
+            return cand.resolve()
+    raise BadInput(workload, f"no such workload (a script path, or one of: "
+                             f"{', '.join(sorted(x.stem for x in WORKLOADS.glob('*.py') if not x.stem.startswith('_')))})")
+
+
+def run(args: argparse.Namespace) -> int:
+    script = resolve(args.workload)
+    extra = args.args[1:] if args.args[:1] == ["--"] else args.args
+    base = Path(args.output or f"runs/experiment-{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
+    rows = []
+    for precision in [p.strip() for p in args.precisions.split(",") if p.strip()]:
+        cmd = [sys.executable, str(script), "--precision", precision, *extra]
+        folder, manifest = execute(RunSpec(cmd, args.backend, str(base / precision), nsys=args.nsys,
+                                           quiet_stdout=args.format != "table"))
+        store = Store(folder / "run.sqlite")
+        try:
+            rep = report.build(store, ingest(store, [folder]))
+        finally:
+            store.close()
+        log = (folder / "stdout.log").read_text(errors="replace") + (folder / "stderr.log").read_text(errors="replace")
+        health = health_from_run(folder / "metrics.jsonl", log, CLASSES.get(script.stem))
+        rows.append(row(precision, folder, manifest, rep, health))
+    emit(render.render(rows, args.format, **options(args)))
+    return max((r.exit_code for r in rows), default=0)

@@ -1,0 +1,56 @@
+"""The side-by-side experiment table (rich), or JSON / CSV / Markdown of the same rows."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict
+
+from rich.console import Console
+from rich.table import Table
+
+HEAD = ("precision", "wall/step", "GPU kernel time", "tensor-core share", "memcpy share", "GPU idle",
+        "launches/step", "final loss", "accuracy", "val accuracy", "health")
+_STYLE = {"healthy": "green", "collapsed": "bold red", "nan": "bold red", "diverged": "red", "unknown": "yellow"}
+
+
+def _f(x, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _cells(r) -> list[str]:
+    return [r.precision, _f(r.wall_per_step_ms, ".2f") + " ms" if r.wall_per_step_ms else "-",
+            f"{r.kernel_ns / 1e6:.1f} ms", f"{100 * r.tc_share:.1f}%" + (f" ({r.tc_precisions})" if r.tc_precisions else ""),
+            f"{100 * r.memcpy_share:.1f}%", "-" if r.idle_share is None else f"{100 * r.idle_share:.1f}%",
+            _f(r.launches_per_step, ".1f"), _f(r.final_loss, ".4g"), _f(r.final_accuracy, ".4f"),
+            _f(r.final_val_accuracy, ".4f"), r.health]
+
+
+def render(rows: list, fmt: str, width: int = 120, color: bool = False, **_: object) -> str:
+    if fmt == "json":
+        return json.dumps([asdict(r) for r in rows], indent=2) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(asdict(rows[0])) if rows else [], lineterminator="\n")
+        w.writeheader()
+        w.writerows({k: (" | ".join(v) if isinstance(v, tuple) else v) for k, v in asdict(r).items()} for r in rows)
+        return buf.getvalue()
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in rows]
+        notes = [f"- {r.precision}: {f}" for r in rows for f in r.findings]
+        return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+    t = Table(title="Precision experiment", title_justify="left", show_edge=False, pad_edge=False)
+    for h in HEAD:
+        t.add_column(h, justify="left" if h in ("precision", "health") else "right", overflow="fold")
+    for r in rows:
+        cells = _cells(r)
+        t.add_row(*cells[:-1], f"[{_STYLE.get(r.health, '')}]{cells[-1]}[/]")
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system="auto" if color else None, force_terminal=color,
+                      no_color=not color)
+    console.print(t)
+    for r in rows:
+        for f in r.findings:
+            console.print(f"{r.precision}: {f}", markup=False, highlight=False)
+    return buf.getvalue()
