@@ -59,3 +59,22 @@ def combine(verdicts: list[tuple[str, str, float]]) -> tuple[str, str, float]:
     if verdicts and all(v[0] == "no" for v in verdicts):
         return verdicts[0]
     return "unknown", "", 0.0
+
+# Candidates for Volta to Ada (compute capability 7.0–8.9). Not verified on those GPUs by this project:
+# only what `ncu --query-metrics` confirms on the machine is asked for, and without an HFMA2-free
+# metric the verdict stays "unknown" (docs/verdict-rules.md).
+PRE_HOPPER_METRICS = (
+    "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum",
+    "sm__pipe_tensor_op_dmma_cycles_active.sum", "sm__pipe_tensor_op_imma_cycles_active.sum",
+    "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
+    HMMA_INST, HFMA2_INST, DURATION,
+)
+
+
+def metrics_for(cc: float, available: set[str] | None) -> list[str]:
+    """The tensor-pipe metrics to collect on a GPU of compute capability ``cc``, keeping only those that
+    ``ncu --query-metrics`` lists (by base name) when that list is known."""
+    wanted = HOPPER_METRICS if cc >= 9.0 else PRE_HOPPER_METRICS
+    if available is None:
+        return list(wanted)
+    return [m for m in wanted if m.rsplit(".", 1)[0] in available]

@@ -34,6 +34,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--precisions", default="fp32,fp16,mixed")
     p.add_argument("--backend", choices=("auto", "nvprof", "nsys", "cupti"), default="auto")
     p.add_argument("--nsys", help="path of the nsys executable")
+    p.add_argument("--annotate", metavar="keras,torch", help="NVTX ranges per layer / module / op (see run)")
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
     add_format(p)
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="-- ARGS")
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     for precision in [p.strip() for p in args.precisions.split(",") if p.strip()]:
         cmd = [sys.executable, str(script), "--precision", precision, *extra]
         folder, manifest = execute(RunSpec(cmd, args.backend, str(base / precision), nsys=args.nsys,
-                                           quiet_stdout=args.format != "table"))
+                                           quiet_stdout=args.format != "table", annotate=args.annotate))
         store = Store(folder / "run.sqlite")
         try:
             rep = report.build(store, ingest(store, [folder]))

@@ -26,6 +26,9 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("-o", "--output", help="run folder (default runs/NAME-TIMESTAMP)")
     p.add_argument("--name", help="run name (default: the command's name)")
     p.add_argument("--nsys", help="path of the nsys executable")
+    p.add_argument("--annotate", metavar="keras,torch",
+                   help="add NVTX ranges per Keras layer call and/or torch module call and ATen op (no change to "
+                        "the script), so the report says which ops ran on tensor cores in which precision")
     p.add_argument("--no-report", action="store_true", help="only run and capture")
     p.add_argument("--limit", type=int, default=15)
     p.add_argument("--wide", action="store_true")
@@ -62,7 +65,7 @@ def _status(text: str):
 
 def run(args: argparse.Namespace) -> int:
     spec = RunSpec(_command(args), args.backend, args.output, args.name, args.nsys,
-                   quiet_stdout=args.format != "table" and not args.no_report)
+                   quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate)
     folder, manifest = execute(spec)
     print(f"nvprof-wrap: {manifest['backend']} run of {' '.join(spec.command)[:80]} → {folder} "
           f"(exit {manifest['exit_code']}, {manifest['wall_s']} s)", file=sys.stderr)

@@ -95,11 +95,16 @@ def plan_nsys(cmd: list[str], outdir: Path, tag: str, exe: str | None = None) ->
     return Plan("nsys", argv, tool=nsys, version=tool_version(nsys))
 
 
-def plan_cupti(cmd: list[str], outdir: Path) -> Plan:
+def injection_env() -> dict[str, str]:
+    """PYTHONPATH that makes every Python process of the job import our sitecustomize (and find the package)."""
     inject = Path(__file__).resolve().parents[1] / "tracer" / "inject"
     package_parent = Path(__file__).resolve().parents[2]
     path = [str(inject), str(package_parent)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-    env = {"PYTHONPATH": os.pathsep.join(path), "NVPROF_WRAP_CUPTI_DIR": str(outdir)}
+    return {"PYTHONPATH": os.pathsep.join(path)}
+
+
+def plan_cupti(cmd: list[str], outdir: Path) -> Plan:
+    env = {**injection_env(), "NVPROF_WRAP_CUPTI_DIR": str(outdir.resolve())}
     return Plan("cupti", list(cmd), env, tool=sys.executable, version=_cupti_version())
 
 

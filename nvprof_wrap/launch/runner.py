@@ -30,6 +30,7 @@ class RunSpec:
     nsys: str | None = None
     env: dict | None = None
     quiet_stdout: bool = False
+    annotate: str | None = None  # "keras", "torch" or "keras,torch": NVTX ranges per layer / module / op
 
 
 def rank() -> int | None:
@@ -117,7 +118,8 @@ def execute(spec: RunSpec) -> tuple[Path, dict]:
     gpus = list_gpus()
     folder = run_folder(spec)
     plan = make_plan(spec, folder, gpus)
-    env = {**plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
+    annotate = {**backends.injection_env(), "NVPROF_WRAP_ANNOTATE": spec.annotate} if spec.annotate else {}
+    env = {**annotate, **plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
            "NVPROF_WRAP_METRICS": str((folder / "metrics.jsonl").resolve())}
     job = run_job(plan.argv, env, folder, spec.quiet_stdout)
     problems = export_nsys_reports(folder, spec.nsys) if plan.backend == "nsys" else []

@@ -1,7 +1,9 @@
 """Captures written by nvprof-wrap's own CUPTI tracer (one SQLite file per process; docs/cupti-tracer.md)."""
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 from nvprof_wrap.demangle import demangle
@@ -42,8 +44,32 @@ def _memops(conn: sqlite3.Connection, pid: int | None) -> tuple[MemAgg, ...]:
     return tuple(out.values())
 
 
+def _rolled_back_copy(path: Path) -> Path | None:
+    """A process killed mid-commit leaves '<file>-journal' beside the .partial file: SQLite must roll it
+    back before the file is consistent. Do that on a private copy, never on the capture itself."""
+    journal = Path(str(path) + "-journal")
+    if not journal.is_file():
+        return None
+    tmp = Path(tempfile.mkdtemp(prefix="nvprof-wrap-partial-"))
+    shutil.copy2(path, tmp / path.name)
+    shutil.copy2(journal, tmp / journal.name)
+    conn = sqlite3.connect(tmp / path.name)
+    conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # the read triggers the rollback
+    conn.close()
+    return tmp / path.name
+
+
 def read(path: Path) -> Capture:
-    conn = connect_ro(path)
+    copy = _rolled_back_copy(path)
+    try:
+        return _read(copy or path, path)
+    finally:
+        if copy is not None:
+            shutil.rmtree(copy.parent, ignore_errors=True)
+
+
+def _read(source: Path, path: Path) -> Capture:
+    conn = connect_ro(source)
     try:
         have = tables(conn)
         missing = {"meta", "kernel", "memcpy", "memset", "device"} - have

@@ -1,0 +1,112 @@
+"""nvprof-wrap verify [--top N] [-o DIR] [--from FILE] -- CMD ARGS...
+
+Ground truth from hardware counters. Runs CMD under Nsight Compute (children followed, clocks left
+alone) collecting only the tensor-pipe metrics this GPU has, on the N kernels with the most GPU time in
+an earlier `nvprof-wrap run` of the same command (or every kernel, up to --launch-count launches, when
+there is none). Every kernel then gets a verdict "by counters"; the report lists each disagreement with
+the name rules. `verify --from FILE [PATH...]` reads an existing `ncu --csv` export instead of running,
+and attaches its verdicts to the captures in PATH (a run folder, say).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from nvprof_wrap import counters, report
+from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.errors import BadInput, ToolMissing
+from nvprof_wrap.ingest import ingest
+from nvprof_wrap.launch import backends, ncu
+from nvprof_wrap.launch.gpus import list_gpus
+from nvprof_wrap.launch.job import run_job
+from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.store import Store
+
+
+def add_parser(sub, name: str) -> None:
+    p = sub.add_parser(name, help="measure tensor-core use with Nsight Compute counters", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--top", type=int, default=20, help="kernels to measure from an earlier run (default 20)")
+    p.add_argument("--launch-count", type=int, default=500, help="at most this many launches are profiled")
+    p.add_argument("--from", dest="from_csv", type=Path, help="an existing ncu --csv export to read instead")
+    p.add_argument("--runs", type=Path, default=Path("runs"), help="where earlier runs are looked for")
+    p.add_argument("--ncu", help="path of the ncu executable")
+    p.add_argument("-o", "--output", help="verify folder (default runs/verify-NAME-TIMESTAMP)")
+    p.add_argument("--limit", type=int, default=15)
+    p.add_argument("--wide", action="store_true")
+    add_format(p)
+    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="-- CMD ARGS | PATH...")
+
+
+def earlier_run(cmd: list[str], runs: Path) -> Path | None:
+    """The newest run folder whose manifest has this exact command."""
+    found = []
+    for m in runs.glob("*/manifest.json"):
+        try:
+            data = json.loads(m.read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("command") == cmd and (m.parent / "run.sqlite").is_file():
+            found.append((data.get("started", 0), m.parent))
+    return max(found)[1] if found else None
+
+
+def top_kernels(folder: Path, n: int) -> list[str]:
+    store = Store(folder / "run.sqlite")
+    try:
+        return [r["name"] for r in store.rows(
+            "SELECT name, SUM(total_ns) AS t FROM kernels GROUP BY name ORDER BY t DESC LIMIT ?", [n])]
+    finally:
+        store.close()
+
+
+def measure(args: argparse.Namespace, cmd: list[str]) -> tuple[Path, list[Path]]:
+    exe = backends.find_ncu(args.ncu)
+    if exe is None:
+        raise ToolMissing("ncu (Nsight Compute) not found: looked at --ncu, $NVPROF_WRAP_NCU, PATH, "
+                          "/opt/nvidia/nsight-compute/* and /usr/local/cuda*/bin")
+    gpus = list_gpus()
+    cc = max((g.cc for g in gpus), default=9.0)
+    metrics = counters.metrics_for(cc, ncu.query_metrics(exe))
+    if not any(m in counters.DECISIVE or m == counters.HMMA_INST for m in metrics):
+        raise ToolMissing(f"ncu offers no tensor-pipe metric this tool can decide with on compute capability {cc}")
+    before = earlier_run(cmd, args.runs)
+    names = top_kernels(before, args.top) if before else None
+    folder = Path(args.output or args.runs / f"verify-{Path(cmd[0]).name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    folder.mkdir(parents=True, exist_ok=True)
+    argv = ncu.profile_argv(exe, cmd, folder / "ncu", metrics, names, args.launch_count)
+    job = run_job(argv, {}, folder, quiet_stdout=args.format != "table")
+    (folder / "verify.json").write_text(json.dumps({"command": cmd, "ncu_argv": argv, "metrics": metrics,
+                                                    "earlier_run": str(before) if before else None,
+                                                    "exit_code": job.exit_code}, indent=2))
+    rep = folder / "ncu.ncu-rep"
+    if not rep.is_file():
+        raise BadInput(rep, f"Nsight Compute wrote no report (job exit {job.exit_code}); see {folder}/stderr.log")
+    csv = ncu.export_csv(exe, rep, folder / "ncu.csv")
+    return csv, ([before] if before else [])
+
+
+def run(args: argparse.Namespace) -> int:
+    rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
+    if args.from_csv:
+        csv, attach = args.from_csv, [Path(p) for p in rest]
+    else:
+        if not rest:
+            raise BadInput(None, "nothing to verify: nvprof-wrap verify [options] -- CMD ARGS, or --from FILE")
+        csv, attach = measure(args, rest)
+    store = Store()
+    try:
+        skipped = ingest(store, [csv, *attach])
+        if not store.rows("SELECT 1 FROM counters LIMIT 1"):
+            raise BadInput(csv, "no kernel counters in this export (was it made with ncu --csv?)")
+        rep = report.build(store, skipped)
+    finally:
+        store.close()
+    emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+    if rep.disagreements and args.format == "table":
+        print(f"nvprof-wrap: {len(rep.disagreements)} kernel(s) where counters and name rules disagree",
+              file=sys.stderr)
+    return 0

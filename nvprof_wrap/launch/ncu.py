@@ -1,0 +1,52 @@
+"""Nsight Compute for `verify`: which metrics this GPU has, the profiling command, the CSV export."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+
+_BASE = re.compile(r"^\s*([a-z0-9_]+__[a-z0-9_]+)", re.MULTILINE)
+
+
+def query_metrics(ncu: str) -> set[str] | None:
+    """Base metric names ncu offers for the GPU in this machine (None when it cannot say)."""
+    try:
+        out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = set(_BASE.findall(out.stdout))
+    return names or None
+
+
+def base_function(name: str) -> str:
+    """'void at::native::foo<float, 4>(int, float*)' → 'foo': what ncu's --kernel-name-base function matches."""
+    s = name[5:] if name.startswith("void ") else name
+    depth, cut = 0, len(s)
+    for i, c in enumerate(s):  # cut at the first '(' or '<' outside any nesting: params and templates go
+        if c in "<(" and depth == 0:
+            cut = i
+            break
+    return s[:cut].rsplit("::", 1)[-1].strip()
+
+
+def profile_argv(ncu: str, cmd: list[str], out_stem: Path, metrics: list[str], names: list[str] | None,
+                 launch_count: int) -> list[str]:
+    argv = [ncu, "--target-processes", "all", "--clock-control", "none", "--metrics", ",".join(metrics),
+            "--force-overwrite", "--export", str(out_stem)]
+    if names:
+        bases = sorted({re.escape(base_function(n)) for n in names})
+        argv += ["--kernel-name-base", "function", "--kernel-name", f"regex:^({'|'.join(bases)})$"]
+    argv += ["--launch-count", str(launch_count), *cmd]
+    return argv
+
+
+def export_csv(ncu: str, report: Path, out: Path) -> Path:
+    """ncu --import REPORT --csv (long format, one row per kernel × metric) into OUT."""
+    with open(out, "w") as f:
+        proc = subprocess.run([ncu, "--import", str(report), "--csv", "--print-units", "base"], stdout=f,
+                              stderr=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        raise BadInput(report, f"ncu --import failed (exit {proc.returncode}): {proc.stderr.strip()[-200:]}")
+    return out

@@ -1,0 +1,95 @@
+"""nvprof-wrap's CUPTI injector, imported by Python at start-up in every process of a traced job.
+
+The launcher puts this folder first on PYTHONPATH; it must hold nothing but this file so that no other
+module is shadowed. Two jobs, in this order:
+
+1. chain to the sitecustomize that we shadow (the next one along sys.path), as Python would have run it;
+2. when NVPROF_WRAP_CUPTI_DIR is set, start the CUPTI tracer.
+
+Nothing here may break the user's program: every failure becomes one ``nvprof-wrap:`` line on stderr.
+"""
+# Broad excepts are the point here: this code runs inside the user's job and must never break it.
+# ruff: noqa: BLE001, S110
+import os
+import sys
+
+
+def _warn(message: str) -> None:
+    try:
+        sys.stderr.write("nvprof-wrap: " + " ".join(str(message).split()) + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _same_dir(entry: str, here: str) -> bool:
+    try:
+        return os.path.realpath(entry or os.getcwd()) == here
+    except Exception:
+        return False
+
+
+def _find_previous(here: str):
+    """The spec of the next sitecustomize along sys.path that is not this very file (or None)."""
+    from importlib.machinery import PathFinder
+
+    mine = os.path.realpath(__file__)
+    path = [p for p in sys.path if isinstance(p, str) and not _same_dir(p, here)]
+    while True:
+        spec = PathFinder.find_spec("sitecustomize", path)
+        if spec is None or not spec.origin:
+            return spec
+        if os.path.realpath(spec.origin) != mine:  # a second copy of us (symlinks): skip its folder too
+            return spec
+        gone = os.path.dirname(os.path.realpath(spec.origin))
+        path = [p for p in path if not _same_dir(p, gone)]
+
+
+def _chain_previous_sitecustomize() -> None:
+    """Run the sitecustomize that this file shadows, like site.py would have (errors → one line, go on)."""
+    import importlib.util
+
+    here = os.path.dirname(os.path.realpath(__file__))
+    ours = sys.modules.get("sitecustomize")
+    spec = None
+    try:
+        spec = _find_previous(here)
+        if spec is None:
+            return
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sitecustomize"] = module  # as a plain import would: the chained one is "the" sitecustomize
+        spec.loader.exec_module(module)
+    except Exception as e:  # site.py also reports and carries on; SystemExit/KeyboardInterrupt propagate
+        if ours is not None:
+            sys.modules["sitecustomize"] = ours
+        where = getattr(spec, "origin", None) or "?"
+        _warn(f"the pre-existing sitecustomize ({where}) failed: {type(e).__name__}: {e}")
+
+
+def _start_tracer() -> None:
+    if not os.environ.get("NVPROF_WRAP_CUPTI_DIR"):
+        return  # not a traced job: import nothing, do nothing
+    try:
+        from nvprof_wrap.tracer import cupti_trace
+
+        cupti_trace.start()
+    except Exception as e:
+        _warn(f"CUPTI tracer not started ({type(e).__name__}: {e}); this process is not traced")
+
+
+def _start_annotations() -> None:
+    if not os.environ.get("NVPROF_WRAP_ANNOTATE"):
+        return
+    try:
+        from nvprof_wrap import annotate
+
+        annotate.install()
+    except Exception as e:
+        _warn(f"NVTX annotations not installed ({type(e).__name__}: {e})")
+
+
+# Chain first: a pre-existing sitecustomize may set the environment (devices, libraries) the job runs
+# with, and signal handlers it installs are then wrapped by ours instead of replacing them.
+_chain_previous_sitecustomize()
+_start_tracer()
+_start_annotations()
