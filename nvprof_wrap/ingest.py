@@ -1,6 +1,7 @@
 """Paths → run store: read each capture once, skip what is already in, collect what had to be skipped."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,4 +41,32 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None) ->
             skipped.append((str(path), getattr(e, "why", str(e))))
             continue
         store.ingest(capture, st.st_size, st.st_mtime_ns)
+    for p in paths:
+        _ranks_from_manifest(store, p)
     return tuple(skipped)
+
+
+def _ranks_from_manifest(store: Store, folder: Path) -> None:
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        return
+    try:
+        procs = json.loads(manifest.read_text()).get("processes", [])
+    except (OSError, ValueError):
+        return
+    ranks = {p["pid"]: p["rank"] for p in procs if isinstance(p, dict) and p.get("rank") is not None}
+    if ranks:
+        store.set_ranks(ranks)
+
+
+def attach_static(store: Store, dirs: list[Path] | None = None) -> int:
+    """Look up compiled code (Triton cache PTX) for kernels the name rules leave unknown; returns how many."""
+    from nvprof_wrap import static_evidence
+
+    store.classify_pending()
+    names = store.unknown_names()
+    if not names:
+        return 0
+    verdicts = static_evidence.scan(names, dirs)
+    store.add_static(verdicts)
+    return len(verdicts)

@@ -8,14 +8,18 @@ from nvprof_wrap.store import Store
 
 MEM_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "other")
 
-# One verdict per name: counters beat the name rules (evidence rank: counters > name).
+# One verdict per name. Evidence rank: counters > compiled code (PTX) > name rules.
 _VERDICTS_VIEW = """
 CREATE TEMP VIEW IF NOT EXISTS v_verdicts AS
-SELECT c.name, COALESCE(NULLIF(cv.tensor_core, 'unknown'), c.tensor_core) AS tensor_core,
-       c.tensor_core AS name_verdict, cv.tensor_core AS counter_verdict, cv.detail AS counter_detail,
+SELECT c.name,
+       COALESCE(NULLIF(cv.tensor_core, 'unknown'), NULLIF(se.tensor_core, 'unknown'), c.tensor_core) AS tensor_core,
+       c.tensor_core AS name_verdict, cv.tensor_core AS counter_verdict,
+       CASE WHEN cv.tensor_core IN ('yes', 'no') THEN cv.detail ELSE se.detail END AS counter_detail,
        c.precision, c.family, c.reason, c.rule,
-       CASE WHEN cv.tensor_core IN ('yes', 'no') THEN 'counters' ELSE 'name' END AS evidence
+       CASE WHEN cv.tensor_core IN ('yes', 'no') THEN 'counters'
+            WHEN se.tensor_core IN ('yes', 'no') THEN 'compiled code' ELSE 'name' END AS evidence
 FROM classifications c
+LEFT JOIN static_evidence se ON se.name = c.name
 LEFT JOIN (SELECT name,
                   CASE WHEN SUM(tensor_core = 'yes') > 0 THEN 'yes'
                        WHEN SUM(tensor_core = 'no') = COUNT(*) THEN 'no' ELSE 'unknown' END AS tensor_core,
@@ -229,7 +233,8 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     kernels = _kernels(store, total)
     sources = tuple(Source(r["path"], r["format"], bool(r["partial"]), tuple(_json_list(r["notes"])))
                     for r in store.rows("SELECT path, format, partial, notes FROM captures ORDER BY id"))
-    disagreements = tuple(k for k in kernels if k.counter_verdict in ("yes", "no") and k.counter_verdict != k.name_verdict)
+    disagreements = tuple(k for k in kernels if k.evidence != "name" and k.name_verdict != "unknown"
+                          and k.tensor_core != k.name_verdict)
     ops, scopes = _ops(store, "op"), _ops(store, "scope")
     if [o.op for o in ops] == [o.op for o in scopes]:
         scopes = ()  # one level of ranges only: the scope table would repeat the op table

@@ -32,6 +32,7 @@ _TABLES = {
     "counters": {"capture_id": int, "name": str, "tensor_core": str, "launches": int, "metric": str, "value": float,
                  "detail": str},
     "ops": {"capture_id": int, "pid": int, "scope": str, "op": str, "name": str, "launches": int, "total_ns": int},
+    "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
 }
@@ -55,7 +56,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")  # concurrent ingests and readers of one run store
         for name, cols in _TABLES.items():
             if name not in self.db.table_names():
-                pk = "id" if name == "captures" else ("name", "rules_version") if name == "classifications" else None
+                pk = {"captures": "id", "classifications": ("name", "rules_version"), "static_evidence": "name"}.get(name)
                 self.db[name].create(cols, pk=pk, if_not_exists=True)
         self.db["captures"].create_index(["path", "size", "mtime_ns"], unique=True, if_not_exists=True)
         self.db["kernels"].create_index(["name"], if_not_exists=True)
@@ -85,6 +86,22 @@ class Store:
                                 ("ops", capture.ops)):
                 self.db[table].insert_all(({"capture_id": cid, **asdict(r)} for r in rows), batch_size=500)
         return cid
+
+    def set_ranks(self, ranks: dict[int, int]) -> None:
+        """Label processes with the distributed rank their launcher gave them (from a run manifest)."""
+        with self.db.conn:
+            self.db.conn.executemany("UPDATE processes SET rank = ? WHERE pid = ? AND rank IS NULL",
+                                     [(r, pid) for pid, r in ranks.items()])
+
+    def add_static(self, verdicts: Iterable) -> None:
+        """Compiled-code evidence (nvprof_wrap.static_evidence), one row per kernel name."""
+        with self.db.conn:
+            self.db["static_evidence"].upsert_all((asdict(v) for v in verdicts), pk="name")
+
+    def unknown_names(self) -> set[str]:
+        return {r[0] for r in self.db.execute(
+            "SELECT DISTINCT k.name FROM kernels k JOIN classifications c ON c.name = k.name "
+            "AND c.rules_version = ? WHERE c.tensor_core = 'unknown'", [RULES_VERSION])}
 
     def classify_pending(self) -> int:
         """Classify each distinct kernel name not yet classified under the current rules; returns how many."""

@@ -18,7 +18,7 @@ from nvprof_wrap.analysis.experiment import row
 from nvprof_wrap.analysis.health import health_from_run
 from nvprof_wrap.cli._output import add_format, emit, options
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.ingest import ingest
+from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.launch.runner import RunSpec, execute
 from nvprof_wrap.renderers import experiment as render
 from nvprof_wrap.store import Store
@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
                                            quiet_stdout=args.format != "table", annotate=args.annotate))
         store = Store(folder / "run.sqlite")
         try:
-            rep = report.build(store, ingest(store, [folder]))
+            skipped = ingest(store, [folder])
+            attach_static(store)
+            rep = report.build(store, skipped)
         finally:
             store.close()
         log = (folder / "stdout.log").read_text(errors="replace") + (folder / "stderr.log").read_text(errors="replace")

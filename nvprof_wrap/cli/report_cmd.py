@@ -10,7 +10,7 @@ from pathlib import Path
 
 from nvprof_wrap import report
 from nvprof_wrap.cli._output import add_format, add_store, emit, open_store, options
-from nvprof_wrap.ingest import ingest
+from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.renderers import RENDERERS
 
 
@@ -20,6 +20,9 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     p.add_argument("--limit", type=int, default=15, help="kernels to list (default 15)")
     p.add_argument("--wide", action="store_true", help="whole kernel names and reasons")
+    p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
+                   help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
+                        "$TRITON_CACHE_DIR and ~/.triton/cache)")
     add_format(p)
     add_store(p)
 
@@ -28,6 +31,7 @@ def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     store = open_store(args, paths)
     try:
         skipped = ingest(store, paths)
+        attach_static(store, getattr(args, "triton_cache", None))
         return report.build(store, skipped)
     finally:
         store.close()

@@ -13,7 +13,7 @@ import sys
 from nvprof_wrap import report
 from nvprof_wrap.cli._output import add_format, emit, options
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.ingest import ingest
+from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.launch.runner import RunSpec, execute
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             with _status("reading the captures") as status:
                 skipped = ingest(store, [folder], progress=lambda p: status.update(f"reading {p.name}"))
+            attach_static(store)
             rep = report.build(store, skipped)
         finally:
             store.close()

@@ -36,6 +36,18 @@ def _tee(src: IO[bytes], sinks: list[IO[bytes]]) -> None:
                 pass
 
 
+def _rank_of(p: psutil.Process) -> int | None:
+    """The distributed rank a launcher (torchrun, srun, mpirun) gave the process, from its environment."""
+    try:
+        env = p.environ()
+    except psutil.Error:
+        return None
+    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        if env.get(var, "").isdigit():
+            return int(env[var])
+    return None
+
+
 def _watch(pid: int, seen: dict[int, dict], stop: threading.Event) -> None:
     """Record every process of the job's tree (pid, parent, command line) while it runs."""
     try:
@@ -49,7 +61,7 @@ def _watch(pid: int, seen: dict[int, dict], stop: threading.Event) -> None:
                 if p.pid not in seen:
                     try:
                         seen[p.pid] = {"pid": p.pid, "ppid": p.ppid(), "cmdline": p.cmdline()[:20],
-                                       "started": p.create_time()}
+                                       "started": p.create_time(), "rank": _rank_of(p)}
                     except psutil.Error:
                         pass
         except psutil.Error:

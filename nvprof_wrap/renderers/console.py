@@ -76,7 +76,7 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
                      no_wrap=True, width=w)
     t.add_column("why", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=room - name_w)
     for k in rows:
-        why = _counter_why(k) if k.evidence == "counters" else k.reason
+        why = _counter_why(k) if k.evidence != "name" else k.reason
         mean = [fmt_ns(k.mean_ns)] if "mean" in fixed else []
         t.add_row(escape(k.name if wide else shorten(k.name, name_w)), f"{k.launches:,}", fmt_ns(k.total_ns),
                   *mean, pct(k.share), TC_MARK[k.tensor_core], k.precision or "-", escape(why))
@@ -95,6 +95,8 @@ def _op_table(rows, title: str, limit: int) -> Table:
 
 
 def _counter_why(k: KernelRow) -> str:
+    if k.evidence == "compiled code":
+        return f"compiled code: {k.counter_detail}"
     state = "tensor pipes active" if k.tensor_core == "yes" else "tensor pipes idle"
     return f"measured by counters: {state} ({k.counter_detail})"
 
