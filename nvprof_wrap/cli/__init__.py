@@ -29,7 +29,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     p = parser()
-    args = p.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the first "--" belongs to the job (or the workload), never to us.
+    head, tail = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, None)
+    args = p.parse_args(head)
+    args.passthrough = tail
     if args.command is None:
         p.print_help()
         return 2

@@ -37,7 +37,6 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--annotate", metavar="keras,torch", help="NVTX ranges per layer / module / op (see run)")
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
     add_format(p)
-    p.add_argument("args", nargs=argparse.REMAINDER, metavar="-- ARGS")
 
 
 def resolve(workload: str) -> Path:
@@ -51,7 +50,7 @@ def resolve(workload: str) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     script = resolve(args.workload)
-    extra = args.args[1:] if args.args[:1] == ["--"] else args.args
+    extra = args.passthrough or []
     base = Path(args.output or f"runs/experiment-{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
     rows = []
     for precision in [p.strip() for p in args.precisions.split(",") if p.strip()]:

@@ -37,7 +37,7 @@ def add_parser(sub, name: str) -> None:
 
 
 def _command(args: argparse.Namespace) -> list[str]:
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    cmd = args.passthrough if args.passthrough is not None else args.cmd
     if not cmd:
         raise BadInput(None, "no command to run: nvprof-wrap run [options] -- CMD ARGS...")
     return cmd

@@ -38,7 +38,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--limit", type=int, default=15)
     p.add_argument("--wide", action="store_true")
     add_format(p)
-    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="-- CMD ARGS | PATH...")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="with --from: captures to attach the verdicts to")
 
 
 def earlier_run(cmd: list[str], runs: Path) -> Path | None:
@@ -90,13 +90,12 @@ def measure(args: argparse.Namespace, cmd: list[str]) -> tuple[Path, list[Path]]
 
 
 def run(args: argparse.Namespace) -> int:
-    rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     if args.from_csv:
-        csv, attach = args.from_csv, [Path(p) for p in rest]
+        csv, attach = args.from_csv, [Path(p) for p in args.paths]
     else:
-        if not rest:
+        if not args.passthrough:
             raise BadInput(None, "nothing to verify: nvprof-wrap verify [options] -- CMD ARGS, or --from FILE")
-        csv, attach = measure(args, rest)
+        csv, attach = measure(args, args.passthrough)
     store = Store()
     try:
         skipped = ingest(store, [csv, *attach])

@@ -9,8 +9,8 @@ from dataclasses import asdict
 from rich.console import Console
 from rich.table import Table
 
-HEAD = ("precision", "wall/step", "GPU kernel time", "tensor-core share", "memcpy share", "GPU idle",
-        "launches/step", "final loss", "accuracy", "val accuracy", "health")
+HEAD = ("precision", "ms/step", "GPU kernels", "tensor-core share", "memcpy", "GPU idle",
+        "launches/step", "loss", "acc", "val acc", "health")
 _STYLE = {"healthy": "green", "collapsed": "bold red", "nan": "bold red", "diverged": "red", "unknown": "yellow"}
 
 
@@ -19,7 +19,7 @@ def _f(x, fmt: str) -> str:
 
 
 def _cells(r) -> list[str]:
-    return [r.precision, _f(r.wall_per_step_ms, ".2f") + " ms" if r.wall_per_step_ms else "-",
+    return [r.precision, _f(r.wall_per_step_ms, ".2f"),
             f"{r.kernel_ns / 1e6:.1f} ms", f"{100 * r.tc_share:.1f}%" + (f" ({r.tc_precisions})" if r.tc_precisions else ""),
             f"{100 * r.memcpy_share:.1f}%", "-" if r.idle_share is None else f"{100 * r.idle_share:.1f}%",
             _f(r.launches_per_step, ".1f"), _f(r.final_loss, ".4g"), _f(r.final_accuracy, ".4f"),
@@ -42,7 +42,7 @@ def render(rows: list, fmt: str, width: int = 120, color: bool = False, **_: obj
         return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
     t = Table(title="Precision experiment", title_justify="left", show_edge=False, pad_edge=False)
     for h in HEAD:
-        t.add_column(h, justify="left" if h in ("precision", "health") else "right", overflow="fold")
+        t.add_column(h, justify="left" if h in ("precision", "health") else "right", no_wrap=True)
     for r in rows:
         cells = _cells(r)
         t.add_row(*cells[:-1], f"[{_STYLE.get(r.health, '')}]{cells[-1]}[/]")
