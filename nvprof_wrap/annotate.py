@@ -65,11 +65,19 @@ def patch_keras(keras_module: Any) -> None:
     _state["patched"].add("keras")
 
 
+def _module_label(module: Any) -> str:
+    """Keras 3 layers on the torch backend are torch modules: name them as Keras layers."""
+    cls = type(module)
+    if cls.__module__.startswith("keras") and isinstance(getattr(module, "name", None), str):
+        return f"keras:{module.name} ({cls.__name__})"
+    return f"torch:{cls.__name__}"
+
+
 def patch_torch(torch_module: Any) -> None:
     if "torch" in _state["patched"]:
         return
     push, pop = torch_module.cuda.nvtx.range_push, torch_module.cuda.nvtx.range_pop
-    _wrap_call(torch_module.nn.Module, lambda self: f"torch:{type(self).__name__}", push, pop)
+    _wrap_call(torch_module.nn.Module, _module_label, push, pop)
     ctx = torch_module.autograd.profiler.emit_nvtx(record_shapes=False)
     ctx.__enter__()  # stays on for the life of the process: ranges for every ATen op, backward included
     _state["emit_nvtx"] = ctx

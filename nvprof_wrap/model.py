@@ -86,7 +86,8 @@ class CounterVerdict:
 class OpAgg:
     """Kernels attributed to a framework op or layer through NVTX ranges on the launching thread.
 
-    op: the innermost enclosing range (e.g. 'aten::addmm'); scope: the outermost (e.g. 'keras:dense_1').
+    op: the innermost enclosing range (e.g. 'aten::addmm'); scope: the innermost layer range that --annotate
+    added ('keras:dense_1 (Dense)'), else the outermost range.
     """
 
     pid: int | None

@@ -142,14 +142,15 @@ def _kernels(store: Store, total: int) -> tuple[KernelRow, ...]:
 
 
 def _split(store: Store, kernels: tuple[KernelRow, ...]) -> tuple[SplitRow, ...]:
-    by_tc = {"yes": [0, 0], "no": [0, 0], "unknown": [0, 0]}
+    by_tc = {"yes": [0, 0], "no": [0, 0], "unknown": [0, 0], "comm": [0, 0]}
     for k in kernels:
-        by_tc[k.tensor_core][0] += k.total_ns
-        by_tc[k.tensor_core][1] += k.launches
+        key = "comm" if k.family == "nccl" else k.tensor_core
+        by_tc[key][0] += k.total_ns
+        by_tc[key][1] += k.launches
     mem = store.rows("""SELECT kind, direction, SUM(total_ns) AS ns, SUM(count) AS n FROM memops
                         GROUP BY kind, direction""")
     rows = [("tensor-core kernels", *by_tc["yes"]), ("other kernels (CUDA cores)", *by_tc["no"]),
-            ("kernels of unknown kind", *by_tc["unknown"])]
+            ("kernels of unknown kind", *by_tc["unknown"]), ("communication kernels (NCCL)", *by_tc["comm"])]
     for d in MEM_ORDER:
         rows += [(f"memcpy {d}", m["ns"], m["n"]) for m in mem if m["kind"] == "memcpy" and m["direction"] == d]
     rows += [("memset", m["ns"], m["n"]) for m in mem if m["kind"] == "memset"]

@@ -19,6 +19,9 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture
 
 SCHEMA_VERSION = 1
+# Bumped whenever a reader changes what it extracts: a store written by another version is rebuilt from
+# its captures rather than mixed with rows the current readers would not produce.
+DATA_VERSION = "2026.11.29-2"
 _TABLES = {
     "captures": {"id": int, "path": str, "format": str, "size": int, "mtime_ns": int, "partial": int,
                  "notes": str, "ingested_at": float},
@@ -54,6 +57,19 @@ class Store:
     def _create(self) -> None:
         if self.path:
             self.db.execute("PRAGMA journal_mode=WAL")  # concurrent ingests and readers of one run store
+        if "meta" in self.db.table_names():
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'data_version'").fetchone()
+            if row is None or row[0] != DATA_VERSION:
+                with self.db.conn:
+                    for name in self.db.table_names():
+                        self.db.execute(f"DROP TABLE [{name}]")
+        elif self.db.table_names():  # tables but no meta: a store from before versioning
+            with self.db.conn:
+                for name in self.db.table_names():
+                    self.db.execute(f"DROP TABLE [{name}]")
+        if "meta" not in self.db.table_names():
+            self.db["meta"].insert_all([{"key": "data_version", "value": DATA_VERSION},
+                                        {"key": "schema_version", "value": str(SCHEMA_VERSION)}], pk="key")
         for name, cols in _TABLES.items():
             if name not in self.db.table_names():
                 pk = {"captures": "id", "classifications": ("name", "rules_version"), "static_evidence": "name"}.get(name)

@@ -36,7 +36,7 @@ def profile_argv(ncu: str, cmd: list[str], out_stem: Path, metrics: list[str], n
     argv = [ncu, "--target-processes", "all", "--clock-control", "none", "--metrics", ",".join(metrics),
             "--force-overwrite", "--export", str(out_stem)]
     if names:
-        bases = sorted({re.escape(base_function(n)) for n in names})
+        bases = sorted({re.escape(b) for b in map(base_function, names) if b})
         argv += ["--kernel-name-base", "function", "--kernel-name", f"regex:^({'|'.join(bases)})$"]
     argv += ["--launch-count", str(launch_count), *cmd]
     return argv

@@ -110,6 +110,8 @@ def expand(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
                 for name in sorted(files):
                     if name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm")):
                         continue
+                    if name.endswith((".nsys-rep", ".qdrep")) and Path(name).with_suffix(".sqlite").name in files:
+                        continue  # already exported: the .sqlite beside it is the same capture
                     yield Path(root) / name, False
         else:
             yield p, True

@@ -110,13 +110,21 @@ def _ops(conn: sqlite3.Connection, have: set[str]) -> tuple[OpAgg, ...]:
                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
          FROM nvw_ranges) WHERE reach IS NULL OR s >= reach""")
     conn.execute("CREATE INDEX temp.nvw_top_i ON nvw_top(tid, s)")
+    # Layer ranges that nvprof-wrap --annotate adds ("keras:dense_1 (Dense)", "torch:Linear"): the innermost
+    # of these is the scope when present, so a per-layer table sits above the per-ATen-op one.
+    conn.execute("DROP TABLE IF EXISTS temp.nvw_layers")
+    conn.execute("""CREATE TEMP TABLE nvw_layers AS SELECT * FROM nvw_ranges
+                    WHERE name LIKE 'keras:%' OR name LIKE 'torch:%'""")
+    conn.execute("CREATE INDEX temp.nvw_layers_i ON nvw_layers(tid, s)")
     sql = """
     WITH l AS (SELECT k.demangledName AS nid, k."end" - k.start AS dur, r.globalTid AS tid, r.start AS t
                FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
                  ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24))
     SELECT (l.tid >> 24) & 16777215 AS pid,
-           (SELECT CASE WHEN g.e >= l.t THEN g.name END FROM nvw_top g WHERE g.tid = l.tid AND g.s <= l.t
-            ORDER BY g.s DESC LIMIT 1),
+           COALESCE((SELECT name FROM nvw_layers g WHERE g.tid = l.tid AND g.s <= l.t AND g.e >= l.t
+                     ORDER BY g.s DESC LIMIT 1),
+                    (SELECT CASE WHEN g.e >= l.t THEN g.name END FROM nvw_top g WHERE g.tid = l.tid AND g.s <= l.t
+                     ORDER BY g.s DESC LIMIT 1)),
            (SELECT name FROM nvw_ranges g WHERE g.tid = l.tid AND g.s <= l.t AND g.e >= l.t ORDER BY g.s DESC LIMIT 1),
            s.value, COUNT(*), SUM(dur)
     FROM l LEFT JOIN StringIds s ON s.id = l.nid GROUP BY 1, 2, 3, 4"""

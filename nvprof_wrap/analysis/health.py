@@ -1,0 +1,353 @@
+"""Training-health check for any wrapped job.
+
+Answers "did training work?" from per-epoch metrics: either the JSON-lines
+file the bundled workloads write (``NVPROF_WRAP_METRICS``, see
+``workloads/_common.py``) or the Keras progress output of any Keras job.
+
+Pure functions, no printing: the CLI decides how to show a verdict.
+
+Statuses:
+  healthy    losses finite and (with 2+ epochs) lower at the end than at the start
+  collapsed  loss exactly 0.0 while accuracy sits at or below chance (the seed:
+             pure-fp16 Keras 2 training, whose weights most likely turned NaN)
+  nan        a loss (or val_loss) became NaN or infinite
+  diverged   the loss rose well above its minimum and above where it started
+  unknown    no metrics, or nothing conclusive (e.g. the loss never fell)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Without a class count, "accuracy below 5% with zero loss" is the collapse test.
+COLLAPSE_ACCURACY_NO_CLASSES = 0.05
+# With a class count, accuracy up to this multiple of chance still counts as
+# "at chance": a collapsed model predicts one class, whose frequency can sit a
+# little above 1/num_classes on imbalanced data.
+CHANCE_MULTIPLE = 2.0
+DIVERGE_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class EpochMetrics:
+    epoch: int
+    loss: float | None = None
+    accuracy: float | None = None
+    val_loss: float | None = None
+    val_accuracy: float | None = None
+
+
+@dataclass(frozen=True)
+class HealthVerdict:
+    status: str  # healthy | collapsed | nan | diverged | unknown
+    findings: tuple[str, ...]
+    epochs: int
+    final: EpochMetrics | None
+
+
+# --------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------
+
+_METRIC_KEYS = {
+    "loss": "loss", "acc": "accuracy", "accuracy": "accuracy",
+    "val_loss": "val_loss", "val_acc": "val_accuracy", "val_accuracy": "val_accuracy",
+}
+_NONFINITE = {"nan": math.nan, "-nan": math.nan, "inf": math.inf, "+inf": math.inf,
+              "-inf": -math.inf, "infinity": math.inf, "-infinity": -math.inf}
+
+
+def _to_float(value: Any) -> float | None:
+    """JSON value -> float; the workloads write non-finite floats as strings."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _NONFINITE:
+            return _NONFINITE[text]
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a killed job can leave a truncated last line
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def parse_metrics_jsonl(path: str | Path) -> list[EpochMetrics]:
+    """Epoch records from a workload metrics file (event lines are skipped)."""
+    by_epoch: dict[int, EpochMetrics] = {}
+    for record in _read_jsonl(Path(path)):
+        epoch = record.get("epoch")
+        if "event" in record or not isinstance(epoch, int) or isinstance(epoch, bool):
+            continue
+        by_epoch[epoch] = EpochMetrics(
+            epoch=epoch, **{key: _to_float(record.get(key))
+                            for key in ("loss", "accuracy", "val_loss", "val_accuracy")})
+    return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def metrics_header(path: str | Path) -> dict[str, Any]:
+    """The ``{"event": "start", ...}`` record of a metrics file, or {}."""
+    for record in _read_jsonl(Path(path)):
+        if record.get("event") == "start":
+            return record
+    return {}
+
+
+# ANSI CSI sequences (colours, cursor moves, erase-line) and OSC titles.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$")
+_PAIR = re.compile(
+    r"(?:^|\s)([A-Za-z_][\w]*):\s+"
+    r"([-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))"
+    r"(?=\s|$)", re.IGNORECASE)
+# "7982/7982 [====...]" (Keras 2) or "16/16 ━━━━" / "16/16 - 1s" (Keras 3).
+_COUNTER = re.compile(r"^\s*(\d+)/(\d+)\b")
+
+
+def _strip_terminal(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def _record(segment: str) -> dict[str, float] | None:
+    """The loss/accuracy values of one progress segment, or None."""
+    values: dict[str, float] = {}
+    for key, raw in _PAIR.findall(segment):
+        name = _METRIC_KEYS.get(key.lower())
+        number = _to_float(raw)
+        if name is not None and number is not None:
+            values[name] = number
+    return values if "loss" in values else None
+
+
+def _counter(segment: str) -> tuple[int, int] | None:
+    match = _COUNTER.match(segment)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+class _EpochRecords:
+    """Collects the progress records of one epoch and picks its final one."""
+
+    def __init__(self) -> None:
+        self.total: int | None = None  # the progress counter's total, e.g. 16 in 16/16
+        self.seen_record = False
+        self.best: dict[str, float] | None = None
+        self.partial: dict[str, float] | None = None
+
+    def add(self, segment: str, values: dict[str, float]) -> None:
+        counter = _counter(segment)
+        if not self.seen_record:
+            self.seen_record = True
+            self.total = counter[1] if counter else None
+        if (counter[1] if counter else None) != self.total:
+            return  # another progress bar, e.g. a model.evaluate() after fit()
+        complete = "ETA" not in segment and (counter is None or counter[0] == counter[1])
+        if not complete:
+            self.partial = values
+        elif self.best is None or len(values) >= len(self.best):
+            # Keras 3 prints the last step twice: first without, then with
+            # the val_* metrics; the fuller (and later) record wins.
+            self.best = values
+
+    def result(self) -> dict[str, float] | None:
+        return self.best if self.best is not None else self.partial
+
+
+def parse_keras_log(text: str) -> list[EpochMetrics]:
+    """Per-epoch metrics from Keras 2 or Keras 3 ``fit`` output.
+
+    Progress-bar updates are separated by carriage returns (and Keras 3 adds
+    backspaces and colours); every update is treated as its own record.  Per
+    epoch the last complete record (counter at its total, or a verbose=2 line
+    without a counter) with the most metrics wins; records of a progress bar
+    with another total (``model.evaluate`` after ``fit``) are ignored.  With
+    no complete record (a job killed mid-epoch), the last partial one stands in.
+    A log without any ``Epoch N/M`` header (Keras 3, ``epochs=1``) is read as
+    one epoch; a log of ``evaluate`` alone would be mistaken for one too.
+    """
+    clean = _strip_terminal(text).replace("\b", "")
+    epochs: dict[int, _EpochRecords] = {}
+    # Keras 3 prints no "Epoch 1/1" header for a one-epoch fit(); records
+    # before any header count as epoch 1, but only if no header ever comes.
+    headerless = _EpochRecords()
+    current: _EpochRecords = headerless
+    for segment in re.split(r"[\r\n]", clean):
+        header = _EPOCH.match(segment)
+        if header:
+            current = epochs.setdefault(int(header.group(1)), _EpochRecords())
+            continue
+        values = _record(segment)
+        if values is not None:
+            current.add(segment, values)
+    if not epochs:
+        epochs[1] = headerless
+    results = {epoch: rec.result() for epoch, rec in epochs.items()}
+    return [EpochMetrics(epoch=e, **values) for e, values in sorted(results.items())
+            if values is not None]
+
+
+# --------------------------------------------------------------------------
+# Assessment
+# --------------------------------------------------------------------------
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _bad_word(value: float) -> str:
+    return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def _nonfinite_finding(epochs: list[EpochMetrics]) -> str | None:
+    for item in epochs:
+        for name in ("loss", "val_loss"):
+            value = getattr(item, name)
+            if value is not None and not math.isfinite(value):
+                return f"{name} became {_bad_word(value)} at epoch {item.epoch}"
+    return None
+
+
+def _collapse_finding(epochs: list[EpochMetrics], num_classes: int | None) -> str | None:
+    """Loss exactly 0 with accuracy at/below chance.
+
+    A real fit with zero loss has ~100% accuracy; zero loss at chance accuracy
+    means the loss no longer measures the model (in the seed, most likely NaN
+    outputs clipped to probability 1.0, see docs/seed-collapse.md).
+    """
+    stuck_from = None
+    for item in epochs:  # the trailing run of epochs whose loss is exactly 0
+        stuck_from = (stuck_from or item) if item.loss == 0.0 else None
+    if stuck_from is None:
+        return None
+    final = epochs[-1]
+    accuracy = final.accuracy
+    if accuracy is None:
+        accuracy = final.val_accuracy
+    if accuracy is None:
+        return None
+    if num_classes:
+        chance = 1.0 / num_classes
+        if accuracy >= CHANCE_MULTIPLE * chance:
+            return None
+        versus = f"chance for {num_classes} classes is {_pct(chance)}"
+    else:
+        if accuracy >= COLLAPSE_ACCURACY_NO_CLASSES:
+            return None
+        versus = f"below {_pct(COLLAPSE_ACCURACY_NO_CLASSES)} with a zero loss"
+    return (f"loss stuck at exactly 0.0 from epoch {stuck_from.epoch} while accuracy is {_pct(accuracy)} "
+            f"({versus}): training collapsed — typical of pure fp16 training, "
+            f"see docs/seed-collapse.md")
+
+
+def _divergence_finding(epochs: list[EpochMetrics]) -> str | None:
+    losses = [(e.epoch, e.loss) for e in epochs if _finite(e.loss)]
+    if len(losses) < 2:
+        return None
+    first, last = losses[0][1], losses[-1][1]
+    best_epoch, best = min(losses, key=lambda pair: pair[1])
+    if last > DIVERGE_FACTOR * best and last > first:
+        return (f"loss diverged: {last:.4g} at epoch {losses[-1][0]}, more than "
+                f"{DIVERGE_FACTOR:g}x its minimum {best:.4g} (epoch {best_epoch}) and above "
+                f"epoch {losses[0][0]}'s {first:.4g}")
+    return None
+
+
+def _overfit_finding(epochs: list[EpochMetrics]) -> str | None:
+    """Rising val_loss while training is fine: informational, not unhealthy."""
+    vals = [(e.epoch, e.val_loss) for e in epochs if _finite(e.val_loss)]
+    if len(vals) < 3:
+        return None
+    best_epoch, best = min(vals, key=lambda pair: pair[1])
+    last_epoch, last = vals[-1]
+    if best_epoch < last_epoch and last > 1.2 * best:
+        return (f"val_loss rose from {best:.4g} (epoch {best_epoch}) to {last:.4g} "
+                f"(epoch {last_epoch}): overfitting, training itself is fine")
+    return None
+
+
+def _trend_finding(epochs: list[EpochMetrics]) -> tuple[bool, str]:
+    """(loss fell?, one-line summary of the training loss)."""
+    first, last = epochs[0], epochs[-1]
+    if len(epochs) == 1:
+        return True, f"1 epoch only (loss {last.loss:.4g}): too short to judge a trend"
+    fell = last.loss < first.loss  # type: ignore[operator]
+    verb = "fell" if fell else "did not fall"
+    text = f"loss {verb} from {first.loss:.4g} (epoch {first.epoch}) to {last.loss:.4g} (epoch {last.epoch})"
+    if last.accuracy is not None:
+        text += f"; accuracy {_pct(last.accuracy)}"
+    if last.val_accuracy is not None:
+        text += f", val_accuracy {_pct(last.val_accuracy)}"
+    return fell, text
+
+
+def assess(epochs: list[EpochMetrics], num_classes: int | None = None) -> HealthVerdict:
+    """Judge a run from its per-epoch metrics (see the module docstring)."""
+    epochs = sorted(epochs, key=lambda e: e.epoch)
+    with_loss = [e for e in epochs if e.loss is not None]
+    final = epochs[-1] if epochs else None
+    if not with_loss:
+        return HealthVerdict("unknown", ("no per-epoch loss found",), len(epochs), final)
+
+    def verdict(status: str, *findings: str | None) -> HealthVerdict:
+        return HealthVerdict(status, tuple(f for f in findings if f), len(epochs), final)
+
+    nonfinite = _nonfinite_finding(with_loss)
+    if nonfinite:
+        return verdict("nan", nonfinite)
+    collapse = _collapse_finding(with_loss, num_classes)
+    if collapse:
+        return verdict("collapsed", collapse)
+    diverged = _divergence_finding(with_loss)
+    if diverged:
+        return verdict("diverged", diverged)
+    fell, trend = _trend_finding(with_loss)
+    zero = None
+    if any(e.loss == 0.0 for e in with_loss):
+        zero = "loss is exactly 0.0 in some epochs: suspicious unless the model fits perfectly"
+    status = "healthy" if fell else "unknown"
+    return verdict(status, trend, zero, _overfit_finding(with_loss))
+
+
+def health_from_run(metrics_path: Path | None, log_text: str | None,
+                    num_classes: int | None = None) -> HealthVerdict:
+    """Assess a wrapped run: its metrics JSONL when present and non-empty, else its log.
+
+    A metrics file's start line may carry ``num_classes``; it is used when
+    the caller does not give one.
+    """
+    epochs: list[EpochMetrics] = []
+    if metrics_path is not None and Path(metrics_path).is_file() \
+            and Path(metrics_path).stat().st_size > 0:
+        epochs = parse_metrics_jsonl(metrics_path)
+        if num_classes is None:
+            declared = metrics_header(metrics_path).get("num_classes")
+            num_classes = declared if isinstance(declared, int) and declared > 0 else None
+    if not epochs and log_text:
+        epochs = parse_keras_log(log_text)
+    return assess(epochs, num_classes)

@@ -1,0 +1,123 @@
+"""The bundled workloads, run for real on the CPU: small, one epoch each.
+
+Skipped when Keras (with a usable backend) is not installed.  The backend is
+whatever KERAS_BACKEND says (TensorFlow by default).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = ROOT / "workloads"
+TIMEOUT_S = 240  # generous: a cold TensorFlow import alone takes seconds on 2 cores
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_workload(script: str, args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    metrics = tmp_path / f"{script}.jsonl"
+    env = dict(os.environ, NVPROF_WRAP_METRICS=str(metrics), CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, str(WORKLOADS / f"{script}.py"), *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return proc, metrics
+
+
+def check_training_metrics(metrics: Path, workload: str, precision: str) -> list[dict[str, Any]]:
+    records = read_jsonl(metrics)
+    assert len(records) == 3, records
+    start, epoch, end = records
+    assert start["event"] == "start" and start["workload"] == workload
+    assert start["precision"] == precision and start["epochs"] == 1
+    assert start["data"] in ("reuters", "synthetic") and isinstance(start["backend"], str)
+    assert epoch["epoch"] == 1 and epoch["steps"] >= 1 and epoch["epoch_time_s"] > 0
+    assert isinstance(epoch["loss"], float) and math.isfinite(epoch["loss"])
+    for key in ("accuracy", "val_loss", "val_accuracy"):
+        assert key in epoch
+    assert end["event"] == "end" and end["wall_s"] > 0
+    return records
+
+
+@pytest.fixture(scope="module")
+def keras_available() -> None:
+    pytest.importorskip("keras")
+
+
+@pytest.mark.slow
+def test_reuters_mlp_one_epoch(keras_available: None, tmp_path: Path) -> None:
+    proc, metrics = run_workload("reuters_mlp", ["--epochs", "1", "--samples", "512"], tmp_path)
+    assert "data: " in proc.stdout
+    _, epoch, _ = check_training_metrics(metrics, "reuters_mlp", "fp32")
+    assert epoch["steps"] == 1  # 512 samples, batch 512
+    assert isinstance(epoch["val_loss"], float)
+
+
+@pytest.mark.slow
+def test_reuters_mlp_mixed_records_loss_scale(keras_available: None, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # TensorFlow's CPU float16 matmuls are very slow (~75 s for this run on
+    # 2 cores); PyTorch's are not, and the GPU machine uses torch anyway.
+    pytest.importorskip("torch")
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    proc, metrics = run_workload("reuters_mlp", ["--epochs", "1", "--samples", "512",
+                                                 "--precision", "mixed", "--batch-size", "256"],
+                                 tmp_path)
+    assert "LossScaleOptimizer" in proc.stdout
+    _, epoch, _ = check_training_metrics(metrics, "reuters_mlp", "mixed")
+    assert epoch["steps"] == 2 and epoch["loss_scale"] > 1
+    assert read_jsonl(metrics)[0]["backend"] == "torch"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["channels_last", "channels_first"])
+def test_convnet_one_epoch(keras_available: None, tmp_path: Path, layout: str) -> None:
+    flag = "--" + layout.replace("_", "-")
+    _, metrics = run_workload("convnet", ["--epochs", "1", "--samples", "512", flag], tmp_path)
+    start, epoch, _ = check_training_metrics(metrics, "convnet", "fp32")
+    assert start["data_format"] == layout and epoch["steps"] == 4
+
+
+@pytest.mark.slow
+def test_matmul_probe_without_gpu_skips(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(WORKLOADS / "matmul_probe.py")],
+                          env=dict(os.environ, CUDA_VISIBLE_DEVICES=""),
+                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "no GPU: skipped" in proc.stdout
+
+
+@pytest.mark.slow
+def test_matmul_probe_on_cpu_writes_metrics(tmp_path: Path) -> None:
+    if not any(_importable(m) for m in ("torch", "keras")):
+        pytest.skip("neither torch nor keras installed")
+    _, metrics = run_workload("matmul_probe", ["--allow-cpu", "--size", "128", "--iters", "2",
+                                               "--dtypes", "fp32,bf16"], tmp_path)
+    records = read_jsonl(metrics)
+    assert records[0]["event"] == "start" and records[0]["device"] == "cpu"
+    assert [r["dtype"] for r in records[1:-1]] == ["fp32", "bf16"]
+    assert records[-1]["event"] == "end"
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def test_workloads_do_not_import_nvprof_wrap() -> None:
+    # They run standalone inside the user's (GPU) environment.
+    for name in ("_common.py", "reuters_mlp.py", "convnet.py", "matmul_probe.py"):
+        source = (WORKLOADS / name).read_text()
+        assert "import nvprof_wrap" not in source and "from nvprof_wrap" not in source, name
