@@ -139,6 +139,8 @@ def test_demo_subprocess_and_module_entry():
     proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "demo", "--width", "110"], capture_output=True,
                           text=True, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[2].startswith("Tensor cores used: yes — 12 of 36 kernels")
-    assert "nvjet_sm90_hsh" in proc.stdout and "\x1b[" not in proc.stdout
+    out = proc.stdout
+    assert out.startswith("[1/3] The seed's Keras Reuters MLP in pure fp16")
+    assert "Tensor cores used: yes — 12 of 53 kernels, 11.8% of GPU kernel time, fp16" in out
+    assert "Tensor cores used: yes — 12 of 36 kernels" in out and "Tensor cores used: yes — 1 of 2 kernels" in out
+    assert "keras:dense (Dense)" in out and "aten::mm" in out and "\x1b[" not in out

@@ -1,24 +1,39 @@
-"""nvprof-wrap demo — the report on real captures bundled with the package (no GPU needed).
+"""nvprof-wrap demo — reports on real captures bundled with the package (no GPU needed), all recorded on an
+NVIDIA H200 (sm_90):
 
-The samples were recorded on an NVIDIA H200: a PyTorch script running matmuls, convolutions and attention in
-fp32, tf32, fp16, bf16, fp64, int8 and fp8 under Nsight Systems; the same script under Nsight Compute with the
-tensor-pipe counters (which confirm the verdicts); and a parent process whose two children ran fp16 matmuls.
+1. keras_reuters_fp16 — the seed's workload: the Keras book's Reuters MLP with floatx float16 (Keras 3, torch
+   backend), run with `nvprof-wrap run --backend nsys --annotate keras,torch` (the first 45% of its timeline).
+2. torch_ops — PyTorch matmuls, convolutions and attention in fp32, "tf32" (TF32 off), fp16, bf16, fp64, int8 and
+   fp8 under Nsight Systems, plus the same script under Nsight Compute, whose tensor-pipe counters confirm
+   every verdict.
+3. two_children — a parent process whose two child processes ran fp16 matmuls.
 """
 from __future__ import annotations
 
 import argparse
+import json
 from importlib import resources
 from pathlib import Path
 
-from nvprof_wrap.cli import report_cmd
+from nvprof_wrap import report
+from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.ingest import ingest
+from nvprof_wrap.renderers import RENDERERS, _rows
+from nvprof_wrap.store import Store
+
+TITLES = {
+    "keras_reuters_fp16": "The seed's Keras Reuters MLP in pure fp16 (floatx float16), annotated per layer and op",
+    "torch_ops": "PyTorch ops in seven precisions, with Nsight Compute counters as ground truth",
+    "two_children": "A parent whose two child processes ran fp16 matmuls",
+}
 
 
 def add_parser(sub, name: str) -> None:
-    p = sub.add_parser(name, help="report on the bundled real H200 captures", description=__doc__)
-    p.add_argument("--limit", type=int, default=15)
+    p = sub.add_parser(name, help="report on the bundled real H200 captures", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--limit", type=int, default=10)
     p.add_argument("--wide", action="store_true")
-    from nvprof_wrap.cli._output import add_format
-
+    p.add_argument("--sample", choices=tuple(TITLES), help="only this sample")
     add_format(p)
 
 
@@ -26,8 +41,23 @@ def samples_dir() -> Path:
     return Path(str(resources.files("nvprof_wrap").joinpath("samples")))
 
 
+def _report(folder: Path) -> report.Report:
+    store = Store()
+    try:
+        return report.build(store, ingest(store, [folder]))
+    finally:
+        store.close()
+
+
 def run(args: argparse.Namespace) -> int:
-    args.paths, args.store = [samples_dir()], None
-    if args.format == "table":
-        print(f"nvprof-wrap demo: report on the real H200 captures in {args.paths[0]}\n")
-    return report_cmd.run(args)
+    names = [args.sample] if args.sample else list(TITLES)
+    reports = {n: _report(samples_dir() / n) for n in names}
+    if args.format == "json":
+        emit(json.dumps({n: _rows.report(r) for n, r in reports.items()}, indent=2) + "\n")
+        return 0
+    renderer = RENDERERS[args.format]
+    for i, (n, rep) in enumerate(reports.items(), 1):
+        head = f"[{i}/{len(reports)}] {TITLES[n]}  ({samples_dir() / n})"
+        emit(("\n" if i > 1 else "") + ("# " if args.format == "markdown" else "") + head + "\n\n")
+        emit(renderer.render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+    return 0

@@ -1,6 +1,7 @@
 """Captures written by nvprof-wrap's own CUPTI tracer (one SQLite file per process; docs/cupti-tracer.md)."""
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import tempfile
@@ -21,6 +22,17 @@ def _int(v: str | None) -> int | None:
         return int(v) if v not in (None, "") else None
     except ValueError:
         return None
+
+
+def _command(argv_json: str | None) -> str | None:
+    """'["/opt/venv/bin/python", "-u", "train.py", ...]' → 'python -u train.py ...'."""
+    try:
+        argv = json.loads(argv_json or "null")
+    except ValueError:
+        return argv_json
+    if not isinstance(argv, list) or not argv:
+        return None
+    return " ".join([Path(str(argv[0])).name, *map(str, argv[1:])])
 
 
 def _kernels(conn: sqlite3.Connection, pid: int | None) -> tuple[KernelAgg, ...]:
@@ -81,7 +93,8 @@ def _read(source: Path, path: Path) -> Capture:
                    SELECT 0, device_id, start, "end" FROM memcpy UNION ALL SELECT 0, device_id, start, "end" FROM memset"""
         activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in conn.execute(busy_sql(union)))
         devices = tuple(Device(*r) for r in conn.execute("SELECT device_id, name, cc_major, cc_minor, sm_count FROM device"))
-        procs = (Process(pid, meta.get("argv"), _int(meta.get("rank")), meta.get("hostname")),) if pid is not None else ()
+        procs = (Process(pid, _command(meta.get("argv")), _int(meta.get("rank")), meta.get("hostname")),) \
+            if pid is not None else ()
         partial = meta.get("status") != "complete" or str(path).endswith(".partial")
         notes = ("partial capture: the process ended before the tracer could finish it",) if partial else ()
         return Capture(str(path), "cupti", _kernels(conn, pid), _memops(conn, pid), activity, devices, procs,

@@ -1,6 +1,8 @@
 """Shortening demangled C++ kernel names for tables (the whole name stays in --wide, JSON and CSV)."""
 from __future__ import annotations
 
+import re
+
 
 def _strip_params(name: str) -> str:
     """Drop the trailing parameter list '(...)' of a demangled function name."""
@@ -38,13 +40,19 @@ def _collapse_templates(name: str, keep_depth: int) -> str:
     return "".join(out)
 
 
+_QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*|<unnamed>|\(anonymous namespace\))::")
+
+
 def shorten(name: str, width: int = 70) -> str:
     """'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, …>(int, …)'
     → 'at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<…>, std::array<…>>'."""
     s = _strip_params(name.strip())
     if s.startswith("void "):
         s = s[5:]
-    for depth in (2, 1):
+    if len(s) > width:  # namespaces are the least informative part of a long name
+        s = _QUALIFIER.sub("", s)
+    generic = s.split("<", 1)[0] in ("Kernel", "Kernel2", "device_kernel")  # CUTLASS: the argument is the name
+    for depth in (1,) if generic else (1, 0):  # template levels kept
         if len(s) <= width:
             break
         s = _collapse_templates(s, depth)

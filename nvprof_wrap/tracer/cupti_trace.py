@@ -463,7 +463,11 @@ class Tracer:
                     self.other_profiler = _text(params.old_subscriber_name)
                 except Exception:
                     pass
-            raise
+                raise
+            # Measured on an H200 (libcupti 13.0.85 and 13.4.92, cupti-python 13.4.0): subscribe_v2 answers
+            # INVALID_PARAMETER (its params struct is newer than the library); the v1 call works.
+            self.notes["subscribe"] = f"subscribe_v2 failed ({_describe(c, e)}); used subscribe"
+            self.subscriber = c.subscribe(_on_cupti_callback, None)
 
     def _enable_kinds(self) -> None:
         k = self.cupti.ActivityKind
