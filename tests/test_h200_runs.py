@@ -114,3 +114,16 @@ def test_the_seed_workload_per_layer_and_per_op():
     assert r.verdict.precisions == ("fp16",)
     memcpy = sum(s.share for s in r.split if s.category.startswith("memcpy"))
     assert memcpy > 0.7  # host-to-device copies of the 10,000-wide inputs dominate GPU time
+
+
+def test_name_rules_on_counter_labels_from_this_projects_gpu_runs():
+    """75 kernels measured with `nvprof-wrap verify` on the H200: no wrong verdict; the Triton template is the
+    one name that carries no evidence, and counters decide it."""
+    from nvprof_wrap.classify import classify
+
+    rows = [line.split("\t") for line in (ROOT / "benchmarks" / "labels" / "h200_gpu_runs.tsv").read_text().splitlines()
+            if line and not line.startswith("#")][1:]
+    assert len(rows) == 75 and sum(r[1] == "yes" for r in rows) == 6
+    verdicts = [(classify(name).tensor_core, truth) for name, truth, _ in rows]
+    assert sum(v == t for v, t in verdicts) == 74
+    assert [name for name, truth, _ in rows if classify(name).tensor_core != truth] == ["triton_tem_fused_mm_0"]

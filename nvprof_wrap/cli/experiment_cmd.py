@@ -9,6 +9,7 @@ name of one in workloads/ (reuters_mlp, convnet, matmul_probe). Each precision r
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -36,6 +37,8 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--nsys", help="path of the nsys executable")
     p.add_argument("--annotate", metavar="keras,torch", help="NVTX ranges per layer / module / op (see run)")
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
+    p.add_argument("--no-run", action="store_true",
+                   help="do not run: rebuild the table from the per-precision run folders already in -o DIR")
     add_format(p)
 
 
@@ -48,24 +51,39 @@ def resolve(workload: str) -> Path:
                              f"{', '.join(sorted(x.stem for x in WORKLOADS.glob('*.py') if not x.stem.startswith('_')))})")
 
 
+def _row(precision: str, folder: Path, manifest: dict, script_stem: str):
+    store = Store(folder / "run.sqlite")
+    try:
+        skipped = ingest(store, [folder])
+        attach_static(store)
+        rep = report.build(store, skipped)
+    finally:
+        store.close()
+    log = (folder / "stdout.log").read_text(errors="replace") + (folder / "stderr.log").read_text(errors="replace")
+    return row(precision, folder, manifest, rep, health_from_run(folder / "metrics.jsonl", log, CLASSES.get(script_stem)))
+
+
 def run(args: argparse.Namespace) -> int:
-    script = resolve(args.workload)
-    extra = args.passthrough or []
-    base = Path(args.output or f"runs/experiment-{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
-    rows = []
-    for precision in [p.strip() for p in args.precisions.split(",") if p.strip()]:
-        cmd = [sys.executable, str(script), "--precision", precision, *extra]
-        folder, manifest = execute(RunSpec(cmd, args.backend, str(base / precision), nsys=args.nsys,
-                                           quiet_stdout=args.format != "table", annotate=args.annotate))
-        store = Store(folder / "run.sqlite")
-        try:
-            skipped = ingest(store, [folder])
-            attach_static(store)
-            rep = report.build(store, skipped)
-        finally:
-            store.close()
-        log = (folder / "stdout.log").read_text(errors="replace") + (folder / "stderr.log").read_text(errors="replace")
-        health = health_from_run(folder / "metrics.jsonl", log, CLASSES.get(script.stem))
-        rows.append(row(precision, folder, manifest, rep, health))
+    precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    if args.no_run:
+        if not args.output:
+            raise BadInput(None, "--no-run needs -o DIR, the folder of an earlier experiment")
+        base, stem = Path(args.output), Path(args.workload).stem
+        rows = []
+        for precision in precisions:
+            mf = base / precision / "manifest.json"
+            if not mf.is_file():
+                raise BadInput(mf, "no run of this precision in the experiment folder")
+            rows.append(_row(precision, base / precision, json.loads(mf.read_text()), stem))
+    else:
+        script = resolve(args.workload)
+        extra = args.passthrough or []
+        base = Path(args.output or f"runs/experiment-{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
+        rows = []
+        for precision in precisions:
+            cmd = [sys.executable, str(script), "--precision", precision, *extra]
+            folder, manifest = execute(RunSpec(cmd, args.backend, str(base / precision), nsys=args.nsys,
+                                               quiet_stdout=args.format != "table", annotate=args.annotate))
+            rows.append(_row(precision, folder, manifest, script.stem))
     emit(render.render(rows, args.format, **options(args)))
     return max((r.exit_code for r in rows), default=0)
