@@ -7,7 +7,7 @@ from pathlib import Path
 
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, ToolMissing
-from nvprof_wrap.store import Store
+from nvprof_wrap.store import Store, file_identity
 
 Progress = Callable[[Path], None]
 
@@ -29,7 +29,14 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None) ->
                 raise BadInput(path, f"cannot read ({e.strerror})") from None
             skipped.append((str(path), e.strerror or "cannot read"))
             continue
-        if store.has(path, st.st_size, st.st_mtime_ns):
+        try:
+            identity = file_identity(path, st.st_size)
+        except OSError as e:
+            if explicit:
+                raise BadInput(path, f"cannot read ({e.strerror})") from None
+            skipped.append((str(path), e.strerror or "cannot read"))
+            continue
+        if store.has(identity):
             continue
         if progress:
             progress(path)
@@ -40,7 +47,7 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None) ->
                 raise
             skipped.append((str(path), getattr(e, "why", str(e))))
             continue
-        store.ingest(capture, st.st_size, st.st_mtime_ns)
+        store.ingest(capture, identity, st.st_size, st.st_mtime_ns)
     for p in paths:
         _ranks_from_manifest(store, p)
     return tuple(skipped)

@@ -5,6 +5,7 @@ This is the only module that imports sqlite_utils. Schema: docs/store-schema.md.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
@@ -21,9 +22,9 @@ from nvprof_wrap.model import Capture
 SCHEMA_VERSION = 1
 # Bumped whenever a reader changes what it extracts: a store written by another version is rebuilt from
 # its captures rather than mixed with rows the current readers would not produce.
-DATA_VERSION = "2026.11.29-2"
+DATA_VERSION = "2026.11.29-3"
 _TABLES = {
-    "captures": {"id": int, "path": str, "format": str, "size": int, "mtime_ns": int, "partial": int,
+    "captures": {"id": int, "identity": str, "path": str, "format": str, "size": int, "mtime_ns": int, "partial": int,
                  "notes": str, "ingested_at": float},
     "processes": {"capture_id": int, "pid": int, "name": str, "rank": int, "host": str},
     "devices": {"capture_id": int, "device_id": int, "name": str, "cc_major": int, "cc_minor": int, "sm_count": int},
@@ -74,7 +75,7 @@ class Store:
             if name not in self.db.table_names():
                 pk = {"captures": "id", "classifications": ("name", "rules_version"), "static_evidence": "name"}.get(name)
                 self.db[name].create(cols, pk=pk, if_not_exists=True)
-        self.db["captures"].create_index(["path", "size", "mtime_ns"], unique=True, if_not_exists=True)
+        self.db["captures"].create_index(["identity"], unique=True, if_not_exists=True)
         self.db["kernels"].create_index(["name"], if_not_exists=True)
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
@@ -82,18 +83,17 @@ class Store:
         self.db.conn.close()
 
     # ------------------------------------------------------------------ ingest
-    def has(self, path: Path, size: int, mtime_ns: int) -> bool:
-        row = self.db.execute("SELECT 1 FROM captures WHERE path=? AND size=? AND mtime_ns=?",
-                              [str(path), size, mtime_ns]).fetchone()
-        return row is not None
+    def has(self, identity: str) -> bool:
+        return self.db.execute("SELECT 1 FROM captures WHERE identity=?", [identity]).fetchone() is not None
 
-    def ingest(self, capture: Capture, size: int, mtime_ns: int) -> int | None:
-        """Add one capture atomically; None when this exact file (path, size, mtime) is already in."""
+    def ingest(self, capture: Capture, identity: str, size: int, mtime_ns: int) -> int | None:
+        """Add one capture atomically; None when a file with this content identity is already in (also when
+        the run folder was moved or copied since: the identity does not depend on the path)."""
         with self.db.conn:  # one transaction: a killed ingest leaves nothing half-written
-            if self.has(Path(capture.path), size, mtime_ns):
+            if self.has(identity):
                 return None
             cid = self.db["captures"].insert({
-                "path": capture.path, "format": capture.format, "size": size, "mtime_ns": mtime_ns,
+                "identity": identity, "path": capture.path, "format": capture.format, "size": size, "mtime_ns": mtime_ns,
                 "partial": int(capture.partial), "notes": json.dumps(list(capture.notes)),
                 "ingested_at": time.time()}).last_pk
             for table, rows in (("processes", capture.processes), ("devices", capture.devices),
@@ -140,3 +140,15 @@ class Store:
 def _without(d: dict, key: str) -> dict:
     d.pop(key, None)
     return d
+
+
+def file_identity(path: Path, size: int, chunk: int = 1 << 20) -> str:
+    """A content fingerprint: size plus a hash of the first and last MiB. Cheap for huge captures, and the
+    same for a capture wherever its run folder is moved or copied."""
+    h = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as f:
+        h.update(f.read(chunk))
+        if size > 2 * chunk:
+            f.seek(-chunk, 2)
+            h.update(f.read(chunk))
+    return h.hexdigest()[:32]

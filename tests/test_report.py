@@ -47,3 +47,21 @@ def test_idle_and_split_on_the_titan_v_capture():
     cats = {s.category: s for s in r.split}
     assert cats["memcpy HtoD"].count == 20 and "tensor-core kernels" not in cats
     assert r.verdict.tensor_cores == "no" and "fp32" in r.verdict.message
+
+
+def test_a_moved_run_folder_is_not_counted_twice(tmp_path):
+    import shutil
+
+    from tests.conftest import ROOT
+
+    src = ROOT / "tests" / "data" / "h200_runs" / "gemm_cupti"
+    first = tmp_path / "a"
+    shutil.copytree(src, first)
+    store = Store(first / "run.sqlite")
+    ingest(store, [first])
+    store.close()
+    moved = tmp_path / "b"
+    shutil.move(first, moved)  # the store inside now names paths that no longer exist
+    store = Store(moved / "run.sqlite")
+    r = report.build(store, ingest(store, [moved]))
+    assert r.verdict.launches == 96 and len(r.sources) == 1
