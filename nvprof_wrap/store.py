@@ -10,7 +10,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, astuple, fields
 from pathlib import Path
 
 import sqlite_utils
@@ -48,12 +48,25 @@ class Store:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
+        self.rebuilt_from: Path | None = None
         try:
-            conn = sqlite3.connect(str(path) if path else ":memory:", timeout=60)
-            self.db = sqlite_utils.Database(conn)
-            self._create()
+            self._open()
         except sqlite3.DatabaseError as e:
-            raise BadInput(path, f"not a usable nvprof-wrap run store ({e})") from None
+            if path is None or not Path(path).is_file():
+                raise BadInput(path, f"not a usable nvprof-wrap run store ({e})") from None
+            # The store only holds what the captures hold: move the damaged file aside (nothing is deleted)
+            # and rebuild from the captures.
+            aside = Path(f"{path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+            Path(path).replace(aside)
+            for suffix in ("-wal", "-shm", "-journal"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            self.rebuilt_from = aside
+            self._open()
+
+    def _open(self) -> None:
+        conn = sqlite3.connect(str(self.path) if self.path else ":memory:", timeout=60)
+        self.db = sqlite_utils.Database(conn)
+        self._create()
 
     def _create(self) -> None:
         if self.path:
@@ -88,20 +101,39 @@ class Store:
 
     def ingest(self, capture: Capture, identity: str, size: int, mtime_ns: int) -> int | None:
         """Add one capture atomically; None when a file with this content identity is already in (also when
-        the run folder was moved or copied since: the identity does not depend on the path)."""
-        with self.db.conn:  # one transaction: a killed ingest leaves nothing half-written
+        the run folder was moved or copied since: the identity does not depend on the path).
+
+        Plain executemany inside one explicit IMMEDIATE transaction: sqlite-utils' insert_all commits on its
+        own, which would let a killed ingest leave half a capture behind (tests/test_reliability.py)."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")  # take the write lock first: concurrent ingests queue here
+        try:
             if self.has(identity):
+                conn.execute("ROLLBACK")
                 return None
-            cid = self.db["captures"].insert({
-                "identity": identity, "path": capture.path, "format": capture.format, "size": size, "mtime_ns": mtime_ns,
-                "partial": int(capture.partial), "notes": json.dumps(list(capture.notes)),
-                "ingested_at": time.time()}).last_pk
+            cur = conn.execute(
+                "INSERT INTO captures (identity, path, format, size, mtime_ns, partial, notes, ingested_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (identity, capture.path, capture.format, size, mtime_ns, int(capture.partial),
+                 json.dumps(list(capture.notes)), time.time()))
+            cid = cur.lastrowid
             for table, rows in (("processes", capture.processes), ("devices", capture.devices),
                                 ("kernels", capture.kernels), ("memops", capture.memops),
                                 ("activity", capture.activity), ("counters", capture.counters),
                                 ("ops", capture.ops)):
-                self.db[table].insert_all(({"capture_id": cid, **asdict(r)} for r in rows), batch_size=500)
+                self._insert(table, cid, rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
         return cid
+
+    def _insert(self, table: str, cid: int, rows) -> None:
+        if not rows:
+            return
+        cols = ["capture_id", *(f.name for f in fields(rows[0]))]
+        sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        self.db.conn.executemany(sql, ((cid, *astuple(r)) for r in rows))
 
     def set_ranks(self, ranks: dict[int, int]) -> None:
         """Label processes with the distributed rank their launcher gave them (from a run manifest)."""

@@ -37,7 +37,15 @@ def emit(text: str) -> None:
 
 def open_store(args: argparse.Namespace, paths: list[Path]) -> Store:
     if args.store:
-        return Store(args.store)
+        return checked(Store(args.store))
     if len(paths) == 1 and (paths[0] / "manifest.json").is_file() and os.access(paths[0], os.W_OK):
-        return Store(paths[0] / "run.sqlite")
+        return checked(Store(paths[0] / "run.sqlite"))
     return Store()
+
+
+def checked(store: Store) -> Store:
+    """Say so when a damaged run store had to be set aside and rebuilt from the captures."""
+    if store.rebuilt_from is not None:
+        print(f"nvprof-wrap: warning: {store.path} was damaged; kept it as {store.rebuilt_from} and rebuilt it "
+              "from the captures", file=sys.stderr)
+    return store

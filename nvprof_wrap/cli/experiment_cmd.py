@@ -17,7 +17,7 @@ from pathlib import Path
 from nvprof_wrap import report
 from nvprof_wrap.analysis.experiment import row
 from nvprof_wrap.analysis.health import health_from_run
-from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.cli._output import add_format, checked, emit, options
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.launch.runner import RunSpec, execute
@@ -52,7 +52,7 @@ def resolve(workload: str) -> Path:
 
 
 def _row(precision: str, folder: Path, manifest: dict, script_stem: str):
-    store = Store(folder / "run.sqlite")
+    store = checked(Store(folder / "run.sqlite"))
     try:
         skipped = ingest(store, [folder])
         attach_static(store)

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from nvprof_wrap import report
-from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.cli._output import add_format, checked, emit, options
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.launch.runner import RunSpec, execute
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     for problem in manifest["problems"]:
         print(f"nvprof-wrap: warning: {problem}", file=sys.stderr)
     if not args.no_report:
-        store = Store(folder / "run.sqlite")
+        store = checked(Store(folder / "run.sqlite"))
         try:
             with _status("reading the captures") as status:
                 skipped = ingest(store, [folder], progress=lambda p: status.update(f"reading {p.name}"))

@@ -12,6 +12,7 @@ from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (cupti_sqlite, kineto_json, ncu_csv, nsys_rep, nsys_sqlite, nvprof_csv, nvprof_sqlite,
                                  nsys_stats_csv, pyprof_csv)
 from nvprof_wrap.readers._sqlite import connect_ro, tables
+from nvprof_wrap.readers._validate import validate
 
 READERS: dict[str, Callable[[Path], Capture]] = {
     "nsys-sqlite": nsys_sqlite.read, "nvprof": nvprof_sqlite.read, "cupti": cupti_sqlite.read,
@@ -92,12 +93,14 @@ def read(path: Path) -> Capture:
     """Read one capture; every failure becomes BadInput naming the file."""
     fmt = detect(path)
     try:
-        return READERS[fmt](path)
+        return validate(READERS[fmt](path))
     except BadInput as e:
         raise BadInput(path, e.why) from None
     except sqlite3.DatabaseError as e:
         raise BadInput(path, f"corrupt or unexpected SQLite content ({e})") from None
-    except (UnicodeDecodeError, ValueError, KeyError, IndexError, OSError) as e:
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure on malformed content is bad input, named with the file
         raise BadInput(path, f"unreadable {fmt} capture ({type(e).__name__}: {e})") from None
 
 

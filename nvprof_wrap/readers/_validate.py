@@ -1,0 +1,66 @@
+"""Validate what a reader extracted before it reaches the store: damaged files can hand back bytes where
+text belongs, text where numbers belong, or NULs. Text is decoded (invalid UTF-8 replaced), numbers must
+be numbers — or the capture is bad input."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+
+from nvprof_wrap.model import Capture
+
+_MAX_TEXT = 100_000  # a kernel name longer than this is damage, not C++
+
+
+def _text(v: object) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bytes):
+        v = v.decode("utf-8", errors="replace")
+    s = str(v).replace("\x00", "\\0")
+    return s if len(s) <= _MAX_TEXT else s[:_MAX_TEXT] + "…"
+
+
+def _int(v: object) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and math.isfinite(v):
+        return int(v)
+    raise ValueError(f"expected a number, found {type(v).__name__} {str(v)[:40]!r}")
+
+
+def _float(v: object) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    raise ValueError(f"expected a number, found {type(v).__name__} {str(v)[:40]!r}")
+
+
+def _clean(obj):
+    hints = typing.get_type_hints(type(obj))
+    values = {}
+    for f in dataclasses.fields(obj):
+        v, hint = getattr(obj, f.name), str(hints[f.name])
+        if "tuple" in hint:
+            values[f.name] = tuple(_clean(x) if dataclasses.is_dataclass(x) else _text(x) for x in v)
+        elif "str" in hint:
+            values[f.name] = _text(v) if v is not None or "None" in hint else ""
+        elif "float" in hint:
+            values[f.name] = _float(v)
+        elif "int" in hint:
+            values[f.name] = _int(v)
+        elif "bool" in hint:
+            values[f.name] = bool(v)
+        else:
+            values[f.name] = v
+    return type(obj)(**values)
+
+
+def validate(capture: Capture) -> Capture:
+    """Raises ValueError (reported as bad input) when a field cannot be what the model says it is."""
+    return _clean(capture)

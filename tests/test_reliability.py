@@ -1,0 +1,167 @@
+"""What is kept when things go wrong: concurrent ingests, damaged stores, failing jobs, the wrapper killed,
+run-folder permissions. (Fuzzing of the readers: test_fuzz.py; signals: test_launch.py.)"""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nvprof_wrap import report
+from nvprof_wrap.ingest import ingest
+from nvprof_wrap.store import Store
+from tests.conftest import H200, PUBLIC, ROOT
+
+FAKES = ROOT / "tests" / "fakes" / "bin"
+CAPTURES = [H200 / "nsys_torch_ops.sqlite", H200 / "nsys_two_child_processes.sqlite",
+            PUBLIC / "m-goldstein__GPU_ML__timeline.nvvp", PUBLIC / "josiahdavis__profiling-lm__net.sql",
+            PUBLIC / "NVIDIA__Fuser__report1.sqlite", PUBLIC / "LeiWang1999__memfusion_artifact__report1.sqlite",
+            PUBLIC / "wenscarl__cutlass_benchmark__report1.sqlite",
+            PUBLIC / "facebookresearch__HolisticTraceAnalysis__benchmark_result_2869224_1695835535_trace.json.gz"]
+
+
+def _ingest_one(args: tuple[str, str]) -> int:
+    store_path, capture = args
+    store = Store(Path(store_path))
+    try:
+        ingest(store, [Path(capture)])
+        return 0
+    finally:
+        store.close()
+
+
+def _launches(store_path: Path) -> tuple[int, int]:
+    conn = sqlite3.connect(store_path)
+    try:
+        return conn.execute("SELECT COUNT(*), SUM(launches) FROM kernels").fetchone()
+    finally:
+        conn.close()
+
+
+def test_eight_concurrent_ingests_into_one_store_lose_no_row(tmp_path):
+    expected = tmp_path / "serial.sqlite"
+    s = Store(expected)
+    ingest(s, CAPTURES)
+    s.close()
+    shared = tmp_path / "run.sqlite"
+    Store(shared).close()  # created once, as `run` does, before the workers start
+    with mp.get_context("spawn").Pool(8) as pool:
+        assert pool.map(_ingest_one, [(str(shared), str(c)) for c in CAPTURES]) == [0] * 8
+    assert _launches(shared) == _launches(expected)
+    conn = sqlite3.connect(shared)
+    assert conn.execute("SELECT COUNT(*) FROM captures").fetchone()[0] == 8
+    conn.close()
+
+
+def test_a_killed_ingest_leaves_no_half_capture(tmp_path):
+    """A process killed inside the ingest transaction: SQLite rolls it back at the next open."""
+    store_path = tmp_path / "run.sqlite"
+    Store(store_path).close()
+    code = f"""
+import os, sys
+sys.path.insert(0, {str(ROOT)!r})
+from pathlib import Path
+from nvprof_wrap.store import Store
+from nvprof_wrap import readers
+s = Store(Path({str(store_path)!r}))
+cap = readers.read(Path({str(CAPTURES[0])!r}))
+orig = Store._insert
+def die(self, table, cid, rows):
+    orig(self, table, cid, rows)
+    if table == "kernels":
+        os.kill(os.getpid(), 9)  # mid-transaction: captures row and kernels inserted, not committed
+Store._insert = die
+s.ingest(cap, "identity-x", 1, 1)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    store = Store(store_path)
+    assert store.rows("SELECT COUNT(*) AS n FROM captures")[0]["n"] == 0
+    assert store.rows("SELECT COUNT(*) AS n FROM kernels")[0]["n"] == 0
+    r = report.build(store, ingest(store, [CAPTURES[0]]))
+    assert r.verdict.launches == 122
+
+
+def test_a_damaged_store_is_set_aside_and_rebuilt(tmp_path, capsys):
+    from nvprof_wrap.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text("{}")
+    (run / "nsys.sqlite").write_bytes((H200 / "nsys_two_child_processes.sqlite").read_bytes())
+    (run / "run.sqlite").write_bytes(b"SQLite format 3\x00" + os.urandom(4000))
+    assert main(["report", str(run), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["launches"] == 22
+    assert "was damaged" in err and list(run.glob("run.sqlite.corrupt-*"))
+
+
+def wrapper(args, **kw):
+    env = {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "--no-report", *args],
+                          capture_output=True, text=True, env=env, timeout=120, **kw)
+
+
+@pytest.mark.parametrize("job, code", [
+    ("raise RuntimeError('boom')", 1),
+    ("import os; os._exit(9)", 9),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", 137),
+    ("import ctypes; ctypes.string_at(0)", 139),
+    ("import sys; sys.exit(42)", 42),
+])
+def test_a_failing_job_keeps_capture_and_manifest(tmp_path, job, code):
+    out = tmp_path / "run"
+    proc = wrapper(["-o", str(out), "--", sys.executable, "-c", job])
+    assert proc.returncode == code, proc.stderr
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["exit_code"] == code and "nsys.sqlite" in m["captures"]
+    store = Store()
+    r = report.build(store, ingest(store, [out]))
+    assert r.verdict.tensor_cores == "yes"  # the (fake) profiler's capture of the job is readable
+
+
+def test_the_wrapper_killed_leaves_the_job_and_its_capture(tmp_path):
+    """SIGKILL to nvprof-wrap itself: no manifest can be written, but the job (in its own session) and the
+    profiler run to the end, and `report RUN_DIR` reads what the profiler wrote."""
+    out = tmp_path / "run"
+    flag = tmp_path / "job-finished"
+    job = f"import time, pathlib; time.sleep(1.5); pathlib.Path({str(flag)!r}).write_text('ok')"
+    env = {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "--no-report", "-o",
+                          str(out), "--", sys.executable, "-c", job], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.8)
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    deadline = time.time() + 30
+    while time.time() < deadline and not (out / "nsys.nsys-rep").exists():
+        time.sleep(0.1)
+    assert flag.read_text() == "ok" and (out / "nsys.nsys-rep").exists()
+    assert not (out / "manifest.json").exists()
+    store = Store()
+    env_nsys = dict(os.environ, NVPROF_WRAP_NSYS=str(FAKES / "nsys"))
+    os.environ.update(env_nsys)
+    try:
+        r = report.build(store, ingest(store, [out]))
+    finally:
+        os.environ.pop("NVPROF_WRAP_NSYS", None)
+    assert r.verdict.tensor_cores == "yes"
+
+
+def test_run_folders_follow_the_users_umask(tmp_path):
+    out = tmp_path / "umask-run"
+    old = os.umask(0o077)
+    try:
+        proc = wrapper(["-o", str(out), "--", "true"])
+    finally:
+        os.umask(old)
+    assert proc.returncode == 0, proc.stderr
+    assert (out.stat().st_mode & 0o777) == 0o700
+    assert ((out / "manifest.json").stat().st_mode & 0o077) == 0
