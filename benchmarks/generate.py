@@ -1,0 +1,212 @@
+"""Generate big captures in the real schemas, for the scale benchmark.
+
+    python -m benchmarks.generate nsys   N OUT.sqlite   [--processes P] [--devices D]
+    python -m benchmarks.generate nvprof N OUT.nvvp
+    python -m benchmarks.generate kineto N OUT.json
+
+The schema is copied from real captures (the CREATE TABLE statements of the H200 Nsight Systems export and of
+the TITAN V nvprof file in ../shared/fixtures), never written by hand. Kernel names are the distinct names of
+the real fixtures (a few hundred, C++ names of realistic length, ~100-4900 characters), drawn with a skewed
+(Zipf-like) frequency as in training loops; every launch also gets its CUDA runtime API record, 1 in 20 a memcpy,
+and NVTX ranges cover the launches as `emit_nvtx` would.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import sqlite3
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+NSYS_SCHEMA_FROM = FIXTURES / "h200" / "nsys_torch_ops.sqlite"
+NVPROF_SCHEMA_FROM = FIXTURES / "public" / "m-goldstein__GPU_ML__timeline.nvvp"
+NSYS_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY",
+               "CUPTI_ACTIVITY_KIND_MEMSET", "StringIds", "TARGET_INFO_GPU", "PROCESSES", "NVTX_EVENTS",
+               "TARGET_INFO_SESSION_START_TIME", "ENUM_CUDA_MEMCPY_OPER")
+NVPROF_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME",
+                 "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_DEVICE",
+                 "StringTable", "Version")
+BATCH = 50_000
+
+
+def real_names() -> list[str]:
+    """Distinct kernel names of the real captures in the fixtures (demangled)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from nvprof_wrap import readers
+
+    names: set[str] = set()
+    for path, _ in readers.expand([FIXTURES]):
+        try:
+            names |= {k.name for k in readers.read(path).kernels}
+        except Exception:  # noqa: BLE001 - non-captures in the fixture folder
+            continue
+    return sorted(names)
+
+
+def _schema(src: Path, tables: tuple[str, ...]) -> list[str]:
+    conn = sqlite3.connect(f"file:{src}?mode=ro&immutable=1", uri=True)
+    try:
+        return [sql for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type='table'")
+                if name in tables]
+    finally:
+        conn.close()
+
+
+def _zipf_picker(n: int, rng: random.Random):
+    weights = [1.0 / (i + 1) ** 1.1 for i in range(n)]
+    return lambda k: rng.choices(range(n), weights=weights, k=k)
+
+
+def _copy_rows(dst: sqlite3.Connection, src: Path, table: str) -> None:
+    dst.execute(f"ATTACH ? AS src", (f"file:{src}?mode=ro&immutable=1",))
+    dst.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")
+    dst.commit()
+    dst.execute("DETACH src")
+
+
+def nsys(n: int, out: Path, processes: int = 1, devices: int = 1, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    names = real_names()
+    out.unlink(missing_ok=True)
+    conn = sqlite3.connect(out)
+    for sql in _schema(NSYS_SCHEMA_FROM, NSYS_TABLES):
+        conn.execute(sql)
+    conn.executemany("INSERT INTO StringIds (id, value) VALUES (?, ?)", enumerate(names))
+    range_ids = {t: len(names) + i for i, t in enumerate(("aten::mm", "aten::add", "aten::copy_", "optimizer"))}
+    conn.executemany("INSERT INTO StringIds (id, value) VALUES (?, ?)", [(i, t) for t, i in range_ids.items()])
+    conn.execute("ATTACH ? AS src", (f"file:{NSYS_SCHEMA_FROM}?mode=ro&immutable=1",))
+    conn.execute("INSERT INTO TARGET_INFO_GPU SELECT * FROM src.TARGET_INFO_GPU")
+    conn.execute("INSERT INTO ENUM_CUDA_MEMCPY_OPER SELECT * FROM src.ENUM_CUDA_MEMCPY_OPER")
+    conn.commit()
+    conn.execute("DETACH src")
+    pick = _zipf_picker(len(names), rng)
+    pids = [1000 + p for p in range(processes)]
+    conn.executemany("INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?, ?, 'python3')",
+                     [(p << 24, p) for p in pids])
+    t, done, corr = 1_000_000_000, 0, 0
+    while done < n:
+        k = min(BATCH, n - done)
+        idx = pick(k)
+        kern, rt, mem, nvtx = [], [], [], []
+        for j in range(k):
+            corr += 1
+            pid = pids[corr % processes]
+            gpid, tid = pid << 24, (pid << 24) | 1
+            dur = rng.randint(2_000, 400_000)
+            name = idx[j]
+            kern.append((t + 5_000, t + 5_000 + dur, corr % devices, 1, 7, corr, gpid, name, name, 128, 1, 1, 1,
+                         256, 1, 1, 0, 0, 0, 0, corr))
+            rt.append((t, t + 3_000, 1, tid, corr, 0, 0))
+            if corr % 20 == 0:
+                mem.append((t + 1_000, t + 4_000, corr % devices, 1, 7, corr, gpid, 1 << 20, 1, 0, 0))
+            if corr % 8 == 0:
+                nvtx.append((t - 100, t + 8 * 9_000, 59, range_ids[("aten::mm", "aten::add", "aten::copy_",
+                                                                    "optimizer")[corr % 4]], tid))
+            t += 9_000
+        conn.executemany(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, "
+            "globalPid, demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, "
+            "staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", kern)
+        conn.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, "
+                         "nameId, returnValue) VALUES (?,?,?,?,?,?,?)", rt)
+        conn.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, "
+                         "correlationId, globalPid, bytes, copyKind, srcKind, dstKind) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                         mem)
+        conn.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, textId, globalTid) VALUES (?,?,?,?,?)", nvtx)
+        conn.commit()
+        done += k
+    conn.close()
+
+
+def nvprof(n: int, out: Path, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    names = real_names()
+    out.unlink(missing_ok=True)
+    conn = sqlite3.connect(out)
+    for sql in _schema(NVPROF_SCHEMA_FROM, NVPROF_TABLES):
+        conn.execute(sql)
+    conn.execute("ATTACH ? AS src", (f"file:{NVPROF_SCHEMA_FROM}?mode=ro&immutable=1",))
+    for table in ("CUPTI_ACTIVITY_KIND_DEVICE", "Version"):
+        conn.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")
+    conn.commit()
+    conn.execute("DETACH src")
+    base = 100  # StringTable ids of the names; 2 is the device name in the copied DEVICE row
+    conn.execute("INSERT INTO StringTable (_id_, value) VALUES (2, 'TITAN V')")
+    conn.executemany("INSERT INTO StringTable (_id_, value) VALUES (?, ?)", [(base + i, s) for i, s in enumerate(names)])
+    pick = _zipf_picker(len(names), rng)
+    t, done, corr = 1_000_000_000, 0, 0
+    conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (cbid, start, end, processId, threadId, correlationId, "
+                 "returnValue) VALUES (211, 0, 1, 4242, 1, 0, 0)")
+    # Every other column as in a real launch of the template capture.
+    src = sqlite3.connect(f"file:{NVPROF_SCHEMA_FROM}?mode=ro&immutable=1", uri=True)
+    cur = src.execute("SELECT * FROM CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL LIMIT 1")
+    cols = [d[0] for d in cur.description]
+    template = dict(zip(cols, cur.fetchone()))
+    src.close()
+    cols = [c for c in cols if c != "_id_"]
+    sql = (f"INSERT INTO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ({', '.join(cols)}) "
+           f"VALUES ({', '.join('?' * len(cols))})")
+    while done < n:
+        k = min(BATCH, n - done)
+        rows = []
+        for i in pick(k):
+            corr += 1
+            dur = rng.randint(2_000, 400_000)
+            row = dict(template, start=t, end=t + dur, completed=t + dur, correlationId=corr, gridId=corr,
+                       name=base + i)
+            rows.append(tuple(row[c] for c in cols))
+            t += dur + 500
+        conn.executemany(sql, rows)
+        conn.commit()
+        done += k
+    conn.close()
+
+
+def kineto(n: int, out: Path, seed: int = 0) -> None:
+    """A PyTorch-profiler-style trace: N kernel events (plus their runtime calls), streamed to disk."""
+    rng = random.Random(seed)
+    names = real_names()
+    pick = _zipf_picker(len(names), rng)
+    opener = gzip.open if out.suffix == ".gz" else open
+    with opener(out, "wt") as f:
+        f.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "computeMajor": 9, '
+                '"computeMinor": 0, "numSms": 132}], "traceEvents": [\n')
+        ts, first = 1_000_000.0, True
+        for done in range(0, n, BATCH):
+            parts = []
+            for corr, i in enumerate(pick(min(BATCH, n - done)), start=done):
+                dur = rng.randint(2, 400)
+                parts.append(json.dumps({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 4242,
+                                         "tid": 4242, "ts": ts, "dur": 3, "args": {"correlation": corr}}))
+                parts.append(json.dumps({"ph": "X", "cat": "kernel", "name": names[i], "pid": 0, "tid": 7,
+                                         "ts": ts + 5, "dur": dur, "args": {"device": 0, "stream": 7,
+                                                                             "correlation": corr}}))
+                ts += dur + 1
+            f.write(("" if first else ",\n") + ",\n".join(parts))
+            first = False
+        f.write("\n]}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("format", choices=("nsys", "nvprof", "kineto"))
+    p.add_argument("n", type=int)
+    p.add_argument("out", type=Path)
+    p.add_argument("--processes", type=int, default=1)
+    p.add_argument("--devices", type=int, default=1)
+    a = p.parse_args(argv)
+    if a.format == "nsys":
+        nsys(a.n, a.out, a.processes, a.devices)
+    elif a.format == "nvprof":
+        nvprof(a.n, a.out)
+    else:
+        kineto(a.n, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The scale benchmark: nvprof-wrap against the floor (a raw sqlite3 GROUP BY of kernel time by name) and
+against Holistic Trace Analysis' kernel breakdown on the equal Kineto JSON, side by side in one run.
+
+    python -m benchmarks.scale [--sizes 100000,1000000,5000000] [--hta-max 1000000] [--dir /tmp/nvw-scale]
+
+Each measurement is a fresh process (wall time and peak RSS from /usr/bin/time, or psutil polling). Captures
+are generated once per size by benchmarks.generate and reused. Prints a table of times, ratios and peak RSS.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FLOOR_NSYS = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+              "rows = c.execute('SELECT s.value, g.n, g.t FROM (SELECT demangledName AS nid, COUNT(*) AS n, "
+              "SUM(\"end\" - start) AS t FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY demangledName) g "
+              "JOIN StringIds s ON s.id = g.nid').fetchall(); print(len(rows))")
+STREAM_JSON = ("import ijson, sys, collections; agg = collections.Counter(); "
+               "[agg.update({e['name']: e.get('dur', 0)}) for e in ijson.items(open(sys.argv[1], 'rb'), "
+               "'traceEvents.item', use_float=True) if e.get('cat') == 'kernel']; print(len(agg))")
+HTA = ("import sys, os; from hta.trace_analysis import TraceAnalysis; d = sys.argv[1]; "
+       "a = TraceAnalysis(trace_dir=d); k = a.get_gpu_kernel_breakdown(visualize=False); print(len(k[1]))")
+
+
+def measure(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one fresh process."""
+    timer = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    if timer:
+        t0 = time.perf_counter()
+        proc = subprocess.run([timer, "-f", "%M", *cmd], capture_output=True, text=True, env=env, check=False)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"{cmd[:4]} failed: {proc.stderr[-500:]}")
+        return wall, int(proc.stderr.strip().splitlines()[-1]) / 1024
+    import psutil
+
+    t0 = time.perf_counter()
+    p = psutil.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    peak = 0
+    while p.poll() is None:
+        try:
+            peak = max(peak, p.memory_info().rss)
+        except psutil.Error:
+            pass
+        time.sleep(0.02)
+    return time.perf_counter() - t0, peak / 2**20
+
+
+def ensure(kind: str, n: int, path: Path) -> Path:
+    if not path.exists():
+        subprocess.run([sys.executable, "-m", "benchmarks.generate", kind, str(n), str(path)], cwd=ROOT, check=True)
+    return path
+
+
+def run(sizes: list[int], hta_max: int, folder: Path) -> list[dict]:
+    folder.mkdir(parents=True, exist_ok=True)
+    report = [sys.executable, "-m", "nvprof_wrap", "report", "--format", "json"]
+    rows = []
+    for n in sizes:
+        db = ensure("nsys", n, folder / f"nsys_{n}.sqlite")
+        js_dir = folder / f"kineto_{n}"
+        js_dir.mkdir(exist_ok=True)
+        js = ensure("kineto", n, js_dir / "rank0.trace.json")
+        floor = measure([sys.executable, "-c", FLOOR_NSYS, str(db)])
+        ours = measure([*report, str(db)])
+        stream = measure([sys.executable, "-c", STREAM_JSON, str(js)])
+        ours_js = measure([*report, str(js)])
+        hta = measure([sys.executable, "-c", HTA, str(js_dir)]) if n <= hta_max else None
+        rows.append({"n": n, "floor": floor, "report": ours, "json_stream": stream, "report_json": ours_js,
+                     "hta": hta})
+        print(_line(rows[-1]), flush=True)
+    return rows
+
+
+def _line(r: dict) -> str:
+    f, o, s, j, h = r["floor"], r["report"], r["json_stream"], r["report_json"], r["hta"]
+    hta = f"{h[0]:7.1f} s {h[1]:6.0f} MB  HTA/report {h[0] / j[0]:5.1f}x" if h else "(HTA not run)"
+    return (f"{r['n']:>9,} | sqlite floor {f[0]:6.2f} s {f[1]:5.0f} MB | report {o[0]:6.2f} s {o[1]:5.0f} MB "
+            f"= {o[0] / f[0]:4.2f}x floor | JSON: ijson floor {s[0]:6.2f} s, report {j[0]:6.2f} s "
+            f"{j[1]:5.0f} MB | {hta}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="100000,1000000,5000000")
+    p.add_argument("--hta-max", type=int, default=1_000_000, help="largest N to give HTA (it needs ~6 GB at 1M)")
+    p.add_argument("--dir", type=Path, default=Path("/tmp/nvw-scale"))
+    a = p.parse_args(argv)
+    run([int(x) for x in a.sizes.split(",")], a.hta_max, a.dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
