@@ -141,6 +141,18 @@ def merge_kernels(aggs: Iterable[KernelAgg]) -> tuple[KernelAgg, ...]:
     return tuple(merged.values())
 
 
+def merge_memops(aggs: Iterable[MemAgg]) -> tuple[MemAgg, ...]:
+    """Combine memory-operation aggregates with the same (pid, device, kind, direction): several CUPTI copy
+    kinds map to one direction (HtoD and HtoA are both host-to-device)."""
+    merged: dict[tuple, MemAgg] = {}
+    for a in aggs:
+        key = (a.pid, a.device_id, a.kind, a.direction)
+        b = merged.get(key)
+        merged[key] = a if b is None else MemAgg(a.pid, a.device_id, a.kind, a.direction, a.count + b.count,
+                                                 a.total_ns + b.total_ns, _add(a.bytes, b.bytes))
+    return tuple(merged.values())
+
+
 def _add(a: int | None, b: int | None) -> int | None:
     return None if a is None and b is None else (a or 0) + (b or 0)
 

@@ -25,7 +25,7 @@ def add_store(p: argparse.ArgumentParser) -> None:
 
 
 def options(args: argparse.Namespace) -> dict:
-    width = args.width or int(os.environ.get("COLUMNS", 0) or 0) or shutil.get_terminal_size((120, 24)).columns
+    width = args.width or int(os.environ.get("COLUMNS") or 0) or shutil.get_terminal_size((120, 24)).columns
     color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
     return {"width": width, "color": color}
 

@@ -129,5 +129,5 @@ def choose(requested: str, gpus: list[Gpu], nsys: str | None = None) -> str:
         return "nvprof"
     raise ToolMissing("no profiler backend is usable here. Looked for: nsys (Nsight Systems: install it, or point "
                       "--nsys / $NVPROF_WRAP_NSYS at it), the cupti-python package with a GPU (pip install "
-                      "cupti-python; GPUs seen: %d), nvprof for GPUs below compute capability 8.0 (CUDA 11 and older)"
-                      % len(gpus))
+                      f"cupti-python; GPUs seen: {len(gpus)}), nvprof for GPUs below compute capability 8.0 (CUDA 11 "
+                      "and older)")

@@ -22,7 +22,7 @@ def query_metrics(ncu: str) -> set[str] | None:
 
 def base_function(name: str) -> str:
     """'void at::native::foo<float, 4>(int, float*)' → 'foo': what ncu's --kernel-name-base function matches."""
-    s = name[5:] if name.startswith("void ") else name
+    s = name.removeprefix("void ")
     depth, cut = 0, len(s)
     for i, c in enumerate(s):  # cut at the first '(' or '<' outside any nesting: params and templates go
         if c in "<(" and depth == 0:

@@ -9,8 +9,17 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture
-from nvprof_wrap.readers import (cupti_sqlite, kineto_json, ncu_csv, nsys_rep, nsys_sqlite, nvprof_csv, nvprof_sqlite,
-                                 nsys_stats_csv, pyprof_csv)
+from nvprof_wrap.readers import (
+    cupti_sqlite,
+    kineto_json,
+    ncu_csv,
+    nsys_rep,
+    nsys_sqlite,
+    nsys_stats_csv,
+    nvprof_csv,
+    nvprof_sqlite,
+    pyprof_csv,
+)
 from nvprof_wrap.readers._sqlite import connect_ro, tables
 from nvprof_wrap.readers._validate import validate
 
@@ -28,7 +37,7 @@ def _sniff_sqlite(path: Path) -> str:
     conn = connect_ro(path)
     try:
         have = tables(conn)
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
         raise BadInput(path, f"corrupt SQLite file ({e})") from None
     finally:
         conn.close()

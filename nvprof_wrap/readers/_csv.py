@@ -34,7 +34,7 @@ def open_text(path: Path) -> io.TextIOWrapper:
         raise BadInput(path, f"cannot open ({e.strerror})") from None
 
 
-def split_preamble(f: io.TextIOBase) -> tuple[list[str], Iterator[list[str]]]:
+def split_preamble(f: io.TextIOBase, path: Path | None = None) -> tuple[list[str], Iterator[list[str]]]:
     """Skip '==PID==' / '==PROF==' lines and blank lines before the header; return the header and a row iterator.
 
     Profiler messages can also appear between rows (ncu prints ==PROF== lines as it goes); the
@@ -44,7 +44,7 @@ def split_preamble(f: io.TextIOBase) -> tuple[list[str], Iterator[list[str]]]:
     reader = csv.reader(lines)
     header = next(reader, None)
     if header is None:
-        raise BadInput(None, "empty CSV")
+        raise BadInput(path, "empty CSV")
     return [h.strip() for h in header], reader
 
 

@@ -20,7 +20,7 @@ def connect_ro(path: Path) -> sqlite3.Connection:
         # Damaged text (invalid UTF-8 in names or even in the schema) must not raise while reading.
         conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # SQLite's message may quote damaged bytes
         raise BadInput(path, f"not a readable SQLite database ({e})") from None
     return conn
 

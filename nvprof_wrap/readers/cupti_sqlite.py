@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, connect_ro, tables
 
 
@@ -43,17 +43,12 @@ def _kernels(conn: sqlite3.Connection, pid: int | None) -> tuple[KernelAgg, ...]
 
 
 def _memops(conn: sqlite3.Connection, pid: int | None) -> tuple[MemAgg, ...]:
-    out: dict[tuple, MemAgg] = {}
-    for dev, kind, n, tot, nbytes in conn.execute(
-            'SELECT device_id, copy_kind, COUNT(*), SUM("end"-start), SUM(bytes) FROM memcpy GROUP BY 1, 2'):
-        d = MEMCPY_DIRECTION.get(kind, "other")
-        p = out.get((dev, d))
-        out[(dev, d)] = MemAgg(pid, dev, "memcpy", d, n + (p.count if p else 0), tot + (p.total_ns if p else 0),
-                               (nbytes or 0) + ((p.bytes or 0) if p else 0))
-    for dev, n, tot, nbytes in conn.execute(
-            'SELECT device_id, COUNT(*), SUM("end"-start), SUM(bytes) FROM memset GROUP BY 1'):
-        out[(dev, "memset")] = MemAgg(pid, dev, "memset", "", n, tot, nbytes)
-    return tuple(out.values())
+    out = [MemAgg(pid, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes)
+           for dev, kind, n, tot, nbytes in conn.execute(
+               'SELECT device_id, copy_kind, COUNT(*), SUM("end"-start), SUM(bytes) FROM memcpy GROUP BY 1, 2')]
+    out += [MemAgg(pid, dev, "memset", "", n, tot, nbytes) for dev, n, tot, nbytes in conn.execute(
+        'SELECT device_id, COUNT(*), SUM("end"-start), SUM(bytes) FROM memset GROUP BY 1')]
+    return merge_memops(out)
 
 
 def _rolled_back_copy(path: Path) -> Path | None:

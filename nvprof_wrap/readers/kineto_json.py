@@ -8,6 +8,7 @@ temporary SQLite table, not to Python lists.
 from __future__ import annotations
 
 import gzip
+import json
 import sqlite3
 from pathlib import Path
 from typing import IO
@@ -23,6 +24,7 @@ KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
 HOST_CATS = {"cuda_runtime", "Runtime", "cpu_op", "Operator"}
+GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 _BATCH = 20000
 
 
@@ -52,22 +54,29 @@ class _Agg:
 
     def add(self, ev: dict) -> None:
         cat = ev.get("cat")
-        if cat in HOST_CATS:
-            if self.host_pid is None and isinstance(ev.get("pid"), int):
+        if cat not in GPU_CATS:  # most events are host-side: leave them after one lookup
+            if self.host_pid is None and cat in HOST_CATS and isinstance(ev.get("pid"), int):
                 self.host_pid = ev["pid"]
             return
-        if cat not in KERNEL_CATS and cat not in MEMCPY_CATS and cat not in MEMSET_CATS:
-            return
         args = ev.get("args") or {}
-        dev = args.get("device", ev.get("pid"))
+        dev = args.get("device", ev.get("pid")) if isinstance(args, dict) else ev.get("pid")
         dev = dev if isinstance(dev, int) else None
         start, dur = int(float(ev.get("ts", 0)) * 1000), int(float(ev.get("dur", 0)) * 1000)
         name = str(ev.get("name", ""))
         if cat in KERNEL_CATS:
-            self._bump(self.kernels, (dev, name), dur, 0)
+            s = self.kernels.get((dev, name))
+            if s is None:
+                self.kernels[(dev, name)] = [1, dur, dur, dur, 0]
+            else:  # inline: this runs once per kernel launch
+                s[0] += 1
+                s[1] += dur
+                s[2] = min(s[2], dur)
+                s[3] = max(s[3], dur)
         else:
-            key = (dev, "memcpy" if cat in MEMCPY_CATS else "memset", _direction(name) if cat in MEMCPY_CATS else "")
-            self._bump(self.mem, key, dur, int(args.get("bytes", 0) or 0))
+            memcpy = cat in MEMCPY_CATS
+            key = (dev, "memcpy" if memcpy else "memset", _direction(name) if memcpy else "")
+            nbytes = args.get("bytes", 0) if isinstance(args, dict) else 0
+            self._bump(self.mem, key, dur, int(nbytes or 0))
         self.batch.append((0, dev, start, start + dur))
         if len(self.batch) >= _BATCH:
             self.flush()
@@ -99,13 +108,38 @@ def _header(path: Path) -> dict:
                 b = builders.setdefault(top, ijson.ObjectBuilder())
                 b.event(event, value)
         found = {k: b.value for k, b in builders.items()}
-    for key in ("deviceProperties", "distributedInfo"):
-        if key not in found:
-            with _open(path) as f:
-                vals = list(ijson.items(f, key, use_float=True))
-            if vals:
-                found[key] = vals[0]
+    missing = [k for k in ("deviceProperties", "distributedInfo") if k not in found]
+    if missing:
+        found.update(_tail_keys(path, missing))
     return found
+
+
+def _tail_keys(path: Path, keys: list[str]) -> dict:
+    """Keys written after traceEvents (inference_rank_1 puts distributedInfo last): look in the file's last
+    256 KiB instead of parsing the whole trace a second time. A compressed trace has no cheap tail; it gets a
+    second full pass only while it is small."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+        if gz:
+            if path.stat().st_size > 20 << 20:
+                return {}
+            with gzip.open(path, "rb") as g:
+                tail = g.read()[-(256 << 10):]
+        else:
+            f.seek(max(0, path.stat().st_size - (256 << 10)))
+            tail = f.read()
+    text, out = tail.decode("utf-8", errors="replace"), {}
+    decoder = json.JSONDecoder()
+    for key in keys:
+        at = text.rfind(f'"{key}"')
+        colon = text.find(":", at + len(key) + 2) if at >= 0 else -1
+        if colon < 0:
+            continue
+        try:
+            out[key] = decoder.raw_decode(text, colon + 1 + (len(text[colon + 1:]) - len(text[colon + 1:].lstrip())))[0]
+        except ValueError:
+            continue
+    return out
 
 
 def _devices(props: list) -> tuple[Device, ...]:

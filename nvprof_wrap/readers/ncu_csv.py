@@ -17,7 +17,7 @@ _KEYS = ("ID", "Kernel Name", "Process ID", "Device", "CC")
 
 
 class _Launch:
-    __slots__ = ("name", "pid", "device", "cc", "metrics")
+    __slots__ = ("cc", "device", "metrics", "name", "pid")
 
     def __init__(self, name: str, pid: str, device: str, cc: str) -> None:
         self.name, self.pid, self.device, self.cc = name, pid, device, cc
@@ -83,10 +83,7 @@ def _verdict(name: str, per_launch: list[tuple[str, str, float]]) -> CounterVerd
 
 def read(path: Path) -> Capture:
     with open_text(path) as f:
-        try:
-            header, rows = split_preamble(f)
-        except BadInput as e:
-            raise BadInput(path, e.why) from None
+        header, rows = split_preamble(f, path)
         if not set(_KEYS) <= set(header):
             raise BadInput(path, "ncu CSV without the ID / Process ID / Kernel Name / Device / CC columns")
         launches = _launches(header, rows)

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._nvtx import op_name
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, columns, connect_ro, tables
 
@@ -38,7 +38,7 @@ def _kernels(conn: sqlite3.Connection) -> tuple[KernelAgg, ...]:
     return merge_kernels(KernelAgg(*row) for row in conn.execute(sql))
 
 
-def _memops(conn: sqlite3.Connection, have: set[str]) -> list[MemAgg]:
+def _memops(conn: sqlite3.Connection, have: set[str]) -> tuple[MemAgg, ...]:
     out: list[MemAgg] = []
     if MEMCPY in have:
         pid = _pid_expr(columns(conn, MEMCPY))
@@ -50,17 +50,7 @@ def _memops(conn: sqlite3.Connection, have: set[str]) -> list[MemAgg]:
         for p, dev, n, tot, nbytes in conn.execute(
                 f'SELECT {pid}, deviceId, COUNT(*), SUM("end"-start), SUM(bytes) FROM {MEMSET} GROUP BY 1,2'):
             out.append(MemAgg(p, dev, "memset", "", n, tot, nbytes))
-    return _merge_mem(out)
-
-
-def _merge_mem(aggs: list[MemAgg]) -> list[MemAgg]:
-    merged: dict[tuple, MemAgg] = {}
-    for a in aggs:
-        k = (a.pid, a.device_id, a.kind, a.direction)
-        b = merged.get(k)
-        merged[k] = a if b is None else MemAgg(a.pid, a.device_id, a.kind, a.direction, a.count + b.count,
-                                                a.total_ns + b.total_ns, (a.bytes or 0) + (b.bytes or 0))
-    return list(merged.values())
+    return merge_memops(out)
 
 
 def _activity(conn: sqlite3.Connection, have: set[str]) -> tuple[Activity, ...]:
@@ -150,7 +140,7 @@ def read(path: Path) -> Capture:
         memops = _memops(conn, have)
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
-        return Capture(str(path), "nsys-sqlite", kernels, tuple(memops), _activity(conn, have),
+        return Capture(str(path), "nsys-sqlite", kernels, memops, _activity(conn, have),
                        _devices(conn, have), _processes(conn, have, pids), ops=_ops(conn, have), notes=notes)
     except BadInput as e:
         raise BadInput(path, e.why) from None

@@ -30,10 +30,7 @@ def _direction(op: str) -> tuple[str, str]:
 
 def read(path: Path) -> Capture:
     with open_text(path) as f:
-        try:
-            header, rows = split_preamble(f)
-        except BadInput as e:
-            raise BadInput(path, e.why) from None
+        header, rows = split_preamble(f, path)
         idx = {h: i for i, h in enumerate(header)}
         total, count = _col(idx, _TOTAL), _col(idx, _COUNT)
         if total is None or count is None:

@@ -15,6 +15,7 @@ from nvprof_wrap.model import Capture, Device, KernelAgg, MemAgg, Process, merge
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text, pid_from_preamble, split_preamble
 
 _DEVICE = re.compile(r"^(.*) \((\d+)\)$")
+SIZE_UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
 _MEM = re.compile(r"^\[CUDA (memcpy|memset)\s*([A-Za-z]+)?\]$")
 
 
@@ -70,8 +71,10 @@ def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
         ns = int((number(row[dur]) or 0) * _scale(units, dur))
         key = _mem_key(row[name])
         if key:
-            s = mem.setdefault((d, *key), [0, 0])
+            s = mem.setdefault((d, *key), [0, 0, 0])
             s[0] += 1; s[1] += ns
+            if size is not None and size < len(row):  # the units row gives B, KB, MB or GB
+                s[2] += int((number(row[size]) or 0) * SIZE_UNITS.get(units[size].strip() if size < len(units) else "B", 1))
         else:
             s = kern.setdefault((d, row[name]), [0, 0, ns, ns])
             s[0] += 1; s[1] += ns; s[2] = min(s[2], ns); s[3] = max(s[3], ns)
@@ -85,10 +88,7 @@ def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
 def read(path: Path) -> Capture:
     pid = pid_from_preamble(path)
     with open_text(path) as f:
-        try:
-            header, rows = split_preamble(f)
-        except BadInput as e:
-            raise BadInput(path, e.why) from None
+        header, rows = split_preamble(f, path)
         if {"Type", "Time", "Calls", "Name"} <= set(header):
             return _summary(path, header, rows, pid)
         if {"Start", "Duration", "Name"} <= set(header):

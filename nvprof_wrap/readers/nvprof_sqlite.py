@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, connect_ro, tables
 
 KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
@@ -39,19 +39,16 @@ def _kernels(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple
 
 
 def _memops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[MemAgg, ...]:
-    out: dict[tuple, MemAgg] = {}
+    out: list[MemAgg] = []
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in have:
-        for dev, kind, n, tot, nbytes in conn.execute(
-                'SELECT deviceId, copyKind, COUNT(*), SUM("end"-start), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1,2'):
-            d = MEMCPY_DIRECTION.get(kind, "other")
-            prev = out.get((dev, d))
-            out[(dev, d)] = MemAgg(pid, dev, "memcpy", d, n + (prev.count if prev else 0),
-                                   tot + (prev.total_ns if prev else 0), nbytes + ((prev.bytes or 0) if prev else 0))
+        out += [MemAgg(pid, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes)
+                for dev, kind, n, tot, nbytes in conn.execute(
+                    'SELECT deviceId, copyKind, COUNT(*), SUM("end"-start), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY '
+                    'GROUP BY 1, 2')]
     if "CUPTI_ACTIVITY_KIND_MEMSET" in have:
-        for dev, n, tot, nbytes in conn.execute(
-                'SELECT deviceId, COUNT(*), SUM("end"-start), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET GROUP BY 1'):
-            out[(dev, "memset")] = MemAgg(pid, dev, "memset", "", n, tot, nbytes)
-    return tuple(out.values())
+        out += [MemAgg(pid, dev, "memset", "", n, tot, nbytes) for dev, n, tot, nbytes in conn.execute(
+            'SELECT deviceId, COUNT(*), SUM("end"-start), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET GROUP BY 1')]
+    return merge_memops(out)
 
 
 def _activity(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[Activity, ...]:

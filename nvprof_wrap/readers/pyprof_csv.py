@@ -13,7 +13,7 @@ def read(path: Path) -> Capture:
     agg: dict[tuple, list[int]] = {}
     tc_flags = 0
     with open_text(path) as f:
-        header, rows = split_preamble(f)
+        header, rows = split_preamble(f, path)
         idx = {h: i for i, h in enumerate(header)}
         if not {"Kernel", "Sil(ns)", "Device"} <= idx.keys():
             raise BadInput(path, "pyprof CSV without Kernel, Sil(ns) and Device columns")

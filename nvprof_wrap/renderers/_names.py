@@ -47,8 +47,7 @@ def shorten(name: str, width: int = 70) -> str:
     """'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, …>(int, …)'
     → 'at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<…>, std::array<…>>'."""
     s = _strip_params(name.strip())
-    if s.startswith("void "):
-        s = s[5:]
+    s = s.removeprefix("void ")
     if len(s) > width:  # namespaces are the least informative part of a long name
         s = _QUALIFIER.sub("", s)
     generic = s.split("<", 1)[0] in ("Kernel", "Kernel2", "device_kernel")  # CUTLASS: the argument is the name

@@ -9,8 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from nvprof_wrap.report import GroupRow, KernelRow, Report
 from nvprof_wrap.renderers._names import shorten
+from nvprof_wrap.report import GroupRow, KernelRow, Report
 
 EXTENSION = ".txt"
 TC_MARK = {"yes": Text("✓", style="bold green"), "no": Text("✗", style="red"), "unknown": Text("?", style="yellow")}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv as _csv
 import io
 
-from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.renderers import _rows
+from nvprof_wrap.report import KernelRow, Report
 
 EXTENSION = ".csv"
 

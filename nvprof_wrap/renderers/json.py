@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json as _json
 
-from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.renderers import _rows
+from nvprof_wrap.report import KernelRow, Report
 
 EXTENSION = ".json"
 
