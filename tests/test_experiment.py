@@ -1,0 +1,41 @@
+"""`nvprof-wrap experiment` end to end on the CPU: the real reuters_mlp workload (1 epoch, small) under the fake
+nsys, one run per precision, then the side-by-side table from the run folders."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+FAKES = ROOT / "tests" / "fakes" / "bin"
+
+
+@pytest.mark.slow
+def test_experiment_table_from_real_workload_runs(tmp_path):
+    pytest.importorskip("keras")
+    pytest.importorskip("torch")
+    env = {**os.environ, "PATH": f"{FAKES}:{os.environ['PATH']}", "KERAS_BACKEND": "torch", "NO_COLOR": "1",
+           "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    env.pop("NVPROF_WRAP_NSYS", None)
+    out = tmp_path / "exp"
+    cmd = [sys.executable, "-m", "nvprof_wrap", "experiment", "reuters_mlp", "--backend", "nsys",
+           "--precisions", "fp32,mixed", "-o", str(out), "--format", "json", "--",
+           "--epochs", "2", "--samples", "512", "--verbose", "2"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {r["precision"]: r for r in json.loads(proc.stdout)}
+    assert set(rows) == {"fp32", "mixed"}
+    for r in rows.values():
+        assert r["steps"] == 2 and r["wall_per_step_ms"] > 0  # 512 samples, batch 512, 2 epochs
+        assert r["health"] in ("healthy", "unknown") and r["final_loss"] is not None
+        assert r["launches"] == 22  # what the fake nsys' real-schema capture holds
+    # The same table again from the folders, without running anything.
+    again = subprocess.run([sys.executable, "-m", "nvprof_wrap", "experiment", "reuters_mlp", "--no-run",
+                            "--precisions", "fp32,mixed", "-o", str(out), "--format", "markdown"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("| precision | ms/step |") and "| mixed |" in again.stdout
