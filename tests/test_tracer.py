@@ -62,7 +62,7 @@ def read(path: Path) -> dict[str, object]:
     conn = sqlite3.connect(uri, uri=True)
     try:
         out: dict[str, object] = {"meta": dict(conn.execute("SELECT key, value FROM meta"))}
-        for table in ("kernel", "memcpy", "memset", "nvtx", "device"):
+        for table in ("kernel", "memcpy", "memset", "nvtx", "device", "runtime"):
             cur = conn.execute(f"SELECT * FROM {table}")
             cols = [d[0] for d in cur.description]
             out[table] = [dict(zip(cols, row)) for row in cur]
@@ -105,7 +105,7 @@ def test_normal_exit_writes_a_complete_capture(tmp_path: Path) -> None:
     assert int(meta["ppid"]) == os.getpid() and "-c" in json.loads(meta["argv"])
     assert int(meta["started_ns"]) < int(meta["ended_ns"]) and meta["clock"] == "cupti"
     assert meta["hostname"] and meta["cupti_version"].startswith("cupti-python")
-    assert json.loads(meta["kinds"]) == ["CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "DEVICE", "MARKER"]
+    assert json.loads(meta["kinds"]) == ["CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "DEVICE", "MARKER", "RUNTIME"]
     assert len(cap["kernel"]) == 5
     k = cap["kernel"][0]
     assert k["name"] == "_Z10gemm_kernelILi128EEvPKfS1_Pf"  # stored mangled, the reader demangles
@@ -186,7 +186,7 @@ def test_os_exit_leaves_a_readable_partial_file(tmp_path: Path) -> None:
     from cupti import cupti as c
     for _ in range(10):
         c._fake_kernel()
-    c._fake_wait_delivered()   # 2 full buffers of 4 (device record + 7 kernels) reached the tracer
+    c._fake_wait_delivered()   # 5 full buffers of 4 (device record, then runtime call + kernel pairs) reached it
     os._exit(5)
     """
     out = tmp_path / "run"
@@ -195,7 +195,8 @@ def test_os_exit_leaves_a_readable_partial_file(tmp_path: Path) -> None:
     files = captures(out)
     assert len(files) == 1 and files[0].name.endswith(".sqlite.partial")  # no journal left either
     cap = read(files[0])
-    assert cap["meta"]["status"] == "partial" and len(cap["kernel"]) == 7 and len(cap["device"]) == 1
+    assert cap["meta"]["status"] == "partial" and len(cap["device"]) == 1
+    assert (len(cap["runtime"]), len(cap["kernel"])) == (10, 9)  # 20 of 21 records: the last kernel was unflushed
 
 
 # ------------------------------------------------------------------------------------ CUPTI unavailable
@@ -265,7 +266,7 @@ def test_concurrent_kernel_kind_missing_falls_back_to_kernel(tmp_path: Path) -> 
     r = run_job(WORK.format(n=2), out, FAKE_CUPTI="no_concurrent,no_marker")
     assert r.returncode == 0 and len(r.stderr.splitlines()) == 1 and "KERNEL kind" in r.stderr
     cap = only_capture(out)
-    assert json.loads(cap["meta"]["kinds"]) == ["KERNEL", "MEMCPY", "MEMSET", "DEVICE"]
+    assert json.loads(cap["meta"]["kinds"]) == ["KERNEL", "MEMCPY", "MEMSET", "DEVICE", "RUNTIME"]
     assert cap["meta"]["kind_marker"].startswith("not enabled") and cap["nvtx"] == []
     assert len(cap["kernel"]) == 2
 
@@ -527,3 +528,26 @@ def test_uuids_read_like_nvidia_smi(value: object, text: str | None) -> None:
 
 def test_the_inject_folder_shadows_nothing_but_sitecustomize() -> None:
     assert sorted(p.name for p in INJECT.iterdir() if p.name != "__pycache__") == ["sitecustomize.py"]
+
+
+def test_kernels_are_attributed_to_the_nvtx_ranges_of_their_launching_thread(tmp_path: Path) -> None:
+    """The tracer records runtime calls, so the reader can follow kernel → launch call → enclosing ranges."""
+    code = """
+    from cupti import cupti as c
+    c._fake_nvtx_push("keras:dense (Dense)")
+    c._fake_nvtx_push("aten::mm")
+    c._fake_kernel("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT")
+    c._fake_nvtx_pop()
+    c._fake_kernel("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_")
+    c._fake_nvtx_pop()
+    c._fake_kernel("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT")
+    """
+    out = tmp_path / "run"
+    assert run_job(code, out).returncode == 0
+    from nvprof_wrap import readers
+
+    (path,) = captures(out)
+    ops = {(o.scope, o.op, o.name[:12], o.launches) for o in readers.read(path).ops}
+    assert ops == {("keras:dense (Dense)", "aten::mm", "nvjet_sm90_h", 1),
+                   ("keras:dense (Dense)", "keras:dense (Dense)", "void at::nat", 1),
+                   ("(no NVTX range)", "(no NVTX range)", "nvjet_sm90_h", 1)}

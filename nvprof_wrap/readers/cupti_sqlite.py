@@ -9,7 +9,8 @@ from pathlib import Path
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, connect_ro, tables
 
 
@@ -75,6 +76,18 @@ def read(path: Path) -> Capture:
             shutil.rmtree(copy.parent, ignore_errors=True)
 
 
+def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[OpAgg, ...]:
+    """Kernels → their runtime call (thread, CPU time) by correlation id → the NVTX ranges of that thread."""
+    if not {"runtime", "nvtx"} <= have:
+        return ()  # captures of tracer versions that did not record the runtime API
+    ranges = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
+    launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, r.tid AS tid, r.start AS t, k.name AS key,
+                          k."end" - k.start AS dur
+                   FROM kernel k JOIN runtime r ON r.correlation_id = k.correlation_id"""
+    return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
+                 for p, scope, op, key, n, tot in attribute(conn, ranges, launches))
+
+
 def _read(source: Path, path: Path) -> Capture:
     conn = connect_ro(source)
     try:
@@ -93,6 +106,6 @@ def _read(source: Path, path: Path) -> Capture:
         partial = meta.get("status") != "complete" or str(path).endswith(".partial")
         notes = ("partial capture: the process ended before the tracer could finish it",) if partial else ()
         return Capture(str(path), "cupti", _kernels(conn, pid), _memops(conn, pid), activity, devices, procs,
-                       notes=notes, partial=partial)
+                       ops=_ops(conn, have, pid), notes=notes, partial=partial)
     finally:
         conn.close()

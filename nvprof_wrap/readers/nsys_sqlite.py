@@ -10,7 +10,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
-from nvprof_wrap.readers._nvtx import op_name
+from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, columns, connect_ro, tables
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -77,56 +77,21 @@ def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tupl
 
 
 def _ops(conn: sqlite3.Connection, have: set[str]) -> tuple[OpAgg, ...]:
-    """Attribute each kernel to the NVTX ranges open on the thread that launched it.
-
-    kernel.correlationId → the runtime API call (thread, CPU time) → the innermost and outermost
-    push/pop or start/end range of that thread around the call. Ranges go to an indexed temp
-    table; the lookups are correlated subqueries on it, so nothing is held per launch in Python.
-    """
+    """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges."""
     if not {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME"} <= have:
         return ()
     text = "COALESCE(n.text, s.value)" if "textId" in columns(conn, "NVTX_EVENTS") else "n.text"
-    conn.execute("DROP TABLE IF EXISTS temp.nvw_ranges")
-    conn.execute(f"""CREATE TEMP TABLE nvw_ranges AS
-        SELECT n.globalTid AS tid, n.start AS s, n."end" AS e, {text} AS name
-        FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId
-        WHERE n.eventType IN (59, 60) AND n."end" IS NOT NULL AND n.globalTid IS NOT NULL""")
-    if conn.execute("SELECT COUNT(*) FROM temp.nvw_ranges").fetchone()[0] == 0:
-        return ()
-    conn.execute("CREATE INDEX temp.nvw_ranges_i ON nvw_ranges(tid, s)")
-    # Outermost ranges: those that start after every earlier range of their thread has ended. They do
-    # not overlap, so the one enclosing a launch is the last one starting before it (an index seek).
-    conn.execute("DROP TABLE IF EXISTS temp.nvw_top")
-    conn.execute("""CREATE TEMP TABLE nvw_top AS SELECT tid, s, e, name FROM
-        (SELECT tid, s, e, name, MAX(e) OVER (PARTITION BY tid ORDER BY s, e DESC
-                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
-         FROM nvw_ranges) WHERE reach IS NULL OR s >= reach""")
-    conn.execute("CREATE INDEX temp.nvw_top_i ON nvw_top(tid, s)")
-    # Layer ranges that nvprof-wrap --annotate adds ("keras:dense_1 (Dense)", "torch:Linear"): the innermost
-    # of these is the scope when present, so a per-layer table sits above the per-ATen-op one.
-    conn.execute("DROP TABLE IF EXISTS temp.nvw_layers")
-    conn.execute("""CREATE TEMP TABLE nvw_layers AS SELECT * FROM nvw_ranges
-                    WHERE name LIKE 'keras:%' OR name LIKE 'torch:%'""")
-    conn.execute("CREATE INDEX temp.nvw_layers_i ON nvw_layers(tid, s)")
-    sql = """
-    WITH l AS (SELECT k.demangledName AS nid, k."end" - k.start AS dur, r.globalTid AS tid, r.start AS t
-               FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
-                 ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24))
-    SELECT (l.tid >> 24) & 16777215 AS pid,
-           COALESCE((SELECT name FROM nvw_layers g WHERE g.tid = l.tid AND g.s <= l.t AND g.e >= l.t
-                     ORDER BY g.s DESC LIMIT 1),
-                    (SELECT CASE WHEN g.e >= l.t THEN g.name END FROM nvw_top g WHERE g.tid = l.tid AND g.s <= l.t
-                     ORDER BY g.s DESC LIMIT 1)),
-           (SELECT name FROM nvw_ranges g WHERE g.tid = l.tid AND g.s <= l.t AND g.e >= l.t ORDER BY g.s DESC LIMIT 1),
-           s.value, COUNT(*), SUM(dur)
-    FROM l LEFT JOIN StringIds s ON s.id = l.nid GROUP BY 1, 2, 3, 4"""
-    out: dict[tuple, list[int]] = {}
-    for pid, scope, op, name, n, tot in conn.execute(sql):
-        key = (pid, op_name(scope), op_name(op), name or "<unnamed kernel>")
-        agg = out.setdefault(key, [0, 0])
-        agg[0] += n
-        agg[1] += tot or 0
-    return tuple(OpAgg(*k, *v) for k, v in out.items())
+    ranges = f"""SELECT n.globalTid AS tid, n.start AS s, n."end" AS e, {text} AS name
+                 FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60)"""
+    launches = """SELECT (r.globalTid >> 24) & 16777215 AS pid, r.globalTid AS tid, r.start AS t,
+                         k.demangledName AS key, k."end" - k.start AS dur
+                  FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+                    ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)"""
+    rows = attribute(conn, ranges, launches)
+    names = dict(conn.execute("SELECT id, value FROM StringIds WHERE id IN (%s)"
+                              % ",".join(str(int(r[3])) for r in rows))) if rows else {}
+    return tuple(OpAgg(pid, scope, op, names.get(key) or "<unnamed kernel>", n, tot)
+                 for pid, scope, op, key, n, tot in rows)
 
 
 def read(path: Path) -> Capture:

@@ -53,6 +53,7 @@ CREATE TABLE memcpy(start INTEGER, end INTEGER, device_id INTEGER, stream_id INT
 CREATE TABLE memset(start INTEGER, end INTEGER, device_id INTEGER, stream_id INTEGER, correlation_id INTEGER,
   bytes INTEGER, value INTEGER);
 CREATE TABLE nvtx(start INTEGER, end INTEGER, name TEXT, domain TEXT, tid INTEGER);
+CREATE TABLE runtime(start INTEGER, end INTEGER, correlation_id INTEGER, tid INTEGER, cbid INTEGER);
 CREATE TABLE device(device_id INTEGER PRIMARY KEY, name TEXT, cc_major INTEGER, cc_minor INTEGER,
   sm_count INTEGER, uuid TEXT);
 """
@@ -65,6 +66,9 @@ KERNEL_FIELDS = ("start", "end", "device_id", "context_id", "stream_id", "correl
 MEMCPY_FIELDS = ("start", "end", "device_id", "stream_id", "correlation_id", "bytes", "copy_kind",
                  "src_kind", "dst_kind")
 MEMSET_FIELDS = ("start", "end", "device_id", "stream_id", "correlation_id", "bytes", "value")
+# CUDA runtime API calls (ActivityAPI): the launching thread and CPU time of each kernel, by correlation id,
+# so that kernels can be attributed to the NVTX ranges open on that thread.
+RUNTIME_FIELDS = ("start", "end", "correlation_id", "thread_id", "cbid")
 DEVICE_FIELDS = ("id", "name", "compute_capability_major", "compute_capability_minor",
                  "num_multiprocessors", "uuid")
 
@@ -73,6 +77,7 @@ INSERT = {
     "memcpy": "INSERT INTO memcpy VALUES (" + ",".join("?" * len(MEMCPY_FIELDS)) + ")",
     "memset": "INSERT INTO memset VALUES (" + ",".join("?" * len(MEMSET_FIELDS)) + ")",
     "nvtx": "INSERT INTO nvtx VALUES (?,?,?,?,?)",
+    "runtime": "INSERT INTO runtime VALUES (?,?,?,?,?)",
     "device": "INSERT OR REPLACE INTO device VALUES (?,?,?,?,?,?)",
 }
 
@@ -226,6 +231,7 @@ def _sql_value(value: Any) -> Any:
 
 _MISSING = object()
 _KERNEL_GET = operator.attrgetter(*KERNEL_FIELDS)
+_RUNTIME_GET = operator.attrgetter(*RUNTIME_FIELDS)
 _MEMCPY_GET = operator.attrgetter(*MEMCPY_FIELDS)
 _MEMSET_GET = operator.attrgetter(*MEMSET_FIELDS)
 _DEVICE_GET = operator.attrgetter(*DEVICE_FIELDS)
@@ -474,7 +480,7 @@ class Tracer:
         if not self._enable(k.CONCURRENT_KERNEL, required=False):
             self._enable(k.KERNEL, required=True)
             _warn("CUPTI could not trace concurrent kernels; using the KERNEL kind, which serializes kernels")
-        for kind in (k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER):
+        for kind in (k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER, k.RUNTIME):
             self._enable(kind, required=False)
         self.notes["kinds"] = json.dumps([kind.name for kind in self.kinds])
 
@@ -562,7 +568,8 @@ class Tracer:
         table = {("CONCURRENT_KERNEL", "KERNEL"): kernel,
                  ("MEMCPY", "MEMCPY2"): lambda a: ("memcpy", _read_fields(a, MEMCPY_FIELDS, _MEMCPY_GET, missing)),
                  ("MEMSET",): lambda a: ("memset", _read_fields(a, MEMSET_FIELDS, _MEMSET_GET, missing)),
-                 ("DEVICE",): device, ("MARKER",): marker}
+                 ("DEVICE",): device, ("MARKER",): marker,
+                 ("RUNTIME",): lambda a: ("runtime", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing))}
         out = {}
         for names, fn in table.items():
             for name in names:

@@ -142,6 +142,10 @@ class ActivityDevice5(_Record):
     pass
 
 
+class ActivityAPI(_Record):
+    pass
+
+
 class CUuuid:
     def __init__(self, raw: bytes) -> None:
         self.bytes = raw
@@ -296,10 +300,15 @@ def _fake_kernel(name: str = "_Z6vecAddPKfS0_Pfi", device: int = 0, stream: int 
     _device_record(device)
     kind = ActivityKind.CONCURRENT_KERNEL if ActivityKind.CONCURRENT_KERNEL in _state["enabled"] \
         else ActivityKind.KERNEL
+    corr = _next_id()
+    if ActivityKind.RUNTIME in _state["enabled"]:  # the cudaLaunchKernel call, on the calling thread
+        t = get_timestamp()
+        _emit(ActivityAPI(kind=ActivityKind.RUNTIME, cbid=211, correlation_id=corr, start=t, end=t + 50,
+                          process_id=os.getpid(), thread_id=threading.get_native_id(), return_value=0))
     start = get_timestamp()
     _emit(ActivityKernel11(
         kind=kind, start=start, end=start + duration, device_id=device, context_id=1, stream_id=stream,
-        correlation_id=_next_id(), name=name, grid_x=grid[0], grid_y=grid[1], grid_z=grid[2],
+        correlation_id=corr, name=name, grid_x=grid[0], grid_y=grid[1], grid_z=grid[2],
         block_x=block[0], block_y=block[1], block_z=block[2], registers_per_thread=32,
         static_shared_memory=0, dynamic_shared_memory=4096, queued=0, submitted=0, completed=0,
         graph_id=0, graph_node_id=0, channel_id=1, channel_type=1))
