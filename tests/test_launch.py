@@ -148,3 +148,17 @@ def test_signals_reach_the_job_and_the_capture_is_kept(tmp_path, sig, code):
     assert m["signal"] == sig.name and m["exit_code"] == code
     assert "nsys.sqlite" in m["captures"]  # nsys still wrote and exported its report
     assert f"job got {int(sig)}" in (out / "stdout.log").read_text()
+
+
+def test_doctor_lists_the_machine_and_runs_the_probe_under_the_best_backend(tmp_path):
+    env = {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": "NVIDIA H200:9.0", "PYTHONPATH": str(ROOT),
+           "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root")}
+    proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "doctor", "--format", "json", "-o",
+                           str(tmp_path / "probe")], capture_output=True, text=True, env=env, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    facts = json.loads(proc.stdout)
+    assert facts["gpus"][0]["compute_capability"] == "9.0"
+    assert facts["profilers"]["nsys"]["version"].endswith("fake") and facts["profilers"]["nvprof"]["path"]
+    probe = facts["probe"]
+    assert probe["ran"] and probe["backend"] == "nsys" and probe["tensor_cores_visible"] is True
+    assert (tmp_path / "probe" / "manifest.json").is_file()
