@@ -198,9 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", type=Path)
     p.add_argument("--processes", type=int, default=1)
     p.add_argument("--devices", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0, help="different seeds give different captures (e.g. one per rank)")
     a = p.parse_args(argv)
     if a.format == "nsys":
-        nsys(a.n, a.out, a.processes, a.devices)
+        nsys(a.n, a.out, a.processes, a.devices, a.seed)
     elif a.format == "nvprof":
         nvprof(a.n, a.out)
     else:

@@ -20,7 +20,10 @@ class BadInput(NvprofWrapError):
         # One line, always: parser errors (ijson, sqlite) can carry newlines and carets.
         why = " ".join(str(why).split())
         self.why = why if len(why) <= 300 else why[:297] + "..."
-        super().__init__(f"{self.path}: {why}" if self.path else why)
+        super().__init__(f"{self.path}: {self.why}" if self.path else self.why)
+
+    def __reduce__(self):  # crosses process boundaries (parallel reading) with its two fields
+        return (type(self), (self.path, self.why))
 
 
 class ToolMissing(NvprofWrapError):

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from nvprof_wrap import readers
@@ -12,45 +16,81 @@ from nvprof_wrap.store import Store, file_identity
 Progress = Callable[[Path], None]
 
 
-def ingest(store: Store, paths: list[Path], progress: Progress | None = None) -> tuple[tuple[str, str], ...]:
-    """Ingest every capture under ``paths``.
+# Reading in parallel pays once captures are big: a process per capture costs ~0.3 s to start.
+PARALLEL_MIN_BYTES = 64 << 20
 
-    A file named explicitly must be readable (BadInput otherwise); a file found inside a folder
-    that cannot be read is skipped and returned as (path, why), so the good ones still report.
-    """
-    skipped: list[tuple[str, str]] = []
+
+def _pending(store: Store, paths: list[Path], skipped: list) -> list[tuple[Path, bool, str, os.stat_result]]:
+    """(path, explicit, identity, stat) of every capture not in the store yet."""
+    todo = []
     for path, explicit in readers.expand(paths):
         if explicit and not path.exists():
             raise BadInput(path, "no such file or directory")
         try:
             st = path.stat()
-        except OSError as e:
-            if explicit:
-                raise BadInput(path, f"cannot read ({e.strerror})") from None
-            skipped.append((str(path), e.strerror or "cannot read"))
-            continue
-        try:
             identity = file_identity(path, st.st_size)
         except OSError as e:
             if explicit:
                 raise BadInput(path, f"cannot read ({e.strerror})") from None
             skipped.append((str(path), e.strerror or "cannot read"))
             continue
-        if store.has(identity):
-            continue
-        if progress:
-            progress(path)
+        if not store.has(identity):
+            todo.append((path, explicit, identity, st))
+    return todo
+
+
+def _read(path: Path):
+    """Read in a worker process: errors come back as values, so one bad file does not stop the others."""
+    try:
+        return readers.read(path)
+    except (BadInput, ToolMissing) as e:
+        return e
+
+
+def ingest(store: Store, paths: list[Path], progress: Progress | None = None,
+           workers: int | None = None) -> tuple[tuple[str, str], ...]:
+    """Ingest every capture under ``paths``.
+
+    A file named explicitly must be readable (BadInput otherwise); a file found inside a folder
+    that cannot be read is skipped and returned as (path, why), so the good ones still report.
+    Several big captures (one per process or rank) are read in parallel, one process each; the store is
+    written from this process only.
+    """
+    skipped: list[tuple[str, str]] = []
+    todo = _pending(store, paths, skipped)
+    workers = workers or min(len(todo), os.cpu_count() or 1)
+    results = None
+    if workers > 1 and sum(t[3].st_size for t in todo) >= PARALLEL_MIN_BYTES:
+        # fork: workers need no re-import of __main__ (a REPL or notebook has none to re-import)
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         try:
-            capture = readers.read(path)
-        except (BadInput, ToolMissing) as e:
-            if explicit:
-                raise
-            skipped.append((str(path), getattr(e, "why", str(e))))
-            continue
-        store.ingest(capture, identity, st.st_size, st.st_mtime_ns)
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+                results = list(pool.map(_read, [t[0] for t in todo]))
+        except BrokenProcessPool:
+            results = None  # a worker died (e.g. out of memory): read them here, one by one
+    if results is not None:
+        for (path, explicit, identity, st), result in zip(todo, results):
+            _store_one(store, path, explicit, identity, st, result, skipped, progress)
+    else:
+        for path, explicit, identity, st in todo:
+            if progress:
+                progress(path)
+            _store_one(store, path, explicit, identity, st, _read(path), skipped, None)
     for p in paths:
         _ranks_from_manifest(store, p)
     return tuple(skipped)
+
+
+def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.stat_result, result,
+               skipped: list, progress: Progress | None) -> None:
+    if progress:
+        progress(path)
+    if isinstance(result, (BadInput, ToolMissing)):
+        if explicit:
+            raise result
+        skipped.append((str(path), getattr(result, "why", str(result))))
+        return
+    store.ingest(result, identity, st.st_size, st.st_mtime_ns)
 
 
 def _ranks_from_manifest(store: Store, folder: Path) -> None:

@@ -165,3 +165,22 @@ def test_run_folders_follow_the_users_umask(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (out.stat().st_mode & 0o777) == 0o700
     assert ((out / "manifest.json").stat().st_mode & 0o077) == 0
+
+
+def test_parallel_reading_gives_the_serial_result_and_skips_the_bad_file(tmp_path, monkeypatch):
+    import shutil
+
+    from nvprof_wrap import ingest as ingest_mod
+
+    for c in CAPTURES[:4]:
+        shutil.copy(c, tmp_path / c.name)
+    (tmp_path / "broken.nvvp").write_bytes(b"SQLite format 3\x00" + b"\x01" * 3000)
+    serial = Store()
+    skipped_serial = ingest(serial, [tmp_path], workers=1)
+    monkeypatch.setattr(ingest_mod, "PARALLEL_MIN_BYTES", 0)
+    parallel = Store()
+    skipped_parallel = ingest(parallel, [tmp_path], workers=2)
+    q = "SELECT name, SUM(launches) AS n, SUM(total_ns) AS t FROM kernels GROUP BY name ORDER BY name"
+    assert parallel.rows(q) == serial.rows(q) and len(serial.rows(q)) > 50
+    assert [p.rsplit("/", 1)[1] for p, _ in skipped_parallel] == ["broken.nvvp"]
+    assert skipped_parallel == skipped_serial
