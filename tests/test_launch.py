@@ -162,3 +162,15 @@ def test_doctor_lists_the_machine_and_runs_the_probe_under_the_best_backend(tmp_
     probe = facts["probe"]
     assert probe["ran"] and probe["backend"] == "nsys" and probe["tensor_cores_visible"] is True
     assert (tmp_path / "probe" / "manifest.json").is_file()
+
+
+def test_run_reports_training_health_from_the_jobs_keras_log(tmp_path):
+    """Any wrapped job, not only ours: the seed's own Keras log lines, printed by the job, are judged."""
+    seed_log = (ROOT / "tests" / "data" / "keras_logs").glob("*seed*")
+    text = next(seed_log).read_text()
+    job = f"import sys; sys.stdout.write({text!r})"
+    proc = wrapper(["--backend", "nsys", "-o", str(tmp_path / "h"), "--format", "json", "--", sys.executable,
+                    "-c", job])
+    assert proc.returncode == 0, proc.stderr
+    health = json.loads(proc.stdout)["extra"]["health"]
+    assert health["status"] == "collapsed" and health["epochs"] >= 2

@@ -43,6 +43,20 @@ def _command(args: argparse.Namespace) -> list[str]:
     return cmd
 
 
+def _attach_health(rep: report.Report, folder) -> None:
+    """Training health of any wrapped job: its metrics JSONL if it wrote one, else its Keras log lines."""
+    from dataclasses import asdict
+
+    from nvprof_wrap.analysis.health import health_from_run
+
+    log = "".join((folder / f).read_text(errors="replace") for f in ("stdout.log", "stderr.log")
+                  if (folder / f).is_file())
+    health = health_from_run(folder / "metrics.jsonl", log)
+    if health.epochs:
+        rep.extra["health"] = {"status": health.status, "findings": list(health.findings), "epochs": health.epochs,
+                               "final": asdict(health.final) if health.final else None}
+
+
 class _NoStatus:
     def __enter__(self):
         return self
@@ -80,5 +94,6 @@ def run(args: argparse.Namespace) -> int:
             rep = report.build(store, skipped)
         finally:
             store.close()
+        _attach_health(rep, folder)
         emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
     return manifest["exit_code"]

@@ -122,6 +122,13 @@ def render_report(report: Report, width: int = 120, color: bool = False, wide: b
         parts += [_op_table(report.scopes, "Outer ranges (layers / modules)", limit), Text("")]
     if report.disagreements:
         parts += [kernel_table(list(report.disagreements), wide, "Counters disagree with the name rules", width), Text("")]
+    health = report.extra.get("health")
+    if health:
+        style = "green" if health["status"] == "healthy" else "bold red" if health["status"] != "unknown" else "yellow"
+        text = Text(f"Training health: {health['status']} ({health['epochs']} epochs)", style=style)
+        for finding in health["findings"]:
+            text.append(f"\n  {finding}", style="")
+        parts += [text, Text("")]
     parts.append(_sources(report))
     return _to_text(Group(*parts), width, color)
 

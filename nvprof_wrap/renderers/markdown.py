@@ -41,6 +41,10 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
                 _table(["op", "kernels", "launches", "ms", "tensor core", "precision"],
                        [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.tc_share:.1f}%", o.precisions]
                         for o in report.ops[:limit]])]
+    health = report.extra.get("health")
+    if health:
+        out += [f"\n**Training health: {esc(health['status'])}** ({health['epochs']} epochs)\n"]
+        out += [f"- {esc(f)}" for f in health["findings"]]
     if report.skipped:
         out += ["\n## Skipped files\n", _table(["file", "why"], [list(s) for s in report.skipped])]
     return "\n".join(out)
