@@ -144,3 +144,15 @@ def test_demo_subprocess_and_module_entry():
     assert "Tensor cores used: yes — 12 of 53 kernels, 11.8% of GPU kernel time, fp16" in out
     assert "Tensor cores used: yes — 12 of 36 kernels" in out and "Tensor cores used: yes — 1 of 2 kernels" in out
     assert "keras:dense (Dense)" in out and "aten::mm" in out and "\x1b[" not in out
+
+
+def test_console_report_matches_the_golden_text_at_width_100(capsys):
+    """The terminal report of a bundled sample, byte for byte (COLUMNS=100, no colour). Regenerate deliberately:
+    COLUMNS=100 NO_COLOR=1 nvprof-wrap report nvprof_wrap/samples/torch_ops --limit 8 > tests/data/golden/…"""
+    from tests.conftest import ROOT
+
+    code, out, _ = run(capsys, "report", str(ROOT / "nvprof_wrap" / "samples" / "torch_ops"), "--limit", "8",
+                       "--width", "100")
+    golden = (ROOT / "tests" / "data" / "golden" / "torch_ops_report_w100.txt").read_text()
+    assert code == 0
+    assert out.replace(str(ROOT) + "/", "") == golden.replace(str(ROOT) + "/", "")

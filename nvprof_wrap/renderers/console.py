@@ -55,7 +55,8 @@ def _split(report: Report) -> Table:
 def _groups(rows: tuple[GroupRow, ...], title: str, key: str) -> Table:
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for col in (key, "", "launches", "kernel time", "tensor core", "TC precision", "GPU idle"):
-        t.add_column(col, justify="left" if col in (key, "", "TC precision") else "right")
+        t.add_column(col, justify="left" if col in (key, "", "TC precision") else "right", no_wrap=col != "",
+                     overflow="ellipsis")
     for g in rows:
         t.add_row(g.key, escape(g.label), f"{g.launches:,}", fmt_ns(g.kernel_ns), pct(g.tc_share),
                   g.precisions.replace(",", " + ") or "-", pct(g.idle_share))
@@ -67,27 +68,36 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
     fixed = {"launches": 8, "total": 8, "mean": 8, "% GPU": 6, "TC": 3, "precision": 9}
     if width < 120:
         del fixed["mean"]
-    room = max(width - sum(fixed.values()) - 3 * (len(fixed) + 1), 40)
-    name_w = min(62, max(24, int(room * 0.55)))
+    room = width - sum(fixed.values()) - 3 * (len(fixed) + 1)
+    show_why = room >= 40  # on a narrow terminal the reason goes (it stays in --wide, JSON, CSV)
+    if not show_why:
+        room = max(room + 3, 20)
+    name_w = min(62, max(24, int(room * 0.55))) if show_why else room
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide)
     t.add_column("kernel", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=name_w)
     for col, w in fixed.items():
         t.add_column(col, justify="center" if col == "TC" else "left" if col == "precision" else "right",
                      no_wrap=True, width=w)
-    t.add_column("why", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=room - name_w)
+    if show_why:
+        t.add_column("why", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=room - name_w)
     for k in rows:
-        why = _counter_why(k) if k.evidence != "name" else k.reason
+        why = [escape(_counter_why(k) if k.evidence != "name" else k.reason)] if show_why else []
         mean = [fmt_ns(k.mean_ns)] if "mean" in fixed else []
         t.add_row(escape(k.name if wide else shorten(k.name, name_w)), f"{k.launches:,}", fmt_ns(k.total_ns),
-                  *mean, pct(k.share), TC_MARK[k.tensor_core], k.precision or "-", escape(why))
+                  *mean, pct(k.share), TC_MARK[k.tensor_core], k.precision or "-", *why)
     return t
 
 
-def _op_table(rows, title: str, limit: int) -> Table:
+def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
+    # Explicit widths, as for the kernel table: rich would squeeze the number columns to nothing.
+    fixed = {"kernels": 7, "launches": 8, "GPU time": 8, "% GPU": 6, "tensor core": 11}
+    room = max(width - sum(fixed.values()) - 3 * (len(fixed) + 2), 24)
+    op_w = max(16, min(48, room // 2))
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for col in ("op / range", "kernels", "launches", "GPU time", "% GPU", "tensor core", "precision of its kernels"):
-        t.add_column(col, justify="left" if col in ("op / range", "precision of its kernels") else "right",
-                     overflow="fold")
+    t.add_column("op / range", no_wrap=True, overflow="ellipsis", width=op_w)
+    for col, w in fixed.items():
+        t.add_column(col, justify="right", no_wrap=True, width=w)
+    t.add_column("precision of its kernels", no_wrap=True, overflow="ellipsis", width=max(room - op_w, 10))
     for o in rows[:limit]:
         t.add_row(escape(o.op), str(o.kernels), f"{o.launches:,}", fmt_ns(o.total_ns), pct(o.share), pct(o.tc_share),
                   o.precisions)
@@ -117,9 +127,9 @@ def render_report(report: Report, width: int = 120, color: bool = False, wide: b
         parts += [kernel_table(shown, wide, title, width), Text("")]
     if report.ops:
         parts += [_op_table(report.ops, "Framework ops (NVTX ranges): which ran on tensor cores, in which precision",
-                            limit), Text("")]
+                            limit, width), Text("")]
     if report.scopes:
-        parts += [_op_table(report.scopes, "Outer ranges (layers / modules)", limit), Text("")]
+        parts += [_op_table(report.scopes, "Outer ranges (layers / modules)", limit, width), Text("")]
     if report.disagreements:
         parts += [kernel_table(list(report.disagreements), wide, "Counters disagree with the name rules", width), Text("")]
     health = report.extra.get("health")
