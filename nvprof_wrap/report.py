@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from nvprof_wrap.analysis.hints import hints
 from nvprof_wrap.classify import RULES_VERSION
 from nvprof_wrap.store import Store
 
@@ -47,6 +48,13 @@ class KernelRow:
     name_verdict: str
     counter_verdict: str | None = None
     counter_detail: str | None = None
+    name_rule: str = ""
+
+    @property
+    def short(self) -> str:
+        from nvprof_wrap.renderers._names import shorten
+
+        return shorten(self.name, 48)
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,7 @@ class Report:
     disagreements: tuple[KernelRow, ...] = ()
     ops: tuple[OpRow, ...] = ()
     scopes: tuple[OpRow, ...] = ()
+    hints: tuple[str, ...] = ()
     rules_version: str = RULES_VERSION
     extra: dict = field(default_factory=dict)
 
@@ -132,13 +141,13 @@ def _kernels(store: Store, total: int) -> tuple[KernelRow, ...]:
     rows = store.rows(f"""
         SELECT k.name, SUM(k.launches) AS launches, COALESCE(SUM(k.total_ns), 0) AS total_ns,
                v.tensor_core, v.precision, v.family, v.reason, v.evidence, v.name_verdict,
-               v.counter_verdict, v.counter_detail
+               v.counter_verdict, v.counter_detail, v.rule
         FROM {_TIMED} k JOIN v_verdicts v ON v.name = k.name
         GROUP BY k.name ORDER BY total_ns DESC, launches DESC, k.name""")
     return tuple(KernelRow(r["name"], r["launches"], r["total_ns"], r["total_ns"] / max(r["launches"], 1),
                            r["total_ns"] / total if total else 0.0, r["tensor_core"], r["precision"] or "",
                            r["family"], r["reason"], r["evidence"], r["name_verdict"], r["counter_verdict"],
-                           r["counter_detail"]) for r in rows)
+                           r["counter_detail"], r["rule"] or "") for r in rows)
 
 
 def _split(store: Store, kernels: tuple[KernelRow, ...]) -> tuple[SplitRow, ...]:
@@ -210,7 +219,8 @@ def _verdict(kernels: tuple[KernelRow, ...]) -> Verdict:
                               f"kernel time, {' + '.join(precisions)}")
     elif unk_ns or any(k.tensor_core == "unknown" for k in kernels):
         n = sum(k.tensor_core == "unknown" for k in kernels)
-        status, msg = "unknown", (f"Tensor cores used: not seen — no kernel is known to use them, but {n} kernels "
+        status, msg = "unknown", (f"Tensor cores used: not seen — no kernel is known to use them, but {n} "
+                                  f"{'kernel' if n == 1 else 'kernels'} "
                                   f"({_pct(unk_ns / total if total else 0)} of kernel time) carry no evidence in their "
                                   "names; nvprof-wrap verify measures them with counters")
     else:
@@ -239,8 +249,11 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     ops, scopes = _ops(store, "op"), _ops(store, "scope")
     if [o.op for o in ops] == [o.op for o in scopes]:
         scopes = ()  # one level of ranges only: the scope table would repeat the op table
-    return Report(_verdict(kernels), _split(store, kernels), _groups(store, "device_id"), _groups(store, "pid"),
-                  kernels, sources, skipped, disagreements, ops, scopes)
+    split, devices = _split(store, kernels), _groups(store, "device_id")
+    device_cc = {r["d"]: (r["name"], r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None) for r in store.rows(
+        "SELECT device_id AS d, MAX(name) AS name, MAX(cc_major) AS ma, MAX(cc_minor) AS mi FROM devices GROUP BY 1")}
+    return Report(_verdict(kernels), split, devices, _groups(store, "pid"), kernels, sources, skipped, disagreements,
+                  ops, scopes, hints(kernels, split, devices, device_cc))
 
 
 def _ops(store: Store, column: str) -> tuple[OpRow, ...]:

@@ -65,3 +65,17 @@ def test_a_moved_run_folder_is_not_counted_twice(tmp_path):
     store = Store(moved / "run.sqlite")
     r = report.build(store, ingest(store, [moved]))
     assert r.verdict.launches == 96 and len(r.sources) == 1
+
+
+def test_hints_say_why_not_from_the_numbers():
+    from tests.conftest import ROOT
+
+    seed = build(ROOT / "nvprof_wrap" / "samples" / "keras_reuters_fp16")
+    assert any(h.startswith("78% of GPU time is memory copies, mostly HtoD") for h in seed.hints)
+    assert any(h.startswith("The GPU was idle 99% of the profiled time: the job is host-bound") for h in seed.hints)
+    volta = build(PUBLIC / "m-goldstein__GPU_ML__timeline.nvvp")
+    assert any("TF32 needs compute capability 8.0+" in h for h in volta.hints)
+    hopper = build(PUBLIC / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite")
+    assert any("fp32 matrix math on CUDA cores" in h and "allow_tf32" in h for h in hopper.hints)
+    fuser = build(PUBLIC / "NVIDIA__Fuser__report1.sqlite")  # a test binary: tensor cores fine, GPU mostly idle
+    assert len(fuser.hints) == 1 and fuser.hints[0].startswith("The GPU was idle 100%")

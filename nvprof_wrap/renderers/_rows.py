@@ -42,6 +42,7 @@ def report(r: Report) -> dict:
     return {
         "schema": SCHEMA, "rules_version": r.rules_version,
         "tensor_cores_used": v.tensor_cores == "yes", "verdict": v.tensor_cores, "message": v.message,
+        "hints": list(r.hints),
         "tensor_core_time_fraction": round(v.tc_fraction, 6), "tensor_core_precisions": list(v.precisions),
         "kernel_time_ns": v.kernel_ns, "launches": v.launches, "distinct_kernels": v.kernels,
         "tensor_core_kernels": v.tc_kernels,

@@ -114,7 +114,10 @@ def _counter_why(k: KernelRow) -> str:
 def render_report(report: Report, width: int = 120, color: bool = False, wide: bool = False, limit: int = 15,
                   **_: object) -> str:
     v = report.verdict
-    parts: list = [Text(v.message, style=VERDICT_STYLE[v.tensor_cores]), Text("")]
+    parts: list = [Text(v.message, style=VERDICT_STYLE[v.tensor_cores])]
+    for hint in report.hints:
+        parts.append(Text(f"  • {hint}"))
+    parts.append(Text(""))
     if report.kernels or report.split:
         parts += [_split(report), Text("")]
     if report.devices:

@@ -31,7 +31,8 @@ def _kernel_rows(rows: list[KernelRow], wide: bool) -> str:
 
 def render_report(report: Report, wide: bool = False, limit: int = 20, **_: object) -> str:
     d = _rows.report(report)
-    out = [f"**{esc(report.verdict.message)}**\n", "## Where GPU time went\n",
+    out = [f"**{esc(report.verdict.message)}**\n", *[f"- {esc(h)}" for h in report.hints],
+           "\n## Where GPU time went\n",
            _table(["category", "ms", "share", "count"],
                   [[s["category"], f"{s['total_ns'] / 1e6:.3f}", f"{100 * s['share']:.1f}%", s["count"]]
                    for s in d["time_split"]]),

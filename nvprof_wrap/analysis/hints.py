@@ -1,0 +1,56 @@
+"""The "and if not, why?" part: short, evidence-based hints from a report's numbers. Pure: no I/O."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+# Rules of the classifier whose "no" means matrix math on CUDA cores (rules.toml ids).
+_CUDA_CORE_MATRIX = {"ffma", "simt", "sgemm", "scudnn"}
+_MIN_SHARE = 0.05  # below 5% of kernel time a finding is not worth a line
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def hints(kernels: Iterable, split: Iterable, devices: Iterable, device_cc: dict) -> tuple[str, ...]:
+    kernels, split, devices = list(kernels), list(split), list(devices)
+    total = sum(k.total_ns for k in kernels) or 1
+    out: list[str] = []
+    old = [f"{label or 'GPU ' + str(dev)} (compute capability {cc})" for dev, (label, cc) in device_cc.items()
+           if cc is not None and cc < 7.0]
+    if old:
+        out.append(f"{', '.join(old)}: no tensor cores on this GPU — they arrived with Volta (7.0).")
+    fp32 = [k for k in kernels if k.tensor_core == "no" and k.precision == "fp32" and k.name_rule in _CUDA_CORE_MATRIX]
+    share = sum(k.total_ns for k in fp32) / total
+    ccs = [cc for _, cc in device_cc.values() if cc is not None]
+    if share >= _MIN_SHARE and ccs and max(ccs) < 8.0:
+        out.append(f"{_pct(share)} of kernel time is fp32 matrix math on CUDA cores (e.g. {fp32[0].short}): on this "
+                   "GPU only fp16 reaches the tensor cores (TF32 needs compute capability 8.0+): use mixed precision "
+                   "(mixed_float16).")
+    elif share >= _MIN_SHARE:
+        out.append(f"{_pct(share)} of kernel time is fp32 matrix math on CUDA cores (e.g. {fp32[0].short}): "
+                   "TF32 is off. PyTorch: torch.backends.cuda.matmul.allow_tf32 = True; Keras/any framework: mixed "
+                   "precision (mixed_float16 or mixed_bfloat16) puts these GEMMs on tensor cores.")
+    half = [k for k in kernels if k.tensor_core == "no" and k.precision in ("fp16", "bf16", "fp16/bf16")
+            and k.name_rule in (_CUDA_CORE_MATRIX | {"blas-helper"}) and "gemm" in k.name.lower() + k.family]
+    share = sum(k.total_ns for k in half) / total
+    if share >= _MIN_SHARE:
+        out.append(f"{_pct(share)} of kernel time is 16-bit matrix math that is not on tensor cores "
+                   f"(e.g. {half[0].short}): matrix-vector products, K=1 or shapes not multiple of 8 fall back to "
+                   "CUDA cores — '16-bit in the name' is not 'tensor core'.")
+    ops = sum(s.total_ns for s in split) or 1
+    copies = sum(s.total_ns for s in split if s.category.startswith("memcpy")) / ops
+    if copies >= 0.5:
+        out.append(f"{_pct(copies)} of GPU time is memory copies, mostly {_top_copy(split)}: tensor cores cannot "
+                   "speed that up; keep data on the GPU or make the copies asynchronous (pinned memory).")
+    idle = [d for d in devices if d.idle_share is not None and d.idle_share >= 0.8]
+    if idle:
+        worst = max(idle, key=lambda d: d.idle_share)
+        out.append(f"The GPU was idle {_pct(worst.idle_share)} of the profiled time: the job is host-bound (Python, "
+                   "data loading, framework overhead), so faster kernels — fp16 included — will not make it faster.")
+    return tuple(out)
+
+
+def _top_copy(split: list) -> str:
+    copies = [s for s in split if s.category.startswith("memcpy")]
+    return max(copies, key=lambda s: s.total_ns).category.split(" ", 1)[1] if copies else "copies"
