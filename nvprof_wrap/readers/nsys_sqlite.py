@@ -6,6 +6,7 @@ Kernel names come from ``demangledName`` through ``StringIds`` — never ``short
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
@@ -94,6 +95,16 @@ def _ops(conn: sqlite3.Connection, have: set[str]) -> tuple[OpAgg, ...]:
                  for pid, scope, op, key, n, tot in rows)
 
 
+def _on_own_connection(path: Path, stage, *args):
+    """Run one stage on its own read-only connection: SQLite releases the GIL while it scans, so the per-launch
+    stages (busy-time union, NVTX attribution) run side by side on separate cores."""
+    conn = connect_ro(path)
+    try:
+        return stage(conn, *args)
+    finally:
+        conn.close()
+
+
 def read(path: Path) -> Capture:
     conn = connect_ro(path)
     try:
@@ -101,12 +112,15 @@ def read(path: Path) -> Capture:
         if KERNEL not in have:
             raise BadInput(path, "Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table "
                                  "(was CUDA tracing on? nsys profile --trace=cuda)")
-        kernels = _kernels(conn)
-        memops = _memops(conn, have)
-        pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
-        notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
-        return Capture(str(path), "nsys-sqlite", kernels, memops, _activity(conn, have),
-                       _devices(conn, have), _processes(conn, have, pids), ops=_ops(conn, have), notes=notes)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            ops = pool.submit(_on_own_connection, path, _ops, have)
+            activity = pool.submit(_on_own_connection, path, _activity, have)
+            kernels = _kernels(conn)
+            memops = _memops(conn, have)
+            pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
+            notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
+            return Capture(str(path), "nsys-sqlite", kernels, memops, activity.result(), _devices(conn, have),
+                           _processes(conn, have, pids), ops=ops.result(), notes=notes)
     except BadInput as e:
         raise BadInput(path, e.why) from None
     finally:
