@@ -1,10 +1,12 @@
 """Store rows → Report. Pure: no printing, no files; every number comes from an SQL aggregate."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from nvprof_wrap.analysis.hints import hints
 from nvprof_wrap.classify import RULES_VERSION
+from nvprof_wrap.names import shorten
 from nvprof_wrap.store import Store
 
 MEM_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "other")
@@ -52,8 +54,6 @@ class KernelRow:
 
     @property
     def short(self) -> str:
-        from nvprof_wrap.renderers._names import shorten
-
         return shorten(self.name, 48)
 
 
@@ -278,8 +278,6 @@ def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
 
 
 def _json_list(text: str | None) -> list[str]:
-    import json
-
     try:
         v = json.loads(text or "[]")
         return [str(x) for x in v] if isinstance(v, list) else []

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from nvprof_wrap.renderers._names import shorten
+from nvprof_wrap.names import shorten
 from nvprof_wrap.report import GroupRow, KernelRow, Report
 
 EXTENSION = ".txt"

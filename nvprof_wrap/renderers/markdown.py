@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import html
 
+from nvprof_wrap.names import shorten
 from nvprof_wrap.renderers import _rows
-from nvprof_wrap.renderers._names import shorten
 from nvprof_wrap.report import KernelRow, Report
 
 EXTENSION = ".md"

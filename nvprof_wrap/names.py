@@ -1,4 +1,4 @@
-"""Shortening demangled C++ kernel names for tables (the whole name stays in --wide, JSON and CSV)."""
+"""Shortening demangled C++ kernel names for tables and messages (the whole name stays in --wide, JSON and CSV)."""
 from __future__ import annotations
 
 import re
