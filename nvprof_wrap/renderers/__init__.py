@@ -1,6 +1,6 @@
 """Renderers: each turns a Report (or kernel rows, or classifications) into text. They return
-values and never print or open files; renderers do not import each other (``_names`` and
-``_rows`` are shared helpers)."""
+values and never print or open files; renderers do not import each other (``_rows`` is a
+shared helper)."""
 from nvprof_wrap.renderers import console, csv, json, markdown
 
 RENDERERS = {"table": console, "json": json, "csv": csv, "markdown": markdown}
