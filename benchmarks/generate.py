@@ -60,9 +60,11 @@ def _zipf_picker(n: int, rng: random.Random):
     return lambda k: rng.choices(range(n), weights=weights, k=k)
 
 
-def _copy_rows(dst: sqlite3.Connection, src: Path, table: str) -> None:
-    dst.execute(f"ATTACH ? AS src", (f"file:{src}?mode=ro&immutable=1",))
-    dst.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")
+def _copy_rows(dst: sqlite3.Connection, src: Path, tables: tuple[str, ...]) -> None:
+    """Rows copied verbatim from the real capture the schema came from (GPU facts, enums, version)."""
+    dst.execute("ATTACH ? AS src", (f"file:{src}?mode=ro&immutable=1",))
+    for table in tables:
+        dst.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")
     dst.commit()
     dst.execute("DETACH src")
 
@@ -77,11 +79,7 @@ def nsys(n: int, out: Path, processes: int = 1, devices: int = 1, seed: int = 0)
     conn.executemany("INSERT INTO StringIds (id, value) VALUES (?, ?)", enumerate(names))
     range_ids = {t: len(names) + i for i, t in enumerate(("aten::mm", "aten::add", "aten::copy_", "optimizer"))}
     conn.executemany("INSERT INTO StringIds (id, value) VALUES (?, ?)", [(i, t) for t, i in range_ids.items()])
-    conn.execute("ATTACH ? AS src", (f"file:{NSYS_SCHEMA_FROM}?mode=ro&immutable=1",))
-    conn.execute("INSERT INTO TARGET_INFO_GPU SELECT * FROM src.TARGET_INFO_GPU")
-    conn.execute("INSERT INTO ENUM_CUDA_MEMCPY_OPER SELECT * FROM src.ENUM_CUDA_MEMCPY_OPER")
-    conn.commit()
-    conn.execute("DETACH src")
+    _copy_rows(conn, NSYS_SCHEMA_FROM, ("TARGET_INFO_GPU", "ENUM_CUDA_MEMCPY_OPER"))
     pick = _zipf_picker(len(names), rng)
     pids = [1000 + p for p in range(processes)]
     conn.executemany("INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?, ?, 'python3')",
@@ -129,11 +127,7 @@ def nvprof(n: int, out: Path, seed: int = 0) -> None:
     conn = sqlite3.connect(out)
     for sql in _schema(NVPROF_SCHEMA_FROM, NVPROF_TABLES):
         conn.execute(sql)
-    conn.execute("ATTACH ? AS src", (f"file:{NVPROF_SCHEMA_FROM}?mode=ro&immutable=1",))
-    for table in ("CUPTI_ACTIVITY_KIND_DEVICE", "Version"):
-        conn.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")
-    conn.commit()
-    conn.execute("DETACH src")
+    _copy_rows(conn, NVPROF_SCHEMA_FROM, ("CUPTI_ACTIVITY_KIND_DEVICE", "Version"))
     base = 100  # StringTable ids of the names; 2 is the device name in the copied DEVICE row
     conn.execute("INSERT INTO StringTable (_id_, value) VALUES (2, 'TITAN V')")
     conn.executemany("INSERT INTO StringTable (_id_, value) VALUES (?, ?)", [(base + i, s) for i, s in enumerate(names)])

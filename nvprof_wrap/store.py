@@ -117,11 +117,8 @@ class Store:
                 (identity, capture.path, capture.format, size, mtime_ns, int(capture.partial),
                  json.dumps(list(capture.notes)), time.time()))
             cid = cur.lastrowid
-            for table, rows in (("processes", capture.processes), ("devices", capture.devices),
-                                ("kernels", capture.kernels), ("memops", capture.memops),
-                                ("activity", capture.activity), ("counters", capture.counters),
-                                ("ops", capture.ops)):
-                self._insert(table, cid, rows)
+            for table in _CHILDREN:  # each child table is named after its Capture field
+                self._insert(table, cid, getattr(capture, table))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
