@@ -2,7 +2,8 @@
 # The GPU session behind docs/backends.md, docs/results-h200.md, docs/accuracy.md and docs/performance.md.
 # Runs on the device machine from the repo root, with .whl and .debs carried. Started in the background
 # (setsid) so that it outlives one call; `bash benchmarks/h200_session.sh wait SECONDS` waits for it and
-# copies what is done to $OUT.
+# copies what is done to $OUT
+# (runs.tgz in 15 MiB parts: `cat runs.tgz.part-* | tar xz`).
 set -u
 S=/tmp/nvw-session; R=$S/runs; LOG=$S/session.log
 if [ "${1:-}" = wait ]; then
@@ -11,7 +12,7 @@ if [ "${1:-}" = wait ]; then
   [ -f $S/done ] && echo "SESSION DONE" || echo "SESSION STILL RUNNING"
   tail -5 $LOG
   cp $LOG $OUT/ 2>/dev/null
-  ( cd $S && find runs -name '*.nsys-rep' -size +30M -delete; tar czf $OUT/runs.tgz runs triton_ptx 2>/dev/null )
+  ( cd $S && find runs -name '*.nsys-rep' -size +30M -delete; tar czf $S/runs.tgz runs $(ls -d triton_ptx 2>/dev/null) && split -b 15M $S/runs.tgz $OUT/runs.tgz.part- )
   ls -la $OUT; exit 0
 fi
 mkdir -p $R $S/triton_ptx

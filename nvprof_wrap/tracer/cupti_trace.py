@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 ENV_DIR = "NVPROF_WRAP_CUPTI_DIR"
+ENV_RUNTIME = "NVPROF_WRAP_CUPTI_RUNTIME"  # "0": no runtime-API records (lower overhead, no per-op table)
 FORMAT = "nvprof-wrap-cupti"
 FORMAT_VERSION = "1"
 BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for; CUPTI hands back one list per buffer
@@ -480,7 +481,12 @@ class Tracer:
         if not self._enable(k.CONCURRENT_KERNEL, required=False):
             self._enable(k.KERNEL, required=True)
             _warn("CUPTI could not trace concurrent kernels; using the KERNEL kind, which serializes kernels")
-        for kind in (k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER, k.RUNTIME):
+        kinds = [k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER]
+        if os.environ.get(ENV_RUNTIME, "1") != "0":  # the runtime API: kernels -> thread -> NVTX (per-op table)
+            kinds.append(k.RUNTIME)
+        else:
+            self.notes["kind_runtime"] = f"not enabled: {ENV_RUNTIME}=0"
+        for kind in kinds:
             self._enable(kind, required=False)
         self.notes["kinds"] = json.dumps([kind.name for kind in self.kinds])
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The second GPU session (2026-11-29, session 2): backend overhead side by side, the cupti backend's per-op
+# attribution, and `doctor` with its probe. Runs on the device machine from the repo root with .whl and .debs
+# carried; start it with `setsid nohup bash benchmarks/h200_overhead.sh > /dev/null 2>&1 &`, then
+# `bash benchmarks/h200_session.sh wait SECONDS` (same folder layout) copies what is done to $OUT.
+set -u
+S=/tmp/nvw-session; R=$S/runs; LOG=$S/session.log
+mkdir -p $R
+source .debs/gpu-env.sh
+export PYTHONPATH=$PWD:${PYTHONPATH:-} KERAS_BACKEND=torch NO_COLOR=1 COLUMNS=150 NVPROF_WRAP_NSYS=$NSYS
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+W="python3 -m nvprof_wrap"
+step() { echo "=== $(date +%T) $*" >> $LOG; }
+t() {  # t NAME CMD...: run, log wall time and exit code
+  local name=$1; shift; local s=$EPOCHREALTIME
+  "$@" > $R/$name.txt 2>&1; local rc=$?
+  echo "wall $name $(awk "BEGIN{print $EPOCHREALTIME - $s}") rc $rc" >> $LOG
+}
+step facts
+{ nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader
+  python3 -c "import torch, keras; print('torch', torch.__version__, 'keras', keras.__version__)"; } >> $LOG 2>&1
+step doctor
+t doctor $W doctor
+step "per-op attribution under cupti"
+t keras_fp16_cupti_ops $W run --backend cupti --annotate keras,torch -o $R/keras_fp16_cupti_ops -- python3 workloads/reuters_mlp.py --precision fp16 --epochs 3
+t keras_fp16_cupti_ops_json $W report $R/keras_fp16_cupti_ops --format json
+t keras_fp16_nsys_ops $W run --backend nsys --annotate keras,torch -o $R/keras_fp16_nsys_ops -- python3 workloads/reuters_mlp.py --precision fp16 --epochs 3
+step overhead
+# One variant per line; each round runs them all, in an order rotated by the round so drift is not one variant's.
+VARIANTS=(none nsys cupti cupti_noruntime)
+job() {  # job VARIANT NAME CMD...
+  local v=$1 name=$2; shift 2
+  case $v in
+    none) t $name "$@" ;;
+    nsys) t $name $W run --backend nsys --no-report -o $R/$name -- "$@" ;;
+    cupti) t $name $W run --backend cupti --no-report -o $R/$name -- "$@" ;;
+    cupti_noruntime) t $name env NVPROF_WRAP_CUPTI_RUNTIME=0 $W run --backend cupti --no-report -o $R/$name -- "$@" ;;
+  esac
+}
+for rep in 1 2 3; do
+  for i in 0 1 2 3; do
+    v=${VARIANTS[$(( (i + rep) % 4 ))]}
+    job $v ovh_${v}_mlp_$rep python3 workloads/reuters_mlp.py --precision fp16 --epochs 5
+    job $v ovh_${v}_gemm_$rep python3 workloads/matmul_probe.py
+  done
+done
+step end
+find $R -name '*.nsys-rep' -delete
+find $R -path '*/ovh_*_[23]/*' -name '*.sqlite*' -delete  # rounds 2-3: manifests and logs are enough
+touch $S/done
