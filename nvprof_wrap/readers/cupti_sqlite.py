@@ -77,13 +77,16 @@ def read(path: Path) -> Capture:
 
 
 def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[OpAgg, ...]:
-    """Kernels → their runtime call (thread, CPU time) by correlation id → the NVTX ranges of that thread."""
-    if not {"runtime", "nvtx"} <= have:
-        return ()  # captures of tracer versions that did not record the runtime API
+    """Kernels → their launch call (thread, CPU time) by correlation id → the NVTX ranges of that thread.
+    Launch calls are runtime (cudaLaunchKernel…) or driver (cuLaunchKernelEx…: cuBLAS) API records."""
+    api = [t for t in ("runtime", "driver") if t in have]
+    if not api or "nvtx" not in have:
+        return ()  # captures of tracer versions that did not record API calls, or without NVTX
+    calls = " UNION ALL ".join(f"SELECT correlation_id, tid, start FROM {t}" for t in api)
     ranges = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
     launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, r.tid AS tid, r.start AS t, k.name AS key,
                           k."end" - k.start AS dur
-                   FROM kernel k JOIN runtime r ON r.correlation_id = k.correlation_id"""
+                   FROM kernel k JOIN ({calls}) r ON r.correlation_id = k.correlation_id"""
     return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
                  for p, scope, op, key, n, tot in attribute(conn, ranges, launches))
 

@@ -55,6 +55,7 @@ CREATE TABLE memset(start INTEGER, end INTEGER, device_id INTEGER, stream_id INT
   bytes INTEGER, value INTEGER);
 CREATE TABLE nvtx(start INTEGER, end INTEGER, name TEXT, domain TEXT, tid INTEGER);
 CREATE TABLE runtime(start INTEGER, end INTEGER, correlation_id INTEGER, tid INTEGER, cbid INTEGER);
+CREATE TABLE driver(start INTEGER, end INTEGER, correlation_id INTEGER, tid INTEGER, cbid INTEGER);
 CREATE TABLE device(device_id INTEGER PRIMARY KEY, name TEXT, cc_major INTEGER, cc_minor INTEGER,
   sm_count INTEGER, uuid TEXT);
 """
@@ -67,8 +68,11 @@ KERNEL_FIELDS = ("start", "end", "device_id", "context_id", "stream_id", "correl
 MEMCPY_FIELDS = ("start", "end", "device_id", "stream_id", "correlation_id", "bytes", "copy_kind",
                  "src_kind", "dst_kind")
 MEMSET_FIELDS = ("start", "end", "device_id", "stream_id", "correlation_id", "bytes", "value")
-# CUDA runtime API calls (ActivityAPI): the launching thread and CPU time of each kernel, by correlation id,
-# so that kernels can be attributed to the NVTX ranges open on that thread.
+# CUDA runtime and driver API calls (ActivityAPI): the launching thread and CPU time of each kernel, by
+# correlation id, so that kernels can be attributed to the NVTX ranges open on that thread. Only the launch
+# calls are asked for (see Tracer._enable_api_records): measured on an H200 (torch 2.11, CUDA 13), the
+# RUNTIME kind alone gives 10 records per kernel and still misses every cuBLAS GEMM, which cuBLAS launches
+# through the driver (cuLaunchKernelEx); launch calls only give one record per kernel and miss none.
 RUNTIME_FIELDS = ("start", "end", "correlation_id", "thread_id", "cbid")
 DEVICE_FIELDS = ("id", "name", "compute_capability_major", "compute_capability_minor",
                  "num_multiprocessors", "uuid")
@@ -79,6 +83,7 @@ INSERT = {
     "memset": "INSERT INTO memset VALUES (" + ",".join("?" * len(MEMSET_FIELDS)) + ")",
     "nvtx": "INSERT INTO nvtx VALUES (?,?,?,?,?)",
     "runtime": "INSERT INTO runtime VALUES (?,?,?,?,?)",
+    "driver": "INSERT INTO driver VALUES (?,?,?,?,?)",
     "device": "INSERT OR REPLACE INTO device VALUES (?,?,?,?,?,?)",
 }
 
@@ -116,6 +121,24 @@ def _is_busy(cupti: Any, exc: BaseException) -> bool:
         return getattr(exc, "status", None) == cupti.Result.ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
     except Exception:
         return False
+
+
+def _quietly(fn: Callable, *args: Any) -> None:
+    """Undo a CUPTI setting, ignoring errors (CUPTI may be half set up or gone)."""
+    try:
+        fn(*args)
+    except Exception:
+        pass
+
+
+def _launch_cbids(cupti: Any, enum_name: str, prefix: str) -> list[int]:
+    """Callback ids of the calls that launch kernels or graphs (cudaLaunchKernel*, cuLaunchKernelEx,
+    cu(da)GraphLaunch, cooperative launches), from cupti-python's enum; [] if it has none."""
+    enum = getattr(cupti, enum_name, None)
+    if enum is None:
+        return []
+    pattern = re.compile(rf"^{prefix}(Graph)?Launch(?!HostFunc)")
+    return sorted({int(member) for name, member in enum.__members__.items() if pattern.match(name)})
 
 
 def _text(value: Any) -> str | None:
@@ -425,6 +448,7 @@ class Tracer:
         self.writer = Writer(out_dir, _process_meta(self.cupti_version, fork_child))
         self.nvtx = NvtxPairer()
         self.kinds: list[Any] = []  # the ActivityKind members we enabled
+        self.api_cbids: list[tuple[Callable, int]] = []  # (enable function, cbid) of the launch calls enabled
         self.notes: dict[str, str] = {}  # extra meta rows (kinds, nvtx, flush result…)
         self.missing: set[str] = set()  # record attributes that did not exist (NULL written)
         self.subscriber: Any = None
@@ -481,14 +505,40 @@ class Tracer:
         if not self._enable(k.CONCURRENT_KERNEL, required=False):
             self._enable(k.KERNEL, required=True)
             _warn("CUPTI could not trace concurrent kernels; using the KERNEL kind, which serializes kernels")
-        kinds = [k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER]
-        if os.environ.get(ENV_RUNTIME, "1") != "0":  # the runtime API: kernels -> thread -> NVTX (per-op table)
-            kinds.append(k.RUNTIME)
-        else:
-            self.notes["kind_runtime"] = f"not enabled: {ENV_RUNTIME}=0"
-        for kind in kinds:
+        for kind in (k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER):
             self._enable(kind, required=False)
+        self._enable_api_records()
         self.notes["kinds"] = json.dumps([kind.name for kind in self.kinds])
+
+    def _enable_api_records(self) -> None:
+        """Records of the API calls that launch kernels (runtime and driver), for kernel -> thread -> NVTX.
+        Per-cbid enabling (CUPTI 12.6+) keeps it to one record per launch; otherwise every runtime and driver
+        call is recorded. meta 'api_records' says which."""
+        if os.environ.get(ENV_RUNTIME, "1") == "0":
+            self.notes["api_records"] = f"none ({ENV_RUNTIME}=0)"
+            return
+        c = self.cupti
+        picked = [(c.activity_enable_runtime_api, cbid) for cbid in _launch_cbids(c, "RuntimeApiTraceCbid", "cuda")]
+        picked += [(c.activity_enable_driver_api, cbid) for cbid in _launch_cbids(c, "DriverApiTraceCbid", "cu")]
+        done: list[tuple[Callable, int]] = []
+        try:
+            if not picked:
+                raise AttributeError("this cupti-python has no callback-id enums")
+            for enable, cbid in picked:
+                enable(cbid, 1)
+                done.append((enable, cbid))
+            self.api_cbids = done
+            self.notes["api_records"] = f"kernel launch calls only ({len(done)} callback ids)"
+            return
+        except Exception as e:
+            if _is_busy(c, e):
+                raise
+            for enable, cbid in done:
+                _quietly(enable, cbid, 0)
+            reason = _describe(c, e) if not isinstance(e, AttributeError) else str(e)
+        for kind in (c.ActivityKind.RUNTIME, c.ActivityKind.DRIVER):
+            self._enable(kind, required=False)
+        self.notes["api_records"] = f"every runtime and driver call (per-call enabling failed: {reason})"
 
     def _enable(self, kind: Any, *, required: bool) -> bool:
         try:
@@ -542,10 +592,10 @@ class Tracer:
     def teardown(self) -> None:
         """Disable our kinds and unsubscribe, ignoring errors (CUPTI may be half set up)."""
         for kind in reversed(self.kinds):
-            try:
-                self.cupti.activity_disable(kind)
-            except Exception:
-                pass
+            _quietly(self.cupti.activity_disable, kind)
+        for enable, cbid in self.api_cbids:
+            _quietly(enable, cbid, 0)
+        self.api_cbids = []
         if self.subscriber is not None:
             try:
                 self.cupti.unsubscribe(self.subscriber)
@@ -575,7 +625,8 @@ class Tracer:
                  ("MEMCPY", "MEMCPY2"): lambda a: ("memcpy", _read_fields(a, MEMCPY_FIELDS, _MEMCPY_GET, missing)),
                  ("MEMSET",): lambda a: ("memset", _read_fields(a, MEMSET_FIELDS, _MEMSET_GET, missing)),
                  ("DEVICE",): device, ("MARKER",): marker,
-                 ("RUNTIME",): lambda a: ("runtime", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing))}
+                 ("RUNTIME",): lambda a: ("runtime", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing)),
+                 ("DRIVER",): lambda a: ("driver", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing))}
         out = {}
         for names, fn in table.items():
             for name in names:

@@ -69,6 +69,25 @@ class ActivityMemcpyKind(enum.IntEnum):
     PTOP = 10
 
 
+class RuntimeApiTraceCbid(enum.IntEnum):  # a few members, with CUPTI's values (cupti_runtime_cbid.h)
+    INVALID = 0
+    cudaGetDevice_v3020 = 17
+    cudaLaunchKernel_v7000 = 211
+    cudaLaunchKernel_ptsz_v7000 = 214
+    cudaLaunchHostFunc_v10000 = 284
+    cudaGraphLaunch_v10000 = 311
+
+
+class DriverApiTraceCbid(enum.IntEnum):  # cupti_driver_cbid.h
+    INVALID = 0
+    cuCtxGetCurrent = 304
+    cuLaunchKernel = 307
+    cuLaunchKernel_ptsz = 442
+    cuGraphLaunch = 514
+    cuLaunchHostFunc = 527
+    cuLaunchKernelEx = 652
+
+
 class ActivityFlag(enum.IntEnum):  # like the real binding: no MARKER_END member
     NONE = 0
     MARKER_INSTANTANEOUS = 1
@@ -163,7 +182,7 @@ def _fake_reset() -> None:
     with _lock:
         _state.clear()
         _state.update(modes=set(filter(None, os.environ.get("FAKE_CUPTI", "").split(","))),
-                      subscriber=None, enabled=set(), callbacks=None, buffer=[], capacity=0,
+                      subscriber=None, enabled=set(), api_cbids=set(), callbacks=None, buffer=[], capacity=0,
                       threads=[], clock=1_000_000_000, devices=set(), next_id=1, stack=[])
         calls.clear()
 
@@ -222,6 +241,22 @@ def activity_enable(kind: int) -> None:
     _state["enabled"].add(int(kind))
 
 
+def _enable_api(kind: ActivityKind, cbid: int, enable: int) -> None:
+    """Per-call API records (CUPTI 12.6+): on without enabling the whole RUNTIME/DRIVER kind."""
+    calls.append((f"activity_enable_{kind.name.lower()}_api", int(cbid), enable))
+    if _mode("no_api_filter"):
+        raise cuptiError(Result.ERROR_NOT_SUPPORTED)
+    (_state["api_cbids"].add if enable else _state["api_cbids"].discard)((int(kind), int(cbid)))
+
+
+def activity_enable_runtime_api(cbid: int, enable: int) -> None:
+    _enable_api(ActivityKind.RUNTIME, cbid, enable)
+
+
+def activity_enable_driver_api(cbid: int, enable: int) -> None:
+    _enable_api(ActivityKind.DRIVER, cbid, enable)
+
+
 def activity_disable(kind: int) -> None:
     calls.append(("activity_disable", ActivityKind(kind).name))
     _state["enabled"].discard(int(kind))
@@ -254,7 +289,10 @@ def get_timestamp() -> int:
 def _emit(record: _Record) -> None:
     """Queue a record like CUPTI does; a full buffer is handed over on a worker thread."""
     with _lock:
-        if int(record.kind) not in _state["enabled"] or _state["callbacks"] is None:
+        if _state["callbacks"] is None:
+            return
+        if int(record.kind) not in _state["enabled"] and \
+                (int(record.kind), getattr(record, "cbid", None)) not in _state["api_cbids"]:
             return
         if not _state["buffer"]:
             size, max_records = _state["callbacks"][0]()
@@ -296,15 +334,24 @@ def _device_record(device: int) -> None:
 
 
 def _fake_kernel(name: str = "_Z6vecAddPKfS0_Pfi", device: int = 0, stream: int = 7,
-                 duration: int = 1000, grid: tuple = (256, 1, 1), block: tuple = (128, 1, 1)) -> None:
+                 duration: int = 1000, grid: tuple = (256, 1, 1), block: tuple = (128, 1, 1),
+                 api: str = "runtime") -> None:
+    """A kernel launched through cudaLaunchKernel (api="runtime", as PyTorch's own kernels are) or
+    cuLaunchKernelEx (api="driver", as cuBLAS launches its GEMMs), after a cudaGetDevice call — the real
+    RUNTIME kind records many calls per launch, per-call enabling only the launches."""
     _device_record(device)
     kind = ActivityKind.CONCURRENT_KERNEL if ActivityKind.CONCURRENT_KERNEL in _state["enabled"] \
         else ActivityKind.KERNEL
+    tid, t = threading.get_native_id(), get_timestamp()
+    _emit(ActivityAPI(kind=ActivityKind.RUNTIME, cbid=RuntimeApiTraceCbid.cudaGetDevice_v3020,
+                      correlation_id=_next_id(), start=t, end=t + 5, process_id=os.getpid(), thread_id=tid,
+                      return_value=0))
     corr = _next_id()
-    if ActivityKind.RUNTIME in _state["enabled"]:  # the cudaLaunchKernel call, on the calling thread
-        t = get_timestamp()
-        _emit(ActivityAPI(kind=ActivityKind.RUNTIME, cbid=211, correlation_id=corr, start=t, end=t + 50,
-                          process_id=os.getpid(), thread_id=threading.get_native_id(), return_value=0))
+    api_kind, cbid = ((ActivityKind.RUNTIME, RuntimeApiTraceCbid.cudaLaunchKernel_v7000) if api == "runtime"
+                      else (ActivityKind.DRIVER, DriverApiTraceCbid.cuLaunchKernelEx))
+    t = get_timestamp()
+    _emit(ActivityAPI(kind=api_kind, cbid=int(cbid), correlation_id=corr, start=t, end=t + 50,
+                      process_id=os.getpid(), thread_id=tid, return_value=0))
     start = get_timestamp()
     _emit(ActivityKernel11(
         kind=kind, start=start, end=start + duration, device_id=device, context_id=1, stream_id=stream,
