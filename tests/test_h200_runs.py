@@ -2,7 +2,10 @@
 the same job under both backends, children, crashes, two ranks on two GPUs, counters and compiled code."""
 from __future__ import annotations
 
+import gzip
 import json
+import shutil
+import sqlite3
 
 import pytest
 
@@ -127,3 +130,26 @@ def test_name_rules_on_counter_labels_from_this_projects_gpu_runs():
     verdicts = [(classify(name).tensor_core, truth) for name, truth, _ in rows]
     assert sum(v == t for v, t in verdicts) == 74
     assert [name for name, truth, _ in rows if classify(name).tensor_core != truth] == ["triton_tem_fused_mm_0"]
+
+
+def test_cupti_backend_attributes_kernels_to_ops_like_nsys(tmp_path):
+    """Second H200 session: `run --backend cupti --annotate keras,torch` on the seed workload (fp16, 3 epochs).
+    Every kernel is linked to its launch call — cuBLAS GEMMs through driver records — and the per-op table
+    matches the nsys run of the same job in that session (aten::mm: 14 kernels, 501 launches, 90.0% tensor core)
+    and the nsys sample's op set and tensor-core shares."""
+    capture = tmp_path / "cupti-vm-559.sqlite"
+    with gzip.open(RUNS / "keras_fp16_cupti_ops" / "cupti-vm-559.sqlite.gz") as src, open(capture, "wb") as dst:
+        shutil.copyfileobj(src, dst)  # stored gzipped: 3.0 MB raw, 0.65 MB compressed
+    with sqlite3.connect(capture) as conn:
+        counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("kernel", "runtime", "driver")]
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+    assert counts == [5152, 4696, 456] and meta["api_records"] == "kernel launch calls only (23 callback ids)"
+    r = build(capture)
+    ops = {o.op: o for o in r.ops}
+    assert (ops["aten::mm"].kernels, ops["aten::mm"].launches) == (14, 501)
+    assert ops["aten::mm"].tc_share == pytest.approx(0.900, abs=0.001) and ops["aten::mm"].precisions == "fp16 100.0%"
+    assert sum(o.launches for o in r.ops) == 5152  # every launch attributed (to an op or to "no NVTX range")
+    scopes = {o.op: o for o in r.scopes}
+    assert (scopes["keras:dense (Dense)"].launches, round(scopes["keras:dense (Dense)"].tc_share, 3)) == (221, 0.581)
+    nsys = build(SAMPLES / "keras_reuters_fp16")
+    assert {o.op: round(o.tc_share, 2) for o in r.ops} == {o.op: round(o.tc_share, 2) for o in nsys.ops}
