@@ -162,6 +162,9 @@ def test_doctor_lists_the_machine_and_runs_the_probe_under_the_best_backend(tmp_
     probe = facts["probe"]
     assert probe["ran"] and probe["backend"] == "nsys" and probe["tensor_cores_visible"] is True
     assert (tmp_path / "probe" / "manifest.json").is_file()
+    # the profiler's and the probe's own output go to the probe folder's logs, not between doctor's lines
+    assert "Collecting data" not in proc.stderr + proc.stdout
+    assert "Collecting data" in (tmp_path / "probe" / "stderr.log").read_text()
 
 
 def test_run_reports_training_health_from_the_jobs_keras_log(tmp_path):

@@ -44,7 +44,7 @@ def facts() -> dict:
 def probe(folder: str | None) -> dict:
     try:
         out, manifest = execute(RunSpec([sys.executable, str(PROBE)], "auto", folder or None, name="doctor-probe",
-                                        quiet_stdout=True))  # the probe's output must not mix with ours
+                                        silent=True))  # the probe's and the profiler's output: in its folder's logs
     except ToolMissing as e:
         return {"ran": False, "why": str(e)}
     store = Store(out / "run.sqlite")

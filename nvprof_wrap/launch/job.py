@@ -75,8 +75,10 @@ def exit_code_of(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bool = False) -> JobResult:
-    """quiet_stdout: the job's stdout streams to our stderr, so that ours carries only a JSON/CSV report."""
+def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bool = False,
+            silent: bool = False) -> JobResult:
+    """quiet_stdout: the job's stdout streams to our stderr, so that ours carries only a JSON/CSV report.
+    silent: the job's output goes only to stdout.log / stderr.log (doctor's probe)."""
     full_env = {**os.environ, **env}
     stdout_log = open(outdir / "stdout.log", "wb")
     stderr_log = open(outdir / "stderr.log", "wb")
@@ -93,9 +95,10 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
     result = JobResult(0, started, 0.0)
     seen: dict[int, dict] = {}
     stop = threading.Event()
-    threads = [threading.Thread(target=_tee, args=(proc.stdout, [sys.stderr.buffer if quiet_stdout else sys.stdout.buffer,
-                                                          stdout_log]), daemon=True),
-               threading.Thread(target=_tee, args=(proc.stderr, [sys.stderr.buffer, stderr_log]), daemon=True),
+    live_out = [] if silent else [sys.stderr.buffer if quiet_stdout else sys.stdout.buffer]
+    live_err = [] if silent else [sys.stderr.buffer]
+    threads = [threading.Thread(target=_tee, args=(proc.stdout, [*live_out, stdout_log]), daemon=True),
+               threading.Thread(target=_tee, args=(proc.stderr, [*live_err, stderr_log]), daemon=True),
                threading.Thread(target=_watch, args=(proc.pid, seen, stop), daemon=True)]
     for t in threads:
         t.start()

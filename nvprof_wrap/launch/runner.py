@@ -30,6 +30,7 @@ class RunSpec:
     nsys: str | None = None
     env: dict | None = None
     quiet_stdout: bool = False
+    silent: bool = False  # the job's output only in the run folder's logs
     annotate: str | None = None  # "keras", "torch" or "keras,torch": NVTX ranges per layer / module / op
 
 
@@ -121,6 +122,6 @@ def execute(spec: RunSpec) -> tuple[Path, dict]:
     annotate = {**backends.injection_env(), "NVPROF_WRAP_ANNOTATE": spec.annotate} if spec.annotate else {}
     env = {**annotate, **plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
            "NVPROF_WRAP_METRICS": str((folder / "metrics.jsonl").resolve())}
-    job = run_job(plan.argv, env, folder, spec.quiet_stdout)
+    job = run_job(plan.argv, env, folder, spec.quiet_stdout, spec.silent)
     problems = export_nsys_reports(folder, spec.nsys) if plan.backend == "nsys" else []
     return folder, write_manifest(folder, spec, plan, gpus, job, problems)
