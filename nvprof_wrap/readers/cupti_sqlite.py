@@ -11,7 +11,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._nvtx import attribute
-from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, connect_ro, tables
+from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_time, connect_ro, tables
 
 
 def _meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -79,16 +79,16 @@ def read(path: Path) -> Capture:
 def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[OpAgg, ...]:
     """Kernels → their launch call (thread, CPU time) by correlation id → the NVTX ranges of that thread.
     Launch calls are runtime (cudaLaunchKernel…) or driver (cuLaunchKernelEx…: cuBLAS) API records."""
-    api = [t for t in ("runtime", "driver") if t in have]
+    api = [t for t in ("runtime", "driver") if t in have and conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()]
     if not api or "nvtx" not in have:
-        return ()  # captures of tracer versions that did not record API calls, or without NVTX
+        return ()  # no API records (older tracer, or NVPROF_WRAP_CUPTI_RUNTIME=0), or no NVTX table
     calls = " UNION ALL ".join(f"SELECT correlation_id, tid, start FROM {t}" for t in api)
     ranges = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
-    launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, r.tid AS tid, r.start AS t, k.name AS key,
-                          k."end" - k.start AS dur
-                   FROM kernel k JOIN ({calls}) r ON r.correlation_id = k.correlation_id"""
+    launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.device_id AS dev, r.tid AS tid,
+                          r.start AS t, k.name AS key, k."end" - k.start AS dur
+                   FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id"""
     return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
-                 for p, scope, op, key, n, tot in attribute(conn, ranges, launches))
+                 for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches))
 
 
 def _read(source: Path, path: Path) -> Capture:
@@ -100,9 +100,8 @@ def _read(source: Path, path: Path) -> Capture:
             raise BadInput(path, f"nvprof-wrap CUPTI capture without table(s) {', '.join(sorted(missing))}")
         meta = _meta(conn)
         pid = _int(meta.get("pid"))
-        union = """SELECT 0 AS pid, device_id AS dev, start, "end" FROM kernel UNION ALL
-                   SELECT 0, device_id, start, "end" FROM memcpy UNION ALL SELECT 0, device_id, start, "end" FROM memset"""
-        activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in conn.execute(busy_sql(union)))
+        activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy
+                         in busy_time(conn, [(t, "0", "device_id") for t in ("kernel", "memcpy", "memset")]))
         devices = tuple(Device(*r) for r in conn.execute("SELECT device_id, name, cc_major, cc_minor, sm_count FROM device"))
         procs = (Process(pid, _command(meta.get("argv")), _int(meta.get("rank")), meta.get("hostname")),) \
             if pid is not None else ()

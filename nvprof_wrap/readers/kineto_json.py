@@ -18,7 +18,7 @@ import ijson
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
-from nvprof_wrap.readers._sqlite import busy_sql
+from nvprof_wrap.readers._sqlite import busy_time
 
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
@@ -163,7 +163,7 @@ def read(path: Path) -> Capture:
                             for (dev, name), s in agg.kernels.items())
     memops = tuple(MemAgg(pid, dev, kind, d, s[0], s[1], s[4]) for (dev, kind, d), s in agg.mem.items())
     activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy
-                     in agg.db.execute(busy_sql('SELECT pid, dev, start, "end" FROM iv')))
+                     in busy_time(agg.db, [("iv", "pid", "dev")]))
     agg.db.close()
     dist = header.get("distributedInfo") or {}
     rank = dist.get("rank") if isinstance(dist, dict) else None

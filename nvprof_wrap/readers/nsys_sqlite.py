@@ -12,7 +12,7 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._nvtx import attribute
-from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, columns, connect_ro, tables
+from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_time, columns, connect_ro, tables
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -55,9 +55,10 @@ def _memops(conn: sqlite3.Connection, have: set[str]) -> tuple[MemAgg, ...]:
 
 
 def _activity(conn: sqlite3.Connection, have: set[str]) -> tuple[Activity, ...]:
-    parts = [f'SELECT {_pid_expr(columns(conn, t))} AS pid, deviceId AS dev, start, "end" FROM {t}'
-             for t in (KERNEL, MEMCPY, MEMSET) if t in have]
-    return tuple(Activity(*row) for row in conn.execute(busy_sql(" UNION ALL ".join(parts))))
+    sources = [(t, "globalPid" if "globalPid" in columns(conn, t) else "NULL", "deviceId")
+               for t in (KERNEL, MEMCPY, MEMSET) if t in have]
+    return tuple(Activity(None if gp is None else (gp >> 24) & 0xFFFFFF, dev, first, last, busy)
+                 for gp, dev, first, last, busy in busy_time(conn, sources))
 
 
 def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
@@ -77,22 +78,32 @@ def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tupl
     return tuple(Process(pid, names.get(pid)) for pid in sorted(pids))
 
 
-def _ops(conn: sqlite3.Connection, have: set[str]) -> tuple[OpAgg, ...]:
-    """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges."""
+def _ops(conn: sqlite3.Connection, have: set[str]) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
+    """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges.
+    One pass gives the kernel aggregates too (every launch counted once, launches without a runtime record
+    outside any range), so a capture with NVTX ranges is scanned once, not twice. None without ranges."""
     if not {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME"} <= have:
-        return ()
+        return None
+    kcols = columns(conn, KERNEL)
+    if not {"demangledName", "globalPid", "correlationId"} <= kcols:
+        return None
     text = "COALESCE(n.text, s.value)" if "textId" in columns(conn, "NVTX_EVENTS") else "n.text"
     ranges = f"""SELECT n.globalTid AS tid, n.start AS s, n."end" AS e, {text} AS name
                  FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60)"""
-    launches = """SELECT (r.globalTid >> 24) & 16777215 AS pid, r.globalTid AS tid, r.start AS t,
+    launches = """SELECT (k.globalPid >> 24) & 16777215 AS pid, k.deviceId AS dev, r.globalTid AS tid, r.start AS t,
                          k.demangledName AS key, k."end" - k.start AS dur
-                  FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+                  FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
                     ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)"""
     rows = attribute(conn, ranges, launches)
+    if not rows:
+        return None
     names = dict(conn.execute("SELECT id, value FROM StringIds WHERE id IN (%s)"
-                              % ",".join(str(int(r[3])) for r in rows))) if rows else {}
-    return tuple(OpAgg(pid, scope, op, names.get(key) or "<unnamed kernel>", n, tot)
-                 for pid, scope, op, key, n, tot in rows)
+                              % ",".join(str(int(r[4])) for r in rows if r[4] is not None)))
+    ops = tuple(OpAgg(pid, scope, op, names.get(key) or "<unnamed kernel>", n, tot)
+                for pid, _dev, scope, op, key, n, tot in rows)
+    kernels = merge_kernels(KernelAgg(pid, dev, names.get(key) or "<unnamed kernel>", n, tot)
+                            for pid, dev, _scope, _op, key, n, tot in rows)
+    return kernels, ops
 
 
 def _on_own_connection(path: Path, stage, *args):
@@ -112,15 +123,15 @@ def read(path: Path) -> Capture:
         if KERNEL not in have:
             raise BadInput(path, "Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table "
                                  "(was CUDA tracing on? nsys profile --trace=cuda)")
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            ops = pool.submit(_on_own_connection, path, _ops, have)
+        with ThreadPoolExecutor(max_workers=1) as pool:
             activity = pool.submit(_on_own_connection, path, _activity, have)
-            kernels = _kernels(conn)
             memops = _memops(conn, have)
+            attributed = _ops(conn, have)
+            kernels, ops = attributed if attributed is not None else (_kernels(conn), ())
             pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
             notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
             return Capture(str(path), "nsys-sqlite", kernels, memops, activity.result(), _devices(conn, have),
-                           _processes(conn, have, pids), ops=ops.result(), notes=notes)
+                           _processes(conn, have, pids), ops=ops, notes=notes)
     except BadInput as e:
         raise BadInput(path, e.why) from None
     finally:

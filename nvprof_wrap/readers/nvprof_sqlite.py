@@ -12,7 +12,7 @@ from pathlib import Path
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
-from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_sql, connect_ro, tables
+from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_time, connect_ro, tables
 
 KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -53,8 +53,8 @@ def _memops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[
 
 def _activity(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[Activity, ...]:
     tabs = [t for t in (*KERNEL_TABLES, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET") if t in have]
-    union = " UNION ALL ".join(f'SELECT 0 AS pid, deviceId AS dev, start, "end" FROM {t}' for t in tabs)
-    return tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in conn.execute(busy_sql(union)))
+    return tuple(Activity(pid, dev, a, b, busy)
+                 for _, dev, a, b, busy in busy_time(conn, [(t, "0", "deviceId") for t in tabs]))
 
 
 def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:

@@ -1,0 +1,94 @@
+"""Kernel → NVTX range attribution (readers/_nvtx.py), on hand-made ranges whose answer is known, and the same
+answer from a brute-force oracle on random ranges (hypothesis)."""
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nvprof_wrap.readers._nvtx import attribute, op_name
+
+NONE = "(no NVTX range)"
+
+
+def run(ranges: list[tuple], launches: list[tuple]) -> set[tuple]:
+    """ranges (tid, s, e, name); launches (tid, t, key) on pid 1, device 0, 10 ns each."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE r(tid, s, e, name)")
+    conn.execute("CREATE TABLE l(tid, t, key)")
+    conn.executemany("INSERT INTO r VALUES (?,?,?,?)", ranges)
+    conn.executemany("INSERT INTO l VALUES (?,?,?)", launches)
+    rows = attribute(conn, "SELECT tid, s, e, name FROM r",
+                     "SELECT 1 AS pid, 0 AS dev, tid, t, key, 10 AS dur FROM l")
+    return {(scope, op, key, n) for _pid, _dev, scope, op, key, n, _tot in rows}
+
+
+def test_innermost_op_and_layer_scope_on_nested_ranges() -> None:
+    ranges = [(7, 0, 100, "keras:dense (Dense)"), (7, 10, 50, "aten::linear, seq = 3"), (7, 20, 30, "aten::mm"),
+              (7, 200, 300, "train_step"), (7, 210, 220, "aten::add")]
+    launches = [(7, 25, "gemm"), (7, 40, "bias"), (7, 60, "relu"), (7, 150, "copy"), (7, 215, "add"), (7, 250, "x")]
+    assert run(ranges, launches) == {
+        ("keras:dense (Dense)", "aten::mm", "gemm", 1),
+        ("keras:dense (Dense)", "aten::linear", "bias", 1),  # ", seq = 3" is emit_nvtx decoration
+        ("keras:dense (Dense)", "keras:dense (Dense)", "relu", 1),
+        (NONE, NONE, "copy", 1),  # in the gap between two ranges
+        ("train_step", "aten::add", "add", 1),  # no layer range: the outermost range is the scope
+        ("train_step", "train_step", "x", 1)}
+
+
+def test_ranges_are_closed_intervals_and_per_thread() -> None:
+    ranges = [(1, 100, 200, "a"), (2, 0, 1000, "b")]
+    launches = [(1, 100, "k"), (1, 200, "k"), (1, 201, "k"), (1, 99, "k"), (2, 150, "k"), (3, 150, "k"),
+                (None, 150, "k")]  # a launch whose thread is unknown (no API record)
+    assert run(ranges, launches) == {("a", "a", "k", 2), (NONE, NONE, "k", 4), ("b", "b", "k", 1)}
+
+
+def test_overlapping_start_end_ranges() -> None:
+    """nvtxRangeStart/End ranges need not nest: the latest-started open range is the op, the earliest the scope."""
+    ranges = [(1, 0, 100, "A"), (1, 90, 200, "B")]
+    assert run(ranges, [(1, 50, "k"), (1, 95, "k"), (1, 150, "k")]) == {
+        ("A", "A", "k", 1), ("A", "B", "k", 1), ("B", "B", "k", 1)}
+
+
+def test_open_ranges_and_no_ranges() -> None:
+    assert run([(1, 0, None, "never closed")], [(1, 5, "k")]) == set()  # nothing to attribute to
+    assert run([], [(1, 5, "k")]) == set()
+
+
+def oracle(ranges: list[tuple], launches: list[tuple]) -> set[tuple]:
+    out: dict[tuple, int] = {}
+    for tid, t, key in launches:
+        open_ = sorted(((s, -e, name) for rt, s, e, name in ranges if rt == tid and s <= t <= e))
+        if not open_:
+            label = (NONE, NONE)
+        else:
+            names = [op_name(n) for _s, _e, n in open_]
+            layers = [n for n in names if n.startswith(("keras:", "torch:"))]
+            label = (layers[-1] if layers else names[0], names[-1])
+        out[(*label, key)] = out.get((*label, key), 0) + 1
+    return {(*k, n) for k, n in out.items()}
+
+
+names = st.sampled_from(["keras:a", "keras:b", "torch:m", "aten::mm", "aten::add", "step"])
+span = st.tuples(st.integers(0, 60), st.integers(0, 30)).map(lambda p: (p[0], p[0] + p[1]))
+
+
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 2), span, names), max_size=8),
+       st.lists(st.tuples(st.integers(1, 2), st.integers(0, 95)), max_size=12))
+def test_matches_a_brute_force_oracle_on_nested_ranges(raw_ranges, raw_launches) -> None:
+    # push/pop ranges nest: keep a range only if it nests with (or is disjoint from) every one kept before
+    kept: list[tuple] = []
+    for tid, (s, e), name in raw_ranges:
+        if all(rt != tid or e < rs or s > re_ or (rs <= s and e <= re_) or (s <= rs and re_ <= e)
+               for rt, rs, re_, _n in kept):
+            if not any(rt == tid and (rs, re_) == (s, e) for rt, rs, re_, _n in kept):
+                kept.append((tid, s, e, name))
+    launches = [(tid, t, "k") for tid, t in raw_launches]
+    got = run(kept, launches)
+    if not kept:
+        assert got == set()
+    else:
+        assert got == oracle(kept, launches)
