@@ -121,3 +121,21 @@ def test_workloads_do_not_import_nvprof_wrap() -> None:
     for name in ("_common.py", "reuters_mlp.py", "convnet.py", "matmul_probe.py"):
         source = (WORKLOADS / name).read_text()
         assert "import nvprof_wrap" not in source and "from nvprof_wrap" not in source, name
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_workloads_for_experiment_and_doctor(tmp_path):
+    """A non-editable install has no top-level workloads/ folder: `experiment reuters_mlp` and `doctor`'s
+    probe look in nvprof_wrap/workloads, a link in the source tree and a copy in the wheel."""
+    import zipfile
+
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = tmp_path.glob("nvprof_wrap-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"nvprof_wrap/workloads/reuters_mlp.py", "nvprof_wrap/workloads/_common.py",
+            "nvprof_wrap/workloads/matmul_probe.py"} <= names
+    from nvprof_wrap.cli import doctor, experiment_cmd
+
+    assert (experiment_cmd.WORKLOADS / "reuters_mlp.py").is_file() and doctor.PROBE.is_file()

@@ -19,7 +19,7 @@ from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.runner import RunSpec, execute
 from nvprof_wrap.store import Store
 
-PROBE = Path(__file__).resolve().parents[2] / "workloads" / "matmul_probe.py"
+PROBE = Path(__file__).resolve().parents[1] / "workloads" / "matmul_probe.py"  # see experiment_cmd.WORKLOADS
 
 
 def add_parser(sub, name: str) -> None:

@@ -24,7 +24,7 @@ from nvprof_wrap.launch.runner import RunSpec, execute
 from nvprof_wrap.renderers import experiment as render
 from nvprof_wrap.store import Store
 
-WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
+WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # a link to ../../workloads; a copy when installed
 CLASSES = {"reuters_mlp": 46}
 
 

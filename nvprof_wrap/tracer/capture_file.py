@@ -1,0 +1,318 @@
+"""The capture file of the CUPTI tracer: schema, record fields, NVTX pairing and the streaming SQLite writer.
+
+Used by cupti_trace.py inside the user's process: standard library only, never raises into the job.
+docs/cupti-tracer.md describes the file.
+"""
+# ruff: noqa: BLE001, S110
+from __future__ import annotations
+
+import json
+import operator
+import os
+import re
+import socket
+import sqlite3
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+FORMAT = "nvprof-wrap-cupti"
+FORMAT_VERSION = "1"
+_LEAKED: list[Any] = []  # SQLite connections inherited over fork: kept alive on purpose, never closed
+
+# CUpti_ActivityFlag bits of MARKER records (cupti_activity.h). cupti-python's ActivityFlag enum has
+# MARKER_START and MARKER_INSTANTANEOUS but no MARKER_END, so the C values are used directly.
+MARKER_INSTANTANEOUS = 1 << 0
+MARKER_START = 1 << 1
+MARKER_END = 1 << 2
+
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE kernel(start INTEGER, end INTEGER, device_id INTEGER, context_id INTEGER, stream_id INTEGER,
+  correlation_id INTEGER, name TEXT, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER,
+  block_y INTEGER, block_z INTEGER, registers_per_thread INTEGER, static_shared INTEGER, dynamic_shared INTEGER);
+CREATE TABLE memcpy(start INTEGER, end INTEGER, device_id INTEGER, stream_id INTEGER, correlation_id INTEGER,
+  bytes INTEGER, copy_kind INTEGER, src_kind INTEGER, dst_kind INTEGER);
+CREATE TABLE memset(start INTEGER, end INTEGER, device_id INTEGER, stream_id INTEGER, correlation_id INTEGER,
+  bytes INTEGER, value INTEGER);
+CREATE TABLE nvtx(start INTEGER, end INTEGER, name TEXT, domain TEXT, tid INTEGER);
+CREATE TABLE runtime(start INTEGER, end INTEGER, correlation_id INTEGER, tid INTEGER, cbid INTEGER);
+CREATE TABLE driver(start INTEGER, end INTEGER, correlation_id INTEGER, tid INTEGER, cbid INTEGER);
+CREATE TABLE device(device_id INTEGER PRIMARY KEY, name TEXT, cc_major INTEGER, cc_minor INTEGER,
+  sm_count INTEGER, uuid TEXT);
+"""
+# cupti-python attribute names (cupti/cupti.pyi: ActivityKernel*, ActivityMemcpy*, ActivityMemset*,
+# ActivityDevice*) in the column order of each table.
+KERNEL_FIELDS = ("start", "end", "device_id", "context_id", "stream_id", "correlation_id", "name",
+                 "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
+                 "static_shared_memory", "dynamic_shared_memory")
+MEMCPY_FIELDS = ("start", "end", "device_id", "stream_id", "correlation_id", "bytes", "copy_kind",
+                 "src_kind", "dst_kind")
+MEMSET_FIELDS = ("start", "end", "device_id", "stream_id", "correlation_id", "bytes", "value")
+# CUDA runtime and driver API calls (ActivityAPI): the launching thread and CPU time of each kernel, by
+# correlation id, so that kernels can be attributed to the NVTX ranges open on that thread. Only the launch
+# calls are asked for (see Tracer._enable_api_records): measured on an H200 (torch 2.11, CUDA 13), the
+# RUNTIME kind alone gives 10 records per kernel and still misses every cuBLAS GEMM, which cuBLAS launches
+# through the driver (cuLaunchKernelEx); launch calls only give one record per kernel and miss none.
+RUNTIME_FIELDS = ("start", "end", "correlation_id", "thread_id", "cbid")
+DEVICE_FIELDS = ("id", "name", "compute_capability_major", "compute_capability_minor",
+                 "num_multiprocessors", "uuid")
+
+INSERT = {
+    "kernel": "INSERT INTO kernel VALUES (" + ",".join("?" * len(KERNEL_FIELDS)) + ")",
+    "memcpy": "INSERT INTO memcpy VALUES (" + ",".join("?" * len(MEMCPY_FIELDS)) + ")",
+    "memset": "INSERT INTO memset VALUES (" + ",".join("?" * len(MEMSET_FIELDS)) + ")",
+    "nvtx": "INSERT INTO nvtx VALUES (?,?,?,?,?)",
+    "runtime": "INSERT INTO runtime VALUES (?,?,?,?,?)",
+    "driver": "INSERT INTO driver VALUES (?,?,?,?,?)",
+    "device": "INSERT OR REPLACE INTO device VALUES (?,?,?,?,?,?)",
+}
+
+def _text(value: Any) -> str | None:
+    """CUPTI strings: NULL/empty → None; bytes are decoded (names stay mangled, as CUPTI gives them)."""
+    if value is None or value == "" or value == b"":
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+def format_uuid(value: Any) -> str | None:
+    """A CUuuid (``.bytes``), bytes or str → 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' as nvidia-smi prints."""
+    if value is None:
+        return None
+    raw = getattr(value, "bytes", value)
+    if isinstance(raw, (bytes, bytearray)) and len(raw) >= 16:
+        h = bytes(raw[:16]).hex()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    text = str(raw)
+    return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+
+def _hostname() -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "unknown-host"
+
+def _rank_env(*names: str) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value not in (None, ""):
+            return value
+    return None
+
+def _process_meta(cupti_version: str, fork_child: bool) -> dict[str, str]:
+    """The meta rows known when the file is created (status stays 'partial' until finalize)."""
+    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "pid": str(os.getpid()),
+            "ppid": str(os.getppid()), "hostname": socket.gethostname(),
+            "argv": json.dumps(list(getattr(sys, "orig_argv", None) or sys.argv)),
+            "cupti_version": cupti_version, "status": "partial"}
+    meta.update(_ranks())
+    if fork_child:
+        meta["fork_child"] = "1"
+    return meta
+
+def _ranks() -> dict[str, str]:
+    """rank/local_rank from the launcher's environment (torchrun, Slurm, Open MPI, MPICH), when set."""
+    out = {}
+    rank = _rank_env("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+    local = _rank_env("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+    if rank is not None:
+        out["rank"] = rank
+    if local is not None:
+        out["local_rank"] = local
+    return out
+
+def _read_fields(record: Any, fields: tuple[str, ...], getter: Callable[[Any], tuple],
+                 missing: set[str]) -> tuple:
+    """The record's attributes in column order; a missing attribute becomes NULL and is noted once."""
+    try:
+        return getter(record)
+    except AttributeError:
+        row = []
+        for name in fields:
+            value = getattr(record, name, _MISSING)
+            if value is _MISSING:
+                missing.add(name)
+                value = None
+            row.append(value)
+        return tuple(row)
+
+def _sql_value(value: Any) -> Any:
+    """A value SQLite can store: ints outside int64 (e.g. CUPTI_TIMESTAMP_UNKNOWN = 2**64-1) become NULL."""
+    if value is None or isinstance(value, (str, float, bytes)):
+        return value
+    if isinstance(value, int):
+        return int(value) if -(1 << 63) <= value < (1 << 63) else None
+    return str(value)
+
+_MISSING = object()
+_KERNEL_GET = operator.attrgetter(*KERNEL_FIELDS)
+_RUNTIME_GET = operator.attrgetter(*RUNTIME_FIELDS)
+_MEMCPY_GET = operator.attrgetter(*MEMCPY_FIELDS)
+_MEMSET_GET = operator.attrgetter(*MEMSET_FIELDS)
+_DEVICE_GET = operator.attrgetter(*DEVICE_FIELDS)
+
+class NvtxPairer:
+    """Turns CUPTI MARKER records into nvtx rows: a START and its END (same marker id) make one range.
+
+    Only ranges still open are kept in memory. An END may come before its START when they land in
+    different CUPTI buffers, so unmatched ENDs wait too.
+    """
+
+    def __init__(self) -> None:
+        self.open: dict[int, tuple] = {}  # id → (start, name, domain, tid)
+        self.early_ends: dict[int, int] = {}  # id → end timestamp
+
+    def feed(self, record: Any) -> tuple | None:
+        """The nvtx row this record completes, or None (range still open, sync marker, …)."""
+        flags = int(getattr(record, "flags_", getattr(record, "flags", 0)) or 0)
+        ts, mid = record.timestamp, record.id
+        if flags & MARKER_START:
+            start = (ts, _text(record.name), _text(getattr(record, "domain", None)), _thread_id(record))
+            end = self.early_ends.pop(mid, None)
+            if end is None:
+                self.open[mid] = start
+                return None
+            return (start[0], end) + start[1:]
+        if flags & MARKER_END:
+            start = self.open.pop(mid, None)
+            if start is None:
+                self.early_ends[mid] = ts
+                return None
+            return (start[0], ts) + start[1:]
+        if flags & MARKER_INSTANTANEOUS:
+            return (ts, None, _text(record.name), _text(getattr(record, "domain", None)), _thread_id(record))
+        return None  # NVTX sync-object markers: not ranges, not recorded
+
+    def leftovers(self) -> list[tuple]:
+        """Ranges never closed (the process ended inside them): written with end NULL."""
+        rows = [(s, None, name, dom, tid) for s, name, dom, tid in self.open.values()]
+        self.open.clear()
+        self.early_ends.clear()
+        return rows
+
+def _thread_id(record: Any) -> int | None:
+    try:
+        return int(record.object_id.pt.thread_id)
+    except Exception:
+        return None
+
+class Writer:
+    """One SQLite file, written from CUPTI's thread(s) under a lock, one committed transaction per buffer.
+
+    Rollback journal, not WAL: the reader opens captures with immutable=1, which ignores a WAL file, so
+    committed rows must be in the main file. A SIGKILL between buffers leaves a readable .partial file.
+    """
+
+    def __init__(self, out_dir: str, meta: dict[str, str]) -> None:
+        self.out_dir, self.meta = out_dir, meta
+        self.lock = threading.Lock()
+        self.owner: int | None = None  # thread holding the lock: a signal handler must not re-enter
+        self.conn: sqlite3.Connection | None = None
+        self.partial_path = self.final_path = ""
+        self.closed = self.broken = False
+
+    def open(self) -> None:
+        """Create the .partial file with its schema and meta (idempotent; raises on a bad folder)."""
+        with self.lock:
+            self._open_locked()
+
+    def _open_locked(self) -> None:
+        if self.conn is not None or self.closed:
+            return
+        os.makedirs(self.out_dir, exist_ok=True)
+        self.partial_path, self.final_path = _claim_path(self.out_dir, f"cupti-{_hostname()}-{os.getpid()}")
+        conn = sqlite3.connect(self.partial_path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA cache_size=-16384")  # 16 MiB: one buffer's rows fit, no spill mid-transaction
+        conn.execute("BEGIN")
+        for statement in filter(str.strip, SCHEMA.split(";")):
+            conn.execute(statement)
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?,?)", self.meta.items())
+        conn.execute("COMMIT")
+        self.conn = conn
+
+    def write(self, batches: Iterable[tuple[str, list[tuple]]]) -> bool:
+        """Insert (table, rows) batches in one transaction; False when the file is closed or broken."""
+        with self.lock:
+            self.owner = threading.get_ident()
+            try:
+                if self.closed or self.broken:
+                    return False
+                self._open_locked()
+                self.conn.execute("BEGIN")
+                try:
+                    for table, rows in batches:
+                        self._insert(table, rows)
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    try:
+                        self.conn.execute("ROLLBACK")
+                    except sqlite3.Error:  # a failed COMMIT may have ended the transaction already
+                        pass
+                    raise
+                return True
+            except sqlite3.OperationalError:
+                self.broken = True  # disk full, folder gone…: stop writing, keep the job running
+                raise
+            finally:
+                self.owner = None
+
+    def _insert(self, table: str, rows: list[tuple]) -> None:
+        if not rows:
+            return
+        self.conn.execute("SAVEPOINT batch")  # executemany stops half-way on a bad value: undo that half
+        try:
+            self.conn.executemany(INSERT[table], rows)
+        except (sqlite3.InterfaceError, sqlite3.ProgrammingError, OverflowError):
+            # A value SQLite cannot bind (an object, a uint64 ≥ 2**63): redo this batch with clean values.
+            self.conn.execute("ROLLBACK TO batch")
+            self.conn.executemany(INSERT[table], [tuple(map(_sql_value, row)) for row in rows])
+        self.conn.execute("RELEASE batch")
+
+    def query(self, sql: str) -> list[tuple]:
+        with self.lock:
+            if self.conn is None or self.closed:
+                return []
+            return self.conn.execute(sql).fetchall()
+
+    def close(self, meta: dict[str, str]) -> str:
+        """Write the final meta, close and rename .partial → .sqlite; returns the final path."""
+        with self.lock:
+            if self.closed:
+                return self.final_path
+            self._open_locked()
+            self.conn.execute("BEGIN")
+            self.conn.executemany("INSERT OR REPLACE INTO meta VALUES (?,?)", meta.items())
+            self.conn.execute("COMMIT")
+            self.conn.close()
+            self.closed = True
+            os.rename(self.partial_path, self.final_path)
+            return self.final_path
+
+    def leak(self) -> None:
+        """In a fork child: drop this (parent's) connection without closing it. Closing an inherited
+        SQLite connection could roll back or delete the parent's journal, so it is kept alive forever."""
+        if self.conn is not None:
+            _LEAKED.append(self.conn)
+            try:
+                import ctypes
+
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(self.conn))  # survives interpreter teardown too
+            except Exception:
+                pass
+        self.conn, self.closed = None, True
+
+def _claim_path(out_dir: str, base: str) -> tuple[str, str]:
+    """(partial, final) paths for a new capture; a pid seen before on this host gets a -N suffix."""
+    for n in range(10000):
+        name = base if n == 0 else f"{base}-{n}"
+        final = os.path.join(out_dir, name + ".sqlite")
+        partial = final + ".partial"
+        if os.path.exists(final):
+            continue
+        try:
+            os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            continue
+        return partial, final
+    raise OSError(f"no free capture name for {base} in {out_dir}")
