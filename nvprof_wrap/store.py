@@ -19,7 +19,6 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture
 
 
-
 def _import_sqlite_utils():
     """sqlite-utils imports pandas and numpy when they are installed, for DataFrame support the store does not
     use: 0.27 s of every command's start-up (measured with -X importtime). Keep them out unless something in

@@ -82,10 +82,10 @@ def test_matches_a_brute_force_oracle_on_nested_ranges(raw_ranges, raw_launches)
     # push/pop ranges nest: keep a range only if it nests with (or is disjoint from) every one kept before
     kept: list[tuple] = []
     for tid, (s, e), name in raw_ranges:
-        if all(rt != tid or e < rs or s > re_ or (rs <= s and e <= re_) or (s <= rs and re_ <= e)
-               for rt, rs, re_, _n in kept):
-            if not any(rt == tid and (rs, re_) == (s, e) for rt, rs, re_, _n in kept):
-                kept.append((tid, s, e, name))
+        nests = all(rt != tid or e < rs or s > re_ or (rs <= s and e <= re_) or (s <= rs and re_ <= e)
+                    for rt, rs, re_, _n in kept)
+        if nests and not any(rt == tid and (rs, re_) == (s, e) for rt, rs, re_, _n in kept):
+            kept.append((tid, s, e, name))
     launches = [(tid, t, "k") for tid, t in raw_launches]
     got = run(kept, launches)
     if not kept:

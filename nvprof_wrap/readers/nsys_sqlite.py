@@ -97,8 +97,8 @@ def _ops(conn: sqlite3.Connection, have: set[str]) -> tuple[tuple[KernelAgg, ...
     rows = attribute(conn, ranges, launches)
     if not rows:
         return None
-    names = dict(conn.execute("SELECT id, value FROM StringIds WHERE id IN (%s)"
-                              % ",".join(str(int(r[4])) for r in rows if r[4] is not None)))
+    ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
+    names = dict(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({ids})"))
     ops = tuple(OpAgg(pid, scope, op, names.get(key) or "<unnamed kernel>", n, tot)
                 for pid, _dev, scope, op, key, n, tot in rows)
     kernels = merge_kernels(KernelAgg(pid, dev, names.get(key) or "<unnamed kernel>", n, tot)
