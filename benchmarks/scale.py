@@ -3,16 +3,16 @@ against Holistic Trace Analysis' kernel breakdown on the equal Kineto JSON, side
 
     python -m benchmarks.scale [--sizes 100000,1000000,5000000] [--hta-max 1000000] [--dir /tmp/nvw-scale]
 
-Each measurement is a fresh process (wall time and peak RSS from /usr/bin/time, or psutil polling). Captures
+Each measurement is a fresh process (wall time, and peak RSS of its process tree by psutil polling). Captures
 are generated once per size by benchmarks.generate and reused. Prints a table of times, ratios and peak RSS.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,28 +29,27 @@ HTA = ("import sys, os; from hta.trace_analysis import TraceAnalysis; d = sys.ar
 
 
 def measure(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one fresh process."""
-    timer = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
-    if timer:
-        t0 = time.perf_counter()
-        proc = subprocess.run([timer, "-f", "%M", *cmd], capture_output=True, text=True, env=env, check=False)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"{cmd[:4]} failed: {proc.stderr[-500:]}")
-        return wall, int(proc.stderr.strip().splitlines()[-1]) / 1024
+    """(wall seconds, peak RSS in MB) of one fresh process and its children: `report` forks workers for big
+    captures (readers/_fork.py), so the RSS of the whole process tree is summed, sampled every 20 ms with psutil
+    (an upper bound: pages a forked child shares with its parent count twice)."""
     import psutil
 
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
     t0 = time.perf_counter()
-    p = psutil.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    peak = 0
-    while p.poll() is None:
-        try:
-            peak = max(peak, p.memory_info().rss)
-        except psutil.Error:
-            pass
-        time.sleep(0.02)
-    return time.perf_counter() - t0, peak / 2**20
+    with tempfile.TemporaryFile() as err:
+        p = psutil.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        peak = 0
+        while p.poll() is None:
+            try:
+                peak = max(peak, p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True)))
+            except psutil.Error:
+                pass
+            time.sleep(0.02)
+        wall = time.perf_counter() - t0
+        if p.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"{cmd[:4]} failed: {err.read().decode(errors='replace')[-500:]}")
+    return wall, peak / 2**20
 
 
 def ensure(kind: str, n: int, path: Path) -> Path:

@@ -1,8 +1,16 @@
 """NVTX range names as frameworks write them, reduced to the op or layer they name."""
 from __future__ import annotations
 
+import contextlib
 import heapq
+import os
 import re
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Callable
+
+from nvprof_wrap.readers._fork import Forked, can_fork
 
 # torch.autograd.profiler.emit_nvtx appends ", seq = N", ", op_id = N", ", sizes = [...]" to each op.
 _DECOR = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$")
@@ -18,7 +26,8 @@ def op_name(text: str | None) -> str:
 LAYER_PREFIXES = ("keras:", "torch:")  # the layer / module ranges that --annotate adds
 
 
-def attribute(conn, ranges_sql: str, launches_sql: str) -> list[tuple]:
+def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
+              reopen: Callable[[], sqlite3.Connection] | None = None, rowids_sql: str | None = None) -> list[tuple]:
     """Kernels attributed to the NVTX ranges open on the thread that launched them.
 
     ranges_sql yields (tid, start, end, name) of push/pop or start/end ranges; launches_sql yields
@@ -29,83 +38,146 @@ def attribute(conn, ranges_sql: str, launches_sql: str) -> list[tuple]:
     is counted once, so summing over scope and op gives the kernel aggregates too. [] when there is no range.
 
     How: one sweep over the ranges (in thread and start order, holding only the ranges open at a time) cuts
-    each thread's time line into segments with one (scope, op) label each; the segments go to a temp table
+    each thread's time line into segments with one (scope, op) label each, written to a small SQLite file
     clustered on (thread, start). Each launch then costs one index seek for the last segment starting at or
     before it, and SQL does the grouping: nothing is held per launch in Python.
+
+    Big captures are split: with reopen (opens another read-only connection to the capture) and rowids_sql
+    (MIN and MAX rowid of the kernel table), launches_sql's "{slice}" becomes a rowid range per core and the
+    slices run side by side in forked processes on their own connections (readers/_fork.py says why).
     """
-    conn.execute("DROP TABLE IF EXISTS temp.nvw_seg")
-    conn.execute("CREATE TEMP TABLE nvw_seg(tid INTEGER, s INTEGER, lab INTEGER, PRIMARY KEY (tid, s)) WITHOUT ROWID")
-    labels: dict[tuple[str, str], int] = {}
-    ranges = conn.execute(f"SELECT tid, s, e, name FROM ({ranges_sql}) "
-                          "WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s ORDER BY tid, s, e DESC")
-    conn.executemany("INSERT INTO temp.nvw_seg VALUES (?,?,?)", _segments(ranges, labels))
-    if not labels:
-        return []
+    tmp = tempfile.mkdtemp(prefix="nvprof-wrap-nvtx-")
+    try:
+        labels: dict[tuple[str, str], int] = {}
+        seg = os.path.join(tmp, "segments.sqlite")
+        with contextlib.closing(sqlite3.connect(seg)) as w:
+            w.execute("PRAGMA journal_mode=OFF")
+            w.execute("CREATE TABLE seg(tid INTEGER, s INTEGER, lab INTEGER, PRIMARY KEY (tid, s)) WITHOUT ROWID")
+            ranges = conn.execute(f"SELECT tid, s, e, name FROM ({ranges_sql}) "
+                                  "WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s ORDER BY tid, s, e DESC")
+            w.executemany("INSERT INTO seg VALUES (?,?,?)", _segments(ranges, labels))
+            w.commit()
+        if not labels:
+            return []
+        slices = _slices(conn, rowids_sql) if reopen is not None and rowids_sql else [""]
+        others = [Forked(_on_new_connection, reopen, seg, launches_sql, sl) for sl in slices[1:]]
+        try:
+            parts = [_attribute_slice(conn, seg, launches_sql, slices[0])]
+        finally:
+            parts += [other.result() for other in others]  # always reaped, even when this slice failed
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     names = {lab: pair for pair, lab in labels.items()}
     none = ("(no NVTX range)", "(no NVTX range)")
-    # Grouping by upsert into a small keyed table: 0.4 s less than GROUP BY's sort of every launch at 1M.
-    # NULLs become -1 / '' (key columns of a WITHOUT ROWID table cannot be NULL), and back below.
-    conn.execute("DROP TABLE IF EXISTS temp.nvw_agg")
-    conn.execute("""CREATE TEMP TABLE nvw_agg(pid, dev, lab, key, n INTEGER, tot INTEGER,
-                    PRIMARY KEY (pid, dev, lab, key)) WITHOUT ROWID""")
-    conn.execute(f"""
-    INSERT INTO temp.nvw_agg
-    WITH nvw_l AS ({launches_sql})
-    SELECT IFNULL(l.pid, -1), IFNULL(l.dev, -1),
-           IFNULL((SELECT lab FROM temp.nvw_seg g WHERE g.tid = l.tid AND g.s <= l.t ORDER BY g.s DESC LIMIT 1), -1),
-           IFNULL(l.key, ''), 1, IFNULL(l.dur, 0)
-    FROM nvw_l l WHERE true
-    ON CONFLICT (pid, dev, lab, key) DO UPDATE SET n = n + 1, tot = tot + excluded.tot""")
     out: dict[tuple, list[int]] = {}
-    for pid, dev, lab, key, n, tot in conn.execute("SELECT * FROM temp.nvw_agg"):
-        agg = out.setdefault((None if pid == -1 else pid, None if dev == -1 else dev, *names.get(lab, none),
-                              None if key == "" else key), [0, 0])
-        agg[0] += n
-        agg[1] += tot
+    for part in parts:
+        for pid, dev, lab, key, n, tot in part:
+            agg = out.setdefault((None if pid == -1 else pid, None if dev == -1 else dev, *names.get(lab, none),
+                                  None if key == "" else key), [0, 0])
+            agg[0] += n
+            agg[1] += tot
     return [(*k, *v) for k, v in out.items()]
+
+
+def _slices(conn: sqlite3.Connection, rowids_sql: str) -> list[str]:
+    """One rowid range per core for captures of 200k launches or more, else one slice (all)."""
+    lo, hi = conn.execute(rowids_sql).fetchone()
+    n = min(os.cpu_count() or 1, 8)
+    if lo is None or not can_fork() or hi - lo < 200_000:
+        return [""]
+    step = (hi - lo) // n + 1
+    return [f"WHERE k.rowid BETWEEN {lo + i * step} AND {lo + (i + 1) * step - 1}" for i in range(n)]
+
+
+def _on_new_connection(reopen: Callable[[], sqlite3.Connection], seg: str, launches_sql: str, where: str) -> list:
+    conn = reopen()
+    try:
+        return _attribute_slice(conn, seg, launches_sql, where)
+    finally:
+        conn.close()
+
+
+def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, where: str) -> list[tuple]:
+    """(pid, dev, label, key, launches, total) of the launches in one slice, NULLs as -1 / ''."""
+    conn.execute("ATTACH DATABASE ? AS nvw", (seg,))
+    try:
+        # Grouping by upsert into a small keyed table: 0.4 s less than GROUP BY's sort of every launch at 1M.
+        # NULLs become -1 / '' (key columns of a WITHOUT ROWID table cannot be NULL), and back in attribute().
+        conn.execute("DROP TABLE IF EXISTS temp.nvw_agg")
+        conn.execute("""CREATE TEMP TABLE nvw_agg(pid, dev, lab, key, n INTEGER, tot INTEGER,
+                        PRIMARY KEY (pid, dev, lab, key)) WITHOUT ROWID""")
+        conn.execute(f"""
+        INSERT INTO temp.nvw_agg
+        WITH nvw_l AS ({launches_sql.replace("{slice}", where)})
+        SELECT IFNULL(l.pid, -1), IFNULL(l.dev, -1),
+               IFNULL((SELECT lab FROM nvw.seg g WHERE g.tid = l.tid AND g.s <= l.t ORDER BY g.s DESC LIMIT 1), -1),
+               IFNULL(l.key, ''), 1, IFNULL(l.dur, 0)
+        FROM nvw_l l WHERE true
+        ON CONFLICT (pid, dev, lab, key) DO UPDATE SET n = n + 1, tot = tot + excluded.tot""")
+        rows = conn.execute("SELECT * FROM temp.nvw_agg").fetchall()
+        conn.execute("DROP TABLE temp.nvw_agg")
+        return rows
+    finally:
+        conn.commit()  # the INSERT opened a transaction (sqlite3's implicit BEGIN); DETACH needs none open
+        conn.execute("DETACH DATABASE nvw")
 
 
 def _segments(ranges, labels: dict[tuple[str, str], int]):
     """(tid, start, label id or None) at each point where the (scope, op) label of a thread changes.
     ranges: (tid, s, e, name) sorted by tid, s, e DESC. Ranges are closed intervals: a range ending at e
-    still holds at e; the next segment starts at e + 1 (timestamps are integer ns)."""
-    pending: list | None = None  # the last boundary, held back in case another one falls on the same time
-    last_label: object = object()
-    tid_now = object()
-    active: list[tuple[int, int, str]] = []  # open ranges (s, e, name), in start order
+    still holds at e; the next segment starts at e + 1 (timestamps are integer ns). One flat loop: this runs
+    once per range (625k ranges at 5M launches in the benchmark)."""
+    pending: tuple | None = None  # the last boundary, held back in case another one falls on the same time
+    last_label: object = _UNSET
+    active: list[tuple[int, str, int]] = []  # open ranges (s, name, seq), in start order
     ends: list[tuple[int, int]] = []  # heap of (e, seq) of the open ranges
 
-    def boundary(tid, t: int):
+    def boundary(tid: int, t: int) -> tuple | None:
+        """Record that the label of tid may change at t; returns the boundary to emit, if one is final."""
         nonlocal pending, last_label
         label = _label(active, labels) if active else None
         if pending is not None and pending[0] == tid and pending[1] == t:
-            pending[2] = label  # several changes at one time: the last one holds
-        else:
-            if pending is not None and pending[2] != last_label:
-                last_label = pending[2]
-                yield tuple(pending)
-            pending = [tid, t, label]
+            pending = (tid, t, label)  # several changes at one time: the last one holds
+            return None
+        emit = pending if pending is not None and pending[2] != last_label else None
+        if emit is not None:
+            last_label = emit[2]
+        pending = (tid, t, label)
+        return emit
 
-    def close_until(tid, t: int | None):
-        while ends and (t is None or ends[0][0] < t):
-            e, seq = heapq.heappop(ends)
-            active[:] = [r for r in active if r[3] != seq]
-            yield from boundary(tid, e + 1)
+    def close(tid: int) -> tuple | None:
+        e, seq = heapq.heappop(ends)
+        for i in range(len(active) - 1, -1, -1):
+            if active[i][2] == seq:
+                del active[i]
+                break
+        return boundary(tid, e + 1)
 
+    tid_now: object = _UNSET
     for seq, (tid, s, e, name) in enumerate(ranges):
         if tid != tid_now:
-            yield from close_until(tid_now, None)
-            tid_now, last_label = tid, object()
-        yield from close_until(tid, s)
-        active.append((s, e, op_name(name), seq))
+            while ends:
+                if (out := close(tid_now)) is not None:
+                    yield out
+            tid_now, last_label = tid, _UNSET
+        while ends and ends[0][0] < s:
+            if (out := close(tid)) is not None:
+                yield out
+        active.append((s, op_name(name), seq))
         heapq.heappush(ends, (e, seq))
-        yield from boundary(tid, s)
-    yield from close_until(tid_now, None)
+        if (out := boundary(tid, s)) is not None:
+            yield out
+    while ends:
+        if (out := close(tid_now)) is not None:
+            yield out
     if pending is not None and pending[2] != last_label:
-        yield tuple(pending)
+        yield pending
+
+
+_UNSET = object()
 
 
 def _label(active: list[tuple], labels: dict[tuple[str, str], int]) -> int:
-    op = active[-1][2]
-    scope = next((r[2] for r in reversed(active) if r[2].startswith(LAYER_PREFIXES)), active[0][2])
+    op = active[-1][1]
+    scope = next((r[1] for r in reversed(active) if r[1].startswith(LAYER_PREFIXES)), active[0][1])
     return labels.setdefault((scope, op), len(labels))

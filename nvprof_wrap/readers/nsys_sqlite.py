@@ -5,12 +5,13 @@ Kernel names come from ``demangledName`` through ``StringIds`` — never ``short
 """
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.readers._fork import BIG, Forked
 from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_time, columns, connect_ro, tables
 
@@ -78,7 +79,7 @@ def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tupl
     return tuple(Process(pid, names.get(pid)) for pid in sorted(pids))
 
 
-def _ops(conn: sqlite3.Connection, have: set[str]) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
+def _ops(conn: sqlite3.Connection, have: set[str], path: Path) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
     """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges.
     One pass gives the kernel aggregates too (every launch counted once, launches without a runtime record
     outside any range), so a capture with NVTX ranges is scanned once, not twice. None without ranges."""
@@ -93,8 +94,10 @@ def _ops(conn: sqlite3.Connection, have: set[str]) -> tuple[tuple[KernelAgg, ...
     launches = """SELECT (k.globalPid >> 24) & 16777215 AS pid, k.deviceId AS dev, r.globalTid AS tid, r.start AS t,
                          k.demangledName AS key, k."end" - k.start AS dur
                   FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
-                    ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)"""
-    rows = attribute(conn, ranges, launches)
+                    ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)
+                  {slice}"""
+    rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path),
+                     rowids_sql=f"SELECT MIN(rowid), MAX(rowid) FROM {KERNEL}")
     if not rows:
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
@@ -107,8 +110,7 @@ def _ops(conn: sqlite3.Connection, have: set[str]) -> tuple[tuple[KernelAgg, ...
 
 
 def _on_own_connection(path: Path, stage, *args):
-    """Run one stage on its own read-only connection: SQLite releases the GIL while it scans, so the per-launch
-    stages (busy-time union, NVTX attribution) run side by side on separate cores."""
+    """Run one stage on its own read-only connection (in a forked child: readers/_fork.py)."""
     conn = connect_ro(path)
     try:
         return stage(conn, *args)
@@ -123,15 +125,21 @@ def read(path: Path) -> Capture:
         if KERNEL not in have:
             raise BadInput(path, "Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table "
                                  "(was CUDA tracing on? nsys profile --trace=cuda)")
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            activity = pool.submit(_on_own_connection, path, _activity, have)
+        # The busy-time union runs side by side with the rest, in a forked child for big captures.
+        activity = Forked(_on_own_connection, path, _activity, have, inline=path.stat().st_size < BIG)
+        try:
             memops = _memops(conn, have)
-            attributed = _ops(conn, have)
+            attributed = _ops(conn, have, path)
             kernels, ops = attributed if attributed is not None else (_kernels(conn), ())
-            pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
-            notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
-            return Capture(str(path), "nsys-sqlite", kernels, memops, activity.result(), _devices(conn, have),
-                           _processes(conn, have, pids), ops=ops, notes=notes)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                activity.result()  # reap the child; the first error is the one to report
+            raise
+        busy = activity.result()
+        pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
+        notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
+        return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
+                       _processes(conn, have, pids), ops=ops, notes=notes)
     except BadInput as e:
         raise BadInput(path, e.why) from None
     finally:
