@@ -184,3 +184,42 @@ def test_parallel_reading_gives_the_serial_result_and_skips_the_bad_file(tmp_pat
     assert parallel.rows(q) == serial.rows(q) and len(serial.rows(q)) > 50
     assert [p.rsplit("/", 1)[1] for p, _ in skipped_parallel] == ["broken.nvvp"]
     assert skipped_parallel == skipped_serial
+
+
+@pytest.mark.slow
+def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, monkeypatch):
+    """A 200k-launch Nsight Systems capture (20 MB, real schema) read with forked workers — busy time in a
+    child, attribution in two rowid slices — and in one process: the same capture, to the launch."""
+    from nvprof_wrap.readers import _fork, _nvtx, nsys_sqlite
+
+    path = tmp_path / "big.sqlite"
+    subprocess.run([sys.executable, "-m", "benchmarks.generate", "nsys", "200000", str(path), "--seed", "3"],
+                   cwd=ROOT, check=True, capture_output=True)
+    assert path.stat().st_size >= _fork.BIG
+    slices = []
+    real = _nvtx._slices
+    monkeypatch.setattr(_nvtx, "_slices", lambda *a: slices.append(real(*a)) or slices[-1])
+    monkeypatch.setattr(_fork.os, "cpu_count", lambda: 2)
+    forked = nsys_sqlite.read(path)
+    assert len(slices[0]) == 2  # two slices, one per (pretended) core
+    monkeypatch.setattr(_fork, "can_fork", lambda: False)
+    monkeypatch.setattr(_nvtx, "can_fork", lambda: False)
+    alone = nsys_sqlite.read(path)
+    assert sum(k.launches for k in forked.kernels) == 200_000
+    for field in ("kernels", "memops", "activity", "ops"):
+        assert sorted(getattr(forked, field), key=repr) == sorted(getattr(alone, field), key=repr), field
+
+
+def test_a_forked_worker_reports_errors_and_survives_deaths():
+    from nvprof_wrap.errors import BadInput
+    from nvprof_wrap.readers._fork import Forked
+
+    def bad():
+        raise BadInput("x.sqlite", "damaged")
+
+    with pytest.raises(BadInput, match="damaged"):
+        Forked(bad).result()
+    parent = os.getpid()
+    dies_in_child = Forked(lambda: os._exit(3) if os.getpid() != parent else "done here")
+    assert dies_in_child.result() == "done here"  # a worker killed (e.g. for memory): its work is redone here
+    assert Forked(sum, [1, 2]).result() == 3 and Forked(sum, [1, 2], inline=True).result() == 3

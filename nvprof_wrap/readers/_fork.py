@@ -22,11 +22,13 @@ def can_fork() -> bool:
 
 
 class Forked:
-    """fn(*args) in a forked child (or here, when forking is not possible); result() returns or raises."""
+    """fn(*args) in a forked child (or here, when forking is not possible, or when the child died without an
+    answer); result() returns the value or raises the child's exception."""
 
     def __init__(self, fn: Callable[..., Any], *args: Any, inline: bool = False) -> None:
         self.pid = 0
         self.fd = -1
+        self.fn, self.args = fn, args
         self._done: tuple[bool, Any] | None = None
         if inline or not can_fork():
             self._done = _call(fn, args)
@@ -53,9 +55,9 @@ class Forked:
         if self._done is None:
             with os.fdopen(self.fd, "rb") as f:
                 data = f.read()
-            _, status = os.waitpid(self.pid, 0)
-            self._done = pickle.loads(data) if data else \
-                (False, RuntimeError(f"reader worker {self.pid} died (wait status {status})"))
+            os.waitpid(self.pid, 0)
+            # A worker that died (e.g. killed for memory) sent nothing: do its work here instead.
+            self._done = pickle.loads(data) if data else _call(self.fn, self.args)
         ok, value = self._done
         if not ok:
             raise value

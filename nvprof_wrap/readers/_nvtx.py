@@ -80,10 +80,10 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
 
 
 def _slices(conn: sqlite3.Connection, rowids_sql: str) -> list[str]:
-    """One rowid range per core for captures of 200k launches or more, else one slice (all)."""
+    """One rowid range per core for captures of 100k launches or more, else one slice (all)."""
     lo, hi = conn.execute(rowids_sql).fetchone()
     n = min(os.cpu_count() or 1, 8)
-    if lo is None or not can_fork() or hi - lo < 200_000:
+    if lo is None or not can_fork() or hi - lo < 100_000:
         return [""]
     step = (hi - lo) // n + 1
     return [f"WHERE k.rowid BETWEEN {lo + i * step} AND {lo + (i + 1) * step - 1}" for i in range(n)]
