@@ -4,18 +4,7 @@
 # carried; start it with `setsid nohup bash benchmarks/h200_overhead.sh > /dev/null 2>&1 &`, then
 # `bash benchmarks/h200_session.sh wait SECONDS` (same folder layout) copies what is done to $OUT.
 set -u
-S=/tmp/nvw-session; R=$S/runs; LOG=$S/session.log
-mkdir -p $R
-source .debs/gpu-env.sh
-export PYTHONPATH=$PWD:${PYTHONPATH:-} KERAS_BACKEND=torch NO_COLOR=1 COLUMNS=150 NVPROF_WRAP_NSYS=$NSYS
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-W="python3 -m nvprof_wrap"
-step() { echo "=== $(date +%T) $*" >> $LOG; }
-t() {  # t NAME CMD...: run, log wall time and exit code
-  local name=$1; shift; local s=$EPOCHREALTIME
-  "$@" > $R/$name.txt 2>&1; local rc=$?
-  echo "wall $name $(awk "BEGIN{print $EPOCHREALTIME - $s}") rc $rc" >> $LOG
-}
+source benchmarks/h200_common.sh
 step facts
 { nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader
   python3 -c "import torch, keras; print('torch', torch.__version__, 'keras', keras.__version__)"; } >> $LOG 2>&1

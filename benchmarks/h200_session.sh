@@ -15,18 +15,10 @@ if [ "${1:-}" = wait ]; then
   ( cd $S && find runs -name '*.nsys-rep' -size +30M -delete; tar czf $S/runs.tgz runs $(ls -d triton_ptx 2>/dev/null) && split -b 15M $S/runs.tgz $OUT/runs.tgz.part- )
   ls -la $OUT; exit 0
 fi
-mkdir -p $R $S/triton_ptx
-source .debs/gpu-env.sh
-export PYTHONPATH=$PWD:${PYTHONPATH:-} KERAS_BACKEND=torch NO_COLOR=1 COLUMNS=150 NVPROF_WRAP_NSYS=$NSYS
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TRITON_CACHE_DIR=$S/triton_cache
+source benchmarks/h200_common.sh
+mkdir -p $S/triton_ptx
+export TRITON_CACHE_DIR=$S/triton_cache
 NCU=$(ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1); export NVPROF_WRAP_NCU=$NCU
-W="python3 -m nvprof_wrap"
-step() { echo "=== $(date +%T) $*" >> $LOG; }
-t() {  # t NAME CMD...: run, log wall time and exit code
-  local name=$1; shift; local s=$EPOCHREALTIME
-  "$@" > $R/$name.txt 2>&1; local rc=$?
-  echo "wall $name $(awk "BEGIN{print $EPOCHREALTIME - $s}") rc $rc" >> $LOG
-}
 step facts
 { nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader
   python3 -c "from cupti import cupti; print('cupti-python ok', cupti.get_timestamp())" 2>&1 | tail -1
