@@ -199,7 +199,8 @@ def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, m
     slices = []
     real = _nvtx._slices
     monkeypatch.setattr(_nvtx, "_slices", lambda *a: slices.append(real(*a)) or slices[-1])
-    monkeypatch.setattr(_fork.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_nvtx, "cores", lambda: 2)
+    monkeypatch.setattr(_fork, "cores", lambda: 2)
     forked = nsys_sqlite.read(path)
     assert len(slices[0]) == 2  # two slices, one per (pretended) core
     monkeypatch.setattr(_fork, "can_fork", lambda: False)

@@ -4,12 +4,14 @@ SQLite work in threads of one Python process does not scale here: measured on th
 machine, two threads each joining 1M launches took 0.97 s where one alone took 0.51 s; two forked processes
 took 0.51 s each. So the per-launch stages of a big capture (busy time, NVTX attribution slices) run in
 forked children that open their own read-only connections and send back small aggregates (pickled through a
-pipe). Where fork is missing (Windows) or there is one core, a stage simply runs in the calling process.
+pipe). Where fork is missing (Windows), unsafe (macOS) or there is one core, a stage simply runs in the calling
+process.
 """
 from __future__ import annotations
 
 import os
 import pickle
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +20,17 @@ BIG = 16 << 20  # captures from this size on get forked workers; smaller ones ar
 
 
 def can_fork() -> bool:
-    return hasattr(os, "fork") and (os.cpu_count() or 1) > 1
+    """Linux and other Unix with 2+ cores. Not macOS: forking a process that loaded Apple's frameworks can
+    crash the child, which is why Python itself stopped forking there by default."""
+    return hasattr(os, "fork") and sys.platform != "darwin" and cores() > 1
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's share, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class Forked:

@@ -10,7 +10,7 @@ import sqlite3
 import tempfile
 from collections.abc import Callable
 
-from nvprof_wrap.readers._fork import Forked, can_fork
+from nvprof_wrap.readers._fork import Forked, can_fork, cores
 
 # torch.autograd.profiler.emit_nvtx appends ", seq = N", ", op_id = N", ", sizes = [...]" to each op.
 _DECOR = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$")
@@ -82,7 +82,7 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
 def _slices(conn: sqlite3.Connection, rowids_sql: str) -> list[str]:
     """One rowid range per core for captures of 100k launches or more, else one slice (all)."""
     lo, hi = conn.execute(rowids_sql).fetchone()
-    n = min(os.cpu_count() or 1, 8)
+    n = min(cores(), 8)
     if lo is None or not can_fork() or hi - lo < 100_000:
         return [""]
     step = (hi - lo) // n + 1
