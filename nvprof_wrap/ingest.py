@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, ToolMissing
+from nvprof_wrap.readers import _fork
 from nvprof_wrap.store import Store, file_identity
 
 Progress = Callable[[Path], None]
@@ -58,13 +59,15 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None,
     """
     skipped: list[tuple[str, str]] = []
     todo = _pending(store, paths, skipped)
-    workers = workers or min(len(todo), os.cpu_count() or 1)
+    workers = workers or min(len(todo), _fork.cores())
     results = None
     if workers > 1 and sum(t[3].st_size for t in todo) >= PARALLEL_MIN_BYTES:
         # fork: workers need no re-import of __main__ (a REPL or notebook has none to re-import)
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+            # Each capture already has its own process here: its reader does not fork workers of its own.
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
+                                     initializer=_fork.stay_in_process) as pool:
                 results = list(pool.map(_read, [t[0] for t in todo]))
         except BrokenProcessPool:
             results = None  # a worker died (e.g. out of memory): read them here, one by one

@@ -19,10 +19,18 @@ from typing import Any
 BIG = 16 << 20  # captures from this size on get forked workers; smaller ones are read faster in one process
 
 
+_STAY = False  # set in ingest's per-capture worker processes: the cores are already in use
+
+
+def stay_in_process() -> None:
+    global _STAY
+    _STAY = True
+
+
 def can_fork() -> bool:
     """Linux and other Unix with 2+ cores. Not macOS: forking a process that loaded Apple's frameworks can
     crash the child, which is why Python itself stopped forking there by default."""
-    return hasattr(os, "fork") and sys.platform != "darwin" and cores() > 1
+    return not _STAY and hasattr(os, "fork") and sys.platform != "darwin" and cores() > 1
 
 
 def cores() -> int:
