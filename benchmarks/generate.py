@@ -15,12 +15,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import random
 import sqlite3
 import sys
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+# The shared fixtures; NVPROF_WRAP_FIXTURES points elsewhere (e.g. a copy on a machine without ../shared).
+FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or Path(__file__).resolve().parents[2] / "shared" / "fixtures")
 NSYS_SCHEMA_FROM = FIXTURES / "h200" / "nsys_torch_ops.sqlite"
 NVPROF_SCHEMA_FROM = FIXTURES / "public" / "m-goldstein__GPU_ML__timeline.nvvp"
 NSYS_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY",
