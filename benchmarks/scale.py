@@ -34,7 +34,8 @@ def measure(cmd: list[str]) -> tuple[float, float]:
     (an upper bound: pages a forked child shares with its parent count twice)."""
     import psutil
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               NO_COLOR="1")
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         p = psutil.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
