@@ -27,7 +27,8 @@ LAYER_PREFIXES = ("keras:", "torch:")  # the layer / module ranges that --annota
 
 
 def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
-              reopen: Callable[[], sqlite3.Connection] | None = None, rowids_sql: str | None = None) -> list[tuple]:
+              reopen: Callable[[], sqlite3.Connection] | None = None, kernel_table: str | None = None,
+              correlation: str = "correlationId") -> list[tuple]:
     """Kernels attributed to the NVTX ranges open on the thread that launched them.
 
     ranges_sql yields (tid, start, end, name) of push/pop or start/end ranges; launches_sql yields
@@ -42,9 +43,11 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     clustered on (thread, start). Each launch then costs one index seek for the last segment starting at or
     before it, and SQL does the grouping: nothing is held per launch in Python.
 
-    Big captures are split: with reopen (opens another read-only connection to the capture) and rowids_sql
-    (MIN and MAX rowid of the kernel table), launches_sql's "{slice}" becomes a rowid range per core and the
-    slices run side by side in forked processes on their own connections (readers/_fork.py says why).
+    Big captures are split: with reopen (opens another read-only connection to the capture) and kernel_table
+    (aliased k in launches_sql; r is the launch calls' table), launches_sql's "{slice}" becomes a range of
+    kernel rowids per core and "{rslice}" the range of correlation ids of those kernels (so that each slice
+    indexes only its own share of the launch calls); the slices run side by side in forked processes on their
+    own connections (readers/_fork.py says why).
     """
     tmp = tempfile.mkdtemp(prefix="nvprof-wrap-nvtx-")
     try:
@@ -59,7 +62,7 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
             w.commit()
         if not labels:
             return []
-        slices = _slices(conn, rowids_sql) if reopen is not None and rowids_sql else [""]
+        slices = _slices(conn, kernel_table, correlation) if reopen is not None and kernel_table else [{}]
         others = [Forked(_on_new_connection, reopen, seg, launches_sql, sl) for sl in slices[1:]]
         try:
             parts = [_attribute_slice(conn, seg, launches_sql, slices[0])]
@@ -79,17 +82,27 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     return [(*k, *v) for k, v in out.items()]
 
 
-def _slices(conn: sqlite3.Connection, rowids_sql: str) -> list[str]:
-    """One rowid range per core for captures of 100k launches or more, else one slice (all)."""
-    lo, hi = conn.execute(rowids_sql).fetchone()
+def _slices(conn: sqlite3.Connection, table: str, correlation: str) -> list[dict[str, str]]:
+    """Placeholder values of one slice per core for captures of 100k launches or more, else of one slice (all).
+    Measured on 16 cores at 5M launches: without the correlation-id range, every slice built an index of
+    all the launch calls."""
+    lo, hi = conn.execute(f"SELECT MIN(rowid), MAX(rowid) FROM {table}").fetchone()
     n = min(cores(), 8)
     if lo is None or not can_fork() or hi - lo < 100_000:
-        return [""]
+        return [{}]
     step = (hi - lo) // n + 1
-    return [f"WHERE k.rowid BETWEEN {lo + i * step} AND {lo + (i + 1) * step - 1}" for i in range(n)]
+    out = []
+    for a in range(lo, hi + 1, step):
+        b = a + step - 1
+        cmin, cmax = conn.execute(f"SELECT MIN({correlation}), MAX({correlation}) FROM {table} "
+                                  f"WHERE rowid BETWEEN {a} AND {b}").fetchone()
+        rslice = f"AND r.{correlation} BETWEEN {cmin} AND {cmax}" if cmin is not None else ""
+        out.append({"{slice}": f"WHERE k.rowid BETWEEN {a} AND {b}", "{rslice}": rslice})
+    return out
 
 
-def _on_new_connection(reopen: Callable[[], sqlite3.Connection], seg: str, launches_sql: str, where: str) -> list:
+def _on_new_connection(reopen: Callable[[], sqlite3.Connection], seg: str, launches_sql: str,
+                       where: dict[str, str]) -> list:
     conn = reopen()
     try:
         return _attribute_slice(conn, seg, launches_sql, where)
@@ -97,7 +110,7 @@ def _on_new_connection(reopen: Callable[[], sqlite3.Connection], seg: str, launc
         conn.close()
 
 
-def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, where: str) -> list[tuple]:
+def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, where: dict[str, str]) -> list[tuple]:
     """(pid, dev, label, key, launches, total) of the launches in one slice, NULLs as -1 / ''."""
     conn.execute("ATTACH DATABASE ? AS nvw", (seg,))
     try:
@@ -108,7 +121,7 @@ def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, wher
                         PRIMARY KEY (pid, dev, lab, key)) WITHOUT ROWID""")
         conn.execute(f"""
         INSERT INTO temp.nvw_agg
-        WITH nvw_l AS ({launches_sql.replace("{slice}", where)})
+        WITH nvw_l AS ({_fill(launches_sql, where)})
         SELECT IFNULL(l.pid, -1), IFNULL(l.dev, -1),
                IFNULL((SELECT lab FROM nvw.seg g WHERE g.tid = l.tid AND g.s <= l.t ORDER BY g.s DESC LIMIT 1), -1),
                IFNULL(l.key, ''), 1, IFNULL(l.dur, 0)
@@ -120,6 +133,12 @@ def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, wher
     finally:
         conn.commit()  # the INSERT opened a transaction (sqlite3's implicit BEGIN); DETACH needs none open
         conn.execute("DETACH DATABASE nvw")
+
+
+def _fill(sql: str, values: dict[str, str]) -> str:
+    for key in ("{slice}", "{rslice}"):
+        sql = sql.replace(key, values.get(key, ""))
+    return sql
 
 
 def _segments(ranges, labels: dict[tuple[str, str], int]):

@@ -86,7 +86,7 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[OpA
     ranges = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
     launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.device_id AS dev, r.tid AS tid,
                           r.start AS t, k.name AS key, k."end" - k.start AS dur
-                   FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{slice}}"""
+                   FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{rslice}} {{slice}}"""
     return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
                  for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches))
 

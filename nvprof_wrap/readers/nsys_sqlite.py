@@ -105,10 +105,9 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path) -> tuple[tuple[Ke
     launches = """SELECT (k.globalPid >> 24) & 16777215 AS pid, k.deviceId AS dev, r.globalTid AS tid, r.start AS t,
                          k.demangledName AS key, k."end" - k.start AS dur
                   FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
-                    ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)
+                    ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) {rslice}
                   {slice}"""
-    rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path),
-                     rowids_sql=f"SELECT MIN(rowid), MAX(rowid) FROM {KERNEL}")
+    rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path), kernel_table=KERNEL)
     if not rows:
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
