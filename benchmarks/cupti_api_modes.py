@@ -6,8 +6,12 @@ torch and cupti-python (the H200 results: docs/backends.md):
 
 5,000 x (an elementwise kernel launched by PyTorch through the runtime + a 4096^2 fp16 GEMM that cuBLAS
 launches through the driver); prints the records of each kind and how many kernels have a launch record."""
-import sys, time, collections
+import collections
+import sys
+import time
+
 from cupti import cupti as c
+
 mode = sys.argv[1]
 got = []
 c.subscribe(lambda *a: None, None)
@@ -33,6 +37,7 @@ if mode == "runtime+driver_sel_kind":
 print(mode, notes)
 c.activity_register_callbacks(lambda: (8 << 20, 0), lambda acts: got.extend((a.kind, getattr(a, "correlation_id", None), getattr(a, "cbid", None), getattr(a, "thread_id", None)) for a in acts))
 import torch
+
 x = torch.randn(64, 64, device="cuda", dtype=torch.float16)
 w = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
 (w @ w).sum().item(); torch.cuda.synchronize()
