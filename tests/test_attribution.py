@@ -52,6 +52,12 @@ def test_overlapping_start_end_ranges() -> None:
         ("A", "A", "k", 1), ("A", "B", "k", 1), ("B", "B", "k", 1)}
 
 
+def test_torch_profiler_step_markers_are_not_scopes() -> None:
+    ranges = [(1, 0, 100, "ProfilerStep#7"), (1, 10, 50, "aten::linear"), (1, 20, 30, "aten::addmm")]
+    assert run(ranges, [(1, 25, "k"), (1, 60, "k")]) == {
+        ("aten::linear", "aten::addmm", "k", 1), ("ProfilerStep#7", "ProfilerStep#7", "k", 1)}
+
+
 def test_open_ranges_and_no_ranges() -> None:
     assert run([(1, 0, None, "never closed")], [(1, 5, "k")]) == set()  # nothing to attribute to
     assert run([], [(1, 5, "k")]) == set()
@@ -66,12 +72,13 @@ def oracle(ranges: list[tuple], launches: list[tuple]) -> set[tuple]:
         else:
             names = [op_name(n) for _s, _e, n in open_]
             layers = [n for n in names if n.startswith(("keras:", "torch:"))]
-            label = (layers[-1] if layers else names[0], names[-1])
+            outer = next((n for n in names if not n.startswith("ProfilerStep#")), names[0])
+            label = (layers[-1] if layers else outer, names[-1])
         out[(*label, key)] = out.get((*label, key), 0) + 1
     return {(*k, n) for k, n in out.items()}
 
 
-names = st.sampled_from(["keras:a", "keras:b", "torch:m", "aten::mm", "aten::add", "step"])
+names = st.sampled_from(["keras:a", "keras:b", "torch:m", "aten::mm", "aten::add", "step", "ProfilerStep#1"])
 span = st.tuples(st.integers(0, 60), st.integers(0, 30)).map(lambda p: (p[0], p[0] + p[1]))
 
 

@@ -186,3 +186,28 @@ def test_torch_ops_h200_capture_devices_and_memops():
     assert {m.kind for m in c.memops} == {"memcpy", "memset"}
     (a,) = c.activity
     assert 0 < a.busy_ns <= a.last_ns - a.first_ns
+
+
+def test_torch_profiler_traces_get_a_per_op_table_from_their_cpu_ops():
+    """A real torch.profiler trace (ResNet training on an RTX 2080 Ti — the seed's GPU generation): each kernel's
+    correlation id leads to its runtime call, the CPU op ranges open on that thread name the op."""
+    trace = readers.read(PUBLIC / "facebookresearch__param__resnet_kineto.json.gz")
+    assert sum(o.launches for o in trace.ops) == sum(k.launches for k in trace.kernels) == 9628  # all attributed
+    by_op: dict[str, list] = {}
+    for o in trace.ops:
+        by_op.setdefault(o.op, []).append(o)
+    conv = by_op["aten::cudnn_convolution"]
+    assert sum(o.launches for o in conv) == 1980
+    assert {o.name for o in conv} >= {"volta_sgemm_64x64_nn", "cudnn_volta_scudnn_128x128_relu_small_nn_v1"}
+    assert {o.scope for o in conv} == {"aten::conv2d"}  # the outermost op range on the launching thread
+    backward = {o.scope for o in by_op["aten::convolution_backward"]}
+    assert backward == {"autograd::engine::evaluate_function: ConvolutionBackward0"}
+    from nvprof_wrap import report
+    from nvprof_wrap.ingest import ingest
+    from nvprof_wrap.store import Store
+
+    store = Store()
+    r = report.build(store, ingest(store, [PUBLIC / "facebookresearch__param__resnet_kineto.json.gz"]))
+    ops = {o.op: o for o in r.ops}
+    assert ops["aten::cudnn_convolution"].tc_share == 0.0  # fp32 winograd / sgemm / scudnn: CUDA cores
+    assert ops["aten::convolution_backward"].share > 0.45

@@ -24,6 +24,7 @@ def op_name(text: str | None) -> str:
 
 
 LAYER_PREFIXES = ("keras:", "torch:")  # the layer / module ranges that --annotate adds
+STEP_PREFIX = "ProfilerStep#"  # torch.profiler's range around each step
 
 
 def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
@@ -197,6 +198,10 @@ _UNSET = object()
 
 
 def _label(active: list[tuple], labels: dict[tuple[str, str], int]) -> int:
+    """(scope, op) of the open ranges: op the innermost; scope the innermost layer range, else the outermost
+    range that is not torch.profiler's per-step marker (ProfilerStep#N encloses every op of a step)."""
     op = active[-1][1]
-    scope = next((r[1] for r in reversed(active) if r[1].startswith(LAYER_PREFIXES)), active[0][1])
+    scope = next((r[1] for r in reversed(active) if r[1].startswith(LAYER_PREFIXES)), None)
+    if scope is None:
+        scope = next((r[1] for r in active if not r[1].startswith(STEP_PREFIX)), active[0][1])
     return labels.setdefault((scope, op), len(labels))

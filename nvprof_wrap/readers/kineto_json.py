@@ -17,13 +17,16 @@ import ijson
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
+from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import busy_time
 
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
-HOST_CATS = {"cuda_runtime", "Runtime", "cpu_op", "Operator"}
+RANGE_CATS = {"cpu_op", "Operator", "user_annotation"}  # CPU-side ops and record_function ranges
+RUNTIME_CATS = {"cuda_runtime", "Runtime"}
+HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
 GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 _BATCH = 20000
 
@@ -48,6 +51,7 @@ class _Agg:
         self.kernels: dict[tuple, list[int]] = {}
         self.mem: dict[tuple, list[int]] = {}
         self.host_pid: int | None = None
+        self.ranges = 0  # CPU op / annotation ranges seen: a second pass attributes kernels to them
         self.db = sqlite3.connect("")  # a private temporary on-disk database: memory stays flat with N
         self.db.execute('CREATE TABLE iv(pid, dev, start INTEGER, "end" INTEGER)')
         self.batch: list[tuple] = []
@@ -57,6 +61,8 @@ class _Agg:
         if cat not in GPU_CATS:  # most events are host-side: leave them after one lookup
             if self.host_pid is None and cat in HOST_CATS and isinstance(ev.get("pid"), int):
                 self.host_pid = ev["pid"]
+            if cat in RANGE_CATS:
+                self.ranges += 1
             return
         args = ev.get("args") or {}
         dev = args.get("device", ev.get("pid")) if isinstance(args, dict) else ev.get("pid")
@@ -165,7 +171,68 @@ def read(path: Path) -> Capture:
     activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy
                      in busy_time(agg.db, [("iv", "pid", "dev")]))
     agg.db.close()
+    try:
+        ops = _ops(path, pid) if agg.ranges else ()
+    except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
+        raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
     dist = header.get("distributedInfo") or {}
     rank = dist.get("rank") if isinstance(dist, dict) else None
     return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
-                   (Process(pid, None, rank),) if pid is not None else ())
+                   (Process(pid, None, rank),) if pid is not None else (), ops=ops)
+
+
+def _ops(path: Path, pid: int | None) -> tuple[OpAgg, ...]:
+    """Which ops launched which kernels: a second streamed pass, only for traces with CPU op ranges (the
+    first pass counted them, so traces without any pay nothing). Each kernel's correlation id leads to the
+    runtime call that launched it (thread, CPU time); the op ranges open on that thread at that time are the
+    op and its scope — the same attribution as for NVTX ranges (readers/_nvtx.py). Threads are keyed by
+    pid and tid. Rows go to a temporary on-disk database, not to Python lists."""
+    db = sqlite3.connect("")
+    try:
+        db.execute("CREATE TABLE rng(tid TEXT, s INTEGER, e INTEGER, name TEXT)")
+        db.execute("CREATE TABLE rt(corr INTEGER, tid TEXT, t INTEGER)")
+        db.execute("CREATE TABLE kl(corr INTEGER, dev INTEGER, name TEXT, dur INTEGER)")
+        batches: dict[str, list[tuple]] = {"rng": [], "rt": [], "kl": []}
+        with _open(path) as f:
+            for ev in ijson.items(f, "traceEvents.item", use_float=True):
+                row = _op_row(ev) if isinstance(ev, dict) else None
+                if row is not None:
+                    batch = batches[row[0]]
+                    batch.append(row[1])
+                    if len(batch) >= _BATCH:
+                        _insert(db, row[0], batch)
+        for table, batch in batches.items():
+            _insert(db, table, batch)
+        rows = attribute(db, "SELECT tid, s, e, name FROM rng",
+                         f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.dev AS dev, r.tid AS tid, r.t AS t,
+                                    k.name AS key, k.dur AS dur
+                             FROM kl k LEFT JOIN rt r ON r.corr = k.corr {{rslice}} {{slice}}""")
+        return tuple(OpAgg(p, scope, op, demangle(name or "<unnamed kernel>"), n, tot)
+                     for p, _dev, scope, op, name, n, tot in rows)
+    finally:
+        db.close()
+
+
+def _op_row(ev: dict) -> tuple[str, tuple] | None:
+    cat = ev.get("cat")
+    if cat not in RANGE_CATS and cat not in RUNTIME_CATS and cat not in KERNEL_CATS:
+        return None
+    args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    t = int(float(ev.get("ts", 0)) * 1000)
+    if cat in KERNEL_CATS:
+        dev = args.get("device", ev.get("pid"))
+        return "kl", (args.get("correlation"), dev if isinstance(dev, int) else None, str(ev.get("name", "")),
+                      int(float(ev.get("dur", 0)) * 1000))
+    tid = f"{ev.get('pid')}/{ev.get('tid')}"
+    if cat in RUNTIME_CATS:
+        return "rt", (args.get("correlation"), tid, t)
+    if ev.get("ph") != "X":
+        return None
+    return "rng", (tid, t, t + int(float(ev.get("dur", 0)) * 1000), str(ev.get("name", "")))
+
+
+def _insert(db: sqlite3.Connection, table: str, batch: list[tuple]) -> None:
+    marks = ",".join("?" * len(batch[0])) if batch else ""
+    if batch:
+        db.executemany(f"INSERT INTO {table} VALUES ({marks})", batch)
+        batch.clear()

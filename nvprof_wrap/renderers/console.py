@@ -129,7 +129,7 @@ def render_report(report: Report, width: int = 120, color: bool = False, wide: b
         title = f"Top {len(shown)} of {len(report.kernels)} kernels by GPU time"
         parts += [kernel_table(shown, wide, title, width), Text("")]
     if report.ops:
-        parts += [_op_table(report.ops, "Framework ops (NVTX ranges): which ran on tensor cores, in which precision",
+        parts += [_op_table(report.ops, "Framework ops (NVTX or profiler ranges): which ran on tensor cores, in which precision",
                             limit, width), Text("")]
     if report.scopes:
         parts += [_op_table(report.scopes, "Outer ranges (layers / modules)", limit, width), Text("")]

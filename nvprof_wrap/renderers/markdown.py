@@ -38,7 +38,7 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
                    for s in d["time_split"]]),
            "\n## Top kernels\n", _kernel_rows(list(report.kernels[:limit]), wide)]
     if report.ops:
-        out += ["\n## Framework ops (NVTX ranges)\n",
+        out += ["\n## Framework ops (NVTX or profiler ranges)\n",
                 _table(["op", "kernels", "launches", "ms", "tensor core", "precision"],
                        [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.tc_share:.1f}%", o.precisions]
                         for o in report.ops[:limit]])]
