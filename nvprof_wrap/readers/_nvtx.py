@@ -1,4 +1,5 @@
-"""NVTX range names as frameworks write them, reduced to the op or layer they name."""
+"""Kernels attributed to the framework ops and layers that launched them, through the ranges (NVTX, or a
+torch.profiler trace's CPU ops) open on the launching thread; and range names reduced to the op they name."""
 from __future__ import annotations
 
 import contextlib
