@@ -211,6 +211,37 @@ def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, m
         assert sorted(getattr(forked, field), key=repr) == sorted(getattr(alone, field), key=repr), field
 
 
+def test_no_forking_while_another_thread_may_be_inside_sqlite():
+    import threading
+
+    from nvprof_wrap.readers import _fork
+    from nvprof_wrap.readers._fork import Forked
+
+    assert _fork.can_fork() == (os.name == "posix" and sys.platform != "darwin" and _fork.cores() > 1)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not _fork.can_fork()  # e.g. an application's own SQLite thread
+        assert Forked(os.getpid).result() == os.getpid()  # the work runs in this process instead
+    finally:
+        release.set()
+        other.join()
+
+
+def test_the_command_lines_spinner_does_not_stop_forking():
+    """`run` shows rich's status spinner while it reads the captures: its refresh thread never touches SQLite."""
+    import io
+
+    from rich.console import Console
+
+    from nvprof_wrap.readers import _fork
+
+    expected = _fork.can_fork()
+    with Console(file=io.StringIO(), force_terminal=True).status("reading the captures"):
+        assert _fork.can_fork() == expected
+
+
 def test_a_forked_worker_reports_errors_and_survives_deaths():
     from nvprof_wrap.errors import BadInput
     from nvprof_wrap.readers._fork import Forked

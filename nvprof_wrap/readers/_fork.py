@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -28,9 +29,20 @@ def stay_in_process() -> None:
 
 
 def can_fork() -> bool:
-    """Linux and other Unix with 2+ cores. Not macOS: forking a process that loaded Apple's frameworks can
-    crash the child, which is why Python itself stopped forking there by default."""
-    return not _STAY and hasattr(os, "fork") and sys.platform != "darwin" and cores() > 1
+    """Linux and other Unix with 2+ cores, in a process with no other thread that might be inside SQLite.
+    Not macOS: forking a process that loaded Apple's frameworks can crash the child, which is why Python itself
+    stopped forking there by default."""
+    return (not _STAY and hasattr(os, "fork") and sys.platform != "darwin" and cores() > 1
+            and _no_other_threads())
+
+
+def _no_other_threads() -> bool:
+    """A thread inside SQLite when we fork may hold one of SQLite's global mutexes (its allocator's, on every
+    malloc), and the child would wait for it forever. The command line's only other thread is rich's spinner
+    (rich.live's _RefreshThread), which never touches SQLite; a program with threads of its own reads in one
+    process."""
+    me = threading.current_thread()
+    return all(t is me or type(t).__name__ == "_RefreshThread" for t in threading.enumerate())
 
 
 def cores() -> int:
@@ -54,8 +66,8 @@ class Forked:
             self._done = _call(fn, args)
             return
         r, w = os.pipe()
-        with warnings.catch_warnings():  # Python 3.12+ warns about fork() with threads (e.g. rich's spinner):
-            warnings.simplefilter("ignore", DeprecationWarning)  # the child only runs SQLite and writes a pipe
+        with warnings.catch_warnings():  # Python 3.12+ warns about fork() with threads (rich's spinner, the
+            warnings.simplefilter("ignore", DeprecationWarning)  # only one allowed): the child runs SQLite only
             pid = os.fork()
         if pid == 0:  # the child: never returns into the caller's code
             os.close(r)
