@@ -62,8 +62,10 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None,
     workers = workers or min(len(todo), _fork.cores())
     results = None
     if workers > 1 and sum(t[3].st_size for t in todo) >= PARALLEL_MIN_BYTES:
-        # fork: workers need no re-import of __main__ (a REPL or notebook has none to re-import)
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        # fork: workers need no re-import of __main__ (a REPL or notebook has none to re-import); but not while
+        # another thread might be inside SQLite (readers/_fork.py), nor on macOS
+        fork = "fork" in multiprocessing.get_all_start_methods() and _fork.fork_is_safe()
+        method = "fork" if fork else "spawn"
         try:
             # Each capture already has its own process here: its reader does not fork workers of its own.
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),

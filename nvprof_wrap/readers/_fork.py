@@ -32,8 +32,11 @@ def can_fork() -> bool:
     """Linux and other Unix with 2+ cores, in a process with no other thread that might be inside SQLite.
     Not macOS: forking a process that loaded Apple's frameworks can crash the child, which is why Python itself
     stopped forking there by default."""
-    return (not _STAY and hasattr(os, "fork") and sys.platform != "darwin" and cores() > 1
-            and _no_other_threads())
+    return not _STAY and cores() > 1 and fork_is_safe()
+
+
+def fork_is_safe() -> bool:
+    return hasattr(os, "fork") and sys.platform != "darwin" and _no_other_threads()
 
 
 def _no_other_threads() -> bool:
