@@ -184,6 +184,19 @@ def test_parallel_reading_gives_the_serial_result_and_skips_the_bad_file(tmp_pat
     assert parallel.rows(q) == serial.rows(q) and len(serial.rows(q)) > 50
     assert [p.rsplit("/", 1)[1] for p, _ in skipped_parallel] == ["broken.nvvp"]
     assert skipped_parallel == skipped_serial
+    # With another thread alive the pool spawns its workers instead of forking them: the same result.
+    import threading
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        spawned = Store()
+        assert ingest(spawned, [tmp_path], workers=2) == skipped_serial
+    finally:
+        release.set()
+        other.join()
+    assert spawned.rows(q) == serial.rows(q)
 
 
 @pytest.mark.slow
