@@ -211,3 +211,19 @@ def test_torch_profiler_traces_get_a_per_op_table_from_their_cpu_ops():
     ops = {o.op: o for o in r.ops}
     assert ops["aten::cudnn_convolution"].tc_share == 0.0  # fp32 winograd / sgemm / scudnn: CUDA cores
     assert ops["aten::convolution_backward"].share > 0.45
+
+
+def test_nsys_exports_without_nvtx_text_ids_attribute_the_same(tmp_path):
+    """Exports whose NVTX_EVENTS has no textId column (strings inline in `text`) give the same per-op table."""
+    import shutil
+    import sqlite3
+
+    src = H200 / "nsys_torch_ops.sqlite"
+    old = tmp_path / "no_textid.sqlite"
+    shutil.copy(src, old)
+    with sqlite3.connect(old) as conn:
+        conn.execute("UPDATE NVTX_EVENTS SET text = (SELECT value FROM StringIds WHERE id = textId) "
+                     "WHERE text IS NULL AND textId IS NOT NULL")
+        conn.execute("ALTER TABLE NVTX_EVENTS DROP COLUMN textId")
+    new_ops, old_ops = readers.read(src).ops, readers.read(old).ops
+    assert len(new_ops) > 10 and sorted(old_ops, key=repr) == sorted(new_ops, key=repr)

@@ -99,9 +99,11 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path) -> tuple[tuple[Ke
     kcols = columns(conn, KERNEL)
     if not {"demangledName", "globalPid", "correlationId"} <= kcols:
         return None
-    text = "COALESCE(n.text, s.value)" if "textId" in columns(conn, "NVTX_EVENTS") else "n.text"
+    # Registered strings (nvtxDomainRegisterString) are in StringIds through textId, in exports that have it.
+    text, join = ("COALESCE(n.text, s.value)", "LEFT JOIN StringIds s ON s.id = n.textId") \
+        if "textId" in columns(conn, "NVTX_EVENTS") else ("n.text", "")
     ranges = f"""SELECT n.globalTid AS tid, n.start AS s, n."end" AS e, {text} AS name
-                 FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60)"""
+                 FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60)"""
     launches = """SELECT (k.globalPid >> 24) & 16777215 AS pid, k.deviceId AS dev, r.globalTid AS tid, r.start AS t,
                          k.demangledName AS key, k."end" - k.start AS dur
                   FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
