@@ -224,6 +224,30 @@ def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, m
         assert sorted(getattr(forked, field), key=repr) == sorted(getattr(alone, field), key=repr), field
 
 
+def test_a_cupti_capture_read_with_forked_workers_matches_the_one_process_read(tmp_path, monkeypatch):
+    """The real H200 cupti capture (5,152 kernels, per-op records), with the size thresholds lowered so that it
+    is read like a big one: busy-time windows and attribution slices in forked workers — the same capture."""
+    import gzip
+    import shutil
+
+    from nvprof_wrap.readers import _fork, _nvtx, _sqlite, cupti_sqlite
+
+    capture = tmp_path / "cupti-vm-559.sqlite"
+    with gzip.open(ROOT / "tests/data/h200_runs/keras_fp16_cupti_ops/cupti-vm-559.sqlite.gz") as src, \
+            open(capture, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    alone = cupti_sqlite.read(capture)
+    for module in (_fork, _nvtx, _sqlite):
+        monkeypatch.setattr(module, "cores", lambda: 4, raising=False)
+    monkeypatch.setattr(_sqlite, "BIG", 0)
+    monkeypatch.setattr(cupti_sqlite, "BIG", 0)
+    monkeypatch.setattr(_nvtx, "MIN_SLICED_LAUNCHES", 1000)
+    forked = cupti_sqlite.read(capture)
+    for field in ("kernels", "memops", "activity", "ops", "devices", "processes"):
+        assert sorted(getattr(forked, field), key=repr) == sorted(getattr(alone, field), key=repr), field
+    assert sum(o.launches for o in forked.ops) == 5152
+
+
 def test_no_forking_while_another_thread_may_be_inside_sqlite():
     import threading
 

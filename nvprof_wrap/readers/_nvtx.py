@@ -26,6 +26,7 @@ def op_name(text: str | None) -> str:
 
 LAYER_PREFIXES = ("keras:", "torch:")  # the layer / module ranges that --annotate adds
 STEP_PREFIX = "ProfilerStep#"  # torch.profiler's range around each step
+MIN_SLICED_LAUNCHES = 100_000  # below this, attribution runs in one process
 
 
 def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
@@ -90,7 +91,7 @@ def _slices(conn: sqlite3.Connection, table: str, correlation: str) -> list[dict
     all the launch calls."""
     lo, hi = conn.execute(f"SELECT MIN(rowid), MAX(rowid) FROM {table}").fetchone()
     n = min(cores(), 8)
-    if lo is None or not can_fork() or hi - lo < 100_000:
+    if lo is None or not can_fork() or hi - lo < MIN_SLICED_LAUNCHES:
         return [{}]
     step = (hi - lo) // n + 1
     out = []

@@ -10,8 +10,9 @@ from pathlib import Path
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._nvtx import attribute
-from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_time, connect_ro, tables
+from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, BusyTime, connect_ro, tables
 
 
 def _meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -76,7 +77,7 @@ def read(path: Path) -> Capture:
             shutil.rmtree(copy.parent, ignore_errors=True)
 
 
-def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[OpAgg, ...]:
+def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, big: Path | None) -> tuple[OpAgg, ...]:
     """Kernels → their launch call (thread, CPU time) by correlation id → the NVTX ranges of that thread.
     Launch calls are runtime (cudaLaunchKernel…) or driver (cuLaunchKernelEx…: cuBLAS) API records."""
     api = [t for t in ("runtime", "driver") if t in have and conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()]
@@ -87,8 +88,10 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[OpA
     launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.device_id AS dev, r.tid AS tid,
                           r.start AS t, k.name AS key, k."end" - k.start AS dur
                    FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{rslice}} {{slice}}"""
+    split = {"reopen": lambda: connect_ro(big), "kernel_table": "kernel", "correlation": "correlation_id"} \
+        if big is not None else {}  # a big capture: attribution in slices, side by side
     return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
-                 for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches))
+                 for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches, **split))
 
 
 def _read(source: Path, path: Path) -> Capture:
@@ -100,14 +103,22 @@ def _read(source: Path, path: Path) -> Capture:
             raise BadInput(path, f"nvprof-wrap CUPTI capture without table(s) {', '.join(sorted(missing))}")
         meta = _meta(conn)
         pid = _int(meta.get("pid"))
-        activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy
-                         in busy_time(conn, [(t, "0", "device_id") for t in ("kernel", "memcpy", "memset")]))
+        # Busy time side by side with the rest (forked workers for a big capture, like the nsys reader).
+        busy_time = BusyTime(conn, source, [(t, "0", "device_id") for t in ("kernel", "memcpy", "memset")])
+        try:
+            kernels, memops = _kernels(conn, pid), _memops(conn, pid)
+            big = source.stat().st_size >= BIG
+            ops = _ops(conn, have, pid, source if big else None)
+        except BaseException:
+            busy_time.abandon()
+            raise
+        activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time.result())
         devices = tuple(Device(*r) for r in conn.execute("SELECT device_id, name, cc_major, cc_minor, sm_count FROM device"))
         procs = (Process(pid, _command(meta.get("argv")), _int(meta.get("rank")), meta.get("hostname")),) \
             if pid is not None else ()
         partial = meta.get("status") != "complete" or str(path).endswith(".partial")
         notes = ("partial capture: the process ended before the tracer could finish it",) if partial else ()
-        return Capture(str(path), "cupti", _kernels(conn, pid), _memops(conn, pid), activity, devices, procs,
-                       ops=_ops(conn, have, pid), notes=notes, partial=partial)
+        return Capture(str(path), "cupti", kernels, memops, activity, devices, procs,
+                       ops=ops, notes=notes, partial=partial)
     finally:
         conn.close()

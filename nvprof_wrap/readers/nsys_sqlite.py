@@ -5,23 +5,13 @@ Kernel names come from ``demangledName`` through ``StringIds`` — never ``short
 """
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
-from nvprof_wrap.readers._fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.readers._nvtx import attribute
-from nvprof_wrap.readers._sqlite import (
-    MEMCPY_DIRECTION,
-    busy_combine,
-    busy_part,
-    busy_plan,
-    columns,
-    connect_ro,
-    tables,
-)
+from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, BusyTime, columns, connect_ro, tables
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -121,15 +111,6 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path) -> tuple[tuple[Ke
     return kernels, ops
 
 
-def _on_own_connection(path: Path, stage, *args):
-    """Run one stage on its own read-only connection (in a forked child: readers/_fork.py)."""
-    conn = connect_ro(path)
-    try:
-        return stage(conn, *args)
-    finally:
-        conn.close()
-
-
 def read(path: Path) -> Capture:
     conn = connect_ro(path)
     try:
@@ -137,24 +118,15 @@ def read(path: Path) -> Capture:
         if KERNEL not in have:
             raise BadInput(path, "Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table "
                                  "(was CUDA tracing on? nsys profile --trace=cuda)")
-        # The busy-time union runs side by side with the rest: for a big capture, in forked children, each
-        # GPU's time cut into windows, one per two cores (this process and the attribution slices use the
-        # others; on 2 cores one window measured best: 1.23 s at 1M launches, against 1.45 s with two).
-        big = path.stat().st_size >= BIG
-        sources = _busy_sources(conn, have)
-        pieces = busy_plan(conn, sources, max(1, cores() // 2) if big and can_fork() else 1)
-        windows = {piece: Forked(_on_own_connection, path, busy_part, sources, piece, inline=not big)
-                   for piece in pieces}
+        busy_time = BusyTime(conn, path, _busy_sources(conn, have))  # side by side with the rest
         try:
             memops = _memops(conn, have)
             attributed = _ops(conn, have, path)
             kernels, ops = attributed if attributed is not None else (_kernels(conn), ())
         except BaseException:
-            for window in windows.values():
-                with contextlib.suppress(Exception):
-                    window.result()  # reap the children; the first error is the one to report
+            busy_time.abandon()
             raise
-        busy = _activity(busy_combine((piece, window.result()) for piece, window in windows.items()))
+        busy = _activity(busy_time.result())
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
         return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
