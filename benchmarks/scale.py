@@ -3,8 +3,8 @@ against Holistic Trace Analysis' kernel breakdown on the equal Kineto JSON, side
 
     python -m benchmarks.scale [--sizes 100000,1000000,5000000] [--hta-max 1000000] [--dir /tmp/nvw-scale]
 
-Each measurement is a fresh process (wall time, and peak RSS of its process tree by psutil polling). Captures
-are generated once per size by benchmarks.generate and reused. Prints a table of times, ratios and peak RSS.
+Each measurement is a fresh process (wall time, and peak memory (PSS) of its process tree by psutil polling). Captures
+are generated once per size by benchmarks.generate and reused. Prints a table of times, ratios and peak memory.
 """
 from __future__ import annotations
 
@@ -29,9 +29,10 @@ HTA = ("import sys, os; from hta.trace_analysis import TraceAnalysis; d = sys.ar
 
 
 def measure(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one fresh process and its children: `report` forks workers for big
-    captures (readers/_fork.py), so the RSS of the whole process tree is summed, sampled every 20 ms with psutil
-    (an upper bound: pages a forked child shares with its parent count twice)."""
+    """(wall seconds, peak memory in MB) of one fresh process and its children: `report` forks workers for big
+    captures (readers/_fork.py), so the memory of the whole process tree is summed, sampled every 20 ms with
+    psutil — as PSS (each shared page split between the processes sharing it; RSS would count the pages a forked
+    child shares with its parent once per process), or RSS where the system has no PSS."""
     import psutil
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -42,7 +43,7 @@ def measure(cmd: list[str]) -> tuple[float, float]:
         peak = 0
         while p.poll() is None:
             try:
-                peak = max(peak, p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True)))
+                peak = max(peak, sum(_memory(q) for q in (p, *p.children(recursive=True))))
             except psutil.Error:
                 pass
             time.sleep(0.02)
@@ -51,6 +52,13 @@ def measure(cmd: list[str]) -> tuple[float, float]:
             err.seek(0)
             raise RuntimeError(f"{cmd[:4]} failed: {err.read().decode(errors='replace')[-500:]}")
     return wall, peak / 2**20
+
+
+def _memory(proc) -> int:
+    try:
+        return proc.memory_full_info().pss
+    except (AttributeError, OSError):
+        return proc.memory_info().rss
 
 
 def ensure(kind: str, n: int, path: Path) -> Path:
