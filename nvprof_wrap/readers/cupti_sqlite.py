@@ -77,7 +77,7 @@ def read(path: Path) -> Capture:
             shutil.rmtree(copy.parent, ignore_errors=True)
 
 
-def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, big: Path | None) -> tuple[OpAgg, ...]:
+def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: Path | None) -> tuple[OpAgg, ...]:
     """Kernels → their launch call (thread, CPU time) by correlation id → the NVTX ranges of that thread.
     Launch calls are runtime (cudaLaunchKernel…) or driver (cuLaunchKernelEx…: cuBLAS) API records."""
     api = [t for t in ("runtime", "driver") if t in have and conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()]
@@ -88,8 +88,9 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, big: Path | 
     launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.device_id AS dev, r.tid AS tid,
                           r.start AS t, k.name AS key, k."end" - k.start AS dur
                    FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{rslice}} {{slice}}"""
-    split = {"reopen": lambda: connect_ro(big), "kernel_table": "kernel", "correlation": "correlation_id"} \
-        if big is not None else {}  # a big capture: attribution in slices, side by side
+    # split_over: a big capture's path, reopened by each attribution slice running side by side
+    split = {"reopen": lambda: connect_ro(split_over), "kernel_table": "kernel", "correlation": "correlation_id"} \
+        if split_over is not None else {}
     return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
                  for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches, **split))
 

@@ -232,7 +232,6 @@ def _op_row(ev: dict) -> tuple[str, tuple] | None:
 
 
 def _insert(db: sqlite3.Connection, table: str, batch: list[tuple]) -> None:
-    marks = ",".join("?" * len(batch[0])) if batch else ""
     if batch:
-        db.executemany(f"INSERT INTO {table} VALUES ({marks})", batch)
+        db.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(batch[0]))})", batch)
         batch.clear()
