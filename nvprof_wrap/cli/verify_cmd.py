@@ -71,8 +71,9 @@ def measure(args: argparse.Namespace, cmd: list[str]) -> tuple[Path, list[Path]]
     gpus = list_gpus()
     cc = max((g.cc for g in gpus), default=9.0)
     metrics = counters.metrics_for(cc, ncu.query_metrics(exe))
-    if not any(m in counters.DECISIVE or m == counters.HMMA_INST for m in metrics):
-        raise ToolMissing(f"ncu offers no tensor-pipe metric this tool can decide with on compute capability {cc}")
+    if not counters.can_decide(metrics):
+        raise ToolMissing(f"ncu offers no matrix-instruction count (HMMA with its HFMA2 split, wgmma, IMMA or DMMA) "
+                          f"on compute capability {cc}: tensor-pipe cycles alone cannot tell matrix math from HFMA2")
     before = earlier_run(cmd, args.runs)
     names = top_kernels(before, args.top) if before else None
     folder = Path(args.output or args.runs / f"verify-{Path(cmd[0]).name}-{time.strftime('%Y%m%d-%H%M%S')}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from nvprof_wrap.counters import DURATION, combine, launch_verdict
+from nvprof_wrap.counters import DURATION, Evidence, combine, launch_verdict
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, Process, merge_kernels
@@ -68,17 +68,16 @@ def _aggregate(path: Path, launches: dict[str, _Launch]) -> Capture:
         durs = [la.metrics.get(DURATION) for la in ls]
         total = int(sum(d for d in durs if d)) if all(d is not None for d in durs) else None
         kernels.append(KernelAgg(pid, dev, name, len(ls), total))
-        counters.setdefault(name, []).extend(launch_verdict(la.metrics) for la in ls)
+        counters.setdefault(name, []).extend(launch_verdict(la.metrics, la.cc) for la in ls)
     verdicts = tuple(_verdict(name, v) for name, v in counters.items())
     pids = sorted({k.pid for k in kernels})
     return Capture(str(path), "ncu-csv", merge_kernels(kernels), devices=tuple(devices.values()),
                    processes=tuple(Process(p) for p in pids), counters=verdicts)
 
 
-def _verdict(name: str, per_launch: list[tuple[str, str, float]]) -> CounterVerdict:
-    verdict, metric, value = combine(per_launch)
-    detail = f"{metric} = {value:,.0f}" if metric else "no tensor-pipe metric in the export"
-    return CounterVerdict(name, verdict, len(per_launch), metric, value, detail)
+def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:
+    e = combine(per_launch)
+    return CounterVerdict(name, e.tensor_core, len(per_launch), e.metric, e.value, e.detail)
 
 
 def read(path: Path) -> Capture:
