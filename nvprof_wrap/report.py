@@ -5,31 +5,13 @@ import json
 from dataclasses import dataclass, field
 
 from nvprof_wrap.analysis.hints import hints
-from nvprof_wrap.classify import RULES_VERSION
+from nvprof_wrap.classify import RULES_VERSION, classify
+from nvprof_wrap.classify.rank import decide, gpu_facts
 from nvprof_wrap.names import shorten
 from nvprof_wrap.store import Store
 
 MEM_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "other")
 
-# One verdict per name. Evidence rank: counters > compiled code (PTX) > name rules.
-_VERDICTS_VIEW = """
-CREATE TEMP VIEW IF NOT EXISTS v_verdicts AS
-SELECT c.name,
-       COALESCE(NULLIF(cv.tensor_core, 'unknown'), NULLIF(se.tensor_core, 'unknown'), c.tensor_core) AS tensor_core,
-       c.tensor_core AS name_verdict, cv.tensor_core AS counter_verdict,
-       CASE WHEN cv.tensor_core IN ('yes', 'no') THEN cv.detail ELSE se.detail END AS counter_detail,
-       c.precision, c.family, c.reason, c.rule,
-       CASE WHEN cv.tensor_core IN ('yes', 'no') THEN 'counters'
-            WHEN se.tensor_core IN ('yes', 'no') THEN 'compiled code' ELSE 'name' END AS evidence
-FROM classifications c
-LEFT JOIN static_evidence se ON se.name = c.name
-LEFT JOIN (SELECT name,
-                  CASE WHEN SUM(tensor_core = 'yes') > 0 THEN 'yes'
-                       WHEN SUM(tensor_core = 'no') = COUNT(*) THEN 'no' ELSE 'unknown' END AS tensor_core,
-                  MAX(detail) AS detail
-           FROM counters GROUP BY name) cv ON cv.name = c.name
-WHERE c.rules_version = '{version}'
-"""
 # Kernel time comes from timeline captures; ncu's replayed launches count only when nothing else was read.
 _TIMED = """(SELECT * FROM kernels WHERE capture_id IN (SELECT id FROM captures WHERE format != 'ncu-csv')
              OR NOT EXISTS (SELECT 1 FROM captures WHERE format != 'ncu-csv'))"""
@@ -51,6 +33,7 @@ class KernelRow:
     counter_verdict: str | None = None
     counter_detail: str | None = None
     name_rule: str = ""
+    flag: str = ""  # the name claims what its GPU cannot run (classify/rank.py)
 
     @property
     def short(self) -> str:
@@ -141,13 +124,13 @@ def _kernels(store: Store, total: int) -> tuple[KernelRow, ...]:
     rows = store.rows(f"""
         SELECT k.name, SUM(k.launches) AS launches, COALESCE(SUM(k.total_ns), 0) AS total_ns,
                v.tensor_core, v.precision, v.family, v.reason, v.evidence, v.name_verdict,
-               v.counter_verdict, v.counter_detail, v.rule
-        FROM {_TIMED} k JOIN v_verdicts v ON v.name = k.name
-        GROUP BY k.name ORDER BY total_ns DESC, launches DESC, k.name""")
+               v.counter_verdict, v.counter_detail, v.rule, MAX(v.flag) AS flag
+        FROM {_TIMED} k JOIN {_V} v ON {_ON_K}
+        GROUP BY k.name, v.tensor_core, v.reason ORDER BY total_ns DESC, launches DESC, k.name""")
     return tuple(KernelRow(r["name"], r["launches"], r["total_ns"], r["total_ns"] / max(r["launches"], 1),
                            r["total_ns"] / total if total else 0.0, r["tensor_core"], r["precision"] or "",
                            r["family"], r["reason"], r["evidence"], r["name_verdict"], r["counter_verdict"],
-                           r["counter_detail"], r["rule"] or "") for r in rows)
+                           r["counter_detail"], r["rule"] or "", r["flag"] or "") for r in rows)
 
 
 def _split(store: Store, kernels: tuple[KernelRow, ...]) -> tuple[SplitRow, ...]:
@@ -171,9 +154,14 @@ def _groups(store: Store, key: str) -> tuple[GroupRow, ...]:
     """key: 'device_id' or 'pid'."""
     kern = store.rows(f"""
         SELECT k.{key} AS g, SUM(k.launches) AS launches, COALESCE(SUM(k.total_ns), 0) AS ns,
-               COALESCE(SUM(CASE WHEN v.tensor_core = 'yes' THEN k.total_ns END), 0) AS tc_ns,
-               GROUP_CONCAT(DISTINCT CASE WHEN v.tensor_core = 'yes' THEN NULLIF(v.precision, '') END) AS prec
-        FROM {_TIMED} k JOIN v_verdicts v ON v.name = k.name GROUP BY k.{key} ORDER BY k.{key}""")
+               COALESCE(SUM(CASE WHEN v.tensor_core = 'yes' THEN k.total_ns END), 0) AS tc_ns
+        FROM {_TIMED} k JOIN {_V} v ON {_ON_K} GROUP BY k.{key} ORDER BY k.{key}""")
+    # tensor-core precisions of each group, the one with the most time first
+    prec: dict = {}
+    for r in store.rows(f"""
+            SELECT k.{key} AS g, v.precision AS p, SUM(k.total_ns) AS ns FROM {_TIMED} k JOIN {_V} v ON {_ON_K}
+            WHERE v.tensor_core = 'yes' AND v.precision != '' GROUP BY 1, 2 ORDER BY 1, 3 DESC, 2"""):
+        prec.setdefault(r["g"], []).append(r["p"])
     # Spans are summed per capture: captures of different processes have different clocks and lifetimes.
     act = {r["g"]: r for r in store.rows(f"""
         SELECT g, SUM(busy) AS busy, SUM(span) AS span FROM
@@ -185,7 +173,7 @@ def _groups(store: Store, key: str) -> tuple[GroupRow, ...]:
         a = act.get(r["g"])
         busy, span = (min(a["busy"], a["span"]), a["span"]) if a and a["span"] else (None, None)
         out.append(GroupRow(str(r["g"]), labels.get(r["g"], ""), r["launches"], r["ns"], r["tc_ns"],
-                            r["tc_ns"] / r["ns"] if r["ns"] else 0.0, r["prec"] or "",
+                            r["tc_ns"] / r["ns"] if r["ns"] else 0.0, ",".join(prec.get(r["g"], ())),
                             busy, span, 1 - busy / span if span else None))
     return tuple(out)
 
@@ -237,9 +225,55 @@ def _mix(kernels: tuple[KernelRow, ...], total: int) -> str:
     return ", ".join(f"{p} {_pct(ns / total if total else 0)}" for p, ns in top)
 
 
-def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
+_V = "temp.t_verdicts"
+_ON_K = "v.capture_id = k.capture_id AND v.device_id IS k.device_id AND v.name = k.name"
+_VERDICT_COLS = ("tensor_core", "precision", "family", "reason", "rule", "evidence", "name_verdict",
+                 "counter_verdict", "counter_detail", "flag")
+
+
+def _verdicts(store: Store) -> None:
+    """temp.t_verdicts: one row per (capture, device, kernel name), every kind of evidence ranked by
+    classify.rank.decide — computed once per distinct (name, GPU generation), never per launch."""
     store.classify_pending()
-    store.db.execute(_VERDICTS_VIEW.format(version=RULES_VERSION.replace("'", "''")))
+    names = {r["name"]: r for r in store.rows(
+        "SELECT * FROM classifications WHERE rules_version = ?", [RULES_VERSION])}
+    counters = {r["name"]: (r["tc"], r["detail"]) for r in store.rows("""
+        SELECT name, CASE WHEN SUM(tensor_core = 'yes') > 0 THEN 'yes'
+                          WHEN SUM(tensor_core = 'no') = COUNT(*) THEN 'no' ELSE 'unknown' END AS tc,
+               MAX(detail) AS detail FROM counters GROUP BY name""")}
+    static = {r["name"]: (r["tensor_core"], r["detail"]) for r in store.rows("SELECT * FROM static_evidence")}
+    rows = store.rows("""
+        SELECT k.capture_id, k.device_id, k.name, MAX(d.cc_major) AS ma, MAX(d.cc_minor) AS mi, MAX(d.name) AS gpu
+        FROM (SELECT DISTINCT capture_id, device_id, name FROM kernels) k
+        LEFT JOIN devices d ON d.capture_id = k.capture_id AND d.device_id = k.device_id
+        GROUP BY k.capture_id, k.device_id, k.name""")
+    cache: dict[tuple, tuple] = {}
+    out = []
+    for r in rows:
+        cc = r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None
+        key = (r["name"], cc, r["gpu"])
+        if key not in cache:
+            n = names.get(r["name"])
+            c = classify(r["name"]) if n is None else _classification(n)
+            v = decide(c, cc, counters.get(r["name"]), static.get(r["name"]), r["gpu"])
+            cache[key] = tuple(getattr(v, col) for col in _VERDICT_COLS)
+        out.append((r["capture_id"], r["device_id"], r["name"], *cache[key]))
+    db = store.db.conn
+    db.execute("DROP TABLE IF EXISTS temp.t_verdicts")
+    db.execute(f"CREATE TEMP TABLE t_verdicts (capture_id, device_id, name, {', '.join(_VERDICT_COLS)})")
+    db.executemany(f"INSERT INTO temp.t_verdicts VALUES ({', '.join('?' * (3 + len(_VERDICT_COLS)))})", out)
+    db.execute("CREATE INDEX temp.t_verdicts_key ON t_verdicts (capture_id, name, device_id)")
+
+
+def _classification(row: dict):
+    from nvprof_wrap.model import Classification
+
+    return Classification(row["name"], row["tensor_core"], row["precision"] or "", row["family"], row["reason"],
+                          row["rule"] or "")
+
+
+def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
+    _verdicts(store)
     total = store.rows(f"SELECT COALESCE(SUM(total_ns), 0) AS t FROM {_TIMED}")[0]["t"]
     kernels = _kernels(store, total)
     sources = tuple(Source(r["path"], r["format"], bool(r["partial"]), tuple(_json_list(r["notes"])))
@@ -250,8 +284,11 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     if [o.op for o in ops] == [o.op for o in scopes]:
         scopes = ()  # one level of ranges only: the scope table would repeat the op table
     split, devices = _split(store, kernels), _groups(store, "device_id")
-    device_cc = {r["d"]: (r["name"], r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None) for r in store.rows(
-        "SELECT device_id AS d, MAX(name) AS name, MAX(cc_major) AS ma, MAX(cc_minor) AS mi FROM devices GROUP BY 1")}
+    device_cc = {}
+    for r in store.rows("SELECT device_id AS d, MAX(name) AS name, MAX(cc_major) AS ma, MAX(cc_minor) AS mi "
+                        "FROM devices GROUP BY 1"):
+        cc, _ = gpu_facts(r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None, r["name"])
+        device_cc[r["d"]] = (r["name"], cc)
     return Report(_verdict(kernels), split, devices, _groups(store, "pid"), kernels, sources, skipped, disagreements,
                   ops, scopes, hints(kernels, split, devices, device_cc))
 
@@ -259,7 +296,8 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
 def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
     rows = store.rows(f"""
         SELECT o.{column} AS op, o.name, SUM(o.launches) AS launches, SUM(o.total_ns) AS ns, v.tensor_core, v.precision
-        FROM ops o JOIN v_verdicts v ON v.name = o.name GROUP BY o.{column}, o.name""")
+        FROM ops o JOIN (SELECT * FROM {_V} GROUP BY capture_id, name) v
+             ON v.capture_id = o.capture_id AND v.name = o.name GROUP BY o.{column}, o.name""")
     by: dict[str, dict] = {}
     for r in rows:
         g = by.setdefault(r["op"], {"kernels": 0, "launches": 0, "ns": 0, "tc": 0, "prec": {}})

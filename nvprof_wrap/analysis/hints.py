@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from nvprof_wrap.classify.rank import gpu_facts
+
 # Rules of the classifier whose "no" means matrix math on CUDA cores (rules.toml ids).
 _CUDA_CORE_MATRIX = {"ffma", "simt", "sgemm", "scudnn"}
 _MIN_SHARE = 0.05  # below 5% of kernel time a finding is not worth a line
@@ -17,9 +19,14 @@ def hints(kernels: Iterable, split: Iterable, devices: Iterable, device_cc: dict
     total = sum(k.total_ns for k in kernels) or 1
     out: list[str] = []
     old = [f"{label or 'GPU ' + str(dev)} (compute capability {cc})" for dev, (label, cc) in device_cc.items()
-           if cc is not None and cc < 7.0]
+           if cc is not None and not gpu_facts(cc, label)[1]]
     if old:
-        out.append(f"{', '.join(old)}: no tensor cores on this GPU — they arrived with Volta (7.0).")
+        out.append(f"{', '.join(old)}: no tensor cores on this GPU — they arrived with Volta (7.0), and Turing's "
+                   "GTX 16xx chips have none.")
+    flagged = [k for k in kernels if getattr(k, "flag", "")]
+    if flagged:
+        out.append(f"{len(flagged)} kernel name(s) claim what the GPU cannot run (e.g. {flagged[0].short}: "
+                   f"{flagged[0].flag}): the capture's device record or the name is wrong — check which GPU ran it.")
     fp32 = [k for k in kernels if k.tensor_core == "no" and k.precision == "fp32" and k.name_rule in _CUDA_CORE_MATRIX]
     share = sum(k.total_ns for k in fp32) / total
     ccs = [cc for _, cc in device_cc.values() if cc is not None]

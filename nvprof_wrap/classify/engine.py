@@ -61,16 +61,47 @@ def _first(rules: tuple[Rule, ...], name: str) -> Rule | None:
     return next((r for r in rules if r.pattern.search(name)), None)
 
 
+# '(vllm::Fp8KVCacheDataType)0', '(at::native::ADAM_MODE)1', '(bool)0': an enum or literal cast in a template
+# argument names a type that is not the data the kernel computes on.
+_CAST = re.compile(r"\((?:[A-Za-z_][\w:]*)\)-?\d+")
+
+
+def _without_parameters(name: str) -> str:
+    """The name without its trailing parameter list: 'k<float>(double, float*)' → 'k<float>'."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        c = name[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                return name[:i]
+    return name
+
+
+def _precision(rules: Rules, name: str) -> str:
+    """The data type a name states: the math type before scalar arguments and enum casts."""
+    text = _CAST.sub("", name)
+    rule = _first(rules.precision, _without_parameters(text)) or _first(rules.precision, text)
+    return rule.value if rule else ""
+
+
 def classify(name: str) -> Classification:
     """Classify one demangled kernel name. Pure: the same name always gets the same answer."""
     rules = load_rules()
     verdict = _first(rules.verdict, name)
-    precision = _first(rules.precision, name)
+    tensor_core = verdict.value if verdict else "unknown"
+    precision = _precision(rules, name)
+    if precision == "tf32" and tensor_core == "no":
+        precision = "fp32"  # TF32 is a tensor-core math mode: off them the data is fp32 (a split-K reduction, say)
     family = _first(rules.family, name)
     return Classification(
         name=name,
-        tensor_core=verdict.value if verdict else "unknown",
-        precision=precision.value if precision else "",
+        tensor_core=tensor_core,
+        precision=precision,
         family=family.value if family else "other",
         reason=verdict.reason if verdict else _DEFAULT_REASON,
         rule=verdict.id if verdict else "",

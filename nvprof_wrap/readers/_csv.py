@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import re
 from collections.abc import Iterator
@@ -28,7 +29,12 @@ def number(text: str | None) -> float | None:
 
 
 def open_text(path: Path) -> io.TextIOWrapper:
+    """A text file, or a gzipped one (decompressed as it is read, never whole)."""
     try:
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        if gz:
+            return io.TextIOWrapper(gzip.open(path, "rb"), newline="", encoding="utf-8", errors="replace")
         return open(path, newline="", encoding="utf-8", errors="replace")
     except OSError as e:
         raise BadInput(path, f"cannot open ({e.strerror})") from None

@@ -17,6 +17,7 @@ import ijson
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
 from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import busy_time
@@ -100,6 +101,9 @@ class _Agg:
         self.batch.clear()
 
 
+_HEADER_KEYS = ("deviceProperties", "distributedInfo", *ROCM_KEYS)
+
+
 def _header(path: Path) -> dict:
     """deviceProperties and distributedInfo: usually written before traceEvents, so one short parse
     that stops at traceEvents finds them; otherwise a full C-speed pass per key."""
@@ -110,11 +114,11 @@ def _header(path: Path) -> dict:
             top = prefix.split(".", 1)[0]
             if top == "traceEvents":
                 break
-            if top in ("deviceProperties", "distributedInfo"):
+            if top in _HEADER_KEYS:
                 b = builders.setdefault(top, ijson.ObjectBuilder())
                 b.event(event, value)
         found = {k: b.value for k, b in builders.items()}
-    missing = [k for k in ("deviceProperties", "distributedInfo") if k not in found]
+    missing = [k for k in _HEADER_KEYS if k not in found]
     if missing:
         found.update(_tail_keys(path, missing))
     return found
@@ -156,12 +160,13 @@ def _devices(props: list) -> tuple[Device, ...]:
 def read(path: Path) -> Capture:
     agg = _Agg()
     try:
+        header = _header(path)
+        refuse_other_vendor(path, header)
         with _open(path) as f:
             for ev in ijson.items(f, "traceEvents.item", use_float=True):
                 if isinstance(ev, dict):
                     agg.add(ev)
         agg.flush()
-        header = _header(path)
     except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
         raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
     pid = agg.host_pid

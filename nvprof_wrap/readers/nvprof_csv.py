@@ -54,6 +54,11 @@ def _summary(path: Path, header: list[str], rows, pid: int | None) -> Capture:
                    processes=(Process(pid),) if pid else (), notes=("summary CSV: no timeline, no idle time",))
 
 
+# nvprof --print-gpu-trace appends each launch's correlation id to the name ('init_kernel<double>(…) [128]'):
+# without this, every launch would be a kernel of its own.
+_CORRELATION = re.compile(r"\s\[\d+\]$")
+
+
 def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
     idx = {h: i for i, h in enumerate(header)}
     units = next(rows, [])
@@ -76,7 +81,7 @@ def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
             if size is not None and size < len(row):  # the units row gives B, KB, MB or GB
                 s[2] += int((number(row[size]) or 0) * SIZE_UNITS.get(units[size].strip() if size < len(units) else "B", 1))
         else:
-            s = kern.setdefault((d, row[name]), [0, 0, ns, ns])
+            s = kern.setdefault((d, _CORRELATION.sub("", row[name])), [0, 0, ns, ns])
             s[0] += 1; s[1] += ns; s[2] = min(s[2], ns); s[3] = max(s[3], ns)
     kernels = merge_kernels(KernelAgg(pid, d, demangle(n), *s) for (d, n), s in kern.items())
     memops = tuple(MemAgg(pid, d, k, di, *s) for (d, k, di), s in mem.items())

@@ -13,7 +13,7 @@ def kernel(k: KernelRow) -> dict:
     return {"name": k.name, "launches": k.launches, "total_ns": k.total_ns, "mean_ns": round(k.mean_ns, 1),
             "share": round(k.share, 6), "tensor_core": k.tensor_core, "precision": k.precision, "family": k.family,
             "reason": k.reason, "evidence": k.evidence, "name_verdict": k.name_verdict,
-            "counter_verdict": k.counter_verdict, "counter_detail": k.counter_detail}
+            "counter_verdict": k.counter_verdict, "counter_detail": k.counter_detail, "flag": k.flag or None}
 
 
 def group(g: GroupRow, key: str) -> dict:

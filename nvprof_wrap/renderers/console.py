@@ -107,8 +107,9 @@ def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
 def _counter_why(k: KernelRow) -> str:
     if k.evidence == "compiled code":
         return f"compiled code: {k.counter_detail}"
-    state = "tensor pipes active" if k.tensor_core == "yes" else "tensor pipes idle"
-    return f"measured by counters: {state} ({k.counter_detail})"
+    if k.evidence == "device":
+        return k.reason
+    return f"measured by counters: {k.counter_detail}"
 
 
 def render_report(report: Report, width: int = 120, color: bool = False, wide: bool = False, limit: int = 15,

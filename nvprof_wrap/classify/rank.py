@@ -1,0 +1,90 @@
+"""One verdict per kernel on one GPU, from every kind of evidence, ranked in one place.
+
+Rank: hardware counters (Nsight Compute matrix instructions) > the GPU itself (no tensor cores before Volta) >
+compiled code (PTX of the kernel) > name rules > unknown. A name that claims what its GPU cannot run (bf16 before
+Ampere, fp8 before Ada, fp4 or tcgen05 before Blackwell, any tensor-core kernel before Volta) is flagged: either the
+capture's device record or the name rule is wrong, and the report says so instead of trusting either silently.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nvprof_wrap.classify import gpus
+from nvprof_wrap.model import Classification
+
+# The first compute capability with each tensor-core precision (CUDA programming guide, PTX ISA).
+_PRECISION_SINCE = {"fp16": 7.0, "fp16/bf16": 7.0, "int8": 7.2, "bf16": 8.0, "tf32": 8.0, "fp64": 8.0,
+                    "fp32 (3xTF32)": 8.0, "fp8": 8.9, "fp4": 10.0}
+_BLACKWELL_ONLY = re.compile(r"tcgen05|(?<![a-z])umma(?![a-z])|^nvjet_sm1\d\d|sm1\d\d[af]?$", re.IGNORECASE)
+FIRST_TENSOR_CORE_CC = 7.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a report shows for one kernel name on one device."""
+
+    tensor_core: str  # "yes" | "no" | "unknown"
+    precision: str
+    family: str
+    reason: str
+    rule: str
+    evidence: str  # "counters" | "device" | "compiled code" | "name"
+    name_verdict: str
+    counter_verdict: str | None = None
+    counter_detail: str | None = None
+    flag: str = ""  # the name claims something this GPU cannot run
+
+
+def _sm(cc: float) -> str:
+    return f"sm_{int(cc)}{round(cc * 10) % 10}"
+
+
+def _flag(c: Classification, cc: float | None) -> str:
+    if cc is None or c.tensor_core != "yes":
+        return ""
+    if cc < FIRST_TENSOR_CORE_CC:
+        return f"the name says tensor cores, but the GPU ({_sm(cc)}) has none"
+    since = _PRECISION_SINCE.get(c.precision)
+    if since is not None and cc < since:
+        return f"the name says {c.precision} tensor-core math, which needs sm_{int(since * 10)}+; the GPU is {_sm(cc)}"
+    if cc < 10.0 and _BLACKWELL_ONLY.search(c.name):
+        return f"the name is a Blackwell (sm_100+) kernel; the GPU is {_sm(cc)}"
+    return ""
+
+
+def gpu_facts(cc: float | None, name: str | None) -> tuple[float | None, bool]:
+    """(compute capability, has tensor cores) from what a capture recorded: its compute capability, else what
+    the GPU's name says (classify/gpus.toml); GTX 16xx (Turing TU116/TU117) has sm_75 but no tensor cores."""
+    known = gpus.lookup(name)
+    if cc is None and known:
+        cc = known[0]
+    has = cc is None or cc >= FIRST_TENSOR_CORE_CC
+    if known and not known[1]:
+        has = False
+    return cc, has
+
+
+def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] | None = None,
+           static: tuple[str, str] | None = None, gpu_name: str | None = None) -> Verdict:
+    """The verdict for kernel name ``c`` on a GPU of compute capability ``cc`` named ``gpu_name`` (either may be
+    None), given counter evidence and compiled-code evidence as (tensor_core, detail)."""
+    cc, has_tensor_cores = gpu_facts(cc, gpu_name)
+    base = dict(precision=c.precision, family=c.family, name_verdict=c.tensor_core,
+                counter_verdict=counter[0] if counter else None,
+                flag=_flag(c, cc) or ("the name says tensor cores, but this GPU has none"
+                                      if not has_tensor_cores and c.tensor_core == "yes" else ""))
+    if counter and counter[0] in ("yes", "no"):
+        return Verdict(counter[0], reason=c.reason, rule=c.rule, evidence="counters", counter_detail=counter[1],
+                       **base)
+    if not has_tensor_cores:
+        gpu = f"{gpu_name} ({_sm(cc)})" if gpu_name and cc is not None else (gpu_name or _sm(cc))
+        why = ("they arrived with Volta (sm_70)" if cc is not None and cc < FIRST_TENSOR_CORE_CC
+               else "its chip (Turing TU116/TU117) has none")
+        return Verdict("no", reason=f"the GPU, {gpu}, has no tensor cores: {why}", rule="device-no-tensor-cores",
+                       evidence="device", counter_detail=counter[1] if counter else None, **base)
+    if static and static[0] in ("yes", "no"):
+        return Verdict(static[0], reason=c.reason, rule=c.rule, evidence="compiled code", counter_detail=static[1],
+                       **base)
+    detail = counter[1] if counter else (static[1] if static else None)
+    return Verdict(c.tensor_core, reason=c.reason, rule=c.rule, evidence="name", counter_detail=detail, **base)
