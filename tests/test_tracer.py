@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from nvprof_wrap.tracer import cupti_trace
+from nvprof_wrap.tracer import cupti_trace, objects
 
 REPO = Path(__file__).resolve().parents[1]
 INJECT = REPO / "nvprof_wrap" / "tracer" / "inject"
@@ -445,9 +445,9 @@ def test_nvtx_ranges_pair_across_buffers_in_any_order() -> None:
 
 def test_a_buffer_is_written_in_bounded_batches(tracer: cupti_trace.Tracer,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cupti_trace, "BATCH_ROWS", 3)
+    monkeypatch.setattr(objects, "BATCH_ROWS", 3)
     records = [kernel(correlation_id=i) for i in range(10)]
-    sizes = [len(rows) for _, rows in tracer._batches(records)]
+    sizes = [len(item[-1]) for item in tracer.objects.items(records)]
     assert max(sizes) <= 3 and sum(sizes) == 10
     cupti_trace._on_buffer_completed(records)
     assert len(finish(tracer)["kernel"]) == 10

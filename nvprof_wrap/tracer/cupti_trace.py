@@ -2,14 +2,15 @@
 
 ``start()`` is called by ``inject/sitecustomize.py`` at start-up of every Python process of a traced job.
 It subscribes to CUPTI through NVIDIA's ``cupti-python`` (``from cupti import cupti``), enables the
-activity kinds we need, and writes each completed CUPTI buffer to
-``$NVPROF_WRAP_CUPTI_DIR/cupti-<host>-<pid>.sqlite.partial`` in one committed transaction; the file is
-renamed to ``.sqlite`` when the process ends cleanly (atexit, SIGTERM, SIGINT). docs/cupti-tracer.md
-describes the schema, which exits flush and the limits (fork, os._exit, SIGKILL, other profilers).
-This module is CUPTI set-up, record conversion and the process hooks; capture_file.py is the file format and
-its writer, devices.py the device facts CUPTI did not give.
+activity kinds we need and takes CUPTI's activity buffers: raw, through libcupti's own buffer callbacks
+registered with ctypes and read in bulk (raw.py), or, where that is not possible, as cupti-python's record
+objects (objects.py). Each completed buffer is one committed transaction in
+``$NVPROF_WRAP_CUPTI_DIR/cupti-<host>-<pid>.sqlite.partial``, written in this process or, once the process
+is busy, by a writer process (sink.py); the file is renamed to ``.sqlite`` when the process ends cleanly
+(atexit, SIGTERM, SIGINT). docs/cupti-tracer.md describes the schema, which exits flush and the limits.
+This module is CUPTI set-up and the process hooks; capture_file.py is the file format and its writer.
 
-This code runs inside the user's process: it uses the standard library only (plus cupti-python), never
+This code runs inside the user's process: it uses the standard library, numpy and cupti-python only, never
 raises into the user's program, and says anything only as single ``nvprof-wrap:`` lines on stderr.
 """
 # Broad excepts are the point here: this code runs inside the user's job and must never break it.
@@ -17,46 +18,46 @@ raises into the user's program, and says anything only as single ``nvprof-wrap:`
 from __future__ import annotations
 
 import atexit
+import ctypes
 import json
 import os
-import re
 import signal
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from nvprof_wrap.tracer._util import (
+    _cupti_version,
+    _describe,
+    _is_busy,
+    _launch_cbids,
+    _loaded_libcupti,
+    _quietly,
+    _warn,
+)
 from nvprof_wrap.tracer.capture_file import (
-    _DEVICE_GET,
-    _KERNEL_GET,
-    _MEMCPY_GET,
-    _MEMSET_GET,
-    _RUNTIME_GET,
-    DEVICE_FIELDS,
-    KERNEL_FIELDS,
-    MEMCPY_FIELDS,
-    MEMSET_FIELDS,
-    RUNTIME_FIELDS,
     NvtxPairer,
     Writer,
     _claim_path,
     _hostname,
     _process_meta,
     _ranks,
-    _read_fields,
     _text,
     format_uuid,
 )
-from nvprof_wrap.tracer.devices import _device_rows, _devices_without_facts, _synchronize_current_context
+from nvprof_wrap.tracer.devices import _device_rows, _synchronize_current_context
+from nvprof_wrap.tracer.objects import ObjectConverter
 
 __all__ = ["ENV_DIR", "ENV_RUNTIME", "NvtxPairer", "Tracer", "_claim_path", "_hostname", "format_uuid", "start"]
 
 ENV_DIR = "NVPROF_WRAP_CUPTI_DIR"
 ENV_RUNTIME = "NVPROF_WRAP_CUPTI_RUNTIME"  # "0": no runtime-API records (lower overhead, no per-op table)
-BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for; CUPTI hands back one list per buffer
-BATCH_ROWS = 4096  # rows per executemany: bounds the Python memory used per table while writing a buffer
+ENV_RAW = "NVPROF_WRAP_CUPTI_RAW"  # "0": cupti-python's record objects even where raw buffers work
+ENV_WRITER = "NVPROF_WRAP_CUPTI_WRITER"  # "inline": never a writer process; "process": from the first buffer
+BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for (cupti-python path)
+HAND_OVER_RECORDS = 20_000  # a buffer this full: the process is busy, a writer process pays off
 FORK_LOCK_TIMEOUT_S = 30.0
 
 BUSY_LINE = "CUPTI is already in use by another profiler ({}); this process is not traced"
@@ -65,90 +66,8 @@ BUSY_LINE = "CUPTI is already in use by another profiler ({}); this process is n
 _STATE: Tracer | None = None  # the tracer of this process (a fork child gets its own)
 _PREV_HANDLERS: dict[int, Any] = {}
 _HOOKS_INSTALLED = False
-
-
-# ----------------------------------------------------------------------------------------- small helpers
-
-def _warn(message: str) -> None:
-    """One line on stderr, never an exception (stderr may be closed at exit)."""
-    try:
-        sys.stderr.write("nvprof-wrap: " + " ".join(str(message).split()) + "\n")
-        sys.stderr.flush()
-    except Exception:
-        pass
-
-
-def _describe(cupti: Any, exc: BaseException) -> str:
-    """'CUPTI_ERROR_X' for a cuptiError, else 'Type: message'."""
-    status = getattr(exc, "status", None)
-    if status is not None and cupti is not None:
-        try:
-            return "CUPTI_" + cupti.Result(status).name
-        except Exception:
-            pass
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _is_busy(cupti: Any, exc: BaseException) -> bool:
-    """True for CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler holds CUPTI."""
-    try:
-        return getattr(exc, "status", None) == cupti.Result.ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-    except Exception:
-        return False
-
-
-def _quietly(fn: Callable, *args: Any) -> None:
-    """Undo a CUPTI setting, ignoring errors (CUPTI may be half set up or gone)."""
-    try:
-        fn(*args)
-    except Exception:
-        pass
-
-
-def _launch_cbids(cupti: Any, enum_name: str, prefix: str) -> list[int]:
-    """Callback ids of the calls that launch kernels or graphs (cudaLaunchKernel*, cuLaunchKernelEx,
-    cu(da)GraphLaunch, cooperative launches), from cupti-python's enum; [] if it has none."""
-    enum = getattr(cupti, enum_name, None)
-    if enum is None:
-        return []
-    pattern = re.compile(rf"^{prefix}(Graph)?Launch(?!HostFunc)")
-    return sorted({int(member) for name, member in enum.__members__.items() if pattern.match(name)})
-
-
-def _cupti_version(cupti: Any, *, ask_cupti: bool) -> str:
-    """cupti-python's package version, plus CUPTI's API version where the binding has get_version (13.5+).
-    ask_cupti=False before we subscribed: NVIDIA wants the subscription to be the first CUPTI call."""
-    try:
-        from importlib.metadata import version
-
-        text = "cupti-python " + version("cupti-python")
-    except Exception:
-        text = "cupti-python (version unknown)"
-    if ask_cupti and hasattr(cupti, "get_version"):
-        try:
-            text += f" (CUPTI API {cupti.get_version()})"
-        except Exception:
-            pass
-    return text
-
-
-def _loaded_libcupti() -> str | None:
-    """Path of the libcupti this process has loaded (cupti-python finds it through cuda.pathfinder)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                path = line.rstrip("\n").split(None, 5)[-1]
-                if "/libcupti.so" in path and os.path.exists(path):
-                    return path
-    except OSError:
-        pass
-    return None
-
-
-# ------------------------------------------------------------------------------------------- NVTX ranges
-
-
-# ---------------------------------------------------------------------------------------- the SQLite file
+_POOL: Any = None  # raw.BufferPool handed to CUPTI (module-level: CUPTI keeps its buffers across tracers)
+_RAW_CALLBACKS: Any = None  # the ctypes callbacks given to libcupti: must live as long as the process
 
 
 # ----------------------------------------------------------------------------------- the tracer of a process
@@ -160,20 +79,25 @@ class Tracer:
                  cupti_version: str | None = None) -> None:
         self.cupti, self.out_dir, self.fork_child = cupti, out_dir, fork_child
         self.cupti_version = cupti_version or _cupti_version(cupti, ask_cupti=False)
-        self.writer = Writer(out_dir, _process_meta(self.cupti_version, fork_child))
-        self.nvtx = NvtxPairer()
+        self.writer: Any = Writer(out_dir, _process_meta(self.cupti_version, fork_child))
+        self.meta: dict[str, str] = self.writer.meta  # the first meta rows (the writer may change, this not)
         self.kinds: list[Any] = []  # the ActivityKind members we enabled
         self.api_cbids: list[tuple[Callable, int]] = []  # (enable function, cbid) of the launch calls enabled
         self.notes: dict[str, str] = {}  # extra meta rows (kinds, nvtx, flush result…)
-        self.missing: set[str] = set()  # record attributes that did not exist (NULL written)
+        self.objects = ObjectConverter(cupti.ActivityKind, self._record_error)
+        self.parser: Any = None  # raw.Parser when CUPTI's buffers are read raw
+        self.lib: Any = None  # libcupti through ctypes (raw path)
         self.subscriber: Any = None
         self.other_profiler: str | None = None
         self.finalizing = self.finalized = self.fork_lock_held = False
         self.deferred_signals: list[int] = []
-        self.record_errors = self.late_records = 0
+        self.record_errors = self.late_records = self.dropped = self.lost_frames = 0
         self.warned_records = False
         self.clock = "unix"
-        self._convert = self._converters()
+
+    @property
+    def missing(self) -> set[str]:
+        return self.objects.missing
 
     # -- set-up ------------------------------------------------------------------------------------------
 
@@ -182,7 +106,7 @@ class Tracer:
         try:
             self._subscribe()
             self._enable_kinds()
-            self.cupti.activity_register_callbacks(_on_buffer_requested, _on_buffer_completed)
+            self._register_buffers()
             return True
         except Exception as e:
             self.teardown()
@@ -266,6 +190,35 @@ class Tracer:
         self.kinds.append(kind)
         return True
 
+    def _register_buffers(self) -> None:
+        """Raw buffers through libcupti's own callbacks where possible (raw.py), else cupti-python's objects.
+        meta 'records' says which, and why not raw."""
+        global _POOL, _RAW_CALLBACKS
+        why = f"{ENV_RAW}=0" if os.environ.get(ENV_RAW, "1") == "0" else None
+        if why is None:
+            try:
+                from nvprof_wrap.tracer import raw
+
+                lib = raw.open_library(self.cupti, _loaded_libcupti())
+                k = self.cupti.ActivityKind
+                kinds = [int(kind) for kind in self.kinds] + ([int(k.RUNTIME), int(k.DRIVER)] if self.api_cbids else [])
+                sizes = raw.record_sizes(lib, sorted(set(kinds)))
+                _POOL = _POOL or raw.BufferPool()
+                _RAW_CALLBACKS = _RAW_CALLBACKS or (raw.REQUESTED(_raw_requested), raw.COMPLETED(_raw_completed))
+                status = lib.cuptiActivityRegisterCallbacks(*_RAW_CALLBACKS)
+                if status != 0:
+                    raise raw.RawUnavailable(f"cuptiActivityRegisterCallbacks returned {status}")
+                self.lib, self.parser = lib, raw.Parser(lib, sizes)
+                structs = sorted({raw.L.struct_version(kind, size) for kind, size in sizes.items()})
+                self.notes["records"] = f"raw buffers (CUPTI API {raw.api_version(lib)}: {', '.join(structs)})"
+                return
+            except Exception as e:
+                if _is_busy(self.cupti, e):
+                    raise
+                why = str(e) if type(e).__name__ == "RawUnavailable" else f"{type(e).__name__}: {e}"
+        self.cupti.activity_register_callbacks(_on_buffer_requested, _on_buffer_completed)
+        self.notes["records"] = f"cupti-python objects (raw buffers not used: {why})"
+
     def enable_nvtx_injection(self) -> None:
         """NVTX reaches CUPTI only through NVTX_INJECTION64_PATH = the libcupti in use (cupti-python docs).
         NVTX reads it at its first call, which comes after this start-up hook; children inherit it."""
@@ -284,13 +237,13 @@ class Tracer:
 
     def open(self) -> None:
         """Create the .partial file now, so even a process killed early leaves its meta behind."""
-        self.cupti_version = self.writer.meta["cupti_version"] = _cupti_version(self.cupti, ask_cupti=True)
+        self.cupti_version = self.meta["cupti_version"] = _cupti_version(self.cupti, ask_cupti=True)
         self._stamp_start()
         self.writer.open()
 
     def _stamp_start(self) -> None:
         started = self._now()
-        self.writer.meta.update(self.notes, started_ns=str(started), clock=self.clock)
+        self.meta.update(self.notes, started_ns=str(started), clock=self.clock)
 
     def _now(self) -> int:
         """CUPTI's clock (the records' clock) when CUPTI may be called, else Unix time; meta 'clock' says which."""
@@ -320,67 +273,76 @@ class Tracer:
 
     # -- records -----------------------------------------------------------------------------------------
 
-    def _converters(self) -> dict[int, Callable[[Any], tuple[str, tuple] | None]]:
-        """ActivityKind value → record-to-(table, row) function (KERNEL and MEMCPY2 share tables)."""
-        missing = self.missing
-
-        def kernel(a: Any) -> tuple[str, tuple]:
-            row = _read_fields(a, KERNEL_FIELDS, _KERNEL_GET, missing)
-            return "kernel", row if isinstance(row[6], str) else row[:6] + (_text(row[6]),) + row[7:]
-
-        def device(a: Any) -> tuple[str, tuple]:
-            d = _read_fields(a, DEVICE_FIELDS, _DEVICE_GET, missing)
-            return "device", (d[0], _text(d[1]), d[2], d[3], d[4], format_uuid(d[5]))
-
-        def marker(a: Any) -> tuple[str, tuple] | None:
-            row = self.nvtx.feed(a)
-            return None if row is None else ("nvtx", row)
-
-        table = {("CONCURRENT_KERNEL", "KERNEL"): kernel,
-                 ("MEMCPY", "MEMCPY2"): lambda a: ("memcpy", _read_fields(a, MEMCPY_FIELDS, _MEMCPY_GET, missing)),
-                 ("MEMSET",): lambda a: ("memset", _read_fields(a, MEMSET_FIELDS, _MEMSET_GET, missing)),
-                 ("DEVICE",): device, ("MARKER",): marker,
-                 ("RUNTIME",): lambda a: ("runtime", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing)),
-                 ("DRIVER",): lambda a: ("driver", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing))}
-        out = {}
-        for names, fn in table.items():
-            for name in names:
-                member = getattr(self.cupti.ActivityKind, name, None)
-                if member is not None:
-                    out[int(member)] = fn
-        return out
-
     def consume(self, activities: Any) -> None:
-        """Write one completed CUPTI buffer; runs on CUPTI's thread (or the flushing one); never raises."""
+        """Write one completed buffer of cupti-python objects; runs on CUPTI's thread; never raises."""
         try:
             if self.finalized:
                 self.late_records += len(activities)  # CUPTI delivered after the file was closed
                 return
-            self.writer.write(self._batches(activities))
-        except sqlite3.OperationalError as e:
-            _warn(f"writing the CUPTI capture failed ({e}); tracing stops for this process")
+            self._write(self.objects.items(activities))
         except Exception as e:
             self._record_error(e)
 
-    def _batches(self, activities: Iterable[Any]) -> Iterable[tuple[str, list[tuple]]]:
-        """(table, rows) batches of at most BATCH_ROWS, produced while the writer inserts them."""
-        pending: dict[str, list[tuple]] = {}
-        for record in activities:
-            try:
-                fn = self._convert.get(int(record.kind))
-                converted = fn(record) if fn is not None else None
-            except Exception as e:
-                self._record_error(e)
-                continue
-            if converted is None:
-                continue
-            table, row = converted
-            rows = pending.setdefault(table, [])
-            rows.append(row)
-            if len(rows) >= BATCH_ROWS:
-                pending[table] = []
-                yield table, rows
-        yield from pending.items()
+    def consume_raw(self, context: Any, stream_id: int, address: int, valid: int) -> None:
+        """Write one completed raw buffer; runs on CUPTI's thread (or the flushing one); never raises."""
+        try:
+            items, records = self.parser.parse(address, valid)
+            self._count_dropped(context, stream_id)
+            if self.finalized:
+                self.late_records += records
+                return
+            if records:
+                self._maybe_hand_over(records)
+                self._write(items)
+        except Exception as e:
+            self._record_error(e)
+
+    def _count_dropped(self, context: Any, stream_id: int) -> None:
+        dropped = ctypes.c_size_t(0)
+        if self.lib.cuptiActivityGetNumDroppedRecords(context, stream_id, ctypes.byref(dropped)) == 0:
+            self.dropped += dropped.value
+
+    def _write(self, items: Iterable[tuple]) -> None:
+        """Through the current writer; if the writer process is gone, write here again (what it had not
+        committed is lost and counted)."""
+        items = list(items) if not isinstance(self.writer, Writer) else items
+        try:
+            self.writer.write(items)
+        except sqlite3.OperationalError as e:
+            _warn(f"writing the CUPTI capture failed ({e}); tracing stops for this process")
+        except OSError as e:  # sink.SinkGone
+            self._back_in_process(e)
+            self.writer.write(items)
+
+    def _maybe_hand_over(self, records: int) -> None:
+        """Hand the file over to a writer process once a buffer shows this process is busy (sink.py)."""
+        mode = os.environ.get(ENV_WRITER, "auto")
+        if not isinstance(self.writer, Writer) or mode == "inline" or self.fork_child or "writer" in self.notes:
+            return
+        if mode != "process" and records < HAND_OVER_RECORDS:
+            return
+        from nvprof_wrap.tracer import sink
+
+        here = self.writer
+        here.open()
+        here.release()  # one writer at a time: the writer process opens the file after this
+        try:
+            self.writer = sink.start(here.partial_path, here.final_path)
+            self.writer.write([("strings", list(here.strings.items())),
+                               ("nvtx_state", here.nvtx.open, here.nvtx.early_ends)])
+            self.notes["writer"] = "writer process"
+        except Exception as e:
+            self.writer = here
+            self.notes["writer"] = f"in this process (writer process failed: {e})"
+
+    def _back_in_process(self, exc: BaseException) -> None:
+        gone = self.writer
+        self.lost_frames += 1  # NVTX ranges it held open are lost too
+        self.notes["writer"] = f"in this process again (writer process lost: {exc})"
+        self.writer = Writer(self.out_dir, {})
+        self.writer.adopt(gone.partial_path, gone.final_path)
+        if self.parser is not None:
+            self.writer.strings = {i: text for text, i in self.parser.strings.ids.items()}
 
     def _record_error(self, exc: BaseException) -> None:
         self.record_errors += 1
@@ -410,19 +372,33 @@ class Tracer:
             else:
                 self._drain_cupti()
             self.finalized = True  # from here on, late CUPTI deliveries are only counted
-            devices = [] if self.fork_child else _device_rows(_devices_without_facts(self.writer))
-            self.writer.write(self._tail(devices))
-            self.writer.close(self._final_meta(how))
+            self._close(how)
         except Exception as e:
             _warn(f"could not finish the CUPTI capture ({type(e).__name__}: {e}); it stays .partial")
         finally:
             self.finalized, self.finalizing = True, False
 
-    def _tail(self, devices: list[tuple]) -> Iterable[tuple[str, list[tuple]]]:
-        # A generator, so the open NVTX ranges are taken under the writer's lock: a CUPTI thread that
-        # was already delivering a buffer may still be pairing markers.
-        yield "nvtx", self.nvtx.leftovers()
-        yield "device", devices
+    def _close(self, how: str) -> None:
+        seen, described = self._devices()
+        tail = [("rows", "device", [] if self.fork_child else _device_rows(sorted(seen - described)))]
+        meta = self._final_meta(how)
+        try:
+            self.writer.close(meta, tail)
+        except OSError as e:  # the writer process is gone: finish the file here
+            self._back_in_process(e)
+            meta.update(self._counts())
+            self.writer.close(meta, tail)
+        if self.dropped:
+            _warn(f"CUPTI dropped {self.dropped} activity records (no buffer was free); the capture misses them")
+
+    def _devices(self) -> tuple[set[int], set[int]]:
+        """Devices that ran work, and those CUPTI described, over both record paths."""
+        seen, described = set(self.objects.devices_seen), set(self.objects.devices_described)
+        if self.parser is not None:
+            seen |= self.parser.devices_seen
+            described |= self.parser.devices_described
+        seen.discard(None)
+        return seen, described
 
     def _drain_cupti(self) -> None:
         _synchronize_current_context()
@@ -437,26 +413,33 @@ class Tracer:
         meta = dict(self.notes)
         meta.update(_ranks())  # mp.spawn-style jobs set RANK in Python, after start-up
         meta.update(status="complete", exit=how)
-        if "started_ns" not in self.writer.meta:
+        if "started_ns" not in self.meta:
             self._stamp_start()
-            meta.update(started_ns=self.writer.meta["started_ns"], clock=self.clock)
+            meta.update(started_ns=self.meta["started_ns"], clock=self.clock)
         meta["ended_ns"] = str(self._now())
-        for key, value in (("missing_fields", json.dumps(sorted(self.missing)) if self.missing else None),
-                           ("record_errors", self.record_errors), ("late_records", self.late_records)):
-            if value:
-                meta[key] = str(value)
+        meta.update(self._counts())
         return meta
+
+    def _counts(self) -> dict[str, str]:
+        parser = self.parser
+        counts = {"missing_fields": json.dumps(sorted(self.missing)) if self.missing else None,
+                  "record_errors": self.record_errors, "late_records": self.late_records,
+                  "dropped_records": self.dropped, "lost_writer_frames": self.lost_frames,
+                  "refused_buffers": _POOL.refused if _POOL is not None and parser is not None else 0,
+                  "slow_walks": parser.slow_walks if parser else 0, "skipped_records": parser.skipped if parser else 0}
+        return {key: str(value) for key, value in counts.items() if value}
 
     def forked_child(self) -> Tracer:
         """The tracer of a fork child: its own file (created when first needed), no CUPTI calls at all."""
         child = Tracer(self.cupti, self.out_dir, fork_child=True, cupti_version=self.cupti_version)
         child.kinds = list(self.kinds)
-        child.notes = {k: v for k, v in self.notes.items() if k in ("kinds", "nvtx")}
+        child.notes = {k: v for k, v in self.notes.items() if k in ("kinds", "nvtx", "records")}
+        if self.parser is not None:
+            from nvprof_wrap.tracer import raw
+
+            child.lib, child.parser = self.lib, raw.Parser(self.lib, self.parser.sizes)
         child._stamp_start()
         return child
-
-
-# --------------------------------------------------------------------------------------- device facts
 
 
 # ------------------------------------------------------------------ CUPTI callbacks and process hooks
@@ -470,6 +453,27 @@ def _on_buffer_completed(activities: Any) -> None:
     tracer = _STATE
     if tracer is not None:
         tracer.consume(activities)
+
+
+def _raw_requested(buffer: Any, size: Any, max_records: Any) -> None:
+    """libcupti asks for a buffer: one of the pool's, or NULL when all are in use (CUPTI then drops)."""
+    try:
+        address = _POOL.take()
+        buffer[0], size[0], max_records[0] = address or None, _POOL.size if address else 0, 0
+    except Exception:
+        pass
+
+
+def _raw_completed(context: Any, stream_id: int, address: int | None, size: int, valid: int) -> None:
+    try:
+        tracer = _STATE
+        if tracer is not None and tracer.parser is not None and address:
+            tracer.consume_raw(context, stream_id, address, valid)
+    except Exception:
+        pass
+    finally:
+        if address:
+            _POOL.give_back(address)
 
 
 def _on_cupti_callback(userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
