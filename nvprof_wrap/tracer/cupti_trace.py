@@ -94,6 +94,10 @@ class Tracer:
         self.record_errors = self.late_records = self.dropped = self.lost_frames = 0
         self.warned_records = False
         self.clock = "unix"
+        # One buffer at a time, parsed and written in the order CUPTI completed them: a buffer's kernels may
+        # name strings interned by the one before it. consumer: the thread inside (a signal must not re-enter).
+        self.consume_lock = threading.Lock()
+        self.consumer: int | None = None
 
     @property
     def missing(self) -> set[str]:
@@ -275,27 +279,35 @@ class Tracer:
 
     def consume(self, activities: Any) -> None:
         """Write one completed buffer of cupti-python objects; runs on CUPTI's thread; never raises."""
-        try:
-            if self.finalized:
-                self.late_records += len(activities)  # CUPTI delivered after the file was closed
-                return
-            self._write(self.objects.items(activities))
-        except Exception as e:
-            self._record_error(e)
+        with self.consume_lock:
+            self.consumer = threading.get_ident()
+            try:
+                if self.finalized:
+                    self.late_records += len(activities)  # CUPTI delivered after the file was closed
+                    return
+                self._write(self.objects.items(activities))
+            except Exception as e:
+                self._record_error(e)
+            finally:
+                self.consumer = None
 
     def consume_raw(self, context: Any, stream_id: int, address: int, valid: int) -> None:
         """Write one completed raw buffer; runs on CUPTI's thread (or the flushing one); never raises."""
-        try:
-            items, records = self.parser.parse(address, valid)
-            self._count_dropped(context, stream_id)
-            if self.finalized:
-                self.late_records += records
-                return
-            if records:
-                self._maybe_hand_over(records)
-                self._write(items)
-        except Exception as e:
-            self._record_error(e)
+        with self.consume_lock:
+            self.consumer = threading.get_ident()
+            try:
+                items, records = self.parser.parse(address, valid)
+                self._count_dropped(context, stream_id)
+                if self.finalized:
+                    self.late_records += records
+                    return
+                if records:
+                    self._maybe_hand_over(records)
+                    self._write(items)
+            except Exception as e:
+                self._record_error(e)
+            finally:
+                self.consumer = None
 
     def _count_dropped(self, context: Any, stream_id: int) -> None:
         dropped = ctypes.c_size_t(0)
@@ -354,7 +366,7 @@ class Tracer:
 
     def flush(self, *, forced: bool) -> None:
         """Have CUPTI hand over its buffers now (they are committed as they arrive)."""
-        if self.fork_child or self.finalized or self.writer.owner == threading.get_ident():
+        if self.fork_child or self.finalized or self._inside():
             return  # the last case: a signal landed inside our own write, which must finish first
         try:
             self.cupti.activity_flush_all(1 if forced else 0)
@@ -363,7 +375,7 @@ class Tracer:
 
     def finalize(self, how: str) -> None:
         """Flush CUPTI, write what is pending and rename .partial → .sqlite. Idempotent; never raises."""
-        if self.finalized or self.finalizing or self.writer.owner == threading.get_ident():
+        if self.finalized or self.finalizing or self._inside():
             return
         self.finalizing = True
         try:
@@ -377,6 +389,11 @@ class Tracer:
             _warn(f"could not finish the CUPTI capture ({type(e).__name__}: {e}); it stays .partial")
         finally:
             self.finalized, self.finalizing = True, False
+
+    def _inside(self) -> bool:
+        """This thread is inside our own buffer handling (a signal handler interrupted it)."""
+        me = threading.get_ident()
+        return self.consumer == me or self.writer.owner == me
 
     def _close(self, how: str) -> None:
         seen, described = self._devices()
