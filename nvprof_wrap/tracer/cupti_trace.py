@@ -424,6 +424,8 @@ class Tracer:
             self.notes["cupti_flush"] = "ok"
         except Exception as e:
             self.notes["cupti_flush"] = f"failed: {_describe(self.cupti, e)}"
+        if self.lib is not None:
+            self._count_dropped(None, 0)  # the global queue: drops while no buffer ever completed
         self.teardown()  # no record may reach Python once the interpreter is gone
 
     def _final_meta(self, how: str) -> dict[str, str]:
