@@ -25,7 +25,7 @@ from nvprof_wrap.tracer import layouts as L
 from nvprof_wrap.tracer import raw
 
 sys.path.insert(0, str(FAKES))
-from cupti import rawlib, records  # noqa: E402  (the fake: tests/fakes/cupti)
+from cupti import rawlib, records  # the fake: tests/fakes/cupti
 
 HEADERS = sorted({os.path.dirname(p) for p in glob.glob("/usr/local/cuda*/include/cupti_activity.h")
                   + glob.glob(f"{sys.prefix}/lib/python3*/site-packages/nvidia/*/include/cupti_activity.h")})
@@ -138,9 +138,10 @@ def test_the_libcupti_found_here_steps_records_of_sizes_the_table_knows(path: st
 # ----------------------------------------------------------------------- the parser, kind by kind
 
 def kernel_record(i: int, name: str | None = "_Z4gemmv", **over: object) -> SimpleNamespace:
-    f = dict(kind=10, start=1000 + i, end=2000 + i, device_id=i % 2, context_id=3, stream_id=7 + i,
-             correlation_id=100 + i, name=name, grid_x=4, grid_y=5, grid_z=6, block_x=128, block_y=2, block_z=1,
-             registers_per_thread=40, static_shared_memory=1024, dynamic_shared_memory=4096)
+    f = {"kind": 10, "start": 1000 + i, "end": 2000 + i, "device_id": i % 2, "context_id": 3, "stream_id": 7 + i,
+         "correlation_id": 100 + i, "name": name, "grid_x": 4, "grid_y": 5, "grid_z": 6, "block_x": 128,
+         "block_y": 2, "block_z": 1, "registers_per_thread": 40, "static_shared_memory": 1024,
+         "dynamic_shared_memory": 4096}
     return SimpleNamespace(**(f | over))
 
 
@@ -428,7 +429,7 @@ def test_dropped_records_are_counted_and_said(tmp_path: Path) -> None:
     out = tmp_path / "run"
     r = run_job(body, out)
     assert r.returncode == 0
-    assert r.stderr.splitlines() == ["nvprof-wrap: CUPTI dropped 7 activity records (no buffer was free); "
-                                     "the capture misses them"]
+    assert r.stderr.splitlines() == [("nvprof-wrap: CUPTI dropped 7 activity records (no buffer was free); "
+                                      "the capture misses them")]
     cap = only_capture(out)
     assert cap["meta"]["dropped_records"] == "7" and cap["kernel"] == []

@@ -96,16 +96,17 @@ class FakeLibcupti:
     def __init__(self, state: dict[str, Any]) -> None:
         self.state = state
 
-        def cuptiGetVersion(out: Any) -> int:  # noqa: N802 (the C names)
+        # the C names, as a CDLL has them
+        def cuptiGetVersion(out: Any) -> int:
             _target(out).value = VERSIONS[version()][0]
             return 0
 
-        def cuptiActivityRegisterCallbacks(requested: Any, completed: Any) -> int:  # noqa: N802
+        def cuptiActivityRegisterCallbacks(requested: Any, completed: Any) -> int:
             state["raw_callbacks"] = (requested, completed)
             state["callbacks"] = None  # like libcupti: one pair of buffer callbacks at a time
             return 0
 
-        def cuptiActivityGetNextRecord(buffer: Any, valid: int, record: Any) -> int:  # noqa: N802
+        def cuptiActivityGetNextRecord(buffer: Any, valid: int, record: Any) -> int:
             base = buffer if isinstance(buffer, int) else ctypes.addressof(buffer)
             rec = _target(record)
             if rec.value is None:
@@ -122,7 +123,7 @@ class FakeLibcupti:
             rec.value = nxt
             return 0
 
-        def cuptiActivityGetNumDroppedRecords(context: Any, stream_id: int, dropped: Any) -> int:  # noqa: N802
+        def cuptiActivityGetNumDroppedRecords(context: Any, stream_id: int, dropped: Any) -> int:
             _target(dropped).value, state["dropped"] = state["dropped"], 0
             return 0
 
