@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 from nvprof_wrap.tracer import cupti_trace, objects
+from nvprof_wrap.tracer import setup as tracer_setup
 
 REPO = Path(__file__).resolve().parents[1]
 INJECT = REPO / "nvprof_wrap" / "tracer" / "inject"
@@ -503,7 +504,7 @@ def test_device_facts_fall_back_to_torch(tracer: cupti_trace.Tracer, monkeypatch
 def test_nvtx_injection_points_at_the_loaded_libcupti(tracer: cupti_trace.Tracer,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NVTX_INJECTION64_PATH", raising=False)
-    monkeypatch.setattr(cupti_trace, "_loaded_libcupti", lambda: "/site/nvidia/cu13/lib/libcupti.so.13")
+    monkeypatch.setattr(tracer_setup, "_loaded_libcupti", lambda: "/site/nvidia/cu13/lib/libcupti.so.13")
     tracer.enable_nvtx_injection()
     assert os.environ["NVTX_INJECTION64_PATH"] == "/site/nvidia/cu13/lib/libcupti.so.13"
     assert tracer.notes["nvtx"] == "enabled"

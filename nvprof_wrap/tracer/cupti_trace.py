@@ -17,11 +17,9 @@ raises into the user's program, and says anything only as single ``nvprof-wrap:`
 # ruff: noqa: BLE001, S110
 from __future__ import annotations
 
-import atexit
 import ctypes
 import json
 import os
-import signal
 import sqlite3
 import threading
 import time
@@ -32,9 +30,7 @@ from nvprof_wrap.tracer._util import (
     _cupti_version,
     _describe,
     _is_busy,
-    _launch_cbids,
     _loaded_libcupti,
-    _quietly,
     _warn,
 )
 from nvprof_wrap.tracer.capture_file import (
@@ -44,35 +40,31 @@ from nvprof_wrap.tracer.capture_file import (
     _hostname,
     _process_meta,
     _ranks,
-    _text,
     format_uuid,
 )
 from nvprof_wrap.tracer.devices import _device_rows, _synchronize_current_context
 from nvprof_wrap.tracer.objects import ObjectConverter
+from nvprof_wrap.tracer.setup import ENV_RUNTIME, CuptiSetup
 
 __all__ = ["ENV_DIR", "ENV_RUNTIME", "NvtxPairer", "Tracer", "_claim_path", "_hostname", "format_uuid", "start"]
 
 ENV_DIR = "NVPROF_WRAP_CUPTI_DIR"
-ENV_RUNTIME = "NVPROF_WRAP_CUPTI_RUNTIME"  # "0": no runtime-API records (lower overhead, no per-op table)
 ENV_RAW = "NVPROF_WRAP_CUPTI_RAW"  # "0": cupti-python's record objects even where raw buffers work
 ENV_WRITER = "NVPROF_WRAP_CUPTI_WRITER"  # "inline": never a writer process; "process": from the first buffer
 BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for (cupti-python path)
 HAND_OVER_RECORDS = 20_000  # a buffer this full: the process is busy, a writer process pays off
-FORK_LOCK_TIMEOUT_S = 30.0
 
 BUSY_LINE = "CUPTI is already in use by another profiler ({}); this process is not traced"
 
 
 _STATE: Tracer | None = None  # the tracer of this process (a fork child gets its own)
-_PREV_HANDLERS: dict[int, Any] = {}
-_HOOKS_INSTALLED = False
 _POOL: Any = None  # raw.BufferPool handed to CUPTI (module-level: CUPTI keeps its buffers across tracers)
 _RAW_CALLBACKS: Any = None  # the ctypes callbacks given to libcupti: must live as long as the process
 
 
 # ----------------------------------------------------------------------------------- the tracer of a process
 
-class Tracer:
+class Tracer(CuptiSetup):
     """CUPTI subscription, enabled activity kinds and the capture file of one process."""
 
     def __init__(self, cupti: Any, out_dir: str, *, fork_child: bool = False,
@@ -108,7 +100,7 @@ class Tracer:
     def setup(self) -> bool:
         """Subscribe, enable the kinds, register the buffer callbacks. False (after one line) if impossible."""
         try:
-            self._subscribe()
+            self._subscribe(_on_cupti_callback)
             self._enable_kinds()
             self._register_buffers()
             return True
@@ -119,80 +111,6 @@ class Tracer:
             else:
                 _warn(f"CUPTI could not be started ({_describe(self.cupti, e)}); this process is not traced")
             return False
-
-    def _subscribe(self) -> None:
-        """Be CUPTI's subscriber first, as NVIDIA recommends: another holder shows up here, by name."""
-        c = self.cupti
-        if not (hasattr(c, "subscribe_v2") and hasattr(c, "SubscriberParams")):
-            self.subscriber = c.subscribe(_on_cupti_callback, None)
-            return
-        params = c.SubscriberParams()
-        params.struct_size = c.SUBSCRIBER_PARAMS_SIZE
-        params.subscriber_name = "nvprof-wrap"
-        try:
-            self.subscriber = c.subscribe_v2(_on_cupti_callback, None, params.ptr)
-        except Exception as e:
-            if _is_busy(c, e):
-                try:
-                    self.other_profiler = _text(params.old_subscriber_name)
-                except Exception:
-                    pass
-                raise
-            # Measured on an H200 (libcupti 13.0.85 and 13.4.92, cupti-python 13.4.0): subscribe_v2 answers
-            # INVALID_PARAMETER (its params struct is newer than the library); the v1 call works.
-            self.notes["subscribe"] = f"subscribe_v2 failed ({_describe(c, e)}); used subscribe"
-            self.subscriber = c.subscribe(_on_cupti_callback, None)
-
-    def _enable_kinds(self) -> None:
-        k = self.cupti.ActivityKind
-        if not self._enable(k.CONCURRENT_KERNEL, required=False):
-            self._enable(k.KERNEL, required=True)
-            _warn("CUPTI could not trace concurrent kernels; using the KERNEL kind, which serializes kernels")
-        for kind in (k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER):
-            self._enable(kind, required=False)
-        self._enable_api_records()
-        self.notes["kinds"] = json.dumps([kind.name for kind in self.kinds])
-
-    def _enable_api_records(self) -> None:
-        """Records of the API calls that launch kernels (runtime and driver), for kernel -> thread -> NVTX.
-        Per-cbid enabling (CUPTI 12.6+) keeps it to one record per launch; otherwise every runtime and driver
-        call is recorded. meta 'api_records' says which."""
-        if os.environ.get(ENV_RUNTIME, "1") == "0":
-            self.notes["api_records"] = f"none ({ENV_RUNTIME}=0)"
-            return
-        c = self.cupti
-        picked = [(c.activity_enable_runtime_api, cbid) for cbid in _launch_cbids(c, "RuntimeApiTraceCbid", "cuda")]
-        picked += [(c.activity_enable_driver_api, cbid) for cbid in _launch_cbids(c, "DriverApiTraceCbid", "cu")]
-        done: list[tuple[Callable, int]] = []
-        try:
-            if not picked:
-                raise AttributeError("this cupti-python has no callback-id enums")
-            for enable, cbid in picked:
-                enable(cbid, 1)
-                done.append((enable, cbid))
-            self.api_cbids = done
-            self.notes["api_records"] = f"kernel launch calls only ({len(done)} callback ids)"
-            return
-        except Exception as e:
-            if _is_busy(c, e):
-                raise
-            for enable, cbid in done:
-                _quietly(enable, cbid, 0)
-            reason = _describe(c, e) if not isinstance(e, AttributeError) else str(e)
-        for kind in (c.ActivityKind.RUNTIME, c.ActivityKind.DRIVER):
-            self._enable(kind, required=False)
-        self.notes["api_records"] = f"every runtime and driver call (per-call enabling failed: {reason})"
-
-    def _enable(self, kind: Any, *, required: bool) -> bool:
-        try:
-            self.cupti.activity_enable(kind)
-        except Exception as e:
-            if required or _is_busy(self.cupti, e):
-                raise
-            self.notes[f"kind_{kind.name.lower()}"] = f"not enabled: {_describe(self.cupti, e)}"
-            return False
-        self.kinds.append(kind)
-        return True
 
     def _register_buffers(self) -> None:
         """Raw buffers through libcupti's own callbacks where possible (raw.py), else cupti-python's objects.
@@ -223,22 +141,6 @@ class Tracer:
         self.cupti.activity_register_callbacks(_on_buffer_requested, _on_buffer_completed)
         self.notes["records"] = f"cupti-python objects (raw buffers not used: {why})"
 
-    def enable_nvtx_injection(self) -> None:
-        """NVTX reaches CUPTI only through NVTX_INJECTION64_PATH = the libcupti in use (cupti-python docs).
-        NVTX reads it at its first call, which comes after this start-up hook; children inherit it."""
-        if not any(kind.name == "MARKER" for kind in self.kinds):
-            self.notes["nvtx"] = "unavailable: the MARKER kind is not enabled"
-            return
-        current, lib = os.environ.get("NVTX_INJECTION64_PATH"), _loaded_libcupti()
-        if current:
-            same = lib is not None and os.path.realpath(current) == os.path.realpath(lib)
-            self.notes["nvtx"] = "enabled" if same else f"unavailable: NVTX_INJECTION64_PATH is {current}"
-        elif lib is None:
-            self.notes["nvtx"] = "unavailable: the loaded libcupti was not found in /proc/self/maps"
-        else:
-            os.environ["NVTX_INJECTION64_PATH"] = lib
-            self.notes["nvtx"] = "enabled"
-
     def open(self) -> None:
         """Create the .partial file now, so even a process killed early leaves its meta behind."""
         self.cupti_version = self.meta["cupti_version"] = _cupti_version(self.cupti, ask_cupti=True)
@@ -260,20 +162,6 @@ class Tracer:
                 pass
         self.clock = "unix"
         return time.time_ns()
-
-    def teardown(self) -> None:
-        """Disable our kinds and unsubscribe, ignoring errors (CUPTI may be half set up)."""
-        for kind in reversed(self.kinds):
-            _quietly(self.cupti.activity_disable, kind)
-        for enable, cbid in self.api_cbids:
-            _quietly(enable, cbid, 0)
-        self.api_cbids = []
-        if self.subscriber is not None:
-            try:
-                self.cupti.unsubscribe(self.subscriber)
-            except Exception:
-                pass
-            self.subscriber = None
 
     # -- records -----------------------------------------------------------------------------------------
 
@@ -383,7 +271,8 @@ class Tracer:
                 self.notes["cupti_flush"] = "skipped: fork child (CUPTI is not fork-safe)"
             else:
                 self._drain_cupti()
-            self.finalized = True  # from here on, late CUPTI deliveries are only counted
+            with self.consume_lock:  # a buffer CUPTI's thread is still writing goes in first
+                self.finalized = True  # from here on, late CUPTI deliveries are only counted
             self._close(how)
         except Exception as e:
             _warn(f"could not finish the CUPTI capture ({type(e).__name__}: {e}); it stays .partial")
@@ -499,92 +388,6 @@ def _on_cupti_callback(userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> No
     """Our subscriber enables no callback domain; CUPTI never calls this."""
 
 
-def _at_exit() -> None:
-    tracer = _STATE
-    if tracer is None:
-        return
-    tracer.finalize("exit")
-    for signum in tracer.deferred_signals:  # a fatal signal that came while we were finishing
-        if not callable(_PREV_HANDLERS.get(signum, signal.SIG_DFL)):
-            _die_by(signum)
-
-
-def _on_signal(signum: int, frame: Any) -> None:
-    """Flush (or finish the file, when the signal is about to end the process), then chain."""
-    previous = _PREV_HANDLERS.get(signum, signal.SIG_DFL)
-    tracer = _STATE
-    if tracer is not None:
-        if tracer.finalizing:
-            tracer.deferred_signals.append(signum)
-            return
-        if callable(previous):
-            tracer.flush(forced=False)  # the process may well go on (KeyboardInterrupt can be caught)
-        else:
-            tracer.finalize(signal.Signals(signum).name)
-    if callable(previous):
-        previous(signum, frame)  # default_int_handler raises KeyboardInterrupt here
-        return
-    _die_by(signum)
-
-
-def _die_by(signum: int) -> None:
-    """End the process by this signal's default action, so the exit status still says 'killed by SIGxxx'."""
-    try:
-        signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_kill(threading.get_ident(), signum)
-    except Exception:
-        pass
-    os._exit(128 + signum)
-
-
-def _install_signal_handlers() -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            previous = signal.getsignal(signum)
-            if previous is signal.SIG_IGN or previous is None:
-                continue  # ignored on purpose, or set outside Python: leave it alone
-            signal.signal(signum, _on_signal)
-            _PREV_HANDLERS[signum] = previous
-        except (ValueError, OSError):  # not the main thread
-            pass
-
-
-def _before_fork() -> None:
-    tracer = _STATE
-    if tracer is not None and not tracer.finalized:
-        # No thread of ours may be inside SQLite when the process is copied: its mutexes would stay
-        # locked in the child.
-        tracer.fork_lock_held = tracer.writer.lock.acquire(timeout=FORK_LOCK_TIMEOUT_S)
-
-
-def _after_fork_parent() -> None:
-    tracer = _STATE
-    if tracer is not None and tracer.fork_lock_held:
-        tracer.fork_lock_held = False
-        tracer.writer.lock.release()
-
-
-def _after_fork_child() -> None:
-    global _STATE
-    parent = _STATE
-    if parent is None:
-        return
-    parent.writer.leak()
-    _STATE = None if parent.finalized else parent.forked_child()
-
-
-def _install_hooks() -> None:
-    """atexit, SIGINT/SIGTERM and fork hooks, once per process (a fork child inherits them)."""
-    global _HOOKS_INSTALLED
-    if _HOOKS_INSTALLED:
-        return
-    _HOOKS_INSTALLED = True
-    atexit.register(_at_exit)  # registered first, so it runs last: after the job's own atexit work
-    _install_signal_handlers()
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
-                        after_in_child=_after_fork_child)
-
-
 # --------------------------------------------------------------------------------------------- start()
 
 def start() -> None:
@@ -624,7 +427,9 @@ def _start(out_dir: str) -> None:
         _warn(f"cannot write the CUPTI capture in {out_dir} ({type(e).__name__}: {e}); "
               "this process is not traced")
         return
-    _install_hooks()
+    from nvprof_wrap.tracer import hooks
+
+    hooks.install()
 
 
 def _import_cupti() -> Any | None:
