@@ -433,3 +433,21 @@ def test_dropped_records_are_counted_and_said(tmp_path: Path) -> None:
                                       "the capture misses them")]
     cap = only_capture(out)
     assert cap["meta"]["dropped_records"] == "7" and cap["kernel"] == []
+
+
+def test_the_writer_turns_column_items_into_rows(tmp_path: Path) -> None:
+    """Unknown timestamps (CUPTI_TIMESTAMP_UNKNOWN, above int64) become NULL; kernel name ids become their text;
+    raw markers pair across buffers."""
+    from nvprof_wrap.tracer.capture_file import Writer
+
+    w = Writer(str(tmp_path), {"format": "nvprof-wrap-cupti"})
+    u8, u4 = (lambda *v: np.array(v, np.uint64)), (lambda *v: np.array(v, np.uint32))
+    kernel = [u8(10, 20), u8(15, (1 << 64) - 1), u4(0, 0), u4(1, 1), u4(7, 7), u4(1, 2), np.array([1, 0]),
+              *[u4(1, 1)] * 6, np.array([16, 16], np.uint16), u4(0, 0), u4(0, 0)]
+    w.write([("strings", [(1, "_Z1kv"), (2, "step")]), ("cols", "kernel", kernel),
+             ("markers", [u4(2), u8(5), u4(9), np.array([2]), np.array([0]), np.array([77])])])
+    w.write([("markers", [u4(4), u8(50), u4(9), np.array([0]), np.array([0]), np.array([77])])])
+    w.close({"status": "complete"})
+    cap = read(Path(w.final_path))
+    assert [(k["start"], k["end"], k["name"]) for k in cap["kernel"]] == [(10, 15, "_Z1kv"), (20, None, None)]
+    assert cap["nvtx"] == [{"start": 5, "end": 50, "name": "step", "domain": None, "tid": 77}]
