@@ -17,7 +17,7 @@ START=$(date +%s); BUDGET_S=${BUDGET_S:-480}
 source benchmarks/h200_common.sh
 LR="python3 workloads/launch_rate.py"
 left() { [ $(( $(date +%s) - START )) -lt "$BUDGET_S" ]; }
-tt() { if left; then t "$@"; else echo "skipped $1 (budget)" >> $LOG; fi; }
+tt() { if left; then t "$1" timeout 150 "${@:2}"; else echo "skipped $1 (budget)" >> $LOG; fi; }  # tt NAME CMD...
 
 step facts
 { nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader

@@ -126,7 +126,9 @@ class Tracer(CuptiSetup):
                 kinds = [int(kind) for kind in self.kinds] + ([int(k.RUNTIME), int(k.DRIVER)] if self.api_cbids else [])
                 sizes = raw.record_sizes(lib, sorted(set(kinds)))
                 _POOL = _POOL or raw.BufferPool()
-                _RAW_CALLBACKS = _RAW_CALLBACKS or (raw.REQUESTED(_raw_requested), raw.COMPLETED(_raw_completed))
+                if _RAW_CALLBACKS is None:
+                    _RAW_CALLBACKS = (raw.REQUESTED(_raw_requested), raw.COMPLETED(_raw_completed))
+                    raw.keep_forever(_RAW_CALLBACKS)
                 status = lib.cuptiActivityRegisterCallbacks(*_RAW_CALLBACKS)
                 if status != 0:
                     raise raw.RawUnavailable(f"cuptiActivityRegisterCallbacks returned {status}")

@@ -11,6 +11,7 @@ Runs inside the user's process: never raises out of a CUPTI callback (cupti_trac
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import struct
@@ -113,6 +114,7 @@ class BufferPool:
             block = self.free.pop()
         elif len(self.busy) < self.limit:
             block = (ctypes.c_uint64 * (self.size // 8))()  # c_uint64: 8-byte aligned
+            keep_forever(block)  # CUPTI may still hold it while the interpreter shuts down
         else:
             self.refused += 1
             return 0
@@ -124,6 +126,13 @@ class BufferPool:
         block = self.busy.pop(address, None)
         if block is not None:
             self.free.append(block)
+
+
+def keep_forever(obj: Any) -> None:
+    """One reference never given back: memory and callbacks handed to libcupti must outlive interpreter
+    shutdown (CUPTI could still flush into a buffer, or call back, while Python tears down)."""
+    with contextlib.suppress(Exception):
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 # ------------------------------------------------------------------------------------------- parsing
