@@ -246,11 +246,15 @@ def test_unknown_timestamps_and_null_names() -> None:
     assert out["kernel"][0][1] == (1 << 64) - 1 and out["kernel"][0][6] is None  # the writer turns the first into NULL
 
 
-@pytest.mark.parametrize("pattern", ["alternating", "long runs", "runs of 7"])
+@pytest.mark.parametrize("pattern", ["alternating", "long runs", "runs of 7", "one, two", "random",
+                                     "alternating, then runs"])
 def test_the_walk_finds_every_record_whatever_the_order(pattern: str) -> None:
     n = 3000
+    rng = np.random.default_rng(17)
     kinds = {"alternating": [i % 2 for i in range(n)], "long runs": [i // 1000 % 2 for i in range(n)],
-             "runs of 7": [i // 7 % 2 for i in range(n)]}[pattern]
+             "runs of 7": [i // 7 % 2 for i in range(n)], "one, two": [int(i % 3 > 0) for i in range(n)],
+             "random": rng.integers(0, 2, n).tolist(),
+             "alternating, then runs": [i % 2 if i < 1001 else i // 300 % 2 for i in range(n)]}[pattern]
     recs = [api_record(i) if k else kernel_record(i) for i, k in enumerate(kinds)]
     out, _ = parse("13.4", recs)
     assert sorted(r[5] for r in out["kernel"]) == sorted(100 + i for i, k in enumerate(kinds) if not k)

@@ -175,29 +175,42 @@ def _c_string(address: int) -> str | None:
 
 def walk(mem: np.ndarray, valid: int, sizes: dict[int, int]) -> dict[int, np.ndarray] | None:
     """Record offsets by kind; None when the headers do not add up (unknown kind, a record running past
-    validSize): the caller then walks with libcupti."""
+    validSize): the caller then walks with libcupti. A Python loop reads record heads one by one until a
+    pattern shows, GALLOP_AFTER records of one kind in a row or as many pairs of two kinds alternating (API
+    and kernel records); numpy then finds where the pattern ends in a few strided steps."""
     heads = memoryview(mem[:valid]).cast("I")  # the first 4 bytes of a record are its kind
     kinds32 = mem[:valid].view("<u4")
     singles: dict[int, list[int]] = {k: [] for k in sizes}
     chunks: dict[int, list[np.ndarray]] = {k: [] for k in sizes}
-    pos, last, streak = 0, -1, 0
+    pos, prev, prev2, same, alternating = 0, -1, -1, 0, 0
     while pos < valid:
         kind = heads[pos >> 2]
         size = sizes.get(kind)
         if size is None:
             return None
-        streak = streak + 1 if kind == last else 1
-        last = kind
-        if streak < GALLOP_AFTER:
+        same = same + 1 if kind == prev else 1
+        alternating = alternating + 1 if kind == prev2 and kind != prev else 0
+        if same >= GALLOP_AFTER:
+            pattern = ((kind, size),)
+        elif alternating >= 2 * GALLOP_AFTER:
+            pattern = ((kind, size), (prev, sizes[prev]))
+        else:
             singles[kind].append(pos)
-            pos += size
+            prev2, prev, pos = prev, kind, pos + size
             continue
-        n = _run_length(kinds32, pos, valid, kind, size)
-        if singles[kind]:
-            chunks[kind].append(np.array(singles[kind], np.int64))
-            singles[kind] = []
-        chunks[kind].append(np.arange(pos, pos + n * size, size, dtype=np.int64))
-        pos, last, streak = pos + n * size, -1, 0
+        n = _periods(kinds32, pos, valid, pattern)
+        if n == 0:  # the partner record is not there: read this one alone
+            singles[kind].append(pos)
+            prev2, prev, pos, same, alternating = -1, -1, pos + size, 0, 0
+            continue
+        stride, at = sum(sz for _, sz in pattern), pos
+        for k, sz in pattern:
+            if singles[k]:
+                chunks[k].append(np.array(singles[k], np.int64))
+                singles[k] = []
+            chunks[k].append(np.arange(at, pos + n * stride, stride, dtype=np.int64))
+            at += sz
+        pos, prev, prev2, same, alternating = pos + n * stride, -1, -1, 0, 0
     if pos != valid:
         return None
     out = {}
@@ -208,19 +221,27 @@ def walk(mem: np.ndarray, valid: int, sizes: dict[int, int]) -> dict[int, np.nda
     return out
 
 
-def _run_length(kinds32: np.ndarray, pos: int, valid: int, kind: int, size: int) -> int:
-    """How many records of this kind follow one another from pos (at least 1). Exact: the record at pos is
-    one of this kind, so the next starts size bytes on; each further head of this kind extends the run."""
-    heads = kinds32[pos >> 2: valid >> 2: size >> 2]
+def _periods(kinds32: np.ndarray, pos: int, valid: int, pattern: tuple[tuple[int, int], ...]) -> int:
+    """How many whole repeats of the pattern ((kind, size), ...) follow one another from pos. Exact: the record
+    at pos is one of the pattern's first kind, so each next head sits where the sizes say; every head of the
+    expected kind extends the run."""
+    stride = sum(size for _, size in pattern)
+    views, at = [], pos
+    for kind, size in pattern:
+        views.append((kind, kinds32[at >> 2: valid >> 2: stride >> 2]))
+        at += size
+    total = min(len(v) for _, v in views)
     i, width = 0, 256
-    while i < len(heads):
-        window = heads[i:i + width]
-        off = np.flatnonzero(window != kind)
-        if off.size:
-            return max(1, i + int(off[0]))
-        i += len(window)
+    while i < total:
+        ok = np.ones(min(width, total - i), bool)
+        for kind, view in views:
+            ok &= view[i:i + len(ok)] == kind
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            return i + int(bad[0])
+        i += len(ok)
         width *= 4
-    return max(1, i)
+    return total
 
 
 def walk_fallback(lib: Any, address: int, valid: int, sizes: dict[int, int]) -> tuple[dict[int, np.ndarray], int]:
