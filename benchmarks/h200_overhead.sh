@@ -10,6 +10,7 @@
 # 3. overhead: unprofiled / cupti / cupti_objects / nsys, 3 rounds, order rotated each round, on a launch-heavy
 #    job (small-MLP training steps) and a compute-heavy one (4096^3 bf16 GEMM chains); per launch from the
 #    launches counted in round 1's captures (benchmarks/h200_tracer.py summary);
+#    then the start-up cost of the tracer in one Python process (plain, and with torch + a CUDA context);
 # 4. $OUT: session.log, summary.md, the jobs' outputs and capture metadata (runs.tgz; captures are left out).
 # BUDGET_S (default 480) stops starting jobs after that many seconds, so the summary is always written.
 set -u
@@ -34,6 +35,15 @@ print("cupti-python", version("cupti-python"), "libcupti", path, "CUPTI API", ra
 print("record sizes", {k: (v, raw.L.struct_version(k, v)) for k, v in sizes.items()})
 PY
 } >> $LOG 2>&1
+
+step "start-up: a Python process, unprofiled and with the tracer started (sitecustomize, cupti-python, CUPTI)"
+startup() {  # startup WHAT CMD...: 3 rounds, interleaved
+  for i in 1 2 3; do
+    tt start_none_${1}_$i "${@:2}"
+    tt start_cupti_${1}_$i env PYTHONPATH=$PWD/nvprof_wrap/tracer/inject:$PYTHONPATH NVPROF_WRAP_CUPTI_DIR=$S/startup "${@:2}"
+  done
+}
+startup plain python3 -c pass
 
 step correctness
 CHK="--kind launch --steps 300"
@@ -66,6 +76,9 @@ for rep in 1 2 3; do
     job $v ovh_${v}_compute_$rep $LR --kind compute
   done
 done
+
+step "start-up with torch and a CUDA context"
+startup torch python3 -c "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
 
 step summary
 python3 benchmarks/h200_tracer.py summary $S > $S/summary.md 2>> $LOG

@@ -80,6 +80,17 @@ def summary(session: str) -> int:
             if out.exists() else None
         if loop is not None:
             loops[variant, work].append(loop)
+    starts: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    for line in Path(session, "session.log").read_text().splitlines():
+        m = re.match(r"wall start_(none|cupti)_(\w+)_\d+ ([\d.]+) rc 0", line)
+        if m:
+            starts[m.group(2), m.group(1)].append(float(m.group(3)))
+    for what in sorted({w for w, _ in starts}):
+        none, cupti = starts.get((what, "none"), []), starts.get((what, "cupti"), [])
+        if none and cupti:
+            print(f"start-up ({what}): unprofiled {statistics.median(none):.3f} s, with the tracer "
+                  f"{statistics.median(cupti):.3f} s: +{statistics.median(cupti) - statistics.median(none):.3f} s "
+                  f"(medians of {len(none)} and {len(cupti)})\n")
     print("| workload | variant | command wall s (median) | × unprofiled | timed loop s (median) | × unprofiled "
           "| launches | launches/s unprofiled | µs per launch (loop) |")
     print("|---|---|---|---|---|---|---|---|---|")
