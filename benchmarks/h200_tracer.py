@@ -8,7 +8,9 @@ check: a folder of the cupti backend (cupti-*.sqlite[.partial]) or of nsys (the 
 launches, distinct kernels and the meta of the tracer (records path, writer), and whether every folder has the
 same launches per mangled kernel name as the first. summary: SESSION_FOLDER/session.log has "wall NAME SECONDS rc
 RC" lines, SESSION_FOLDER/runs/NAME.txt each job's output (workloads/launch_rate.py prints its own timed loop as
-a JSON line), runs/NAME/ the captures of round 1 (ovh_<variant>_<workload>_1).
+a JSON line), runs/NAME/ the captures of round 1 (ovh_<variant>_<workload>_1). µs per launch = (median timed
+loop under the backend - median unprofiled) / launches in the capture; the capture also counts the launches of
+start-up and warm-up (about 2% more than the timed loop's), so this errs a little low.
 """
 from __future__ import annotations
 
