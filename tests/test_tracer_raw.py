@@ -24,8 +24,23 @@ from test_tracer import FAKES, WORK, captures, only_capture, read, run_job, scri
 from nvprof_wrap.tracer import layouts as L
 from nvprof_wrap.tracer import raw
 
-sys.path.insert(0, str(FAKES))
-from cupti import rawlib, records  # the fake: tests/fakes/cupti
+
+def _fake_modules() -> tuple:
+    """The fake's rawlib and records, imported without leaving the fake importable as `cupti` in this process
+    (in-process tests elsewhere look for a real cupti-python)."""
+    sys.path.insert(0, str(FAKES))
+    try:
+        from cupti import rawlib, records
+
+        return rawlib, records
+    finally:
+        sys.path.remove(str(FAKES))
+        for name in [m for m in list(sys.modules) if m == "cupti" or m.startswith("cupti.")]:
+            if str(getattr(sys.modules[name], "__file__", "")).startswith(str(FAKES)):
+                del sys.modules[name]
+
+
+rawlib, records = _fake_modules()
 
 HEADERS = sorted({os.path.dirname(p) for p in glob.glob("/usr/local/cuda*/include/cupti_activity.h")
                   + glob.glob(f"{sys.prefix}/lib/python3*/site-packages/nvidia/*/include/cupti_activity.h")})
