@@ -2,7 +2,7 @@
 # with .whl and .debs carried: environment, and the step / timed-run helpers that write the session log.
 S=/tmp/nvw-session; R=$S/runs; LOG=$S/session.log
 mkdir -p $R
-source .debs/gpu-env.sh
+[ -n "${NSYS:-}" ] || source .debs/gpu-env.sh  # the device command may have sourced it already
 export PYTHONPATH=$PWD:${PYTHONPATH:-} KERAS_BACKEND=torch NO_COLOR=1 COLUMNS=150 NVPROF_WRAP_NSYS=$NSYS
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 W="python3 -m nvprof_wrap"

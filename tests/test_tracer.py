@@ -20,7 +20,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from nvprof_wrap.tracer import cupti_trace
+from nvprof_wrap.tracer import cupti_trace, objects
+from nvprof_wrap.tracer import setup as tracer_setup
 
 REPO = Path(__file__).resolve().parents[1]
 INJECT = REPO / "nvprof_wrap" / "tracer" / "inject"
@@ -445,9 +446,9 @@ def test_nvtx_ranges_pair_across_buffers_in_any_order() -> None:
 
 def test_a_buffer_is_written_in_bounded_batches(tracer: cupti_trace.Tracer,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cupti_trace, "BATCH_ROWS", 3)
+    monkeypatch.setattr(objects, "BATCH_ROWS", 3)
     records = [kernel(correlation_id=i) for i in range(10)]
-    sizes = [len(rows) for _, rows in tracer._batches(records)]
+    sizes = [len(item[-1]) for item in tracer.objects.items(records)]
     assert max(sizes) <= 3 and sum(sizes) == 10
     cupti_trace._on_buffer_completed(records)
     assert len(finish(tracer)["kernel"]) == 10
@@ -503,7 +504,7 @@ def test_device_facts_fall_back_to_torch(tracer: cupti_trace.Tracer, monkeypatch
 def test_nvtx_injection_points_at_the_loaded_libcupti(tracer: cupti_trace.Tracer,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NVTX_INJECTION64_PATH", raising=False)
-    monkeypatch.setattr(cupti_trace, "_loaded_libcupti", lambda: "/site/nvidia/cu13/lib/libcupti.so.13")
+    monkeypatch.setattr(tracer_setup, "_loaded_libcupti", lambda: "/site/nvidia/cu13/lib/libcupti.so.13")
     tracer.enable_nvtx_injection()
     assert os.environ["NVTX_INJECTION64_PATH"] == "/site/nvidia/cu13/lib/libcupti.so.13"
     assert tracer.notes["nvtx"] == "enabled"

@@ -67,7 +67,10 @@ INSERT = {
     "runtime": "INSERT INTO runtime VALUES (?,?,?,?,?)",
     "driver": "INSERT INTO driver VALUES (?,?,?,?,?)",
     "device": "INSERT OR REPLACE INTO device VALUES (?,?,?,?,?,?)",
+    "meta": "INSERT OR REPLACE INTO meta VALUES (?,?)",
 }
+BATCH_ROWS = 4096  # rows per executemany: bounds the Python memory used while writing a buffer
+_INT64_MAX = (1 << 63) - 1
 
 def _text(value: Any) -> str | None:
     """CUPTI strings: NULL/empty → None; bytes are decoded (names stay mangled, as CUPTI gives them)."""
@@ -162,11 +165,14 @@ class NvtxPairer:
         self.early_ends: dict[int, int] = {}  # id → end timestamp
 
     def feed(self, record: Any) -> tuple | None:
-        """The nvtx row this record completes, or None (range still open, sync marker, …)."""
-        flags = int(getattr(record, "flags_", getattr(record, "flags", 0)) or 0)
-        ts, mid = record.timestamp, record.id
+        """The nvtx row this record (a cupti-python object) completes, or None (range still open, …)."""
+        return self.feed_values(*marker_values(record))
+
+    def feed_values(self, flags: int, mid: int, ts: int, name: str | None, domain: str | None,
+                    tid: int | None) -> tuple | None:
+        """The nvtx row this marker completes, or None (range still open, sync marker, …)."""
         if flags & MARKER_START:
-            start = (ts, _text(record.name), _text(getattr(record, "domain", None)), _thread_id(record))
+            start = (ts, name, domain, tid)
             end = self.early_ends.pop(mid, None)
             if end is None:
                 self.open[mid] = start
@@ -179,7 +185,7 @@ class NvtxPairer:
                 return None
             return (start[0], ts) + start[1:]
         if flags & MARKER_INSTANTANEOUS:
-            return (ts, None, _text(record.name), _text(getattr(record, "domain", None)), _thread_id(record))
+            return (ts, None, name, domain, tid)
         return None  # NVTX sync-object markers: not ranges, not recorded
 
     def leftovers(self) -> list[tuple]:
@@ -189,6 +195,13 @@ class NvtxPairer:
         self.early_ends.clear()
         return rows
 
+def marker_values(record: Any) -> tuple:
+    """(flags, id, timestamp, name, domain, tid) of a cupti-python marker object."""
+    flags = int(getattr(record, "flags_", getattr(record, "flags", 0)) or 0)
+    return (flags, record.id, record.timestamp, _text(getattr(record, "name", None)),
+            _text(getattr(record, "domain", None)), _thread_id(record))
+
+
 def _thread_id(record: Any) -> int | None:
     try:
         return int(record.object_id.pt.thread_id)
@@ -196,7 +209,12 @@ def _thread_id(record: Any) -> int | None:
         return None
 
 class Writer:
-    """One SQLite file, written from CUPTI's thread(s) under a lock, one committed transaction per buffer.
+    """One SQLite file, written under a lock, one committed transaction per CUPTI buffer.
+
+    What it writes comes as *items*: ("rows", table, rows), ("cols", table, columns) with numpy columns in the
+    table's column order (kernel names as ids), ("strings", [(id, text)]) the names those ids stand for,
+    ("markers", columns) raw NVTX markers and ("marker_rows", rows) cupti-python's, both paired into nvtx rows
+    here. The same writer runs in the traced process or in the writer process (sink.py).
 
     Rollback journal, not WAL: the reader opens captures with immutable=1, which ignores a WAL file, so
     committed rows must be in the main file. A SIGKILL between buffers leaves a readable .partial file.
@@ -209,6 +227,8 @@ class Writer:
         self.conn: sqlite3.Connection | None = None
         self.partial_path = self.final_path = ""
         self.closed = self.broken = False
+        self.nvtx = NvtxPairer()
+        self.strings: dict[int, str] = {}
 
     def open(self) -> None:
         """Create the .partial file with its schema and meta (idempotent; raises on a bad folder)."""
@@ -218,44 +238,78 @@ class Writer:
     def _open_locked(self) -> None:
         if self.conn is not None or self.closed:
             return
-        os.makedirs(self.out_dir, exist_ok=True)
-        self.partial_path, self.final_path = _claim_path(self.out_dir, f"cupti-{_hostname()}-{os.getpid()}")
+        if not self.partial_path:
+            os.makedirs(self.out_dir, exist_ok=True)
+            self.partial_path, self.final_path = _claim_path(self.out_dir, f"cupti-{_hostname()}-{os.getpid()}")
+            conn = self._connect()
+            conn.execute("BEGIN")
+            for statement in filter(str.strip, SCHEMA.split(";")):
+                conn.execute(statement)
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?,?)", self.meta.items())
+            conn.execute("COMMIT")
+        else:  # a file created before (by this writer, or by the traced process before a hand-over)
+            conn = self._connect()
+        self.conn = conn
+
+    def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.partial_path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA cache_size=-16384")  # 16 MiB: one buffer's rows fit, no spill mid-transaction
-        conn.execute("BEGIN")
-        for statement in filter(str.strip, SCHEMA.split(";")):
-            conn.execute(statement)
-        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?,?)", self.meta.items())
-        conn.execute("COMMIT")
-        self.conn = conn
+        return conn
 
-    def write(self, batches: Iterable[tuple[str, list[tuple]]]) -> bool:
-        """Insert (table, rows) batches in one transaction; False when the file is closed or broken."""
+    def adopt(self, partial_path: str, final_path: str) -> None:
+        """Write to a .partial file another writer created and let go of (the hand-over to sink.py)."""
+        self.partial_path, self.final_path = partial_path, final_path
+
+    def write(self, items: Iterable[tuple]) -> bool:
+        """Write items in one transaction; False when the file is closed or broken."""
         with self.lock:
             self.owner = threading.get_ident()
             try:
                 if self.closed or self.broken:
                     return False
                 self._open_locked()
-                self.conn.execute("BEGIN")
-                try:
-                    for table, rows in batches:
-                        self._insert(table, rows)
-                    self.conn.execute("COMMIT")
-                except BaseException:
-                    try:
-                        self.conn.execute("ROLLBACK")
-                    except sqlite3.Error:  # a failed COMMIT may have ended the transaction already
-                        pass
-                    raise
+                self._transaction(items)
                 return True
             except sqlite3.OperationalError:
                 self.broken = True  # disk full, folder gone…: stop writing, keep the job running
                 raise
             finally:
                 self.owner = None
+
+    def _transaction(self, items: Iterable[tuple]) -> None:
+        self.conn.execute("BEGIN")
+        try:
+            for item in items:
+                self._item(item)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:  # a failed COMMIT may have ended the transaction already
+                pass
+            raise
+
+    def _item(self, item: tuple) -> None:
+        what = item[0]
+        if what == "rows":
+            self._insert(item[1], item[2])
+        elif what == "cols":
+            for rows in _column_rows(item[2], self.strings if item[1] == "kernel" else None):
+                self._insert(item[1], rows)
+        elif what == "strings":
+            self.strings.update(item[1])
+        elif what == "markers":
+            for rows in _column_rows(item[1], None):
+                s = self.strings.get
+                self._insert("nvtx", [r for f, ts, mid, name, dom, tid in rows if (r := self.nvtx.feed_values(
+                    f, mid, ts, s(name), s(dom), None if tid < 0 else tid)) is not None])
+        elif what == "nvtx_state":  # the open ranges, handed over with the file (sink.py)
+            self.nvtx.open.update(item[1])
+            self.nvtx.early_ends.update(item[2])
+        elif what == "marker_rows":
+            self._insert("nvtx", [r for values in item[1] if (r := self.nvtx.feed_values(*values)) is not None])
 
     def _insert(self, table: str, rows: list[tuple]) -> None:
         if not rows:
@@ -275,19 +329,26 @@ class Writer:
                 return []
             return self.conn.execute(sql).fetchall()
 
-    def close(self, meta: dict[str, str]) -> str:
-        """Write the final meta, close and rename .partial → .sqlite; returns the final path."""
+    def close(self, meta: dict[str, str], tail: Iterable[tuple] = ()) -> str:
+        """Write the tail items, the NVTX ranges still open (end NULL) and the final meta, close and rename
+        .partial → .sqlite; returns the final path."""
         with self.lock:
             if self.closed:
                 return self.final_path
             self._open_locked()
-            self.conn.execute("BEGIN")
-            self.conn.executemany("INSERT OR REPLACE INTO meta VALUES (?,?)", meta.items())
-            self.conn.execute("COMMIT")
+            self._transaction([*tail, ("rows", "nvtx", self.nvtx.leftovers()),
+                               ("rows", "meta", list(meta.items()))])
             self.conn.close()
             self.closed = True
             os.rename(self.partial_path, self.final_path)
             return self.final_path
+
+    def release(self) -> None:
+        """Close the connection, keeping the file .partial, for another writer to adopt."""
+        with self.lock:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
 
     def leak(self) -> None:
         """In a fork child: drop this (parent's) connection without closing it. Closing an inherited
@@ -301,6 +362,23 @@ class Writer:
             except Exception:
                 pass
         self.conn, self.closed = None, True
+
+def _column_rows(columns: list[Any], names: dict[int, str] | None) -> Iterable[list[tuple]]:
+    """Rows of numpy columns, BATCH_ROWS at a time. names: the kernel table's name column (the 7th) holds
+    string ids. Unsigned 64-bit values above int64 (CUPTI_TIMESTAMP_UNKNOWN) become NULL."""
+    n = len(columns[0]) if columns else 0
+    for lo in range(0, n, BATCH_ROWS):
+        lists = []
+        for col in columns:
+            part = col[lo:lo + BATCH_ROWS]
+            values = part.tolist()
+            if part.dtype.kind == "u" and part.dtype.itemsize == 8 and len(part) and part.max() > _INT64_MAX:
+                values = [v if v <= _INT64_MAX else None for v in values]
+            lists.append(values)
+        if names is not None:
+            lists[6] = [names.get(i) for i in lists[6]]
+        yield list(zip(*lists))
+
 
 def _claim_path(out_dir: str, base: str) -> tuple[str, str]:
     """(partial, final) paths for a new capture; a pid seen before on this host gets a -N suffix."""

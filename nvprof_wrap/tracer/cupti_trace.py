@@ -2,187 +2,107 @@
 
 ``start()`` is called by ``inject/sitecustomize.py`` at start-up of every Python process of a traced job.
 It subscribes to CUPTI through NVIDIA's ``cupti-python`` (``from cupti import cupti``), enables the
-activity kinds we need, and writes each completed CUPTI buffer to
-``$NVPROF_WRAP_CUPTI_DIR/cupti-<host>-<pid>.sqlite.partial`` in one committed transaction; the file is
-renamed to ``.sqlite`` when the process ends cleanly (atexit, SIGTERM, SIGINT). docs/cupti-tracer.md
-describes the schema, which exits flush and the limits (fork, os._exit, SIGKILL, other profilers).
-This module is CUPTI set-up, record conversion and the process hooks; capture_file.py is the file format and
-its writer, devices.py the device facts CUPTI did not give.
+activity kinds we need and takes CUPTI's activity buffers: raw, through libcupti's own buffer callbacks
+registered with ctypes and read in bulk (raw.py), or, where that is not possible, as cupti-python's record
+objects (objects.py). Each completed buffer is one committed transaction in
+``$NVPROF_WRAP_CUPTI_DIR/cupti-<host>-<pid>.sqlite.partial``, written in this process or, once the process
+is busy, by a writer process (sink.py); the file is renamed to ``.sqlite`` when the process ends cleanly
+(atexit, SIGTERM, SIGINT). docs/cupti-tracer.md describes the schema, which exits flush and the limits.
+This module is CUPTI set-up and the process hooks; capture_file.py is the file format and its writer.
 
-This code runs inside the user's process: it uses the standard library only (plus cupti-python), never
+This code runs inside the user's process: it uses the standard library, numpy and cupti-python only, never
 raises into the user's program, and says anything only as single ``nvprof-wrap:`` lines on stderr.
 """
 # Broad excepts are the point here: this code runs inside the user's job and must never break it.
 # ruff: noqa: BLE001, S110
 from __future__ import annotations
 
-import atexit
+import ctypes
 import json
 import os
-import re
-import signal
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from nvprof_wrap.tracer._util import (
+    _cupti_version,
+    _describe,
+    _is_busy,
+    _loaded_libcupti,
+    _warn,
+)
 from nvprof_wrap.tracer.capture_file import (
-    _DEVICE_GET,
-    _KERNEL_GET,
-    _MEMCPY_GET,
-    _MEMSET_GET,
-    _RUNTIME_GET,
-    DEVICE_FIELDS,
-    KERNEL_FIELDS,
-    MEMCPY_FIELDS,
-    MEMSET_FIELDS,
-    RUNTIME_FIELDS,
     NvtxPairer,
     Writer,
     _claim_path,
     _hostname,
     _process_meta,
     _ranks,
-    _read_fields,
-    _text,
     format_uuid,
 )
-from nvprof_wrap.tracer.devices import _device_rows, _devices_without_facts, _synchronize_current_context
+from nvprof_wrap.tracer.devices import _device_rows, _synchronize_current_context
+from nvprof_wrap.tracer.objects import ObjectConverter
+from nvprof_wrap.tracer.setup import ENV_RUNTIME, CuptiSetup
 
 __all__ = ["ENV_DIR", "ENV_RUNTIME", "NvtxPairer", "Tracer", "_claim_path", "_hostname", "format_uuid", "start"]
 
 ENV_DIR = "NVPROF_WRAP_CUPTI_DIR"
-ENV_RUNTIME = "NVPROF_WRAP_CUPTI_RUNTIME"  # "0": no runtime-API records (lower overhead, no per-op table)
-BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for; CUPTI hands back one list per buffer
-BATCH_ROWS = 4096  # rows per executemany: bounds the Python memory used per table while writing a buffer
-FORK_LOCK_TIMEOUT_S = 30.0
+ENV_RAW = "NVPROF_WRAP_CUPTI_RAW"  # "0": cupti-python's record objects even where raw buffers work
+ENV_WRITER = "NVPROF_WRAP_CUPTI_WRITER"  # "inline": never a writer process; "process": from the first buffer
+BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for (cupti-python path)
+HAND_OVER_RECORDS = 20_000  # a buffer this full: the process is busy, a writer process pays off
 
 BUSY_LINE = "CUPTI is already in use by another profiler ({}); this process is not traced"
 
 
 _STATE: Tracer | None = None  # the tracer of this process (a fork child gets its own)
-_PREV_HANDLERS: dict[int, Any] = {}
-_HOOKS_INSTALLED = False
-
-
-# ----------------------------------------------------------------------------------------- small helpers
-
-def _warn(message: str) -> None:
-    """One line on stderr, never an exception (stderr may be closed at exit)."""
-    try:
-        sys.stderr.write("nvprof-wrap: " + " ".join(str(message).split()) + "\n")
-        sys.stderr.flush()
-    except Exception:
-        pass
-
-
-def _describe(cupti: Any, exc: BaseException) -> str:
-    """'CUPTI_ERROR_X' for a cuptiError, else 'Type: message'."""
-    status = getattr(exc, "status", None)
-    if status is not None and cupti is not None:
-        try:
-            return "CUPTI_" + cupti.Result(status).name
-        except Exception:
-            pass
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _is_busy(cupti: Any, exc: BaseException) -> bool:
-    """True for CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler holds CUPTI."""
-    try:
-        return getattr(exc, "status", None) == cupti.Result.ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-    except Exception:
-        return False
-
-
-def _quietly(fn: Callable, *args: Any) -> None:
-    """Undo a CUPTI setting, ignoring errors (CUPTI may be half set up or gone)."""
-    try:
-        fn(*args)
-    except Exception:
-        pass
-
-
-def _launch_cbids(cupti: Any, enum_name: str, prefix: str) -> list[int]:
-    """Callback ids of the calls that launch kernels or graphs (cudaLaunchKernel*, cuLaunchKernelEx,
-    cu(da)GraphLaunch, cooperative launches), from cupti-python's enum; [] if it has none."""
-    enum = getattr(cupti, enum_name, None)
-    if enum is None:
-        return []
-    pattern = re.compile(rf"^{prefix}(Graph)?Launch(?!HostFunc)")
-    return sorted({int(member) for name, member in enum.__members__.items() if pattern.match(name)})
-
-
-def _cupti_version(cupti: Any, *, ask_cupti: bool) -> str:
-    """cupti-python's package version, plus CUPTI's API version where the binding has get_version (13.5+).
-    ask_cupti=False before we subscribed: NVIDIA wants the subscription to be the first CUPTI call."""
-    try:
-        from importlib.metadata import version
-
-        text = "cupti-python " + version("cupti-python")
-    except Exception:
-        text = "cupti-python (version unknown)"
-    if ask_cupti and hasattr(cupti, "get_version"):
-        try:
-            text += f" (CUPTI API {cupti.get_version()})"
-        except Exception:
-            pass
-    return text
-
-
-def _loaded_libcupti() -> str | None:
-    """Path of the libcupti this process has loaded (cupti-python finds it through cuda.pathfinder)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                path = line.rstrip("\n").split(None, 5)[-1]
-                if "/libcupti.so" in path and os.path.exists(path):
-                    return path
-    except OSError:
-        pass
-    return None
-
-
-# ------------------------------------------------------------------------------------------- NVTX ranges
-
-
-# ---------------------------------------------------------------------------------------- the SQLite file
+_POOL: Any = None  # raw.BufferPool handed to CUPTI (module-level: CUPTI keeps its buffers across tracers)
+_RAW_CALLBACKS: Any = None  # the ctypes callbacks given to libcupti: must live as long as the process
 
 
 # ----------------------------------------------------------------------------------- the tracer of a process
 
-class Tracer:
+class Tracer(CuptiSetup):
     """CUPTI subscription, enabled activity kinds and the capture file of one process."""
 
     def __init__(self, cupti: Any, out_dir: str, *, fork_child: bool = False,
                  cupti_version: str | None = None) -> None:
         self.cupti, self.out_dir, self.fork_child = cupti, out_dir, fork_child
         self.cupti_version = cupti_version or _cupti_version(cupti, ask_cupti=False)
-        self.writer = Writer(out_dir, _process_meta(self.cupti_version, fork_child))
-        self.nvtx = NvtxPairer()
+        self.writer: Any = Writer(out_dir, _process_meta(self.cupti_version, fork_child))
+        self.meta: dict[str, str] = self.writer.meta  # the first meta rows (the writer may change, this not)
         self.kinds: list[Any] = []  # the ActivityKind members we enabled
         self.api_cbids: list[tuple[Callable, int]] = []  # (enable function, cbid) of the launch calls enabled
         self.notes: dict[str, str] = {}  # extra meta rows (kinds, nvtx, flush result…)
-        self.missing: set[str] = set()  # record attributes that did not exist (NULL written)
+        self.objects = ObjectConverter(cupti.ActivityKind, self._record_error)
+        self.parser: Any = None  # raw.Parser when CUPTI's buffers are read raw
+        self.lib: Any = None  # libcupti through ctypes (raw path)
         self.subscriber: Any = None
         self.other_profiler: str | None = None
         self.finalizing = self.finalized = self.fork_lock_held = False
         self.deferred_signals: list[int] = []
-        self.record_errors = self.late_records = 0
+        self.record_errors = self.late_records = self.dropped = self.lost_frames = 0
         self.warned_records = False
         self.clock = "unix"
-        self._convert = self._converters()
+        # One buffer at a time, parsed and written in the order CUPTI completed them: a buffer's kernels may
+        # name strings interned by the one before it. consumer: the thread inside (a signal must not re-enter).
+        self.consume_lock = threading.Lock()
+        self.consumer: int | None = None
+
+    @property
+    def missing(self) -> set[str]:
+        return self.objects.missing
 
     # -- set-up ------------------------------------------------------------------------------------------
 
     def setup(self) -> bool:
         """Subscribe, enable the kinds, register the buffer callbacks. False (after one line) if impossible."""
         try:
-            self._subscribe()
+            self._subscribe(_on_cupti_callback)
             self._enable_kinds()
-            self.cupti.activity_register_callbacks(_on_buffer_requested, _on_buffer_completed)
+            self._register_buffers()
             return True
         except Exception as e:
             self.teardown()
@@ -192,105 +112,46 @@ class Tracer:
                 _warn(f"CUPTI could not be started ({_describe(self.cupti, e)}); this process is not traced")
             return False
 
-    def _subscribe(self) -> None:
-        """Be CUPTI's subscriber first, as NVIDIA recommends: another holder shows up here, by name."""
-        c = self.cupti
-        if not (hasattr(c, "subscribe_v2") and hasattr(c, "SubscriberParams")):
-            self.subscriber = c.subscribe(_on_cupti_callback, None)
-            return
-        params = c.SubscriberParams()
-        params.struct_size = c.SUBSCRIBER_PARAMS_SIZE
-        params.subscriber_name = "nvprof-wrap"
-        try:
-            self.subscriber = c.subscribe_v2(_on_cupti_callback, None, params.ptr)
-        except Exception as e:
-            if _is_busy(c, e):
-                try:
-                    self.other_profiler = _text(params.old_subscriber_name)
-                except Exception:
-                    pass
-                raise
-            # Measured on an H200 (libcupti 13.0.85 and 13.4.92, cupti-python 13.4.0): subscribe_v2 answers
-            # INVALID_PARAMETER (its params struct is newer than the library); the v1 call works.
-            self.notes["subscribe"] = f"subscribe_v2 failed ({_describe(c, e)}); used subscribe"
-            self.subscriber = c.subscribe(_on_cupti_callback, None)
+    def _register_buffers(self) -> None:
+        """Raw buffers through libcupti's own callbacks where possible (raw.py), else cupti-python's objects.
+        meta 'records' says which, and why not raw."""
+        global _POOL, _RAW_CALLBACKS
+        why = f"{ENV_RAW}=0" if os.environ.get(ENV_RAW, "1") == "0" else None
+        if why is None:
+            try:
+                from nvprof_wrap.tracer import raw
 
-    def _enable_kinds(self) -> None:
-        k = self.cupti.ActivityKind
-        if not self._enable(k.CONCURRENT_KERNEL, required=False):
-            self._enable(k.KERNEL, required=True)
-            _warn("CUPTI could not trace concurrent kernels; using the KERNEL kind, which serializes kernels")
-        for kind in (k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER):
-            self._enable(kind, required=False)
-        self._enable_api_records()
-        self.notes["kinds"] = json.dumps([kind.name for kind in self.kinds])
-
-    def _enable_api_records(self) -> None:
-        """Records of the API calls that launch kernels (runtime and driver), for kernel -> thread -> NVTX.
-        Per-cbid enabling (CUPTI 12.6+) keeps it to one record per launch; otherwise every runtime and driver
-        call is recorded. meta 'api_records' says which."""
-        if os.environ.get(ENV_RUNTIME, "1") == "0":
-            self.notes["api_records"] = f"none ({ENV_RUNTIME}=0)"
-            return
-        c = self.cupti
-        picked = [(c.activity_enable_runtime_api, cbid) for cbid in _launch_cbids(c, "RuntimeApiTraceCbid", "cuda")]
-        picked += [(c.activity_enable_driver_api, cbid) for cbid in _launch_cbids(c, "DriverApiTraceCbid", "cu")]
-        done: list[tuple[Callable, int]] = []
-        try:
-            if not picked:
-                raise AttributeError("this cupti-python has no callback-id enums")
-            for enable, cbid in picked:
-                enable(cbid, 1)
-                done.append((enable, cbid))
-            self.api_cbids = done
-            self.notes["api_records"] = f"kernel launch calls only ({len(done)} callback ids)"
-            return
-        except Exception as e:
-            if _is_busy(c, e):
-                raise
-            for enable, cbid in done:
-                _quietly(enable, cbid, 0)
-            reason = _describe(c, e) if not isinstance(e, AttributeError) else str(e)
-        for kind in (c.ActivityKind.RUNTIME, c.ActivityKind.DRIVER):
-            self._enable(kind, required=False)
-        self.notes["api_records"] = f"every runtime and driver call (per-call enabling failed: {reason})"
-
-    def _enable(self, kind: Any, *, required: bool) -> bool:
-        try:
-            self.cupti.activity_enable(kind)
-        except Exception as e:
-            if required or _is_busy(self.cupti, e):
-                raise
-            self.notes[f"kind_{kind.name.lower()}"] = f"not enabled: {_describe(self.cupti, e)}"
-            return False
-        self.kinds.append(kind)
-        return True
-
-    def enable_nvtx_injection(self) -> None:
-        """NVTX reaches CUPTI only through NVTX_INJECTION64_PATH = the libcupti in use (cupti-python docs).
-        NVTX reads it at its first call, which comes after this start-up hook; children inherit it."""
-        if not any(kind.name == "MARKER" for kind in self.kinds):
-            self.notes["nvtx"] = "unavailable: the MARKER kind is not enabled"
-            return
-        current, lib = os.environ.get("NVTX_INJECTION64_PATH"), _loaded_libcupti()
-        if current:
-            same = lib is not None and os.path.realpath(current) == os.path.realpath(lib)
-            self.notes["nvtx"] = "enabled" if same else f"unavailable: NVTX_INJECTION64_PATH is {current}"
-        elif lib is None:
-            self.notes["nvtx"] = "unavailable: the loaded libcupti was not found in /proc/self/maps"
-        else:
-            os.environ["NVTX_INJECTION64_PATH"] = lib
-            self.notes["nvtx"] = "enabled"
+                lib = raw.open_library(self.cupti, _loaded_libcupti())
+                k = self.cupti.ActivityKind
+                kinds = [int(kind) for kind in self.kinds] + ([int(k.RUNTIME), int(k.DRIVER)] if self.api_cbids else [])
+                sizes = raw.record_sizes(lib, sorted(set(kinds)))
+                _POOL = _POOL or raw.BufferPool()
+                if _RAW_CALLBACKS is None:
+                    _RAW_CALLBACKS = (raw.REQUESTED(_raw_requested), raw.COMPLETED(_raw_completed))
+                    raw.keep_forever(_RAW_CALLBACKS)
+                status = lib.cuptiActivityRegisterCallbacks(*_RAW_CALLBACKS)
+                if status != 0:
+                    raise raw.RawUnavailable(f"cuptiActivityRegisterCallbacks returned {status}")
+                self.lib, self.parser = lib, raw.Parser(lib, sizes)
+                structs = sorted({raw.L.struct_version(kind, size) for kind, size in sizes.items()})
+                self.notes["records"] = f"raw buffers (CUPTI API {raw.api_version(lib)}: {', '.join(structs)})"
+                return
+            except Exception as e:
+                if _is_busy(self.cupti, e):
+                    raise
+                why = str(e) if type(e).__name__ == "RawUnavailable" else f"{type(e).__name__}: {e}"
+        self.cupti.activity_register_callbacks(_on_buffer_requested, _on_buffer_completed)
+        self.notes["records"] = f"cupti-python objects (raw buffers not used: {why})"
 
     def open(self) -> None:
         """Create the .partial file now, so even a process killed early leaves its meta behind."""
-        self.cupti_version = self.writer.meta["cupti_version"] = _cupti_version(self.cupti, ask_cupti=True)
+        self.cupti_version = self.meta["cupti_version"] = _cupti_version(self.cupti, ask_cupti=True)
         self._stamp_start()
         self.writer.open()
 
     def _stamp_start(self) -> None:
         started = self._now()
-        self.writer.meta.update(self.notes, started_ns=str(started), clock=self.clock)
+        self.meta.update(self.notes, started_ns=str(started), clock=self.clock)
 
     def _now(self) -> int:
         """CUPTI's clock (the records' clock) when CUPTI may be called, else Unix time; meta 'clock' says which."""
@@ -304,83 +165,86 @@ class Tracer:
         self.clock = "unix"
         return time.time_ns()
 
-    def teardown(self) -> None:
-        """Disable our kinds and unsubscribe, ignoring errors (CUPTI may be half set up)."""
-        for kind in reversed(self.kinds):
-            _quietly(self.cupti.activity_disable, kind)
-        for enable, cbid in self.api_cbids:
-            _quietly(enable, cbid, 0)
-        self.api_cbids = []
-        if self.subscriber is not None:
-            try:
-                self.cupti.unsubscribe(self.subscriber)
-            except Exception:
-                pass
-            self.subscriber = None
-
     # -- records -----------------------------------------------------------------------------------------
 
-    def _converters(self) -> dict[int, Callable[[Any], tuple[str, tuple] | None]]:
-        """ActivityKind value → record-to-(table, row) function (KERNEL and MEMCPY2 share tables)."""
-        missing = self.missing
-
-        def kernel(a: Any) -> tuple[str, tuple]:
-            row = _read_fields(a, KERNEL_FIELDS, _KERNEL_GET, missing)
-            return "kernel", row if isinstance(row[6], str) else row[:6] + (_text(row[6]),) + row[7:]
-
-        def device(a: Any) -> tuple[str, tuple]:
-            d = _read_fields(a, DEVICE_FIELDS, _DEVICE_GET, missing)
-            return "device", (d[0], _text(d[1]), d[2], d[3], d[4], format_uuid(d[5]))
-
-        def marker(a: Any) -> tuple[str, tuple] | None:
-            row = self.nvtx.feed(a)
-            return None if row is None else ("nvtx", row)
-
-        table = {("CONCURRENT_KERNEL", "KERNEL"): kernel,
-                 ("MEMCPY", "MEMCPY2"): lambda a: ("memcpy", _read_fields(a, MEMCPY_FIELDS, _MEMCPY_GET, missing)),
-                 ("MEMSET",): lambda a: ("memset", _read_fields(a, MEMSET_FIELDS, _MEMSET_GET, missing)),
-                 ("DEVICE",): device, ("MARKER",): marker,
-                 ("RUNTIME",): lambda a: ("runtime", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing)),
-                 ("DRIVER",): lambda a: ("driver", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing))}
-        out = {}
-        for names, fn in table.items():
-            for name in names:
-                member = getattr(self.cupti.ActivityKind, name, None)
-                if member is not None:
-                    out[int(member)] = fn
-        return out
-
     def consume(self, activities: Any) -> None:
-        """Write one completed CUPTI buffer; runs on CUPTI's thread (or the flushing one); never raises."""
-        try:
-            if self.finalized:
-                self.late_records += len(activities)  # CUPTI delivered after the file was closed
-                return
-            self.writer.write(self._batches(activities))
-        except sqlite3.OperationalError as e:
-            _warn(f"writing the CUPTI capture failed ({e}); tracing stops for this process")
-        except Exception as e:
-            self._record_error(e)
-
-    def _batches(self, activities: Iterable[Any]) -> Iterable[tuple[str, list[tuple]]]:
-        """(table, rows) batches of at most BATCH_ROWS, produced while the writer inserts them."""
-        pending: dict[str, list[tuple]] = {}
-        for record in activities:
+        """Write one completed buffer of cupti-python objects; runs on CUPTI's thread; never raises."""
+        with self.consume_lock:
+            self.consumer = threading.get_ident()
             try:
-                fn = self._convert.get(int(record.kind))
-                converted = fn(record) if fn is not None else None
+                if self.finalized:
+                    self.late_records += len(activities)  # CUPTI delivered after the file was closed
+                    return
+                self._write(self.objects.items(activities))
             except Exception as e:
                 self._record_error(e)
-                continue
-            if converted is None:
-                continue
-            table, row = converted
-            rows = pending.setdefault(table, [])
-            rows.append(row)
-            if len(rows) >= BATCH_ROWS:
-                pending[table] = []
-                yield table, rows
-        yield from pending.items()
+            finally:
+                self.consumer = None
+
+    def consume_raw(self, context: Any, stream_id: int, address: int, valid: int) -> None:
+        """Write one completed raw buffer; runs on CUPTI's thread (or the flushing one); never raises."""
+        with self.consume_lock:
+            self.consumer = threading.get_ident()
+            try:
+                items, records = self.parser.parse(address, valid)
+                self._count_dropped(context, stream_id)
+                if self.finalized:
+                    self.late_records += records
+                    return
+                if records:
+                    self._maybe_hand_over(records)
+                    self._write(items)
+            except Exception as e:
+                self._record_error(e)
+            finally:
+                self.consumer = None
+
+    def _count_dropped(self, context: Any, stream_id: int) -> None:
+        dropped = ctypes.c_size_t(0)
+        if self.lib.cuptiActivityGetNumDroppedRecords(context, stream_id, ctypes.byref(dropped)) == 0:
+            self.dropped += dropped.value
+
+    def _write(self, items: Iterable[tuple]) -> None:
+        """Through the current writer; if the writer process is gone, write here again (what it had not
+        committed is lost and counted)."""
+        items = list(items) if not isinstance(self.writer, Writer) else items
+        try:
+            self.writer.write(items)
+        except sqlite3.OperationalError as e:
+            _warn(f"writing the CUPTI capture failed ({e}); tracing stops for this process")
+        except OSError as e:  # sink.SinkGone
+            self._back_in_process(e)
+            self.writer.write(items)
+
+    def _maybe_hand_over(self, records: int) -> None:
+        """Hand the file over to a writer process once a buffer shows this process is busy (sink.py)."""
+        mode = os.environ.get(ENV_WRITER, "auto")
+        if not isinstance(self.writer, Writer) or mode == "inline" or self.fork_child or "writer" in self.notes:
+            return
+        if mode != "process" and records < HAND_OVER_RECORDS:
+            return
+        from nvprof_wrap.tracer import sink
+
+        here = self.writer
+        here.open()
+        here.release()  # one writer at a time: the writer process opens the file after this
+        try:
+            self.writer = sink.start(here.partial_path, here.final_path)
+            self.writer.write([("strings", list(here.strings.items())),
+                               ("nvtx_state", here.nvtx.open, here.nvtx.early_ends)])
+            self.notes["writer"] = "writer process"
+        except Exception as e:
+            self.writer = here
+            self.notes["writer"] = f"in this process (writer process failed: {e})"
+
+    def _back_in_process(self, exc: BaseException) -> None:
+        gone = self.writer
+        self.lost_frames += 1  # NVTX ranges it held open are lost too
+        self.notes["writer"] = f"in this process again (writer process lost: {exc})"
+        self.writer = Writer(self.out_dir, {})
+        self.writer.adopt(gone.partial_path, gone.final_path)
+        if self.parser is not None:
+            self.writer.strings = {i: text for text, i in self.parser.strings.ids.items()}
 
     def _record_error(self, exc: BaseException) -> None:
         self.record_errors += 1
@@ -392,7 +256,7 @@ class Tracer:
 
     def flush(self, *, forced: bool) -> None:
         """Have CUPTI hand over its buffers now (they are committed as they arrive)."""
-        if self.fork_child or self.finalized or self.writer.owner == threading.get_ident():
+        if self.fork_child or self.finalized or self._inside():
             return  # the last case: a signal landed inside our own write, which must finish first
         try:
             self.cupti.activity_flush_all(1 if forced else 0)
@@ -401,7 +265,7 @@ class Tracer:
 
     def finalize(self, how: str) -> None:
         """Flush CUPTI, write what is pending and rename .partial → .sqlite. Idempotent; never raises."""
-        if self.finalized or self.finalizing or self.writer.owner == threading.get_ident():
+        if self.finalized or self.finalizing or self._inside():
             return
         self.finalizing = True
         try:
@@ -409,20 +273,40 @@ class Tracer:
                 self.notes["cupti_flush"] = "skipped: fork child (CUPTI is not fork-safe)"
             else:
                 self._drain_cupti()
-            self.finalized = True  # from here on, late CUPTI deliveries are only counted
-            devices = [] if self.fork_child else _device_rows(_devices_without_facts(self.writer))
-            self.writer.write(self._tail(devices))
-            self.writer.close(self._final_meta(how))
+            with self.consume_lock:  # a buffer CUPTI's thread is still writing goes in first
+                self.finalized = True  # from here on, late CUPTI deliveries are only counted
+            self._close(how)
         except Exception as e:
             _warn(f"could not finish the CUPTI capture ({type(e).__name__}: {e}); it stays .partial")
         finally:
             self.finalized, self.finalizing = True, False
 
-    def _tail(self, devices: list[tuple]) -> Iterable[tuple[str, list[tuple]]]:
-        # A generator, so the open NVTX ranges are taken under the writer's lock: a CUPTI thread that
-        # was already delivering a buffer may still be pairing markers.
-        yield "nvtx", self.nvtx.leftovers()
-        yield "device", devices
+    def _inside(self) -> bool:
+        """This thread is inside our own buffer handling (a signal handler interrupted it)."""
+        me = threading.get_ident()
+        return self.consumer == me or self.writer.owner == me
+
+    def _close(self, how: str) -> None:
+        seen, described = self._devices()
+        tail = [("rows", "device", [] if self.fork_child else _device_rows(sorted(seen - described)))]
+        meta = self._final_meta(how)
+        try:
+            self.writer.close(meta, tail)
+        except OSError as e:  # the writer process is gone: finish the file here
+            self._back_in_process(e)
+            meta.update(self._counts())
+            self.writer.close(meta, tail)
+        if self.dropped:
+            _warn(f"CUPTI dropped {self.dropped} activity records (no buffer was free); the capture misses them")
+
+    def _devices(self) -> tuple[set[int], set[int]]:
+        """Devices that ran work, and those CUPTI described, over both record paths."""
+        seen, described = set(self.objects.devices_seen), set(self.objects.devices_described)
+        if self.parser is not None:
+            seen |= self.parser.devices_seen
+            described |= self.parser.devices_described
+        seen.discard(None)
+        return seen, described
 
     def _drain_cupti(self) -> None:
         _synchronize_current_context()
@@ -431,32 +315,41 @@ class Tracer:
             self.notes["cupti_flush"] = "ok"
         except Exception as e:
             self.notes["cupti_flush"] = f"failed: {_describe(self.cupti, e)}"
+        if self.lib is not None:
+            self._count_dropped(None, 0)  # the global queue: drops while no buffer ever completed
         self.teardown()  # no record may reach Python once the interpreter is gone
 
     def _final_meta(self, how: str) -> dict[str, str]:
         meta = dict(self.notes)
         meta.update(_ranks())  # mp.spawn-style jobs set RANK in Python, after start-up
         meta.update(status="complete", exit=how)
-        if "started_ns" not in self.writer.meta:
+        if "started_ns" not in self.meta:
             self._stamp_start()
-            meta.update(started_ns=self.writer.meta["started_ns"], clock=self.clock)
+            meta.update(started_ns=self.meta["started_ns"], clock=self.clock)
         meta["ended_ns"] = str(self._now())
-        for key, value in (("missing_fields", json.dumps(sorted(self.missing)) if self.missing else None),
-                           ("record_errors", self.record_errors), ("late_records", self.late_records)):
-            if value:
-                meta[key] = str(value)
+        meta.update(self._counts())
         return meta
+
+    def _counts(self) -> dict[str, str]:
+        parser = self.parser
+        counts = {"missing_fields": json.dumps(sorted(self.missing)) if self.missing else None,
+                  "record_errors": self.record_errors, "late_records": self.late_records,
+                  "dropped_records": self.dropped, "lost_writer_frames": self.lost_frames,
+                  "refused_buffers": _POOL.refused if _POOL is not None and parser is not None else 0,
+                  "slow_walks": parser.slow_walks if parser else 0, "skipped_records": parser.skipped if parser else 0}
+        return {key: str(value) for key, value in counts.items() if value}
 
     def forked_child(self) -> Tracer:
         """The tracer of a fork child: its own file (created when first needed), no CUPTI calls at all."""
         child = Tracer(self.cupti, self.out_dir, fork_child=True, cupti_version=self.cupti_version)
         child.kinds = list(self.kinds)
-        child.notes = {k: v for k, v in self.notes.items() if k in ("kinds", "nvtx")}
+        child.notes = {k: v for k, v in self.notes.items() if k in ("kinds", "nvtx", "records")}
+        if self.parser is not None:
+            from nvprof_wrap.tracer import raw
+
+            child.lib, child.parser = self.lib, raw.Parser(self.lib, self.parser.sizes)
         child._stamp_start()
         return child
-
-
-# --------------------------------------------------------------------------------------- device facts
 
 
 # ------------------------------------------------------------------ CUPTI callbacks and process hooks
@@ -472,94 +365,29 @@ def _on_buffer_completed(activities: Any) -> None:
         tracer.consume(activities)
 
 
-def _on_cupti_callback(userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
-    """Our subscriber enables no callback domain; CUPTI never calls this."""
-
-
-def _at_exit() -> None:
-    tracer = _STATE
-    if tracer is None:
-        return
-    tracer.finalize("exit")
-    for signum in tracer.deferred_signals:  # a fatal signal that came while we were finishing
-        if not callable(_PREV_HANDLERS.get(signum, signal.SIG_DFL)):
-            _die_by(signum)
-
-
-def _on_signal(signum: int, frame: Any) -> None:
-    """Flush (or finish the file, when the signal is about to end the process), then chain."""
-    previous = _PREV_HANDLERS.get(signum, signal.SIG_DFL)
-    tracer = _STATE
-    if tracer is not None:
-        if tracer.finalizing:
-            tracer.deferred_signals.append(signum)
-            return
-        if callable(previous):
-            tracer.flush(forced=False)  # the process may well go on (KeyboardInterrupt can be caught)
-        else:
-            tracer.finalize(signal.Signals(signum).name)
-    if callable(previous):
-        previous(signum, frame)  # default_int_handler raises KeyboardInterrupt here
-        return
-    _die_by(signum)
-
-
-def _die_by(signum: int) -> None:
-    """End the process by this signal's default action, so the exit status still says 'killed by SIGxxx'."""
+def _raw_requested(buffer: Any, size: Any, max_records: Any) -> None:
+    """libcupti asks for a buffer: one of the pool's, or NULL when all are in use (CUPTI then drops)."""
     try:
-        signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_kill(threading.get_ident(), signum)
+        address = _POOL.take()
+        buffer[0], size[0], max_records[0] = address or None, _POOL.size if address else 0, 0
     except Exception:
         pass
-    os._exit(128 + signum)
 
 
-def _install_signal_handlers() -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            previous = signal.getsignal(signum)
-            if previous is signal.SIG_IGN or previous is None:
-                continue  # ignored on purpose, or set outside Python: leave it alone
-            signal.signal(signum, _on_signal)
-            _PREV_HANDLERS[signum] = previous
-        except (ValueError, OSError):  # not the main thread
-            pass
+def _raw_completed(context: Any, stream_id: int, address: int | None, size: int, valid: int) -> None:
+    try:
+        tracer = _STATE
+        if tracer is not None and tracer.parser is not None and address:
+            tracer.consume_raw(context, stream_id, address, valid)
+    except Exception:
+        pass
+    finally:
+        if address:
+            _POOL.give_back(address)
 
 
-def _before_fork() -> None:
-    tracer = _STATE
-    if tracer is not None and not tracer.finalized:
-        # No thread of ours may be inside SQLite when the process is copied: its mutexes would stay
-        # locked in the child.
-        tracer.fork_lock_held = tracer.writer.lock.acquire(timeout=FORK_LOCK_TIMEOUT_S)
-
-
-def _after_fork_parent() -> None:
-    tracer = _STATE
-    if tracer is not None and tracer.fork_lock_held:
-        tracer.fork_lock_held = False
-        tracer.writer.lock.release()
-
-
-def _after_fork_child() -> None:
-    global _STATE
-    parent = _STATE
-    if parent is None:
-        return
-    parent.writer.leak()
-    _STATE = None if parent.finalized else parent.forked_child()
-
-
-def _install_hooks() -> None:
-    """atexit, SIGINT/SIGTERM and fork hooks, once per process (a fork child inherits them)."""
-    global _HOOKS_INSTALLED
-    if _HOOKS_INSTALLED:
-        return
-    _HOOKS_INSTALLED = True
-    atexit.register(_at_exit)  # registered first, so it runs last: after the job's own atexit work
-    _install_signal_handlers()
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
-                        after_in_child=_after_fork_child)
+def _on_cupti_callback(userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+    """Our subscriber enables no callback domain; CUPTI never calls this."""
 
 
 # --------------------------------------------------------------------------------------------- start()
@@ -601,7 +429,9 @@ def _start(out_dir: str) -> None:
         _warn(f"cannot write the CUPTI capture in {out_dir} ({type(e).__name__}: {e}); "
               "this process is not traced")
         return
-    _install_hooks()
+    from nvprof_wrap.tracer import hooks
+
+    hooks.install()
 
 
 def _import_cupti() -> Any | None:

@@ -6,14 +6,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from nvprof_wrap.tracer.capture_file import Writer, format_uuid
+from nvprof_wrap.tracer.capture_file import format_uuid
 
-
-def _devices_without_facts(writer: Writer) -> list[int]:
-    """Devices that ran work but got no CUPTI DEVICE record."""
-    return [r[0] for r in writer.query(
-        "SELECT device_id FROM kernel UNION SELECT device_id FROM memcpy UNION SELECT device_id FROM memset "
-        "EXCEPT SELECT device_id FROM device") if r[0] is not None]
 
 def _device_rows(device_ids: list[int]) -> list[tuple]:
     rows = []

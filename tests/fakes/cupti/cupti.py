@@ -12,21 +12,28 @@ cupti-python-samples/cupti_common.py) and CUPTI's headers:
   record objects; full buffers are handed over on a worker thread, like CUPTI's own thread;
   ``activity_flush_all(flag)`` hands over the rest in the calling thread; ``get_timestamp()``.
 * records with the real attribute names (ActivityKernel11, ActivityMemcpy6, ActivityMemset4,
-  ActivityMarker2 with ``flags_``, ActivityDevice5 with a CUuuid-like ``uuid``).
+  ActivityMarker2 with ``flags_``, ActivityDevice5 with a CUuuid-like ``uuid``);
+* libcupti itself, for the raw path (rawlib.py): ``cupti._libcupti`` (cupti-python has no such attribute: the
+  tracer opens the loaded libcupti with ctypes) with the C functions the tracer calls; once raw callbacks are
+  registered there, records are written into raw buffers in the real struct layouts of FAKE_CUPTI_VERSION.
 
 Test programs "run GPU work" with the ``_fake_*`` functions. Behaviour switches come from the environment
 variable FAKE_CUPTI (comma-separated) or ``_fake_configure``: busy (subscribe fails with
 MULTIPLE_SUBSCRIBERS), busy_enable (activity_enable fails so), no_lib (libcupti cannot be loaded),
-no_concurrent, no_marker, bad_flush. FAKE_CUPTI_RECORDS_PER_BUFFER sets the records per buffer.
+no_concurrent, no_marker, bad_flush, no_raw (no libcupti for ctypes: the tracer uses the record objects).
+FAKE_CUPTI_RECORDS_PER_BUFFER sets the records per buffer.
 """
 from __future__ import annotations
 
+import ctypes
 import enum
 import os
 import threading
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
+
+from . import rawlib
 
 
 class ActivityKind(enum.IntEnum):
@@ -183,7 +190,9 @@ def _fake_reset() -> None:
         _state.clear()
         _state.update(modes=set(filter(None, os.environ.get("FAKE_CUPTI", "").split(","))),
                       subscriber=None, enabled=set(), api_cbids=set(), callbacks=None, buffer=[], capacity=0,
-                      threads=[], clock=1_000_000_000, devices=set(), next_id=1, stack=[])
+                      threads=[], clock=1_000_000_000, devices=set(), next_id=1, stack=[],
+                      raw_callbacks=None, raw_buffer=None, dropped=0, strings=rawlib.Strings())
+        _state["lib"] = rawlib.FakeLibcupti(_state)
         calls.clear()
 
 
@@ -193,6 +202,12 @@ def _fake_configure(*modes: str) -> None:
 
 def _mode(name: str) -> bool:
     return name in _state["modes"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_libcupti" and not _mode("no_raw"):
+        return _state["lib"]
+    raise AttributeError(f"module 'cupti.cupti' has no attribute {name!r}")
 
 
 _fake_reset()
@@ -265,6 +280,7 @@ def activity_disable(kind: int) -> None:
 def activity_register_callbacks(func_buffer_requested: Callable, func_buffer_completed: Callable) -> None:
     calls.append(("activity_register_callbacks",))
     _state["callbacks"] = (func_buffer_requested, func_buffer_completed)
+    _state["raw_callbacks"] = None  # one pair of buffer callbacks at a time, as in libcupti
 
 
 def activity_flush_all(flag: int) -> None:
@@ -274,8 +290,11 @@ def activity_flush_all(flag: int) -> None:
     _fake_wait_delivered()
     with _lock:
         records, _state["buffer"] = _state["buffer"], []
+        raw, _state["raw_buffer"] = _state["raw_buffer"], None
     if records and _state["callbacks"] is not None:
         _state["callbacks"][1](records)
+    if raw is not None:
+        _complete_raw(raw)
 
 
 def get_timestamp() -> int:
@@ -289,10 +308,13 @@ def get_timestamp() -> int:
 def _emit(record: _Record) -> None:
     """Queue a record like CUPTI does; a full buffer is handed over on a worker thread."""
     with _lock:
-        if _state["callbacks"] is None:
+        if _state["callbacks"] is None and _state["raw_callbacks"] is None:
             return
         if int(record.kind) not in _state["enabled"] and \
                 (int(record.kind), getattr(record, "cbid", None)) not in _state["api_cbids"]:
+            return
+        if _state["raw_callbacks"] is not None:
+            _emit_raw(record)
             return
         if not _state["buffer"]:
             size, max_records = _state["callbacks"][0]()
@@ -305,6 +327,37 @@ def _emit(record: _Record) -> None:
         thread = threading.Thread(target=_state["callbacks"][1], args=(full,), name="fake-cupti-worker")
         _state["threads"].append(thread)
         thread.start()
+
+
+def _emit_raw(record: _Record) -> None:
+    """Write the record into the current raw buffer (asked of the tracer when there is none)."""
+    need = ctypes.sizeof(rawlib.struct_of(record.kind))
+    per = int(os.environ.get("FAKE_CUPTI_RECORDS_PER_BUFFER", "0"))
+    buf = _state["raw_buffer"]
+    if buf is not None and buf["used"] + need > buf["size"]:
+        _hand_over_raw()
+        buf = None
+    if buf is None:
+        address, size = rawlib.request_buffer(_state)
+        if not address:
+            _state["dropped"] += 1  # no buffer: CUPTI drops the record and counts it
+            return
+        buf = _state["raw_buffer"] = {"address": address, "size": size, "used": 0, "count": 0}
+    buf["used"] += rawlib.encode(record, buf["address"] + buf["used"], _state["strings"])
+    buf["count"] += 1
+    if per and buf["count"] >= per:
+        _hand_over_raw()
+
+
+def _hand_over_raw() -> None:
+    full, _state["raw_buffer"] = _state["raw_buffer"], None
+    thread = threading.Thread(target=_complete_raw, args=(full,), name="fake-cupti-worker")
+    _state["threads"].append(thread)
+    thread.start()
+
+
+def _complete_raw(buf: dict[str, Any]) -> None:
+    _state["raw_callbacks"][1](None, 0, buf["address"], buf["size"], buf["used"])
 
 
 def _fake_wait_delivered() -> None:

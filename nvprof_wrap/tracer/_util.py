@@ -1,0 +1,86 @@
+"""Small helpers of the CUPTI tracer: one-line messages, CUPTI errors, callback ids, versions, libcupti's path.
+Runs inside the user's process: standard library only, never raises."""
+# ruff: noqa: BLE001, S110
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def _warn(message: str) -> None:
+    """One line on stderr, never an exception (stderr may be closed at exit)."""
+    try:
+        sys.stderr.write("nvprof-wrap: " + " ".join(str(message).split()) + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _describe(cupti: Any, exc: BaseException) -> str:
+    """'CUPTI_ERROR_X' for a cuptiError, else 'Type: message'."""
+    status = getattr(exc, "status", None)
+    if status is not None and cupti is not None:
+        try:
+            return "CUPTI_" + cupti.Result(status).name
+        except Exception:
+            pass
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _is_busy(cupti: Any, exc: BaseException) -> bool:
+    """True for CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler holds CUPTI."""
+    try:
+        return getattr(exc, "status", None) == cupti.Result.ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+    except Exception:
+        return False
+
+
+def _quietly(fn: Callable, *args: Any) -> None:
+    """Undo a CUPTI setting, ignoring errors (CUPTI may be half set up or gone)."""
+    try:
+        fn(*args)
+    except Exception:
+        pass
+
+
+def _launch_cbids(cupti: Any, enum_name: str, prefix: str) -> list[int]:
+    """Callback ids of the calls that launch kernels or graphs (cudaLaunchKernel*, cuLaunchKernelEx,
+    cu(da)GraphLaunch, cooperative launches), from cupti-python's enum; [] if it has none."""
+    enum = getattr(cupti, enum_name, None)
+    if enum is None:
+        return []
+    pattern = re.compile(rf"^{prefix}(Graph)?Launch(?!HostFunc)")
+    return sorted({int(member) for name, member in enum.__members__.items() if pattern.match(name)})
+
+
+def _cupti_version(cupti: Any, *, ask_cupti: bool) -> str:
+    """cupti-python's package version, plus CUPTI's API version where the binding has get_version (13.5+).
+    ask_cupti=False before we subscribed: NVIDIA wants the subscription to be the first CUPTI call."""
+    try:
+        from importlib.metadata import version
+
+        text = "cupti-python " + version("cupti-python")
+    except Exception:
+        text = "cupti-python (version unknown)"
+    if ask_cupti and hasattr(cupti, "get_version"):
+        try:
+            text += f" (CUPTI API {cupti.get_version()})"
+        except Exception:
+            pass
+    return text
+
+
+def _loaded_libcupti() -> str | None:
+    """Path of the libcupti this process has loaded (cupti-python finds it through cuda.pathfinder)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1]
+                if "/libcupti.so" in path and os.path.exists(path):
+                    return path
+    except OSError:
+        pass
+    return None
