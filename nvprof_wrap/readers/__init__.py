@@ -19,6 +19,8 @@ from nvprof_wrap.readers import (
     nvprof_csv,
     nvprof_sqlite,
     pyprof_csv,
+    tf_trace_json,
+    xplane,
 )
 from nvprof_wrap.readers._sqlite import connect_ro, tables
 from nvprof_wrap.readers._validate import validate
@@ -27,6 +29,7 @@ READERS: dict[str, Callable[[Path], Capture]] = {
     "nsys-sqlite": nsys_sqlite.read, "nvprof": nvprof_sqlite.read, "cupti": cupti_sqlite.read,
     "kineto-json": kineto_json.read, "nvprof-csv": nvprof_csv.read, "nsys-stats-csv": nsys_stats_csv.read,
     "ncu-csv": ncu_csv.read, "pyprof-csv": pyprof_csv.read, "nsys-rep": nsys_rep.read,
+    "tf-trace-json": tf_trace_json.read, "xplane": xplane.read,
 }
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
@@ -85,8 +88,12 @@ def detect(path: Path) -> str:
                 head = g.read(65536)
         except (OSError, EOFError) as e:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
+    if head[:1] == b"\x0a" and xplane.sniff(head, path.stat().st_size):
+        return "xplane"
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if stripped[:1] in (b"{", b"["):
+        if b"traceEvents" in head and tf_trace_json.sniff(head):
+            return "tf-trace-json"
         if b"traceEvents" in head or stripped[1:].lstrip()[:1] == b"{":
             return "kineto-json"
         raise BadInput(path, "JSON without traceEvents: not a Kineto / Chrome trace")
@@ -94,6 +101,8 @@ def detect(path: Path) -> str:
         # Nsight Systems reports are a proprietary binary format: the extension is the only handle on it.
         if path.suffix in (".nsys-rep", ".qdrep"):
             return "nsys-rep"
+        if path.name.endswith(".xplane.pb"):
+            return "xplane"
         raise BadInput(path, "binary file of an unknown format")
     return _sniff_text(path, head.decode("utf-8", errors="replace"))
 
