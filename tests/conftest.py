@@ -55,3 +55,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def fixtures() -> Path:
     return FIXTURES
+
+
+def fixture_file(rel: str) -> Path:
+    """A file of the shared fixtures that a test needs; the test is skipped, naming the file, when it is absent."""
+    path = FIXTURES / rel
+    if not path.is_file():
+        pytest.skip(f"needs {path} (absent here; tests/README.md says where it comes from)")
+    return path

@@ -106,7 +106,7 @@ def shipped() -> SimpleNamespace | None:
     for name, top, rel in SHIPPED:
         try:
             module = sys.modules.get(name) or _load_file(top, rel)
-        except Exception:  # noqa: BLE001 - a broken or mismatched install: the next one, or our own schema
+        except Exception:  # noqa: BLE001, S112 - a broken or mismatched install: the next one, or our own schema
             continue
         if module is not None and all(hasattr(module, n) for n in _MESSAGES):
             return SimpleNamespace(source=top, **{n: getattr(module, n) for n in _MESSAGES})

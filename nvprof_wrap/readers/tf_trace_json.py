@@ -57,7 +57,7 @@ class _Agg:
             return  # host events: most of the trace, dropped after one lookup
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         name = str(ev.get("name", ""))
-        start, dur = int(round(float(ev.get("ts", 0)) * 1000)), int(round(float(ev.get("dur", 0)) * 1000))
+        start, dur = round(float(ev.get("ts", 0)) * 1000), round(float(ev.get("dur", 0)) * 1000)
         copy = copy_kind(name, args)
         if copy is None:
             s = self.kernels.get((pid, tid, name))
