@@ -174,3 +174,15 @@ def test_tensorflows_own_schema_is_used_and_reads_the_same(tmp_path):
 
     with unittest.mock.patch.object(_xplane_schema, "shipped", lambda: None):
         assert readers.read(path) == with_tf
+
+
+def test_a_chrome_trace_with_gpu_processes_but_no_known_kernels_is_refused(tmp_path):
+    """A trace the TensorFlow sniffer does not catch (no '/device:GPU:' process name) but whose processes say GPU:
+    the Kineto reader must not report it as empty."""
+    doc = {"traceEvents": [{"ph": "M", "pid": 3, "name": "process_name", "args": {"name": "GPU 0 (stream 7)"}},
+                           {"ph": "X", "pid": 3, "tid": 7, "ts": 1.0, "dur": 2.0, "name": xb.NVJET_BF16}]}
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(doc))
+    assert readers.detect(path) == "kineto-json"
+    with pytest.raises(BadInput, match="1 events on GPU processes but none a kernel"):
+        readers.read(path)
