@@ -10,6 +10,7 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (
+    console_text,
     cupti_sqlite,
     kineto_json,
     ncu_csv,
@@ -29,7 +30,7 @@ READERS: dict[str, Callable[[Path], Capture]] = {
     "nsys-sqlite": nsys_sqlite.read, "nvprof": nvprof_sqlite.read, "cupti": cupti_sqlite.read,
     "kineto-json": kineto_json.read, "nvprof-csv": nvprof_csv.read, "nsys-stats-csv": nsys_stats_csv.read,
     "ncu-csv": ncu_csv.read, "pyprof-csv": pyprof_csv.read, "nsys-rep": nsys_rep.read,
-    "tf-trace-json": tf_trace_json.read, "xplane": xplane.read,
+    "tf-trace-json": tf_trace_json.read, "xplane": xplane.read, "console-text": console_text.read,
 }
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
@@ -53,20 +54,34 @@ def _sniff_sqlite(path: Path) -> str:
     raise BadInput(path, "SQLite file is not an nvprof, Nsight Systems or nvprof-wrap capture (no kernel table)")
 
 
+def _ncu_header(line: str) -> bool:
+    return line.startswith('"ID",') and '"Kernel Name"' in line
+
+
 def _sniff_text(path: Path, head: str) -> str:
     lines = [ln for ln in head.splitlines() if ln.strip()]
     body = [ln for ln in lines if not ln.startswith("==")]
     first = body[0] if body else ""
-    if '"Metric Name"' in first or ('"Kernel Name"' in first and '"CC"' in first):
-        return "ncu-csv"
+    if '"Metric Name"' in first or ('"Kernel Name"' in first and '"CC"' in first) or any(map(_ncu_header, lines)):
+        return "ncu-csv"  # the header may come after the program's own output
     if first.startswith('"Type","Time(%)"') or first.startswith('"Start","Duration"'):
         return "nvprof-csv"
     if '"Kernel","Module","Op"' in first or first.startswith("Kernel,Module,Op"):
         return "pyprof-csv"
     if "Total Time" in first and ("Instances" in first or "Count" in first or "Calls" in first):
         return "nsys-stats-csv"
+    if console_text.sniff(path, head):
+        return "console-text"
+    if "==PROF==" in head and _ncu_header_later(path):
+        return "ncu-csv"
     raise BadInput(path, "not a profiler capture this tool reads (nvprof/nsys SQLite, .nsys-rep, nvprof/nsys stats/ncu "
-                         "CSV, Kineto JSON)")
+                         "CSV, Kineto / TensorFlow trace JSON, .xplane.pb, or nvprof/nsys/ncu console output)")
+
+
+def _ncu_header_later(path: Path) -> bool:
+    """ncu's CSV header after more than 64 KiB of the program's own output (ncu prints the rows at the end)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return any(map(_ncu_header, f))
 
 
 def detect(path: Path) -> str:
