@@ -30,9 +30,11 @@ LEFT JOIN (SELECT name,
            FROM counters GROUP BY name) cv ON cv.name = c.name
 WHERE c.rules_version = '{version}'
 """
-# Kernel time comes from timeline captures; ncu's replayed launches count only when nothing else was read.
-_TIMED = """(SELECT * FROM kernels WHERE capture_id IN (SELECT id FROM captures WHERE format != 'ncu-csv')
-             OR NOT EXISTS (SELECT 1 FROM captures WHERE format != 'ncu-csv'))"""
+# Kernel time comes from timeline captures; the launches that counter tools (ncu, nvprof --metrics) replayed
+# count only when nothing else was read.
+_COUNTER_ONLY = "('ncu-csv', 'ncu-console', 'nvprof-metrics')"
+_TIMED = f"""(SELECT * FROM kernels WHERE capture_id IN (SELECT id FROM captures WHERE format NOT IN {_COUNTER_ONLY})
+             OR NOT EXISTS (SELECT 1 FROM captures WHERE format NOT IN {_COUNTER_ONLY}))"""
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,26 @@ def _labels(store: Store, key: str) -> dict:
             for r in rows}
 
 
+_UNTIMED = ("kernel time was not captured (the export has no duration), so no time shares: "
+            "add gpu__time_duration.sum or the SpeedOfLight section, or read a timeline capture beside it")
+
+
+def _untimed(v: Verdict) -> Verdict:
+    """The verdict of kernels whose capture recorded launches but no durations: counts, never '0.0% of time'."""
+    if v.tensor_cores == "yes":
+        msg = (f"Tensor cores used: yes — {v.tc_kernels} of {v.kernels} kernels, "
+               f"{' + '.join(v.precisions) or 'precision unstated'}; {_UNTIMED}")
+    elif v.tensor_cores == "no":
+        msg = f"Tensor cores used: no — none of the {v.kernels} kernels is a tensor-core kernel; {_UNTIMED}"
+    elif v.tensor_cores == "unknown":
+        n = v.kernels - v.tc_kernels
+        msg = (f"Tensor cores used: not seen — no kernel is known to use them, but some of the {n} kernels carry no "
+               f"evidence in their names; {_UNTIMED}")
+    else:
+        return v
+    return Verdict(v.tensor_cores, msg, v.tc_kernels, v.kernels, v.launches, 0, 0, 0, 0.0, v.precisions)
+
+
 def _verdict(kernels: tuple[KernelRow, ...]) -> Verdict:
     total = sum(k.total_ns for k in kernels)
     tc = [k for k in kernels if k.tensor_core == "yes"]
@@ -252,7 +274,11 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     split, devices = _split(store, kernels), _groups(store, "device_id")
     device_cc = {r["d"]: (r["name"], r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None) for r in store.rows(
         "SELECT device_id AS d, MAX(name) AS name, MAX(cc_major) AS ma, MAX(cc_minor) AS mi FROM devices GROUP BY 1")}
-    return Report(_verdict(kernels), split, devices, _groups(store, "pid"), kernels, sources, skipped, disagreements,
+    verdict = _verdict(kernels)
+    untimed = store.rows(f"SELECT COUNT(*) AS n FROM {_TIMED} WHERE total_ns IS NULL")[0]["n"]
+    if untimed and not total:
+        verdict = _untimed(verdict)
+    return Report(verdict, split, devices, _groups(store, "pid"), kernels, sources, skipped, disagreements,
                   ops, scopes, hints(kernels, split, devices, device_cc))
 
 

@@ -106,7 +106,8 @@ def detect(path: Path) -> str:
     if head[:1] == b"\x0a" and xplane.sniff(head, path.stat().st_size):
         return "xplane"
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if stripped[:1] in (b"{", b"["):
+    # '[' opens a JSON array only when an object (or nothing) follows: "[4242] python@host" is ncu's console.
+    if stripped[:1] == b"{" or (stripped[:1] == b"[" and stripped[1:].lstrip()[:1] in (b"{", b"]", b"")):
         if b"traceEvents" in head and tf_trace_json.sniff(head):
             return "tf-trace-json"
         if b"traceEvents" in head or stripped[1:].lstrip()[:1] == b"{":

@@ -22,7 +22,7 @@ from nvprof_wrap.readers.ncu_csv import _Launch
 from nvprof_wrap.readers.nsys_stats_csv import _direction
 
 KERNEL_TABLES = re.compile(r"cuda_gpu_kern_sum|gpukernsum|CUDA Kernel Statistics|cuda_gpu_kern_gb_sum")
-MEMORY_TABLES = re.compile(r"cuda_gpu_mem_time_sum|gpumemtimesum|CUDA Memory Operation Statistics \(by time\)")
+MEMORY_TABLES = re.compile(r"cuda_gpu_mem_time_sum|gpumemtimesum|CUDA Memory Operation Statistics \((?:by time|nanosec)")
 _TITLE = re.compile(r"Executing '(\w+)'|\*\* .*\((\w+)\):|^(CUDA [A-Za-z ]+Statistics[^:]*):?")
 _DASHES = re.compile(r"^\s*-{3,}(?:\s+-{3,})+\s*$")
 
@@ -56,7 +56,7 @@ def nsys_tables(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg]]:
             continue
         cells = _cells(line.rstrip("\n"), spans)
         total = number(cells[_col(idx, "Total Time")])
-        count = number(cells[_col(idx, "Instances", "Count", "Num Calls", "Calls")])
+        count = number(cells[_col(idx, "Instances", "Count", "Num Calls", "Calls", "Operations")])
         if total is None or count is None:
             continue
         if MEMORY_TABLES.search(title):
@@ -64,10 +64,26 @@ def nsys_tables(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg]]:
             mem.append(MemAgg(None, None, kind, d, int(count), int(total)))
         elif KERNEL_TABLES.search(title):
             lo, hi = _col(idx, "Min", "Minimum"), _col(idx, "Max", "Maximum")
-            kernels.append(KernelAgg(None, None, cells[-1], int(count), int(total),
+            kernels.append(KernelAgg(None, None, _mark_cut(cells[-1]), int(count), int(total),
                                      _int(cells[lo]) if lo is not None else None,
                                      _int(cells[hi]) if hi is not None else None))
     return list(merge_kernels(kernels)), list(merge_memops(mem))
+
+
+def _mark_cut(name: str) -> str:
+    """Older nsys cuts long names at a fixed width without saying so: a name whose brackets do not close was cut,
+    and gets the '…' that newer versions print, so the classifier treats it as cut."""
+    if name.endswith(("…", "...")):
+        return name
+    depth = {"(": 0, "<": 0}
+    for ch in name:
+        if ch in "(<":
+            depth[ch] += 1
+        elif ch == ")":
+            depth["("] -= 1
+        elif ch == ">":
+            depth["<"] -= 1
+    return name + "…" if depth["("] > 0 or depth["<"] > 0 else name
 
 
 def _col(idx: dict[str, int], *prefixes: str) -> int | None:
