@@ -111,11 +111,35 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path) -> tuple[tuple[Ke
     return kernels, ops
 
 
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+# Runtime / driver calls that launch kernels (cudaLaunchKernel_v7000, cuLaunchKernelEx, cudaGraphLaunch_v10000, …)
+_LAUNCH_CALL = "(s.value LIKE 'cu%Launch%Kernel%' OR s.value LIKE 'cudaGraphLaunch%' OR s.value LIKE 'cuGraphLaunch%')"
+
+
+def _launch_calls(conn: sqlite3.Connection, have: set[str]) -> tuple[int, int]:
+    """(CUDA API calls, kernel launch calls) the capture recorded on the host side."""
+    if RUNTIME not in have or "nameId" not in columns(conn, RUNTIME):
+        return 0, 0
+    calls, launches = conn.execute(f"""SELECT COUNT(*), COALESCE(SUM({_LAUNCH_CALL}), 0)
+                                      FROM {RUNTIME} r LEFT JOIN StringIds s ON s.id = r.nameId""").fetchone()
+    return calls, launches
+
+
+def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str]) -> None:
+    """Launch calls without kernel records: the GPU side was not traced (or lost). Never a silent empty report."""
+    calls, launches = _launch_calls(conn, have)
+    if launches:
+        raise BadInput(path, f"{calls:,} CUDA API calls, {launches:,} of them kernel launches, but no kernel records: "
+                             "the GPU activity was not traced or not flushed (nsys profile --trace=cuda; a job killed "
+                             "before nsys finished loses it)")
+
+
 def read(path: Path) -> Capture:
     conn = connect_ro(path)
     try:
         have = tables(conn)
         if KERNEL not in have:
+            _no_kernels(path, conn, have)
             raise BadInput(path, "Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table "
                                  "(was CUDA tracing on? nsys profile --trace=cuda)")
         busy_time = BusyTime(conn, path, _busy_sources(conn, have))  # side by side with the rest
@@ -127,6 +151,8 @@ def read(path: Path) -> Capture:
             busy_time.abandon()
             raise
         busy = _activity(busy_time.result())
+        if not kernels:
+            _no_kernels(path, conn, have)
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
         return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
