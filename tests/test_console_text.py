@@ -57,7 +57,7 @@ def test_ncu_section_export_units_and_no_duration(tmp_path, capsys):
     assert c.kernels[0].total_ns == 1_500_000 + 2_000_000 + 3_000
     untimed = _write(tmp_path, "no_duration.csv", text.replace('"Duration"', '"SM [%]"'))
     c = readers.read(untimed)
-    assert c.kernels[0].total_ns is None and "kernel time was not captured" in c.notes[0]
+    assert c.kernels[0].total_ns is None
     assert main(["report", str(untimed), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert "kernel time was not captured" in d["message"] and "0.0%" not in d["message"]
