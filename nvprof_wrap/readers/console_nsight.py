@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 
 from nvprof_wrap.counters import DURATION
+from nvprof_wrap.demangle import demangle
 from nvprof_wrap.model import KernelAgg, MemAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number
 from nvprof_wrap.readers.ncu_csv import _Launch
@@ -64,7 +65,7 @@ def nsys_tables(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg]]:
             mem.append(MemAgg(None, None, kind, d, int(count), int(total)))
         elif KERNEL_TABLES.search(title):
             lo, hi = _col(idx, "Min", "Minimum"), _col(idx, "Max", "Maximum")
-            kernels.append(KernelAgg(None, None, _mark_cut(cells[-1]), int(count), int(total),
+            kernels.append(KernelAgg(None, None, _mark_cut(demangle(cells[-1])), int(count), int(total),
                                      _int(cells[lo]) if lo is not None else None,
                                      _int(cells[hi]) if hi is not None else None))
     return list(merge_kernels(kernels)), list(merge_memops(mem))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._nvtx import attribute
@@ -35,7 +36,8 @@ def _kernels(conn: sqlite3.Connection) -> tuple[KernelAgg, ...]:
     FROM (SELECT {name_col} AS nid, {gpid} AS gp, deviceId AS dev, COUNT(*) AS n, SUM("end" - start) AS tot
           FROM {KERNEL} GROUP BY {name_col}, {gpid}, deviceId) g
     LEFT JOIN StringIds s ON s.id = g.nid"""
-    return merge_kernels(KernelAgg(*row) for row in conn.execute(sql))
+    # demangledName holds mangled text in some exports (TensorFlow's kernels): demangled here, once per name.
+    return merge_kernels(KernelAgg(p, d, demangle(n), c, t) for p, d, n, c, t in conn.execute(sql))
 
 
 def _memops(conn: sqlite3.Connection, have: set[str]) -> tuple[MemAgg, ...]:
@@ -104,9 +106,9 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path) -> tuple[tuple[Ke
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
     names = dict(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({ids})"))
-    ops = tuple(OpAgg(pid, scope, op, names.get(key) or "<unnamed kernel>", n, tot)
+    ops = tuple(OpAgg(pid, scope, op, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
                 for pid, _dev, scope, op, key, n, tot in rows)
-    kernels = merge_kernels(KernelAgg(pid, dev, names.get(key) or "<unnamed kernel>", n, tot)
+    kernels = merge_kernels(KernelAgg(pid, dev, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
                             for pid, dev, _scope, _op, key, n, tot in rows)
     return kernels, ops
 
