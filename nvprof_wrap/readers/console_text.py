@@ -17,12 +17,12 @@ from nvprof_wrap.readers._csv import open_text
 _WINDOW = 65536
 # kind → (what marks it, in order of precedence)
 MARKERS: dict[str, re.Pattern[str]] = {
-    "nvprof-summary": re.compile(r"^==\d+== Profiling result:\s*\n(?:.*\n)?.*Time\(%\)\s+Time\s+Calls", re.M),
-    "nvprof-gpu-trace": re.compile(r"^==\d+== Profiling result:\s*\n\s+Start\s+Duration\s", re.M),
-    "nvprof-metrics": re.compile(r"^Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg", re.M),
+    "nvprof-summary": re.compile(r"^==\d+== Profiling result:\s*\n(?:.*\n)?.*Time\(%\)\s+Time\s+Calls", re.MULTILINE),
+    "nvprof-gpu-trace": re.compile(r"^==\d+== Profiling result:\s*\n\s+Start\s+Duration\s", re.MULTILINE),
+    "nvprof-metrics": re.compile(r"^Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg", re.MULTILINE),
     "nsys-stats": re.compile(r"Executing '(?:cuda_gpu_kern_sum|gpukernsum|cuda_gpu_mem_time_sum)'|"
-                             r"\((?:cuda_gpu_kern_sum|gpukernsum)\):|^CUDA Kernel Statistics", re.M),
-    "ncu-console": re.compile(r"^\s{4}Section: ", re.M),
+                             r"\((?:cuda_gpu_kern_sum|gpukernsum)\):|^CUDA Kernel Statistics", re.MULTILINE),
+    "ncu-console": re.compile(r"^\s{4}Section: ", re.MULTILINE),
 }
 
 
