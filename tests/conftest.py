@@ -3,8 +3,10 @@
 The public and H200 captures lie in ../shared/fixtures beside the repository (or where $NVPROF_WRAP_FIXTURES
 points). A clean clone has no such folder: every test that reads from it is skipped with a reason naming the
 folder, and the rest run. A test needs the fixtures when it is marked ``needs_fixtures``, asks for the
-``fixtures`` fixture, is parametrized with a path inside the folder, or names FIXTURES / PUBLIC / H200 in its
-body (found from its code, so that a new test cannot forget the mark). CI has the folder and runs them all.
+``fixtures`` fixture, is parametrized with a path inside the folder, or names FIXTURES / PUBLIC / H200 in its code —
+its body, the fixtures it uses, the functions of its module it calls, the lambdas it is parametrized with (found from
+the code, so that a new test cannot forget the mark). Tests that reach the folder only through a subprocess (the
+fake nvprof, benchmarks.generate) carry the mark. CI has the folder and runs them all.
 """
 from __future__ import annotations
 
@@ -20,11 +22,22 @@ H200 = FIXTURES / "h200"
 _NAMES = {"FIXTURES", "PUBLIC", "H200", "CAPTURES", "SEEDS", "NCU_CSV"}
 
 
-def _names(code) -> set[str]:
-    out = set(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            out |= _names(const)
+def _names(fn, seen: set | None = None) -> set[str]:
+    """Global names a function's code uses, through nested code and the module functions it calls."""
+    seen = set() if seen is None else seen
+    if fn in seen or not hasattr(fn, "__code__"):
+        return set()
+    seen.add(fn)
+    out: set[str] = set()
+    stack = [fn.__code__]
+    while stack:
+        code = stack.pop()
+        out |= set(code.co_names)
+        stack += [c for c in code.co_consts if hasattr(c, "co_names")]
+    for name in list(out):
+        callee = fn.__globals__.get(name)
+        if callable(callee) and getattr(callee, "__module__", None) == fn.__module__:
+            out |= _names(callee, seen)
     return out
 
 
@@ -34,8 +47,11 @@ def _needs_fixtures(item: pytest.Item) -> bool:
     params = getattr(getattr(item, "callspec", None), "params", {})
     if any(str(v).startswith((str(FIXTURES), "public/", "h200/")) for v in params.values()):
         return True
-    fn = getattr(item, "function", None)
-    return fn is not None and bool(_names(fn.__code__) & _NAMES)
+    fns = [getattr(item, "function", None), *(v for v in params.values() if callable(v))]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        fns += [d.func for d in defs]
+    return any(_names(fn) & _NAMES for fn in fns if fn is not None)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -51,6 +51,7 @@ def test_nsys_follows_children_exports_and_reports(tmp_path):
     assert (out / "run.sqlite").is_file()
 
 
+@pytest.mark.needs_fixtures  # through a subprocess: the fake nvprof / benchmarks.generate copy them
 def test_nvprof_the_seed_invocation_one_capture_per_process(tmp_path):
     out = tmp_path / "seed"
     proc = wrapper(["--backend", "nvprof", "-o", str(out), "--format", "json", "--", sys.executable, "-c", CHILD],
