@@ -186,3 +186,17 @@ def test_a_chrome_trace_with_gpu_processes_but_no_known_kernels_is_refused(tmp_p
     assert readers.detect(path) == "kineto-json"
     with pytest.raises(BadInput, match="1 events on GPU processes but none a kernel"):
         readers.read(path)
+
+
+def test_a_tensorboard_profile_folder_counts_its_run_once(tmp_path, capsys):
+    """plugins/profile/<run>/ holds the run as XSpace and as trace JSON, plus the plugin's tool files: the report
+    reads the XSpace only and skips the rest silently."""
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "h200.xplane.pb").write_bytes(xb.xspace(xb.h200_jax_step(), _xplane_schema.own()))
+    (run / "h200.trace.json.gz").write_bytes(xb.trace_json(xb.h200_jax_step()))
+    (run / "h200.kernel_stats.pb").write_bytes(b"\x0a\x05\x0a\x03abc\x00")
+    (run / "h200.memory_profile.json.gz").write_bytes(b"\x1f\x8b")
+    assert main(["report", str(tmp_path), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["launches"] == 4 and [s["format"] for s in d["sources"]] == ["xplane"] and d["skipped"] == []

@@ -35,6 +35,9 @@ READERS: dict[str, Callable[[Path], Capture]] = {
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl"}
+# What TensorBoard's profile plugin writes beside a run's trace: tool data derived from it, not captures.
+_TENSORBOARD_TOOLS = (".kernel_stats.pb", ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb",
+                      ".memory_profile.json.gz", ".pod_viewer.json", ".tpu_profile.json")
 
 
 def _sniff_sqlite(path: Path) -> str:
@@ -149,6 +152,10 @@ def expand(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
                         continue
                     if name.endswith((".nsys-rep", ".qdrep")) and Path(name).with_suffix(".sqlite").name in files:
                         continue  # already exported: the .sqlite beside it is the same capture
+                    if name.endswith(_TENSORBOARD_TOOLS) or name.startswith("events.out.tfevents."):
+                        continue
+                    if name.endswith(".trace.json.gz") and name.replace(".trace.json.gz", ".xplane.pb") in files:
+                        continue  # TensorFlow wrote the same run twice: the XSpace beside it has more
                     yield Path(root) / name, False
         else:
             yield p, True
