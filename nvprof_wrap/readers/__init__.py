@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import os
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def detect(path: Path) -> str:
         try:
             with gzip.open(path, "rb") as g:
                 head = g.read(65536)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
     if head[:1] == b"\x0a" and xplane.sniff(head, path.stat().st_size):
         return "xplane"
