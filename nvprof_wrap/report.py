@@ -12,9 +12,11 @@ from nvprof_wrap.store import Store
 
 MEM_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "other")
 
-# Kernel time comes from timeline captures; ncu's replayed launches count only when nothing else was read.
-_TIMED = """(SELECT * FROM kernels WHERE capture_id IN (SELECT id FROM captures WHERE format != 'ncu-csv')
-             OR NOT EXISTS (SELECT 1 FROM captures WHERE format != 'ncu-csv'))"""
+# Kernel time comes from timeline captures; the launches that counter tools (ncu, nvprof --metrics) replayed
+# count only when nothing else was read.
+_COUNTER_ONLY = "('ncu-csv', 'ncu-console', 'nvprof-metrics')"
+_TIMED = f"""(SELECT * FROM kernels WHERE capture_id IN (SELECT id FROM captures WHERE format NOT IN {_COUNTER_ONLY})
+             OR NOT EXISTS (SELECT 1 FROM captures WHERE format NOT IN {_COUNTER_ONLY}))"""
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,26 @@ def _labels(store: Store, key: str) -> dict:
             for r in rows}
 
 
+_UNTIMED = ("kernel time was not captured (the export has no duration), so no time shares: "
+            "add gpu__time_duration.sum or the SpeedOfLight section, or read a timeline capture beside it")
+
+
+def _untimed(v: Verdict) -> Verdict:
+    """The verdict of kernels whose capture recorded launches but no durations: counts, never '0.0% of time'."""
+    if v.tensor_cores == "yes":
+        msg = (f"Tensor cores used: yes — {v.tc_kernels} of {v.kernels} kernels, "
+               f"{' + '.join(v.precisions) or 'precision unstated'}; {_UNTIMED}")
+    elif v.tensor_cores == "no":
+        msg = f"Tensor cores used: no — none of the {v.kernels} kernels is a tensor-core kernel; {_UNTIMED}"
+    elif v.tensor_cores == "unknown":
+        n = v.kernels - v.tc_kernels
+        msg = (f"Tensor cores used: not seen — no kernel is known to use them, but some of the {n} kernels carry no "
+               f"evidence in their names; {_UNTIMED}")
+    else:
+        return v
+    return Verdict(v.tensor_cores, msg, v.tc_kernels, v.kernels, v.launches, 0, 0, 0, 0.0, v.precisions)
+
+
 def _verdict(kernels: tuple[KernelRow, ...]) -> Verdict:
     total = sum(k.total_ns for k in kernels)
     tc = [k for k in kernels if k.tensor_core == "yes"]
@@ -278,7 +300,7 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     kernels = _kernels(store, total)
     sources = tuple(Source(r["path"], r["format"], bool(r["partial"]), tuple(_json_list(r["notes"])))
                     for r in store.rows("SELECT path, format, partial, notes FROM captures ORDER BY id"))
-    disagreements = tuple(k for k in kernels if k.evidence != "name" and k.name_verdict != "unknown"
+    disagreements = tuple(k for k in kernels if k.evidence in ("counters", "compiled code") and k.name_verdict != "unknown"
                           and k.tensor_core != k.name_verdict)
     ops, scopes = _ops(store, "op"), _ops(store, "scope")
     if [o.op for o in ops] == [o.op for o in scopes]:
@@ -289,7 +311,11 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                         "FROM devices GROUP BY 1"):
         cc, _ = gpu_facts(r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None, r["name"])
         device_cc[r["d"]] = (r["name"], cc)
-    return Report(_verdict(kernels), split, devices, _groups(store, "pid"), kernels, sources, skipped, disagreements,
+    verdict = _verdict(kernels)
+    untimed = store.rows(f"SELECT COUNT(*) AS n FROM {_TIMED} WHERE total_ns IS NULL")[0]["n"]
+    if untimed and not total:
+        verdict = _untimed(verdict)
+    return Report(verdict, split, devices, _groups(store, "pid"), kernels, sources, skipped, disagreements,
                   ops, scopes, hints(kernels, split, devices, device_cc))
 
 

@@ -40,7 +40,7 @@ sqlite_utils = _import_sqlite_utils()
 SCHEMA_VERSION = 1
 # Bumped whenever a reader changes what it extracts: a store written by another version is rebuilt from
 # its captures rather than mixed with rows the current readers would not produce.
-DATA_VERSION = "2026.11.30-1"
+DATA_VERSION = "2026.11.30-13a"
 _TABLES = {
     "captures": {"id": int, "identity": str, "path": str, "format": str, "size": int, "mtime_ns": int, "partial": int,
                  "notes": str, "ingested_at": float},

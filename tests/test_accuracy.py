@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +17,8 @@ from benchmarks.other_tools import (
     torch_tb_profiler,
     xprof,
 )
+from tests.conftest import FIXTURES, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT.parent / "shared" / "fixtures"
 NCU_CSV = FIXTURES / "h200" / "ncu_tensor_metrics.csv"
 OURS = ("h200_counters.tsv", "public_named.tsv", "h200_training_runs.tsv")
 TC_METRICS = ("sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.sum",
@@ -87,7 +85,7 @@ def _raw_ncu_truth() -> dict[str, str]:
     return truth
 
 
-@pytest.mark.skipif(not NCU_CSV.is_file(), reason="shared fixtures absent")
+@pytest.mark.skipif(not NCU_CSV.is_file(), reason=f"needs the shared fixtures folder {FIXTURES}")
 def test_h200_labels_agree_with_the_raw_counters(labels):
     raw = _raw_ncu_truth()
     assert len(raw) == 24 and sum(v == "yes" for v in raw.values()) == 10
@@ -100,7 +98,7 @@ def test_h200_labels_agree_with_the_raw_counters(labels):
     assert "Memset (Device)" not in by_name
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures absent")
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"needs the shared fixtures folder {FIXTURES}")
 def test_label_files_rebuild_byte_for_byte(tmp_path):
     accuracy.rebuild_labels(FIXTURES, tmp_path)
     for fname in OURS:

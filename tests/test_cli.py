@@ -82,16 +82,29 @@ def test_csv_neutralises_formulas():
     assert "'=HYPERLINK" in out
 
 
-def test_empty_profile_is_not_an_error(capsys, tmp_path):
+def _without_kernels(tmp_path, *tables):
     db = tmp_path / "empty.sqlite"
     src = sqlite3.connect(H200 / "nsys_two_child_processes.sqlite")
     dst = sqlite3.connect(db)
     src.backup(dst)
-    dst.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", *tables):
+        dst.execute(f"DELETE FROM {table}")
     dst.commit()
     dst.close()
-    code, out, _ = run(capsys, "report", str(db))
+    return db
+
+
+def test_a_job_that_launched_nothing_is_not_an_error(capsys, tmp_path):
+    code, out, _ = run(capsys, "report", str(_without_kernels(tmp_path, "CUPTI_ACTIVITY_KIND_RUNTIME")))
     assert code == 0 and out.startswith("No GPU kernels were recorded")
+
+
+def test_launch_calls_without_kernel_records_say_so(capsys, tmp_path):
+    """The real two-process H200 capture with its kernel records gone: its 22 launch calls remain (20 cuLaunchKernelEx
+    by cuBLAS, 2 cudaLaunchKernel)."""
+    code, out, err = run(capsys, "report", str(_without_kernels(tmp_path)))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "2,056 CUDA API calls, 22 of them kernel launches, but no kernel records" in err
 
 
 @pytest.mark.parametrize("make, why", [

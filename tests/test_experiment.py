@@ -39,3 +39,19 @@ def test_experiment_table_from_real_workload_runs(tmp_path):
                            capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith("| precision | ms/step |") and "| mixed |" in again.stdout
+
+
+def test_a_failing_precision_fails_the_experiment_and_says_so_in_the_table(tmp_path):
+    """One precision's workload exits 3 (as a crash in fp16 would): the experiment exits non-zero and its row says
+    'failed (exit 3)' instead of a health verdict for a run that did not finish."""
+    script = tmp_path / "workload.py"
+    script.write_text("import sys\nsys.exit(3 if sys.argv[sys.argv.index('--precision') + 1] == 'fp16' else 0)\n")
+    env = {**os.environ, "PATH": f"{FAKES}:{os.environ['PATH']}", "NO_COLOR": "1", "PYTHONPATH": str(ROOT),
+           "COLUMNS": "160"}
+    env.pop("NVPROF_WRAP_NSYS", None)
+    cmd = [sys.executable, "-m", "nvprof_wrap", "experiment", str(script), "--backend", "nsys",
+           "--precisions", "fp32,fp16", "-o", str(tmp_path / "exp")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.split()[:1] in (["fp32"], ["fp16"])}
+    assert "failed (exit 3)" in rows["fp16"] and "failed" not in rows["fp32"]

@@ -51,6 +51,7 @@ def test_nsys_follows_children_exports_and_reports(tmp_path):
     assert (out / "run.sqlite").is_file()
 
 
+@pytest.mark.needs_fixtures  # through a subprocess: the fake nvprof / benchmarks.generate copy them
 def test_nvprof_the_seed_invocation_one_capture_per_process(tmp_path):
     out = tmp_path / "seed"
     proc = wrapper(["--backend", "nvprof", "-o", str(out), "--format", "json", "--", sys.executable, "-c", CHILD],
@@ -87,8 +88,9 @@ def test_auto_prefers_nsys_then_nvprof_then_explains(tmp_path):
                    extra_env={"PATH": f"{hide_nsys}:/usr/local/bin:/usr/bin:/bin"})
     if _cupti_importable():
         pytest.skip("cupti-python is installed here: auto would pick it")
-    assert proc.returncode == 0, proc.stderr
     assert manifest(tmp_path / "b")["backend"] == "nvprof"
+    # `true` uses no CUDA: nvprof writes nothing and says so; the run fails with that reason.
+    assert proc.returncode == 1 and "No CUDA application was profiled" in proc.stderr
     proc = wrapper(["-o", str(tmp_path / "c"), "--", "true"], path_fakes=False)
     assert proc.returncode == 2 and "no profiler backend is usable here" in proc.stderr and "nsys" in proc.stderr
 
@@ -123,8 +125,27 @@ def test_command_never_goes_through_a_shell(tmp_path):
 def test_missing_command_and_unknown_program(tmp_path):
     proc = wrapper(["--backend", "nsys", "-o", str(tmp_path / "n")])
     assert proc.returncode == 2 and "no command to run" in proc.stderr
-    proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "u"), "--", "no-such-program-xyz"])
+    proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "u"), "--", "no-such-program-xyz"],
+                   extra_env={"PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'fakes'}"})  # cupti-python (faked) present
     assert proc.returncode == 2 and "no-such-program-xyz: command not found" in proc.stderr
+
+
+def test_cupti_backend_without_cupti_python_refuses_before_launching(tmp_path):
+    if _cupti_importable():
+        pytest.skip("cupti-python is installed here")
+    marker = tmp_path / "ran"
+    proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "c"), "--", sys.executable, "-c",
+                    f"open({str(marker)!r}, 'w')"])
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and not marker.exists()
+    assert "--backend cupti needs the cupti-python package" in proc.stderr and "pip install cupti-python" in proc.stderr
+
+
+def test_a_run_whose_profiler_wrote_no_capture_fails_with_the_reason(tmp_path):
+    """The cupti backend (cupti faked) traces Python processes; a job that starts none leaves no capture."""
+    proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "n"), "--", "true"],
+                   extra_env={"PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'fakes'}"})
+    assert proc.returncode == 1, proc.stderr
+    assert "the cupti run wrote no capture in" in proc.stderr and "no traced process used CUDA" in proc.stderr
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

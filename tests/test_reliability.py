@@ -199,6 +199,7 @@ def test_parallel_reading_gives_the_serial_result_and_skips_the_bad_file(tmp_pat
     assert spawned.rows(q) == serial.rows(q)
 
 
+@pytest.mark.needs_fixtures  # through a subprocess: the fake nvprof / benchmarks.generate copy them
 @pytest.mark.slow
 def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, monkeypatch):
     """A 200k-launch Nsight Systems capture (20 MB, real schema) read with forked workers — busy time in a

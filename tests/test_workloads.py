@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.tf  # Keras on TensorFlow (its default backend): the tf group
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "workloads"
 TIMEOUT_S = 240  # generous: a cold TensorFlow import alone takes seconds on 2 cores
@@ -52,7 +54,7 @@ def check_training_metrics(metrics: Path, workload: str, precision: str) -> list
 
 @pytest.fixture(scope="module")
 def keras_available() -> None:
-    pytest.importorskip("keras")
+    pytest.importorskip("keras", reason='the tf group needs Keras and TensorFlow: pip install -e ".[tf]"')
 
 
 @pytest.mark.slow

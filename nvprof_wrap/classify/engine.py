@@ -89,10 +89,36 @@ def _precision(rules: Rules, name: str) -> str:
     return rule.value if rule else ""
 
 
+CUT = ("…", "...")  # how profilers end a name they cut to fit a column (nsys stats, nvprof, torch tables)
+
+
+def _trusted_when_cut(rules: Rules, verdict: Rule | None) -> bool:
+    """A cut name's verdict holds only if the hidden part cannot change it: first match wins, so it holds when
+    the rule that matched and every rule before it say 'no' (a hidden match of an earlier rule is a 'no' too)."""
+    if verdict is None:
+        return False
+    for rule in rules.verdict:
+        if rule.value != "no":
+            return False
+        if rule is verdict:
+            return True
+    return False
+
+
 def classify(name: str) -> Classification:
-    """Classify one demangled kernel name. Pure: the same name always gets the same answer."""
+    """Classify one demangled kernel name. Pure: the same name always gets the same answer.
+
+    A name cut short by the profiler ('sm80_xmma_gemm_f32f32_…') is classified on what is visible, and a verdict
+    the hidden part could overturn (a '_ffma_' further on turns 'xmma' into CUDA cores) becomes 'unknown'."""
     rules = load_rules()
+    cut = name.endswith(CUT)
     verdict = _first(rules.verdict, name)
+    if cut and not _trusted_when_cut(rules, verdict):
+        family, precision = _first(rules.family, name), _precision(rules, name)
+        seen = verdict.value if verdict else "unknown"
+        return Classification(name, "unknown", precision, family.value if family else "other",
+                              f"name cut by the profiler: the visible part says '{seen}', but the hidden part may hold "
+                              "evidence that changes it (export the full names: nsys stats --format csv)", "cut-name")
     tensor_core = verdict.value if verdict else "unknown"
     precision = _precision(rules, name)
     if precision == "tf32" and tensor_core == "no":

@@ -1,6 +1,7 @@
 """nvprof-wrap report PATH... — the verdict first, then where GPU time went, per device and process, top kernels.
 
-PATH is a capture (nvprof .nvvp, Nsight Systems .sqlite/.nsys-rep, nvprof/nsys-stats/ncu CSV, Kineto JSON)
+PATH is a capture (nvprof .nvvp, Nsight Systems .sqlite/.nsys-rep, nvprof/nsys-stats/ncu CSV, Kineto JSON,
+TensorBoard trace JSON / .xplane.pb, nvprof/nsys/ncu console output: docs/formats.md)
 or a folder: every capture in it, as one run.
 """
 from __future__ import annotations

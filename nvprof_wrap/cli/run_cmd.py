@@ -14,7 +14,7 @@ from nvprof_wrap import report
 from nvprof_wrap.cli._output import add_format, checked, emit, options
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.ingest import attach_static, ingest
-from nvprof_wrap.launch.runner import RunSpec, execute
+from nvprof_wrap.launch.runner import RunSpec, execute, no_capture_reason
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
 
@@ -83,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
     folder, manifest = execute(spec)
     print(f"nvprof-wrap: {manifest['backend']} run of {' '.join(spec.command)[:80]} → {folder} "
           f"(exit {manifest['exit_code']}, {manifest['wall_s']} s)", file=sys.stderr)
+    if not manifest["captures"]:
+        print(f"nvprof-wrap: error: the {manifest['backend']} run wrote no capture in {folder}: "
+              f"{' '.join(no_capture_reason(folder, manifest).split())[:300]}", file=sys.stderr)
+        return manifest["exit_code"] or 1
     for problem in manifest["problems"]:
         print(f"nvprof-wrap: warning: {problem}", file=sys.stderr)
     if not args.no_report:

@@ -103,7 +103,30 @@ def injection_env() -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join(path)}
 
 
+def _job_python(cmd: list[str]) -> str | None:
+    """The job's interpreter when the command starts with another Python than ours (a venv's python)."""
+    exe = shutil.which(cmd[0]) if cmd else None
+    if exe is None or not Path(exe).name.startswith("python"):
+        return None
+    return None if Path(exe).resolve() == Path(sys.executable).resolve() else exe
+
+
+def _cupti_in(python: str) -> bool:
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('cupti') is None)"
+    try:
+        return subprocess.run([python, "-c", probe], capture_output=True, timeout=60, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def plan_cupti(cmd: list[str], outdir: Path) -> Plan:
+    """Refuses before the job starts when cupti-python is missing, as a missing nsys is refused: a traced run that
+    cannot trace would only produce a run folder without captures."""
+    job_python = _job_python(cmd)
+    if not (cupti_available() if job_python is None else _cupti_in(job_python)):
+        where = job_python or sys.executable
+        raise ToolMissing(f"--backend cupti needs the cupti-python package, which {where} cannot import: "
+                          "pip install cupti-python (CUDA 12 or newer), or use --backend nsys")
     env = {**injection_env(), "NVPROF_WRAP_CUPTI_DIR": str(outdir.resolve())}
     return Plan("cupti", list(cmd), env, tool=sys.executable, version=_cupti_version())
 

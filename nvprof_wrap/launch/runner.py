@@ -97,6 +97,26 @@ def captures(folder: Path) -> list[str]:
                   and not p.name.endswith(("-wal", "-shm", "-journal")))
 
 
+def no_capture_reason(folder: Path, manifest: dict) -> str:
+    """Why a run folder holds no capture, in one line: the export's problem, else what the profiler (or our tracer)
+    said last on the job's stderr."""
+    if manifest.get("problems"):
+        return "; ".join(manifest["problems"])
+    log = folder / "stderr.log"
+    tail = ""
+    if log.is_file():
+        with open(log, "rb") as f:
+            f.seek(max(0, log.stat().st_size - 16384))
+            tail = f.read().decode("utf-8", errors="replace")
+    said = [ln.strip() for ln in tail.splitlines()
+            if re.search(r"nvprof-wrap:|==PROF==|==\d+==|nsys|error|Error|Warning", ln)]
+    if said:
+        return said[-1]
+    if manifest.get("backend") == "cupti":
+        return "no traced process used CUDA (the cupti backend traces the job's Python processes)"
+    return f"{manifest.get('backend')} said nothing about it (see {log})"
+
+
 def write_manifest(folder: Path, spec: RunSpec, plan: backends.Plan, gpus: list[Gpu], job: JobResult,
                    problems: list[str]) -> dict:
     manifest = {

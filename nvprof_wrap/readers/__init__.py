@@ -4,12 +4,14 @@ from __future__ import annotations
 import gzip
 import os
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (
+    console_text,
     cupti_sqlite,
     kineto_json,
     ncu_csv,
@@ -19,6 +21,8 @@ from nvprof_wrap.readers import (
     nvprof_csv,
     nvprof_sqlite,
     pyprof_csv,
+    tf_trace_json,
+    xplane,
 )
 from nvprof_wrap.readers._sqlite import connect_ro, tables
 from nvprof_wrap.readers._validate import validate
@@ -27,10 +31,14 @@ READERS: dict[str, Callable[[Path], Capture]] = {
     "nsys-sqlite": nsys_sqlite.read, "nvprof": nvprof_sqlite.read, "cupti": cupti_sqlite.read,
     "kineto-json": kineto_json.read, "nvprof-csv": nvprof_csv.read, "nsys-stats-csv": nsys_stats_csv.read,
     "ncu-csv": ncu_csv.read, "pyprof-csv": pyprof_csv.read, "nsys-rep": nsys_rep.read,
+    "tf-trace-json": tf_trace_json.read, "xplane": xplane.read, "console-text": console_text.read,
 }
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl"}
+# What TensorBoard's profile plugin writes beside a run's trace: tool data derived from it, not captures.
+_TENSORBOARD_TOOLS = (".kernel_stats.pb", ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb",
+                      ".memory_profile.json.gz", ".pod_viewer.json", ".tpu_profile.json")
 
 
 def _sniff_sqlite(path: Path) -> str:
@@ -50,20 +58,34 @@ def _sniff_sqlite(path: Path) -> str:
     raise BadInput(path, "SQLite file is not an nvprof, Nsight Systems or nvprof-wrap capture (no kernel table)")
 
 
+def _ncu_header(line: str) -> bool:
+    return line.startswith('"ID",') and '"Kernel Name"' in line
+
+
 def _sniff_text(path: Path, head: str) -> str:
     lines = [ln for ln in head.splitlines() if ln.strip()]
     body = [ln for ln in lines if not ln.startswith("==")]
     first = body[0] if body else ""
-    if '"Metric Name"' in first or ('"Kernel Name"' in first and '"CC"' in first):
-        return "ncu-csv"
+    if '"Metric Name"' in first or ('"Kernel Name"' in first and '"CC"' in first) or any(map(_ncu_header, lines)):
+        return "ncu-csv"  # the header may come after the program's own output
     if first.startswith('"Type","Time(%)"') or first.startswith('"Start","Duration"'):
         return "nvprof-csv"
     if '"Kernel","Module","Op"' in first or first.startswith("Kernel,Module,Op"):
         return "pyprof-csv"
     if "Total Time" in first and ("Instances" in first or "Count" in first or "Calls" in first):
         return "nsys-stats-csv"
+    if console_text.sniff(path, head):
+        return "console-text"
+    if "==PROF==" in head and _ncu_header_later(path):
+        return "ncu-csv"
     raise BadInput(path, "not a profiler capture this tool reads (nvprof/nsys SQLite, .nsys-rep, nvprof/nsys stats/ncu "
-                         "CSV, Kineto JSON)")
+                         "CSV, Kineto / TensorFlow trace JSON, .xplane.pb, or nvprof/nsys/ncu console output)")
+
+
+def _ncu_header_later(path: Path) -> bool:
+    """ncu's CSV header after more than 64 KiB of the program's own output (ncu prints the rows at the end)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return any(map(_ncu_header, f))
 
 
 def detect(path: Path) -> str:
@@ -83,10 +105,15 @@ def detect(path: Path) -> str:
         try:
             with gzip.open(path, "rb") as g:
                 head = g.read(65536)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
+    if head[:1] == b"\x0a" and xplane.sniff(head, path.stat().st_size):
+        return "xplane"
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if stripped[:1] in (b"{", b"["):
+    # '[' opens a JSON array only when an object (or nothing) follows: "[4242] python@host" is ncu's console.
+    if stripped[:1] == b"{" or (stripped[:1] == b"[" and stripped[1:].lstrip()[:1] in (b"{", b"]", b"")):
+        if b"traceEvents" in head and tf_trace_json.sniff(head):
+            return "tf-trace-json"
         if b"traceEvents" in head or stripped[1:].lstrip()[:1] == b"{":
             return "kineto-json"
         raise BadInput(path, "JSON without traceEvents: not a Kineto / Chrome trace")
@@ -94,6 +121,8 @@ def detect(path: Path) -> str:
         # Nsight Systems reports are a proprietary binary format: the extension is the only handle on it.
         if path.suffix in (".nsys-rep", ".qdrep"):
             return "nsys-rep"
+        if path.name.endswith(".xplane.pb"):
+            return "xplane"
         raise BadInput(path, "binary file of an unknown format")
     return _sniff_text(path, head.decode("utf-8", errors="replace"))
 
@@ -124,6 +153,10 @@ def expand(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
                         continue
                     if name.endswith((".nsys-rep", ".qdrep")) and Path(name).with_suffix(".sqlite").name in files:
                         continue  # already exported: the .sqlite beside it is the same capture
+                    if name.endswith(_TENSORBOARD_TOOLS) or name.startswith("events.out.tfevents."):
+                        continue
+                    if name.endswith(".trace.json.gz") and name.replace(".trace.json.gz", ".xplane.pb") in files:
+                        continue  # TensorFlow wrote the same run twice: the XSpace beside it has more
                     yield Path(root) / name, False
         else:
             yield p, True

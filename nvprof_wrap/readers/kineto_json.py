@@ -53,6 +53,8 @@ class _Agg:
         self.mem: dict[tuple, list[int]] = {}
         self.host_pid: int | None = None
         self.ranges = 0  # CPU op / annotation ranges seen: a second pass attributes kernels to them
+        self.gpu_pids: set = set()  # processes a process_name event calls a GPU: their events are GPU work
+        self.on_gpu = 0  # events on those processes that no category above made a kernel or a copy
         self.db = sqlite3.connect("")  # a private temporary on-disk database: memory stays flat with N
         self.db.execute('CREATE TABLE iv(pid, dev, start INTEGER, "end" INTEGER)')
         self.batch: list[tuple] = []
@@ -60,6 +62,10 @@ class _Agg:
     def add(self, ev: dict) -> None:
         cat = ev.get("cat")
         if cat not in GPU_CATS:  # most events are host-side: leave them after one lookup
+            if ev.get("ph") == "M" and ev.get("name") == "process_name" and "GPU" in str((ev.get("args") or {}).get("name")):
+                self.gpu_pids.add(ev.get("pid"))
+            elif ev.get("pid") in self.gpu_pids:
+                self.on_gpu += 1
             if self.host_pid is None and cat in HOST_CATS and isinstance(ev.get("pid"), int):
                 self.host_pid = ev["pid"]
             if cat in RANGE_CATS:
@@ -170,6 +176,10 @@ def read(path: Path) -> Capture:
     except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
         raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
     pid = agg.host_pid
+    if not agg.kernels and agg.on_gpu:
+        agg.db.close()
+        raise BadInput(path, f"Chrome trace with {agg.on_gpu} events on GPU processes but none a kernel this reader "
+                             "knows (no 'cat' kernel / Kernel): not a PyTorch profiler trace")
     kernels = merge_kernels(KernelAgg(pid, dev, demangle(name), s[0], s[1], s[2], s[3])
                             for (dev, name), s in agg.kernels.items())
     memops = tuple(MemAgg(pid, dev, kind, d, s[0], s[1], s[4]) for (dev, kind, d), s in agg.mem.items())

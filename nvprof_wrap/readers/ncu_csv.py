@@ -1,51 +1,73 @@
 """``ncu --csv`` exports: the long format (one row per kernel × metric, the default) and the raw
 page (``--page raw``: one row per kernel, a units row under the header). Numbers may carry
-thousands separators; ``==PROF==`` lines may be mixed in. Each kernel launch gets a counter
-verdict (see ``nvprof_wrap.counters``)."""
+thousands separators. Each kernel launch gets a counter verdict (see ``nvprof_wrap.counters``).
+
+As people capture it (``ncu --csv python train.py > out.csv``): the program's own output and ``==PROF==``
+lines before and among the rows (ncu quotes every CSV field, so only lines starting with a quote are rows),
+the header repeated per process; section exports (``--section``) name the duration ``Duration`` with its
+unit in ``Metric Unit`` (nsecond … second); older versions have NVTX columns, a ``Kernel Time`` column (the
+launch's wall-clock time, not a duration) and no Device / CC columns. Without a duration the kernels carry no
+time (KernelAgg.total_ns None) and the report says so."""
 from __future__ import annotations
 
+import csv
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from nvprof_wrap.counters import DURATION, Evidence, combine, launch_verdict
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, Process, merge_kernels
-from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text, split_preamble
+from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text
 
 _KEYS = ("ID", "Kernel Name", "Process ID", "Device", "CC")
+_REQUIRED = {"ID", "Kernel Name"}
+DURATION_NAMES = {DURATION, "Duration"}  # the raw metric, and its name in section exports
 
 
 class _Launch:
     __slots__ = ("cc", "device", "metrics", "name", "pid")
 
-    def __init__(self, name: str, pid: str, device: str, cc: str) -> None:
+    def __init__(self, name: str, pid: str = "", device: str = "", cc: str = "") -> None:
         self.name, self.pid, self.device, self.cc = name, pid, device, cc
         self.metrics: dict[str, float | None] = {}
 
 
-def _launches(header: list[str], rows) -> dict[str, _Launch]:
+def _key(row: list[str], idx: dict[str, int]) -> tuple[str, str]:
+    """A launch: its ID within its process (IDs start at 0 again in every profiled process)."""
+    return row[idx["Process ID"]] if "Process ID" in idx else "", row[idx["ID"]]
+
+
+def _new(row: list[str], idx: dict[str, int]) -> _Launch:
+    return _Launch(*(row[idx[k]] if k in idx else "" for k in _KEYS[1:]))
+
+
+def _launches(header: list[str], rows) -> dict[tuple, _Launch]:
     idx = {h: i for i, h in enumerate(header)}
-    launches: dict[str, _Launch] = {}
+    launches: dict[tuple, _Launch] = {}
     if "Metric Name" in idx:  # long format
         mn, mu, mv = idx["Metric Name"], idx.get("Metric Unit"), idx["Metric Value"]
         for row in rows:
             if len(row) < len(header):
                 continue
-            la = launches.get(row[idx["ID"]])
+            key = _key(row, idx)
+            la = launches.get(key)
             if la is None:
-                la = launches[row[idx["ID"]]] = _Launch(*(row[idx[k]] for k in _KEYS[1:]))
-            value = number(row[mv])
-            if row[mn] == DURATION and value is not None and mu is not None:
-                value *= TIME_UNITS_NS.get(row[mu].strip(), 1)
-            la.metrics[row[mn]] = value
+                la = launches[key] = _new(row, idx)
+            value, metric = number(row[mv]), row[mn]
+            if metric in DURATION_NAMES:
+                if value is not None and mu is not None:
+                    value *= TIME_UNITS_NS.get(row[mu].strip(), 1)
+                metric = DURATION
+            la.metrics[metric] = value
         return launches
     metric_cols = [(i, h) for i, h in enumerate(header) if "__" in h or h.endswith("_utilization")]
     units = next(rows, [])
     for row in rows:
         if len(row) < len(header):
             continue
-        la = launches[row[idx["ID"]]] = _Launch(*(row[idx[k]] for k in _KEYS[1:]))
+        la = launches[_key(row, idx)] = _new(row, idx)
         for i, h in metric_cols:
             v = number(row[i])
             if h == DURATION and v is not None and i < len(units):
@@ -54,13 +76,14 @@ def _launches(header: list[str], rows) -> dict[str, _Launch]:
     return launches
 
 
-def _aggregate(path: Path, launches: dict[str, _Launch]) -> Capture:
+def _aggregate(path: Path, launches: dict[tuple, _Launch]) -> Capture:
     groups: dict[tuple, list[_Launch]] = defaultdict(list)
     devices: dict[int, Device] = {}
     for la in launches.values():
-        dev = int(number(la.device) or 0)
+        d = number(la.device)
+        dev = None if d is None else int(d)  # older exports have no Device column
         cc = la.cc.split(".") if la.cc else []
-        if len(cc) == 2 and cc[0].isdigit():
+        if dev is not None and len(cc) == 2 and cc[0].isdigit():
             devices[dev] = Device(dev, None, int(cc[0]), int(cc[1]))
         groups[(int(number(la.pid) or 0), dev, demangle(la.name))].append(la)
     kernels, counters = [], {}
@@ -71,6 +94,8 @@ def _aggregate(path: Path, launches: dict[str, _Launch]) -> Capture:
         counters.setdefault(name, []).extend(launch_verdict(la.metrics, la.cc) for la in ls)
     verdicts = tuple(_verdict(name, v) for name, v in counters.items())
     pids = sorted({k.pid for k in kernels})
+    # Without a duration (no gpu__time_duration.sum, no SpeedOfLight Duration) total_ns stays None: the report's
+    # headline then says kernel time was not captured, unless a timeline capture beside it has the times.
     return Capture(str(path), "ncu-csv", merge_kernels(kernels), devices=tuple(devices.values()),
                    processes=tuple(Process(p) for p in pids), counters=verdicts)
 
@@ -80,10 +105,18 @@ def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:
     return CounterVerdict(name, e.tensor_core, len(per_launch), e.metric, e.value, e.detail)
 
 
+def _quoted(f) -> Iterator[str]:
+    """The CSV rows among the program's output: ncu quotes every field, the program's lines rarely start with one."""
+    return (line for line in f if line.startswith('"'))
+
+
 def read(path: Path) -> Capture:
     with open_text(path) as f:
-        header, rows = split_preamble(f, path)
-        if not set(_KEYS) <= set(header):
-            raise BadInput(path, "ncu CSV without the ID / Process ID / Kernel Name / Device / CC columns")
-        launches = _launches(header, rows)
+        reader = csv.reader(_quoted(f))
+        header = [h.strip() for h in next(reader, [])]
+        if not _REQUIRED <= set(header):
+            raise BadInput(path, "ncu CSV without a header row with ID and Kernel Name columns")
+        launches = _launches(header, (row for row in reader if row != header))  # the header repeats per process
+    if not launches:
+        raise BadInput(path, "ncu CSV with a header but no kernel rows")
     return _aggregate(path, launches)

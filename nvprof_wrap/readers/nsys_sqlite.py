@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._nvtx import attribute
@@ -35,7 +36,8 @@ def _kernels(conn: sqlite3.Connection) -> tuple[KernelAgg, ...]:
     FROM (SELECT {name_col} AS nid, {gpid} AS gp, deviceId AS dev, COUNT(*) AS n, SUM("end" - start) AS tot
           FROM {KERNEL} GROUP BY {name_col}, {gpid}, deviceId) g
     LEFT JOIN StringIds s ON s.id = g.nid"""
-    return merge_kernels(KernelAgg(*row) for row in conn.execute(sql))
+    # demangledName holds mangled text in some exports (TensorFlow's kernels): demangled here, once per name.
+    return merge_kernels(KernelAgg(p, d, demangle(n), c, t) for p, d, n, c, t in conn.execute(sql))
 
 
 def _memops(conn: sqlite3.Connection, have: set[str]) -> tuple[MemAgg, ...]:
@@ -104,11 +106,34 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path) -> tuple[tuple[Ke
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
     names = dict(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({ids})"))
-    ops = tuple(OpAgg(pid, scope, op, names.get(key) or "<unnamed kernel>", n, tot)
+    ops = tuple(OpAgg(pid, scope, op, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
                 for pid, _dev, scope, op, key, n, tot in rows)
-    kernels = merge_kernels(KernelAgg(pid, dev, names.get(key) or "<unnamed kernel>", n, tot)
+    kernels = merge_kernels(KernelAgg(pid, dev, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
                             for pid, dev, _scope, _op, key, n, tot in rows)
     return kernels, ops
+
+
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+# Runtime / driver calls that launch kernels (cudaLaunchKernel_v7000, cuLaunchKernelEx, cudaGraphLaunch_v10000, …)
+_LAUNCH_CALL = "(s.value LIKE 'cu%Launch%Kernel%' OR s.value LIKE 'cudaGraphLaunch%' OR s.value LIKE 'cuGraphLaunch%')"
+
+
+def _launch_calls(conn: sqlite3.Connection, have: set[str]) -> tuple[int, int]:
+    """(CUDA API calls, kernel launch calls) the capture recorded on the host side."""
+    if RUNTIME not in have or "nameId" not in columns(conn, RUNTIME):
+        return 0, 0
+    calls, launches = conn.execute(f"""SELECT COUNT(*), COALESCE(SUM({_LAUNCH_CALL}), 0)
+                                      FROM {RUNTIME} r LEFT JOIN StringIds s ON s.id = r.nameId""").fetchone()
+    return calls, launches
+
+
+def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str]) -> None:
+    """Launch calls without kernel records: the GPU side was not traced (or lost). Never a silent empty report."""
+    calls, launches = _launch_calls(conn, have)
+    if launches:
+        raise BadInput(path, f"{calls:,} CUDA API calls, {launches:,} of them kernel launches, but no kernel records: "
+                             "the GPU activity was not traced or not flushed (nsys profile --trace=cuda; a job killed "
+                             "before nsys finished loses it)")
 
 
 def read(path: Path) -> Capture:
@@ -116,6 +141,7 @@ def read(path: Path) -> Capture:
     try:
         have = tables(conn)
         if KERNEL not in have:
+            _no_kernels(path, conn, have)
             raise BadInput(path, "Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table "
                                  "(was CUDA tracing on? nsys profile --trace=cuda)")
         busy_time = BusyTime(conn, path, _busy_sources(conn, have))  # side by side with the rest
@@ -127,6 +153,8 @@ def read(path: Path) -> Capture:
             busy_time.abandon()
             raise
         busy = _activity(busy_time.result())
+        if not kernels:
+            _no_kernels(path, conn, have)
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
         return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, KernelAgg, MemAgg, merge_kernels
 from nvprof_wrap.readers._csv import number, open_text, split_preamble
@@ -47,7 +48,7 @@ def read(path: Path) -> Capture:
                 kind, d = _direction(row[op])
                 mem.append(MemAgg(None, None, kind, d, n, t))
             elif name is not None:
-                kernels.append(KernelAgg(None, None, row[name], n, t,
+                kernels.append(KernelAgg(None, None, demangle(row[name]), n, t,
                                          int(number(row[lo]) or 0) if lo is not None else None,
                                          int(number(row[hi]) or 0) if hi is not None else None))
     fmt = "nsys-stats-memops" if op is not None else "nsys-stats-kernels"

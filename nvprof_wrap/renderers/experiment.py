@@ -11,7 +11,13 @@ from rich.table import Table
 
 HEAD = ("precision", "ms/step", "GPU kernels", "tensor-core share", "memcpy", "GPU idle",
         "launches/step", "loss", "acc", "val acc", "health")
-_STYLE = {"healthy": "green", "collapsed": "bold red", "nan": "bold red", "diverged": "red", "unknown": "yellow"}
+_STYLE = {"healthy": "green", "collapsed": "bold red", "nan": "bold red", "diverged": "red", "unknown": "yellow",
+          "failed": "bold red"}
+
+
+def _health(r) -> str:
+    """A workload that exited non-zero says so first: its numbers describe a run that did not finish."""
+    return f"failed (exit {r.exit_code})" if r.exit_code else r.health
 
 
 def _f(x, fmt: str) -> str:
@@ -23,7 +29,7 @@ def _cells(r) -> list[str]:
             f"{r.kernel_ns / 1e6:.1f} ms", f"{100 * r.tc_share:.1f}%" + (f" ({r.tc_precisions})" if r.tc_precisions else ""),
             f"{100 * r.memcpy_share:.1f}%", "-" if r.idle_share is None else f"{100 * r.idle_share:.1f}%",
             _f(r.launches_per_step, ".1f"), _f(r.final_loss, ".4g"), _f(r.final_accuracy, ".4f"),
-            _f(r.final_val_accuracy, ".4f"), r.health]
+            _f(r.final_val_accuracy, ".4f"), _health(r)]
 
 
 def render(rows: list, fmt: str, width: int = 120, color: bool = False, **_: object) -> str:
@@ -45,7 +51,7 @@ def render(rows: list, fmt: str, width: int = 120, color: bool = False, **_: obj
         t.add_column(h, justify="left" if h in ("precision", "health") else "right", no_wrap=True)
     for r in rows:
         cells = _cells(r)
-        t.add_row(*cells[:-1], f"[{_STYLE.get(r.health, '')}]{cells[-1]}[/]")
+        t.add_row(*cells[:-1], f"[{_STYLE.get('failed' if r.exit_code else r.health, '')}]{cells[-1]}[/]")
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system="auto" if color else None, force_terminal=color,
                       no_color=not color)

@@ -5,7 +5,9 @@ import sqlite3
 import sys
 from pathlib import Path
 
-TEMPLATE = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "public" / "m-goldstein__GPU_ML__timeline.nvvp"
+# The shared fixtures, where the tests find them too ($NVPROF_WRAP_FIXTURES, else ../shared/fixtures).
+FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or Path(__file__).resolve().parents[4] / "shared" / "fixtures")
+TEMPLATE = FIXTURES / "public" / "m-goldstein__GPU_ML__timeline.nvvp"
 
 
 def _write():

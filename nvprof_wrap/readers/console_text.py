@@ -1,0 +1,97 @@
+"""Console text that profilers print, recognised by content wherever it sits among the program's own output:
+nvprof's summary, GPU trace and metrics (readers/console_nvprof.py), Nsight Systems' stats tables and Nsight
+Compute's per-kernel sections (readers/console_nsight.py). Summaries come at the end of a log, so the first and
+the last 64 KiB are what detection looks at; reading streams the whole file once per kind found.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Capture, CounterVerdict, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.readers import console_nsight, console_nvprof, ncu_csv
+from nvprof_wrap.readers._csv import open_text
+
+_WINDOW = 65536
+# kind → (what marks it, in order of precedence)
+MARKERS: dict[str, re.Pattern[str]] = {
+    "nvprof-summary": re.compile(r"^==\d+== Profiling result:\s*\n(?:.*\n)?.*Time\(%\)\s+Time\s+Calls", re.MULTILINE),
+    "nvprof-gpu-trace": re.compile(r"^==\d+== Profiling result:\s*\n\s+Start\s+Duration\s", re.MULTILINE),
+    "nvprof-metrics": re.compile(r"^Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg", re.MULTILINE),
+    "nsys-stats": re.compile(r"Executing '(?:cuda_gpu_kern_sum|gpukernsum|cuda_gpu_mem_time_sum)'|"
+                             r"\((?:cuda_gpu_kern_sum|gpukernsum)\):|^CUDA Kernel Statistics", re.MULTILINE),
+    "ncu-console": re.compile(r"^\s{4}Section: ", re.MULTILINE),
+}
+
+
+def sniff(path: Path, head: str) -> list[str]:
+    """The console kinds in a text file, from its first and last 64 KiB."""
+    text = head
+    size = path.stat().st_size
+    if size > len(head.encode()):
+        with open(path, "rb") as f:
+            f.seek(max(0, size - _WINDOW))
+            text += "\n" + f.read().decode("utf-8", errors="replace")
+    return [kind for kind, marker in MARKERS.items() if marker.search(text)]
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with open_text(path) as f:
+        yield from f
+
+
+def _nvprof_summary(path: Path) -> dict:
+    kernels, mem = console_nvprof.summary(_lines(path))
+    return {"kernels": kernels, "memops": mem, "notes": ["nvprof summary: no timeline, no idle time"]}
+
+
+def _nvprof_trace(path: Path) -> dict:
+    kernels, mem, devices = console_nvprof.gpu_trace(_lines(path))
+    return {"kernels": kernels, "memops": mem, "devices": devices}
+
+
+def _nvprof_metrics(path: Path) -> dict:
+    kernels, counters, devices = console_nvprof.metrics(_lines(path))
+    return {"kernels": kernels, "counters": counters, "devices": devices,
+            "notes": ["nvprof --metrics: launches replayed for counters, kernel time not captured"]}
+
+
+def _nsys(path: Path) -> dict:
+    kernels, mem = console_nsight.nsys_tables(_lines(path))
+    return {"kernels": kernels, "memops": mem, "notes": ["nsys stats tables: no timeline, no idle time"]}
+
+
+def _ncu(path: Path) -> dict:
+    launches = console_nsight.ncu_sections(_lines(path))
+    if not launches:
+        return {}
+    c = ncu_csv._aggregate(path, launches)
+    return {"kernels": list(c.kernels), "counters": list(c.counters), "devices": list(c.devices),
+            "notes": list(c.notes)}
+
+
+READERS: dict[str, Callable[[Path], dict]] = {
+    "nvprof-summary": _nvprof_summary, "nvprof-gpu-trace": _nvprof_trace, "nvprof-metrics": _nvprof_metrics,
+    "nsys-stats": _nsys, "ncu-console": _ncu,
+}
+
+
+def read(path: Path, kinds: list[str] | None = None) -> Capture:
+    kinds = kinds or sniff(path, "")
+    parts = {kind: READERS[kind](path) for kind in kinds}
+    kernels: list[KernelAgg] = [k for p in parts.values() for k in p.get("kernels", [])]
+    if not kernels:
+        raise BadInput(path, f"{' and '.join(kinds) or 'console text'} found, but no kernel row in it "
+                             "(only copies, API calls or other tables)")
+    memops: list[MemAgg] = [m for p in parts.values() for m in p.get("memops", [])]
+    counters: list[CounterVerdict] = [c for p in parts.values() for c in p.get("counters", [])]
+    devices = {d.device_id: d for p in parts.values() for d in p.get("devices", [])}
+    pids = sorted({k.pid for k in kernels if k.pid is not None})
+    notes = tuple(n for p in parts.values() for n in p.get("notes", []))
+    # Counter-only formats keep their own names: the report counts their replayed launches only when nothing
+    # timed the kernels (report.py).
+    fmt = kinds[0] if kinds in (["ncu-console"], ["nvprof-metrics"]) else "console-" + "+".join(kinds)
+    return Capture(str(path), fmt, merge_kernels(kernels), tuple(memops), devices=tuple(devices.values()),
+                   processes=tuple(Process(p) for p in pids), counters=tuple(counters), notes=notes)

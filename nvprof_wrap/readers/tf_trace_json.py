@@ -1,0 +1,152 @@
+"""TensorBoard / XProf trace JSON (``<host>.trace.json.gz`` under ``plugins/profile/<run>/``), as TensorFlow 2.x and
+JAX write it: a Chrome trace without ``cat`` fields, the GPU as a process named ``/device:GPU:N``, one thread per
+CUDA stream ("Stream #13(Compute)") beside derived threads ("TensorFlow Ops", "XLA Ops", "Steps") that repeat the
+streams' time spans. Stream events are kernels (the event name is the kernel's name) or copies (``MemcpyH2D`` …);
+their args name the op that launched them (readers/_tfop.py).
+
+Streamed with ijson in one pass: aggregates keyed by (process, thread, name) and by op, resolved against the
+process / thread names at the end (their metadata events may come anywhere); GPU intervals go to a temporary
+SQLite table for the busy-time union.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import ijson
+
+from nvprof_wrap.demangle import demangle
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
+from nvprof_wrap.readers._sqlite import busy_time
+from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
+from nvprof_wrap.readers.kineto_json import _open
+
+_BATCH = 20000
+NO_OP = ("(no op recorded)", "(no op recorded)")
+
+
+def sniff(head: bytes) -> bool:
+    """TensorFlow / JAX profiler traces name their processes '/device:GPU:N' and '/host:CPU' (Kineto never does)."""
+    return b'"/device:GPU:' in head or (b'"/host:CPU"' in head and b'"cat"' not in head)
+
+
+class _Agg:
+    def __init__(self) -> None:
+        self.procs: dict = {}
+        self.threads: dict = {}
+        self.kernels: dict[tuple, list[int]] = {}
+        self.mem: dict[tuple, list[int]] = {}
+        self.ops: dict[tuple, list[int]] = {}
+        self.with_op = 0
+        self.db = sqlite3.connect("")  # a private temporary database: memory stays flat with the trace's size
+        self.db.execute('CREATE TABLE iv(pid, tid, start INTEGER, "end" INTEGER)')
+        self.batch: list[tuple] = []
+
+    def meta(self, ev: dict) -> None:
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        if ev.get("name") == "process_name":
+            self.procs[ev.get("pid")] = str(args.get("name", ""))
+        elif ev.get("name") == "thread_name":
+            self.threads[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
+
+    def add(self, ev: dict) -> None:
+        pid, tid = ev.get("pid"), ev.get("tid")
+        known = self.procs.get(pid)
+        if known is not None and gpu_ordinal(known) is None:
+            return  # host events: most of the trace, dropped after one lookup
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        name = str(ev.get("name", ""))
+        start, dur = round(float(ev.get("ts", 0)) * 1000), round(float(ev.get("dur", 0)) * 1000)
+        copy = copy_kind(name, args)
+        if copy is None:
+            s = self.kernels.get((pid, tid, name))
+            if s is None:
+                self.kernels[(pid, tid, name)] = [1, dur, dur, dur]
+            else:
+                s[0] += 1; s[1] += dur; s[2] = min(s[2], dur); s[3] = max(s[3], dur)
+            op = op_of(args)
+            self.with_op += op is not None
+            o = self.ops.setdefault((pid, tid, *(op or NO_OP), name), [0, 0])
+            o[0] += 1; o[1] += dur
+        else:
+            m = self.mem.setdefault((pid, tid, *copy), [0, 0, 0])
+            m[0] += 1; m[1] += dur; m[2] += copy_bytes(args)
+        self.batch.append((pid, tid, start, start + dur))
+        if len(self.batch) >= _BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?)", self.batch)
+        self.batch.clear()
+
+    def stream(self, pid, tid) -> int | None:
+        """The GPU ordinal of a stream thread; None for host threads and derived lines."""
+        dev = gpu_ordinal(self.procs.get(pid, ""))
+        if dev is None or not is_stream(tid if isinstance(tid, int) else None, self.threads.get((pid, tid), "")):
+            return None
+        return dev
+
+
+def _scan(path: Path) -> _Agg:
+    agg = _Agg()
+    try:
+        with _open(path) as f:
+            for ev in ijson.items(f, "traceEvents.item", use_float=True):
+                if not isinstance(ev, dict):
+                    continue
+                if ev.get("ph") == "M":
+                    agg.meta(ev)
+                elif ev.get("ph") == "X":
+                    agg.add(ev)
+        agg.flush()
+    except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
+        agg.db.close()
+        raise BadInput(path, f"not a readable TensorFlow profiler trace JSON ({type(e).__name__}: {e})") from None
+    return agg
+
+
+def _activity(agg: _Agg) -> tuple[Activity, ...]:
+    streams = [(pid, tid, agg.stream(pid, tid)) for pid, tid in agg.db.execute("SELECT DISTINCT pid, tid FROM iv")]
+    agg.db.execute("CREATE TABLE gpu(pid, tid, dev)")
+    agg.db.executemany("INSERT INTO gpu VALUES (?,?,?)", [s for s in streams if s[2] is not None])
+    agg.db.execute('CREATE TABLE giv AS SELECT g.dev AS dev, i.start AS start, i."end" AS "end" '
+                   "FROM iv i JOIN gpu g ON g.pid IS i.pid AND g.tid IS i.tid")
+    return tuple(Activity(None, dev, a, b, busy) for _, dev, a, b, busy in busy_time(agg.db, [("giv", "0", "dev")]))
+
+
+def _found(agg: _Agg) -> str:
+    """What a trace without kernels holds on its GPUs, in a few words."""
+    gpus = sorted({n for n in agg.procs.values() if gpu_ordinal(n) is not None})
+    events = sum(s[0] for (pid, _t, *_), s in agg.mem.items() if gpu_ordinal(agg.procs.get(pid, "")) is not None)
+    lines = sorted({agg.threads.get(k, str(k[1])) for k in agg.threads if gpu_ordinal(agg.procs.get(k[0], "")) is not None})
+    return f"{', '.join(gpus)} with {events} copy/set events and no kernel on its streams (lines: {', '.join(lines[:6])})"
+
+
+def read(path: Path) -> Capture:
+    agg = _scan(path)
+    try:
+        kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s) for (pid, tid, name), s in agg.kernels.items()
+                                if (dev := agg.stream(pid, tid)) is not None)
+        memops = merge_memops(MemAgg(None, dev, kind, d, *s) for (pid, tid, kind, d), s in agg.mem.items()
+                              if (dev := agg.stream(pid, tid)) is not None and kind != "other")
+        activity = _activity(agg)
+    finally:
+        agg.db.close()
+    gpus = {gpu_ordinal(n) for n in agg.procs.values()} - {None}
+    if not kernels:
+        if gpus:
+            raise BadInput(path, f"TensorFlow profiler trace with GPU events but no kernel: {_found(agg)}")
+        return Capture(str(path), "tf-trace-json", (), notes=(
+            "TensorFlow profiler trace without a GPU: only " + (", ".join(sorted(set(agg.procs.values()))) or "no process")
+            + " — the job ran on the CPU, or the profiler could not load CUPTI",))
+    ops: list[OpAgg] = []
+    if agg.with_op:
+        merged: dict[tuple, list[int]] = {}
+        for (pid, tid, scope, op, name), (n, tot) in agg.ops.items():
+            if agg.stream(pid, tid) is not None:
+                m = merged.setdefault((scope, op, demangle(name)), [0, 0])
+                m[0] += n; m[1] += tot
+        ops = [OpAgg(None, scope, op, name, n, tot) for (scope, op, name), (n, tot) in merged.items()]
+    return Capture(str(path), "tf-trace-json", kernels, memops, activity, tuple(Device(d) for d in sorted(gpus)),
+                   ops=tuple(ops))
