@@ -7,6 +7,7 @@ their repositories state no licence). Built files: a JAX step on an H200 in XLA'
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -200,3 +201,32 @@ def test_a_tensorboard_profile_folder_counts_its_run_once(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["launches"] == 4 and [s["format"] for s in d["sources"]] == ["xplane"] and d["skipped"] == []
+
+
+# --- a real JAX profile of a bf16 training step on the H200 (workloads/jax_mlp.py, 2026-11-30) --------------------
+JAX_H200 = Path(__file__).resolve().parent / "data" / "h200_runs" / "jax_bf16_xplane"
+
+
+def test_real_jax_h200_xplane():
+    """jax.profiler.trace of 11 steps of the seed's MLP in bf16 on an H200 (JAX 0.11.2): the XSpace and the trace
+    JSON JAX writes beside it agree; cuBLAS' GEMM is a bf16 tensor-core kernel, XLA's Triton GEMM fusions
+    (gemm_fusion_dot*) carry no evidence in their names and stay unknown."""
+    from nvprof_wrap import readers
+
+    xs = readers.read(JAX_H200 / "vm.xplane.pb")
+    tj = readers.read(JAX_H200 / "vm.trace.json.gz")
+    assert xs.format == "xplane" and sum(k.launches for k in xs.kernels) == 308 and len(xs.kernels) == 26
+    key = lambda c: sorted((k.name, k.launches, k.total_ns) for k in c.kernels)
+    assert key(xs) == key(tj)
+    assert xs.devices and xs.devices[0].compute_capability == "9.0"
+    from nvprof_wrap import report
+    from nvprof_wrap.ingest import ingest
+    from nvprof_wrap.store import Store
+
+    store = Store()
+    ingest(store, [JAX_H200 / "vm.xplane.pb"])
+    rep = report.build(store)
+    assert rep.verdict.tensor_cores == "yes" and rep.verdict.precisions == ("bf16",)
+    assert rep.verdict.tc_fraction == pytest.approx(0.101, abs=0.001)
+    assert {k.tensor_core for k in rep.kernels if k.name.startswith("gemm_fusion_dot")} == {"unknown"}
+    assert {o.op for o in rep.scopes} == {"jit_step"}
