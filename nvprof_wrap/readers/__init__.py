@@ -30,7 +30,7 @@ READERS: dict[str, Callable[[Path], Capture]] = {
 }
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
-_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl"}
+_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", "report.html"}
 
 
 def _sniff_sqlite(path: Path) -> str:
