@@ -23,7 +23,7 @@ SAMPLES = ROOT / "nvprof_wrap" / "samples"
 HOSTILE = {
     765: ("<script>alert(1)</script>", "<script>alert(1)</script>"),  # kernel reduction_prod_kernel
     746: ("<img src=x onerror=alert(2)>", "<img src=x onerror=alert(2)>"),  # a curand kernel
-    740: ("\x1b[31mred\x1b[0m\x07 \u202eevil\x7f", "␛[31mred␛[0m␇ <U+202E>evil␡"),  # ESC, BEL, bidi override, DEL
+    740: ("\x1b[31mred\x1b[0m\x07 \u202eevil\x7f\n", r"\x1b[31mred\x1b[0m\x07 <U+202E>evil\x7f\n"),  # ESC BEL bidi DEL
     749: ('"><svg onload=alert(3)>&amp; &lt;b&gt;', '"><svg onload=alert(3)>&amp; &lt;b&gt;'),
     748: ("</code></td></tr></table><iframe src=//example.com/x></iframe>",
           "</code></td></tr></table><iframe src=//example.com/x></iframe>"),
@@ -143,8 +143,9 @@ def test_kernel_rows_carry_the_evidence(capsys, tmp_path):
     row = next(r for r in html.split("<tr>") if f"<code>{escape(k['name'])}</code>" in r)
     cells = [c.split("</td>")[0].split(">", 1)[1] for c in row.split("<td")[1:]]
     assert cells[5].endswith(f"{k['tensor_core']}</span>") and cells[6] == (k["precision"] or "-")
-    assert cells[7] == k["family"] and cells[8].startswith("counters") and cells[10] == escape(k["counter_detail"])
-    assert len(cells) == 12
+    assert cells[7] == k["family"] and cells[8].startswith("counters") and len(cells) == 10
+    assert cells[9] == (f'<span class="reason">{escape(k["reason"])}</span><br>'
+                        f'<span class="detail">counters: {escape(k["counter_detail"])}</span>')
 
 
 def test_limit_keeps_every_row_one_click_away(capsys):
@@ -172,7 +173,7 @@ def test_text_escaping_covers_controls_quotes_and_surrogates():
     from nvprof_wrap.renderers.html import _t
 
     assert _t("<a href='x'>&\"") == "&lt;a href=&#x27;x&#x27;&gt;&amp;&quot;"
-    assert _t("\x00\x1b\x7f\x85\u2066\ud800") == "␀␛␡\\x85&lt;U+2066&gt;\ufffd"
+    assert _t("\x00\x1b\x7f\x85\t\u2066\ud800") == r"\x00\x1b\x7f\x85\t&lt;U+2066&gt;" + "\ufffd"
     assert _t(None) == "-"
 
 
@@ -238,3 +239,43 @@ def test_the_page_is_made_from_the_json_contract_alone(capsys):
     assert RENDERERS["html"] is page_renderer and page_renderer.EXTENSION == ".html" and page_renderer.NAME == "html"
     html, d = render(capsys, str(SAMPLES / "torch_ops"))
     assert page_renderer.page([(None, d)]) == html
+
+
+def test_run_html_writes_report_html_into_the_run_folder(capsys, tmp_path):
+    """`run --html` under the fake nsys (tests/fakes): the page beside the captures, the usual report on stdout."""
+    import sys
+
+    from tests.test_launch import CHILD, wrapper
+
+    out = tmp_path / "run"
+    proc = wrapper(["--backend", "nsys", "-o", str(out), "--html", "--format", "json", "--", sys.executable, "-c",
+                    CHILD], gpus="NVIDIA H200:9.0")
+    assert proc.returncode == 3, proc.stderr  # still the job's exit code
+    d = json.loads(proc.stdout)
+    p = Page((out / "report.html").read_text(encoding="utf-8"))
+    assert_self_contained(p)
+    assert p.text["p"][0] == d["message"] and f"nvprof-wrap: HTML report → {out / 'report.html'}\n" in proc.stderr
+    assert main(["report", str(out), "--format", "json"]) == 0  # the page is not taken for a capture
+    assert json.loads(capsys.readouterr().out)["skipped"] == []
+    # --no-report --html: the page only, nothing printed after the job's own output
+    proc = wrapper(["--backend", "nsys", "-o", str(tmp_path / "quiet"), "--no-report", "--html", "--",
+                    sys.executable, "-c", "print('job says hi')"], gpus="NVIDIA H200:9.0")
+    assert proc.returncode == 0 and proc.stdout == "job says hi\n"
+    assert (tmp_path / "quiet" / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_flags_are_shown_beside_the_reason(capsys, tmp_path):
+    """The torch_ops capture with its GPU relabelled sm_75: names claiming bf16/fp8/fp64 tensor-core math get a flag."""
+    path = tmp_path / "t4.sqlite"
+    shutil.copy(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite", path)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE TARGET_INFO_GPU SET name = 'Tesla T4', computeMajor = 7, computeMinor = 5")
+    conn.commit()
+    conn.close()
+    html, d = render(capsys, str(path), "--limit", "100")
+    flagged = [k for k in d["kernels"] if k["flag"]]
+    assert len(flagged) >= 3 and any("bf16" in k["flag"] for k in flagged)
+    for k in flagged:
+        row = next(r for r in html.split("<tr>") if f"<code>{escape(k['name'])}</code>" in r)
+        assert f'<span class="flag">⚠ {escape(k["flag"])}</span>' in row
+    assert html.count('<span class="flag">') == len(flagged)

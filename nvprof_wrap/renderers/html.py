@@ -3,7 +3,7 @@ Content-Security-Policy tells the browser so too). It renders the documented JSO
 docs/json.md), not the Report's internals, so it follows the contract every script already reads.
 
 Every text that comes from a capture (kernel names, NVTX ranges, process names, paths) goes through ``_t``:
-HTML-escaped, and control characters (ESC, BEL, NUL, bidi overrides) shown as visible symbols, so a hostile
+HTML-escaped, and control characters (ESC, BEL, NUL, bidi overrides) shown as visible escapes, so a hostile
 name stays text."""
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ EXTENSION = ".html"
 # Defence in depth: even if some text escaped the escaping, nothing could run and nothing could be fetched.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
-# C0 controls → their Control Pictures (ESC → ␛), DEL → ␡; C1 controls and bidi overrides → \xNN / <U+NNNN>
-# (a kernel name never holds them legitimately; shown, they cannot reorder or hide text); lone surrogates → �.
-_VISIBLE = ({c: chr(0x2400 + c) for c in range(0x20)} | {0x7F: "\u2421"}
-            | {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)}
+# Control characters → visible ASCII escapes (ESC → \x1b, newline → \n; fonts rarely draw the Control Pictures), bidi
+# overrides → <U+202E> (a kernel name never holds them legitimately; shown, they cannot reorder or hide text),
+# lone surrogates → U+FFFD.
+_VISIBLE = ({c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
             | {c: f"<U+{c:04X}>" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)}
             | {c: "\ufffd" for c in range(0xD800, 0xE000)})
 
@@ -52,9 +52,9 @@ table{border-collapse:collapse;margin:.3rem 0;font-size:.88rem;width:100%}
 th,td{border-bottom:1px solid var(--line);padding:.3rem .55rem;text-align:left;vertical-align:top}
 th{background:var(--head);position:sticky;top:0}td.n,th.n{text-align:right;white-space:nowrap}
 td code{font:.82rem/1.35 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
-td.name{min-width:22rem;max-width:44rem}td.why{min-width:14rem;max-width:28rem}.scroll{overflow-x:auto}
+td.name{min-width:20rem;max-width:40rem}td.why{min-width:18rem;max-width:34rem}.scroll{overflow-x:auto}
 .tc{font-weight:650;white-space:nowrap}.tc-yes{color:var(--yes)}.tc-no{color:var(--no)}.tc-unknown{color:var(--unk)}
-.flag{color:var(--no);font-weight:600}
+.flag{color:var(--no);font-weight:600}.detail{color:var(--muted)}.share{white-space:nowrap}
 .bar{display:inline-block;width:4rem;height:.6rem;background:var(--line);border-radius:3px;margin-right:.4rem;
 vertical-align:middle;overflow:hidden}.bar span{display:block;height:100%;background:var(--yes)}
 svg.chart{max-width:100%;height:auto;display:block;margin:.4rem 0}svg.chart text{fill:var(--fg);font-size:13px}
@@ -93,7 +93,8 @@ def _n(x: int | None) -> str:
 
 
 def _share_bar(x: float) -> _Raw:
-    return _Raw(f'<span class="bar"><span style="width:{100 * min(max(x, 0.0), 1.0):.1f}%"></span></span>{_pct(x)}')
+    return _Raw(f'<span class="share"><span class="bar"><span style="width:{100 * min(max(x, 0.0), 1.0):.1f}%">'
+                f"</span></span>{_pct(x)}</span>")
 
 
 def _table(head: tuple[str, ...], rows: list[list], numeric: frozenset[int] = frozenset(), cls: str = "") -> str:
@@ -172,7 +173,7 @@ _OP_HEAD = ("op / range", "kernels", "launches", "GPU time", "share", "tensor-co
 _GROUP_HEAD = ("launches", "kernel time", "tensor-core share", "tensor-core precisions", "GPU busy", "span",
                "GPU idle")
 KERNEL_HEAD = ("kernel", "launches", "total", "mean", "% of kernel time", "tensor core", "precision", "family",
-               "evidence", "reason", "counter / code detail", "flag")
+               "evidence", "why (reason · counter or code detail · flag)")
 
 
 def _ops(rows: list[dict], limit: int) -> str:
@@ -181,8 +182,8 @@ def _ops(rows: list[dict], limit: int) -> str:
                                 o["precisions"]] for o in rows], limit, "ops", frozenset({1, 2, 3, 4}))
 
 
-def _groups(rows: list[dict], key: str, label: str) -> str:
-    return _table((key, label, *_GROUP_HEAD),
+def _groups(rows: list[dict], key: str, head: tuple[str, str]) -> str:
+    return _table((*head, *_GROUP_HEAD),
                   [[g[key], g["label"], _n(g["launches"]), _ns(g["kernel_ns"]), _share_bar(g["tensor_core_share"]),
                     " + ".join(g["tensor_core_precisions"]) or "-", _ns(g["busy_ns"]), _ns(g["span_ns"]),
                     _pct(g["idle_share"])] for g in rows], frozenset({2, 3, 6, 7, 8}))
@@ -192,10 +193,14 @@ def _kernel_cells(k: dict) -> list:
     mark, cls = TC_MARK.get(k["tensor_core"], ("?", "unknown"))
     evidence = k["evidence"] + (f" (name rules: {k['name_verdict']})"
                                 if k.get("name_verdict") not in (None, k["tensor_core"]) else "")
+    why = f'<span class="reason">{_t(k["reason"])}</span>'
+    if k["counter_detail"]:
+        why += f'<br><span class="detail">{_t(k["evidence"])}: {_t(k["counter_detail"])}</span>'
+    if k["flag"]:
+        why += f'<br><span class="flag">⚠ {_t(k["flag"])}</span>'
     return [("name", _Raw(f"<code>{_t(k['name'])}</code>")), _n(k["launches"]), _ns(k["total_ns"]), _ns(k["mean_ns"]),
             _pct(k["share"]), _Raw(f'<span class="tc tc-{cls}">{mark} {_t(k["tensor_core"])}</span>'),
-            k["precision"] or "-", k["family"], evidence, ("why", k["reason"]), k["counter_detail"],
-            ("flag", k["flag"]) if k["flag"] else None]
+            k["precision"] or "-", k["family"], evidence, ("why", _Raw(why))]
 
 
 def _kernels(rows: list[dict], limit: int) -> str:
@@ -231,9 +236,9 @@ def report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2) -> 
     if d["scopes"]:
         parts += [h("Outer ranges (layers / modules)"), _ops(d["scopes"], limit)]
     if d["devices"]:
-        parts += [h("Per device"), _groups(d["devices"], "device_id", "GPU")]
+        parts += [h("Per device"), _groups(d["devices"], "device_id", ("device", "GPU"))]
     if d["processes"]:
-        parts += [h("Per process"), _groups(d["processes"], "pid", "process")]
+        parts += [h("Per process"), _groups(d["processes"], "pid", ("pid", "process"))]
     if d["kernels"]:
         parts += [h(f"Kernels by GPU time ({len(d['kernels']):,}), with the evidence for each verdict"),
                   _kernels(d["kernels"], limit)]
