@@ -1,4 +1,4 @@
-"""Output plumbing shared by subcommands: --format, --width, colour on a TTY unless NO_COLOR."""
+"""Output plumbing shared by subcommands: --format, --width, -o FILE, colour on a TTY unless NO_COLOR."""
 from __future__ import annotations
 
 import argparse
@@ -7,14 +7,16 @@ import shutil
 import sys
 from pathlib import Path
 
+from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
 
 FORMATS = tuple(RENDERERS)
+TEXT_FORMATS = tuple(f for f in FORMATS if f != "html")  # for commands that have no HTML page (experiment, doctor)
 
 
-def add_format(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -> None:
+    p.add_argument("--format", choices=formats, default="table", help="output format (default: table)")
     p.add_argument("--width", type=int, default=None, help="table width (default: the terminal's, or $COLUMNS)")
 
 
@@ -33,6 +35,45 @@ def options(args: argparse.Namespace) -> dict:
 def emit(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
+                   help="write the output to FILE instead of stdout, e.g. --format html -o report.html "
+                        "(default: stdout)")
+
+
+def deliver(text: str, path: Path | None, what: str = "output") -> None:
+    """To stdout, or to `path` with one line on stderr saying where."""
+    if path is None:
+        emit(text)
+        return
+    write_text(path, text)
+    print(f"nvprof-wrap: wrote the {what} to {path}", file=sys.stderr)
+
+
+def check_output(path: Path | None) -> None:
+    """Refuse a FILE that cannot be written before the work, not after it."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise BadInput(path, "is a directory: name the file to write")
+    if not path.parent.is_dir():
+        raise BadInput(path, f"cannot write: the folder {path.parent} does not exist")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Whole or not at all: written beside the target, then renamed over it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8", errors="replace")
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise BadInput(path, f"cannot write ({e.strerror or e})") from None
 
 
 def open_store(args: argparse.Namespace, paths: list[Path]) -> Store:

@@ -56,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
         emit(json.dumps({n: _rows.report(r) for n, r in reports.items()}, indent=2) + "\n")
         return 0
     renderer = RENDERERS[args.format]
+    if hasattr(renderer, "render_reports"):  # a page format: every sample on one page
+        emit(renderer.render_reports([(TITLES[n], r) for n, r in reports.items()], limit=args.limit))
+        return 0
     for i, (n, rep) in enumerate(reports.items(), 1):
         head = f"[{i}/{len(reports)}] {TITLES[n]}  ({samples_dir() / n})"
         emit(("\n" if i > 1 else "") + ("# " if args.format == "markdown" else "") + head + "\n\n")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from nvprof_wrap import report
-from nvprof_wrap.cli._output import add_format, emit
+from nvprof_wrap.cli._output import TEXT_FORMATS, add_format, emit
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.ingest import ingest
 from nvprof_wrap.launch import backends
@@ -26,7 +26,7 @@ def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="what GPUs, profilers and Keras backends this machine has", description=__doc__)
     p.add_argument("--no-probe", action="store_true", help="do not run the matmul probe")
     p.add_argument("-o", "--output", default=None, help="run folder for the probe")
-    add_format(p)
+    add_format(p, TEXT_FORMATS)
 
 
 def facts() -> dict:

@@ -17,7 +17,7 @@ from pathlib import Path
 from nvprof_wrap import report
 from nvprof_wrap.analysis.experiment import row
 from nvprof_wrap.analysis.health import health_from_run
-from nvprof_wrap.cli._output import add_format, checked, emit, options
+from nvprof_wrap.cli._output import TEXT_FORMATS, add_format, checked, emit, options
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.launch.runner import RunSpec, execute
@@ -39,7 +39,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
     p.add_argument("--no-run", action="store_true",
                    help="do not run: rebuild the table from the per-precision run folders already in -o DIR")
-    add_format(p)
+    add_format(p, TEXT_FORMATS)
 
 
 def resolve(workload: str) -> Path:

@@ -3,6 +3,8 @@
 PATH is a capture (nvprof .nvvp, Nsight Systems .sqlite/.nsys-rep, nvprof/nsys-stats/ncu CSV, Kineto JSON,
 TensorBoard trace JSON / .xplane.pb, nvprof/nsys/ncu console output: docs/formats.md)
 or a folder: every capture in it, as one run.
+
+--format html -o report.html writes one self-contained page (no scripts, no network) to share (docs/html.md).
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from nvprof_wrap import report
-from nvprof_wrap.cli._output import add_format, add_store, emit, open_store, options
+from nvprof_wrap.cli._output import add_format, add_output, add_store, check_output, deliver, open_store, options
 from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.renderers import RENDERERS
 
@@ -25,6 +27,7 @@ def add_parser(sub, name: str) -> None:
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
     add_format(p)
+    add_output(p)
     add_store(p)
 
 
@@ -39,6 +42,9 @@ def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.output)
     rep = build(args.paths, args)
-    emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+    opts = options(args) | ({"color": False} if args.output else {})
+    deliver(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **opts), args.output,
+            f"{args.format} report")
     return 0

@@ -2,6 +2,7 @@
 
 Runs CMD (never through a shell) under a profiler, child processes included, saves its output and
 a manifest in the run folder, then prints the report. The wrapper exits with the job's exit code.
+--html also writes the report as one self-contained page, report.html, into the run folder.
 -o accepts %p (pid), %h (host) and %q{VAR} (environment variable). Under torchrun/srun/mpirun each
 rank writes to DIR/rank<N>.
 """
@@ -11,7 +12,7 @@ import argparse
 import sys
 
 from nvprof_wrap import report
-from nvprof_wrap.cli._output import add_format, checked, emit, options
+from nvprof_wrap.cli._output import add_format, checked, emit, options, write_text
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.launch.runner import RunSpec, execute, no_capture_reason
@@ -30,6 +31,8 @@ def add_parser(sub, name: str) -> None:
                    help="add NVTX ranges per Keras layer call and/or torch module call and ATen op (no change to "
                         "the script), so the report says which ops ran on tensor cores in which precision")
     p.add_argument("--no-report", action="store_true", help="only run and capture")
+    p.add_argument("--html", action="store_true",
+                   help="also write the report as one self-contained page, RUN_DIR/report.html (docs/html.md)")
     p.add_argument("--limit", type=int, default=15)
     p.add_argument("--wide", action="store_true")
     add_format(p)
@@ -89,15 +92,24 @@ def run(args: argparse.Namespace) -> int:
         return manifest["exit_code"] or 1
     for problem in manifest["problems"]:
         print(f"nvprof-wrap: warning: {problem}", file=sys.stderr)
-    if not args.no_report:
-        store = checked(Store(folder / "run.sqlite"))
-        try:
-            with _status("reading the captures") as status:
-                skipped = ingest(store, [folder], progress=lambda p: status.update(f"reading {p.name}"))
-            attach_static(store)
-            rep = report.build(store, skipped)
-        finally:
-            store.close()
-        _attach_health(rep, folder)
-        emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+    if not args.no_report or args.html:
+        rep = _report(folder)
+        if args.html:
+            write_text(folder / "report.html", RENDERERS["html"].render_report(rep, limit=args.limit))
+            print(f"nvprof-wrap: HTML report → {folder / 'report.html'}", file=sys.stderr)
+        if not args.no_report:
+            emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
     return manifest["exit_code"]
+
+
+def _report(folder) -> report.Report:
+    store = checked(Store(folder / "run.sqlite"))
+    try:
+        with _status("reading the captures") as status:
+            skipped = ingest(store, [folder], progress=lambda p: status.update(f"reading {p.name}"))
+        attach_static(store)
+        rep = report.build(store, skipped)
+    finally:
+        store.close()
+    _attach_health(rep, folder)
+    return rep

@@ -35,7 +35,7 @@ READERS: dict[str, Callable[[Path], Capture]] = {
 }
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
-_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl"}
+_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", "report.html"}
 # What TensorBoard's profile plugin writes beside a run's trace: tool data derived from it, not captures.
 _TENSORBOARD_TOOLS = (".kernel_stats.pb", ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb",
                       ".memory_profile.json.gz", ".pod_viewer.json", ".tpu_profile.json")

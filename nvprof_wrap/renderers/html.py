@@ -1,0 +1,302 @@
+"""HTML: one self-contained page to share — inline CSS and an inline SVG chart, no script, nothing fetched (a
+Content-Security-Policy tells the browser so too). It renders the documented JSON shape (``_rows.report``,
+docs/json.md), not the Report's internals, so it follows the contract every script already reads.
+
+Every text that comes from a capture (kernel names, NVTX ranges, process names, paths) goes through ``_t``:
+HTML-escaped, and control characters (ESC, BEL, NUL, bidi overrides) shown as visible escapes, so a hostile
+name stays text."""
+from __future__ import annotations
+
+import html as _html
+
+from nvprof_wrap import __version__
+from nvprof_wrap.renderers import _rows
+
+NAME = "html"
+EXTENSION = ".html"
+# Defence in depth: even if some text escaped the escaping, nothing could run and nothing could be fetched.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+# Control characters → visible ASCII escapes (ESC → \x1b, newline → \n; fonts rarely draw the Control Pictures), bidi
+# overrides → <U+202E> (a kernel name never holds them legitimately; shown, they cannot reorder or hide text),
+# lone surrogates → U+FFFD.
+_VISIBLE = ({c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+            | {c: f"<U+{c:04X}>" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)}
+            | {c: "\ufffd" for c in range(0xD800, 0xE000)})
+
+VERDICT_CLASS = {"yes": "yes", "no": "no", "unknown": "unknown", "no-kernels": "unknown"}
+TC_MARK = {"yes": ("✓", "yes"), "no": ("✗", "no"), "unknown": ("?", "unknown")}
+# time-split category (by prefix, first match) → CSS class of its colour; the order is the legend's
+CATEGORY_CLASS = (("tensor-core", "c-tc"), ("other kernels", "c-cuda"), ("kernels of unknown", "c-unk"),
+                  ("communication", "c-comm"), ("memcpy HtoD", "c-h2d"), ("memcpy DtoH", "c-d2h"),
+                  ("memcpy DtoD", "c-d2d"), ("memcpy", "c-mem"), ("memset", "c-mset"))
+
+CSS = """
+:root{color-scheme:light dark;--fg:#1d232b;--muted:#5c6673;--bg:#fff;--line:#d9dee5;--head:#f3f5f8;
+--yes:#1f7a3a;--yes-bg:#e5f4ea;--no:#b3261e;--no-bg:#fbe9e7;--unk:#8a5a00;--unk-bg:#fff4d6}
+@media (prefers-color-scheme:dark){:root{--fg:#e4e8ee;--muted:#9aa5b1;--bg:#14181d;--line:#2e353e;--head:#1d232a;
+--yes:#6fd08c;--yes-bg:#16301f;--no:#ff8a80;--no-bg:#3a1a18;--unk:#ffcc66;--unk-bg:#352a10}}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1400px;padding:1.2rem 1.5rem 3rem;font:15px/1.45 system-ui,-apple-system,"Segoe UI",
+Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+h1{font-size:1.35rem;margin:.2rem 0 1rem}h2{font-size:1.2rem;margin:2.2rem 0 .6rem}
+h3{font-size:1.05rem;margin:1.8rem 0 .5rem}
+.verdict{border-left:6px solid;border-radius:6px;padding:.8rem 1.1rem;margin:.6rem 0 1rem}
+.verdict .message{font-size:1.15rem;font-weight:650;margin:0}.verdict ul{margin:.5rem 0 0;padding-left:1.2rem}
+.v-yes{border-color:var(--yes);background:var(--yes-bg)}.v-yes .message{color:var(--yes)}
+.v-no{border-color:var(--no);background:var(--no-bg)}.v-no .message{color:var(--no)}
+.v-unknown{border-color:var(--unk);background:var(--unk-bg)}.v-unknown .message{color:var(--unk)}
+dl.totals{display:flex;flex-wrap:wrap;gap:.4rem 2rem;margin:.4rem 0}dl.totals div{min-width:8rem}
+dl.totals dt{color:var(--muted);font-size:.8rem}dl.totals dd{margin:0;font-weight:600}
+table{border-collapse:collapse;margin:.3rem 0;font-size:.88rem;width:100%}
+th,td{border-bottom:1px solid var(--line);padding:.3rem .55rem;text-align:left;vertical-align:top}
+th{background:var(--head);position:sticky;top:0}td.n,th.n{text-align:right;white-space:nowrap}
+td code{font:.82rem/1.35 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
+td.name{min-width:20rem;max-width:40rem}td.why{min-width:18rem;max-width:34rem}.scroll{overflow-x:auto}
+.tc{font-weight:650;white-space:nowrap}.tc-yes{color:var(--yes)}.tc-no{color:var(--no)}.tc-unknown{color:var(--unk)}
+.flag{color:var(--no);font-weight:600}.detail{color:var(--muted)}.share{white-space:nowrap}
+.bar{display:inline-block;width:4rem;height:.6rem;background:var(--line);border-radius:3px;margin-right:.4rem;
+vertical-align:middle;overflow:hidden}.bar span{display:block;height:100%;background:var(--yes)}
+svg.chart{max-width:100%;height:auto;display:block;margin:.4rem 0}svg.chart text{fill:var(--fg);font-size:13px}
+svg.chart text.v{fill:var(--muted)}
+.c-tc{fill:#2e9d4e}.c-cuda{fill:#7b8797}.c-unk{fill:#e0a21b}.c-comm{fill:#8b5cc7}.c-h2d{fill:#2f7fd1}
+.c-d2h{fill:#5aa6e8}.c-d2d{fill:#1d5fa3}.c-mem{fill:#8fc3f0}.c-mset{fill:#a0704a}.c-other{fill:#b0b7c0}
+details{margin:.4rem 0}summary{cursor:pointer;color:var(--muted)}.muted,footer{color:var(--muted)}
+nav ol{margin:.2rem 0 1rem}footer{margin-top:3rem;font-size:.8rem;border-top:1px solid var(--line);padding-top:.6rem}
+"""
+
+
+class _Raw(str):
+    """HTML built here from escaped parts and numbers — never from input — inserted as is."""
+
+
+def _t(value: object) -> str:
+    """Any value as HTML text: None → '-', control characters made visible, then escaped (quotes too)."""
+    return _html.escape("-" if value is None else str(value).translate(_VISIBLE), quote=True)
+
+
+def _ns(ns: float | None) -> str:
+    if ns is None:
+        return "-"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}" if ns / scale < 100 else f"{ns / scale:,.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _n(x: int | None) -> str:
+    return "-" if x is None else f"{x:,}"
+
+
+def _share_bar(x: float) -> _Raw:
+    return _Raw(f'<span class="share"><span class="bar"><span style="width:{100 * min(max(x, 0.0), 1.0):.1f}%">'
+                f"</span></span>{_pct(x)}</span>")
+
+
+def _table(head: tuple[str, ...], rows: list[list], numeric: frozenset[int] = frozenset(), cls: str = "") -> str:
+    th = "".join(f'<th scope="col"{" class=n" if i in numeric else ""}>{_t(h)}</th>' for i, h in enumerate(head))
+    body = "".join("<tr>" + "".join(_td(c, i in numeric) for i, c in enumerate(r)) + "</tr>\n" for r in rows)
+    return f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead>\n<tbody>\n{body}</tbody></table></div>\n'
+
+
+def _td(cell: object, numeric: bool) -> str:
+    if isinstance(cell, tuple):  # (css class, content)
+        cls, cell = cell
+        return f'<td class="{cls}">{cell if isinstance(cell, _Raw) else _t(cell)}</td>'
+    return f'<td{" class=n" if numeric else ""}>{cell if isinstance(cell, _Raw) else _t(cell)}</td>'
+
+
+def _limited(head: tuple[str, ...], rows: list[list], limit: int, what: str, numeric: frozenset[int],
+             cls: str = "") -> str:
+    """The first `limit` rows in view, the rest one click away: the page keeps every row."""
+    out = _table(head, rows[:limit], numeric, cls)
+    if len(rows) > limit:
+        out += (f"<details><summary>the other {len(rows) - limit:,} {_t(what)}</summary>\n"
+                f"{_table(head, rows[limit:], numeric, cls)}</details>\n")
+    return out
+
+
+def _verdict(d: dict) -> str:
+    hints = "".join(f"<li>{_t(h)}</li>" for h in d["hints"])
+    return (f'<div class="verdict v-{VERDICT_CLASS.get(d["verdict"], "unknown")}" role="status">'
+            f'<p class="message">{_t(d["message"])}</p>' + (f'<ul class="hints">{hints}</ul>' if hints else "")
+            + "</div>\n")
+
+
+def _totals(d: dict) -> str:
+    items = (("GPU kernel time", _ns(d["kernel_time_ns"])), ("kernel launches", _n(d["launches"])),
+             ("distinct kernels", _n(d["distinct_kernels"])), ("tensor-core kernels", _n(d["tensor_core_kernels"])),
+             ("tensor-core share of kernel time", _pct(d["tensor_core_time_fraction"])),
+             ("tensor-core precisions", " + ".join(d["tensor_core_precisions"]) or "-"))
+    return '<dl class="totals">' + "".join(f"<div><dt>{_t(k)}</dt><dd>{_t(v)}</dd></div>" for k, v in items) + "</dl>\n"
+
+
+def _category_class(category: str) -> str:
+    return next((c for prefix, c in CATEGORY_CLASS if category.startswith(prefix)), "c-other")
+
+
+def _chart(split: list[dict], ident: str) -> str:
+    """Horizontal bars, one per category, under one stacked bar of the whole; every bar has its numbers beside it
+    and a tooltip."""
+    if not split:
+        return '<p class="muted">No GPU operations were recorded.</p>\n'
+    width, label_w, bar_w, row_h, top = 760, 250, 330, 24, 36
+    height = top + row_h * len(split)
+    summary = ", ".join(f"{s['category']} {_pct(s['share'])}" for s in split)
+    out = [(f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" '
+            f'height="{height}" role="img" aria-labelledby="{ident}-chart"><title id="{ident}-chart">Where GPU time '
+            f'went: {_t(summary)}</title>')]
+    x = 0.0
+    for s in split:
+        w, tip = s["share"] * width, f'{_t(s["category"])}: {_ns(s["total_ns"])}, {_pct(s["share"])}'
+        out.append(f'<rect class="{_category_class(s["category"])}" x="{x:.1f}" y="0" width="{w:.1f}" height="22">'
+                   f'<title>{tip}</title></rect>')
+        x += w
+    for i, s in enumerate(split):
+        y, cls = top + i * row_h, _category_class(s["category"])
+        w = max(s["share"] * bar_w, 1.0 if s["total_ns"] else 0.0)
+        out.append(f'<text x="0" y="{y + 15}">{_t(s["category"])}</text>'
+                   f'<rect class="{cls}" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="16"><title>'
+                   f'{_t(s["category"])}: {_n(s["count"])} operations</title></rect>'
+                   f'<text class="v" x="{label_w + bar_w + 10}" y="{y + 15}">{_ns(s["total_ns"])} · '
+                   f'{_pct(s["share"])} · {_n(s["count"])}×</text>')
+    return "\n".join(out) + "\n</svg>\n"
+
+
+_CHART_NOTE = ('<p class="muted">Shares of summed GPU operation time (kernels, copies, memsets); × counts launches '
+               "or operations.</p>\n")
+_OP_HEAD = ("op / range", "kernels", "launches", "GPU time", "share", "tensor-core share", "precision of its kernels")
+_GROUP_HEAD = ("launches", "kernel time", "tensor-core share", "tensor-core precisions", "GPU busy", "span",
+               "GPU idle")
+KERNEL_HEAD = ("kernel", "launches", "total", "mean", "% of kernel time", "tensor core", "precision", "family",
+               "evidence", "why (reason · counter or code detail · flag)")
+
+
+def _ops(rows: list[dict], limit: int) -> str:
+    return _limited(_OP_HEAD, [[("name", _Raw(f"<code>{_t(o['op'])}</code>")), _n(o["kernels"]), _n(o["launches"]),
+                                _ns(o["total_ns"]), _pct(o["share"]), _share_bar(o["tensor_core_share"]),
+                                o["precisions"]] for o in rows], limit, "ops", frozenset({1, 2, 3, 4}))
+
+
+def _groups(rows: list[dict], key: str, head: tuple[str, str]) -> str:
+    return _table((*head, *_GROUP_HEAD),
+                  [[g[key], g["label"], _n(g["launches"]), _ns(g["kernel_ns"]), _share_bar(g["tensor_core_share"]),
+                    " + ".join(g["tensor_core_precisions"]) or "-", _ns(g["busy_ns"]), _ns(g["span_ns"]),
+                    _pct(g["idle_share"])] for g in rows], frozenset({2, 3, 6, 7, 8}))
+
+
+def _kernel_cells(k: dict) -> list:
+    mark, cls = TC_MARK.get(k["tensor_core"], ("?", "unknown"))
+    evidence = k["evidence"] + (f" (name rules: {k['name_verdict']})"
+                                if k.get("name_verdict") not in (None, k["tensor_core"]) else "")
+    why = f'<span class="reason">{_t(k["reason"])}</span>'
+    if k["counter_detail"]:
+        why += f'<br><span class="detail">{_t(k["evidence"])}: {_t(k["counter_detail"])}</span>'
+    if k["flag"]:
+        why += f'<br><span class="flag">⚠ {_t(k["flag"])}</span>'
+    return [("name", _Raw(f"<code>{_t(k['name'])}</code>")), _n(k["launches"]), _ns(k["total_ns"]), _ns(k["mean_ns"]),
+            _pct(k["share"]), _Raw(f'<span class="tc tc-{cls}">{mark} {_t(k["tensor_core"])}</span>'),
+            k["precision"] or "-", k["family"], evidence, ("why", _Raw(why))]
+
+
+def _kernels(rows: list[dict], limit: int) -> str:
+    return _limited(KERNEL_HEAD, [_kernel_cells(k) for k in rows], limit, "kernels", frozenset({1, 2, 3, 4}),
+                    "kernels")
+
+
+def _health(h: dict) -> str:
+    findings = "".join(f"<li>{_t(f)}</li>" for f in h["findings"])
+    return (f"<p><strong>{_t(h['status'])}</strong> ({_n(h['epochs'])} epochs)</p>"
+            + (f"<ul>{findings}</ul>" if findings else "") + "\n")
+
+
+def _sources(d: dict) -> str:
+    out = _table(("capture", "format", "partial", "notes"),
+                 [[("name", _Raw(f"<code>{_t(s['path'])}</code>")), s["format"], "yes" if s["partial"] else "no",
+                   "; ".join(s["notes"]) or "-"] for s in d["sources"]])
+    if d["skipped"]:
+        out += "<h4>Skipped files</h4>\n" + _table(
+            ("file", "why"), [[("name", _Raw(f"<code>{_t(s['path'])}</code>")), s["why"]] for s in d["skipped"]])
+    return out
+
+
+def report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2) -> str:
+    """The sections of one report (a dict in the JSON shape), verdict first; ``level`` is their heading level."""
+    def h(text: str) -> str:
+        return f"<h{level}>{_t(text)}</h{level}>\n"
+
+    parts = [_verdict(d), _totals(d), h("Where GPU time went"), _chart(d["time_split"], ident), _CHART_NOTE]
+    if d["ops"]:
+        parts += [h("Framework ops (NVTX or profiler ranges): which ran on tensor cores, in which precision"),
+                  _ops(d["ops"], limit)]
+    if d["scopes"]:
+        parts += [h("Outer ranges (layers / modules)"), _ops(d["scopes"], limit)]
+    if d["devices"]:
+        parts += [h("Per device"), _groups(d["devices"], "device_id", ("device", "GPU"))]
+    if d["processes"]:
+        parts += [h("Per process"), _groups(d["processes"], "pid", ("pid", "process"))]
+    if d["kernels"]:
+        parts += [h(f"Kernels by GPU time ({len(d['kernels']):,}), with the evidence for each verdict"),
+                  _kernels(d["kernels"], limit)]
+    if d["disagreements"]:
+        parts += [h("Counters or compiled code disagree with the name rules"), _kernels(d["disagreements"], limit)]
+    health = d.get("extra", {}).get("health")
+    if health:
+        parts += [h("Training health"), _health(health)]
+    parts += [h("Sources"), _sources(d)]
+    return "".join(parts)
+
+
+def page(reports: list[tuple[str | None, dict]], limit: int = 15) -> str:
+    """One document for one or more reports in the JSON shape: (title or None, dict)."""
+    if len(reports) == 1:
+        title, d = reports[0]
+        body = f"<h1>{_t(title or 'nvprof-wrap report')}</h1>\n" + report_body(d, limit)
+        head_title = f"{title or 'nvprof-wrap report'} — {d['message']}"
+    else:
+        toc = "".join(f'<li><a href="#r{i}">{_t(t)}</a></li>' for i, (t, _) in enumerate(reports, 1))
+        body = f"<h1>nvprof-wrap reports</h1>\n<nav><ol>{toc}</ol></nav>\n" + "".join(
+            f'<section id="r{i}"><h2>{_t(t)}</h2>\n{report_body(d, limit, f"r{i}", 3)}</section>\n'
+            for i, (t, d) in enumerate(reports, 1))
+        head_title = "nvprof-wrap reports"
+    rules = reports[0][1].get("rules_version", "") if reports else ""
+    return _document(head_title, body, f"rules {rules} · schema {_rows.SCHEMA}")
+
+
+def _document(title: str, body: str, about: str = "") -> str:
+    return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{_t(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}</main>\n"
+            f"<footer>nvprof-wrap {_t(__version__)}{' · ' + _t(about) if about else ''} · a self-contained page: "
+            "no scripts, nothing loaded from the network.</footer>\n</body>\n</html>\n")
+
+
+def render_report(report, limit: int = 15, title: str | None = None, **_: object) -> str:
+    return page([(title, _rows.report(report))], limit)
+
+
+def render_reports(named: list[tuple[str, object]], limit: int = 15, **_: object) -> str:
+    """Several reports on one page (demo), each under its title."""
+    return page([(t, _rows.report(r)) for t, r in named], limit)
+
+
+def render_kernels(rows: list, limit: int | None = None, **_: object) -> str:
+    dicts = [_rows.kernel(k) for k in rows]
+    body = f"<h1>{_n(len(dicts))} kernels</h1>\n" + _kernels(dicts, limit or len(dicts) or 1)
+    return _document(f"nvprof-wrap: {len(dicts)} kernels", body)
+
+
+def render_classifications(items: list, **_: object) -> str:
+    rows = [[("name", _Raw(f"<code>{_t(c['name'])}</code>")),
+             _Raw(f'<span class="tc tc-{TC_MARK.get(c["tensor_core"], ("?", "unknown"))[1]}">'
+                  f'{TC_MARK.get(c["tensor_core"], ("?", "unknown"))[0]} {_t(c["tensor_core"])}</span>'),
+             c["precision"] or "-", c["family"], ("why", c["reason"]), c["rule"] or "-"]
+            for c in (_rows.classification(i) for i in items)]
+    body = "<h1>Kernel name verdicts</h1>\n" + _table(("kernel", "tensor core", "precision", "family", "reason",
+                                                       "rule"), rows, cls="kernels")
+    return _document("nvprof-wrap: kernel name verdicts", body)
