@@ -1,0 +1,145 @@
+"""Profiling from Python: ``with nvprof_wrap.profile() as p: train()``, then ``p.report``.
+
+The built-in CUPTI tracer runs in this process for the duration of the block (or, with ``steps``, for a window of
+the training steps marked by ``p.step()``), writes one capture into ``folder`` (a temporary folder unless given),
+and ``p.report`` is ``nvprof_wrap.analyze`` of it: the same Report as ``nvprof-wrap report`` prints.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from nvprof_wrap.errors import NvprofWrapError, ToolMissing
+
+
+class Profile:
+    """One profiling window of this process. Use as a context manager, or call ``start()``/``stop()``."""
+
+    def __init__(self, folder: str | Path | None = None, *, steps: tuple[int, int] | None = None,
+                 nvtx_steps: bool = True) -> None:
+        if steps is not None and not (0 <= steps[0] < steps[1]):
+            raise NvprofWrapError(f"steps must be (first, stop) with 0 <= first < stop, got {steps}")
+        self.folder = Path(folder) if folder is not None else None
+        self.steps = steps
+        self.nvtx_steps = nvtx_steps
+        self.step_count = 0
+        self.capture: Path | None = None
+        self._report = None
+        self._tmp: str | None = None
+        self._tracing = False
+        self._range_open = False
+
+    # -- the window ------------------------------------------------------------------------------------
+    def start(self) -> Profile:
+        if self.folder is None:
+            self._tmp = tempfile.mkdtemp(prefix="nvprof-wrap-profile-")
+            self.folder = Path(self._tmp)
+        if self.steps is None or self.steps[0] == 0:
+            self._begin()
+        self._push_step()
+        return self
+
+    def stop(self) -> Profile:
+        self._pop_step()
+        self._end()
+        return self
+
+    def step(self) -> None:
+        """Mark the end of a training step: the window opens at step ``steps[0]`` and closes at ``steps[1]``;
+        each step is an NVTX range 'step N', the convention ``--steps`` reads."""
+        self._pop_step()
+        self.step_count += 1
+        if self.steps is not None:
+            if self.step_count == self.steps[0] and not self._tracing and self.capture is None:
+                self._begin()
+            elif self.step_count >= self.steps[1] and self._tracing:
+                self._end()
+        self._push_step()
+
+    def __enter__(self) -> Profile:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- results ---------------------------------------------------------------------------------------
+    @property
+    def report(self):
+        """The report of the window (read once, then kept)."""
+        if self._report is None:
+            if self._tracing:
+                raise NvprofWrapError("the profiling window is still open: read p.report after the with block")
+            if self.capture is None:
+                raise NvprofWrapError("nothing was captured (the window never opened, or CUPTI wrote no file)")
+            from nvprof_wrap.pipeline import analyze
+
+            self._report = analyze(self.capture)
+        return self._report
+
+    def _repr_html_(self) -> str:
+        return self.report._repr_html_()
+
+    def cleanup(self) -> None:
+        """Remove the temporary folder (when no folder was given)."""
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    # -- internals ---------------------------------------------------------------------------------------
+    def _begin(self) -> None:
+        from nvprof_wrap.tracer import session
+
+        try:
+            session.begin(self.folder)
+        except session.TracingUnavailable as e:
+            raise ToolMissing(f"cannot profile this process: {e}") from None
+        self._tracing = True
+
+    def _end(self) -> None:
+        if not self._tracing:
+            return
+        from nvprof_wrap.tracer import session
+
+        self._tracing = False
+        self.capture = session.end()
+
+    def _push_step(self) -> None:
+        if self.nvtx_steps and self._tracing:
+            self._range_open = _nvtx("push", f"step {self.step_count}")
+
+    def _pop_step(self) -> None:
+        if self._range_open:
+            _nvtx("pop")
+            self._range_open = False
+
+
+def _nvtx(what: str, name: str = "") -> bool:
+    """An NVTX range through torch or the nvtx package when either is there; False when neither is."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.nvtx.range_push(name) if what == "push" else torch.cuda.nvtx.range_pop()
+            return True
+    except Exception:  # noqa: BLE001 - no torch, or no CUDA build: try the next
+        pass
+    try:
+        import nvtx
+
+        nvtx.push_range(name) if what == "push" else nvtx.pop_range()
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def profile(folder: str | Path | None = None, *, steps: tuple[int, int] | None = None) -> Profile:
+    """Profile a block of this process with the built-in CUPTI tracer (needs cupti-python and an NVIDIA GPU)::
+
+        with nvprof_wrap.profile() as p:
+            train()
+        print(p.report)            # the terminal report; p.report.to_dict() is `--format json`
+
+    ``steps=(10, 20)`` traces only steps 10..19 of a loop that calls ``p.step()`` after each step.
+    """
+    return Profile(folder, steps=steps)

@@ -1,0 +1,52 @@
+"""A Keras callback that profiles a window of training steps::
+
+    from nvprof_wrap.keras import ProfileSteps
+    cb = ProfileSteps(start=10, stop=20)           # batches 10..19 of the first epoch that reaches them
+    model.fit(x, y, callbacks=[cb])
+    print(cb.report)
+
+The built-in CUPTI tracer runs in this process for those batches only (skipping compilation and warm-up), each batch
+is an NVTX range 'step N', and ``cb.report`` is the same Report ``nvprof-wrap report`` prints. Needs Keras 3 (any
+backend that runs on an NVIDIA GPU: torch, jax, tensorflow) and cupti-python.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import keras
+
+from nvprof_wrap.api import Profile
+
+
+class ProfileSteps(keras.callbacks.Callback):
+    """Profile training batches ``start`` to ``stop - 1`` (counted over the whole fit, across epochs)."""
+
+    def __init__(self, start: int = 10, stop: int = 20, folder: str | Path | None = None) -> None:
+        super().__init__()
+        if not 0 <= start < stop:
+            raise ValueError(f"ProfileSteps needs 0 <= start < stop, got start={start}, stop={stop}")
+        self.start, self.stop = start, stop
+        self.profile = Profile(folder, steps=(start, stop))
+        self.seen = 0
+        self._started = False
+
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        if not self._started:
+            self._started = True
+            self.profile.start()
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        self.seen += 1
+        self.profile.step()
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        if self._started:
+            self.profile.stop()
+
+    @property
+    def report(self):
+        return self.profile.report
+
+    @property
+    def capture(self) -> Path | None:
+        return self.profile.capture

@@ -1,0 +1,54 @@
+"""The one pipeline: paths → read → run store → evidence → report → hints → training health.
+
+``analyze(*paths, **options) -> Report`` is what every command and the Python API call; nothing else composes these
+stages.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from nvprof_wrap import report as report_mod
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.ingest import attach_static, ingest
+from nvprof_wrap.store import Store
+
+
+def analyze(*paths: str | Path, store: Store | str | Path | None = None,
+            triton_cache: Iterable[Path] | None = None, health: bool = True,
+            progress: Callable[[Path], None] | None = None) -> report_mod.Report:
+    """The report of captures, run folders or folders of captures (read as one run).
+
+    store: a run store (a path, or an open Store) to keep the aggregates in; in memory when None.
+    triton_cache: folders of compiled Triton kernels for kernels the names leave unknown (default: the usual cache).
+    health: add the training health of a run folder (its metrics.jsonl or Keras log lines).
+    """
+    if not paths:
+        raise BadInput(None, "analyze() needs at least one capture or run folder")
+    folders = [Path(p) for p in paths]
+    own = not isinstance(store, Store)
+    st = Store(Path(store)) if isinstance(store, (str, Path)) else (store or Store())
+    try:
+        skipped = ingest(st, folders, progress)
+        attach_static(st, list(triton_cache) if triton_cache is not None else None)
+        rep = report_mod.build(st, skipped)
+    finally:
+        if own:
+            st.close()
+    if health:
+        rep = report_mod.with_health(rep, _health(folders))
+    return rep
+
+
+def _health(paths: list[Path]):
+    """Training health of the one run folder among ``paths`` (None when there is no such folder or no metrics)."""
+    from nvprof_wrap.analysis.health import health_from_run
+
+    folders = [p for p in paths if p.is_dir() and (p / "manifest.json").is_file()]
+    if len(folders) != 1:
+        return None
+    folder = folders[0]
+    log = "".join((folder / f).read_text(errors="replace") for f in ("stdout.log", "stderr.log")
+                  if (folder / f).is_file())
+    h = health_from_run(folder / "metrics.jsonl", log)
+    return h if h.epochs else None

@@ -1,0 +1,53 @@
+"""Tracing a window of this very process (``nvprof_wrap.profile``, the notebook magic, the Keras callback).
+
+``begin(folder)`` starts the CUPTI tracer of ``cupti_trace`` in this process, writing into ``folder``; ``end()``
+finishes its capture file and returns its path. Unlike ``cupti_trace.start()``, which runs inside a job wrapped by
+``nvprof-wrap run`` and must only ever print one line, these are called by the user's own code, so they raise
+``TracingUnavailable`` with the reason when tracing cannot start. One window at a time; windows may follow each other
+in one process (each gets its own capture file).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nvprof_wrap.tracer import cupti_trace as ct
+
+
+class TracingUnavailable(RuntimeError):
+    """This process cannot be traced now; the message says why."""
+
+
+def active() -> bool:
+    return ct._STATE is not None
+
+
+def begin(folder: Path) -> None:
+    if ct._STATE is not None:
+        if os.environ.get(ct.ENV_DIR):
+            raise TracingUnavailable("this process is already traced as a whole (nvprof-wrap run --backend cupti): "
+                                     "its run report covers this code")
+        raise TracingUnavailable("a profiling window is already open in this process")
+    other = os.environ.get("CUDA_INJECTION64_PATH")
+    if other:
+        raise TracingUnavailable(f"another profiler is attached to this process (CUDA_INJECTION64_PATH={other})")
+    if ct._import_cupti() is None:
+        raise TracingUnavailable("cupti-python is not usable here (pip install cupti-python, on a machine with an "
+                                 "NVIDIA driver)")
+    folder.mkdir(parents=True, exist_ok=True)
+    ct._start(str(folder.resolve()))
+    if ct._STATE is None:
+        raise TracingUnavailable("CUPTI could not be started (the nvprof-wrap: line above says why)")
+
+
+def end() -> Path | None:
+    """Finish the open window's capture; its path (None when no window was open or nothing could be written)."""
+    tracer = ct._STATE
+    if tracer is None:
+        return None
+    try:
+        tracer.finalize("profile window end")
+    finally:
+        ct._STATE = None
+    path = Path(tracer.writer.final_path) if tracer.writer.final_path else None
+    return path if path is not None and path.is_file() else None
