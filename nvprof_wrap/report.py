@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from nvprof_wrap.analysis.hints import hints
 from nvprof_wrap.classify import RULES_VERSION
+from nvprof_wrap.errors import BadInput
 from nvprof_wrap.names import shorten
 from nvprof_wrap.store import Store
 
@@ -238,6 +239,9 @@ def _mix(kernels: tuple[KernelRow, ...], total: int) -> str:
 
 
 def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
+    damage = store.damage()
+    if damage:
+        raise BadInput(store.path, damage)
     store.classify_pending()
     store.db.execute(_VERDICTS_VIEW.format(version=RULES_VERSION.replace("'", "''")))
     total = store.rows(f"SELECT COALESCE(SUM(total_ns), 0) AS t FROM {_TIMED}")[0]["t"]
