@@ -49,14 +49,14 @@ def _gzip_stream(path: Path, pieces) -> None:
         f.write(comp.flush())
 
 
-def make(folder: Path) -> None:
+def make(folder: Path, whitespace_mb: int = 3000) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     # 1. nested arrays: ~300,000 levels in 318 bytes of gzip
     _gzip_stream(folder / "nested.json.gz", [(b'{"traceEvents": [', 1), (b"[" * 100_000, 3)])
     # 2. whitespace: 3 GB of spaces after a complete trace, ~3 MB of gzip
     _gzip_stream(folder / "whitespace.json.gz",
                  [(b'{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 2}]', 1),
-                  (b" " * (1 << 20), 3000), (b"}", 1)])
+                  (b" " * (1 << 20), whitespace_mb), (b"}", 1)])
     # 3. one 128 MB kernel name (gzip: ~130 KB)
     _gzip_stream(folder / "longname.json.gz", [(b'{"traceEvents": [{"cat": "kernel", "ts": 1, "dur": 2, "name": "', 1),
                                                (b"A" * (1 << 20), 128), (b'"}]}', 1)])

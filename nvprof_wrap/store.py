@@ -134,7 +134,8 @@ class Store:
                 self._create_schema()
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
 
     def _create_schema(self) -> None:
@@ -210,7 +211,8 @@ class Store:
                 yield
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+                    conn.execute("ROLLBACK")
                 raise
 
     @contextlib.contextmanager
@@ -309,6 +311,8 @@ def _ownership(path: Path) -> str:
     if len(header) == 100 and int.from_bytes(header[68:72], "big") == APPLICATION_ID:
         return "ours" if _readable(path) else "damaged"
     tables = _tables_read_only(path)
+    if tables == set():
+        return "new"  # an SQLite file with nothing in it (a store whose creation was interrupted): nothing to lose
     if tables is not None and "meta" in tables and {"captures", "kernels"} <= tables <= _LEGACY:
         return "ours"  # written before the marker
     what = f"its tables: {', '.join(sorted(tables)[:4])}{', …' if len(tables) > 4 else ''}" if tables else \

@@ -109,11 +109,15 @@ def validate(capture: Capture) -> Capture:
             clean, kernels=tuple(_no_negative(k) for k in clean.kernels),
             memops=tuple(_no_negative(m) for m in clean.memops))
     kept = sorted({k.name for k in clean.kernels} & demangle.over_budget)
-    notes = clean.notes + \
-        ((f"{_cut:,} name(s) longer than {MAX_NAME_CHARS:,} characters were cut there",) if _cut else ()) + \
-        ((f"{len(kept):,} kernel name(s) left mangled: demangling them went past its budget (time, memory or "
-          f"{MAX_NAME_CHARS:,} characters), e.g. {kept[0][:60]}…"),) * bool(kept) + \
-        ((f"{negative:,} aggregate(s) with a negative time: counted without their time",) if negative else ())
+    notes = list(clean.notes)
+    if _cut:
+        notes.append(f"{_cut:,} name(s) longer than {MAX_NAME_CHARS:,} characters were cut there")
+    if kept:
+        notes.append(f"{len(kept):,} kernel name(s) left mangled: demangling them went past its budget (time, "
+                     f"memory or {MAX_NAME_CHARS:,} characters), e.g. {kept[0][:60]}…")
+    if negative:
+        notes.append(f"{negative:,} aggregate(s) with a negative time: counted without their time")
+    notes = tuple(notes)
     return dataclasses.replace(clean, notes=notes) if notes != clean.notes else clean
 
 

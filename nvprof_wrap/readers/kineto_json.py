@@ -34,12 +34,13 @@ _NO_MIN = 1 << 63
 
 
 def _ns(us: object) -> int | None:
-    """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number."""
+    """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number or not
+    a time SQLite can hold (beyond ±2^62 ns, 146 years: start + duration must still fit)."""
     try:
         ns = float(us) * 1000  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    return int(ns) if ns - ns == 0 else None  # inf - inf and nan - nan are nan
+    return int(ns) if abs(ns) < 2**62 else None  # also False for nan
 
 
 def _direction(name: str) -> str:
