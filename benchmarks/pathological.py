@@ -112,8 +112,9 @@ print(json.dumps({{"wall_s": round(wall, 2), "peak_rss_mb": round(resource.getru
                   "stdout_bytes": len(out)}}))
 """
     env = dict(os.environ, PYTHONPATH=str(repo), NO_COLOR="1")
+    # cwd: `python -m` puts the current folder first on sys.path, before PYTHONPATH
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False,
-                          timeout=timeout + 60)
+                          timeout=timeout + 60, cwd=repo)
     return json.loads(proc.stdout)
 
 

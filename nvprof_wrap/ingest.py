@@ -19,6 +19,7 @@ Progress = Callable[[Path], None]
 
 # Reading in parallel pays once captures are big: a process per capture costs ~0.3 s to start.
 PARALLEL_MIN_BYTES = 64 << 20
+MAX_MANIFEST_BYTES = 64 << 20  # a run's manifest lists its processes: a few KB, a few MB for thousands of ranks
 
 
 def _pending(store: Store, paths: list[Path], skipped: list,
@@ -124,9 +125,12 @@ def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.s
 
 
 def _ranks_from_manifest(store: Store, folder: Path) -> None:
+    manifest = folder / "manifest.json"
     try:
-        procs = json.loads((folder / "manifest.json").read_text()).get("processes", [])
-    except (OSError, ValueError, AttributeError):  # none (NotADirectoryError for a file), unreadable, not ours
+        if manifest.stat().st_size > MAX_MANIFEST_BYTES:  # not one that `run` wrote
+            return
+        procs = json.loads(manifest.read_text()).get("processes", [])
+    except (OSError, ValueError, AttributeError, RecursionError):  # none, unreadable, not ours
         return
     if not isinstance(procs, list):
         return

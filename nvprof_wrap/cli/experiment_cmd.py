@@ -88,8 +88,11 @@ def run(args: argparse.Namespace) -> int:
             mf = base / precision / "manifest.json"
             if not mf.is_file():
                 raise BadInput(mf, "no run of this precision in the experiment folder")
-            manifest = json.loads(mf.read_text())
-            if manifest.get("exit_code") is None:
+            try:
+                manifest = json.loads(mf.read_text())
+            except (OSError, ValueError, RecursionError) as e:
+                raise BadInput(mf, f"unreadable run manifest ({type(e).__name__})") from None
+            if not isinstance(manifest, dict) or manifest.get("exit_code") is None:
                 raise BadInput(mf, "this run never ended (its wrapper was killed?): run the experiment again")
             rows.append(_row(precision, base / precision, manifest, stem))
     else:

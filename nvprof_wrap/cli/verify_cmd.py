@@ -50,7 +50,9 @@ def earlier_run(cmd: list[str], runs: Path) -> Path | None:
     for m in runs.glob("*/manifest.json"):
         try:
             data = json.loads(m.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
+            continue
+        if not isinstance(data, dict):
             continue
         if data.get("command") == cmd and (m.parent / "run.sqlite").is_file():
             found.append((data.get("started", 0), m.parent))
