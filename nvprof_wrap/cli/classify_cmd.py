@@ -26,6 +26,11 @@ def _read_names(path: Path) -> list[str]:
     import io
     import sys
 
+    from nvprof_wrap.readers import not_a_file
+
+    why = None if str(path) == "-" else not_a_file(path)
+    if why:  # /dev/zero, a FIFO: never read (a line would never end)
+        raise BadInput(path, "no such file" if why == "broken link" else why)
     try:
         with (io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace") if str(path) == "-" else
               open(path, encoding="utf-8", errors="replace")) as f:

@@ -2,9 +2,9 @@
 
 ijson builds a prefix string per nesting level for every event, so 300,000 nested arrays (345 bytes of gzip)
 cost it tens of gigabytes; and one string spanning many reads costs it time quadratic in the string's length.
-``open_json`` hands the parser the file through a filter that tracks, at C speed per 64 KiB chunk (regular
-expressions and ``bytes.translate``, no Python per byte): whether the stream is inside a string, the nesting
-depth, and the length of the current string. Nesting past ``MAX_JSON_DEPTH`` is refused (BadInput); a string
+``open_json`` hands the parser the file through a filter that tracks, at C speed per 64 KiB chunk
+(``bytes.translate`` and ``replace``, no Python per byte or per string): whether the stream is inside a string,
+the nesting depth, and the length of the current string. Nesting past ``MAX_JSON_DEPTH`` is refused (BadInput); a string
 past ``MAX_JSON_STRING_BYTES`` is cut in the stream (the rest of it never reaches the parser) and counted, so
 the reader can say so in the capture's notes. gzip is decompressed as a stream, never whole; the last 256 KiB
 of the stream are kept for keys written after the events (``tail``).
@@ -24,7 +24,6 @@ from nvprof_wrap.limits import MAX_JSON_DEPTH, MAX_JSON_STRING_BYTES
 CHUNK = 1 << 16
 TAIL = 256 << 10
 _QUOTED = re.compile(rb'"[^"]*"')
-_COMPLETE_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 # A string's content as complete units: plain bytes, a surrogate pair of \u escapes, another \u escape, or a
 # two-byte escape; cutting between units never leaves a broken escape (possessive: no backtracking).
 _UNITS = re.compile(rb"(?:[^\"\\]++|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
@@ -143,26 +142,22 @@ class BoundedJSON:
     def _structure(self, buf: bytes, pos: int, end: int, out: list[bytes]) -> int:
         """Outside strings: check the nesting up to the first string left open by the chunk's end."""
         rest = buf[pos:end]
-        if b"\\" not in rest:  # the common case, without one regex match per string
-            # Only quotes and brackets matter. Removing two adjacent quotes (an empty string, or the gap between
-            # two strings with no bracket in it) changes no bracket's inside/outside; what is left are the
-            # strings that hold brackets (few: "{lambda()#1}"), removed with their brackets.
-            special = rest.translate(None, _NOT_SPECIAL).replace(b'""', b"")
-            if b'"' in special:
-                special = _QUOTED.sub(b"", special)
-            quote = special.find(b'"')  # parity: a quote left means a string left open, at the last quote
-            self._nesting(special if quote < 0 else special[:quote])
-            if quote < 0:
-                out.append(rest)
-                return end
-            return self._open_string(buf, pos, pos + rest.rindex(b'"'), out)
-        stripped = _COMPLETE_STRING.sub(b"", rest)  # a string left open keeps its quote: nothing after it matches
-        quote = stripped.find(b'"')
-        self._nesting(stripped if quote < 0 else stripped[:quote])
+        # Escaped backslashes and quotes masked, length kept: every quote left delimits a string, at its place.
+        # (A regular expression that skips whole strings tried again at every quote of a string left open by the
+        # chunk's end: quadratic in a string of escaped quotes.)
+        masked = rest.replace(b"\\\\", b"\0\0").replace(b'\\"', b"\0\0") if b"\\" in rest else rest
+        # Only quotes and brackets matter. Removing two adjacent quotes (an empty string, or the gap between two
+        # strings with no bracket in it) changes no bracket's inside/outside; what is left are the strings that
+        # hold brackets (few: "{lambda()#1}"), removed with their brackets.
+        special = masked.translate(None, _NOT_SPECIAL).replace(b'""', b"")
+        if b'"' in special:
+            special = _QUOTED.sub(b"", special)
+        quote = special.find(b'"')  # parity: a quote left means a string left open, at the last quote
+        self._nesting(special if quote < 0 else special[:quote])
         if quote < 0:
             out.append(rest)
             return end
-        return self._open_string(buf, pos, end - (len(stripped) - quote), out)
+        return self._open_string(buf, pos, pos + masked.rindex(b'"'), out)
 
     def _open_string(self, buf: bytes, pos: int, opening: int, out: list[bytes]) -> int:
         out.append(buf[pos:opening + 1])
