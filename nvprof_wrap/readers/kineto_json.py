@@ -31,6 +31,8 @@ HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
 GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 _BATCH = 20000
 _NO_MIN = 1 << 63
+_NUMBER = (int, float)
+_MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
 
 
 def _ns(us: object) -> int | None:
@@ -74,9 +76,11 @@ class _Agg:
         args = ev.get("args") or {}
         dev = args.get("device", ev.get("pid")) if isinstance(args, dict) else ev.get("pid")
         dev = dev if isinstance(dev, int) else None
-        start, name = _ns(ev.get("ts")), str(ev.get("name", ""))
+        # Numbers in range take the short way (this runs once per GPU event); anything else is checked and counted.
+        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
+        start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         if cat in KERNEL_CATS:
-            dur = self.kernel_time.ns(_ns(ev.get("dur")))
+            dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
             s = self.kernels.get((dev, name))
             if s is None:
                 s = self.kernels[(dev, name)] = [0, 0, _NO_MIN, -1, 0]
@@ -87,7 +91,7 @@ class _Agg:
                 s[3] = max(s[3], dur)
         else:
             memcpy = cat in MEMCPY_CATS
-            dur = self.mem_time.ns(_ns(ev.get("dur")))
+            dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
             key = (dev, "memcpy" if memcpy else "memset", _direction(name) if memcpy else "")
             nbytes = args.get("bytes", 0) if isinstance(args, dict) else 0
             s = self.mem.get(key)
