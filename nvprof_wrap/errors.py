@@ -26,6 +26,11 @@ class BadInput(NvprofWrapError):
         return (type(self), (self.path, self.why))
 
 
+class CannotWrite(BadInput):
+    """A file nvprof-wrap must write cannot be written: disk full, read-only, locked by another process
+    (exit code 2). Never a reason to call the file damaged."""
+
+
 class ToolMissing(NvprofWrapError):
     """A profiler or helper program that the requested action needs is not installed (exit code 2)."""
 

@@ -19,22 +19,45 @@ Progress = Callable[[Path], None]
 
 # Reading in parallel pays once captures are big: a process per capture costs ~0.3 s to start.
 PARALLEL_MIN_BYTES = 64 << 20
+MAX_MANIFEST_BYTES = 64 << 20  # a run's manifest lists its processes: a few KB, a few MB for thousands of ranks
 
 
-def _pending(store: Store, paths: list[Path], skipped: list) -> list[tuple[Path, bool, str, os.stat_result]]:
-    """(path, explicit, identity, stat) of every capture not in the store yet."""
+def _pending(store: Store, paths: list[Path], skipped: list,
+             present: set[str]) -> list[tuple[Path, bool, str, os.stat_result]]:
+    """(path, explicit, identity, stat) of every capture not in the store yet; ``present`` gets the identity of
+    every capture found. A file is hashed only when it looks like a capture (its first bytes) and the store does
+    not know it unchanged (path, size, mtime, inode)."""
     todo = []
-    for path, explicit in readers.expand(paths):
-        if explicit and not path.exists():
-            raise BadInput(path, "no such file or directory")
+    for path, explicit in readers.expand(paths, skipped):
         try:
             st = path.stat()
-            identity = file_identity(path, st.st_size)
+        except FileNotFoundError:
+            if explicit:
+                raise BadInput(path, "no such file or directory") from None
+            skipped.append((str(path), "vanished while reading the folder"))
+            continue
         except OSError as e:
             if explicit:
                 raise BadInput(path, f"cannot read ({e.strerror})") from None
-            skipped.append((str(path), e.strerror or "cannot read"))
+            skipped.append((str(path), f"cannot read ({e.strerror})"))
             continue
+        file = str(path.resolve())
+        identity = store.known_identity(file, st)
+        if identity is None:
+            try:
+                readers.detect(path)
+                identity = file_identity(path)
+            except BadInput as e:
+                if explicit:
+                    raise BadInput(path, e.why) from None
+                skipped.append((str(path), e.why))
+                continue
+            except OSError as e:
+                if explicit:
+                    raise BadInput(path, f"cannot read ({e.strerror})") from None
+                skipped.append((str(path), f"cannot read ({e.strerror})"))
+                continue
+        present.add(identity)
         if not store.has(identity):
             todo.append((path, explicit, identity, st))
     return todo
@@ -58,7 +81,8 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None,
     written from this process only.
     """
     skipped: list[tuple[str, str]] = []
-    todo = _pending(store, paths, skipped)
+    present: set[str] = set()
+    todo = _pending(store, paths, skipped, present)
     workers = workers or min(len(todo), _fork.cores())
     results = None
     if workers > 1 and sum(t[3].st_size for t in todo) >= PARALLEL_MIN_BYTES:
@@ -69,7 +93,7 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None,
         try:
             # Each capture already has its own process here: its reader does not fork workers of its own.
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
-                                     initializer=_fork.stay_in_process) as pool:
+                                     initializer=_fork.pool_worker, initargs=(os.getpid(),)) as pool:
                 results = list(pool.map(_read, [t[0] for t in todo]))
         except BrokenProcessPool:
             results = None  # a worker died (e.g. out of memory): read them here, one by one
@@ -81,6 +105,8 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None,
             if progress:
                 progress(path)
             _store_one(store, path, explicit, identity, st, _read(path), skipped, None)
+    if store.mirror is not None and [p.resolve() for p in paths] == [store.mirror.resolve()]:
+        store.forget_except(present)  # the run folder's store holds exactly its captures: none overwritten since
     for p in paths:
         _ranks_from_manifest(store, p)
     return tuple(skipped)
@@ -95,16 +121,18 @@ def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.s
             raise result
         skipped.append((str(path), getattr(result, "why", str(result))))
         return
-    store.ingest(result, identity, st.st_size, st.st_mtime_ns)
+    store.ingest(result, identity, st, str(path.resolve()))
 
 
 def _ranks_from_manifest(store: Store, folder: Path) -> None:
     manifest = folder / "manifest.json"
-    if not manifest.is_file():
-        return
     try:
+        if manifest.stat().st_size > MAX_MANIFEST_BYTES:  # not one that `run` wrote
+            return
         procs = json.loads(manifest.read_text()).get("processes", [])
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # none, unreadable, not ours
+        return
+    if not isinstance(procs, list):
         return
     ranks = {p["pid"]: p["rank"] for p in procs if isinstance(p, dict) and p.get("rank") is not None}
     if ranks:

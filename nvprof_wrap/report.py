@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from nvprof_wrap.analysis.hints import hints
 from nvprof_wrap.classify import RULES_VERSION, classify
 from nvprof_wrap.classify.rank import decide, gpu_facts
+from nvprof_wrap.errors import BadInput
 from nvprof_wrap.names import shorten
 from nvprof_wrap.store import Store
 
@@ -295,6 +296,9 @@ def _classification(row: dict):
 
 
 def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
+    damage = store.damage()
+    if damage:
+        raise BadInput(store.path, damage)
     _verdicts(store)
     total = store.rows(f"SELECT COALESCE(SUM(total_ns), 0) AS t FROM {_TIMED}")[0]["t"]
     kernels = _kernels(store, total)

@@ -5,17 +5,21 @@ This is the only module that imports sqlite_utils. Schema: docs/store-schema.md.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import asdict, astuple, fields
 from pathlib import Path
 
 from nvprof_wrap.classify import RULES_VERSION, classify_many
-from nvprof_wrap.errors import BadInput
+from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.model import Capture
 
 
@@ -37,13 +41,15 @@ def _import_sqlite_utils():
 
 sqlite_utils = _import_sqlite_utils()
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Bumped whenever a reader changes what it extracts: a store written by another version is rebuilt from
 # its captures rather than mixed with rows the current readers would not produce.
-DATA_VERSION = "2026.11.30-13a"
+DATA_VERSION = "2026.11.30-15"
+# The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
+APPLICATION_ID = 0x6E767772
 _TABLES = {
-    "captures": {"id": int, "identity": str, "path": str, "format": str, "size": int, "mtime_ns": int, "partial": int,
-                 "notes": str, "ingested_at": float},
+    "captures": {"id": int, "identity": str, "path": str, "file": str, "format": str, "size": int, "mtime_ns": int,
+                 "ino": int, "partial": int, "notes": str, "ingested_at": float},
     "processes": {"capture_id": int, "pid": int, "name": str, "rank": int, "host": str},
     "devices": {"capture_id": int, "device_id": int, "name": str, "cc_major": int, "cc_minor": int, "sm_count": int},
     "kernels": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,
@@ -58,57 +64,96 @@ _TABLES = {
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
 }
+_KEYS = {"captures": ("id",), "classifications": ("name", "rules_version"), "static_evidence": ("name",)}
+_INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
+            "CREATE INDEX idx_captures_file ON captures(file)", "CREATE INDEX idx_kernels_name ON kernels(name)")
+_SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
 _CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops")
+_LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
+BUSY_TIMEOUT_S = 60
 
 
 class Store:
-    """A run store on disk, or in memory for a one-off report."""
+    """A run store on disk, or in memory for a one-off report.
 
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path
+    A file is opened only when it is a store: it carries the marker, or is a store from before the marker (its
+    tables and meta), or is new (missing or empty). Anything else, an Nsight Systems capture passed as --store
+    say, is refused untouched. A store whose pages are damaged is renamed aside and rebuilt from the captures (it
+    holds only what they hold); a locked, read-only or full one is reported as such."""
+
+    def __init__(self, path: Path | None = None, mirror: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self.mirror = mirror  # the run folder whose captures this store holds, exactly (ingest prunes the rest)
         self.rebuilt_from: Path | None = None
+        if self.path is None:
+            self.db = sqlite_utils.Database(sqlite3.connect(":memory:"))
+            self._prepare()
+            return
+        if _ownership(self.path) == "damaged":
+            self._set_aside()
         try:
             self._open()
         except sqlite3.DatabaseError as e:
-            if path is None or not Path(path).is_file():
-                raise BadInput(path, f"not a usable nvprof-wrap run store ({e})") from None
-            # The store only holds what the captures hold: move the damaged file aside (nothing is deleted)
-            # and rebuild from the captures.
-            aside = Path(f"{path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-            Path(path).replace(aside)
-            for suffix in ("-wal", "-shm", "-journal"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
-            self.rebuilt_from = aside
-            self._open()
+            if _code(e) not in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
+                raise store_error(self.path, e) from None
+            self.db.conn.close()
+            self._set_aside()
+            try:
+                self._open()
+            except sqlite3.DatabaseError as e2:
+                raise store_error(self.path, e2) from None
 
     def _open(self) -> None:
-        conn = sqlite3.connect(str(self.path) if self.path else ":memory:", timeout=60)
-        self.db = sqlite_utils.Database(conn)
-        self._create()
+        self.db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S))
+        self.db.execute("PRAGMA journal_mode=WAL")  # concurrent ingests and readers of one run store
+        self._prepare()
 
-    def _create(self) -> None:
-        if self.path:
-            self.db.execute("PRAGMA journal_mode=WAL")  # concurrent ingests and readers of one run store
-        if "meta" in self.db.table_names():
-            row = self.db.execute("SELECT value FROM meta WHERE key = 'data_version'").fetchone()
-            if row is None or row[0] != DATA_VERSION:
-                with self.db.conn:
-                    for name in self.db.table_names():
-                        self.db.execute(f"DROP TABLE [{name}]")
-        elif self.db.table_names():  # tables but no meta: a store from before versioning
-            with self.db.conn:
-                for name in self.db.table_names():
-                    self.db.execute(f"DROP TABLE [{name}]")
-        if "meta" not in self.db.table_names():
-            self.db["meta"].insert_all([{"key": "data_version", "value": DATA_VERSION},
-                                        {"key": "schema_version", "value": str(SCHEMA_VERSION)}], pk="key")
+    def _set_aside(self) -> None:
+        """The store only holds what the captures hold: move the damaged file aside (nothing is deleted)."""
+        aside = Path(f"{self.path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        try:
+            self.path.replace(aside)
+            for suffix in ("-wal", "-shm", "-journal"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        except OSError as e:
+            raise CannotWrite(self.path, f"damaged run store, and it cannot be set aside ({e.strerror})") from None
+        self.rebuilt_from = aside
+
+    def _prepare(self) -> None:
+        """Create the schema, or rebuild it for another data version: one transaction, so that concurrent
+        first-time opens wait for each other (busy timeout) and never see half a schema."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            version = conn.execute("SELECT value FROM meta WHERE key = 'data_version'").fetchone() \
+                if "meta" in names else None
+            if version is None or version[0] != DATA_VERSION:
+                for name in names & _LEGACY:  # ours only (_ownership checked the file)
+                    conn.execute(f"DROP TABLE [{name}]")
+                self._create_schema()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _create_schema(self) -> None:
+        conn = self.db.conn
         for name, cols in _TABLES.items():
-            if name not in self.db.table_names():
-                pk = {"captures": "id", "classifications": ("name", "rules_version"), "static_evidence": "name"}.get(name)
-                self.db[name].create(cols, pk=pk, if_not_exists=True)
-        self.db["captures"].create_index(["identity"], unique=True, if_not_exists=True)
-        self.db["kernels"].create_index(["name"], if_not_exists=True)
-        self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            defs = [f"[{c}] {_SQL_TYPE[t]}" + (" PRIMARY KEY" if _KEYS.get(name) == (c,) and c == "id" else "")
+                    for c, t in cols.items()]
+            key = _KEYS.get(name)
+            if key and key != ("id",):
+                defs.append(f"PRIMARY KEY ({', '.join(f'[{k}]' for k in key)})")
+            conn.execute(f"CREATE TABLE [{name}] ({', '.join(defs)})")
+        for sql in _INDEXES:
+            conn.execute(sql)
+        conn.execute("CREATE TABLE [meta] ([key] TEXT PRIMARY KEY, [value] TEXT)")
+        conn.executemany("INSERT INTO meta VALUES (?, ?)", [("data_version", DATA_VERSION),
+                                                            ("schema_version", str(SCHEMA_VERSION))])
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
         self.db.conn.close()
@@ -117,31 +162,75 @@ class Store:
     def has(self, identity: str) -> bool:
         return self.db.execute("SELECT 1 FROM captures WHERE identity=?", [identity]).fetchone() is not None
 
-    def ingest(self, capture: Capture, identity: str, size: int, mtime_ns: int) -> int | None:
+    def known_identity(self, file: str, st: os.stat_result) -> str | None:
+        """The identity of a file ingested before and unchanged since (same path, size, mtime and inode): its
+        content need not be hashed again."""
+        row = self.db.execute("SELECT identity FROM captures WHERE file = ? AND size = ? AND mtime_ns = ? AND ino = ?",
+                              [file, st.st_size, st.st_mtime_ns, st.st_ino]).fetchone()
+        return row[0] if row else None
+
+    def forget_except(self, identities: set[str]) -> int:
+        """Remove every capture whose identity is not in ``identities`` (files overwritten or removed since
+        they were ingested); returns how many."""
+        gone = [r[0] for r in self.db.execute("SELECT id, identity FROM captures") if r[1] not in identities]
+        if gone:
+            with self._writing():
+                marks = ",".join("?" * len(gone))
+                for table in _CHILDREN:
+                    self.db.conn.execute(f"DELETE FROM {table} WHERE capture_id IN ({marks})", gone)
+                self.db.conn.execute(f"DELETE FROM captures WHERE id IN ({marks})", gone)
+        return len(gone)
+
+    def ingest(self, capture: Capture, identity: str, st: os.stat_result, file: str) -> int | None:
         """Add one capture atomically; None when a file with this content identity is already in (also when
         the run folder was moved or copied since: the identity does not depend on the path).
 
         Plain executemany inside one explicit IMMEDIATE transaction: sqlite-utils' insert_all commits on its
         own, which would let a killed ingest leave half a capture behind (tests/test_reliability.py)."""
         conn = self.db.conn
-        conn.execute("BEGIN IMMEDIATE")  # take the write lock first: concurrent ingests queue here
-        try:
+        with self._writing():
             if self.has(identity):
-                conn.execute("ROLLBACK")
                 return None
             cur = conn.execute(
-                "INSERT INTO captures (identity, path, format, size, mtime_ns, partial, notes, ingested_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (identity, capture.path, capture.format, size, mtime_ns, int(capture.partial),
-                 json.dumps(list(capture.notes)), time.time()))
+                "INSERT INTO captures (identity, path, file, format, size, mtime_ns, ino, partial, notes, ingested_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (identity, capture.path, file, capture.format, st.st_size, st.st_mtime_ns, st.st_ino,
+                 int(capture.partial), json.dumps(list(capture.notes)), time.time()))
             cid = cur.lastrowid
             for table in _CHILDREN:  # each child table is named after its Capture field
                 self._insert(table, cid, getattr(capture, table))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         return cid
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """One IMMEDIATE transaction (the write lock first: concurrent writers queue here)."""
+        conn = self.db.conn
+        with self._errors():
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+                    conn.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
+    def _errors(self):
+        """SQLite's errors as what they are: disk full, locked, read-only (store_error)."""
+        try:
+            yield
+        except sqlite3.OperationalError as e:
+            raise store_error(self.path, e) from None
+
+    def damage(self) -> str | None:
+        """What makes the rows unusable for a report (a store edited or damaged by hand), or None."""
+        n = self.db.execute("SELECT COUNT(*) FROM kernels WHERE launches IS NULL OR name IS NULL").fetchone()[0]
+        m = self.db.execute("SELECT COUNT(*) FROM memops WHERE count IS NULL OR total_ns IS NULL").fetchone()[0]
+        if n or m:
+            return (f"damaged run store: {n:,} kernel row(s) and {m:,} memory-operation row(s) without a count or "
+                    "time; delete it to rebuild it from the captures")
+        return None
 
     def _insert(self, table: str, cid: int, rows) -> None:
         if not rows:
@@ -152,13 +241,13 @@ class Store:
 
     def set_ranks(self, ranks: dict[int, int]) -> None:
         """Label processes with the distributed rank their launcher gave them (from a run manifest)."""
-        with self.db.conn:
+        with self._errors(), self.db.conn:
             self.db.conn.executemany("UPDATE processes SET rank = ? WHERE pid = ? AND rank IS NULL",
                                      [(r, pid) for pid, r in ranks.items()])
 
     def add_static(self, verdicts: Iterable) -> None:
         """Compiled-code evidence (nvprof_wrap.static_evidence), one row per kernel name."""
-        with self.db.conn:
+        with self._errors(), self.db.conn:
             self.db["static_evidence"].upsert_all((asdict(v) for v in verdicts), pk="name")
 
     def unknown_names(self) -> set[str]:
@@ -171,7 +260,7 @@ class Store:
         names = [r[0] for r in self.db.execute(
             "SELECT DISTINCT name FROM kernels EXCEPT SELECT name FROM classifications WHERE rules_version=?",
             [RULES_VERSION])]
-        with self.db.conn:
+        with self._errors(), self.db.conn:
             self.db["classifications"].insert_all(
                 ({**_without(asdict(c), "evidence"), "rules_version": RULES_VERSION} for c in classify_many(names)),
                 ignore=True, batch_size=500)
@@ -189,13 +278,93 @@ def _without(d: dict, key: str) -> dict:
     return d
 
 
-def file_identity(path: Path, size: int, chunk: int = 1 << 20) -> str:
-    """A content fingerprint: size plus a hash of the first and last MiB. Cheap for huge captures, and the
-    same for a capture wherever its run folder is moved or copied."""
-    h = hashlib.sha256(str(size).encode())
+def file_identity(path: Path, chunk: int = 1 << 20) -> str:
+    """A content fingerprint: SHA-256 of the whole file, streamed (a partial hash can take a different file for
+    the same one). The same for a capture wherever its run folder is moved or copied; the store remembers it per
+    (path, size, mtime, inode), so an unchanged file is hashed once."""
+    h = hashlib.sha256()
     with open(path, "rb") as f:
-        h.update(f.read(chunk))
-        if size > 2 * chunk:
-            f.seek(-chunk, 2)
-            h.update(f.read(chunk))
+        while block := f.read(chunk):
+            h.update(block)
     return h.hexdigest()[:32]
+
+
+def _ownership(path: Path) -> str:
+    """'new', 'ours' or 'damaged' (ours, with damaged pages) — or BadInput: not a store, or not readable."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "new"
+    except OSError as e:
+        raise BadInput(path, f"cannot use as run store ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(path, "cannot use as run store: not a regular file")
+    if st.st_size == 0:
+        return "new"
+    try:
+        with open(path, "rb") as f:
+            header = f.read(100)
+    except OSError as e:
+        raise BadInput(path, f"cannot read the run store ({e.strerror})") from None
+    if not header.startswith(b"SQLite format 3\x00"):
+        raise BadInput(path, "not an nvprof-wrap run store (not an SQLite file); left untouched")
+    if len(header) == 100 and int.from_bytes(header[68:72], "big") == APPLICATION_ID:
+        return "ours" if _readable(path) else "damaged"
+    tables = _tables_read_only(path)
+    if tables == set():
+        return "new"  # an SQLite file with nothing in it (a store whose creation was interrupted): nothing to lose
+    if tables is not None and "meta" in tables and {"captures", "kernels"} <= tables <= _LEGACY:
+        return "ours"  # written before the marker
+    what = f"its tables: {', '.join(sorted(tables)[:4])}{', …' if len(tables) > 4 else ''}" if tables else \
+        "unreadable"
+    raise BadInput(path, f"not an nvprof-wrap run store ({what}); left untouched. A capture is passed as PATH, "
+                         "not as --store")
+
+
+def _tables_read_only(path: Path) -> set[str] | None:
+    try:
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro", uri=True, timeout=5)
+        try:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
+
+
+def _readable(path: Path) -> bool:
+    """Whether a store's schema can be read (damaged pages say SQLITE_CORRUPT / NOTADB; busy is not damage)."""
+    try:
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro", uri=True,
+                               timeout=BUSY_TIMEOUT_S)
+        try:
+            conn.execute("SELECT name FROM sqlite_master").fetchall()
+            conn.execute("PRAGMA quick_check(1)").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        return _code(e) not in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+    return True
+
+
+def _code(e: sqlite3.Error) -> str:
+    return getattr(e, "sqlite_errorname", "") or ""
+
+
+_STORE_ERRORS = {
+    "SQLITE_FULL": "disk full while writing the run store",
+    "SQLITE_BUSY": f"run store locked by another process (waited {BUSY_TIMEOUT_S} s)",
+    "SQLITE_LOCKED": f"run store locked by another process (waited {BUSY_TIMEOUT_S} s)",
+    "SQLITE_READONLY": "run store is read-only",
+    "SQLITE_PERM": "run store: permission denied",
+    "SQLITE_CANTOPEN": "cannot open the run store (its folder missing or not writable?)",
+    "SQLITE_IOERR": "I/O error on the run store",
+}
+
+
+def store_error(path: Path | None, e: sqlite3.Error) -> BadInput:
+    """An SQLite error on the store as what it is, one line; never a reason to call the store damaged."""
+    why = _STORE_ERRORS.get("_".join(_code(e).split("_")[:2]))  # SQLITE_IOERR_WRITE → SQLITE_IOERR
+    if why is None:
+        return BadInput(path, f"run store: {e}")
+    return CannotWrite(path, f"{why} ({e})")

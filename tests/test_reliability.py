@@ -78,7 +78,7 @@ def die(self, table, cid, rows):
     if table == "kernels":
         os.kill(os.getpid(), 9)  # mid-transaction: captures row and kernels inserted, not committed
 Store._insert = die
-s.ingest(cap, "identity-x", 1, 1)
+s.ingest(cap, "identity-x", os.stat({str(CAPTURES[0])!r}), {str(CAPTURES[0])!r})
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == -9, proc.stderr
@@ -90,17 +90,23 @@ s.ingest(cap, "identity-x", 1, 1)
 
 
 def test_a_damaged_store_is_set_aside_and_rebuilt(tmp_path, capsys):
+    """A real run store whose pages past the header are overwritten: it carries the store's marker, so it is
+    ours, damaged: renamed aside (nothing deleted) and rebuilt from the captures."""
     from nvprof_wrap.cli import main
 
     run = tmp_path / "run"
     run.mkdir()
     (run / "manifest.json").write_text("{}")
     (run / "nsys.sqlite").write_bytes((H200 / "nsys_two_child_processes.sqlite").read_bytes())
-    (run / "run.sqlite").write_bytes(b"SQLite format 3\x00" + os.urandom(4000))
+    assert main(["report", str(run), "--format", "json"]) == 0
+    capsys.readouterr()
+    data = bytearray((run / "run.sqlite").read_bytes())
+    data[100:] = os.urandom(len(data) - 100)
+    (run / "run.sqlite").write_bytes(bytes(data))
     assert main(["report", str(run), "--format", "json"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["launches"] == 22
-    assert "was damaged" in err and list(run.glob("run.sqlite.corrupt-*"))
+    assert "was damaged" in err and len(list(run.glob("run.sqlite.corrupt-*"))) == 1
 
 
 def wrapper(args, **kw):
@@ -128,26 +134,37 @@ def test_a_failing_job_keeps_capture_and_manifest(tmp_path, job, code):
 
 
 def test_the_wrapper_killed_leaves_the_job_and_its_capture(tmp_path):
-    """SIGKILL to nvprof-wrap itself: no manifest can be written, but the job (in its own session) and the
-    profiler run to the end, and `report RUN_DIR` reads what the profiler wrote."""
+    """SIGKILL to nvprof-wrap itself while its job keeps printing: the job writes to the log files directly (not
+    through a pipe only the wrapper read, which killed it with BrokenPipe on its next line), so it prints to the
+    end, its log is complete, the profiler writes its capture, the manifest written at the start says
+    "running", and `report RUN_DIR` reads what the profiler wrote."""
     out = tmp_path / "run"
     flag = tmp_path / "job-finished"
-    job = f"import time, pathlib; time.sleep(1.5); pathlib.Path({str(flag)!r}).write_text('ok')"
+    job = ("import time, pathlib, sys\n"
+           "for i in range(40):\n    print('line', i, flush=True); print('err', i, file=sys.stderr, flush=True)\n"
+           "    time.sleep(0.05)\n"
+           f"pathlib.Path({str(flag)!r}).write_text('ok')\n")
     env = {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "--no-report", "-o",
                           str(out), "--", sys.executable, "-c", job], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.8)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    log, deadline = out / "stdout.log", time.time() + 30
+    while time.time() < deadline and not (log.exists() and "line 5" in log.read_text()):
+        time.sleep(0.02)
+    assert p.stdout.readline() == b"line 0\n"  # shown live, from the log file
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=30)
+    p.stdout.close()  # the terminal goes with the wrapper
+    p.stderr.close()
     deadline = time.time() + 30
     while time.time() < deadline and not (out / "nsys.nsys-rep").exists():
         time.sleep(0.1)
     assert flag.read_text() == "ok" and (out / "nsys.nsys-rep").exists()
-    assert not (out / "manifest.json").exists()
+    assert log.read_text().splitlines() == [f"line {i}" for i in range(40)]
+    assert (out / "stderr.log").read_text().count("err ") == 40
+    assert json.loads((out / "manifest.json").read_text())["status"] == "running"
     store = Store()
-    env_nsys = dict(os.environ, NVPROF_WRAP_NSYS=str(FAKES / "nsys"))
-    os.environ.update(env_nsys)
+    os.environ["NVPROF_WRAP_NSYS"] = str(FAKES / "nsys")
     try:
         r = report.build(store, ingest(store, [out]))
     finally:

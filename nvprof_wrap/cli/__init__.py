@@ -1,11 +1,15 @@
-"""Command line: one small module per subcommand. ``main(argv) -> int`` maps errors to one line and an exit code."""
+"""Command line: one small module per subcommand. ``main(argv) -> int`` maps errors to one line and an exit code
+(the table: cli/_exit.py, docs/reliability.md)."""
 from __future__ import annotations
 
 import argparse
+import errno
+import sqlite3
 import sys
 
 from nvprof_wrap import __version__
-from nvprof_wrap.cli import classify_cmd, demo, kernels, report_cmd
+from nvprof_wrap.cli import _exit, classify_cmd, demo, kernels, report_cmd
+from nvprof_wrap.cli._output import say, stdout_gone
 from nvprof_wrap.errors import NvprofWrapError
 
 COMMANDS = {"report": report_cmd, "kernels": kernels, "classify": classify_cmd, "demo": demo}
@@ -19,7 +23,8 @@ except ImportError:  # pragma: no cover
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nvprof-wrap", description="Did my job use the tensor cores, in which precision, "
-                                "for which ops — and if not, why?")
+                                "for which ops — and if not, why?", epilog=_exit.GENERAL,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"nvprof-wrap {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in COMMANDS.items():
@@ -40,10 +45,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command].run(args)
     except NvprofWrapError as e:
-        print(f"nvprof-wrap: error: {e}", file=sys.stderr)
+        say(f"nvprof-wrap: error: {e}")
         return e.exit_code
     except KeyboardInterrupt:
-        print("nvprof-wrap: interrupted", file=sys.stderr)
+        say("nvprof-wrap: interrupted")
         return 130
-    except BrokenPipeError:  # `nvprof-wrap kernels ... | head`
+    except BrokenPipeError:  # `nvprof-wrap kernels ... | head`: output cut short, nothing failed
+        stdout_gone()
         return 0
+    except sqlite3.Error as e:  # SQLite outside the readers and the store's own mapping: one line all the same
+        say(f"nvprof-wrap: error: SQLite: {e}")
+        return 2
+    except OSError as e:  # the machine, not the input: disk full, a file gone, a permission changed under us
+        say(f"nvprof-wrap: error: {'disk full' if e.errno == errno.ENOSPC else e.strerror or e}"
+            + (f": {e.filename}" if e.filename else ""))
+        return 2

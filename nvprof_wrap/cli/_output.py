@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.sanitize import clean
 from nvprof_wrap.store import Store
 
 FORMATS = tuple(RENDERERS)
@@ -33,8 +34,30 @@ def options(args: argparse.Namespace) -> dict:
 
 
 def emit(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    """Write a rendered report to stdout. A reader that went away (`| head`) stops the printing, not the
+    command: stdout is pointed at /dev/null, so that neither this nor Python's flush at exit fails, and the
+    command ends with the exit code it would have had."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_gone()
+
+
+def stdout_gone() -> None:
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def say(line: str) -> None:
+    """One line on stderr, its control characters shown escaped (sanitize.py): messages carry file and kernel
+    names. A closed stderr is not an error."""
+    try:
+        print(clean(line), file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def add_output(p: argparse.ArgumentParser) -> None:
@@ -77,16 +100,21 @@ def write_text(path: Path, text: str) -> None:
 
 
 def open_store(args: argparse.Namespace, paths: list[Path]) -> Store:
+    """--store FILE; else a run folder's own run.sqlite (which then holds exactly the folder's captures) when it
+    can be written; else one in memory."""
     if args.store:
         return checked(Store(args.store))
-    if len(paths) == 1 and (paths[0] / "manifest.json").is_file() and os.access(paths[0], os.W_OK):
-        return checked(Store(paths[0] / "run.sqlite"))
+    if len(paths) == 1 and os.path.isfile(paths[0] / "manifest.json") and os.access(paths[0], os.W_OK):
+        store = paths[0] / "run.sqlite"
+        if not os.path.exists(store) or os.access(store, os.W_OK):
+            return checked(Store(store, mirror=paths[0]))
+        say(f"nvprof-wrap: warning: {store} is read-only: reading the captures in memory instead")
     return Store()
 
 
 def checked(store: Store) -> Store:
     """Say so when a damaged run store had to be set aside and rebuilt from the captures."""
     if store.rebuilt_from is not None:
-        print(f"nvprof-wrap: warning: {store.path} was damaged; kept it as {store.rebuilt_from} and rebuilt it "
-              "from the captures", file=sys.stderr)
+        say(f"nvprof-wrap: warning: {store.path} was damaged; kept it as {store.rebuilt_from} and rebuilt it "
+            "from the captures")
     return store

@@ -5,33 +5,52 @@ import argparse
 from pathlib import Path
 
 from nvprof_wrap.classify import classify_many
+from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, emit, options
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.limits import MAX_NAME_CHARS
 from nvprof_wrap.renderers import RENDERERS
 
 
 def add_parser(sub, name: str) -> None:
-    p = sub.add_parser(name, help="classify kernel names (mangled names are demangled first)", description=__doc__)
+    p = sub.add_parser(name, help="classify kernel names (mangled names are demangled first)", description=__doc__,
+                       epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("names", nargs="*", metavar="NAME")
     p.add_argument("--names-file", type=Path, help="one kernel name per line ('-' for standard input)")
     add_format(p)
 
 
 def _read_names(path: Path) -> list[str]:
+    """One name per line, each cut at MAX_NAME_CHARS (the rest of a longer line is skipped, never held)."""
+    import io
     import sys
 
+    from nvprof_wrap.readers import not_a_file
+
+    why = None if str(path) == "-" else not_a_file(path)
+    if why:  # /dev/zero, a FIFO: never read (a line would never end)
+        raise BadInput(path, "no such file" if why == "broken link" else why)
     try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8", errors="replace")
+        with (io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace") if str(path) == "-" else
+              open(path, encoding="utf-8", errors="replace")) as f:
+            return [n for n in (_cut(line, f).strip() for line in iter(lambda: f.readline(MAX_NAME_CHARS), "")) if n]
     except OSError as e:
         raise BadInput(path, f"cannot read ({e.strerror})") from None
-    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _cut(line: str, f) -> str:
+    if len(line) < MAX_NAME_CHARS or line.endswith("\n"):
+        return line
+    while (rest := f.readline(MAX_NAME_CHARS)) and not rest.endswith("\n"):
+        pass  # the remainder of an over-long line
+    return line + "…"
 
 
 def run(args: argparse.Namespace) -> int:
     names = list(args.names) + (_read_names(args.names_file) if args.names_file else [])
     if not names:
         raise BadInput(None, "give kernel names, or --names-file FILE")
-    items = classify_many(demangle(n) for n in names)
+    items = classify_many(demangle(n if len(n) <= MAX_NAME_CHARS else n[:MAX_NAME_CHARS] + "…") for n in names)
     emit(RENDERERS[args.format].render_classifications(items, **options(args)))
     return 0

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from nvprof_wrap import report
+from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, emit, options
 from nvprof_wrap.ingest import ingest
 from nvprof_wrap.renderers import RENDERERS, _rows
@@ -30,7 +31,7 @@ TITLES = {
 
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="report on the bundled real H200 captures", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--limit", type=int, default=10)
     p.add_argument("--wide", action="store_true")
     p.add_argument("--sample", choices=tuple(TITLES), help="only this sample")

@@ -11,19 +11,22 @@ import sys
 from pathlib import Path
 
 from nvprof_wrap import report
+from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import TEXT_FORMATS, add_format, emit
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.ingest import ingest
 from nvprof_wrap.launch import backends
 from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.runner import RunSpec, execute
+from nvprof_wrap.sanitize import clean_lines
 from nvprof_wrap.store import Store
 
 PROBE = Path(__file__).resolve().parents[1] / "workloads" / "matmul_probe.py"  # see experiment_cmd.WORKLOADS
 
 
 def add_parser(sub, name: str) -> None:
-    p = sub.add_parser(name, help="what GPUs, profilers and Keras backends this machine has", description=__doc__)
+    p = sub.add_parser(name, help="what GPUs, profilers and Keras backends this machine has", description=__doc__,
+                       epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--no-probe", action="store_true", help="do not run the matmul probe")
     p.add_argument("-o", "--output", default=None, help="run folder for the probe")
     add_format(p, TEXT_FORMATS)
@@ -47,7 +50,7 @@ def probe(folder: str | None) -> dict:
                                         silent=True))  # the probe's and the profiler's output: in its folder's logs
     except ToolMissing as e:
         return {"ran": False, "why": str(e)}
-    store = Store(out / "run.sqlite")
+    store = Store(out / "run.sqlite", mirror=out)
     try:
         rep = report.build(store, ingest(store, [out]))
     finally:
@@ -75,5 +78,5 @@ def run(args: argparse.Namespace) -> int:
         p = f["probe"]
         lines.append(f"matmul probe: {p['verdict']} (backend {p['backend']}, {p['folder']})" if p["ran"]
                      else f"matmul probe not run: {p['why']}")
-    emit("\n".join(lines) + "\n")
+    emit(clean_lines("\n".join(lines)) + "\n")  # tool paths and versions are the machine's text
     return 0

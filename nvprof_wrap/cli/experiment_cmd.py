@@ -4,7 +4,8 @@ Runs the workload once per precision under the profiler and prints one side-by-s
 per step, GPU kernel time, tensor-core share, memcpy share, GPU idle, kernel launches per step, final
 loss / accuracy / validation accuracy, and a training-health verdict. WORKLOAD is a script path or the
 name of one in workloads/ (reuters_mlp, convnet, matmul_probe). Each precision runs as
-`python WORKLOAD --precision P ARGS`.
+`python WORKLOAD --precision P ARGS`; P is one of fp32, fp16, bf16, mixed (what the workloads accept), checked
+before anything runs.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from nvprof_wrap import report
 from nvprof_wrap.analysis.experiment import row
 from nvprof_wrap.analysis.health import health_from_run
+from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import TEXT_FORMATS, add_format, checked, emit, options
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.ingest import attach_static, ingest
@@ -26,17 +28,19 @@ from nvprof_wrap.store import Store
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # a link to ../../workloads; a copy when installed
 CLASSES = {"reuters_mlp": 46}
+PRECISIONS = ("fp32", "fp16", "bf16", "mixed")  # workloads/_common.py: the --precision every workload accepts
 
 
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="run a workload per precision and compare side by side", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_exit.EXPERIMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workload")
     p.add_argument("--precisions", default="fp32,fp16,mixed")
     p.add_argument("--backend", choices=("auto", "nvprof", "nsys", "cupti"), default="auto")
     p.add_argument("--nsys", help="path of the nsys executable")
     p.add_argument("--annotate", metavar="keras,torch", help="NVTX ranges per layer / module / op (see run)")
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
+    p.add_argument("--force", action="store_true", help="replace the runs that -o DIR already holds")
     p.add_argument("--no-run", action="store_true",
                    help="do not run: rebuild the table from the per-precision run folders already in -o DIR")
     add_format(p, TEXT_FORMATS)
@@ -52,7 +56,7 @@ def resolve(workload: str) -> Path:
 
 
 def _row(precision: str, folder: Path, manifest: dict, script_stem: str):
-    store = checked(Store(folder / "run.sqlite"))
+    store = checked(Store(folder / "run.sqlite", mirror=folder))
     try:
         skipped = ingest(store, [folder])
         attach_static(store)
@@ -63,8 +67,18 @@ def _row(precision: str, folder: Path, manifest: dict, script_stem: str):
     return row(precision, folder, manifest, rep, health_from_run(folder / "metrics.jsonl", log, CLASSES.get(script_stem)))
 
 
+def _precisions(text: str) -> list[str]:
+    """--precisions, refused before any workload runs when it names one the workloads do not know."""
+    wanted = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in PRECISIONS]
+    if unknown or not wanted or len(set(wanted)) != len(wanted):
+        why = f"unknown precision {unknown[0]!r}" if unknown else "empty" if not wanted else "a precision twice"
+        raise BadInput(None, f"--precisions {text!r}: {why} (choose from {', '.join(PRECISIONS)})")
+    return wanted
+
+
 def run(args: argparse.Namespace) -> int:
-    precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    precisions = _precisions(args.precisions)
     if args.no_run:
         if not args.output:
             raise BadInput(None, "--no-run needs -o DIR, the folder of an earlier experiment")
@@ -74,7 +88,13 @@ def run(args: argparse.Namespace) -> int:
             mf = base / precision / "manifest.json"
             if not mf.is_file():
                 raise BadInput(mf, "no run of this precision in the experiment folder")
-            rows.append(_row(precision, base / precision, json.loads(mf.read_text()), stem))
+            try:
+                manifest = json.loads(mf.read_text())
+            except (OSError, ValueError, RecursionError) as e:
+                raise BadInput(mf, f"unreadable run manifest ({type(e).__name__})") from None
+            if not isinstance(manifest, dict) or manifest.get("exit_code") is None:
+                raise BadInput(mf, "this run never ended (its wrapper was killed?): run the experiment again")
+            rows.append(_row(precision, base / precision, manifest, stem))
     else:
         script = resolve(args.workload)
         extra = args.passthrough or []
@@ -83,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         for precision in precisions:
             cmd = [sys.executable, str(script), "--precision", precision, *extra]
             folder, manifest = execute(RunSpec(cmd, args.backend, str(base / precision), nsys=args.nsys,
-                                               quiet_stdout=args.format != "table", annotate=args.annotate))
+                                               quiet_stdout=args.format != "table", annotate=args.annotate,
+                                               force=args.force))
             rows.append(_row(precision, folder, manifest, script.stem))
     emit(render.render(rows, args.format, **options(args)))
     return max((r.exit_code for r in rows), default=0)

@@ -5,6 +5,7 @@ import argparse
 import re
 from pathlib import Path
 
+from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, add_store, emit, options
 from nvprof_wrap.cli.report_cmd import build
 from nvprof_wrap.errors import BadInput
@@ -14,7 +15,8 @@ SORTS = {"time": lambda k: (-k.total_ns, k.name), "launches": lambda k: (-k.laun
 
 
 def add_parser(sub, name: str) -> None:
-    p = sub.add_parser(name, help="list kernels with their tensor-core verdict", description=__doc__)
+    p = sub.add_parser(name, help="list kernels with their tensor-core verdict", description=__doc__,
+                       epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     p.add_argument("--tc", choices=("yes", "no", "unknown"), help="only kernels with this verdict")
     p.add_argument("--grep", metavar="REGEX", help="only kernels whose name matches (case-insensitive)")

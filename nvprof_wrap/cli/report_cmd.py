@@ -12,14 +12,15 @@ import argparse
 from pathlib import Path
 
 from nvprof_wrap import report
-from nvprof_wrap.cli._output import add_format, add_output, add_store, check_output, deliver, open_store, options
+from nvprof_wrap.cli import _exit
+from nvprof_wrap.cli._output import add_format, add_output, add_store, check_output, deliver, emit, open_store, options
 from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.renderers import RENDERERS
 
 
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="report on captures: were tensor cores used, where GPU time went",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     p.add_argument("--limit", type=int, default=15, help="kernels to list (default 15)")
     p.add_argument("--wide", action="store_true", help="whole kernel names and reasons")

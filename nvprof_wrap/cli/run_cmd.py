@@ -3,8 +3,9 @@
 Runs CMD (never through a shell) under a profiler, child processes included, saves its output and
 a manifest in the run folder, then prints the report. The wrapper exits with the job's exit code.
 --html also writes the report as one self-contained page, report.html, into the run folder.
--o accepts %p (pid), %h (host) and %q{VAR} (environment variable). Under torchrun/srun/mpirun each
-rank writes to DIR/rank<N>.
+-o accepts %p (pid), %h (host) and %q{VAR} (environment variable; its value must be one folder name).
+A run folder holds one run: -o into a folder that holds one is refused unless --force, which replaces it
+entirely. Under torchrun/srun/mpirun each rank writes to DIR/rank<N>.
 """
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import argparse
 import sys
 
 from nvprof_wrap import report
-from nvprof_wrap.cli._output import add_format, checked, emit, options, write_text
-from nvprof_wrap.errors import BadInput
+from nvprof_wrap.cli import _exit
+from nvprof_wrap.cli._output import add_format, checked, emit, options, say, write_text
+from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.launch.runner import RunSpec, execute, no_capture_reason
 from nvprof_wrap.renderers import RENDERERS
@@ -22,9 +24,10 @@ from nvprof_wrap.store import Store
 
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="run a command under a profiler and report", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_exit.RUN, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=("auto", "nvprof", "nsys", "cupti"), default="auto")
-    p.add_argument("-o", "--output", help="run folder (default runs/NAME-TIMESTAMP)")
+    p.add_argument("-o", "--output", help="run folder (default runs/NAME-TIMESTAMP); new or empty")
+    p.add_argument("--force", action="store_true", help="replace the run that -o DIR already holds, entirely")
     p.add_argument("--name", help="run name (default: the command's name)")
     p.add_argument("--nsys", help="path of the nsys executable")
     p.add_argument("--annotate", metavar="keras,torch",
@@ -82,28 +85,37 @@ def _status(text: str):
 
 def run(args: argparse.Namespace) -> int:
     spec = RunSpec(_command(args), args.backend, args.output, args.name, args.nsys,
-                   quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate)
+                   quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
+                   force=args.force)
     folder, manifest = execute(spec)
-    print(f"nvprof-wrap: {manifest['backend']} run of {' '.join(spec.command)[:80]} → {folder} "
-          f"(exit {manifest['exit_code']}, {manifest['wall_s']} s)", file=sys.stderr)
-    if not manifest["captures"]:
-        print(f"nvprof-wrap: error: the {manifest['backend']} run wrote no capture in {folder}: "
-              f"{' '.join(no_capture_reason(folder, manifest).split())[:300]}", file=sys.stderr)
+    say(f"nvprof-wrap: {manifest['backend']} run of {' '.join(spec.command)[:80]} → {folder} "
+        f"(exit {manifest['exit_code']}, {manifest['wall_s']} s)")
+    recorded = manifest.get("recorded", True)
+    if recorded and not manifest["captures"]:
+        say(f"nvprof-wrap: error: the {manifest['backend']} run wrote no capture in {folder}: "
+            f"{' '.join(no_capture_reason(folder, manifest).split())[:300]}")
         return manifest["exit_code"] or 1
     for problem in manifest["problems"]:
-        print(f"nvprof-wrap: warning: {problem}", file=sys.stderr)
-    if not args.no_report or args.html:
-        rep = _report(folder)
-        if args.html:
-            write_text(folder / "report.html", RENDERERS["html"].render_report(rep, limit=args.limit))
-            print(f"nvprof-wrap: HTML report → {folder / 'report.html'}", file=sys.stderr)
-        if not args.no_report:
-            emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
-    return manifest["exit_code"]
+        say(f"nvprof-wrap: {'warning' if recorded else 'error'}: {problem}")
+    if recorded and (not args.no_report or args.html):
+        try:
+            rep = _report(folder)
+            if args.html:
+                write_text(folder / "report.html", RENDERERS["html"].render_report(rep, limit=args.limit))
+                say(f"nvprof-wrap: HTML report → {folder / 'report.html'}")
+            if not args.no_report:
+                emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+        except NvprofWrapError as e:  # the job ran: its code still counts (below)
+            say(f"nvprof-wrap: error: {e}")
+            recorded = False
+    # The job's code is the truth about the job; a job that succeeded but whose run could not be recorded or
+    # read is not a success of `run`.
+    code = manifest["exit_code"]
+    return code if code != 0 or recorded else 2
 
 
 def _report(folder) -> report.Report:
-    store = checked(Store(folder / "run.sqlite"))
+    store = checked(Store(folder / "run.sqlite", mirror=folder))
     try:
         with _status("reading the captures") as status:
             skipped = ingest(store, [folder], progress=lambda p: status.update(f"reading {p.name}"))

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 from nvprof_wrap import counters, report
+from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, emit, options
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.ingest import ingest
 from nvprof_wrap.launch import backends, ncu
+from nvprof_wrap.launch.folder import claim
 from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.job import run_job
 from nvprof_wrap.renderers import RENDERERS
@@ -28,7 +31,7 @@ from nvprof_wrap.store import Store
 
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="measure tensor-core use with Nsight Compute counters", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--top", type=int, default=20, help="kernels to measure from an earlier run (default 20)")
     p.add_argument("--launch-count", type=int, default=500, help="at most this many launches are profiled")
     p.add_argument("--from", dest="from_csv", type=Path, help="an existing ncu --csv export to read instead")
@@ -47,7 +50,9 @@ def earlier_run(cmd: list[str], runs: Path) -> Path | None:
     for m in runs.glob("*/manifest.json"):
         try:
             data = json.loads(m.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
+            continue
+        if not isinstance(data, dict):
             continue
         if data.get("command") == cmd and (m.parent / "run.sqlite").is_file():
             found.append((data.get("started", 0), m.parent))
@@ -76,13 +81,16 @@ def measure(args: argparse.Namespace, cmd: list[str]) -> tuple[Path, list[Path]]
                           f"on compute capability {cc}: tensor-pipe cycles alone cannot tell matrix math from HFMA2")
     before = earlier_run(cmd, args.runs)
     names = top_kernels(before, args.top) if before else None
-    folder = Path(args.output or args.runs / f"verify-{Path(cmd[0]).name}-{time.strftime('%Y%m%d-%H%M%S')}")
-    folder.mkdir(parents=True, exist_ok=True)
-    argv = ncu.profile_argv(exe, cmd, folder / "ncu", metrics, names, args.launch_count)
-    job = run_job(argv, {}, folder, quiet_stdout=args.format != "table")
-    (folder / "verify.json").write_text(json.dumps({"command": cmd, "ncu_argv": argv, "metrics": metrics,
-                                                    "earlier_run": str(before) if before else None,
-                                                    "exit_code": job.exit_code}, indent=2))
+    default = args.runs / f"verify-{Path(cmd[0]).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder, lock = claim(Path(args.output or default), numbered=not args.output)
+    try:
+        argv = ncu.profile_argv(exe, cmd, folder / "ncu", metrics, names, args.launch_count)
+        job = run_job(argv, {}, folder, quiet_stdout=args.format != "table", keep_fds=(lock,))
+        (folder / "verify.json").write_text(json.dumps({"command": cmd, "ncu_argv": argv, "metrics": metrics,
+                                                        "earlier_run": str(before) if before else None,
+                                                        "exit_code": job.exit_code}, indent=2))
+    finally:
+        os.close(lock)
     rep = folder / "ncu.ncu-rep"
     if not rep.is_file():
         raise BadInput(rep, f"Nsight Compute wrote no report (job exit {job.exit_code}); see {folder}/stderr.log")

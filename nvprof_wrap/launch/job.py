@@ -1,5 +1,10 @@
-"""Run the job: never through a shell, output streamed live and saved, signals forwarded to the
-whole process group, the process tree recorded with psutil, the job's exit code returned."""
+"""Run the job: never through a shell, output saved and shown live, signals forwarded to the whole process
+group, the process tree recorded with psutil, the job's exit code returned.
+
+The job never depends on the wrapper staying alive: it runs in its own session, its stdout and stderr are the
+run folder's log files themselves (file descriptors handed to it, not pipes only the wrapper reads), and the
+wrapper shows them live by following those files. A wrapper killed by SIGKILL, the OOM killer or a closed
+terminal leaves the job, its profiler, its logs and its capture running to the end."""
 from __future__ import annotations
 
 import os
@@ -14,7 +19,7 @@ from typing import IO
 
 import psutil
 
-from nvprof_wrap.errors import BadInput
+from nvprof_wrap.errors import BadInput, CannotWrite
 
 
 @dataclass
@@ -26,14 +31,26 @@ class JobResult:
     signal_received: str | None = None
 
 
-def _tee(src: IO[bytes], sinks: list[IO[bytes]]) -> None:
-    for chunk in iter(lambda: src.read1(65536) if hasattr(src, "read1") else src.read(65536), b""):
-        for s in sinks:
-            try:
-                s.write(chunk)
-                s.flush()
-            except (OSError, ValueError):  # a closed terminal must not stop the saving to file
-                pass
+POLL_S = 0.05
+
+
+def _follow(path: Path, sink: IO[bytes] | None, done: threading.Event) -> None:
+    """Copy what the job appends to ``path`` to ``sink`` as it comes, until ``done`` and the end of the file.
+    A sink that fails (a closed pipe: `| head`, a closed terminal) is dropped; the file has everything."""
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(65536)
+            if chunk:
+                if sink is not None:
+                    try:
+                        sink.write(chunk)
+                        sink.flush()
+                    except (OSError, ValueError):
+                        sink = None
+            elif done.is_set():
+                return
+            else:
+                done.wait(POLL_S)
 
 
 def _rank_of(p: psutil.Process) -> int | None:
@@ -76,30 +93,35 @@ def exit_code_of(returncode: int) -> int:
 
 
 def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bool = False,
-            silent: bool = False) -> JobResult:
-    """quiet_stdout: the job's stdout streams to our stderr, so that ours carries only a JSON/CSV report.
-    silent: the job's output goes only to stdout.log / stderr.log (doctor's probe)."""
+            silent: bool = False, keep_fds: tuple[int, ...] = ()) -> JobResult:
+    """quiet_stdout: the job's stdout is shown on our stderr, so that ours carries only a JSON/CSV report.
+    silent: the job's output goes only to stdout.log / stderr.log (doctor's probe). keep_fds: descriptors the job
+    inherits (the run folder's lock: a job outliving its wrapper keeps its folder claimed)."""
     full_env = {**os.environ, **env}
-    stdout_log = open(outdir / "stdout.log", "wb")
-    stderr_log = open(outdir / "stderr.log", "wb")
-    started = time.time()
+    logs = [outdir / "stdout.log", outdir / "stderr.log"]
     try:
-        # A new session: the job and all its children form one process group we can signal together.
-        proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=sys.stdin if sys.stdin and sys.stdin.isatty() else subprocess.DEVNULL,
-                                start_new_session=True)
-    except FileNotFoundError:
+        with open(logs[0], "wb") as out, open(logs[1], "wb") as err:
+            # A new session: the job and all its children form one process group we can signal together.
+            proc = subprocess.Popen(argv, env=full_env, stdout=out, stderr=err, pass_fds=keep_fds,
+                                    stdin=sys.stdin if sys.stdin and sys.stdin.isatty() else subprocess.DEVNULL,
+                                    start_new_session=True)
+    except FileNotFoundError as e:
+        if e.filename in (str(logs[0]), str(logs[1])):
+            raise CannotWrite(e.filename, "cannot create the log file") from None
         raise BadInput(argv[0], "command not found") from None
-    except PermissionError:
+    except PermissionError as e:
+        if e.filename in (str(logs[0]), str(logs[1])):
+            raise CannotWrite(e.filename, "cannot create the log file (permission denied)") from None
         raise BadInput(argv[0], "permission denied") from None
+    except OSError as e:
+        raise CannotWrite(e.filename or outdir, f"cannot start the job ({e.strerror})") from None
+    started = time.time()
     result = JobResult(0, started, 0.0)
     seen: dict[int, dict] = {}
-    stop = threading.Event()
-    live_out = [] if silent else [sys.stderr.buffer if quiet_stdout else sys.stdout.buffer]
-    live_err = [] if silent else [sys.stderr.buffer]
-    threads = [threading.Thread(target=_tee, args=(proc.stdout, [*live_out, stdout_log]), daemon=True),
-               threading.Thread(target=_tee, args=(proc.stderr, [*live_err, stderr_log]), daemon=True),
-               threading.Thread(target=_watch, args=(proc.pid, seen, stop), daemon=True)]
+    done, stop = threading.Event(), threading.Event()
+    sinks = (None, None) if silent else (sys.stderr.buffer if quiet_stdout else sys.stdout.buffer, sys.stderr.buffer)
+    threads = [threading.Thread(target=_follow, args=(log, sink, done), daemon=True) for log, sink in zip(logs, sinks)]
+    threads.append(threading.Thread(target=_watch, args=(proc.pid, seen, stop), daemon=True))
     for t in threads:
         t.start()
 
@@ -110,7 +132,9 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
         except ProcessLookupError:
             pass
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    # Not a signal the wrapper was told to ignore (nohup): the job inherits that, and must keep it.
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         while True:
             try:
@@ -122,10 +146,9 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
         for s, h in previous.items():
             signal.signal(s, h)
         stop.set()
+        done.set()
         for t in threads:
             t.join(timeout=10)
-        stdout_log.close()
-        stderr_log.close()
     result.exit_code = exit_code_of(returncode)
     result.ended = time.time()
     result.processes = sorted(seen.values(), key=lambda p: p["started"])

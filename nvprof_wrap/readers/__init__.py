@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import os
 import sqlite3
+import stat
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,7 +36,7 @@ READERS: dict[str, Callable[[Path], Capture]] = {
 }
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
-_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", "report.html"}
+_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock", "report.html"}
 # What TensorBoard's profile plugin writes beside a run's trace: tool data derived from it, not captures.
 _TENSORBOARD_TOOLS = (".kernel_stats.pb", ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb",
                       ".memory_profile.json.gz", ".pod_viewer.json", ".tpu_profile.json")
@@ -78,8 +79,7 @@ def _sniff_text(path: Path, head: str) -> str:
         return "console-text"
     if "==PROF==" in head and _ncu_header_later(path):
         return "ncu-csv"
-    raise BadInput(path, "not a profiler capture this tool reads (nvprof/nsys SQLite, .nsys-rep, nvprof/nsys stats/ncu "
-                         "CSV, Kineto / TensorFlow trace JSON, .xplane.pb, or nvprof/nsys/ncu console output)")
+    raise BadInput(path, "not a profiler capture this tool reads (docs/formats.md lists them)")
 
 
 def _ncu_header_later(path: Path) -> bool:
@@ -90,11 +90,12 @@ def _ncu_header_later(path: Path) -> bool:
 
 def detect(path: Path) -> str:
     """The format of a capture, from its first bytes."""
-    try:
-        with open(path, "rb") as f:
+    try:  # non-blocking: opening a FIFO must not wait for a writer; what it is decides before any read
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise BadInput(path, "is a directory" if stat.S_ISDIR(mode) else _special(mode))
             head = f.read(65536)
-    except IsADirectoryError:
-        raise BadInput(path, "is a directory") from None
     except OSError as e:
         raise BadInput(path, f"cannot read ({e.strerror})") from None
     if not head:
@@ -142,21 +143,61 @@ def read(path: Path) -> Capture:
         raise BadInput(path, f"unreadable {fmt} capture ({type(e).__name__}: {e})") from None
 
 
-def expand(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, explicit) for each path; a directory yields every file below it, in a stable order."""
+def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> Iterator[tuple[Path, bool]]:
+    """(file, explicit) for each path; a directory yields every regular file below it, in a stable order.
+    What a folder holds that cannot be read — FIFOs, sockets, devices (opening one can block forever), broken
+    links, unreadable subfolders — goes to ``skipped`` as (path, why); an unreadable folder named explicitly is
+    BadInput."""
+    skipped = [] if skipped is None else skipped
     for p in paths:
-        if p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                for name in sorted(files):
-                    if name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm")):
-                        continue
-                    if name.endswith((".nsys-rep", ".qdrep")) and Path(name).with_suffix(".sqlite").name in files:
-                        continue  # already exported: the .sqlite beside it is the same capture
-                    if name.endswith(_TENSORBOARD_TOOLS) or name.startswith("events.out.tfevents."):
-                        continue
-                    if name.endswith(".trace.json.gz") and name.replace(".trace.json.gz", ".xplane.pb") in files:
-                        continue  # TensorFlow wrote the same run twice: the XSpace beside it has more
-                    yield Path(root) / name, False
-        else:
+        if not _is_dir(p):
             yield p, True
+            continue
+        for root, dirs, files in os.walk(p, onerror=lambda e, top=p: _walk_error(e, top, skipped)):
+            dirs.sort()
+            for name in sorted(files):
+                if name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm")):
+                    continue
+                if name.endswith((".nsys-rep", ".qdrep")) and Path(name).with_suffix(".sqlite").name in files:
+                    continue  # already exported: the .sqlite beside it is the same capture
+                if name.endswith(_TENSORBOARD_TOOLS) or name.startswith("events.out.tfevents."):
+                    continue
+                if name.endswith(".trace.json.gz") and name.replace(".trace.json.gz", ".xplane.pb") in files:
+                    continue  # TensorFlow wrote the same run twice: the XSpace beside it has more
+                why = not_a_file(Path(root) / name)
+                if why:
+                    skipped.append((str(Path(root) / name), why))
+                else:
+                    yield Path(root) / name, False
+
+
+def _is_dir(p: Path) -> bool:
+    try:
+        return stat.S_ISDIR(p.stat().st_mode)
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        raise BadInput(p, f"cannot read ({e.strerror})") from None
+
+
+def _walk_error(e: OSError, top: Path, skipped: list[tuple[str, str]]) -> None:
+    if Path(e.filename) == top:
+        raise BadInput(top, f"cannot read the folder ({e.strerror})")
+    skipped.append((e.filename, f"folder not read ({e.strerror})"))
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why ``path`` is not a regular file that can be read without blocking, or None."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "broken link"
+    except OSError as e:
+        return f"cannot read ({e.strerror})"
+    return None if stat.S_ISREG(mode) else _special(mode)
+
+
+def _special(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder"))
+    return "not a regular file (" + next((k for test, k in kinds if test(mode)), "special") + ")"

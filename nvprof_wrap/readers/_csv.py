@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.limits import MAX_LINE_BYTES
 
 TIME_UNITS_NS = {"ns": 1, "nsecond": 1, "us": 1_000, "usecond": 1_000, "ms": 1_000_000, "msecond": 1_000_000,
                  "s": 1_000_000_000, "second": 1_000_000_000}
@@ -46,7 +47,7 @@ def split_preamble(f: io.TextIOBase, path: Path | None = None) -> tuple[list[str
     Profiler messages can also appear between rows (ncu prints ==PROF== lines as it goes); the
     iterator drops them.
     """
-    lines = (line for line in f if line.strip() and not line.startswith("=="))
+    lines = (line for line in bounded_lines(f, path) if line.strip() and not line.startswith("=="))
     reader = csv.reader(lines)
     header = next(reader, None)
     if header is None:
@@ -54,9 +55,18 @@ def split_preamble(f: io.TextIOBase, path: Path | None = None) -> tuple[list[str
     return [h.strip() for h in header], reader
 
 
+def bounded_lines(f: io.TextIOBase, path: Path | None = None) -> Iterator[str]:
+    """The lines of a text file, none longer than MAX_LINE_BYTES characters (a file with no line break must not
+    be read into memory whole)."""
+    for line in iter(lambda: f.readline(MAX_LINE_BYTES + 1), ""):
+        if len(line) > MAX_LINE_BYTES:
+            raise BadInput(path, f"a line longer than {MAX_LINE_BYTES >> 20} MiB: not a profiler export")
+        yield line
+
+
 def pid_from_preamble(path: Path) -> int | None:
     with open_text(path) as f:
-        for _, line in zip(range(50), f):
+        for _, line in zip(range(50), bounded_lines(f, path)):
             m = _PID.match(line)
             if m:
                 return int(m.group(1))

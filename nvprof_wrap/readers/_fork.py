@@ -17,6 +17,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from nvprof_wrap.lifeline import die_with_parent
+
 BIG = 16 << 20  # captures from this size on get forked workers; smaller ones are read faster in one process
 
 
@@ -26,6 +28,13 @@ _STAY = False  # set in ingest's per-capture worker processes: the cores are alr
 def stay_in_process() -> None:
     global _STAY
     _STAY = True
+
+
+def pool_worker(parent: int) -> None:
+    """Initializer of ingest's per-capture worker processes: they end with the reading process, and do not fork
+    workers of their own."""
+    die_with_parent(parent)
+    stay_in_process()
 
 
 def can_fork() -> bool:
@@ -69,12 +78,14 @@ class Forked:
             self._done = _call(fn, args)
             return
         r, w = os.pipe()
+        parent = os.getpid()
         with warnings.catch_warnings():  # Python 3.12+ warns about fork() with threads (rich's spinner, the
             warnings.simplefilter("ignore", DeprecationWarning)  # only one allowed): the child runs SQLite only
             pid = os.fork()
         if pid == 0:  # the child: never returns into the caller's code
             os.close(r)
             try:
+                die_with_parent(parent)
                 try:
                     payload = pickle.dumps(_call(fn, args))
                 except Exception as e:  # an unpicklable result or error

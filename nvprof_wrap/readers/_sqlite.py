@@ -6,6 +6,7 @@ import urllib.parse
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.readers._fork import BIG, Forked, can_fork, cores
 
 # CUPTI_ActivityMemcpyKind → the direction users know (A = CUDA array, P = peer device).
@@ -75,8 +76,10 @@ def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str]], pie
     whole = lo == WINDOW_MIN and hi == WINDOW_MAX
     s, e, window = ('start', '"end"', "") if whole else \
         (f"MAX(start, {lo})", f'MIN("end", {hi})', f'AND start < {hi} AND "end" >= {lo}')
+    # Intervals without a usable duration (readers/_durations.py) are left out of the union too.
     union = " UNION ALL ".join(f"SELECT {s}, {e} FROM {table} WHERE {group} IS ? AND {dev} IS ? "
-                               f'AND "end" >= start {window}' for table, group, dev in sources)
+                               f'AND "end" >= start AND "end" - start <= {MAX_DURATION_NS} {window}'
+                               for table, group, dev in sources)
     rows = conn.execute(union + " ORDER BY 1", (g, d) * len(sources))
     first_row = rows.fetchone()
     if first_row is None:

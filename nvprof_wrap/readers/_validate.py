@@ -1,6 +1,8 @@
 """Validate what a reader extracted before it reaches the store: damaged files can hand back bytes where
-text belongs, text where numbers belong, or NULs. Text is decoded (invalid UTF-8 replaced), numbers must
-be numbers — or the capture is bad input."""
+text belongs, text where numbers belong, NULs, or NULL where a count belongs. Text is decoded (invalid UTF-8
+replaced) and cut at MAX_NAME_CHARS, numbers must be numbers (and counts present) — or the capture is bad input.
+What had to be changed is said in the capture's notes: names cut, names left mangled by the demangling budget,
+negative times."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,18 +10,24 @@ import functools
 import math
 import typing
 
+from nvprof_wrap import demangle
+from nvprof_wrap.limits import MAX_NAME_CHARS
 from nvprof_wrap.model import Capture
 
-_MAX_TEXT = 100_000  # a kernel name longer than this is damage, not C++
+_cut = 0  # texts cut in the capture being validated (one capture at a time per process)
 
 
 def _text(v: object) -> str | None:
+    global _cut
     if v is None:
         return None
     if isinstance(v, bytes):
         v = v.decode("utf-8", errors="replace")
     s = str(v).replace("\x00", "\\0")
-    return s if len(s) <= _MAX_TEXT else s[:_MAX_TEXT] + "…"
+    if len(s) <= MAX_NAME_CHARS:
+        return s
+    _cut += 1
+    return s[:MAX_NAME_CHARS] + "…"
 
 
 _INT64 = 2**63
@@ -50,13 +58,15 @@ def _float(v: object) -> float | None:
 @functools.cache
 def _plan(cls: type) -> tuple[tuple[str, str], ...]:
     """(field, kind) per field of a model dataclass, from its type hints — resolved once per class (resolving
-    them for every object cost 0.17 s per 1,000 kernels)."""
+    them for every object cost 0.17 s per 1,000 kernels). "int!": a count that must be there."""
     hints = typing.get_type_hints(cls)
     plan = []
     for f in dataclasses.fields(cls):
         hint = str(hints[f.name])
         kind = next((k for k in ("tuple", "str", "float", "int", "bool") if k in hint), "any")
-        plan.append((f.name, "str?" if kind == "str" and "None" in hint else kind))
+        optional = "None" in hint
+        plan.append((f.name, "str?" if kind == "str" and optional else "int!" if kind == "int" and not optional
+                     else kind))
     return tuple(plan)
 
 
@@ -74,6 +84,10 @@ def _clean(obj):
             values[name] = _float(v)
         elif kind == "int":
             values[name] = _int(v)
+        elif kind == "int!":
+            if v is None:
+                raise ValueError(f"{type(obj).__name__}.{name} is missing")
+            values[name] = _int(v)
         elif kind == "bool":
             values[name] = bool(v)
         else:
@@ -81,6 +95,33 @@ def _clean(obj):
     return type(obj)(**values)
 
 
+_TIMES = ("total_ns", "min_ns", "max_ns")
+
+
 def validate(capture: Capture) -> Capture:
     """Raises ValueError (reported as bad input) when a field cannot be what the model says it is."""
-    return _clean(capture)
+    global _cut
+    _cut = 0
+    clean = _clean(capture)
+    negative = sum(any((getattr(a, t, 0) or 0) < 0 for t in _TIMES) for a in (*clean.kernels, *clean.memops))
+    if negative:  # a reader that passed negative times through (summary CSVs): their time is not counted
+        clean = dataclasses.replace(
+            clean, kernels=tuple(_no_negative(k) for k in clean.kernels),
+            memops=tuple(_no_negative(m) for m in clean.memops))
+    kept = sorted({k.name for k in clean.kernels} & demangle.over_budget)
+    notes = list(clean.notes)
+    if _cut:
+        notes.append(f"{_cut:,} name(s) longer than {MAX_NAME_CHARS:,} characters were cut there")
+    if kept:
+        notes.append(f"{len(kept):,} kernel name(s) left mangled: demangling them went past its budget (time, "
+                     f"memory or {MAX_NAME_CHARS:,} characters), e.g. {kept[0][:60]}…")
+    if negative:
+        notes.append(f"{negative:,} aggregate(s) with a negative time: counted without their time")
+    notes = tuple(notes)
+    return dataclasses.replace(clean, notes=notes) if notes != clean.notes else clean
+
+
+def _no_negative(agg):
+    if not any((getattr(agg, t, 0) or 0) < 0 for t in _TIMES):
+        return agg
+    return dataclasses.replace(agg, total_ns=0, **{t: None for t in ("min_ns", "max_ns") if hasattr(agg, t)})

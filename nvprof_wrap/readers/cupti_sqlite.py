@@ -10,6 +10,7 @@ from pathlib import Path
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, BusyTime, connect_ro, tables
@@ -37,20 +38,21 @@ def _command(argv_json: str | None) -> str | None:
     return " ".join([Path(str(argv[0])).name, *map(str, argv[1:])])
 
 
-def _kernels(conn: sqlite3.Connection, pid: int | None) -> tuple[KernelAgg, ...]:
-    sql = """SELECT device_id, name, COUNT(*), SUM("end"-start), MIN("end"-start), MAX("end"-start)
+def _kernels(conn: sqlite3.Connection, pid: int | None, dur: str) -> tuple[KernelAgg, ...]:
+    sql = f"""SELECT device_id, name, COUNT(*), SUM({dur}), MIN({dur}), MAX({dur})
              FROM kernel GROUP BY 1, 2"""
     return merge_kernels(KernelAgg(pid, dev, demangle(name or "<unnamed kernel>"), n, tot, mn, mx)
                          for dev, name, n, tot, mn, mx in conn.execute(sql))
 
 
-def _memops(conn: sqlite3.Connection, pid: int | None) -> tuple[MemAgg, ...]:
+def _memops(conn: sqlite3.Connection, pid: int | None) -> tuple[tuple[MemAgg, ...], tuple[str, ...]]:
+    (cdur, cnote), (sdur, snote) = sql_duration(conn, "memcpy", "memcpy"), sql_duration(conn, "memset", "memset")
     out = [MemAgg(pid, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes)
            for dev, kind, n, tot, nbytes in conn.execute(
-               'SELECT device_id, copy_kind, COUNT(*), SUM("end"-start), SUM(bytes) FROM memcpy GROUP BY 1, 2')]
+               f"SELECT device_id, copy_kind, COUNT(*), COALESCE(SUM({cdur}), 0), SUM(bytes) FROM memcpy GROUP BY 1, 2")]
     out += [MemAgg(pid, dev, "memset", "", n, tot, nbytes) for dev, n, tot, nbytes in conn.execute(
-        'SELECT device_id, COUNT(*), SUM("end"-start), SUM(bytes) FROM memset GROUP BY 1')]
-    return merge_memops(out)
+        f"SELECT device_id, COUNT(*), COALESCE(SUM({sdur}), 0), SUM(bytes) FROM memset GROUP BY 1")]
+    return merge_memops(out), tuple(n for n in (cnote, snote) if n)
 
 
 def _rolled_back_copy(path: Path) -> Path | None:
@@ -77,7 +79,8 @@ def read(path: Path) -> Capture:
             shutil.rmtree(copy.parent, ignore_errors=True)
 
 
-def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: Path | None) -> tuple[OpAgg, ...]:
+def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: Path | None,
+         dur: str) -> tuple[OpAgg, ...]:
     """Kernels → their launch call (thread, CPU time) by correlation id → the NVTX ranges of that thread.
     Launch calls are runtime (cudaLaunchKernel…) or driver (cuLaunchKernelEx…: cuBLAS) API records."""
     api = [t for t in ("runtime", "driver") if t in have and conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()]
@@ -86,7 +89,7 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: 
     calls = " UNION ALL ".join(f"SELECT correlation_id, tid, start FROM {t}" for t in api)
     ranges = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
     launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.device_id AS dev, r.tid AS tid,
-                          r.start AS t, k.name AS key, k."end" - k.start AS dur
+                          r.start AS t, k.name AS key, {on(dur, "k")} AS dur
                    FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{rslice}} {{slice}}"""
     # split_over: a big capture's path, reopened by each attribution slice running side by side
     split = {"reopen": lambda: connect_ro(split_over), "kernel_table": "kernel", "correlation": "correlation_id"} \
@@ -107,9 +110,10 @@ def _read(source: Path, path: Path) -> Capture:
         # Busy time side by side with the rest (forked workers for a big capture, like the nsys reader).
         busy_time = BusyTime(conn, source, [(t, "0", "device_id") for t in ("kernel", "memcpy", "memset")])
         try:
-            kernels, memops = _kernels(conn, pid), _memops(conn, pid)
+            dur, kernel_note = sql_duration(conn, "kernel", "kernel")
+            kernels, (memops, mem_notes) = _kernels(conn, pid, dur), _memops(conn, pid)
             big = source.stat().st_size >= BIG
-            ops = _ops(conn, have, pid, source if big else None)
+            ops = _ops(conn, have, pid, source if big else None, dur)
         except BaseException:
             busy_time.abandon()
             raise
@@ -118,7 +122,8 @@ def _read(source: Path, path: Path) -> Capture:
         procs = (Process(pid, _command(meta.get("argv")), _int(meta.get("rank")), meta.get("hostname")),) \
             if pid is not None else ()
         partial = meta.get("status") != "complete" or str(path).endswith(".partial")
-        notes = ("partial capture: the process ended before the tracer could finish it",) if partial else ()
+        notes = (("partial capture: the process ended before the tracer could finish it",) if partial else ()) + \
+            ((kernel_note,) if kernel_note else ()) + mem_notes
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs,
                        ops=ops, notes=notes, partial=partial)
     finally:

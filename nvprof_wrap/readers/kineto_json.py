@@ -7,18 +7,19 @@ temporary SQLite table, not to Python lists.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import sqlite3
 from pathlib import Path
-from typing import IO
 
 import ijson
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
+from nvprof_wrap.limits import MAX_DURATION_NS, MAX_JSON_STRING_BYTES
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
+from nvprof_wrap.readers._bounded import open_json
+from nvprof_wrap.readers._durations import Durations
 from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import busy_time
 
@@ -30,12 +31,19 @@ RUNTIME_CATS = {"cuda_runtime", "Runtime"}
 HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
 GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 _BATCH = 20000
+_NO_MIN = 1 << 63
+_NUMBER = (int, float)
+_MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
 
 
-def _open(path: Path) -> IO[bytes]:
-    with open(path, "rb") as f:
-        magic = f.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+def _ns(us: object) -> int | None:
+    """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number or not
+    a time SQLite can hold (beyond ±2^62 ns, 146 years: start + duration must still fit)."""
+    try:
+        ns = float(us) * 1000  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return int(ns) if abs(ns) < 2**62 else None  # also False for nan
 
 
 def _direction(name: str) -> str:
@@ -58,6 +66,7 @@ class _Agg:
         self.db = sqlite3.connect("")  # a private temporary on-disk database: memory stays flat with N
         self.db.execute('CREATE TABLE iv(pid, dev, start INTEGER, "end" INTEGER)')
         self.batch: list[tuple] = []
+        self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
 
     def add(self, ev: dict) -> None:
         cat = ev.get("cat")
@@ -74,33 +83,32 @@ class _Agg:
         args = ev.get("args") or {}
         dev = args.get("device", ev.get("pid")) if isinstance(args, dict) else ev.get("pid")
         dev = dev if isinstance(dev, int) else None
-        start, dur = int(float(ev.get("ts", 0)) * 1000), int(float(ev.get("dur", 0)) * 1000)
-        name = str(ev.get("name", ""))
+        # Numbers in range take the short way (this runs once per GPU event); anything else is checked and counted.
+        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
+        start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         if cat in KERNEL_CATS:
+            dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
             s = self.kernels.get((dev, name))
             if s is None:
-                self.kernels[(dev, name)] = [1, dur, dur, dur, 0]
-            else:  # inline: this runs once per kernel launch
-                s[0] += 1
+                s = self.kernels[(dev, name)] = [0, 0, _NO_MIN, -1, 0]
+            s[0] += 1  # inline: this runs once per kernel launch
+            if dur is not None:
                 s[1] += dur
                 s[2] = min(s[2], dur)
                 s[3] = max(s[3], dur)
         else:
             memcpy = cat in MEMCPY_CATS
+            dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
             key = (dev, "memcpy" if memcpy else "memset", _direction(name) if memcpy else "")
             nbytes = args.get("bytes", 0) if isinstance(args, dict) else 0
-            self._bump(self.mem, key, dur, int(nbytes or 0))
-        self.batch.append((0, dev, start, start + dur))
+            s = self.mem.get(key)
+            if s is None:
+                s = self.mem[key] = [0, 0, 0]
+            s[0] += 1; s[1] += dur or 0; s[2] += int(nbytes or 0)
+        if start is not None and dur is not None:
+            self.batch.append((0, dev, start, start + dur))
         if len(self.batch) >= _BATCH:
             self.flush()
-
-    @staticmethod
-    def _bump(table: dict, key: tuple, dur: int, nbytes: int) -> None:
-        s = table.get(key)
-        if s is None:
-            table[key] = [1, dur, dur, dur, nbytes]
-        else:
-            s[0] += 1; s[1] += dur; s[2] = min(s[2], dur); s[3] = max(s[3], dur); s[4] += nbytes
 
     def flush(self) -> None:
         self.db.executemany("INSERT INTO iv VALUES (?,?,?,?)", self.batch)
@@ -110,11 +118,11 @@ class _Agg:
 _HEADER_KEYS = ("deviceProperties", "distributedInfo", *ROCM_KEYS)
 
 
-def _header(path: Path) -> dict:
+def _header(path: Path, tail: bytes) -> dict:
     """deviceProperties and distributedInfo: usually written before traceEvents, so one short parse
-    that stops at traceEvents finds them; otherwise a full C-speed pass per key."""
+    that stops at traceEvents finds them; otherwise in the last 256 KiB of the stream (``tail``)."""
     found: dict = {}
-    with _open(path) as f:
+    with open_json(path) as f:
         builders: dict[str, ijson.ObjectBuilder] = {}
         for prefix, event, value in ijson.parse(f, use_float=True):
             top = prefix.split(".", 1)[0]
@@ -126,24 +134,13 @@ def _header(path: Path) -> dict:
         found = {k: b.value for k, b in builders.items()}
     missing = [k for k in _HEADER_KEYS if k not in found]
     if missing:
-        found.update(_tail_keys(path, missing))
+        found.update(_tail_keys(tail, missing))
     return found
 
 
-def _tail_keys(path: Path, keys: list[str]) -> dict:
-    """Keys written after traceEvents (inference_rank_1 puts distributedInfo last): look in the file's last
-    256 KiB instead of parsing the whole trace a second time. A compressed trace has no cheap tail; it gets a
-    second full pass only while it is small."""
-    with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-        if gz:
-            if path.stat().st_size > 20 << 20:
-                return {}
-            with gzip.open(path, "rb") as g:
-                tail = g.read()[-(256 << 10):]
-        else:
-            f.seek(max(0, path.stat().st_size - (256 << 10)))
-            tail = f.read()
+def _tail_keys(tail: bytes, keys: list[str]) -> dict:
+    """Keys written after traceEvents (inference_rank_1 puts distributedInfo last): looked for in the last
+    256 KiB of the stream, which the events' pass kept, instead of parsing the whole trace a second time."""
     text, out = tail.decode("utf-8", errors="replace"), {}
     decoder = json.JSONDecoder()
     for key in keys:
@@ -166,13 +163,14 @@ def _devices(props: list) -> tuple[Device, ...]:
 def read(path: Path) -> Capture:
     agg = _Agg()
     try:
-        header = _header(path)
-        refuse_other_vendor(path, header)
-        with _open(path) as f:
+        with open_json(path) as f:
             for ev in ijson.items(f, "traceEvents.item", use_float=True):
                 if isinstance(ev, dict):
                     agg.add(ev)
+            tail, cut = f.tail(), f.cut_strings
         agg.flush()
+        header = _header(path, tail)
+        refuse_other_vendor(path, header)
     except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
         raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
     pid = agg.host_pid
@@ -180,9 +178,10 @@ def read(path: Path) -> Capture:
         agg.db.close()
         raise BadInput(path, f"Chrome trace with {agg.on_gpu} events on GPU processes but none a kernel this reader "
                              "knows (no 'cat' kernel / Kernel): not a PyTorch profiler trace")
-    kernels = merge_kernels(KernelAgg(pid, dev, demangle(name), s[0], s[1], s[2], s[3])
+    kernels = merge_kernels(KernelAgg(pid, dev, demangle(name), s[0], s[1] if s[3] >= 0 else None,
+                                      s[2] if s[3] >= 0 else None, s[3] if s[3] >= 0 else None)
                             for (dev, name), s in agg.kernels.items())
-    memops = tuple(MemAgg(pid, dev, kind, d, s[0], s[1], s[4]) for (dev, kind, d), s in agg.mem.items())
+    memops = tuple(MemAgg(pid, dev, kind, d, s[0], s[1], s[2]) for (dev, kind, d), s in agg.mem.items())
     activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy
                      in busy_time(agg.db, [("iv", "pid", "dev")]))
     agg.db.close()
@@ -192,8 +191,10 @@ def read(path: Path) -> Capture:
         raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
     dist = header.get("distributedInfo") or {}
     rank = dist.get("rank") if isinstance(dist, dict) else None
+    notes = agg.kernel_time.notes() + agg.mem_time.notes() + \
+        ((f"{cut:,} JSON string(s) longer than {MAX_JSON_STRING_BYTES >> 20} MiB were cut there",) if cut else ())
     return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
-                   (Process(pid, None, rank),) if pid is not None else (), ops=ops)
+                   (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes)
 
 
 def _ops(path: Path, pid: int | None) -> tuple[OpAgg, ...]:
@@ -208,7 +209,7 @@ def _ops(path: Path, pid: int | None) -> tuple[OpAgg, ...]:
         db.execute("CREATE TABLE rt(corr INTEGER, tid TEXT, t INTEGER)")
         db.execute("CREATE TABLE kl(corr INTEGER, dev INTEGER, name TEXT, dur INTEGER)")
         batches: dict[str, list[tuple]] = {"rng": [], "rt": [], "kl": []}
-        with _open(path) as f:
+        with open_json(path) as f:
             for ev in ijson.items(f, "traceEvents.item", use_float=True):
                 row = _op_row(ev) if isinstance(ev, dict) else None
                 if row is not None:
@@ -233,17 +234,18 @@ def _op_row(ev: dict) -> tuple[str, tuple] | None:
     if cat not in RANGE_CATS and cat not in RUNTIME_CATS and cat not in KERNEL_CATS:
         return None
     args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-    t = int(float(ev.get("ts", 0)) * 1000)
+    t, dur = _ns(ev.get("ts")), _ns(ev.get("dur"))
+    if dur is not None and not 0 <= dur <= MAX_DURATION_NS:
+        dur = None  # counted and noted by the first pass
     if cat in KERNEL_CATS:
         dev = args.get("device", ev.get("pid"))
-        return "kl", (args.get("correlation"), dev if isinstance(dev, int) else None, str(ev.get("name", "")),
-                      int(float(ev.get("dur", 0)) * 1000))
+        return "kl", (args.get("correlation"), dev if isinstance(dev, int) else None, str(ev.get("name", "")), dur)
     tid = f"{ev.get('pid')}/{ev.get('tid')}"
     if cat in RUNTIME_CATS:
         return "rt", (args.get("correlation"), tid, t)
-    if ev.get("ph") != "X":
+    if ev.get("ph") != "X" or t is None or dur is None:
         return None
-    return "rng", (tid, t, t + int(float(ev.get("dur", 0)) * 1000), str(ev.get("name", "")))
+    return "rng", (tid, t, t + dur, str(ev.get("name", "")))
 
 
 def _insert(db: sqlite3.Connection, table: str, batch: list[tuple]) -> None:

@@ -12,10 +12,8 @@ from nvprof_wrap.readers import nsys_sqlite
 
 
 def export_sqlite(path: Path, nsys: str, out: Path | None = None) -> Path:
-    """Export next to the report when that folder is writable, else to a temporary folder."""
-    if out is None:
-        parent = path.parent if _writable(path.parent) else Path(tempfile.mkdtemp(prefix="nvprof-wrap-"))
-        out = parent / (path.stem + ".sqlite")
+    """Export to ``out`` (default: next to the report), unless an export newer than the report is there."""
+    out = out or path.with_suffix(".sqlite")
     if out.exists() and out.stat().st_mtime >= path.stat().st_mtime:
         return out
     cmd = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(out), str(path)]
@@ -42,6 +40,10 @@ def read(path: Path) -> Capture:
         raise ToolMissing(f"{path}: an .nsys-rep file can only be read through Nsight Systems; install it, put "
                           "nsys on PATH or set NVPROF_WRAP_NSYS, or export it yourself: nsys export --type sqlite "
                           f"{path.name} and pass the .sqlite file")
-    capture = nsys_sqlite.read(export_sqlite(path, nsys))
+    if _writable(path.parent):  # the export stays beside the report: the next read skips nsys
+        capture = nsys_sqlite.read(export_sqlite(path, nsys))
+    else:  # a read-only folder: exported to a temporary folder, removed once read
+        with tempfile.TemporaryDirectory(prefix="nvprof-wrap-") as tmp:
+            capture = nsys_sqlite.read(export_sqlite(path, nsys, Path(tmp) / (path.stem + ".sqlite")))
     return Capture(str(path), "nsys-rep", capture.kernels, capture.memops, capture.activity, capture.devices,
                    capture.processes, notes=capture.notes)

@@ -11,6 +11,7 @@ from pathlib import Path
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, BusyTime, columns, connect_ro, tables
 
@@ -23,7 +24,7 @@ def _pid_expr(cols: set[str]) -> str:
     return "((globalPid >> 24) & 16777215)" if "globalPid" in cols else "NULL"
 
 
-def _kernels(conn: sqlite3.Connection) -> tuple[KernelAgg, ...]:
+def _kernels(conn: sqlite3.Connection, dur: str) -> tuple[KernelAgg, ...]:
     cols = columns(conn, KERNEL)
     name_col = next((c for c in ("demangledName", "mangledName", "shortName") if c in cols), None)
     if name_col is None:
@@ -33,26 +34,32 @@ def _kernels(conn: sqlite3.Connection) -> tuple[KernelAgg, ...]:
     gpid = "globalPid" if "globalPid" in cols else "NULL"
     sql = f"""
     SELECT {_pid_expr(cols).replace("globalPid", "g.gp")}, g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot
-    FROM (SELECT {name_col} AS nid, {gpid} AS gp, deviceId AS dev, COUNT(*) AS n, SUM("end" - start) AS tot
+    FROM (SELECT {name_col} AS nid, {gpid} AS gp, deviceId AS dev, COUNT(*) AS n, SUM({dur}) AS tot
           FROM {KERNEL} GROUP BY {name_col}, {gpid}, deviceId) g
     LEFT JOIN StringIds s ON s.id = g.nid"""
     # demangledName holds mangled text in some exports (TensorFlow's kernels): demangled here, once per name.
     return merge_kernels(KernelAgg(p, d, demangle(n), c, t) for p, d, n, c, t in conn.execute(sql))
 
 
-def _memops(conn: sqlite3.Connection, have: set[str]) -> tuple[MemAgg, ...]:
+def _memops(conn: sqlite3.Connection, have: set[str]) -> tuple[tuple[MemAgg, ...], tuple[str, ...]]:
     out: list[MemAgg] = []
+    notes: list[str] = []
     if MEMCPY in have:
         pid = _pid_expr(columns(conn, MEMCPY))
+        dur, note = sql_duration(conn, MEMCPY, "memcpy")
+        notes += [note] if note else []
         for p, dev, kind, n, tot, nbytes in conn.execute(
-                f'SELECT {pid}, deviceId, copyKind, COUNT(*), SUM("end"-start), SUM(bytes) FROM {MEMCPY} GROUP BY 1,2,3'):
+                f"SELECT {pid}, deviceId, copyKind, COUNT(*), COALESCE(SUM({dur}), 0), SUM(bytes) FROM {MEMCPY} "
+                "GROUP BY 1,2,3"):
             out.append(MemAgg(p, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes))
     if MEMSET in have:
         pid = _pid_expr(columns(conn, MEMSET))
+        dur, note = sql_duration(conn, MEMSET, "memset")
+        notes += [note] if note else []
         for p, dev, n, tot, nbytes in conn.execute(
-                f'SELECT {pid}, deviceId, COUNT(*), SUM("end"-start), SUM(bytes) FROM {MEMSET} GROUP BY 1,2'):
+                f"SELECT {pid}, deviceId, COUNT(*), COALESCE(SUM({dur}), 0), SUM(bytes) FROM {MEMSET} GROUP BY 1,2"):
             out.append(MemAgg(p, dev, "memset", "", n, tot, nbytes))
-    return merge_memops(out)
+    return merge_memops(out), tuple(notes)
 
 
 def _busy_sources(conn: sqlite3.Connection, have: set[str]) -> list[tuple[str, str, str]]:
@@ -82,7 +89,8 @@ def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tupl
     return tuple(Process(pid, names.get(pid)) for pid in sorted(pids))
 
 
-def _ops(conn: sqlite3.Connection, have: set[str], path: Path) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
+def _ops(conn: sqlite3.Connection, have: set[str], path: Path,
+         dur: str) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
     """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges.
     One pass gives the kernel aggregates too (every launch counted once, launches without a runtime record
     outside any range), so a capture with NVTX ranges is scanned once, not twice. None without ranges."""
@@ -96,11 +104,11 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path) -> tuple[tuple[Ke
         if "textId" in columns(conn, "NVTX_EVENTS") else ("n.text", "")
     ranges = f"""SELECT n.globalTid AS tid, n.start AS s, n."end" AS e, {text} AS name
                  FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60)"""
-    launches = """SELECT (k.globalPid >> 24) & 16777215 AS pid, k.deviceId AS dev, r.globalTid AS tid, r.start AS t,
-                         k.demangledName AS key, k."end" - k.start AS dur
+    launches = f"""SELECT (k.globalPid >> 24) & 16777215 AS pid, k.deviceId AS dev, r.globalTid AS tid, r.start AS t,
+                         k.demangledName AS key, {dur} AS dur
                   FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
-                    ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) {rslice}
-                  {slice}"""
+                    ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) {{rslice}}
+                  {{slice}}"""
     rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path), kernel_table=KERNEL)
     if not rows:
         return None
@@ -146,9 +154,10 @@ def read(path: Path) -> Capture:
                                  "(was CUDA tracing on? nsys profile --trace=cuda)")
         busy_time = BusyTime(conn, path, _busy_sources(conn, have))  # side by side with the rest
         try:
-            memops = _memops(conn, have)
-            attributed = _ops(conn, have, path)
-            kernels, ops = attributed if attributed is not None else (_kernels(conn), ())
+            memops, mem_notes = _memops(conn, have)
+            dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
+            attributed = _ops(conn, have, path, on(dur, "k"))
+            kernels, ops = attributed if attributed is not None else (_kernels(conn, dur), ())
         except BaseException:
             busy_time.abandon()
             raise
@@ -156,7 +165,8 @@ def read(path: Path) -> Capture:
         if not kernels:
             _no_kernels(path, conn, have)
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
-        notes = () if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)
+        notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
+            ((kernel_note,) if kernel_note else ()) + mem_notes
         return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                        _processes(conn, have, pids), ops=ops, notes=notes)
     except BadInput as e:

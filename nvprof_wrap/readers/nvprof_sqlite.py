@@ -12,6 +12,7 @@ from pathlib import Path
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.readers._durations import PLAIN, SOUND, sql_duration
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_time, connect_ro, tables
 
 KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
@@ -27,28 +28,37 @@ def _single_pid(conn: sqlite3.Connection, have: set[str]) -> int | None:
     return pids[0] if len(pids) == 1 else None
 
 
-def _kernels(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[KernelAgg, ...]:
-    union = " UNION ALL ".join(f'SELECT deviceId AS dev, name, start, "end" FROM {t}' for t in KERNEL_TABLES if t in have)
+def _kernels(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[tuple[KernelAgg, ...], list[str]]:
+    present = [t for t in KERNEL_TABLES if t in have]
+    checked = [sql_duration(conn, t, "kernel") for t in present]
+    dur = PLAIN if all(expr == PLAIN for expr, _ in checked) else SOUND
+    union = " UNION ALL ".join(f'SELECT deviceId AS dev, name, start, "end" FROM {t}' for t in present)
     sql = f"""
     SELECT g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot, g.mn, g.mx FROM
-      (SELECT dev, name, COUNT(*) AS n, SUM("end"-start) AS tot, MIN("end"-start) AS mn, MAX("end"-start) AS mx
+      (SELECT dev, name, COUNT(*) AS n, SUM({dur}) AS tot, MIN({dur}) AS mn, MAX({dur}) AS mx
        FROM ({union}) GROUP BY dev, name) g
     LEFT JOIN StringTable s ON s._id_ = g.name"""
     return merge_kernels(KernelAgg(pid, dev, demangle(name), n, tot, mn, mx)
-                         for dev, name, n, tot, mn, mx in conn.execute(sql))
+                         for dev, name, n, tot, mn, mx in conn.execute(sql)), [n for _, n in checked if n]
 
 
-def _memops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[MemAgg, ...]:
+def _memops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[tuple[MemAgg, ...], list[str]]:
     out: list[MemAgg] = []
+    notes: list[str] = []
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in have:
+        dur, note = sql_duration(conn, "CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy")
+        notes += [note] if note else []
         out += [MemAgg(pid, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes)
                 for dev, kind, n, tot, nbytes in conn.execute(
-                    'SELECT deviceId, copyKind, COUNT(*), SUM("end"-start), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY '
-                    'GROUP BY 1, 2')]
+                    f"SELECT deviceId, copyKind, COUNT(*), COALESCE(SUM({dur}), 0), SUM(bytes) "
+                    "FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1, 2")]
     if "CUPTI_ACTIVITY_KIND_MEMSET" in have:
+        dur, note = sql_duration(conn, "CUPTI_ACTIVITY_KIND_MEMSET", "memset")
+        notes += [note] if note else []
         out += [MemAgg(pid, dev, "memset", "", n, tot, nbytes) for dev, n, tot, nbytes in conn.execute(
-            'SELECT deviceId, COUNT(*), SUM("end"-start), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET GROUP BY 1')]
-    return merge_memops(out)
+            f"SELECT deviceId, COUNT(*), COALESCE(SUM({dur}), 0), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET "
+            "GROUP BY 1")]
+    return merge_memops(out), notes
 
 
 def _activity(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[Activity, ...]:
@@ -72,9 +82,10 @@ def read(path: Path) -> Capture:
         if not any(t in have for t in KERNEL_TABLES) or "StringTable" not in have:
             raise BadInput(path, "nvprof file without kernel tables (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL / _KERNEL)")
         pid = _single_pid(conn, have)
-        kernels = _kernels(conn, have, pid)
+        kernels, notes = _kernels(conn, have, pid)
+        memops, mem_notes = _memops(conn, have, pid)
         procs = (Process(pid),) if pid is not None else ()
-        return Capture(str(path), "nvprof", kernels, _memops(conn, have, pid), _activity(conn, have, pid),
-                       _devices(conn, have), procs)
+        return Capture(str(path), "nvprof", kernels, memops, _activity(conn, have, pid),
+                       _devices(conn, have), procs, notes=tuple(notes + mem_notes))
     finally:
         conn.close()

@@ -1,8 +1,10 @@
 """Plain dict rows shared by the JSON, CSV and Markdown renderers (one shape, documented in docs/json.md)."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict
 
+from nvprof_wrap.limits import SKIPPED_SHOWN
 from nvprof_wrap.model import Classification
 from nvprof_wrap.report import GroupRow, KernelRow, Report
 
@@ -68,3 +70,16 @@ def _int(x: str) -> int | str | None:
         return int(x)
     except ValueError:
         return x
+
+
+def skipped_summary(skipped: tuple[tuple[str, str], ...]) -> tuple[list[tuple[str, str]], str | None]:
+    """The skipped files a terminal or a document lists one by one (the first SKIPPED_SHOWN), and one line for
+    the rest by reason: 5,000 junk files are one line, not 5,000. JSON and CSV keep every entry."""
+    shown, rest = list(skipped[:SKIPPED_SHOWN]), skipped[SKIPPED_SHOWN:]
+    if not rest:
+        return shown, None
+    reasons = Counter(why for _, why in rest).most_common()
+    parts = [f"{n:,} {why}" for why, n in reasons[:3]]
+    if len(reasons) > 3:
+        parts.append(f"{sum(n for _, n in reasons[3:]):,} for {len(reasons) - 3} other reasons")
+    return shown, f"{len(skipped):,} files skipped in all; besides the above: " + "; ".join(parts)

@@ -10,7 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from nvprof_wrap.names import shorten
+from nvprof_wrap.renderers._rows import skipped_summary
 from nvprof_wrap.report import GroupRow, KernelRow, Report
+from nvprof_wrap.sanitize import deep
 
 EXTENSION = ".txt"
 TC_MARK = {"yes": Text("✓", style="bold green"), "no": Text("✗", style="red"), "unknown": Text("?", style="yellow")}
@@ -114,6 +116,7 @@ def _counter_why(k: KernelRow) -> str:
 
 def render_report(report: Report, width: int = 120, color: bool = False, wide: bool = False, limit: int = 15,
                   **_: object) -> str:
+    report = deep(report)  # no control character from a capture reaches the terminal (sanitize.py)
     v = report.verdict
     parts: list = [Text(v.message, style=VERDICT_STYLE[v.tensor_cores])]
     for hint in report.hints:
@@ -155,16 +158,21 @@ def _sources(report: Report) -> Text:
     for s in report.sources:
         for note in s.notes:
             t.append(f"\nnote: {s.path}: {note}", style="dim")
-    for path, why in report.skipped:
+    shown, more = skipped_summary(report.skipped)
+    for path, why in shown:
         t.append(f"\nskipped {path}: {why}", style="yellow")
+    if more:
+        t.append(f"\n{more}", style="yellow")
     return t
 
 
 def render_kernels(rows: list[KernelRow], width: int = 120, color: bool = False, wide: bool = False, **_: object) -> str:
+    rows = deep(rows)
     return _to_text(kernel_table(rows, wide, f"{len(rows)} kernels", width), width, color)
 
 
 def render_classifications(items: list, width: int = 120, color: bool = False, **_: object) -> str:
+    items = deep(items)
     t = Table(show_edge=False, pad_edge=False)
     for col in ("kernel", "TC", "precision", "family", "reason"):
         t.add_column(col, overflow="fold")

@@ -1,5 +1,5 @@
-"""CSV: one row per kernel (or classification). Cells that a spreadsheet would run as a formula
-(starting with = + - @ or a control character) are prefixed with ' so they stay text."""
+"""CSV: one row per kernel (or classification). Control characters are shown escaped (sanitize.py); cells that a
+spreadsheet would run as a formula (starting with = + - @) are prefixed with ' so they stay text."""
 from __future__ import annotations
 
 import csv as _csv
@@ -7,14 +7,16 @@ import io
 
 from nvprof_wrap.renderers import _rows
 from nvprof_wrap.report import KernelRow, Report
+from nvprof_wrap.sanitize import clean
 
 EXTENSION = ".csv"
 
 
 def _cell(v: object) -> object:
-    if isinstance(v, str) and v and (v[0] in "=+-@\t\r" or v[0] == "\0"):
-        return "'" + v
-    return v
+    if not isinstance(v, str):
+        return v
+    v = clean(v)
+    return "'" + v if v and v[0] in "=+-@" else v
 
 
 def _table(dicts: list[dict]) -> str:

@@ -9,6 +9,8 @@ from dataclasses import asdict
 from rich.console import Console
 from rich.table import Table
 
+from nvprof_wrap.sanitize import deep, json_safe
+
 HEAD = ("precision", "ms/step", "GPU kernels", "tensor-core share", "memcpy", "GPU idle",
         "launches/step", "loss", "acc", "val acc", "health")
 _STYLE = {"healthy": "green", "collapsed": "bold red", "nan": "bold red", "diverged": "red", "unknown": "yellow",
@@ -34,7 +36,8 @@ def _cells(r) -> list[str]:
 
 def render(rows: list, fmt: str, width: int = 120, color: bool = False, **_: object) -> str:
     if fmt == "json":
-        return json.dumps([asdict(r) for r in rows], indent=2) + "\n"
+        return json_safe(json.dumps([asdict(r) for r in rows], indent=2)) + "\n"
+    rows = deep(rows)  # findings quote the job's own log lines
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=list(asdict(rows[0])) if rows else [], lineterminator="\n")

@@ -1,21 +1,23 @@
-"""JSON: stable keys (schema 'nvprof-wrap.report/1'), documented in docs/json.md."""
+"""JSON: stable keys (schema 'nvprof-wrap.report/1'), documented in docs/json.md. Exact text, with every control
+character escaped the JSON way (also C1 and bidi overrides, which json.dumps leaves raw: sanitize.json_safe)."""
 from __future__ import annotations
 
 import json as _json
 
 from nvprof_wrap.renderers import _rows
 from nvprof_wrap.report import KernelRow, Report
+from nvprof_wrap.sanitize import json_safe
 
 EXTENSION = ".json"
 
 
 def render_report(report: Report, **_: object) -> str:
-    return _json.dumps(_rows.report(report), indent=2, ensure_ascii=False) + "\n"
+    return json_safe(_json.dumps(_rows.report(report), indent=2, ensure_ascii=False)) + "\n"
 
 
 def render_kernels(rows: list[KernelRow], **_: object) -> str:
-    return _json.dumps([_rows.kernel(k) for k in rows], indent=2, ensure_ascii=False) + "\n"
+    return json_safe(_json.dumps([_rows.kernel(k) for k in rows], indent=2, ensure_ascii=False)) + "\n"
 
 
 def render_classifications(items: list, **_: object) -> str:
-    return _json.dumps([_rows.classification(c) for c in items], indent=2, ensure_ascii=False) + "\n"
+    return json_safe(_json.dumps([_rows.classification(c) for c in items], indent=2, ensure_ascii=False)) + "\n"

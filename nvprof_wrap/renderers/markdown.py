@@ -7,14 +7,15 @@ import html
 from nvprof_wrap.names import shorten
 from nvprof_wrap.renderers import _rows
 from nvprof_wrap.report import KernelRow, Report
+from nvprof_wrap.sanitize import clean
 
 EXTENSION = ".md"
 _MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~"
 
 
 def esc(text: object) -> str:
-    s = html.escape(str(text), quote=True)  # <script> → &lt;script&gt; before markdown escaping
-    return "".join("\\" + c if c in _MD_SPECIAL and c not in "<>" else c for c in s).replace("\n", " ")
+    s = html.escape(clean(text), quote=True)  # controls shown escaped; <script> → &lt;script&gt; before markdown
+    return "".join("\\" + c if c in _MD_SPECIAL and c not in "<>" else c for c in s)
 
 
 def _table(header: list[str], rows: list[list[object]]) -> str:
@@ -47,7 +48,9 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
         out += [f"\n**Training health: {esc(health['status'])}** ({health['epochs']} epochs)\n"]
         out += [f"- {esc(f)}" for f in health["findings"]]
     if report.skipped:
-        out += ["\n## Skipped files\n", _table(["file", "why"], [list(s) for s in report.skipped])]
+        shown, more = _rows.skipped_summary(report.skipped)
+        out += ["\n## Skipped files\n", _table(["file", "why"], [list(s) for s in shown])]
+        out += [f"\n{esc(more)}\n"] if more else []
     return "\n".join(out)
 
 

@@ -1,0 +1,143 @@
+"""Tiny inputs that once cost minutes or gigabytes, and how long and how much memory `report` takes on each.
+
+    python -m benchmarks.pathological make DIR            # writes the inputs (a few MB on disk)
+    python -m benchmarks.pathological measure DIR [--timeout S] [--mem-gb G] [--repo PATH]
+
+`measure` runs `python -m nvprof_wrap report INPUT --format json` for each input in a fresh process under an
+address-space limit (RLIMIT_AS, default 4 GB, so that a regression fails instead of taking the machine down) and
+prints wall time, peak RSS of the largest process of the tree (the reader and its forked workers; ru_maxrss of the
+waited-for children), the exit code and the last line of stderr. --repo runs another checkout's code (PYTHONPATH).
+The numbers before and after issue 14 are in docs/reliability.md.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mangled_bomb(levels: int = 24) -> str:
+    """f(A<B,B>, A<A<B,B>,A<B,B>>, …): each parameter is A<prev, prev> through two substitutions, so the
+    demangled text doubles per level while the mangled name grows by 10 bytes (24 levels: 243 bytes → 218 MB)."""
+    def sid(i: int) -> str:
+        if i == 0:
+            return "S_"
+        n, digits, s = i - 1, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ", ""
+        while True:
+            s, n = digits[n % 36] + s, n // 36
+            if n == 0:
+                return f"S{s}_"
+
+    return "_Z1f" + "1AI1BS0_E" + "".join(f"S_I{sid(k)}{sid(k)}E" for k in range(2, levels + 1))
+
+
+def _gzip_stream(path: Path, pieces) -> None:
+    """Write a gzip file from (bytes, repeat) pieces without holding the whole text."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    with open(path, "wb") as f:
+        for data, repeat in pieces:
+            f.writelines(comp.compress(data) for _ in range(repeat))
+        f.write(comp.flush())
+
+
+def make(folder: Path, whitespace_mb: int = 3000) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    # 1. nested arrays: ~300,000 levels in 318 bytes of gzip
+    _gzip_stream(folder / "nested.json.gz", [(b'{"traceEvents": [', 1), (b"[" * 100_000, 3)])
+    # 2. whitespace: 3 GB of spaces after a complete trace, ~3 MB of gzip
+    _gzip_stream(folder / "whitespace.json.gz",
+                 [(b'{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 2}]', 1),
+                  (b" " * (1 << 20), whitespace_mb), (b"}", 1)])
+    # 3. one 128 MB kernel name (gzip: ~130 KB)
+    _gzip_stream(folder / "longname.json.gz", [(b'{"traceEvents": [{"cat": "kernel", "ts": 1, "dur": 2, "name": "', 1),
+                                               (b"A" * (1 << 20), 128), (b'"}]}', 1)])
+    # 4. a 243-byte mangled name that demangles to 218 MB
+    (folder / "mangled_bomb.json").write_text(json.dumps(
+        {"traceEvents": [{"cat": "kernel", "name": mangled_bomb(), "ts": 1, "dur": 2, "args": {"device": 0}}]}))
+    # 5. a folder with a real capture and a FIFO
+    fifo_dir = folder / "with_fifo"
+    fifo_dir.mkdir(exist_ok=True)
+    trace = {"traceEvents": [{"cat": "kernel", "name": "volta_h884gemm_64x64_ldg8_nn", "ts": 1, "dur": 2,
+                              "args": {"device": 0}}]}
+    (fifo_dir / "trace.json").write_text(json.dumps(trace))
+    if not (fifo_dir / "pipe").exists():
+        os.mkfifo(fifo_dir / "pipe")
+    # 6. 5,000 junk files beside one capture
+    junk = folder / "junk"
+    junk.mkdir(exist_ok=True)
+    (junk / "trace.json").write_text(json.dumps(trace))
+    for i in range(5000):
+        (junk / f"note{i:04d}.txt").write_text("not a capture\n")
+    with gzip.open(folder / "nested.json.gz") as g:
+        depth = len(g.read())
+    print(f"wrote {folder}: nested.json.gz {(folder / 'nested.json.gz').stat().st_size} B ({depth:,} B unpacked), "
+          f"whitespace.json.gz {(folder / 'whitespace.json.gz').stat().st_size:,} B, "
+          f"longname.json.gz {(folder / 'longname.json.gz').stat().st_size:,} B, "
+          f"mangled name {len(mangled_bomb())} B")
+
+
+CASES = ("nested.json.gz", "whitespace.json.gz", "longname.json.gz", "mangled_bomb.json", "with_fifo", "junk")
+
+
+def _limit(mem_bytes: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+    return apply
+
+
+def measure_one(path: Path, timeout: float, mem_gb: float, repo: Path) -> dict:
+    """In a child of a fresh process, so that ru_maxrss of the children is this case's alone."""
+    code = f"""
+import json, resource, subprocess, sys, time
+t = time.time()
+try:
+    p = subprocess.run({[sys.executable, "-m", "nvprof_wrap", "report", str(path), "--format", "json"]!r},
+                       capture_output=True, text=True, timeout={timeout},
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, ({int(mem_gb * 2**30)},) * 2))
+    rc, err, out = p.returncode, p.stderr.strip().splitlines(), p.stdout
+except subprocess.TimeoutExpired as e:
+    rc, err, out = "timeout", [f"killed after {timeout} s"], ""
+wall = time.time() - t
+print(json.dumps({{"wall_s": round(wall, 2), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+                  "rc": rc, "stderr_lines": len(err), "last": (err[-1] if err else "")[:160],
+                  "stdout_bytes": len(out)}}))
+"""
+    env = dict(os.environ, PYTHONPATH=str(repo), NO_COLOR="1")
+    # cwd: `python -m` puts the current folder first on sys.path, before PYTHONPATH
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False,
+                          timeout=timeout + 60, cwd=repo)
+    return json.loads(proc.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("action", choices=("make", "measure"))
+    p.add_argument("folder", type=Path)
+    p.add_argument("--timeout", type=float, default=120)
+    p.add_argument("--mem-gb", type=float, default=4)
+    p.add_argument("--repo", type=Path, default=ROOT)
+    p.add_argument("--case", action="append", choices=CASES)
+    args = p.parse_args(argv)
+    if args.action == "make":
+        make(args.folder)
+        return 0
+    for case in args.case or CASES:
+        t = time.time()
+        r = measure_one(args.folder / case, args.timeout, args.mem_gb, args.repo.resolve())
+        print(f"{case:20s} {r['wall_s']:8.2f} s  {r['peak_rss_mb']:6d} MB  exit {r['rc']}  "
+              f"stderr lines {r['stderr_lines']}  {r['last']}", flush=True)
+        del t
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Exit codes, one table per kind of command: shown in each command's --help and in docs/reliability.md."""
+from __future__ import annotations
+
+_FAIL = """  2    bad input or usage: a file that is not a capture, a run store that is not one, a file that cannot be
+       written (disk full, read-only, locked), a missing profiler; one line on stderr names the file and why
+  130  interrupted (Ctrl-C)
+  1    an internal error: a bug (the traceback is printed; please report it)"""
+
+READ = f"""exit codes:
+  0    done; also when the output was cut short by a closed pipe (| head)
+{_FAIL}"""
+
+RUN = """exit codes:
+  N    the job's exit code (128+S when signal S ended it); also when the output was cut short (| head -1):
+       nvprof-wrap stops printing, waits for the job and exits with its code
+  2    nvprof-wrap could not start the job (bad options, a run folder that already holds a run, no profiler),
+       or the job succeeded but its run could not be recorded or read (disk full, say): one line on stderr
+  130  interrupted before the job started
+  1    an internal error: a bug (the traceback is printed; please report it)"""
+
+EXPERIMENT = f"""exit codes:
+  0    every precision's run exited 0 and was recorded
+  N    the highest exit code of the precisions' runs (see `nvprof-wrap run --help`)
+{_FAIL}"""
+
+GENERAL = """exit codes: run and experiment exit with the job's code; every other command with 0 when done, 2 for bad
+input or a file that cannot be written (one line on stderr), 130 when interrupted, 1 for an internal error.
+`nvprof-wrap COMMAND --help` gives each command's table."""

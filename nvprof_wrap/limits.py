@@ -1,0 +1,32 @@
+"""Every limit that bounds the work one input can cause, in one place (documented in docs/reliability.md).
+
+A capture is hostile or damaged as often as it is huge: each limit is far above anything a real profiler writes
+(the largest real values seen are beside each) and far below what would cost minutes or gigabytes.
+"""
+from __future__ import annotations
+
+# Names (kernels, ops, processes, devices) are cut here, with "…" appended. The longest real kernel name in the
+# fixtures is a 4,889-character CUTLASS name.
+MAX_NAME_CHARS = 100_000
+
+# JSON traces (Kineto / Chrome): nesting deeper than this is refused (real traces: 6 levels); a string longer
+# than this is cut in the stream, before the parser buffers it (real traces: a few KB for a call stack).
+MAX_JSON_DEPTH = 100
+MAX_JSON_STRING_BYTES = 1 << 20
+
+# Text formats (CSV): a line longer than this is refused (a real ncu CSV line: a few KB).
+MAX_LINE_BYTES = 8 << 20
+
+# Demangling: each name gets this much time, memory and output in a helper process; past any, the mangled name
+# is kept and the capture's notes say so. After DEMANGLE_MAX_OVERRUNS such names in one process, names that could
+# overrun are no longer tried. Real names demangle in microseconds to a few KB.
+DEMANGLE_SECONDS = 1.0
+DEMANGLE_MAX_CHARS = MAX_NAME_CHARS
+DEMANGLE_MEMORY_BYTES = 1 << 30
+DEMANGLE_MAX_OVERRUNS = 3
+
+# A kernel, copy or set that lasted less than nothing or longer than this is counted without its time.
+MAX_DURATION_NS = 7 * 24 * 3600 * 10**9
+
+# Skipped files: the terminal and Markdown reports list this many, then summarise the rest by reason.
+SKIPPED_SHOWN = 5

@@ -1,0 +1,208 @@
+"""JSON (plain or gzip) streamed to the parser with bounded work, whatever the file holds.
+
+ijson builds a prefix string per nesting level for every event, so 300,000 nested arrays (345 bytes of gzip)
+cost it tens of gigabytes; and one string spanning many reads costs it time quadratic in the string's length.
+``open_json`` hands the parser the file through a filter that tracks, at C speed per 64 KiB chunk
+(``bytes.translate`` and ``replace``, no Python per byte or per string): whether the stream is inside a string,
+the nesting depth, and the length of the current string. Nesting past ``MAX_JSON_DEPTH`` is refused (BadInput); a string
+past ``MAX_JSON_STRING_BYTES`` is cut in the stream (the rest of it never reaches the parser) and counted, so
+the reader can say so in the capture's notes. gzip is decompressed as a stream, never whole; the last 256 KiB
+of the stream are kept for keys written after the events (``tail``).
+"""
+from __future__ import annotations
+
+import collections
+import gzip
+import itertools
+import re
+from pathlib import Path
+from typing import IO, Self
+
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.limits import MAX_JSON_DEPTH, MAX_JSON_STRING_BYTES
+
+CHUNK = 1 << 16
+TAIL = 256 << 10
+_QUOTED = re.compile(rb'"[^"]*"')
+# A string's content as complete units: plain bytes, a surrogate pair of \u escapes, another \u escape, or a
+# two-byte escape; cutting between units never leaves a broken escape (possessive: no backtracking).
+_UNITS = re.compile(rb"(?:[^\"\\]++|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+                    rb"|\\u(?![dD][89abAB])[0-9a-fA-F]{4}|\\[^u])*+", re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_SPECIAL = bytes(b for b in range(256) if b not in b'"[]{}')
+_SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+class BoundedJSON:
+    """A read-only byte stream over a JSON file, for ijson."""
+
+    def __init__(self, raw: IO[bytes], path: Path, max_depth: int = MAX_JSON_DEPTH,
+                 max_string: int = MAX_JSON_STRING_BYTES, also_close: tuple[IO[bytes], ...] = (),
+                 chunk: int = CHUNK) -> None:
+        self._raw, self.path, self._also_close = raw, path, also_close
+        self.max_depth, self.max_string = max_depth, max_string
+        self._chunk = min(chunk, max_string)  # a string inside one chunk is never longer than the limit
+        self._depth = 0
+        self._in_string = self._cutting = self._broken = False
+        self._string_len = 0
+        self._carry = b""
+        self.offset = 0  # bytes of the (decompressed) stream consumed so far
+        self.cut_strings = 0
+        self._tail: collections.deque[bytes] = collections.deque()
+        self._tail_len = 0
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._raw.close()
+        for f in self._also_close:  # the file under a GzipFile, which does not close it
+            f.close()
+
+    def read(self, size: int = -1) -> bytes:
+        """The next filtered piece (any length; b"" only at the end, or when asked for 0 bytes: ijson asks
+        read(0) to learn whether the stream gives bytes or text)."""
+        while size:
+            raw = self._raw.read(self._chunk)
+            if not raw:
+                out, self._carry = self._carry, b""
+                return self._keep(out)
+            buf, self._carry = self._carry + raw, b""
+            self.offset += len(raw)
+            out = buf if self._broken else self._scan(buf)
+            if out:
+                return self._keep(out)
+        return b""
+
+    def tail(self) -> bytes:
+        """The last 256 KiB of the stream read so far."""
+        return b"".join(self._tail)[-TAIL:]
+
+    def _keep(self, out: bytes) -> bytes:
+        self._tail.append(out)
+        self._tail_len += len(out)
+        while self._tail_len - len(self._tail[0]) >= TAIL:
+            self._tail_len -= len(self._tail.popleft())
+        return out
+
+    def _scan(self, buf: bytes) -> bytes:
+        out: list[bytes] = []
+        pos, end = 0, len(buf)
+        while pos < end:
+            if self._in_string:
+                pos, end = self._string(buf, pos, end, out)
+            else:
+                pos = self._structure(buf, pos, end, out)
+        return b"".join(out)
+
+    def _string(self, buf: bytes, pos: int, end: int, out: list[bytes]) -> tuple[int, int]:
+        """Inside a string: up to its closing quote or the end of the chunk; returns (pos, end)."""
+        stop = _UNITS.match(buf, pos, end).end()
+        closed = stop < end and buf[stop] == 0x22
+        if not closed and stop < end:  # a backslash: an escape cut by the chunk's end, or an invalid one
+            if end - stop > 12:  # invalid JSON: the parser will say where; stop filtering
+                self._broken = True
+                out.append(buf[pos:])
+                return len(buf), len(buf)
+            self._carry, end = buf[stop:end], stop  # completed by the next chunk
+        elif not closed:
+            stop = end = self._hold_partial_utf8(buf, pos, end)
+        room = self.max_string - self._string_len
+        if not self._cutting and stop - pos > room:
+            cut = _UNITS.match(buf, pos, pos + room).end()
+            while cut > pos and buf[cut - 1] & 0xC0 == 0x80:  # never split a UTF-8 sequence
+                cut -= 1
+            if cut > pos and buf[cut - 1] >= 0xC0:
+                cut -= 1
+            out.append(buf[pos:cut])
+            self._cutting = True
+            self.cut_strings += 1
+        elif not self._cutting:
+            out.append(buf[pos:stop])
+        self._string_len += stop - pos
+        if not closed:
+            return end, end
+        out.append(b'"')
+        self._in_string = self._cutting = False
+        return stop + 1, end
+
+    def _hold_partial_utf8(self, buf: bytes, pos: int, end: int) -> int:
+        """A UTF-8 sequence cut by the chunk's end goes to the next chunk, so a cut never splits one."""
+        i = end - 1
+        while i > pos and end - i < 4 and buf[i] & 0xC0 == 0x80:
+            i -= 1
+        if i >= pos and buf[i] >= 0xC0 and end - i < (2 if buf[i] < 0xE0 else 3 if buf[i] < 0xF0 else 4):
+            self._carry = buf[i:end] + self._carry
+            return i
+        return end
+
+    def _structure(self, buf: bytes, pos: int, end: int, out: list[bytes]) -> int:
+        """Outside strings: check the nesting up to the first string left open by the chunk's end."""
+        rest = buf[pos:end]
+        # Escaped backslashes and quotes masked, length kept: every quote left delimits a string, at its place.
+        # (A regular expression that skips whole strings tried again at every quote of a string left open by the
+        # chunk's end: quadratic in a string of escaped quotes.)
+        masked = rest.replace(b"\\\\", b"\0\0").replace(b'\\"', b"\0\0") if b"\\" in rest else rest
+        # Only quotes and brackets matter. Removing two adjacent quotes (an empty string, or the gap between two
+        # strings with no bracket in it) changes no bracket's inside/outside; what is left are the strings that
+        # hold brackets (few: "{lambda()#1}"), removed with their brackets.
+        special = masked.translate(None, _NOT_SPECIAL).replace(b'""', b"")
+        if b'"' in special:
+            special = _QUOTED.sub(b"", special)
+        quote = special.find(b'"')  # parity: a quote left means a string left open, at the last quote
+        self._nesting(special if quote < 0 else special[:quote])
+        if quote < 0:
+            out.append(rest)
+            return end
+        return self._open_string(buf, pos, pos + masked.rindex(b'"'), out)
+
+    def _open_string(self, buf: bytes, pos: int, opening: int, out: list[bytes]) -> int:
+        out.append(buf[pos:opening + 1])
+        self._in_string, self._string_len = True, 0
+        return opening + 1
+
+    def _nesting(self, text: bytes) -> None:
+        brackets = text.translate(None, _NOT_BRACKETS)
+        if not brackets:
+            return
+        opens = brackets.count(b"[") + brackets.count(b"{")
+        if self._depth + opens > self.max_depth and self._peak(brackets) > self.max_depth:
+            raise BadInput(self.path, f"JSON nested deeper than {self.max_depth} levels (within its first "
+                                      f"{self.offset:,} bytes): not a profiler trace")
+        self._depth += 2 * opens - len(brackets)
+
+    def _peak(self, brackets: bytes) -> int:
+        """The deepest level reached in ``brackets`` — exactly when it matters. Removing every adjacent "[]" (or
+        every "{}": net zero) lowers the peak by at most one, so the peak of what is left plus the rounds bounds
+        it; a trace's events ("{{}}" each) vanish in two rounds at C speed, where summing every bracket in
+        Python cost half of this filter's time."""
+        reduced, rounds, changed = brackets, 0, True
+        while changed and rounds < 16:
+            changed = False
+            for pair in (b"[]", b"{}"):
+                shorter = reduced.replace(pair, b"")
+                if len(shorter) != len(reduced):
+                    reduced, rounds, changed = shorter, rounds + 1, True
+        bound = _max_level(reduced, self._depth) + rounds
+        return bound if bound <= self.max_depth else _max_level(brackets, self._depth)
+
+
+def _max_level(brackets: bytes, depth: int) -> int:
+    return max(itertools.accumulate(memoryview(brackets.translate(_SIGNS)).cast("b"), initial=depth))
+
+
+def open_json(path: Path, **limits: int) -> BoundedJSON:
+    """A JSON file or a gzip of one, streamed through the bounds."""
+    f: IO[bytes] = open(path, "rb")  # noqa: SIM115 - owned by the returned stream, closed with it
+    try:
+        gz = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+    except OSError:
+        f.close()
+        raise
+    if gz:
+        return BoundedJSON(gzip.GzipFile(fileobj=f, mode="rb"), path, also_close=(f,), **limits)
+    return BoundedJSON(f, path, **limits)

@@ -1,0 +1,52 @@
+"""Durations a report can stand on. A record whose time is missing (NULL), negative (end before start) or absurd
+(longer than MAX_DURATION_NS) still counts as a launch, copy or set, but without its time, and the capture's
+notes say how many there were: a damaged clock must not subtract from the GPU time or swamp it.
+
+SQL readers ask ``sql_duration(conn, table, what)`` for the expression to aggregate: the plain ``"end" - start``
+when every row of the table is sound (one COUNT scan decides: ~0.1 s per million rows), a guarded one when not.
+Python readers count through ``Durations``.
+"""
+from __future__ import annotations
+
+import math
+import sqlite3
+
+from nvprof_wrap.limits import MAX_DURATION_NS
+
+PLAIN = '"end" - start'
+_BAD = f'(start IS NULL OR "end" IS NULL OR "end" < start OR "end" - start > {MAX_DURATION_NS})'
+SOUND = f'CASE WHEN "end" >= start AND "end" - start <= {MAX_DURATION_NS} THEN "end" - start END'
+_LIMIT = "7 days"  # MAX_DURATION_NS in words, for the notes
+
+
+def note(count: int, what: str) -> str:
+    return (f"{count:,} {what} record(s) without a usable time (missing, negative, or longer than {_LIMIT}): "
+            "counted, without their time")
+
+
+def sql_duration(conn: sqlite3.Connection, table: str, what: str) -> tuple[str, str | None]:
+    """(expression for a record's duration in ns, NULL when unusable; a note when some are) for ``table``,
+    whose columns are start and "end"."""
+    bad = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {_BAD}").fetchone()[0]
+    return (PLAIN if not bad else SOUND), (note(bad, what) if bad else None)
+
+
+def on(expr: str, alias: str) -> str:
+    """The expression for a query where the table has an alias."""
+    return expr.replace('"end"', f'{alias}."end"').replace("start", f"{alias}.start")
+
+
+class Durations:
+    """Per-record durations in Python readers: ``ns(value_in_ns)`` gives the duration or None, and counts."""
+
+    def __init__(self, what: str) -> None:
+        self.what, self.bad = what, 0
+
+    def ns(self, value: float | None) -> int | None:
+        if value is None or math.isnan(value) or not 0 <= value <= MAX_DURATION_NS:
+            self.bad += 1
+            return None
+        return int(value)
+
+    def notes(self) -> tuple[str, ...]:
+        return (note(self.bad, self.what),) if self.bad else ()
