@@ -137,16 +137,3 @@ def _ranks_from_manifest(store: Store, folder: Path) -> None:
     ranks = {p["pid"]: p["rank"] for p in procs if isinstance(p, dict) and p.get("rank") is not None}
     if ranks:
         store.set_ranks(ranks)
-
-
-def attach_static(store: Store, dirs: list[Path] | None = None) -> int:
-    """Look up compiled code (Triton cache PTX) for kernels the name rules leave unknown; returns how many."""
-    from nvprof_wrap import static_evidence
-
-    store.classify_pending()
-    names = store.unknown_names()
-    if not names:
-        return 0
-    verdicts = static_evidence.scan(names, dirs)
-    store.add_static(verdicts)
-    return len(verdicts)

@@ -126,6 +126,27 @@ class Classification:
     evidence: str = "name"  # "counters" > "sass" > "name"
 
 
+@dataclass(frozen=True)
+class EpochMetrics:
+    """One epoch (or logging interval) of a training job, from its metrics JSONL or its Keras log lines."""
+
+    epoch: int
+    loss: float | None = None
+    accuracy: float | None = None
+    val_loss: float | None = None
+    val_accuracy: float | None = None
+
+
+@dataclass(frozen=True)
+class HealthVerdict:
+    """Did training work? (analysis/health.py)"""
+
+    status: str  # healthy | collapsed | nan | diverged | unknown
+    findings: tuple[str, ...]
+    epochs: int
+    final: EpochMetrics | None
+
+
 def merge_kernels(aggs: Iterable[KernelAgg]) -> tuple[KernelAgg, ...]:
     """Combine aggregates with the same (pid, device, name): demangling can map two raw names to one."""
     merged: dict[tuple, KernelAgg] = {}

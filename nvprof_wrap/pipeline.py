@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from nvprof_wrap import renderers  # noqa: F401 - registers Report's display methods (str, to_dict, HTML)
 from nvprof_wrap import report as report_mod
+from nvprof_wrap.analysis.hints import hints
+from nvprof_wrap.classify import evidence
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.ingest import attach_static, ingest
+from nvprof_wrap.ingest import ingest
 from nvprof_wrap.store import Store
 
 
@@ -30,11 +33,12 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     st = Store(Path(store)) if isinstance(store, (str, Path)) else (store or Store())
     try:
         skipped = ingest(st, folders, progress)
-        attach_static(st, list(triton_cache) if triton_cache is not None else None)
+        evidence.prepare(st, triton_cache)
         rep = report_mod.build(st, skipped)
     finally:
         if own:
             st.close()
+    rep = report_mod.with_hints(rep, hints(rep))
     if health:
         rep = report_mod.with_health(rep, _health(folders))
     return rep

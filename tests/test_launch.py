@@ -196,5 +196,5 @@ def test_run_reports_training_health_from_the_jobs_keras_log(tmp_path):
     proc = wrapper(["--backend", "nsys", "-o", str(tmp_path / "h"), "--format", "json", "--", sys.executable,
                     "-c", job])
     assert proc.returncode == 0, proc.stderr
-    health = json.loads(proc.stdout)["extra"]["health"]
+    health = json.loads(proc.stdout)["health"]
     assert health["status"] == "collapsed" and health["epochs"] >= 2

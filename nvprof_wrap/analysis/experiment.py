@@ -49,7 +49,7 @@ def read_metrics(path: Path) -> tuple[int | None, float | None]:
 def row(precision: str, folder: Path, manifest: dict, report: Report, health) -> ExperimentRow:
     steps, epoch_s = read_metrics(folder / "metrics.jsonl")
     v = report.verdict
-    memcpy = sum(s.share for s in report.split if s.category.startswith("memcpy"))
+    memcpy = sum(s.share for s in report.split if s.kind == "memcpy")
     spans = [d for d in report.devices if d.span_ns]
     idle = (1 - sum(d.busy_ns or 0 for d in spans) / sum(d.span_ns for d in spans)) if spans else None
     final = health.final

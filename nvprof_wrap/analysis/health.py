@@ -20,9 +20,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from nvprof_wrap.model import EpochMetrics, HealthVerdict
+
+__all__ = ["EpochMetrics", "HealthVerdict", "assess", "health_from_run", "parse_keras_log", "parse_metrics_jsonl"]
 
 # Without a class count, "accuracy below 5% with zero loss" is the collapse test.
 COLLAPSE_ACCURACY_NO_CLASSES = 0.05
@@ -31,23 +34,6 @@ COLLAPSE_ACCURACY_NO_CLASSES = 0.05
 # little above 1/num_classes on imbalanced data.
 CHANCE_MULTIPLE = 2.0
 DIVERGE_FACTOR = 2.0
-
-
-@dataclass(frozen=True)
-class EpochMetrics:
-    epoch: int
-    loss: float | None = None
-    accuracy: float | None = None
-    val_loss: float | None = None
-    val_accuracy: float | None = None
-
-
-@dataclass(frozen=True)
-class HealthVerdict:
-    status: str  # healthy | collapsed | nan | diverged | unknown
-    findings: tuple[str, ...]
-    epochs: int
-    final: EpochMetrics | None
 
 
 # --------------------------------------------------------------------------

@@ -1,9 +1,7 @@
 """The "and if not, why?" part: short, evidence-based hints from a report's numbers. Pure: no I/O."""
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from nvprof_wrap.classify.rank import gpu_facts
+from nvprof_wrap.report import Report
 
 # Rules of the classifier whose "no" means matrix math on CUDA cores (rules.toml ids).
 _CUDA_CORE_MATRIX = {"ffma", "simt", "sgemm", "scudnn"}
@@ -14,12 +12,13 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def hints(kernels: Iterable, split: Iterable, devices: Iterable, device_cc: dict) -> tuple[str, ...]:
-    kernels, split, devices = list(kernels), list(split), list(devices)
+def hints(report: Report) -> tuple[str, ...]:
+    """The "if not, why?" lines of a report, from its numbers only."""
+    kernels, split, devices = list(report.kernels), list(report.split), list(report.devices)
     total = sum(k.total_ns for k in kernels) or 1
     out: list[str] = []
-    old = [f"{label or 'GPU ' + str(dev)} (compute capability {cc})" for dev, (label, cc) in device_cc.items()
-           if cc is not None and not gpu_facts(cc, label)[1]]
+    old = [f"{g.name or 'GPU ' + str(g.device_id)} (compute capability {g.cc})" for g in report.gpus
+           if g.cc is not None and not g.has_tensor_cores]
     if old:
         out.append(f"{', '.join(old)}: no tensor cores on this GPU — they arrived with Volta (7.0), and Turing's "
                    "GTX 16xx chips have none.")
@@ -29,7 +28,7 @@ def hints(kernels: Iterable, split: Iterable, devices: Iterable, device_cc: dict
                    f"{flagged[0].flag}): the capture's device record or the name is wrong — check which GPU ran it.")
     fp32 = [k for k in kernels if k.tensor_core == "no" and k.precision == "fp32" and k.name_rule in _CUDA_CORE_MATRIX]
     share = sum(k.total_ns for k in fp32) / total
-    ccs = [cc for _, cc in device_cc.values() if cc is not None]
+    ccs = [g.cc for g in report.gpus if g.cc is not None]
     if share >= _MIN_SHARE and ccs and max(ccs) < 8.0:
         out.append(f"{_pct(share)} of kernel time is fp32 matrix math on CUDA cores (e.g. {fp32[0].short}): on this "
                    "GPU only fp16 reaches the tensor cores (TF32 needs compute capability 8.0+): use mixed precision "
@@ -46,7 +45,7 @@ def hints(kernels: Iterable, split: Iterable, devices: Iterable, device_cc: dict
                    f"(e.g. {half[0].short}): matrix-vector products, K=1 or shapes not multiple of 8 fall back to "
                    "CUDA cores — '16-bit in the name' is not 'tensor core'.")
     ops = sum(s.total_ns for s in split) or 1
-    copies = sum(s.total_ns for s in split if s.category.startswith("memcpy")) / ops
+    copies = sum(s.total_ns for s in split if s.kind == "memcpy") / ops
     if copies >= 0.5:
         out.append(f"{_pct(copies)} of GPU time is memory copies, mostly {_top_copy(split)}: tensor cores cannot "
                    "speed that up; keep data on the GPU or make the copies asynchronous (pinned memory).")
@@ -59,5 +58,5 @@ def hints(kernels: Iterable, split: Iterable, devices: Iterable, device_cc: dict
 
 
 def _top_copy(split: list) -> str:
-    copies = [s for s in split if s.category.startswith("memcpy")]
-    return max(copies, key=lambda s: s.total_ns).category.split(" ", 1)[1] if copies else "copies"
+    copies = [s for s in split if s.kind == "memcpy"]
+    return max(copies, key=lambda s: s.total_ns).direction if copies else "copies"

@@ -13,7 +13,6 @@ from nvprof_wrap.sanitize import clean
 from nvprof_wrap.store import Store
 
 FORMATS = tuple(RENDERERS)
-TEXT_FORMATS = tuple(f for f in FORMATS if f != "html")  # for commands that have no HTML page (experiment, doctor)
 
 
 def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -> None:

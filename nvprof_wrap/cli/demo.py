@@ -18,9 +18,8 @@ from pathlib import Path
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, emit, options
-from nvprof_wrap.ingest import ingest
+from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS, _rows
-from nvprof_wrap.store import Store
 
 TITLES = {
     "keras_reuters_fp16": "The seed's Keras Reuters MLP in pure fp16 (floatx float16), annotated per layer and op",
@@ -43,11 +42,7 @@ def samples_dir() -> Path:
 
 
 def _report(folder: Path) -> report.Report:
-    store = Store()
-    try:
-        return report.build(store, ingest(store, [folder]))
-    finally:
-        store.close()
+    return analyze(folder)
 
 
 def run(args: argparse.Namespace) -> int:

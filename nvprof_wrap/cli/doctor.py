@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
 from pathlib import Path
 
-from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import TEXT_FORMATS, add_format, emit
+from nvprof_wrap.cli._output import add_format, emit, options
 from nvprof_wrap.errors import ToolMissing
-from nvprof_wrap.ingest import ingest
 from nvprof_wrap.launch import backends
 from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.runner import RunSpec, execute
+from nvprof_wrap.pipeline import analyze
+from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.sanitize import clean_lines
 from nvprof_wrap.store import Store
 
@@ -29,7 +28,7 @@ def add_parser(sub, name: str) -> None:
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--no-probe", action="store_true", help="do not run the matmul probe")
     p.add_argument("-o", "--output", default=None, help="run folder for the probe")
-    add_format(p, TEXT_FORMATS)
+    add_format(p)
 
 
 def facts() -> dict:
@@ -52,7 +51,7 @@ def probe(folder: str | None) -> dict:
         return {"ran": False, "why": str(e)}
     store = Store(out / "run.sqlite", mirror=out)
     try:
-        rep = report.build(store, ingest(store, [out]))
+        rep = analyze(out, store=store)
     finally:
         store.close()
     return {"ran": True, "backend": manifest["backend"], "folder": str(out), "verdict": rep.verdict.message,
@@ -63,9 +62,8 @@ def run(args: argparse.Namespace) -> int:
     f = facts()
     if f["gpus"] and not args.no_probe and PROBE.is_file():
         f["probe"] = probe(args.output)
-    if args.format == "json":
-        emit(json.dumps(f, indent=2) + "\n")
-        return 0
+    emit(RENDERERS[args.format].render_doctor(f, **options(args)))
+    return 0
     lines = ["GPUs: " + ("none found (nvidia-smi)" if not f["gpus"] else "; ".join(
         f"{g['index']}: {g['name']}, compute capability {g['compute_capability']}, driver {g['driver']}"
         for g in f["gpus"]))]

@@ -15,15 +15,14 @@ import sys
 import time
 from pathlib import Path
 
-from nvprof_wrap import report
 from nvprof_wrap.analysis.experiment import row
 from nvprof_wrap.analysis.health import health_from_run
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import TEXT_FORMATS, add_format, checked, emit, options
+from nvprof_wrap.cli._output import add_format, checked, emit, options
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.launch.runner import RunSpec, execute
-from nvprof_wrap.renderers import experiment as render
+from nvprof_wrap.pipeline import analyze
+from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # a link to ../../workloads; a copy when installed
@@ -43,7 +42,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--force", action="store_true", help="replace the runs that -o DIR already holds")
     p.add_argument("--no-run", action="store_true",
                    help="do not run: rebuild the table from the per-precision run folders already in -o DIR")
-    add_format(p, TEXT_FORMATS)
+    add_format(p)
 
 
 def resolve(workload: str) -> Path:
@@ -58,9 +57,7 @@ def resolve(workload: str) -> Path:
 def _row(precision: str, folder: Path, manifest: dict, script_stem: str):
     store = checked(Store(folder / "run.sqlite", mirror=folder))
     try:
-        skipped = ingest(store, [folder])
-        attach_static(store)
-        rep = report.build(store, skipped)
+        rep = analyze(folder, store=store, health=False)
     finally:
         store.close()
     log = (folder / "stdout.log").read_text(errors="replace") + (folder / "stderr.log").read_text(errors="replace")
@@ -106,5 +103,5 @@ def run(args: argparse.Namespace) -> int:
                                                quiet_stdout=args.format != "table", annotate=args.annotate,
                                                force=args.force))
             rows.append(_row(precision, folder, manifest, script.stem))
-    emit(render.render(rows, args.format, **options(args)))
+    emit(RENDERERS[args.format].render_experiment(rows, **options(args)))
     return max((r.exit_code for r in rows), default=0)

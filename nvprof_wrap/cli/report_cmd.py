@@ -13,8 +13,8 @@ from pathlib import Path
 
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_output, add_store, check_output, deliver, emit, open_store, options
-from nvprof_wrap.ingest import attach_static, ingest
+from nvprof_wrap.cli._output import add_format, add_output, add_store, check_output, deliver, open_store, options
+from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 
 
@@ -35,9 +35,7 @@ def add_parser(sub, name: str) -> None:
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     store = open_store(args, paths)
     try:
-        skipped = ingest(store, paths)
-        attach_static(store, getattr(args, "triton_cache", None))
-        return report.build(store, skipped)
+        return analyze(*paths, store=store, triton_cache=getattr(args, "triton_cache", None))
     finally:
         store.close()
 

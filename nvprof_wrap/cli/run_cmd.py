@@ -16,8 +16,8 @@ from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, checked, emit, options, say, write_text
 from nvprof_wrap.errors import BadInput, NvprofWrapError
-from nvprof_wrap.ingest import attach_static, ingest
 from nvprof_wrap.launch.runner import RunSpec, execute, no_capture_reason
+from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
 
@@ -47,20 +47,6 @@ def _command(args: argparse.Namespace) -> list[str]:
     if not cmd:
         raise BadInput(None, "no command to run: nvprof-wrap run [options] -- CMD ARGS...")
     return cmd
-
-
-def _attach_health(rep: report.Report, folder) -> None:
-    """Training health of any wrapped job: its metrics JSONL if it wrote one, else its Keras log lines."""
-    from dataclasses import asdict
-
-    from nvprof_wrap.analysis.health import health_from_run
-
-    log = "".join((folder / f).read_text(errors="replace") for f in ("stdout.log", "stderr.log")
-                  if (folder / f).is_file())
-    health = health_from_run(folder / "metrics.jsonl", log)
-    if health.epochs:
-        rep.extra["health"] = {"status": health.status, "findings": list(health.findings), "epochs": health.epochs,
-                               "final": asdict(health.final) if health.final else None}
 
 
 class _NoStatus:
@@ -118,10 +104,6 @@ def _report(folder) -> report.Report:
     store = checked(Store(folder / "run.sqlite", mirror=folder))
     try:
         with _status("reading the captures") as status:
-            skipped = ingest(store, [folder], progress=lambda p: status.update(f"reading {p.name}"))
-        attach_static(store)
-        rep = report.build(store, skipped)
+            return analyze(folder, store=store, progress=lambda p: status.update(f"reading {p.name}"))
     finally:
         store.close()
-    _attach_health(rep, folder)
-    return rep

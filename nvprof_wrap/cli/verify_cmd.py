@@ -16,15 +16,15 @@ import sys
 import time
 from pathlib import Path
 
-from nvprof_wrap import counters, report
+from nvprof_wrap import counters
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, emit, options
 from nvprof_wrap.errors import BadInput, ToolMissing
-from nvprof_wrap.ingest import ingest
 from nvprof_wrap.launch import backends, ncu
 from nvprof_wrap.launch.folder import claim
 from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.job import run_job
+from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
 
@@ -107,10 +107,9 @@ def run(args: argparse.Namespace) -> int:
         csv, attach = measure(args, args.passthrough)
     store = Store()
     try:
-        skipped = ingest(store, [csv, *attach])
-        if not store.rows("SELECT 1 FROM counters LIMIT 1"):
+        rep = analyze(csv, *attach, store=store)
+        if not store.has_counters():
             raise BadInput(csv, "no kernel counters in this export (was it made with ncu --csv?)")
-        rep = report.build(store, skipped)
     finally:
         store.close()
     emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))

@@ -6,7 +6,8 @@ from dataclasses import asdict
 
 from nvprof_wrap.limits import SKIPPED_SHOWN
 from nvprof_wrap.model import Classification
-from nvprof_wrap.report import GroupRow, KernelRow, Report
+from nvprof_wrap.model import HealthVerdict
+from nvprof_wrap.report import GroupRow, KernelRow, PrecisionShare, Report, SplitRow
 
 SCHEMA = "nvprof-wrap.report/1"
 
@@ -21,14 +22,15 @@ def kernel(k: KernelRow) -> dict:
 def group(g: GroupRow, key: str) -> dict:
     return {key: _int(g.key), "label": g.label, "launches": g.launches, "kernel_ns": g.kernel_ns,
             "tensor_core_ns": g.tc_ns, "tensor_core_share": round(g.tc_share, 6),
-            "tensor_core_precisions": [p for p in g.precisions.split(",") if p],
+            "tensor_core_precisions": list(g.precisions),
             "busy_ns": g.busy_ns, "span_ns": g.span_ns,
             "idle_share": None if g.idle_share is None else round(g.idle_share, 6)}
 
 
 def op(o) -> dict:
     return {"op": o.op, "kernels": o.kernels, "launches": o.launches, "total_ns": o.total_ns,
-            "share": round(o.share, 6), "tensor_core_share": round(o.tc_share, 6), "precisions": o.precisions}
+            "share": round(o.share, 6), "tensor_core_share": round(o.tc_share, 6),
+            "precisions": [{"precision": p.precision, "share": round(p.share, 6)} for p in o.precisions]}
 
 
 def classification(c: Classification) -> dict:
@@ -37,10 +39,30 @@ def classification(c: Classification) -> dict:
     return d
 
 
+# What each kind of GPU time is called in every renderer (report.SPLIT_KINDS).
+SPLIT_LABELS = {"tensor_core": "tensor-core kernels", "cuda_core": "other kernels (CUDA cores)",
+                "unknown": "kernels of unknown kind", "communication": "communication kernels (NCCL)",
+                "memcpy": "memcpy", "memset": "memset"}
+
+
+def split_label(s: SplitRow) -> str:
+    return f"{SPLIT_LABELS[s.kind]} {s.direction}" if s.direction else SPLIT_LABELS[s.kind]
+
+
+def mix_text(precisions: tuple[PrecisionShare, ...]) -> str:
+    """'fp16 78.0% + fp32 22.0%'."""
+    return " + ".join(f"{p.precision} {100 * p.share:.1f}%" for p in precisions)
+
+
+def health(h: HealthVerdict | None) -> dict | None:
+    return None if h is None else {"status": h.status, "findings": list(h.findings), "epochs": h.epochs,
+                                   "final": asdict(h.final) if h.final else None}
+
+
 def report(r: Report) -> dict:
     v = r.verdict
-    memcpy = {s.category.split(" ", 1)[1]: {"count": s.count, "total_ns": s.total_ns, "share": round(s.share, 6)}
-              for s in r.split if s.category.startswith("memcpy ")}
+    memcpy = {s.direction: {"count": s.count, "total_ns": s.total_ns, "share": round(s.share, 6)}
+              for s in r.split if s.kind == "memcpy"}
     return {
         "schema": SCHEMA, "rules_version": r.rules_version,
         "tensor_cores_used": v.tensor_cores == "yes", "verdict": v.tensor_cores, "message": v.message,
@@ -48,8 +70,8 @@ def report(r: Report) -> dict:
         "tensor_core_time_fraction": round(v.tc_fraction, 6), "tensor_core_precisions": list(v.precisions),
         "kernel_time_ns": v.kernel_ns, "launches": v.launches, "distinct_kernels": v.kernels,
         "tensor_core_kernels": v.tc_kernels,
-        "time_split": [{"category": s.category, "total_ns": s.total_ns, "share": round(s.share, 6), "count": s.count}
-                       for s in r.split],
+        "time_split": [{"category": split_label(s), "kind": s.kind, "direction": s.direction or None,
+                        "total_ns": s.total_ns, "share": round(s.share, 6), "count": s.count} for s in r.split],
         "memcpy": memcpy,
         "devices": [group(g, "device_id") for g in r.devices],
         "processes": [group(g, "pid") for g in r.processes],
@@ -59,7 +81,9 @@ def report(r: Report) -> dict:
         "scopes": [op(o) for o in r.scopes],
         "sources": [{"path": s.path, "format": s.format, "partial": s.partial, "notes": list(s.notes)} for s in r.sources],
         "skipped": [{"path": p, "why": w} for p, w in r.skipped],
-        **({"extra": r.extra} if r.extra else {}),
+        "gpus": [{"device_id": g.device_id, "name": g.name, "compute_capability": g.cc,
+                  "has_tensor_cores": g.has_tensor_cores} for g in r.gpus],
+        "health": health(r.health),
     }
 
 

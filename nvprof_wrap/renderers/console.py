@@ -10,10 +10,13 @@ from rich.table import Table
 from rich.text import Text
 
 from nvprof_wrap.names import shorten
-from nvprof_wrap.renderers._rows import skipped_summary
+from nvprof_wrap.renderers._rows import mix_text, skipped_summary, split_label
 from nvprof_wrap.report import GroupRow, KernelRow, Report
 from nvprof_wrap.sanitize import deep
+from nvprof_wrap.renderers import _doctor, _experiment
+from nvprof_wrap.sanitize import clean_lines
 
+NAME = "table"
 EXTENSION = ".txt"
 TC_MARK = {"yes": Text("✓", style="bold green"), "no": Text("✗", style="red"), "unknown": Text("?", style="yellow")}
 VERDICT_STYLE = {"yes": "bold green", "no": "bold red", "unknown": "bold yellow", "no-kernels": "bold yellow"}
@@ -50,7 +53,7 @@ def _split(report: Report) -> Table:
     for col, j in (("", "left"), ("time", "right"), ("share", "right"), ("count", "right"), ("", "left")):
         t.add_column(col, justify=j)
     for s in report.split:
-        t.add_row(s.category, fmt_ns(s.total_ns), pct(s.share), f"{s.count:,}", _bar(s.share))
+        t.add_row(split_label(s), fmt_ns(s.total_ns), pct(s.share), f"{s.count:,}", _bar(s.share))
     return t
 
 
@@ -61,7 +64,7 @@ def _groups(rows: tuple[GroupRow, ...], title: str, key: str) -> Table:
                      overflow="ellipsis")
     for g in rows:
         t.add_row(g.key, escape(g.label), f"{g.launches:,}", fmt_ns(g.kernel_ns), pct(g.tc_share),
-                  g.precisions.replace(",", " + ") or "-", pct(g.idle_share))
+                  " + ".join(g.precisions) or "-", pct(g.idle_share))
     return t
 
 
@@ -102,7 +105,7 @@ def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
     t.add_column("precision of its kernels", no_wrap=True, overflow="ellipsis", width=max(room - op_w, 10))
     for o in rows[:limit]:
         t.add_row(escape(o.op), str(o.kernels), f"{o.launches:,}", fmt_ns(o.total_ns), pct(o.share), pct(o.tc_share),
-                  o.precisions)
+                  mix_text(o.precisions))
     return t
 
 
@@ -139,11 +142,11 @@ def render_report(report: Report, width: int = 120, color: bool = False, wide: b
         parts += [_op_table(report.scopes, "Outer ranges (layers / modules)", limit, width), Text("")]
     if report.disagreements:
         parts += [kernel_table(list(report.disagreements), wide, "Counters disagree with the name rules", width), Text("")]
-    health = report.extra.get("health")
+    health = report.health
     if health:
-        style = "green" if health["status"] == "healthy" else "bold red" if health["status"] != "unknown" else "yellow"
-        text = Text(f"Training health: {health['status']} ({health['epochs']} epochs)", style=style)
-        for finding in health["findings"]:
+        style = "green" if health.status == "healthy" else "bold red" if health.status != "unknown" else "yellow"
+        text = Text(f"Training health: {health.status} ({health.epochs} epochs)", style=style)
+        for finding in health.findings:
             text.append(f"\n  {finding}", style="")
         parts += [text, Text("")]
     parts.append(_sources(report))
@@ -179,3 +182,11 @@ def render_classifications(items: list, width: int = 120, color: bool = False, *
     for c in items:
         t.add_row(escape(c.name), TC_MARK[c.tensor_core], c.precision or "-", c.family, escape(c.reason))
     return _to_text(t, width, color)
+
+
+def render_experiment(rows: list, width: int = 120, color: bool = False, **_: object) -> str:
+    return _experiment.as_table(rows, width, color)
+
+
+def render_doctor(facts: dict, **_: object) -> str:
+    return clean_lines("\n".join(_doctor.lines(facts))) + "\n"  # tool paths and versions are the machine's text

@@ -8,7 +8,9 @@ import io
 from nvprof_wrap.renderers import _rows
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.sanitize import clean
+from nvprof_wrap.renderers import _doctor, _experiment
 
+NAME = "csv"
 EXTENSION = ".csv"
 
 
@@ -38,3 +40,11 @@ def render_kernels(rows: list[KernelRow], **_: object) -> str:
 
 def render_classifications(items: list, **_: object) -> str:
     return _table([_rows.classification(c) for c in items])
+
+
+def render_experiment(rows: list, **_: object) -> str:
+    return _experiment.as_csv(rows)
+
+
+def render_doctor(facts: dict, **_: object) -> str:
+    return _table([{"fact": line} for line in _doctor.lines(facts)])

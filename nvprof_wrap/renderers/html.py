@@ -11,7 +11,9 @@ import html as _html
 
 from nvprof_wrap import __version__
 from nvprof_wrap.renderers import _rows
+from nvprof_wrap.renderers import _doctor, _experiment
 
+NAME = "html"
 NAME = "html"
 EXTENSION = ".html"
 # Defence in depth: even if some text escaped the escaping, nothing could run and nothing could be fetched.
@@ -179,7 +181,8 @@ KERNEL_HEAD = ("kernel", "launches", "total", "mean", "% of kernel time", "tenso
 def _ops(rows: list[dict], limit: int) -> str:
     return _limited(_OP_HEAD, [[("name", _Raw(f"<code>{_t(o['op'])}</code>")), _n(o["kernels"]), _n(o["launches"]),
                                 _ns(o["total_ns"]), _pct(o["share"]), _share_bar(o["tensor_core_share"]),
-                                o["precisions"]] for o in rows], limit, "ops", frozenset({1, 2, 3, 4}))
+                                " + ".join(f"{p['precision']} {_pct(p['share'])}" for p in o["precisions"])]
+                               for o in rows], limit, "ops", frozenset({1, 2, 3, 4}))
 
 
 def _groups(rows: list[dict], key: str, head: tuple[str, str]) -> str:
@@ -244,7 +247,7 @@ def report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2) -> 
                   _kernels(d["kernels"], limit)]
     if d["disagreements"]:
         parts += [h("Counters or compiled code disagree with the name rules"), _kernels(d["disagreements"], limit)]
-    health = d.get("extra", {}).get("health")
+    health = d.get("health")
     if health:
         parts += [h("Training health"), _health(health)]
     parts += [h("Sources"), _sources(d)]
@@ -300,3 +303,15 @@ def render_classifications(items: list, **_: object) -> str:
     body = "<h1>Kernel name verdicts</h1>\n" + _table(("kernel", "tensor core", "precision", "family", "reason",
                                                        "rule"), rows, cls="kernels")
     return _document("nvprof-wrap: kernel name verdicts", body)
+
+
+def render_experiment(rows: list, **_: object) -> str:
+    body = "<h1>Precision experiment</h1>\n" + _table(_experiment.HEAD, [_experiment.cells(r) for r in rows],
+                                                      frozenset(range(1, 10)))
+    notes = [f"<li>{_t(r.precision)}: {_t(f)}</li>" for r in rows for f in r.findings]
+    return _document("nvprof-wrap: precision experiment", body + (f"<ul>{''.join(notes)}</ul>\n" if notes else ""))
+
+
+def render_doctor(facts: dict, **_: object) -> str:
+    items = "".join(f"<li>{_t(line)}</li>" for line in _doctor.lines(facts))
+    return _document("nvprof-wrap doctor", f"<h1>This machine</h1>\n<ul>{items}</ul>\n")

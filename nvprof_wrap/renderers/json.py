@@ -7,7 +7,9 @@ import json as _json
 from nvprof_wrap.renderers import _rows
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.sanitize import json_safe
+from nvprof_wrap.renderers import _experiment
 
+NAME = "json"
 EXTENSION = ".json"
 
 
@@ -21,3 +23,11 @@ def render_kernels(rows: list[KernelRow], **_: object) -> str:
 
 def render_classifications(items: list, **_: object) -> str:
     return json_safe(_json.dumps([_rows.classification(c) for c in items], indent=2, ensure_ascii=False)) + "\n"
+
+
+def render_experiment(rows: list, **_: object) -> str:
+    return _experiment.as_json(rows)
+
+
+def render_doctor(facts: dict, **_: object) -> str:
+    return json_safe(_json.dumps(facts, indent=2)) + "\n"

@@ -8,7 +8,9 @@ from nvprof_wrap.names import shorten
 from nvprof_wrap.renderers import _rows
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.sanitize import clean
+from nvprof_wrap.renderers import _doctor, _experiment
 
+NAME = "markdown"
 EXTENSION = ".md"
 _MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~"
 
@@ -41,12 +43,12 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
     if report.ops:
         out += ["\n## Framework ops (NVTX or profiler ranges)\n",
                 _table(["op", "kernels", "launches", "ms", "tensor core", "precision"],
-                       [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.tc_share:.1f}%", o.precisions]
+                       [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.tc_share:.1f}%", _rows.mix_text(o.precisions)]
                         for o in report.ops[:limit]])]
-    health = report.extra.get("health")
+    health = report.health
     if health:
-        out += [f"\n**Training health: {esc(health['status'])}** ({health['epochs']} epochs)\n"]
-        out += [f"- {esc(f)}" for f in health["findings"]]
+        out += [f"\n**Training health: {esc(health.status)}** ({health.epochs} epochs)\n"]
+        out += [f"- {esc(f)}" for f in health.findings]
     if report.skipped:
         shown, more = _rows.skipped_summary(report.skipped)
         out += ["\n## Skipped files\n", _table(["file", "why"], [list(s) for s in shown])]
@@ -61,3 +63,11 @@ def render_kernels(rows: list[KernelRow], wide: bool = False, **_: object) -> st
 def render_classifications(items: list, **_: object) -> str:
     return _table(["name", "tensor core", "precision", "family", "reason"],
                   [[c.name, c.tensor_core, c.precision or "-", c.family, c.reason] for c in items])
+
+
+def render_experiment(rows: list, **_: object) -> str:
+    return _experiment.as_markdown(rows)
+
+
+def render_doctor(facts: dict, **_: object) -> str:
+    return "\n".join(f"- {esc(line)}" for line in _doctor.lines(facts)) + "\n"

@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, astuple, fields
 from pathlib import Path
 
-from nvprof_wrap.classify import RULES_VERSION, classify_many
 from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.model import Capture
+from nvprof_wrap.store.queries import Queries
 
 
 def _import_sqlite_utils():
@@ -73,7 +73,7 @@ _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these ta
 BUSY_TIMEOUT_S = 60
 
 
-class Store:
+class Store(Queries):
     """A run store on disk, or in memory for a one-off report.
 
     A file is opened only when it is a store: it carries the marker, or is a store from before the marker (its
@@ -246,27 +246,17 @@ class Store:
                                      [(r, pid) for pid, r in ranks.items()])
 
     def add_static(self, verdicts: Iterable) -> None:
-        """Compiled-code evidence (nvprof_wrap.static_evidence), one row per kernel name."""
+        """Compiled-code evidence (classify/static.py), one row per kernel name."""
         with self._errors(), self.db.conn:
             self.db["static_evidence"].upsert_all((asdict(v) for v in verdicts), pk="name")
 
-    def unknown_names(self) -> set[str]:
-        return {r[0] for r in self.db.execute(
-            "SELECT DISTINCT k.name FROM kernels k JOIN classifications c ON c.name = k.name "
-            "AND c.rules_version = ? WHERE c.tensor_core = 'unknown'", [RULES_VERSION])}
-
-    def classify_pending(self) -> int:
-        """Classify each distinct kernel name not yet classified under the current rules; returns how many."""
-        names = [r[0] for r in self.db.execute(
-            "SELECT DISTINCT name FROM kernels EXCEPT SELECT name FROM classifications WHERE rules_version=?",
-            [RULES_VERSION])]
+    def add_classifications(self, classifications: Iterable, rules_version: str) -> None:
+        """Name-rule verdicts, cached per rules version (classify/evidence.py decides what to add)."""
         with self._errors(), self.db.conn:
             self.db["classifications"].insert_all(
-                ({**_without(asdict(c), "evidence"), "rules_version": RULES_VERSION} for c in classify_many(names)),
+                ({**_without(asdict(c), "evidence"), "rules_version": rules_version} for c in classifications),
                 ignore=True, batch_size=500)
-        return len(names)
 
-    # ------------------------------------------------------------------ queries (used by report.py)
     def rows(self, sql: str, params: Iterable = ()) -> list[dict]:
         cur = self.db.execute(sql, list(params))
         cols = [d[0] for d in cur.description]

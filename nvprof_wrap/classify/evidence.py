@@ -1,0 +1,62 @@
+"""Every kind of evidence about a run's kernels, gathered and ranked in one place.
+
+``prepare(store, triton_cache)`` classifies each distinct kernel name once (cached per rules version), looks up
+compiled code for the names the rules leave unknown, and ranks names, compiled code, hardware counters and the GPU
+(classify/rank.py) into one verdict per (capture, device, kernel name) — the store's ``temp.t_verdicts`` that the
+report reads. Work is per distinct name and GPU generation, never per launch.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from nvprof_wrap.classify import static
+from nvprof_wrap.classify.engine import RULES_VERSION, classify, classify_many
+from nvprof_wrap.classify.rank import decide
+from nvprof_wrap.model import Classification
+from nvprof_wrap.store import Store
+from nvprof_wrap.store.queries import VERDICT_COLUMNS
+
+
+def classify_pending(store: Store) -> int:
+    """Classify each kernel name not yet classified under the current rules; returns how many."""
+    names = store.names_to_classify(RULES_VERSION)
+    store.add_classifications(classify_many(names), RULES_VERSION)
+    return len(names)
+
+
+def attach_static(store: Store, dirs: Iterable[Path] | None = None) -> int:
+    """Compiled code (Triton cache PTX) for kernels the name rules leave unknown; returns how many were found."""
+    classify_pending(store)
+    names = store.unknown_names(RULES_VERSION)
+    if not names:
+        return 0
+    verdicts = static.scan(names, None if dirs is None else list(dirs))
+    store.add_static(verdicts)
+    return len(verdicts)
+
+
+def rank(store: Store) -> None:
+    """One verdict per (capture, device, kernel name) into the store's temp.t_verdicts."""
+    classify_pending(store)
+    names = store.classifications(RULES_VERSION)
+    counters, compiled = store.counter_evidence(), store.static_evidence()
+    cache: dict[tuple, tuple] = {}
+    out = []
+    for r in store.kernel_gpus():
+        cc = r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None
+        key = (r["name"], cc, r["gpu"])
+        if key not in cache:
+            row = names.get(r["name"])
+            c = classify(r["name"]) if row is None else Classification(
+                row["name"], row["tensor_core"], row["precision"] or "", row["family"], row["reason"], row["rule"] or "")
+            v = decide(c, cc, counters.get(r["name"]), compiled.get(r["name"]), r["gpu"])
+            cache[key] = tuple(getattr(v, col) for col in VERDICT_COLUMNS)
+        out.append((r["capture_id"], r["device_id"], r["name"], *cache[key]))
+    store.write_verdicts(out)
+
+
+def prepare(store: Store, triton_cache: Iterable[Path] | None = None) -> None:
+    """All of the above, in order: the store is then ready for report.build."""
+    attach_static(store, triton_cache)
+    rank(store)

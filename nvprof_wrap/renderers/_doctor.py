@@ -1,0 +1,18 @@
+"""What `doctor` found, as lines of text: shared by the renderers (each one's render_doctor)."""
+from __future__ import annotations
+
+
+def lines(f: dict) -> list[str]:
+    out = ["GPUs: " + ("none found (nvidia-smi)" if not f["gpus"] else "; ".join(
+        f"{g['index']}: {g['name']}, compute capability {g['compute_capability']}, driver {g['driver']}"
+        for g in f["gpus"]))]
+    for k, v in f["profilers"].items():
+        out.append(f"{k}: " + (f"{v['path']} ({v['version']})" if v else "not found"))
+    out.append(f"cupti-python: {'importable' if f['cupti_python'] else 'not installed (pip install cupti-python)'}")
+    out.append("Python packages: " + ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in f["python_packages"].items()))
+    out.append(f"KERAS_BACKEND: {f['keras_backend']}")
+    if "probe" in f:
+        p = f["probe"]
+        out.append(f"matmul probe: {p['verdict']} (backend {p['backend']}, {p['folder']})" if p["ran"]
+                   else f"matmul probe not run: {p['why']}")
+    return out

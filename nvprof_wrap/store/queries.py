@@ -1,0 +1,144 @@
+"""The run store's named queries: every SQL statement the evidence and report stages need lives here, so that
+report.py and cli/ hold none. Aggregates are computed in SQL; Python gets a few rows per kernel name, device,
+process or op — never per launch.
+
+The per-(capture, device, name) verdicts are a temporary table (``temp.t_verdicts``) that classify/evidence.py
+fills; the report's queries join it.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+# Kernel time comes from timeline captures; the launches that counter tools (ncu, nvprof --metrics) replayed
+# count only when nothing else was read.
+COUNTER_ONLY_FORMATS = ("ncu-csv", "ncu-console", "nvprof-metrics")
+_CO = "(" + ", ".join(f"'{f}'" for f in COUNTER_ONLY_FORMATS) + ")"
+_TIMED = f"""(SELECT * FROM kernels WHERE capture_id IN (SELECT id FROM captures WHERE format NOT IN {_CO})
+             OR NOT EXISTS (SELECT 1 FROM captures WHERE format NOT IN {_CO}))"""
+_V = "temp.t_verdicts"
+_ON_K = "v.capture_id = k.capture_id AND v.device_id IS k.device_id AND v.name = k.name"
+VERDICT_COLUMNS = ("tensor_core", "precision", "family", "reason", "rule", "evidence", "name_verdict",
+                   "counter_verdict", "counter_detail", "flag")
+_GROUP_KEYS = ("device_id", "pid")
+_OP_COLUMNS = ("op", "scope")
+
+
+class Queries:
+    """Mixed into Store: ``rows(sql, params)`` is the one primitive they use."""
+
+    def rows(self, sql: str, params: Iterable = ()) -> list[dict]:  # pragma: no cover - Store defines it
+        raise NotImplementedError
+
+    # -- evidence -------------------------------------------------------------------------------------
+    def names_to_classify(self, rules_version: str) -> list[str]:
+        return [r["name"] for r in self.rows(
+            "SELECT DISTINCT name FROM kernels EXCEPT SELECT name FROM classifications WHERE rules_version = ?",
+            [rules_version])]
+
+    def classifications(self, rules_version: str) -> dict[str, dict]:
+        return {r["name"]: r for r in self.rows("SELECT * FROM classifications WHERE rules_version = ?",
+                                                [rules_version])}
+
+    def unknown_names(self, rules_version: str) -> set[str]:
+        return {r["name"] for r in self.rows(
+            "SELECT DISTINCT k.name FROM kernels k JOIN classifications c ON c.name = k.name "
+            "AND c.rules_version = ? WHERE c.tensor_core = 'unknown'", [rules_version])}
+
+    def counter_evidence(self) -> dict[str, tuple[str, str]]:
+        """Per kernel name: yes if any launch executed matrix instructions, no if every launch said no."""
+        return {r["name"]: (r["tc"], r["detail"]) for r in self.rows("""
+            SELECT name, CASE WHEN SUM(tensor_core = 'yes') > 0 THEN 'yes'
+                              WHEN SUM(tensor_core = 'no') = COUNT(*) THEN 'no' ELSE 'unknown' END AS tc,
+                   MAX(detail) AS detail FROM counters GROUP BY name""")}
+
+    def has_counters(self) -> bool:
+        return bool(self.rows("SELECT 1 FROM counters LIMIT 1"))
+
+    def static_evidence(self) -> dict[str, tuple[str, str]]:
+        return {r["name"]: (r["tensor_core"], r["detail"]) for r in self.rows("SELECT * FROM static_evidence")}
+
+    def kernel_gpus(self) -> list[dict]:
+        """Each distinct (capture, device, kernel name) with its GPU's compute capability and name."""
+        return self.rows("""
+            SELECT k.capture_id, k.device_id, k.name, MAX(d.cc_major) AS ma, MAX(d.cc_minor) AS mi,
+                   MAX(d.name) AS gpu
+            FROM (SELECT DISTINCT capture_id, device_id, name FROM kernels) k
+            LEFT JOIN devices d ON d.capture_id = k.capture_id AND d.device_id = k.device_id
+            GROUP BY k.capture_id, k.device_id, k.name""")
+
+    def write_verdicts(self, rows: list[tuple]) -> None:
+        """(capture_id, device_id, name, *VERDICT_COLUMNS) rows into temp.t_verdicts (replaced)."""
+        db = self.db.conn  # type: ignore[attr-defined]
+        db.execute("DROP TABLE IF EXISTS temp.t_verdicts")
+        db.execute(f"CREATE TEMP TABLE t_verdicts (capture_id, device_id, name, {', '.join(VERDICT_COLUMNS)})")
+        db.executemany(f"INSERT INTO temp.t_verdicts VALUES ({', '.join('?' * (3 + len(VERDICT_COLUMNS)))})", rows)
+        db.execute("CREATE INDEX temp.t_verdicts_key ON t_verdicts (capture_id, name, device_id)")
+
+    def has_verdicts(self) -> bool:
+        return bool(self.rows("SELECT 1 FROM sqlite_temp_master WHERE name = 't_verdicts'"))
+
+    # -- the report -------------------------------------------------------------------------------------
+    def timed_kernel_ns(self) -> int:
+        return self.rows(f"SELECT COALESCE(SUM(total_ns), 0) AS t FROM {_TIMED}")[0]["t"]
+
+    def untimed_kernels(self) -> int:
+        return self.rows(f"SELECT COUNT(*) AS n FROM {_TIMED} WHERE total_ns IS NULL")[0]["n"]
+
+    def kernel_rows(self) -> list[dict]:
+        """One row per kernel name (and verdict): launches, time and the ranked verdict, most time first."""
+        return self.rows(f"""
+            SELECT k.name, SUM(k.launches) AS launches, COALESCE(SUM(k.total_ns), 0) AS total_ns,
+                   v.tensor_core, v.precision, v.family, v.reason, v.evidence, v.name_verdict,
+                   v.counter_verdict, v.counter_detail, v.rule, MAX(v.flag) AS flag
+            FROM {_TIMED} k JOIN {_V} v ON {_ON_K}
+            GROUP BY k.name, v.tensor_core, v.reason ORDER BY total_ns DESC, launches DESC, k.name""")
+
+    def memop_totals(self) -> list[dict]:
+        return self.rows("SELECT kind, direction, SUM(total_ns) AS ns, SUM(count) AS n FROM memops "
+                         "GROUP BY kind, direction")
+
+    def group_rows(self, key: str) -> list[dict]:
+        """Per device or per process (key 'device_id' or 'pid'): launches, kernel and tensor-core time."""
+        assert key in _GROUP_KEYS
+        return self.rows(f"""
+            SELECT k.{key} AS g, SUM(k.launches) AS launches, COALESCE(SUM(k.total_ns), 0) AS ns,
+                   COALESCE(SUM(CASE WHEN v.tensor_core = 'yes' THEN k.total_ns END), 0) AS tc_ns
+            FROM {_TIMED} k JOIN {_V} v ON {_ON_K} GROUP BY k.{key} ORDER BY k.{key}""")
+
+    def group_precisions(self, key: str) -> dict:
+        """Per group: the tensor-core precisions, the one with the most time first."""
+        assert key in _GROUP_KEYS
+        out: dict = {}
+        for r in self.rows(f"""
+                SELECT k.{key} AS g, v.precision AS p, SUM(k.total_ns) AS ns FROM {_TIMED} k JOIN {_V} v ON {_ON_K}
+                WHERE v.tensor_core = 'yes' AND v.precision != '' GROUP BY 1, 2 ORDER BY 1, 3 DESC, 2"""):
+            out.setdefault(r["g"], []).append(r["p"])
+        return out
+
+    def group_activity(self, key: str) -> dict:
+        """Per group: busy time and span, summed per capture (captures of different processes have different
+        clocks and lifetimes)."""
+        assert key in _GROUP_KEYS
+        return {r["g"]: r for r in self.rows(f"""
+            SELECT g, SUM(busy) AS busy, SUM(span) AS span FROM
+              (SELECT capture_id, {key} AS g, SUM(busy_ns) AS busy, MAX(last_ns) - MIN(first_ns) AS span
+               FROM activity GROUP BY capture_id, {key}) GROUP BY g""")}
+
+    def devices(self) -> list[dict]:
+        return self.rows("SELECT device_id AS g, MAX(name) AS name, MAX(cc_major) AS ma, MAX(cc_minor) AS mi "
+                         "FROM devices GROUP BY device_id")
+
+    def processes(self) -> list[dict]:
+        return self.rows("SELECT pid AS g, MAX(name) AS name, MAX(rank) AS rank FROM processes GROUP BY pid")
+
+    def op_kernels(self, column: str) -> list[dict]:
+        """Per op (column 'op') or scope (column 'scope') and kernel name: launches, time and verdict."""
+        assert column in _OP_COLUMNS
+        return self.rows(f"""
+            SELECT o.{column} AS op, o.name, SUM(o.launches) AS launches, SUM(o.total_ns) AS ns,
+                   v.tensor_core, v.precision
+            FROM ops o JOIN (SELECT * FROM {_V} GROUP BY capture_id, name) v
+                 ON v.capture_id = o.capture_id AND v.name = o.name GROUP BY o.{column}, o.name""")
+
+    def sources(self) -> list[dict]:
+        return self.rows("SELECT path, format, partial, notes FROM captures ORDER BY id")
