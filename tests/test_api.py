@@ -1,0 +1,158 @@
+"""The Python API (issue 15): analyze(), profile() windows, p.step(), the %%nvprof_wrap cell magic and the Keras
+callback. The in-process tracer runs against the fake CUPTI (tests/fakes/cupti, real record layouts), in a child
+Python process as a user's script or notebook kernel would run it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import nvprof_wrap
+from nvprof_wrap.cli import main
+from tests.conftest import ROOT
+
+FAKES = ROOT / "tests" / "fakes"
+SAMPLES = ROOT / "nvprof_wrap" / "samples"
+NVJET = "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"
+FILL = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
+
+
+def python(code: str, tmp_path, **env: str) -> dict:
+    """Run code in a fresh Python with the fake cupti importable; it prints one JSON line last."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("NVPROF_WRAP", "FAKE_CUPTI", "CUDA_INJECTION"))}
+    environ.update(PYTHONPATH=f"{ROOT}{os.pathsep}{FAKES}", KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3", **env)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path, env=environ,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --- analyze() is `report --format json` ----------------------------------------------------------------------
+@pytest.mark.parametrize("sample", ["torch_ops", "two_children", "keras_reuters_fp16"])
+def test_analyze_to_dict_is_the_json_report(sample, capsys, tmp_path):
+    folder = SAMPLES / sample
+    assert main(["report", str(folder), "--format", "json", "--store", str(tmp_path / "s.sqlite")]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    api = nvprof_wrap.analyze(folder).to_dict()
+    assert json.loads(json.dumps(api)) == cli
+
+
+def test_report_display_methods():
+    rep = nvprof_wrap.analyze(SAMPLES / "keras_reuters_fp16")
+    assert str(rep).startswith("Tensor cores used: yes")
+    assert rep._repr_html_().startswith("<!DOCTYPE html>")
+    assert rep.health is not None and rep.health.status == "healthy"  # a run folder: its training health too
+    assert rep.to_dict()["health"]["epochs"] == rep.health.epochs
+    with pytest.raises(AttributeError):
+        rep.extra  # noqa: B018 - the untyped dict is gone
+
+
+# --- profile(): a window of this process -------------------------------------------------------------------
+def test_profile_block(tmp_path):
+    got = python(f"""
+        import json, nvprof_wrap
+        from cupti import cupti as c
+        c._fake_kernel("{NVJET}")                      # before the window: not in the report
+        with nvprof_wrap.profile("out") as p:
+            for _ in range(4):
+                c._fake_kernel("{NVJET}", grid=(132, 1, 1), block=(384, 1, 1))
+            c._fake_kernel("{FILL}")
+        d = p.report.to_dict()
+        print(json.dumps({{"capture": str(p.capture), "verdict": d["verdict"], "launches": d["launches"],
+                           "kernels": sorted(k["name"] for k in d["kernels"])}}))
+    """, tmp_path)
+    assert got["verdict"] == "yes" and got["launches"] == 5
+    assert NVJET in got["kernels"] and any("FillFunctor<float>" in k for k in got["kernels"])  # demangled
+    assert got["capture"].endswith(".sqlite")
+
+
+def test_profile_steps_window_and_two_windows_in_one_process(tmp_path):
+    got = python("""
+        import json, nvprof_wrap
+        from cupti import cupti as c
+        p = nvprof_wrap.profile("a", steps=(2, 4))
+        with p:
+            for step in range(6):
+                c._fake_kernel(f"step_kernel_{step}")
+                p.step()
+        first = sorted(k.name for k in p.report.kernels)
+        with nvprof_wrap.profile("b") as q:   # another window later in the same process: its own capture
+            c._fake_kernel("second_window_kernel")
+        print(json.dumps({"first": first, "second": [k.name for k in q.report.kernels],
+                          "files": [str(p.capture), str(q.capture)]}))
+    """, tmp_path)
+    assert got["first"] == ["step_kernel_2", "step_kernel_3"]
+    assert got["second"] == ["second_window_kernel"]
+    assert got["files"][0] != got["files"][1]
+
+
+def test_profile_refuses_with_the_reason(tmp_path):
+    got = python("""
+        import json, nvprof_wrap
+        from nvprof_wrap.errors import ToolMissing
+        try:
+            with nvprof_wrap.profile():
+                pass
+        except ToolMissing as e:
+            print(json.dumps({"error": str(e)}))
+    """, tmp_path, FAKE_CUPTI="busy")
+    assert got["error"].startswith("cannot profile this process: CUPTI could not be started")
+
+
+def test_report_of_an_open_window_is_an_error(tmp_path):
+    got = python("""
+        import json, nvprof_wrap
+        from nvprof_wrap.errors import NvprofWrapError
+        p = nvprof_wrap.profile().start()
+        try:
+            p.report
+        except NvprofWrapError as e:
+            print(json.dumps({"error": str(e)}))
+        p.stop()
+    """, tmp_path)
+    assert "still open" in got["error"]
+
+
+# --- the notebook magic --------------------------------------------------------------------------------
+def test_cell_magic_profiles_the_cell(tmp_path):
+    pytest.importorskip("IPython")
+    got = python(f"""
+        import json
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "nvprof_wrap")
+        cell = "from cupti import cupti as c\\nfor _ in range(3):\\n    c._fake_kernel('{NVJET}')\\n"
+        ip.run_cell_magic("nvprof_wrap", "-o cellout", cell)
+        rep = ip.user_ns["_nvprof_wrap_report"]
+        print(json.dumps({{"verdict": rep.verdict.tensor_cores, "launches": rep.verdict.launches,
+                           "html": rep._repr_html_().startswith("<!DOCTYPE html>")}}))
+    """, tmp_path)
+    assert got == {"verdict": "yes", "launches": 3, "html": True}
+
+
+# --- the Keras callback ----------------------------------------------------------------------------------------
+@pytest.mark.tf
+def test_keras_callback_profiles_a_window_of_batches(tmp_path):
+    pytest.importorskip("keras")
+    got = python("""
+        import json
+        import numpy as np
+        import keras
+        from cupti import cupti as c
+        from nvprof_wrap.keras import ProfileSteps
+
+        class GpuWork(keras.callbacks.Callback):   # stands in for the kernels a GPU batch launches
+            def on_train_batch_begin(self, batch, logs=None):
+                c._fake_kernel(f"batch_kernel_{self.model.optimizer.iterations.numpy()}")
+
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+        model.compile("sgd", "mse")
+        cb = ProfileSteps(start=3, stop=6, folder="kout")
+        model.fit(np.zeros((64, 8)), np.zeros((64, 4)), batch_size=8, epochs=1, verbose=0, callbacks=[GpuWork(), cb])
+        print(json.dumps({"kernels": sorted(k.name for k in cb.report.kernels)}))
+    """, tmp_path)
+    assert got["kernels"] == ["batch_kernel_3", "batch_kernel_4", "batch_kernel_5"]
