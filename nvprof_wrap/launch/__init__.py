@@ -1,9 +1,9 @@
 """Launch a job under a profiler: the backends (one object per module), the job runner, the manifest.
 
-BACKENDS is the one list of backends: it gives `--backend` its choices (run, experiment) and ``auto`` its order
-(the first usable one wins: nsys if found; else cupti if cupti-python imports and a GPU is present; else nvprof if
-found and every GPU is below compute capability 8.0). Adding a backend is one module and one entry here
-(docs/backends.md, "Adding a backend").
+BACKENDS is the one list of backends: it gives `--backend` its choices (run, experiment), ``auto`` its order (the
+first usable one wins: nsys if found; else cupti if cupti-python imports and a GPU is present; else nvprof if found
+and every GPU is below compute capability 8.0) and `doctor` the profilers it lists. Adding a backend is one module
+and one entry here (docs/backends.md, "How the backends are built, and adding one").
 """
 from __future__ import annotations
 
