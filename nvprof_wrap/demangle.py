@@ -25,7 +25,7 @@ import sys
 import warnings
 from functools import lru_cache
 
-from nvprof_wrap.lifeline import die_with_parent
+from nvprof_wrap.lifeline import die_with_parent, fork_is_safe
 from nvprof_wrap.limits import (
     DEMANGLE_MAX_CHARS,
     DEMANGLE_MAX_OVERRUNS,
@@ -103,8 +103,6 @@ class _Helper:
         self.ran_out = False  # the last name overran its budget (rather than finding the helper dead)
 
     def _start(self) -> None:
-        from nvprof_wrap.readers._fork import fork_is_safe
-
         if fork_is_safe():
             down_r, down_w = os.pipe()
             up_r, up_w = os.pipe()

@@ -1,7 +1,6 @@
 """Paths → run store: read each capture once, skip what is already in, collect what had to be skipped."""
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 from collections.abc import Callable
@@ -11,6 +10,7 @@ from pathlib import Path
 
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, ToolMissing
+from nvprof_wrap.launch.manifest import read_manifest
 from nvprof_wrap.readers import _fork
 from nvprof_wrap.store import Store, file_identity
 
@@ -19,7 +19,6 @@ Progress = Callable[[Path], None]
 
 # Reading in parallel pays once captures are big: a process per capture costs ~0.3 s to start.
 PARALLEL_MIN_BYTES = 64 << 20
-MAX_MANIFEST_BYTES = 64 << 20  # a run's manifest lists its processes: a few KB, a few MB for thousands of ranks
 
 
 def _pending(store: Store, paths: list[Path], skipped: list,
@@ -125,15 +124,9 @@ def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.s
 
 
 def _ranks_from_manifest(store: Store, folder: Path) -> None:
-    manifest = folder / "manifest.json"
     try:
-        if manifest.stat().st_size > MAX_MANIFEST_BYTES:  # not one that `run` wrote
-            return
-        procs = json.loads(manifest.read_text()).get("processes", [])
-    except (OSError, ValueError, AttributeError, RecursionError):  # none, unreadable, not ours
+        ranks = read_manifest(folder / "manifest.json").ranks
+    except BadInput:  # none, unreadable, too big, not one `run` wrote: no ranks to label
         return
-    if not isinstance(procs, list):
-        return
-    ranks = {p["pid"]: p["rank"] for p in procs if isinstance(p, dict) and p.get("rank") is not None}
     if ranks:
         store.set_ranks(ranks)

@@ -1,12 +1,14 @@
 """Helper processes (forked readers, the parallel-read pool, the demangler) end with the process that made them,
 whatever ends it: SIGKILL, the OOM killer and a closed terminal included. Linux delivers a signal to a child
-when its parent dies (prctl PR_SET_PDEATHSIG); elsewhere the helpers end when their pipes close."""
+when its parent dies (prctl PR_SET_PDEATHSIG); elsewhere the helpers end when their pipes close. And they are
+forked only where forking is safe (``fork_is_safe``)."""
 from __future__ import annotations
 
 import ctypes
 import os
 import signal
 import sys
+import threading
 
 _PR_SET_PDEATHSIG = 1
 try:  # looked up here, in the parent: a forked child should not need the dynamic loader's lock
@@ -22,3 +24,16 @@ def die_with_parent(parent: int | None = None) -> None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if parent is not None and os.getppid() != parent:
         os._exit(1)
+
+
+def fork_is_safe() -> bool:
+    return hasattr(os, "fork") and sys.platform != "darwin" and _no_other_threads()
+
+
+def _no_other_threads() -> bool:
+    """A thread inside SQLite when we fork may hold one of SQLite's global mutexes (its allocator's, on every
+    malloc), and the child would wait for it forever. The command line's only other thread is rich's spinner
+    (rich.live's _RefreshThread), which never touches SQLite; a program with threads of its own reads in one
+    process."""
+    me = threading.current_thread()
+    return all(t is me or type(t).__name__ == "_RefreshThread" for t in threading.enumerate())

@@ -28,5 +28,9 @@ DEMANGLE_MAX_OVERRUNS = 3
 # A kernel, copy or set that lasted less than nothing or longer than this is counted without its time.
 MAX_DURATION_NS = 7 * 24 * 3600 * 10**9
 
+# A run's manifest.json lists its processes: a few KB, a few MB for thousands of ranks. A bigger one is not one
+# `run` wrote: refused (reading it for ranks: ignored).
+MAX_MANIFEST_BYTES = 64 << 20
+
 # Skipped files: the terminal and Markdown reports list this many, then summarise the rest by reason.
 SKIPPED_SHOWN = 5

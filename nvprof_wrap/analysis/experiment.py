@@ -5,6 +5,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from nvprof_wrap.launch.manifest import Manifest
+from nvprof_wrap.model import HealthVerdict
 from nvprof_wrap.report import Report
 
 
@@ -46,7 +48,7 @@ def read_metrics(path: Path) -> tuple[int | None, float | None]:
     return (steps or None), (secs or None)
 
 
-def row(precision: str, folder: Path, manifest: dict, report: Report, health) -> ExperimentRow:
+def row(precision: str, folder: Path, manifest: Manifest, report: Report, health: HealthVerdict) -> ExperimentRow:
     steps, epoch_s = read_metrics(folder / "metrics.jsonl")
     v = report.verdict
     memcpy = sum(s.share for s in report.split if s.kind == "memcpy")
@@ -54,7 +56,7 @@ def row(precision: str, folder: Path, manifest: dict, report: Report, health) ->
     idle = (1 - sum(d.busy_ns or 0 for d in spans) / sum(d.span_ns for d in spans)) if spans else None
     final = health.final
     return ExperimentRow(
-        precision, manifest["exit_code"], manifest["wall_s"], steps,
+        precision, manifest.exit_code, manifest.wall_s, steps,
         1000 * epoch_s / steps if steps and epoch_s else None,
         v.kernel_ns, v.tc_fraction, " + ".join(v.precisions), memcpy, idle, v.launches,
         v.launches / steps if steps else None,

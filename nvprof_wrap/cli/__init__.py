@@ -8,17 +8,24 @@ import sqlite3
 import sys
 
 from nvprof_wrap import __version__
-from nvprof_wrap.cli import _exit, classify_cmd, demo, kernels, report_cmd
+from nvprof_wrap.cli import (
+    _exit,
+    classify_cmd,
+    demo,
+    doctor,
+    experiment_cmd,
+    kernels,
+    report_cmd,
+    run_cmd,
+    verify_cmd,
+)
 from nvprof_wrap.cli._output import say, stdout_gone
 from nvprof_wrap.errors import NvprofWrapError
 
-COMMANDS = {"report": report_cmd, "kernels": kernels, "classify": classify_cmd, "demo": demo}
-try:  # the launcher and its siblings register themselves when present
-    from nvprof_wrap.cli import extra
-
-    COMMANDS.update(extra.COMMANDS)
-except ImportError:  # pragma: no cover
-    pass
+# Every subcommand, once: name → its module (add_parser(sub, name), run(args) -> int), in the order of --help.
+# A command whose module does not import is a broken install, and says so with its traceback.
+COMMANDS = {"report": report_cmd, "kernels": kernels, "classify": classify_cmd, "demo": demo, "run": run_cmd,
+            "doctor": doctor, "verify": verify_cmd, "experiment": experiment_cmd}
 
 
 def parser() -> argparse.ArgumentParser:

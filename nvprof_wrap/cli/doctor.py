@@ -12,9 +12,10 @@ from pathlib import Path
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, emit, options
 from nvprof_wrap.errors import ToolMissing
-from nvprof_wrap.launch import backends
+from nvprof_wrap.launch import BACKENDS, cupti, ncu
+from nvprof_wrap.launch.base import RunSpec
 from nvprof_wrap.launch.gpus import list_gpus
-from nvprof_wrap.launch.runner import RunSpec, execute
+from nvprof_wrap.launch.runner import execute
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.sanitize import clean_lines
@@ -32,11 +33,13 @@ def add_parser(sub, name: str) -> None:
 
 
 def facts() -> dict:
-    tools = {"nsys": backends.find_nsys(), "nvprof": backends.find_nvprof(), "ncu": backends.find_ncu()}
+    # Every backend of the table and Nsight Compute; cupti-python is a package, not a program on the machine.
+    programs = [b for b in (*BACKENDS, ncu.NCU) if b is not cupti.BACKEND]
+    found = {b.name: (b, b.find()) for b in programs}
     return {
         "gpus": [vars(g) for g in list_gpus()],
-        "profilers": {k: ({"path": v, "version": backends.tool_version(v)} if v else None) for k, v in tools.items()},
-        "cupti_python": backends.cupti_available(),
+        "profilers": {k: ({"path": v, "version": b.version(v)} if v else None) for k, (b, v) in found.items()},
+        "cupti_python": cupti.BACKEND.find() is not None,
         "python_packages": {m: importlib.util.find_spec(m) is not None
                             for m in ("keras", "tensorflow", "torch", "jax")},
         "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow (Keras' default)"),
@@ -54,7 +57,7 @@ def probe(folder: str | None) -> dict:
         rep = analyze(out, store=store)
     finally:
         store.close()
-    return {"ran": True, "backend": manifest["backend"], "folder": str(out), "verdict": rep.verdict.message,
+    return {"ran": True, "backend": manifest.backend, "folder": str(out), "verdict": rep.verdict.message,
             "tensor_cores_visible": rep.verdict.tensor_cores == "yes"}
 
 

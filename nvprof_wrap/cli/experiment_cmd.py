@@ -10,7 +10,6 @@ before anything runs.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,10 @@ from nvprof_wrap.analysis.health import health_from_run
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, checked, emit, options
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.launch.runner import RunSpec, execute
+from nvprof_wrap.launch import CHOICES
+from nvprof_wrap.launch.base import RunSpec
+from nvprof_wrap.launch.manifest import Manifest, read_manifest
+from nvprof_wrap.launch.runner import execute
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
@@ -35,7 +37,7 @@ def add_parser(sub, name: str) -> None:
                        epilog=_exit.EXPERIMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workload")
     p.add_argument("--precisions", default="fp32,fp16,mixed")
-    p.add_argument("--backend", choices=("auto", "nvprof", "nsys", "cupti"), default="auto")
+    p.add_argument("--backend", choices=CHOICES, default="auto")
     p.add_argument("--nsys", help="path of the nsys executable")
     p.add_argument("--annotate", metavar="keras,torch", help="NVTX ranges per layer / module / op (see run)")
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
@@ -54,14 +56,15 @@ def resolve(workload: str) -> Path:
                              f"{', '.join(sorted(x.stem for x in WORKLOADS.glob('*.py') if not x.stem.startswith('_')))})")
 
 
-def _row(precision: str, folder: Path, manifest: dict, script_stem: str):
+def _row(precision: str, folder: Path, manifest: Manifest, script_stem: str):
     store = checked(Store(folder / "run.sqlite", mirror=folder))
     try:
         rep = analyze(folder, store=store, health=False)
     finally:
         store.close()
     log = (folder / "stdout.log").read_text(errors="replace") + (folder / "stderr.log").read_text(errors="replace")
-    return row(precision, folder, manifest, rep, health_from_run(folder / "metrics.jsonl", log, CLASSES.get(script_stem)))
+    return row(precision, folder, manifest, rep,
+               health_from_run(folder / "metrics.jsonl", log, CLASSES.get(script_stem)))
 
 
 def _precisions(text: str) -> list[str]:
@@ -85,11 +88,8 @@ def run(args: argparse.Namespace) -> int:
             mf = base / precision / "manifest.json"
             if not mf.is_file():
                 raise BadInput(mf, "no run of this precision in the experiment folder")
-            try:
-                manifest = json.loads(mf.read_text())
-            except (OSError, ValueError, RecursionError) as e:
-                raise BadInput(mf, f"unreadable run manifest ({type(e).__name__})") from None
-            if not isinstance(manifest, dict) or manifest.get("exit_code") is None:
+            manifest = read_manifest(mf)
+            if manifest.exit_code is None:
                 raise BadInput(mf, "this run never ended (its wrapper was killed?): run the experiment again")
             rows.append(_row(precision, base / precision, manifest, stem))
     else:

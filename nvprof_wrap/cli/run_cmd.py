@@ -16,7 +16,9 @@ from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, checked, emit, options, say, write_text
 from nvprof_wrap.errors import BadInput, NvprofWrapError
-from nvprof_wrap.launch.runner import RunSpec, execute, no_capture_reason
+from nvprof_wrap.launch import CHOICES
+from nvprof_wrap.launch.base import RunSpec
+from nvprof_wrap.launch.runner import execute, no_capture_reason
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
@@ -25,7 +27,7 @@ from nvprof_wrap.store import Store
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="run a command under a profiler and report", description=__doc__,
                        epilog=_exit.RUN, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backend", choices=("auto", "nvprof", "nsys", "cupti"), default="auto")
+    p.add_argument("--backend", choices=CHOICES, default="auto")
     p.add_argument("-o", "--output", help="run folder (default runs/NAME-TIMESTAMP); new or empty")
     p.add_argument("--force", action="store_true", help="replace the run that -o DIR already holds, entirely")
     p.add_argument("--name", help="run name (default: the command's name)")
@@ -74,14 +76,14 @@ def run(args: argparse.Namespace) -> int:
                    quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
                    force=args.force)
     folder, manifest = execute(spec)
-    say(f"nvprof-wrap: {manifest['backend']} run of {' '.join(spec.command)[:80]} → {folder} "
-        f"(exit {manifest['exit_code']}, {manifest['wall_s']} s)")
-    recorded = manifest.get("recorded", True)
-    if recorded and not manifest["captures"]:
-        say(f"nvprof-wrap: error: the {manifest['backend']} run wrote no capture in {folder}: "
+    say(f"nvprof-wrap: {manifest.backend} run of {' '.join(spec.command)[:80]} → {folder} "
+        f"(exit {manifest.exit_code}, {manifest.wall_s} s)")
+    recorded = manifest.recorded
+    if recorded and not manifest.captures:
+        say(f"nvprof-wrap: error: the {manifest.backend} run wrote no capture in {folder}: "
             f"{' '.join(no_capture_reason(folder, manifest).split())[:300]}")
-        return manifest["exit_code"] or 1
-    for problem in manifest["problems"]:
+        return manifest.exit_code or 1
+    for problem in manifest.problems:
         say(f"nvprof-wrap: {'warning' if recorded else 'error'}: {problem}")
     if recorded and (not args.no_report or args.html):
         try:
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             recorded = False
     # The job's code is the truth about the job; a job that succeeded but whose run could not be recorded or
     # read is not a success of `run`.
-    code = manifest["exit_code"]
+    code = manifest.exit_code
     return code if code != 0 or recorded else 2
 
 

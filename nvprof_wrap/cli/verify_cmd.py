@@ -20,10 +20,11 @@ from nvprof_wrap import counters
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, emit, options
 from nvprof_wrap.errors import BadInput, ToolMissing
-from nvprof_wrap.launch import backends, ncu
+from nvprof_wrap.launch import ncu
 from nvprof_wrap.launch.folder import claim
 from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.job import run_job
+from nvprof_wrap.launch.manifest import read_manifest
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
@@ -49,13 +50,11 @@ def earlier_run(cmd: list[str], runs: Path) -> Path | None:
     found = []
     for m in runs.glob("*/manifest.json"):
         try:
-            data = json.loads(m.read_text())
-        except (OSError, ValueError, RecursionError):
+            manifest = read_manifest(m)
+        except BadInput:  # unreadable, or not a run's: not this command's run
             continue
-        if not isinstance(data, dict):
-            continue
-        if data.get("command") == cmd and (m.parent / "run.sqlite").is_file():
-            found.append((data.get("started", 0), m.parent))
+        if manifest.command == tuple(cmd) and (m.parent / "run.sqlite").is_file():
+            found.append((manifest.started or 0, m.parent))
     return max(found)[1] if found else None
 
 
@@ -69,10 +68,7 @@ def top_kernels(folder: Path, n: int) -> list[str]:
 
 
 def measure(args: argparse.Namespace, cmd: list[str]) -> tuple[Path, list[Path]]:
-    exe = backends.find_ncu(args.ncu)
-    if exe is None:
-        raise ToolMissing("ncu (Nsight Compute) not found: looked at --ncu, $NVPROF_WRAP_NCU, PATH, "
-                          "/opt/nvidia/nsight-compute/* and /usr/local/cuda*/bin")
+    exe = ncu.NCU.require(args.ncu)
     gpus = list_gpus()
     cc = max((g.cc for g in gpus), default=9.0)
     metrics = counters.metrics_for(cc, ncu.query_metrics(exe))

@@ -20,6 +20,8 @@ from typing import IO
 import psutil
 
 from nvprof_wrap.errors import BadInput, CannotWrite
+from nvprof_wrap.launch.base import RANK_VARS
+from nvprof_wrap.launch.manifest import Process
 
 
 @dataclass
@@ -27,7 +29,7 @@ class JobResult:
     exit_code: int
     started: float
     ended: float
-    processes: list[dict] = field(default_factory=list)
+    processes: list[Process] = field(default_factory=list)
     signal_received: str | None = None
 
 
@@ -59,13 +61,13 @@ def _rank_of(p: psutil.Process) -> int | None:
         env = p.environ()
     except psutil.Error:
         return None
-    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+    for var in RANK_VARS:
         if env.get(var, "").isdigit():
             return int(env[var])
     return None
 
 
-def _watch(pid: int, seen: dict[int, dict], stop: threading.Event) -> None:
+def _watch(pid: int, seen: dict[int, Process], stop: threading.Event) -> None:
     """Record every process of the job's tree (pid, parent, command line) while it runs."""
     try:
         root = psutil.Process(pid)
@@ -77,8 +79,8 @@ def _watch(pid: int, seen: dict[int, dict], stop: threading.Event) -> None:
             for p in [root, *root.children(recursive=True)]:
                 if p.pid not in seen:
                     try:
-                        seen[p.pid] = {"pid": p.pid, "ppid": p.ppid(), "cmdline": p.cmdline()[:20],
-                                       "started": p.create_time(), "rank": _rank_of(p)}
+                        seen[p.pid] = Process(p.pid, p.ppid(), tuple(p.cmdline()[:20]), p.create_time(),
+                                              _rank_of(p))
                     except psutil.Error:
                         pass
         except psutil.Error:
@@ -117,7 +119,7 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
         raise CannotWrite(e.filename or outdir, f"cannot start the job ({e.strerror})") from None
     started = time.time()
     result = JobResult(0, started, 0.0)
-    seen: dict[int, dict] = {}
+    seen: dict[int, Process] = {}
     done, stop = threading.Event(), threading.Event()
     sinks = (None, None) if silent else (sys.stderr.buffer if quiet_stdout else sys.stdout.buffer, sys.stderr.buffer)
     threads = [threading.Thread(target=_follow, args=(log, sink, done), daemon=True) for log, sink in zip(logs, sinks)]
@@ -151,5 +153,5 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
             t.join(timeout=10)
     result.exit_code = exit_code_of(returncode)
     result.ended = time.time()
-    result.processes = sorted(seen.values(), key=lambda p: p["started"])
+    result.processes = sorted(seen.values(), key=lambda p: p.started)
     return result

@@ -1,13 +1,36 @@
-"""Nsight Compute for `verify`: which metrics this GPU has, the profiling command, the CSV export."""
+"""Nsight Compute for `verify`: where it is (NCU), which metrics this GPU has, the profiling command, the CSV
+export. Not a `run` backend: it replays kernels to read their counters, it does not trace a job."""
 from __future__ import annotations
 
 import re
 import subprocess
 from pathlib import Path
 
-from nvprof_wrap.errors import BadInput
+from nvprof_wrap import tools
+from nvprof_wrap.errors import BadInput, ToolMissing
 
 _BASE = re.compile(r"^\s*([a-z0-9_]+__[a-z0-9_]+)", re.MULTILINE)
+
+
+class Ncu:
+    name = "ncu"
+
+    def find(self, explicit: str | None = None) -> str | None:
+        return tools.find_ncu(explicit)
+
+    def require(self, explicit: str | None = None) -> str:
+        exe = self.find(explicit)
+        if exe is None:
+            raise ToolMissing(f"ncu (Nsight Compute) not found: looked at --ncu, ${tools.NCU_VAR}, PATH, "
+                              "/opt/nvidia/nsight-compute/* and /usr/local/cuda*/bin")
+        return exe
+
+    def version(self, exe: str | None = None) -> str:
+        exe = exe or self.find()
+        return tools.tool_version(exe) if exe else "unknown"
+
+
+NCU = Ncu()
 
 
 def query_metrics(ncu: str) -> set[str] | None:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import os
 import pickle
-import sys
-import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-from nvprof_wrap.lifeline import die_with_parent
+from nvprof_wrap.lifeline import die_with_parent, fork_is_safe
 
 BIG = 16 << 20  # captures from this size on get forked workers; smaller ones are read faster in one process
 
@@ -42,19 +40,6 @@ def can_fork() -> bool:
     Not macOS: forking a process that loaded Apple's frameworks can crash the child, which is why Python itself
     stopped forking there by default."""
     return not _STAY and cores() > 1 and fork_is_safe()
-
-
-def fork_is_safe() -> bool:
-    return hasattr(os, "fork") and sys.platform != "darwin" and _no_other_threads()
-
-
-def _no_other_threads() -> bool:
-    """A thread inside SQLite when we fork may hold one of SQLite's global mutexes (its allocator's, on every
-    malloc), and the child would wait for it forever. The command line's only other thread is rich's spinner
-    (rich.live's _RefreshThread), which never touches SQLite; a program with threads of its own reads in one
-    process."""
-    me = threading.current_thread()
-    return all(t is me or type(t).__name__ == "_RefreshThread" for t in threading.enumerate())
 
 
 def cores() -> int:

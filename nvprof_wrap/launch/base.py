@@ -1,0 +1,85 @@
+"""What every backend shares: the run's specification (RunSpec), what a backend plans (Plan), the shape of a
+backend object (Backend), the job's distributed rank, and the environment that injects our sitecustomize."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from nvprof_wrap.launch.gpus import Gpu
+
+RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    command: list[str]
+    backend: str = "auto"
+    output: str | None = None
+    name: str | None = None
+    nsys: str | None = None
+    env: dict | None = None
+    quiet_stdout: bool = False
+    silent: bool = False  # the job's output only in the run folder's logs
+    annotate: str | None = None  # "keras", "torch" or "keras,torch": NVTX ranges per layer / module / op
+    force: bool = False  # replace a run folder that already holds a run
+
+
+@dataclass(frozen=True)
+class Plan:
+    backend: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    tool: str | None = None
+    version: str | None = None
+
+
+class Backend(Protocol):
+    """One profiler nvprof-wrap can run a job under. A backend is one module holding one such object, listed once
+    in ``nvprof_wrap.launch.BACKENDS`` (the order there is the order ``auto`` tries them in)."""
+
+    name: str
+    silence: str | None  # why a job may end without a capture and without the profiler saying why (None: unknown)
+
+    def find(self, explicit: str | None = None) -> str | None:
+        """Where the profiler is (a program's path, a package's folder); None when it is not here."""
+
+    def version(self, exe: str | None = None) -> str:
+        """What the profiler says its version is ("unknown" when it does not say)."""
+
+    def usable(self, gpus: list[Gpu], spec: RunSpec) -> bool:
+        """Whether ``auto`` may pick this backend for these GPUs."""
+
+    def looked_for(self, gpus: list[Gpu]) -> str:
+        """What ``auto`` looked for, for the one line that says no backend is usable."""
+
+    def plan(self, spec: RunSpec, folder: Path, gpus: list[Gpu]) -> Plan:
+        """The profiler's command line and environment for the job; raises ToolMissing before anything runs
+        when the backend cannot profile here."""
+
+    def collect(self, folder: Path, spec: RunSpec) -> list[str]:
+        """What the backend does once the job ended (an export, say); returns problems, raises nothing: the run's
+        other captures still count."""
+
+
+def rank() -> int | None:
+    """The distributed rank srun / torchrun / mpirun gave this process, from its environment."""
+    for var in RANK_VARS:
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return None
+
+
+def capture_tag() -> str:
+    """The prefix of a rank's capture names, so that ranks writing into one folder never collide."""
+    r = rank()
+    return f"rank{r}-" if r is not None else ""
+
+
+def injection_env() -> dict[str, str]:
+    """PYTHONPATH that makes every Python process of the job import our sitecustomize (and find the package)."""
+    inject = Path(__file__).resolve().parents[1] / "tracer" / "inject"
+    package_parent = Path(__file__).resolve().parents[2]
+    path = [str(inject), str(package_parent)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    return {"PYTHONPATH": os.pathsep.join(path)}

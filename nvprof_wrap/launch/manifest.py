@@ -1,0 +1,182 @@
+"""A run folder's manifest.json, typed: what ran, under which profiler, on which machine, how it ended.
+
+`run` writes one before the job starts (status "running": a wrapper killed later leaves at least that) and again
+when the job ended. ``to_json()`` is the file's content, key for key; ``from_json()`` reads it back, and the
+manifests of older versions too (no "status" or "wrapper_pid"); a field of the wrong type is refused in one line
+(BadInput), never taken for something it is not. ``read_manifest`` reads a file with the bounds of
+docs/reliability.md (size, nesting).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.launch.gpus import Gpu
+from nvprof_wrap.limits import MAX_MANIFEST_BYTES
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str | None = None
+    platform: str | None = None
+    python: str | None = None
+    cpus: int | None = None
+    memory_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process of the job's tree, as psutil saw it while the job ran."""
+
+    pid: int
+    ppid: int | None = None
+    cmdline: tuple[str, ...] = ()
+    started: float | None = None
+    rank: int | None = None  # the distributed rank its launcher gave it (RANK, SLURM_PROCID, …)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    # The fields in the order of the file's keys.
+    nvprof_wrap: str | None = None  # the version that wrote it
+    status: str = "ended"  # "running" until the job ended
+    command: tuple[str, ...]
+    profiler_argv: tuple[str, ...] = ()
+    backend: str
+    backend_tool: str | None = None
+    backend_version: str | None = None
+    gpus: tuple[Gpu, ...] = ()
+    host: Host = field(default_factory=Host)
+    rank: int | None = None
+    wrapper_pid: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    wall_s: float | None = None
+    exit_code: int | None = None
+    signal: str | None = None  # the signal the wrapper received and forwarded to the job
+    processes: tuple[Process, ...] = ()
+    captures: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    # False when the run's end could not be written (problems say why; exit_code is still the job's). Never in
+    # the file: a manifest read back was recorded.
+    recorded: bool = True
+
+    @property
+    def ranks(self) -> dict[int, int]:
+        """pid → distributed rank, for the processes that had one."""
+        return {p.pid: p.rank for p in self.processes if p.rank is not None}
+
+    def to_json(self) -> dict:
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "recorded"}
+        return out if self.recorded else {**out, "recorded": False}
+
+    @classmethod
+    def from_json(cls, data: object, path: Path | str | None = None) -> Manifest:
+        """Raises BadInput (naming ``path``) for what is not a manifest `run` wrote."""
+        try:
+            values = _MANIFEST(data)
+        except _Wrong as e:
+            where = "".join(k if k.startswith("[") else f".{k}" for k in e.where).lstrip(".")
+            raise BadInput(path, f"not a run manifest: {where or 'it'} is not {e.what}" if e.what != "present"
+                           else f"not a run manifest: no {where!r}") from None
+        if "status" not in values:  # written before "status" existed: only once, at the end
+            values["status"] = "ended" if values.get("exit_code") is not None else "running"
+        return cls(**values)
+
+
+def read_manifest(path: Path) -> Manifest:
+    """The manifest in ``path`` (a manifest.json); BadInput when there is none, it is unreadable, past the size
+    limit or not one `run` wrote."""
+    try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise BadInput(path, f"a run manifest of more than {MAX_MANIFEST_BYTES >> 20} MiB is not one `run` wrote")
+        data = json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError, RecursionError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+        raise BadInput(path, f"unreadable run manifest ({why})") from None
+    return Manifest.from_json(data, path)
+
+
+def _plain(value: object) -> object:
+    """Tuples and dataclasses as the JSON lists and objects they came from."""
+    if is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------ reading, field by field
+class _Wrong(Exception):
+    """A value that is not what `run` writes: ``where`` (keys and indexes, outermost first), ``what`` it should be."""
+
+    def __init__(self, what: str, where: tuple[str, ...] = ()) -> None:
+        super().__init__(what)
+        self.what, self.where = what, where
+
+    def inside(self, key: str) -> _Wrong:
+        return _Wrong(self.what, (key, *self.where))
+
+
+Read = Callable[[object], object]
+
+
+def _scalar(check: Callable[[object], bool], what: str) -> Read:
+    def read(v: object) -> object:
+        if not check(v):
+            raise _Wrong(what)
+        return v
+    return read
+
+
+def _list_of(read_one: Read) -> Read:
+    def read(v: object) -> tuple:
+        if not isinstance(v, list):
+            raise _Wrong("a list")
+        out = []
+        for i, x in enumerate(v):
+            try:
+                out.append(read_one(x))
+            except _Wrong as e:
+                raise e.inside(f"[{i}]") from None
+        return tuple(out)
+    return read
+
+
+def _record(cls: type, kinds: dict[str, Read], required: tuple[str, ...]) -> Read:
+    """An object whose keys read with ``kinds`` into ``cls`` (keys it does not know are ignored; null is absent)."""
+    def read(v: object) -> object:
+        if not isinstance(v, dict):
+            raise _Wrong("an object")
+        for key in required:
+            if v.get(key) is None:
+                raise _Wrong("present", (key,))
+        values = {}
+        for key, read_one in kinds.items():
+            if v.get(key) is not None:
+                try:
+                    values[key] = read_one(v[key])
+                except _Wrong as e:
+                    raise e.inside(key) from None
+        return cls(**values)
+    return read
+
+
+_STR = _scalar(lambda v: isinstance(v, str), "a string")
+_INT = _scalar(lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
+_NUM = _scalar(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
+_STRINGS = _list_of(_STR)
+_GPU = _record(Gpu, {"index": _INT, "name": _STR, "compute_capability": _STR, "driver": _STR},
+               ("index", "name", "compute_capability", "driver"))
+_HOST = _record(Host, {"name": _STR, "platform": _STR, "python": _STR, "cpus": _INT, "memory_bytes": _INT}, ())
+_PROCESS = _record(Process, {"pid": _INT, "ppid": _INT, "cmdline": _STRINGS, "started": _NUM, "rank": _INT},
+                   ("pid",))
+_MANIFEST = _record(dict, {
+    "nvprof_wrap": _STR, "status": _STR, "command": _STRINGS, "profiler_argv": _STRINGS, "backend": _STR,
+    "backend_tool": _STR, "backend_version": _STR, "gpus": _list_of(_GPU), "host": _HOST, "rank": _INT,
+    "wrapper_pid": _INT, "started": _NUM, "ended": _NUM, "wall_s": _NUM, "exit_code": _INT, "signal": _STR,
+    "processes": _list_of(_PROCESS), "captures": _STRINGS, "problems": _STRINGS,
+}, ("command", "backend"))

@@ -1,0 +1,50 @@
+"""Nsight Systems: children followed, CUDA/NVTX/cuBLAS/cuDNN traced, no CPU sampling; its .nsys-rep reports are
+exported to SQLite once the job ended."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from nvprof_wrap import tools
+from nvprof_wrap.errors import ToolMissing
+from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag
+from nvprof_wrap.launch.gpus import Gpu
+
+
+class Nsys:
+    name = "nsys"
+    silence = None
+
+    def find(self, explicit: str | None = None) -> str | None:
+        return tools.find_nsys(explicit)
+
+    def version(self, exe: str | None = None) -> str:
+        exe = exe or self.find()
+        return tools.tool_version(exe) if exe else "unknown"
+
+    def usable(self, gpus: list[Gpu], spec: RunSpec) -> bool:
+        return self.find(spec.nsys) is not None
+
+    def looked_for(self, gpus: list[Gpu]) -> str:
+        return f"nsys (Nsight Systems: install it, or point --nsys / ${tools.NSYS_VAR} at it)"
+
+    def plan(self, spec: RunSpec, folder: Path, gpus: list[Gpu]) -> Plan:
+        nsys = self.find(spec.nsys)
+        if nsys is None:
+            raise ToolMissing(f"nsys not found (looked at --nsys, ${tools.NSYS_VAR}, PATH, "
+                              "/opt/nvidia/nsight-systems*, /usr/local/cuda*/bin and the copy inside Nsight Compute)")
+        argv = [nsys, "profile", "--trace=cuda,nvtx,cublas,cudnn", "--sample=none", "--cpuctxsw=none",
+                "--force-overwrite=true", "--output", str(folder / f"{capture_tag()}nsys"), *spec.command]
+        return Plan(self.name, argv, tool=nsys, version=self.version(nsys))
+
+    def collect(self, folder: Path, spec: RunSpec) -> list[str]:
+        """Nsight Systems writes .nsys-rep; each is exported to SQLite next to it."""
+        problems = []
+        for rep in sorted(folder.glob("*.nsys-rep")):
+            try:
+                tools.nsys_export(rep, self.find(spec.nsys) or "nsys", rep.with_suffix(".sqlite"))
+            except Exception as e:  # noqa: BLE001 - reported in the manifest, the run's other captures still count
+                problems.append(f"{rep.name}: {e}")
+        return problems
+
+
+BACKEND = Nsys()

@@ -1,0 +1,181 @@
+"""No import arrow runs back up a layer: every module under nvprof_wrap/ is read with ``ast`` and each import of
+``nvprof_wrap.*`` it makes (at the top, inside functions, under TYPE_CHECKING alike) must point to its own group or
+to a lower layer. The layers are data, below; a module that fits none fails the test until it is placed."""
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "nvprof_wrap"
+
+# Lowest first. A group is a module or a package (with everything under it). A module may import its own group
+# and the groups of lower layers; groups side by side in one layer import each other only where SIDE_BY_SIDE says.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "limits", "lifeline", "__version__"),  # __version__: `from nvprof_wrap import __version__`
+    ("model", "sanitize", "tools"),
+    ("demangle", "names", "counters"),
+    # readers, the launcher and the code that runs inside the job's processes, beside each other: readers never
+    # import launch (tools finds nsys for both), launch never imports readers.
+    ("readers", "launch", "tracer", "annotate"),
+    ("store",),
+    ("ingest",),
+    ("classify",),  # names, counters, compiled code and the GPU ranked into one verdict (classify/evidence.py)
+    ("report",),
+    ("analysis",),  # hints, training health and experiment rows: read reports, never build them
+    ("renderers",),
+    ("pipeline",),
+    ("api",),
+    ("keras", "magic"),
+    ("",),  # the package itself: the public facade (anything but its __version__); %load_ext loads the magic
+    ("cli",),
+    ("__main__",),
+)
+
+# Side by side in one layer, and still allowed: the injected sitecustomize (tracer) turns on the NVTX annotations
+# (annotate) in the job's processes; both are the code that runs there.
+SIDE_BY_SIDE = {("tracer", "annotate")}
+
+# Narrower than their layer allows: the launcher needs only the bottom (tools, not readers, for nsys); the code
+# injected into the job's processes imports only itself, the standard library and what it traces with.
+ONLY = {
+    "launch": {"errors", "limits", "lifeline", "__version__", "model", "sanitize", "tools", "launch"},
+    "tracer": {"tracer", "annotate"},
+    "annotate": {"annotate"},
+}
+THIRD_PARTY = {"tracer": {"numpy", "cupti", "cuda"}}  # cuda.bindings: the driver API, a dependency of cupti-python
+
+# Arrows that run back up today, in modules being reworked under issue 15 by another hand; each is to go.
+KNOWN: set[tuple[str, str]] = set()  # arrows that run back up: none left
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package (workloads/ is a link to the project's scripts, not a part of it)."""
+    found = {}
+    for folder, dirs, files in os.walk(PACKAGE):  # links not followed
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "workloads"))
+        for f in files:
+            if f.endswith(".py"):
+                found[_module_name(Path(folder) / f)] = Path(folder) / f
+    return found
+
+
+MODULES = _modules()
+
+
+def _is_module(name: str) -> bool:
+    return name in MODULES
+
+
+def _targets(module: str, path: Path) -> set[str]:
+    """The nvprof_wrap modules ``module`` imports: `from nvprof_wrap import report` is nvprof_wrap.report, `from
+    nvprof_wrap import __version__` the version, any other name from the package the package itself."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "nvprof_wrap")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            if base.split(".")[0] != "nvprof_wrap":
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if _is_module(sub):
+                    out.add(sub)
+                elif base == "nvprof_wrap" and alias.name == "__version__":
+                    out.add("nvprof_wrap.__version__")
+                else:
+                    out.add(base)
+    return out
+
+
+def _third_party(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+        out.update(n.split(".")[0] for n in names)
+    return out - set(sys.stdlib_module_names) - {"nvprof_wrap", "__future__"}
+
+
+def _group(module: str) -> str | None:
+    """The longest group that names ``module`` or a package above it ("" for the package itself)."""
+    rel = module.removeprefix("nvprof_wrap").lstrip(".")
+    groups = [g for layer in LAYERS for g in layer if g and (rel == g or rel.startswith(g + "."))]
+    if not groups:
+        return "" if rel == "" else None
+    return max(groups, key=len)
+
+
+LAYER_OF = {g: i for i, layer in enumerate(LAYERS) for g in layer}
+
+
+def _allowed(src: str, dst: str) -> bool:
+    a, b = _group(src), _group(dst)
+    if a in ONLY and b not in ONLY[a]:
+        return False
+    if a == b:
+        return True
+    if LAYER_OF[a] == LAYER_OF[b]:
+        return (a, b) in SIDE_BY_SIDE
+    return LAYER_OF[b] < LAYER_OF[a]
+
+
+def _arrows() -> list[tuple[str, str]]:
+    return sorted((m, t) for m, p in MODULES.items() for t in _targets(m, p))
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if _group(m) is None] == []
+
+
+def test_no_import_runs_back_up_a_layer():
+    wrong = [f"{src} -> {dst}" for src, dst in _arrows() if not _allowed(src, dst) and (src, dst) not in KNOWN]
+    assert wrong == []
+
+
+def test_known_exceptions_are_still_there():
+    """An exception that is gone comes off the list, so that it cannot come back unnoticed."""
+    arrows = set(_arrows())
+    assert [k for k in sorted(KNOWN) if k not in arrows or _allowed(*k)] == []
+
+
+@pytest.mark.parametrize("group", sorted(THIRD_PARTY))
+def test_the_injected_code_imports_only_what_it_traces_with(group):
+    extra = {m: _third_party(p) - THIRD_PARTY[group] for m, p in MODULES.items() if _group(m) == group}
+    assert {m: e for m, e in extra.items() if e} == {}
+
+
+def test_readers_never_import_the_launcher():
+    assert [(s, d) for s, d in _arrows() if _group(s) == "readers" and _group(d) == "launch"] == []
+
+
+def test_the_checker_sees_what_it_must():
+    """The rules bite (an arrow up, readers and the launcher reaching into each other, the injected code reaching
+    into the package), and the walk sees imports inside functions and names imported from the package."""
+    assert not _allowed("nvprof_wrap.readers.nsys_rep", "nvprof_wrap.launch.runner")
+    assert not _allowed("nvprof_wrap.launch.runner", "nvprof_wrap.readers.nsys_rep")
+    assert not _allowed("nvprof_wrap.store", "nvprof_wrap.report")
+    assert not _allowed("nvprof_wrap.tracer.raw", "nvprof_wrap.model")
+    assert not _allowed("nvprof_wrap.launch.base", "nvprof_wrap")  # the facade, not the version
+    assert _allowed("nvprof_wrap.cli.run_cmd", "nvprof_wrap.launch.runner")
+    assert _allowed("nvprof_wrap.launch.runner", "nvprof_wrap.__version__")
+    arrows = set(_arrows())
+    assert ("nvprof_wrap.readers.nsys_rep", "nvprof_wrap.tools") in arrows
+    assert ("nvprof_wrap.ingest", "nvprof_wrap.launch.manifest") in arrows
+    assert ("nvprof_wrap.tracer.inject.sitecustomize", "nvprof_wrap.annotate") in arrows  # inside a function
+    assert ("nvprof_wrap.launch.runner", "nvprof_wrap.__version__") in arrows
