@@ -375,8 +375,8 @@ _PUBLIC_NAME_RULES: tuple[tuple[str, str, str], ...] = (
     (r"^sm\d+_xmma_\w*_ffma_", "no", "xmma kernel with ffma math: FP32 FMA on CUDA cores"),
     (r"_xmma_pooling_", "no", "pooling kernel (no matrix multiply)"),
     (r"xmma\w*_execute_split_k_kernel", "no",
-     "xmma split-K reduction after the GEMM (counter-verified on H200: no matrix instruction); in this trace each "
-     "runs ~6 us right after its ~92 us '_execute_kernel'"),
+     ("xmma split-K reduction after the GEMM (counter-verified on H200: no matrix instruction); in this trace each "
+     "runs ~6 us right after its ~92 us '_execute_kernel'")),
     (r"^nccl(?:Dev)?Kernel_", "no", "NCCL communication kernel"),
     (r"^nvjet_", "yes", "cuBLAS nvjet GEMM (Hopper wgmma); the same family has tensor-pipe cycles on the H200 ncu run"),
     (r"MmaTensorOp", "yes", "CUTLASS warp-level MmaTensorOp (tensor-core mma.sync)"),

@@ -18,7 +18,7 @@ c.subscribe(lambda *a: None, None)
 c.activity_enable(c.ActivityKind.CONCURRENT_KERNEL)
 def tryit(name, f):
     try: f(); return "ok"
-    except Exception as e: return f"FAIL {type(e).__name__} {e}"
+    except Exception as e: return f"FAIL {type(e).__name__} {e}"  # noqa: BLE001 - a probe: every failure is data
 notes = {}
 K = c.ActivityKind
 DRV = ["cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
@@ -52,6 +52,6 @@ kern = {cid for k, cid, *_ in got if k == int(K.CONCURRENT_KERNEL)}
 rt = {cid for k, cid, *_ in got if k == int(K.RUNTIME)}
 dr = {cid for k, cid, *_ in got if k == int(K.DRIVER)}
 drv_cbids = collections.Counter(cb for k, cid, cb, t in got if k == int(K.DRIVER))
-print(f"{mode}: loop {dt*1e3:.0f} ms; records {dict((K(k).name, n) for k, n in kinds.items())}")
+print(f"{mode}: loop {dt*1e3:.0f} ms; records { {K(k).name: n for k, n in kinds.items()} }")
 print(f"  kernels {len(kern)}: via runtime {len(kern & rt)}, via driver {len(kern & dr)}, both {len(kern & rt & dr)}, neither {len(kern - rt - dr)}")
 print("  driver cbids (top)", drv_cbids.most_common(6))

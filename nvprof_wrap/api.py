@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Self
 
 from nvprof_wrap.errors import NvprofWrapError, ToolMissing
 
@@ -57,7 +58,7 @@ class Profile:
                 self._end()
         self._push_step()
 
-    def __enter__(self) -> Profile:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -122,7 +123,7 @@ def _nvtx(what: str, name: str = "") -> bool:
         if torch.cuda.is_available():
             torch.cuda.nvtx.range_push(name) if what == "push" else torch.cuda.nvtx.range_pop()
             return True
-    except Exception:  # noqa: BLE001 - no torch, or no CUDA build: try the next
+    except Exception:  # noqa: BLE001, S110 - no torch, or no CUDA build: try the next
         pass
     try:
         import nvtx

@@ -38,7 +38,7 @@ def test_report_table_verdict_first(capsys):
 
 
 def test_counters_win_over_names_and_are_shown(capsys):
-    code, out, _ = run(capsys, "report", str(H200), "--format", "json")
+    _code, out, _ = run(capsys, "report", str(H200), "--format", "json")
     d = json.loads(out)
     ev = {k["name"]: k["evidence"] for k in d["kernels"]}
     assert ev["nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"] == "counters"
@@ -60,7 +60,7 @@ def test_kernels_filters_and_sort(capsys):
 def test_classify_names_file_and_mangled(capsys, tmp_path):
     f = tmp_path / "names.txt"
     f.write_text("volta_h884gemm_64x64_ldg8_nn\n\n_ZN5cudnn4gemm20computeOffsetsKernelENS0_20ComputeOffsetsParamsE\n")
-    code, out, _ = run(capsys, "classify", "--names-file", str(f), "--format", "json")
+    _code, out, _ = run(capsys, "classify", "--names-file", str(f), "--format", "json")
     d = json.loads(out)
     assert [x["tensor_core"] for x in d] == ["yes", "no"]
     assert d[1]["name"] == "cudnn::gemm::computeOffsetsKernel(cudnn::gemm::ComputeOffsetsParams)"
@@ -149,7 +149,7 @@ def test_unreadable_path(capsys, tmp_path):
 
 
 def test_demo_subprocess_and_module_entry():
-    proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "demo", "--width", "110"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "demo", "--width", "110"], capture_output=True, check=False,
                           text=True, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout

@@ -10,8 +10,8 @@ import sqlite3
 import pytest
 
 from nvprof_wrap import readers
-from nvprof_wrap.classify import static as static_evidence
 from nvprof_wrap.classify import classify
+from nvprof_wrap.classify import static as static_evidence
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers._rows import mix_text, split_label
 from tests.conftest import ROOT

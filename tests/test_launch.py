@@ -23,7 +23,7 @@ def wrapper(args, gpus="", path_fakes=True, extra_env=None, **kw):
     env = {"PATH": (f"{FAKES}:" if path_fakes else "") + "/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": gpus,
            "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root"), **(extra_env or {})}
     env.pop("NVPROF_WRAP_NSYS", None)
-    return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", *args], capture_output=True, check=False, text=True,
                           env=env, timeout=120, **kw)
 
 
@@ -163,7 +163,7 @@ def test_signals_reach_the_job_and_the_capture_is_kept(tmp_path, sig, code):
     while time.time() < deadline and not (log.exists() and "ready" in log.read_text()):
         time.sleep(0.05)
     p.send_signal(sig)
-    stdout, stderr = p.communicate(timeout=60)
+    _stdout, stderr = p.communicate(timeout=60)
     assert p.returncode == code, stderr
     m = manifest(out)
     assert m["signal"] == sig.name and m["exit_code"] == code
@@ -175,7 +175,7 @@ def test_doctor_lists_the_machine_and_runs_the_probe_under_the_best_backend(tmp_
     env = {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": "NVIDIA H200:9.0", "PYTHONPATH": str(ROOT),
            "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root")}
     proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "doctor", "--format", "json", "-o",
-                           str(tmp_path / "probe")], capture_output=True, text=True, env=env, timeout=180)
+                           str(tmp_path / "probe")], capture_output=True, check=False, text=True, env=env, timeout=180)
     assert proc.returncode == 0, proc.stderr
     facts = json.loads(proc.stdout)
     assert facts["gpus"][0]["compute_capability"] == "9.0"

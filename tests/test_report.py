@@ -1,8 +1,8 @@
 """Report building on real captures: verdict, split, groups, per-op attribution through NVTX."""
 from __future__ import annotations
 
-from nvprof_wrap.classify import evidence
 from nvprof_wrap import report
+from nvprof_wrap.classify import evidence
 from nvprof_wrap.ingest import ingest
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers._rows import mix_text, split_label

@@ -129,14 +129,13 @@ def test_workloads_do_not_import_nvprof_wrap() -> None:
 def test_the_wheel_carries_the_workloads_for_experiment_and_doctor(tmp_path):
     """A non-editable install has no top-level workloads/ folder: `experiment reuters_mlp` and `doctor`'s
     probe look in nvprof_wrap/workloads, a link in the source tree and a copy in the wheel."""
-    import zipfile
-
     import importlib.util
+    import zipfile
 
     # Without build isolation when setuptools is here (fast, offline); a fresh venv may not have it.
     isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation,
-                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+                           "-w", str(tmp_path), str(ROOT)], capture_output=True, check=False, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     (wheel,) = tmp_path.glob("nvprof_wrap-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local])
     opt = torch.optim.RMSprop(ddp.parameters(), lr=1e-3, eps=1e-7)
     scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "mixed")
-    sink = open(os.environ["NVPROF_WRAP_METRICS"], "a") if rank == 0 and os.environ.get("NVPROF_WRAP_METRICS") else None
+    sink = open(os.environ["NVPROF_WRAP_METRICS"], "a") if rank == 0 and os.environ.get("NVPROF_WRAP_METRICS") else None  # noqa: SIM115 - open for the whole run
     if sink:
         sink.write(json.dumps({"event": "start", "workload": "ddp_reuters", "precision": args.precision,
                                "backend": "torch-ddp", "world_size": world, "epochs": args.epochs}) + "\n")

@@ -14,13 +14,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
-from workloads._torch_common import base_parser, train  # noqa: E402
+from workloads._torch_common import base_parser, train
 
 
 def build(args):
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
+    from torch import nn
 
     class Block(nn.Module):
         def __init__(self, d: int, heads: int, p: float) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
-from workloads._torch_common import base_parser, train  # noqa: E402
+from workloads._torch_common import base_parser, train
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vocab", type=int, default=33278, help="default 33278 (WikiText-2's vocabulary)")
     args = p.parse_args(argv)
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
+    from torch import nn
 
     class LM(nn.Module):
         def __init__(self) -> None:

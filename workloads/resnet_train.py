@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
-from workloads._torch_common import base_parser, train  # noqa: E402
+from workloads._torch_common import base_parser, train
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -70,10 +70,10 @@ def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] 
     """The verdict for kernel name ``c`` on a GPU of compute capability ``cc`` named ``gpu_name`` (either may be
     None), given counter evidence and compiled-code evidence as (tensor_core, detail)."""
     cc, has_tensor_cores = gpu_facts(cc, gpu_name)
-    base = dict(precision=c.precision, family=c.family, name_verdict=c.tensor_core,
-                counter_verdict=counter[0] if counter else None,
-                flag=_flag(c, cc) or ("the name says tensor cores, but this GPU has none"
-                                      if not has_tensor_cores and c.tensor_core == "yes" else ""))
+    base = {"precision": c.precision, "family": c.family, "name_verdict": c.tensor_core,
+                "counter_verdict": counter[0] if counter else None,
+                "flag": _flag(c, cc) or ("the name says tensor cores, but this GPU has none"
+                                      if not has_tensor_cores and c.tensor_core == "yes" else "")}
     if counter and counter[0] in ("yes", "no"):
         return Verdict(counter[0], reason=c.reason, rule=c.rule, evidence="counters", counter_detail=counter[1],
                        **base)

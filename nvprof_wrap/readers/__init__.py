@@ -69,7 +69,7 @@ def _sniff_text(path: Path, head: str) -> str:
     first = body[0] if body else ""
     if '"Metric Name"' in first or ('"Kernel Name"' in first and '"CC"' in first) or any(map(_ncu_header, lines)):
         return "ncu-csv"  # the header may come after the program's own output
-    if first.startswith('"Type","Time(%)"') or first.startswith('"Start","Duration"'):
+    if first.startswith(('"Type","Time(%)"', '"Start","Duration"')):
         return "nvprof-csv"
     if '"Kernel","Module","Op"' in first or first.startswith("Kernel,Module,Op"):
         return "pyprof-csv"

@@ -73,7 +73,7 @@ class Forked:
                 die_with_parent(parent)
                 try:
                     payload = pickle.dumps(_call(fn, args))
-                except Exception as e:  # an unpicklable result or error
+                except Exception as e:  # noqa: BLE001 - an unpicklable result or error goes back as an error
                     payload = pickle.dumps((False, RuntimeError(f"{type(e).__name__}: {e}")))
                 with os.fdopen(w, "wb") as f:
                     f.write(payload)
@@ -98,5 +98,5 @@ class Forked:
 def _call(fn: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
     try:
         return True, fn(*args)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - the worker's error crosses back to the reading process
         return False, e

@@ -1,6 +1,7 @@
 """Shared helpers for readers of SQLite captures: read-only opening, schema probing, SQL aggregates."""
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import urllib.parse
 from pathlib import Path
@@ -61,7 +62,7 @@ def busy_plan(conn: sqlite3.Connection, sources: list[tuple[str, str, str]], par
     cuts = [lo + (hi - lo) * i // parts for i in range(1, parts)] if lo is not None and parts > 1 else []
     bounds = [WINDOW_MIN, *sorted(set(cuts)), WINDOW_MAX]
     return [(g, d, a, b) for g, d in sorted(groups, key=lambda k: tuple((v is None, v or 0) for v in k))
-            for a, b in zip(bounds, bounds[1:])]
+            for a, b in itertools.pairwise(bounds)]
 
 
 def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str]], piece: tuple) -> tuple | None:
@@ -126,7 +127,7 @@ class BusyTime:
         for window in self.windows.values():
             try:
                 window.result()
-            except Exception:  # the caller's error is the one to report
+            except Exception:  # noqa: BLE001, S110 - the caller's error is the one to report
                 pass
 
 

@@ -15,13 +15,13 @@ import ijson
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
 from nvprof_wrap.limits import MAX_DURATION_NS, MAX_JSON_STRING_BYTES
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._durations import Durations
 from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import busy_time
+from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
 
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}

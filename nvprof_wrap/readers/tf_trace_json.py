@@ -18,9 +18,9 @@ import ijson
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
+from nvprof_wrap.readers._bounded import open_json as _open
 from nvprof_wrap.readers._sqlite import busy_time
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
-from nvprof_wrap.readers._bounded import open_json as _open
 
 _BATCH = 20000
 NO_OP = ("(no op recorded)", "(no op recorded)")

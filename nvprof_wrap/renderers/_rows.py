@@ -5,8 +5,7 @@ from collections import Counter
 from dataclasses import asdict
 
 from nvprof_wrap.limits import SKIPPED_SHOWN
-from nvprof_wrap.model import Classification
-from nvprof_wrap.model import HealthVerdict
+from nvprof_wrap.model import Classification, HealthVerdict
 from nvprof_wrap.report import GroupRow, KernelRow, PrecisionShare, Report, SplitRow
 
 SCHEMA = "nvprof-wrap.report/1"

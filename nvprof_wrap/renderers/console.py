@@ -10,11 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from nvprof_wrap.names import shorten
+from nvprof_wrap.renderers import _doctor, _experiment
 from nvprof_wrap.renderers._rows import mix_text, skipped_summary, split_label
 from nvprof_wrap.report import GroupRow, KernelRow, Report
-from nvprof_wrap.sanitize import deep
-from nvprof_wrap.renderers import _doctor, _experiment
-from nvprof_wrap.sanitize import clean_lines
+from nvprof_wrap.sanitize import clean_lines, deep
 
 NAME = "table"
 EXTENSION = ".txt"

@@ -5,10 +5,9 @@ from __future__ import annotations
 import csv as _csv
 import io
 
-from nvprof_wrap.renderers import _rows
+from nvprof_wrap.renderers import _doctor, _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.sanitize import clean
-from nvprof_wrap.renderers import _doctor, _experiment
 
 NAME = "csv"
 EXTENSION = ".csv"

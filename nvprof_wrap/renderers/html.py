@@ -10,8 +10,7 @@ from __future__ import annotations
 import html as _html
 
 from nvprof_wrap import __version__
-from nvprof_wrap.renderers import _rows
-from nvprof_wrap.renderers import _doctor, _experiment
+from nvprof_wrap.renderers import _doctor, _experiment, _rows
 
 NAME = "html"
 NAME = "html"

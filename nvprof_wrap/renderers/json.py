@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json as _json
 
-from nvprof_wrap.renderers import _rows
+from nvprof_wrap.renderers import _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.sanitize import json_safe
-from nvprof_wrap.renderers import _experiment
 
 NAME = "json"
 EXTENSION = ".json"

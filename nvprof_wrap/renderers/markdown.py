@@ -5,10 +5,9 @@ from __future__ import annotations
 import html
 
 from nvprof_wrap.names import shorten
-from nvprof_wrap.renderers import _rows
+from nvprof_wrap.renderers import _doctor, _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.sanitize import clean
-from nvprof_wrap.renderers import _doctor, _experiment
 
 NAME = "markdown"
 EXTENSION = ".md"
