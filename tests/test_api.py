@@ -32,9 +32,16 @@ def python(code: str, tmp_path, **env: str) -> dict:
 
 
 # --- analyze() is `report --format json` ----------------------------------------------------------------------
-@pytest.mark.parametrize("sample", ["torch_ops", "two_children", "keras_reuters_fp16"])
-def test_analyze_to_dict_is_the_json_report(sample, capsys, tmp_path):
-    folder = SAMPLES / sample
+def _every_fixture() -> list:
+    from tests.conftest import FIXTURES
+
+    found = sorted(p for p in (FIXTURES / "public").glob("*") if p.is_file()) if FIXTURES.is_dir() else []
+    found += sorted(p for p in (FIXTURES / "h200").glob("*") if p.suffix in (".sqlite", ".csv"))
+    return [*(SAMPLES / s for s in ("torch_ops", "two_children", "keras_reuters_fp16")), *found]
+
+
+@pytest.mark.parametrize("folder", _every_fixture(), ids=lambda p: p.name)
+def test_analyze_to_dict_is_the_json_report(folder, capsys, tmp_path):
     assert main(["report", str(folder), "--format", "json", "--store", str(tmp_path / "s.sqlite")]) == 0
     cli = json.loads(capsys.readouterr().out)
     api = nvprof_wrap.analyze(folder).to_dict()

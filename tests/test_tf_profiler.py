@@ -156,7 +156,7 @@ def test_detection_is_by_content(tmp_path):
     csv = tmp_path / "x.csv"  # starts with a newline (0x0A), like an XSpace
     csv.write_text('\n"Start","Duration","Name"\n')
     assert readers.detect(csv) == "nvprof-csv"
-    assert not tf_trace_json.sniff(b'{"schemaVersion": 1, "traceEvents": [{"cat": "kernel"')
+    assert not tf_trace_json.sniff_bytes(b'{"schemaVersion": 1, "traceEvents": [{"cat": "kernel"')
 
 
 @pytest.mark.tf

@@ -25,107 +25,60 @@ from nvprof_wrap.readers import (
     tf_trace_json,
     xplane,
 )
-from nvprof_wrap.readers._sqlite import connect_ro, tables
+from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._validate import validate
 
-READERS: dict[str, Callable[[Path], Capture]] = {
-    "nsys-sqlite": nsys_sqlite.read, "nvprof": nvprof_sqlite.read, "cupti": cupti_sqlite.read,
-    "kineto-json": kineto_json.read, "nvprof-csv": nvprof_csv.read, "nsys-stats-csv": nsys_stats_csv.read,
-    "ncu-csv": ncu_csv.read, "pyprof-csv": pyprof_csv.read, "nsys-rep": nsys_rep.read,
-    "tf-trace-json": tf_trace_json.read, "xplane": xplane.read, "console-text": console_text.read,
-}
-SQLITE_MAGIC = b"SQLite format 3\x00"
+# The formats, in the order their sniffs are tried: each reader module declares FORMAT, sniff(head) and read(path).
+# Adding a format: one module, one line here.
+_FORMATS: tuple[tuple[str, Callable[[Head], bool], Callable[[Path], Capture]], ...] = tuple(
+    (m.FORMAT, sniff, m.read) for m, sniff in (
+        (nsys_sqlite, nsys_sqlite.sniff), (nvprof_sqlite, nvprof_sqlite.sniff), (cupti_sqlite, cupti_sqlite.sniff),
+        (xplane, xplane.sniff), (tf_trace_json, tf_trace_json.sniff), (kineto_json, kineto_json.sniff),
+        (nsys_rep, nsys_rep.sniff),
+        (ncu_csv, ncu_csv.sniff), (nvprof_csv, nvprof_csv.sniff), (pyprof_csv, pyprof_csv.sniff),
+        (nsys_stats_csv, nsys_stats_csv.sniff), (console_text, console_text.sniff), (ncu_csv, ncu_csv.sniff_late)))
+READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _FORMATS}
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
-_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock", "report.html"}
+_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
+                 "report.html"}
 # What TensorBoard's profile plugin writes beside a run's trace: tool data derived from it, not captures.
 _TENSORBOARD_TOOLS = (".kernel_stats.pb", ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb",
                       ".memory_profile.json.gz", ".pod_viewer.json", ".tpu_profile.json")
 
 
-def _sniff_sqlite(path: Path) -> str:
-    conn = connect_ro(path)
-    try:
-        have = tables(conn)
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-        raise BadInput(path, f"corrupt SQLite file ({e})") from None
-    finally:
-        conn.close()
-    if "StringIds" in have or "TARGET_INFO_SESSION_START_TIME" in have:
-        return "nsys-sqlite"
-    if "StringTable" in have and ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL" in have or "CUPTI_ACTIVITY_KIND_KERNEL" in have):
-        return "nvprof"
-    if {"meta", "kernel"} <= have:
-        return "cupti"
-    raise BadInput(path, "SQLite file is not an nvprof, Nsight Systems or nvprof-wrap capture (no kernel table)")
-
-
-def _ncu_header(line: str) -> bool:
-    return line.startswith('"ID",') and '"Kernel Name"' in line
-
-
-def _sniff_text(path: Path, head: str) -> str:
-    lines = [ln for ln in head.splitlines() if ln.strip()]
-    body = [ln for ln in lines if not ln.startswith("==")]
-    first = body[0] if body else ""
-    if '"Metric Name"' in first or ('"Kernel Name"' in first and '"CC"' in first) or any(map(_ncu_header, lines)):
-        return "ncu-csv"  # the header may come after the program's own output
-    if first.startswith(('"Type","Time(%)"', '"Start","Duration"')):
-        return "nvprof-csv"
-    if '"Kernel","Module","Op"' in first or first.startswith("Kernel,Module,Op"):
-        return "pyprof-csv"
-    if "Total Time" in first and ("Instances" in first or "Count" in first or "Calls" in first):
-        return "nsys-stats-csv"
-    if console_text.sniff(path, head):
-        return "console-text"
-    if "==PROF==" in head and _ncu_header_later(path):
-        return "ncu-csv"
-    raise BadInput(path, "not a profiler capture this tool reads (docs/formats.md lists them)")
-
-
-def _ncu_header_later(path: Path) -> bool:
-    """ncu's CSV header after more than 64 KiB of the program's own output (ncu prints the rows at the end)."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return any(map(_ncu_header, f))
+def _head(path: Path) -> Head:
+    try:  # non-blocking: opening a FIFO must not wait for a writer; what it is decides before any read
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise BadInput(path, "is a directory" if stat.S_ISDIR(st.st_mode) else _special(st.st_mode))
+            raw = f.read(65536)
+    except OSError as e:
+        raise BadInput(path, f"cannot read ({e.strerror})") from None
+    if not raw:
+        raise BadInput(path, "empty file")
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as g:
+                return Head(path, g.read(65536), st.st_size, gz=True)
+        except (OSError, EOFError, zlib.error) as e:
+            raise BadInput(path, f"corrupt gzip file ({e})") from None
+    return Head(path, raw, st.st_size)
 
 
 def detect(path: Path) -> str:
-    """The format of a capture, from its first bytes."""
-    try:  # non-blocking: opening a FIFO must not wait for a writer; what it is decides before any read
-        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode
-            if not stat.S_ISREG(mode):
-                raise BadInput(path, "is a directory" if stat.S_ISDIR(mode) else _special(mode))
-            head = f.read(65536)
-    except OSError as e:
-        raise BadInput(path, f"cannot read ({e.strerror})") from None
-    if not head:
-        raise BadInput(path, "empty file")
-    if head.startswith(SQLITE_MAGIC):
-        return _sniff_sqlite(path)
-    if head[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as g:
-                head = g.read(65536)
-        except (OSError, EOFError, zlib.error) as e:
-            raise BadInput(path, f"corrupt gzip file ({e})") from None
-    if head[:1] == b"\x0a" and xplane.sniff(head, path.stat().st_size):
-        return "xplane"
-    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    # '[' opens a JSON array only when an object (or nothing) follows: "[4242] python@host" is ncu's console.
-    if stripped[:1] == b"{" or (stripped[:1] == b"[" and stripped[1:].lstrip()[:1] in (b"{", b"]", b"")):
-        if b"traceEvents" in head and tf_trace_json.sniff(head):
-            return "tf-trace-json"
-        if b"traceEvents" in head or stripped[1:].lstrip()[:1] == b"{":
-            return "kineto-json"
+    """The format of a capture, from its content: the first reader whose sniff says yes."""
+    head = _head(path)
+    fmt = next((fmt for fmt, sniff, _ in _FORMATS if sniff(head)), None)
+    if fmt is not None:
+        return fmt
+    if head.is_sqlite:
+        raise BadInput(path, "SQLite file is not an nvprof, Nsight Systems or nvprof-wrap capture (no kernel table)")
+    if head.json_start:
         raise BadInput(path, "JSON without traceEvents: not a Kineto / Chrome trace")
-    if b"\x00" in head[:4096]:
-        # Nsight Systems reports are a proprietary binary format: the extension is the only handle on it.
-        if path.suffix in (".nsys-rep", ".qdrep"):
-            return "nsys-rep"
-        if path.name.endswith(".xplane.pb"):
-            return "xplane"
+    if head.binary:
         raise BadInput(path, "binary file of an unknown format")
-    return _sniff_text(path, head.decode("utf-8", errors="replace"))
+    raise BadInput(path, "not a profiler capture this tool reads (docs/formats.md lists them)")
 
 
 def read(path: Path) -> Capture:

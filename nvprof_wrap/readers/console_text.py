@@ -13,6 +13,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, CounterVerdict, KernelAgg, MemAgg, Process, merge_kernels
 from nvprof_wrap.readers import console_nsight, console_nvprof, ncu_csv
 from nvprof_wrap.readers._csv import open_text
+from nvprof_wrap.readers._head import Head
 
 _WINDOW = 65536
 # kind → (what marks it, in order of precedence)
@@ -26,7 +27,14 @@ MARKERS: dict[str, re.Pattern[str]] = {
 }
 
 
-def sniff(path: Path, head: str) -> list[str]:
+FORMAT = "console-text"
+
+
+def sniff(head: Head) -> bool:
+    return bool(head.text) and bool(kinds(head.path, head.text))
+
+
+def kinds(path: Path, head: str) -> list[str]:
     """The console kinds in a text file, from its first and last 64 KiB."""
     text = head
     size = path.stat().st_size
@@ -78,12 +86,14 @@ READERS: dict[str, Callable[[Path], dict]] = {
 }
 
 
-def read(path: Path, kinds: list[str] | None = None) -> Capture:
-    kinds = kinds or sniff(path, "")
-    parts = {kind: READERS[kind](path) for kind in kinds}
+def read(path: Path, found: list[str] | None = None) -> Capture:
+    with open(path, "rb") as f:
+        head = f.read(_WINDOW).decode("utf-8", errors="replace")
+    present = found or kinds(path, head)
+    parts = {kind: READERS[kind](path) for kind in present}
     kernels: list[KernelAgg] = [k for p in parts.values() for k in p.get("kernels", [])]
     if not kernels:
-        raise BadInput(path, f"{' and '.join(kinds) or 'console text'} found, but no kernel row in it "
+        raise BadInput(path, f"{' and '.join(present) or 'console text'} found, but no kernel row in it "
                              "(only copies, API calls or other tables)")
     memops: list[MemAgg] = [m for p in parts.values() for m in p.get("memops", [])]
     counters: list[CounterVerdict] = [c for p in parts.values() for c in p.get("counters", [])]
@@ -92,6 +102,6 @@ def read(path: Path, kinds: list[str] | None = None) -> Capture:
     notes = tuple(n for p in parts.values() for n in p.get("notes", []))
     # Counter-only formats keep their own names: the report counts their replayed launches only when nothing
     # timed the kernels (report.py).
-    fmt = kinds[0] if kinds in (["ncu-console"], ["nvprof-metrics"]) else "console-" + "+".join(kinds)
+    fmt = present[0] if present in (["ncu-console"], ["nvprof-metrics"]) else "console-" + "+".join(present)
     return Capture(str(path), fmt, merge_kernels(kernels), tuple(memops), devices=tuple(devices.values()),
                    processes=tuple(Process(p) for p in pids), counters=tuple(counters), notes=notes)

@@ -12,6 +12,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._fork import BIG
+from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, BusyTime, connect_ro, tables
 
@@ -68,6 +69,13 @@ def _rolled_back_copy(path: Path) -> Path | None:
     conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # the read triggers the rollback
     conn.close()
     return tmp / path.name
+
+
+FORMAT = "cupti"
+
+
+def sniff(head: Head) -> bool:
+    return {"meta", "kernel"} <= head.sqlite_tables
 
 
 def read(path: Path) -> Capture:

@@ -19,6 +19,7 @@ from nvprof_wrap.limits import MAX_DURATION_NS, MAX_JSON_STRING_BYTES
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._durations import Durations
+from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import busy_time
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
@@ -158,6 +159,13 @@ def _tail_keys(tail: bytes, keys: list[str]) -> dict:
 def _devices(props: list) -> tuple[Device, ...]:
     return tuple(Device(int(p.get("id", i)), p.get("name"), p.get("computeMajor"), p.get("computeMinor"),
                         p.get("numSms")) for i, p in enumerate(props or []) if isinstance(p, dict))
+
+
+FORMAT = "kineto-json"
+
+
+def sniff(head: Head) -> bool:
+    return bool(head.json_start) and (b"traceEvents" in head.raw or head.json_start == b"[")
 
 
 def read(path: Path) -> Capture:

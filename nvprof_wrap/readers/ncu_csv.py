@@ -20,6 +20,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text
+from nvprof_wrap.readers._head import Head
 
 _KEYS = ("ID", "Kernel Name", "Process ID", "Device", "CC")
 _REQUIRED = {"ID", "Kernel Name"}
@@ -108,6 +109,28 @@ def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:
 def _quoted(f) -> Iterator[str]:
     """The CSV rows among the program's output: ncu quotes every field, the program's lines rarely start with one."""
     return (line for line in f if line.startswith('"'))
+
+
+FORMAT = "ncu-csv"
+
+
+def _ncu_header(line: str) -> bool:
+    return line.startswith('"ID",') and '"Kernel Name"' in line
+
+
+def sniff(head: Head) -> bool:
+    """The header, in the first 64 KiB, possibly after the program's own output."""
+    first = head.first_line
+    return ('"Metric Name"' in first or ('"Kernel Name"' in first and '"CC"' in first)
+            or any(map(_ncu_header, head.text.splitlines())))
+
+
+def sniff_late(head: Head) -> bool:
+    """ncu's CSV header after more than 64 KiB of the program's own output (ncu prints the rows at the end)."""
+    if "==PROF==" not in head.text:
+        return False
+    with open(head.path, encoding="utf-8", errors="replace") as f:
+        return any(map(_ncu_header, f))
 
 
 def read(path: Path) -> Capture:

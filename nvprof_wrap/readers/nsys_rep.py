@@ -3,12 +3,14 @@ nsys itself. We export it to SQLite with ``nsys export`` and read that."""
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from nvprof_wrap import tools
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import nsys_sqlite
+from nvprof_wrap.readers._head import Head
 
 
 def _writable(folder: Path) -> bool:
@@ -17,6 +19,14 @@ def _writable(folder: Path) -> bool:
             return True
     except OSError:
         return False
+
+
+FORMAT = "nsys-rep"
+
+
+def sniff(head: Head) -> bool:
+    # Nsight Systems reports are a proprietary binary format: the extension is the only handle on it.
+    return head.binary and head.path.suffix in (".nsys-rep", ".qdrep")
 
 
 def read(path: Path) -> Capture:
@@ -30,5 +40,4 @@ def read(path: Path) -> Capture:
     else:  # a read-only folder: exported to a temporary folder, removed once read
         with tempfile.TemporaryDirectory(prefix="nvprof-wrap-") as tmp:
             capture = nsys_sqlite.read(tools.nsys_export(path, nsys, Path(tmp) / (path.stem + ".sqlite")))
-    return Capture(str(path), "nsys-rep", capture.kernels, capture.memops, capture.activity, capture.devices,
-                   capture.processes, notes=capture.notes)
+    return replace(capture, path=str(path), format=FORMAT)  # every field of the export survives (ops, counters…)

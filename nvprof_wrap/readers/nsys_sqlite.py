@@ -12,6 +12,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import on, sql_duration
+from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, BusyTime, columns, connect_ro, tables
 
@@ -142,6 +143,13 @@ def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str]) -> None:
         raise BadInput(path, f"{calls:,} CUDA API calls, {launches:,} of them kernel launches, but no kernel records: "
                              "the GPU activity was not traced or not flushed (nsys profile --trace=cuda; a job killed "
                              "before nsys finished loses it)")
+
+
+FORMAT = "nsys-sqlite"
+
+
+def sniff(head: Head) -> bool:
+    return bool(head.sqlite_tables & {"StringIds", "TARGET_INFO_SESSION_START_TIME"})
 
 
 def read(path: Path) -> Capture:

@@ -8,6 +8,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, KernelAgg, MemAgg, merge_kernels
 from nvprof_wrap.readers._csv import number, open_text, split_preamble
+from nvprof_wrap.readers._head import Head
 
 _TOTAL = ("Total Time (ns)", "Total Time")
 _COUNT = ("Instances", "Count", "Calls", "Num Calls")
@@ -27,6 +28,14 @@ def _direction(op: str) -> tuple[str, str]:
         if words in op or d in op:
             return "memcpy", d
     return "memcpy", "other"
+
+
+FORMAT = "nsys-stats-csv"
+
+
+def sniff(head: Head) -> bool:
+    first = head.first_line
+    return "Total Time" in first and ("Instances" in first or "Count" in first or "Calls" in first)
 
 
 def read(path: Path) -> Capture:

@@ -13,6 +13,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text, pid_from_preamble, split_preamble
+from nvprof_wrap.readers._head import Head
 
 _DEVICE = re.compile(r"^(.*) \((\d+)\)$")
 SIZE_UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
@@ -88,6 +89,13 @@ def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
     return Capture(str(path), "nvprof-csv-trace", kernels, memops,
                    devices=tuple(Device(i, n) for i, n in devices.items()),
                    processes=(Process(pid),) if pid else ())
+
+
+FORMAT = "nvprof-csv"
+
+
+def sniff(head: Head) -> bool:
+    return head.first_line.startswith(('"Type","Time(%)"', '"Start","Duration"'))
 
 
 def read(path: Path) -> Capture:

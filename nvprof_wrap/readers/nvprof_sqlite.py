@@ -13,6 +13,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import PLAIN, SOUND, sql_duration
+from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_time, connect_ro, tables
 
 KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
@@ -73,6 +74,14 @@ def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
     sql = """SELECT d.id, s.value, d.computeCapabilityMajor, d.computeCapabilityMinor, d.numMultiprocessors
              FROM CUPTI_ACTIVITY_KIND_DEVICE d LEFT JOIN StringTable s ON s._id_ = d.name"""
     return tuple(Device(*row) for row in conn.execute(sql))
+
+
+FORMAT = "nvprof"
+
+
+def sniff(head: Head) -> bool:
+    t = head.sqlite_tables
+    return "StringTable" in t and bool(t & {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL"})
 
 
 def read(path: Path) -> Capture:

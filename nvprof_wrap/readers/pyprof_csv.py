@@ -7,6 +7,14 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, KernelAgg, merge_kernels
 from nvprof_wrap.readers._csv import number, open_text, split_preamble
+from nvprof_wrap.readers._head import Head
+
+FORMAT = "pyprof-csv"
+
+
+def sniff(head: Head) -> bool:
+    first = head.first_line
+    return '"Kernel","Module","Op"' in first or first.startswith("Kernel,Module,Op")
 
 
 def read(path: Path) -> Capture:

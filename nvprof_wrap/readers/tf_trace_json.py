@@ -19,6 +19,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers._bounded import open_json as _open
+from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._sqlite import busy_time
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
 
@@ -26,7 +27,14 @@ _BATCH = 20000
 NO_OP = ("(no op recorded)", "(no op recorded)")
 
 
-def sniff(head: bytes) -> bool:
+FORMAT = "tf-trace-json"
+
+
+def sniff(head: Head) -> bool:
+    return bool(head.json_start) and b"traceEvents" in head.raw and sniff_bytes(head.raw)
+
+
+def sniff_bytes(head: bytes) -> bool:
     """TensorFlow / JAX profiler traces name their processes '/device:GPU:N' and '/host:CPU' (Kineto never does)."""
     return b'"/device:GPU:' in head or (b'"/host:CPU"' in head and b'"cat"' not in head)
 

@@ -23,6 +23,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers import _protowire as wire
+from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._sqlite import busy_time
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
 from nvprof_wrap.readers._xplane_schema import schema
@@ -34,7 +35,16 @@ _WANTED = {"tf_op", "hlo_op", "hlo_module", "annotation", "kernel_annotation", "
 NO_OP = ("(no op recorded)", "(no op recorded)")
 
 
-def sniff(head: bytes, size: int) -> bool:
+FORMAT = "xplane"
+
+
+def sniff(head: Head) -> bool:
+    if head.raw[:1] == b"\x0a" and looks_like_xspace(head.raw, head.size):
+        return True
+    return head.binary and head.path.name.endswith(".xplane.pb")
+
+
+def looks_like_xspace(head: bytes, size: int) -> bool:
     """An XSpace starts with its first plane (field 1), whose first fields are its id and a readable name."""
     try:
         key, pos = wire.varint(head, 0, len(head))

@@ -1,0 +1,133 @@
+"""Contracts every reader and every renderer keeps (issue 15): one test over the whole registry each, on real files.
+
+Readers: each format's real capture reads into a Capture whose every field has its documented type and range;
+reading an .nsys-rep (through Nsight Systems' export) gives exactly the Capture of the export, ops included.
+Renderers: each one implements the whole Renderer protocol and renders the same real report, kernel rows,
+classifications, experiment rows and doctor facts without printing, keeping capture text out of the terminal.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+
+from nvprof_wrap import readers
+from nvprof_wrap.classify import classify_many
+from nvprof_wrap.model import Activity, Capture, CounterVerdict, Device, KernelAgg, MemAgg, OpAgg, Process
+from nvprof_wrap.pipeline import analyze
+from nvprof_wrap.renderers import RENDERERS, Renderer
+from tests.conftest import PUBLIC, ROOT
+
+SAMPLES = ROOT / "nvprof_wrap" / "samples"
+DATA = ROOT / "tests" / "data"
+FAKE_NSYS = ROOT / "tests" / "fakes" / "bin" / "nsys"
+
+# A real capture of every format (public fixtures where the project may not commit the file).
+REAL = {
+    "nsys-sqlite": SAMPLES / "keras_reuters_fp16" / "nsys_annotated.sqlite",
+    "nvprof": PUBLIC / "m-goldstein__GPU_ML__timeline.nvvp",
+    "cupti": DATA / "h200_runs" / "gemm_cupti" / "cupti-vm-4574.sqlite",
+    "xplane": DATA / "h200_runs" / "jax_bf16_xplane" / "vm.xplane.pb",
+    "tf-trace-json": DATA / "h200_runs" / "jax_bf16_xplane" / "vm.trace.json.gz",
+    "kineto-json": DATA / "public_mit" / "TraceLens__b200_eager_trace.json.gz",
+    "ncu-csv": SAMPLES / "torch_ops" / "ncu_tensor_metrics.csv",
+    "nvprof-csv": PUBLIC / "nanzifan__nvprof-result__print-gpu-summary.csv",
+    "pyprof-csv": PUBLIC / "josiahdavis__profiling-lm__lm.csv",
+    "nsys-stats-csv": DATA / "h200_runs" / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv",
+    "console-text": DATA / "console" / "xplacer_nvprof_summary_bfs.log",
+}
+FIELD_TYPES = {"kernels": KernelAgg, "memops": MemAgg, "activity": Activity, "devices": Device,
+               "processes": Process, "counters": CounterVerdict, "ops": OpAgg}
+
+
+def test_every_reader_has_a_real_file_here():
+    assert set(REAL) | {"nsys-rep"} == set(readers.READERS)
+
+
+@pytest.mark.parametrize("fmt", sorted(REAL))
+def test_reader_contract(fmt):
+    path = REAL[fmt]
+    if not path.is_file():
+        pytest.skip(f"needs {path}")
+    assert readers.detect(path) == fmt
+    cap = readers.read(path)
+    assert isinstance(cap, Capture) and cap.path == str(path) and cap.kernels
+    for name, cls in FIELD_TYPES.items():
+        rows = getattr(cap, name)
+        assert isinstance(rows, tuple) and all(isinstance(r, cls) for r in rows), name
+    for k in cap.kernels:
+        assert k.name and "\n" not in k.name and k.launches > 0
+        assert k.total_ns is None or k.total_ns >= 0
+        assert k.min_ns is None or k.max_ns is None or 0 <= k.min_ns <= k.max_ns
+    assert len({(k.pid, k.device_id, k.name) for k in cap.kernels}) == len(cap.kernels)  # aggregated, once each
+    for m in cap.memops:
+        assert m.kind in ("memcpy", "memset") and m.count > 0 and m.total_ns >= 0
+    for a in cap.activity:
+        assert a.first_ns <= a.last_ns and 0 <= a.busy_ns
+    assert all(isinstance(n, str) for n in cap.notes) and isinstance(cap.partial, bool)
+
+
+def test_nsys_rep_keeps_every_field_of_its_export(tmp_path):
+    """An .nsys-rep goes through `nsys export` (here the fake nsys, handing out a real export with NVTX ops): the
+    Capture is the export's, field for field — ops, counters, notes and partial included — under the report's path."""
+    sample = SAMPLES / "keras_reuters_fp16" / "nsys_annotated.sqlite"
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"NSYS-FAKE\x00" + b'{"pids": [], "trace": null}')
+    env = {**os.environ, "NVPROF_WRAP_NSYS": str(FAKE_NSYS), "FAKE_NSYS_SAMPLE": str(sample)}
+    old = dict(os.environ)
+    os.environ.update(env)
+    try:
+        got = readers.read(rep)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    export = readers.read(rep.with_suffix(".sqlite"))
+    assert got.format == "nsys-rep" and got.path == str(rep) and got.ops
+    for f in dataclasses.fields(Capture):
+        if f.name not in ("path", "format"):
+            assert getattr(got, f.name) == getattr(export, f.name), f.name
+
+
+# --- renderers -------------------------------------------------------------------------------------------
+METHODS = ("render_report", "render_kernels", "render_classifications", "render_experiment", "render_doctor")
+
+
+def _experiment_rows():
+    from nvprof_wrap.analysis.experiment import ExperimentRow
+
+    return [ExperimentRow("fp16", 0, 12.5, 40, 3.1, 4_520_000, 0.118, "fp16", 0.78, 0.99, 1606, 40.2, 0.0043, 1.0,
+                          0.913, "healthy", ("loss fell from 2.99 to 0.0043",), "runs/x/fp16"),
+            ExperimentRow("fp32", 1, 9.0, None, None, 0, 0.0, "", 0.0, None, 0, None, None, None, None, "unknown",
+                          ("\x1b[2Jhostile finding",), "runs/x/fp32")]
+
+
+FACTS = {"gpus": [{"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0", "driver": "580.159.04"}],
+         "profilers": {"nsys": None, "nvprof": None, "ncu": {"path": "/opt/ncu", "version": "2025.3.1"}},
+         "cupti_python": False, "python_packages": {"torch": True}, "keras_backend": "torch"}
+
+
+@pytest.mark.parametrize("name", sorted(RENDERERS))
+def test_renderer_contract(name, capsys):
+    r: Renderer = RENDERERS[name]
+    assert r.NAME == name and r.EXTENSION.startswith(".")
+    for method in METHODS:
+        assert callable(getattr(r, method, None)), method
+    report = analyze(SAMPLES / "keras_reuters_fp16")
+    outs = [r.render_report(report, width=100, limit=5), r.render_kernels(list(report.kernels[:5]), width=100),
+            r.render_classifications(classify_many(["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+                                                    "\x1b]0;owned\x07volta_sgemm_128x64_nn"]), width=100),
+            r.render_experiment(_experiment_rows(), width=120), r.render_doctor(FACTS, width=100)]
+    assert all(isinstance(o, str) and o for o in outs)
+    assert capsys.readouterr() == ("", "")  # renderers return values, never print
+    if name != "json":  # JSON keeps the exact text, escaped JSON's way
+        assert not any("\x1b" in o or "\x07" in o for o in outs)
+
+
+def test_report_display_methods_use_the_registry():
+    report = analyze(SAMPLES / "torch_ops")
+    assert str(report) == RENDERERS["table"].render_report(report, width=120)
+    assert report._repr_html_() == RENDERERS["html"].render_report(report)
+    import json
+
+    assert json.loads(RENDERERS["json"].render_report(report)) == json.loads(json.dumps(report.to_dict()))
