@@ -65,6 +65,11 @@ class CuptiSetup:
             self.notes["api_records"] = f"none ({ENV_RUNTIME}=0)"
             return
         c = self.cupti
+        if os.environ.get(ENV_RUNTIME) == "kinds":  # every runtime and driver call, through the activity kinds
+            for kind in (c.ActivityKind.RUNTIME, c.ActivityKind.DRIVER):
+                self._enable(kind, required=False)
+            self.notes["api_records"] = f"every runtime and driver call ({ENV_RUNTIME}=kinds)"
+            return
         picked = [(c.activity_enable_runtime_api, cbid) for cbid in _launch_cbids(c, "RuntimeApiTraceCbid", "cuda")]
         picked += [(c.activity_enable_driver_api, cbid) for cbid in _launch_cbids(c, "DriverApiTraceCbid", "cu")]
         done: list[tuple[Callable, int]] = []

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# GPU session A of 2026-11-30 (issues 13, 15, 17), one device command (.whl and .debs carried):
+#   source .debs/gpu-env.sh; bash benchmarks/h200_session_a.sh
+# 1. `nsys stats --format csv` of a real capture (issue 13's nsys stats CSV reader);
+# 2. API records of an in-process profiling window, three ways (issue 15: per-op tables from profile());
+# 3. the tracer's overhead session (issue 17, benchmarks/h200_overhead.sh) in what is left of the budget.
+set -u
+source benchmarks/h200_common.sh
+mkdir -p $R/gpt_stats
+GPT="python3 workloads/gpt_train.py --precision fp32 --layers 4 --d-model 384 --heads 6 --block 128 --batch-size 8"
+step "nsys stats CSV"
+t gpt_nsys timeout 90 $W run --backend nsys --no-report -o $R/gpt_nsys -- $GPT --steps 6
+t stats timeout 60 $NSYS stats --report cuda_gpu_kern_sum --report cuda_gpu_mem_time_sum --format csv -o $R/gpt_stats/stats $R/gpt_nsys/nsys.sqlite
+step "API records of an in-process window"
+t api_records timeout 200 python3 benchmarks/h200_api_records.py $R/api_records
+( cd $R && tar czf $OUT/a.tgz gpt_stats stats.txt gpt_nsys.txt api_records.txt $(find api_records -name '*.sqlite') )
+BUDGET_S=${BUDGET_S:-390} bash benchmarks/h200_overhead.sh
