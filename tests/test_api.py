@@ -75,6 +75,13 @@ def test_profile_block(tmp_path):
     assert got["verdict"] == "yes" and got["launches"] == 5
     assert NVJET in got["kernels"] and any("FillFunctor<float>" in k for k in got["kernels"])  # demangled
     assert got["capture"].endswith(".sqlite")
+    import sqlite3
+
+    meta = dict(sqlite3.connect(got["capture"]).execute("SELECT key, value FROM meta"))
+    # A window opens after the process has a CUDA context: per-call API records then never came on the H200, so
+    # windows record the RUNTIME and DRIVER kinds (benchmarks/h200_api_records.py, docs/api.md)
+    assert meta["api_records"].startswith("every runtime and driver call")
+    assert meta["exit"] == "profile window end"
 
 
 def test_profile_steps_window_and_two_windows_in_one_process(tmp_path):

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from nvprof_wrap.tracer import cupti_trace as ct
+from nvprof_wrap.tracer.setup import ENV_RUNTIME
 
 
 class TracingUnavailable(RuntimeError):
@@ -35,7 +36,17 @@ def begin(folder: Path) -> None:
         raise TracingUnavailable("cupti-python is not usable here (pip install cupti-python, on a machine with an "
                                  "NVIDIA driver)")
     folder.mkdir(parents=True, exist_ok=True)
-    ct._start(str(folder.resolve()))
+    # Measured on an H200 (CUPTI 13.0.85): enabling only the launch calls' API records (per callback id) once the
+    # process already has a CUDA context yields no record at all, so kernels could not be attributed to NVTX
+    # ranges; a window takes the RUNTIME and DRIVER kinds instead (every API call: more records, same answer).
+    previous = os.environ.get(ENV_RUNTIME)
+    if previous is None:
+        os.environ[ENV_RUNTIME] = "kinds"
+    try:
+        ct._start(str(folder.resolve()))
+    finally:
+        if previous is None:
+            os.environ.pop(ENV_RUNTIME, None)
     if ct._STATE is None:
         raise TracingUnavailable("CUPTI could not be started (the nvprof-wrap: line above says why)")
 
