@@ -61,8 +61,7 @@ def earlier_run(cmd: list[str], runs: Path) -> Path | None:
 def top_kernels(folder: Path, n: int) -> list[str]:
     store = Store(folder / "run.sqlite")
     try:
-        return [r["name"] for r in store.rows(
-            "SELECT name, SUM(total_ns) AS t FROM kernels GROUP BY name ORDER BY t DESC LIMIT ?", [n])]
+        return store.top_kernel_names(n)
     finally:
         store.close()
 

@@ -51,6 +51,11 @@ class Queries:
                               WHEN SUM(tensor_core = 'no') = COUNT(*) THEN 'no' ELSE 'unknown' END AS tc,
                    MAX(detail) AS detail FROM counters GROUP BY name""")}
 
+    def top_kernel_names(self, n: int) -> list[str]:
+        """The n kernel names with the most GPU time (verify measures those)."""
+        return [r["name"] for r in self.rows(
+            "SELECT name, SUM(total_ns) AS t FROM kernels GROUP BY name ORDER BY t DESC LIMIT ?", [n])]
+
     def has_counters(self) -> bool:
         return bool(self.rows("SELECT 1 FROM counters LIMIT 1"))
 
