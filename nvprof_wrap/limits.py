@@ -34,3 +34,7 @@ MAX_MANIFEST_BYTES = 64 << 20
 
 # Skipped files: the terminal and Markdown reports list this many, then summarise the rest by reason.
 SKIPPED_SHOWN = 5
+
+# A gzipped SQLite capture (nsys.sqlite.gz) is unpacked to a temporary file to be read; past this it is refused (a
+# real 5M-launch nsys export is ~600 MB).
+MAX_GUNZIPPED_SQLITE_BYTES = 32 << 30

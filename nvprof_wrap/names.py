@@ -59,3 +59,53 @@ def shorten(name: str, width: int = 70) -> str:
         head = width * 2 // 3
         s = s[:head] + "…" + s[-(width - head - 1):]
     return s
+
+
+def _plain(name: str) -> str:
+    s = _strip_params(name.strip()).removeprefix("void ")
+    return _QUALIFIER.sub("", s)
+
+
+def shorten_all(names: list[str], width: int = 70) -> list[str]:
+    """shorten() each name, and keep names that differ apart: two kernels never share one short name in a table.
+
+    Where shortening makes two names alike, each shows where it differs from its nearest look-alike: the head of
+    the name, then the part from just before the first difference ('sm80_xmma_ge…f32_f32_tn_n_tilesize…'). Names
+    alike even so (they differ only past the width, or only in their parameters) are numbered #1, #2, … in table
+    order."""
+    short = [shorten(n, width) for n in names]
+    for idx in _alike(short, names):
+        full = [_plain(names[i]) for i in idx]
+        for i, s in zip(idx, full):
+            if len(s) <= width:
+                short[i] = s
+                continue
+            p = max(len(_common_prefix([s, o])) for o in full if o != s) if len(set(full)) > 1 else 0
+            head = s[:max(width // 3, 8)]
+            room = width - len(head) - 2
+            start = max(len(head), p - room // 3)
+            seg = s[start:start + room]
+            short[i] = head + ("…" if start > len(head) else "") + seg + ("…" if start + room < len(s) else "")
+    count: dict[str, int] = {}
+    for idx in _alike(short, names):
+        for i in idx:
+            base = short[i] if len(short[i]) <= width - 4 else short[i][:width - 5] + "…"
+            count[base] = count.get(base, 0) + 1
+            short[i] = f"{base} #{count[base]}"
+    return short
+
+
+def _alike(short: list[str], names: list[str]) -> list[list[int]]:
+    """Groups of positions whose short names are equal while their whole names are not."""
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(short):
+        groups.setdefault(s, []).append(i)
+    return [idx for idx in groups.values() if len({names[i] for i in idx}) > 1]
+
+
+def _common_prefix(strings: list[str]) -> str:
+    lo, hi = min(strings), max(strings)
+    n = 0
+    while n < min(len(lo), len(hi)) and lo[n] == hi[n]:
+        n += 1
+    return lo[:n]

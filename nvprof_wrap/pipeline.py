@@ -5,6 +5,7 @@ stages.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -29,6 +30,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     if not paths:
         raise BadInput(None, "analyze() needs at least one capture or run folder")
     folders = [Path(p) for p in paths]
+    _one_run(folders)
     own = not isinstance(store, Store)
     st = Store(Path(store)) if isinstance(store, (str, Path)) else (store or Store())
     try:
@@ -42,6 +44,27 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     if health:
         rep = report_mod.with_health(rep, _health(folders))
     return rep
+
+
+def _one_run(paths: list[Path]) -> None:
+    """Two runs are not one: summing a fp32 run and a bf16 run gives a verdict true of neither. Refuse, loudly.
+
+    Ranks of one job (RUN/rank0, RUN/rank1, …) are one run."""
+    runs = [p for p in paths if _is_run(p)]
+    if len(runs) < 2:
+        return
+    if all(re.fullmatch(r"rank\d+", p.name) for p in runs) and len({p.resolve().parent for p in runs}) == 1:
+        return
+    raise BadInput(runs[1], f"{len(runs)} run folders given ({', '.join(str(p) for p in runs[:3])}"
+                            f"{', …' if len(runs) > 3 else ''}): a report is of one run; to set runs side by side use "
+                            f"`nvprof-wrap compare {runs[0]} {runs[1]}`")
+
+
+def _is_run(p: Path) -> bool:
+    try:
+        return p.is_dir() and (p / "manifest.json").is_file()
+    except OSError:  # an unreadable folder: reading it says so, naming the folder
+        return False
 
 
 def _health(paths: list[Path]):

@@ -55,6 +55,10 @@ def _needs_fixtures(item: pytest.Item) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The run history (store/history.py) of commands the tests run goes to a throwaway file, never the user's.
+    import tempfile
+
+    os.environ.setdefault("NVPROF_WRAP_HISTORY", str(Path(tempfile.mkdtemp(prefix="nvprof-wrap-hist-")) / "h.sqlite"))
     config.addinivalue_line("markers", "needs_fixtures: reads ../shared/fixtures (skipped when the folder is absent)")
 
 

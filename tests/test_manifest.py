@@ -45,7 +45,7 @@ def test_real_manifests_say_what_ran_where():
 
 
 def test_what_run_writes_reads_back_key_for_key(tmp_path):
-    env = {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
            "HOME": os.environ.get("HOME", "/root"), "FAKE_GPUS": "NVIDIA H200:9.0"}
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(out),

@@ -110,7 +110,7 @@ def test_a_damaged_store_is_set_aside_and_rebuilt(tmp_path, capsys):
 
 
 def wrapper(args, **kw):
-    env = {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "--no-report", *args],
                           capture_output=True, check=False, text=True, env=env, timeout=120, **kw)
 
@@ -144,7 +144,7 @@ def test_the_wrapper_killed_leaves_the_job_and_its_capture(tmp_path):
            "for i in range(40):\n    print('line', i, flush=True); print('err', i, file=sys.stderr, flush=True)\n"
            "    time.sleep(0.05)\n"
            f"pathlib.Path({str(flag)!r}).write_text('ok')\n")
-    env = {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "--no-report", "-o",
                           str(out), "--", sys.executable, "-c", job], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -11,12 +11,14 @@ from nvprof_wrap import __version__
 from nvprof_wrap.cli import (
     _exit,
     classify_cmd,
+    compare_cmd,
     demo,
     doctor,
     experiment_cmd,
     kernels,
     report_cmd,
     run_cmd,
+    runs_cmd,
     verify_cmd,
 )
 from nvprof_wrap.cli._output import say, stdout_gone
@@ -24,8 +26,8 @@ from nvprof_wrap.errors import NvprofWrapError
 
 # Every subcommand, once: name → its module (add_parser(sub, name), run(args) -> int), in the order of --help.
 # A command whose module does not import is a broken install, and says so with its traceback.
-COMMANDS = {"report": report_cmd, "kernels": kernels, "classify": classify_cmd, "demo": demo, "run": run_cmd,
-            "doctor": doctor, "verify": verify_cmd, "experiment": experiment_cmd}
+COMMANDS = {"report": report_cmd, "kernels": kernels, "compare": compare_cmd, "classify": classify_cmd, "demo": demo,
+            "run": run_cmd, "runs": runs_cmd, "doctor": doctor, "verify": verify_cmd, "experiment": experiment_cmd}
 
 
 def parser() -> argparse.ArgumentParser:

@@ -10,9 +10,17 @@ READ = f"""exit codes:
   0    done; also when the output was cut short by a closed pipe (| head)
 {_FAIL}"""
 
+GATED = """exit codes:
+  0    done, and every gate given (--min-tensor-core-share, --expect-precision) is met
+  1    a gate is not met: one line on stderr says what fell short (the report is still printed)
+  2    bad input or usage: a file that is not a capture, two runs given to `report` (use compare), a run store that
+       is not one, a file that cannot be written; one line on stderr names the file and why
+  130  interrupted (Ctrl-C)"""
+
 RUN = """exit codes:
   N    the job's exit code (128+S when signal S ended it); also when the output was cut short (| head -1):
        nvprof-wrap stops printing, waits for the job and exits with its code
+  1    the job exited 0 but a gate (--min-tensor-core-share, --expect-precision) is not met: one line says which
   2    nvprof-wrap could not start the job (bad options, a run folder that already holds a run, no profiler),
        or the job succeeded but its run could not be recorded or read (disk full, say): one line on stderr
   130  interrupted before the job started

@@ -4,10 +4,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sqlite3
 import sys
 from pathlib import Path
 
-from nvprof_wrap.errors import BadInput
+from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.sanitize import clean
 from nvprof_wrap.store import Store
@@ -117,3 +118,68 @@ def checked(store: Store) -> Store:
         say(f"nvprof-wrap: warning: {store.path} was damaged; kept it as {store.rebuilt_from} and rebuilt it "
             "from the captures")
     return store
+
+
+def add_gates(p: argparse.ArgumentParser) -> None:
+    """CI gates (analysis/gates.py): exit 1 with one line when the report falls short."""
+    p.add_argument("--min-tensor-core-share", type=_fraction, metavar="F", default=None,
+                   help="fail (exit 1) unless at least this fraction of GPU kernel time ran on tensor cores, e.g. 0.3 "
+                        "(default: no gate)")
+    p.add_argument("--expect-precision", type=_precisions, metavar="P,Q", default=(),
+                   help="fail (exit 1) unless tensor-core kernels ran in each of these precisions, e.g. fp16,bf16 "
+                        "(default: no gate)")
+
+
+def _fraction(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= x <= 1:
+        raise argparse.ArgumentTypeError(f"a fraction between 0 and 1, got {text} (30% is 0.3)")
+    return x
+
+
+_KNOWN_PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "fp64", "fp8", "fp4", "int8", "fp32 (3xTF32)")
+
+
+def _precisions(text: str) -> tuple[str, ...]:
+    got = tuple(p.strip() for p in text.split(",") if p.strip())
+    bad = [p for p in got if p not in _KNOWN_PRECISIONS]
+    if bad or not got:
+        raise argparse.ArgumentTypeError(f"unknown precision {', '.join(bad) or text!r} (choose from "
+                                         f"{', '.join(_KNOWN_PRECISIONS)})")
+    return got
+
+
+def gate(args: argparse.Namespace, report) -> int:
+    """0 when every gate given is met; else 1, after one line per shortfall on stderr."""
+    from nvprof_wrap.analysis.gates import shortfalls
+
+    found = shortfalls(report, getattr(args, "min_tensor_core_share", None), getattr(args, "expect_precision", ()))
+    for line in found:
+        say(f"nvprof-wrap: gate failed: {line}")
+    return 1 if found else 0
+
+
+def positive(text: str) -> int:
+    """--limit and friends: a whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def record_history(folder: Path, report) -> None:
+    """Remember a run folder's report in the run history (store/history.py); never fails the command."""
+    from nvprof_wrap.launch.manifest import read_manifest
+    from nvprof_wrap.store import history
+
+    try:
+        manifest = read_manifest(folder / "manifest.json").to_json() if (folder / "manifest.json").is_file() else None
+        history.record(folder, report, manifest)
+    except (OSError, NvprofWrapError, sqlite3.Error) as e:
+        say(f"nvprof-wrap: warning: the run history was not updated ({e})")

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_store, emit, options
+from nvprof_wrap.cli._output import add_format, add_store, emit, options, positive
 from nvprof_wrap.cli.report_cmd import build
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import RENDERERS
@@ -21,7 +21,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--tc", choices=("yes", "no", "unknown"), help="only kernels with this verdict")
     p.add_argument("--grep", metavar="REGEX", help="only kernels whose name matches (case-insensitive)")
     p.add_argument("--sort", choices=tuple(SORTS), default="time")
-    p.add_argument("--limit", type=int, default=None, help="at most N kernels")
+    p.add_argument("--limit", type=positive, default=None, help="at most N kernels (default: all)")
     p.add_argument("--wide", action="store_true", help="whole kernel names")
     add_format(p)
     add_store(p)

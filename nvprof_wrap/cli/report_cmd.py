@@ -5,6 +5,13 @@ TensorBoard trace JSON / .xplane.pb, nvprof/nsys/ncu console output: docs/format
 or a folder: every capture in it, as one run.
 
 --format html -o report.html writes one self-contained page (no scripts, no network) to share (docs/html.md).
+Two runs are not one: given two run folders, report refuses and points to `compare`.
+
+examples:
+  nvprof-wrap report runs/train-fp16
+  nvprof-wrap report capture.nsys-rep --format json | jq .verdict
+  nvprof-wrap report runs/train-fp16 --format html -o report.html
+  nvprof-wrap report runs/train-bf16 --min-tensor-core-share 0.3 --expect-precision bf16   # a CI gate
 """
 from __future__ import annotations
 
@@ -13,23 +20,36 @@ from pathlib import Path
 
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_output, add_store, check_output, deliver, open_store, options
+from nvprof_wrap.cli._output import (
+    add_format,
+    add_gates,
+    add_output,
+    add_store,
+    check_output,
+    deliver,
+    gate,
+    open_store,
+    options,
+    positive,
+    record_history,
+)
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 
 
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="report on captures: were tensor cores used, where GPU time went",
-                       description=__doc__, epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=_exit.GATED, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    p.add_argument("--limit", type=int, default=15, help="kernels to list (default 15)")
-    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons")
+    p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
+    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
     p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
     add_format(p)
     add_output(p)
     add_store(p)
+    add_gates(p)
 
 
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
@@ -46,4 +66,6 @@ def run(args: argparse.Namespace) -> int:
     opts = options(args) | ({"color": False} if args.output else {})
     deliver(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **opts), args.output,
             f"{args.format} report")
-    return 0
+    if len(args.paths) == 1 and (args.paths[0] / "manifest.json").is_file():
+        record_history(args.paths[0], rep)
+    return gate(args, rep)

@@ -3,9 +3,17 @@
 Runs CMD (never through a shell) under a profiler, child processes included, saves its output and
 a manifest in the run folder, then prints the report. The wrapper exits with the job's exit code.
 --html also writes the report as one self-contained page, report.html, into the run folder.
+Gates (--min-tensor-core-share, --expect-precision) make a CI step: the job's own failure code wins, else 1
+when a gate is missed. Every reported run is remembered in the run history (`nvprof-wrap runs`).
 -o accepts %p (pid), %h (host) and %q{VAR} (environment variable; its value must be one folder name).
 A run folder holds one run: -o into a folder that holds one is refused unless --force, which replaces it
 entirely. Under torchrun/srun/mpirun each rank writes to DIR/rank<N>.
+
+examples:
+  nvprof-wrap run -- python train.py --epochs 1
+  nvprof-wrap run --backend nsys -o runs/bf16 --html -- python train.py --precision bf16
+  nvprof-wrap run --annotate keras -- python workloads/reuters_mlp.py --precision mixed_float16
+  nvprof-wrap run --min-tensor-core-share 0.3 --expect-precision bf16 -- python train.py   # CI gate
 """
 from __future__ import annotations
 
@@ -14,7 +22,18 @@ import sys
 
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, checked, emit, options, say, write_text
+from nvprof_wrap.cli._output import (
+    add_format,
+    add_gates,
+    checked,
+    emit,
+    gate,
+    options,
+    positive,
+    record_history,
+    say,
+    write_text,
+)
 from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
@@ -38,9 +57,10 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--no-report", action="store_true", help="only run and capture")
     p.add_argument("--html", action="store_true",
                    help="also write the report as one self-contained page, RUN_DIR/report.html (docs/html.md)")
-    p.add_argument("--limit", type=int, default=15)
-    p.add_argument("--wide", action="store_true")
+    p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
+    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
     add_format(p)
+    add_gates(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
 
 
@@ -85,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
         return manifest.exit_code or 1
     for problem in manifest.problems:
         say(f"nvprof-wrap: {'warning' if recorded else 'error'}: {problem}")
-    if recorded and (not args.no_report or args.html):
+    gated = 0
+    gates = args.min_tensor_core_share is not None or args.expect_precision
+    if recorded and (not args.no_report or args.html or gates):
         try:
             rep = _report(folder)
             if args.html:
@@ -93,13 +115,17 @@ def run(args: argparse.Namespace) -> int:
                 say(f"nvprof-wrap: HTML report → {folder / 'report.html'}")
             if not args.no_report:
                 emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+            record_history(folder, rep)
+            gated = gate(args, rep)
         except NvprofWrapError as e:  # the job ran: its code still counts (below)
             say(f"nvprof-wrap: error: {e}")
             recorded = False
     # The job's code is the truth about the job; a job that succeeded but whose run could not be recorded or
-    # read is not a success of `run`.
+    # read is not a success of `run`; a job that succeeded and was read but missed a gate exits 1.
     code = manifest.exit_code
-    return code if code != 0 or recorded else 2
+    if code != 0:
+        return code
+    return 2 if not recorded else gated
 
 
 def _report(folder) -> report.Report:

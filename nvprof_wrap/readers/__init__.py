@@ -5,11 +5,14 @@ import gzip
 import os
 import sqlite3
 import stat
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.limits import MAX_GUNZIPPED_SQLITE_BYTES
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (
     console_text,
@@ -25,7 +28,7 @@ from nvprof_wrap.readers import (
     tf_trace_json,
     xplane,
 )
-from nvprof_wrap.readers._head import Head
+from nvprof_wrap.readers._head import SQLITE_MAGIC, Head
 from nvprof_wrap.readers._validate import validate
 
 # The formats, in the order their sniffs are tried: each reader module declares FORMAT, sniff(head) and read(path).
@@ -69,6 +72,8 @@ def _head(path: Path) -> Head:
 def detect(path: Path) -> str:
     """The format of a capture, from its content: the first reader whose sniff says yes."""
     head = _head(path)
+    if head.gz and head.raw.startswith(SQLITE_MAGIC):
+        return "sqlite-gz"  # read() unpacks it and detects again
     fmt = next((fmt for fmt, sniff, _ in _FORMATS if sniff(head)), None)
     if fmt is not None:
         return fmt
@@ -84,6 +89,8 @@ def detect(path: Path) -> str:
 def read(path: Path) -> Capture:
     """Read one capture; every failure becomes BadInput naming the file."""
     fmt = detect(path)
+    if fmt == "sqlite-gz":
+        return _read_gunzipped_sqlite(path)
     try:
         return validate(READERS[fmt](path))
     except BadInput as e:
@@ -94,6 +101,25 @@ def read(path: Path) -> Capture:
         raise
     except Exception as e:  # noqa: BLE001 - any failure on malformed content is bad input, named with the file
         raise BadInput(path, f"unreadable {fmt} capture ({type(e).__name__}: {e})") from None
+
+
+def _read_gunzipped_sqlite(path: Path) -> Capture:
+    """A gzipped SQLite capture (people compress exports to keep or share them): unpacked, streaming and bounded,
+    into a temporary folder that is removed once read."""
+    with tempfile.TemporaryDirectory(prefix="nvprof-wrap-gz-") as tmp:
+        plain = Path(tmp) / path.name.removesuffix(".gz")
+        written = 0
+        try:
+            with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+                while chunk := src.read(1 << 20):
+                    written += len(chunk)
+                    if written > MAX_GUNZIPPED_SQLITE_BYTES:
+                        raise BadInput(path, f"gzipped SQLite unpacks to more than {MAX_GUNZIPPED_SQLITE_BYTES >> 30} GiB")
+                    dst.write(chunk)
+        except (OSError, EOFError, zlib.error) as e:
+            raise BadInput(path, f"corrupt gzip file ({e})") from None
+        capture = read(plain)
+    return replace(capture, path=str(path))
 
 
 def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> Iterator[tuple[Path, bool]]:

@@ -9,8 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from nvprof_wrap.names import shorten
-from nvprof_wrap.renderers import _doctor, _experiment
+from nvprof_wrap.names import shorten_all
+from nvprof_wrap.renderers import _compare, _doctor, _experiment
 from nvprof_wrap.renderers._rows import mix_text, skipped_summary, split_label
 from nvprof_wrap.report import GroupRow, KernelRow, Report
 from nvprof_wrap.sanitize import clean_lines, deep
@@ -56,27 +56,38 @@ def _split(report: Report) -> Table:
     return t
 
 
-def _groups(rows: tuple[GroupRow, ...], title: str, key: str) -> Table:
+def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120) -> Table:
+    """Per device / per process. Every column but the precision mix is as wide as its widest cell (numbers and the
+    GPU's name are never cut); the precision mix gets the rest, cut with an ellipsis (it stays whole in JSON)."""
+    head = (key, "", "launches", "kernel time", "tensor core", "TC precision", "GPU idle")
+    cells = [[g.key, g.label, f"{g.launches:,}", fmt_ns(g.kernel_ns), pct(g.tc_share),
+              " + ".join(g.precisions) or "-", pct(g.idle_share)] for g in rows]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(head)]
+    prec = head.index("TC precision")
+    widths[prec] = max(8, min(widths[prec], width - sum(w for i, w in enumerate(widths) if i != prec)
+                              - 3 * (len(head) - 1)))
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for col in (key, "", "launches", "kernel time", "tensor core", "TC precision", "GPU idle"):
-        t.add_column(col, justify="left" if col in (key, "", "TC precision") else "right", no_wrap=col != "",
-                     overflow="ellipsis")
-    for g in rows:
-        t.add_row(g.key, escape(g.label), f"{g.launches:,}", fmt_ns(g.kernel_ns), pct(g.tc_share),
-                  " + ".join(g.precisions) or "-", pct(g.idle_share))
+    for col, w in zip(head, widths):
+        t.add_column(col, justify="left" if col in (key, "", "TC precision") else "right", no_wrap=True,
+                     overflow="ellipsis", width=w)
+    for c in cells:
+        t.add_row(*(escape(x) for x in c))
     return t
 
 
 def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernels", width: int = 120) -> Table:
     # rich squeezes no_wrap columns to nothing when a table is too wide: give every column a width.
-    fixed = {"launches": 8, "total": 8, "mean": 8, "% GPU": 6, "TC": 3, "precision": 9}
-    if width < 120:
+    # Number columns are as wide as their widest value (never cut); the precision column as its longest value.
+    prec_w = max([9] + [len(k.precision or "-") for k in rows])
+    fixed = {"launches": max([8] + [len(f"{k.launches:,}") for k in rows]), "total": 8, "mean": 8, "% GPU": 6,
+             "TC": 3, "precision": min(prec_w, 14)}
+    if width < 140:  # mean = total / launches: the first column to go when names need the room
         del fixed["mean"]
     room = width - sum(fixed.values()) - 3 * (len(fixed) + 1)
     show_why = room >= 40  # on a narrow terminal the reason goes (it stays in --wide, JSON, CSV)
     if not show_why:
         room = max(room + 3, 20)
-    name_w = min(62, max(24, int(room * 0.55))) if show_why else room
+    name_w = min(62, max(24, int(room * 0.6))) if show_why else room
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide)
     t.add_column("kernel", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=name_w)
     for col, w in fixed.items():
@@ -84,10 +95,11 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
                      no_wrap=True, width=w)
     if show_why:
         t.add_column("why", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=room - name_w)
-    for k in rows:
+    names = [k.name for k in rows] if wide else shorten_all([k.name for k in rows], name_w)
+    for k, name in zip(rows, names):
         why = [escape(_counter_why(k) if k.evidence != "name" else k.reason)] if show_why else []
         mean = [fmt_ns(k.mean_ns)] if "mean" in fixed else []
-        t.add_row(escape(k.name if wide else shorten(k.name, name_w)), f"{k.launches:,}", fmt_ns(k.total_ns),
+        t.add_row(escape(name), f"{k.launches:,}", fmt_ns(k.total_ns),
                   *mean, pct(k.share), TC_MARK[k.tensor_core], k.precision or "-", *why)
     return t
 
@@ -127,9 +139,9 @@ def render_report(report: Report, width: int = 120, color: bool = False, wide: b
     if report.kernels or report.split:
         parts += [_split(report), Text("")]
     if report.devices:
-        parts += [_groups(report.devices, "Per device", "device"), Text("")]
+        parts += [_groups(report.devices, "Per device", "device", width), Text("")]
     if len(report.processes) > 1:
-        parts += [_groups(report.processes, "Per process", "pid"), Text("")]
+        parts += [_groups(report.processes, "Per process", "pid", width), Text("")]
     if report.kernels:
         shown = list(report.kernels[:limit])
         title = f"Top {len(shown)} of {len(report.kernels)} kernels by GPU time"
@@ -189,3 +201,41 @@ def render_experiment(rows: list, width: int = 120, color: bool = False, **_: ob
 
 def render_doctor(facts: dict, **_: object) -> str:
     return clean_lines("\n".join(_doctor.lines(facts))) + "\n"  # tool paths and versions are the machine's text
+
+
+def render_compare(comparison, width: int = 120, color: bool = False, limit: int = 15, **_: object) -> str:
+    comparison = deep(comparison)
+    parts: list = [Text(line) for line in _compare.headline(comparison)]
+    parts += [Text(f, style="bold" if i == 0 else "") for i, f in enumerate(comparison.findings)]
+    for key, what in _compare.TABLES:
+        rows = getattr(comparison, key)
+        if not rows:
+            continue
+        t = Table(title=f"By {what}", title_justify="left", show_edge=False, pad_edge=False)
+        for i, h in enumerate(_compare.HEAD):
+            t.add_column(h.format(what=what), justify="left" if i == 0 else "right", no_wrap=i > 0,
+                         overflow="ellipsis")
+        for r in rows[:limit]:
+            t.add_row(*(escape(c) for c in _compare.cells(r)))
+        parts += [Text(""), t]
+    return _to_text(Group(*parts), width, color)
+
+
+def render_runs(rows: list[dict], width: int = 120, color: bool = False, **_: object) -> str:
+    rows = deep(rows)
+    t = Table(title=f"{len(rows)} recorded runs (newest first)", title_justify="left", show_edge=False,
+              pad_edge=False)
+    head, cells = list(_compare.RUN_HEAD), [_compare.run_cells(r) for r in rows]
+    if width < 110:  # narrow: the command and backend go (they stay in --format json/csv)
+        keep = [i for i, h in enumerate(head) if h not in ("command", "backend")]
+        head, cells = [head[i] for i in keep], [[c[i] for i in keep] for c in cells]
+    # every column but the command as wide as its widest cell (rich would squeeze them); the command gets the rest
+    widths = [min(max([len(h)] + [len(c[i]) for c in cells]), 24) for i, h in enumerate(head)]
+    if "command" in head:
+        cmd = head.index("command")
+        widths[cmd] = max(12, width - sum(w for i, w in enumerate(widths) if i != cmd) - 3 * (len(widths) - 1))
+    for h, w in zip(head, widths):
+        t.add_column(h, overflow="ellipsis", no_wrap=True, width=w)
+    for c in cells:
+        t.add_row(*(escape(x) for x in c))
+    return _to_text(t, width, color)

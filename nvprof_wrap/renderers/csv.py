@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv as _csv
 import io
 
-from nvprof_wrap.renderers import _doctor, _experiment, _rows
+from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.sanitize import clean
 
@@ -47,3 +47,13 @@ def render_experiment(rows: list, **_: object) -> str:
 
 def render_doctor(facts: dict, **_: object) -> str:
     return _table([{"fact": line} for line in _doctor.lines(facts)])
+
+
+def render_compare(comparison, **_: object) -> str:
+    """One row per (table, key): every table of the comparison, with a column saying which."""
+    d = _compare.as_dict(comparison)
+    return _table([{"table": key, **row} for key, _ in _compare.TABLES for row in d[key]])
+
+
+def render_runs(rows: list[dict], **_: object) -> str:
+    return _table(rows)

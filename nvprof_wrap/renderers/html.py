@@ -10,7 +10,7 @@ from __future__ import annotations
 import html as _html
 
 from nvprof_wrap import __version__
-from nvprof_wrap.renderers import _doctor, _experiment, _rows
+from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
 
 NAME = "html"
 NAME = "html"
@@ -314,3 +314,19 @@ def render_experiment(rows: list, **_: object) -> str:
 def render_doctor(facts: dict, **_: object) -> str:
     items = "".join(f"<li>{_t(line)}</li>" for line in _doctor.lines(facts))
     return _document("nvprof-wrap doctor", f"<h1>This machine</h1>\n<ul>{items}</ul>\n")
+
+
+def render_compare(comparison, **_: object) -> str:
+    body = "<h1>Before and after</h1>\n<ul>" + "".join(f"<li>{_t(x)}</li>" for x in _compare.headline(comparison))
+    body += "</ul>\n<ul>" + "".join(f"<li>{_t(f)}</li>" for f in comparison.findings) + "</ul>\n"
+    for key, what in _compare.TABLES:
+        rows = getattr(comparison, key)
+        if rows:
+            head = tuple(h.format(what=what) for h in _compare.HEAD)
+            body += f"<h2>By {_t(what)}</h2>\n" + _table(head, [_compare.cells(r) for r in rows], frozenset(range(1, 8)))
+    return _document("nvprof-wrap: before and after", body)
+
+
+def render_runs(rows: list[dict], **_: object) -> str:
+    body = f"<h1>{len(rows)} recorded runs</h1>\n" + _table(_compare.RUN_HEAD, [_compare.run_cells(r) for r in rows])
+    return _document("nvprof-wrap: runs", body)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json as _json
 
-from nvprof_wrap.renderers import _experiment, _rows
+from nvprof_wrap.renderers import _compare, _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.sanitize import json_safe
 
@@ -30,3 +30,11 @@ def render_experiment(rows: list, **_: object) -> str:
 
 def render_doctor(facts: dict, **_: object) -> str:
     return json_safe(_json.dumps(facts, indent=2)) + "\n"
+
+
+def render_compare(comparison, **_: object) -> str:
+    return json_safe(_json.dumps(_compare.as_dict(comparison), indent=2, ensure_ascii=False)) + "\n"
+
+
+def render_runs(rows: list[dict], **_: object) -> str:
+    return json_safe(_json.dumps(rows, indent=2, ensure_ascii=False)) + "\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import html
 
-from nvprof_wrap.names import shorten
-from nvprof_wrap.renderers import _doctor, _experiment, _rows
+from nvprof_wrap.names import shorten_all
+from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.sanitize import clean
 
@@ -15,7 +15,7 @@ _MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~"
 
 
 def esc(text: object) -> str:
-    s = html.escape(clean(text), quote=True)  # controls shown escaped; <script> → &lt;script&gt; before markdown
+    s = html.escape(clean(text), quote=False)  # controls shown escaped; <script> → &lt;script&gt; before markdown
     return "".join("\\" + c if c in _MD_SPECIAL and c not in "<>" else c for c in s)
 
 
@@ -27,8 +27,9 @@ def _table(header: list[str], rows: list[list[object]]) -> str:
 
 def _kernel_rows(rows: list[KernelRow], wide: bool) -> str:
     return _table(["kernel", "launches", "total ms", "% GPU", "tensor core", "precision", "evidence", "reason"],
-                  [[k.name if wide else shorten(k.name, 90), k.launches, f"{k.total_ns / 1e6:.3f}",
-                    f"{100 * k.share:.1f}", k.tensor_core, k.precision or "-", k.evidence, k.reason] for k in rows])
+                  [[name, k.launches, f"{k.total_ns / 1e6:.3f}",
+                    f"{100 * k.share:.1f}", k.tensor_core, k.precision or "-", k.evidence, k.reason]
+                   for k, name in zip(rows, [k.name for k in rows] if wide else shorten_all([k.name for k in rows], 90))])
 
 
 def render_report(report: Report, wide: bool = False, limit: int = 20, **_: object) -> str:
@@ -70,3 +71,18 @@ def render_experiment(rows: list, **_: object) -> str:
 
 def render_doctor(facts: dict, **_: object) -> str:
     return "\n".join(f"- {esc(line)}" for line in _doctor.lines(facts)) + "\n"
+
+
+def render_compare(comparison, **_: object) -> str:
+    out = [f"- {esc(line)}" for line in _compare.headline(comparison)] + [""]
+    out += [f"**{esc(f)}**" if i == 0 else f"- {esc(f)}" for i, f in enumerate(comparison.findings)]
+    for key, what in _compare.TABLES:
+        rows = getattr(comparison, key)
+        if rows:
+            head = [h.format(what=what) for h in _compare.HEAD]
+            out += ["", f"## {what}", "", _table(head, [_compare.cells(r) for r in rows])]
+    return "\n".join(out) + "\n"
+
+
+def render_runs(rows: list[dict], **_: object) -> str:
+    return _table(list(_compare.RUN_HEAD), [_compare.run_cells(r) for r in rows])

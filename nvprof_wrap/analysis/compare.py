@@ -1,0 +1,154 @@
+"""Before and after: two reports side by side — did the GEMMs move to tensor cores, in which precision, and did the
+step get faster? Pure: reports in, a typed Comparison out; renderers turn it into text.
+
+Rows compare like with like: per kernel family (cuBLAS, cuDNN, flash-attn, ATen…), per framework op, per precision,
+per kind of GPU time. Every row carries before, after and the difference, in nanoseconds and as shares of its own
+report's kernel time (so runs of different lengths compare). Step time comes from the runs' metrics (the workloads'
+JSON lines) when both have them.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from nvprof_wrap.analysis.experiment import read_metrics
+from nvprof_wrap.report import Report
+
+
+@dataclass(frozen=True)
+class Side:
+    """One report's headline numbers."""
+
+    label: str
+    verdict: str
+    kernel_ns: int
+    launches: int
+    tc_share: float  # of kernel time
+    precisions: tuple[str, ...]  # tensor-core precisions, most time first
+    step_ms: float | None  # wall time per training step (metrics JSONL), None when unknown
+    steps: int | None
+
+
+@dataclass(frozen=True)
+class DeltaRow:
+    """One family / op / precision / kind of time: before and after, as time and as share of its report's time."""
+
+    key: str
+    before_ns: int
+    after_ns: int
+    before_share: float
+    after_share: float
+    before_tc_share: float | None  # of this row's time on tensor cores (kernel rows only)
+    after_tc_share: float | None
+
+    @property
+    def delta_ns(self) -> int:
+        return self.after_ns - self.before_ns
+
+
+@dataclass(frozen=True)
+class Comparison:
+    before: Side
+    after: Side
+    families: tuple[DeltaRow, ...]
+    ops: tuple[DeltaRow, ...]
+    precisions: tuple[DeltaRow, ...]
+    split: tuple[DeltaRow, ...]
+    findings: tuple[str, ...]  # what changed, in words, most important first
+
+    @property
+    def tc_share_delta(self) -> float:
+        return self.after.tc_share - self.before.tc_share
+
+    @property
+    def speedup(self) -> float | None:
+        """before / after step time (> 1: faster)."""
+        b, a = self.before.step_ms, self.after.step_ms
+        return b / a if b and a else None
+
+
+def _side(label: str, r: Report, folder: Path | None) -> Side:
+    steps, secs = read_metrics(folder / "metrics.jsonl") if folder is not None else (None, None)
+    v = r.verdict
+    return Side(label, v.tensor_cores, v.kernel_ns, v.launches, v.tc_fraction, v.precisions,
+                1000 * secs / steps if steps and secs else None, steps)
+
+
+def _rows(before: dict[str, list[int]], after: dict[str, list[int]], b_total: int, a_total: int,
+          with_tc: bool = True) -> tuple[DeltaRow, ...]:
+    """{key: [ns, tc_ns]} per side → rows, the largest change first."""
+    out = []
+    for key in set(before) | set(after):
+        b, a = before.get(key, [0, 0]), after.get(key, [0, 0])
+        out.append(DeltaRow(key, b[0], a[0], b[0] / b_total if b_total else 0.0, a[0] / a_total if a_total else 0.0,
+                            (b[1] / b[0] if b[0] else None) if with_tc else None,
+                            (a[1] / a[0] if a[0] else None) if with_tc else None))
+    return tuple(sorted(out, key=lambda r: (-abs(r.after_share - r.before_share), r.key)))
+
+
+def _by(r: Report, key) -> dict[str, list[int]]:
+    acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for k in r.kernels:
+        g = acc[key(k)]
+        g[0] += k.total_ns
+        g[1] += k.total_ns if k.tensor_core == "yes" else 0
+    return dict(acc)
+
+
+_NUMBERED = re.compile(r"^(.*?\D)\s*\d+$")
+
+
+def _ops(r: Report) -> dict[str, list[int]]:
+    """Ops and NVTX ranges; ranges that differ only in a trailing number (step 0, step 1, …) are one row, step *:
+    the two runs rarely number alike, and thirty rows of one step hide the ops that changed."""
+    acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for o in r.ops:
+        m = _NUMBERED.match(o.op)
+        g = acc[f"{m.group(1).rstrip()} *" if m else o.op]
+        g[0] += o.total_ns
+        g[1] += round(o.total_ns * o.tc_share)
+    return dict(acc)
+
+
+def _split(r: Report) -> dict[str, list[int]]:
+    return {(f"{s.kind} {s.direction}" if s.direction else s.kind): [s.total_ns, 0] for s in r.split}
+
+
+def compare(before: Report, after: Report, labels: tuple[str, str] = ("before", "after"),
+            folders: tuple[Path | None, Path | None] = (None, None)) -> Comparison:
+    b, a = _side(labels[0], before, folders[0]), _side(labels[1], after, folders[1])
+    bt, at = b.kernel_ns, a.kernel_ns
+    families = _rows(_by(before, lambda k: k.family), _by(after, lambda k: k.family), bt, at)
+    precisions = _rows(_by(before, lambda k: k.precision or "unstated"), _by(after, lambda k: k.precision or "unstated"),
+                       bt, at)
+    ops = _rows(_ops(before), _ops(after), sum(o.total_ns for o in before.ops), sum(o.total_ns for o in after.ops))
+    bs, as_ = sum(s.total_ns for s in before.split), sum(s.total_ns for s in after.split)
+    split = _rows(_split(before), _split(after), bs, as_, with_tc=False)
+    return Comparison(b, a, families, ops, precisions, split, _findings(b, a, families))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _findings(b: Side, a: Side, families: tuple[DeltaRow, ...]) -> tuple[str, ...]:
+    out = [(f"tensor-core share of kernel time: {_pct(b.tc_share)} → {_pct(a.tc_share)} "
+            f"({'+' if a.tc_share >= b.tc_share else '−'}{abs(100 * (a.tc_share - b.tc_share)):.1f} points)")]
+    gained, lost = set(a.precisions) - set(b.precisions), set(b.precisions) - set(a.precisions)
+    if gained or lost:
+        out.append("tensor-core precisions: " + (" + ".join(b.precisions) or "none") + " → "
+                   + (" + ".join(a.precisions) or "none"))
+    if b.step_ms and a.step_ms:
+        ratio = b.step_ms / a.step_ms
+        how = f"{ratio:.2f}× faster" if ratio >= 1 else f"{1 / ratio:.2f}× slower"
+        out.append(f"step time (wall, from each run's metrics): {b.step_ms:.2f} → {a.step_ms:.2f} ms ({how})")
+    out.append(f"GPU kernel time: {b.kernel_ns / 1e6:.1f} → {a.kernel_ns / 1e6:.1f} ms "
+               f"({b.launches:,} → {a.launches:,} launches)")
+    moved = [f for f in families if f.before_tc_share is not None and f.after_tc_share is not None
+             and f.after_tc_share - f.before_tc_share >= 0.25 and f.after_ns]
+    for f in moved[:3]:
+        out.append(f"{f.key} kernels moved to tensor cores: {_pct(f.before_tc_share or 0)} → {_pct(f.after_tc_share or 0)}"
+                   " of their time")
+    return tuple(out)

@@ -1,0 +1,28 @@
+"""CI gates: does a report meet what a pipeline expects of it? Pure: a report in, the shortfalls out (empty: pass).
+
+    --min-tensor-core-share F    at least this fraction of GPU kernel time on tensor cores (0 ≤ F ≤ 1)
+    --expect-precision P,Q       tensor-core kernels in each of these precisions (fp16, bf16, tf32, fp8, fp4, …)
+"""
+from __future__ import annotations
+
+from nvprof_wrap.report import Report
+
+
+def shortfalls(report: Report, min_share: float | None = None, expect: tuple[str, ...] = ()) -> list[str]:
+    v = report.verdict
+    out = []
+    if min_share is not None:
+        if not v.kernel_ns:
+            out.append(f"tensor-core share not measurable: {v.message}")
+        elif v.tc_fraction < min_share:
+            out.append(f"tensor-core share {100 * v.tc_fraction:.1f}% of GPU kernel time is below the required "
+                       f"{100 * min_share:.1f}%")
+    have = set(v.precisions)
+    missing = [p for p in expect if p not in have]
+    if missing:
+        # "fp16/bf16" (names that do not tell which half) proves neither: a gate never passes on a guess
+        why = (" — fp16/bf16 kernels do not say which half; capture with ncu or the cupti backend to tell"
+               if "fp16/bf16" in have and set(missing) & {"fp16", "bf16"} else "")
+        out.append(f"no tensor-core kernel in {', '.join(missing)} (tensor-core precisions seen: "
+                   f"{' + '.join(v.precisions) or 'none'}){why}")
+    return out

@@ -1,0 +1,46 @@
+"""nvprof-wrap compare BEFORE AFTER — two runs side by side: did the GEMMs move to tensor cores, in which precision,
+and did the step get faster?
+
+BEFORE and AFTER are captures, run folders or the names of recorded runs (nvprof-wrap runs). Tables per kernel family,
+per precision, per framework op and per kind of GPU time give before, after and the difference, as time and as a
+share of each run's own time; step time comes from the runs' metrics when both have them. The gates of `report`
+apply to AFTER.
+
+examples:
+  nvprof-wrap compare runs/gpt-fp32 runs/gpt-bf16
+  nvprof-wrap compare gpt-fp32 gpt-bf16 --format markdown >> $GITHUB_STEP_SUMMARY
+  nvprof-wrap compare before.sqlite after.sqlite --format html -o compare.html --min-tensor-core-share 0.3
+"""
+from __future__ import annotations
+
+import argparse
+
+from nvprof_wrap.analysis.compare import compare
+from nvprof_wrap.cli import _exit
+from nvprof_wrap.cli._output import add_format, add_gates, add_output, check_output, deliver, gate, options, positive
+from nvprof_wrap.pipeline import analyze
+from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.store import history
+
+
+def add_parser(sub, name: str) -> None:
+    p = sub.add_parser(name, help="two runs side by side: tensor-core share, precisions, ops, step time",
+                       description=__doc__, epilog=_exit.GATED, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("before", metavar="BEFORE", help="a capture, a run folder or a recorded run's name")
+    p.add_argument("after", metavar="AFTER", help="the same, for the run to compare with BEFORE")
+    p.add_argument("--limit", type=positive, default=15, help="rows per table in the terminal (default 15)")
+    add_format(p)
+    add_output(p)
+    add_gates(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    check_output(args.output)
+    before, after = history.resolve(args.before), history.resolve(args.after)
+    reports = analyze(before), analyze(after)
+    c = compare(*reports, labels=(before.name, after.name),
+                folders=tuple(p if p.is_dir() else None for p in (before, after)))
+    opts = options(args) | ({"color": False} if args.output else {})
+    deliver(RENDERERS[args.format].render_compare(c, limit=args.limit, **opts), args.output, f"{args.format} comparison")
+    return gate(args, reports[1])
+

@@ -1,0 +1,35 @@
+"""nvprof-wrap runs — the run history: every `run`, and every `report` of a run folder, newest first.
+
+The history is one SQLite database (sqlite-utils; browsable with Datasette): $NVPROF_WRAP_HISTORY, else
+$XDG_DATA_HOME/nvprof-wrap/history.sqlite or ~/.local/share/nvprof-wrap/history.sqlite; NVPROF_WRAP_HISTORY=off
+records nothing. `compare` accepts the names listed here.
+
+examples:
+  nvprof-wrap runs
+  nvprof-wrap runs --limit 5 --format json
+  datasette ~/.local/share/nvprof-wrap/history.sqlite
+"""
+from __future__ import annotations
+
+import argparse
+
+from nvprof_wrap.cli import _exit
+from nvprof_wrap.cli._output import add_format, emit, options, positive, say
+from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.store import history
+
+
+def add_parser(sub, name: str) -> None:
+    p = sub.add_parser(name, help="list recorded runs (name, date, command, verdict, tensor-core share)",
+                       description=__doc__, epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--limit", type=positive, default=None, help="the newest N only (default: all)")
+    add_format(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = history.runs(args.limit)
+    if not rows and args.format == "table":
+        say(f"nvprof-wrap: no run recorded yet in {history.path() or 'the history (NVPROF_WRAP_HISTORY=off)'}")
+        return 0
+    emit(RENDERERS[args.format].render_runs(rows, **options(args)))
+    return 0

@@ -1,0 +1,47 @@
+"""A Comparison and the run history as rows: shared by the renderers (each one's render_compare / render_runs)."""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+
+TABLES = (("families", "kernel family"), ("precisions", "precision"), ("ops", "op / range"), ("split", "kind of GPU time"))
+HEAD = ("{what}", "before", "after", "Δ time", "before %", "after %", "TC before", "TC after")
+
+
+def as_dict(c) -> dict:
+    side = lambda s: asdict(s) | {"precisions": list(s.precisions)}
+    rows = lambda rs: [asdict(r) | {"delta_ns": r.delta_ns} for r in rs]
+    return {"schema": "nvprof-wrap.compare/1", "before": side(c.before), "after": side(c.after),
+            "tensor_core_share_delta": round(c.tc_share_delta, 6), "speedup": c.speedup,
+            "findings": list(c.findings), **{key: rows(getattr(c, key)) for key, _ in TABLES}}
+
+
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:,.2f} ms"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def cells(r) -> list[str]:
+    sign = "+" if r.delta_ns >= 0 else "−"
+    return [r.key, _ms(r.before_ns), _ms(r.after_ns), f"{sign}{abs(r.delta_ns) / 1e6:,.2f} ms",
+            _pct(r.before_share), _pct(r.after_share), _pct(r.before_tc_share), _pct(r.after_tc_share)]
+
+
+def headline(c) -> list[str]:
+    """Lines: what each side is, then the findings."""
+    s = lambda x: (f"{x.label}: tensor cores {x.verdict}, {_pct(x.tc_share)} of kernel time"
+                   + (f" ({' + '.join(x.precisions)})" if x.precisions else "")
+                   + (f", {x.step_ms:.2f} ms/step" if x.step_ms else ""))
+    return [s(c.before), s(c.after)]
+
+
+RUN_HEAD = ("name", "recorded", "command", "backend", "exit", "TC?", "TC share", "TC precisions", "health")
+
+
+def run_cells(r: dict) -> list[str]:
+    return [r["name"], time.strftime("%Y-%m-%d %H:%M", time.localtime(r["recorded_at"])), r["command"] or "-",
+            r["backend"] or "-", "-" if r["exit_code"] is None else str(r["exit_code"]), r["verdict"],
+            _pct(r["tensor_core_share"]), r["precisions"] or "-", r["health"] or "-"]
