@@ -138,3 +138,50 @@ def test_the_terminal_kernel_table_at_120_columns_names_every_kernel_apart(repor
     assert len(rows) == 15 and len(set(rows)) == 15
     assert "fp32 (3xTF32)" in text  # the precision column is as wide as its values
     assert all(len(line) <= 120 for line in text.splitlines())
+
+
+def test_every_option_names_its_default_and_every_help_ends_with_examples():
+    import argparse
+
+    from nvprof_wrap.cli import parser
+
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, p in sub.choices.items():
+        text = p.format_help()
+        tail = text[text.rindex("examples:"):] if "examples:" in text else ""
+        if not tail.startswith("examples:\n  nvprof-wrap ") or "options:" in tail:
+            missing.append(f"{name}: help does not end with examples")
+        for a in p._actions:
+            if not a.option_strings or isinstance(a, argparse._HelpAction):
+                continue
+            if not a.help:
+                missing.append(f"{name} {a.option_strings[0]}: no help")
+            elif a.nargs != 0 and "default" not in a.help:
+                missing.append(f"{name} {a.option_strings[0]}: help does not name the default")
+    assert missing == []
+
+
+def test_the_reading_spinner_shows_only_after_two_seconds_on_a_terminal(monkeypatch):
+    import time
+
+    from nvprof_wrap.cli import _output
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    quick, slow = Terminal(), Terminal()
+    monkeypatch.setattr(sys, "stderr", quick)
+    with _output.reading(after_s=0.3) as update:
+        update(Path("a.sqlite"))
+    monkeypatch.setattr(sys, "stderr", slow)
+    with _output.reading(after_s=0.1) as update:
+        time.sleep(0.3)
+        update(Path("big.nsys-rep"))
+        time.sleep(0.2)
+    assert quick.getvalue() == "" and "reading big.nsys-rep" in slow.getvalue()
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal: never
+    with _output.reading(after_s=0.0) as update:
+        time.sleep(0.1)
+    assert sys.stderr.getvalue() == ""

@@ -151,3 +151,19 @@ def test_demo_page_with_three_reports_and_working_links(browser, tmp_path, capsy
         v.assert_quiet()
     finally:
         v.close()
+
+
+def test_compare_page_of_the_fp32_and_bf16_runs_renders_quietly(browser, tmp_path, capsys):
+    runs = Path(__file__).resolve().parent / "data" / "h200_runs"
+    out = tmp_path / "compare.html"
+    assert main(["compare", str(runs / "gpt_fp32_nsys"), str(runs / "gpt_bf16_nsys"), "--format", "html",
+                 "-o", str(out)]) == 0
+    v = Visit(browser, out)
+    try:
+        text = v.page.locator("body").inner_text()
+        assert "9.5% → 33.5%" in text and "bf16" in text
+        tables = v.page.locator("table")
+        assert tables.count() == 4 and all(t.locator("tbody tr").count() > 0 for t in tables.all())
+        v.assert_quiet()
+    finally:
+        v.close()

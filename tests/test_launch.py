@@ -198,3 +198,31 @@ def test_run_reports_training_health_from_the_jobs_keras_log(tmp_path):
     assert proc.returncode == 0, proc.stderr
     health = json.loads(proc.stdout)["health"]
     assert health["status"] == "collapsed" and health["epochs"] >= 2
+
+
+@pytest.mark.parametrize("verbose", [False, True], ids=["quiet", "verbose"])
+def test_profiler_chatter_goes_to_the_log_unless_verbose(tmp_path, verbose):
+    out = tmp_path / "run"
+    job = "import sys; print('job says hi'); print('[1/3] my own bracket line', file=sys.stderr); sys.exit(0)"
+    proc = wrapper(["--backend", "nsys", "-o", str(out), "--no-report", *(["--verbose"] if verbose else []), "--",
+                    sys.executable, "-c", job], gpus="NVIDIA H200:9.0")
+    assert proc.returncode == 0, proc.stderr
+    log = (out / "stderr.log").read_text()
+    chatter = ("Collecting data...", "Generating '/tmp/nsys-report-", "[1/1] [", "Generated:", "nsys.nsys-rep")
+    assert all(c in log for c in chatter)  # the log keeps every byte
+    assert "job says hi" in proc.stdout and "[1/3] my own bracket line" in proc.stderr  # the job's own lines stay
+    shown = [c for c in chatter if c in proc.stderr]
+    assert shown == (list(chatter) if verbose else [])
+
+
+def test_chatter_filter_gives_the_same_lines_wherever_the_reads_split():
+    from nvprof_wrap.launch.job import _filter
+
+    text = (b"Collecting data...\nepoch 1/2\r\n12/12 [====] loss 0.3\r[1/1] [0%     ] nsys.nsys-rep\r"
+            b"[1/1] [==100%] nsys.nsys-rep\r\nGenerated:\n    /runs/a/nsys.nsys-rep\n==PROF== Connected to process 7\n"
+            b"    indented job line\n[INFO] done")
+    want = b"epoch 1/2\r\n12/12 [====] loss 0.3\r    indented job line\n[INFO] done"
+    for cut in range(len(text)):
+        shown, held = _filter(text[:cut], final=False)
+        more, rest = _filter(held + text[cut:], final=True)
+        assert shown + more == want and rest == b"", cut

@@ -38,7 +38,16 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in COMMANDS.items():
         mod.add_parser(sub, name)
+        _examples_last(sub.choices[name])
     return p
+
+
+def _examples_last(p: argparse.ArgumentParser) -> None:
+    """Each command's help ends with its examples: the "examples:" part of its docstring goes after the exit codes."""
+    desc, sep, examples = (p.description or "").partition("\nexamples:\n")
+    if sep:
+        p.description = desc.rstrip()
+        p.epilog = f"{p.epilog or ''}\n\nexamples:\n{examples.rstrip()}".lstrip("\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,10 @@
-"""nvprof-wrap classify NAME... | --names-file FILE — the verdict for kernel names, without a capture."""
+"""nvprof-wrap classify NAME... | --names-file FILE — the verdict for kernel names, without a capture.
+
+examples:
+  nvprof-wrap classify 'sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas'
+  nvprof-wrap classify _Z17volta_h884gemm_64x64_ldg8_nn
+  cut -f1 names.txt | nvprof-wrap classify --names-file - --format json
+"""
 from __future__ import annotations
 
 import argparse
@@ -17,7 +23,7 @@ def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="classify kernel names (mangled names are demangled first)", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("names", nargs="*", metavar="NAME")
-    p.add_argument("--names-file", type=Path, help="one kernel name per line ('-' for standard input)")
+    p.add_argument("--names-file", type=Path, help="one kernel name per line ('-' for standard input; default: the NAMEs given)")
     add_format(p)
 
 

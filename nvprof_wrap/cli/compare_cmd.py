@@ -17,7 +17,17 @@ import argparse
 
 from nvprof_wrap.analysis.compare import compare
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_gates, add_output, check_output, deliver, gate, options, positive
+from nvprof_wrap.cli._output import (
+    add_format,
+    add_gates,
+    add_output,
+    check_output,
+    deliver,
+    gate,
+    options,
+    positive,
+    reading,
+)
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import history
@@ -37,7 +47,8 @@ def add_parser(sub, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output(args.output)
     before, after = history.resolve(args.before), history.resolve(args.after)
-    reports = analyze(before), analyze(after)
+    with reading() as progress:
+        reports = analyze(before, progress=progress), analyze(after, progress=progress)
     c = compare(*reports, labels=(before.name, after.name),
                 folders=tuple(p if p.is_dir() else None for p in (before, after)))
     opts = options(args) | ({"color": False} if args.output else {})

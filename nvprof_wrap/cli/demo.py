@@ -7,6 +7,11 @@ NVIDIA H200 (sm_90):
    fp8 under Nsight Systems, plus the same script under Nsight Compute, whose tensor-pipe counters confirm
    every verdict.
 3. two_children — a parent process whose two child processes ran fp16 matmuls.
+
+examples:
+  nvprof-wrap demo
+  nvprof-wrap demo --sample keras_reuters_fp16 --wide
+  nvprof-wrap demo --format html -o demo.html
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from pathlib import Path
 
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.cli._output import add_format, emit, options, positive
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS, _rows
 
@@ -31,9 +36,9 @@ TITLES = {
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="report on the bundled real H200 captures", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--wide", action="store_true")
-    p.add_argument("--sample", choices=tuple(TITLES), help="only this sample")
+    p.add_argument("--limit", type=positive, default=10, help="kernels per report (default 10)")
+    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
+    p.add_argument("--sample", choices=tuple(TITLES), help="only this sample (default: all three)")
     add_format(p)
 
 

@@ -1,6 +1,11 @@
 """nvprof-wrap doctor — what this machine has: GPUs (compute capability, driver), which profilers were found
 and where, which Keras backends are importable; on a GPU it also runs workloads/matmul_probe.py under the best
-backend and says whether tensor cores are visible (the positive control: fp16 GEMMs use them from Volta on)."""
+backend and says whether tensor cores are visible (the positive control: fp16 GEMMs use them from Volta on).
+
+examples:
+  nvprof-wrap doctor
+  nvprof-wrap doctor --no-probe --format json
+"""
 from __future__ import annotations
 
 import argparse
@@ -28,7 +33,7 @@ def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="what GPUs, profilers and Keras backends this machine has", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--no-probe", action="store_true", help="do not run the matmul probe")
-    p.add_argument("-o", "--output", default=None, help="run folder for the probe")
+    p.add_argument("-o", "--output", default=None, help="run folder for the probe (default runs/doctor-probe-TIMESTAMP)")
     add_format(p)
 
 

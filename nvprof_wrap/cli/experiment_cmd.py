@@ -6,6 +6,11 @@ loss / accuracy / validation accuracy, and a training-health verdict. WORKLOAD i
 name of one in workloads/ (reuters_mlp, convnet, matmul_probe). Each precision runs as
 `python WORKLOAD --precision P ARGS`; P is one of fp32, fp16, bf16, mixed (what the workloads accept), checked
 before anything runs.
+
+examples:
+  nvprof-wrap experiment reuters_mlp
+  nvprof-wrap experiment convnet --precisions fp32,bf16,mixed --backend nsys -- --epochs 2
+  nvprof-wrap experiment workloads/gpt_train.py --precisions fp32,bf16 --format markdown
 """
 from __future__ import annotations
 
@@ -36,12 +41,14 @@ def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="run a workload per precision and compare side by side", description=__doc__,
                        epilog=_exit.EXPERIMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workload")
-    p.add_argument("--precisions", default="fp32,fp16,mixed")
-    p.add_argument("--backend", choices=CHOICES, default="auto")
-    p.add_argument("--nsys", help="path of the nsys executable")
-    p.add_argument("--annotate", metavar="keras,torch", help="NVTX ranges per layer / module / op (see run)")
+    p.add_argument("--precisions", default="fp32,fp16,mixed", help="comma-separated, run in this order (default: fp32,fp16,mixed)")
+    p.add_argument("--backend", choices=CHOICES, default="auto", help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
+    p.add_argument("--nsys", help="path of the nsys executable (default: $NVPROF_WRAP_NSYS, else nsys on PATH)")
+    p.add_argument("--annotate", metavar="keras,torch", help="NVTX ranges per layer / module / op (see run; default: none)")
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
     p.add_argument("--force", action="store_true", help="replace the runs that -o DIR already holds")
+    p.add_argument("--verbose", action="store_true",
+                   help="show the profiler's own output live too (by default only in each run's logs)")
     p.add_argument("--no-run", action="store_true",
                    help="do not run: rebuild the table from the per-precision run folders already in -o DIR")
     add_format(p)
@@ -101,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
             cmd = [sys.executable, str(script), "--precision", precision, *extra]
             folder, manifest = execute(RunSpec(cmd, args.backend, str(base / precision), nsys=args.nsys,
                                                quiet_stdout=args.format != "table", annotate=args.annotate,
-                                               force=args.force))
+                                               force=args.force, verbose=args.verbose))
             rows.append(_row(precision, folder, manifest, script.stem))
     emit(RENDERERS[args.format].render_experiment(rows, **options(args)))
     return max((r.exit_code for r in rows), default=0)

@@ -1,4 +1,10 @@
-"""nvprof-wrap kernels PATH... — every kernel in a table: launches, time, share, tensor core ✓/✗/?, precision, reason."""
+"""nvprof-wrap kernels PATH... — every kernel in a table: launches, time, share, tensor core ✓/✗/?, precision, reason.
+
+examples:
+  nvprof-wrap kernels runs/train-fp16 --tc no --sort time --limit 20
+  nvprof-wrap kernels capture.nsys-rep --grep gemm --wide
+  nvprof-wrap kernels runs/train-fp16 --format csv > kernels.csv
+"""
 from __future__ import annotations
 
 import argparse
@@ -18,11 +24,11 @@ def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="list kernels with their tensor-core verdict", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    p.add_argument("--tc", choices=("yes", "no", "unknown"), help="only kernels with this verdict")
-    p.add_argument("--grep", metavar="REGEX", help="only kernels whose name matches (case-insensitive)")
-    p.add_argument("--sort", choices=tuple(SORTS), default="time")
+    p.add_argument("--tc", choices=("yes", "no", "unknown"), help="only kernels with this verdict (default: all)")
+    p.add_argument("--grep", metavar="REGEX", help="only kernels whose name matches (case-insensitive; default: all)")
+    p.add_argument("--sort", choices=tuple(SORTS), default="time", help="row order (default: time, the most first)")
     p.add_argument("--limit", type=positive, default=None, help="at most N kernels (default: all)")
-    p.add_argument("--wide", action="store_true", help="whole kernel names")
+    p.add_argument("--wide", action="store_true", help="whole kernel names (default: shortened)")
     add_format(p)
     add_store(p)
 

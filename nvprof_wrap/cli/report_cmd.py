@@ -11,6 +11,7 @@ examples:
   nvprof-wrap report runs/train-fp16
   nvprof-wrap report capture.nsys-rep --format json | jq .verdict
   nvprof-wrap report runs/train-fp16 --format html -o report.html
+  nvprof-wrap report runs/train-fp16 --format csv --table ops --limit 20 > ops.csv
   nvprof-wrap report runs/train-bf16 --min-tensor-core-share 0.3 --expect-precision bf16   # a CI gate
 """
 from __future__ import annotations
@@ -31,17 +32,22 @@ from nvprof_wrap.cli._output import (
     open_store,
     options,
     positive,
+    reading,
     record_history,
 )
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.renderers.csv import TABLES as CSV_TABLES
 
 
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="report on captures: were tensor cores used, where GPU time went",
                        description=__doc__, epilog=_exit.GATED, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
+    p.add_argument("--limit", type=positive, default=None,
+                   help="kernels (and ops) to list (default: 15 in table, markdown and html; all in json and csv)")
+    p.add_argument("--table", choices=CSV_TABLES, default="kernels",
+                   help="with --format csv: which table to write, one per file (default: kernels)")
     p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
     p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
@@ -55,7 +61,8 @@ def add_parser(sub, name: str) -> None:
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     store = open_store(args, paths)
     try:
-        return analyze(*paths, store=store, triton_cache=getattr(args, "triton_cache", None))
+        with reading() as progress:
+            return analyze(*paths, store=store, triton_cache=getattr(args, "triton_cache", None), progress=progress)
     finally:
         store.close()
 
@@ -64,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output)
     rep = build(args.paths, args)
     opts = options(args) | ({"color": False} if args.output else {})
-    deliver(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **opts), args.output,
-            f"{args.format} report")
+    limit = args.limit or (None if args.format in ("json", "csv") else 15)
+    deliver(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=limit, table=args.table, **opts),
+            args.output, f"{args.format} report")
     if len(args.paths) == 1 and (args.paths[0] / "manifest.json").is_file():
         record_history(args.paths[0], rep)
     return gate(args, rep)

@@ -18,7 +18,6 @@ examples:
 from __future__ import annotations
 
 import argparse
-import sys
 
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
@@ -30,6 +29,7 @@ from nvprof_wrap.cli._output import (
     gate,
     options,
     positive,
+    reading,
     record_history,
     say,
     write_text,
@@ -46,15 +46,19 @@ from nvprof_wrap.store import Store
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="run a command under a profiler and report", description=__doc__,
                        epilog=_exit.RUN, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backend", choices=CHOICES, default="auto")
+    p.add_argument("--backend", choices=CHOICES, default="auto", help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
     p.add_argument("-o", "--output", help="run folder (default runs/NAME-TIMESTAMP); new or empty")
     p.add_argument("--force", action="store_true", help="replace the run that -o DIR already holds, entirely")
     p.add_argument("--name", help="run name (default: the command's name)")
-    p.add_argument("--nsys", help="path of the nsys executable")
+    p.add_argument("--nsys", help="path of the nsys executable (default: $NVPROF_WRAP_NSYS, else nsys on PATH)")
     p.add_argument("--annotate", metavar="keras,torch",
                    help="add NVTX ranges per Keras layer call and/or torch module call and ATen op (no change to "
-                        "the script), so the report says which ops ran on tensor cores in which precision")
+                        "the script), so the report says which ops ran on tensor cores in which precision "
+                        "(default: none)")
     p.add_argument("--no-report", action="store_true", help="only run and capture")
+    p.add_argument("--verbose", action="store_true",
+                   help="show the profiler's own output live too (progress bars, 'Generated:' lines); by default it "
+                        "goes only to the run folder's stdout.log / stderr.log")
     p.add_argument("--html", action="store_true",
                    help="also write the report as one self-contained page, RUN_DIR/report.html (docs/html.md)")
     p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
@@ -71,30 +75,10 @@ def _command(args: argparse.Namespace) -> list[str]:
     return cmd
 
 
-class _NoStatus:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def update(self, _text: str) -> None:
-        return None
-
-
-def _status(text: str):
-    """A rich spinner on a terminal; nothing when stderr is a file or a pipe."""
-    if not sys.stderr.isatty():
-        return _NoStatus()
-    from rich.console import Console
-
-    return Console(stderr=True).status(text)
-
-
 def run(args: argparse.Namespace) -> int:
     spec = RunSpec(_command(args), args.backend, args.output, args.name, args.nsys,
                    quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
-                   force=args.force)
+                   force=args.force, verbose=args.verbose)
     folder, manifest = execute(spec)
     say(f"nvprof-wrap: {manifest.backend} run of {' '.join(spec.command)[:80]} → {folder} "
         f"(exit {manifest.exit_code}, {manifest.wall_s} s)")
@@ -131,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 def _report(folder) -> report.Report:
     store = checked(Store(folder / "run.sqlite", mirror=folder))
     try:
-        with _status("reading the captures") as status:
-            return analyze(folder, store=store, progress=lambda p: status.update(f"reading {p.name}"))
+        with reading() as progress:
+            return analyze(folder, store=store, progress=progress)
     finally:
         store.close()

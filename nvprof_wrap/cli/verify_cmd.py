@@ -6,6 +6,11 @@ an earlier `nvprof-wrap run` of the same command (or every kernel, up to --launc
 there is none). Every kernel then gets a verdict "by counters"; the report lists each disagreement with
 the name rules. `verify --from FILE [PATH...]` reads an existing `ncu --csv` export instead of running,
 and attaches its verdicts to the captures in PATH (a run folder, say).
+
+examples:
+  nvprof-wrap verify -- python train.py --steps 20
+  nvprof-wrap verify --top 10 --launch-count 200 -- python train.py
+  nvprof-wrap verify --from ncu.csv runs/train-fp16
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from pathlib import Path
 
 from nvprof_wrap import counters
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.cli._output import add_format, emit, options, positive
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch import ncu
 from nvprof_wrap.launch.folder import claim
@@ -33,14 +38,14 @@ from nvprof_wrap.store import Store
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="measure tensor-core use with Nsight Compute counters", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--top", type=int, default=20, help="kernels to measure from an earlier run (default 20)")
-    p.add_argument("--launch-count", type=int, default=500, help="at most this many launches are profiled")
-    p.add_argument("--from", dest="from_csv", type=Path, help="an existing ncu --csv export to read instead")
-    p.add_argument("--runs", type=Path, default=Path("runs"), help="where earlier runs are looked for")
-    p.add_argument("--ncu", help="path of the ncu executable")
+    p.add_argument("--top", type=positive, default=20, help="kernels to measure from an earlier run (default 20)")
+    p.add_argument("--launch-count", type=positive, default=500, help="at most this many launches are profiled (default 500)")
+    p.add_argument("--from", dest="from_csv", type=Path, help="an existing ncu --csv export to read instead (default: run ncu)")
+    p.add_argument("--runs", type=Path, default=Path("runs"), help="where earlier runs are looked for (default: runs)")
+    p.add_argument("--ncu", help="path of the ncu executable (default: $NVPROF_WRAP_NCU, else ncu on PATH)")
     p.add_argument("-o", "--output", help="verify folder (default runs/verify-NAME-TIMESTAMP)")
-    p.add_argument("--limit", type=int, default=15)
-    p.add_argument("--wide", action="store_true")
+    p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
+    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
     add_format(p)
     p.add_argument("paths", nargs="*", metavar="PATH", help="with --from: captures to attach the verdicts to")
 
@@ -80,7 +85,7 @@ def measure(args: argparse.Namespace, cmd: list[str]) -> tuple[Path, list[Path]]
     folder, lock = claim(Path(args.output or default), numbered=not args.output)
     try:
         argv = ncu.profile_argv(exe, cmd, folder / "ncu", metrics, names, args.launch_count)
-        job = run_job(argv, {}, folder, quiet_stdout=args.format != "table", keep_fds=(lock,))
+        job = run_job(argv, {}, folder, quiet_stdout=args.format != "table", keep_fds=(lock,), chatter=False)
         (folder / "verify.json").write_text(json.dumps({"command": cmd, "ncu_argv": argv, "metrics": metrics,
                                                         "earlier_run": str(before) if before else None,
                                                         "exit_code": job.exit_code}, indent=2))

@@ -24,6 +24,7 @@ class RunSpec:
     silent: bool = False  # the job's output only in the run folder's logs
     annotate: str | None = None  # "keras", "torch" or "keras,torch": NVTX ranges per layer / module / op
     force: bool = False  # replace a run folder that already holds a run
+    verbose: bool = False  # show the profiler's own chatter live too (it is always in the run folder's logs)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ terminal leaves the job, its profiler, its logs and its capture running to the e
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,22 +37,57 @@ class JobResult:
 POLL_S = 0.05
 
 
-def _follow(path: Path, sink: IO[bytes] | None, done: threading.Event) -> None:
-    """Copy what the job appends to ``path`` to ``sink`` as it comes, until ``done`` and the end of the file.
+# What the profilers themselves print around the job (nsys' progress bars and "Generated:" lines, ncu's ==PROF==,
+# nvprof's ==PID== lines). Shown live only with --verbose; the run folder's logs always keep every byte.
+CHATTER = re.compile(
+    rb"^(?:Collecting data\.\.\.|Generating '.*\.qdstrm'|Generated:|Processing events\.\.\.|Saving temporary "
+    rb"|Creating final output files|Processing \[|Exporting \d|\[\d+/\d+\] \[[= \d%]*\]|==PROF== |==\d+== "
+    rb"|\s+\S+\.(?:nsys-rep|qdrep|sqlite|ncu-rep|nvvp)\s*$"
+    rb"|WARNING: (?:CPU IP/backtrace sampling|Backtraces will not|CPU context switch tracing))")
+# a partial line that may still become chatter is held back until its end arrives
+_MAYBE = (b"Collecting", b"Generat", b"Processing", b"Saving", b"Creating", b"Exporting", b"[", b"==", b" ", b"\t",
+          b"WARNING")
+
+
+def _filter(buf: bytes, final: bool) -> tuple[bytes, bytes]:
+    """(what to show, what to hold back) of ``buf``: whole lines (ended by \\n or \\r) that are not chatter; a last
+    partial line is held while it may still be chatter, unless ``final``."""
+    out, start = [], 0
+    for m in re.finditer(rb"[^\r\n]*(?:\r\n|\r|\n)", buf):
+        line = m.group()
+        if not final and m.end() == len(buf) and line.endswith(b"\r"):
+            break  # a "\r" at the end of a read may be the first half of "\r\n"
+        if not CHATTER.match(line):
+            out.append(line)
+        start = m.end()
+    rest = buf[start:]
+    if rest and (final or not any(rest.startswith(p) or p.startswith(rest) for p in _MAYBE)):
+        if not CHATTER.match(rest):
+            out.append(rest)
+        rest = b""
+    return b"".join(out), rest
+
+
+def _follow(path: Path, sink: IO[bytes] | None, done: threading.Event, chatter: bool = True) -> None:
+    """Copy what the job appends to ``path`` to ``sink`` as it comes, until ``done`` and the end of the file; without
+    ``chatter`` the profiler's own lines are left out (they stay in the file).
     A sink that fails (a closed pipe: `| head`, a closed terminal) is dropped; the file has everything."""
+    held = b""
     with open(path, "rb") as f:
         while True:
             chunk = f.read(65536)
-            if chunk:
-                if sink is not None:
+            end = not chunk and done.is_set()
+            if chunk or (held and end):
+                shown, held = (held + chunk, b"") if chatter else _filter(held + chunk, final=end)
+                if sink is not None and shown:
                     try:
-                        sink.write(chunk)
+                        sink.write(shown)
                         sink.flush()
                     except (OSError, ValueError):
                         sink = None
-            elif done.is_set():
+            if end:
                 return
-            else:
+            if not chunk:
                 done.wait(POLL_S)
 
 
@@ -95,7 +131,7 @@ def exit_code_of(returncode: int) -> int:
 
 
 def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bool = False,
-            silent: bool = False, keep_fds: tuple[int, ...] = ()) -> JobResult:
+            silent: bool = False, keep_fds: tuple[int, ...] = (), chatter: bool = True) -> JobResult:
     """quiet_stdout: the job's stdout is shown on our stderr, so that ours carries only a JSON/CSV report.
     silent: the job's output goes only to stdout.log / stderr.log (doctor's probe). keep_fds: descriptors the job
     inherits (the run folder's lock: a job outliving its wrapper keeps its folder claimed)."""
@@ -122,7 +158,8 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
     seen: dict[int, Process] = {}
     done, stop = threading.Event(), threading.Event()
     sinks = (None, None) if silent else (sys.stderr.buffer if quiet_stdout else sys.stdout.buffer, sys.stderr.buffer)
-    threads = [threading.Thread(target=_follow, args=(log, sink, done), daemon=True) for log, sink in zip(logs, sinks)]
+    threads = [threading.Thread(target=_follow, args=(log, sink, done, chatter), daemon=True)
+               for log, sink in zip(logs, sinks)]
     threads.append(threading.Thread(target=_watch, args=(proc.pid, seen, stop), daemon=True))
     for t in threads:
         t.start()

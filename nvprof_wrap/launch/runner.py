@@ -124,7 +124,8 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
         annotate = {**injection_env(), "NVPROF_WRAP_ANNOTATE": spec.annotate} if spec.annotate else {}
         env = {**annotate, **plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
                "NVPROF_WRAP_METRICS": str((folder / "metrics.jsonl").resolve())}
-        job = run_job(plan.argv, env, folder, spec.quiet_stdout, spec.silent, keep_fds=(lock,))
+        job = run_job(plan.argv, env, folder, spec.quiet_stdout, spec.silent, keep_fds=(lock,),
+                      chatter=spec.verbose)
         problems = backend.collect(folder, spec)
         ended = manifest_of(folder, spec, plan, gpus, job, problems)
         try:

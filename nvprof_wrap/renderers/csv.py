@@ -29,8 +29,21 @@ def _table(dicts: list[dict]) -> str:
     return buf.getvalue()
 
 
-def render_report(report: Report, **_: object) -> str:
-    return _table([_rows.kernel(k) for k in report.kernels])
+# report --format csv --table T: one table per file, the same rows and fields as that table of the JSON report
+TABLES = ("kernels", "time_split", "devices", "processes", "ops", "scopes", "disagreements", "sources", "skipped")
+
+
+def render_report(report: Report, table: str = "kernels", limit: int | None = None, **_: object) -> str:
+    rows = _rows.report(report)[table]
+    rows = rows[:limit] if limit else rows
+    return _table([{k: _flat(v) for k, v in r.items()} for r in rows])
+
+
+def _flat(v: object) -> object:
+    """A list in a cell: 'fp32 0.890267; fp32 (3xTF32) 0.100041' (precision mix), 'a; b' (notes)."""
+    if not isinstance(v, list):
+        return v
+    return "; ".join(" ".join(map(str, x.values())) if isinstance(x, dict) else str(x) for x in v)
 
 
 def render_kernels(rows: list[KernelRow], **_: object) -> str:

@@ -39,21 +39,45 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
            _table(["category", "ms", "share", "count"],
                   [[s["category"], f"{s['total_ns'] / 1e6:.3f}", f"{100 * s['share']:.1f}%", s["count"]]
                    for s in d["time_split"]]),
-           "\n## Top kernels\n", _kernel_rows(list(report.kernels[:limit]), wide)]
-    if report.ops:
-        out += ["\n## Framework ops (NVTX or profiler ranges)\n",
-                _table(["op", "kernels", "launches", "ms", "tensor core", "precision"],
-                       [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.tc_share:.1f}%", _rows.mix_text(o.precisions)]
-                        for o in report.ops[:limit]])]
+           ]
+    # every table the terminal shows, in the same order (renderers/console.py)
+    if report.devices:
+        out += ["\n## Per device\n", _groups(report.devices, "device")]
+    if len(report.processes) > 1:
+        out += ["\n## Per process\n", _groups(report.processes, "pid")]
+    out += [f"\n## Top {min(limit, len(report.kernels))} of {len(report.kernels)} kernels by GPU time\n",
+            _kernel_rows(list(report.kernels[:limit]), wide)]
+    for title, rows in (("Framework ops (NVTX or profiler ranges): which ran on tensor cores, in which precision",
+                         report.ops), ("Outer ranges (layers / modules)", report.scopes)):
+        if rows:
+            out += [f"\n## {title}\n",
+                    _table(["op / range", "kernels", "launches", "ms", "% of GPU kernel time", "tensor core",
+                            "precision of its kernels"],
+                           [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.share:.1f}%",
+                             f"{100 * o.tc_share:.1f}%", _rows.mix_text(o.precisions)] for o in rows[:limit]])]
+    if report.disagreements:
+        out += ["\n## Counters disagree with the name rules\n", _kernel_rows(list(report.disagreements), wide)]
     health = report.health
     if health:
         out += [f"\n**Training health: {esc(health.status)}** ({health.epochs} epochs)\n"]
         out += [f"- {esc(f)}" for f in health.findings]
+    fmts: dict[str, int] = {}
+    for src in report.sources:
+        fmts[src.format] = fmts.get(src.format, 0) + 1
+    out += [f"\n_Read {len(report.sources)} capture(s): {esc(', '.join(f'{n} {f}' for f, n in fmts.items()))}_\n"]
+    out += [f"- note: {esc(src.path)}: {esc(note)}" for src in report.sources for note in src.notes]
     if report.skipped:
         shown, more = _rows.skipped_summary(report.skipped)
         out += ["\n## Skipped files\n", _table(["file", "why"], [list(s) for s in shown])]
         out += [f"\n{esc(more)}\n"] if more else []
     return "\n".join(out)
+
+
+def _groups(rows, key: str) -> str:
+    return _table([key, "", "launches", "kernel ms", "tensor core (of its kernel time)", "TC precision",
+                   "GPU idle"],
+                  [[g.key, g.label, g.launches, f"{g.kernel_ns / 1e6:.3f}", f"{100 * g.tc_share:.1f}%",
+                    " + ".join(g.precisions) or "-", f"{100 * g.idle_share:.1f}%"] for g in rows])
 
 
 def render_kernels(rows: list[KernelRow], wide: bool = False, **_: object) -> str:
