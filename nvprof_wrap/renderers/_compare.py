@@ -6,6 +6,13 @@ from dataclasses import asdict
 
 TABLES = (("families", "kernel family"), ("precisions", "precision"), ("ops", "op / range"), ("split", "kind of GPU time"))
 HEAD = ("{what}", "before", "after", "Δ time", "before %", "after %", "TC before", "TC after")
+# what each table's percentages are of: every percentage names its base
+BASE = {"families": "GPU kernel time", "precisions": "GPU kernel time", "ops": "kernel time in ops",
+        "split": "GPU time"}
+
+
+def title(key: str, what: str) -> str:
+    return f"By {what} (%: of each run's {BASE[key]}; TC: of the row's time)"
 
 
 def as_dict(c) -> dict:

@@ -211,7 +211,7 @@ def render_compare(comparison, width: int = 120, color: bool = False, limit: int
         rows = getattr(comparison, key)
         if not rows:
             continue
-        t = Table(title=f"By {what}", title_justify="left", show_edge=False, pad_edge=False)
+        t = Table(title=_compare.title(key, what), title_justify="left", show_edge=False, pad_edge=False)
         for i, h in enumerate(_compare.HEAD):
             t.add_column(h.format(what=what), justify="left" if i == 0 else "right", no_wrap=i > 0,
                          overflow="ellipsis")

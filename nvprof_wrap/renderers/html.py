@@ -323,7 +323,7 @@ def render_compare(comparison, **_: object) -> str:
         rows = getattr(comparison, key)
         if rows:
             head = tuple(h.format(what=what) for h in _compare.HEAD)
-            body += f"<h2>By {_t(what)}</h2>\n" + _table(head, [_compare.cells(r) for r in rows], frozenset(range(1, 8)))
+            body += f"<h2>{_t(_compare.title(key, what))}</h2>\n" + _table(head, [_compare.cells(r) for r in rows], frozenset(range(1, 8)))
     return _document("nvprof-wrap: before and after", body)
 
 

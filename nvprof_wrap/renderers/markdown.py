@@ -104,7 +104,7 @@ def render_compare(comparison, **_: object) -> str:
         rows = getattr(comparison, key)
         if rows:
             head = [h.format(what=what) for h in _compare.HEAD]
-            out += ["", f"## {what}", "", _table(head, [_compare.cells(r) for r in rows])]
+            out += ["", f"## {esc(_compare.title(key, what))}", "", _table(head, [_compare.cells(r) for r in rows])]
     return "\n".join(out) + "\n"
 
 
