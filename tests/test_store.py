@@ -87,7 +87,8 @@ def test_concurrent_first_reports_of_one_run_folder_wait_for_each_other(tmp_path
     (busy timeout); none calls the healthy store damaged, all report the same 22 launches."""
     folder = tmp_path / "run"
     folder.mkdir()
-    (folder / "manifest.json").write_text("{}")
+    # a real run's manifest: the four reports also record the run in the history at once
+    shutil.copy(ROOT / "tests/data/h200_runs/gpt_fp32_nsys/manifest.json", folder / "manifest.json")
     shutil.copy(CAPTURE, folder / "nsys.sqlite")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "report", str(folder), "--format", "json"],
@@ -118,7 +119,8 @@ def test_a_read_only_store_is_reported_never_renamed(tmp_path):
     folder's own: a warning, and the report from the captures in memory."""
     folder = tmp_path / "run"
     folder.mkdir()
-    (folder / "manifest.json").write_text("{}")
+    # a real run's manifest: the four reports also record the run in the history at once
+    shutil.copy(ROOT / "tests/data/h200_runs/gpt_fp32_nsys/manifest.json", folder / "manifest.json")
     shutil.copy(CAPTURE, folder / "nsys.sqlite")
     s = Store(folder / "run.sqlite")
     ingest(s, [folder])
