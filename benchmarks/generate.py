@@ -3,6 +3,7 @@
     python -m benchmarks.generate nsys   N OUT.sqlite   [--processes P] [--devices D]
     python -m benchmarks.generate nvprof N OUT.nvvp
     python -m benchmarks.generate kineto N OUT.json
+    python -m benchmarks.generate torch  N OUT.json   [--ops-per-kernel 1.5]
 
 The schema is copied from real captures (the CREATE TABLE statements of the H200 Nsight Systems export and of
 the TITAN V nvprof file in ../shared/fixtures), never written by hand. Kernel names are the distinct names of
@@ -163,7 +164,8 @@ def nvprof(n: int, out: Path, seed: int = 0) -> None:
 
 
 def kineto(n: int, out: Path, seed: int = 0) -> None:
-    """A PyTorch-profiler-style trace: N kernel events (plus their runtime calls), streamed to disk."""
+    """A lean PyTorch-profiler-style trace: N kernel events plus their runtime calls, one line each (the shape
+    of the first sessions' benchmark; `torch` below is the realistic one)."""
     rng = random.Random(seed)
     names = real_names()
     pick = _zipf_picker(len(names), rng)
@@ -187,19 +189,132 @@ def kineto(n: int, out: Path, seed: int = 0) -> None:
         f.write("\n]}\n")
 
 
+# torch.profiler's own layout (Kineto's ChromeTraceLogger), copied from a real trace of a GPT training step on an
+# H200 (tests/data/h200_runs/kineto_gpt_bf16): one event per block, fields in its order, numbers as it prints them.
+_HEADER = """
+  {
+    "schemaVersion": 1,
+    "deviceProperties": [
+    {
+      "id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150109880320,
+      "computeMajor": 9, "computeMinor": 0,
+      "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
+      "regsPerBlock": 65536, "warpSize": 32,
+      "sharedMemPerBlock": 49152, "numSms": 132
+    , "regsPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 232448, "sharedMemPerMultiprocessor": 233472
+    }
+    ],
+      "cuda_driver_version": 13000,
+      "cuda_runtime_version": 13000,
+      "cupti_version": 130001,
+  "displayTimeUnit": "ms",
+  "baseTimeNanoseconds": 1790857026000000000,
+  "traceEvents": ["""
+_CPU_OP = """
+  {{
+    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": 11372, "tid": 11372,
+    "ts": {ts:.3f}, "dur": {dur:.3f},
+    "args": {{
+      "External id": {ext},"Record function id": 0, "Sequence number": {seq}, "Fwd thread id": 0, "Ev Idx": {idx}
+    }}
+  }},"""
+_LAUNCH = """
+  {{
+    "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 11372, "tid": 11372,
+    "ts": {ts:.3f}, "dur": 4.112,
+    "args": {{
+      "External id": {ext},      "cbid": 211, "correlation": {corr}
+    }}
+  }},
+  {{
+    "ph": "s", "id": {corr}, "pid": 11372, "tid": 11372, "ts": {ts:.3f},
+    "cat": "ac2g", "name": "ac2g"
+  }},"""
+_KERNEL = """
+  {{
+    "ph": "X", "cat": "kernel", "name": {name}, "pid": 0, "tid": 7,
+    "ts": {ts:.3f}, "dur": {dur:.3f},
+    "args": {{
+      "External id": {ext},      "queued": 0, "device": 0, "context": 1,      "stream": 7, "correlation": {corr},      \
+"registers per thread": 32,      "shared memory": 0,      "blocks per SM": 31.030304,      "warps per SM": 124.121216,      \
+"grid": [4096, 1, 1],      "block": [128, 1, 1],      "est. achieved occupancy %": 100
+    }}
+  }},
+  {{
+    "ph": "f", "id": {corr}, "pid": 0, "tid": 7, "ts": {ts:.3f},
+    "cat": "ac2g", "name": "ac2g", "bp": "e"
+  }},"""
+_OPS = ("aten::linear", "aten::addmm", "aten::mm", "aten::add", "aten::mul", "aten::copy_", "aten::native_layer_norm",
+        "aten::_scaled_dot_product_flash_attention", "aten::gelu", "aten::view", "aten::t", "aten::empty")
+STEP_KERNELS = 1000  # a ProfilerStep#N range around each this many kernels
+
+
+def _step(start: float | None, end: float, step: int) -> list[str]:
+    """torch.profiler's range around one step (written when the step ends, as Kineto does)."""
+    if start is None:
+        return []
+    return [_CPU_OP.format(cat="user_annotation", name=f"ProfilerStep#{step}", ts=start, dur=end - start - 1, ext=0,
+                           seq=0, idx=0)]
+
+
+def torch_trace(n: int, out: Path, ops_per_kernel: float = 1.5, seed: int = 0) -> None:
+    """A trace as torch.profiler writes it (Kineto's layout, see _HEADER): N kernels, each launched by a
+    cudaLaunchKernel inside a stack of CPU ops (ops_per_kernel on average: 1.5 gives the ~1.6 KB per kernel of
+    the issue-17 measurement, 8 the real GPT trace's 3.6 KB), with its ac2g flow events, and a ProfilerStep#N
+    range around every 1,000 kernels. Kernel names are the fixtures' real names (Zipf-distributed)."""
+    rng = random.Random(seed)
+    names = [json.dumps(x) for x in real_names()]
+    pick = _zipf_picker(len(names), rng)
+    opener = gzip.open if out.suffix == ".gz" else open
+    with opener(out, "wt") as f:
+        f.write(_HEADER)
+        ts, ext, owed, step_at = 5_201_672_287_889.719, 0, 0.0, None
+        for done in range(0, n, BATCH):
+            parts: list[str] = []
+            for corr, i in enumerate(pick(min(BATCH, n - done)), start=done):
+                if corr % STEP_KERNELS == 0:
+                    parts += _step(step_at, ts, corr // STEP_KERNELS - 1)
+                    step_at = ts
+                owed += ops_per_kernel
+                depth = max(1, int(owed))
+                owed -= depth
+                dur = rng.randint(2_000, 400_000) / 1000
+                for level in range(depth):  # nested: each encloses the launch
+                    ext += 1
+                    parts.append(_CPU_OP.format(cat="cpu_op", name=_OPS[(corr + level) % len(_OPS)], ts=ts + level,
+                                                dur=10.0 - level, ext=ext, seq=corr, idx=ext))
+                parts.append(_LAUNCH.format(ts=ts + depth, ext=ext, corr=corr))
+                parts.append(_KERNEL.format(name=names[i], ts=ts + 8, dur=dur, ext=ext, corr=corr))
+                ts += max(12.0, dur + 9)  # the GPU keeps up: one kernel at a time, as on one stream
+            f.write("".join(parts))
+        f.write("".join(_step(step_at, ts, (n - 1) // STEP_KERNELS)))
+        f.write(f"""
+  {{
+    "name": "Record Window End", "ph": "i", "s": "g",
+    "pid": "", "tid": "", "ts": {ts:.3f}
+  }}
+  ],
+  "traceName": "generated.pt.trace.json"
+}}
+""")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("format", choices=("nsys", "nvprof", "kineto"))
+    p.add_argument("format", choices=("nsys", "nvprof", "kineto", "torch"))
     p.add_argument("n", type=int)
     p.add_argument("out", type=Path)
     p.add_argument("--processes", type=int, default=1)
     p.add_argument("--devices", type=int, default=1)
+    p.add_argument("--ops-per-kernel", type=float, default=1.5, help="torch: CPU ops per kernel on average")
     p.add_argument("--seed", type=int, default=0, help="different seeds give different captures (e.g. one per rank)")
     a = p.parse_args(argv)
     if a.format == "nsys":
         nsys(a.n, a.out, a.processes, a.devices, a.seed)
     elif a.format == "nvprof":
         nvprof(a.n, a.out)
+    elif a.format == "torch":
+        torch_trace(a.n, a.out, a.ops_per_kernel, a.seed)
     else:
         kineto(a.n, a.out)
     return 0

@@ -47,8 +47,9 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     before it, and SQL does the grouping: nothing is held per launch in Python.
 
     Big captures are split: with reopen (opens another read-only connection to the capture) and kernel_table
-    (aliased k in launches_sql; r is the launch calls' table), launches_sql's "{slice}" becomes a range of
-    kernel rowids per core and "{rslice}" the range of correlation ids of those kernels (so that each slice
+    (aliased k in launches_sql; r is the launch calls' table), launches_sql's "{slice}" (after a WHERE
+    condition) becomes "AND" a range of kernel rowids per core and "{rslice}" the range of correlation ids of
+    those kernels (so that each slice
     indexes only its own share of the launch calls); the slices run side by side in forked processes on their
     own connections (readers/_fork.py says why).
     """
@@ -100,7 +101,7 @@ def _slices(conn: sqlite3.Connection, table: str, correlation: str) -> list[dict
         cmin, cmax = conn.execute(f"SELECT MIN({correlation}), MAX({correlation}) FROM {table} "
                                   f"WHERE rowid BETWEEN {a} AND {b}").fetchone()
         rslice = f"AND r.{correlation} BETWEEN {cmin} AND {cmax}" if cmin is not None else ""
-        out.append({"{slice}": f"WHERE k.rowid BETWEEN {a} AND {b}", "{rslice}": rslice})
+        out.append({"{slice}": f"AND k.rowid BETWEEN {a} AND {b}", "{rslice}": rslice})
     return out
 
 
@@ -148,16 +149,19 @@ def _segments(ranges, labels: dict[tuple[str, str], int]):
     """(tid, start, label id or None) at each point where the (scope, op) label of a thread changes.
     ranges: (tid, s, e, name) sorted by tid, s, e DESC. Ranges are closed intervals: a range ending at e
     still holds at e; the next segment starts at e + 1 (timestamps are integer ns). One flat loop: this runs
-    once per range (625k ranges at 5M launches in the benchmark)."""
+    once per range (625k ranges at 5M launches in the benchmark; 8 per kernel in a torch.profiler trace). Each open
+    range keeps the label it gives when innermost (_Open), computed once from the range below it: no walk down
+    the stack per boundary."""
     pending: tuple | None = None  # the last boundary, held back in case another one falls on the same time
     last_label: object = _UNSET
-    active: list[tuple[int, str, int]] = []  # open ranges (s, name, seq), in start order
+    active: list[list] = []  # open ranges as _Open lists, in start order
     ends: list[tuple[int, int]] = []  # heap of (e, seq) of the open ranges
+    ops: dict[str, str] = {}  # range name → op name (a regular expression per distinct name, not per range)
 
     def boundary(tid: int, t: int) -> tuple | None:
         """Record that the label of tid may change at t; returns the boundary to emit, if one is final."""
         nonlocal pending, last_label
-        label = _label(active, labels) if active else None
+        label = active[-1][_LAB] if active else None
         if pending is not None and pending[0] == tid and pending[1] == t:
             pending = (tid, t, label)  # several changes at one time: the last one holds
             return None
@@ -170,8 +174,10 @@ def _segments(ranges, labels: dict[tuple[str, str], int]):
     def close(tid: int) -> tuple | None:
         e, seq = heapq.heappop(ends)
         for i in range(len(active) - 1, -1, -1):
-            if active[i][2] == seq:
+            if active[i][_SEQ] == seq:
                 del active[i]
+                for j in range(i, len(active)):  # start/end ranges need not nest: relabel those above
+                    active[j] = _open(active[j][_SEQ], active[j][_OP], active[j - 1] if j else None, labels)
                 break
         return boundary(tid, e + 1)
 
@@ -185,7 +191,10 @@ def _segments(ranges, labels: dict[tuple[str, str], int]):
         while ends and ends[0][0] < s:
             if (out := close(tid)) is not None:
                 yield out
-        active.append((s, op_name(name), seq))
+        op = ops.get(name)
+        if op is None:
+            op = ops[name] = op_name(name)
+        active.append(_open(seq, op, active[-1] if active else None, labels))
         heapq.heappush(ends, (e, seq))
         if (out := boundary(tid, s)) is not None:
             yield out
@@ -197,13 +206,20 @@ def _segments(ranges, labels: dict[tuple[str, str], int]):
 
 
 _UNSET = object()
+_SEQ, _OP, _LAYER, _OUTER, _BOTTOM, _LAB = range(6)
 
 
-def _label(active: list[tuple], labels: dict[tuple[str, str], int]) -> int:
-    """(scope, op) of the open ranges: op the innermost; scope the innermost layer range, else the outermost
-    range that is not torch.profiler's per-step marker (ProfilerStep#N encloses every op of a step)."""
-    op = active[-1][1]
-    scope = next((r[1] for r in reversed(active) if r[1].startswith(LAYER_PREFIXES)), None)
-    if scope is None:
-        scope = next((r[1] for r in active if not r[1].startswith(STEP_PREFIX)), active[0][1])
-    return labels.setdefault((scope, op), len(labels))
+def _open(seq: int, op: str, below: list | None, labels: dict[tuple[str, str], int]) -> list:
+    """An open range: [seq, op, innermost layer range so far, outermost range so far that is not torch.profiler's
+    per-step marker, the bottom range, label id]. Its label (scope, op): op its own; scope the innermost layer
+    range that --annotate adds, else the outermost range that is not a ProfilerStep#N (which encloses every op of
+    a step), else the bottom one."""
+    layer = op if op.startswith(LAYER_PREFIXES) else (below[_LAYER] if below else None)
+    outer = below[_OUTER] if below and below[_OUTER] is not None else \
+        (None if op.startswith(STEP_PREFIX) else op)
+    bottom = below[_BOTTOM] if below else op
+    key = (layer or outer or bottom, op)
+    lab = labels.get(key)
+    if lab is None:
+        lab = labels[key] = len(labels)
+    return [seq, op, layer, outer, bottom, lab]

@@ -1,9 +1,12 @@
-"""PyTorch profiler / Kineto Chrome-trace JSON (``.json`` or ``.json.gz``), streamed with ijson.
+"""PyTorch profiler / Kineto Chrome-trace JSON (``.json`` or ``.json.gz``), read in one streamed pass.
 
 GPU events carry ``cat`` kernel / gpu_memcpy / gpu_memset (older traces: Kernel / Memcpy / Memset),
 ``dur`` and ``ts`` in microseconds, and the device in ``args.device`` (``pid`` is the device for
-GPU rows). Only aggregates per (device, name) are kept; intervals for the busy-time union go to a
-temporary SQLite table, not to Python lists.
+GPU rows). One pass over the events (readers/_trace_events.py) writes four small-row tables to a temporary
+on-disk SQLite file — kernels (correlation, device, name id, start, end), copies and sets, the runtime and driver
+calls (correlation, thread, time) and the CPU op / annotation ranges — and SQL does the rest: aggregates per
+(device, name), the busy-time union, the ops that launched each kernel, and a window (--window / --steps).
+Nothing is held per event in Python.
 """
 from __future__ import annotations
 
@@ -21,12 +24,15 @@ from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._durations import Durations
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._nvtx import attribute
-from nvprof_wrap.readers._sqlite import busy_time
+from nvprof_wrap.readers._sqlite import EVERYTHING, busy_time, in_window, window_bounds
+from nvprof_wrap.readers._trace_events import NotFast, TraceEvents
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
+from nvprof_wrap.readers._window import Window
 
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
+MEM_CATS = MEMCPY_CATS | MEMSET_CATS
 RANGE_CATS = {"cpu_op", "Operator", "user_annotation"}  # CPU-side ops and record_function ranges
 RUNTIME_CATS = {"cuda_runtime", "Runtime"}
 HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
@@ -55,65 +61,107 @@ def _direction(name: str) -> str:
 
 
 class _Agg:
-    """Running aggregates: dicts keyed by distinct names, and a temp table of intervals."""
+    """What one pass keeps: rows in a temporary on-disk database (memory stays flat with N), name ids, counts."""
 
     def __init__(self) -> None:
-        self.kernels: dict[tuple, list[int]] = {}
-        self.mem: dict[tuple, list[int]] = {}
+        self.names: dict[str, int] = {}
         self.host_pid: int | None = None
-        self.ranges = 0  # CPU op / annotation ranges seen: a second pass attributes kernels to them
+        self.ranges = 0  # CPU op / annotation ranges seen: only then are kernels attributed to ops
         self.gpu_pids: set = set()  # processes a process_name event calls a GPU: their events are GPU work
         self.on_gpu = 0  # events on those processes that no category above made a kernel or a copy
-        self.db = sqlite3.connect("")  # a private temporary on-disk database: memory stays flat with N
-        self.db.execute('CREATE TABLE iv(pid, dev, start INTEGER, "end" INTEGER)')
-        self.batch: list[tuple] = []
+        self.db = sqlite3.connect("")
+        for sql in ('CREATE TABLE kl(corr INTEGER, dev INTEGER, nid INTEGER, start INTEGER, "end" INTEGER, dur)',
+                    'CREATE TABLE mem(dev INTEGER, kind, dir, start INTEGER, "end" INTEGER, dur, bytes INTEGER)',
+                    "CREATE TABLE rt(corr INTEGER, tid TEXT, t INTEGER)",
+                    "CREATE TABLE rng(tid TEXT, s INTEGER, e INTEGER, name TEXT)"):
+            self.db.execute(sql)
+        self.rows: dict[str, list[tuple]] = {"kl": [], "mem": [], "rt": [], "rng": []}
         self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
 
-    def add(self, ev: dict) -> None:
-        cat = ev.get("cat")
-        if cat not in GPU_CATS:  # most events are host-side: leave them after one lookup
-            if ev.get("ph") == "M" and ev.get("name") == "process_name" and "GPU" in str((ev.get("args") or {}).get("name")):
-                self.gpu_pids.add(ev.get("pid"))
-            elif ev.get("pid") in self.gpu_pids:
-                self.on_gpu += 1
-            if self.host_pid is None and cat in HOST_CATS and isinstance(ev.get("pid"), int):
-                self.host_pid = ev["pid"]
+    def add_all(self, events: list) -> None:
+        kl, rt, rng = self.rows["kl"], self.rows["rt"], self.rows["rng"]
+        for ev in events:
+            if type(ev) is not dict:
+                continue
+            cat = ev.get("cat")
+            # The three most frequent kinds inline (this loop runs once per event; ranges and runtime calls are
+            # most of a torch.profiler trace): numbers in range take the short way, anything else is checked.
             if cat in RANGE_CATS:
                 self.ranges += 1
-            return
-        args = ev.get("args") or {}
-        dev = args.get("device", ev.get("pid")) if isinstance(args, dict) else ev.get("pid")
-        dev = dev if isinstance(dev, int) else None
-        # Numbers in range take the short way (this runs once per GPU event); anything else is checked and counted.
-        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
-        start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
-        if cat in KERNEL_CATS:
-            dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
-            s = self.kernels.get((dev, name))
-            if s is None:
-                s = self.kernels[(dev, name)] = [0, 0, _NO_MIN, -1, 0]
-            s[0] += 1  # inline: this runs once per kernel launch
-            if dur is not None:
-                s[1] += dur
-                s[2] = min(s[2], dur)
-                s[3] = max(s[3], dur)
-        else:
-            memcpy = cat in MEMCPY_CATS
-            dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
-            key = (dev, "memcpy" if memcpy else "memset", _direction(name) if memcpy else "")
-            nbytes = args.get("bytes", 0) if isinstance(args, dict) else 0
-            s = self.mem.get(key)
-            if s is None:
-                s = self.mem[key] = [0, 0, 0]
-            s[0] += 1; s[1] += dur or 0; s[2] += int(nbytes or 0)
-        if start is not None and dur is not None:
-            self.batch.append((0, dev, start, start + dur))
-        if len(self.batch) >= _BATCH:
+                if self.host_pid is None:
+                    self._host(ev)
+                t, d = ev.get("ts"), ev.get("dur")
+                if ev.get("ph") == "X" and type(t) in _NUMBER and type(d) in _NUMBER and \
+                        -_MAX_TS_US < t < _MAX_TS_US and 0 <= d <= _MAX_DUR_US:
+                    s = int(t * 1000)
+                    rng.append((f"{ev.get('pid')}/{ev.get('tid')}", s, s + int(d * 1000), str(ev.get("name", ""))))
+                elif ev.get("ph") == "X":
+                    self._range(ev)
+            elif cat in RUNTIME_CATS:
+                if self.host_pid is None:
+                    self._host(ev)
+                args = ev.get("args")
+                t = ev.get("ts")
+                rt.append((args.get("correlation") if type(args) is dict else None,
+                           f"{ev.get('pid')}/{ev.get('tid')}",
+                           int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)))
+            elif cat in KERNEL_CATS:
+                kl.append(self._kernel(ev))
+            elif cat in MEM_CATS:
+                self.rows["mem"].append(self._mem(ev, cat))
+            else:
+                self._other(ev, cat)
+        if len(kl) + len(rt) + len(rng) >= _BATCH:
             self.flush()
 
+    def _host(self, ev: dict) -> None:
+        if isinstance(ev.get("pid"), int):
+            self.host_pid = ev["pid"]
+
+    def _range(self, ev: dict) -> None:
+        t, d = _ns(ev.get("ts")), _ns(ev.get("dur"))
+        if t is not None and d is not None and 0 <= d <= MAX_DURATION_NS:
+            self.rows["rng"].append((f"{ev.get('pid')}/{ev.get('tid')}", t, t + d, str(ev.get("name", ""))))
+
+    def _other(self, ev: dict, cat: object) -> None:
+        if ev.get("ph") == "M" and ev.get("name") == "process_name" and \
+                "GPU" in str((ev.get("args") or {}).get("name")):
+            self.gpu_pids.add(ev.get("pid"))
+        elif ev.get("pid") in self.gpu_pids:
+            self.on_gpu += 1
+        if self.host_pid is None and cat in HOST_CATS:
+            self._host(ev)
+
+    def _kernel(self, ev: dict) -> tuple:
+        args = ev.get("args")
+        args = args if type(args) is dict else None
+        dev = args.get("device", ev.get("pid")) if args is not None else ev.get("pid")
+        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
+        start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
+        dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
+        nid = self.names.get(name)
+        if nid is None:
+            nid = self.names[name] = len(self.names)
+        return (args.get("correlation") if args is not None else None, dev if isinstance(dev, int) else None, nid,
+                start, None if start is None or dur is None else start + dur, dur)
+
+    def _mem(self, ev: dict, cat: str) -> tuple:
+        args = ev.get("args")
+        args = args if isinstance(args, dict) else {}
+        dev = args.get("device", ev.get("pid"))
+        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
+        start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
+        dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
+        memcpy = cat in MEMCPY_CATS
+        return (dev if isinstance(dev, int) else None, "memcpy" if memcpy else "memset",
+                _direction(name) if memcpy else "", start, None if start is None or dur is None else start + dur,
+                dur, int(args.get("bytes", 0) or 0))
+
     def flush(self) -> None:
-        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?)", self.batch)
-        self.batch.clear()
+        for table, rows in self.rows.items():
+            if rows:
+                self.db.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+                rows.clear()
 
 
 _HEADER_KEYS = ("deviceProperties", "distributedInfo", *ROCM_KEYS)
@@ -162,41 +210,61 @@ def _devices(props: list) -> tuple[Device, ...]:
 
 
 FORMAT = "kineto-json"
+TIMELINE = True
 
 
 def sniff(head: Head) -> bool:
     return bool(head.json_start) and (b"traceEvents" in head.raw or head.json_start == b"[")
 
 
-def read(path: Path) -> Capture:
-    agg = _Agg()
+def read(path: Path, window: Window | None = None) -> Capture:
     try:
-        with open_json(path) as f:
-            for ev in ijson.items(f, "traceEvents.item", use_float=True):
-                if isinstance(ev, dict):
-                    agg.add(ev)
-            tail, cut = f.tail(), f.cut_strings
-        agg.flush()
-        header = _header(path, tail)
+        agg, header, cut = _scan(path)
+    except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
+        raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
+    try:
         refuse_other_vendor(path, header)
-    except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
-        raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
-    pid = agg.host_pid
-    if not agg.kernels and agg.on_gpu:
+        if not agg.names and agg.on_gpu:
+            raise BadInput(path, f"Chrome trace with {agg.on_gpu} events on GPU processes but none a kernel this "
+                                 "reader knows (no 'cat' kernel / Kernel): not a PyTorch profiler trace")
+        return _capture(path, agg, header, cut, window)
+    finally:
         agg.db.close()
-        raise BadInput(path, f"Chrome trace with {agg.on_gpu} events on GPU processes but none a kernel this reader "
-                             "knows (no 'cat' kernel / Kernel): not a PyTorch profiler trace")
-    kernels = merge_kernels(KernelAgg(pid, dev, demangle(name), s[0], s[1] if s[3] >= 0 else None,
-                                      s[2] if s[3] >= 0 else None, s[3] if s[3] >= 0 else None)
-                            for (dev, name), s in agg.kernels.items())
-    memops = tuple(MemAgg(pid, dev, kind, d, s[0], s[1], s[2]) for (dev, kind, d), s in agg.mem.items())
+
+
+def _scan(path: Path) -> tuple[_Agg, dict, int]:
+    """(rows, header keys, strings cut): the fast path, or the general one where the fast one cannot go."""
+    for fast in (True, False):
+        agg, events = _Agg(), TraceEvents(path, fast)
+        try:
+            for batch in events:
+                agg.add_all(batch)
+        except NotFast:
+            agg.db.close()
+            continue
+        except BaseException:
+            agg.db.close()
+            raise
+        agg.flush()
+        header = events.header if fast else _header(path, events.tail)
+        return agg, header, events.cut_strings
+    raise AssertionError("unreachable: the general path never raises NotFast")  # pragma: no cover
+
+
+def _capture(path: Path, agg: _Agg, header: dict, cut: int, window: Window | None) -> Capture:
+    pid = agg.host_pid
+    ranges = "SELECT tid, s, e, name FROM rng"
+    span = window_bounds(agg.db, window, ["kl", "mem"], ranges) if window else EVERYTHING
+    names = {i: name for name, i in agg.names.items()}
+    kernels = merge_kernels(KernelAgg(pid, dev, demangle(names[nid]), n, tot, mn, mx) for dev, nid, n, tot, mn, mx
+                            in agg.db.execute(f"SELECT dev, nid, COUNT(*), SUM(dur), MIN(dur), MAX(dur) FROM kl "
+                                              f"WHERE {in_window(span)} GROUP BY dev, nid"))
+    memops = tuple(MemAgg(pid, dev, kind, d, n, tot, nbytes) for dev, kind, d, n, tot, nbytes in agg.db.execute(
+        f"SELECT dev, kind, dir, COUNT(*), COALESCE(SUM(dur), 0), SUM(bytes) FROM mem WHERE {in_window(span)} "
+        "GROUP BY dev, kind, dir"))
     activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy
-                     in busy_time(agg.db, [("iv", "pid", "dev")]))
-    agg.db.close()
-    try:
-        ops = _ops(path, pid) if agg.ranges else ()
-    except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
-        raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
+                     in busy_time(agg.db, [("kl", "0", "dev", "1"), ("mem", "0", "dev", "0")], span))
+    ops = _ops(agg, pid, names, span) if agg.ranges else ()
     dist = header.get("distributedInfo") or {}
     rank = dist.get("rank") if isinstance(dist, dict) else None
     notes = agg.kernel_time.notes() + agg.mem_time.notes() + \
@@ -205,58 +273,13 @@ def read(path: Path) -> Capture:
                    (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes)
 
 
-def _ops(path: Path, pid: int | None) -> tuple[OpAgg, ...]:
-    """Which ops launched which kernels: a second streamed pass, only for traces with CPU op ranges (the
-    first pass counted them, so traces without any pay nothing). Each kernel's correlation id leads to the
-    runtime call that launched it (thread, CPU time); the op ranges open on that thread at that time are the
-    op and its scope — the same attribution as for NVTX ranges (readers/_nvtx.py). Threads are keyed by
-    pid and tid. Rows go to a temporary on-disk database, not to Python lists."""
-    db = sqlite3.connect("")
-    try:
-        db.execute("CREATE TABLE rng(tid TEXT, s INTEGER, e INTEGER, name TEXT)")
-        db.execute("CREATE TABLE rt(corr INTEGER, tid TEXT, t INTEGER)")
-        db.execute("CREATE TABLE kl(corr INTEGER, dev INTEGER, name TEXT, dur INTEGER)")
-        batches: dict[str, list[tuple]] = {"rng": [], "rt": [], "kl": []}
-        with open_json(path) as f:
-            for ev in ijson.items(f, "traceEvents.item", use_float=True):
-                row = _op_row(ev) if isinstance(ev, dict) else None
-                if row is not None:
-                    batch = batches[row[0]]
-                    batch.append(row[1])
-                    if len(batch) >= _BATCH:
-                        _insert(db, row[0], batch)
-        for table, batch in batches.items():
-            _insert(db, table, batch)
-        rows = attribute(db, "SELECT tid, s, e, name FROM rng",
-                         f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.dev AS dev, r.tid AS tid, r.t AS t,
-                                    k.name AS key, k.dur AS dur
-                             FROM kl k LEFT JOIN rt r ON r.corr = k.corr {{rslice}} {{slice}}""")
-        return tuple(OpAgg(p, scope, op, demangle(name or "<unnamed kernel>"), n, tot)
-                     for p, _dev, scope, op, name, n, tot in rows)
-    finally:
-        db.close()
-
-
-def _op_row(ev: dict) -> tuple[str, tuple] | None:
-    cat = ev.get("cat")
-    if cat not in RANGE_CATS and cat not in RUNTIME_CATS and cat not in KERNEL_CATS:
-        return None
-    args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-    t, dur = _ns(ev.get("ts")), _ns(ev.get("dur"))
-    if dur is not None and not 0 <= dur <= MAX_DURATION_NS:
-        dur = None  # counted and noted by the first pass
-    if cat in KERNEL_CATS:
-        dev = args.get("device", ev.get("pid"))
-        return "kl", (args.get("correlation"), dev if isinstance(dev, int) else None, str(ev.get("name", "")), dur)
-    tid = f"{ev.get('pid')}/{ev.get('tid')}"
-    if cat in RUNTIME_CATS:
-        return "rt", (args.get("correlation"), tid, t)
-    if ev.get("ph") != "X" or t is None or dur is None:
-        return None
-    return "rng", (tid, t, t + dur, str(ev.get("name", "")))
-
-
-def _insert(db: sqlite3.Connection, table: str, batch: list[tuple]) -> None:
-    if batch:
-        db.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(batch[0]))})", batch)
-        batch.clear()
+def _ops(agg: _Agg, pid: int | None, names: dict[int, str], span: tuple[int, int]) -> tuple[OpAgg, ...]:
+    """Which ops launched which kernels. Each kernel's correlation id leads to the runtime or driver call that
+    launched it (thread, CPU time); the op ranges open on that thread at that time are the op and its scope — the
+    same attribution as for NVTX ranges (readers/_nvtx.py). Threads are keyed by pid and tid."""
+    rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng",
+                     f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.dev AS dev, r.tid AS tid, r.t AS t,
+                                k.nid AS key, k.dur AS dur
+                         FROM kl k LEFT JOIN rt r ON r.corr = k.corr {{rslice}} WHERE {in_window(span, "k")} {{slice}}""")
+    return tuple(OpAgg(p, scope, op, demangle(names.get(nid) or "<unnamed kernel>"), n, tot)
+                 for p, _dev, scope, op, nid, n, tot in rows)
