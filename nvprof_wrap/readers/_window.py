@@ -52,6 +52,11 @@ class Window:
             f"--steps {self.steps[0]}:{self.steps[1]}"  # type: ignore[index]
 
 
+def could_mark_a_step(name: str) -> bool:
+    """Whether a range of this name can mark a step or a Keras batch (what STEP_LIKE selects in SQL)."""
+    return bool(_STEP.match(name)) or name.startswith(KERAS_PREFIX)
+
+
 def make(window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None) -> Window | None:
     """The Window for readers.read / ingest / analyze's ``window=(start_s, end_s)`` and ``steps=(A, B)``."""
     if window is None and steps is None:

@@ -27,6 +27,7 @@ from nvprof_wrap.readers._nvtx import attribute
 from nvprof_wrap.readers._sqlite import EVERYTHING, busy_time, in_window, window_bounds
 from nvprof_wrap.readers._trace_events import NotFast, TraceEvents
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
+from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._window import Window
 
 KERNEL_CATS = {"kernel", "Kernel"}
@@ -35,6 +36,7 @@ MEMSET_CATS = {"gpu_memset", "Memset"}
 MEM_CATS = MEMCPY_CATS | MEMSET_CATS
 RANGE_CATS = {"cpu_op", "Operator", "user_annotation"}  # CPU-side ops and record_function ranges
 RUNTIME_CATS = {"cuda_runtime", "Runtime"}
+FLOW_CATS = {"ac2g", "fwdbwd"}  # flow arrows (launch → kernel, forward → backward): nothing to read in them
 HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
 GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 _BATCH = 20000
@@ -61,10 +63,13 @@ def _direction(name: str) -> str:
 
 
 class _Agg:
-    """What one pass keeps: rows in a temporary on-disk database (memory stays flat with N), name ids, counts."""
+    """What one pass keeps: rows in a temporary on-disk database (memory stays flat with N), and small dicts of
+    distinct values — kernel names, range names and threads (pid, tid) to integer ids — so rows hold integers."""
 
     def __init__(self) -> None:
-        self.names: dict[str, int] = {}
+        self.names: dict[str, int] = {}  # kernel names
+        self.range_names: dict[str, int] = {}
+        self.threads: dict[tuple, int] = {}
         self.host_pid: int | None = None
         self.ranges = 0  # CPU op / annotation ranges seen: only then are kernels attributed to ops
         self.gpu_pids: set = set()  # processes a process_name event calls a GPU: their events are GPU work
@@ -72,45 +77,63 @@ class _Agg:
         self.db = sqlite3.connect("")
         for sql in ('CREATE TABLE kl(corr INTEGER, dev INTEGER, nid INTEGER, start INTEGER, "end" INTEGER, dur)',
                     'CREATE TABLE mem(dev INTEGER, kind, dir, start INTEGER, "end" INTEGER, dur, bytes INTEGER)',
-                    "CREATE TABLE rt(corr INTEGER, tid TEXT, t INTEGER)",
-                    "CREATE TABLE rng(tid TEXT, s INTEGER, e INTEGER, name TEXT)"):
+                    "CREATE TABLE rt(corr INTEGER, tid INTEGER, t INTEGER)",
+                    "CREATE TABLE rng(tid INTEGER, s INTEGER, e INTEGER, name INTEGER)"):
             self.db.execute(sql)
         self.rows: dict[str, list[tuple]] = {"kl": [], "mem": [], "rt": [], "rng": []}
         self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
 
     def add_all(self, events: list) -> None:
-        kl, rt, rng = self.rows["kl"], self.rows["rt"], self.rows["rng"]
+        kl, rt, rng, threads, range_names = self.rows["kl"], self.rows["rt"], self.rows["rng"], self.threads, \
+            self.range_names
+        ranges = 0
         for ev in events:
             if type(ev) is not dict:
                 continue
             cat = ev.get("cat")
-            # The three most frequent kinds inline (this loop runs once per event; ranges and runtime calls are
+            if self.host_pid is None and cat in HOST_CATS:
+                self._host(ev)
+            # The most frequent kinds inline (this loop runs once per event; ranges, runtime calls and flows are
             # most of a torch.profiler trace): numbers in range take the short way, anything else is checked.
             if cat in RANGE_CATS:
-                self.ranges += 1
-                if self.host_pid is None:
-                    self._host(ev)
+                ranges += 1
+                if ev.get("ph") != "X":
+                    continue
                 t, d = ev.get("ts"), ev.get("dur")
-                if ev.get("ph") == "X" and type(t) in _NUMBER and type(d) in _NUMBER and \
-                        -_MAX_TS_US < t < _MAX_TS_US and 0 <= d <= _MAX_DUR_US:
-                    s = int(t * 1000)
-                    rng.append((f"{ev.get('pid')}/{ev.get('tid')}", s, s + int(d * 1000), str(ev.get("name", ""))))
-                elif ev.get("ph") == "X":
-                    self._range(ev)
+                if type(t) in _NUMBER and type(d) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US and 0 <= d <= _MAX_DUR_US:
+                    s, e = int(t * 1000), int(t * 1000) + int(d * 1000)
+                else:
+                    s, e = _ns(t), _ns(d)
+                    if s is None or e is None or not 0 <= e <= MAX_DURATION_NS:
+                        continue
+                    e += s
+                thread = (ev.get("pid"), ev.get("tid"))
+                tid = threads.get(thread)
+                if tid is None:
+                    tid = threads[thread] = len(threads)
+                name = ev.get("name", "")
+                nid = range_names.get(name) if type(name) is str else None
+                if nid is None:
+                    nid = self._range_name(name)
+                rng.append((tid, s, e, nid))
+            elif cat in FLOW_CATS:
+                if ev.get("pid") in self.gpu_pids:
+                    self.on_gpu += 1
             elif cat in RUNTIME_CATS:
-                if self.host_pid is None:
-                    self._host(ev)
-                args = ev.get("args")
-                t = ev.get("ts")
-                rt.append((args.get("correlation") if type(args) is dict else None,
-                           f"{ev.get('pid')}/{ev.get('tid')}",
+                args, t = ev.get("args"), ev.get("ts")
+                thread = (ev.get("pid"), ev.get("tid"))
+                tid = threads.get(thread)
+                if tid is None:
+                    tid = threads[thread] = len(threads)
+                rt.append((args.get("correlation") if type(args) is dict else None, tid,
                            int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)))
             elif cat in KERNEL_CATS:
                 kl.append(self._kernel(ev))
             elif cat in MEM_CATS:
                 self.rows["mem"].append(self._mem(ev, cat))
             else:
-                self._other(ev, cat)
+                self._other(ev)
+        self.ranges += ranges
         if len(kl) + len(rt) + len(rng) >= _BATCH:
             self.flush()
 
@@ -118,19 +141,19 @@ class _Agg:
         if isinstance(ev.get("pid"), int):
             self.host_pid = ev["pid"]
 
-    def _range(self, ev: dict) -> None:
-        t, d = _ns(ev.get("ts")), _ns(ev.get("dur"))
-        if t is not None and d is not None and 0 <= d <= MAX_DURATION_NS:
-            self.rows["rng"].append((f"{ev.get('pid')}/{ev.get('tid')}", t, t + d, str(ev.get("name", ""))))
+    def _range_name(self, name: object) -> int:
+        name = str(name)
+        nid = self.range_names.get(name)
+        if nid is None:
+            nid = self.range_names[name] = len(self.range_names)
+        return nid
 
-    def _other(self, ev: dict, cat: object) -> None:
+    def _other(self, ev: dict) -> None:
         if ev.get("ph") == "M" and ev.get("name") == "process_name" and \
                 "GPU" in str((ev.get("args") or {}).get("name")):
             self.gpu_pids.add(ev.get("pid"))
         elif ev.get("pid") in self.gpu_pids:
             self.on_gpu += 1
-        if self.host_pid is None and cat in HOST_CATS:
-            self._host(ev)
 
     def _kernel(self, ev: dict) -> tuple:
         args = ev.get("args")
@@ -253,8 +276,7 @@ def _scan(path: Path) -> tuple[_Agg, dict, int]:
 
 def _capture(path: Path, agg: _Agg, header: dict, cut: int, window: Window | None) -> Capture:
     pid = agg.host_pid
-    ranges = "SELECT tid, s, e, name FROM rng"
-    span = window_bounds(agg.db, window, ["kl", "mem"], ranges) if window else EVERYTHING
+    span = _span(agg, window) if window else EVERYTHING
     names = {i: name for name, i in agg.names.items()}
     kernels = merge_kernels(KernelAgg(pid, dev, demangle(names[nid]), n, tot, mn, mx) for dev, nid, n, tot, mn, mx
                             in agg.db.execute(f"SELECT dev, nid, COUNT(*), SUM(dur), MIN(dur), MAX(dur) FROM kl "
@@ -273,11 +295,22 @@ def _capture(path: Path, agg: _Agg, header: dict, cut: int, window: Window | Non
                    (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes)
 
 
+def _span(agg: _Agg, window: Window) -> tuple[int, int]:
+    """[lo, hi) of a window: from the first GPU activity, or from the step ranges (ProfilerStep#N, 'step N')."""
+    if window.seconds is not None:
+        return window_bounds(agg.db, window, ["kl", "mem"], None)
+    steps = {i: n for n, i in agg.range_names.items() if _window.could_mark_a_step(n)}
+    ids = ",".join(map(str, steps))
+    return _window.step_bounds(window.steps, ((steps[nid], tid, s, e) for tid, s, e, nid in  # type: ignore[arg-type]
+                                              agg.db.execute(f"SELECT tid, s, e, name FROM rng WHERE name IN ({ids})")))
+
+
 def _ops(agg: _Agg, pid: int | None, names: dict[int, str], span: tuple[int, int]) -> tuple[OpAgg, ...]:
     """Which ops launched which kernels. Each kernel's correlation id leads to the runtime or driver call that
     launched it (thread, CPU time); the op ranges open on that thread at that time are the op and its scope — the
     same attribution as for NVTX ranges (readers/_nvtx.py). Threads are keyed by pid and tid."""
-    rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng",
+    range_names = {i: name for name, i in agg.range_names.items()}
+    rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng", names=range_names.__getitem__, sql=
                      f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.dev AS dev, r.tid AS tid, r.t AS t,
                                 k.nid AS key, k.dur AS dur
                          FROM kl k LEFT JOIN rt r ON r.corr = k.corr {{rslice}} WHERE {in_window(span, "k")} {{slice}}""")
