@@ -212,7 +212,7 @@ _HEADER = """
   "traceEvents": ["""
 _CPU_OP = """
   {{
-    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": 11372, "tid": 11372,
+    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": 11372, "tid": {tid},
     "ts": {ts:.3f}, "dur": {dur:.3f},
     "args": {{
       "External id": {ext},"Record function id": 0, "Sequence number": {seq}, "Fwd thread id": 0, "Ev Idx": {idx}
@@ -220,14 +220,14 @@ _CPU_OP = """
   }},"""
 _LAUNCH = """
   {{
-    "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 11372, "tid": 11372,
+    "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 11372, "tid": {tid},
     "ts": {ts:.3f}, "dur": 4.112,
     "args": {{
       "External id": {ext},      "cbid": 211, "correlation": {corr}
     }}
   }},
   {{
-    "ph": "s", "id": {corr}, "pid": 11372, "tid": 11372, "ts": {ts:.3f},
+    "ph": "s", "id": {corr}, "pid": 11372, "tid": {tid}, "ts": {ts:.3f},
     "cat": "ac2g", "name": "ac2g"
   }},"""
 _KERNEL = """
@@ -247,21 +247,23 @@ _KERNEL = """
 _OPS = ("aten::linear", "aten::addmm", "aten::mm", "aten::add", "aten::mul", "aten::copy_", "aten::native_layer_norm",
         "aten::_scaled_dot_product_flash_attention", "aten::gelu", "aten::view", "aten::t", "aten::empty")
 STEP_KERNELS = 1000  # a ProfilerStep#N range around each this many kernels
+BACKWARD = 0.55  # the share of a step's kernels that the autograd thread launches (the real trace: 57%)
 
 
 def _step(start: float | None, end: float, step: int) -> list[str]:
     """torch.profiler's range around one step (written when the step ends, as Kineto does)."""
     if start is None:
         return []
-    return [_CPU_OP.format(cat="user_annotation", name=f"ProfilerStep#{step}", ts=start, dur=end - start - 1, ext=0,
-                           seq=0, idx=0)]
+    return [_CPU_OP.format(cat="user_annotation", name=f"ProfilerStep#{step}", tid=11372, ts=start,
+                           dur=end - start - 1, ext=0, seq=0, idx=0)]
 
 
 def torch_trace(n: int, out: Path, ops_per_kernel: float = 1.5, seed: int = 0) -> None:
     """A trace as torch.profiler writes it (Kineto's layout, see _HEADER): N kernels, each launched by a
     cudaLaunchKernel inside a stack of CPU ops (ops_per_kernel on average: 1.5 gives the ~1.6 KB per kernel of
     the issue-17 measurement, 8 the real GPT trace's 3.6 KB), with its ac2g flow events, and a ProfilerStep#N
-    range around every 1,000 kernels. Kernel names are the fixtures' real names (Zipf-distributed)."""
+    range around every 1,000 kernels, of which the last 55% are launched from the autograd thread as in the real
+    trace. Kernel names are the fixtures' real names (Zipf-distributed)."""
     rng = random.Random(seed)
     names = [json.dumps(x) for x in real_names()]
     pick = _zipf_picker(len(names), rng)
@@ -279,11 +281,12 @@ def torch_trace(n: int, out: Path, ops_per_kernel: float = 1.5, seed: int = 0) -
                 depth = max(1, int(owed))
                 owed -= depth
                 dur = rng.randint(2_000, 400_000) / 1000
+                tid = 11397 if corr % STEP_KERNELS >= STEP_KERNELS * (1 - BACKWARD) else 11372  # backward: autograd
                 for level in range(depth):  # nested: each encloses the launch
                     ext += 1
-                    parts.append(_CPU_OP.format(cat="cpu_op", name=_OPS[(corr + level) % len(_OPS)], ts=ts + level,
-                                                dur=10.0 - level, ext=ext, seq=corr, idx=ext))
-                parts.append(_LAUNCH.format(ts=ts + depth, ext=ext, corr=corr))
+                    parts.append(_CPU_OP.format(cat="cpu_op", name=_OPS[(corr + level) % len(_OPS)], tid=tid,
+                                                ts=ts + level / 2, dur=10.0 - level, ext=ext, seq=corr, idx=ext))
+                parts.append(_LAUNCH.format(ts=ts + depth / 2, ext=ext, corr=corr, tid=tid))
                 parts.append(_KERNEL.format(name=names[i], ts=ts + 8, dur=dur, ext=ext, corr=corr))
                 ts += max(12.0, dur + 9)  # the GPU keeps up: one kernel at a time, as on one stream
             f.write("".join(parts))

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_store, emit, options
+from nvprof_wrap.cli._output import add_format, add_store, add_window, emit, options
 from nvprof_wrap.cli.report_cmd import build
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import RENDERERS
@@ -23,6 +23,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--sort", choices=tuple(SORTS), default="time")
     p.add_argument("--limit", type=int, default=None, help="at most N kernels")
     p.add_argument("--wide", action="store_true", help="whole kernel names")
+    add_window(p)
     add_format(p)
     add_store(p)
 

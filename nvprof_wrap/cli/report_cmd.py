@@ -13,7 +13,17 @@ from pathlib import Path
 
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_output, add_store, check_output, deliver, open_store, options
+from nvprof_wrap.cli._output import (
+    add_format,
+    add_output,
+    add_store,
+    add_window,
+    check_output,
+    deliver,
+    open_store,
+    options,
+    window_args,
+)
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 
@@ -27,6 +37,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
+    add_window(p)
     add_format(p)
     add_output(p)
     add_store(p)
@@ -35,7 +46,7 @@ def add_parser(sub, name: str) -> None:
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     store = open_store(args, paths)
     try:
-        return analyze(*paths, store=store, triton_cache=getattr(args, "triton_cache", None))
+        return analyze(*paths, store=store, triton_cache=getattr(args, "triton_cache", None), **window_args(args))
     finally:
         store.close()
 

@@ -31,12 +31,13 @@ MIN_SLICED_LAUNCHES = 100_000  # below this, attribution runs in one process
 
 def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
               reopen: Callable[[], sqlite3.Connection] | None = None, kernel_table: str | None = None,
-              correlation: str = "correlationId") -> list[tuple]:
+              correlation: str = "correlationId", names: Callable[[object], str] | None = None) -> list[tuple]:
     """Kernels attributed to the NVTX ranges open on the thread that launched them.
 
     ranges_sql yields (tid, start, end, name) of push/pop or start/end ranges; launches_sql yields
     (pid, dev, tid, t, key, dur) per kernel launch: process, device, the launching thread and the CPU time of
     the launch call (NULL when unknown: the launch counts as outside any range), a kernel name or name id.
+    names: the range name of a ranges_sql name column that holds ids.
     Returns (pid, dev, scope, op, key, launches, total_ns): op is the innermost range open at t, scope the
     innermost layer range that --annotate adds ("keras:…", "torch:…"), else the outermost range. Every launch
     is counted once, so summing over scope and op gives the kernel aggregates too. [] when there is no range.
@@ -62,7 +63,7 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
             w.execute("CREATE TABLE seg(tid INTEGER, s INTEGER, lab INTEGER, PRIMARY KEY (tid, s)) WITHOUT ROWID")
             ranges = conn.execute(f"SELECT tid, s, e, name FROM ({ranges_sql}) "
                                   "WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s ORDER BY tid, s, e DESC")
-            w.executemany("INSERT INTO seg VALUES (?,?,?)", _segments(ranges, labels))
+            w.executemany("INSERT INTO seg VALUES (?,?,?)", _segments(ranges, labels, names or str))
             w.commit()
         if not labels:
             return []
@@ -145,64 +146,74 @@ def _fill(sql: str, values: dict[str, str]) -> str:
     return sql
 
 
-def _segments(ranges, labels: dict[tuple[str, str], int]):
+def _segments(ranges, labels: dict[tuple[str, str], int], names: Callable[[object], str]):
     """(tid, start, label id or None) at each point where the (scope, op) label of a thread changes.
     ranges: (tid, s, e, name) sorted by tid, s, e DESC. Ranges are closed intervals: a range ending at e
-    still holds at e; the next segment starts at e + 1 (timestamps are integer ns). One flat loop: this runs
-    once per range (625k ranges at 5M launches in the benchmark; 8 per kernel in a torch.profiler trace). Each open
-    range keeps the label it gives when innermost (_Open), computed once from the range below it: no walk down
-    the stack per boundary."""
-    pending: tuple | None = None  # the last boundary, held back in case another one falls on the same time
-    last_label: object = _UNSET
-    active: list[list] = []  # open ranges as _Open lists, in start order
-    ends: list[tuple[int, int]] = []  # heap of (e, seq) of the open ranges
-    ops: dict[str, str] = {}  # range name → op name (a regular expression per distinct name, not per range)
-
-    def boundary(tid: int, t: int) -> tuple | None:
-        """Record that the label of tid may change at t; returns the boundary to emit, if one is final."""
-        nonlocal pending, last_label
-        label = active[-1][_LAB] if active else None
-        if pending is not None and pending[0] == tid and pending[1] == t:
-            pending = (tid, t, label)  # several changes at one time: the last one holds
-            return None
-        emit = pending if pending is not None and pending[2] != last_label else None
-        if emit is not None:
-            last_label = emit[2]
-        pending = (tid, t, label)
-        return emit
-
-    def close(tid: int) -> tuple | None:
-        e, seq = heapq.heappop(ends)
-        for i in range(len(active) - 1, -1, -1):
-            if active[i][_SEQ] == seq:
-                del active[i]
-                for j in range(i, len(active)):  # start/end ranges need not nest: relabel those above
-                    active[j] = _open(active[j][_SEQ], active[j][_OP], active[j - 1] if j else None, labels)
-                break
-        return boundary(tid, e + 1)
-
+    still holds at e; the next segment starts at e + 1 (timestamps are integer ns). One flat loop, no function
+    call per range: this runs once per range (625k ranges at 5M launches in the benchmark; 8 per kernel in a
+    torch.profiler trace). Each open range keeps the label it gives when innermost (_open), computed once from the
+    range below it: no walk down the stack per boundary. Boundaries come in time order per thread; of several at
+    one time the last holds, and one is emitted only when its label differs from the last emitted."""
+    active: list[list] = []  # open ranges as _open lists, in start order
+    ends: list[tuple[int, int]] = []  # heap of (e, -seq) of the open ranges
+    ops: dict[object, str] = {}  # range name → op name (a regular expression per distinct name, not per range)
     tid_now: object = _UNSET
+    pend_t, pend_lab, last = None, None, _UNSET  # the boundary held back (another may fall on its time)
     for seq, (tid, s, e, name) in enumerate(ranges):
         if tid != tid_now:
-            while ends:
-                if (out := close(tid_now)) is not None:
-                    yield out
-            tid_now, last_label = tid, _UNSET
+            if tid_now is not _UNSET:
+                yield from _close_all(tid_now, active, ends, labels, pend_t, pend_lab, last)
+            tid_now, pend_t, pend_lab, last = tid, None, None, _UNSET
         while ends and ends[0][0] < s:
-            if (out := close(tid)) is not None:
-                yield out
+            t, lab = _close(active, ends, labels)
+            if t != pend_t:
+                if pend_t is not None and pend_lab != last:
+                    yield tid, pend_t, pend_lab
+                    last = pend_lab
+                pend_t = t
+            pend_lab = lab
         op = ops.get(name)
         if op is None:
-            op = ops[name] = op_name(name)
-        active.append(_open(seq, op, active[-1] if active else None, labels))
-        heapq.heappush(ends, (e, seq))
-        if (out := boundary(tid, s)) is not None:
-            yield out
+            op = ops[name] = op_name(names(name))
+        top = _open(seq, op, active[-1] if active else None, labels)
+        active.append(top)
+        heapq.heappush(ends, (e, -seq))  # of ranges ending together, the innermost first: a plain pop
+        if s != pend_t:
+            if pend_t is not None and pend_lab != last:
+                yield tid, pend_t, pend_lab
+                last = pend_lab
+            pend_t = s
+        pend_lab = top[_LAB]
+    if tid_now is not _UNSET:
+        yield from _close_all(tid_now, active, ends, labels, pend_t, pend_lab, last)
+
+
+def _close(active: list[list], ends: list[tuple[int, int]], labels: dict) -> tuple[int, int | None]:
+    """Close the open range that ends first: (the time its end takes effect, the label from then on)."""
+    e, seq = heapq.heappop(ends)
+    seq = -seq
+    if active[-1][_SEQ] == seq:  # nested ranges (push/pop): always the innermost
+        active.pop()
+    else:
+        i = next(i for i in range(len(active) - 1, -1, -1) if active[i][_SEQ] == seq)
+        del active[i]
+        for j in range(i, len(active)):  # start/end ranges need not nest: relabel those above
+            active[j] = _open(active[j][_SEQ], active[j][_OP], active[j - 1] if j else None, labels)
+    return e + 1, active[-1][_LAB] if active else None
+
+
+def _close_all(tid, active, ends, labels, pend_t, pend_lab, last):
+    """The rest of a thread's boundaries: every range still open closes."""
     while ends:
-        if (out := close(tid_now)) is not None:
-            yield out
-    if pending is not None and pending[2] != last_label:
-        yield pending
+        t, lab = _close(active, ends, labels)
+        if t != pend_t:
+            if pend_t is not None and pend_lab != last:
+                yield tid, pend_t, pend_lab
+                last = pend_lab
+            pend_t = t
+        pend_lab = lab
+    if pend_t is not None and pend_lab != last:
+        yield tid, pend_t, pend_lab
 
 
 _UNSET = object()

@@ -4,8 +4,8 @@ A window is [lo, hi) in the capture's own clock (integer ns). Given in seconds i
 GPU activity (kernel, copy or set); given as steps A:B it runs from the start of step A to the start of step B (to
 the end of step B-1 when B is the last step's successor and was not recorded). Steps are ranges on the CPU side:
 NVTX ranges named 'step N' (workloads/_torch_common.py, nvprof_wrap.profile, the Keras callback), torch.profiler's
-'ProfilerStep#N', or else Keras batches when the job ran with --annotate keras (each call of the outermost Keras
-layer, i.e. the model, on a thread opens a batch: batch N is the N-th, counted from 0).
+'ProfilerStep#N', or else Keras batches when the job ran with --annotate keras (each call of the model — the Keras
+layer most often called outside any other — opens a batch: batch N is the N-th, counted from 0).
 
 What a window keeps: kernels, copies and sets that START inside it (each counted whole, so adjacent windows split
 launches and kernel time exactly), and the GPU busy time inside it (intervals cut at its edges). Readers apply it
@@ -14,6 +14,7 @@ in SQL (SQLite formats) or to the rows streamed (Kineto).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -122,25 +123,27 @@ def _steps(ranges: Iterable[tuple]) -> tuple[dict[int, int], dict[int, int]]:
             starts[n] = min(s, starts.get(n, s))
             ends[n] = max(e if e is not None else s, ends.get(n, s))
         elif (name or "").startswith(KERAS_PREFIX):
-            keras.append((tid, s, e if e is not None else s))
+            keras.append((tid, s, e if e is not None else s, name))
     if starts or not keras:
         return starts, ends
     return _keras_batches(keras)
 
 
 def _keras_batches(keras: list[tuple]) -> tuple[dict[int, int], dict[int, int]]:
-    """Batch N: the N-th outermost Keras layer call (one not inside another on its thread), in start order over
-    every thread."""
-    outer: list[tuple[int, int]] = []
+    """Batch N: the N-th call of the model — the Keras layer whose calls are most often outermost (not inside
+    another Keras call on their thread; layers built before the first batch are called alone too) — in start order
+    over every thread."""
+    outer: list[tuple[str, int, int]] = []
     tid_now, reach = object(), None
-    for tid, s, e in sorted(keras, key=lambda r: (str(r[0]), r[1], -r[2])):
+    for tid, s, e, name in sorted(keras, key=lambda r: (str(r[0]), r[1], -r[2])):
         if tid != tid_now:
             tid_now, reach = tid, None
         if reach is None or s > reach:
-            outer.append((s, e))
+            outer.append((name, s, e))
             reach = e
-    outer.sort()
-    return {i: s for i, (s, _) in enumerate(outer)}, {i: e for i, (_, e) in enumerate(outer)}
+    model = Counter(name for name, _, _ in outer).most_common(1)[0][0]
+    calls = sorted((s, e) for name, s, e in outer if name == model)
+    return {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)}
 
 
 def refuse(fmt: str) -> BadInput:

@@ -194,7 +194,7 @@ def read(path: Path, window: Window | None = None) -> Capture:
             busy_time.abandon()
             raise
         busy = _activity(busy_time.result())
-        if not kernels:
+        if not kernels and window is None:  # (a window without kernels: readers.read says so)
             _no_kernels(path, conn, have)
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
