@@ -52,19 +52,13 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     condition) becomes "AND" a range of kernel rowids per core and "{rslice}" the range of correlation ids of
     those kernels (so that each slice
     indexes only its own share of the launch calls); the slices run side by side in forked processes on their
-    own connections (readers/_fork.py says why).
+    own connections (readers/_fork.py says why). With reopen, the sweep itself is split too when the ranges are
+    many and on several threads: threads in groups of about equal size, one sweep per group side by side.
     """
     tmp = tempfile.mkdtemp(prefix="nvprof-wrap-nvtx-")
     try:
-        labels: dict[tuple[str, str], int] = {}
         seg = os.path.join(tmp, "segments.sqlite")
-        with contextlib.closing(sqlite3.connect(seg)) as w:
-            w.execute("PRAGMA journal_mode=OFF")
-            w.execute("CREATE TABLE seg(tid INTEGER, s INTEGER, lab INTEGER, PRIMARY KEY (tid, s)) WITHOUT ROWID")
-            ranges = conn.execute(f"SELECT tid, s, e, name FROM ({ranges_sql}) "
-                                  "WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s ORDER BY tid, s, e DESC")
-            w.executemany("INSERT INTO seg VALUES (?,?,?)", _segments(ranges, labels, names or str))
-            w.commit()
+        labels = _all_segments(conn, ranges_sql, seg, names or str, reopen)
         if not labels:
             return []
         slices = _slices(conn, kernel_table, correlation) if reopen is not None and kernel_table else [{}]
@@ -85,6 +79,101 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
             agg[0] += n
             agg[1] += tot
     return [(*k, *v) for k, v in out.items()]
+
+
+MIN_SPLIT_RANGES = 50_000  # below this, the segment sweep runs in one process
+
+
+def _all_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[object], str],
+                  reopen: Callable[[], sqlite3.Connection] | None) -> dict[tuple[str, str], int]:
+    """The segments of every thread in the file seg; returns the labels ((scope, op) → id)."""
+    groups = _thread_groups(conn, ranges_sql) if reopen is not None else None
+    if groups is None:
+        return _write_segments(conn, ranges_sql, seg, names)
+    others = [Forked(_segments_alone, reopen, ranges_sql, f"{seg}.{i}", names, g) for i, g in enumerate(groups[1:], 1)]
+    try:
+        labels = _write_segments(conn, ranges_sql, seg, names, groups[0])
+    finally:
+        results = []
+        for other in others:  # always reaped, even when this group failed
+            try:
+                results.append(other.result())
+            except Exception as e:  # noqa: BLE001 - raised below, once every worker is reaped
+                results.append(e)
+    for i, result in enumerate(results, 1):
+        if isinstance(result, BaseException):
+            raise result
+        for pair, lab in result.items():
+            if labels.setdefault(pair, lab) != lab or labels.owner(lab, pair) != pair:
+                return _write_segments(conn, ranges_sql, seg, names)  # two labels, one id (a hash): one sweep
+        with contextlib.closing(sqlite3.connect(seg)) as w:
+            w.execute("ATTACH DATABASE ? AS part", (f"{seg}.{i}",))
+            w.execute("INSERT INTO seg SELECT * FROM part.seg")
+            w.commit()
+            w.execute("DETACH DATABASE part")
+        os.remove(f"{seg}.{i}")
+    return labels
+
+
+def _thread_groups(conn: sqlite3.Connection, ranges_sql: str) -> list[list] | None:
+    """Threads in one group per core, of about equal numbers of ranges; None when one sweep is the better way."""
+    counts = conn.execute(f"SELECT tid, COUNT(*) FROM ({ranges_sql}) WHERE e IS NOT NULL AND tid IS NOT NULL "
+                          "GROUP BY tid ORDER BY 2 DESC").fetchall()
+    n = min(cores(), 8, len(counts))
+    if n < 2 or not can_fork() or sum(c for _, c in counts) < MIN_SPLIT_RANGES:
+        return None
+    groups: list[list] = [[] for _ in range(n)]
+    load = [0] * n
+    for tid, c in counts:  # the biggest first, each into the group with the least so far
+        i = load.index(min(load))
+        groups[i].append(tid)
+        load[i] += c
+    return groups if all(groups) else None
+
+
+def _segments_alone(reopen: Callable[[], sqlite3.Connection], ranges_sql: str, seg: str,
+                    names: Callable[[object], str], tids: list) -> dict:
+    conn = reopen()
+    try:
+        return dict(_write_segments(conn, ranges_sql, seg, names, tids))
+    finally:
+        conn.close()
+
+
+def _write_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[object], str],
+                    tids: list | None = None) -> _Labels:
+    labels = _Labels()
+    only = f" AND tid IN ({','.join(map(str, tids))})" if tids is not None else ""
+    with contextlib.closing(sqlite3.connect(seg)) as w:
+        w.execute("PRAGMA journal_mode=OFF")
+        w.execute("DROP TABLE IF EXISTS seg")
+        w.execute("CREATE TABLE seg(tid INTEGER, s INTEGER, lab INTEGER, PRIMARY KEY (tid, s)) WITHOUT ROWID")
+        ranges = conn.execute(f"SELECT tid, s, e, name FROM ({ranges_sql}) "
+                              f"WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s{only} ORDER BY tid, s, e DESC")
+        w.executemany("INSERT INTO seg VALUES (?,?,?)", _segments(ranges, labels, names))
+        w.commit()
+    return labels
+
+
+class _Labels(dict):
+    """(scope, op) → label id: the pair's hash, the same in forked workers (they share the parent's hash seed), so
+    the segments of several workers go together as they are; a second pair with a taken id gets the next free one
+    (and the workers' segments are then swept again in one process)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: dict[int, tuple[str, str]] = {}
+
+    def add(self, pair: tuple[str, str]) -> int:
+        lab = hash(pair)
+        while lab in self.ids:
+            lab += 1
+        self.ids[lab] = pair
+        self[pair] = lab
+        return lab
+
+    def owner(self, lab: int, pair: tuple[str, str]) -> tuple[str, str]:
+        return self.ids.setdefault(lab, pair)
 
 
 def _slices(conn: sqlite3.Connection, table: str, correlation: str) -> list[dict[str, str]]:
@@ -146,7 +235,7 @@ def _fill(sql: str, values: dict[str, str]) -> str:
     return sql
 
 
-def _segments(ranges, labels: dict[tuple[str, str], int], names: Callable[[object], str]):
+def _segments(ranges, labels: _Labels, names: Callable[[object], str]):
     """(tid, start, label id or None) at each point where the (scope, op) label of a thread changes.
     ranges: (tid, s, e, name) sorted by tid, s, e DESC. Ranges are closed intervals: a range ending at e
     still holds at e; the next segment starts at e + 1 (timestamps are integer ns). One flat loop, no function
@@ -188,7 +277,7 @@ def _segments(ranges, labels: dict[tuple[str, str], int], names: Callable[[objec
         yield from _close_all(tid_now, active, ends, labels, pend_t, pend_lab, last)
 
 
-def _close(active: list[list], ends: list[tuple[int, int]], labels: dict) -> tuple[int, int | None]:
+def _close(active: list[list], ends: list[tuple[int, int]], labels: _Labels) -> tuple[int, int | None]:
     """Close the open range that ends first: (the time its end takes effect, the label from then on)."""
     e, seq = heapq.heappop(ends)
     seq = -seq
@@ -220,7 +309,7 @@ _UNSET = object()
 _SEQ, _OP, _LAYER, _OUTER, _BOTTOM, _LAB = range(6)
 
 
-def _open(seq: int, op: str, below: list | None, labels: dict[tuple[str, str], int]) -> list:
+def _open(seq: int, op: str, below: list | None, labels: _Labels) -> list:
     """An open range: [seq, op, innermost layer range so far, outermost range so far that is not torch.profiler's
     per-step marker, the bottom range, label id]. Its label (scope, op): op its own; scope the innermost layer
     range that --annotate adds, else the outermost range that is not a ProfilerStep#N (which encloses every op of
@@ -232,5 +321,5 @@ def _open(seq: int, op: str, below: list | None, labels: dict[tuple[str, str], i
     key = (layer or outer or bottom, op)
     lab = labels.get(key)
     if lab is None:
-        lab = labels[key] = len(labels)
+        lab = labels.add(key)
     return [seq, op, layer, outer, bottom, lab]

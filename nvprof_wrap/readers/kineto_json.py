@@ -22,10 +22,11 @@ from nvprof_wrap.limits import MAX_JSON_STRING_BYTES
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._bounded import open_json
+from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
 from nvprof_wrap.readers._nvtx import attribute
-from nvprof_wrap.readers._sqlite import EVERYTHING, BusyTime, in_window, window_bounds
+from nvprof_wrap.readers._sqlite import EVERYTHING, BusyTime, connect_ro, in_window, window_bounds
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
 from nvprof_wrap.readers._window import Window
 
@@ -146,6 +147,9 @@ def _ops(agg: Rows, pid: int | None, names: dict[int, str], span: tuple[int, int
     launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.dev AS dev, r.tid AS tid, r.t AS t,
                           k.nid AS key, k.dur AS dur
                    FROM kl k LEFT JOIN rt r ON r.corr = k.corr {{rslice}} WHERE {in_window(span, "k")} {{slice}}"""
-    rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng", launches, names=range_names.__getitem__)
+    # Big traces: the segment sweep per group of threads and the launches per slice, side by side (readers/_nvtx.py)
+    split = {"reopen": lambda: connect_ro(agg.path), "kernel_table": "kl", "correlation": "corr"} \
+        if agg.path.stat().st_size >= BIG else {}
+    rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng", launches, names=range_names.__getitem__, **split)
     return tuple(OpAgg(p, scope, op, demangle(names.get(nid) or "<unnamed kernel>"), n, tot)
                  for p, _dev, scope, op, nid, n, tot in rows)
