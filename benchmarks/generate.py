@@ -22,9 +22,13 @@ import sqlite3
 import sys
 from pathlib import Path
 
-# The shared fixtures; NVPROF_WRAP_FIXTURES points elsewhere (e.g. a copy on a machine without ../shared).
-FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or Path(__file__).resolve().parents[2] / "shared" / "fixtures")
-NSYS_SCHEMA_FROM = FIXTURES / "h200" / "nsys_torch_ops.sqlite"
+# The shared fixtures; NVPROF_WRAP_FIXTURES points elsewhere (e.g. a copy on a machine without ../shared). Without
+# them (the GPU machine), the repository's own real captures give the names, and its sample the Nsight schema.
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or ROOT.parent / "shared" / "fixtures")
+OWN_CAPTURES = (ROOT / "nvprof_wrap" / "samples", ROOT / "tests" / "data" / "h200_runs")
+NSYS_SCHEMA_FROM = FIXTURES / "h200" / "nsys_torch_ops.sqlite" if FIXTURES.is_dir() else \
+    ROOT / "nvprof_wrap" / "samples" / "torch_ops" / "nsys_torch_ops.sqlite"
 NVPROF_SCHEMA_FROM = FIXTURES / "public" / "m-goldstein__GPU_ML__timeline.nvvp"
 NSYS_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY",
                "CUPTI_ACTIVITY_KIND_MEMSET", "StringIds", "TARGET_INFO_GPU", "PROCESSES", "NVTX_EVENTS",
@@ -36,12 +40,13 @@ BATCH = 50_000
 
 
 def real_names() -> list[str]:
-    """Distinct kernel names of the real captures in the fixtures (demangled)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    """Distinct kernel names of the real captures in the fixtures (demangled; 546 of them), else of the
+    repository's own captures."""
+    sys.path.insert(0, str(ROOT))
     from nvprof_wrap import readers
 
     names: set[str] = set()
-    for path, _ in readers.expand([FIXTURES]):
+    for path, _ in readers.expand([FIXTURES] if FIXTURES.is_dir() else list(OWN_CAPTURES)):
         try:
             names |= {k.name for k in readers.read(path).kernels}
         except Exception:  # noqa: BLE001, S112 - non-captures in the fixture folder

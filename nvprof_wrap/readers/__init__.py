@@ -40,7 +40,7 @@ _FORMATS: tuple[tuple[str, Callable[[Head], bool], Callable[[Path], Capture]], .
         (nsys_stats_csv, nsys_stats_csv.sniff), (console_text, console_text.sniff), (ncu_csv, ncu_csv.sniff_late)))
 READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _FORMATS}
 # The formats with a timeline of GPU activity: their read(path, window) applies --window / --steps.
-TIMELINE = {m.FORMAT for m in (nsys_sqlite, nvprof_sqlite, cupti_sqlite, kineto_json)}
+TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
                  "report.html"}

@@ -90,21 +90,24 @@ class Rows:
             # most of a torch.profiler trace): numbers in range take the short way, anything else is checked.
             if cat in RANGE_CATS:
                 ranges += 1
-                if ev.get("ph") != "X":
+                try:  # subscripts: the keys every complete event has (the general way below when one is missing)
+                    if ev["ph"] != "X":
+                        continue
+                    t, d, thread, name = ev["ts"], ev["dur"], (ev["pid"], ev["tid"]), ev["name"]
+                except KeyError:
+                    self._range(ev)
                     continue
-                t, d = ev.get("ts"), ev.get("dur")
                 if type(t) in _NUMBER and type(d) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US and 0 <= d <= _MAX_DUR_US:
-                    s, e = int(t * 1000), int(t * 1000) + int(d * 1000)
+                    s = int(t * 1000)
+                    e = s + int(d * 1000)
                 else:
                     s, e = _ns(t), _ns(d)
                     if s is None or e is None or not 0 <= e <= MAX_DURATION_NS:
                         continue
                     e += s
-                thread = (ev.get("pid"), ev.get("tid"))
                 tid = threads.get(thread)
                 if tid is None:
                     tid = self._id(threads, thread)
-                name = ev.get("name", "")
                 nid = range_names.get(name) if type(name) is str else None
                 if nid is None:
                     nid = self._range_name(name)
@@ -129,6 +132,18 @@ class Rows:
         self.ranges += ranges
         if len(kl) + len(rt) + len(rng) >= _BATCH:
             self.flush()
+
+    def _range(self, ev: dict) -> None:
+        """A range event without one of the usual keys: a missing one is None (an empty name)."""
+        if ev.get("ph") != "X":
+            return
+        s, e = _ns(ev.get("ts")), _ns(ev.get("dur"))
+        if s is None or e is None or not 0 <= e <= MAX_DURATION_NS:
+            return
+        thread = (ev.get("pid"), ev.get("tid"))
+        tid = self.threads.get(thread)
+        self.rows["rng"].append((self._id(self.threads, thread) if tid is None else tid, s, s + e,
+                                 self._range_name(ev.get("name", ""))))
 
     def _host(self, ev: dict) -> None:
         if isinstance(ev.get("pid"), int):

@@ -22,7 +22,7 @@ import orjson
 from nvprof_wrap.limits import MAX_JSON_DEPTH
 from nvprof_wrap.readers._bounded import BoundedJSON, open_json
 
-CHUNK = 1 << 20
+CHUNK = 1 << 19
 MAX_UNCUT = 16 << 20  # bytes held at most between two cuts (or before the events) on the fast path
 _START = re.compile(rb'"traceEvents"\s*:\s*\[')
 _CUT = re.compile(rb"\}[ \t\r]*(?:\n[ \t\r\n]*,|,[ \t\r]*\n)[ \t\r\n]*\{")
