@@ -3,6 +3,7 @@
     python -m benchmarks.generate nsys   N OUT.sqlite   [--processes P] [--devices D]
     python -m benchmarks.generate nvprof N OUT.nvvp
     python -m benchmarks.generate kineto N OUT.json
+    python -m benchmarks.generate torch  N OUT.json   [--ops-per-kernel 1.5]
 
 The schema is copied from real captures (the CREATE TABLE statements of the H200 Nsight Systems export and of
 the TITAN V nvprof file in ../shared/fixtures), never written by hand. Kernel names are the distinct names of
@@ -21,9 +22,13 @@ import sqlite3
 import sys
 from pathlib import Path
 
-# The shared fixtures; NVPROF_WRAP_FIXTURES points elsewhere (e.g. a copy on a machine without ../shared).
-FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or Path(__file__).resolve().parents[2] / "shared" / "fixtures")
-NSYS_SCHEMA_FROM = FIXTURES / "h200" / "nsys_torch_ops.sqlite"
+# The shared fixtures; NVPROF_WRAP_FIXTURES points elsewhere (e.g. a copy on a machine without ../shared). Without
+# them (the GPU machine), the repository's own real captures give the names, and its sample the Nsight schema.
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or ROOT.parent / "shared" / "fixtures")
+OWN_CAPTURES = (ROOT / "nvprof_wrap" / "samples", ROOT / "tests" / "data" / "h200_runs")
+NSYS_SCHEMA_FROM = FIXTURES / "h200" / "nsys_torch_ops.sqlite" if FIXTURES.is_dir() else \
+    ROOT / "nvprof_wrap" / "samples" / "torch_ops" / "nsys_torch_ops.sqlite"
 NVPROF_SCHEMA_FROM = FIXTURES / "public" / "m-goldstein__GPU_ML__timeline.nvvp"
 NSYS_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY",
                "CUPTI_ACTIVITY_KIND_MEMSET", "StringIds", "TARGET_INFO_GPU", "PROCESSES", "NVTX_EVENTS",
@@ -35,12 +40,13 @@ BATCH = 50_000
 
 
 def real_names() -> list[str]:
-    """Distinct kernel names of the real captures in the fixtures (demangled)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    """Distinct kernel names of the real captures in the fixtures (demangled; 546 of them), else of the
+    repository's own captures."""
+    sys.path.insert(0, str(ROOT))
     from nvprof_wrap import readers
 
     names: set[str] = set()
-    for path, _ in readers.expand([FIXTURES]):
+    for path, _ in readers.expand([FIXTURES] if FIXTURES.is_dir() else list(OWN_CAPTURES)):
         try:
             names |= {k.name for k in readers.read(path).kernels}
         except Exception:  # noqa: BLE001, S112 - non-captures in the fixture folder
@@ -163,7 +169,8 @@ def nvprof(n: int, out: Path, seed: int = 0) -> None:
 
 
 def kineto(n: int, out: Path, seed: int = 0) -> None:
-    """A PyTorch-profiler-style trace: N kernel events (plus their runtime calls), streamed to disk."""
+    """A lean PyTorch-profiler-style trace: N kernel events plus their runtime calls, one line each (the shape
+    of the first sessions' benchmark; `torch` below is the realistic one)."""
     rng = random.Random(seed)
     names = real_names()
     pick = _zipf_picker(len(names), rng)
@@ -187,19 +194,135 @@ def kineto(n: int, out: Path, seed: int = 0) -> None:
         f.write("\n]}\n")
 
 
+# torch.profiler's own layout (Kineto's ChromeTraceLogger), copied from a real trace of a GPT training step on an
+# H200 (tests/data/h200_runs/kineto_gpt_bf16): one event per block, fields in its order, numbers as it prints them.
+_HEADER = """
+  {
+    "schemaVersion": 1,
+    "deviceProperties": [
+    {
+      "id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150109880320,
+      "computeMajor": 9, "computeMinor": 0,
+      "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
+      "regsPerBlock": 65536, "warpSize": 32,
+      "sharedMemPerBlock": 49152, "numSms": 132
+    , "regsPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 232448, "sharedMemPerMultiprocessor": 233472
+    }
+    ],
+      "cuda_driver_version": 13000,
+      "cuda_runtime_version": 13000,
+      "cupti_version": 130001,
+  "displayTimeUnit": "ms",
+  "baseTimeNanoseconds": 1790857026000000000,
+  "traceEvents": ["""
+_CPU_OP = """
+  {{
+    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": 11372, "tid": {tid},
+    "ts": {ts:.3f}, "dur": {dur:.3f},
+    "args": {{
+      "External id": {ext},"Record function id": 0, "Sequence number": {seq}, "Fwd thread id": 0, "Ev Idx": {idx}
+    }}
+  }},"""
+_LAUNCH = """
+  {{
+    "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 11372, "tid": {tid},
+    "ts": {ts:.3f}, "dur": 4.112,
+    "args": {{
+      "External id": {ext},      "cbid": 211, "correlation": {corr}
+    }}
+  }},
+  {{
+    "ph": "s", "id": {corr}, "pid": 11372, "tid": {tid}, "ts": {ts:.3f},
+    "cat": "ac2g", "name": "ac2g"
+  }},"""
+_KERNEL = """
+  {{
+    "ph": "X", "cat": "kernel", "name": {name}, "pid": 0, "tid": 7,
+    "ts": {ts:.3f}, "dur": {dur:.3f},
+    "args": {{
+      "External id": {ext},      "queued": 0, "device": 0, "context": 1,      "stream": 7, "correlation": {corr},      \
+"registers per thread": 32,      "shared memory": 0,      "blocks per SM": 31.030304,      "warps per SM": 124.121216,      \
+"grid": [4096, 1, 1],      "block": [128, 1, 1],      "est. achieved occupancy %": 100
+    }}
+  }},
+  {{
+    "ph": "f", "id": {corr}, "pid": 0, "tid": 7, "ts": {ts:.3f},
+    "cat": "ac2g", "name": "ac2g", "bp": "e"
+  }},"""
+_OPS = ("aten::linear", "aten::addmm", "aten::mm", "aten::add", "aten::mul", "aten::copy_", "aten::native_layer_norm",
+        "aten::_scaled_dot_product_flash_attention", "aten::gelu", "aten::view", "aten::t", "aten::empty")
+STEP_KERNELS = 1000  # a ProfilerStep#N range around each this many kernels
+BACKWARD = 0.55  # the share of a step's kernels that the autograd thread launches (the real trace: 57%)
+
+
+def _step(start: float | None, end: float, step: int) -> list[str]:
+    """torch.profiler's range around one step (written when the step ends, as Kineto does)."""
+    if start is None:
+        return []
+    return [_CPU_OP.format(cat="user_annotation", name=f"ProfilerStep#{step}", tid=11372, ts=start,
+                           dur=end - start - 1, ext=0, seq=0, idx=0)]
+
+
+def torch_trace(n: int, out: Path, ops_per_kernel: float = 1.5, seed: int = 0) -> None:
+    """A trace as torch.profiler writes it (Kineto's layout, see _HEADER): N kernels, each launched by a
+    cudaLaunchKernel inside a stack of CPU ops (ops_per_kernel on average: 1.5 gives the ~1.6 KB per kernel of
+    the issue-17 measurement, 8 the real GPT trace's 3.6 KB), with its ac2g flow events, and a ProfilerStep#N
+    range around every 1,000 kernels, of which the last 55% are launched from the autograd thread as in the real
+    trace. Kernel names are the fixtures' real names (Zipf-distributed)."""
+    rng = random.Random(seed)
+    names = [json.dumps(x) for x in real_names()]
+    pick = _zipf_picker(len(names), rng)
+    opener = gzip.open if out.suffix == ".gz" else open
+    with opener(out, "wt") as f:
+        f.write(_HEADER)
+        ts, ext, owed, step_at = 5_201_672_287_889.719, 0, 0.0, None
+        for done in range(0, n, BATCH):
+            parts: list[str] = []
+            for corr, i in enumerate(pick(min(BATCH, n - done)), start=done):
+                if corr % STEP_KERNELS == 0:
+                    parts += _step(step_at, ts, corr // STEP_KERNELS - 1)
+                    step_at = ts
+                owed += ops_per_kernel
+                depth = max(1, int(owed))
+                owed -= depth
+                dur = rng.randint(2_000, 400_000) / 1000
+                tid = 11397 if corr % STEP_KERNELS >= STEP_KERNELS * (1 - BACKWARD) else 11372  # backward: autograd
+                for level in range(depth):  # nested: each encloses the launch
+                    ext += 1
+                    parts.append(_CPU_OP.format(cat="cpu_op", name=_OPS[(corr + level) % len(_OPS)], tid=tid,
+                                                ts=ts + level / 2, dur=10.0 - level, ext=ext, seq=corr, idx=ext))
+                parts.append(_LAUNCH.format(ts=ts + depth / 2, ext=ext, corr=corr, tid=tid))
+                parts.append(_KERNEL.format(name=names[i], ts=ts + 8, dur=dur, ext=ext, corr=corr))
+                ts += max(12.0, dur + 9)  # the GPU keeps up: one kernel at a time, as on one stream
+            f.write("".join(parts))
+        f.write("".join(_step(step_at, ts, (n - 1) // STEP_KERNELS)))
+        f.write(f"""
+  {{
+    "name": "Record Window End", "ph": "i", "s": "g",
+    "pid": "", "tid": "", "ts": {ts:.3f}
+  }}
+  ],
+  "traceName": "generated.pt.trace.json"
+}}
+""")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("format", choices=("nsys", "nvprof", "kineto"))
+    p.add_argument("format", choices=("nsys", "nvprof", "kineto", "torch"))
     p.add_argument("n", type=int)
     p.add_argument("out", type=Path)
     p.add_argument("--processes", type=int, default=1)
     p.add_argument("--devices", type=int, default=1)
+    p.add_argument("--ops-per-kernel", type=float, default=1.5, help="torch: CPU ops per kernel on average")
     p.add_argument("--seed", type=int, default=0, help="different seeds give different captures (e.g. one per rank)")
     a = p.parse_args(argv)
     if a.format == "nsys":
         nsys(a.n, a.out, a.processes, a.devices, a.seed)
     elif a.format == "nvprof":
         nvprof(a.n, a.out)
+    elif a.format == "torch":
+        torch_trace(a.n, a.out, a.ops_per_kernel, a.seed)
     else:
         kineto(a.n, a.out)
     return 0

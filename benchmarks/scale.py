@@ -2,9 +2,14 @@
 against Holistic Trace Analysis' kernel breakdown on the equal Kineto JSON, side by side in one run.
 
     python -m benchmarks.scale [--sizes 100000,1000000,5000000] [--hta-max 1000000] [--dir /tmp/nvw-scale]
+    python -m benchmarks.scale --torch 100000,300000 [--sizes ''] [--rounds 2] [--hta-python VENV/bin/python]
 
-Each measurement is a fresh process (wall time, and peak memory (PSS) of its process tree by psutil polling). Captures
-are generated once per size by benchmarks.generate and reused. Prints a table of times, ratios and peak memory.
+--sizes: Nsight Systems captures with NVTX ranges (floor: the GROUP BY) and lean Kineto traces (the first sessions'
+shape). --torch: traces as torch.profiler writes them (benchmarks.generate torch: CPU ops, runtime calls and flow
+events, ~1.6 KB per kernel; floor: an ijson stream summing kernel time by name), with HTA beside them. Each
+measurement is a fresh process (wall time, and peak memory (PSS) of its process tree by psutil polling), rounds
+interleaved. Captures are generated once per size by benchmarks.generate and reused. Prints one line per
+measurement round: times, ratios and peak memory.
 """
 from __future__ import annotations
 
@@ -67,6 +72,32 @@ def ensure(kind: str, n: int, path: Path) -> Path:
     return path
 
 
+def run_torch(sizes: list[int], hta_max: int, folder: Path, rounds: int, hta_python: str) -> list[dict]:
+    """Realistic torch.profiler traces: the ijson floor, report, and HTA, interleaved."""
+    folder.mkdir(parents=True, exist_ok=True)
+    report = [sys.executable, "-m", "nvprof_wrap", "report", "--format", "json"]
+    rows = []
+    for n in sizes:
+        js_dir = folder / f"torch_{n}"
+        js_dir.mkdir(exist_ok=True)
+        js = ensure("torch", n, js_dir / "rank0.pt.trace.json")
+        for r in range(rounds):
+            stream = measure([sys.executable, "-c", STREAM_JSON, str(js)])
+            ours = measure([*report, str(js)])
+            hta = measure([hta_python, "-c", HTA, str(js_dir)]) if n <= hta_max else None
+            rows.append({"n": n, "round": r, "mb": js.stat().st_size / 2**20, "json_stream": stream, "report": ours,
+                         "hta": hta})
+            print(_torch_line(rows[-1]), flush=True)
+    return rows
+
+
+def _torch_line(r: dict) -> str:
+    s, o, h = r["json_stream"], r["report"], r["hta"]
+    hta = f"HTA {h[0]:6.1f} s {h[1]:6.0f} MB = {h[0] / o[0]:4.1f}x report" if h else "(HTA not run)"
+    return (f"torch {r['n']:>9,} ({r['mb']:.0f} MB) round {r['round']} | ijson floor {s[0]:6.2f} s {s[1]:4.0f} MB | "
+            f"report {o[0]:6.2f} s {o[1]:4.0f} MB = {o[0] / s[0]:4.2f}x floor | {hta}")
+
+
 def run(sizes: list[int], hta_max: int, folder: Path) -> list[dict]:
     folder.mkdir(parents=True, exist_ok=True)
     report = [sys.executable, "-m", "nvprof_wrap", "report", "--format", "json"]
@@ -100,8 +131,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="100000,1000000,5000000")
     p.add_argument("--hta-max", type=int, default=1_000_000, help="largest N to give HTA (it needs ~6 GB at 1M)")
     p.add_argument("--dir", type=Path, default=Path("/tmp/nvw-scale"))
+    p.add_argument("--torch", default="", help="sizes (kernels) of realistic torch.profiler traces (default: none)")
+    p.add_argument("--rounds", type=int, default=1, help="rounds of the torch.profiler measurements (default 1)")
+    p.add_argument("--hta-python", default=sys.executable,
+                   help="a Python with HolisticTraceAnalysis installed (default: this one)")
     a = p.parse_args(argv)
-    run([int(x) for x in a.sizes.split(",")], a.hta_max, a.dir)
+    if a.sizes:
+        run([int(x) for x in a.sizes.split(",")], a.hta_max, a.dir)
+    if a.torch:
+        run_torch([int(x) for x in a.torch.split(",")], a.hta_max, a.dir, a.rounds, a.hta_python)
     return 0
 
 

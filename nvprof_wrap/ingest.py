@@ -1,6 +1,7 @@
 """Paths → run store: read each capture once, skip what is already in, collect what had to be skipped."""
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch.manifest import read_manifest
 from nvprof_wrap.readers import _fork
+from nvprof_wrap.readers._window import Window, make
 from nvprof_wrap.store import Store, file_identity
 
 Progress = Callable[[Path], None]
@@ -21,11 +23,12 @@ Progress = Callable[[Path], None]
 PARALLEL_MIN_BYTES = 64 << 20
 
 
-def _pending(store: Store, paths: list[Path], skipped: list,
-             present: set[str]) -> list[tuple[Path, bool, str, os.stat_result]]:
+def _pending(store: Store, paths: list[Path], skipped: list, present: set[str],
+             window: Window | None = None) -> list[tuple[Path, bool, str, os.stat_result]]:
     """(path, explicit, identity, stat) of every capture not in the store yet; ``present`` gets the identity of
     every capture found. A file is hashed only when it looks like a capture (its first bytes) and the store does
-    not know it unchanged (path, size, mtime, inode)."""
+    not know it unchanged (path, size, mtime, inode). Read through a window, a capture's identity is its content's
+    and the window's: the store holds each file through one window at a time (_one_version)."""
     todo = []
     for path, explicit in readers.expand(paths, skipped):
         try:
@@ -42,6 +45,7 @@ def _pending(store: Store, paths: list[Path], skipped: list,
             continue
         file = str(path.resolve())
         identity = store.known_identity(file, st)
+        identity = identity.split(_WINDOW_SEP)[0] if identity is not None else None
         if identity is None:
             try:
                 readers.detect(path)
@@ -56,32 +60,38 @@ def _pending(store: Store, paths: list[Path], skipped: list,
                     raise BadInput(path, f"cannot read ({e.strerror})") from None
                 skipped.append((str(path), f"cannot read ({e.strerror})"))
                 continue
+        identity += f"{_WINDOW_SEP}{window.key}" if window is not None else ""
         present.add(identity)
         if not store.has(identity):
             todo.append((path, explicit, identity, st))
     return todo
 
 
-def _read(path: Path):
+_WINDOW_SEP = "@"
+
+
+def _read(path: Path, window: Window | None = None):
     """Read in a worker process: errors come back as values, so one bad file does not stop the others."""
     try:
-        return readers.read(path)
+        return readers.read(path, window)
     except (BadInput, ToolMissing) as e:
         return e
 
 
-def ingest(store: Store, paths: list[Path], progress: Progress | None = None,
-           workers: int | None = None) -> tuple[tuple[str, str], ...]:
+def ingest(store: Store, paths: list[Path], progress: Progress | None = None, workers: int | None = None,
+           window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None) -> tuple[tuple[str, str], ...]:
     """Ingest every capture under ``paths``.
 
     A file named explicitly must be readable (BadInput otherwise); a file found inside a folder
     that cannot be read is skipped and returned as (path, why), so the good ones still report.
     Several big captures (one per process or rank) are read in parallel, one process each; the store is
-    written from this process only.
+    written from this process only. window=(start_s, end_s) / steps=(A, B): only that part of each capture's
+    timeline (readers/_window.py); a format without a timeline is refused (or skipped, inside a folder).
     """
+    win = make(window, steps)
     skipped: list[tuple[str, str]] = []
     present: set[str] = set()
-    todo = _pending(store, paths, skipped, present)
+    todo = _pending(store, paths, skipped, present, win)
     workers = workers or min(len(todo), _fork.cores())
     results = None
     if workers > 1 and sum(t[3].st_size for t in todo) >= PARALLEL_MIN_BYTES:
@@ -93,7 +103,7 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None,
             # Each capture already has its own process here: its reader does not fork workers of its own.
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
                                      initializer=_fork.pool_worker, initargs=(os.getpid(),)) as pool:
-                results = list(pool.map(_read, [t[0] for t in todo]))
+                results = list(pool.map(functools.partial(_read, window=win), [t[0] for t in todo]))
         except BrokenProcessPool:
             results = None  # a worker died (e.g. out of memory): read them here, one by one
     if results is not None:
@@ -103,7 +113,11 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None,
         for path, explicit, identity, st in todo:
             if progress:
                 progress(path)
-            _store_one(store, path, explicit, identity, st, _read(path), skipped, None)
+            _store_one(store, path, explicit, identity, st, _read(path, win), skipped, None)
+    if win is not None and skipped and not any(store.has(i) for i in present):
+        # nothing could be read through the window: an empty report would look like a job without GPU work
+        raise BadInput(paths[0], f"{win.describe()}: none of its captures could be read through it "
+                                 f"({len(skipped)} skipped; {Path(skipped[0][0]).name}: {skipped[0][1]})")
     if store.mirror is not None and [p.resolve() for p in paths] == [store.mirror.resolve()]:
         store.forget_except(present)  # the run folder's store holds exactly its captures: none overwritten since
     for p in paths:
@@ -120,7 +134,18 @@ def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.s
             raise result
         skipped.append((str(path), getattr(result, "why", str(result))))
         return
+    _one_version(store, identity)
     store.ingest(result, identity, st, str(path.resolve()))
+
+
+def _one_version(store: Store, identity: str) -> None:
+    """A report sums every capture in its store: the same file read through another window (or through none)
+    would count twice. The other versions of this content go before this one comes in."""
+    content = identity.split(_WINDOW_SEP)[0]
+    held = {r["identity"] for r in store.rows("SELECT identity FROM captures")}
+    others = {i for i in held if i != identity and i.split(_WINDOW_SEP)[0] == content}
+    if others:
+        store.forget_except(held - others)
 
 
 def _ranks_from_manifest(store: Store, folder: Path) -> None:

@@ -20,12 +20,16 @@ from nvprof_wrap.store import Store
 
 def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             triton_cache: Iterable[Path] | None = None, health: bool = True,
-            progress: Callable[[Path], None] | None = None) -> report_mod.Report:
+            progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
+            steps: tuple[int, int] | None = None) -> report_mod.Report:
     """The report of captures, run folders or folders of captures (read as one run).
 
     store: a run store (a path, or an open Store) to keep the aggregates in; in memory when None.
     triton_cache: folders of compiled Triton kernels for kernels the names leave unknown (default: the usual cache).
     health: add the training health of a run folder (its metrics.jsonl or Keras log lines).
+    window: (start_s, end_s) — only what the GPU did then, in seconds from each capture's first GPU activity;
+    steps: (A, B) — only steps A..B-1 (NVTX 'step N', torch.profiler's ProfilerStep#N, Keras batches with --annotate
+    keras). docs/performance.md#steady-state says what a window keeps.
     """
     if not paths:
         raise BadInput(None, "analyze() needs at least one capture or run folder")
@@ -34,9 +38,9 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     own = not isinstance(store, Store)
     st = Store(Path(store)) if isinstance(store, (str, Path)) else (store or Store())
     try:
-        skipped = ingest(st, folders, progress)
+        skipped = ingest(st, folders, progress, window=window, steps=steps)
         evidence.prepare(st, triton_cache)
-        rep = report_mod.build(st, skipped)
+        rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
     finally:
         if own:
             st.close()

@@ -128,6 +128,22 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """The part of each capture's timeline a report covers (``--window`` / ``--steps``); a report without one covers
+    whole captures. Every share and idle figure of a scoped report is of what falls inside it."""
+
+    kind: str  # "window": seconds from each capture's first GPU activity | "steps": steps start .. end-1
+    start: float
+    end: float
+
+    @property
+    def option(self) -> str:
+        """The command-line option that gives this scope."""
+        return f"--window {self.start:g}:{self.end:g}" if self.kind == "window" else \
+            f"--steps {int(self.start)}:{int(self.end)}"
+
+
+@dataclass(frozen=True)
 class Report:
     verdict: Verdict
     split: tuple[SplitRow, ...]
@@ -143,6 +159,7 @@ class Report:
     gpus: tuple[Gpu, ...] = ()
     health: HealthVerdict | None = None
     rules_version: str = RULES_VERSION
+    scope: Scope | None = None
 
     def to_dict(self) -> dict:
         """Exactly what ``--format json`` prints (docs/json.md)."""
@@ -313,6 +330,14 @@ def with_hints(report: Report, hints: tuple[str, ...]) -> Report:
 
 def with_health(report: Report, health: HealthVerdict | None) -> Report:
     return replace(report, health=health)
+
+
+def with_scope(report: Report, window: tuple[float, float] | None, steps: tuple[int, int] | None) -> Report:
+    if window is not None:
+        return replace(report, scope=Scope("window", float(window[0]), float(window[1])))
+    if steps is not None:
+        return replace(report, scope=Scope("steps", int(steps[0]), int(steps[1])))
+    return report
 
 
 def _ops(store: Store, column: str) -> tuple[OpRow, ...]:

@@ -1,5 +1,6 @@
-"""GPU busy time (readers/_sqlite.py): the union of kernel and copy intervals, measured in one time window or
-cut into several (big captures, one window per forked worker) — checked against a brute-force union."""
+"""GPU busy time (readers/_sqlite.py): the union of kernel and copy intervals between the first kernel's start and
+the last kernel's end, measured in one time window or cut into several (big captures, one window per forked worker),
+optionally inside a user's window (--window / --steps) — checked against a brute-force union."""
 from __future__ import annotations
 
 import os
@@ -8,9 +9,9 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvprof_wrap.readers._sqlite import busy_combine, busy_part, busy_plan, busy_time
+from nvprof_wrap.readers._sqlite import EVERYTHING, busy_combine, busy_part, busy_plan, busy_time
 
-SOURCES = [("k", "g", "d"), ("m", "g", "d")]
+SOURCES = [("k", "g", "d", "1"), ("m", "g", "d", "0")]
 
 
 def store(kernels: list[tuple], copies: list[tuple]) -> sqlite3.Connection:
@@ -21,25 +22,33 @@ def store(kernels: list[tuple], copies: list[tuple]) -> sqlite3.Connection:
     return conn
 
 
-def brute(rows: list[tuple]) -> dict[tuple, tuple]:
+def brute(kernels: list[tuple], copies: list[tuple], window: tuple[int, int] = EVERYTHING) -> dict[tuple, tuple]:
+    """Every covered nanosecond, one by one: the union's length inside [first kernel start, last kernel end]."""
+    lo, hi = window
+    cut = [(g, d, max(s, lo), min(e, hi), k) for k, rows in ((True, kernels), (False, copies))
+           for g, d, s, e in rows if e >= s and s < hi and e >= lo]
     out = {}
-    for key in {(g, d) for g, d, _s, _e in rows}:
-        spans = sorted((s, e) for g, d, s, e in rows if (g, d) == key and e >= s)
-        if not spans:
-            continue
-        covered, reach = 0, None
-        for s, e in spans:
-            if reach is None or s >= reach:
-                covered, reach = covered + e - s, e
-            elif e > reach:
-                covered, reach = covered + e - reach, e
-        out[key] = (spans[0][0], max(e for _s, e in spans), covered)
+    for key in {(g, d) for g, d, *_ in cut}:
+        spans = [(s, e, k) for g, d, s, e, k in cut if (g, d) == key]
+        ks = [(s, e) for s, e, k in spans if k]
+        first, last = (min(s for s, _ in ks), max(e for _, e in ks)) if ks else \
+            (min(s for s, _, _ in spans), max(e for _, e, _ in spans))
+        covered = {t for s, e, _ in spans for t in range(max(s, first), min(e, last))}
+        out[key] = (first, last, len(covered))
     return out
 
 
 def test_overlaps_gaps_and_two_devices() -> None:
     conn = store([(1, 0, 0, 10), (1, 0, 5, 20), (1, 0, 30, 40), (1, 1, 0, 100)], [(1, 0, 35, 50), (1, 0, 60, 60)])
-    assert sorted(busy_time(conn, SOURCES)) == [(1, 0, 0, 60, 40), (1, 1, 0, 100, 100)]
+    # device 0: kernels span 0..40; the copy 35..50 counts up to 40, the zero-length copy at 60 not at all
+    assert sorted(busy_time(conn, SOURCES)) == [(1, 0, 0, 40, 30), (1, 1, 0, 100, 100)]
+
+
+def test_start_up_copies_before_the_first_kernel_are_not_idle_time() -> None:
+    conn = store([(1, 0, 1000, 1100), (1, 0, 1200, 1300)], [(1, 0, 0, 50), (1, 0, 1050, 1250), (1, 0, 1400, 1500)])
+    assert busy_time(conn, SOURCES) == [(1, 0, 1000, 1300, 300)]  # span 300 ns, not 1,500
+    conn = store([], [(1, 0, 0, 50), (1, 0, 100, 150)])
+    assert busy_time(conn, SOURCES) == [(1, 0, 0, 150, 100)]  # copies only: their own span
 
 
 interval = st.tuples(st.sampled_from([1, 2]), st.sampled_from([0, 1, None]), st.integers(0, 1000),
@@ -47,8 +56,11 @@ interval = st.tuples(st.sampled_from([1, 2]), st.sampled_from([0, 1, None]), st.
 
 
 @settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None)
-@given(st.lists(interval, max_size=30), st.lists(interval, max_size=10), st.integers(1, 5))
-def test_windows_add_up_to_the_union(kernels, copies, parts) -> None:
+@given(st.lists(interval, max_size=30), st.lists(interval, max_size=10), st.integers(1, 5),
+       st.one_of(st.none(), st.tuples(st.integers(-10, 1200), st.integers(1, 800))))
+def test_windows_add_up_to_the_union(kernels, copies, parts, window) -> None:
+    """Cut into `parts` pieces and, when given, to a user's window [lo, lo + length) that cuts intervals."""
+    window = EVERYTHING if window is None else (window[0], window[0] + window[1])
     conn = store(kernels, copies)
-    got = busy_combine((p, busy_part(conn, SOURCES, p)) for p in busy_plan(conn, SOURCES, parts))
-    assert {(g, d): (first, last, busy) for g, d, first, last, busy in got} == brute(kernels + copies)
+    got = busy_combine((p, busy_part(conn, SOURCES, p)) for p in busy_plan(conn, SOURCES, parts, window))
+    assert {(g, d): (first, last, busy) for g, d, first, last, busy in got} == brute(kernels, copies, window)

@@ -9,7 +9,11 @@ _MIN_SHARE = 0.05  # below 5% of kernel time a finding is not worth a line
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
+    """Whole percents, but never a rounded 100% (or 0%) for what is not all (or none)."""
+    text = f"{100 * x:.0f}%"
+    if (text == "100%" and x < 1) or (text == "0%" and x > 0):
+        return f"{100 * x:.1f}%"
+    return text
 
 
 def hints(report: Report) -> tuple[str, ...]:
@@ -52,7 +56,9 @@ def hints(report: Report) -> tuple[str, ...]:
     idle = [d for d in devices if d.idle_share is not None and d.idle_share >= 0.8]
     if idle:
         worst = max(idle, key=lambda d: d.idle_share)
-        out.append(f"The GPU was idle {_pct(worst.idle_share)} of the profiled time: the job is host-bound (Python, "
+        within = f", within {report.scope.option}" if report.scope else ""
+        out.append(f"The GPU was idle {_pct(worst.idle_share)} of the time from its first kernel to its last (start-up "
+                   f"excluded{within}): the job is host-bound (Python, "
                    "data loading, framework overhead), so faster kernels — fp16 included — will not make it faster.")
     return tuple(out)
 

@@ -28,6 +28,23 @@ def add_store(p: argparse.ArgumentParser) -> None:
                         "'nvprof-wrap run', else in memory)")
 
 
+def add_window(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--window", metavar="START:END", default=None,
+                   help="steady state: only what the GPU did from START to END seconds after the capture's first GPU "
+                        "activity, e.g. 30:90 (default: the whole capture)")
+    p.add_argument("--steps", metavar="A:B", default=None,
+                   help="steady state: only training steps A to B-1 — NVTX ranges 'step N', torch.profiler's "
+                        "ProfilerStep#N, or Keras batches with --annotate keras (default: every step)")
+
+
+def window_args(args: argparse.Namespace) -> dict:
+    """analyze()'s window= and steps= from --window / --steps."""
+    from nvprof_wrap.readers._window import parse
+
+    return {"window": parse(args.window, "--window") if getattr(args, "window", None) else None,
+            "steps": parse(args.steps, "--steps", integer=True) if getattr(args, "steps", None) else None}
+
+
 def options(args: argparse.Namespace) -> dict:
     width = args.width or int(os.environ.get("COLUMNS") or 0) or shutil.get_terminal_size((120, 24)).columns
     color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
@@ -102,9 +119,12 @@ def write_text(path: Path, text: str) -> None:
 
 def open_store(args: argparse.Namespace, paths: list[Path]) -> Store:
     """--store FILE; else a run folder's own run.sqlite (which then holds exactly the folder's captures) when it
-    can be written; else one in memory."""
+    can be written; else one in memory. A --window / --steps report keeps its aggregates in memory, unless --store
+    says otherwise: a run folder's store holds the whole captures."""
     if args.store:
         return checked(Store(args.store))
+    if getattr(args, "window", None) or getattr(args, "steps", None):
+        return Store()
     if len(paths) == 1 and os.path.isfile(paths[0] / "manifest.json") and os.access(paths[0], os.W_OK):
         store = paths[0] / "run.sqlite"
         if not os.path.exists(store) or os.access(store, os.W_OK):

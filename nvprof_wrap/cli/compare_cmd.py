@@ -8,6 +8,7 @@ apply to AFTER.
 
 examples:
   nvprof-wrap compare runs/gpt-fp32 runs/gpt-bf16
+  nvprof-wrap compare runs/gpt-fp32 runs/gpt-bf16 --steps 10:30     # the steady state of both
   nvprof-wrap compare gpt-fp32 gpt-bf16 --format markdown >> $GITHUB_STEP_SUMMARY
   nvprof-wrap compare before.sqlite after.sqlite --format html -o compare.html --min-tensor-core-share 0.3
 """
@@ -21,12 +22,14 @@ from nvprof_wrap.cli._output import (
     add_format,
     add_gates,
     add_output,
+    add_window,
     check_output,
     deliver,
     gate,
     options,
     positive,
     reading,
+    window_args,
 )
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
@@ -41,14 +44,16 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--limit", type=positive, default=15, help="rows per table in the terminal (default 15)")
     add_format(p)
     add_output(p)
+    add_window(p)
     add_gates(p)
 
 
 def run(args: argparse.Namespace) -> int:
     check_output(args.output)
     before, after = history.resolve(args.before), history.resolve(args.after)
+    steady = window_args(args)  # the same window or steps of both runs
     with reading() as progress:
-        reports = analyze(before, progress=progress), analyze(after, progress=progress)
+        reports = analyze(before, progress=progress, **steady), analyze(after, progress=progress, **steady)
     c = compare(*reports, labels=(before.name, after.name),
                 folders=tuple(p if p.is_dir() else None for p in (before, after)))
     opts = options(args) | ({"color": False} if args.output else {})

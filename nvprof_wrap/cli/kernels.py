@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_store, emit, options, positive
+from nvprof_wrap.cli._output import add_format, add_store, add_window, emit, options, positive
 from nvprof_wrap.cli.report_cmd import build
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import RENDERERS
@@ -29,6 +29,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--sort", choices=tuple(SORTS), default="time", help="row order (default: time, the most first)")
     p.add_argument("--limit", type=positive, default=None, help="at most N kernels (default: all)")
     p.add_argument("--wide", action="store_true", help="whole kernel names (default: shortened)")
+    add_window(p)
     add_format(p)
     add_store(p)
 

@@ -26,6 +26,7 @@ from nvprof_wrap.cli._output import (
     add_gates,
     add_output,
     add_store,
+    add_window,
     check_output,
     deliver,
     gate,
@@ -34,6 +35,7 @@ from nvprof_wrap.cli._output import (
     positive,
     reading,
     record_history,
+    window_args,
 )
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
@@ -52,6 +54,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
+    add_window(p)
     add_format(p)
     add_output(p)
     add_store(p)
@@ -62,7 +65,8 @@ def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     store = open_store(args, paths)
     try:
         with reading() as progress:
-            return analyze(*paths, store=store, triton_cache=getattr(args, "triton_cache", None), progress=progress)
+            return analyze(*paths, store=store, triton_cache=getattr(args, "triton_cache", None), progress=progress,
+                           **window_args(args))
     finally:
         store.close()
 

@@ -30,6 +30,7 @@ from nvprof_wrap.readers import (
 )
 from nvprof_wrap.readers._head import SQLITE_MAGIC, Head
 from nvprof_wrap.readers._validate import validate
+from nvprof_wrap.readers._window import Window, make, refuse
 
 # The formats, in the order their sniffs are tried: each reader module declares FORMAT, sniff(head) and read(path).
 # Adding a format: one module, one line here.
@@ -41,6 +42,8 @@ _FORMATS: tuple[tuple[str, Callable[[Head], bool], Callable[[Path], Capture]], .
         (ncu_csv, ncu_csv.sniff), (nvprof_csv, nvprof_csv.sniff), (pyprof_csv, pyprof_csv.sniff),
         (nsys_stats_csv, nsys_stats_csv.sniff), (console_text, console_text.sniff), (ncu_csv, ncu_csv.sniff_late)))
 READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _FORMATS}
+# The formats with a timeline of GPU activity: their read(path, window) applies --window / --steps.
+TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
                  "report.html"}
@@ -86,13 +89,22 @@ def detect(path: Path) -> str:
     raise BadInput(path, "not a profiler capture this tool reads (docs/formats.md lists them)")
 
 
-def read(path: Path) -> Capture:
-    """Read one capture; every failure becomes BadInput naming the file."""
+def read(path: Path, window: tuple[float, float] | Window | None = None,
+         steps: tuple[int, int] | None = None) -> Capture:
+    """Read one capture; every failure becomes BadInput naming the file.
+
+    window=(start_s, end_s): only what the GPU did in that window, in seconds from the capture's first GPU activity;
+    steps=(A, B): only steps A..B-1 (readers/_window.py says which ranges are steps and what a window keeps)."""
+    win = window if isinstance(window, Window) else make(window, steps)
     fmt = detect(path)
     if fmt == "sqlite-gz":
-        return _read_gunzipped_sqlite(path)
+        return _read_gunzipped_sqlite(path, win)
     try:
-        return validate(READERS[fmt](path))
+        if win is None:
+            return validate(READERS[fmt](path))
+        if fmt not in TIMELINE:
+            raise refuse(fmt)
+        return _windowed(validate(READERS[fmt](path, win)), win)
     except BadInput as e:
         raise BadInput(path, e.why) from None
     except sqlite3.DatabaseError as e:
@@ -103,7 +115,7 @@ def read(path: Path) -> Capture:
         raise BadInput(path, f"unreadable {fmt} capture ({type(e).__name__}: {e})") from None
 
 
-def _read_gunzipped_sqlite(path: Path) -> Capture:
+def _read_gunzipped_sqlite(path: Path, window: Window | None = None) -> Capture:
     """A gzipped SQLite capture (people compress exports to keep or share them): unpacked, streaming and bounded,
     into a temporary folder that is removed once read."""
     with tempfile.TemporaryDirectory(prefix="nvprof-wrap-gz-") as tmp:
@@ -118,8 +130,17 @@ def _read_gunzipped_sqlite(path: Path) -> Capture:
                     dst.write(chunk)
         except (OSError, EOFError, zlib.error) as e:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
-        capture = read(plain)
+        try:
+            capture = read(plain, window)
+        except BadInput as e:  # named after the file the user gave, not the temporary copy
+            raise BadInput(path, e.why) from None
     return replace(capture, path=str(path))
+
+
+def _windowed(capture: Capture, window: Window) -> Capture:
+    if not capture.kernels and not capture.memops:
+        raise BadInput(None, f"no GPU activity in {window.describe()}")
+    return capture
 
 
 def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> Iterator[tuple[Path, bool]]:

@@ -31,12 +31,13 @@ MIN_SLICED_LAUNCHES = 100_000  # below this, attribution runs in one process
 
 def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
               reopen: Callable[[], sqlite3.Connection] | None = None, kernel_table: str | None = None,
-              correlation: str = "correlationId") -> list[tuple]:
+              correlation: str = "correlationId", names: Callable[[object], str] | None = None) -> list[tuple]:
     """Kernels attributed to the NVTX ranges open on the thread that launched them.
 
     ranges_sql yields (tid, start, end, name) of push/pop or start/end ranges; launches_sql yields
     (pid, dev, tid, t, key, dur) per kernel launch: process, device, the launching thread and the CPU time of
     the launch call (NULL when unknown: the launch counts as outside any range), a kernel name or name id.
+    names: the range name of a ranges_sql name column that holds ids.
     Returns (pid, dev, scope, op, key, launches, total_ns): op is the innermost range open at t, scope the
     innermost layer range that --annotate adds ("keras:…", "torch:…"), else the outermost range. Every launch
     is counted once, so summing over scope and op gives the kernel aggregates too. [] when there is no range.
@@ -47,22 +48,17 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     before it, and SQL does the grouping: nothing is held per launch in Python.
 
     Big captures are split: with reopen (opens another read-only connection to the capture) and kernel_table
-    (aliased k in launches_sql; r is the launch calls' table), launches_sql's "{slice}" becomes a range of
-    kernel rowids per core and "{rslice}" the range of correlation ids of those kernels (so that each slice
+    (aliased k in launches_sql; r is the launch calls' table), launches_sql's "{slice}" (after a WHERE
+    condition) becomes "AND" a range of kernel rowids per core and "{rslice}" the range of correlation ids of
+    those kernels (so that each slice
     indexes only its own share of the launch calls); the slices run side by side in forked processes on their
-    own connections (readers/_fork.py says why).
+    own connections (readers/_fork.py says why). With reopen, the sweep itself is split too when the ranges are
+    many and on several threads: threads in groups of about equal size, one sweep per group side by side.
     """
     tmp = tempfile.mkdtemp(prefix="nvprof-wrap-nvtx-")
     try:
-        labels: dict[tuple[str, str], int] = {}
         seg = os.path.join(tmp, "segments.sqlite")
-        with contextlib.closing(sqlite3.connect(seg)) as w:
-            w.execute("PRAGMA journal_mode=OFF")
-            w.execute("CREATE TABLE seg(tid INTEGER, s INTEGER, lab INTEGER, PRIMARY KEY (tid, s)) WITHOUT ROWID")
-            ranges = conn.execute(f"SELECT tid, s, e, name FROM ({ranges_sql}) "
-                                  "WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s ORDER BY tid, s, e DESC")
-            w.executemany("INSERT INTO seg VALUES (?,?,?)", _segments(ranges, labels))
-            w.commit()
+        labels = _all_segments(conn, ranges_sql, seg, names or str, reopen)
         if not labels:
             return []
         slices = _slices(conn, kernel_table, correlation) if reopen is not None and kernel_table else [{}]
@@ -85,6 +81,101 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     return [(*k, *v) for k, v in out.items()]
 
 
+MIN_SPLIT_RANGES = 50_000  # below this, the segment sweep runs in one process
+
+
+def _all_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[object], str],
+                  reopen: Callable[[], sqlite3.Connection] | None) -> dict[tuple[str, str], int]:
+    """The segments of every thread in the file seg; returns the labels ((scope, op) → id)."""
+    groups = _thread_groups(conn, ranges_sql) if reopen is not None else None
+    if groups is None:
+        return _write_segments(conn, ranges_sql, seg, names)
+    others = [Forked(_segments_alone, reopen, ranges_sql, f"{seg}.{i}", names, g) for i, g in enumerate(groups[1:], 1)]
+    try:
+        labels = _write_segments(conn, ranges_sql, seg, names, groups[0])
+    finally:
+        results = []
+        for other in others:  # always reaped, even when this group failed
+            try:
+                results.append(other.result())
+            except Exception as e:  # noqa: BLE001 - raised below, once every worker is reaped
+                results.append(e)
+    for i, result in enumerate(results, 1):
+        if isinstance(result, BaseException):
+            raise result
+        for pair, lab in result.items():
+            if labels.setdefault(pair, lab) != lab or labels.owner(lab, pair) != pair:
+                return _write_segments(conn, ranges_sql, seg, names)  # two labels, one id (a hash): one sweep
+        with contextlib.closing(sqlite3.connect(seg)) as w:
+            w.execute("ATTACH DATABASE ? AS part", (f"{seg}.{i}",))
+            w.execute("INSERT INTO seg SELECT * FROM part.seg")
+            w.commit()
+            w.execute("DETACH DATABASE part")
+        os.remove(f"{seg}.{i}")
+    return labels
+
+
+def _thread_groups(conn: sqlite3.Connection, ranges_sql: str) -> list[list] | None:
+    """Threads in one group per core, of about equal numbers of ranges; None when one sweep is the better way."""
+    counts = conn.execute(f"SELECT tid, COUNT(*) FROM ({ranges_sql}) WHERE e IS NOT NULL AND tid IS NOT NULL "
+                          "GROUP BY tid ORDER BY 2 DESC").fetchall()
+    n = min(cores(), 8, len(counts))
+    if n < 2 or not can_fork() or sum(c for _, c in counts) < MIN_SPLIT_RANGES:
+        return None
+    groups: list[list] = [[] for _ in range(n)]
+    load = [0] * n
+    for tid, c in counts:  # the biggest first, each into the group with the least so far
+        i = load.index(min(load))
+        groups[i].append(tid)
+        load[i] += c
+    return groups if all(groups) else None
+
+
+def _segments_alone(reopen: Callable[[], sqlite3.Connection], ranges_sql: str, seg: str,
+                    names: Callable[[object], str], tids: list) -> dict:
+    conn = reopen()
+    try:
+        return dict(_write_segments(conn, ranges_sql, seg, names, tids))
+    finally:
+        conn.close()
+
+
+def _write_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[object], str],
+                    tids: list | None = None) -> _Labels:
+    labels = _Labels()
+    only = f" AND tid IN ({','.join(map(str, tids))})" if tids is not None else ""
+    with contextlib.closing(sqlite3.connect(seg)) as w:
+        w.execute("PRAGMA journal_mode=OFF")
+        w.execute("DROP TABLE IF EXISTS seg")
+        w.execute("CREATE TABLE seg(tid INTEGER, s INTEGER, lab INTEGER, PRIMARY KEY (tid, s)) WITHOUT ROWID")
+        ranges = conn.execute(f"SELECT tid, s, e, name FROM ({ranges_sql}) "
+                              f"WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s{only} ORDER BY tid, s, e DESC")
+        w.executemany("INSERT INTO seg VALUES (?,?,?)", _segments(ranges, labels, names))
+        w.commit()
+    return labels
+
+
+class _Labels(dict):
+    """(scope, op) → label id: the pair's hash, the same in forked workers (they share the parent's hash seed), so
+    the segments of several workers go together as they are; a second pair with a taken id gets the next free one
+    (and the workers' segments are then swept again in one process)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: dict[int, tuple[str, str]] = {}
+
+    def add(self, pair: tuple[str, str]) -> int:
+        lab = hash(pair)
+        while lab in self.ids:
+            lab += 1
+        self.ids[lab] = pair
+        self[pair] = lab
+        return lab
+
+    def owner(self, lab: int, pair: tuple[str, str]) -> tuple[str, str]:
+        return self.ids.setdefault(lab, pair)
+
+
 def _slices(conn: sqlite3.Connection, table: str, correlation: str) -> list[dict[str, str]]:
     """Placeholder values of one slice per core for captures of 100k launches or more, else of one slice (all).
     Measured on 16 cores at 5M launches: without the correlation-id range, every slice built an index of
@@ -100,7 +191,7 @@ def _slices(conn: sqlite3.Connection, table: str, correlation: str) -> list[dict
         cmin, cmax = conn.execute(f"SELECT MIN({correlation}), MAX({correlation}) FROM {table} "
                                   f"WHERE rowid BETWEEN {a} AND {b}").fetchone()
         rslice = f"AND r.{correlation} BETWEEN {cmin} AND {cmax}" if cmin is not None else ""
-        out.append({"{slice}": f"WHERE k.rowid BETWEEN {a} AND {b}", "{rslice}": rslice})
+        out.append({"{slice}": f"AND k.rowid BETWEEN {a} AND {b}", "{rslice}": rslice})
     return out
 
 
@@ -144,66 +235,91 @@ def _fill(sql: str, values: dict[str, str]) -> str:
     return sql
 
 
-def _segments(ranges, labels: dict[tuple[str, str], int]):
+def _segments(ranges, labels: _Labels, names: Callable[[object], str]):
     """(tid, start, label id or None) at each point where the (scope, op) label of a thread changes.
     ranges: (tid, s, e, name) sorted by tid, s, e DESC. Ranges are closed intervals: a range ending at e
-    still holds at e; the next segment starts at e + 1 (timestamps are integer ns). One flat loop: this runs
-    once per range (625k ranges at 5M launches in the benchmark)."""
-    pending: tuple | None = None  # the last boundary, held back in case another one falls on the same time
-    last_label: object = _UNSET
-    active: list[tuple[int, str, int]] = []  # open ranges (s, name, seq), in start order
-    ends: list[tuple[int, int]] = []  # heap of (e, seq) of the open ranges
-
-    def boundary(tid: int, t: int) -> tuple | None:
-        """Record that the label of tid may change at t; returns the boundary to emit, if one is final."""
-        nonlocal pending, last_label
-        label = _label(active, labels) if active else None
-        if pending is not None and pending[0] == tid and pending[1] == t:
-            pending = (tid, t, label)  # several changes at one time: the last one holds
-            return None
-        emit = pending if pending is not None and pending[2] != last_label else None
-        if emit is not None:
-            last_label = emit[2]
-        pending = (tid, t, label)
-        return emit
-
-    def close(tid: int) -> tuple | None:
-        e, seq = heapq.heappop(ends)
-        for i in range(len(active) - 1, -1, -1):
-            if active[i][2] == seq:
-                del active[i]
-                break
-        return boundary(tid, e + 1)
-
+    still holds at e; the next segment starts at e + 1 (timestamps are integer ns). One flat loop, no function
+    call per range: this runs once per range (625k ranges at 5M launches in the benchmark; 8 per kernel in a
+    torch.profiler trace). Each open range keeps the label it gives when innermost (_open), computed once from the
+    range below it: no walk down the stack per boundary. Boundaries come in time order per thread; of several at
+    one time the last holds, and one is emitted only when its label differs from the last emitted."""
+    active: list[list] = []  # open ranges as _open lists, in start order
+    ends: list[tuple[int, int]] = []  # heap of (e, -seq) of the open ranges
+    ops: dict[object, str] = {}  # range name → op name (a regular expression per distinct name, not per range)
     tid_now: object = _UNSET
+    pend_t, pend_lab, last = None, None, _UNSET  # the boundary held back (another may fall on its time)
     for seq, (tid, s, e, name) in enumerate(ranges):
         if tid != tid_now:
-            while ends:
-                if (out := close(tid_now)) is not None:
-                    yield out
-            tid_now, last_label = tid, _UNSET
+            if tid_now is not _UNSET:
+                yield from _close_all(tid_now, active, ends, labels, pend_t, pend_lab, last)
+            tid_now, pend_t, pend_lab, last = tid, None, None, _UNSET
         while ends and ends[0][0] < s:
-            if (out := close(tid)) is not None:
-                yield out
-        active.append((s, op_name(name), seq))
-        heapq.heappush(ends, (e, seq))
-        if (out := boundary(tid, s)) is not None:
-            yield out
+            t, lab = _close(active, ends, labels)
+            if t != pend_t:
+                if pend_t is not None and pend_lab != last:
+                    yield tid, pend_t, pend_lab
+                    last = pend_lab
+                pend_t = t
+            pend_lab = lab
+        op = ops.get(name)
+        if op is None:
+            op = ops[name] = op_name(names(name))
+        top = _open(seq, op, active[-1] if active else None, labels)
+        active.append(top)
+        heapq.heappush(ends, (e, -seq))  # of ranges ending together, the innermost first: a plain pop
+        if s != pend_t:
+            if pend_t is not None and pend_lab != last:
+                yield tid, pend_t, pend_lab
+                last = pend_lab
+            pend_t = s
+        pend_lab = top[_LAB]
+    if tid_now is not _UNSET:
+        yield from _close_all(tid_now, active, ends, labels, pend_t, pend_lab, last)
+
+
+def _close(active: list[list], ends: list[tuple[int, int]], labels: _Labels) -> tuple[int, int | None]:
+    """Close the open range that ends first: (the time its end takes effect, the label from then on)."""
+    e, seq = heapq.heappop(ends)
+    seq = -seq
+    if active[-1][_SEQ] == seq:  # nested ranges (push/pop): always the innermost
+        active.pop()
+    else:
+        i = next(i for i in range(len(active) - 1, -1, -1) if active[i][_SEQ] == seq)
+        del active[i]
+        for j in range(i, len(active)):  # start/end ranges need not nest: relabel those above
+            active[j] = _open(active[j][_SEQ], active[j][_OP], active[j - 1] if j else None, labels)
+    return e + 1, active[-1][_LAB] if active else None
+
+
+def _close_all(tid, active, ends, labels, pend_t, pend_lab, last):
+    """The rest of a thread's boundaries: every range still open closes."""
     while ends:
-        if (out := close(tid_now)) is not None:
-            yield out
-    if pending is not None and pending[2] != last_label:
-        yield pending
+        t, lab = _close(active, ends, labels)
+        if t != pend_t:
+            if pend_t is not None and pend_lab != last:
+                yield tid, pend_t, pend_lab
+                last = pend_lab
+            pend_t = t
+        pend_lab = lab
+    if pend_t is not None and pend_lab != last:
+        yield tid, pend_t, pend_lab
 
 
 _UNSET = object()
+_SEQ, _OP, _LAYER, _OUTER, _BOTTOM, _LAB = range(6)
 
 
-def _label(active: list[tuple], labels: dict[tuple[str, str], int]) -> int:
-    """(scope, op) of the open ranges: op the innermost; scope the innermost layer range, else the outermost
-    range that is not torch.profiler's per-step marker (ProfilerStep#N encloses every op of a step)."""
-    op = active[-1][1]
-    scope = next((r[1] for r in reversed(active) if r[1].startswith(LAYER_PREFIXES)), None)
-    if scope is None:
-        scope = next((r[1] for r in active if not r[1].startswith(STEP_PREFIX)), active[0][1])
-    return labels.setdefault((scope, op), len(labels))
+def _open(seq: int, op: str, below: list | None, labels: _Labels) -> list:
+    """An open range: [seq, op, innermost layer range so far, outermost range so far that is not torch.profiler's
+    per-step marker, the bottom range, label id]. Its label (scope, op): op its own; scope the innermost layer
+    range that --annotate adds, else the outermost range that is not a ProfilerStep#N (which encloses every op of
+    a step), else the bottom one."""
+    layer = op if op.startswith(LAYER_PREFIXES) else (below[_LAYER] if below else None)
+    outer = below[_OUTER] if below and below[_OUTER] is not None else \
+        (None if op.startswith(STEP_PREFIX) else op)
+    bottom = below[_BOTTOM] if below else op
+    key = (layer or outer or bottom, op)
+    lab = labels.get(key)
+    if lab is None:
+        lab = labels.add(key)
+    return [seq, op, layer, outer, bottom, lab]

@@ -9,6 +9,7 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.readers._fork import BIG, Forked, can_fork, cores
+from nvprof_wrap.readers._window import STEP_LIKE, Window, bounds, step_bounds
 
 # CUPTI_ActivityMemcpyKind → the direction users know (A = CUDA array, P = peer device).
 MEMCPY_DIRECTION = {1: "HtoD", 3: "HtoD", 2: "DtoH", 4: "DtoH", 5: "DtoD", 6: "DtoD", 7: "DtoD",
@@ -37,76 +38,104 @@ def columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 WINDOW_MIN, WINDOW_MAX = -(1 << 62), 1 << 62  # the open ends of the first and the last time window
+EVERYTHING = (WINDOW_MIN, WINDOW_MAX)
 
 
-def busy_time(conn: sqlite3.Connection, sources: list[tuple[str, str, str]]) -> list[tuple]:
+def busy_time(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]],
+              window: tuple[int, int] = EVERYTHING) -> list[tuple]:
     """(group, dev, first, last, busy) per group and device, from GPU intervals in `sources`:
-    (table, group column or expression, device column) — start and "end" are read from each table.
-    busy is the length of the union of the intervals (busy_part says how)."""
-    return busy_combine((piece, busy_part(conn, sources, piece)) for piece in busy_plan(conn, sources, 1))
+    (table, group column or expression, device column, kernel flag: an expression, 1 for a kernel's row) — start
+    and "end" are read from each table.
+
+    The span [first, last] runs from the first kernel's start to the last kernel's end (start-up copies before the
+    first kernel are not idle GPU time); busy is the length of the union of the kernel and copy intervals inside
+    it (busy_part says how). A group with copies but no kernel spans its copies. `window` [lo, hi) cuts every
+    interval first (readers/_window.py)."""
+    return busy_combine((piece, busy_part(conn, sources, piece)) for piece in busy_plan(conn, sources, 1, window))
 
 
-def busy_plan(conn: sqlite3.Connection, sources: list[tuple[str, str, str]], parts: int) -> list[tuple]:
+def busy_plan(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]], parts: int,
+              window: tuple[int, int] = EVERYTHING) -> list[tuple]:
     """Pieces (group, dev, lo, hi) of the work: each group and device, and its time cut into `parts` windows
     [lo, hi) that are measured independently (busy_part) and added up (busy_combine). The cuts spread the
-    time between the first and the last rows of the tables evenly: cheap to find, and where rows are not in
-    time order the windows are only less even, never wrong."""
+    time between the first and the last rows of the tables (within `window`) evenly: cheap to find, and where rows
+    are not in time order the windows are only less even, never wrong."""
     groups: set[tuple] = set()
     lo, hi = None, None
-    for table, group, dev in sources:
+    for table, group, dev, _kernel in sources:
         groups.update(conn.execute(f"SELECT DISTINCT {group}, {dev} FROM {table}"))
         for (t,) in (conn.execute(f"SELECT start FROM {table} ORDER BY rowid LIMIT 1").fetchall() +
                      conn.execute(f'SELECT "end" FROM {table} ORDER BY rowid DESC LIMIT 1').fetchall()):
             if t is not None:
+                t = min(max(t, window[0]), window[1])
                 lo, hi = (t, t) if lo is None else (min(lo, t), max(hi, t))
     cuts = [lo + (hi - lo) * i // parts for i in range(1, parts)] if lo is not None and parts > 1 else []
-    bounds = [WINDOW_MIN, *sorted(set(cuts)), WINDOW_MAX]
+    bounds = [window[0], *sorted({c for c in cuts if window[0] < c < window[1]}), window[1]]
     return [(g, d, a, b) for g, d in sorted(groups, key=lambda k: tuple((v is None, v or 0) for v in k))
             for a, b in itertools.pairwise(bounds)]
 
 
-def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str]], piece: tuple) -> tuple | None:
-    """(busy, first, last) of one group's intervals clipped to the window [lo, hi) of `piece`; None if none.
+def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]], piece: tuple) -> tuple | None:
+    """(busy, first, last, kernel_first, below, kernel_last, above) of one group's intervals cut to the window
+    [lo, hi) of `piece`; None if none. busy, first and last are over every interval; kernel_first / kernel_last
+    the first kernel start and last kernel end (None without kernels); below and above the parts of the union
+    before kernel_first and after kernel_last.
 
-    The clipped intervals are streamed in start order (one SQL sort, two integers per row, nothing held) and
+    The cut intervals are streamed in start order (one SQL sort, three integers per row, nothing held) and
     merged in one pass: an interval adds only the part past the furthest end seen so far. Their union is the
-    whole union's part in [lo, hi), so windows add up exactly; the earliest clipped start over all windows is
-    the first start, the latest clipped end the last end. Measured at 1M launches: 0.45 s per half, where a
-    window function (MAX OVER ... PARTITION BY) took 2.0 s for the whole."""
+    whole union's part in [lo, hi), so windows add up exactly. Since later rows start no earlier, the union before
+    the first kernel's start is final when that kernel is met, and the union up to a kernel's end is final once
+    that kernel is merged (the kernel itself covers up to there): so the span's edges cost no second pass.
+    Measured at 1M launches: 0.45 s per half, where a window function (MAX OVER ... PARTITION BY) took 2.0 s for
+    the whole."""
     g, d, lo, hi = piece
     whole = lo == WINDOW_MIN and hi == WINDOW_MAX
     s, e, window = ('start', '"end"', "") if whole else \
         (f"MAX(start, {lo})", f'MIN("end", {hi})', f'AND start < {hi} AND "end" >= {lo}')
     # Intervals without a usable duration (readers/_durations.py) are left out of the union too.
-    union = " UNION ALL ".join(f"SELECT {s}, {e} FROM {table} WHERE {group} IS ? AND {dev} IS ? "
+    union = " UNION ALL ".join(f"SELECT {s}, {e}, {kernel} FROM {table} WHERE {group} IS ? AND {dev} IS ? "
                                f'AND "end" >= start AND "end" - start <= {MAX_DURATION_NS} {window}'
-                               for table, group, dev in sources)
+                               for table, group, dev, kernel in sources)
     rows = conn.execute(union + " ORDER BY 1", (g, d) * len(sources))
     first_row = rows.fetchone()
     if first_row is None:
         return None
-    first, reach = first_row
+    first, reach, k = first_row
     busy = reach - first
-    for start, end in rows:
+    kfirst, below, klast, upto = (first, 0, reach, busy) if k else (None, 0, None, 0)
+    for start, end, k in rows:
+        if k and kfirst is None:
+            kfirst, below = start, busy - max(0, reach - start)
         if start >= reach:
             busy += end - start
             reach = end
         elif end > reach:
             busy += end - reach
             reach = end
-    return busy, first, reach  # reach: the furthest end, i.e. the last
+        if k and (klast is None or end > klast):
+            klast, upto = end, busy - (reach - end)
+    return busy, first, reach, kfirst, below, klast, busy - upto  # reach: the furthest end, i.e. the last
 
 
 def busy_combine(measured) -> list[tuple]:
-    """(group, dev, first, last, busy) from (piece, busy_part result) pairs."""
-    out: dict[tuple, list] = {}
-    for (g, d, _lo, _hi), part in measured:
-        if part is None:
+    """(group, dev, first, last, busy) from (piece, busy_part result) pairs: the union between the first kernel's
+    start and the last kernel's end (over every interval where the group has no kernel)."""
+    by_group: dict[tuple, list] = {}
+    for (g, d, lo, _hi), part in measured:
+        if part is not None:
+            by_group.setdefault((g, d), []).append((lo, part))
+    out = []
+    for (g, d), parts in by_group.items():
+        parts.sort(key=lambda p: p[0])
+        kernels = [p for _, p in parts if p[3] is not None]
+        if not kernels:
+            out.append((g, d, min(p[1] for _, p in parts), max(p[2] for _, p in parts), sum(p[0] for _, p in parts)))
             continue
-        busy, first, last = part
-        row = out.setdefault((g, d), [g, d, first, last, 0])
-        row[2], row[3], row[4] = min(row[2], first), max(row[3], last), row[4] + busy
-    return [tuple(v) for v in out.values()]
+        i_first = next(i for i, (_, p) in enumerate(parts) if p[3] is not None)
+        i_last = max(i for i, (_, p) in enumerate(parts) if p[3] is not None)
+        busy = sum(p[0] for _, p in parts[i_first:i_last + 1]) - parts[i_first][1][4] - parts[i_last][1][6]
+        out.append((g, d, parts[i_first][1][3], max(p[5] for p in kernels), busy))
+    return out
 
 
 class BusyTime:
@@ -115,9 +144,10 @@ class BusyTime:
     the attribution slices use the others; on 2 cores one window measured best: 1.23 s at 1M launches, against
     1.45 s with two). result() gives busy_time's rows; abandon() reaps the children after an error."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, sources: list[tuple[str, str, str]]) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path, sources: list[tuple[str, str, str, str]],
+                 window: tuple[int, int] = EVERYTHING) -> None:
         big = Path(path).stat().st_size >= BIG
-        pieces = busy_plan(conn, sources, max(1, cores() // 2) if big and can_fork() else 1)
+        pieces = busy_plan(conn, sources, max(1, cores() // 2) if big and can_fork() else 1, window)
         self.windows = {piece: Forked(_busy_part_alone, path, sources, piece, inline=not big) for piece in pieces}
 
     def result(self) -> list[tuple]:
@@ -131,9 +161,42 @@ class BusyTime:
                 pass
 
 
-def _busy_part_alone(path: Path, sources: list[tuple[str, str, str]], piece: tuple) -> tuple | None:
+def _busy_part_alone(path: Path, sources: list[tuple[str, str, str, str]], piece: tuple) -> tuple | None:
     conn = connect_ro(path)
     try:
         return busy_part(conn, sources, piece)
     finally:
         conn.close()
+
+
+def window_bounds(conn: sqlite3.Connection, window: Window | None, gpu_tables: list[str],
+                  ranges_sql: str | None) -> tuple[int, int]:
+    """[lo, hi) of a window in a SQLite capture's clock (EVERYTHING without one). gpu_tables: the tables of GPU
+    activity (the origin of a window in seconds is their first start); ranges_sql: (tid, s, e, name) of the
+    capture's NVTX ranges, None when it has none."""
+    if window is None:
+        return EVERYTHING
+    if window.seconds is not None:
+        extents = [conn.execute(f"SELECT MIN(start), MAX(end) FROM {t}").fetchone() for t in gpu_tables]
+        origin = min((s for s, _ in extents if s is not None), default=None)
+        lo, hi = bounds(window, origin, ())
+        last = max((e for _, e in extents if e is not None), default=lo)
+        if lo >= last:  # after everything: say how long the capture's GPU activity lasts, and where its kernels are
+            first_kernel = extents[0][0] if gpu_tables and "kernel" in gpu_tables[0].lower() else None
+            kernels = f"; its first kernel starts at {(first_kernel - origin) / 1e9:.3g} s" if first_kernel else ""
+            raise BadInput(None, f"no GPU activity in {window.describe()}: the capture's GPU activity lasts "
+                                 f"{(last - origin) / 1e9:.3g} s from its first copy, set or kernel{kernels}")
+        return lo, hi
+    if ranges_sql is None:
+        return step_bounds(window.steps, ())  # type: ignore[arg-type]
+    like = " OR ".join(f"name LIKE '{p}'" for p in STEP_LIKE)
+    return step_bounds(window.steps, conn.execute(  # type: ignore[arg-type]
+        f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}"))
+
+
+def in_window(bounds: tuple[int, int], alias: str = "") -> str:
+    """The SQL condition that keeps rows starting inside [lo, hi) ('true' for the whole capture)."""
+    if bounds == EVERYTHING:
+        return "true"
+    a = f"{alias}." if alias else ""
+    return f"{a}start >= {bounds[0]} AND {a}start < {bounds[1]}"

@@ -14,7 +14,16 @@ from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._nvtx import attribute
-from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, BusyTime, connect_ro, tables
+from nvprof_wrap.readers._sqlite import (
+    EVERYTHING,
+    MEMCPY_DIRECTION,
+    BusyTime,
+    connect_ro,
+    in_window,
+    tables,
+    window_bounds,
+)
+from nvprof_wrap.readers._window import Window
 
 
 def _meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -39,20 +48,20 @@ def _command(argv_json: str | None) -> str | None:
     return " ".join([Path(str(argv[0])).name, *map(str, argv[1:])])
 
 
-def _kernels(conn: sqlite3.Connection, pid: int | None, dur: str) -> tuple[KernelAgg, ...]:
+def _kernels(conn: sqlite3.Connection, pid: int | None, dur: str, where: str) -> tuple[KernelAgg, ...]:
     sql = f"""SELECT device_id, name, COUNT(*), SUM({dur}), MIN({dur}), MAX({dur})
-             FROM kernel GROUP BY 1, 2"""
+             FROM kernel WHERE {where} GROUP BY 1, 2"""
     return merge_kernels(KernelAgg(pid, dev, demangle(name or "<unnamed kernel>"), n, tot, mn, mx)
                          for dev, name, n, tot, mn, mx in conn.execute(sql))
 
 
-def _memops(conn: sqlite3.Connection, pid: int | None) -> tuple[tuple[MemAgg, ...], tuple[str, ...]]:
+def _memops(conn: sqlite3.Connection, pid: int | None, where: str) -> tuple[tuple[MemAgg, ...], tuple[str, ...]]:
     (cdur, cnote), (sdur, snote) = sql_duration(conn, "memcpy", "memcpy"), sql_duration(conn, "memset", "memset")
     out = [MemAgg(pid, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes)
            for dev, kind, n, tot, nbytes in conn.execute(
-               f"SELECT device_id, copy_kind, COUNT(*), COALESCE(SUM({cdur}), 0), SUM(bytes) FROM memcpy GROUP BY 1, 2")]
+               f"SELECT device_id, copy_kind, COUNT(*), COALESCE(SUM({cdur}), 0), SUM(bytes) FROM memcpy WHERE {where} GROUP BY 1, 2")]
     out += [MemAgg(pid, dev, "memset", "", n, tot, nbytes) for dev, n, tot, nbytes in conn.execute(
-        f"SELECT device_id, COUNT(*), COALESCE(SUM({sdur}), 0), SUM(bytes) FROM memset GROUP BY 1")]
+        f"SELECT device_id, COUNT(*), COALESCE(SUM({sdur}), 0), SUM(bytes) FROM memset WHERE {where} GROUP BY 1")]
     return merge_memops(out), tuple(n for n in (cnote, snote) if n)
 
 
@@ -78,27 +87,31 @@ def sniff(head: Head) -> bool:
     return {"meta", "kernel"} <= head.sqlite_tables
 
 
-def read(path: Path) -> Capture:
+TIMELINE = True
+
+
+def read(path: Path, window: Window | None = None) -> Capture:
     copy = _rolled_back_copy(path)
     try:
-        return _read(copy or path, path)
+        return _read(copy or path, path, window)
     finally:
         if copy is not None:
             shutil.rmtree(copy.parent, ignore_errors=True)
 
 
 def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: Path | None,
-         dur: str) -> tuple[OpAgg, ...]:
+         dur: str, where: str) -> tuple[OpAgg, ...]:
     """Kernels → their launch call (thread, CPU time) by correlation id → the NVTX ranges of that thread.
     Launch calls are runtime (cudaLaunchKernel…) or driver (cuLaunchKernelEx…: cuBLAS) API records."""
     api = [t for t in ("runtime", "driver") if t in have and conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()]
     if not api or "nvtx" not in have:
         return ()  # no API records (older tracer, or NVPROF_WRAP_CUPTI_RUNTIME=0), or no NVTX table
     calls = " UNION ALL ".join(f"SELECT correlation_id, tid, start FROM {t}" for t in api)
-    ranges = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
+    ranges = RANGES
     launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.device_id AS dev, r.tid AS tid,
                           r.start AS t, k.name AS key, {on(dur, "k")} AS dur
-                   FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{rslice}} {{slice}}"""
+                   FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{rslice}}
+                   WHERE {where} {{slice}}"""
     # split_over: a big capture's path, reopened by each attribution slice running side by side
     split = {"reopen": lambda: connect_ro(split_over), "kernel_table": "kernel", "correlation": "correlation_id"} \
         if split_over is not None else {}
@@ -106,7 +119,10 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: 
                  for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches, **split))
 
 
-def _read(source: Path, path: Path) -> Capture:
+RANGES = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
+
+
+def _read(source: Path, path: Path, window: Window | None) -> Capture:
     conn = connect_ro(source)
     try:
         have = tables(conn)
@@ -116,12 +132,16 @@ def _read(source: Path, path: Path) -> Capture:
         meta = _meta(conn)
         pid = _int(meta.get("pid"))
         # Busy time side by side with the rest (forked workers for a big capture, like the nsys reader).
-        busy_time = BusyTime(conn, source, [(t, "0", "device_id") for t in ("kernel", "memcpy", "memset")])
+        span = window_bounds(conn, window, ["kernel", "memcpy", "memset"], RANGES if "nvtx" in have else None) \
+            if window else EVERYTHING
+        busy_time = BusyTime(conn, source, [(t, "0", "device_id", "1" if t == "kernel" else "0")
+                                            for t in ("kernel", "memcpy", "memset")], span)
         try:
             dur, kernel_note = sql_duration(conn, "kernel", "kernel")
-            kernels, (memops, mem_notes) = _kernels(conn, pid, dur), _memops(conn, pid)
+            kernels = _kernels(conn, pid, dur, in_window(span))
+            memops, mem_notes = _memops(conn, pid, in_window(span))
             big = source.stat().st_size >= BIG
-            ops = _ops(conn, have, pid, source if big else None, dur)
+            ops = _ops(conn, have, pid, source if big else None, dur, in_window(span, "k"))
         except BaseException:
             busy_time.abandon()
             raise

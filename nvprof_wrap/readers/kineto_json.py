@@ -1,120 +1,34 @@
-"""PyTorch profiler / Kineto Chrome-trace JSON (``.json`` or ``.json.gz``), streamed with ijson.
+"""PyTorch profiler / Kineto Chrome-trace JSON (``.json`` or ``.json.gz``), read in one streamed pass.
 
 GPU events carry ``cat`` kernel / gpu_memcpy / gpu_memset (older traces: Kernel / Memcpy / Memset),
 ``dur`` and ``ts`` in microseconds, and the device in ``args.device`` (``pid`` is the device for
-GPU rows). Only aggregates per (device, name) are kept; intervals for the busy-time union go to a
-temporary SQLite table, not to Python lists.
+GPU rows). One pass over the events (readers/_trace_events.py) writes four small-row tables to a temporary
+on-disk SQLite file — kernels (correlation, device, name id, start, end), copies and sets, the runtime and driver
+calls (correlation, thread, time) and the CPU op / annotation ranges — and SQL does the rest: aggregates per
+(device, name), the busy-time union, the ops that launched each kernel, and a window (--window / --steps).
+Nothing is held per event in Python.
 """
 from __future__ import annotations
 
 import json
-import sqlite3
+import shutil
 from pathlib import Path
 
 import ijson
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_DURATION_NS, MAX_JSON_STRING_BYTES
+from nvprof_wrap.limits import MAX_JSON_STRING_BYTES
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
+from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._bounded import open_json
-from nvprof_wrap.readers._durations import Durations
+from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
 from nvprof_wrap.readers._nvtx import attribute
-from nvprof_wrap.readers._sqlite import busy_time
+from nvprof_wrap.readers._sqlite import EVERYTHING, BusyTime, connect_ro, in_window, window_bounds
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
-
-KERNEL_CATS = {"kernel", "Kernel"}
-MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
-MEMSET_CATS = {"gpu_memset", "Memset"}
-RANGE_CATS = {"cpu_op", "Operator", "user_annotation"}  # CPU-side ops and record_function ranges
-RUNTIME_CATS = {"cuda_runtime", "Runtime"}
-HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
-GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
-_BATCH = 20000
-_NO_MIN = 1 << 63
-_NUMBER = (int, float)
-_MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
-
-
-def _ns(us: object) -> int | None:
-    """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number or not
-    a time SQLite can hold (beyond ±2^62 ns, 146 years: start + duration must still fit)."""
-    try:
-        ns = float(us) * 1000  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return int(ns) if abs(ns) < 2**62 else None  # also False for nan
-
-
-def _direction(name: str) -> str:
-    for d in ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP"):
-        if d in name:
-            return d
-    return "other"
-
-
-class _Agg:
-    """Running aggregates: dicts keyed by distinct names, and a temp table of intervals."""
-
-    def __init__(self) -> None:
-        self.kernels: dict[tuple, list[int]] = {}
-        self.mem: dict[tuple, list[int]] = {}
-        self.host_pid: int | None = None
-        self.ranges = 0  # CPU op / annotation ranges seen: a second pass attributes kernels to them
-        self.gpu_pids: set = set()  # processes a process_name event calls a GPU: their events are GPU work
-        self.on_gpu = 0  # events on those processes that no category above made a kernel or a copy
-        self.db = sqlite3.connect("")  # a private temporary on-disk database: memory stays flat with N
-        self.db.execute('CREATE TABLE iv(pid, dev, start INTEGER, "end" INTEGER)')
-        self.batch: list[tuple] = []
-        self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
-
-    def add(self, ev: dict) -> None:
-        cat = ev.get("cat")
-        if cat not in GPU_CATS:  # most events are host-side: leave them after one lookup
-            if ev.get("ph") == "M" and ev.get("name") == "process_name" and "GPU" in str((ev.get("args") or {}).get("name")):
-                self.gpu_pids.add(ev.get("pid"))
-            elif ev.get("pid") in self.gpu_pids:
-                self.on_gpu += 1
-            if self.host_pid is None and cat in HOST_CATS and isinstance(ev.get("pid"), int):
-                self.host_pid = ev["pid"]
-            if cat in RANGE_CATS:
-                self.ranges += 1
-            return
-        args = ev.get("args") or {}
-        dev = args.get("device", ev.get("pid")) if isinstance(args, dict) else ev.get("pid")
-        dev = dev if isinstance(dev, int) else None
-        # Numbers in range take the short way (this runs once per GPU event); anything else is checked and counted.
-        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
-        start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
-        if cat in KERNEL_CATS:
-            dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
-            s = self.kernels.get((dev, name))
-            if s is None:
-                s = self.kernels[(dev, name)] = [0, 0, _NO_MIN, -1, 0]
-            s[0] += 1  # inline: this runs once per kernel launch
-            if dur is not None:
-                s[1] += dur
-                s[2] = min(s[2], dur)
-                s[3] = max(s[3], dur)
-        else:
-            memcpy = cat in MEMCPY_CATS
-            dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
-            key = (dev, "memcpy" if memcpy else "memset", _direction(name) if memcpy else "")
-            nbytes = args.get("bytes", 0) if isinstance(args, dict) else 0
-            s = self.mem.get(key)
-            if s is None:
-                s = self.mem[key] = [0, 0, 0]
-            s[0] += 1; s[1] += dur or 0; s[2] += int(nbytes or 0)
-        if start is not None and dur is not None:
-            self.batch.append((0, dev, start, start + dur))
-        if len(self.batch) >= _BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?)", self.batch)
-        self.batch.clear()
-
+from nvprof_wrap.readers._window import Window
 
 _HEADER_KEYS = ("deviceProperties", "distributedInfo", *ROCM_KEYS)
 
@@ -162,101 +76,80 @@ def _devices(props: list) -> tuple[Device, ...]:
 
 
 FORMAT = "kineto-json"
+TIMELINE = True
 
 
 def sniff(head: Head) -> bool:
     return bool(head.json_start) and (b"traceEvents" in head.raw or head.json_start == b"[")
 
 
-def read(path: Path) -> Capture:
-    agg = _Agg()
+def read(path: Path, window: Window | None = None) -> Capture:
+    folder = temp_folder()
     try:
-        with open_json(path) as f:
-            for ev in ijson.items(f, "traceEvents.item", use_float=True):
-                if isinstance(ev, dict):
-                    agg.add(ev)
-            tail, cut = f.tail(), f.cut_strings
-        agg.flush()
-        header = _header(path, tail)
-        refuse_other_vendor(path, header)
-    except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
-        raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
-    pid = agg.host_pid
-    if not agg.kernels and agg.on_gpu:
-        agg.db.close()
-        raise BadInput(path, f"Chrome trace with {agg.on_gpu} events on GPU processes but none a kernel this reader "
-                             "knows (no 'cat' kernel / Kernel): not a PyTorch profiler trace")
-    kernels = merge_kernels(KernelAgg(pid, dev, demangle(name), s[0], s[1] if s[3] >= 0 else None,
-                                      s[2] if s[3] >= 0 else None, s[3] if s[3] >= 0 else None)
-                            for (dev, name), s in agg.kernels.items())
-    memops = tuple(MemAgg(pid, dev, kind, d, s[0], s[1], s[2]) for (dev, kind, d), s in agg.mem.items())
-    activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy
-                     in busy_time(agg.db, [("iv", "pid", "dev")]))
-    agg.db.close()
+        try:
+            rows, header, cut, tail = scan(path, folder)
+            header = header if rows.hashed else _header(path, tail)
+        except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
+            raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
+        try:
+            refuse_other_vendor(path, header)
+            if not rows.names and rows.on_gpu:
+                raise BadInput(path, f"Chrome trace with {rows.on_gpu} events on GPU processes but none a kernel this "
+                                     "reader knows (no 'cat' kernel / Kernel): not a PyTorch profiler trace")
+            return _capture(path, rows, header, cut, window)
+        finally:
+            rows.db.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _capture(path: Path, rows: Rows, header: dict, cut: int, window: Window | None) -> Capture:
+    pid, db = rows.host_pid, rows.db
+    span = _span(rows, window) if window else EVERYTHING
+    # The busy-time union side by side with the rest (a forked worker for a big trace, as for SQLite captures).
+    busy_time = BusyTime(db, rows.path, [("kl", "0", "dev", "1"), ("mem", "0", "dev", "0")], span)
     try:
-        ops = _ops(path, pid) if agg.ranges else ()
-    except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
-        raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
+        names = {i: name for name, i in rows.names.items()}
+        kernels = merge_kernels(KernelAgg(pid, dev, demangle(names[nid]), n, tot, mn, mx) for dev, nid, n, tot, mn, mx
+                                in db.execute(f"SELECT dev, nid, COUNT(*), SUM(dur), MIN(dur), MAX(dur) FROM kl "
+                                              f"WHERE {in_window(span)} GROUP BY dev, nid"))
+        memops = tuple(MemAgg(pid, dev, kind, d, n, tot, nbytes) for dev, kind, d, n, tot, nbytes in db.execute(
+            f"SELECT dev, kind, dir, COUNT(*), COALESCE(SUM(dur), 0), SUM(bytes) FROM mem WHERE {in_window(span)} "
+            "GROUP BY dev, kind, dir"))
+        ops = _ops(rows, pid, names, span) if rows.ranges else ()
+    except BaseException:
+        busy_time.abandon()
+        raise
+    activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time.result())
     dist = header.get("distributedInfo") or {}
     rank = dist.get("rank") if isinstance(dist, dict) else None
-    notes = agg.kernel_time.notes() + agg.mem_time.notes() + \
+    notes = rows.kernel_time.notes() + rows.mem_time.notes() + \
         ((f"{cut:,} JSON string(s) longer than {MAX_JSON_STRING_BYTES >> 20} MiB were cut there",) if cut else ())
     return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
                    (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes)
 
 
-def _ops(path: Path, pid: int | None) -> tuple[OpAgg, ...]:
-    """Which ops launched which kernels: a second streamed pass, only for traces with CPU op ranges (the
-    first pass counted them, so traces without any pay nothing). Each kernel's correlation id leads to the
-    runtime call that launched it (thread, CPU time); the op ranges open on that thread at that time are the
-    op and its scope — the same attribution as for NVTX ranges (readers/_nvtx.py). Threads are keyed by
-    pid and tid. Rows go to a temporary on-disk database, not to Python lists."""
-    db = sqlite3.connect("")
-    try:
-        db.execute("CREATE TABLE rng(tid TEXT, s INTEGER, e INTEGER, name TEXT)")
-        db.execute("CREATE TABLE rt(corr INTEGER, tid TEXT, t INTEGER)")
-        db.execute("CREATE TABLE kl(corr INTEGER, dev INTEGER, name TEXT, dur INTEGER)")
-        batches: dict[str, list[tuple]] = {"rng": [], "rt": [], "kl": []}
-        with open_json(path) as f:
-            for ev in ijson.items(f, "traceEvents.item", use_float=True):
-                row = _op_row(ev) if isinstance(ev, dict) else None
-                if row is not None:
-                    batch = batches[row[0]]
-                    batch.append(row[1])
-                    if len(batch) >= _BATCH:
-                        _insert(db, row[0], batch)
-        for table, batch in batches.items():
-            _insert(db, table, batch)
-        rows = attribute(db, "SELECT tid, s, e, name FROM rng",
-                         f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.dev AS dev, r.tid AS tid, r.t AS t,
-                                    k.name AS key, k.dur AS dur
-                             FROM kl k LEFT JOIN rt r ON r.corr = k.corr {{rslice}} {{slice}}""")
-        return tuple(OpAgg(p, scope, op, demangle(name or "<unnamed kernel>"), n, tot)
-                     for p, _dev, scope, op, name, n, tot in rows)
-    finally:
-        db.close()
+def _span(agg: Rows, window: Window) -> tuple[int, int]:
+    """[lo, hi) of a window: from the first GPU activity, or from the step ranges (ProfilerStep#N, 'step N')."""
+    if window.seconds is not None:
+        return window_bounds(agg.db, window, ["kl", "mem"], None)
+    steps = {i: n for n, i in agg.range_names.items() if _window.could_mark_a_step(n)}
+    ids = ",".join(map(str, steps))
+    return _window.step_bounds(window.steps, ((steps[nid], tid, s, e) for tid, s, e, nid in  # type: ignore[arg-type]
+                                              agg.db.execute(f"SELECT tid, s, e, name FROM rng WHERE name IN ({ids})")))
 
 
-def _op_row(ev: dict) -> tuple[str, tuple] | None:
-    cat = ev.get("cat")
-    if cat not in RANGE_CATS and cat not in RUNTIME_CATS and cat not in KERNEL_CATS:
-        return None
-    args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-    t, dur = _ns(ev.get("ts")), _ns(ev.get("dur"))
-    if dur is not None and not 0 <= dur <= MAX_DURATION_NS:
-        dur = None  # counted and noted by the first pass
-    if cat in KERNEL_CATS:
-        dev = args.get("device", ev.get("pid"))
-        return "kl", (args.get("correlation"), dev if isinstance(dev, int) else None, str(ev.get("name", "")), dur)
-    tid = f"{ev.get('pid')}/{ev.get('tid')}"
-    if cat in RUNTIME_CATS:
-        return "rt", (args.get("correlation"), tid, t)
-    if ev.get("ph") != "X" or t is None or dur is None:
-        return None
-    return "rng", (tid, t, t + dur, str(ev.get("name", "")))
-
-
-def _insert(db: sqlite3.Connection, table: str, batch: list[tuple]) -> None:
-    if batch:
-        db.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(batch[0]))})", batch)
-        batch.clear()
+def _ops(agg: Rows, pid: int | None, names: dict[int, str], span: tuple[int, int]) -> tuple[OpAgg, ...]:
+    """Which ops launched which kernels. Each kernel's correlation id leads to the runtime or driver call that
+    launched it (thread, CPU time); the op ranges open on that thread at that time are the op and its scope — the
+    same attribution as for NVTX ranges (readers/_nvtx.py). Threads are keyed by pid and tid."""
+    range_names = {i: name for name, i in agg.range_names.items()}
+    launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.dev AS dev, r.tid AS tid, r.t AS t,
+                          k.nid AS key, k.dur AS dur
+                   FROM kl k LEFT JOIN rt r ON r.corr = k.corr {{rslice}} WHERE {in_window(span, "k")} {{slice}}"""
+    # Big traces: the segment sweep per group of threads and the launches per slice, side by side (readers/_nvtx.py)
+    split = {"reopen": lambda: connect_ro(agg.path), "kernel_table": "kl", "correlation": "corr"} \
+        if agg.path.stat().st_size >= BIG else {}
+    rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng", launches, names=range_names.__getitem__, **split)
+    return tuple(OpAgg(p, scope, op, demangle(names.get(nid) or "<unnamed kernel>"), n, tot)
+                 for p, _dev, scope, op, nid, n, tot in rows)

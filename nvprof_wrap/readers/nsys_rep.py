@@ -11,6 +11,7 @@ from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import nsys_sqlite
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.readers._window import Window
 
 
 def _writable(folder: Path) -> bool:
@@ -29,15 +30,18 @@ def sniff(head: Head) -> bool:
     return head.binary and head.path.suffix in (".nsys-rep", ".qdrep")
 
 
-def read(path: Path) -> Capture:
+TIMELINE = True
+
+
+def read(path: Path, window: Window | None = None) -> Capture:
     nsys = tools.find_nsys()
     if nsys is None:
         raise ToolMissing(f"{path}: an .nsys-rep file can only be read through Nsight Systems; install it, put "
                           "nsys on PATH or set NVPROF_WRAP_NSYS, or export it yourself: nsys export --type sqlite "
                           f"{path.name} and pass the .sqlite file")
     if _writable(path.parent):  # the export stays beside the report: the next read skips nsys
-        capture = nsys_sqlite.read(tools.nsys_export(path, nsys))
+        capture = nsys_sqlite.read(tools.nsys_export(path, nsys), window)
     else:  # a read-only folder: exported to a temporary folder, removed once read
         with tempfile.TemporaryDirectory(prefix="nvprof-wrap-") as tmp:
-            capture = nsys_sqlite.read(tools.nsys_export(path, nsys, Path(tmp) / (path.stem + ".sqlite")))
+            capture = nsys_sqlite.read(tools.nsys_export(path, nsys, Path(tmp) / (path.stem + ".sqlite")), window)
     return replace(capture, path=str(path), format=FORMAT)  # every field of the export survives (ops, counters…)

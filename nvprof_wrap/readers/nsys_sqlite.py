@@ -14,7 +14,17 @@ from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAg
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._nvtx import attribute
-from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, BusyTime, columns, connect_ro, tables
+from nvprof_wrap.readers._sqlite import (
+    EVERYTHING,
+    MEMCPY_DIRECTION,
+    BusyTime,
+    columns,
+    connect_ro,
+    in_window,
+    tables,
+    window_bounds,
+)
+from nvprof_wrap.readers._window import Window
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -25,7 +35,7 @@ def _pid_expr(cols: set[str]) -> str:
     return "((globalPid >> 24) & 16777215)" if "globalPid" in cols else "NULL"
 
 
-def _kernels(conn: sqlite3.Connection, dur: str) -> tuple[KernelAgg, ...]:
+def _kernels(conn: sqlite3.Connection, dur: str, where: str = "true") -> tuple[KernelAgg, ...]:
     cols = columns(conn, KERNEL)
     name_col = next((c for c in ("demangledName", "mangledName", "shortName") if c in cols), None)
     if name_col is None:
@@ -36,13 +46,14 @@ def _kernels(conn: sqlite3.Connection, dur: str) -> tuple[KernelAgg, ...]:
     sql = f"""
     SELECT {_pid_expr(cols).replace("globalPid", "g.gp")}, g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot
     FROM (SELECT {name_col} AS nid, {gpid} AS gp, deviceId AS dev, COUNT(*) AS n, SUM({dur}) AS tot
-          FROM {KERNEL} GROUP BY {name_col}, {gpid}, deviceId) g
+          FROM {KERNEL} WHERE {where} GROUP BY {name_col}, {gpid}, deviceId) g
     LEFT JOIN StringIds s ON s.id = g.nid"""
     # demangledName holds mangled text in some exports (TensorFlow's kernels): demangled here, once per name.
     return merge_kernels(KernelAgg(p, d, demangle(n), c, t) for p, d, n, c, t in conn.execute(sql))
 
 
-def _memops(conn: sqlite3.Connection, have: set[str]) -> tuple[tuple[MemAgg, ...], tuple[str, ...]]:
+def _memops(conn: sqlite3.Connection, have: set[str],
+            where: str = "true") -> tuple[tuple[MemAgg, ...], tuple[str, ...]]:
     out: list[MemAgg] = []
     notes: list[str] = []
     if MEMCPY in have:
@@ -51,20 +62,21 @@ def _memops(conn: sqlite3.Connection, have: set[str]) -> tuple[tuple[MemAgg, ...
         notes += [note] if note else []
         for p, dev, kind, n, tot, nbytes in conn.execute(
                 f"SELECT {pid}, deviceId, copyKind, COUNT(*), COALESCE(SUM({dur}), 0), SUM(bytes) FROM {MEMCPY} "
-                "GROUP BY 1,2,3"):
+                f"WHERE {where} GROUP BY 1,2,3"):
             out.append(MemAgg(p, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes))
     if MEMSET in have:
         pid = _pid_expr(columns(conn, MEMSET))
         dur, note = sql_duration(conn, MEMSET, "memset")
         notes += [note] if note else []
         for p, dev, n, tot, nbytes in conn.execute(
-                f"SELECT {pid}, deviceId, COUNT(*), COALESCE(SUM({dur}), 0), SUM(bytes) FROM {MEMSET} GROUP BY 1,2"):
+                f"SELECT {pid}, deviceId, COUNT(*), COALESCE(SUM({dur}), 0), SUM(bytes) FROM {MEMSET} WHERE {where} "
+                "GROUP BY 1,2"):
             out.append(MemAgg(p, dev, "memset", "", n, tot, nbytes))
     return merge_memops(out), tuple(notes)
 
 
-def _busy_sources(conn: sqlite3.Connection, have: set[str]) -> list[tuple[str, str, str]]:
-    return [(t, "globalPid" if "globalPid" in columns(conn, t) else "NULL", "deviceId")
+def _busy_sources(conn: sqlite3.Connection, have: set[str]) -> list[tuple[str, str, str, str]]:
+    return [(t, "globalPid" if "globalPid" in columns(conn, t) else "NULL", "deviceId", "1" if t == KERNEL else "0")
             for t in (KERNEL, MEMCPY, MEMSET) if t in have]
 
 
@@ -90,8 +102,19 @@ def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tupl
     return tuple(Process(pid, names.get(pid)) for pid in sorted(pids))
 
 
-def _ops(conn: sqlite3.Connection, have: set[str], path: Path,
-         dur: str) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
+def _ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
+    """(tid, s, e, name) of the push/pop and start/end NVTX ranges; None without an NVTX table."""
+    if "NVTX_EVENTS" not in have:
+        return None
+    # Registered strings (nvtxDomainRegisterString) are in StringIds through textId, in exports that have it.
+    text, join = ("COALESCE(n.text, s.value)", "LEFT JOIN StringIds s ON s.id = n.textId") \
+        if "textId" in columns(conn, "NVTX_EVENTS") else ("n.text", "")
+    return f"""SELECT n.globalTid AS tid, n.start AS s, n."end" AS e, {text} AS name
+               FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60)"""
+
+
+def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
+         where: str) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
     """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges.
     One pass gives the kernel aggregates too (every launch counted once, launches without a runtime record
     outside any range), so a capture with NVTX ranges is scanned once, not twice. None without ranges."""
@@ -100,16 +123,12 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path,
     kcols = columns(conn, KERNEL)
     if not {"demangledName", "globalPid", "correlationId"} <= kcols:
         return None
-    # Registered strings (nvtxDomainRegisterString) are in StringIds through textId, in exports that have it.
-    text, join = ("COALESCE(n.text, s.value)", "LEFT JOIN StringIds s ON s.id = n.textId") \
-        if "textId" in columns(conn, "NVTX_EVENTS") else ("n.text", "")
-    ranges = f"""SELECT n.globalTid AS tid, n.start AS s, n."end" AS e, {text} AS name
-                 FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60)"""
+    ranges = _ranges_sql(conn, have)
     launches = f"""SELECT (k.globalPid >> 24) & 16777215 AS pid, k.deviceId AS dev, r.globalTid AS tid, r.start AS t,
                          k.demangledName AS key, {dur} AS dur
                   FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
                     ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) {{rslice}}
-                  {{slice}}"""
+                  WHERE {where} {{slice}}"""
     rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path), kernel_table=KERNEL)
     if not rows:
         return None
@@ -152,7 +171,10 @@ def sniff(head: Head) -> bool:
     return bool(head.sqlite_tables & {"StringIds", "TARGET_INFO_SESSION_START_TIME"})
 
 
-def read(path: Path) -> Capture:
+TIMELINE = True
+
+
+def read(path: Path, window: Window | None = None) -> Capture:
     conn = connect_ro(path)
     try:
         have = tables(conn)
@@ -160,17 +182,19 @@ def read(path: Path) -> Capture:
             _no_kernels(path, conn, have)
             raise BadInput(path, "Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table "
                                  "(was CUDA tracing on? nsys profile --trace=cuda)")
-        busy_time = BusyTime(conn, path, _busy_sources(conn, have))  # side by side with the rest
+        span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have],
+                             _ranges_sql(conn, have)) if window else EVERYTHING
+        busy_time = BusyTime(conn, path, _busy_sources(conn, have), span)  # side by side with the rest
         try:
-            memops, mem_notes = _memops(conn, have)
+            memops, mem_notes = _memops(conn, have, in_window(span))
             dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
-            attributed = _ops(conn, have, path, on(dur, "k"))
-            kernels, ops = attributed if attributed is not None else (_kernels(conn, dur), ())
+            attributed = _ops(conn, have, path, on(dur, "k"), in_window(span, "k"))
+            kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
         except BaseException:
             busy_time.abandon()
             raise
         busy = _activity(busy_time.result())
-        if not kernels:
+        if not kernels and window is None:  # (a window without kernels: readers.read says so)
             _no_kernels(path, conn, have)
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \

@@ -14,7 +14,16 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import PLAIN, SOUND, sql_duration
 from nvprof_wrap.readers._head import Head
-from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION, busy_time, connect_ro, tables
+from nvprof_wrap.readers._sqlite import (
+    EVERYTHING,
+    MEMCPY_DIRECTION,
+    busy_time,
+    connect_ro,
+    in_window,
+    tables,
+    window_bounds,
+)
+from nvprof_wrap.readers._window import Window
 
 KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -29,11 +38,12 @@ def _single_pid(conn: sqlite3.Connection, have: set[str]) -> int | None:
     return pids[0] if len(pids) == 1 else None
 
 
-def _kernels(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[tuple[KernelAgg, ...], list[str]]:
+def _kernels(conn: sqlite3.Connection, have: set[str], pid: int | None,
+             where: str) -> tuple[tuple[KernelAgg, ...], list[str]]:
     present = [t for t in KERNEL_TABLES if t in have]
     checked = [sql_duration(conn, t, "kernel") for t in present]
     dur = PLAIN if all(expr == PLAIN for expr, _ in checked) else SOUND
-    union = " UNION ALL ".join(f'SELECT deviceId AS dev, name, start, "end" FROM {t}' for t in present)
+    union = " UNION ALL ".join(f'SELECT deviceId AS dev, name, start, "end" FROM {t} WHERE {where}' for t in present)
     sql = f"""
     SELECT g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot, g.mn, g.mx FROM
       (SELECT dev, name, COUNT(*) AS n, SUM({dur}) AS tot, MIN({dur}) AS mn, MAX({dur}) AS mx
@@ -43,7 +53,8 @@ def _kernels(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple
                          for dev, name, n, tot, mn, mx in conn.execute(sql)), [n for _, n in checked if n]
 
 
-def _memops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[tuple[MemAgg, ...], list[str]]:
+def _memops(conn: sqlite3.Connection, have: set[str], pid: int | None,
+            where: str) -> tuple[tuple[MemAgg, ...], list[str]]:
     out: list[MemAgg] = []
     notes: list[str] = []
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in have:
@@ -52,20 +63,24 @@ def _memops(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[
         out += [MemAgg(pid, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes)
                 for dev, kind, n, tot, nbytes in conn.execute(
                     f"SELECT deviceId, copyKind, COUNT(*), COALESCE(SUM({dur}), 0), SUM(bytes) "
-                    "FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1, 2")]
+                    f"FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE {where} GROUP BY 1, 2")]
     if "CUPTI_ACTIVITY_KIND_MEMSET" in have:
         dur, note = sql_duration(conn, "CUPTI_ACTIVITY_KIND_MEMSET", "memset")
         notes += [note] if note else []
         out += [MemAgg(pid, dev, "memset", "", n, tot, nbytes) for dev, n, tot, nbytes in conn.execute(
             f"SELECT deviceId, COUNT(*), COALESCE(SUM({dur}), 0), SUM(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET "
-            "GROUP BY 1")]
+            f"WHERE {where} GROUP BY 1")]
     return merge_memops(out), notes
 
 
-def _activity(conn: sqlite3.Connection, have: set[str], pid: int | None) -> tuple[Activity, ...]:
-    tabs = [t for t in (*KERNEL_TABLES, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET") if t in have]
-    return tuple(Activity(pid, dev, a, b, busy)
-                 for _, dev, a, b, busy in busy_time(conn, [(t, "0", "deviceId") for t in tabs]))
+def _gpu_tables(have: set[str]) -> list[str]:
+    return [t for t in (*KERNEL_TABLES, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET") if t in have]
+
+
+def _activity(conn: sqlite3.Connection, have: set[str], pid: int | None,
+              span: tuple[int, int]) -> tuple[Activity, ...]:
+    sources = [(t, "0", "deviceId", "1" if t in KERNEL_TABLES else "0") for t in _gpu_tables(have)]
+    return tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time(conn, sources, span))
 
 
 def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
@@ -84,17 +99,22 @@ def sniff(head: Head) -> bool:
     return "StringTable" in t and bool(t & {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL"})
 
 
-def read(path: Path) -> Capture:
+TIMELINE = True
+
+
+def read(path: Path, window: Window | None = None) -> Capture:
     conn = connect_ro(path)
     try:
         have = tables(conn)
         if not any(t in have for t in KERNEL_TABLES) or "StringTable" not in have:
             raise BadInput(path, "nvprof file without kernel tables (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL / _KERNEL)")
         pid = _single_pid(conn, have)
-        kernels, notes = _kernels(conn, have, pid)
-        memops, mem_notes = _memops(conn, have, pid)
+        # NVTX markers of nvprof files are not read: --steps finds no step there and says so.
+        span = window_bounds(conn, window, _gpu_tables(have), None) if window else EVERYTHING
+        kernels, notes = _kernels(conn, have, pid, in_window(span))
+        memops, mem_notes = _memops(conn, have, pid, in_window(span))
         procs = (Process(pid),) if pid is not None else ()
-        return Capture(str(path), "nvprof", kernels, memops, _activity(conn, have, pid),
+        return Capture(str(path), "nvprof", kernels, memops, _activity(conn, have, pid, span),
                        _devices(conn, have), procs, notes=tuple(notes + mem_notes))
     finally:
         conn.close()

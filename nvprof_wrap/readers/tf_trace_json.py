@@ -48,7 +48,7 @@ class _Agg:
         self.ops: dict[tuple, list[int]] = {}
         self.with_op = 0
         self.db = sqlite3.connect("")  # a private temporary database: memory stays flat with the trace's size
-        self.db.execute('CREATE TABLE iv(pid, tid, start INTEGER, "end" INTEGER)')
+        self.db.execute('CREATE TABLE iv(pid, tid, start INTEGER, "end" INTEGER, k INTEGER)')
         self.batch: list[tuple] = []
 
     def meta(self, ev: dict) -> None:
@@ -80,12 +80,12 @@ class _Agg:
         else:
             m = self.mem.setdefault((pid, tid, *copy), [0, 0, 0])
             m[0] += 1; m[1] += dur; m[2] += copy_bytes(args)
-        self.batch.append((pid, tid, start, start + dur))
+        self.batch.append((pid, tid, start, start + dur, copy is None))
         if len(self.batch) >= _BATCH:
             self.flush()
 
     def flush(self) -> None:
-        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?)", self.batch)
+        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?,?)", self.batch)
         self.batch.clear()
 
     def stream(self, pid, tid) -> int | None:
@@ -118,9 +118,9 @@ def _activity(agg: _Agg) -> tuple[Activity, ...]:
     streams = [(pid, tid, agg.stream(pid, tid)) for pid, tid in agg.db.execute("SELECT DISTINCT pid, tid FROM iv")]
     agg.db.execute("CREATE TABLE gpu(pid, tid, dev)")
     agg.db.executemany("INSERT INTO gpu VALUES (?,?,?)", [s for s in streams if s[2] is not None])
-    agg.db.execute('CREATE TABLE giv AS SELECT g.dev AS dev, i.start AS start, i."end" AS "end" '
+    agg.db.execute('CREATE TABLE giv AS SELECT g.dev AS dev, i.start AS start, i."end" AS "end", i.k AS k '
                    "FROM iv i JOIN gpu g ON g.pid IS i.pid AND g.tid IS i.tid")
-    return tuple(Activity(None, dev, a, b, busy) for _, dev, a, b, busy in busy_time(agg.db, [("giv", "0", "dev")]))
+    return tuple(Activity(None, dev, a, b, busy) for _, dev, a, b, busy in busy_time(agg.db, [("giv", "0", "dev", "k")]))
 
 
 def _found(agg: _Agg) -> str:

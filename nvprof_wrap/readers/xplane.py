@@ -76,16 +76,16 @@ class _Agg:
         self.devices: dict[int, Device] = {}
         self.copies = 0
         self.db = sqlite3.connect("")
-        self.db.execute('CREATE TABLE iv(dev, start INTEGER, "end" INTEGER)')
+        self.db.execute('CREATE TABLE iv(dev, start INTEGER, "end" INTEGER, k INTEGER)')
         self.batch: list[tuple] = []
 
-    def interval(self, dev: int, start: int, dur: int) -> None:
-        self.batch.append((dev, start, start + dur))
+    def interval(self, dev: int, start: int, dur: int, kernel: bool) -> None:
+        self.batch.append((dev, start, start + dur, kernel))
         if len(self.batch) >= _BATCH:
             self.flush()
 
     def flush(self) -> None:
-        self.db.executemany("INSERT INTO iv VALUES (?,?,?)", self.batch)
+        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?)", self.batch)
         self.batch.clear()
 
 
@@ -149,7 +149,7 @@ def _fold(agg: _Agg, plane: _Plane, line_ts: int, events) -> None:
             m = agg.mem.setdefault((dev, *kind), [0, 0, 0])
             m[0] += n; m[1] += dur; m[2] += copy_bytes(stats)
         if n == 1:
-            agg.interval(dev, line_ts + ev.offset_ps // 1000, dur)
+            agg.interval(dev, line_ts + ev.offset_ps // 1000, dur, kind is None)
 
 
 def _line(buf, start: int, end: int, agg: _Agg, plane: _Plane, S) -> None:
@@ -221,7 +221,7 @@ def read(path: Path) -> Capture:
     try:
         errors = _scan(path, agg)
         activity = tuple(Activity(None, dev, a, b, busy)
-                         for _, dev, a, b, busy in busy_time(agg.db, [("iv", "0", "dev")]))
+                         for _, dev, a, b, busy in busy_time(agg.db, [("iv", "0", "dev", "k")]))
     except (ValueError, DecodeError, OSError) as e:
         raise BadInput(path, f"not a readable XSpace (.xplane.pb) file ({type(e).__name__}: {e})") from None
     finally:

@@ -83,6 +83,8 @@ def report(r: Report) -> dict:
         "gpus": [{"device_id": g.device_id, "name": g.name, "compute_capability": g.cc,
                   "has_tensor_cores": g.has_tensor_cores} for g in r.gpus],
         "health": health(r.health),
+        "scope": None if r.scope is None else {"kind": r.scope.kind, "start": r.scope.start, "end": r.scope.end,
+                                               "option": r.scope.option, "description": scope_text(r.scope)},
     }
 
 
@@ -106,3 +108,22 @@ def skipped_summary(skipped: tuple[tuple[str, str], ...]) -> tuple[list[tuple[st
     if len(reasons) > 3:
         parts.append(f"{sum(n for _, n in reasons[3:]):,} for {len(reasons) - 3} other reasons")
     return shown, f"{len(skipped):,} files skipped in all; besides the above: " + "; ".join(parts)
+
+
+# What each table's percentages are of: every percentage names its base (terminal captions, markdown notes, HTML).
+BASES = {
+    "split": "share: of GPU time (kernels, copies and sets)",
+    "groups": "tensor core: of its kernel time · GPU idle: of its first kernel's start to last kernel's end",
+    "kernels": "% time: of all kernel time",
+    "ops": "% time: of kernel time · tensor core: of the op's own kernel time",
+}
+
+
+def scope_text(scope) -> str | None:
+    """The steady-state line of a report read through --window / --steps; None for whole captures."""
+    if scope is None:
+        return None
+    what = (f"steps {int(scope.start)} to {int(scope.end) - 1}" if scope.kind == "steps" else
+            f"{scope.start:g} s to {scope.end:g} s after the first GPU activity")
+    return f"Steady state only: {what} ({scope.option}) — every time, share and idle figure is of what started in it."
+

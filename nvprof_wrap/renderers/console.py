@@ -11,7 +11,7 @@ from rich.text import Text
 
 from nvprof_wrap.names import shorten_all
 from nvprof_wrap.renderers import _compare, _doctor, _experiment
-from nvprof_wrap.renderers._rows import mix_text, skipped_summary, split_label
+from nvprof_wrap.renderers._rows import BASES, mix_text, scope_text, skipped_summary, split_label
 from nvprof_wrap.report import GroupRow, KernelRow, Report
 from nvprof_wrap.sanitize import clean_lines, deep
 
@@ -48,12 +48,16 @@ def _bar(share: float, width: int = 20) -> str:
 
 
 def _split(report: Report) -> Table:
-    t = Table(title="Where GPU time went", title_justify="left", show_edge=False, pad_edge=False)
+    t = Table(title="Where GPU time went", title_justify="left", show_edge=False, pad_edge=False, **_caption("split"))
     for col, j in (("", "left"), ("time", "right"), ("share", "right"), ("count", "right"), ("", "left")):
         t.add_column(col, justify=j)
     for s in report.split:
         t.add_row(split_label(s), fmt_ns(s.total_ns), pct(s.share), f"{s.count:,}", _bar(s.share))
     return t
+
+
+def _caption(table: str) -> dict:
+    return {"caption": BASES[table], "caption_justify": "left", "caption_style": "dim"}
 
 
 def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120) -> Table:
@@ -66,7 +70,7 @@ def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120) 
     prec = head.index("TC precision")
     widths[prec] = max(8, min(widths[prec], width - sum(w for i, w in enumerate(widths) if i != prec)
                               - 3 * (len(head) - 1)))
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, **_caption("groups"))
     for col, w in zip(head, widths):
         t.add_column(col, justify="left" if col in (key, "", "TC precision") else "right", no_wrap=True,
                      overflow="ellipsis", width=w)
@@ -79,7 +83,7 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
     # rich squeezes no_wrap columns to nothing when a table is too wide: give every column a width.
     # Number columns are as wide as their widest value (never cut); the precision column as its longest value.
     prec_w = max([9] + [len(k.precision or "-") for k in rows])
-    fixed = {"launches": max([8] + [len(f"{k.launches:,}") for k in rows]), "total": 8, "mean": 8, "% GPU": 6,
+    fixed = {"launches": max([8] + [len(f"{k.launches:,}") for k in rows]), "total": 8, "mean": 8, "% time": 6,
              "TC": 3, "precision": min(prec_w, 14)}
     if width < 140:  # mean = total / launches: the first column to go when names need the room
         del fixed["mean"]
@@ -88,7 +92,7 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
     if not show_why:
         room = max(room + 3, 20)
     name_w = min(62, max(24, int(room * 0.6))) if show_why else room
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide)
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide, **_caption("kernels"))
     t.add_column("kernel", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=name_w)
     for col, w in fixed.items():
         t.add_column(col, justify="center" if col == "TC" else "left" if col == "precision" else "right",
@@ -106,10 +110,10 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
 
 def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
     # Explicit widths, as for the kernel table: rich would squeeze the number columns to nothing.
-    fixed = {"kernels": 7, "launches": 8, "GPU time": 8, "% GPU": 6, "tensor core": 11}
+    fixed = {"kernels": 7, "launches": 8, "GPU time": 8, "% time": 6, "tensor core": 11}
     room = max(width - sum(fixed.values()) - 3 * (len(fixed) + 2), 24)
     op_w = max(16, min(48, room // 2))
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, **_caption("ops"))
     t.add_column("op / range", no_wrap=True, overflow="ellipsis", width=op_w)
     for col, w in fixed.items():
         t.add_column(col, justify="right", no_wrap=True, width=w)
@@ -133,6 +137,8 @@ def render_report(report: Report, width: int = 120, color: bool = False, wide: b
     report = deep(report)  # no control character from a capture reaches the terminal (sanitize.py)
     v = report.verdict
     parts: list = [Text(v.message, style=VERDICT_STYLE[v.tensor_cores])]
+    if report.scope:
+        parts.append(Text(scope_text(report.scope), style="bold"))
     for hint in report.hints:
         parts.append(Text(f"  • {hint}"))
     parts.append(Text(""))

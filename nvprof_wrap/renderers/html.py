@@ -124,7 +124,9 @@ def _limited(head: tuple[str, ...], rows: list[list], limit: int, what: str, num
 def _verdict(d: dict) -> str:
     hints = "".join(f"<li>{_t(h)}</li>" for h in d["hints"])
     return (f'<div class="verdict v-{VERDICT_CLASS.get(d["verdict"], "unknown")}" role="status">'
-            f'<p class="message">{_t(d["message"])}</p>' + (f'<ul class="hints">{hints}</ul>' if hints else "")
+            f'<p class="message">{_t(d["message"])}</p>'
+            + (f'<p class="scope"><strong>{_t(d["scope"]["description"])}</strong></p>' if d.get("scope") else "")
+            + (f'<ul class="hints">{hints}</ul>' if hints else "")
             + "</div>\n")
 
 
@@ -170,9 +172,10 @@ def _chart(split: list[dict], ident: str) -> str:
 
 _CHART_NOTE = ('<p class="muted">Shares of summed GPU operation time (kernels, copies, memsets); × counts launches '
                "or operations.</p>\n")
-_OP_HEAD = ("op / range", "kernels", "launches", "GPU time", "share", "tensor-core share", "precision of its kernels")
-_GROUP_HEAD = ("launches", "kernel time", "tensor-core share", "tensor-core precisions", "GPU busy", "span",
-               "GPU idle")
+_OP_HEAD = ("op / range", "kernels", "launches", "GPU time", "% of kernel time", "tensor-core share of its kernel time",
+            "precision of its kernels")
+_GROUP_HEAD = ("launches", "kernel time", "tensor-core share of its kernel time", "tensor-core precisions", "GPU busy",
+               "span (first kernel start to last kernel end)", "GPU idle (of the span)")
 KERNEL_HEAD = ("kernel", "launches", "total", "mean", "% of kernel time", "tensor core", "precision", "family",
                "evidence", "why (reason · counter or code detail · flag)")
 

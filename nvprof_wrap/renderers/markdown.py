@@ -26,7 +26,7 @@ def _table(header: list[str], rows: list[list[object]]) -> str:
 
 
 def _kernel_rows(rows: list[KernelRow], wide: bool) -> str:
-    return _table(["kernel", "launches", "total ms", "% GPU", "tensor core", "precision", "evidence", "reason"],
+    return _table(["kernel", "launches", "total ms", "% of kernel time", "tensor core", "precision", "evidence", "reason"],
                   [[name, k.launches, f"{k.total_ns / 1e6:.3f}",
                     f"{100 * k.share:.1f}", k.tensor_core, k.precision or "-", k.evidence, k.reason]
                    for k, name in zip(rows, [k.name for k in rows] if wide else shorten_all([k.name for k in rows], 90))])
@@ -34,9 +34,11 @@ def _kernel_rows(rows: list[KernelRow], wide: bool) -> str:
 
 def render_report(report: Report, wide: bool = False, limit: int = 20, **_: object) -> str:
     d = _rows.report(report)
-    out = [f"**{esc(report.verdict.message)}**\n", *[f"- {esc(h)}" for h in report.hints],
+    scope = _rows.scope_text(report.scope)
+    out = [f"**{esc(report.verdict.message)}**\n", *([f"_{esc(scope)}_\n"] if scope else []),
+           *[f"- {esc(h)}" for h in report.hints],
            "\n## Where GPU time went\n",
-           _table(["category", "ms", "share", "count"],
+           _table(["category", "ms", "% of GPU time (kernels, copies, sets)", "count"],
                   [[s["category"], f"{s['total_ns'] / 1e6:.3f}", f"{100 * s['share']:.1f}%", s["count"]]
                    for s in d["time_split"]]),
            ]
@@ -51,7 +53,7 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
                          report.ops), ("Outer ranges (layers / modules)", report.scopes)):
         if rows:
             out += [f"\n## {title}\n",
-                    _table(["op / range", "kernels", "launches", "ms", "% of GPU kernel time", "tensor core",
+                    _table(["op / range", "kernels", "launches", "ms", "% of kernel time", "tensor core (of its kernel time)",
                             "precision of its kernels"],
                            [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.share:.1f}%",
                              f"{100 * o.tc_share:.1f}%", _rows.mix_text(o.precisions)] for o in rows[:limit]])]
@@ -75,9 +77,10 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
 
 def _groups(rows, key: str) -> str:
     return _table([key, "", "launches", "kernel ms", "tensor core (of its kernel time)", "TC precision",
-                   "GPU idle"],
+                   "GPU idle (of first kernel start to last kernel end)"],
                   [[g.key, g.label, g.launches, f"{g.kernel_ns / 1e6:.3f}", f"{100 * g.tc_share:.1f}%",
-                    " + ".join(g.precisions) or "-", f"{100 * g.idle_share:.1f}%"] for g in rows])
+                    " + ".join(g.precisions) or "-", "-" if g.idle_share is None else f"{100 * g.idle_share:.1f}%"]
+                   for g in rows])
 
 
 def render_kernels(rows: list[KernelRow], wide: bool = False, **_: object) -> str:

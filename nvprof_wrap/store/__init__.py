@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.parse
 from collections.abc import Iterable
-from dataclasses import asdict, astuple, fields
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput, CannotWrite
@@ -237,7 +237,10 @@ class Store(Queries):
             return
         cols = ["capture_id", *(f.name for f in fields(rows[0]))]
         sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-        self.db.conn.executemany(sql, ((cid, *astuple(r)) for r in rows))
+        # The model's rows are flat: their fields as they are (dataclasses.astuple deep-copies each value: 0.35 s
+        # for the 6,000 op rows of a torch.profiler trace).
+        names = [f.name for f in fields(rows[0])]
+        self.db.conn.executemany(sql, ((cid, *(getattr(r, n) for n in names)) for r in rows))
 
     def set_ranks(self, ranks: dict[int, int]) -> None:
         """Label processes with the distributed rank their launcher gave them (from a run manifest)."""

@@ -137,13 +137,16 @@ class Queries:
         return self.rows("SELECT pid AS g, MAX(name) AS name, MAX(rank) AS rank FROM processes GROUP BY pid")
 
     def op_kernels(self, column: str) -> list[dict]:
-        """Per op (column 'op') or scope (column 'scope') and kernel name: launches, time and verdict."""
+        """Per op (column 'op') or scope (column 'scope') and kernel name: launches, time and verdict (of one device:
+        the verdict is the name's). One index seek per row of ops: joining a grouped copy of the verdicts compared
+        names row by row (0.45 s per call for 5,500 ops rows and 546 names)."""
         assert column in _OP_COLUMNS
         return self.rows(f"""
             SELECT o.{column} AS op, o.name, SUM(o.launches) AS launches, SUM(o.total_ns) AS ns,
                    v.tensor_core, v.precision
-            FROM ops o JOIN (SELECT * FROM {_V} GROUP BY capture_id, name) v
-                 ON v.capture_id = o.capture_id AND v.name = o.name GROUP BY o.{column}, o.name""")
+            FROM ops o JOIN {_V} v ON v.rowid = (SELECT w.rowid FROM {_V} w
+                                                  WHERE w.capture_id = o.capture_id AND w.name = o.name LIMIT 1)
+            GROUP BY o.{column}, o.name""")
 
     def sources(self) -> list[dict]:
         return self.rows("SELECT path, format, partial, notes FROM captures ORDER BY id")

@@ -1,0 +1,317 @@
+"""One streamed pass over a Kineto / Chrome trace's events → small integer rows in an SQLite file (readers/kineto_json.py
+reads them): kernels (correlation, device, name id, start, end, duration), copies and sets, runtime and driver calls
+(correlation, thread id, time) and CPU op / annotation ranges (thread id, start, end, name id).
+
+Ids are the values' Python hashes (a name's, a (pid, tid) thread's): the same in forked workers, which share the
+parent's hash seed, so a big uncompressed trace is read in parts side by side — one byte range per core, cut
+between events (readers/_trace_events.py) — and the parts' rows are copied together without renumbering. Two
+different values with one hash (a chance of ~1e-15 per trace) are never merged: the part that meets them says so and
+the trace is read again in one process, numbering by count.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from nvprof_wrap.limits import MAX_DURATION_NS
+from nvprof_wrap.readers._durations import Durations
+from nvprof_wrap.readers._fork import BIG, Forked, can_fork, cores
+from nvprof_wrap.readers._trace_events import NotFast, TraceEvents, split_points
+
+KERNEL_CATS = {"kernel", "Kernel"}
+MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
+MEMSET_CATS = {"gpu_memset", "Memset"}
+MEM_CATS = MEMCPY_CATS | MEMSET_CATS
+RANGE_CATS = {"cpu_op", "Operator", "user_annotation"}  # CPU-side ops and record_function ranges
+RUNTIME_CATS = {"cuda_runtime", "Runtime"}
+FLOW_CATS = {"ac2g", "fwdbwd"}  # flow arrows (launch → kernel, forward → backward): nothing to read in them
+HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
+GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
+_BATCH = 20000
+_NUMBER = (int, float)
+_MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
+
+
+def _ns(us: object) -> int | None:
+    """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number or not
+    a time SQLite can hold (beyond ±2^62 ns, 146 years: start + duration must still fit)."""
+    try:
+        ns = float(us) * 1000  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return int(ns) if abs(ns) < 2**62 else None  # also False for nan
+
+
+def _direction(name: str) -> str:
+    for d in ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP"):
+        if d in name:
+            return d
+    return "other"
+
+
+class Rows:
+    """What one pass keeps: rows in an SQLite file (memory stays flat with N), and small dicts of distinct values —
+    kernel names, range names and threads (pid, tid) to integer ids — so rows hold integers."""
+
+    def __init__(self, db: Path, hashed: bool = True) -> None:
+        self.path, self.hashed = db, hashed
+        self.names: dict[str, int] = {}  # kernel names
+        self.range_names: dict[str, int] = {}
+        self.threads: dict[tuple, int] = {}
+        self.taken: dict[int, set[int]] = {id(self.names): set(), id(self.range_names): set(), id(self.threads): set()}
+        self.host_pid: int | None = None
+        self.ranges = 0  # CPU op / annotation ranges seen: only then are kernels attributed to ops
+        self.gpu_pids: set = set()  # processes a process_name event calls a GPU: their events are GPU work
+        self.on_gpu = 0  # events on those processes that no category above made a kernel or a copy
+        self.db = sqlite3.connect(db)
+        self.db.execute("PRAGMA journal_mode=OFF")
+        self.db.execute("PRAGMA synchronous=OFF")
+        for sql in ('CREATE TABLE kl(corr INTEGER, dev INTEGER, nid INTEGER, start INTEGER, "end" INTEGER, dur)',
+                    'CREATE TABLE mem(dev INTEGER, kind, dir, start INTEGER, "end" INTEGER, dur, bytes INTEGER)',
+                    "CREATE TABLE rt(corr INTEGER, tid INTEGER, t INTEGER)",
+                    "CREATE TABLE rng(tid INTEGER, s INTEGER, e INTEGER, name INTEGER)"):
+            self.db.execute(sql)
+        self.rows: dict[str, list[tuple]] = {"kl": [], "mem": [], "rt": [], "rng": []}
+        self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
+
+    def add_all(self, events: list) -> None:
+        kl, rt, rng, threads, range_names = self.rows["kl"], self.rows["rt"], self.rows["rng"], self.threads, \
+            self.range_names
+        ranges = 0
+        for ev in events:
+            if type(ev) is not dict:
+                continue
+            cat = ev.get("cat")
+            if self.host_pid is None and cat in HOST_CATS:
+                self._host(ev)
+            # The most frequent kinds inline (this loop runs once per event; ranges, runtime calls and flows are
+            # most of a torch.profiler trace): numbers in range take the short way, anything else is checked.
+            if cat in RANGE_CATS:
+                ranges += 1
+                try:  # subscripts: the keys every complete event has (the general way below when one is missing)
+                    if ev["ph"] != "X":
+                        continue
+                    t, d, thread, name = ev["ts"], ev["dur"], (ev["pid"], ev["tid"]), ev["name"]
+                except KeyError:
+                    self._range(ev)
+                    continue
+                if type(t) in _NUMBER and type(d) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US and 0 <= d <= _MAX_DUR_US:
+                    s = int(t * 1000)
+                    e = s + int(d * 1000)
+                else:
+                    s, e = _ns(t), _ns(d)
+                    if s is None or e is None or not 0 <= e <= MAX_DURATION_NS:
+                        continue
+                    e += s
+                tid = threads.get(thread)
+                if tid is None:
+                    tid = self._id(threads, thread)
+                nid = range_names.get(name) if type(name) is str else None
+                if nid is None:
+                    nid = self._range_name(name)
+                rng.append((tid, s, e, nid))
+            elif cat in FLOW_CATS:
+                if ev.get("pid") in self.gpu_pids:
+                    self.on_gpu += 1
+            elif cat in RUNTIME_CATS:
+                args, t = ev.get("args"), ev.get("ts")
+                thread = (ev.get("pid"), ev.get("tid"))
+                tid = threads.get(thread)
+                if tid is None:
+                    tid = self._id(threads, thread)
+                rt.append((args.get("correlation") if type(args) is dict else None, tid,
+                           int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)))
+            elif cat in KERNEL_CATS:
+                kl.append(self._kernel(ev))
+            elif cat in MEM_CATS:
+                self.rows["mem"].append(self._mem(ev, cat))
+            else:
+                self._other(ev)
+        self.ranges += ranges
+        if len(kl) + len(rt) + len(rng) >= _BATCH:
+            self.flush()
+
+    def _range(self, ev: dict) -> None:
+        """A range event without one of the usual keys: a missing one is None (an empty name)."""
+        if ev.get("ph") != "X":
+            return
+        s, e = _ns(ev.get("ts")), _ns(ev.get("dur"))
+        if s is None or e is None or not 0 <= e <= MAX_DURATION_NS:
+            return
+        thread = (ev.get("pid"), ev.get("tid"))
+        tid = self.threads.get(thread)
+        self.rows["rng"].append((self._id(self.threads, thread) if tid is None else tid, s, s + e,
+                                 self._range_name(ev.get("name", ""))))
+
+    def _host(self, ev: dict) -> None:
+        if isinstance(ev.get("pid"), int):
+            self.host_pid = ev["pid"]
+
+    def _range_name(self, name: object) -> int:
+        name = str(name)
+        nid = self.range_names.get(name)
+        return self._id(self.range_names, name) if nid is None else nid
+
+    def _id(self, ids: dict, value: object) -> int:
+        """A new value's id: its hash (see the module's docstring), or a count in a one-process read."""
+        taken = self.taken[id(ids)]
+        i = hash(value) if self.hashed else len(taken)
+        if i in taken:
+            raise Collision(value)
+        taken.add(i)
+        ids[value] = i
+        return i
+
+    def _other(self, ev: dict) -> None:
+        if ev.get("ph") == "M" and ev.get("name") == "process_name" and \
+                "GPU" in str((ev.get("args") or {}).get("name")):
+            self.gpu_pids.add(ev.get("pid"))
+        elif ev.get("pid") in self.gpu_pids:
+            self.on_gpu += 1
+
+    def _kernel(self, ev: dict) -> tuple:
+        args = ev.get("args")
+        args = args if type(args) is dict else None
+        dev = args.get("device", ev.get("pid")) if args is not None else ev.get("pid")
+        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
+        start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
+        dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
+        nid = self.names.get(name)
+        if nid is None:
+            nid = self._id(self.names, name)
+        return (args.get("correlation") if args is not None else None, dev if isinstance(dev, int) else None, nid,
+                start, None if start is None or dur is None else start + dur, dur)
+
+    def _mem(self, ev: dict, cat: str) -> tuple:
+        args = ev.get("args")
+        args = args if isinstance(args, dict) else {}
+        dev = args.get("device", ev.get("pid"))
+        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
+        start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
+        dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
+        memcpy = cat in MEMCPY_CATS
+        return (dev if isinstance(dev, int) else None, "memcpy" if memcpy else "memset",
+                _direction(name) if memcpy else "", start, None if start is None or dur is None else start + dur,
+                dur, int(args.get("bytes", 0) or 0))
+
+    def flush(self) -> None:
+        for table, rows in self.rows.items():
+            if rows:
+                self.db.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+                rows.clear()
+        self.db.commit()
+
+    def summary(self) -> dict:
+        """What a worker sends back besides its rows' file."""
+        return {k: getattr(self, k) for k in ("names", "range_names", "threads", "host_pid", "ranges", "gpu_pids",
+                                                "on_gpu")} | {"bad": (self.kernel_time.bad, self.mem_time.bad)}
+
+    def absorb(self, part: dict, db: Path) -> None:
+        """A later part's rows and values, after this one's (host_pid: the first seen in file order)."""
+        for key in ("names", "range_names", "threads"):
+            mine: dict = getattr(self, key)
+            taken = self.taken[id(mine)]
+            for value, i in part[key].items():
+                have = mine.get(value)
+                if have is None and i not in taken:
+                    mine[value] = i
+                    taken.add(i)
+                elif have != i:
+                    raise Collision(value)
+        self.host_pid = self.host_pid if self.host_pid is not None else part["host_pid"]
+        self.ranges += part["ranges"]
+        self.gpu_pids |= part["gpu_pids"]
+        self.on_gpu += part["on_gpu"]
+        self.kernel_time.bad += part["bad"][0]
+        self.mem_time.bad += part["bad"][1]
+        self.db.execute("ATTACH DATABASE ? AS part", (str(db),))
+        for table in self.rows:
+            self.db.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
+        self.db.commit()
+        self.db.execute("DETACH DATABASE part")
+
+
+WAYS = ("parts", "fast", "general")  # tried in this order (tests pin one)
+
+
+class Collision(Exception):
+    """Two values with one hash: read again in one process."""
+
+
+def scan(path: Path, folder: Path) -> tuple[Rows, dict, int, bytes]:
+    """(rows, the keys around traceEvents on the fast path, strings cut, the stream's last 256 KiB on the general
+    path): in parts side by side for a big uncompressed trace, else in one fast pass, else the general one."""
+    for how in WAYS:
+        if how == "parts" and not _worth_parts(path):
+            continue
+        rows = Rows(folder / f"{how}.sqlite", hashed=how != "general")
+        try:
+            header, cut, tail = _parts(path, folder, rows) if how == "parts" else _one(path, rows, how == "fast")
+        except (NotFast, Collision):
+            rows.db.close()
+            continue
+        except BaseException:
+            rows.db.close()
+            raise
+        return rows, header, cut, tail
+    raise AssertionError("unreachable: the general path never raises NotFast")  # pragma: no cover
+
+
+def _worth_parts(path: Path) -> bool:
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    return not gz and can_fork() and path.stat().st_size >= BIG
+
+
+def _one(path: Path, rows: Rows, fast: bool, span: tuple[int, int | None] = (0, None)) -> tuple[dict, int, bytes]:
+    events = TraceEvents(path, fast, span)
+    for batch in events:
+        rows.add_all(batch)
+    rows.flush()
+    return events.header, events.cut_strings, events.tail
+
+
+def _parts(path: Path, folder: Path, rows: Rows) -> tuple[dict, int, bytes]:
+    """Part 0 here, the others in forked workers, each into its own file; then copied together, in file order."""
+    cuts = split_points(path, min(cores(), 8))
+    if cuts is None:
+        raise NotFast("no cut between parts")
+    spans = list(zip([0, *cuts], [*cuts, None]))
+    others = [Forked(_part, path, folder / f"part{i}.sqlite", span) for i, span in enumerate(spans[1:], 1)]
+    try:
+        header, cut, _ = _one(path, rows, True, spans[0])
+    finally:
+        results = [_result(other) for other in others]  # always reaped, even when part 0 failed
+    for i, result in enumerate(results, 1):
+        if isinstance(result, BaseException):
+            raise result
+        summary, part_header, part_cut = result
+        rows.absorb(summary, folder / f"part{i}.sqlite")
+        os.remove(folder / f"part{i}.sqlite")
+        header.update(part_header)
+        cut += part_cut
+    return header, cut, b""
+
+
+def _part(path: Path, db: Path, span: tuple[int, int | None]) -> tuple[dict, dict, int]:
+    rows = Rows(db)
+    try:
+        header, cut, _ = _one(path, rows, True, span)
+        return rows.summary(), header, cut
+    finally:
+        rows.db.close()
+
+
+def _result(other: Forked):
+    try:
+        return other.result()
+    except Exception as e:  # noqa: BLE001 - the caller decides (NotFast, Collision: read again; others: raise)
+        return e
+
+
+def temp_folder() -> Path:
+    return Path(tempfile.mkdtemp(prefix="nvprof-wrap-kineto-"))
+
+

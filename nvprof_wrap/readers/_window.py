@@ -1,0 +1,150 @@
+"""Steady state: the part of a capture's timeline a report reads (``--window START:END``, ``--steps A:B``).
+
+A window is [lo, hi) in the capture's own clock (integer ns). Given in seconds it is counted from the capture's first
+GPU activity (kernel, copy or set); given as steps A:B it runs from the start of step A to the start of step B (to
+the end of step B-1 when B is the last step's successor and was not recorded). Steps are ranges on the CPU side:
+NVTX ranges named 'step N' (workloads/_torch_common.py, nvprof_wrap.profile, the Keras callback), torch.profiler's
+'ProfilerStep#N', or else Keras batches when the job ran with --annotate keras (each call of the model — the Keras
+layer most often called outside any other — opens a batch: batch N is the N-th, counted from 0).
+
+What a window keeps: kernels, copies and sets that START inside it (each counted whole, so adjacent windows split
+launches and kernel time exactly), and the GPU busy time inside it (intervals cut at its edges). Readers apply it
+in SQL (SQLite formats) or to the rows streamed (Kineto).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from nvprof_wrap.errors import BadInput
+
+NS = 1_000_000_000
+_STEP = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
+KERAS_PREFIX = "keras:"
+# SQL LIKE patterns that select the ranges a step window can come from (the reader's NVTX text column).
+STEP_LIKE = ("step %", "ProfilerStep#%", "keras:%")
+
+
+@dataclass(frozen=True)
+class Window:
+    """seconds: (start, end) from the first GPU activity; steps: (A, B) for steps A..B-1. One of the two."""
+
+    seconds: tuple[float, float] | None = None
+    steps: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.seconds is None) == (self.steps is None):
+            raise BadInput(None, "a window is either seconds (--window) or steps (--steps), one of them")
+        lo, hi = self.seconds if self.seconds is not None else self.steps  # type: ignore[misc]
+        if not lo < hi or lo < 0:
+            what = "--window START:END" if self.seconds is not None else "--steps A:B"
+            raise BadInput(None, f"{what}: needs 0 <= start < end (got {lo}:{hi})")
+
+    @property
+    def key(self) -> str:
+        """What the run store adds to a capture's identity: one file read through two windows is two captures."""
+        return f"window={self.seconds[0]!r}:{self.seconds[1]!r}" if self.seconds is not None else \
+            f"steps={self.steps[0]}:{self.steps[1]}"  # type: ignore[index]
+
+    def describe(self) -> str:
+        return f"--window {self.seconds[0]:g}:{self.seconds[1]:g}" if self.seconds is not None else \
+            f"--steps {self.steps[0]}:{self.steps[1]}"  # type: ignore[index]
+
+
+def could_mark_a_step(name: str) -> bool:
+    """Whether a range of this name can mark a step or a Keras batch (what STEP_LIKE selects in SQL)."""
+    return bool(_STEP.match(name)) or name.startswith(KERAS_PREFIX)
+
+
+def make(window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None) -> Window | None:
+    """The Window for readers.read / ingest / analyze's ``window=(start_s, end_s)`` and ``steps=(A, B)``."""
+    if window is None and steps is None:
+        return None
+    if window is not None and steps is not None:
+        raise BadInput(None, "--window and --steps together: give one of them")
+    try:
+        if window is not None:
+            return Window(seconds=(float(window[0]), float(window[1])))
+        return Window(steps=(int(steps[0]), int(steps[1])))  # type: ignore[index]
+    except (TypeError, ValueError, IndexError):
+        raise BadInput(None, f"a window is two numbers (start, end); got {window if window is not None else steps!r}") \
+            from None
+
+
+def parse(text: str, what: str, integer: bool = False) -> tuple:
+    """'START:END' → (start, end); one clear line when it is not that."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return tuple(int(p) if integer else float(p) for p in parts)
+    except ValueError:
+        example = "10:20" if integer else "30:90.5"
+        raise BadInput(None, f"{what} {text!r}: expected START:END, e.g. {what} {example}") from None
+
+
+def bounds(window: Window, origin_ns: int | None, ranges: Iterable[tuple]) -> tuple[int, int]:
+    """[lo, hi) in ns of the capture's clock. origin_ns: the first GPU activity (None: the capture has none);
+    ranges: (name, tid, start, end) of the NVTX / annotation ranges that may mark steps (STEP_LIKE)."""
+    if window.seconds is not None:
+        if origin_ns is None:
+            raise BadInput(None, "no GPU activity to count the window from")
+        a, b = window.seconds
+        return origin_ns + round(a * NS), origin_ns + round(b * NS)
+    return step_bounds(window.steps, ranges)  # type: ignore[arg-type]
+
+
+def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple]) -> tuple[int, int]:
+    a, b = steps
+    starts, ends = _steps(ranges)
+    if not starts:
+        raise BadInput(None, "--steps: no step ranges in this capture (NVTX 'step N', torch.profiler "
+                             "'ProfilerStep#N', or Keras batches with --annotate keras)")
+    missing = [n for n in (a, b - 1) if n not in starts]
+    if missing:
+        have = sorted(starts)
+        raise BadInput(None, f"--steps {a}:{b}: no step {missing[0]} in this capture (steps {have[0]}..{have[-1]})")
+    return starts[a], starts[b] if b in starts else ends[b - 1]
+
+
+def _steps(ranges: Iterable[tuple]) -> tuple[dict[int, int], dict[int, int]]:
+    """{step: earliest start}, {step: latest end}: named steps when there are any, else Keras batches."""
+    starts: dict[int, int] = {}
+    ends: dict[int, int] = {}
+    keras: list[tuple] = []
+    for name, tid, s, e in ranges:
+        if s is None:
+            continue
+        m = _STEP.match(name or "")
+        if m:
+            n = int(m.group(1))
+            starts[n] = min(s, starts.get(n, s))
+            ends[n] = max(e if e is not None else s, ends.get(n, s))
+        elif (name or "").startswith(KERAS_PREFIX):
+            keras.append((tid, s, e if e is not None else s, name))
+    if starts or not keras:
+        return starts, ends
+    return _keras_batches(keras)
+
+
+def _keras_batches(keras: list[tuple]) -> tuple[dict[int, int], dict[int, int]]:
+    """Batch N: the N-th call of the model — the Keras layer whose calls are most often outermost (not inside
+    another Keras call on their thread; layers built before the first batch are called alone too) — in start order
+    over every thread."""
+    outer: list[tuple[str, int, int]] = []
+    tid_now, reach = object(), None
+    for tid, s, e, name in sorted(keras, key=lambda r: (str(r[0]), r[1], -r[2])):
+        if tid != tid_now:
+            tid_now, reach = tid, None
+        if reach is None or s > reach:
+            outer.append((name, s, e))
+            reach = e
+    model = Counter(name for name, _, _ in outer).most_common(1)[0][0]
+    calls = sorted((s, e) for name, s, e in outer if name == model)
+    return {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)}
+
+
+def refuse(fmt: str) -> BadInput:
+    return BadInput(None, f"--window/--steps need a timeline of GPU activity, which a {fmt} file does not have")
