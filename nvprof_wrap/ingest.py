@@ -60,7 +60,8 @@ def _pending(store: Store, paths: list[Path], skipped: list, present: set[str],
                     raise BadInput(path, f"cannot read ({e.strerror})") from None
                 skipped.append((str(path), f"cannot read ({e.strerror})"))
                 continue
-        identity += f"{_WINDOW_SEP}{window.key}" if window is not None else ""
+        # what was read, by which reader version, through which window: any other version of it is re-read
+        identity += f"{_WINDOW_SEP}read{readers.READ_VERSION}" + (f";{window.key}" if window is not None else "")
         present.add(identity)
         if not store.has(identity):
             todo.append((path, explicit, identity, st))

@@ -196,3 +196,22 @@ def test_store_errors_say_what_they_are():
         assert words in str(store_mod.store_error(Path("s.sqlite"), e))
     e = sqlite3.DatabaseError("odd")
     assert isinstance(store_mod.store_error(None, e), BadInput)
+
+
+def test_a_store_written_by_an_older_reader_is_read_again_not_summed(tmp_path, capsys):
+    """A run folder's store keeps what a reader made of each capture. When readers change what they extract (here:
+    GPU idle measured from the first kernel, no longer from the first start-up copy), an older store must not go on
+    reporting the old numbers — nor be summed with the new ones."""
+    run = tmp_path / "gpt_fp32"
+    shutil.copytree(ROOT / "tests/data/h200_runs/gpt_fp32_nsys", run, ignore=shutil.ignore_patterns("run.sqlite*"))
+    assert main(["report", str(run), "--format", "json"]) == 0
+    fresh = json.loads(capsys.readouterr().out)
+    conn = sqlite3.connect(run / "run.sqlite")
+    with conn:  # as an older version left it: no reader version in the identity, another busy time
+        conn.execute("UPDATE captures SET identity = substr(identity, 1, instr(identity, '@') - 1)")
+        conn.execute("UPDATE activity SET busy_ns = 1")
+    conn.close()
+    assert main(["report", str(run), "--format", "json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["launches"] == fresh["launches"] == 10_532
+    assert again["devices"][0]["busy_ns"] == fresh["devices"][0]["busy_ns"] > 1

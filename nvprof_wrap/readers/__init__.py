@@ -44,6 +44,10 @@ _FORMATS: tuple[tuple[str, Callable[[Head], bool], Callable[[Path], Capture]], .
 READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _FORMATS}
 # The formats with a timeline of GPU activity: their read(path, window) applies --window / --steps.
 TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
+# What readers extract, versioned: a run store re-reads a capture read by another version (a store kept beside a
+# run folder would otherwise go on reporting what an older reader made of it). Bump when a reader's output changes.
+READ_VERSION = 2  # 2: busy time from the first to the last kernel; --window / --steps
+
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
                  "report.html"}
