@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+# The op of kernels launched outside any NVTX / profiler range.
+NO_RANGE = "(no NVTX range)"
+
 
 @dataclass(frozen=True)
 class KernelAgg:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from nvprof_wrap.classify import RULES_VERSION, evidence
 from nvprof_wrap.classify.rank import gpu_facts
 from nvprof_wrap.errors import BadInput, NvprofWrapError
-from nvprof_wrap.model import HealthVerdict
+from nvprof_wrap.model import NO_RANGE, HealthVerdict
 from nvprof_wrap.names import shorten
 from nvprof_wrap.store import Store
 
@@ -350,6 +350,8 @@ def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
         g["tc"] += (r["ns"] or 0) if r["tensor_core"] == "yes" else 0
         p = r["precision"] or "unstated"
         g["prec"][p] = g["prec"].get(p, 0) + (r["ns"] or 0)
+    if set(by) <= {NO_RANGE}:  # not one kernel inside a range: a table of one row would say nothing
+        return ()
     total = sum(g["ns"] for g in by.values()) or 1
     out = [OpRow(op, g["kernels"], g["launches"], g["ns"], g["ns"] / total, g["tc"] / g["ns"] if g["ns"] else 0.0,
                  tuple(PrecisionShare(p, ns / g["ns"] if g["ns"] else 0.0)

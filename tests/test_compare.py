@@ -185,3 +185,32 @@ def test_the_reading_spinner_shows_only_after_two_seconds_on_a_terminal(monkeypa
     with _output.reading(after_s=0.0) as update:
         time.sleep(0.1)
     assert sys.stderr.getvalue() == ""
+
+
+def _fmt_ns(ns: int) -> str:
+    from nvprof_wrap.renderers.console import fmt_ns
+
+    return fmt_ns(ns)
+
+
+@pytest.mark.parametrize("width", [50, 60, 80, 100, 120, 160])
+def test_numbers_are_never_cut_at_any_width(reports, width):
+    """Every number of the per-device, kernel and op tables, and of compare and runs, is printed whole at every
+    width from 50 columns up: narrow terminals lose columns (precision mixes, reasons) and get short headers."""
+    console = RENDERERS["table"]
+    for rep in reports:
+        text = console.render_report(rep, width=width, limit=5)
+        assert all(len(line) <= width for line in text.splitlines())
+        for g in rep.devices:
+            for number in (f"{g.launches:,}", _fmt_ns(g.kernel_ns), f"{100 * g.tc_share:.1f}%",
+                           f"{100 * g.idle_share:.1f}%"):
+                assert f" {number} " in text or text.count(f" {number}\n"), (width, number)
+        for k in rep.kernels[:5]:
+            assert f" {k.launches:,} " in text and f" {_fmt_ns(k.total_ns)} " in text and f" {100 * k.share:.1f}% " in text
+        for o in rep.ops[:5]:
+            assert f" {o.launches:,} " in text and f" {100 * o.tc_share:.1f}%" in text
+    c = compare(*reports, labels=("fp32", "bf16"))
+    text = console.render_compare(c, width=width, limit=5)
+    assert all(len(line) <= width for line in text.splitlines())
+    for r in c.families[:5]:
+        assert f"{r.after_ns / 1e6:,.2f} ms" in text and f"{abs(r.delta_ns) / 1e6:,.2f} ms" in text

@@ -188,7 +188,7 @@ def test_a_windowed_report_says_so_everywhere(gpt, capsys):
     text = capsys.readouterr().out
     assert text.splitlines()[1] == d["scope"]["description"]
     for base in ("share: of GPU time (kernels, copies and sets)", "% time: of all kernel time",
-                 "GPU idle: of its first kernel's start to last kernel's end"):
+                 "GPU idle: of first kernel start to last kernel end"):
         assert base in text
     for fmt in ("markdown", "html"):
         assert main(["report", str(gpt), "--steps", "10:20", "--format", fmt]) == 0

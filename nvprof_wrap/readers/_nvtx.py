@@ -11,6 +11,7 @@ import sqlite3
 import tempfile
 from collections.abc import Callable
 
+from nvprof_wrap.model import NO_RANGE
 from nvprof_wrap.readers._fork import Forked, can_fork, cores
 
 # torch.autograd.profiler.emit_nvtx appends ", seq = N", ", op_id = N", ", sizes = [...]" to each op.
@@ -20,8 +21,8 @@ _DECOR = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$")
 def op_name(text: str | None) -> str:
     """'aten::addmm, seq = 12, op_id = 40' → 'aten::addmm'; no range → '(no NVTX range)'."""
     if not text:
-        return "(no NVTX range)"
-    return _DECOR.sub("", text).strip() or "(no NVTX range)"
+        return NO_RANGE
+    return _DECOR.sub("", text).strip() or NO_RANGE
 
 
 LAYER_PREFIXES = ("keras:", "torch:")  # the layer / module ranges that --annotate adds
@@ -70,7 +71,7 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     names = {lab: pair for pair, lab in labels.items()}
-    none = ("(no NVTX range)", "(no NVTX range)")
+    none = (NO_RANGE, NO_RANGE)
     out: dict[tuple, list[int]] = {}
     for part in parts:
         for pid, dev, lab, key, n, tot in part:

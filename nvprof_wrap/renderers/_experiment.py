@@ -7,8 +7,10 @@ import json
 from dataclasses import asdict
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
+from nvprof_wrap.renderers._fit import Col
+from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.sanitize import deep, json_safe
 
 HEAD = ("precision", "ms/step", "GPU kernels", "tensor-core share", "memcpy", "GPU idle",
@@ -57,12 +59,12 @@ def as_markdown(rows: list) -> str:
 
 def as_table(rows: list, width: int = 120, color: bool = False) -> str:
     rows = deep(rows)
-    t = Table(title="Precision experiment", title_justify="left", show_edge=False, pad_edge=False)
-    for h in HEAD:
-        t.add_column(h, justify="left" if h in ("precision", "health") else "right", no_wrap=True)
-    for r in rows:
-        c = cells(r)
-        t.add_row(*c[:-1], f"[{_STYLE.get('failed' if r.exit_code else r.health, '')}]{c[-1]}[/]")
+    cols = [Col("precision", justify="left"), Col("ms/step"), Col("GPU kernels", short="kernels"),
+            Col("tensor-core share", short="TC share", cut=6), Col("memcpy"), Col("GPU idle", short="idle"),
+            Col("launches/step", short="launch/step", drop=3), Col("loss"), Col("acc", drop=1),
+            Col("val acc", drop=2), Col("health", justify="left", cut=7)]
+    t = fitted(cols, [[*cells(r)[:-1], Text(cells(r)[-1], style=_STYLE.get("failed" if r.exit_code else r.health, ""))]
+                      for r in rows], width, title="Precision experiment", title_justify="left")
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system="auto" if color else None, force_terminal=color,
                       no_color=not color)

@@ -113,7 +113,7 @@ def skipped_summary(skipped: tuple[tuple[str, str], ...]) -> tuple[list[tuple[st
 # What each table's percentages are of: every percentage names its base (terminal captions, markdown notes, HTML).
 BASES = {
     "split": "share: of GPU time (kernels, copies and sets)",
-    "groups": "tensor core: of its kernel time · GPU idle: of its first kernel's start to last kernel's end",
+    "groups": "tensor core: of its kernel time · GPU idle: of first kernel start to last kernel end",
     "kernels": "% time: of all kernel time",
     "ops": "% time: of kernel time · tensor core: of the op's own kernel time",
 }

@@ -11,6 +11,8 @@ from rich.text import Text
 
 from nvprof_wrap.names import shorten_all
 from nvprof_wrap.renderers import _compare, _doctor, _experiment
+from nvprof_wrap.renderers._fit import Col
+from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.renderers._rows import BASES, mix_text, scope_text, skipped_summary, split_label
 from nvprof_wrap.report import GroupRow, KernelRow, Report
 from nvprof_wrap.sanitize import clean_lines, deep
@@ -61,22 +63,14 @@ def _caption(table: str) -> dict:
 
 
 def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120) -> Table:
-    """Per device / per process. Every column but the precision mix is as wide as its widest cell (numbers and the
-    GPU's name are never cut); the precision mix gets the rest, cut with an ellipsis (it stays whole in JSON)."""
-    head = (key, "", "launches", "kernel time", "tensor core", "TC precision", "GPU idle")
+    """Per device / per process, fitted to the width (renderers/_fit.py): numbers and the GPU's name whole when
+    there is room; the precision mix is cut first (it stays whole in JSON)."""
+    cols = [Col(key, justify="left"), Col("", justify="left", cut=12, drop=1), Col("launches"),
+            Col("kernel time", short="kernel"), Col("tensor core", short="TC"),
+            Col("TC precision", short="TC prec.", justify="left", cut=8, drop=2), Col("GPU idle", short="idle")]
     cells = [[g.key, g.label, f"{g.launches:,}", fmt_ns(g.kernel_ns), pct(g.tc_share),
               " + ".join(g.precisions) or "-", pct(g.idle_share)] for g in rows]
-    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(head)]
-    prec = head.index("TC precision")
-    widths[prec] = max(8, min(widths[prec], width - sum(w for i, w in enumerate(widths) if i != prec)
-                              - 3 * (len(head) - 1)))
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, **_caption("groups"))
-    for col, w in zip(head, widths):
-        t.add_column(col, justify="left" if col in (key, "", "TC precision") else "right", no_wrap=True,
-                     overflow="ellipsis", width=w)
-    for c in cells:
-        t.add_row(*(escape(x) for x in c))
-    return t
+    return fitted(cols, cells, width, title=title, title_justify="left", **_caption("groups"))
 
 
 def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernels", width: int = 120) -> Table:
@@ -87,15 +81,24 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
              "TC": 3, "precision": min(prec_w, 14)}
     if width < 140:  # mean = total / launches: the first column to go when names need the room
         del fixed["mean"]
+    heads = {col: col for col in fixed}
     room = width - sum(fixed.values()) - 3 * (len(fixed) + 1)
     show_why = room >= 40  # on a narrow terminal the reason goes (it stays in --wide, JSON, CSV)
     if not show_why:
-        room = max(room + 3, 20)
+        room = room + 3
+        if room < 24:  # narrower still: short headers, then the precision goes — numbers are never cut
+            heads["launches"], heads["% time"] = "n", "%"
+            fixed["launches"] = max([1] + [len(f"{k.launches:,}") for k in rows])
+            room = width - sum(fixed.values()) - 3 * len(fixed)
+        if room < 16:
+            del fixed["precision"]
+            room = width - sum(fixed.values()) - 3 * len(fixed)
+        room = max(room, 12)
     name_w = min(62, max(24, int(room * 0.6))) if show_why else room
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide, **_caption("kernels"))
     t.add_column("kernel", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=name_w)
     for col, w in fixed.items():
-        t.add_column(col, justify="center" if col == "TC" else "left" if col == "precision" else "right",
+        t.add_column(heads[col], justify="center" if col == "TC" else "left" if col == "precision" else "right",
                      no_wrap=True, width=w)
     if show_why:
         t.add_column("why", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=room - name_w)
@@ -103,25 +106,20 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
     for k, name in zip(rows, names):
         why = [escape(_counter_why(k) if k.evidence != "name" else k.reason)] if show_why else []
         mean = [fmt_ns(k.mean_ns)] if "mean" in fixed else []
+        prec = [k.precision or "-"] if "precision" in fixed else []
         t.add_row(escape(name), f"{k.launches:,}", fmt_ns(k.total_ns),
-                  *mean, pct(k.share), TC_MARK[k.tensor_core], k.precision or "-", *why)
+                  *mean, pct(k.share), TC_MARK[k.tensor_core], *prec, *why)
     return t
 
 
 def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
-    # Explicit widths, as for the kernel table: rich would squeeze the number columns to nothing.
-    fixed = {"kernels": 7, "launches": 8, "GPU time": 8, "% time": 6, "tensor core": 11}
-    room = max(width - sum(fixed.values()) - 3 * (len(fixed) + 2), 24)
-    op_w = max(16, min(48, room // 2))
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, **_caption("ops"))
-    t.add_column("op / range", no_wrap=True, overflow="ellipsis", width=op_w)
-    for col, w in fixed.items():
-        t.add_column(col, justify="right", no_wrap=True, width=w)
-    t.add_column("precision of its kernels", no_wrap=True, overflow="ellipsis", width=max(room - op_w, 10))
-    for o in rows[:limit]:
-        t.add_row(escape(o.op), str(o.kernels), f"{o.launches:,}", fmt_ns(o.total_ns), pct(o.share), pct(o.tc_share),
-                  mix_text(o.precisions))
-    return t
+    cols = [Col("op / range", justify="left", cut=12, most=48), Col("kernels", short="k", drop=1),
+            Col("launches", short="n"),
+            Col("GPU time", short="time"), Col("% time", short="%"), Col("tensor core", short="TC"),
+            Col("precision of its kernels", short="precisions", justify="left", cut=10, drop=2)]
+    cells = [[o.op, str(o.kernels), f"{o.launches:,}", fmt_ns(o.total_ns), pct(o.share), pct(o.tc_share),
+              mix_text(o.precisions)] for o in rows[:limit]]
+    return fitted(cols, cells, width, title=title, title_justify="left", **_caption("ops"))
 
 
 def _counter_why(k: KernelRow) -> str:
@@ -217,31 +215,22 @@ def render_compare(comparison, width: int = 120, color: bool = False, limit: int
         rows = getattr(comparison, key)
         if not rows:
             continue
-        t = Table(title=_compare.title(key, what), title_justify="left", show_edge=False, pad_edge=False)
-        for i, h in enumerate(_compare.HEAD):
-            t.add_column(h.format(what=what), justify="left" if i == 0 else "right", no_wrap=i > 0,
-                         overflow="ellipsis")
-        for r in rows[:limit]:
-            t.add_row(*(escape(c) for c in _compare.cells(r)))
-        parts += [Text(""), t]
+        cols = [Col(what, justify="left", cut=12, most=60), *(Col(h, short=short, drop=drop) for h, short, drop in
+                (("before", "", 0), ("after", "", 0), ("Δ time", "Δ", 0), ("before %", "b %", 1), ("after %", "a %", 1),
+                 ("TC before", "TC b", 2), ("TC after", "TC a", 0)))]
+        parts += [Text(""), fitted(cols, [_compare.cells(r) for r in rows[:limit]], width,
+                                   title=_compare.title(key, what), title_justify="left")]
     return _to_text(Group(*parts), width, color)
 
 
 def render_runs(rows: list[dict], width: int = 120, color: bool = False, **_: object) -> str:
+    """The run history; on a narrow terminal the command, backend and precisions go first (they stay in
+    --format json/csv)."""
     rows = deep(rows)
-    t = Table(title=f"{len(rows)} recorded runs (newest first)", title_justify="left", show_edge=False,
-              pad_edge=False)
-    head, cells = list(_compare.RUN_HEAD), [_compare.run_cells(r) for r in rows]
-    if width < 110:  # narrow: the command and backend go (they stay in --format json/csv)
-        keep = [i for i, h in enumerate(head) if h not in ("command", "backend")]
-        head, cells = [head[i] for i in keep], [[c[i] for i in keep] for c in cells]
-    # every column but the command as wide as its widest cell (rich would squeeze them); the command gets the rest
-    widths = [min(max([len(h)] + [len(c[i]) for c in cells]), 24) for i, h in enumerate(head)]
-    if "command" in head:
-        cmd = head.index("command")
-        widths[cmd] = max(12, width - sum(w for i, w in enumerate(widths) if i != cmd) - 3 * (len(widths) - 1))
-    for h, w in zip(head, widths):
-        t.add_column(h, overflow="ellipsis", no_wrap=True, width=w)
-    for c in cells:
-        t.add_row(*(escape(x) for x in c))
-    return _to_text(t, width, color)
+    cols = [Col("name", justify="left", cut=10, most=32), Col("recorded", justify="left", drop=2),
+            Col("command", justify="left", cut=12, most=60, drop=5), Col("backend", justify="left", drop=4),
+            Col("exit"), Col("TC?", justify="left"), Col("TC share", short="TC %"),
+            Col("TC precisions", short="precisions", justify="left", cut=8, most=32, drop=3),
+            Col("health", justify="left", cut=7)]
+    return _to_text(fitted(cols, [_compare.run_cells(r) for r in rows], width,
+                           title=f"{len(rows)} recorded runs (newest first)", title_justify="left"), width, color)
