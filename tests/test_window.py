@@ -217,3 +217,18 @@ def test_compare_takes_the_same_steps_of_both_runs(gpt, capsys):
     assert main(["compare", str(gpt), str(gpt), "--steps", "5:15", "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["before"]["launches"] == d["after"]["launches"] == 3460
+
+
+def test_numbered_ranges_are_one_row_in_the_tables_people_read(gpt, capsys):
+    """The GPT trainer's 30 'step N' ranges: one row 'step * (30 ranges)' in the terminal and markdown (launches and
+    time add up), every range in JSON."""
+    assert main(["report", str(gpt), "--format", "json"]) == 0
+    steps = [o for o in json.loads(capsys.readouterr().out)["ops"] if o["op"].startswith("step ")]
+    assert len(steps) == 30
+    launches = sum(o["launches"] for o in steps)
+    for fmt in ("table", "markdown"):
+        assert main(["report", str(gpt), "--format", fmt, "--width", "140"]) == 0
+        out = capsys.readouterr().out.replace("\\", "")  # markdown escapes * ( )
+        (row,) = [line for line in out.splitlines() if "step * (30 ranges)" in line]
+        assert f"{launches:,}" in row or str(launches) in row
+        assert "step 12" not in out

@@ -1,8 +1,9 @@
 """Plain dict rows shared by the JSON, CSV and Markdown renderers (one shape, documented in docs/json.md)."""
 from __future__ import annotations
 
+import re
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from nvprof_wrap.limits import SKIPPED_SHOWN
 from nvprof_wrap.model import Classification, HealthVerdict
@@ -126,4 +127,35 @@ def scope_text(scope) -> str | None:
     what = (f"steps {int(scope.start)} to {int(scope.end) - 1}" if scope.kind == "steps" else
             f"{scope.start:g} s to {scope.end:g} s after the first GPU activity")
     return f"Steady state only: {what} ({scope.option}) — every time, share and idle figure is of what started in it."
+
+
+_NUMBERED = re.compile(r"^(.*?\D)\s*\d+$")
+
+
+def numbered_merged(rows) -> list:
+    """Ops for the tables people read: ranges that differ only in a trailing number (step 0 … step 29, one per
+    training step) become one row, ``step * (30 ranges)`` — thirty rows of one step would hide every other op.
+    Launches and time add up, tensor-core share and precision mix are time-weighted, kernels is the most of any one
+    range. JSON and CSV keep every range."""
+    groups: dict[str, list] = {}
+    for o in rows:
+        m = _NUMBERED.match(o.op)
+        groups.setdefault(m.group(1).rstrip() if m else "\0" + o.op, []).append(o)
+    out = []
+    for key, members in groups.items():
+        if key.startswith("\0") or len(members) < 3:
+            out += members
+            continue
+        ns = sum(o.total_ns for o in members)
+        mix: dict[str, float] = {}
+        for o in members:
+            for p in o.precisions:
+                mix[p.precision] = mix.get(p.precision, 0.0) + p.share * o.total_ns
+        out.append(replace(members[0], op=f"{key} * ({len(members)} ranges)", kernels=max(o.kernels for o in members),
+                           launches=sum(o.launches for o in members), total_ns=ns,
+                           share=sum(o.share for o in members),
+                           tc_share=sum(o.tc_share * o.total_ns for o in members) / ns if ns else 0.0,
+                           precisions=tuple(PrecisionShare(p, x / ns if ns else 0.0) for p, x in
+                                            sorted(mix.items(), key=lambda kv: -kv[1]))))
+    return sorted(out, key=lambda o: -o.total_ns)
 

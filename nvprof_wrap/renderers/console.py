@@ -13,7 +13,7 @@ from nvprof_wrap.names import shorten_all
 from nvprof_wrap.renderers import _compare, _doctor, _experiment
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
-from nvprof_wrap.renderers._rows import BASES, mix_text, scope_text, skipped_summary, split_label
+from nvprof_wrap.renderers._rows import BASES, mix_text, numbered_merged, scope_text, skipped_summary, split_label
 from nvprof_wrap.report import GroupRow, KernelRow, Report
 from nvprof_wrap.sanitize import clean_lines, deep
 
@@ -118,7 +118,7 @@ def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
             Col("GPU time", short="time"), Col("% time", short="%"), Col("tensor core", short="TC"),
             Col("precision of its kernels", short="precisions", justify="left", cut=10, drop=2)]
     cells = [[o.op, str(o.kernels), f"{o.launches:,}", fmt_ns(o.total_ns), pct(o.share), pct(o.tc_share),
-              mix_text(o.precisions)] for o in rows[:limit]]
+              mix_text(o.precisions)] for o in numbered_merged(rows)[:limit]]
     return fitted(cols, cells, width, title=title, title_justify="left", **_caption("ops"))
 
 

@@ -56,7 +56,8 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
                     _table(["op / range", "kernels", "launches", "ms", "% of kernel time", "tensor core (of its kernel time)",
                             "precision of its kernels"],
                            [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.share:.1f}%",
-                             f"{100 * o.tc_share:.1f}%", _rows.mix_text(o.precisions)] for o in rows[:limit]])]
+                             f"{100 * o.tc_share:.1f}%", _rows.mix_text(o.precisions)]
+                            for o in _rows.numbered_merged(rows)[:limit]])]
     if report.disagreements:
         out += ["\n## Counters disagree with the name rules\n", _kernel_rows(list(report.disagreements), wide)]
     health = report.health
