@@ -50,6 +50,10 @@ __all__ = ["ENV_DIR", "ENV_RUNTIME", "NvtxPairer", "Tracer", "_claim_path", "_ho
 
 ENV_DIR = "NVPROF_WRAP_CUPTI_DIR"
 ENV_RAW = "NVPROF_WRAP_CUPTI_RAW"  # "0": cupti-python's record objects even where raw buffers work
+# "1": completed buffers go back to CUPTI unread — no capture, for benchmarks only: what CUPTI itself costs with
+# the kinds this tracer enables (benchmarks/h200_floor.sh)
+ENV_DISCARD = "NVPROF_WRAP_CUPTI_DISCARD"
+_DISCARD = os.environ.get(ENV_DISCARD) == "1"
 ENV_WRITER = "NVPROF_WRAP_CUPTI_WRITER"  # "inline": never a writer process; "process": from the first buffer
 BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for (cupti-python path)
 HAND_OVER_RECORDS = 20_000  # a buffer this full: the process is busy, a writer process pays off
@@ -377,7 +381,7 @@ def _raw_requested(buffer: Any, size: Any, max_records: Any) -> None:
 def _raw_completed(context: Any, stream_id: int, address: int | None, size: int, valid: int) -> None:
     try:
         tracer = _STATE
-        if tracer is not None and tracer.parser is not None and address:
+        if tracer is not None and tracer.parser is not None and address and not _DISCARD:
             tracer.consume_raw(context, stream_id, address, valid)
     except Exception:
         pass
