@@ -51,7 +51,19 @@ def _needs_fixtures(item: pytest.Item) -> bool:
     info = getattr(item, "_fixtureinfo", None)
     for defs in (info.name2fixturedefs.values() if info else ()):
         fns += [d.func for d in defs]
-    return any(_names(fn) & _NAMES for fn in fns if fn is not None)
+    return any(_names(fn) & _NAMES or _uses_a_fixture_path(fn) for fn in fns if fn is not None)
+
+
+def _uses_a_fixture_path(fn) -> bool:
+    """A global of the test's module that is a path into the fixtures (CAPTURE = H200 / "…") and that the test
+    (or what it calls) uses."""
+    for name in _names(fn):
+        value = fn.__globals__.get(name)
+        values = value if isinstance(value, (list, tuple, set, frozenset)) else \
+            value.values() if isinstance(value, dict) else (value,)
+        if any(isinstance(v, Path) and str(v).startswith(str(FIXTURES)) for v in values):
+            return True
+    return False
 
 
 def pytest_configure(config: pytest.Config) -> None:
