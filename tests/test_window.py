@@ -131,13 +131,16 @@ def test_kineto_fast_parallel_and_general_paths_give_the_same_capture(monkeypatc
     plain = tmp_path / "trace.json"  # parts need an uncompressed file
     plain.write_bytes(gzip.decompress(KINETO.read_bytes()))
     got = {}
-    for ways in (("general",), ("fast",), ("parts",)):
-        monkeypatch.setattr(_kineto_rows, "WAYS", ways)
-        monkeypatch.setattr(_kineto_rows, "BIG", 0)  # parts even for a small file
-        cap = readers.read(plain)
+    monkeypatch.setattr(_kineto_rows, "BIG", 0)  # parts even for a small file
+    monkeypatch.setattr(_kineto_rows, "cores", lambda: 2)
+    for ways, path in ((("general",), plain), (("fast",), plain), (("parts",), plain), (("parts", "gz"), KINETO)):
+        monkeypatch.setattr(_kineto_rows, "WAYS", ways[:1])
+        if ways[-1] == "gz":  # the gzipped trace as torch.profiler wrote it: unpacked, then read in parts
+            assert _kineto_rows._worth_parts(KINETO, tmp_path).name == "unpacked.json"
+        cap = readers.read(path)
         got[ways] = tuple(sorted(x, key=repr) for x in (cap.kernels, cap.memops, cap.ops, cap.activity)) + \
             (cap.devices, cap.notes)
-    assert got[("general",)] == got[("fast",)] == got[("parts",)]
+    assert got[("general",)] == got[("fast",)] == got[("parts",)] == got[("parts", "gz")]
     assert sum(k.launches for k in got[("fast",)][0]) == 1323 and len(got[("fast",)][2]) == 80
     assert sum(o.launches for o in got[("fast",)][2]) == 1323
 
@@ -232,3 +235,16 @@ def test_numbered_ranges_are_one_row_in_the_tables_people_read(gpt, capsys):
         (row,) = [line for line in out.splitlines() if "step * (30 ranges)" in line]
         assert f"{launches:,}" in row or str(launches) in row
         assert "step 12" not in out
+
+
+def test_a_gzip_that_unpacks_to_too_much_is_read_in_one_streamed_pass(monkeypatch, tmp_path):
+    """The unpacking for parts stops at GUNZIP_RATIO times the file's size (a gzip of whitespace must not fill the
+    disk); the trace is then read in one streamed pass, bounded as ever."""
+    bomb = tmp_path / "spaces.json.gz"
+    bomb.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (8 << 20) + b"]}", 9))
+    monkeypatch.setattr(_kineto_rows, "BIG", 0)
+    monkeypatch.setattr(_kineto_rows, "cores", lambda: 2)
+    work = tmp_path / "work"
+    work.mkdir()
+    assert _kineto_rows._worth_parts(bomb, work) is None and list(work.iterdir()) == []
+    assert _kineto_rows._worth_parts(KINETO, work) is not None  # a real trace: ~10x

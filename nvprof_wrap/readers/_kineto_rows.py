@@ -10,9 +10,12 @@ the trace is read again in one process, numbering by count.
 """
 from __future__ import annotations
 
+import gzip
 import os
+import shutil
 import sqlite3
 import tempfile
+import zlib
 from pathlib import Path
 
 from nvprof_wrap.limits import MAX_DURATION_NS
@@ -244,11 +247,14 @@ def scan(path: Path, folder: Path) -> tuple[Rows, dict, int, bytes]:
     """(rows, the keys around traceEvents on the fast path, strings cut, the stream's last 256 KiB on the general
     path): in parts side by side for a big uncompressed trace, else in one fast pass, else the general one."""
     for how in WAYS:
-        if how == "parts" and not _worth_parts(path):
-            continue
+        source = path
+        if how == "parts":
+            source = _worth_parts(path, folder)
+            if source is None:
+                continue
         rows = Rows(folder / f"{how}.sqlite", hashed=how != "general")
         try:
-            header, cut, tail = _parts(path, folder, rows) if how == "parts" else _one(path, rows, how == "fast")
+            header, cut, tail = _parts(source, folder, rows) if how == "parts" else _one(path, rows, how == "fast")
         except (NotFast, Collision):
             rows.db.close()
             continue
@@ -259,10 +265,37 @@ def scan(path: Path, folder: Path) -> tuple[Rows, dict, int, bytes]:
     raise AssertionError("unreachable: the general path never raises NotFast")  # pragma: no cover
 
 
-def _worth_parts(path: Path) -> bool:
+def _worth_parts(path: Path, folder: Path) -> Path | None:
+    """The uncompressed trace to read in parts side by side, or None when one pass is the better way. A gzipped
+    trace (torch.profiler's use_gzip) is unpacked into the temporary folder first — at ~400 MB/s, a small price
+    beside reading it in one process — unless it unpacks to more than GUNZIP_RATIO times its size or half the free
+    space there (a gzip of whitespace must not fill the disk): then it is read in one streamed pass."""
+    if not can_fork() or cores() < 2:
+        return None
     with open(path, "rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
-    return not gz and can_fork() and path.stat().st_size >= BIG
+    size = path.stat().st_size
+    if not gz:
+        return path if size >= BIG else None
+    if size < BIG // 8:
+        return None
+    limit = min(size * GUNZIP_RATIO, shutil.disk_usage(folder).free // 2)
+    plain = folder / "unpacked.json"
+    written = 0
+    try:
+        with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+            while chunk := src.read(1 << 20):
+                written += len(chunk)
+                if written > limit:
+                    raise NotFast("unpacks to too much")
+                dst.write(chunk)
+    except (NotFast, OSError, EOFError, zlib.error):
+        plain.unlink(missing_ok=True)
+        return None  # one streamed pass says what is wrong with the file, if anything
+    return plain if written >= BIG else None
+
+
+GUNZIP_RATIO = 32  # a Kineto trace compresses ~10x; more than this is not a trace worth unpacking
 
 
 def _one(path: Path, rows: Rows, fast: bool, span: tuple[int, int | None] = (0, None)) -> tuple[dict, int, bytes]:
