@@ -108,8 +108,8 @@ def nsys(n: int, out: Path, processes: int = 1, devices: int = 1, seed: int = 0)
             rt.append((t, t + 3_000, 1, tid, corr, 0, 0))
             if corr % 20 == 0:
                 mem.append((t + 1_000, t + 4_000, corr % devices, 1, 7, corr, gpid, 1 << 20, 1, 0, 0))
-            if corr % 8 == 0:
-                nvtx.append((t - 100, t + 8 * 9_000, 59, range_ids[("aten::mm", "aten::add", "aten::copy_",
+            if corr % 8 == 0:  # push/pop ranges on one thread nest: each ends before the next begins
+                nvtx.append((t - 100, t + 8 * 9_000 - 200, 59, range_ids[("aten::mm", "aten::add", "aten::copy_",
                                                                     "optimizer")[corr % 4]], tid))
             t += 9_000
         conn.executemany(
