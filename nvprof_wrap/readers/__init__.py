@@ -28,6 +28,7 @@ from nvprof_wrap.readers import (
     tf_trace_json,
     xplane,
 )
+from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._head import SQLITE_MAGIC, Head
 from nvprof_wrap.readers._validate import validate
 from nvprof_wrap.readers._window import Window, make, refuse
@@ -124,16 +125,12 @@ def _read_gunzipped_sqlite(path: Path, window: Window | None = None) -> Capture:
     into a temporary folder that is removed once read."""
     with tempfile.TemporaryDirectory(prefix="nvprof-wrap-gz-") as tmp:
         plain = Path(tmp) / path.name.removesuffix(".gz")
-        written = 0
         try:
-            with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
-                while chunk := src.read(1 << 20):
-                    written += len(chunk)
-                    if written > MAX_GUNZIPPED_SQLITE_BYTES:
-                        raise BadInput(path, f"gzipped SQLite unpacks to more than {MAX_GUNZIPPED_SQLITE_BYTES >> 30} GiB")
-                    dst.write(chunk)
+            written = gunzip_to(path, plain, MAX_GUNZIPPED_SQLITE_BYTES)
         except (OSError, EOFError, zlib.error) as e:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
+        if written is None:
+            raise BadInput(path, f"gzipped SQLite unpacks to more than {MAX_GUNZIPPED_SQLITE_BYTES >> 30} GiB")
         try:
             capture = read(plain, window)
         except BadInput as e:  # named after the file the user gave, not the temporary copy

@@ -206,3 +206,23 @@ def open_json(path: Path, **limits: int) -> BoundedJSON:
     if gz:
         return BoundedJSON(gzip.GzipFile(fileobj=f, mode="rb"), path, also_close=(f,), **limits)
     return BoundedJSON(f, path, **limits)
+
+
+def gunzip_to(src: Path, dst: Path, limit: int) -> int | None:
+    """Unpack the gzip file src into dst, streaming; the bytes written, or None (and no dst) when it unpacks to more
+    than limit bytes. A damaged gzip raises (OSError, EOFError, zlib.error), dst removed."""
+    written = 0
+    try:
+        with gzip.open(src, "rb") as inp, open(dst, "wb") as out:
+            while chunk := inp.read(1 << 20):
+                written += len(chunk)
+                if written > limit:
+                    break
+                out.write(chunk)
+    except BaseException:
+        dst.unlink(missing_ok=True)
+        raise
+    if written > limit:
+        dst.unlink(missing_ok=True)
+        return None
+    return written

@@ -10,7 +10,6 @@ the trace is read again in one process, numbering by count.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import shutil
 import sqlite3
@@ -19,6 +18,7 @@ import zlib
 from pathlib import Path
 
 from nvprof_wrap.limits import MAX_DURATION_NS
+from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._durations import Durations
 from nvprof_wrap.readers._fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.readers._trace_events import NotFast, TraceEvents, split_points
@@ -281,18 +281,11 @@ def _worth_parts(path: Path, folder: Path) -> Path | None:
         return None
     limit = min(size * GUNZIP_RATIO, shutil.disk_usage(folder).free // 2)
     plain = folder / "unpacked.json"
-    written = 0
     try:
-        with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
-            while chunk := src.read(1 << 20):
-                written += len(chunk)
-                if written > limit:
-                    raise NotFast("unpacks to too much")
-                dst.write(chunk)
-    except (NotFast, OSError, EOFError, zlib.error):
-        plain.unlink(missing_ok=True)
+        written = gunzip_to(path, plain, limit)
+    except (OSError, EOFError, zlib.error):
         return None  # one streamed pass says what is wrong with the file, if anything
-    return plain if written >= BIG else None
+    return plain if written is not None and written >= BIG else None
 
 
 GUNZIP_RATIO = 32  # a Kineto trace compresses ~10x; more than this is not a trace worth unpacking
