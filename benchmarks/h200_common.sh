@@ -1,3 +1,5 @@
+# Before a GPU session, here: bash ../shared/device/prep.sh orjson ijson — the readers import orjson and ijson,
+# which the GPU machine lacks (without them `python3 -m nvprof_wrap` fails to import there).
 # Sourced by the GPU session scripts (h200_session.sh, h200_overhead.sh) on the device machine, from the repo root
 # with .whl and .debs carried: environment, and the step / timed-run helpers that write the session log.
 S=/tmp/nvw-session; R=$S/runs; LOG=$S/session.log
