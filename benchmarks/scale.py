@@ -33,11 +33,15 @@ HTA = ("import sys, os; from hta.trace_analysis import TraceAnalysis; d = sys.ar
        "a = TraceAnalysis(trace_dir=d); k = a.get_gpu_kernel_breakdown(visualize=False); print(len(k[1]))")
 
 
+SAMPLE_S = 0.25
+
+
 def measure(cmd: list[str]) -> tuple[float, float]:
     """(wall seconds, peak memory in MB) of one fresh process and its children: `report` forks workers for big
-    captures (readers/_fork.py), so the memory of the whole process tree is summed, sampled every 20 ms with
+    captures (readers/_fork.py), so the memory of the whole process tree is summed, sampled with
     psutil — as PSS (each shared page split between the processes sharing it; RSS would count the pages a forked
-    child shares with its parent once per process), or RSS where the system has no PSS."""
+    child shares with its parent once per process), or RSS where the system has no PSS. Every SAMPLE_S: reading
+    PSS (/proc/PID/smaps) is not free — sampled every 20 ms on 2 cores it slowed a 6 s report to 11 s."""
     import psutil
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -51,7 +55,7 @@ def measure(cmd: list[str]) -> tuple[float, float]:
                 peak = max(peak, sum(_memory(q) for q in (p, *p.children(recursive=True))))
             except psutil.Error:
                 pass
-            time.sleep(0.02)
+            time.sleep(SAMPLE_S)
         wall = time.perf_counter() - t0
         if p.returncode != 0:
             err.seek(0)
