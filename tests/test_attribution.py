@@ -39,10 +39,32 @@ def test_innermost_op_and_layer_scope_on_nested_ranges() -> None:
 
 
 def test_ranges_are_closed_intervals_and_per_thread() -> None:
-    ranges = [(1, 100, 200, "a"), (2, 0, 1000, "b")]
+    """Thread 2 is the process's main thread (its ranges last longest in all). A launch on a thread with no range
+    open borrows the main thread's ranges open at that moment (threads 1 and 3), if any; a launch whose thread is
+    unknown (no API record) stays outside any range."""
+    ranges = [(1, 100, 200, "a"), (2, 140, 160, "b"), (2, 300, 1000, "c")]
     launches = [(1, 100, "k"), (1, 200, "k"), (1, 201, "k"), (1, 99, "k"), (2, 150, "k"), (3, 150, "k"),
-                (None, 150, "k")]  # a launch whose thread is unknown (no API record)
-    assert run(ranges, launches) == {("a", "a", "k", 2), (NONE, NONE, "k", 4), ("b", "b", "k", 1)}
+                (3, 500, "k"), (None, 150, "k")]
+    assert run(ranges, launches) == {("a", "a", "k", 2), ("b", "b", "k", 2), ("c", "c", "k", 1), (NONE, NONE, "k", 3)}
+
+
+def test_the_autograd_thread_borrows_the_training_loops_step() -> None:
+    """PyTorch runs backward on its autograd thread while the loop's thread waits inside its 'step N' range: those
+    launches count in the step (and are reported as borrowed), not as outside any range."""
+    ranges = [(10, 0, 100, "step 0"), (10, 5, 20, "forward"), (10, 200, 300, "step 1")]
+    launches = [(10, 10, "fwd"), (11, 50, "bwd"), (11, 250, "bwd"), (11, 150, "bwd")]
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE r(tid, s, e, name)")
+    conn.execute("CREATE TABLE l(tid, t, key)")
+    conn.executemany("INSERT INTO r VALUES (?,?,?,?)", ranges)
+    conn.executemany("INSERT INTO l VALUES (?,?,?)", launches)
+    lent: dict = {}
+    rows = attribute(conn, "SELECT tid, s, e, name FROM r", "SELECT 1 AS pid, 0 AS dev, tid, t, key, 10 AS dur FROM l",
+                     borrowed=lent)
+    assert {(scope, op, key, n) for _p, _d, scope, op, key, n, _t in rows} == {
+        ("step 0", "forward", "fwd", 1), ("step 0", "step 0", "bwd", 1), ("step 1", "step 1", "bwd", 1),
+        (NONE, NONE, "bwd", 1)}  # between the steps: nothing open anywhere
+    assert lent == {"launches": 2, "ns": 20}
 
 
 def test_overlapping_start_end_ranges() -> None:
@@ -64,9 +86,15 @@ def test_open_ranges_and_no_ranges() -> None:
 
 
 def oracle(ranges: list[tuple], launches: list[tuple]) -> set[tuple]:
+    counts: dict = {}
+    for rt, s, e, _n in ranges:
+        counts[rt] = counts.get(rt, 0) + e - s
+    main = min(counts, key=lambda tid: (-counts[tid], tid)) if counts else None  # the longest ranges, smallest id
     out: dict[tuple, int] = {}
     for tid, t, key in launches:
         open_ = sorted(((s, -e, name) for rt, s, e, name in ranges if rt == tid and s <= t <= e))
+        if not open_ and tid is not None and tid != main:  # borrowed from the main thread
+            open_ = sorted(((s, -e, name) for rt, s, e, name in ranges if rt == main and s <= t <= e))
         if not open_:
             label = (NONE, NONE)
         else:

@@ -182,3 +182,28 @@ def test_every_command_documents_its_exit_codes(capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "exit codes:" in capsys.readouterr().out, command
+
+
+def test_numbered_claims_racing_in_threads_each_get_their_own_folder(tmp_path):
+    """Eight claims of one default name at once (the race two `run`s in one second can lose): eight folders,
+    NAME, NAME-2, …, NAME-8, none refused."""
+    import threading
+
+    from nvprof_wrap.launch.folder import claim
+
+    got, errors = [], []
+    start = threading.Barrier(8)
+
+    def one():
+        start.wait()
+        try:
+            got.append(claim(tmp_path / "runs" / "same", numbered=True)[0].name)
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and sorted(got) == sorted(["same", *(f"same-{i}" for i in range(2, 9))])

@@ -26,8 +26,9 @@ def claim(folder: Path, force: bool = False, numbered: bool = False) -> tuple[Pa
     """(folder, descriptor holding the lock). numbered: a default name — take the first of NAME, NAME-2, …
     that does not exist yet, instead of refusing."""
     if numbered:
-        folder = _first_free(folder)
-    _make(folder)
+        folder = _claim_new(folder)
+    else:
+        _make(folder)
     try:
         entries = set(os.listdir(folder))
     except OSError as e:
@@ -52,12 +53,24 @@ def claim(folder: Path, force: bool = False, numbered: bool = False) -> tuple[Pa
     return folder, fd
 
 
-def _first_free(folder: Path) -> Path:
-    candidate, n = folder, 1
-    while candidate.exists():
+def _claim_new(folder: Path) -> Path:
+    """The first of NAME, NAME-2, … that this process creates itself: creating the folder (without exist_ok) is
+    the atomic step, so two runs started in the same second with the same default name never take one folder —
+    the loser of a race moves on to the next number instead of being refused."""
+    _make(folder.parent)
+    n = 1
+    while True:
+        candidate = folder if n == 1 else folder.with_name(f"{folder.name}-{n}")
         n += 1
-        candidate = folder.with_name(f"{folder.name}-{n}")
-    return candidate
+        if candidate.exists():
+            continue
+        try:
+            candidate.mkdir()  # honours the user's umask
+        except FileExistsError:
+            continue  # another run made it between the check and here
+        except OSError as e:
+            raise BadInput(candidate, f"cannot create the run folder ({e.strerror})") from None
+        return candidate
 
 
 def _make(folder: Path) -> None:

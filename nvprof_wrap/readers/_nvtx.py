@@ -32,8 +32,15 @@ MIN_SLICED_LAUNCHES = 100_000  # below this, attribution runs in one process
 
 def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
               reopen: Callable[[], sqlite3.Connection] | None = None, kernel_table: str | None = None,
-              correlation: str = "correlationId", names: Callable[[object], str] | None = None) -> list[tuple]:
+              correlation: str = "correlationId", names: Callable[[object], str] | None = None,
+              process_of_tid: str = "0", borrowed: dict | None = None) -> list[tuple]:
     """Kernels attributed to the NVTX ranges open on the thread that launched them.
+
+    A launch made on a thread with no range open (PyTorch runs the backward pass on its autograd thread, while the
+    training loop's thread sits in loss.backward() inside its 'step N' range) is attributed to the ranges open at
+    that moment on its process's main thread: the thread whose ranges last longest. process_of_tid: an SQL expression
+    over a thread id column `tid` giving its process (Nsight Systems' globalTid holds the pid); "0": one process.
+    borrowed, when given, gets {"launches": n, "ns": total} of the launches attributed so (a reader's note).
 
     ranges_sql yields (tid, start, end, name) of push/pop or start/end ranges; launches_sql yields
     (pid, dev, tid, t, key, dur) per kernel launch: process, device, the launching thread and the CPU time of
@@ -62,7 +69,9 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
         labels = _all_segments(conn, ranges_sql, seg, names or str, reopen)
         if not labels:
             return []
+        _main_threads(conn, ranges_sql, seg, process_of_tid)
         slices = _slices(conn, kernel_table, correlation) if reopen is not None and kernel_table else [{}]
+        slices = [sl | {"{process}": process_of_tid.replace("tid", "o.tid")} for sl in slices]
         others = [Forked(_on_new_connection, reopen, seg, launches_sql, sl) for sl in slices[1:]]
         try:
             parts = [_attribute_slice(conn, seg, launches_sql, slices[0])]
@@ -73,12 +82,18 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     names = {lab: pair for pair, lab in labels.items()}
     none = (NO_RANGE, NO_RANGE)
     out: dict[tuple, list[int]] = {}
+    lent = [0, 0]
     for part in parts:
-        for pid, dev, lab, key, n, tot in part:
+        for pid, dev, lab, key, via, n, tot in part:
             agg = out.setdefault((None if pid == -1 else pid, None if dev == -1 else dev, *names.get(lab, none),
                                   None if key == "" else key), [0, 0])
             agg[0] += n
             agg[1] += tot
+            if via and lab != -1:
+                lent[0] += n
+                lent[1] += tot
+    if borrowed is not None:
+        borrowed.update(launches=lent[0], ns=lent[1])
     return [(*k, *v) for k, v in out.items()]
 
 
@@ -212,22 +227,53 @@ def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, wher
         # Grouping by upsert into a small keyed table: 0.4 s less than GROUP BY's sort of every launch at 1M.
         # NULLs become -1 / '' (key columns of a WITHOUT ROWID table cannot be NULL), and back in attribute().
         conn.execute("DROP TABLE IF EXISTS temp.nvw_agg")
-        conn.execute("""CREATE TEMP TABLE nvw_agg(pid, dev, lab, key, n INTEGER, tot INTEGER,
-                        PRIMARY KEY (pid, dev, lab, key)) WITHOUT ROWID""")
+        # The launch's own thread first; with no range open there, its process's main thread (nvw.main): the
+        # subquery in FROM (LIMIT keeps it a co-routine, not flattened) computes the own label once per launch.
+        conn.execute("""CREATE TEMP TABLE nvw_agg(pid, dev, lab, key, via, n INTEGER, tot INTEGER,
+                        PRIMARY KEY (pid, dev, lab, key, via)) WITHOUT ROWID""")
         conn.execute(f"""
         INSERT INTO temp.nvw_agg
         WITH nvw_l AS ({_fill(launches_sql, where)})
-        SELECT IFNULL(l.pid, -1), IFNULL(l.dev, -1),
-               IFNULL((SELECT lab FROM nvw.seg g WHERE g.tid = l.tid AND g.s <= l.t ORDER BY g.s DESC LIMIT 1), -1),
-               IFNULL(l.key, ''), 1, IFNULL(l.dur, 0)
-        FROM nvw_l l WHERE true
-        ON CONFLICT (pid, dev, lab, key) DO UPDATE SET n = n + 1, tot = tot + excluded.tot""")
+        SELECT IFNULL(o.pid, -1), IFNULL(o.dev, -1),
+               IFNULL(o.own, IFNULL((SELECT g.lab FROM nvw.main m JOIN nvw.seg g ON g.tid = m.tid
+                                     WHERE m.p = {where.get("{process}", "0")} AND m.tid != o.tid AND g.s <= o.t
+                                     ORDER BY g.s DESC LIMIT 1), -1)),
+               IFNULL(o.key, ''), o.own IS NULL, 1, IFNULL(o.dur, 0)
+        FROM (SELECT l.*, (SELECT lab FROM nvw.seg g WHERE g.tid = l.tid AND g.s <= l.t ORDER BY g.s DESC LIMIT 1)
+                          AS own FROM nvw_l l LIMIT -1) o WHERE true
+        ON CONFLICT (pid, dev, lab, key, via) DO UPDATE SET n = n + 1, tot = tot + excluded.tot""")
         rows = conn.execute("SELECT * FROM temp.nvw_agg").fetchall()
         conn.execute("DROP TABLE temp.nvw_agg")
         return rows
     finally:
         conn.commit()  # the INSERT opened a transaction (sqlite3's implicit BEGIN); DETACH needs none open
         conn.execute("DETACH DATABASE nvw")
+
+
+def borrowed_note(lent: dict, kernel_ns: int) -> tuple[str, ...]:
+    """The reader's note on launches attributed to their process's main thread (attribute's borrowed)."""
+    if not lent.get("launches"):
+        return ()
+    share = f", {100 * lent['ns'] / kernel_ns:.1f}% of kernel time" if kernel_ns else ""
+    text = (f"{lent['launches']:,} kernel launches{share} came from threads with no range open (PyTorch runs the "
+            "backward pass on its autograd thread) and count in the ranges open then on their process's main thread")
+    return (text,)
+
+
+def _main_threads(conn: sqlite3.Connection, ranges_sql: str, seg: str, process_of_tid: str) -> None:
+    """nvw.main(p, tid): each process's main thread, the one whose ranges last longest in all (the smallest id of
+    those with as long), in the segment file. Longest, not most: a training loop's few 'step N' ranges span the
+    steps, while libraries mark many short ones (CUB's CCCL ranges on PyTorch's autograd thread)."""
+    counts = conn.execute(f"SELECT {process_of_tid} AS p, tid, SUM(e - s) FROM ({ranges_sql}) "
+                          "WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s GROUP BY tid").fetchall()
+    main: dict[object, tuple] = {}
+    for p, tid, n in counts:
+        if p not in main or (-n, tid) < (-main[p][1], main[p][0]):
+            main[p] = (tid, n)
+    with contextlib.closing(sqlite3.connect(seg)) as w:
+        w.execute("CREATE TABLE main(p INTEGER PRIMARY KEY, tid INTEGER)")
+        w.executemany("INSERT INTO main VALUES (?, ?)", [(p, tid) for p, (tid, _n) in main.items()])
+        w.commit()
 
 
 def _fill(sql: str, values: dict[str, str]) -> str:

@@ -13,7 +13,7 @@ from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAg
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._head import Head
-from nvprof_wrap.readers._nvtx import attribute
+from nvprof_wrap.readers._nvtx import attribute, borrowed_note
 from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
     MEMCPY_DIRECTION,
@@ -100,7 +100,7 @@ def read(path: Path, window: Window | None = None) -> Capture:
 
 
 def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: Path | None,
-         dur: str, where: str) -> tuple[OpAgg, ...]:
+         dur: str, where: str, lent: dict) -> tuple[OpAgg, ...]:
     """Kernels → their launch call (thread, CPU time) by correlation id → the NVTX ranges of that thread.
     Launch calls are runtime (cudaLaunchKernel…) or driver (cuLaunchKernelEx…: cuBLAS) API records."""
     api = [t for t in ("runtime", "driver") if t in have and conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()]
@@ -116,7 +116,7 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: 
     split = {"reopen": lambda: connect_ro(split_over), "kernel_table": "kernel", "correlation": "correlation_id"} \
         if split_over is not None else {}
     return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
-                 for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches, **split))
+                 for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches, borrowed=lent, **split))
 
 
 RANGES = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
@@ -141,7 +141,8 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
             kernels = _kernels(conn, pid, dur, in_window(span))
             memops, mem_notes = _memops(conn, pid, in_window(span))
             big = source.stat().st_size >= BIG
-            ops = _ops(conn, have, pid, source if big else None, dur, in_window(span, "k"))
+            lent: dict = {}
+            ops = _ops(conn, have, pid, source if big else None, dur, in_window(span, "k"), lent)
         except BaseException:
             busy_time.abandon()
             raise
@@ -151,7 +152,7 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
             if pid is not None else ()
         partial = meta.get("status") != "complete" or str(path).endswith(".partial")
         notes = (("partial capture: the process ended before the tracer could finish it",) if partial else ()) + \
-            ((kernel_note,) if kernel_note else ()) + mem_notes
+            ((kernel_note,) if kernel_note else ()) + mem_notes + borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs,
                        ops=ops, notes=notes, partial=partial)
     finally:

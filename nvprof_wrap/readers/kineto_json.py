@@ -25,7 +25,7 @@ from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
-from nvprof_wrap.readers._nvtx import attribute
+from nvprof_wrap.readers._nvtx import attribute, borrowed_note
 from nvprof_wrap.readers._sqlite import EVERYTHING, BusyTime, connect_ro, in_window, window_bounds
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
 from nvprof_wrap.readers._window import Window
@@ -116,7 +116,8 @@ def _capture(path: Path, rows: Rows, header: dict, cut: int, window: Window | No
         memops = tuple(MemAgg(pid, dev, kind, d, n, tot, nbytes) for dev, kind, d, n, tot, nbytes in db.execute(
             f"SELECT dev, kind, dir, COUNT(*), COALESCE(SUM(dur), 0), SUM(bytes) FROM mem WHERE {in_window(span)} "
             "GROUP BY dev, kind, dir"))
-        ops = _ops(rows, pid, names, span) if rows.ranges else ()
+        lent: dict = {}
+        ops = _ops(rows, pid, names, span, lent) if rows.ranges else ()
     except BaseException:
         busy_time.abandon()
         raise
@@ -124,7 +125,8 @@ def _capture(path: Path, rows: Rows, header: dict, cut: int, window: Window | No
     dist = header.get("distributedInfo") or {}
     rank = dist.get("rank") if isinstance(dist, dict) else None
     notes = rows.kernel_time.notes() + rows.mem_time.notes() + \
-        ((f"{cut:,} JSON string(s) longer than {MAX_JSON_STRING_BYTES >> 20} MiB were cut there",) if cut else ())
+        ((f"{cut:,} JSON string(s) longer than {MAX_JSON_STRING_BYTES >> 20} MiB were cut there",) if cut else ()) + \
+        borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
     return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
                    (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes)
 
@@ -139,7 +141,7 @@ def _span(agg: Rows, window: Window) -> tuple[int, int]:
                                               agg.db.execute(f"SELECT tid, s, e, name FROM rng WHERE name IN ({ids})")))
 
 
-def _ops(agg: Rows, pid: int | None, names: dict[int, str], span: tuple[int, int]) -> tuple[OpAgg, ...]:
+def _ops(agg: Rows, pid: int | None, names: dict[int, str], span: tuple[int, int], lent: dict) -> tuple[OpAgg, ...]:
     """Which ops launched which kernels. Each kernel's correlation id leads to the runtime or driver call that
     launched it (thread, CPU time); the op ranges open on that thread at that time are the op and its scope — the
     same attribution as for NVTX ranges (readers/_nvtx.py). Threads are keyed by pid and tid."""
@@ -150,6 +152,7 @@ def _ops(agg: Rows, pid: int | None, names: dict[int, str], span: tuple[int, int
     # Big traces: the segment sweep per group of threads and the launches per slice, side by side (readers/_nvtx.py)
     split = {"reopen": lambda: connect_ro(agg.path), "kernel_table": "kl", "correlation": "corr"} \
         if agg.path.stat().st_size >= BIG else {}
-    rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng", launches, names=range_names.__getitem__, **split)
+    rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng", launches, names=range_names.__getitem__, borrowed=lent,
+                     **split)
     return tuple(OpAgg(p, scope, op, demangle(names.get(nid) or "<unnamed kernel>"), n, tot)
                  for p, _dev, scope, op, nid, n, tot in rows)

@@ -13,7 +13,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._head import Head
-from nvprof_wrap.readers._nvtx import attribute
+from nvprof_wrap.readers._nvtx import attribute, borrowed_note
 from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
     MEMCPY_DIRECTION,
@@ -114,7 +114,7 @@ def _ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
 
 
 def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
-         where: str) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
+         where: str, lent: dict) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
     """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges.
     One pass gives the kernel aggregates too (every launch counted once, launches without a runtime record
     outside any range), so a capture with NVTX ranges is scanned once, not twice. None without ranges."""
@@ -129,7 +129,9 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
                   FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
                     ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) {{rslice}}
                   WHERE {where} {{slice}}"""
-    rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path), kernel_table=KERNEL)
+    # a globalTid holds its process id: each process has its own main thread
+    rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path), kernel_table=KERNEL,
+                     process_of_tid="((tid >> 24) & 16777215)", borrowed=lent)
     if not rows:
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
@@ -188,7 +190,8 @@ def read(path: Path, window: Window | None = None) -> Capture:
         try:
             memops, mem_notes = _memops(conn, have, in_window(span))
             dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
-            attributed = _ops(conn, have, path, on(dur, "k"), in_window(span, "k"))
+            lent: dict = {}
+            attributed = _ops(conn, have, path, on(dur, "k"), in_window(span, "k"), lent)
             kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
         except BaseException:
             busy_time.abandon()
@@ -198,7 +201,7 @@ def read(path: Path, window: Window | None = None) -> Capture:
             _no_kernels(path, conn, have)
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
-            ((kernel_note,) if kernel_note else ()) + mem_notes
+            ((kernel_note,) if kernel_note else ()) + mem_notes + borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
         return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                        _processes(conn, have, pids), ops=ops, notes=notes)
     except BadInput as e:
