@@ -13,15 +13,15 @@ from nvprof_wrap.readers._nvtx import attribute, op_name
 NONE = "(no NVTX range)"
 
 
-def run(ranges: list[tuple], launches: list[tuple]) -> set[tuple]:
-    """ranges (tid, s, e, name); launches (tid, t, key) on pid 1, device 0, 10 ns each."""
+def run(ranges: list[tuple], launches: list[tuple], lent: dict | None = None) -> set[tuple]:
+    """ranges (tid, s, e, name); launches (tid, t, key) on pid 1, device 0, 10 ns each; lent gets the borrowed."""
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE r(tid, s, e, name)")
     conn.execute("CREATE TABLE l(tid, t, key)")
     conn.executemany("INSERT INTO r VALUES (?,?,?,?)", ranges)
     conn.executemany("INSERT INTO l VALUES (?,?,?)", launches)
     rows = attribute(conn, "SELECT tid, s, e, name FROM r",
-                     "SELECT 1 AS pid, 0 AS dev, tid, t, key, 10 AS dur FROM l")
+                     "SELECT 1 AS pid, 0 AS dev, tid, t, key, 10 AS dur FROM l", borrowed=lent)
     return {(scope, op, key, n) for _pid, _dev, scope, op, key, n, _tot in rows}
 
 
@@ -53,15 +53,8 @@ def test_the_autograd_thread_borrows_the_training_loops_step() -> None:
     launches count in the step (and are reported as borrowed), not as outside any range."""
     ranges = [(10, 0, 100, "step 0"), (10, 5, 20, "forward"), (10, 200, 300, "step 1")]
     launches = [(10, 10, "fwd"), (11, 50, "bwd"), (11, 250, "bwd"), (11, 150, "bwd")]
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE r(tid, s, e, name)")
-    conn.execute("CREATE TABLE l(tid, t, key)")
-    conn.executemany("INSERT INTO r VALUES (?,?,?,?)", ranges)
-    conn.executemany("INSERT INTO l VALUES (?,?,?)", launches)
     lent: dict = {}
-    rows = attribute(conn, "SELECT tid, s, e, name FROM r", "SELECT 1 AS pid, 0 AS dev, tid, t, key, 10 AS dur FROM l",
-                     borrowed=lent)
-    assert {(scope, op, key, n) for _p, _d, scope, op, key, n, _t in rows} == {
+    assert run(ranges, launches, lent) == {
         ("step 0", "forward", "fwd", 1), ("step 0", "step 0", "bwd", 1), ("step 1", "step 1", "bwd", 1),
         (NONE, NONE, "bwd", 1)}  # between the steps: nothing open anywhere
     assert lent == {"launches": 2, "ns": 20}
