@@ -23,7 +23,6 @@ from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.runner import execute
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
-from nvprof_wrap.sanitize import clean_lines
 from nvprof_wrap.store import Store
 
 PROBE = Path(__file__).resolve().parents[1] / "workloads" / "matmul_probe.py"  # see experiment_cmd.WORKLOADS
@@ -71,18 +70,4 @@ def run(args: argparse.Namespace) -> int:
     if f["gpus"] and not args.no_probe and PROBE.is_file():
         f["probe"] = probe(args.output)
     emit(RENDERERS[args.format].render_doctor(f, **options(args)))
-    return 0
-    lines = ["GPUs: " + ("none found (nvidia-smi)" if not f["gpus"] else "; ".join(
-        f"{g['index']}: {g['name']}, compute capability {g['compute_capability']}, driver {g['driver']}"
-        for g in f["gpus"]))]
-    for k, v in f["profilers"].items():
-        lines.append(f"{k}: " + (f"{v['path']} ({v['version']})" if v else "not found"))
-    lines.append(f"cupti-python: {'importable' if f['cupti_python'] else 'not installed (pip install cupti-python)'}")
-    lines.append("Python packages: " + ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in f["python_packages"].items()))
-    lines.append(f"KERAS_BACKEND: {f['keras_backend']}")
-    if "probe" in f:
-        p = f["probe"]
-        lines.append(f"matmul probe: {p['verdict']} (backend {p['backend']}, {p['folder']})" if p["ran"]
-                     else f"matmul probe not run: {p['why']}")
-    emit(clean_lines("\n".join(lines)) + "\n")  # tool paths and versions are the machine's text
     return 0
