@@ -109,3 +109,14 @@ def _common_prefix(strings: list[str]) -> str:
     while n < min(len(lo), len(hi)) and lo[n] == hi[n]:
         n += 1
     return lo[:n]
+
+
+_NUMBERED = re.compile(r"^(.*?\D)\s*\d+$")
+
+
+def numbered_family(name: str) -> str | None:
+    """'step 12' → 'step': the family of ranges that differ only in a trailing number (one per training step);
+    None for a name without one. Compare and the op tables merge such ranges into one row."""
+    m = _NUMBERED.match(name)
+    return m.group(1).rstrip() if m else None
+

@@ -8,12 +8,12 @@ JSON lines) when both have them.
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from nvprof_wrap.analysis.experiment import read_metrics
+from nvprof_wrap.names import numbered_family
 from nvprof_wrap.report import Report
 
 
@@ -97,16 +97,13 @@ def _by(r: Report, key) -> dict[str, list[int]]:
     return dict(acc)
 
 
-_NUMBERED = re.compile(r"^(.*?\D)\s*\d+$")
-
-
 def _ops(r: Report) -> dict[str, list[int]]:
     """Ops and NVTX ranges; ranges that differ only in a trailing number (step 0, step 1, …) are one row, step *:
     the two runs rarely number alike, and thirty rows of one step hide the ops that changed."""
     acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for o in r.ops:
-        m = _NUMBERED.match(o.op)
-        g = acc[f"{m.group(1).rstrip()} *" if m else o.op]
+        family = numbered_family(o.op)
+        g = acc[f"{family} *" if family else o.op]
         g[0] += o.total_ns
         g[1] += round(o.total_ns * o.tc_share)
     return dict(acc)

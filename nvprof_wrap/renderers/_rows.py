@@ -1,12 +1,12 @@
 """Plain dict rows shared by the JSON, CSV and Markdown renderers (one shape, documented in docs/json.md)."""
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import asdict, replace
 
 from nvprof_wrap.limits import SKIPPED_SHOWN
 from nvprof_wrap.model import Classification, HealthVerdict
+from nvprof_wrap.names import numbered_family
 from nvprof_wrap.report import GroupRow, KernelRow, PrecisionShare, Report, SplitRow
 
 SCHEMA = "nvprof-wrap.report/1"
@@ -129,9 +129,6 @@ def scope_text(scope) -> str | None:
     return f"Steady state only: {what} ({scope.option}) — every time, share and idle figure is of what started in it."
 
 
-_NUMBERED = re.compile(r"^(.*?\D)\s*\d+$")
-
-
 def numbered_merged(rows) -> list:
     """Ops for the tables people read: ranges that differ only in a trailing number (step 0 … step 29, one per
     training step) become one row, ``step * (30 ranges)`` — thirty rows of one step would hide every other op.
@@ -139,8 +136,8 @@ def numbered_merged(rows) -> list:
     range. JSON and CSV keep every range."""
     groups: dict[str, list] = {}
     for o in rows:
-        m = _NUMBERED.match(o.op)
-        groups.setdefault(m.group(1).rstrip() if m else "\0" + o.op, []).append(o)
+        family = numbered_family(o.op)
+        groups.setdefault(family if family else "\0" + o.op, []).append(o)
     out = []
     for key, members in groups.items():
         if key.startswith("\0") or len(members) < 3:
