@@ -2,11 +2,13 @@
 Nsight Systems captures of 2M and 5M launches with runtime records and NVTX ranges (and 5M without NVTX). One
 command, for a machine with many cores (the GPU machine: under 5 minutes on its 16 cores, generation included):
 
-    python3 -m benchmarks.scale_cores OUT_DIR [--sizes 2000000,5000000] [--rounds 2]
+    python3 -m benchmarks.scale_cores OUT_DIR [--sizes 2000000,5000000] [--rounds 2] [--stages]
 
 Captures come from benchmarks.generate (the fixtures' real kernel names, or the repository's own captures' where
 ../shared/fixtures is absent) into OUT_DIR, and are removed at the end. Each measurement is a fresh process (wall
 time; peak PSS of its process tree): floor, report on every core, report on cores 0-1, interleaved per round.
+--stages: then benchmarks.stages on each NVTX capture, on every core and on cores 0-1 (the sweep in pieces and in
+one process side by side).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out")
     p.add_argument("--sizes", default="2000000,5000000")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--stages", action="store_true")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     began = time.time()
@@ -51,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{n:>9,} {label:8} round {r} floor {floor[0]:.2f} s | report all cores {every[0]:.2f} s "
                       f"{every[1]:.0f} MB = {every[0] / floor[0]:.2f}x | report 2 cores {two[0]:.2f} s "
                       f"{two[1]:.0f} MB = {two[0] / floor[0]:.2f}x", flush=True)
+        if a.stages:
+            stages = [sys.executable, "-m", "benchmarks.stages", db, "--rounds", "1", "--one-sweep-too"]
+            for cmd in (stages, ["taskset", "-c", "0,1", *stages]):
+                print(f"{n:,} stages{' (cores 0-1)' if cmd[0] == 'taskset' else ''}:", flush=True)
+                subprocess.run(cmd, check=False)
         for _, path in variants:
             os.remove(path)
     print(f"done in {time.time() - began:.0f} s", flush=True)

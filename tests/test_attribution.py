@@ -13,15 +13,19 @@ from nvprof_wrap.readers._nvtx import attribute, op_name
 NONE = "(no NVTX range)"
 
 
-def run(ranges: list[tuple], launches: list[tuple], lent: dict | None = None) -> set[tuple]:
-    """ranges (tid, s, e, name); launches (tid, t, key) on pid 1, device 0, 10 ns each; lent gets the borrowed."""
-    conn = sqlite3.connect(":memory:")
+def run(ranges: list[tuple], launches: list[tuple], lent: dict | None = None, file: str | None = None) -> set[tuple]:
+    """ranges (tid, s, e, name); launches (tid, t, key) on pid 1, device 0, 10 ns each; lent gets the borrowed.
+    file: an SQLite file to hold them, reopened by forked workers (attribute's reopen)."""
+    conn = sqlite3.connect(file or ":memory:")
     conn.execute("CREATE TABLE r(tid, s, e, name)")
     conn.execute("CREATE TABLE l(tid, t, key)")
     conn.executemany("INSERT INTO r VALUES (?,?,?,?)", ranges)
     conn.executemany("INSERT INTO l VALUES (?,?,?)", launches)
+    conn.commit()
     rows = attribute(conn, "SELECT tid, s, e, name FROM r",
-                     "SELECT 1 AS pid, 0 AS dev, tid, t, key, 10 AS dur FROM l", borrowed=lent)
+                     "SELECT 1 AS pid, 0 AS dev, tid, t, key, 10 AS dur FROM l", borrowed=lent,
+                     reopen=(lambda: sqlite3.connect(file)) if file else None)
+    conn.close()
     return {(scope, op, key, n) for _pid, _dev, scope, op, key, n, _tot in rows}
 
 
@@ -134,3 +138,47 @@ def test_matches_the_oracle_on_ranges_that_overlap_without_nesting(raw_ranges, r
     launches = [(tid, t, "k") for tid, t in raw_launches]
     got = run(kept, launches)
     assert got == (oracle(kept, launches) if kept else set())
+
+
+def in_pieces(ranges: list[tuple], launches: list[tuple], pieces: int) -> tuple[set[tuple], list]:
+    """run() with the segment sweep in pieces of time (forked workers, as for a big capture): (rows, the cuts)."""
+    import tempfile
+
+    from nvprof_wrap.readers import _nvtx
+
+    saved = _nvtx.MIN_SPLIT_RANGES, _nvtx.cores, _nvtx._time_cuts
+    cut: list = []
+    _nvtx.MIN_SPLIT_RANGES, _nvtx.cores = 1, lambda: pieces
+    _nvtx._time_cuts = lambda *a: cut.extend(saved[2](*a)) or cut
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            return run(ranges, launches, file=os.path.join(tmp, "c.sqlite")), cut
+    finally:
+        _nvtx.MIN_SPLIT_RANGES, _nvtx.cores, _nvtx._time_cuts = saved
+
+
+def test_a_range_ending_just_before_a_cut_closes_on_a_thread_with_nothing_after():
+    """Thread 1's only range ends at 9, the cut is at 10 (thread 2's range starts then): its end (from 10 on, no
+    range) must survive the cut, so the launch at 15 borrows thread 2's range instead of keeping 'aten::a'."""
+    ranges = [(1, 0, 9, "aten::a"), (2, 10, 30, "aten::b")]
+    launches = [(1, 5, "k"), (1, 15, "k")]
+    got, cut = in_pieces(ranges, launches, 2)
+    assert cut == [10]
+    assert got == oracle(ranges, launches) == {("aten::a", "aten::a", "k", 1), ("aten::b", "aten::b", "k", 1)}
+
+
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 2), span, names), max_size=12),
+       st.lists(st.tuples(st.integers(1, 2), st.integers(0, 95)), max_size=12), st.integers(2, 5))
+def test_the_sweep_in_pieces_of_time_matches_the_oracle(raw_ranges, raw_launches, pieces) -> None:
+    """Many ranges are swept in pieces of time by forked workers (one per core): pieces that cut through open
+    ranges, ranges ending just before a cut, threads without a range in a piece — the one-process answer."""
+    kept: list[tuple] = []
+    for tid, (s, e), name in raw_ranges:
+        if not any(rt == tid and (rs == s or re_ == e) for rt, rs, re_, _n in kept):
+            kept.append((tid, s, e, name))
+    launches = [(tid, t, "k") for tid, t in raw_launches]
+    got, cut = in_pieces(kept, launches, pieces)
+    assert got == (oracle(kept, launches) if kept else set())
+    if len(kept) >= pieces:
+        assert cut  # it did run in pieces

@@ -220,7 +220,8 @@ def test_parallel_reading_gives_the_serial_result_and_skips_the_bad_file(tmp_pat
 @pytest.mark.slow
 def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, monkeypatch):
     """A 200k-launch Nsight Systems capture (20 MB, real schema) read with forked workers — busy time in a
-    child, attribution in two rowid slices — and in one process: the same capture, to the launch."""
+    child, the NVTX sweep in two pieces of time, attribution in two rowid slices — and in one process: the same
+    capture, to the launch."""
     from nvprof_wrap.readers import _fork, _nvtx, nsys_sqlite
 
     path = tmp_path / "big.sqlite"
@@ -230,10 +231,14 @@ def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, m
     slices = []
     real = _nvtx._slices
     monkeypatch.setattr(_nvtx, "_slices", lambda *a: slices.append(real(*a)) or slices[-1])
+    cuts = []
+    real_cuts = _nvtx._time_cuts
+    monkeypatch.setattr(_nvtx, "_time_cuts", lambda *a: cuts.append(real_cuts(*a)) or cuts[-1])
+    monkeypatch.setattr(_nvtx, "MIN_SPLIT_RANGES", 1000)  # the capture has 25,000 ranges
     monkeypatch.setattr(_nvtx, "cores", lambda: 2)
     monkeypatch.setattr(_fork, "cores", lambda: 2)
     forked = nsys_sqlite.read(path)
-    assert len(slices[0]) == 2  # two slices, one per (pretended) core
+    assert len(slices[0]) == 2 and len(cuts[0]) == 1  # two slices and two pieces, one per (pretended) core
     monkeypatch.setattr(_fork, "can_fork", lambda: False)
     monkeypatch.setattr(_nvtx, "can_fork", lambda: False)
     alone = nsys_sqlite.read(path)

@@ -102,16 +102,23 @@ MIN_SPLIT_RANGES = 50_000  # below this, the segment sweep runs in one process
 
 def _all_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[object], str],
                   reopen: Callable[[], sqlite3.Connection] | None) -> dict[tuple[str, str], int]:
-    """The segments of every thread in the file seg; returns the labels ((scope, op) → id)."""
-    groups = _thread_groups(conn, ranges_sql) if reopen is not None else None
-    if groups is None:
+    """The segments of every thread in the file seg; returns the labels ((scope, op) → id).
+
+    Many ranges are swept in pieces of time side by side, one per core (a training loop puts nearly all of them on
+    one thread, so pieces of threads would not split the work): the label at any moment depends only on the ranges
+    open then, so a piece [t0, t1) sweeps the ranges that overlap it and keeps the boundaries that fall in it, the
+    first one moved to t0 (the label open at t0)."""
+    cuts = _time_cuts(conn, ranges_sql) if reopen is not None else []
+    if not cuts:
         return _write_segments(conn, ranges_sql, seg, names)
-    others = [Forked(_segments_alone, reopen, ranges_sql, f"{seg}.{i}", names, g) for i, g in enumerate(groups[1:], 1)]
+    pieces = list(zip([None, *cuts], [*cuts, None]))
+    others = [Forked(_segments_alone, reopen, ranges_sql, f"{seg}.{i}", names, piece)
+              for i, piece in enumerate(pieces[1:], 1)]
     try:
-        labels = _write_segments(conn, ranges_sql, seg, names, groups[0])
+        labels = _write_segments(conn, ranges_sql, seg, names, pieces[0])
     finally:
         results = []
-        for other in others:  # always reaped, even when this group failed
+        for other in others:  # always reaped, even when this piece failed
             try:
                 results.append(other.result())
             except Exception as e:  # noqa: BLE001 - raised below, once every worker is reaped
@@ -131,44 +138,69 @@ def _all_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Ca
     return labels
 
 
-def _thread_groups(conn: sqlite3.Connection, ranges_sql: str) -> list[list] | None:
-    """Threads in one group per core, of about equal numbers of ranges; None when one sweep is the better way."""
-    counts = conn.execute(f"SELECT tid, COUNT(*) FROM ({ranges_sql}) WHERE e IS NOT NULL AND tid IS NOT NULL "
-                          "GROUP BY tid ORDER BY 2 DESC").fetchall()
-    n = min(cores(), 8, len(counts))
-    if n < 2 or not can_fork() or sum(c for _, c in counts) < MIN_SPLIT_RANGES:
-        return None
-    groups: list[list] = [[] for _ in range(n)]
-    load = [0] * n
-    for tid, c in counts:  # the biggest first, each into the group with the least so far
-        i = load.index(min(load))
-        groups[i].append(tid)
-        load[i] += c
-    return groups if all(groups) else None
+_CLOSED = "e IS NOT NULL AND tid IS NOT NULL AND e >= s"
+
+
+def _time_cuts(conn: sqlite3.Connection, ranges_sql: str) -> list[int]:
+    """Start times that cut the ranges into one piece per core of about equal numbers; [] for one sweep."""
+    n = min(cores(), 8)
+    if n < 2 or not can_fork():
+        return []
+    total = conn.execute(f"SELECT COUNT(*) FROM ({ranges_sql}) WHERE {_CLOSED}").fetchone()[0]
+    if total < MIN_SPLIT_RANGES:
+        return []
+    step = total // n + 1
+    cuts = [s for (s,) in conn.execute(f"SELECT s FROM (SELECT s, ROW_NUMBER() OVER (ORDER BY s) AS i FROM "
+                                       f"({ranges_sql}) WHERE {_CLOSED}) WHERE i % {step} = 0")]
+    return sorted(set(cuts))
 
 
 def _segments_alone(reopen: Callable[[], sqlite3.Connection], ranges_sql: str, seg: str,
-                    names: Callable[[object], str], tids: list) -> dict:
+                    names: Callable[[object], str], piece: tuple) -> dict:
     conn = reopen()
     try:
-        return dict(_write_segments(conn, ranges_sql, seg, names, tids))
+        return dict(_write_segments(conn, ranges_sql, seg, names, piece))
     finally:
         conn.close()
 
 
 def _write_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[object], str],
-                    tids: list | None = None) -> _Labels:
+                    piece: tuple = (None, None)) -> _Labels:
     labels = _Labels()
-    only = f" AND tid IN ({','.join(map(str, tids))})" if tids is not None else ""
+    t0, t1 = piece
+    only = (f" AND s < {int(t1)}" if t1 is not None else "") + (f" AND e >= {int(t0) - 1}" if t0 is not None else "")
     with contextlib.closing(sqlite3.connect(seg)) as w:
         w.execute("PRAGMA journal_mode=OFF")
         w.execute("DROP TABLE IF EXISTS seg")
         w.execute("CREATE TABLE seg(tid INTEGER, s INTEGER, lab INTEGER, PRIMARY KEY (tid, s)) WITHOUT ROWID")
         ranges = conn.execute(f"SELECT tid, s, e, name FROM ({ranges_sql}) "
-                              f"WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s{only} ORDER BY tid, s, e DESC")
-        w.executemany("INSERT INTO seg VALUES (?,?,?)", _segments(ranges, labels, names))
+                              f"WHERE {_CLOSED}{only} ORDER BY tid, s, e DESC")
+        bounds = _segments(ranges, labels, names)
+        w.executemany("INSERT INTO seg VALUES (?,?,?)", bounds if piece == (None, None) else _within(bounds, t0, t1))
         w.commit()
     return labels
+
+
+def _within(bounds, t0: int | None, t1: int | None):
+    """The boundaries (tid, t, label) of one piece of time [t0, t1): those at or before t0 become one at t0 (the
+    label from t0 on: no range at all when none started before it), those from t1 on belong to the next piece.
+    The piece's ranges are those whose last boundary (end + 1) is at t0 or later."""
+    tid_now, held = _UNSET, None
+    for tid, t, lab in bounds:
+        if tid != tid_now:
+            if held is not None:
+                yield held
+            tid_now, held = tid, (None if t0 is None else (tid, t0, None))
+        if t0 is not None and t <= t0:
+            held = (tid, t0, lab)
+            continue
+        if held is not None:
+            yield held
+            held = None
+        if t1 is None or t < t1:
+            yield tid, t, lab
+    if held is not None:
+        yield held
 
 
 class _Labels(dict):
@@ -194,21 +226,25 @@ class _Labels(dict):
 
 def _slices(conn: sqlite3.Connection, table: str, correlation: str) -> list[dict[str, str]]:
     """Placeholder values of one slice per core for captures of 100k launches or more, else of one slice (all).
-    Measured on 16 cores at 5M launches: without the correlation-id range, every slice built an index of
-    all the launch calls."""
+    Each slice finds the range of correlation ids of its kernels itself (_fill_slice, in its own process): measured
+    on 16 cores at 5M launches, without that range every slice built an index of all the launch calls."""
     lo, hi = conn.execute(f"SELECT MIN(rowid), MAX(rowid) FROM {table}").fetchone()
     n = min(cores(), 8)
     if lo is None or not can_fork() or hi - lo < MIN_SLICED_LAUNCHES:
         return [{}]
     step = (hi - lo) // n + 1
-    out = []
-    for a in range(lo, hi + 1, step):
-        b = a + step - 1
-        cmin, cmax = conn.execute(f"SELECT MIN({correlation}), MAX({correlation}) FROM {table} "
-                                  f"WHERE rowid BETWEEN {a} AND {b}").fetchone()
-        rslice = f"AND r.{correlation} BETWEEN {cmin} AND {cmax}" if cmin is not None else ""
-        out.append({"{slice}": f"AND k.rowid BETWEEN {a} AND {b}", "{rslice}": rslice})
-    return out
+    return [{"{slice}": f"AND k.rowid BETWEEN {a} AND {a + step - 1}", "table": table, "correlation": correlation}
+            for a in range(lo, hi + 1, step)]
+
+
+def _fill_slice(conn: sqlite3.Connection, where: dict[str, str]) -> dict[str, str]:
+    """where with "{rslice}": the range of correlation ids of the slice's kernels (one scan of its rowid range)."""
+    if "table" not in where:
+        return where
+    cmin, cmax = conn.execute(f"SELECT MIN({where['correlation']}), MAX({where['correlation']}) "
+                              f"FROM {where['table']} k WHERE true {where['{slice}']}").fetchone()
+    rslice = f"AND r.{where['correlation']} BETWEEN {cmin} AND {cmax}" if cmin is not None else ""
+    return where | {"{rslice}": rslice}
 
 
 def _on_new_connection(reopen: Callable[[], sqlite3.Connection], seg: str, launches_sql: str,
@@ -233,7 +269,7 @@ def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, wher
                         PRIMARY KEY (pid, dev, lab, key, via)) WITHOUT ROWID""")
         conn.execute(f"""
         INSERT INTO temp.nvw_agg
-        WITH nvw_l AS ({_fill(launches_sql, where)})
+        WITH nvw_l AS ({_fill(launches_sql, _fill_slice(conn, where))})
         SELECT IFNULL(o.pid, -1), IFNULL(o.dev, -1),
                IFNULL(o.own, IFNULL((SELECT g.lab FROM nvw.main m JOIN nvw.seg g ON g.tid = m.tid
                                      WHERE m.p = {where.get("{process}", "0")} AND m.tid != o.tid AND g.s <= o.t

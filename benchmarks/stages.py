@@ -1,0 +1,86 @@
+"""Where `report` spends its time on a big Nsight Systems export: wall time of each stage, in this process.
+
+    python3 -m benchmarks.stages CAPTURE.sqlite [--rounds 2] [--one-sweep-too]
+
+Wraps the reader's stages with timers (the forked workers are timed from the parent: the wait for them counts in the
+stage that started them) and runs the whole pipeline once per round, store and rendering included, in a fresh
+temporary store. Prints one line per stage, then the total; the raw GROUP BY floor of benchmarks.scale is run in a
+child process first, for the ratio. Stages overlap (the busy-time union runs in a forked child beside the rest), so
+the lines do not add up to the total. --one-sweep-too: each round also runs with the NVTX segment sweep in one
+process (as before it was cut into pieces of time), right after the default one.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+
+from benchmarks.scale import FLOOR_NSYS
+
+SPENT: dict[str, list[float]] = defaultdict(list)
+
+
+def _timed(owner, name: str, label: str) -> None:
+    inner = getattr(owner, name)
+
+    def wrapper(*a, **k):
+        t = time.perf_counter()
+        try:
+            return inner(*a, **k)
+        finally:
+            SPENT[label].append(time.perf_counter() - t)
+
+    setattr(owner, name, wrapper)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("capture")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--one-sweep-too", action="store_true")
+    a = p.parse_args(argv)
+    t = time.perf_counter()
+    import nvprof_wrap
+    from nvprof_wrap import pipeline
+    from nvprof_wrap import report as report_mod
+    from nvprof_wrap.classify import evidence
+    from nvprof_wrap.readers import _nvtx, _sqlite, nsys_sqlite
+    imported = time.perf_counter() - t
+    _timed(_nvtx, "_all_segments", "NVTX segment sweep (+ insert)")
+    _timed(_nvtx, "_main_threads", "main thread per process")
+    _timed(_nvtx, "_slices", "attribution slices planned")
+    _timed(_nvtx, "_attribute_slice", "attribution, this process's slice")
+    _timed(_nvtx, "attribute", "attribution in all (sweep + join + group, workers waited for)")
+    _timed(_sqlite.BusyTime, "result", "busy-time union, wait after the rest")
+    _timed(nsys_sqlite, "_memops", "copies and sets")
+    _timed(nsys_sqlite, "read", "nsys reader in all")
+    _timed(pipeline, "ingest", "ingest (read + store)")
+    _timed(evidence, "prepare", "evidence (classification)")
+    _timed(report_mod, "build", "report built from the store")
+    print(f"cores {len(os.sched_getaffinity(0))}; imports {imported:.2f} s", flush=True)
+    pieces = _nvtx.MIN_SPLIT_RANGES
+    for r, one_sweep in [(r, v) for r in range(a.rounds) for v in ((False, True) if a.one_sweep_too else (False,))]:
+        _nvtx.MIN_SPLIT_RANGES = 1 << 62 if one_sweep else pieces
+        t = time.perf_counter()
+        floor = subprocess.run([sys.executable, "-c", FLOOR_NSYS, a.capture], capture_output=True, check=True)
+        floor_s = time.perf_counter() - t
+        SPENT.clear()
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            report = nvprof_wrap.analyze(a.capture, store=os.path.join(tmp, "run.sqlite"))
+            text = report.to_dict()
+            total = time.perf_counter() - t
+        print(f"round {r}{' (sweep in one process)' if one_sweep else ''}: floor {floor_s:.2f} s (child process, {floor.stdout.decode().strip()} names); "
+              f"analyze + to_dict {total:.2f} s = {total / floor_s:.2f}x the floor "
+              f"({len(text.get('kernels', []))} kernel rows)", flush=True)
+        for label, spent in SPENT.items():
+            print(f"  {sum(spent):6.2f} s  {label}" + (f" ({len(spent)} calls)" if len(spent) > 1 else ""), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
