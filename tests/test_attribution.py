@@ -148,7 +148,7 @@ def in_pieces(ranges: list[tuple], launches: list[tuple], pieces: int) -> tuple[
 
     saved = _nvtx.MIN_SPLIT_RANGES, _nvtx.cores, _nvtx._time_cuts
     cut: list = []
-    _nvtx.MIN_SPLIT_RANGES, _nvtx.cores = 1, lambda: pieces
+    _nvtx.MIN_SPLIT_RANGES, _nvtx.cores = 1, lambda: pieces + 1  # one core for the busy time
     _nvtx._time_cuts = lambda *a: cut.extend(saved[2](*a)) or cut
     try:
         with tempfile.TemporaryDirectory() as tmp:

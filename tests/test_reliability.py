@@ -235,10 +235,10 @@ def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, m
     real_cuts = _nvtx._time_cuts
     monkeypatch.setattr(_nvtx, "_time_cuts", lambda *a: cuts.append(real_cuts(*a)) or cuts[-1])
     monkeypatch.setattr(_nvtx, "MIN_SPLIT_RANGES", 1000)  # the capture has 25,000 ranges
-    monkeypatch.setattr(_nvtx, "cores", lambda: 2)
+    monkeypatch.setattr(_nvtx, "cores", lambda: 3)
     monkeypatch.setattr(_fork, "cores", lambda: 2)
     forked = nsys_sqlite.read(path)
-    assert len(slices[0]) == 2 and len(cuts[0]) == 1  # two slices and two pieces, one per (pretended) core
+    assert len(slices[0]) == 3 and len(cuts[0]) == 1  # 3 (pretended) cores: 3 slices; 2 pieces beside the busy time
     monkeypatch.setattr(_fork, "can_fork", lambda: False)
     monkeypatch.setattr(_nvtx, "can_fork", lambda: False)
     alone = nsys_sqlite.read(path)
