@@ -69,6 +69,14 @@ def test_analyze_to_dict_is_the_json_report(path, capsys, tmp_path):
     assert api == json.loads(out)
 
 
+def test_demo_json_is_each_samples_to_dict(capsys):
+    """demo's JSON goes through the JSON renderer too: one object, each bundled sample's report under its name."""
+    assert main(["demo", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    names = ("keras_reuters_fp16", "torch_ops", "two_children")
+    assert got == {n: nvprof_wrap.analyze(SAMPLES / n).to_dict() for n in names}
+
+
 def test_every_fixture_folder_is_in_the_list():
     """The list above misses no kind of capture tests/data holds (a new folder there must be added to it)."""
     assert {p.name for p in DATA.iterdir() if p.is_dir()} == {"h200_runs", "console", "public_mit", "golden",
