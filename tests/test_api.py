@@ -93,6 +93,35 @@ def test_report_display_methods():
         rep.extra  # noqa: B018 - the untyped dict is gone
 
 
+def test_to_pandas_is_one_frame_per_table_of_the_json(monkeypatch):
+    """to_pandas(): the JSON's tables (kernels, time_split, devices, processes, ops, scopes) as DataFrames, row for
+    row — checked with pandas where it is installed, else with a stand-in that records what it was given; and one
+    error naming pandas where it is missing."""
+    import sys
+    import types
+
+    rep = nvprof_wrap.analyze(SAMPLES / "keras_reuters_fp16")
+    d = rep.to_dict()
+    tables = ("kernels", "time_split", "devices", "processes", "ops", "scopes")
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        fake = types.ModuleType("pandas")
+        fake.DataFrame = lambda rows: ("frame", rows)
+        monkeypatch.setitem(sys.modules, "pandas", fake)
+        frames = rep.to_pandas()
+        assert frames == {t: ("frame", d[t]) for t in tables}
+    else:
+        frames = rep.to_pandas()
+        assert set(frames) == set(tables)
+        for t in tables:
+            assert frames[t].to_dict("records") == d[t], t
+    assert len(d["kernels"]) == 53 and len(d["ops"]) > 10  # the frames above are not empty ones
+    monkeypatch.setitem(sys.modules, "pandas", None)  # not installed
+    with pytest.raises(NvprofWrapError, match=r"to_pandas\(\) needs pandas"):
+        rep.to_pandas()
+
+
 # --- profile(): a window of this process -------------------------------------------------------------------
 def test_profile_block(tmp_path):
     got = python(f"""
