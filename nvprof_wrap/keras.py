@@ -1,13 +1,14 @@
 """A Keras callback that profiles a window of training steps::
 
     from nvprof_wrap.keras import ProfileSteps
-    cb = ProfileSteps(start=10, stop=20)           # batches 10..19 of the first epoch that reaches them
+    cb = ProfileSteps(start=10, stop=20)           # batches 10..19, counted over the whole fit (across epochs)
     model.fit(x, y, callbacks=[cb])
     print(cb.report)
 
 The built-in CUPTI tracer runs in this process for those batches only (skipping compilation and warm-up), each batch
-is an NVTX range 'step N', and ``cb.report`` is the same Report ``nvprof-wrap report`` prints. Needs Keras 3 (any
-backend that runs on an NVIDIA GPU: torch, jax, tensorflow) and cupti-python.
+is an NVTX range 'step N' (through torch or the nvtx package, when either is importable), and ``cb.report`` is the
+same Report ``nvprof-wrap report`` prints. Needs Keras 3 (any backend that runs on an NVIDIA GPU: torch, jax,
+tensorflow) and cupti-python.
 """
 from __future__ import annotations
 

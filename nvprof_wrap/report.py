@@ -8,7 +8,6 @@ into words. Only the verdict sentence and the hints (analysis/hints.py) are text
 """
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -183,8 +182,9 @@ class Report:
 
 
 def _display(name: str) -> Callable:
-    if name not in DISPLAY:  # a report built without the pipeline: load the renderers, which register here
-        importlib.import_module("nvprof_wrap.renderers")
+    if name not in DISPLAY:  # this layer never imports the renderers (a layer above): they register when loaded
+        raise NvprofWrapError("a Report is turned into text by nvprof_wrap.renderers, which is not loaded yet: "
+                              "import nvprof_wrap.renderers (nvprof_wrap.analyze loads it)")
     return DISPLAY[name]
 
 

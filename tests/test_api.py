@@ -13,6 +13,7 @@ import pytest
 
 import nvprof_wrap
 from nvprof_wrap.cli import main
+from nvprof_wrap.errors import NvprofWrapError
 from tests.conftest import ROOT
 
 FAKES = ROOT / "tests" / "fakes"
@@ -32,20 +33,54 @@ def python(code: str, tmp_path, **env: str) -> dict:
 
 
 # --- analyze() is `report --format json` ----------------------------------------------------------------------
+DATA = ROOT / "tests" / "data"
+# A run folder's own files (what reading a folder skips): not captures, not fixtures.
+RUN_FILES = {"manifest.json", "metrics.jsonl", "stdout.log", "stderr.log"}
+
+
 def _every_fixture() -> list:
-    from tests.conftest import FIXTURES
+    """Every file and run folder the project reads: the bundled samples, every run folder and every file in it under
+    tests/data/h200_runs, the console captures and MIT traces under tests/data, and every file of the shared public
+    and H200 fixtures. Those that are no capture (the H200 records JSON and nsys log, PTX, verify.json, the AMD traces)
+    must be refused alike by both."""
+    from tests.conftest import H200, PUBLIC
 
-    found = sorted(p for p in (FIXTURES / "public").glob("*") if p.is_file()) if FIXTURES.is_dir() else []
-    found += sorted(p for p in (FIXTURES / "h200").glob("*") if p.suffix in (".sqlite", ".csv"))
-    return [*(SAMPLES / s for s in ("torch_ops", "two_children", "keras_reuters_fp16")), *found]
+    runs = sorted(p for p in (DATA / "h200_runs").iterdir() if p.is_dir())
+    found = [*(SAMPLES / s for s in ("keras_reuters_fp16", "torch_ops", "two_children")), *runs,
+             *sorted(p for r in runs for p in r.rglob("*") if p.is_file() and p.name not in RUN_FILES),
+             *sorted((DATA / "console").glob("*.log")), *sorted((DATA / "public_mit").glob("*.json.gz"))]
+    for shared in (PUBLIC, H200):  # absent (a clean clone): the folder itself, skipped by conftest with the reason
+        found += sorted(p for p in shared.glob("*") if p.is_file()) if shared.is_dir() else [shared]
+    return found
 
 
-@pytest.mark.parametrize("folder", _every_fixture(), ids=lambda p: p.name)
-def test_analyze_to_dict_is_the_json_report(folder, capsys, tmp_path):
-    assert main(["report", str(folder), "--format", "json", "--store", str(tmp_path / "s.sqlite")]) == 0
-    cli = json.loads(capsys.readouterr().out)
-    api = nvprof_wrap.analyze(folder).to_dict()
-    assert json.loads(json.dumps(api)) == cli
+@pytest.mark.parametrize("path", _every_fixture(), ids=lambda p: str(p.relative_to(p.parents[1])))
+def test_analyze_to_dict_is_the_json_report(path, capsys, tmp_path):
+    """Issue 15's "done when": analyze(path).to_dict() == the parsed output of `report path --format json`, for every
+    fixture; where the command refuses a file, analyze() raises the same error."""
+    code = main(["report", str(path), "--format", "json", "--store", str(tmp_path / "s.sqlite")])
+    out, err = capsys.readouterr()
+    try:
+        api = nvprof_wrap.analyze(path).to_dict()
+    except NvprofWrapError as e:
+        assert (code, out, err) == (e.exit_code, "", f"nvprof-wrap: error: {e}\n")
+        return
+    assert code == 0, err
+    assert api == json.loads(out)
+
+
+def test_demo_json_is_each_samples_to_dict(capsys):
+    """demo's JSON goes through the JSON renderer too: one object, each bundled sample's report under its name."""
+    assert main(["demo", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    names = ("keras_reuters_fp16", "torch_ops", "two_children")
+    assert got == {n: nvprof_wrap.analyze(SAMPLES / n).to_dict() for n in names}
+
+
+def test_every_fixture_folder_is_in_the_list():
+    """The list above misses no kind of capture tests/data holds (a new folder there must be added to it)."""
+    assert {p.name for p in DATA.iterdir() if p.is_dir()} == {"h200_runs", "console", "public_mit", "golden",
+                                                                "keras_logs"}  # golden, keras_logs: no captures
 
 
 def test_report_display_methods():
@@ -56,6 +91,35 @@ def test_report_display_methods():
     assert rep.to_dict()["health"]["epochs"] == rep.health.epochs
     with pytest.raises(AttributeError):
         rep.extra  # noqa: B018 - the untyped dict is gone
+
+
+def test_to_pandas_is_one_frame_per_table_of_the_json(monkeypatch):
+    """to_pandas(): the JSON's tables (kernels, time_split, devices, processes, ops, scopes) as DataFrames, row for
+    row — checked with pandas where it is installed, else with a stand-in that records what it was given; and one
+    error naming pandas where it is missing."""
+    import sys
+    import types
+
+    rep = nvprof_wrap.analyze(SAMPLES / "keras_reuters_fp16")
+    d = rep.to_dict()
+    tables = ("kernels", "time_split", "devices", "processes", "ops", "scopes")
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        fake = types.ModuleType("pandas")
+        fake.DataFrame = lambda rows: ("frame", rows)
+        monkeypatch.setitem(sys.modules, "pandas", fake)
+        frames = rep.to_pandas()
+        assert frames == {t: ("frame", d[t]) for t in tables}
+    else:
+        frames = rep.to_pandas()
+        assert set(frames) == set(tables)
+        for t in tables:
+            assert frames[t].to_dict("records") == d[t], t
+    assert len(d["kernels"]) == 53 and len(d["ops"]) > 10  # the frames above are not empty ones
+    monkeypatch.setitem(sys.modules, "pandas", None)  # not installed
+    with pytest.raises(NvprofWrapError, match=r"to_pandas\(\) needs pandas"):
+        rep.to_pandas()
 
 
 # --- profile(): a window of this process -------------------------------------------------------------------

@@ -1,13 +1,16 @@
 """Contracts every reader and every renderer keeps (issue 15): one test over the whole registry each, on real files.
 
 Readers: each format's real capture reads into a Capture whose every field has its documented type and range;
-reading an .nsys-rep (through Nsight Systems' export) gives exactly the Capture of the export, ops included.
-Renderers: each one implements the whole Renderer protocol and renders the same real report, kernel rows,
-classifications, experiment rows and doctor facts without printing, keeping capture text out of the terminal.
+reading an .nsys-rep (through Nsight Systems' export) gives exactly the Capture of the export, ops included, and a
+gzipped SQLite capture exactly the plain file's.
+Renderers: each one implements every method of the Renderer protocol and renders the same real report, kernel rows,
+classifications, experiment rows, doctor facts, comparison and run history without printing, keeping capture text
+out of the terminal.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 
 import pytest
@@ -89,8 +92,29 @@ def test_nsys_rep_keeps_every_field_of_its_export(tmp_path):
             assert getattr(got, f.name) == getattr(export, f.name), f.name
 
 
+@pytest.mark.parametrize("fmt", ["nsys-sqlite", "nvprof", "cupti"])
+def test_a_gzipped_sqlite_capture_keeps_every_field(fmt, tmp_path):
+    """The other indirect path: a gzipped SQLite capture is unpacked and read; its Capture is the plain file's, field
+    for field, under the .gz's path."""
+    import gzip
+    import shutil
+
+    path = REAL[fmt]
+    if not path.is_file():
+        pytest.skip(f"needs {path}")
+    gz = tmp_path / (path.name + ".gz")
+    with path.open("rb") as src, gzip.open(gz, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    got, plain = readers.read(gz), readers.read(path)
+    assert got.path == str(gz) and got.kernels
+    for f in dataclasses.fields(Capture):
+        if f.name != "path":
+            assert getattr(got, f.name) == getattr(plain, f.name), f.name
+
+
 # --- renderers -------------------------------------------------------------------------------------------
-METHODS = ("render_report", "render_kernels", "render_classifications", "render_experiment", "render_doctor")
+# Every method of the Renderer protocol: the contract below gives each one real input.
+METHODS = tuple(n for n, v in vars(Renderer).items() if n.startswith("render_") and callable(v))
 
 
 def _experiment_rows():
@@ -105,29 +129,59 @@ def _experiment_rows():
 FACTS = {"gpus": [{"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0", "driver": "580.159.04"}],
          "profilers": {"nsys": None, "nvprof": None, "ncu": {"path": "/opt/ncu", "version": "2025.3.1"}},
          "cupti_python": False, "python_packages": {"torch": True}, "keras_backend": "torch"}
+HOSTILE = "\x1b]0;owned\x07"  # an OSC sequence (sets the terminal's title), in a run's name and its command
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict:
+    """Real input for every method of the protocol: two real reports, their comparison, the run history's rows."""
+    from nvprof_wrap.analysis.compare import compare
+    from nvprof_wrap.store import history
+
+    keras, torch_ops = analyze(SAMPLES / "keras_reuters_fp16"), analyze(SAMPLES / "torch_ops")
+    old = os.environ.get("NVPROF_WRAP_HISTORY")
+    os.environ["NVPROF_WRAP_HISTORY"] = str(tmp_path_factory.mktemp("history") / "h.sqlite")
+    try:
+        history.record(SAMPLES / "keras_reuters_fp16", keras, {"command": ["python", "reuters_mlp.py"],
+                                                               "backend": "nsys", "exit_code": 0})
+        history.record(SAMPLES / "torch_ops", torch_ops, {"command": ["python", f"{HOSTILE}ops.py"]})
+        runs = history.runs()
+    finally:
+        os.environ.pop("NVPROF_WRAP_HISTORY") if old is None else os.environ.update(NVPROF_WRAP_HISTORY=old)
+    return {"render_report": (keras, {"width": 100, "limit": 5}),
+            "render_kernels": (list(keras.kernels[:5]), {"width": 100}),
+            "render_classifications": (classify_many(["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+                                                      f"{HOSTILE}volta_sgemm_128x64_nn"]), {"width": 100}),
+            "render_experiment": (_experiment_rows(), {"width": 120}),
+            "render_doctor": (FACTS, {"width": 100}),
+            "render_compare": (compare(torch_ops, keras, labels=(f"{HOSTILE}torch_ops", "keras"),
+                                       folders=(None, SAMPLES / "keras_reuters_fp16")), {"width": 120, "limit": 5}),
+            "render_runs": (runs, {"width": 120})}
+
+
+def test_the_contract_gives_every_protocol_method_input(inputs):
+    assert len(METHODS) >= 7 and set(inputs) == set(METHODS)
 
 
 @pytest.mark.parametrize("name", sorted(RENDERERS))
-def test_renderer_contract(name, capsys):
+def test_renderer_contract(name, inputs, capsys):
     r: Renderer = RENDERERS[name]
     assert r.NAME == name and r.EXTENSION.startswith(".")
+    outs = {}
     for method in METHODS:
         assert callable(getattr(r, method, None)), method
-    report = analyze(SAMPLES / "keras_reuters_fp16")
-    outs = [r.render_report(report, width=100, limit=5), r.render_kernels(list(report.kernels[:5]), width=100),
-            r.render_classifications(classify_many(["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
-                                                    "\x1b]0;owned\x07volta_sgemm_128x64_nn"]), width=100),
-            r.render_experiment(_experiment_rows(), width=120), r.render_doctor(FACTS, width=100)]
-    assert all(isinstance(o, str) and o for o in outs)
+        arg, common = inputs[method]
+        outs[method] = getattr(r, method)(arg, **common)
+    assert all(isinstance(o, str) and o for o in outs.values()), [m for m, o in outs.items() if not o]
     assert capsys.readouterr() == ("", "")  # renderers return values, never print
     if name != "json":  # JSON keeps the exact text, escaped JSON's way
-        assert not any("\x1b" in o or "\x07" in o for o in outs)
+        assert [m for m, o in outs.items() if "\x1b" in o or "\x07" in o] == []
+    else:
+        assert all(json.loads(o) is not None for o in outs.values())
 
 
 def test_report_display_methods_use_the_registry():
     report = analyze(SAMPLES / "torch_ops")
     assert str(report) == RENDERERS["table"].render_report(report, width=120)
     assert report._repr_html_() == RENDERERS["html"].render_report(report)
-    import json
-
     assert json.loads(RENDERERS["json"].render_report(report)) == json.loads(json.dumps(report.to_dict()))

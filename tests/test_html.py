@@ -279,3 +279,23 @@ def test_flags_are_shown_beside_the_reason(capsys, tmp_path):
         row = next(r for r in html.split("<tr>") if f"<code>{escape(k['name'])}</code>" in r)
         assert f'<span class="flag">⚠ {escape(k["flag"])}</span>' in row
     assert html.count('<span class="flag">') == len(flagged)
+
+
+def test_chart_colours_come_from_kind_and_direction_never_from_the_label(monkeypatch):
+    """Issue 15: the split's kinds and copy directions are fields; the page colours each bar from them, not by parsing
+    the words the other renderers show (which may change)."""
+    from nvprof_wrap.pipeline import analyze
+    from nvprof_wrap.renderers import _rows
+
+    report = analyze(SAMPLES / "keras_reuters_fp16")  # tensor-core and CUDA-core kernels, copies HtoD, DtoH, DtoD
+    want = {("tensor_core", ""): "c-tc", ("cuda_core", ""): "c-cuda", ("unknown", ""): "c-unk",
+            ("communication", ""): "c-comm", ("memcpy", "HtoD"): "c-h2d", ("memcpy", "DtoH"): "c-d2h",
+            ("memcpy", "DtoD"): "c-d2d", ("memcpy", "PtoP"): "c-mem", ("memcpy", "HtoH"): "c-mem",
+            ("memcpy", "other"): "c-mem", ("memset", ""): "c-mset"}
+    present = {(s.kind, s.direction) for s in report.split}
+    assert {("tensor_core", ""), ("memcpy", "HtoD"), ("memcpy", "DtoH")} <= present
+    monkeypatch.setattr(_rows, "SPLIT_LABELS", {k: f"label {i}" for i, k in enumerate(_rows.SPLIT_LABELS)})
+    page = RENDERERS["html"].render_report(report)
+    for s in report.split:
+        label = _rows.split_label(s)
+        assert f'>{label}</text><rect class="{want[(s.kind, s.direction)]}"' in page

@@ -1,6 +1,8 @@
-"""No import arrow runs back up a layer: every module under nvprof_wrap/ is read with ``ast`` and each import of
-``nvprof_wrap.*`` it makes (at the top, inside functions, under TYPE_CHECKING alike) must point to its own group or
-to a lower layer. The layers are data, below; a module that fits none fails the test until it is placed."""
+"""No import arrow runs back up a layer, and none goes round in a circle: every module under nvprof_wrap/ is read
+with ``ast`` and each import of ``nvprof_wrap.*`` it makes (at the top, inside functions, under TYPE_CHECKING alike,
+and by name through ``importlib.import_module`` / ``__import__``) must point to its own group or to a lower layer,
+and no chain of imports between modules leads back to where it started. The layers are data, below; a module that
+fits none fails the test until it is placed."""
 from __future__ import annotations
 
 import ast
@@ -83,7 +85,12 @@ def _targets(module: str, path: Path) -> set[str]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call) and _dynamic_import(node):  # importlib.import_module("nvprof_wrap.x")
+            name = node.args[0].value
+            while name not in MODULES and "." in name:
+                name = name.rpartition(".")[0]
+            out.add(name)
+        elif isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.split(".")[0] == "nvprof_wrap")
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -101,6 +108,50 @@ def _targets(module: str, path: Path) -> set[str]:
                 else:
                     out.add(base)
     return out
+
+
+def _dynamic_import(node: ast.Call) -> bool:
+    """An import of one of ours by name: import_module("nvprof_wrap…") or __import__("nvprof_wrap…")."""
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    return (name in ("import_module", "__import__") and bool(node.args) and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str) and node.args[0].value.split(".")[0] == "nvprof_wrap")
+
+
+def _cycles(arrows: list[tuple[str, str]]) -> list[list[str]]:
+    """The import circles among modules (strongly connected groups of two or more, each sorted)."""
+    graph: dict[str, set[str]] = {}
+    for a, b in arrows:
+        if a != b:
+            graph.setdefault(a, set()).add(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(v: str) -> None:  # Tarjan
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
 
 
 def _third_party(path: Path) -> set[str]:
@@ -160,6 +211,11 @@ def test_the_injected_code_imports_only_what_it_traces_with(group):
     assert {m: e for m, e in extra.items() if e} == {}
 
 
+def test_no_import_goes_round_in_a_circle():
+    """Within a group as well as across them (tracer.cupti_trace and tracer.hooks imported each other)."""
+    assert _cycles(_arrows()) == []
+
+
 def test_readers_never_import_the_launcher():
     assert [(s, d) for s, d in _arrows() if _group(s) == "readers" and _group(d) == "launch"] == []
 
@@ -179,3 +235,49 @@ def test_the_checker_sees_what_it_must():
     assert ("nvprof_wrap.ingest", "nvprof_wrap.launch.manifest") in arrows
     assert ("nvprof_wrap.tracer.inject.sitecustomize", "nvprof_wrap.annotate") in arrows  # inside a function
     assert ("nvprof_wrap.launch.runner", "nvprof_wrap.__version__") in arrows
+    assert _cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "d")]) == [["a", "b", "c"]]
+
+
+def test_the_checker_sees_imports_by_name(tmp_path):
+    """report.py once loaded the renderers with importlib.import_module("nvprof_wrap.renderers"): an arrow up that
+    an ``import`` statement walk does not see."""
+    f = tmp_path / "m.py"
+    f.write_text("import importlib\nfrom importlib import import_module\n"
+                 "def f():\n    importlib.import_module('nvprof_wrap.renderers')\n"
+                 "    import_module('nvprof_wrap.cli.demo')\n    __import__('nvprof_wrap.pipeline')\n"
+                 "    importlib.import_module('json')\n")
+    assert _targets("nvprof_wrap.report", f) == {"nvprof_wrap.renderers", "nvprof_wrap.cli.demo",
+                                                 "nvprof_wrap.pipeline"}
+
+
+def test_a_report_layer_alone_loads_nothing_above_it():
+    """At run time too: building a Report loads no renderer (they register its display methods when loaded), and a
+    Report's text asked for before any renderer is loaded says what to import instead of importing up."""
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from nvprof_wrap import report
+        from nvprof_wrap.errors import NvprofWrapError
+        from nvprof_wrap.ingest import ingest
+        from nvprof_wrap.store import Store
+        store = Store()
+        rep = report.build(store, ingest(store, [Path(sys.argv[1])]))
+        above = sorted(m for m in sys.modules if m.startswith(("nvprof_wrap.renderers", "nvprof_wrap.pipeline",
+                                                               "nvprof_wrap.cli", "nvprof_wrap.analysis")))
+        try:
+            str(rep)
+        except NvprofWrapError as e:
+            print(above, rep.verdict.tensor_cores, e)
+        import nvprof_wrap.renderers
+        print(str(rep).splitlines()[0])
+    """)
+    sample = ROOT / "nvprof_wrap" / "samples" / "two_children"
+    proc = subprocess.run([sys.executable, "-c", code, str(sample)], cwd=ROOT, capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert first.startswith("[] yes ") and "import nvprof_wrap.renderers" in first
+    assert second.startswith("Tensor cores used: yes")

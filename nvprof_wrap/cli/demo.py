@@ -16,7 +16,6 @@ examples:
 from __future__ import annotations
 
 import argparse
-import json
 from importlib import resources
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, emit, options, positive
 from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.renderers import RENDERERS, _rows
+from nvprof_wrap.renderers import RENDERERS
 
 TITLES = {
     "keras_reuters_fp16": "The seed's Keras Reuters MLP in pure fp16 (floatx float16), annotated per layer and op",
@@ -53,12 +52,10 @@ def _report(folder: Path) -> report.Report:
 def run(args: argparse.Namespace) -> int:
     names = [args.sample] if args.sample else list(TITLES)
     reports = {n: _report(samples_dir() / n) for n in names}
-    if args.format == "json":
-        emit(json.dumps({n: _rows.report(r) for n, r in reports.items()}, indent=2) + "\n")
-        return 0
     renderer = RENDERERS[args.format]
-    if hasattr(renderer, "render_reports"):  # a page format: every sample on one page
-        emit(renderer.render_reports([(TITLES[n], r) for n, r in reports.items()], limit=args.limit))
+    if hasattr(renderer, "render_reports"):  # one document of every sample: JSON's object by sample, HTML's page
+        emit(renderer.render_reports([(n if args.format == "json" else TITLES[n], r) for n, r in reports.items()],
+                                     limit=args.limit))
         return 0
     for i, (n, rep) in enumerate(reports.items(), 1):
         head = f"[{i}/{len(reports)}] {TITLES[n]}  ({samples_dir() / n})"

@@ -27,10 +27,11 @@ _VISIBLE = ({c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {0x
 
 VERDICT_CLASS = {"yes": "yes", "no": "no", "unknown": "unknown", "no-kernels": "unknown"}
 TC_MARK = {"yes": ("✓", "yes"), "no": ("✗", "no"), "unknown": ("?", "unknown")}
-# time-split category (by prefix, first match) → CSS class of its colour; the order is the legend's
-CATEGORY_CLASS = (("tensor-core", "c-tc"), ("other kernels", "c-cuda"), ("kernels of unknown", "c-unk"),
-                  ("communication", "c-comm"), ("memcpy HtoD", "c-h2d"), ("memcpy DtoH", "c-d2h"),
-                  ("memcpy DtoD", "c-d2d"), ("memcpy", "c-mem"), ("memset", "c-mset"))
+# The colour (CSS class) of each kind of GPU time in the split (its `kind` and, for copies, its `direction` fields —
+# never its label, which is words for people)
+KIND_CLASS = {"tensor_core": "c-tc", "cuda_core": "c-cuda", "unknown": "c-unk", "communication": "c-comm",
+              "memcpy": "c-mem", "memset": "c-mset"}
+COPY_CLASS = {"HtoD": "c-h2d", "DtoH": "c-d2h", "DtoD": "c-d2d"}
 
 CSS = """
 :root{color-scheme:light dark;--fg:#1d232b;--muted:#5c6673;--bg:#fff;--line:#d9dee5;--head:#f3f5f8;
@@ -138,8 +139,11 @@ def _totals(d: dict) -> str:
     return '<dl class="totals">' + "".join(f"<div><dt>{_t(k)}</dt><dd>{_t(v)}</dd></div>" for k, v in items) + "</dl>\n"
 
 
-def _category_class(category: str) -> str:
-    return next((c for prefix, c in CATEGORY_CLASS if category.startswith(prefix)), "c-other")
+def _kind_class(s: dict) -> str:
+    """A time_split row's colour, from its kind and direction."""
+    if s["kind"] == "memcpy" and s["direction"] in COPY_CLASS:
+        return COPY_CLASS[s["direction"]]
+    return KIND_CLASS.get(s["kind"], "c-other")
 
 
 def _chart(split: list[dict], ident: str) -> str:
@@ -156,11 +160,11 @@ def _chart(split: list[dict], ident: str) -> str:
     x = 0.0
     for s in split:
         w, tip = s["share"] * width, f'{_t(s["category"])}: {_ns(s["total_ns"])}, {_pct(s["share"])}'
-        out.append(f'<rect class="{_category_class(s["category"])}" x="{x:.1f}" y="0" width="{w:.1f}" height="22">'
+        out.append(f'<rect class="{_kind_class(s)}" x="{x:.1f}" y="0" width="{w:.1f}" height="22">'
                    f'<title>{tip}</title></rect>')
         x += w
     for i, s in enumerate(split):
-        y, cls = top + i * row_h, _category_class(s["category"])
+        y, cls = top + i * row_h, _kind_class(s)
         w = max(s["share"] * bar_w, 1.0 if s["total_ns"] else 0.0)
         out.append(f'<text x="0" y="{y + 15}">{_t(s["category"])}</text>'
                    f'<rect class="{cls}" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="16"><title>'

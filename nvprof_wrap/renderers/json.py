@@ -16,6 +16,11 @@ def render_report(report: Report, **_: object) -> str:
     return json_safe(_json.dumps(_rows.report(report), indent=2, ensure_ascii=False)) + "\n"
 
 
+def render_reports(named: list[tuple[str, Report]], **_: object) -> str:
+    """Several reports in one document (demo): an object of each report's dict under its name."""
+    return json_safe(_json.dumps({n: _rows.report(r) for n, r in named}, indent=2, ensure_ascii=False)) + "\n"
+
+
 def render_kernels(rows: list[KernelRow], **_: object) -> str:
     return json_safe(_json.dumps([_rows.kernel(k) for k in rows], indent=2, ensure_ascii=False)) + "\n"
 

@@ -8,7 +8,8 @@ objects (objects.py). Each completed buffer is one committed transaction in
 ``$NVPROF_WRAP_CUPTI_DIR/cupti-<host>-<pid>.sqlite.partial``, written in this process or, once the process
 is busy, by a writer process (sink.py); the file is renamed to ``.sqlite`` when the process ends cleanly
 (atexit, SIGTERM, SIGINT). docs/cupti-tracer.md describes the schema, which exits flush and the limits.
-This module is CUPTI set-up and the process hooks; capture_file.py is the file format and its writer.
+This module is CUPTI set-up and the callbacks; hooks.py the process hooks (installed by the callers of
+``start()``); capture_file.py is the file format and its writer.
 
 This code runs inside the user's process: it uses the standard library, numpy and cupti-python only, never
 raises into the user's program, and says anything only as single ``nvprof-wrap:`` lines on stderr.
@@ -433,9 +434,8 @@ def _start(out_dir: str) -> None:
         _warn(f"cannot write the CUPTI capture in {out_dir} ({type(e).__name__}: {e}); "
               "this process is not traced")
         return
-    from nvprof_wrap.tracer import hooks
-
-    hooks.install()
+    # The process hooks (hooks.install: atexit, signals, fork) are installed by the callers once this returns with
+    # _STATE set (sitecustomize, session.begin): hooks reads _STATE here, so this module does not import it back.
 
 
 def _import_cupti() -> Any | None:

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from nvprof_wrap.tracer import cupti_trace as ct
+from nvprof_wrap.tracer import hooks
 from nvprof_wrap.tracer.setup import ENV_RUNTIME
 
 
@@ -49,6 +50,7 @@ def begin(folder: Path) -> None:
             os.environ.pop(ENV_RUNTIME, None)
     if ct._STATE is None:
         raise TracingUnavailable("CUPTI could not be started (the nvprof-wrap: line above says why)")
+    hooks.install()  # a window still open when the process exits, or is interrupted, is finished all the same
 
 
 def end() -> Path | None:

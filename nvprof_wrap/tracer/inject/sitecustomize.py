@@ -70,9 +70,11 @@ def _start_tracer() -> None:
     if not os.environ.get("NVPROF_WRAP_CUPTI_DIR"):
         return  # not a traced job: import nothing, do nothing
     try:
-        from nvprof_wrap.tracer import cupti_trace
+        from nvprof_wrap.tracer import cupti_trace, hooks
 
         cupti_trace.start()
+        if cupti_trace._STATE is not None:
+            hooks.install()  # atexit, SIGINT/SIGTERM and fork: the capture is finished on every exit
     except Exception as e:
         _warn(f"CUPTI tracer not started ({type(e).__name__}: {e}); this process is not traced")
 
