@@ -18,14 +18,22 @@ from nvprof_wrap.ingest import ingest
 from nvprof_wrap.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "tests" / "data" / "h200_runs"
 DEFAULT = [ROOT.parent / "shared" / "fixtures" / "public", ROOT.parent / "shared" / "fixtures" / "h200",
-           ROOT / "tests" / "data" / "h200_runs", ROOT / "tests" / "data" / "public_mit"]
+           RUNS, ROOT / "tests" / "data" / "public_mit"]
 
 
 def captures(paths: list[Path]) -> list[Path]:
     from nvprof_wrap.readers import expand
 
     return [p for p, _ in expand([p for p in paths if p.exists()]) if not p.name.endswith((".md", ".ptx", ".log"))]
+
+
+def label(path: Path) -> str:
+    """The capture's name, with its folder where the name alone says little (this project's runs: nsys.sqlite.gz,
+    cupti-vm-N.sqlite, vm.xplane.pb in one folder per run)."""
+    generic = path.name.startswith(("nsys.sqlite", "cupti-")) or RUNS in path.parents
+    return "/".join(path.parts[-2:]) if generic else path.name
 
 
 def row(path: Path) -> tuple[str, int, int, float, float, str] | None:
@@ -40,8 +48,7 @@ def row(path: Path) -> tuple[str, int, int, float, float, str] | None:
     v = rep.verdict
     if not v.kernel_ns or any(s.format == "ncu-csv" for s in rep.sources):
         return None  # no kernel time (or replayed launches, not a timeline)
-    return ("/".join(path.parts[-2:]) if path.name in ("nsys.sqlite",) or path.name.startswith("cupti-") else path.name,
-            v.kernels, sum(k.tensor_core == "unknown" for k in rep.kernels), v.unknown_ns / v.kernel_ns,
+    return (label(path), v.kernels, sum(k.tensor_core == "unknown" for k in rep.kernels), v.unknown_ns / v.kernel_ns,
             v.tc_fraction, v.tensor_cores)
 
 

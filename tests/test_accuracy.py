@@ -21,8 +21,7 @@ from tests.conftest import FIXTURES, ROOT
 
 NCU_CSV = FIXTURES / "h200" / "ncu_tensor_metrics.csv"
 OURS = ("h200_counters.tsv", "public_named.tsv", "h200_training_runs.tsv")
-TC_METRICS = ("sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.sum",
-              "sm__pipe_tensor_op_dmma_cycles_active.sum")
+_INST = "sm__inst_executed_pipe_tensor_op_{}.sum"
 
 
 @pytest.fixture(scope="module")
@@ -71,24 +70,33 @@ def test_bad_label_files_are_refused(tmp_path, body, why):
     assert accuracy.main(["--labels", str(tmp_path)]) == 2
 
 
-def _raw_ncu_truth() -> dict[str, str]:
-    """Independent of nvprof_wrap's reader: any launch with a tensor-pipe cycle count > 0."""
+def _raw_ncu_truth() -> tuple[dict[str, str], set[str]]:
+    """Independent of nvprof_wrap's reader: a kernel is tensor-core if some launch executed matrix instructions net
+    of HFMA2 (HMMA − HFMA2, or wgmma, IMMA, DMMA > 0). Also the kernels whose HMMA count was all HFMA2."""
     lines = [ln for ln in NCU_CSV.read_text().splitlines() if ln.strip() and not ln.startswith("==")]
-    truth: dict[str, str] = {}
+    launches: dict[tuple[str, str], dict[str, float]] = {}
     for row in csv.DictReader(lines):
-        name = row["Kernel Name"]
-        truth.setdefault(name, "no")
-        if row["Metric Name"] in TC_METRICS:
-            value = row["Metric Value"].replace(",", "")
-            if value not in ("", "n/a") and float(value) > 0:
-                truth[name] = "yes"
-    return truth
+        value = row["Metric Value"].replace(",", "")
+        if value not in ("", "n/a"):
+            launches.setdefault((row["ID"], row["Kernel Name"]), {})[row["Metric Name"]] = float(value)
+    truth: dict[str, str] = {}
+    hfma2_only: set[str] = set()
+    for (_, name), m in launches.items():
+        def inst(kind: str, m: dict[str, float] = m) -> float:
+            return m.get(_INST.format(kind), 0.0)
+        mma = max(inst("hmma") - inst("hmma_type_hfma2"), inst("gmma")) + inst("imma") + inst("dmma")
+        truth[name] = "yes" if mma > 0 or truth.get(name) == "yes" else "no"
+        if inst("hmma") > 0 and mma == 0:
+            hfma2_only.add(name)
+    return truth, hfma2_only
 
 
 @pytest.mark.skipif(not NCU_CSV.is_file(), reason=f"needs the shared fixtures folder {FIXTURES}")
 def test_h200_labels_agree_with_the_raw_counters(labels):
-    raw = _raw_ncu_truth()
+    raw, hfma2_only = _raw_ncu_truth()
     assert len(raw) == 24 and sum(v == "yes" for v in raw.values()) == 10
+    # RNG, copy and reduce kernels whose "HMMA" instructions were all HFMA2.MMA: not tensor-core
+    assert len(hfma2_only) == 7 and {raw[n] for n in hfma2_only} == {"no"}
     by_name = {lab.name: lab for lab in labels["h200_counters.tsv"]}
     for name, truth in raw.items():
         assert by_name[name].truth == truth, name

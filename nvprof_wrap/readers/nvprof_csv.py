@@ -2,11 +2,12 @@
 
 Both start with a ``==PID==`` preamble, then a header and a units row (``,%,ms,,us,us,ms,``) that
 gives each time column's unit. The summary may be followed by a Unified Memory section, which ends
-the GPU-activity rows.
+the GPU-activity rows; the device it names ("TITAN Xp (0)") is the only GPU record a summary has.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from nvprof_wrap.demangle import demangle
@@ -37,10 +38,16 @@ def _summary(path: Path, header: list[str], rows, pid: int | None) -> Capture:
     units = next(rows, [])
     t, calls, name, lo, hi = idx["Time"], idx["Calls"], idx["Name"], idx.get("Min"), idx.get("Max")
     kernels, mem = [], {}
+    section = ""  # the table after the GPU activities and API calls: "Device" is the Unified Memory section
+    devices: dict[int, str] = {}
     for row in rows:
+        if section:
+            if section == "Device" and row and (m := _DEVICE.match(row[0].strip())):
+                devices[int(m.group(2))] = m.group(1)
+            continue
         if len(row) <= name or row[0] != "GPU activities":
             if row and row[0] not in ("GPU activities", "API calls"):
-                break  # the Unified Memory section or another table starts
+                section = row[0].strip() or "?"  # the Unified Memory section or another table starts
             continue
         total = int((number(row[t]) or 0) * _scale(units, t))
         n = int(number(row[calls]) or 0)
@@ -51,8 +58,20 @@ def _summary(path: Path, header: list[str], rows, pid: int | None) -> Capture:
         mn = int((number(row[lo]) or 0) * _scale(units, lo)) if lo is not None else None
         mx = int((number(row[hi]) or 0) * _scale(units, hi)) if hi is not None else None
         kernels.append(KernelAgg(pid, None, demangle(row[name]), n, total, mn, mx))
-    return Capture(str(path), "nvprof-csv-summary", merge_kernels(kernels), tuple(mem.values()),
-                   processes=(Process(pid),) if pid else (), notes=("summary CSV: no timeline, no idle time",))
+    notes = ["summary CSV: no timeline, no idle time"]
+    gpus: tuple[Device, ...] = ()
+    if len(devices) == 1:
+        # The summary names no device; its Unified Memory section does ('"TITAN Xp (0)",158,…'). With one GPU named
+        # in the whole capture, the kernels are taken to have run on it, so the GPU can decide what names cannot.
+        (d, gpu), = devices.items()
+        kernels = [replace(k, device_id=d) for k in kernels]
+        mem = {key: replace(m, device_id=d) for key, m in mem.items()}
+        gpus = (Device(d, gpu),)
+        notes.append(f"GPU from the Unified Memory section: {gpu} ({d}), the only device the capture names")
+    elif devices:
+        notes.append(f"{len(devices)} GPUs named in the Unified Memory section: kernels not attributed to one")
+    return Capture(str(path), "nvprof-csv-summary", merge_kernels(kernels), tuple(mem.values()), devices=gpus,
+                   processes=(Process(pid),) if pid else (), notes=tuple(notes))
 
 
 # nvprof --print-gpu-trace appends each launch's correlation id to the name ('init_kernel<double>(…) [128]'):
