@@ -15,6 +15,7 @@ from nvprof_wrap.analysis.hints import hints
 from nvprof_wrap.classify import evidence
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.ingest import ingest
+from nvprof_wrap.readers._no_kernels import copies_only
 from nvprof_wrap.store import Store
 
 
@@ -41,6 +42,8 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         skipped = ingest(st, folders, progress, window=window, steps=steps)
         evidence.prepare(st, triton_cache)
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
+        if window is None and steps is None:
+            _never_a_silent_nothing(rep, folders)
     finally:
         if own:
             st.close()
@@ -48,6 +51,18 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     if health:
         rep = report_mod.with_health(rep, _health(folders))
     return rep
+
+
+def _never_a_silent_nothing(rep: report_mod.Report, paths: list[Path]) -> None:
+    """Copies and sets on the GPU but no kernel in any capture: an error saying so, not "No GPU kernels were
+    recorded" (readers refuse launch calls without kernels themselves). A capture with neither still says that."""
+    copies = sum(row.count for row in rep.split if row.kind in ("memcpy", "memset"))
+    if rep.verdict.tensor_cores != "no-kernels" or not copies:
+        return
+    if {s.format for s in rep.sources} == {"nsys-stats-memops"}:
+        raise BadInput(paths[0], f"an nsys stats table of copies ({copies:,} copy/set events) holds no kernel: "
+                                 "report it with the cuda_gpu_kern_sum table")
+    raise copies_only(paths[0], copies, f" in {len(rep.sources)} captures" if len(rep.sources) > 1 else "")
 
 
 def _one_run(paths: list[Path]) -> None:

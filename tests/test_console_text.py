@@ -63,6 +63,31 @@ def test_ncu_section_export_units_and_no_duration(tmp_path, capsys):
     assert "kernel time was not captured" in d["message"] and "0.0%" not in d["message"]
 
 
+# ncu 2021 with --nvtx: the header as eth-easl/orion @630f23b profiling/README.md quotes it (NVTX columns before the
+# kernel name, rule columns after the value); cells of the push/pop column as ncu fills them (quotes doubled).
+NCU_NVTX_HEADER = ('"ID","Process ID","Process Name","Host Name",'
+                   '"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",'
+                   '"Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg","Kernel Name",'
+                   '"Kernel Time","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value",'
+                   '"Rule Name","Rule Type","Rule Description"\n')
+
+
+def test_ncu_csv_with_nvtx_and_rule_columns(tmp_path):
+    nvtx = '"1  ""<default domain>:start:none:none:none:none:none:none""  "'
+    name = "volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn"
+    rows = []
+    for i, unit, value in (("0", "usecond", "12.5"), ("1", "nsecond", "3,200")):
+        lead = f'"{i}","4242","python3","127.0.0.1",{nvtx},"","{name}","2021-Jun-01 10:00:00","1","7",'
+        rows.append(lead + f'"GPU Speed Of Light Throughput","Duration","{unit}","{value}","","",""\n')
+        rows.append(lead + '"GPU Speed Of Light Throughput","","","","SOLBottleneck","WRN",'
+                           '"This kernel exhibits low compute throughput, and memory bandwidth"\n')
+    path = _write(tmp_path, "output_ncu.csv", "step 1 loss 2.3\n==PROF== Connected to process 4242\n"
+                  + NCU_NVTX_HEADER + "".join(rows))
+    assert readers.detect(path) == "ncu-csv"
+    (k,) = readers.read(path).kernels
+    assert (k.name, k.pid, k.launches, k.total_ns, k.device_id) == (name, 4242, 2, 12_500 + 3_200, None)
+
+
 def test_ncu_raw_page_with_units_row(tmp_path):
     text = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
             '"Device","CC","gpu__time_duration.sum","sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum"\n'

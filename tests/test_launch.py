@@ -20,8 +20,11 @@ CHILD = ("import subprocess, sys, time; print('parent out', flush=True); print('
 
 
 def wrapper(args, gpus="", path_fakes=True, extra_env=None, **kw):
+    # NVPROF_WRAP_FIXTURES passed on: the fake nvprof copies its capture from the fixtures the tests use (read from
+    # the environment, not conftest's FIXTURES: naming that would mark every test calling wrapper as needing them)
     env = {"NVPROF_WRAP_HISTORY": "off", "PATH": (f"{FAKES}:" if path_fakes else "") + "/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": gpus,
-           "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root"), **(extra_env or {})}
+           "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root"),
+           **{k: v for k, v in os.environ.items() if k == "NVPROF_WRAP_FIXTURES"}, **(extra_env or {})}
     env.pop("NVPROF_WRAP_NSYS", None)
     return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", *args], capture_output=True, check=False, text=True,
                           env=env, timeout=120, **kw)

@@ -132,8 +132,11 @@ def test_the_wheel_carries_the_workloads_for_experiment_and_doctor(tmp_path):
     import importlib.util
     import zipfile
 
-    # Without build isolation when setuptools is here (fast, offline); a fresh venv may not have it.
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+    # Without build isolation when setuptools here can build a wheel (fast, offline): setuptools 70.1+, or older with
+    # the wheel package (which TensorFlow brings along: a venv without the tf extra has setuptools 65 and no wheel).
+    can_build = importlib.util.find_spec("setuptools") is not None and (
+        importlib.util.find_spec("wheel") is not None or importlib.util.find_spec("setuptools.command.bdist_wheel"))
+    isolation = ["--no-build-isolation"] if can_build else []
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation,
                            "-w", str(tmp_path), str(ROOT)], capture_output=True, check=False, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -47,9 +47,11 @@ READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _
 TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
 # What readers extract, versioned: a run store re-reads a capture read by another version (a store kept beside a
 # run folder would otherwise go on reporting what an older reader made of it). Bump when a reader's output changes.
-READ_VERSION = 4  # 2: busy time from the first to the last kernel; --window / --steps. 3: launches on threads
+READ_VERSION = 5  # 2: busy time from the first to the last kernel; --window / --steps. 3: launches on threads
 # without an open range count in their process main thread's ranges. 4: an nvprof summary CSV takes its GPU from the
-# Unified Memory section when that names one device
+# Unified Memory section when that names one device. 5: torch.profiler's cuda_driver launch calls (cuLaunchKernelEx)
+# attribute their kernels to ops; launch calls without kernel records refused by every reader; pyprof CSV names
+# demangled
 
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",

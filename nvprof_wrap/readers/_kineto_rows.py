@@ -28,7 +28,7 @@ MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
 MEM_CATS = MEMCPY_CATS | MEMSET_CATS
 RANGE_CATS = {"cpu_op", "Operator", "user_annotation"}  # CPU-side ops and record_function ranges
-RUNTIME_CATS = {"cuda_runtime", "Runtime"}
+RUNTIME_CATS = {"cuda_runtime", "Runtime", "cuda_driver"}  # cuda_driver: cuLaunchKernelEx (cuBLAS), PyTorch 2.x
 FLOW_CATS = {"ac2g", "fwdbwd"}  # flow arrows (launch → kernel, forward → backward): nothing to read in them
 HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
 GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
@@ -68,6 +68,7 @@ class Rows:
         self.ranges = 0  # CPU op / annotation ranges seen: only then are kernels attributed to ops
         self.gpu_pids: set = set()  # processes a process_name event calls a GPU: their events are GPU work
         self.on_gpu = 0  # events on those processes that no category above made a kernel or a copy
+        self.api: dict[str, int] = {}  # CUDA runtime / driver calls by name (launch calls without kernels: refused)
         self.db = sqlite3.connect(db)
         self.db.execute("PRAGMA journal_mode=OFF")
         self.db.execute("PRAGMA synchronous=OFF")
@@ -82,6 +83,7 @@ class Rows:
     def add_all(self, events: list) -> None:
         kl, rt, rng, threads, range_names = self.rows["kl"], self.rows["rt"], self.rows["rng"], self.threads, \
             self.range_names
+        api = self.api
         ranges = 0
         for ev in events:
             if type(ev) is not dict:
@@ -119,7 +121,9 @@ class Rows:
                 if ev.get("pid") in self.gpu_pids:
                     self.on_gpu += 1
             elif cat in RUNTIME_CATS:
-                args, t = ev.get("args"), ev.get("ts")
+                args, t, name = ev.get("args"), ev.get("ts"), ev.get("name")
+                if type(name) is str:
+                    api[name] = api.get(name, 0) + 1
                 thread = (ev.get("pid"), ev.get("tid"))
                 tid = threads.get(thread)
                 if tid is None:
@@ -209,7 +213,7 @@ class Rows:
     def summary(self) -> dict:
         """What a worker sends back besides its rows' file."""
         return {k: getattr(self, k) for k in ("names", "range_names", "threads", "host_pid", "ranges", "gpu_pids",
-                                                "on_gpu")} | {"bad": (self.kernel_time.bad, self.mem_time.bad)}
+                                                "on_gpu", "api")} | {"bad": (self.kernel_time.bad, self.mem_time.bad)}
 
     def absorb(self, part: dict, db: Path) -> None:
         """A later part's rows and values, after this one's (host_pid: the first seen in file order)."""
@@ -227,6 +231,8 @@ class Rows:
         self.ranges += part["ranges"]
         self.gpu_pids |= part["gpu_pids"]
         self.on_gpu += part["on_gpu"]
+        for name, n in part["api"].items():
+            self.api[name] = self.api.get(name, 0) + n
         self.kernel_time.bad += part["bad"][0]
         self.mem_time.bad += part["bad"][1]
         self.db.execute("ATTACH DATABASE ? AS part", (str(db),))

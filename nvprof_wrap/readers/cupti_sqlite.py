@@ -13,6 +13,7 @@ from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAg
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
 from nvprof_wrap.readers._nvtx import attribute, borrowed_note
 from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
@@ -147,6 +148,11 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
             busy_time.abandon()
             raise
         activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time.result())
+        if not kernels and window is None:  # (a window without kernels: readers.read says so)
+            found = [api_calls(conn, t, cbids) for t, cbids in (("runtime", RUNTIME_LAUNCH_CBIDS),
+                                                                ("driver", DRIVER_LAUNCH_CBIDS)) if t in have]
+            refuse_launches(path, sum(c for c, _ in found), sum(n for _, n in found), sum(m.count for m in memops),
+                            "a process that ended before the tracer flushed its buffers loses them")
         devices = tuple(Device(*r) for r in conn.execute("SELECT device_id, name, cc_major, cc_minor, sm_count FROM device"))
         procs = (Process(pid, _command(meta.get("argv")), _int(meta.get("rank")), meta.get("hostname")),) \
             if pid is not None else ()

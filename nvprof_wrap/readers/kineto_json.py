@@ -25,6 +25,7 @@ from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
+from nvprof_wrap.readers._no_kernels import LAUNCH_NAME, refuse_launches
 from nvprof_wrap.readers._nvtx import attribute, borrowed_note
 from nvprof_wrap.readers._sqlite import EVERYTHING, BusyTime, connect_ro, in_window, window_bounds
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
@@ -122,6 +123,9 @@ def _capture(path: Path, rows: Rows, header: dict, cut: int, window: Window | No
         busy_time.abandon()
         raise
     activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time.result())
+    if not kernels and window is None:  # (a window without kernels: readers.read says so)
+        refuse_launches(path, sum(rows.api.values()), sum(n for name, n in rows.api.items() if LAUNCH_NAME.match(name)),
+                        sum(m.count for m in memops), "a trace exported before CUPTI flushed its buffers loses them")
     dist = header.get("distributedInfo") or {}
     rank = dist.get("rank") if isinstance(dist, dict) else None
     notes = rows.kernel_time.notes() + rows.mem_time.notes() + \

@@ -13,6 +13,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.readers._no_kernels import refuse_launches
 from nvprof_wrap.readers._nvtx import attribute, borrowed_note
 from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
@@ -157,13 +158,10 @@ def _launch_calls(conn: sqlite3.Connection, have: set[str]) -> tuple[int, int]:
     return calls, launches
 
 
-def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str]) -> None:
+def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str], copies: int = 0) -> None:
     """Launch calls without kernel records: the GPU side was not traced (or lost). Never a silent empty report."""
     calls, launches = _launch_calls(conn, have)
-    if launches:
-        raise BadInput(path, f"{calls:,} CUDA API calls, {launches:,} of them kernel launches, but no kernel records: "
-                             "the GPU activity was not traced or not flushed (nsys profile --trace=cuda; a job killed "
-                             "before nsys finished loses it)")
+    refuse_launches(path, calls, launches, copies, "nsys profile --trace=cuda; a job killed before nsys finished loses it")
 
 
 FORMAT = "nsys-sqlite"
@@ -198,7 +196,7 @@ def read(path: Path, window: Window | None = None) -> Capture:
             raise
         busy = _activity(busy_time.result())
         if not kernels and window is None:  # (a window without kernels: readers.read says so)
-            _no_kernels(path, conn, have)
+            _no_kernels(path, conn, have, sum(m.count for m in memops))
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
             ((kernel_note,) if kernel_note else ()) + mem_notes + borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))

@@ -14,10 +14,12 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import PLAIN, SOUND, sql_duration
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
 from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
     MEMCPY_DIRECTION,
     busy_time,
+    columns,
     connect_ro,
     in_window,
     tables,
@@ -27,6 +29,7 @@ from nvprof_wrap.readers._window import Window
 
 KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+DRIVER = "CUPTI_ACTIVITY_KIND_DRIVER"
 
 
 def _single_pid(conn: sqlite3.Connection, have: set[str]) -> int | None:
@@ -83,6 +86,14 @@ def _activity(conn: sqlite3.Connection, have: set[str], pid: int | None,
     return tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time(conn, sources, span))
 
 
+def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str], copies: int) -> None:
+    """Runtime / driver API records of kernel launches but no kernel record: refused, saying so."""
+    found = [api_calls(conn, t, cbids) for t, cbids in ((RUNTIME, RUNTIME_LAUNCH_CBIDS), (DRIVER, DRIVER_LAUNCH_CBIDS))
+             if t in have and "cbid" in columns(conn, t)]
+    refuse_launches(path, sum(c for c, _ in found), sum(n for _, n in found), copies,
+                    "a process killed before nvprof finished loses it")
+
+
 def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
     if "CUPTI_ACTIVITY_KIND_DEVICE" not in have:
         return ()
@@ -113,6 +124,8 @@ def read(path: Path, window: Window | None = None) -> Capture:
         span = window_bounds(conn, window, _gpu_tables(have), None) if window else EVERYTHING
         kernels, notes = _kernels(conn, have, pid, in_window(span))
         memops, mem_notes = _memops(conn, have, pid, in_window(span))
+        if not kernels and window is None:  # (a window without kernels: readers.read says so)
+            _no_kernels(path, conn, have, sum(m.count for m in memops))
         procs = (Process(pid),) if pid is not None else ()
         return Capture(str(path), "nvprof", kernels, memops, _activity(conn, have, pid, span),
                        _devices(conn, have), procs, notes=tuple(notes + mem_notes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, KernelAgg, merge_kernels
 from nvprof_wrap.readers._csv import number, open_text, split_preamble
@@ -34,6 +35,7 @@ def read(path: Path) -> Capture:
             s = agg.setdefault((dev, row[k]), [0, 0, ns, ns])
             s[0] += 1; s[1] += ns; s[2] = min(s[2], ns); s[3] = max(s[3], ns)
             tc_flags += tc is not None and row[tc].strip() == "1"
-    kernels = merge_kernels(KernelAgg(None, dev, name, *s) for (dev, name), s in agg.items())
+    # pyprof shortens the names it could demangle; one it could not (CUDA 11+ anonymous namespaces) stays mangled
+    kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s) for (dev, name), s in agg.items())
     note = f"pyprof marked {tc_flags} launches as tensor-core (its own TC column)"
     return Capture(str(path), "pyprof-csv", kernels, notes=(note,))
