@@ -456,3 +456,71 @@ def test_nsys_rep_exports_in_a_read_only_folder_leave_no_temporary_folder(tmp_pa
         assert list(tmp.iterdir()) == [] and sorted(p.name for p in folder.iterdir()) == ["nsys.nsys-rep"]
     finally:
         folder.chmod(0o755)
+
+
+def _per_launch_inputs(tmp_path: Path) -> dict[str, tuple[Path, int]]:
+    """(file, the kernel time that must be reported) per reader that adds up launches in Python: one good launch
+    of kernel k (5 µs) and two of the same kernel, one that ends before it starts, one that lasts 11 days."""
+    from nvprof_wrap.readers import _xplane_schema
+    from tests import xspace_build as xb
+
+    out: dict[str, tuple[Path, int]] = {}
+    meta = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}},
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": 7, "args": {"name": "Stream #13(Compute)"}}]
+    tf = [{"ph": "X", "name": TC_NAME, "pid": 1, "tid": 7, "ts": ts, "dur": dur, "args": {}}
+          for ts, dur in ((1, 5), (10, -1.6), (20, 1e12))]
+    (tmp_path / "tf.trace.json").write_text(json.dumps({"traceEvents": meta + tf}))
+    out["tf-trace-json"] = (tmp_path / "tf.trace.json", 5000)
+    planes = xb.h200_jax_step()
+    before = sum(e.dur_ns for e in planes[1].lines[0].events)
+    planes[1].lines[0].events += [xb.Ev("fusion_12", 200_000, -1_600), xb.Ev("fusion_12", 300_000, 10**15)]
+    (tmp_path / "x.xplane.pb").write_bytes(xb.xspace(planes, _xplane_schema.own()))
+    out["xplane"] = (tmp_path / "x.xplane.pb", before)
+    (tmp_path / "trace.csv").write_text(
+        '"Start","Duration","Grid X","Device","Context","Stream","Name"\nms,us,,,,,\n'
+        + "".join(f'{i}.0,{d},1,"Tesla V100 (0)",1,7,"{TC_NAME} [{i}]"\n' for i, d in enumerate(("5.0", "-1.6", "1e12"))))
+    out["nvprof-csv-trace"] = (tmp_path / "trace.csv", 5000)
+    (tmp_path / "pyprof.csv").write_text(
+        '"Kernel","Module","Op","Direction","Sil(ns)","TC","FLOPs","Bytes","Device","Stream","Block","Grid"\n'
+        + "".join(f'"{TC_NAME}","m","op","fprop","{d}","-","0","0","0","7","1,1,1","1,1,1"\n'
+                  for d in ("5000", "-1600", "1e18")))
+    out["pyprof-csv"] = (tmp_path / "pyprof.csv", 5000)
+    (tmp_path / "ncu.csv").write_text(
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+        '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+        + "".join(f'"{i}","7","python","h","{TC_NAME}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","Command line '
+                  f'profiler metrics","gpu__time_duration.sum","ns","{d}"\n' for i, d in enumerate(("5000", "-1600", "1e18"))))
+    out["ncu-csv"] = (tmp_path / "ncu.csv", 5000)
+    log = (ROOT / "tests" / "data" / "console" / "xplacer_nvprof_gpu_trace_bfs.log").read_text().splitlines(keepends=True)
+    plain = tmp_path / "plain.log"
+    plain.write_text("".join(log))
+    for i, (old, new) in ((38, ("5.0890us", "-1.600us")), (42, ("4.8010us", "  9.9e9s"))):  # two Kernel(...) lines
+        assert log[i].startswith("501.") and old in log[i]
+        log[i] = log[i].replace(old, new)
+    (tmp_path / "console.log").write_text("".join(log))
+    out["console-nvprof-gpu-trace"] = (tmp_path / "console.log", -(5089 + 4801))  # relative to plain.log
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["tf-trace-json", "xplane", "nvprof-csv-trace", "pyprof-csv", "ncu-csv",
+                                 "console-nvprof-gpu-trace"])
+def test_negative_and_absurd_durations_in_readers_that_add_up_in_python(fmt, capsys, tmp_path):
+    """The readers that sum launches themselves (TensorBoard trace JSON and XSpace came after issue 14; the
+    per-launch CSV and console formats passed times through) took an 11-day launch as kernel time and let a
+    negative one subtract from its kernel's. Now each counts both, without their time, and says so."""
+    from tests import xspace_build as xb
+
+    path, expected = _per_launch_inputs(tmp_path)[fmt]
+    code, out, err = run(capsys, "report", path, "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    if fmt == "console-nvprof-gpu-trace":
+        code, plain, err = run(capsys, "report", tmp_path / "plain.log", "--format", "json")
+        assert code == 0, err
+        expected += json.loads(plain)["kernel_time_ns"]
+        assert d["launches"] == json.loads(plain)["launches"]
+    else:
+        assert d["launches"] == 3 + (len(xb.h200_jax_step()[1].lines[0].events) - 1 if fmt == "xplane" else 0)
+    assert d["kernel_time_ns"] == expected
+    assert any(n.startswith("2 kernel record(s) without a usable time") for n in d["sources"][0]["notes"]), \
+        d["sources"][0]["notes"]

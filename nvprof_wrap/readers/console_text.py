@@ -56,8 +56,8 @@ def _nvprof_summary(path: Path) -> dict:
 
 
 def _nvprof_trace(path: Path) -> dict:
-    kernels, mem, devices = console_nvprof.gpu_trace(_lines(path))
-    return {"kernels": kernels, "memops": mem, "devices": devices}
+    kernels, mem, devices, notes = console_nvprof.gpu_trace(_lines(path))
+    return {"kernels": kernels, "memops": mem, "devices": devices, "notes": list(notes)}
 
 
 def _nvprof_metrics(path: Path) -> dict:
