@@ -524,3 +524,32 @@ def test_negative_and_absurd_durations_in_readers_that_add_up_in_python(fmt, cap
     assert d["kernel_time_ns"] == expected
     assert any(n.startswith("2 kernel record(s) without a usable time") for n in d["sources"][0]["notes"]), \
         d["sources"][0]["notes"]
+
+
+@pytest.mark.parametrize("log", ["xplacer_nvprof_summary_bfs.log", "xplacer_ncu_bfs_graph4096.log",
+                                 "xplacer_nvprof_gpu_trace_bfs.log"])
+def test_a_programs_endless_line_in_a_console_log_is_not_held(log, capsys, tmp_path, monkeypatch):
+    """Console logs and ncu CSV sit among the program's own output, which can hold a line of any length: it was
+    read whole (a 2.7 GB line: MemoryError under a 2 GB limit, a traceback). It is cut at the line limit, the
+    rest read in pieces and dropped; the profiler's lines read as before."""
+    from nvprof_wrap.readers import _csv
+
+    src = (ROOT / "tests" / "data" / "console" / log).read_text().splitlines(keepends=True)
+    code, plain, err = run(capsys, "report", ROOT / "tests" / "data" / "console" / log, "--format", "json")
+    assert code == 0, err
+    monkeypatch.setattr(_csv, "MAX_LINE_BYTES", 64 << 10)
+    long = tmp_path / log
+    with open(long, "w") as f:
+        f.writelines(src[:-3])
+        f.write("x" * (32 << 20) + "\n")  # 32 MiB in one line, among the profiler's last lines
+        f.writelines(src[-3:])
+    tracemalloc.start()
+    try:
+        code, out, err = run(capsys, "report", long, "--format", "json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0, err
+    assert peak < 16 << 20, f"{peak:,} bytes traced"
+    keep = ("launches", "kernel_time_ns")
+    assert {k: json.loads(out)[k] for k in keep} == {k: json.loads(plain)[k] for k in keep}

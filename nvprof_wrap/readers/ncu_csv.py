@@ -20,7 +20,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, Process, merge_kernels
-from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text
+from nvprof_wrap.readers._csv import TIME_UNITS_NS, cut_lines, number, open_text
 from nvprof_wrap.readers._durations import note
 from nvprof_wrap.readers._head import Head
 
@@ -114,7 +114,7 @@ def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:
 
 def _quoted(f) -> Iterator[str]:
     """The CSV rows among the program's output: ncu quotes every field, the program's lines rarely start with one."""
-    return (line for line in f if line.startswith('"'))
+    return (line for line in cut_lines(f) if line.startswith('"'))
 
 
 FORMAT = "ncu-csv"
