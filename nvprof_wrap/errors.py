@@ -35,3 +35,13 @@ class ToolMissing(NvprofWrapError):
     """A profiler or helper program that the requested action needs is not installed (exit code 2)."""
 
     exit_code = 2
+
+
+class Terminated(BaseException):
+    """SIGTERM (or, for a command that reads, SIGHUP) ends the command the way Ctrl-C does: raised where the
+    process is, so that every ``finally`` runs — temporary folders are removed, helper processes stopped — and
+    the command exits 128+signal. A BaseException, like KeyboardInterrupt: no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum

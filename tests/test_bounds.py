@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -553,3 +554,60 @@ def test_a_programs_endless_line_in_a_console_log_is_not_held(log, capsys, tmp_p
     assert peak < 16 << 20, f"{peak:,} bytes traced"
     keep = ("launches", "kernel_time_ns")
     assert {k: json.loads(out)[k] for k in keep} == {k: json.loads(plain)[k] for k in keep}
+
+
+def _terminate_while_reading(target: Path, tmp: Path, signum: int, folders: int) -> subprocess.CompletedProcess:
+    """`report target` with its own TMPDIR, sent ``signum`` once ``folders`` temporary folders exist in it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), "NVPROF_WRAP_HISTORY": "off"}
+    p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "report", str(target), "--format", "json"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(tmp.iterdir())) < folders and p.poll() is None:
+        time.sleep(0.005)
+    assert len(list(tmp.iterdir())) >= folders, ("the read ended before the signal could be sent", p.poll(), p.stderr.read() if p.poll() is not None else "")
+    p.send_signal(signum)
+    _, err = p.communicate(timeout=30)
+    return subprocess.CompletedProcess(p.args, p.returncode, "", err)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminated_read_removes_its_temporary_folder(signum, tmp_path):
+    """SIGTERM (or a closed terminal's SIGHUP) killed `report` on the spot: the gzipped capture it was unpacking
+    stayed in /tmp. Now it ends like Ctrl-C, through its `finally` blocks: the folder goes, one line, 128+N."""
+    comp = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with open(tmp_path / "big.sqlite.gz", "wb") as f:  # 1 GiB unpacked (a few MB here), read by nothing else
+        f.write(comp.compress(b"SQLite format 3\x00" + bytes(84)))
+        f.writelines(comp.compress(bytes(1 << 20)) for _ in range(1024))
+        f.write(comp.flush())
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _terminate_while_reading(tmp_path / "big.sqlite.gz", tmp, signum, 1)
+    assert proc.returncode == 128 + signum, proc.stderr
+    assert proc.stderr == f"nvprof-wrap: terminated ({signal.Signals(signum).name})\n"
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_terminated_parallel_read_stops_its_workers_and_removes_their_folders(tmp_path):
+    """Two big traces read in parallel (one pool worker each) when `report` gets SIGTERM: the workers stop at once
+    (leaving the pool's `with` would have waited for every read), their temporary folders go with them."""
+    import psutil
+
+    for name, seed in (("a.json", "1"), ("b.json", "2")):
+        subprocess.run([sys.executable, "-m", "benchmarks.generate", "kineto", "150000", str(tmp_path / name),
+                        "--seed", seed], check=True, cwd=ROOT, capture_output=True)
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).rename(folder / name)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    started = time.time()
+    proc = _terminate_while_reading(folder, tmp, signal.SIGTERM, 2)
+    assert proc.returncode == 143, proc.stderr
+    assert time.time() - started < 30
+    deadline = time.time() + 10
+    while time.time() < deadline and list(tmp.iterdir()):
+        time.sleep(0.05)
+    assert list(tmp.iterdir()) == []
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(folder) in " ".join(p.info["cmdline"] or [])]
