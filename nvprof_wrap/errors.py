@@ -45,3 +45,8 @@ class Terminated(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
+
+
+def terminate(signum: int, _frame) -> None:
+    """A signal handler (lifeline.end_on): raise Terminated where the process is."""
+    raise Terminated(signum)

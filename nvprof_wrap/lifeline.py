@@ -40,21 +40,15 @@ def _no_other_threads() -> bool:
     return all(t is me or type(t).__name__ == "_RefreshThread" for t in threading.enumerate())
 
 
-def _terminate(signum: int, _frame) -> None:
-    from nvprof_wrap.errors import Terminated
-
-    raise Terminated(signum)
-
-
-def end_on(signals: Iterable[int], handler: Callable | None = None) -> dict[int, object]:
-    """Make these signals raise Terminated (or call ``handler``) in this process — unless the process was told to
-    ignore them (nohup); returns the handlers they replaced, for ``restore``. Outside the main thread (a library
-    caller's thread) signals cannot be set: nothing changes."""
+def end_on(signals: Iterable[int], handler: Callable) -> dict[int, object]:
+    """Handle these signals with ``handler`` (errors.terminate: raise Terminated) in this process — unless the
+    process was told to ignore them (nohup); returns the handlers they replaced, for ``restore``. Outside the main
+    thread (a library caller's thread) signals cannot be set: nothing changes."""
     previous: dict[int, object] = {}
     for s in signals:
         try:
             if signal.getsignal(s) is not signal.SIG_IGN:
-                previous[s] = signal.signal(s, handler or _terminate)
+                previous[s] = signal.signal(s, handler)
         except (ValueError, OSError):
             break
     return previous

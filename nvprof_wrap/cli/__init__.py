@@ -23,7 +23,7 @@ from nvprof_wrap.cli import (
     verify_cmd,
 )
 from nvprof_wrap.cli._output import say, stdout_gone
-from nvprof_wrap.errors import NvprofWrapError, Terminated
+from nvprof_wrap.errors import NvprofWrapError, Terminated, terminate
 from nvprof_wrap.launch.job import leave_terminal, terminal_fds
 from nvprof_wrap.lifeline import end_on, restore
 
@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     # stopped), exit 128+15. So does SIGHUP (the terminal closed) for a command that reads; a command that runs a
     # job instead stops printing to the terminal and goes on (launch/job.py: the job is not the terminal's).
     terminals = terminal_fds()
-    previous = end_on((signal.SIGTERM,))
-    previous.update(end_on((signal.SIGHUP,), (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else None))
+    previous = end_on((signal.SIGTERM,), terminate)
+    previous.update(end_on((signal.SIGHUP,), (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate))
     try:
         return COMMANDS[args.command].run(args)
     except NvprofWrapError as e:

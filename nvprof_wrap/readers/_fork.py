@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from nvprof_wrap.errors import terminate
 from nvprof_wrap.lifeline import die_with_parent, end_on, fork_is_safe
 
 BIG = 16 << 20  # captures from this size on get forked workers; smaller ones are read faster in one process
@@ -35,7 +36,7 @@ def pool_worker(parent: int) -> None:
     the reading process is terminated: their temporary folders go too)."""
     die_with_parent(parent)
     stay_in_process()
-    end_on((signal.SIGTERM,))
+    end_on((signal.SIGTERM,), terminate)
 
 
 def can_fork() -> bool:
