@@ -1,6 +1,7 @@
 """One error hierarchy. The library raises; only ``cli`` turns an error into one line and an exit code."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 
@@ -48,5 +49,8 @@ class Terminated(BaseException):
 
 
 def terminate(signum: int, _frame) -> None:
-    """A signal handler (lifeline.end_on): raise Terminated where the process is."""
+    """A signal handler (lifeline.end_on): raise Terminated where the process is — once. The same signal again is
+    ignored from then on: it would cut the cleanup short (a pool worker got a second SIGTERM from the pool, which
+    took its sibling's exit for a crash, in the middle of removing its temporary folder)."""
+    signal.signal(signum, signal.SIG_IGN)
     raise Terminated(signum)

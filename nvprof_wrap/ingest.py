@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -87,14 +88,21 @@ def _read_in_pool(path: Path, window: Window | None = None):
         os._exit(128 + e.signum)
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """No more reads: the queued ones cancelled, the running ones ended (SIGTERM: they clean up, then exit)."""
+def _stop(pool: ProcessPoolExecutor, grace_s: float = 10.0) -> None:
+    """No more reads: the queued ones cancelled, the running ones ended (SIGTERM: they clean up, then exit). They
+    are given ``grace_s`` to do so: if this process ended first, they would get SIGKILL (lifeline.py) mid-cleanup."""
     procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
         try:
             proc.terminate()
         except (OSError, ValueError, AttributeError):
+            pass
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        try:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        except (OSError, ValueError, AttributeError, AssertionError):
             pass
 
 
