@@ -1,6 +1,7 @@
 """One error hierarchy. The library raises; only ``cli`` turns an error into one line and an exit code."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 
@@ -35,3 +36,21 @@ class ToolMissing(NvprofWrapError):
     """A profiler or helper program that the requested action needs is not installed (exit code 2)."""
 
     exit_code = 2
+
+
+class Terminated(BaseException):
+    """SIGTERM (or, for a command that reads, SIGHUP) ends the command the way Ctrl-C does: raised where the
+    process is, so that every ``finally`` runs — temporary folders are removed, helper processes stopped — and
+    the command exits 128+signal. A BaseException, like KeyboardInterrupt: no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def terminate(signum: int, _frame) -> None:
+    """A signal handler (lifeline.end_on): raise Terminated where the process is — once. The same signal again is
+    ignored from then on: it would cut the cleanup short (a pool worker got a second SIGTERM from the pool, which
+    took its sibling's exit for a crash, in the middle of removing its temporary folder)."""
+    signal.signal(signum, signal.SIG_IGN)
+    raise Terminated(signum)

@@ -4,13 +4,14 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from nvprof_wrap import readers
-from nvprof_wrap.errors import BadInput, ToolMissing
+from nvprof_wrap.errors import BadInput, Terminated, ToolMissing
 from nvprof_wrap.launch.manifest import read_manifest
 from nvprof_wrap.readers import _fork
 from nvprof_wrap.readers._window import Window, make
@@ -79,6 +80,32 @@ def _read(path: Path, window: Window | None = None):
         return e
 
 
+def _read_in_pool(path: Path, window: Window | None = None):
+    """_read in a pool worker; SIGTERM (sent by _stop) ends it after its ``finally`` blocks ran."""
+    try:
+        return _read(path, window)
+    except Terminated as e:
+        os._exit(128 + e.signum)
+
+
+def _stop(pool: ProcessPoolExecutor, grace_s: float = 10.0) -> None:
+    """No more reads: the queued ones cancelled, the running ones ended (SIGTERM: they clean up, then exit). They
+    are given ``grace_s`` to do so: if this process ended first, they would get SIGKILL (lifeline.py) mid-cleanup."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        try:
+            proc.terminate()
+        except (OSError, ValueError, AttributeError):
+            pass
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        try:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        except (OSError, ValueError, AttributeError, AssertionError):
+            pass
+
+
 def ingest(store: Store, paths: list[Path], progress: Progress | None = None, workers: int | None = None,
            window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None) -> tuple[tuple[str, str], ...]:
     """Ingest every capture under ``paths``.
@@ -104,7 +131,11 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
             # Each capture already has its own process here: its reader does not fork workers of its own.
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
                                      initializer=_fork.pool_worker, initargs=(os.getpid(),)) as pool:
-                results = list(pool.map(functools.partial(_read, window=win), [t[0] for t in todo]))
+                try:
+                    results = list(pool.map(functools.partial(_read_in_pool, window=win), [t[0] for t in todo]))
+                except BaseException:  # Ctrl-C or SIGTERM here only: leaving the `with` would wait for every read
+                    _stop(pool)
+                    raise
         except BrokenProcessPool:
             results = None  # a worker died (e.g. out of memory): read them here, one by one
     if results is not None:

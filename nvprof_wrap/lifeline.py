@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterable
 
 _PR_SET_PDEATHSIG = 1
 try:  # looked up here, in the parent: a forked child should not need the dynamic loader's lock
@@ -37,3 +38,25 @@ def _no_other_threads() -> bool:
     process."""
     me = threading.current_thread()
     return all(t is me or type(t).__name__ == "_RefreshThread" for t in threading.enumerate())
+
+
+def end_on(signals: Iterable[int], handler: Callable) -> dict[int, object]:
+    """Handle these signals with ``handler`` (errors.terminate: raise Terminated) in this process — unless the
+    process was told to ignore them (nohup); returns the handlers they replaced, for ``restore``. Outside the main
+    thread (a library caller's thread) signals cannot be set: nothing changes."""
+    previous: dict[int, object] = {}
+    for s in signals:
+        try:
+            if signal.getsignal(s) is not signal.SIG_IGN:
+                previous[s] = signal.signal(s, handler)
+        except (ValueError, OSError):
+            break
+    return previous
+
+
+def restore(previous: dict[int, object]) -> None:
+    for s, h in previous.items():
+        try:
+            signal.signal(s, h)  # type: ignore[arg-type]
+        except (ValueError, OSError, TypeError):
+            pass

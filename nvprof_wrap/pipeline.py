@@ -94,7 +94,5 @@ def _health(paths: list[Path]):
     if len(folders) != 1:
         return None
     folder = folders[0]
-    log = "".join((folder / f).read_text(errors="replace") for f in ("stdout.log", "stderr.log")
-                  if (folder / f).is_file())
-    h = health_from_run(folder / "metrics.jsonl", log)
+    h = health_from_run(folder / "metrics.jsonl", None, log_paths=(folder / "stdout.log", folder / "stderr.log"))
     return h if h.epochs else None

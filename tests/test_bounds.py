@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -456,3 +457,157 @@ def test_nsys_rep_exports_in_a_read_only_folder_leave_no_temporary_folder(tmp_pa
         assert list(tmp.iterdir()) == [] and sorted(p.name for p in folder.iterdir()) == ["nsys.nsys-rep"]
     finally:
         folder.chmod(0o755)
+
+
+def _per_launch_inputs(tmp_path: Path) -> dict[str, tuple[Path, int]]:
+    """(file, the kernel time that must be reported) per reader that adds up launches in Python: one good launch
+    of kernel k (5 µs) and two of the same kernel, one that ends before it starts, one that lasts 11 days."""
+    from nvprof_wrap.readers import _xplane_schema
+    from tests import xspace_build as xb
+
+    out: dict[str, tuple[Path, int]] = {}
+    meta = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}},
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": 7, "args": {"name": "Stream #13(Compute)"}}]
+    tf = [{"ph": "X", "name": TC_NAME, "pid": 1, "tid": 7, "ts": ts, "dur": dur, "args": {}}
+          for ts, dur in ((1, 5), (10, -1.6), (20, 1e12))]
+    (tmp_path / "tf.trace.json").write_text(json.dumps({"traceEvents": meta + tf}))
+    out["tf-trace-json"] = (tmp_path / "tf.trace.json", 5000)
+    planes = xb.h200_jax_step()
+    before = sum(e.dur_ns for e in planes[1].lines[0].events)
+    planes[1].lines[0].events += [xb.Ev("fusion_12", 200_000, -1_600), xb.Ev("fusion_12", 300_000, 10**15)]
+    (tmp_path / "x.xplane.pb").write_bytes(xb.xspace(planes, _xplane_schema.own()))
+    out["xplane"] = (tmp_path / "x.xplane.pb", before)
+    (tmp_path / "trace.csv").write_text(
+        '"Start","Duration","Grid X","Device","Context","Stream","Name"\nms,us,,,,,\n'
+        + "".join(f'{i}.0,{d},1,"Tesla V100 (0)",1,7,"{TC_NAME} [{i}]"\n' for i, d in enumerate(("5.0", "-1.6", "1e12"))))
+    out["nvprof-csv-trace"] = (tmp_path / "trace.csv", 5000)
+    (tmp_path / "pyprof.csv").write_text(
+        '"Kernel","Module","Op","Direction","Sil(ns)","TC","FLOPs","Bytes","Device","Stream","Block","Grid"\n'
+        + "".join(f'"{TC_NAME}","m","op","fprop","{d}","-","0","0","0","7","1,1,1","1,1,1"\n'
+                  for d in ("5000", "-1600", "1e18")))
+    out["pyprof-csv"] = (tmp_path / "pyprof.csv", 5000)
+    (tmp_path / "ncu.csv").write_text(
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+        '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+        + "".join(f'"{i}","7","python","h","{TC_NAME}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","Command line '
+                  f'profiler metrics","gpu__time_duration.sum","ns","{d}"\n' for i, d in enumerate(("5000", "-1600", "1e18"))))
+    out["ncu-csv"] = (tmp_path / "ncu.csv", 5000)
+    log = (ROOT / "tests" / "data" / "console" / "xplacer_nvprof_gpu_trace_bfs.log").read_text().splitlines(keepends=True)
+    plain = tmp_path / "plain.log"
+    plain.write_text("".join(log))
+    for i, (old, new) in ((38, ("5.0890us", "-1.600us")), (42, ("4.8010us", "  9.9e9s"))):  # two Kernel(...) lines
+        assert log[i].startswith("501.") and old in log[i]
+        log[i] = log[i].replace(old, new)
+    (tmp_path / "console.log").write_text("".join(log))
+    out["console-nvprof-gpu-trace"] = (tmp_path / "console.log", -(5089 + 4801))  # relative to plain.log
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["tf-trace-json", "xplane", "nvprof-csv-trace", "pyprof-csv", "ncu-csv",
+                                 "console-nvprof-gpu-trace"])
+def test_negative_and_absurd_durations_in_readers_that_add_up_in_python(fmt, capsys, tmp_path):
+    """The readers that sum launches themselves (TensorBoard trace JSON and XSpace came after issue 14; the
+    per-launch CSV and console formats passed times through) took an 11-day launch as kernel time and let a
+    negative one subtract from its kernel's. Now each counts both, without their time, and says so."""
+    from tests import xspace_build as xb
+
+    path, expected = _per_launch_inputs(tmp_path)[fmt]
+    code, out, err = run(capsys, "report", path, "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    if fmt == "console-nvprof-gpu-trace":
+        code, plain, err = run(capsys, "report", tmp_path / "plain.log", "--format", "json")
+        assert code == 0, err
+        expected += json.loads(plain)["kernel_time_ns"]
+        assert d["launches"] == json.loads(plain)["launches"]
+    else:
+        assert d["launches"] == 3 + (len(xb.h200_jax_step()[1].lines[0].events) - 1 if fmt == "xplane" else 0)
+    assert d["kernel_time_ns"] == expected
+    assert any(n.startswith("2 kernel record(s) without a usable time") for n in d["sources"][0]["notes"]), \
+        d["sources"][0]["notes"]
+
+
+@pytest.mark.parametrize("log", ["xplacer_nvprof_summary_bfs.log", "xplacer_ncu_bfs_graph4096.log",
+                                 "xplacer_nvprof_gpu_trace_bfs.log"])
+def test_a_programs_endless_line_in_a_console_log_is_not_held(log, capsys, tmp_path, monkeypatch):
+    """Console logs and ncu CSV sit among the program's own output, which can hold a line of any length: it was
+    read whole (a 2.7 GB line: MemoryError under a 2 GB limit, a traceback). It is cut at the line limit, the
+    rest read in pieces and dropped; the profiler's lines read as before."""
+    from nvprof_wrap.readers import _csv
+
+    src = (ROOT / "tests" / "data" / "console" / log).read_text().splitlines(keepends=True)
+    code, plain, err = run(capsys, "report", ROOT / "tests" / "data" / "console" / log, "--format", "json")
+    assert code == 0, err
+    monkeypatch.setattr(_csv, "MAX_LINE_BYTES", 64 << 10)
+    long = tmp_path / log
+    with open(long, "w") as f:
+        f.writelines(src[:-3])
+        f.write("x" * (32 << 20) + "\n")  # 32 MiB in one line, among the profiler's last lines
+        f.writelines(src[-3:])
+    tracemalloc.start()
+    try:
+        code, out, err = run(capsys, "report", long, "--format", "json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0, err
+    assert peak < 16 << 20, f"{peak:,} bytes traced"
+    keep = ("launches", "kernel_time_ns")
+    assert {k: json.loads(out)[k] for k in keep} == {k: json.loads(plain)[k] for k in keep}
+
+
+def _terminate_while_reading(target: Path, tmp: Path, signum: int, folders: int) -> subprocess.CompletedProcess:
+    """`report target` with its own TMPDIR, sent ``signum`` once ``folders`` temporary folders exist in it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), "NVPROF_WRAP_HISTORY": "off"}
+    p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "report", str(target), "--format", "json"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(tmp.iterdir())) < folders and p.poll() is None:
+        time.sleep(0.005)
+    assert len(list(tmp.iterdir())) >= folders, ("the read ended before the signal could be sent", p.poll(), p.stderr.read() if p.poll() is not None else "")
+    p.send_signal(signum)
+    _, err = p.communicate(timeout=30)
+    return subprocess.CompletedProcess(p.args, p.returncode, "", err)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminated_read_removes_its_temporary_folder(signum, tmp_path):
+    """SIGTERM (or a closed terminal's SIGHUP) killed `report` on the spot: the gzipped capture it was unpacking
+    stayed in /tmp. Now it ends like Ctrl-C, through its `finally` blocks: the folder goes, one line, 128+N."""
+    comp = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with open(tmp_path / "big.sqlite.gz", "wb") as f:  # 1 GiB unpacked (a few MB here), read by nothing else
+        f.write(comp.compress(b"SQLite format 3\x00" + bytes(84)))
+        f.writelines(comp.compress(bytes(1 << 20)) for _ in range(1024))
+        f.write(comp.flush())
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _terminate_while_reading(tmp_path / "big.sqlite.gz", tmp, signum, 1)
+    assert proc.returncode == 128 + signum, proc.stderr
+    assert proc.stderr == f"nvprof-wrap: terminated ({signal.Signals(signum).name})\n"
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_terminated_parallel_read_stops_its_workers_and_removes_their_folders(tmp_path):
+    """Two big traces read in parallel (one pool worker each) when `report` gets SIGTERM: the workers stop at once
+    (leaving the pool's `with` would have waited for every read), their temporary folders go with them."""
+    import psutil
+
+    for name, seed in (("a.json", "1"), ("b.json", "2")):
+        subprocess.run([sys.executable, "-m", "benchmarks.generate", "kineto", "150000", str(tmp_path / name),
+                        "--seed", seed], check=True, cwd=ROOT, capture_output=True)
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).rename(folder / name)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    started = time.time()
+    proc = _terminate_while_reading(folder, tmp, signal.SIGTERM, 2)
+    assert proc.returncode == 143, proc.stderr
+    assert time.time() - started < 30
+    deadline = time.time() + 10
+    while time.time() < deadline and list(tmp.iterdir()):
+        time.sleep(0.05)
+    assert list(tmp.iterdir()) == []
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(folder) in " ".join(p.info["cmdline"] or [])]

@@ -55,3 +55,14 @@ def test_a_failing_precision_fails_the_experiment_and_says_so_in_the_table(tmp_p
     assert proc.returncode == 3, proc.stderr[-2000:]
     rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.split()[:1] in (["fp32"], ["fp16"])}
     assert "failed (exit 3)" in rows["fp16"] and "failed" not in rows["fp32"]
+
+
+def test_read_metrics_takes_what_the_job_wrote_without_raising(tmp_path):
+    """metrics.jsonl is the job's file: steps or times that are not numbers (or overflow) are skipped, they were
+    a ValueError out of compare / experiment."""
+    from nvprof_wrap.analysis.experiment import read_metrics
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"epoch": 1, "steps": 10, "epoch_time_s": 2.5}\n{"epoch": 2, "steps": "n/a"}\n'
+                    '{"epoch": 3, "steps": 1e400}\n{"epoch": 4, "steps": 5, "epoch_time_s": 0.5}\n[[[[\n')
+    assert read_metrics(path) == (15, 3.0)

@@ -17,6 +17,7 @@ How the logs were made (CPU, synthetic Reuters-shaped data, see docs/seed-collap
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from nvprof_wrap.analysis.health import (
     health_from_run,
     metrics_header,
     parse_keras_log,
+    parse_keras_logs,
     parse_metrics_jsonl,
 )
 
@@ -263,3 +265,53 @@ def test_jsonl_tolerates_truncated_last_line(tmp_path: Path) -> None:
     verdict = health_from_run(path, None)  # num_classes comes from the start line
     assert verdict.status == "collapsed" and "chance for 46 classes" in verdict.findings[0]
     assert verdict.final == EpochMetrics(2, loss=0.0, accuracy=0.0061, val_loss=0.0, val_accuracy=0.0061)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in LOGS.glob("*.log")))
+def test_streamed_logs_give_what_the_whole_text_gives(name: str, tmp_path: Path) -> None:
+    """`report RUN_DIR` reads the job's logs streamed (parse_keras_logs): the same epochs as parse_keras_log on the
+    whole text, also when the text is split between stdout.log and stderr.log at any line."""
+    text = read_log(name)
+    assert parse_keras_logs([LOGS / name]) == parse_keras_log(text)
+    lines = (LOGS / name).read_bytes().splitlines(keepends=True)
+    (tmp_path / "out.log").write_bytes(b"".join(lines[: len(lines) // 2]))
+    (tmp_path / "err.log").write_bytes(b"".join(lines[len(lines) // 2:]))
+    assert parse_keras_logs([tmp_path / "out.log", tmp_path / "err.log"]) == parse_keras_log(text)
+
+
+def test_a_job_that_printed_gigabytes_is_read_in_bounded_memory(capsys, tmp_path: Path, monkeypatch) -> None:
+    """The job's logs were read whole for the training-health check, on every `report RUN_DIR` and at the end of
+    `run` (1.6 GB of log: MemoryError under a 2 GB limit, a traceback and exit 1 instead of the job's code). They
+    are streamed, each line bounded: memory stays flat, the verdict is the same."""
+    import shutil
+    import tracemalloc
+
+    from nvprof_wrap.analysis import health
+    from nvprof_wrap.cli import main
+
+    monkeypatch.setattr(health, "MAX_LINE_BYTES", 1 << 20)
+    run = Path(__file__).parent / "data" / "h200_runs" / "gpt_fp32_nsys"
+    folders = {}
+    for kind in ("plain", "huge"):
+        folder = folders[kind] = tmp_path / kind
+        folder.mkdir()
+        shutil.copy(run / "manifest.json", folder)
+        shutil.copy(run / "nsys.sqlite.gz", folder)
+        with open(folder / "stdout.log", "wb") as f:
+            f.write((LOGS / "keras3_torch_fp16_keras2optimizer_nan.log").read_bytes())
+            if kind == "huge":
+                f.writelines(b"step %d loss 0.25 lr 1e-4 and some NCCL INFO chatter\n" % i for i in range(600_000))
+                f.write(b"x" * (24 << 20))  # and a line without end
+        (folder / "stderr.log").write_bytes(b"")
+    peaks, health_of = {}, {}
+    for kind, folder in folders.items():
+        tracemalloc.start()
+        try:
+            assert main(["report", str(folder), "--format", "json"]) == 0
+            peaks[kind] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        health_of[kind] = json.loads(capsys.readouterr().out)["health"]
+    assert (folders["huge"] / "stdout.log").stat().st_size > 56 << 20
+    assert health_of["huge"] == health_of["plain"] and health_of["plain"]["status"] == "nan"
+    assert peaks["huge"] - peaks["plain"] < 8 << 20, peaks

@@ -172,6 +172,39 @@ def test_the_wrapper_killed_leaves_the_job_and_its_capture(tmp_path):
     assert r.verdict.tensor_cores == "yes"
 
 
+def test_a_closed_terminal_leaves_the_job_running_and_the_run_recorded(tmp_path):
+    """The wrapper on a terminal that goes away (an SSH session closed): the kernel sends it SIGHUP. It forwarded
+    that to the job, which died at its 6th line. Now the job, in its own session, runs to the end; the wrapper
+    stops printing, waits, and records the run (manifest "ended", the capture) and exits with the job's code."""
+    import pty
+
+    out, flag = tmp_path / "run", tmp_path / "job-finished"
+    job = ("import time, pathlib\nfor i in range(60):\n    print('line', i, flush=True); time.sleep(0.05)\n"
+           f"pathlib.Path({str(flag)!r}).write_text('ok')\nraise SystemExit(3)\n")
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+           "NO_COLOR": "1"}
+    argv = [sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(out), "--", sys.executable,
+            "-c", job]
+    pid, terminal = pty.fork()  # the wrapper leads a session whose controlling terminal is this pty
+    if pid == 0:
+        os.execve(sys.executable, argv, env)
+    seen, deadline = b"", time.time() + 60
+    while time.time() < deadline and b"line 5" not in seen:
+        try:
+            seen += os.read(terminal, 4096)
+        except OSError:
+            break
+    assert b"line 5" in seen, seen
+    os.close(terminal)  # the terminal hangs up
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 3  # the job's code, after it ran to its end
+    assert flag.read_text() == "ok"
+    assert (out / "stdout.log").read_text().splitlines() == [f"line {i}" for i in range(60)]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "ended" and manifest["exit_code"] == 3 and manifest["signal"] is None
+    assert "nsys.nsys-rep" in manifest["captures"]
+
+
 def test_run_folders_follow_the_users_umask(tmp_path):
     out = tmp_path / "umask-run"
     old = os.umask(0o077)

@@ -5,6 +5,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from nvprof_wrap.analysis.health import lines_of
 from nvprof_wrap.launch.manifest import Manifest
 from nvprof_wrap.model import HealthVerdict
 from nvprof_wrap.report import Report
@@ -37,14 +38,17 @@ def read_metrics(path: Path) -> tuple[int | None, float | None]:
     if not path.is_file():
         return None, None
     steps, secs = 0, 0.0
-    for line in path.read_text(errors="replace").splitlines():
+    for line in lines_of(path):  # streamed, each line bounded: the job wrote it
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(rec, dict) and "epoch" in rec:
-            steps += int(rec.get("steps") or 0)
-            secs += float(rec.get("epoch_time_s") or 0.0)
+            try:
+                steps += int(rec.get("steps") or 0)
+                secs += float(rec.get("epoch_time_s") or 0.0)
+            except (TypeError, ValueError, OverflowError):
+                continue  # not numbers: the job wrote something else under these keys
     return (steps or None), (secs or None)
 
 

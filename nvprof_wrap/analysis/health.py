@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from nvprof_wrap.limits import MAX_LINE_BYTES
 from nvprof_wrap.model import EpochMetrics, HealthVerdict
 
 __all__ = ["EpochMetrics", "HealthVerdict", "assess", "health_from_run", "parse_keras_log", "parse_metrics_jsonl"]
@@ -65,19 +67,47 @@ def _to_float(value: Any) -> float | None:
     return None
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = line.strip()
+def lines_of(path: Path, keep: Callable[[bytes], bool] | None = None, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of a file the job wrote (split at \\n and \\r: progress bars rewrite their line with \\r), each
+    cut at ``limit`` bytes (default MAX_LINE_BYTES), the rest of a longer one dropped: read in 1 MiB pieces, never
+    whole (a job that printed gigabytes made `report RUN_DIR` and the end of `run` fail with MemoryError).
+    keep: only the lines it says yes to (a 1 MiB piece it says no to is skipped without splitting it)."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    rest, dropping = b"", False
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            buf = rest + chunk
+            if keep is not None and not keep(buf):
+                end = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+                rest, dropping = (buf[end + 1:], False) if end >= 0 else (buf, dropping)
+            else:
+                parts = _LINE_END.split(buf)
+                rest = parts.pop()
+                if parts and dropping:  # the end of a line that was cut
+                    parts, dropping = parts[1:], False
+                yield from (parts if keep is None else (p for p in parts if keep(p)))
+            if len(rest) > limit:
+                if not dropping and (keep is None or keep(rest[:limit])):
+                    yield rest[:limit]
+                rest, dropping = b"", True
+    if rest and not dropping and (keep is None or keep(rest)):
+        yield rest
+
+
+_LINE_END = re.compile(rb"[\r\n]")
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    for raw in lines_of(path):
+        line = raw.decode("utf-8", errors="replace").strip()
         if not line:
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue  # a killed job can leave a truncated last line
         if isinstance(record, dict):
-            records.append(record)
-    return records
+            yield record
 
 
 def parse_metrics_jsonl(path: str | Path) -> list[EpochMetrics]:
@@ -172,13 +202,33 @@ def parse_keras_log(text: str) -> list[EpochMetrics]:
     A log without any ``Epoch N/M`` header (Keras 3, ``epochs=1``) is read as
     one epoch; a log of ``evaluate`` alone would be mistaken for one too.
     """
-    clean = _strip_terminal(text).replace("\b", "")
+    return _parse_segments(re.split(r"[\r\n]", _strip_terminal(text).replace("\b", "")))
+
+
+def _maybe(text: bytes) -> bool:
+    """Whether a line can matter to the parser: an epoch header, a record with a loss ("loss: 0.5"), or terminal
+    codes to strip first. The others, most of a long job's output, are not decoded (substring tests: a regular
+    expression with these alternatives scanned 30 MB/s)."""
+    return b"Epoch" in text or b"\x1b" in text or b"\b" in text or b"loss:" in text.lower()
+
+
+def parse_keras_logs(paths: Iterable[Path]) -> list[EpochMetrics]:
+    """parse_keras_log over log files, streamed: memory stays flat however much the job printed, and only the
+    lines that can hold an epoch header or a loss are decoded."""
+    def segments() -> Iterator[str]:
+        for path in paths:
+            for raw in lines_of(path, keep=_maybe):
+                yield _strip_terminal(raw.decode("utf-8", errors="replace")).replace("\b", "")
+    return _parse_segments(segments())
+
+
+def _parse_segments(segments: Iterable[str]) -> list[EpochMetrics]:
     epochs: dict[int, _EpochRecords] = {}
     # Keras 3 prints no "Epoch 1/1" header for a one-epoch fit(); records
     # before any header count as epoch 1, but only if no header ever comes.
     headerless = _EpochRecords()
     current: _EpochRecords = headerless
-    for segment in re.split(r"[\r\n]", clean):
+    for segment in segments:
         header = _EPOCH.match(segment)
         if header:
             current = epochs.setdefault(int(header.group(1)), _EpochRecords())
@@ -321,8 +371,9 @@ def assess(epochs: list[EpochMetrics], num_classes: int | None = None) -> Health
 
 
 def health_from_run(metrics_path: Path | None, log_text: str | None,
-                    num_classes: int | None = None) -> HealthVerdict:
-    """Assess a wrapped run: its metrics JSONL when present and non-empty, else its log.
+                    num_classes: int | None = None, log_paths: Iterable[Path] = ()) -> HealthVerdict:
+    """Assess a wrapped run: its metrics JSONL when present and non-empty, else its log (``log_text``, or the
+    files ``log_paths``, streamed).
 
     A metrics file's start line may carry ``num_classes``; it is used when
     the caller does not give one.
@@ -336,4 +387,6 @@ def health_from_run(metrics_path: Path | None, log_text: str | None,
             num_classes = declared if isinstance(declared, int) and declared > 0 else None
     if not epochs and log_text:
         epochs = parse_keras_log(log_text)
+    elif not epochs:
+        epochs = parse_keras_logs(p for p in log_paths if Path(p).is_file())
     return assess(epochs, num_classes)

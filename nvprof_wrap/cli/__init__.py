@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import signal
 import sqlite3
 import sys
 
@@ -22,8 +23,11 @@ from nvprof_wrap.cli import (
     verify_cmd,
 )
 from nvprof_wrap.cli._output import say, stdout_gone
-from nvprof_wrap.errors import NvprofWrapError
+from nvprof_wrap.errors import NvprofWrapError, Terminated, terminate
+from nvprof_wrap.launch.job import leave_terminal, terminal_fds
+from nvprof_wrap.lifeline import end_on, restore
 
+_JOBS = {"run", "experiment"}  # the commands whose work is a job's run (SIGHUP: see main)
 # Every subcommand, once: name → its module (add_parser(sub, name), run(args) -> int), in the order of --help.
 # A command whose module does not import is a broken install, and says so with its traceback.
 COMMANDS = {"report": report_cmd, "kernels": kernels, "compare": compare_cmd, "classify": classify_cmd, "demo": demo,
@@ -60,6 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         p.print_help()
         return 2
+    # SIGTERM ends a command like Ctrl-C: through every `finally` (temporary folders removed, helper processes
+    # stopped), exit 128+15. So does SIGHUP (the terminal closed) for a command that reads; a command that runs a
+    # job instead stops printing to the terminal and goes on (launch/job.py: the job is not the terminal's).
+    terminals = terminal_fds()
+    previous = end_on((signal.SIGTERM,), terminate)
+    previous.update(end_on((signal.SIGHUP,), (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate))
     try:
         return COMMANDS[args.command].run(args)
     except NvprofWrapError as e:
@@ -68,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("nvprof-wrap: interrupted")
         return 130
+    except Terminated as e:
+        say(f"nvprof-wrap: terminated ({signal.Signals(e.signum).name})")
+        return 128 + e.signum
     except BrokenPipeError:  # `nvprof-wrap kernels ... | head`: output cut short, nothing failed
         stdout_gone()
         return 0
@@ -78,3 +91,5 @@ def main(argv: list[str] | None = None) -> int:
         say(f"nvprof-wrap: error: {'disk full' if e.errno == errno.ENOSPC else e.strerror or e}"
             + (f": {e.filename}" if e.filename else ""))
         return 2
+    finally:
+        restore(previous)

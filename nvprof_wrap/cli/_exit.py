@@ -4,6 +4,7 @@ from __future__ import annotations
 _FAIL = """  2    bad input or usage: a file that is not a capture, a run store that is not one, a file that cannot be
        written (disk full, read-only, locked), a missing profiler; one line on stderr names the file and why
   130  interrupted (Ctrl-C)
+  143  terminated (SIGTERM; 129: SIGHUP, a closed terminal): ended like Ctrl-C, temporary files removed
   1    an internal error: a bug (the traceback is printed; please report it)"""
 
 READ = f"""exit codes:
@@ -15,7 +16,8 @@ GATED = """exit codes:
   1    a gate is not met: one line on stderr says what fell short (the report is still printed)
   2    bad input or usage: a file that is not a capture, two runs given to `report` (use compare), a run store that
        is not one, a file that cannot be written; one line on stderr names the file and why
-  130  interrupted (Ctrl-C)"""
+  130  interrupted (Ctrl-C)
+  143  terminated (SIGTERM; 129: SIGHUP, a closed terminal): ended like Ctrl-C, temporary files removed"""
 
 RUN = """exit codes:
   N    the job's exit code (128+S when signal S ended it); also when the output was cut short (| head -1):
@@ -24,6 +26,8 @@ RUN = """exit codes:
   2    nvprof-wrap could not start the job (bad options, a run folder that already holds a run, no profiler),
        or the job succeeded but its run could not be recorded or read (disk full, say): one line on stderr
   130  interrupted before the job started
+  143  SIGTERM before the job started or after it ended (while the job runs, SIGINT and SIGTERM go to it and its
+       code is the exit code; SIGHUP, a closed terminal, is not passed on: the job and the run go on)
   1    an internal error: a bug (the traceback is printed; please report it)"""
 
 EXPERIMENT = f"""exit codes:
@@ -32,5 +36,6 @@ EXPERIMENT = f"""exit codes:
 {_FAIL}"""
 
 GENERAL = """exit codes: run and experiment exit with the job's code; every other command with 0 when done, 2 for bad
-input or a file that cannot be written (one line on stderr), 130 when interrupted, 1 for an internal error.
+input or a file that cannot be written (one line on stderr), 130 when interrupted, 143 when terminated
+(SIGTERM), 1 for an internal error.
 `nvprof-wrap COMMAND --help` gives each command's table."""

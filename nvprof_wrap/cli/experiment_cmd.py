@@ -69,9 +69,9 @@ def _row(precision: str, folder: Path, manifest: Manifest, script_stem: str):
         rep = analyze(folder, store=store, health=False)
     finally:
         store.close()
-    log = (folder / "stdout.log").read_text(errors="replace") + (folder / "stderr.log").read_text(errors="replace")
     return row(precision, folder, manifest, rep,
-               health_from_run(folder / "metrics.jsonl", log, CLASSES.get(script_stem)))
+               health_from_run(folder / "metrics.jsonl", None, CLASSES.get(script_stem),
+                               log_paths=(folder / "stdout.log", folder / "stderr.log")))
 
 
 def _precisions(text: str) -> list[str]:

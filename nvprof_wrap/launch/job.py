@@ -3,8 +3,10 @@ group, the process tree recorded with psutil, the job's exit code returned.
 
 The job never depends on the wrapper staying alive: it runs in its own session, its stdout and stderr are the
 run folder's log files themselves (file descriptors handed to it, not pipes only the wrapper reads), and the
-wrapper shows them live by following those files. A wrapper killed by SIGKILL, the OOM killer or a closed
-terminal leaves the job, its profiler, its logs and its capture running to the end."""
+wrapper shows them live by following those files. A wrapper killed by SIGKILL or the OOM killer leaves the job,
+its profiler, its logs and its capture running to the end. A closed terminal (an SSH session gone) sends the
+wrapper SIGHUP: that one is not forwarded (it was, and the job died with the terminal) — the wrapper stops
+printing to the terminal, waits for the job and records its end as usual. Ctrl-C and SIGTERM are forwarded."""
 from __future__ import annotations
 
 import os
@@ -32,6 +34,7 @@ class JobResult:
     ended: float
     processes: list[Process] = field(default_factory=list)
     signal_received: str | None = None
+    hung_up: bool = False  # the terminal closed while the job ran (SIGHUP, not forwarded)
 
 
 POLL_S = 0.05
@@ -125,6 +128,35 @@ def _watch(pid: int, seen: dict[int, Process], stop: threading.Event) -> None:
         stop.wait(0.02 if polls < 250 else 0.25)  # fine-grained at start-up, when workers are spawned
 
 
+def terminal_fds() -> tuple[int, ...]:
+    """Which of our stdout and stderr are a terminal (asked before it can hang up)."""
+    out = []
+    for fd in (1, 2):
+        try:
+            if os.isatty(fd):
+                out.append(fd)
+        except OSError:
+            pass
+    return tuple(out)
+
+
+def leave_terminal(fds: tuple[int, ...]) -> None:
+    """The terminal hung up: what we would still print to it goes to /dev/null instead (writing to a hung-up
+    terminal fails with EIO); files and pipes we print to are left as they are."""
+    if not fds:
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for fd in fds:
+        try:
+            os.dup2(null, fd)
+        except OSError:
+            pass
+    os.close(null)
+
+
 def exit_code_of(returncode: int) -> int:
     """A job killed by signal N exits 128+N, as a shell would report it."""
     return 128 - returncode if returncode < 0 else returncode
@@ -171,9 +203,16 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
         except ProcessLookupError:
             pass
 
-    # Not a signal the wrapper was told to ignore (nohup): the job inherits that, and must keep it.
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-                if signal.getsignal(s) is not signal.SIG_IGN}
+    terminals = terminal_fds()
+
+    def hangup(signum: int, _frame) -> None:
+        result.hung_up = True
+        leave_terminal(terminals)
+
+    # Not a signal the wrapper was told to ignore (nohup): the job inherits that, and must keep it. SIGHUP (the
+    # terminal closed) is not the job's business: it runs in its own session, without the terminal.
+    previous = {s: signal.signal(s, hangup if s == signal.SIGHUP else forward)
+                for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         while True:
             try:
@@ -182,8 +221,8 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
             except KeyboardInterrupt:  # a second Ctrl-C while waiting: keep waiting for the captures
                 continue
     finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+        for s, h in previous.items():  # after a hangup, the rest of the run (recording, the report) ignores more
+            signal.signal(s, signal.SIG_IGN if s == signal.SIGHUP and result.hung_up else h)
         stop.set()
         done.set()
         for t in threads:

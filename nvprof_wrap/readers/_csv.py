@@ -64,6 +64,19 @@ def bounded_lines(f: io.TextIOBase, path: Path | None = None) -> Iterator[str]:
         yield line
 
 
+def cut_lines(f: io.TextIOBase) -> Iterator[str]:
+    """The lines of a text file, each cut at MAX_LINE_BYTES characters: the rest of a longer line is read in pieces
+    and dropped, never held. For text where a profiler's short lines sit among a program's own output, which can
+    hold a line of any length (console logs, ncu CSV after the program's output)."""
+    limit = MAX_LINE_BYTES
+    for line in iter(lambda: f.readline(limit + 1), ""):
+        if len(line) > limit and not line.endswith(("\n", "\r")):
+            while (rest := f.readline(limit)) and not rest.endswith(("\n", "\r")):
+                pass
+            line = line[:limit] + "\n"
+        yield line
+
+
 def pid_from_preamble(path: Path) -> int | None:
     with open_text(path) as f:
         for _, line in zip(range(50), bounded_lines(f, path)):

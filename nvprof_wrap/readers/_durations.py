@@ -50,3 +50,27 @@ class Durations:
 
     def notes(self) -> tuple[str, ...]:
         return (note(self.bad, self.what),) if self.bad else ()
+
+
+def from_us(value: object) -> int | None:
+    """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number or not a
+    time SQLite can hold (beyond ±2^62 ns: start + duration must still fit)."""
+    try:
+        ns = float(value) * 1000  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return int(ns) if abs(ns) < 2**62 else None  # also False for nan
+
+
+
+def fold(stats: list | None, ns: int | None, n: int = 1) -> list:
+    """[count, total, min, max] of a Python reader's aggregate with ``n`` more records of duration ``ns`` (None:
+    counted without their time; min and max stay None until a record has one)."""
+    if stats is None:
+        return [n, ns or 0, ns, ns]
+    stats[0] += n
+    if ns is not None:
+        stats[1] += ns
+        stats[2] = ns if stats[2] is None or ns < stats[2] else stats[2]
+        stats[3] = ns if stats[3] is None or ns > stats[3] else stats[3]
+    return stats

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-from nvprof_wrap.lifeline import die_with_parent, fork_is_safe
+from nvprof_wrap.errors import terminate
+from nvprof_wrap.lifeline import die_with_parent, end_on, fork_is_safe
 
 BIG = 16 << 20  # captures from this size on get forked workers; smaller ones are read faster in one process
 
@@ -29,10 +31,12 @@ def stay_in_process() -> None:
 
 
 def pool_worker(parent: int) -> None:
-    """Initializer of ingest's per-capture worker processes: they end with the reading process, and do not fork
-    workers of their own."""
+    """Initializer of ingest's per-capture worker processes: they end with the reading process, do not fork
+    workers of their own, and end their read on SIGTERM through its ``finally`` blocks (ingest stops them so when
+    the reading process is terminated: their temporary folders go too)."""
     die_with_parent(parent)
     stay_in_process()
+    end_on((signal.SIGTERM,), terminate)
 
 
 def can_fork() -> bool:

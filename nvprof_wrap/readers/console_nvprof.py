@@ -16,6 +16,7 @@ from nvprof_wrap.counters import DECISIVE
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.model import CounterVerdict, Device, KernelAgg, MemAgg, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS
+from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers.nvprof_csv import SIZE_UNITS, _mem_key
 
 _PID = re.compile(r"^==(\d+)== ")
@@ -88,7 +89,9 @@ def _columns(header: str) -> list[tuple[str, int, int]]:
     return cols
 
 
-def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list[Device]]:
+def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list[Device], tuple[str, ...]]:
+    """Kernels, copies and sets of the per-launch listing (--print-gpu-trace), the devices, and notes."""
+    kernel_time, mem_time = Durations("kernel"), Durations("memcpy/memset")
     kern: dict[tuple, list[int]] = {}
     mem: dict[tuple, list[int]] = {}
     devices: dict[int, str] = {}
@@ -113,20 +116,18 @@ def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list
             dev = int(d.group(2))
             devices[dev] = d.group(1)
         key = _mem_key(name)
+        dur = (mem_time if key else kernel_time).ns(dur)  # negative or absurd: counted without its time
         if key:
             s = mem.setdefault((pid, dev, *key), [0, 0, 0])
             s[0] += 1
-            s[1] += dur
+            s[1] += dur or 0
             size = re.match(r"^([\d.]+)([KMG]?B)$", row.get("Size", ""))
             s[2] += round(float(size.group(1)) * SIZE_UNITS[size.group(2)]) if size else 0
         else:
-            s = kern.setdefault((pid, dev, name), [0, 0, dur, dur])
-            s[0] += 1
-            s[1] += dur
-            s[2], s[3] = min(s[2], dur), max(s[3], dur)
+            kern[(pid, dev, name)] = fold(kern.get((pid, dev, name)), dur)
     kernels = list(merge_kernels(KernelAgg(p, d, demangle(n), *s) for (p, d, n), s in kern.items()))
     memops = [MemAgg(p, d, k, di, *s) for (p, d, k, di), s in mem.items()]
-    return kernels, memops, [Device(i, n) for i, n in devices.items()]
+    return kernels, memops, [Device(i, n) for i, n in devices.items()], kernel_time.notes() + mem_time.notes()
 
 
 def _level(text: str) -> float | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, CounterVerdict, KernelAgg, MemAgg, Process, merge_kernels
 from nvprof_wrap.readers import console_nsight, console_nvprof, ncu_csv
-from nvprof_wrap.readers._csv import open_text
+from nvprof_wrap.readers._csv import cut_lines, open_text
 from nvprof_wrap.readers._head import Head
 
 _WINDOW = 65536
@@ -47,7 +47,7 @@ def kinds(path: Path, head: str) -> list[str]:
 
 def _lines(path: Path) -> Iterator[str]:
     with open_text(path) as f:
-        yield from f
+        yield from cut_lines(f)  # a program's line of gigabytes is not held (MemoryError before)
 
 
 def _nvprof_summary(path: Path) -> dict:
@@ -56,8 +56,8 @@ def _nvprof_summary(path: Path) -> dict:
 
 
 def _nvprof_trace(path: Path) -> dict:
-    kernels, mem, devices = console_nvprof.gpu_trace(_lines(path))
-    return {"kernels": kernels, "memops": mem, "devices": devices}
+    kernels, mem, devices, notes = console_nvprof.gpu_trace(_lines(path))
+    return {"kernels": kernels, "memops": mem, "devices": devices, "notes": list(notes)}
 
 
 def _nvprof_metrics(path: Path) -> dict:

@@ -18,8 +18,10 @@ from pathlib import Path
 from nvprof_wrap.counters import DURATION, Evidence, combine, launch_verdict
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, Process, merge_kernels
-from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text
+from nvprof_wrap.readers._csv import TIME_UNITS_NS, cut_lines, number, open_text
+from nvprof_wrap.readers._durations import note
 from nvprof_wrap.readers._head import Head
 
 _KEYS = ("ID", "Kernel Name", "Process ID", "Device", "CC")
@@ -88,9 +90,12 @@ def _aggregate(path: Path, launches: dict[tuple, _Launch]) -> Capture:
             devices[dev] = Device(dev, None, int(cc[0]), int(cc[1]))
         groups[(int(number(la.pid) or 0), dev, demangle(la.name))].append(la)
     kernels, counters = [], {}
+    untimed = 0
     for (pid, dev, name), ls in groups.items():
         durs = [la.metrics.get(DURATION) for la in ls]
-        total = int(sum(d for d in durs if d)) if all(d is not None for d in durs) else None
+        usable = [d for d in durs if d is not None and 0 <= d <= MAX_DURATION_NS]  # also False for nan
+        untimed += sum(d is not None for d in durs) - len(usable)  # negative or absurd: counted without its time
+        total = int(sum(usable)) if all(d is not None for d in durs) else None
         kernels.append(KernelAgg(pid, dev, name, len(ls), total))
         counters.setdefault(name, []).extend(launch_verdict(la.metrics, la.cc) for la in ls)
     verdicts = tuple(_verdict(name, v) for name, v in counters.items())
@@ -98,7 +103,8 @@ def _aggregate(path: Path, launches: dict[tuple, _Launch]) -> Capture:
     # Without a duration (no gpu__time_duration.sum, no SpeedOfLight Duration) total_ns stays None: the report's
     # headline then says kernel time was not captured, unless a timeline capture beside it has the times.
     return Capture(str(path), "ncu-csv", merge_kernels(kernels), devices=tuple(devices.values()),
-                   processes=tuple(Process(p) for p in pids), counters=verdicts)
+                   processes=tuple(Process(p) for p in pids), counters=verdicts,
+                   notes=(note(untimed, "kernel"),) if untimed else ())
 
 
 def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:
@@ -108,7 +114,7 @@ def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:
 
 def _quoted(f) -> Iterator[str]:
     """The CSV rows among the program's output: ncu quotes every field, the program's lines rarely start with one."""
-    return (line for line in f if line.startswith('"'))
+    return (line for line in cut_lines(f) if line.startswith('"'))
 
 
 FORMAT = "ncu-csv"

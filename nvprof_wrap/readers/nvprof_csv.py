@@ -14,6 +14,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text, pid_from_preamble, split_preamble
+from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
 
 _DEVICE = re.compile(r"^(.*) \((\d+)\)$")
@@ -86,6 +87,7 @@ def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
     kern: dict[tuple, list[int]] = {}
     mem: dict[tuple, list[int]] = {}
     devices: dict[int, str] = {}
+    kernel_time, mem_time = Durations("kernel"), Durations("memcpy/memset")
     for row in rows:
         if len(row) <= name:
             continue
@@ -93,21 +95,23 @@ def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
         if dev is not None and (m := _DEVICE.match(row[dev].strip())):
             d = int(m.group(2))
             devices[d] = m.group(1)
-        ns = int((number(row[dur]) or 0) * _scale(units, dur))
+        raw = number(row[dur])
         key = _mem_key(row[name])
+        # a blank, negative or absurd duration: counted, without its time (readers/_durations.py)
+        ns = (mem_time if key else kernel_time).ns(None if raw is None else raw * _scale(units, dur))
         if key:
             s = mem.setdefault((d, *key), [0, 0, 0])
-            s[0] += 1; s[1] += ns
+            s[0] += 1; s[1] += ns or 0
             if size is not None and size < len(row):  # the units row gives B, KB, MB or GB
                 s[2] += int((number(row[size]) or 0) * SIZE_UNITS.get(units[size].strip() if size < len(units) else "B", 1))
         else:
-            s = kern.setdefault((d, _CORRELATION.sub("", row[name])), [0, 0, ns, ns])
-            s[0] += 1; s[1] += ns; s[2] = min(s[2], ns); s[3] = max(s[3], ns)
+            k = (d, _CORRELATION.sub("", row[name]))
+            kern[k] = fold(kern.get(k), ns)
     kernels = merge_kernels(KernelAgg(pid, d, demangle(n), *s) for (d, n), s in kern.items())
     memops = tuple(MemAgg(pid, d, k, di, *s) for (d, k, di), s in mem.items())
     return Capture(str(path), "nvprof-csv-trace", kernels, memops,
                    devices=tuple(Device(i, n) for i, n in devices.items()),
-                   processes=(Process(pid),) if pid else ())
+                   processes=(Process(pid),) if pid else (), notes=kernel_time.notes() + mem_time.notes())
 
 
 FORMAT = "nvprof-csv"

@@ -8,6 +8,7 @@ from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, KernelAgg, merge_kernels
 from nvprof_wrap.readers._csv import number, open_text, split_preamble
+from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
 
 FORMAT = "pyprof-csv"
@@ -21,6 +22,7 @@ def sniff(head: Head) -> bool:
 def read(path: Path) -> Capture:
     agg: dict[tuple, list[int]] = {}
     tc_flags = 0
+    kernel_time = Durations("kernel")
     with open_text(path) as f:
         header, rows = split_preamble(f, path)
         idx = {h: i for i, h in enumerate(header)}
@@ -30,12 +32,11 @@ def read(path: Path) -> Capture:
         for row in rows:
             if len(row) < len(header):
                 continue
-            ns = int(number(row[t]) or 0)
+            ns = kernel_time.ns(number(row[t]))  # blank, negative or absurd: counted without its time
             dev = int(number(row[d])) if number(row[d]) is not None else None
-            s = agg.setdefault((dev, row[k]), [0, 0, ns, ns])
-            s[0] += 1; s[1] += ns; s[2] = min(s[2], ns); s[3] = max(s[3], ns)
+            agg[(dev, row[k])] = fold(agg.get((dev, row[k])), ns)
             tc_flags += tc is not None and row[tc].strip() == "1"
     # pyprof shortens the names it could demangle; one it could not (CUDA 11+ anonymous namespaces) stays mangled
     kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s) for (dev, name), s in agg.items())
     note = f"pyprof marked {tc_flags} launches as tensor-core (its own TC column)"
-    return Capture(str(path), "pyprof-csv", kernels, notes=(note,))
+    return Capture(str(path), "pyprof-csv", kernels, notes=(note, *kernel_time.notes()))

@@ -17,8 +17,10 @@ import ijson
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers._bounded import open_json as _open
+from nvprof_wrap.readers._durations import fold, from_us, note
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._sqlite import busy_time
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
@@ -65,22 +67,28 @@ class _Agg:
             return  # host events: most of the trace, dropped after one lookup
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         name = str(ev.get("name", ""))
-        start, dur = round(float(ev.get("ts", 0)) * 1000), round(float(ev.get("dur", 0)) * 1000)
+        start, dur = from_us(ev.get("ts", 0)), from_us(ev.get("dur"))
+        if dur is not None and not 0 <= dur <= MAX_DURATION_NS:
+            dur = None  # missing, negative or absurd: counted without its time (readers/_durations.py)
         copy = copy_kind(name, args)
         if copy is None:
             s = self.kernels.get((pid, tid, name))
-            if s is None:
-                self.kernels[(pid, tid, name)] = [1, dur, dur, dur]
+            if s is None:  # [launches, total, min, max, launches without a usable time]
+                self.kernels[(pid, tid, name)] = [*fold(None, dur), int(dur is None)]
+            elif dur is None or s[2] is None:
+                fold(s, dur)
+                s[4] += dur is None
             else:
                 s[0] += 1; s[1] += dur; s[2] = min(s[2], dur); s[3] = max(s[3], dur)
             op = op_of(args)
             self.with_op += op is not None
             o = self.ops.setdefault((pid, tid, *(op or NO_OP), name), [0, 0])
-            o[0] += 1; o[1] += dur
+            o[0] += 1; o[1] += dur or 0
         else:
-            m = self.mem.setdefault((pid, tid, *copy), [0, 0, 0])
-            m[0] += 1; m[1] += dur; m[2] += copy_bytes(args)
-        self.batch.append((pid, tid, start, start + dur, copy is None))
+            m = self.mem.setdefault((pid, tid, *copy), [0, 0, 0, 0])
+            m[0] += 1; m[1] += dur or 0; m[2] += copy_bytes(args); m[3] += dur is None
+        if start is not None and dur is not None:
+            self.batch.append((pid, tid, start, start + dur, copy is None))
         if len(self.batch) >= _BATCH:
             self.flush()
 
@@ -134,10 +142,14 @@ def _found(agg: _Agg) -> str:
 def read(path: Path) -> Capture:
     agg = _scan(path)
     try:
-        kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s) for (pid, tid, name), s in agg.kernels.items()
+        kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s[:4]) for (pid, tid, name), s in agg.kernels.items()
                                 if (dev := agg.stream(pid, tid)) is not None)
-        memops = merge_memops(MemAgg(None, dev, kind, d, *s) for (pid, tid, kind, d), s in agg.mem.items()
+        memops = merge_memops(MemAgg(None, dev, kind, d, *s[:3]) for (pid, tid, kind, d), s in agg.mem.items()
                               if (dev := agg.stream(pid, tid)) is not None and kind != "other")
+        # records without a usable time, on the GPU streams only (metadata may name a process after its events)
+        untimed = (sum(s[4] for (pid, tid, _), s in agg.kernels.items() if agg.stream(pid, tid) is not None),
+                   sum(s[3] for (pid, tid, kind, _), s in agg.mem.items()
+                       if agg.stream(pid, tid) is not None and kind != "other"))
         activity = _activity(agg)
     finally:
         agg.db.close()
@@ -156,5 +168,6 @@ def read(path: Path) -> Capture:
                 m = merged.setdefault((scope, op, demangle(name)), [0, 0])
                 m[0] += n; m[1] += tot
         ops = [OpAgg(None, scope, op, name, n, tot) for (scope, op, name), (n, tot) in merged.items()]
+    notes = tuple(note(n, what) for n, what in zip(untimed, ("kernel", "memcpy/memset")) if n)
     return Capture(str(path), "tf-trace-json", kernels, memops, activity, tuple(Device(d) for d in sorted(gpus)),
-                   ops=tuple(ops))
+                   ops=tuple(ops), notes=notes)

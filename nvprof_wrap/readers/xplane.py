@@ -21,8 +21,10 @@ from google.protobuf.message import DecodeError
 
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers import _protowire as wire
+from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._sqlite import busy_time
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
@@ -30,6 +32,7 @@ from nvprof_wrap.readers._xplane_schema import schema
 
 _CHUNK = 4 << 20  # bytes of events parsed at once (~100k events)
 _BATCH = 20000
+_MAX_TS_NS = 2**62  # a start SQLite can hold with its duration added (as for Kineto traces)
 _WANTED = {"tf_op", "hlo_op", "hlo_module", "annotation", "kernel_annotation", "level 0", "memcpy_details",
            "memset_details"}
 NO_OP = ("(no op recorded)", "(no op recorded)")
@@ -75,6 +78,7 @@ class _Agg:
         self.planes: list[str] = []
         self.devices: dict[int, Device] = {}
         self.copies = 0
+        self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
         self.db = sqlite3.connect("")
         self.db.execute('CREATE TABLE iv(dev, start INTEGER, "end" INTEGER, k INTEGER)')
         self.batch: list[tuple] = []
@@ -134,22 +138,26 @@ def _fold(agg: _Agg, plane: _Plane, line_ts: int, events) -> None:
         kind = plane.kind_cache[key] if key in plane.kind_cache else plane.kind_cache.setdefault(key, copy_kind(name, stats))
         dur = (ev.duration_ps + 500) // 1000
         n = ev.num_occurrences if ev.WhichOneof("data") == "num_occurrences" else 1
+        if not 0 <= dur <= MAX_DURATION_NS:  # a damaged clock: counted, without its time (readers/_durations.py)
+            dur = None
         if kind is None:
             s = agg.kernels.get((dev, name))
-            if s is None:
-                agg.kernels[(dev, name)] = [n, dur, dur, dur]
+            if s is None or dur is None or s[2] is None:
+                agg.kernels[(dev, name)] = fold(s, dur, n)
+                agg.kernel_time.bad += dur is None
             else:
                 s[0] += n; s[1] += dur; s[2] = min(s[2], dur); s[3] = max(s[3], dur)
             okey = tuple(stats.items())
             op = plane.op_cache[okey] if okey in plane.op_cache else plane.op_cache.setdefault(okey, op_of(stats))
             agg.with_op += op is not None
             o = agg.ops.setdefault((*(op or NO_OP), name), [0, 0])
-            o[0] += n; o[1] += dur
+            o[0] += n; o[1] += dur or 0
         elif kind[0] != "other":
             m = agg.mem.setdefault((dev, *kind), [0, 0, 0])
-            m[0] += n; m[1] += dur; m[2] += copy_bytes(stats)
-        if n == 1:
-            agg.interval(dev, line_ts + ev.offset_ps // 1000, dur, kind is None)
+            m[0] += n; m[1] += dur or 0; m[2] += copy_bytes(stats)
+            agg.mem_time.bad += dur is None
+        if n == 1 and dur is not None and abs(start := line_ts + ev.offset_ps // 1000) < _MAX_TS_NS:
+            agg.interval(dev, start, dur, kind is None)
 
 
 def _line(buf, start: int, end: int, agg: _Agg, plane: _Plane, S) -> None:
@@ -235,7 +243,7 @@ def read(path: Path) -> Capture:
     ops = tuple(OpAgg(None, scope, op, demangle(name), n, tot) for (scope, op, name), (n, tot) in agg.ops.items()) \
         if agg.with_op else ()
     return Capture(str(path), "xplane", kernels, memops, activity, tuple(agg.devices[d] for d in sorted(agg.devices)),
-                   ops=_merge_ops(ops))
+                   ops=_merge_ops(ops), notes=agg.kernel_time.notes() + agg.mem_time.notes())
 
 
 def _nothing(path: Path, agg: _Agg, errors: list[str]) -> None:
