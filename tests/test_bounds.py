@@ -127,18 +127,23 @@ def test_absurd_nesting_is_refused_in_one_line_before_it_costs(capsys, tmp_path)
     assert code == 0 and json.loads(out)["launches"] == 1  # 100 levels exactly is still a trace
 
 
+def report_traced(capsys, path) -> tuple[int, str, str, int]:
+    """`report PATH --format json` in this process: (exit code, stdout, stderr, peak bytes Python allocated)."""
+    tracemalloc.start()
+    try:
+        code, out, err = run(capsys, "report", path, "--format", "json")
+        return code, out, err, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_gzip_is_streamed_never_read_whole(capsys, tmp_path):
     """A trace followed by 200 MB of spaces, its distributedInfo written last: found in the tail the events' pass
     kept, with Python's allocations staying far below the size of the text (the gzip was read whole before)."""
     launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 4242, "tid": 1, "ts": 0, "dur": 1}
     path = gz(tmp_path / "ws.json.gz", (json.dumps({"traceEvents": [launch, kernel()]})[:-1].encode(), 1),
               (b" " * (1 << 20), 200), (b', "distributedInfo": {"rank": 3}}', 1))
-    tracemalloc.start()
-    try:
-        code, out, err = run(capsys, "report", path, "--format", "json")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    code, out, err, peak = report_traced(capsys, path)
     assert code == 0, err
     d = json.loads(out)
     assert d["launches"] == 1 and d["tensor_cores_used"] is True
@@ -544,12 +549,7 @@ def test_a_programs_endless_line_in_a_console_log_is_not_held(log, capsys, tmp_p
         f.writelines(src[:-3])
         f.write("x" * (32 << 20) + "\n")  # 32 MiB in one line, among the profiler's last lines
         f.writelines(src[-3:])
-    tracemalloc.start()
-    try:
-        code, out, err = run(capsys, "report", long, "--format", "json")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    code, out, err, peak = report_traced(capsys, long)
     assert code == 0, err
     assert peak < 16 << 20, f"{peak:,} bytes traced"
     keep = ("launches", "kernel_time_ns")
