@@ -302,7 +302,7 @@ def _main_threads(conn: sqlite3.Connection, ranges_sql: str, seg: str, process_o
     those with as long), in the segment file. Longest, not most: a training loop's few 'step N' ranges span the
     steps, while libraries mark many short ones (CUB's CCCL ranges on PyTorch's autograd thread)."""
     counts = conn.execute(f"SELECT {process_of_tid} AS p, tid, SUM(e - s) FROM ({ranges_sql}) "
-                          "WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s GROUP BY tid").fetchall()
+                          f"WHERE {_CLOSED} GROUP BY tid").fetchall()
     main: dict[object, tuple] = {}
     for p, tid, n in counts:
         if p not in main or (-n, tid) < (-main[p][1], main[p][0]):
