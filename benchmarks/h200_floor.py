@@ -2,7 +2,7 @@
 round listed), × unprofiled, and µs per launch = (loop − unprofiled loop) / launches in the loop, the launches
 counted in the traced capture (its kernels × timed steps / all steps, warm-up included); then the start-up.
 
-    python3 benchmarks/h200_floor.py SESSION_DIR > summary.md
+    python3 benchmarks/h200_floor.py SESSION_DIR [--variants none,cupti,…] > summary.md
 """
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import statistics
 import sys
 from pathlib import Path
 
+VARIANTS = ("none", "cupti", "discard", "noapi_discard")
 
-def main(session: str) -> int:
+
+def main(session: str, variants: tuple[str, ...] = VARIANTS) -> int:
     s = Path(session)
     log = (s / "session.log").read_text()
     loops: dict[str, list[float]] = {}
@@ -38,7 +40,7 @@ def main(session: str) -> int:
           f"({launches / base:,.0f}/s unprofiled)\n" if launches else "no capture to count launches\n")
     print("| variant | timed loop s, median (rounds) | × unprofiled | µs per launch |")
     print("|---|---|---|---|")
-    for name in ("none", "cupti", "discard", "noapi_discard"):
+    for name in variants:
         xs = loops.get(name)
         if not xs:
             continue
@@ -66,4 +68,6 @@ def main(session: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    args = sys.argv[1:]
+    picked = tuple(args[args.index("--variants") + 1].split(",")) if "--variants" in args else VARIANTS
+    sys.exit(main(args[0], picked))

@@ -12,6 +12,11 @@ from nvprof_wrap.tracer._util import _describe, _is_busy, _launch_cbids, _loaded
 from nvprof_wrap.tracer.capture_file import _text
 
 ENV_RUNTIME = "NVPROF_WRAP_CUPTI_RUNTIME"  # "0": no runtime-API records (lower overhead, no per-op table)
+# For measuring CUPTI's own cost (benchmarks/h200_floor.sh): "NAME=VALUE,…" with NAME an ActivityAttribute member
+# without its ATTR_ prefix (DEVICE_BUFFER_SIZE=67108864, PER_THREAD_BUFFER=1), hw_trace=1, or
+# kinds=CONCURRENT_KERNEL+MARKER (the concurrent-kernel kind and only those named of copies, sets, devices, markers). Each setting's result, and every attribute's value before it, go into meta 'tune'.
+ENV_TUNE = "NVPROF_WRAP_CUPTI_TUNE"
+_ONE_BYTE = ("ENABLE_", "PER_THREAD_BUFFER", "ZEROED_OUT_BUFFER")
 
 
 class CuptiSetup:
@@ -47,12 +52,43 @@ class CuptiSetup:
             self.notes["subscribe"] = f"subscribe_v2 failed ({_describe(c, e)}); used subscribe"
             self.subscriber = c.subscribe(callback, None)
 
+    def _tune(self) -> dict[str, str]:
+        """Apply $NVPROF_WRAP_CUPTI_TUNE (benchmarks only); never raises. Returns the settings asked for."""
+        asked = dict(item.split("=", 1) for item in os.environ.get(ENV_TUNE, "").split(",") if "=" in item)
+        if not asked:
+            return asked
+        c, report = self.cupti, {}
+        import ctypes
+
+        for name, value in asked.items():
+            try:
+                if name == "hw_trace":  # CUPTI answers NOT_INITIALIZED before the driver is
+                    ctypes.CDLL("libcuda.so.1").cuInit(0)
+                    c.activity_enable_hw_trace(int(value))
+                elif name != "kinds":
+                    attr = c.ActivityAttribute["ATTR_" + name]
+                    ctype = ctypes.c_uint8 if name.startswith(_ONE_BYTE) else ctypes.c_size_t
+                    before, size = ctype(0), ctypes.c_size_t(ctypes.sizeof(ctype))  # value_size is a size_t*
+                    _quietly(c.activity_get_attribute, attr, ctypes.addressof(size), ctypes.addressof(before))
+                    v, size = ctype(int(value)), ctypes.c_size_t(ctypes.sizeof(ctype))
+                    c.activity_set_attribute(attr, ctypes.addressof(size), ctypes.addressof(v))
+                    name = f"{name} (was {before.value})"
+                report[name] = f"{value}: ok"
+            except Exception as e:
+                report[name] = f"{value}: {_describe(c, e)}"
+        self.notes["tune"] = json.dumps(report)
+        return asked
+
     def _enable_kinds(self) -> None:
         k = self.cupti.ActivityKind
+        tune = self._tune()
         if not self._enable(k.CONCURRENT_KERNEL, required=False):
             self._enable(k.KERNEL, required=True)
             _warn("CUPTI could not trace concurrent kernels; using the KERNEL kind, which serializes kernels")
-        for kind in (k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER):
+        others = [k.MEMCPY, k.MEMSET, k.DEVICE, k.MARKER]
+        if "kinds" in tune:  # "CONCURRENT_KERNEL+MARKER": the concurrent-kernel kind and these
+            others = [kind for kind in others if kind.name in tune["kinds"].split("+")]
+        for kind in others:
             self._enable(kind, required=False)
         self._enable_api_records()
         self.notes["kinds"] = json.dumps([kind.name for kind in self.kinds])
