@@ -20,6 +20,10 @@ FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or ROOT.parent / "shared"
 PUBLIC = FIXTURES / "public"
 H200 = FIXTURES / "h200"
 _NAMES = {"FIXTURES", "PUBLIC", "H200", "CAPTURES", "SEEDS", "NCU_CSV"}
+# Traced test jobs run on tests/fakes/cupti, the stand-in for cupti-python: without this the tracer would first try
+# its ctypes binding on a real libcupti where the machine has one (and, with no GPU, be refused by CUPTI).
+# tests/test_ccupti.py drives that binding on the real library.
+os.environ.setdefault("NVPROF_WRAP_CUPTI_BINDING", "python")
 
 
 def _names(fn, seen: set | None = None) -> set[str]:

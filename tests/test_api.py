@@ -25,7 +25,8 @@ FILL = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt
 def python(code: str, tmp_path, **env: str) -> dict:
     """Run code in a fresh Python with the fake cupti importable; it prints one JSON line last."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("NVPROF_WRAP", "FAKE_CUPTI", "CUDA_INJECTION"))}
-    environ.update(PYTHONPATH=f"{ROOT}{os.pathsep}{FAKES}", KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3", **env)
+    environ.update(PYTHONPATH=f"{ROOT}{os.pathsep}{FAKES}", KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3",
+                   NVPROF_WRAP_CUPTI_BINDING="python", **env)  # the fake is cupti-python (conftest.py)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path, env=environ,
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -57,12 +57,17 @@ def _launch_cbids(cupti: Any, enum_name: str, prefix: str) -> list[int]:
 
 
 def _cupti_version(cupti: Any, *, ask_cupti: bool) -> str:
-    """cupti-python's package version, plus CUPTI's API version where the binding has get_version (13.5+).
+    """cupti-python's package version (or the library the ctypes binding drives), plus CUPTI's API version where
+    the binding has get_version (cupti-python 13.5+, ccupti).
     ask_cupti=False before we subscribed: NVIDIA wants the subscription to be the first CUPTI call."""
+    path = getattr(cupti, "path", None)  # ccupti's binding: the library it drives, no package
     try:
-        from importlib.metadata import version
+        if path:
+            text = f"libcupti through ctypes ({os.path.basename(path)})"
+        else:
+            from importlib.metadata import version
 
-        text = "cupti-python " + version("cupti-python")
+            text = "cupti-python " + version("cupti-python")
     except Exception:
         text = "cupti-python (version unknown)"
     if ask_cupti and hasattr(cupti, "get_version"):

@@ -45,11 +45,12 @@ from nvprof_wrap.tracer.capture_file import (
 )
 from nvprof_wrap.tracer.devices import _device_rows, _synchronize_current_context
 from nvprof_wrap.tracer.objects import ObjectConverter
-from nvprof_wrap.tracer.setup import ENV_RUNTIME, CuptiSetup
+from nvprof_wrap.tracer.setup import ENV_RUNTIME, ENV_TUNE, CuptiSetup
 
 __all__ = ["ENV_DIR", "ENV_RUNTIME", "NvtxPairer", "Tracer", "_claim_path", "_hostname", "format_uuid", "start"]
 
 ENV_DIR = "NVPROF_WRAP_CUPTI_DIR"
+ENV_BINDING = "NVPROF_WRAP_CUPTI_BINDING"  # "python": cupti-python even where the ctypes binding works
 ENV_RAW = "NVPROF_WRAP_CUPTI_RAW"  # "0": cupti-python's record objects even where raw buffers work
 # "1": completed buffers go back to CUPTI unread — no capture, for benchmarks only: what CUPTI itself costs with
 # the kinds this tracer enables (benchmarks/h200_floor.sh)
@@ -111,6 +112,8 @@ class Tracer(CuptiSetup):
             return True
         except Exception as e:
             self.teardown()
+            if type(e).__name__ == "Unavailable":  # ccupti cannot do this part: _set_up moves to cupti-python
+                raise
             if _is_busy(self.cupti, e):
                 _warn(BUSY_LINE.format(self.other_profiler or _describe(self.cupti, e)))
             else:
@@ -145,7 +148,12 @@ class Tracer(CuptiSetup):
                 if _is_busy(self.cupti, e):
                     raise
                 why = str(e) if type(e).__name__ == "RawUnavailable" else f"{type(e).__name__}: {e}"
-        self.cupti.activity_register_callbacks(_on_buffer_requested, _on_buffer_completed)
+        try:
+            self.cupti.activity_register_callbacks(_on_buffer_requested, _on_buffer_completed)
+        except Exception as e:
+            if type(e).__name__ == "Unavailable":  # the ctypes binding has no record objects (ccupti.py)
+                raise type(e)(f"raw buffers not usable ({why}); {e}") from e
+            raise
         self.notes["records"] = f"cupti-python objects (raw buffers not used: {why})"
 
     def open(self) -> None:
@@ -418,12 +426,8 @@ def _start(out_dir: str) -> None:
     if other:  # nsys/ncu inject at CUDA start-up, after us: subscribing now would lock them out instead
         _warn(BUSY_LINE.format(f"CUDA_INJECTION64_PATH={other}"))
         return
-    cupti = _import_cupti()
-    if cupti is None:
-        return
-    tracer = _STATE = Tracer(cupti, out_dir)  # before setup: a buffer could complete at once
-    if not tracer.setup():
-        _STATE = None
+    tracer = _set_up(out_dir)
+    if tracer is None:
         return
     tracer.enable_nvtx_injection()
     try:
@@ -436,6 +440,36 @@ def _start(out_dir: str) -> None:
         return
     # The process hooks (hooks.install: atexit, signals, fork) are installed by the callers once this returns with
     # _STATE set (sitecustomize, session.begin): hooks reads _STATE here, so this module does not import it back.
+
+
+def _set_up(out_dir: str) -> Tracer | None:
+    """The set-up tracer of this process, on the ctypes binding (ccupti.py) where it works, else on cupti-python;
+    None after one line when neither can trace. meta 'binding' says which, and why not the first."""
+    global _STATE
+    why = (f"{ENV_BINDING}=python" if os.environ.get(ENV_BINDING) == "python"
+           else f"{ENV_TUNE} needs cupti-python" if os.environ.get(ENV_TUNE) else None)
+    if why is None:
+        from nvprof_wrap.tracer import ccupti
+
+        try:
+            binding = ccupti.load()
+            tracer = _STATE = Tracer(binding, out_dir)  # before setup: a buffer could complete at once
+            if tracer.setup():
+                tracer.notes["binding"] = f"ctypes ({binding.path})"
+                return tracer
+            _STATE = None
+            return None
+        except ccupti.Unavailable as e:
+            _STATE, why = None, str(e)
+    cupti = _import_cupti()
+    if cupti is None:
+        return None
+    tracer = _STATE = Tracer(cupti, out_dir)
+    if not tracer.setup():
+        _STATE = None
+        return None
+    tracer.notes["binding"] = f"cupti-python (ctypes binding not used: {why})"
+    return tracer
 
 
 def _import_cupti() -> Any | None:
