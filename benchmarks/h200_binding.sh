@@ -37,7 +37,7 @@ for r in chk_ctypes chk_python chk_objects; do
 done >> $LOG 2>&1
 for r in chk_nsys chk_ctypes; do
   $W report $R/$r --format json > $R/${r}_report.json 2>> $LOG
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); o={x['op']: x['launches'] for x in d.get('ops') or []}; print(sys.argv[1].rsplit('/',1)[-1], d.get('verdict', {}).get('tensor_cores'), len(o), 'ops; launches by op (top 6):', sorted(o.items(), key=lambda x: -x[1])[:6])" $R/${r}_report.json >> $LOG 2>&1
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); o={x['op']: x['launches'] for x in d.get('ops') or []}; print(sys.argv[1].rsplit('/',1)[-1], 'verdict', d.get('verdict'), len(o), 'ops; launches by op (top 6):', sorted(o.items(), key=lambda x: -x[1])[:6])" $R/${r}_report.json >> $LOG 2>&1
 done
 
 step start-up
