@@ -141,6 +141,10 @@ def test_cupti_backend_without_cupti_python_refuses_before_launching(tmp_path):
                     f"open({str(marker)!r}, 'w')"])
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and not marker.exists()
     assert "--backend cupti needs the cupti-python package" in proc.stderr and "pip install cupti-python" in proc.stderr
+    assert not (tmp_path / "c").exists()  # a refused run leaves no folder behind
+    (tmp_path / "mine").mkdir()  # … and a folder the user made stays, empty
+    proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "mine"), "--", sys.executable, "-c", "pass"])
+    assert proc.returncode == 2 and list((tmp_path / "mine").iterdir()) == []
 
 
 def test_a_run_whose_profiler_wrote_no_capture_fails_with_the_reason(tmp_path):

@@ -18,7 +18,7 @@ from nvprof_wrap import __version__
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import BY_NAME, choose
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
-from nvprof_wrap.launch.folder import claim
+from nvprof_wrap.launch.folder import LOCK, claim
 from nvprof_wrap.launch.gpus import Gpu, list_gpus
 from nvprof_wrap.launch.job import JobResult, run_job
 from nvprof_wrap.launch.manifest import Host, Manifest
@@ -43,8 +43,9 @@ def expand_output(pattern: str) -> str:
     return re.sub(r"%%|%p|%h|%q\{([^}]*)\}", sub, pattern)
 
 
-def run_folder(spec: RunSpec) -> tuple[Path, int]:
-    """The run folder, claimed for this run (launch/folder.py), and the descriptor that holds the claim."""
+def run_folder(spec: RunSpec) -> tuple[Path, int, bool]:
+    """The run folder, claimed for this run (launch/folder.py), the descriptor that holds the claim, and whether
+    this run created the folder."""
     name = spec.name or Path(spec.command[0]).name
     if spec.output:
         folder = Path(expand_output(spec.output))
@@ -53,7 +54,21 @@ def run_folder(spec: RunSpec) -> tuple[Path, int]:
     r = rank()
     if r is not None and spec.output:
         folder = folder / f"rank{r}"  # srun / torchrun / mpirun: one sub-folder per rank, same -o on every node
-    return claim(folder, force=spec.force, numbered=not spec.output)
+    existed = bool(spec.output) and folder.exists()
+    return (*claim(folder, force=spec.force, numbered=not spec.output), not existed)
+
+
+def _unclaim(folder: Path, lock: int, created: bool) -> None:
+    """A run refused before its job started leaves nothing behind: its lock goes, and the folder if the run made
+    it and nothing else is in it."""
+    try:
+        (folder / LOCK).unlink()  # still holding the lock: no other run can have claimed the folder meanwhile
+        if created:
+            folder.rmdir()  # OSError if anything else is in it: then it stays
+    except OSError:
+        pass
+    finally:
+        os.close(lock)
 
 
 def captures(folder: Path) -> list[str]:
@@ -112,10 +127,14 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
     """Run the job; the manifest that comes back has ``recorded`` False when the run's end could not be written
     (its problems say why; the job's exit code is still there)."""
     gpus = list_gpus()
-    folder, lock = run_folder(spec)
+    backend = choose(spec, gpus)
+    folder, lock, created = run_folder(spec)
     try:
-        backend = choose(spec, gpus)
         plan = backend.plan(spec, folder, gpus)
+    except BaseException:
+        _unclaim(folder, lock, created)
+        raise
+    try:
         try:
             write_manifest(folder, manifest_of(folder, spec, plan, gpus, None, []))
         except OSError as e:
