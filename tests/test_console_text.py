@@ -302,3 +302,35 @@ def test_console_text_without_kernel_rows_is_one_line(tmp_path, capsys):
 def test_unrelated_text_is_still_refused(tmp_path):
     with pytest.raises(BadInput, match="not a profiler capture"):
         readers.detect(_write(tmp_path, "notes.txt", "Epoch 1/10\nloss: 0.3\n"))
+
+
+def _kernels(capture) -> list[tuple]:
+    return sorted((k.name, k.launches, k.total_ns, k.pid) for k in capture.kernels)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
+def test_a_gzipped_log_reads_as_the_log(tmp_path, name):
+    """People compress logs to keep or share them: a .log.gz is the same capture (it read as 'no kernel row')."""
+    import gzip
+
+    plain = DATA / name
+    packed = tmp_path / (name + ".gz")
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert readers.detect(packed) == readers.detect(plain)
+    assert _kernels(readers.read(packed)) == _kernels(readers.read(plain)) != []
+
+
+def test_a_summary_past_the_first_64_kib_of_a_gzipped_log_is_found(tmp_path):
+    """nvprof prints its summary when the program ends, after the program's own output: detection looks at the
+    last 64 KiB too, which a gzipped log only gives by streaming through it."""
+    import gzip
+
+    plain = DATA / "xplacer_nvprof_summary_bfs.log"
+    chatter = "".join(f"epoch {i}: loss {1 / (i + 1):.6f} accuracy 0.{i % 10}\n" for i in range(8000))  # ~300 KB
+    long_log = tmp_path / "train.log"
+    long_log.write_text(chatter + plain.read_text())
+    packed = tmp_path / "train.log.gz"
+    packed.write_bytes(gzip.compress(long_log.read_bytes()))
+    assert len(chatter) > 4 * 65536
+    assert readers.detect(packed) == readers.detect(long_log) == "console-text"
+    assert _kernels(readers.read(packed)) == _kernels(readers.read(long_log)) == _kernels(readers.read(plain))

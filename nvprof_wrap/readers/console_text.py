@@ -5,6 +5,8 @@ the last 64 KiB are what detection looks at; reading streams the whole file once
 """
 from __future__ import annotations
 
+import gzip
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,14 +37,27 @@ def sniff(head: Head) -> bool:
 
 
 def kinds(path: Path, head: str) -> list[str]:
-    """The console kinds in a text file, from its first and last 64 KiB."""
-    text = head
-    size = path.stat().st_size
-    if size > len(head.encode()):
-        with open(path, "rb") as f:
-            f.seek(max(0, size - _WINDOW))
-            text += "\n" + f.read().decode("utf-8", errors="replace")
-    return [kind for kind, marker in MARKERS.items() if marker.search(text)]
+    """The console kinds in a text file (or a gzipped one), from its first and last 64 KiB."""
+    return [kind for kind, marker in MARKERS.items() if marker.search(head + "\n" + _tail(path, len(head.encode())))]
+
+
+def _tail(path: Path, head_bytes: int) -> str:
+    """The last 64 KiB of the text past the first head_bytes ('' when the head was all of it). A gzipped log is
+    streamed through once, keeping only the last window."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+        if not gz:
+            size = os.fstat(f.fileno()).st_size
+            if size <= head_bytes:
+                return ""
+            f.seek(max(head_bytes, size - _WINDOW))
+            return f.read().decode("utf-8", errors="replace")
+    with gzip.open(path, "rb") as g:
+        g.seek(head_bytes)
+        window = b""
+        while chunk := g.read(1 << 20):
+            window = (window + chunk)[-_WINDOW:]
+    return window.decode("utf-8", errors="replace")
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -87,8 +102,8 @@ READERS: dict[str, Callable[[Path], dict]] = {
 
 
 def read(path: Path, found: list[str] | None = None) -> Capture:
-    with open(path, "rb") as f:
-        head = f.read(_WINDOW).decode("utf-8", errors="replace")
+    with open_text(path) as f:  # gzipped logs too (decompressed as read)
+        head = f.read(_WINDOW)
     present = found or kinds(path, head)
     parts = {kind: READERS[kind](path) for kind in present}
     kernels: list[KernelAgg] = [k for p in parts.values() for k in p.get("kernels", [])]
