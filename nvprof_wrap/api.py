@@ -7,10 +7,10 @@ and ``p.report`` is ``nvprof_wrap.analyze`` of it: the same Report as ``nvprof-w
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Self
 
+from nvprof_wrap import tempdirs
 from nvprof_wrap.errors import NvprofWrapError, ToolMissing
 
 
@@ -34,7 +34,7 @@ class Profile:
     # -- the window ------------------------------------------------------------------------------------
     def start(self) -> Profile:
         if self.folder is None:
-            self._tmp = tempfile.mkdtemp(prefix="nvprof-wrap-profile-")
+            self._tmp = tempdirs.make("profile")
             self.folder = Path(self._tmp)
         if self.steps is None or self.steps[0] == 0:
             self._begin()

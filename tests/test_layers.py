@@ -19,7 +19,7 @@ PACKAGE = ROOT / "nvprof_wrap"
 # Lowest first. A group is a module or a package (with everything under it). A module may import its own group
 # and the groups of lower layers; groups side by side in one layer import each other only where SIDE_BY_SIDE says.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "limits", "lifeline", "__version__"),  # __version__: `from nvprof_wrap import __version__`
+    ("errors", "limits", "lifeline", "tempdirs", "__version__"),  # __version__: `from nvprof_wrap import __version__`
     ("model", "sanitize", "tools"),
     ("demangle", "names", "counters"),
     # readers, the launcher and the code that runs inside the job's processes, beside each other: readers never

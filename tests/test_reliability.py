@@ -348,3 +348,52 @@ def test_a_forked_worker_reports_errors_and_survives_deaths():
     dies_in_child = Forked(lambda: os._exit(3) if os.getpid() != parent else "done here")
     assert dies_in_child.result() == "done here"  # a worker killed (e.g. for memory): its work is redone here
     assert Forked(sum, [1, 2]).result() == 3 and Forked(sum, [1, 2], inline=True).result() == 3
+
+
+# --- temporary folders left by a killed command (nvprof_wrap/tempdirs.py) ------------------------------------------
+
+def test_a_folder_left_by_a_killed_command_is_removed_by_the_next_one(tmp_path):
+    """SIGKILL (or the OOM killer) ends a reading command before its `finally`: its temporary folder, which can
+    hold a whole unpacked capture, stays. The next command removes it; folders of live processes stay."""
+    from nvprof_wrap import tempdirs
+
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    code = ("import os, signal; from nvprof_wrap import tempdirs; p = tempdirs.make('gz'); "
+            "open(os.path.join(p, 'capture.sqlite'), 'wb').write(b'x' * 4096); os.kill(os.getpid(), signal.SIGKILL)")
+    killed = subprocess.run([sys.executable, "-c", code], env=env, check=False)
+    assert killed.returncode == -signal.SIGKILL
+    (left,) = [p for p in tmp_path.iterdir() if p.name.startswith("nvprof-wrap-gz-")]
+    live = tmp_path / f"nvprof-wrap-nvtx-{tempdirs._host()}-{os.getpid()}-abc"
+    recent = tmp_path / f"nvprof-wrap-kineto-{tempdirs._host()}-{2 ** 22 + 7}-abc"  # dead, but changed just now
+    for p in (live, recent):
+        p.mkdir()
+    old = time.time() - 2 * tempdirs.SWEEP_AFTER_S
+    for p in (left, live):
+        os.utime(p, (old, old))
+    sample = ROOT / "nvprof_wrap" / "samples" / "torch_ops" / "nsys_torch_ops.sqlite"
+    r = subprocess.run([sys.executable, "-m", "nvprof_wrap", "report", str(sample), "--format", "json"], env=env,
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    assert not left.exists()
+    assert live.exists() and recent.exists()
+
+
+def test_sweep_leaves_what_is_not_its_own(tmp_path):
+    from nvprof_wrap import tempdirs
+
+    host = tempdirs._host()
+    dead = 2 ** 22 + 12345  # above the default pid_max: no process has it
+    old = time.time() - 2 * tempdirs.SWEEP_AFTER_S
+    names = {f"nvprof-wrap-nvtx-{host}-{dead}-x1": True,  # this host, process gone, old: removed
+             f"nvprof-wrap-nvtx-{host}-{os.getppid()}-x2": False,  # process alive
+             f"nvprof-wrap-nvtx-other.host-{dead}-x3": False,  # another host's, on a shared TMPDIR
+             f"someone-else-{dead}": False}
+    for name in names:
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (old, old))
+    (tmp_path / f"nvprof-wrap-gz-{host}-{dead}-file").write_text("a file, not a folder")
+    os.utime(tmp_path / f"nvprof-wrap-gz-{host}-{dead}-file", (old, old))
+    removed = tempdirs.sweep(str(tmp_path))
+    assert removed == [str(tmp_path / n) for n, gone in names.items() if gone]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([n for n, gone in names.items() if not gone]
+                                                                + [f"nvprof-wrap-gz-{host}-{dead}-file"])

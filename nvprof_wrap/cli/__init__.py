@@ -8,7 +8,7 @@ import signal
 import sqlite3
 import sys
 
-from nvprof_wrap import __version__
+from nvprof_wrap import __version__, tempdirs
 from nvprof_wrap.cli import (
     _exit,
     classify_cmd,
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM ends a command like Ctrl-C: through every `finally` (temporary folders removed, helper processes
     # stopped), exit 128+15. So does SIGHUP (the terminal closed) for a command that reads; a command that runs a
     # job instead stops printing to the terminal and goes on (launch/job.py: the job is not the terminal's).
+    tempdirs.sweep()  # what a command killed by SIGKILL or the OOM killer left in the temporary folder
     terminals = terminal_fds()
     previous = end_on((signal.SIGTERM,), terminate)
     previous.update(end_on((signal.SIGHUP,), (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate))

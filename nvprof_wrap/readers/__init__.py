@@ -5,12 +5,12 @@ import gzip
 import os
 import sqlite3
 import stat
-import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from nvprof_wrap import tempdirs
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.limits import MAX_GUNZIPPED_SQLITE_BYTES
 from nvprof_wrap.model import Capture
@@ -127,7 +127,7 @@ def read(path: Path, window: tuple[float, float] | Window | None = None,
 def _read_gunzipped_sqlite(path: Path, window: Window | None = None) -> Capture:
     """A gzipped SQLite capture (people compress exports to keep or share them): unpacked, streaming and bounded,
     into a temporary folder that is removed once read."""
-    with tempfile.TemporaryDirectory(prefix="nvprof-wrap-gz-") as tmp:
+    with tempdirs.folder("gz") as tmp:
         plain = Path(tmp) / path.name.removesuffix(".gz")
         try:
             written = gunzip_to(path, plain, MAX_GUNZIPPED_SQLITE_BYTES)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import tempfile
 import zlib
 from pathlib import Path
 
+from nvprof_wrap import tempdirs
 from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._durations import Durations
@@ -344,6 +344,6 @@ def _result(other: Forked):
 
 
 def temp_folder() -> Path:
-    return Path(tempfile.mkdtemp(prefix="nvprof-wrap-kineto-"))
+    return Path(tempdirs.make("kineto"))
 
 

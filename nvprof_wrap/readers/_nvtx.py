@@ -8,9 +8,9 @@ import os
 import re
 import shutil
 import sqlite3
-import tempfile
 from collections.abc import Callable
 
+from nvprof_wrap import tempdirs
 from nvprof_wrap.model import NO_RANGE
 from nvprof_wrap.readers._fork import Forked, can_fork, cores
 
@@ -63,7 +63,7 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     own connections (readers/_fork.py says why). With reopen, the sweep itself is split too when the ranges are
     many and on several threads: threads in groups of about equal size, one sweep per group side by side.
     """
-    tmp = tempfile.mkdtemp(prefix="nvprof-wrap-nvtx-")
+    tmp = tempdirs.make("nvtx")
     try:
         seg = os.path.join(tmp, "segments.sqlite")
         labels = _all_segments(conn, ranges_sql, seg, names or str, reopen)

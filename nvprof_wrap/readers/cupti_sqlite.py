@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 
+from nvprof_wrap import tempdirs
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
@@ -72,7 +72,7 @@ def _rolled_back_copy(path: Path) -> Path | None:
     journal = Path(str(path) + "-journal")
     if not journal.is_file():
         return None
-    tmp = Path(tempfile.mkdtemp(prefix="nvprof-wrap-partial-"))
+    tmp = Path(tempdirs.make("partial"))
     shutil.copy2(path, tmp / path.name)
     shutil.copy2(journal, tmp / journal.name)
     conn = sqlite3.connect(tmp / path.name)

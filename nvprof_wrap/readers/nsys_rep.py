@@ -6,7 +6,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from nvprof_wrap import tools
+from nvprof_wrap import tempdirs, tools
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import nsys_sqlite
@@ -42,6 +42,6 @@ def read(path: Path, window: Window | None = None) -> Capture:
     if _writable(path.parent):  # the export stays beside the report: the next read skips nsys
         capture = nsys_sqlite.read(tools.nsys_export(path, nsys), window)
     else:  # a read-only folder: exported to a temporary folder, removed once read
-        with tempfile.TemporaryDirectory(prefix="nvprof-wrap-") as tmp:
+        with tempdirs.folder("export") as tmp:
             capture = nsys_sqlite.read(tools.nsys_export(path, nsys, Path(tmp) / (path.stem + ".sqlite")), window)
     return replace(capture, path=str(path), format=FORMAT)  # every field of the export survives (ops, counters…)
