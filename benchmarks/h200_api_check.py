@@ -1,4 +1,4 @@
-"""Issue 15 on a GPU: the Python API with the real CUPTI tracer (cupti-python) in this process.
+"""Issue 15 on a GPU: the Python API with the real CUPTI tracer in this process (its ctypes binding; meta 'binding').
 
     python benchmarks/h200_api_check.py OUT_DIR       (KERAS_BACKEND=torch; prints one JSON line per check)
 
@@ -12,6 +12,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+
+def _meta(capture, key: str) -> str | None:
+    """One meta value of the tracer's capture (a file, or the first cupti-*.sqlite in a folder)."""
+    import sqlite3
+
+    path = Path(capture)
+    files = [path] if path.is_file() else sorted(path.glob("cupti-*.sqlite"))
+    if not files:
+        return None
+    row = sqlite3.connect(files[0]).execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
 
 
 def say(check: str, **facts) -> None:
@@ -33,7 +45,8 @@ def main(out: Path) -> int:
     r = p.report
     say("profile block", verdict=r.verdict.tensor_cores, precisions=list(r.verdict.precisions),
         launches=r.verdict.launches, kernels=[k.name[:60] for k in r.kernels],
-        fp32_gemm_outside=any("f32f32" in k.name or "sgemm" in k.name for k in r.kernels), capture=str(p.capture))
+        fp32_gemm_outside=any("f32f32" in k.name or "sgemm" in k.name for k in r.kernels), capture=str(p.capture),
+        binding=_meta(p.capture, "binding"))
 
     p = nvprof_wrap.profile(out / "steps", steps=(3, 6))
     with p:
