@@ -171,3 +171,23 @@ def _subscribe_error() -> ccupti.CuptiError:
     with pytest.raises(ccupti.CuptiError) as e:
         ccupti.load().subscribe(None, None)
     return e.value
+
+
+def test_doctor_names_the_library_the_tracer_would_drive(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop(ccupti.ENV_LIBRARY, None)
+    out = subprocess.run([sys.executable, "-m", "nvprof_wrap", "doctor", "--no-probe", "--format", "json"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    lib = json.loads(out)["libcupti"]
+    if LIBCUPTI is None:
+        assert lib["path"] is None and lib["why"].startswith("no usable libcupti (")
+    else:
+        assert os.path.isabs(lib["path"]) and os.path.basename(lib["path"]).startswith("libcupti.so")
+        assert lib["api_version"] >= 18
+    env[ccupti.ENV_LIBRARY] = str(tmp_path / "none" / "libcupti.so.13")
+    text = subprocess.run([sys.executable, "-m", "nvprof_wrap", "doctor", "--no-probe"], env=env,
+                          capture_output=True, text=True, check=True).stdout
+    assert f"libcupti (the cupti backend's tracer): no usable libcupti ({tmp_path / 'none' / 'libcupti.so.13'}: " in text

@@ -44,10 +44,22 @@ def facts() -> dict:
         "gpus": [vars(g) for g in list_gpus()],
         "profilers": {k: ({"path": v, "version": b.version(v)} if v else None) for k, (b, v) in found.items()},
         "cupti_python": cupti.BACKEND.find() is not None,
+        "libcupti": _libcupti(),
         "python_packages": {m: importlib.util.find_spec(m) is not None
                             for m in ("keras", "tensorflow", "torch", "jax")},
         "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow (Keras' default)"),
     }
+
+
+def _libcupti() -> dict:
+    """The libcupti the tracer's ctypes binding would drive (loaded here, never subscribed), or why none."""
+    from nvprof_wrap.tracer import ccupti
+
+    try:
+        b = ccupti.load()
+        return {"path": b.path, "api_version": b.get_version()}
+    except (ccupti.Unavailable, ccupti.CuptiError) as e:
+        return {"path": None, "why": str(e)}
 
 
 def probe(folder: str | None) -> dict:

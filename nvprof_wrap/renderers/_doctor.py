@@ -9,6 +9,10 @@ def lines(f: dict) -> list[str]:
     for k, v in f["profilers"].items():
         out.append(f"{k}: " + (f"{v['path']} ({v['version']})" if v else "not found"))
     out.append(f"cupti-python: {'importable' if f['cupti_python'] else 'not installed (pip install cupti-python)'}")
+    lib = f.get("libcupti")
+    if lib is not None:
+        out.append("libcupti (the cupti backend's tracer): " + (f"{lib['path']} (CUPTI API {lib['api_version']})"
+                                                                if lib.get("path") else lib.get("why", "not found")))
     out.append("Python packages: " + ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in f["python_packages"].items()))
     out.append(f"KERAS_BACKEND: {f['keras_backend']}")
     if "probe" in f:
