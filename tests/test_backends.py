@@ -58,6 +58,7 @@ def test_auto_takes_the_first_usable_backend_of_the_table(only_fakes, monkeypatc
     assert choose(spec, [GPU_H200]).name == "nsys"  # nsys found: first, whatever the GPU
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv(tools.NVPROF_VAR, str(FAKES / "nvprof"))
+    monkeypatch.setenv("NVPROF_WRAP_LIBCUPTI", "/nonexistent/libcupti.so.13")  # no library for the tracer either
     if BY_NAME["cupti"].find() is None:  # cupti-python missing here: nvprof, on a GPU below 8.0 only
         assert choose(spec, [GPU_T4]).name == "nvprof"
         with pytest.raises(ToolMissing) as refused:
@@ -96,13 +97,34 @@ def test_nvprof_refuses_ampere_and_newer_before_anything_runs(only_fakes, tmp_pa
     assert not nvprof.usable([GPU_H200], base.RunSpec(["x"])) and nvprof.usable([GPU_T4], base.RunSpec(["x"]))
 
 
-def test_cupti_refuses_without_cupti_python_before_anything_runs(tmp_path):
+def test_cupti_refuses_without_libcupti_and_cupti_python_before_anything_runs(tmp_path, monkeypatch):
     cupti = BY_NAME["cupti"]
     if cupti.find() is not None:
         pytest.skip("cupti-python is installed here")
+    monkeypatch.setenv("NVPROF_WRAP_LIBCUPTI", str(tmp_path / "no" / "libcupti.so.13"))  # no library either
     assert not cupti.usable([GPU_H200], base.RunSpec(["x"]))
-    with pytest.raises(ToolMissing, match="--backend cupti needs the cupti-python package"):
+    with pytest.raises(ToolMissing, match=r"--backend cupti needs libcupti or the cupti-python package, and .* has "
+                                          r"neither \(no usable libcupti \(.*/no/libcupti.so.13: "):
         cupti.plan(base.RunSpec(["x"]), tmp_path, [GPU_H200])
+
+
+def test_cupti_needs_no_cupti_python_where_the_tracer_finds_libcupti(tmp_path, monkeypatch):
+    """The tracer drives libcupti through its own ctypes binding: a machine with the CUDA toolkit's CUPTI (or the
+    nvidia-cuda-cupti wheel PyTorch installs) can trace without cupti-python."""
+    from nvprof_wrap.tracer import ccupti
+
+    cupti = BY_NAME["cupti"]
+    if cupti.find() is not None:
+        pytest.skip("cupti-python is installed here")
+    try:
+        ccupti.load()
+    except ccupti.Unavailable:
+        pytest.skip("no libcupti on this machine")
+    monkeypatch.delenv("NVPROF_WRAP_LIBCUPTI", raising=False)
+    assert cupti.usable([GPU_H200], base.RunSpec(["x"])) and not cupti.usable([], base.RunSpec(["x"]))
+    plan = cupti.plan(base.RunSpec(["x"]), tmp_path, [GPU_H200])
+    assert plan.env["NVPROF_WRAP_CUPTI_DIR"] == str(tmp_path.resolve())
+    assert plan.version.startswith("tracer on libcupti (")
 
 
 def _exe(path: Path) -> str:

@@ -82,19 +82,20 @@ def test_nvprof_refuses_ampere_and_newer_naming_the_gpu(tmp_path):
 def test_auto_prefers_nsys_then_nvprof_then_explains(tmp_path):
     m = manifest_of(wrapper(["-o", str(tmp_path / "a"), "--no-report", "--", "true"], gpus="T4:7.5"), tmp_path / "a")
     assert m["backend"] == "nsys"
-    # No nsys on PATH, no cupti-python here, an old GPU: nvprof.
+    # No nsys on PATH, no cupti-python nor libcupti for the tracer here, an old GPU: nvprof.
     hide_nsys = tmp_path / "bin"
     hide_nsys.mkdir()
     for tool in ("nvprof", "nvidia-smi"):
         (hide_nsys / tool).symlink_to(FAKES / tool)
+    nolib = {"NVPROF_WRAP_LIBCUPTI": str(tmp_path / "no" / "libcupti.so.13")}
     proc = wrapper(["-o", str(tmp_path / "b"), "--no-report", "--", "true"], gpus="T4:7.5", path_fakes=False,
-                   extra_env={"PATH": f"{hide_nsys}:/usr/local/bin:/usr/bin:/bin"})
+                   extra_env={"PATH": f"{hide_nsys}:/usr/local/bin:/usr/bin:/bin", **nolib})
     if _cupti_importable():
         pytest.skip("cupti-python is installed here: auto would pick it")
     assert manifest(tmp_path / "b")["backend"] == "nvprof"
     # `true` uses no CUDA: nvprof writes nothing and says so; the run fails with that reason.
     assert proc.returncode == 1 and "No CUDA application was profiled" in proc.stderr
-    proc = wrapper(["-o", str(tmp_path / "c"), "--", "true"], path_fakes=False)
+    proc = wrapper(["-o", str(tmp_path / "c"), "--", "true"], path_fakes=False, extra_env=nolib)
     assert proc.returncode == 2 and "no profiler backend is usable here" in proc.stderr and "nsys" in proc.stderr
 
 
@@ -137,14 +138,36 @@ def test_cupti_backend_without_cupti_python_refuses_before_launching(tmp_path):
     if _cupti_importable():
         pytest.skip("cupti-python is installed here")
     marker = tmp_path / "ran"
+    nolib = {"NVPROF_WRAP_LIBCUPTI": str(tmp_path / "no" / "libcupti.so.13")}  # nor a libcupti for its binding
     proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "c"), "--", sys.executable, "-c",
-                    f"open({str(marker)!r}, 'w')"])
+                    f"open({str(marker)!r}, 'w')"], extra_env=nolib)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and not marker.exists()
-    assert "--backend cupti needs the cupti-python package" in proc.stderr and "pip install cupti-python" in proc.stderr
+    assert "--backend cupti needs libcupti or the cupti-python package" in proc.stderr, proc.stderr
+    assert "pip install cupti-python" in proc.stderr and str(tmp_path / "no" / "libcupti.so.13") in proc.stderr
     assert not (tmp_path / "c").exists()  # a refused run leaves no folder behind
     (tmp_path / "mine").mkdir()  # … and a folder the user made stays, empty
-    proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "mine"), "--", sys.executable, "-c", "pass"])
+    proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "mine"), "--", sys.executable, "-c", "pass"],
+                   extra_env=nolib)
     assert proc.returncode == 2 and list((tmp_path / "mine").iterdir()) == []
+
+
+def test_without_cupti_python_the_tracer_runs_on_libcupti(tmp_path):
+    """No cupti-python, but a libcupti the tracer's ctypes binding finds: the job starts traced. Without a GPU
+    driver here CUPTI refuses the subscription, which the run names as the reason it has no capture."""
+    if _cupti_importable():
+        pytest.skip("cupti-python is installed here")
+    from nvprof_wrap.tracer import ccupti
+
+    try:
+        ccupti.load()
+    except ccupti.Unavailable:
+        pytest.skip("no libcupti on this machine")
+    proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "c"), "--", sys.executable, "-c", "print('job ran')"])
+    assert "job ran" in (tmp_path / "c" / "stdout.log").read_text()
+    said = (tmp_path / "c" / "stderr.log").read_text()
+    assert said.startswith("nvprof-wrap: CUPTI could not be started (CUPTI_ERROR_"), said
+    assert proc.returncode == 1 and "CUPTI could not be started" in proc.stderr
+    assert manifest(tmp_path / "c")["backend_version"].startswith("tracer on libcupti (")
 
 
 def test_a_run_whose_profiler_wrote_no_capture_fails_with_the_reason(tmp_path):

@@ -3,6 +3,7 @@ sitecustomize; each process writes its own capture (docs/cupti-tracer.md)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,30 @@ def _cupti_in(python: str) -> bool:
         return False
 
 
+def _libcupti_in(python: str) -> tuple[bool, str]:
+    key = (python, os.environ.get("NVPROF_WRAP_LIBCUPTI"), os.environ.get("PYTHONPATH"), os.environ.get("CUDA_HOME"))
+    if key not in _ASKED:
+        _ASKED[key] = _ask_libcupti(python)
+    return _ASKED[key]
+
+
+_ASKED: dict[tuple, tuple[bool, str]] = {}  # one probe per interpreter and search setting in a command
+
+
+def _ask_libcupti(python: str) -> tuple[bool, str]:
+    """Whether the tracer's own ctypes binding finds a libcupti for that interpreter (the CUDA toolkit's, or the
+    nvidia-cuda-cupti wheel PyTorch installs), asked of it as the job would: `python -m nvprof_wrap.tracer.ccupti`
+    with the job's PYTHONPATH (a subprocess, as nsys is run: the launcher never imports the tracer). (found, what
+    it said: the library, or why none)."""
+    try:
+        r = subprocess.run([python, "-m", "nvprof_wrap.tracer.ccupti"], capture_output=True, text=True, timeout=60,
+                           check=False, env={**os.environ, **injection_env()})
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, str(e)
+    said = (r.stdout.strip() or r.stderr.strip()).splitlines()
+    return r.returncode == 0, said[-1] if said else f"exit {r.returncode}"
+
+
 class Cupti:
     name = "cupti"
     silence = "no traced process used CUDA (the cupti backend traces the job's Python processes)"
@@ -41,27 +66,36 @@ class Cupti:
         return spec.origin or next(iter(spec.submodule_search_locations or ()), None) or "cupti"
 
     def version(self, exe: str | None = None) -> str:
+        """What the tracer drives CUPTI with by default: its ctypes binding on the libcupti it finds (said by that
+        library's file), with cupti-python's version beside it when installed (the fallback)."""
+        found, said = _libcupti_in(sys.executable)
         try:
             from importlib.metadata import version
 
-            return f"cupti-python {version('cupti-python')}"
-        except Exception:  # noqa: BLE001 - not installed: the tracer will say so in the job
-            return "cupti-python not installed"
+            python = f"cupti-python {version('cupti-python')}"
+        except Exception:  # noqa: BLE001 - not installed: only the fallback is missing
+            python = "cupti-python not installed"
+        return f"tracer on libcupti ({said}); {python}" if found else python
 
     def usable(self, gpus: list[Gpu], spec: RunSpec) -> bool:
-        return self.find() is not None and bool(gpus)
+        return bool(gpus) and (self.find() is not None or _libcupti_in(sys.executable)[0])
 
     def looked_for(self, gpus: list[Gpu]) -> str:
-        return f"the cupti-python package with a GPU (pip install cupti-python; GPUs seen: {len(gpus)})"
+        return (f"libcupti (CUDA toolkit, or the nvidia-cuda-cupti wheel) or the cupti-python package, with a GPU "
+                f"(GPUs seen: {len(gpus)})")
 
     def plan(self, spec: RunSpec, folder: Path, gpus: list[Gpu]) -> Plan:
-        """Refuses before the job starts when cupti-python is missing, as a missing nsys is refused: a traced run
-        that cannot trace would only produce a run folder without captures."""
+        """Refuses before the job starts when the job's Python can trace with neither the tracer's ctypes binding
+        (no libcupti found) nor cupti-python, as a missing nsys is refused: a traced run that cannot trace would
+        only produce a run folder without captures."""
         job_python = _job_python(spec.command)
+        python = job_python or sys.executable
         if not (self.find() is not None if job_python is None else _cupti_in(job_python)):
-            where = job_python or sys.executable
-            raise ToolMissing(f"--backend cupti needs the cupti-python package, which {where} cannot import: "
-                              "pip install cupti-python (CUDA 12 or newer), or use --backend nsys")
+            found, said = _libcupti_in(python)
+            if not found:
+                raise ToolMissing(f"--backend cupti needs libcupti or the cupti-python package, and {python} has "
+                                  f"neither ({said}): install the CUDA toolkit's CUPTI or pip install cupti-python "
+                                  "(CUDA 12 or newer), or use --backend nsys")
         env = {**injection_env(), "NVPROF_WRAP_CUPTI_DIR": str(folder.resolve())}
         return Plan(self.name, list(spec.command), env, tool=sys.executable, version=self.version())
 

@@ -237,3 +237,19 @@ def load() -> Binding:
         except AttributeError as e:
             tried.append(f"{where}: lacks {e}")
     raise Unavailable("no usable libcupti (" + "; ".join(tried) + ")")
+
+
+def main() -> int:
+    """`python -m nvprof_wrap.tracer.ccupti`: the library this interpreter's tracer would drive (exit 0), or why
+    there is none (exit 1). The launcher asks the job's interpreter so before starting a `--backend cupti` run."""
+    try:
+        b = load()
+        print(f"{b.path} (CUPTI API {b.get_version()})")
+        return 0
+    except (Unavailable, CuptiError) as e:
+        print(e)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
