@@ -191,3 +191,25 @@ def test_doctor_names_the_library_the_tracer_would_drive(tmp_path: Path) -> None
     text = subprocess.run([sys.executable, "-m", "nvprof_wrap", "doctor", "--no-probe"], env=env,
                           capture_output=True, text=True, check=True).stdout
     assert f"libcupti (the cupti backend's tracer): no usable libcupti ({tmp_path / 'none' / 'libcupti.so.13'}: " in text
+
+
+@pytest.mark.skipif(not _headers("cuda.h"), reason="no CUDA headers on this machine")
+def test_the_driver_attributes_asked_without_cuda_bindings_match_cuda_h() -> None:
+    """Without cupti-python there may be no cuda-bindings: the tracer then asks the driver through ctypes (device
+    facts, the synchronize before the last flush), with attribute numbers that must be cuda.h's."""
+    from nvprof_wrap.tracer import devices
+
+    for header in _headers("cuda.h"):
+        attrs = _enum(header, "CU_DEVICE_ATTRIBUTE_")
+        assert (attrs["MULTIPROCESSOR_COUNT"], attrs["COMPUTE_CAPABILITY_MAJOR"], attrs["COMPUTE_CAPABILITY_MINOR"]) \
+            == (devices._SM_COUNT, devices._CC_MAJOR, devices._CC_MINOR)
+
+
+def test_without_cuda_bindings_and_driver_the_exit_steps_do_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nvprof_wrap.tracer import devices
+
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)  # import raises ImportError, as where it is missing
+    if devices._libcuda() is not None:
+        pytest.skip("this process has the CUDA driver loaded")
+    devices._synchronize_current_context()  # nothing to wait for, and no exception
+    assert devices._driver_device(0) is None

@@ -3,6 +3,8 @@ and the synchronisation before the final flush. Runs inside the user's process: 
 # ruff: noqa: BLE001, S110
 from __future__ import annotations
 
+import ctypes
+import os
 import sys
 from typing import Any
 
@@ -28,10 +30,48 @@ def _torch_device(dev: int) -> tuple | None:
     except Exception:
         return None
 
+def _libcuda() -> Any | None:
+    """The CUDA driver library this process has already loaded, through ctypes (RTLD_NOLOAD: never loads it; a
+    process that never used CUDA has nothing to ask or wait for). For jobs without cuda-bindings, which comes with
+    cupti-python: the tracer's ctypes binding needs neither."""
+    try:
+        return ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except (OSError, AttributeError):
+        return None
+
+
+def _driver_device_ctypes(dev_id: int) -> tuple | None:
+    cuda = _libcuda()
+    if cuda is None:
+        return None
+    try:
+        dev, value, name = ctypes.c_int(), ctypes.c_int(), ctypes.create_string_buffer(256)
+        if cuda.cuDeviceGet(ctypes.byref(dev), dev_id) != 0:
+            return None
+
+        def get(which: int) -> int | None:
+            return int(value.value) if cuda.cuDeviceGetAttribute(ctypes.byref(value), which, dev) == 0 else None
+
+        text = name.value.decode("utf-8", "replace") if cuda.cuDeviceGetName(name, 256, dev) == 0 else None
+        raw = (ctypes.c_ubyte * 16)()
+        uuid_fn = getattr(cuda, "cuDeviceGetUuid_v2", None) or cuda.cuDeviceGetUuid
+        uuid = format_uuid(bytes(raw)) if uuid_fn(raw, dev) == 0 else None
+        return dev_id, text, get(_CC_MAJOR), get(_CC_MINOR), get(_SM_COUNT), uuid
+    except Exception:
+        return None
+
+
+_SM_COUNT, _CC_MAJOR, _CC_MINOR = 16, 75, 76  # CU_DEVICE_ATTRIBUTE_* (cuda.h)
+
+
 def _driver_device(dev_id: int) -> tuple | None:
-    """From the CUDA driver through cuda-bindings (a dependency of cupti-python); the process used CUDA."""
+    """From the CUDA driver through cuda-bindings (a dependency of cupti-python), else through ctypes; the process
+    used CUDA."""
     try:
         from cuda.bindings import driver as drv
+    except ImportError:
+        return _driver_device_ctypes(dev_id)
+    try:
 
         ok, attr = drv.CUresult.CUDA_SUCCESS, drv.CUdevice_attribute
         err, dev = drv.cuDeviceGet(dev_id)
@@ -60,9 +100,17 @@ def _synchronize_current_context() -> None:
     """Wait for this thread's queued GPU work, so the forced flush finds complete records (no-op without CUDA)."""
     try:
         from cuda.bindings import driver as drv
-
-        err, ctx = drv.cuCtxGetCurrent()
-        if err == drv.CUresult.CUDA_SUCCESS and ctx is not None and int(ctx) != 0:
-            drv.cuCtxSynchronize()
+    except ImportError:
+        drv = None
+    try:
+        if drv is not None:
+            err, ctx = drv.cuCtxGetCurrent()
+            if err == drv.CUresult.CUDA_SUCCESS and ctx is not None and int(ctx) != 0:
+                drv.cuCtxSynchronize()
+            return
+        cuda = _libcuda()
+        current = ctypes.c_void_p()
+        if cuda is not None and cuda.cuCtxGetCurrent(ctypes.byref(current)) == 0 and current.value:
+            cuda.cuCtxSynchronize()
     except Exception:
         pass
