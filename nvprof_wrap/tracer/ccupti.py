@@ -22,6 +22,8 @@ import os
 import sys
 from typing import Any
 
+from nvprof_wrap.tracer._util import _loaded_libcupti
+
 ENV_LIBRARY = "NVPROF_WRAP_LIBCUPTI"
 SONAMES = ("libcupti.so.13", "libcupti.so.12")
 WHEEL_DIRS = ("nvidia/cu13/lib", "nvidia/cuda_cupti/lib")
@@ -212,15 +214,6 @@ class Binding:
 _result_names: dict[int, str] = {39: "ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"}
 
 
-def _mapped_libcupti() -> list[str]:
-    """Paths of the libcupti files this process has mapped (/proc/self/maps), [] where that cannot be read."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-            return [p for p in (line.rstrip("\n").split(None, 5)[-1] for line in f) if "/libcupti.so" in p]
-    except OSError:
-        return []
-
-
 def load() -> Binding:
     """The binding on the first libcupti found that has every function; Unavailable says what was tried."""
     tried = []
@@ -231,7 +224,7 @@ def load() -> Binding:
             tried.append(f"{where}: {str(e).split(':')[-1].strip()}")
             continue
         if os.sep not in where:  # found by the dynamic loader: name the file it loaded
-            where = next((p for p in _mapped_libcupti() if os.path.basename(p).startswith(where)), where)
+            where = _loaded_libcupti() or where
         try:
             return Binding(lib, where)
         except AttributeError as e:
