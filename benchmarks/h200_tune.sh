@@ -15,6 +15,8 @@
 #   devbuf     all, DEVICE_BUFFER_SIZE 64 MiB (3,200,000 B by default)
 #   perthread  all, PER_THREAD_BUFFER on (CUPTI 13 has it on already)
 #   hw         all, cuptiActivityEnableHWTrace(1) (hardware-event tracing: NOT_SUPPORTED on the H200)
+#   sema       all, PROFILING_SEMAPHORE_POOL_SIZE and _PRE_ALLOCATE_VALUE 262144 (NOT_SUPPORTED on the H200)
+# The default runs the first eight; the first run of this session was VARIANTS="none all k devbuf perthread hw sema".
 # Each setting's CUPTI answer and the attribute's previous value are in the capture's meta 'tune' (tune.txt).
 # $OUT: session.log, summary.md, tune.txt.
 set -u
@@ -24,7 +26,8 @@ INJ="env PYTHONPATH=$PWD/nvprof_wrap/tracer/inject:$PYTHONPATH NVPROF_WRAP_CUPTI
 LR="taskset -c ${CORES:-2,3} python3 workloads/launch_rate.py --kind launch --steps ${STEPS:-800}"
 K=kinds=CONCURRENT_KERNEL
 declare -A TUNE=([all]="" [all_noapi]="" [k]=$K [k_api]=$K [k_copy]=$K+MEMCPY+MEMSET [k_marker]=$K+MARKER
-  [k_device]=$K+DEVICE [devbuf]="DEVICE_BUFFER_SIZE=67108864" [perthread]="PER_THREAD_BUFFER=1" [hw]="hw_trace=1")
+  [k_device]=$K+DEVICE [devbuf]="DEVICE_BUFFER_SIZE=67108864" [perthread]="PER_THREAD_BUFFER=1" [hw]="hw_trace=1"
+  [sema]="PROFILING_SEMAPHORE_POOL_SIZE=262144,PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE=262144")
 variant() {  # variant NAME ROUND
   if [ $1 = none ]; then t fl_none_$2 $LR; return; fi
   local api=""; case $1 in all_noapi|k|k_copy|k_marker|k_device) api="NVPROF_WRAP_CUPTI_RUNTIME=0" ;; esac
