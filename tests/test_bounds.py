@@ -564,7 +564,13 @@ def _terminate_while_reading(target: Path, tmp: Path, signum: int, folders: int)
     deadline = time.time() + 60
     while time.time() < deadline and len(list(tmp.iterdir())) < folders and p.poll() is None:
         time.sleep(0.005)
-    assert len(list(tmp.iterdir())) >= folders, ("the read ended before the signal could be sent", p.poll(), p.stderr.read() if p.poll() is not None else "")
+    if len(list(tmp.iterdir())) < folders:  # say what the child was doing: it ended, or it never got that far
+        alive = p.poll() is None
+        if alive:
+            p.kill()
+        raise AssertionError(f"no temporary folder after {time.time() - deadline + 60:.1f} s; the child "
+                             f"{'was still running (killed)' if alive else f'ended with {p.returncode}'}; its "
+                             f"stderr: {p.communicate(timeout=30)[1][-2000:]!r}")
     p.send_signal(signum)
     _, err = p.communicate(timeout=30)
     return subprocess.CompletedProcess(p.args, p.returncode, "", err)
