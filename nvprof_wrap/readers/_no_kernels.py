@@ -15,7 +15,7 @@ from nvprof_wrap.errors import BadInput
 # CUPTI callback ids of the calls that launch kernels or graphs (cupti_runtime_cbid.h, cupti_driver_cbid.h): the
 # cbid column of nvprof's CUPTI_ACTIVITY_KIND_RUNTIME / _DRIVER and of the built-in tracer's runtime / driver tables.
 RUNTIME_LAUNCH_CBIDS = (13,  # cudaLaunch_v3020
-                        211, 214,  # cudaLaunchKernel_v7000, _ptsz
+                        211, 213, 214,  # cudaLaunchKernel_v7000, cudaLaunch_ptsz_v7000, cudaLaunchKernel_ptsz_v7000
                         269, 270, 272,  # cudaLaunchCooperativeKernel_v9000, _ptsz, …MultiDevice
                         311, 312,  # cudaGraphLaunch_v10000, _ptsz
                         430, 431)  # cudaLaunchKernelExC_v11060, _ptsz
