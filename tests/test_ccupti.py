@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -114,6 +115,15 @@ def test_the_launch_calls_are_the_23_of_cupti_python() -> None:
     assert {211, 430} <= set(runtime) and {307, 652} <= set(driver)  # cudaLaunchKernel, …ExC; cuLaunchKernel, …Ex
 
 
+def test_the_tracer_and_the_readers_know_the_same_launch_calls() -> None:
+    """The injected tracer enables exactly the launch calls the readers count when a capture lacks kernels (the
+    readers' table lacked cudaLaunch_ptsz_v7000, 213: a capture of such launches without kernels was not refused)."""
+    from nvprof_wrap.readers import _no_kernels
+
+    assert sorted(ccupti.RuntimeApiTraceCbid) == sorted(_no_kernels.RUNTIME_LAUNCH_CBIDS)
+    assert sorted(ccupti.DriverApiTraceCbid) == sorted(_no_kernels.DRIVER_LAUNCH_CBIDS)
+
+
 @pytest.mark.skipif(not _headers("cupti_runtime_cbid.h"), reason="no CUPTI headers on this machine")
 def test_the_tables_match_cuptis_headers() -> None:
     for header in _headers("cupti_runtime_cbid.h"):
@@ -205,11 +215,55 @@ def test_the_driver_attributes_asked_without_cuda_bindings_match_cuda_h() -> Non
             == (devices._SM_COUNT, devices._CC_MAJOR, devices._CC_MINOR)
 
 
-def test_without_cuda_bindings_and_driver_the_exit_steps_do_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+class _FakeDriver:
+    """The libcuda calls the tracer makes without cuda-bindings, answering as the H200's driver does (CUresult 0 is
+    CUDA_SUCCESS, 101 CUDA_ERROR_INVALID_DEVICE); pointers arrive as ctypes.byref of the tracer's own variables.
+    A fake only because the driver cannot run without a GPU."""
+
+    ATTRIBUTES: ClassVar[dict[int, int]] = {16: 132, 75: 9, 76: 0}  # multiprocessors, compute capability major, minor
+
+    def __init__(self, context: int) -> None:
+        self.context, self.synchronized = context, 0
+
+    def cuCtxGetCurrent(self, pctx):
+        pctx._obj.value = self.context
+        return 0
+
+    def cuCtxSynchronize(self):
+        self.synchronized += 1
+        return 0
+
+    def cuDeviceGet(self, pdev, ordinal):
+        if ordinal != 0:
+            return 101
+        pdev._obj.value = 0
+        return 0
+
+    def cuDeviceGetAttribute(self, pi, attribute, dev):
+        if attribute not in self.ATTRIBUTES:
+            return 1
+        pi._obj.value = self.ATTRIBUTES[attribute]
+        return 0
+
+    def cuDeviceGetName(self, name, length, dev):
+        name.value = b"NVIDIA H200"
+        return 0
+
+    def cuDeviceGetUuid_v2(self, uuid, dev):
+        uuid[:] = list(range(16))
+        return 0
+
+
+@pytest.mark.parametrize("context", [0x7F00, 0])
+def test_without_cuda_bindings_the_driver_is_asked_through_ctypes(monkeypatch: pytest.MonkeyPatch, context) -> None:
+    """Without cupti-python there may be no cuda-bindings: the device facts and the synchronize before the last
+    flush then go to the driver library the process loaded."""
     from nvprof_wrap.tracer import devices
 
     monkeypatch.setitem(sys.modules, "cuda.bindings", None)  # import raises ImportError, as where it is missing
-    if devices._libcuda() is not None:
-        pytest.skip("this process has the CUDA driver loaded")
-    devices._synchronize_current_context()  # nothing to wait for, and no exception
-    assert devices._driver_device(0) is None
+    driver = _FakeDriver(context)
+    monkeypatch.setattr(devices, "_libcuda", lambda: driver)
+    assert devices._driver_device(0) == (0, "NVIDIA H200", 9, 0, 132, "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f")
+    assert devices._driver_device(1) is None  # no such device
+    devices._synchronize_current_context()
+    assert driver.synchronized == (1 if context else 0)  # no current context: nothing to wait for
