@@ -2,6 +2,7 @@
 sitecustomize; each process writes its own capture (docs/cupti-tracer.md)."""
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -31,23 +32,23 @@ def _cupti_in(python: str) -> bool:
 
 
 def _libcupti_in(python: str) -> tuple[bool, str]:
-    key = (python, os.environ.get("NVPROF_WRAP_LIBCUPTI"), os.environ.get("PYTHONPATH"), os.environ.get("CUDA_HOME"))
-    if key not in _ASKED:
-        _ASKED[key] = _ask_libcupti(python)
-    return _ASKED[key]
-
-
-_ASKED: dict[tuple, tuple[bool, str]] = {}  # one probe per interpreter and search setting in a command
-
-
-def _ask_libcupti(python: str) -> tuple[bool, str]:
     """Whether the tracer's own ctypes binding finds a libcupti for that interpreter (the CUDA toolkit's, or the
     nvidia-cuda-cupti wheel PyTorch installs), asked of it as the job would: `python -m nvprof_wrap.tracer.ccupti`
     with the job's PYTHONPATH (a subprocess, as nsys is run: the launcher never imports the tracer). (found, what
-    it said: the library, or why none)."""
+    it said: the library, or why none). Asked once per interpreter and search setting in a command."""
+    return _ask_libcupti(python, *(os.environ.get(v) for v in _SEARCH_VARS))
+
+
+_SEARCH_VARS = ("NVPROF_WRAP_LIBCUPTI", "PYTHONPATH", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH")  # what it looks at
+
+
+@functools.cache
+def _ask_libcupti(python: str, *_search: str | None) -> tuple[bool, str]:
+    env = {**os.environ, **injection_env()}
+    env.pop("NVPROF_WRAP_CUPTI_DIR", None)  # the probe itself is never traced (our sitecustomize is on its path)
     try:
         r = subprocess.run([python, "-m", "nvprof_wrap.tracer.ccupti"], capture_output=True, text=True, timeout=60,
-                           check=False, env={**os.environ, **injection_env()})
+                           check=False, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
         return False, str(e)
     said = (r.stdout.strip() or r.stderr.strip()).splitlines()
@@ -68,7 +69,7 @@ class Cupti:
     def version(self, exe: str | None = None) -> str:
         """What the tracer drives CUPTI with by default: its ctypes binding on the libcupti it finds (said by that
         library's file), with cupti-python's version beside it when installed (the fallback)."""
-        found, said = _libcupti_in(sys.executable)
+        found, said = _libcupti_in(exe or sys.executable)
         try:
             from importlib.metadata import version
 
@@ -97,7 +98,7 @@ class Cupti:
                                   f"neither ({said}): install the CUDA toolkit's CUPTI or pip install cupti-python "
                                   "(CUDA 12 or newer), or use --backend nsys")
         env = {**injection_env(), "NVPROF_WRAP_CUPTI_DIR": str(folder.resolve())}
-        return Plan(self.name, list(spec.command), env, tool=sys.executable, version=self.version())
+        return Plan(self.name, list(spec.command), env, tool=sys.executable, version=self.version(python))
 
     def collect(self, folder: Path, spec: RunSpec) -> list[str]:
         """Nothing to do: each traced process finishes its own capture (cupti-HOST-PID.sqlite). A process killed
