@@ -75,25 +75,23 @@ def main(argv: list[str] | None = None) -> int:
         step()
     torch.cuda.synchronize()
 
-    def loop(kinds: tuple) -> float:
+    def switch(kinds: tuple, on: int) -> None:
         for k in kinds:
             if k == "api":
                 for enable, c in cbids:
-                    enable(c, 1)
+                    enable(c, on)
             else:
-                b.activity_enable(k)
+                (b.activity_enable if on else b.activity_disable)(k)
+
+    def loop(kinds: tuple) -> float:
+        switch(kinds, 1)
         torch.cuda.synchronize()
         t = time.perf_counter()
         for _ in range(a.steps):
             step()
         torch.cuda.synchronize()
         took = time.perf_counter() - t
-        for k in kinds:
-            if k == "api":
-                for enable, c in cbids:
-                    enable(c, 0)
-            else:
-                b.activity_disable(k)
+        switch(kinds, 0)
         b.activity_flush_all(1)
         return took
 

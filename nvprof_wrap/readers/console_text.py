@@ -5,6 +5,7 @@ the last 64 KiB are what detection looks at; reading streams the whole file once
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
@@ -37,8 +38,16 @@ def sniff(head: Head) -> bool:
 
 
 def kinds(path: Path, head: str) -> list[str]:
-    """The console kinds in a text file (or a gzipped one), from its first and last 64 KiB."""
-    return [kind for kind, marker in MARKERS.items() if marker.search(head + "\n" + _tail(path, len(head.encode())))]
+    """The console kinds in a text file (or a gzipped one), from its first and last 64 KiB. Detection asks, then
+    reading asks again: the answer is kept for the same file, unchanged, so a gzipped log is not unpacked twice."""
+    st = path.stat()
+    return list(_kinds(str(path), st.st_size, st.st_mtime_ns, head))
+
+
+@functools.lru_cache(maxsize=4)
+def _kinds(path: str, _size: int, _mtime_ns: int, head: str) -> tuple[str, ...]:
+    text = head + "\n" + _tail(Path(path), len(head.encode()))
+    return tuple(kind for kind, marker in MARKERS.items() if marker.search(text))
 
 
 def _tail(path: Path, head_bytes: int) -> str:

@@ -22,28 +22,34 @@ import os
 import sys
 from typing import Any
 
+from nvprof_wrap.tracer import layouts as L
 from nvprof_wrap.tracer._util import _loaded_libcupti
 
 ENV_LIBRARY = "NVPROF_WRAP_LIBCUPTI"
 SONAMES = ("libcupti.so.13", "libcupti.so.12")
 WHEEL_DIRS = ("nvidia/cu13/lib", "nvidia/cuda_cupti/lib")
 TOOLKIT_DIRS = ("extras/CUPTI/lib64", "lib")
-LIBRARY_ATTR = "_libcupti"  # = raw.LIBRARY_ATTR: raw.open_library takes this very handle, not a second dlopen
+# The library handle on a bindings module: raw.open_library takes it instead of a second dlopen (this binding's, and
+# the test fake's stand-in; cupti-python has none).
+LIBRARY_ATTR = "_libcupti"
 
 
 class ActivityKind(enum.IntEnum):
-    """CUpti_ActivityKind values the tracer enables (cupti_activity.h)."""
+    """CUpti_ActivityKind values the tracer enables (layouts.py holds them, from cupti_activity.h)."""
 
-    MEMCPY = 1
-    MEMSET = 2
-    KERNEL = 3
-    DRIVER = 4
-    RUNTIME = 5
-    DEVICE = 8
-    CONCURRENT_KERNEL = 10
-    MARKER = 12
+    MEMCPY = L.MEMCPY
+    MEMSET = L.MEMSET
+    KERNEL = L.KERNEL
+    DRIVER = L.DRIVER
+    RUNTIME = L.RUNTIME
+    DEVICE = L.DEVICE
+    CONCURRENT_KERNEL = L.CONCURRENT_KERNEL
+    MARKER = L.MARKER
 
 
+# The launch calls' ids, by name for setup.py's choice (_util._launch_cbids). readers/_no_kernels.py holds the same
+# ids for the readers: the layers keep the code injected into jobs and the readers apart, so tests/test_ccupti.py
+# keeps the two tables equal (and both equal to CUPTI's headers where a machine has them).
 class RuntimeApiTraceCbid(enum.IntEnum):
     """The runtime calls that launch kernels or graphs (cupti_runtime_cbid.h, CUDA 13.0; values never change)."""
 
@@ -111,17 +117,16 @@ def candidates() -> list[str]:
     explicit = os.environ.get(ENV_LIBRARY)
     if explicit:
         return [explicit]
-    found = [os.path.join(entry or ".", d, so) for entry in sys.path for d in WHEEL_DIRS for so in SONAMES]
-    conda = os.environ.get("CONDA_PREFIX")
-    found = [p for p in found if os.path.isfile(p)]
-    if conda:
-        found += [p for so in SONAMES if os.path.isfile(p := os.path.join(conda, "lib", so))]
-    found += list(SONAMES)
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(var)
-        if root:
-            found += [p for d in TOOLKIT_DIRS for so in SONAMES if os.path.isfile(p := os.path.join(root, d, so))]
-    return list(dict.fromkeys(found))
+    wheels = [os.path.join(entry or ".", d, so) for entry in sys.path for d in WHEEL_DIRS for so in SONAMES]
+    conda = [os.path.join(os.environ["CONDA_PREFIX"], "lib", so) for so in SONAMES] \
+        if os.environ.get("CONDA_PREFIX") else []
+    toolkits = [os.path.join(os.environ[var], d, so) for var in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(var)
+                for d in TOOLKIT_DIRS for so in SONAMES]
+    return list(dict.fromkeys([*_files(wheels), *_files(conda), *SONAMES, *_files(toolkits)]))
+
+
+def _files(paths: list[str]) -> list[str]:
+    return [p for p in paths if os.path.isfile(p)]
 
 
 class Binding:
@@ -130,7 +135,6 @@ class Binding:
     ActivityKind = ActivityKind
     RuntimeApiTraceCbid = RuntimeApiTraceCbid
     DriverApiTraceCbid = DriverApiTraceCbid
-    cuptiError = CuptiError
 
     def __init__(self, lib: Any, path: str) -> None:
         self.path = path

@@ -11,8 +11,9 @@ is busy, by a writer process (sink.py); the file is renamed to ``.sqlite`` when 
 This module is CUPTI set-up and the callbacks; hooks.py the process hooks (installed by the callers of
 ``start()``); capture_file.py is the file format and its writer.
 
-This code runs inside the user's process: it uses the standard library, numpy and cupti-python only, never
-raises into the user's program, and says anything only as single ``nvprof-wrap:`` lines on stderr.
+This code runs inside the user's process: it uses the standard library, numpy and libcupti (through ccupti.py, or
+cupti-python) only, never raises into the user's program, and says anything only as single ``nvprof-wrap:`` lines
+on stderr.
 """
 # Broad excepts are the point here: this code runs inside the user's job and must never break it.
 # ruff: noqa: BLE001, S110
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from nvprof_wrap.tracer import ccupti
 from nvprof_wrap.tracer._util import (
     _cupti_version,
     _describe,
@@ -112,7 +114,7 @@ class Tracer(CuptiSetup):
             return True
         except Exception as e:
             self.teardown()
-            if type(e).__name__ == "Unavailable":  # ccupti cannot do this part: _set_up moves to cupti-python
+            if isinstance(e, ccupti.Unavailable):  # the ctypes binding cannot do this part: _set_up moves on
                 raise
             if _is_busy(self.cupti, e):
                 _warn(BUSY_LINE.format(self.other_profiler or _describe(self.cupti, e)))
@@ -151,8 +153,8 @@ class Tracer(CuptiSetup):
         try:
             self.cupti.activity_register_callbacks(_on_buffer_requested, _on_buffer_completed)
         except Exception as e:
-            if type(e).__name__ == "Unavailable":  # the ctypes binding has no record objects (ccupti.py)
-                raise type(e)(f"raw buffers not usable ({why}); {e}") from e
+            if isinstance(e, ccupti.Unavailable):  # the ctypes binding has no record objects
+                raise ccupti.Unavailable(f"raw buffers not usable ({why}); {e}") from e
             raise
         self.notes["records"] = f"cupti-python objects (raw buffers not used: {why})"
 
@@ -445,31 +447,31 @@ def _start(out_dir: str) -> None:
 def _set_up(out_dir: str) -> Tracer | None:
     """The set-up tracer of this process, on the ctypes binding (ccupti.py) where it works, else on cupti-python;
     None after one line when neither can trace. meta 'binding' says which, and why not the first."""
-    global _STATE
     why = (f"{ENV_BINDING}=python" if os.environ.get(ENV_BINDING) == "python"
            else f"{ENV_TUNE} needs cupti-python" if os.environ.get(ENV_TUNE) else None)
     if why is None:
-        from nvprof_wrap.tracer import ccupti
-
         try:
             binding = ccupti.load()
-            tracer = _STATE = Tracer(binding, out_dir)  # before setup: a buffer could complete at once
-            if tracer.setup():
-                tracer.notes["binding"] = f"ctypes ({binding.path})"
-                return tracer
-            _STATE = None
-            return None
+            return _traced(Tracer(binding, out_dir), f"ctypes ({binding.path})")
         except ccupti.Unavailable as e:
-            _STATE, why = None, str(e)
+            why = str(e)
     cupti = _import_cupti()
-    if cupti is None:
-        return None
-    tracer = _STATE = Tracer(cupti, out_dir)
-    if not tracer.setup():
+    return None if cupti is None else _traced(Tracer(cupti, out_dir), f"cupti-python (ctypes binding not used: {why})")
+
+
+def _traced(tracer: Tracer, binding: str) -> Tracer | None:
+    """The tracer, set up and made this process's (_STATE from before set-up: a buffer could complete at once)."""
+    global _STATE
+    _STATE = tracer
+    try:
+        if tracer.setup():
+            tracer.notes["binding"] = binding
+            return tracer
+    except ccupti.Unavailable:
         _STATE = None
-        return None
-    tracer.notes["binding"] = f"cupti-python (ctypes binding not used: {why})"
-    return tracer
+        raise
+    _STATE = None
+    return None
 
 
 def _import_cupti() -> Any | None:

@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 
 from nvprof_wrap.tracer import layouts as L
+from nvprof_wrap.tracer.ccupti import LIBRARY_ATTR
 
 BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for
 MAX_BUFFERS = 8  # at most 64 MiB in CUPTI's hands or being written; past that CUPTI drops records (counted)
 GALLOP_AFTER = 8  # records of one kind in a row before the rest of the run is found with numpy
-LIBRARY_ATTR = "_libcupti"  # a stand-in library on the bindings module (the test fake); cupti-python has none
 
 REQUESTED = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
                              ctypes.POINTER(ctypes.c_size_t))

@@ -12,9 +12,10 @@ from nvprof_wrap.tracer._util import _describe, _is_busy, _launch_cbids, _loaded
 from nvprof_wrap.tracer.capture_file import _text
 
 ENV_RUNTIME = "NVPROF_WRAP_CUPTI_RUNTIME"  # "0": no runtime-API records (lower overhead, no per-op table)
-# For measuring CUPTI's own cost (benchmarks/h200_floor.sh): "NAME=VALUE,…" with NAME an ActivityAttribute member
-# without its ATTR_ prefix (DEVICE_BUFFER_SIZE=67108864, PER_THREAD_BUFFER=1), hw_trace=1, or
-# kinds=CONCURRENT_KERNEL+MARKER (the concurrent-kernel kind and only those named of copies, sets, devices, markers). Each setting's result, and every attribute's value before it, go into meta 'tune'.
+# For measuring CUPTI's own cost (benchmarks/h200_tune.sh; cupti-python only): "NAME=VALUE,…" with NAME an
+# ActivityAttribute member without its ATTR_ prefix (DEVICE_BUFFER_SIZE=67108864, PER_THREAD_BUFFER=1),
+# hw_trace=1, or kinds=CONCURRENT_KERNEL+MARKER (the concurrent-kernel kind and only those named of copies, sets,
+# devices, markers). Each setting's result, and every attribute's value before it, go into meta 'tune'.
 ENV_TUNE = "NVPROF_WRAP_CUPTI_TUNE"
 _ONE_BYTE = ("ENABLE_", "PER_THREAD_BUFFER", "ZEROED_OUT_BUFFER")
 
