@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
-
-from workloads import _common as common
-from workloads._common import keras
+from nvprof_wrap.workloads import _common as common
+from nvprof_wrap.workloads._common import keras
 
 WORKLOAD = "convnet"
 CLASSES = 10

@@ -10,11 +10,8 @@ tensor cores on sm80+ even though the data is fp32; in fp16/bf16 through flash o
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
-
-from workloads._torch_common import base_parser, train
+from nvprof_wrap.workloads._torch_common import base_parser, train
 
 
 def build(args):

@@ -6,11 +6,8 @@ dropout, tied decoder, SGD with gradient clipping), on random tokens.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
-
-from workloads._torch_common import base_parser, train
+from nvprof_wrap.workloads._torch_common import base_parser, train
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,11 +8,8 @@ fp32 convolutions use TF32 tensor cores by default in PyTorch (``torch.backends.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
-
-from workloads._torch_common import base_parser, train
+from nvprof_wrap.workloads._torch_common import base_parser, train
 
 
 def main(argv: list[str] | None = None) -> int:

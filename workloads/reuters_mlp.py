@@ -16,12 +16,9 @@ workloads/_common.py).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
-
-from workloads import _common as common
-from workloads._common import keras
+from nvprof_wrap.workloads import _common as common
+from nvprof_wrap.workloads._common import keras
 
 VALIDATION = 1000  # the book holds out the first 1000 training samples
 WORKLOAD = "reuters_mlp"
