@@ -19,9 +19,15 @@ class Profile:
 
     def __init__(self, folder: str | Path | None = None, *, steps: tuple[int, int] | None = None,
                  nvtx_steps: bool = True) -> None:
-        if steps is not None and not (0 <= steps[0] < steps[1]):
-            raise NvprofWrapError(f"steps must be (first, stop) with 0 <= first < stop, got {steps}")
+        if steps is not None and not (isinstance(steps, (tuple, list)) and len(steps) == 2
+                                      and all(isinstance(s, int) and not isinstance(s, bool) for s in steps)
+                                      and 0 <= steps[0] < steps[1]):
+            raise NvprofWrapError(f"steps must be (first, stop), two integers with 0 <= first < stop; got {steps!r}")
+        if folder is not None and not isinstance(folder, (str, Path)):
+            raise NvprofWrapError(f"folder must be a path (str or Path), got {type(folder).__name__}")
         self.folder = Path(folder) if folder is not None else None
+        if self.folder is not None and self.folder.exists() and not self.folder.is_dir():
+            raise NvprofWrapError(f"{self.folder}: not a folder (profile() writes its capture into a folder)")
         self.steps = steps
         self.nvtx_steps = nvtx_steps
         self.step_count = 0
@@ -135,7 +141,8 @@ def _nvtx(what: str, name: str = "") -> bool:
 
 
 def profile(folder: str | Path | None = None, *, steps: tuple[int, int] | None = None) -> Profile:
-    """Profile a block of this process with the built-in CUPTI tracer (needs cupti-python and an NVIDIA GPU)::
+    """Profile a block of this process with the built-in CUPTI tracer (an NVIDIA GPU and a libcupti: the CUDA
+    toolkit's, or the nvidia-cuda-cupti wheel PyTorch installs; cupti-python is the fallback)::
 
         with nvprof_wrap.profile() as p:
             train()

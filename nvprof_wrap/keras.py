@@ -8,15 +8,18 @@
 The built-in CUPTI tracer runs in this process for those batches only (skipping compilation and warm-up), each batch
 is an NVTX range 'step N' (through torch or the nvtx package, when either is importable), and ``cb.report`` is the
 same Report ``nvprof-wrap report`` prints. Needs Keras 3 (any backend that runs on an NVIDIA GPU: torch, jax,
-tensorflow) and cupti-python.
+tensorflow) and a libcupti: the CUDA toolkit's or the nvidia-cuda-cupti wheel PyTorch installs (cupti-python is the
+fallback). Where tracing cannot start, one line says why and ``fit`` runs unprofiled.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import keras
 
 from nvprof_wrap.api import Profile
+from nvprof_wrap.errors import NvprofWrapError
 
 
 class ProfileSteps(keras.callbacks.Callback):
@@ -30,22 +33,36 @@ class ProfileSteps(keras.callbacks.Callback):
         self.profile = Profile(folder, steps=(start, stop))
         self.seen = 0
         self._started = False
+        self.failed: NvprofWrapError | None = None
 
     def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
         if not self._started:
             self._started = True
-            self.profile.start()
+            self._guarded(self.profile.start)
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         self.seen += 1
-        self.profile.step()
+        self._guarded(self.profile.step)
 
     def on_train_end(self, logs: dict | None = None) -> None:
         if self._started:
-            self.profile.stop()
+            self._guarded(self.profile.stop)
+
+    def _guarded(self, call) -> None:
+        """Profiling never aborts ``fit``: where tracing cannot start, one line says why, training goes on
+        unprofiled, and ``report`` raises with that reason."""
+        if self.failed is not None:
+            return
+        try:
+            call()
+        except NvprofWrapError as e:
+            self.failed = e
+            print(f"nvprof-wrap: ProfileSteps: not profiling this fit: {e}", file=sys.stderr)
 
     @property
     def report(self):
+        if self.failed is not None:
+            raise self.failed
         return self.profile.report
 
     @property

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 
 from nvprof_wrap.api import Profile
+from nvprof_wrap.errors import NvprofWrapError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,12 +25,34 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def nvprof_wrap_cell(line: str, cell: str, shell) -> object:
-    """Run ``cell`` in ``shell`` under a profiling window; return the report (displayed by IPython)."""
-    args = _parser().parse_args(shlex.split(line))
+    """Run ``cell`` in ``shell`` under a profiling window; return the report (displayed by IPython).
+
+    Profiling never stops the cell: where tracing cannot start, or the capture cannot be read, one
+    ``nvprof-wrap:`` line says why and the cell runs (or has run) unprofiled."""
+    try:
+        args = _parser().parse_args(shlex.split(line))
+    except (SystemExit, ValueError) as e:  # argparse exits on a bad option; shlex raises on an open quote
+        print(f"nvprof-wrap: %%nvprof_wrap {line}: not understood ({e or 'see %%nvprof_wrap? for the options'}); "
+              "running the cell unprofiled", file=sys.stderr)
+        shell.run_cell(cell)
+        return None
     prof = Profile(args.output)
-    with prof:
+    try:
+        prof.start()
+    except NvprofWrapError as e:
+        print(f"nvprof-wrap: not profiling this cell: {e}", file=sys.stderr)
+        shell.run_cell(cell)
+        return None
+    try:
         result = shell.run_cell(cell)
-    shell.user_ns["_nvprof_wrap_report"] = rep = prof.report
+    finally:
+        prof.stop()
+    try:
+        rep = prof.report
+    except NvprofWrapError as e:
+        print(f"nvprof-wrap: the cell ran, but no report: {e}", file=sys.stderr)
+        return None
+    shell.user_ns["_nvprof_wrap_report"] = rep
     if getattr(result, "error_in_exec", None) is not None:
         print(f"nvprof-wrap: the cell raised {type(result.error_in_exec).__name__}; the report covers what ran")
     if args.json:

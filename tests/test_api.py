@@ -179,7 +179,96 @@ def test_profile_refuses_with_the_reason(tmp_path):
         except ToolMissing as e:
             print(json.dumps({"error": str(e)}))
     """, tmp_path, FAKE_CUPTI="busy")
-    assert got["error"].startswith("cannot profile this process: CUPTI could not be started")
+    # CUPTI's own answer, not a pointer to a line printed elsewhere
+    assert got["error"].startswith("cannot profile this process: CUPTI is already in use by another profiler"), got
+
+
+def python_without_cupti(code: str, tmp_path) -> subprocess.CompletedProcess:
+    """A fresh Python as on a machine with no libcupti and no cupti-python: the tracer's own choice of binding (the
+    ctypes one first), nothing faked. Returns the finished process (stdout, stderr, returncode)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("NVPROF_WRAP", "FAKE_CUPTI", "CUDA_"))}
+    environ.update(PYTHONPATH=str(ROOT), KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3",
+                   CUDA_VISIBLE_DEVICES="", NVPROF_WRAP_HISTORY="off")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path, env=environ,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def _expected_refusal() -> str:
+    """What the tracer must say here, found the way it looks: with no libcupti the ctypes binding and then
+    cupti-python are named; with one (this machine kind has the CUDA toolkit's) but no GPU, CUPTI's own error."""
+    from nvprof_wrap.tracer import ccupti
+
+    try:
+        ccupti.load()
+    except ccupti.Unavailable:
+        return "cannot profile this process: no libcupti for the ctypes binding"
+    return "cannot profile this process: CUPTI could not be started (CUPTI_ERROR_"
+
+
+def test_profile_without_a_usable_cupti_raises_one_typed_error_with_the_reason(tmp_path):
+    """Issue 22: profile() once demanded cupti-python although the tracer drives libcupti itself. Without cupti-python
+    it now tries the ctypes binding, as `run --backend cupti` does, and where that cannot trace either it raises
+    ToolMissing with the reason (CUPTI's own error, or both bindings named), not a traceback from deep inside."""
+    proc = python_without_cupti("""
+        import json, nvprof_wrap
+        from nvprof_wrap.errors import ToolMissing
+        try:
+            with nvprof_wrap.profile():
+                raise AssertionError("the block must not run under a window that never opened")
+        except ToolMissing as e:
+            print(json.dumps({"error": str(e)}))
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    error = json.loads(proc.stdout.strip().splitlines()[-1])["error"]
+    assert error.startswith(_expected_refusal()), error
+    assert "no libcupti" not in error or "cupti-python is not usable here" in error
+    assert proc.stderr == ""
+
+
+def test_cell_magic_runs_the_cell_unprofiled_with_one_line_when_tracing_cannot_start(tmp_path):
+    pytest.importorskip("IPython")
+    proc = python_without_cupti("""
+        import json
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "nvprof_wrap")
+        shown = ip.run_cell_magic("nvprof_wrap", "", "ran = 6 * 7")
+        print(json.dumps({"ran": ip.user_ns.get("ran"), "shown": shown is None}))
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"ran": 42, "shown": True}
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"nvprof-wrap: not profiling this cell: {_expected_refusal()}"), \
+        proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.tf
+def test_keras_callback_lets_fit_run_when_tracing_cannot_start(tmp_path):
+    pytest.importorskip("keras")
+    proc = python_without_cupti("""
+        import json
+        import numpy as np
+        import keras
+        from nvprof_wrap.errors import ToolMissing
+        from nvprof_wrap.keras import ProfileSteps
+
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+        model.compile("sgd", "mse")
+        cb = ProfileSteps(start=0, stop=3)
+        history = model.fit(np.zeros((64, 8)), np.zeros((64, 4)), batch_size=8, epochs=2, verbose=0, callbacks=[cb])
+        try:
+            cb.report
+            error = None
+        except ToolMissing as e:
+            error = str(e)
+        print(json.dumps({"epochs": len(history.history["loss"]), "error": error}))
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["epochs"] == 2 and got["error"].startswith(_expected_refusal()), got
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("nvprof-wrap")]
+    assert len(ours) == 1 and ours[0].startswith("nvprof-wrap: ProfileSteps: not profiling this fit:"), proc.stderr
 
 
 def test_report_of_an_open_window_is_an_error(tmp_path):

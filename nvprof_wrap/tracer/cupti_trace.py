@@ -455,7 +455,7 @@ def _set_up(out_dir: str) -> Tracer | None:
             return _traced(Tracer(binding, out_dir), f"ctypes ({binding.path})")
         except ccupti.Unavailable as e:
             why = str(e)
-    cupti = _import_cupti()
+    cupti = _import_cupti(why)
     return None if cupti is None else _traced(Tracer(cupti, out_dir), f"cupti-python (ctypes binding not used: {why})")
 
 
@@ -474,11 +474,13 @@ def _traced(tracer: Tracer, binding: str) -> Tracer | None:
     return None
 
 
-def _import_cupti() -> Any | None:
+def _import_cupti(why_not_ctypes: str | None = None) -> Any | None:
+    """cupti-python, the fallback binding; None after one line that says why neither binding can trace."""
     try:
         from cupti import cupti  # cupti-python: the bindings live in the submodule cupti.cupti
 
         return cupti
     except Exception as e:
-        _warn(f"cupti-python is not usable here ({type(e).__name__}: {e}); this process is not traced")
+        first = f"no libcupti for the ctypes binding ({why_not_ctypes}), and " if why_not_ctypes else ""
+        _warn(f"{first}cupti-python is not usable here ({type(e).__name__}: {e}); this process is not traced")
         return None

@@ -33,9 +33,6 @@ def begin(folder: Path) -> None:
     other = os.environ.get("CUDA_INJECTION64_PATH")
     if other:
         raise TracingUnavailable(f"another profiler is attached to this process (CUDA_INJECTION64_PATH={other})")
-    if ct._import_cupti() is None:
-        raise TracingUnavailable("cupti-python is not usable here (pip install cupti-python, on a machine with an "
-                                 "NVIDIA driver)")
     folder.mkdir(parents=True, exist_ok=True)
     # Measured on an H200 (CUPTI 13.0.85): enabling only the launch calls' API records (per callback id) once the
     # process already has a CUDA context yields no record at all, so kernels could not be attributed to NVTX
@@ -43,13 +40,20 @@ def begin(folder: Path) -> None:
     previous = os.environ.get(ENV_RUNTIME)
     if previous is None:
         os.environ[ENV_RUNTIME] = "kinds"
+    # The same start as a traced job's (ctypes binding first, cupti-python as its fallback). Inside a job the
+    # tracer may only print a line; here the user's own code asked, so the lines it would print become the error.
+    said: list[str] = []
+    printing, ct._warn = ct._warn, said.append
     try:
         ct._start(str(folder.resolve()))
     finally:
+        ct._warn = printing
         if previous is None:
             os.environ.pop(ENV_RUNTIME, None)
     if ct._STATE is None:
-        raise TracingUnavailable("CUPTI could not be started (the nvprof-wrap: line above says why)")
+        raise TracingUnavailable(" ".join(" ".join(said).split()) or "CUPTI could not be started")
+    for line in said:  # started, with something worth saying (a fallback taken, say)
+        printing(line)
     hooks.install()  # a window still open when the process exits, or is interrupted, is finished all the same
 
 
