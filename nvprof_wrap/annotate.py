@@ -1,5 +1,5 @@
-"""NVTX ranges per Keras layer call / torch module call, and per ATen op, added without changing the
-user's script (``nvprof-wrap run --annotate keras,torch``).
+"""NVTX ranges per Keras layer call / torch module call, per ATen op, and per optimizer step, added without changing
+the user's script (``nvprof-wrap run --annotate keras,torch``; the steps always, unless ``--no-step-marks``).
 
 Runs inside the job (imported by the injected sitecustomize when NVPROF_WRAP_ANNOTATE is set). Nothing is
 imported eagerly: an import hook patches keras / torch right after the job imports them. Ranges:
@@ -7,6 +7,12 @@ imported eagerly: an import hook patches keras / torch right after the job impor
   torch:<module class>             around torch.nn.Module.__call__ (with --annotate torch)
   aten::<op>                       from torch.autograd.profiler.emit_nvtx (with --annotate torch), forward
                                    and backward, on the thread that launches the kernels
+  optimizer step <N>               (kind "steps", on by default in `run`) from the end of one torch optimizer
+                                   step to the end of the next: torch.optim's global step hook, so any loop that
+                                   calls optimizer.step() -- a plain script, the Hugging Face Trainer, Lightning --
+                                   is marked. Step 0 runs from torch's import to the end of the first step; only the
+                                   first optimizer that steps counts (a GAN's second optimizer would double every
+                                   step). Start/end ranges, not push/pop: they never unbalance the job's own ranges.
 """
 from __future__ import annotations
 
@@ -84,6 +90,52 @@ def patch_torch(torch_module: Any) -> None:
     _state["patched"].add("torch")
 
 
+STEP_NAME = "optimizer step {}"  # readers/_window.py reads it (after the job's own 'step N' marks, if any)
+
+
+def patch_steps(torch_module: Any) -> None:
+    """Marks optimizer steps as NVTX ranges (see the module docstring)."""
+    if "steps" in _state["patched"]:
+        return
+    register = getattr(getattr(torch_module.optim, "optimizer", None), "register_optimizer_step_post_hook", None)
+    nvtx = getattr(torch_module.cuda, "nvtx", None)
+    if register is None or nvtx is None or not hasattr(nvtx, "range_start"):
+        return  # a torch older than 2.0: no global step hook
+    import atexit
+    import weakref
+
+    try:
+        first = nvtx.range_start(STEP_NAME.format(0))
+    except Exception:  # noqa: BLE001 - a torch built without CUDA has no NVTX: nothing to mark with
+        return
+    marks: dict[str, Any] = {"owner": None, "n": 0, "range": first}
+
+    def after_step(optimizer, args, kwargs) -> None:
+        try:
+            owner = marks["owner"]() if marks["owner"] is not None else None
+            if owner is None:  # the first optimizer to step (or a new one, once that one is gone)
+                marks["owner"] = weakref.ref(optimizer)
+            elif owner is not optimizer:
+                return
+            nvtx.range_end(marks["range"])
+            marks["n"] += 1
+            marks["range"] = nvtx.range_start(STEP_NAME.format(marks["n"]))
+        except Exception as e:  # noqa: BLE001 - never break the user's training step
+            _warn(f"step marks stopped: {type(e).__name__}: {e}")
+            marks["owner"] = lambda: None
+            handle.remove()
+
+    def close() -> None:
+        try:
+            nvtx.range_end(marks["range"])
+        except Exception:  # noqa: BLE001, S110 - at exit: the range simply stays open in the capture
+            pass
+
+    handle = register(after_step)
+    atexit.register(close)
+    _state["patched"].add("steps")
+
+
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Finds nothing itself; wraps the real loader of watched top-level modules to patch them once loaded."""
 
@@ -110,13 +162,22 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _each(patches: list, module: Any) -> None:
+    for patch in patches:  # one failing patch leaves the others in place
+        try:
+            patch(module)
+        except Exception as e:  # noqa: BLE001 - never break the user's import
+            _warn(f"could not annotate {module.__name__} ({patch.__name__}): {type(e).__name__}: {e}")
+
+
 def install(kinds: str | None = None) -> None:
     wanted = {k.strip() for k in (kinds if kinds is not None else os.environ.get(ENV, "")).split(",") if k.strip()}
-    hooks = {}
+    patches = [patch for kind, patch in (("steps", patch_steps), ("torch", patch_torch)) if kind in wanted]
+    hooks: dict[str, Any] = {}
     if "keras" in wanted:
         hooks["keras"] = patch_keras
-    if "torch" in wanted:
-        hooks["torch"] = patch_torch
+    if patches:
+        hooks["torch"] = lambda module: _each(patches, module)
     for name, hook in list(hooks.items()):
         if name in sys.modules:  # already imported (e.g. by a chained sitecustomize)
             hook(sys.modules[name])

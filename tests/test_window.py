@@ -248,3 +248,41 @@ def test_a_gzip_that_unpacks_to_too_much_is_read_in_one_streamed_pass(monkeypatc
     work.mkdir()
     assert _kineto_rows._worth_parts(bomb, work) is None and list(work.iterdir()) == []
     assert _kineto_rows._worth_parts(KINETO, work) is not None  # a real trace: ~10x
+
+
+def _as_optimizer_steps(gpt, tmp_path, keep_job_marks: bool):
+    """The GPT capture with its 'step N' ranges also (or only) as the 'optimizer step N' ranges `run` marks in an
+    unmodified PyTorch script (nvprof_wrap/annotate.py), eventType 60 (start/end) as NVTX writes them."""
+    path = tmp_path / "nsys.sqlite"
+    shutil.copy(gpt, path)
+    conn = sqlite3.connect(path)
+    if keep_job_marks:  # a copy one step later, as if the marks disagreed: the job's own must win
+        conn.execute("INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid) "
+                     "SELECT start, \"end\", 60, 'optimizer step ' || (CAST(substr(text, 6) AS INTEGER) + 1), "
+                     "globalTid FROM NVTX_EVENTS WHERE text LIKE 'step %'")
+    else:
+        conn.execute("UPDATE NVTX_EVENTS SET text = 'optimizer ' || text, eventType = 60 WHERE text LIKE 'step %'")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_optimizer_step_marks_are_steps_when_the_job_marks_none(gpt, tmp_path):
+    """Issue 22: nanoGPT, pytorch/examples ImageNet and the HF Trainer mark no steps; `run` marks optimizer steps."""
+    marked = readers.read(_as_optimizer_steps(gpt, tmp_path, keep_job_marks=False), steps=(5, 15))
+    assert launches(marked) == launches(readers.read(gpt, steps=(5, 15))) == 3460
+
+
+def test_the_jobs_own_step_marks_win_over_the_optimizer_steps(gpt, tmp_path):
+    both = readers.read(_as_optimizer_steps(gpt, tmp_path, keep_job_marks=True), steps=(5, 15))
+    assert (launches(both), kernel_ns(both)) == (3460, 163_712_415)
+    # the optimizer marks are one step later: had they won, steps 5:15 would be the job's steps 4:14
+    assert kernel_ns(readers.read(gpt, steps=(4, 14))) != 163_712_415
+
+
+def test_no_step_marks_names_every_kind_it_looked_for(tmp_path):
+    from nvprof_wrap.readers._window import NO_STEPS, step_bounds
+
+    with pytest.raises(BadInput, match="optimizer steps") as e:
+        step_bounds((0, 2), [("forward", 1, 0, 10)])
+    assert str(e.value).endswith(NO_STEPS)

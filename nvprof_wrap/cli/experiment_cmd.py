@@ -23,6 +23,7 @@ from nvprof_wrap.analysis.experiment import row
 from nvprof_wrap.analysis.health import health_from_run
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, checked, emit, options
+from nvprof_wrap.cli.run_cmd import annotate_kinds
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
@@ -44,7 +45,8 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--precisions", default="fp32,fp16,mixed", help="comma-separated, run in this order (default: fp32,fp16,mixed)")
     p.add_argument("--backend", choices=CHOICES, default="auto", help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
     p.add_argument("--nsys", help="path of the nsys executable (default: $NVPROF_WRAP_NSYS, else nsys on PATH)")
-    p.add_argument("--annotate", metavar="keras,torch", help="NVTX ranges per layer / module / op (see run; default: none)")
+    p.add_argument("--annotate", metavar="keras,torch", type=annotate_kinds,
+                   help="NVTX ranges per layer / module / op (see run; default: none)")
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
     p.add_argument("--force", action="store_true", help="replace the runs that -o DIR already holds")
     p.add_argument("--verbose", action="store_true",

@@ -51,10 +51,13 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--force", action="store_true", help="replace the run that -o DIR already holds, entirely")
     p.add_argument("--name", help="run name (default: the command's name)")
     p.add_argument("--nsys", help="path of the nsys executable (default: $NVPROF_WRAP_NSYS, else nsys on PATH)")
-    p.add_argument("--annotate", metavar="keras,torch",
+    p.add_argument("--annotate", metavar="keras,torch", type=annotate_kinds,
                    help="add NVTX ranges per Keras layer call and/or torch module call and ATen op (no change to "
                         "the script), so the report says which ops ran on tensor cores in which precision "
                         "(default: none)")
+    p.add_argument("--no-step-marks", dest="step_marks", action="store_false",
+                   help="do not mark torch optimizer steps (by default every optimizer.step() of a PyTorch process "
+                        "ends an NVTX range 'optimizer step N', which --steps reads: no change to the script)")
     p.add_argument("--no-report", action="store_true", help="only run and capture")
     p.add_argument("--verbose", action="store_true",
                    help="show the profiler's own output live too (progress bars, 'Generated:' lines); by default it "
@@ -68,6 +71,18 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
 
 
+ANNOTATE_KINDS = ("keras", "torch")
+
+
+def annotate_kinds(text: str) -> str:
+    """--annotate: a comma-separated list of keras and torch (argparse turns the ValueError into its usage line)."""
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in ANNOTATE_KINDS]
+    if not kinds or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: give keras, torch or keras,torch")
+    return ",".join(dict.fromkeys(kinds))
+
+
 def _command(args: argparse.Namespace) -> list[str]:
     cmd = args.passthrough if args.passthrough is not None else args.cmd
     if not cmd:
@@ -78,7 +93,7 @@ def _command(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     spec = RunSpec(_command(args), args.backend, args.output, args.name, args.nsys,
                    quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
-                   force=args.force, verbose=args.verbose)
+                   step_marks=args.step_marks, force=args.force, verbose=args.verbose)
     folder, manifest = execute(spec)
     say(f"nvprof-wrap: {manifest.backend} run of {' '.join(spec.command)[:80]} → {folder} "
         f"(exit {manifest.exit_code}, {manifest.wall_s} s)")

@@ -23,6 +23,7 @@ class RunSpec:
     quiet_stdout: bool = False
     silent: bool = False  # the job's output only in the run folder's logs
     annotate: str | None = None  # "keras", "torch" or "keras,torch": NVTX ranges per layer / module / op
+    step_marks: bool = True  # an NVTX range per torch optimizer step in every Python process (annotate.py)
     force: bool = False  # replace a run folder that already holds a run
     verbose: bool = False  # show the profiler's own chatter live too (it is always in the run folder's logs)
 

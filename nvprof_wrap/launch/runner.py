@@ -140,7 +140,8 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
         except OSError as e:
             raise BadInput(folder / "manifest.json", f"cannot write the run's manifest ({e.strerror}); the job "
                                                      "was not started") from None
-        annotate = {**injection_env(), "NVPROF_WRAP_ANNOTATE": spec.annotate} if spec.annotate else {}
+        kinds = [*(["steps"] if spec.step_marks else []), *(spec.annotate.split(",") if spec.annotate else [])]
+        annotate = {**injection_env(), "NVPROF_WRAP_ANNOTATE": ",".join(kinds)} if kinds else {}
         env = {**annotate, **plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
                "NVPROF_WRAP_METRICS": str((folder / "metrics.jsonl").resolve())}
         job = run_job(plan.argv, env, folder, spec.quiet_stdout, spec.silent, keep_fds=(lock,),

@@ -4,8 +4,10 @@ A window is [lo, hi) in the capture's own clock (integer ns). Given in seconds i
 GPU activity (kernel, copy or set); given as steps A:B it runs from the start of step A to the start of step B (to
 the end of step B-1 when B is the last step's successor and was not recorded). Steps are ranges on the CPU side:
 NVTX ranges named 'step N' (workloads/_torch_common.py, nvprof_wrap.profile, the Keras callback), torch.profiler's
-'ProfilerStep#N', or else Keras batches when the job ran with --annotate keras (each call of the model — the Keras
-layer most often called outside any other — opens a batch: batch N is the N-th, counted from 0).
+'ProfilerStep#N'; else the 'optimizer step N' ranges `run` adds to every PyTorch process (annotate.py: from one
+optimizer.step() to the next, so unmodified scripts, the HF Trainer and Lightning have steps); else Keras batches when
+the job ran with --annotate keras (each call of the model — the Keras layer most often called outside any other —
+opens a batch: batch N is the N-th, counted from 0). The job's own marks win: they say what its author calls a step.
 
 What a window keeps: kernels, copies and sets that START inside it (each counted whole, so adjacent windows split
 launches and kernel time exactly), and the GPU busy time inside it (intervals cut at its edges). Readers apply it
@@ -22,9 +24,12 @@ from nvprof_wrap.errors import BadInput
 
 NS = 1_000_000_000
 _STEP = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
+_OPTIMIZER_STEP = re.compile(r"^optimizer step (\d+)$")  # annotate.STEP_NAME
 KERAS_PREFIX = "keras:"
 # SQL LIKE patterns that select the ranges a step window can come from (the reader's NVTX text column).
-STEP_LIKE = ("step %", "ProfilerStep#%", "keras:%")
+STEP_LIKE = ("step %", "ProfilerStep#%", "optimizer step %", "keras:%")
+NO_STEPS = ("--steps: no step ranges in this capture (NVTX 'step N', torch.profiler 'ProfilerStep#N', the optimizer "
+            "steps `nvprof-wrap run` marks in PyTorch jobs, or Keras batches with --annotate keras)")
 
 
 @dataclass(frozen=True)
@@ -100,8 +105,7 @@ def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple]) -> tuple[int, i
     a, b = steps
     starts, ends = _steps(ranges)
     if not starts:
-        raise BadInput(None, "--steps: no step ranges in this capture (NVTX 'step N', torch.profiler "
-                             "'ProfilerStep#N', or Keras batches with --annotate keras)")
+        raise BadInput(None, NO_STEPS)
     missing = [n for n in (a, b - 1) if n not in starts]
     if missing:
         have = sorted(starts)
@@ -110,23 +114,29 @@ def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple]) -> tuple[int, i
 
 
 def _steps(ranges: Iterable[tuple]) -> tuple[dict[int, int], dict[int, int]]:
-    """{step: earliest start}, {step: latest end}: named steps when there are any, else Keras batches."""
-    starts: dict[int, int] = {}
-    ends: dict[int, int] = {}
+    """{step: earliest start}, {step: latest end}: the job's named steps when there are any, else the optimizer
+    steps run marked, else Keras batches."""
+    named: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    optimizer: tuple[dict[int, int], dict[int, int]] = ({}, {})
     keras: list[tuple] = []
     for name, tid, s, e in ranges:
         if s is None:
             continue
         m = _STEP.match(name or "")
+        starts, ends = named
+        if not m:
+            m = _OPTIMIZER_STEP.match(name or "")
+            starts, ends = optimizer
         if m:
             n = int(m.group(1))
             starts[n] = min(s, starts.get(n, s))
             ends[n] = max(e if e is not None else s, ends.get(n, s))
         elif (name or "").startswith(KERAS_PREFIX):
             keras.append((tid, s, e if e is not None else s, name))
-    if starts or not keras:
-        return starts, ends
-    return _keras_batches(keras)
+    for found in (named, optimizer):
+        if found[0]:
+            return found
+    return _keras_batches(keras) if keras else ({}, {})
 
 
 def _keras_batches(keras: list[tuple]) -> tuple[dict[int, int], dict[int, int]]:
