@@ -154,7 +154,7 @@ def test_gate_results_are_in_the_json(capsys):
     assert prec == {"gate": "--expect-precision", "threshold": ["fp16", "bf16"], "measured": ["fp16"],
                     "passed": False, "missing": ["bf16"], "message": prec["message"]} and "bf16" in prec["message"]
     code, out, _ = run(capsys, "report", SAMPLE, "--format", "json")
-    assert code == 0 and json.loads(out)["gates"] == []
+    assert code == 0 and "gates" not in json.loads(out)  # no gate given: exactly Report.to_dict()
     code, out, _ = run(capsys, "compare", RUNS / "gpt_fp32_nsys", RUNS / "gpt_bf16_nsys", "--format", "json",
                        "--expect-precision", "bf16")
     assert code == 0 and [g["passed"] for g in json.loads(out)["gates"]] == [True]

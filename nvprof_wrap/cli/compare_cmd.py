@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                 folders=tuple(p if p.is_dir() else None for p in (before, after)))
     opts = options(args) | ({"color": False} if args.output else {})
     results = gates(args, reports[1])
-    deliver(RENDERERS[args.format].render_compare(c, limit=args.limit, gates=results, **opts), args.output,
+    deliver(RENDERERS[args.format].render_compare(c, limit=args.limit, gates=results or None, **opts), args.output,
             f"{args.format} comparison")
     return gate(args, reports[1], results)
 

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     opts = options(args) | ({"color": False} if args.output else {})
     limit = args.limit or (None if args.format in ("json", "csv") else 15)
     results = gates(args, rep)
-    deliver(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=limit, table=args.table, gates=results,
+    deliver(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=limit, table=args.table, gates=results or None,
                                                  **opts), args.output, f"{args.format} report")
     if len(args.paths) == 1 and (args.paths[0] / "manifest.json").is_file() and not bundled(args.paths[0]):
         record_history(args.paths[0], rep)

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 say(f"nvprof-wrap: HTML report → {folder / 'report.html'}")
             results = gates(args, rep)
             if not args.no_report:
-                put(args, RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, gates=results,
+                put(args, RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, gates=results or None,
                                                                **options(args)), "report")
             record_history(folder, rep)
             gated = gate(args, rep, results)

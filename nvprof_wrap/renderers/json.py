@@ -14,7 +14,7 @@ EXTENSION = ".json"
 
 def _with_gates(d: dict, gates: list | None) -> dict:
     """The command line's gates (--min-tensor-core-share, --expect-precision), each with its threshold, the measured
-    value and whether it passed; [] when none was given. Absent outside the command line (Report.to_dict)."""
+    value and whether it passed; absent when none was given (the JSON is then exactly Report.to_dict())."""
     return d if gates is None else d | {"gates": list(gates)}
 
 
