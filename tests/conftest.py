@@ -70,12 +70,70 @@ def _uses_a_fixture_path(fn) -> bool:
     return False
 
 
+# The user's own run histories (store/history.py's default place, and $NVPROF_WRAP_HISTORY as the session found it):
+# the tests never write to them. pytest_configure points the session at throwaway ones; pytest_sessionfinish fails
+# the session when a row of this repository's or this session's folders appeared in a real one anyway (a subprocess
+# given an environment without NVPROF_WRAP_HISTORY and with the real HOME, say).
+_REAL_HISTORIES: dict[Path, set] = {}
+
+
+def _history_rows(path: Path) -> set:
+    """(folder, recorded_at) of every row, read-only (never creates nor migrates the file); empty when none."""
+    import sqlite3
+
+    if not path.is_file():
+        return set()
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            return set(conn.execute("SELECT folder, recorded_at FROM runs").fetchall())
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return set()
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    # The run history (store/history.py) of commands the tests run goes to a throwaway file, never the user's.
     import tempfile
 
-    os.environ.setdefault("NVPROF_WRAP_HISTORY", str(Path(tempfile.mkdtemp(prefix="nvprof-wrap-hist-")) / "h.sqlite"))
+    from nvprof_wrap.store import history
+
+    real = {history.default_path()}
+    if os.environ.get("NVPROF_WRAP_HISTORY") not in (None, "", "off"):
+        real.add(Path(os.environ["NVPROF_WRAP_HISTORY"]))
+    _REAL_HISTORIES.update({p: _history_rows(p) for p in real})
+    # Every command the tests run, in-process or in a subprocess that inherits the environment, records into a
+    # throwaway history; XDG_DATA_HOME too, for code that asks for the default place.
+    scratch = Path(tempfile.mkdtemp(prefix="nvprof-wrap-hist-"))
+    os.environ["NVPROF_WRAP_HISTORY"] = str(scratch / "h.sqlite")
+    os.environ["XDG_DATA_HOME"] = str(scratch / "data")
     config.addinivalue_line("markers", "needs_fixtures: reads ../shared/fixtures (skipped when the folder is absent)")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session when a test wrote into a real history (rows of other sessions, elsewhere, are not ours)."""
+    base = str(session.config._tmp_path_factory.getbasetemp()) if hasattr(session.config, "_tmp_path_factory") \
+        else None
+    ours = tuple(p for p in (str(ROOT), base, tempfile_root()) if p)
+    leaked = []
+    for path, before in _REAL_HISTORIES.items():
+        leaked += [f"{path}: {folder}" for folder, _ in _history_rows(path) - before
+                   if str(folder).startswith(ours)]
+    if leaked:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        msg = ("the tests wrote into the user's run history (give the subprocess NVPROF_WRAP_HISTORY from "
+               "os.environ): " + "; ".join(leaked[:5]))
+        if reporter is not None:
+            reporter.write_line(f"ERROR: {msg}", red=True)
+        else:
+            print(f"ERROR: {msg}")
+
+
+def tempfile_root() -> str | None:
+    """This session's scratch history folder: rows of its paths are ours too."""
+    hist = os.environ.get("NVPROF_WRAP_HISTORY")
+    return str(Path(hist).parent) if hist else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

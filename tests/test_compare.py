@@ -112,7 +112,7 @@ def test_the_history_remembers_reported_runs_and_compare_takes_their_names(tmp_p
     assert cli("report", str(FP32), history=hist).returncode == 0  # one row per run folder: the latest report
     rows = json.loads(cli("runs", "--format", "json", history=hist).stdout)
     assert [r["name"] for r in rows] == ["gpt_fp32_nsys", "gpt_bf16_nsys"]
-    assert rows[0]["backend"] == "nsys" and rows[0]["precisions"] == "fp32 (3xTF32)"
+    assert rows[0]["backend"] == "nsys" and rows[0]["precisions"] == ["fp32 (3xTF32)"]
     assert round(rows[1]["tensor_core_share"], 3) == 0.335 and rows[1]["health"] == "healthy"
     p = cli("compare", "gpt_fp32_nsys", "gpt_bf16_nsys", "--format", "json", history=hist, cwd=tmp_path)
     assert p.returncode == 0, p.stderr

@@ -22,7 +22,7 @@ from nvprof_wrap.cli import (
     runs_cmd,
     verify_cmd,
 )
-from nvprof_wrap.cli._output import say, stdout_gone
+from nvprof_wrap.cli._output import internal_error, resolve_format, say, stdout_gone
 from nvprof_wrap.errors import NvprofWrapError, Terminated, terminate
 from nvprof_wrap.launch.job import leave_terminal, terminal_fds
 from nvprof_wrap.lifeline import end_on, restore
@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = end_on((signal.SIGTERM,), terminate)
     previous.update(end_on((signal.SIGHUP,), (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate))
     try:
+        resolve_format(args)
         return COMMANDS[args.command].run(args)
     except NvprofWrapError as e:
         say(f"nvprof-wrap: error: {e}")
@@ -92,5 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"nvprof-wrap: error: {'disk full' if e.errno == errno.ENOSPC else e.strerror or e}"
             + (f": {e.filename}" if e.filename else ""))
         return 2
+    except Exception as e:  # noqa: BLE001 — a bug: one line and where to report it, exit 70 (not 1: a missed gate)
+        return internal_error(e)
     finally:
         restore(previous)

@@ -5,7 +5,7 @@ _FAIL = """  2    bad input or usage: a file that is not a capture, a run store 
        written (disk full, read-only, locked), a missing profiler; one line on stderr names the file and why
   130  interrupted (Ctrl-C)
   143  terminated (SIGTERM; 129: SIGHUP, a closed terminal): ended like Ctrl-C, temporary files removed
-  1    an internal error: a bug (the traceback is printed; please report it)"""
+  70   an internal error: a bug; one line says where to report it (NVPROF_WRAP_DEBUG=1 prints the traceback)"""
 
 READ = f"""exit codes:
   0    done; also when the output was cut short by a closed pipe (| head)
@@ -17,7 +17,8 @@ GATED = """exit codes:
   2    bad input or usage: a file that is not a capture, two runs given to `report` (use compare), a run store that
        is not one, a file that cannot be written; one line on stderr names the file and why
   130  interrupted (Ctrl-C)
-  143  terminated (SIGTERM; 129: SIGHUP, a closed terminal): ended like Ctrl-C, temporary files removed"""
+  143  terminated (SIGTERM; 129: SIGHUP, a closed terminal): ended like Ctrl-C, temporary files removed
+  70   an internal error: a bug; one line says where to report it (NVPROF_WRAP_DEBUG=1 prints the traceback)"""
 
 RUN = """exit codes:
   N    the job's exit code (128+S when signal S ended it); also when the output was cut short (| head -1):
@@ -28,7 +29,8 @@ RUN = """exit codes:
   130  interrupted before the job started
   143  SIGTERM before the job started or after it ended (while the job runs, SIGINT and SIGTERM go to it and its
        code is the exit code; SIGHUP, a closed terminal, is not passed on: the job and the run go on)
-  1    an internal error: a bug (the traceback is printed; please report it)"""
+  70   an internal error (a bug; one line says where to report it): before the job ran, or after a job that
+       exited 0 — after a job that failed, the job's code wins"""
 
 EXPERIMENT = f"""exit codes:
   0    every precision's run exited 0 and was recorded
@@ -37,5 +39,6 @@ EXPERIMENT = f"""exit codes:
 
 GENERAL = """exit codes: run and experiment exit with the job's code; every other command with 0 when done, 2 for bad
 input or a file that cannot be written (one line on stderr), 130 when interrupted, 143 when terminated
-(SIGTERM), 1 for an internal error.
+(SIGTERM), 70 for an internal error (a bug: one line; NVPROF_WRAP_DEBUG=1 prints the traceback); 1 only for a
+missed gate (--min-tensor-core-share, --expect-precision).
 `nvprof-wrap COMMAND --help` gives each command's table."""

@@ -17,8 +17,16 @@ from nvprof_wrap.store import Store
 FORMATS = tuple(RENDERERS)
 
 
+# -o FILE / --save FILE without --format: the format its extension names; any other extension gets the table text
+BY_EXTENSION = {".html": "html", ".htm": "html", ".json": "json", ".csv": "csv", ".md": "markdown",
+                ".markdown": "markdown", ".txt": "table"}
+
+
 def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -> None:
-    p.add_argument("--format", choices=formats, default="table", help="output format (default: table)")
+    p.add_argument("--format", choices=formats, default=None,
+                   help="output format (default: the one the extension of the output FILE names — .html, .json, "
+                        ".csv, .md, .txt —, else table)")
+    p.set_defaults(formats_allowed=formats)
     p.add_argument("--width", type=int, default=None, help="table width (default: the terminal's, or $COLUMNS)")
 
 
@@ -47,7 +55,8 @@ def window_args(args: argparse.Namespace) -> dict:
 
 def options(args: argparse.Namespace) -> dict:
     width = args.width or int(os.environ.get("COLUMNS") or 0) or shutil.get_terminal_size((120, 24)).columns
-    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb" \
+        and output_file(args) is None  # never colour in a file
     return {"width": width, "color": color}
 
 
@@ -78,10 +87,66 @@ def say(line: str) -> None:
         pass
 
 
+DEBUG_ENV = "NVPROF_WRAP_DEBUG"
+
+
+def internal_error(e: BaseException) -> int:
+    """An unexpected exception (a bug of ours): one line, where to report it, exit code INTERNAL (70); the
+    traceback only with NVPROF_WRAP_DEBUG=1."""
+    import traceback
+
+    from nvprof_wrap import __version__
+    from nvprof_wrap.errors import INTERNAL
+
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        try:
+            traceback.print_exception(e, file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+    where = "" if os.environ.get(DEBUG_ENV, "") not in ("", "0") else f"; {DEBUG_ENV}=1 shows the traceback"
+    say(f"nvprof-wrap: internal error (a bug in nvprof-wrap {__version__}): {type(e).__name__}: "
+        f"{' '.join(str(e).split())[:200]} — please report it on the nvprof-wrap issue tracker with the command "
+        f"line{where}")
+    return INTERNAL
+
+
 def add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
-                   help="write the output to FILE instead of stdout, e.g. --format html -o report.html "
-                        "(default: stdout)")
+                   help="write the output to FILE instead of stdout, in the format its extension names unless "
+                        "--format says: -o report.html (default: stdout)")
+    p.set_defaults(output_file="output")
+
+
+def add_save(p: argparse.ArgumentParser, what: str = "the report") -> None:
+    """For a command whose -o names its folder (run, experiment, doctor, verify): --save FILE is their -o FILE."""
+    p.add_argument("--save", type=Path, default=None, metavar="FILE",
+                   help=f"write {what} to FILE instead of stdout, in the format its extension names unless --format "
+                        "says: --save report.html (default: stdout)")
+    p.set_defaults(output_file="save")
+
+
+def output_file(args: argparse.Namespace) -> Path | None:
+    """The FILE that -o (or --save) names, for the commands that print: None for stdout."""
+    dest = getattr(args, "output_file", None)
+    return getattr(args, dest, None) if dest else None
+
+
+def resolve_format(args: argparse.Namespace) -> None:
+    """--format wins; else the extension of the output FILE (BY_EXTENSION); else table. An extension naming a
+    format the command does not write is refused."""
+    if not hasattr(args, "formats_allowed") or args.format is not None:
+        return
+    target = output_file(args)
+    fmt = BY_EXTENSION.get(target.suffix.lower(), "table") if target is not None else "table"
+    if fmt not in args.formats_allowed:
+        raise BadInput(target, f"this command does not write {fmt} (its formats: {', '.join(args.formats_allowed)}); "
+                               "give --format")
+    args.format = fmt
+
+
+def put(args: argparse.Namespace, text: str, what: str = "output") -> None:
+    """A command's rendered output to its -o / --save FILE, else stdout."""
+    deliver(text, output_file(args), f"{args.format} {what}")
 
 
 def deliver(text: str, path: Path | None, what: str = "output") -> None:
@@ -125,12 +190,22 @@ def open_store(args: argparse.Namespace, paths: list[Path]) -> Store:
         return checked(Store(args.store))
     if getattr(args, "window", None) or getattr(args, "steps", None):
         return Store()
-    if len(paths) == 1 and os.path.isfile(paths[0] / "manifest.json") and os.access(paths[0], os.W_OK):
+    if len(paths) == 1 and os.path.isfile(paths[0] / "manifest.json") and os.access(paths[0], os.W_OK) \
+            and not bundled(paths[0]):
         store = paths[0] / "run.sqlite"
         if not os.path.exists(store) or os.access(store, os.W_OK):
             return checked(Store(store, mirror=paths[0]))
         say(f"nvprof-wrap: warning: {store} is read-only: reading the captures in memory instead")
     return Store()
+
+
+def bundled(path: Path) -> bool:
+    """Inside the installed package (the bundled samples): never written to, whatever its permissions say."""
+    package = Path(__file__).resolve().parents[1]
+    try:
+        return Path(path).resolve().is_relative_to(package)
+    except OSError:
+        return False
 
 
 def checked(store: Store) -> Store:
@@ -173,11 +248,16 @@ def _precisions(text: str) -> tuple[str, ...]:
     return got
 
 
-def gate(args: argparse.Namespace, report) -> int:
-    """0 when every gate given is met; else 1, after one line per shortfall on stderr."""
-    from nvprof_wrap.analysis.gates import shortfalls
+def gates(args: argparse.Namespace, report) -> list[dict]:
+    """Each gate given, with its threshold, the measured value and whether it passed (analysis/gates.py)."""
+    from nvprof_wrap.analysis.gates import evaluate
 
-    found = shortfalls(report, getattr(args, "min_tensor_core_share", None), getattr(args, "expect_precision", ()))
+    return evaluate(report, getattr(args, "min_tensor_core_share", None), getattr(args, "expect_precision", ()))
+
+
+def gate(args: argparse.Namespace, report, results: list[dict] | None = None) -> int:
+    """0 when every gate given is met; else 1, after one line per shortfall on stderr."""
+    found = [g["message"] for g in (gates(args, report) if results is None else results) if not g["passed"]]
     for line in found:
         say(f"nvprof-wrap: gate failed: {line}")
     return 1 if found else 0

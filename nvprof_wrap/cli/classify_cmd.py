@@ -12,7 +12,7 @@ from pathlib import Path
 
 from nvprof_wrap.classify import classify_many
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.cli._output import add_format, add_output, check_output, options, put
 from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.limits import MAX_NAME_CHARS
@@ -25,6 +25,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("names", nargs="*", metavar="NAME")
     p.add_argument("--names-file", type=Path, help="one kernel name per line ('-' for standard input; default: the NAMEs given)")
     add_format(p)
+    add_output(p)
 
 
 def _read_names(path: Path) -> list[str]:
@@ -54,9 +55,10 @@ def _cut(line: str, f) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.output)
     names = list(args.names) + (_read_names(args.names_file) if args.names_file else [])
     if not names:
         raise BadInput(None, "give kernel names, or --names-file FILE")
     items = classify_many(demangle(n if len(n) <= MAX_NAME_CHARS else n[:MAX_NAME_CHARS] + "…") for n in names)
-    emit(RENDERERS[args.format].render_classifications(items, **options(args)))
+    put(args, RENDERERS[args.format].render_classifications(items, **options(args)), "classification")
     return 0

@@ -1,7 +1,8 @@
 """nvprof-wrap compare BEFORE AFTER — two runs side by side: did the GEMMs move to tensor cores, in which precision,
 and did the step get faster?
 
-BEFORE and AFTER are captures, run folders or the names of recorded runs (nvprof-wrap runs). Tables per kernel family,
+BEFORE and AFTER are captures, run folders or the names of recorded runs (nvprof-wrap runs); a name that several
+recorded run folders carry is refused with them listed (give the folder). Tables per kernel family,
 per precision, per framework op and per kind of GPU time give before, after and the difference, as time and as a
 share of each run's own time; step time comes from the runs' metrics when both have them. The gates of `report`
 apply to AFTER.
@@ -10,7 +11,7 @@ examples:
   nvprof-wrap compare runs/gpt-fp32 runs/gpt-bf16
   nvprof-wrap compare runs/gpt-fp32 runs/gpt-bf16 --steps 10:30     # the steady state of both
   nvprof-wrap compare gpt-fp32 gpt-bf16 --format markdown >> $GITHUB_STEP_SUMMARY
-  nvprof-wrap compare before.sqlite after.sqlite --format html -o compare.html --min-tensor-core-share 0.3
+  nvprof-wrap compare before.sqlite after.sqlite -o compare.html --min-tensor-core-share 0.3
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from nvprof_wrap.cli._output import (
     check_output,
     deliver,
     gate,
+    gates,
     options,
     positive,
     reading,
@@ -57,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     c = compare(*reports, labels=(before.name, after.name),
                 folders=tuple(p if p.is_dir() else None for p in (before, after)))
     opts = options(args) | ({"color": False} if args.output else {})
-    deliver(RENDERERS[args.format].render_compare(c, limit=args.limit, **opts), args.output, f"{args.format} comparison")
-    return gate(args, reports[1])
+    results = gates(args, reports[1])
+    deliver(RENDERERS[args.format].render_compare(c, limit=args.limit, gates=results or None, **opts), args.output,
+            f"{args.format} comparison")
+    return gate(args, reports[1], results)
 

@@ -12,6 +12,7 @@ examples:
   nvprof-wrap demo
   nvprof-wrap demo --sample keras_reuters_fp16 --wide
   nvprof-wrap demo --format html -o demo.html
+  nvprof-wrap demo -o demo.json
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, emit, options, positive
+from nvprof_wrap.cli._output import add_format, add_output, check_output, options, positive, put
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 
@@ -39,6 +40,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
     p.add_argument("--sample", choices=tuple(TITLES), help="only this sample (default: all three)")
     add_format(p)
+    add_output(p)
 
 
 def samples_dir() -> Path:
@@ -50,15 +52,18 @@ def _report(folder: Path) -> report.Report:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.output)
     names = [args.sample] if args.sample else list(TITLES)
     reports = {n: _report(samples_dir() / n) for n in names}
     renderer = RENDERERS[args.format]
     if hasattr(renderer, "render_reports"):  # one document of every sample: JSON's object by sample, HTML's page
-        emit(renderer.render_reports([(n if args.format == "json" else TITLES[n], r) for n, r in reports.items()],
-                                     limit=args.limit))
+        put(args, renderer.render_reports([(n if args.format == "json" else TITLES[n], r) for n, r in reports.items()],
+                                          limit=args.limit), "demo")
         return 0
+    parts = []
     for i, (n, rep) in enumerate(reports.items(), 1):
         head = f"[{i}/{len(reports)}] {TITLES[n]}  ({samples_dir() / n})"
-        emit(("\n" if i > 1 else "") + ("# " if args.format == "markdown" else "") + head + "\n\n")
-        emit(renderer.render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+        parts.append(("\n" if i > 1 else "") + ("# " if args.format == "markdown" else "") + head + "\n\n")
+        parts.append(renderer.render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+    put(args, "".join(parts), "demo")
     return 0

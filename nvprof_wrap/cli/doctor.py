@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, emit, options
+from nvprof_wrap.cli._output import add_format, add_save, check_output, options, put
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.launch import BACKENDS, cupti, ncu
 from nvprof_wrap.launch.base import RunSpec
@@ -34,6 +34,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--no-probe", action="store_true", help="do not run the matmul probe")
     p.add_argument("-o", "--output", default=None, help="run folder for the probe (default runs/doctor-probe-TIMESTAMP)")
     add_format(p)
+    add_save(p, "the facts")
 
 
 def facts() -> dict:
@@ -78,8 +79,9 @@ def probe(folder: str | None) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.save)
     f = facts()
     if f["gpus"] and not args.no_probe and PROBE.is_file():
         f["probe"] = probe(args.output)
-    emit(RENDERERS[args.format].render_doctor(f, **options(args)))
+    put(args, RENDERERS[args.format].render_doctor(f, **options(args)), "doctor facts")
     return 0

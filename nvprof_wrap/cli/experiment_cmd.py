@@ -22,7 +22,7 @@ from pathlib import Path
 from nvprof_wrap.analysis.experiment import row
 from nvprof_wrap.analysis.health import health_from_run
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, checked, emit, options
+from nvprof_wrap.cli._output import add_format, add_save, check_output, checked, options, put
 from nvprof_wrap.cli.run_cmd import annotate_kinds
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import CHOICES
@@ -54,6 +54,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--no-run", action="store_true",
                    help="do not run: rebuild the table from the per-precision run folders already in -o DIR")
     add_format(p)
+    add_save(p, "the table")
 
 
 def resolve(workload: str) -> Path:
@@ -87,6 +88,7 @@ def _precisions(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.save)
     precisions = _precisions(args.precisions)
     if args.no_run:
         if not args.output:
@@ -112,5 +114,5 @@ def run(args: argparse.Namespace) -> int:
                                                quiet_stdout=args.format != "table", annotate=args.annotate,
                                                force=args.force, verbose=args.verbose))
             rows.append(_row(precision, folder, manifest, script.stem))
-    emit(RENDERERS[args.format].render_experiment(rows, **options(args)))
+    put(args, RENDERERS[args.format].render_experiment(rows, **options(args)), "experiment table")
     return max((r.exit_code for r in rows), default=0)

@@ -3,7 +3,7 @@
 examples:
   nvprof-wrap kernels runs/train-fp16 --tc no --sort time --limit 20
   nvprof-wrap kernels capture.nsys-rep --grep gemm --wide
-  nvprof-wrap kernels runs/train-fp16 --format csv > kernels.csv
+  nvprof-wrap kernels runs/train-fp16 -o kernels.csv
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_store, add_window, emit, options, positive
+from nvprof_wrap.cli._output import add_format, add_output, add_store, add_window, check_output, options, positive, put
 from nvprof_wrap.cli.report_cmd import build
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import RENDERERS
@@ -31,10 +31,12 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--wide", action="store_true", help="whole kernel names (default: shortened)")
     add_window(p)
     add_format(p)
+    add_output(p)
     add_store(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.output)
     try:
         pattern = re.compile(args.grep, re.IGNORECASE) if args.grep else None
     except re.error as e:
@@ -43,5 +45,5 @@ def run(args: argparse.Namespace) -> int:
             if (args.tc is None or k.tensor_core == args.tc) and (pattern is None or pattern.search(k.name))]
     rows.sort(key=SORTS[args.sort])
     rows = rows[: args.limit] if args.limit else rows
-    emit(RENDERERS[args.format].render_kernels(rows, wide=args.wide, **options(args)))
+    put(args, RENDERERS[args.format].render_kernels(rows, wide=args.wide, **options(args)), "kernel table")
     return 0

@@ -4,13 +4,14 @@ PATH is a capture (nvprof .nvvp, Nsight Systems .sqlite/.nsys-rep, nvprof/nsys-s
 TensorBoard trace JSON / .xplane.pb, nvprof/nsys/ncu console output: docs/formats.md)
 or a folder: every capture in it, as one run.
 
---format html -o report.html writes one self-contained page (no scripts, no network) to share (docs/html.md).
+-o report.html writes one self-contained page (no scripts, no network) to share (docs/html.md): the format is the
+one the file's extension names (.html, .json, .csv, .md, .txt; any other: the table text) unless --format says.
 Two runs are not one: given two run folders, report refuses and points to `compare`.
 
 examples:
   nvprof-wrap report runs/train-fp16
   nvprof-wrap report capture.nsys-rep --format json | jq .verdict
-  nvprof-wrap report runs/train-fp16 --format html -o report.html
+  nvprof-wrap report runs/train-fp16 -o report.html
   nvprof-wrap report runs/train-fp16 --format csv --table ops --limit 20 > ops.csv
   nvprof-wrap report runs/train-bf16 --min-tensor-core-share 0.3 --expect-precision bf16   # a CI gate
 """
@@ -27,9 +28,11 @@ from nvprof_wrap.cli._output import (
     add_output,
     add_store,
     add_window,
+    bundled,
     check_output,
     deliver,
     gate,
+    gates,
     open_store,
     options,
     positive,
@@ -76,8 +79,9 @@ def run(args: argparse.Namespace) -> int:
     rep = build(args.paths, args)
     opts = options(args) | ({"color": False} if args.output else {})
     limit = args.limit or (None if args.format in ("json", "csv") else 15)
-    deliver(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=limit, table=args.table, **opts),
-            args.output, f"{args.format} report")
-    if len(args.paths) == 1 and (args.paths[0] / "manifest.json").is_file():
+    results = gates(args, rep)
+    deliver(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=limit, table=args.table, gates=results or None,
+                                                 **opts), args.output, f"{args.format} report")
+    if len(args.paths) == 1 and (args.paths[0] / "manifest.json").is_file() and not bundled(args.paths[0]):
         record_history(args.paths[0], rep)
-    return gate(args, rep)
+    return gate(args, rep, results)

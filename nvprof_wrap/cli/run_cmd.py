@@ -5,7 +5,8 @@ a manifest in the run folder, then prints the report. The wrapper exits with the
 --html also writes the report as one self-contained page, report.html, into the run folder.
 Gates (--min-tensor-core-share, --expect-precision) make a CI step: the job's own failure code wins, else 1
 when a gate is missed. Every reported run is remembered in the run history (`nvprof-wrap runs`).
--o accepts %p (pid), %h (host) and %q{VAR} (environment variable; its value must be one folder name).
+--save FILE writes the printed report to FILE instead (its format from the extension unless --format; -o names the
+run folder). -o accepts %p (pid), %h (host) and %q{VAR} (environment variable; its value must be one folder name).
 A run folder holds one run: -o into a folder that holds one is refused unless --force, which replaces it
 entirely. Under torchrun/srun/mpirun each rank writes to DIR/rank<N>.
 
@@ -24,17 +25,21 @@ from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import (
     add_format,
     add_gates,
+    add_save,
+    check_output,
     checked,
-    emit,
     gate,
+    gates,
+    internal_error,
     options,
     positive,
+    put,
     reading,
     record_history,
     say,
     write_text,
 )
-from nvprof_wrap.errors import BadInput, NvprofWrapError
+from nvprof_wrap.errors import INTERNAL, BadInput, NvprofWrapError
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
 from nvprof_wrap.launch.runner import execute, no_capture_reason
@@ -67,6 +72,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
     p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
     add_format(p)
+    add_save(p)
     add_gates(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
 
@@ -91,6 +97,7 @@ def _command(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.save)  # before the job runs
     spec = RunSpec(_command(args), args.backend, args.output, args.name, args.nsys,
                    quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
                    step_marks=args.step_marks, force=args.force, verbose=args.verbose)
@@ -104,27 +111,33 @@ def run(args: argparse.Namespace) -> int:
         return manifest.exit_code or 1
     for problem in manifest.problems:
         say(f"nvprof-wrap: {'warning' if recorded else 'error'}: {problem}")
-    gated = 0
-    gates = args.min_tensor_core_share is not None or args.expect_precision
-    if recorded and (not args.no_report or args.html or gates):
+    gated, internal = 0, False
+    gated_on = args.min_tensor_core_share is not None or args.expect_precision
+    if recorded and (not args.no_report or args.html or gated_on):
         try:
             rep = _report(folder)
             if args.html:
                 write_text(folder / "report.html", RENDERERS["html"].render_report(rep, limit=args.limit))
                 say(f"nvprof-wrap: HTML report → {folder / 'report.html'}")
+            results = gates(args, rep)
             if not args.no_report:
-                emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+                put(args, RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, gates=results or None,
+                                                               **options(args)), "report")
             record_history(folder, rep)
-            gated = gate(args, rep)
+            gated = gate(args, rep, results)
         except NvprofWrapError as e:  # the job ran: its code still counts (below)
             say(f"nvprof-wrap: error: {e}")
             recorded = False
+        except Exception as e:  # noqa: BLE001 — a bug of ours after the job ran: one line; the job's code counts
+            internal_error(e)
+            internal = True
     # The job's code is the truth about the job; a job that succeeded but whose run could not be recorded or
-    # read is not a success of `run`; a job that succeeded and was read but missed a gate exits 1.
+    # read is not a success of `run`; a job that succeeded and was read but missed a gate exits 1; a job that
+    # succeeded but whose report met a bug of ours exits with the internal error's code.
     code = manifest.exit_code
     if code != 0:
         return code
-    return 2 if not recorded else gated
+    return INTERNAL if internal else 2 if not recorded else gated
 
 
 def _report(folder) -> report.Report:

@@ -2,11 +2,14 @@
 
 The history is one SQLite database (sqlite-utils; browsable with Datasette): $NVPROF_WRAP_HISTORY, else
 $XDG_DATA_HOME/nvprof-wrap/history.sqlite or ~/.local/share/nvprof-wrap/history.sqlite; NVPROF_WRAP_HISTORY=off
-records nothing. `compare` accepts the names listed here.
+records nothing. One row per run folder and scope: a `report --steps 10:40` of a run is its own row ("steps 10:40"),
+beside the whole run's ("whole"). `compare` accepts the names listed here (a name several folders carry: refused,
+give the folder).
 
 examples:
   nvprof-wrap runs
   nvprof-wrap runs --limit 5 --format json
+  nvprof-wrap runs -o runs.csv
   datasette ~/.local/share/nvprof-wrap/history.sqlite
 """
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, emit, options, positive, say
+from nvprof_wrap.cli._output import add_format, add_output, check_output, options, positive, put, say
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import history
 
@@ -24,12 +27,14 @@ def add_parser(sub, name: str) -> None:
                        description=__doc__, epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--limit", type=positive, default=None, help="the newest N only (default: all)")
     add_format(p)
+    add_output(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.output)
     rows = history.runs(args.limit)
-    if not rows and args.format == "table":
+    if not rows and args.format == "table" and args.output is None:
         say(f"nvprof-wrap: no run recorded yet in {history.path() or 'the history (NVPROF_WRAP_HISTORY=off)'}")
         return 0
-    emit(RENDERERS[args.format].render_runs(rows, **options(args)))
+    put(args, RENDERERS[args.format].render_runs(rows, **options(args)), "run history")
     return 0

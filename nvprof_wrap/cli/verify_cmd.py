@@ -23,7 +23,7 @@ from pathlib import Path
 
 from nvprof_wrap import counters
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, emit, options, positive
+from nvprof_wrap.cli._output import add_format, add_save, check_output, options, positive, put
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch import ncu
 from nvprof_wrap.launch.folder import claim
@@ -47,6 +47,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
     p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
     add_format(p)
+    add_save(p)
     p.add_argument("paths", nargs="*", metavar="PATH", help="with --from: captures to attach the verdicts to")
 
 
@@ -99,6 +100,7 @@ def measure(args: argparse.Namespace, cmd: list[str]) -> tuple[Path, list[Path]]
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.save)
     if args.from_csv:
         csv, attach = args.from_csv, [Path(p) for p in args.paths]
     else:
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(csv, "no kernel counters in this export (was it made with ncu --csv?)")
     finally:
         store.close()
-    emit(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
+    put(args, RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, **options(args)), "report")
     if rep.disagreements and args.format == "table":
         print(f"nvprof-wrap: {len(rep.disagreements)} kernel(s) where counters and name rules disagree",
               file=sys.stderr)

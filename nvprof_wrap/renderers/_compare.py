@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
+from datetime import datetime
 
 TABLES = (("families", "kernel family"), ("precisions", "precision"), ("ops", "op / range"), ("split", "kind of GPU time"))
 HEAD = ("{what}", "before", "after", "Δ time", "before %", "after %", "TC before", "TC after")
@@ -49,6 +50,19 @@ RUN_HEAD = ("name", "recorded", "command", "backend", "exit", "TC?", "TC share",
 
 
 def run_cells(r: dict) -> list[str]:
-    return [r["name"], time.strftime("%Y-%m-%d %H:%M", time.localtime(r["recorded_at"])), r["command"] or "-",
+    """A history row (store/history.py's runs()): a scope other than the whole run follows the name."""
+    scope = r.get("scope") or "whole"
+    precisions = r["precisions"] if isinstance(r["precisions"], str) else " + ".join(r["precisions"])
+    return [r["name"] + ("" if scope == "whole" else f" [{scope}]"), _local(r["recorded_at"]), r["command"] or "-",
             r["backend"] or "-", "-" if r["exit_code"] is None else str(r["exit_code"]), r["verdict"],
-            _pct(r["tensor_core_share"]), r["precisions"] or "-", r["health"] or "-"]
+            _pct(r["tensor_core_share"]), precisions or "-", r["health"] or "-"]
+
+
+def _local(when) -> str:
+    """An ISO 8601 time (or the Unix seconds of older rows) as local time to the minute."""
+    try:
+        t = float(when) if not isinstance(when, str) or when.replace(".", "", 1).isdigit() else \
+            datetime.fromisoformat(when).timestamp()
+    except (TypeError, ValueError, OverflowError):
+        return str(when or "-")
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))

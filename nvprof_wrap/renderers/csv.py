@@ -69,4 +69,4 @@ def render_compare(comparison, **_: object) -> str:
 
 
 def render_runs(rows: list[dict], **_: object) -> str:
-    return _table(rows)
+    return _table([{k: " + ".join(v) if isinstance(v, list) else v for k, v in r.items()} for r in rows])

@@ -12,8 +12,14 @@ NAME = "json"
 EXTENSION = ".json"
 
 
-def render_report(report: Report, **_: object) -> str:
-    return json_safe(_json.dumps(_rows.report(report), indent=2, ensure_ascii=False)) + "\n"
+def _with_gates(d: dict, gates: list | None) -> dict:
+    """The command line's gates (--min-tensor-core-share, --expect-precision), each with its threshold, the measured
+    value and whether it passed; absent when none was given (the JSON is then exactly Report.to_dict())."""
+    return d if gates is None else d | {"gates": list(gates)}
+
+
+def render_report(report: Report, gates: list | None = None, **_: object) -> str:
+    return json_safe(_json.dumps(_with_gates(_rows.report(report), gates), indent=2, ensure_ascii=False)) + "\n"
 
 
 def render_reports(named: list[tuple[str, Report]], **_: object) -> str:
@@ -37,8 +43,9 @@ def render_doctor(facts: dict, **_: object) -> str:
     return json_safe(_json.dumps(facts, indent=2)) + "\n"
 
 
-def render_compare(comparison, **_: object) -> str:
-    return json_safe(_json.dumps(_compare.as_dict(comparison), indent=2, ensure_ascii=False)) + "\n"
+def render_compare(comparison, gates: list | None = None, **_: object) -> str:
+    return json_safe(_json.dumps(_with_gates(_compare.as_dict(comparison), gates), indent=2, ensure_ascii=False)) \
+        + "\n"
 
 
 def render_runs(rows: list[dict], **_: object) -> str:

@@ -4,20 +4,28 @@ sqlite-utils writes (browse it with Datasette: `datasette ~/.local/share/nvprof-
 Where: $NVPROF_WRAP_HISTORY (a file), else $XDG_DATA_HOME/nvprof-wrap/history.sqlite, else
 ~/.local/share/nvprof-wrap/history.sqlite. NVPROF_WRAP_HISTORY=off records nothing. A history that cannot be
 written never fails the command that reports (one warning line at most, from the CLI).
+
+One row per run folder and scope: the whole captures ("whole"), or the part a `--steps` / `--window` report covered
+("steps 10:40", "window 30:90"), so that a steady-state report never overwrites the whole run's row. Times are ISO
+8601 strings (UTC), precisions JSON arrays (how sqlite-utils stores a list), so that Datasette shows them as such.
+A history written before these (one row per folder, Unix seconds, "fp16 + bf16") is migrated when first opened.
 """
 from __future__ import annotations
 
+import json
 import os
-import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.store import sqlite_utils
 
 TABLE = "runs"
-COLUMNS = {"folder": str, "name": str, "recorded_at": float, "started": str, "command": str, "backend": str,
-           "exit_code": int, "verdict": str, "tensor_core_share": float, "precisions": str, "kernel_time_ns": int,
-           "launches": int, "health": str}
+PK = ("folder", "scope")
+WHOLE = "whole"
+COLUMNS = {"folder": str, "scope": str, "name": str, "recorded_at": str, "started": str, "command": str,
+           "backend": str, "exit_code": int, "verdict": str, "tensor_core_share": float, "precisions": str,
+           "kernel_time_ns": int, "launches": int, "health": str}
 
 
 def path() -> Path | None:
@@ -26,8 +34,49 @@ def path() -> Path | None:
         return None
     if env:
         return Path(env)
+    return default_path()
+
+
+def default_path() -> Path:
+    """Where the history lives when $NVPROF_WRAP_HISTORY does not say."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "nvprof-wrap" / "history.sqlite"
+
+
+def iso(value) -> str:
+    """An ISO 8601 time (UTC) from what a history or a manifest holds: Unix seconds, an ISO string, or nothing."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return value  # already a date (or text we keep as it was)
+    try:
+        return datetime.fromtimestamp(float(value), UTC).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return str(value)
+
+
+def precisions_list(value) -> list[str]:
+    """Precisions from a history row: a JSON array, or the " + " text of older histories."""
+    if isinstance(value, (list, tuple)):
+        return [str(p) for p in value]
+    if not value:
+        return []
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            got = json.loads(value)
+            if isinstance(got, list):
+                return [str(p) for p in got]
+        except ValueError:
+            pass
+    return [p for p in str(value).split(" + ") if p]
+
+
+def scope_of(report) -> str:
+    s = getattr(report, "scope", None)
+    return WHOLE if s is None else f"{s.kind} {s.start:g}:{s.end:g}"
 
 
 def _db(p: Path):
@@ -35,54 +84,105 @@ def _db(p: Path):
     db = sqlite_utils.Database(p)
     db.conn.execute("PRAGMA busy_timeout = 10000")
     if TABLE not in db.table_names():
-        db[TABLE].create(COLUMNS, pk="folder", if_not_exists=True)
+        db[TABLE].create(COLUMNS, pk=PK, if_not_exists=True)
+    elif "scope" not in {c.name for c in db[TABLE].columns}:
+        _migrate(db)
     return db
 
 
+def _migrate(db) -> None:
+    """A history from before scopes: rebuilt in one transaction as today's table, every row the whole run's, its
+    times ISO 8601, its precisions a JSON array. Concurrent first opens wait for each other (busy timeout)."""
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if "scope" in {r[1] for r in conn.execute(f"PRAGMA table_info({TABLE})")}:
+            conn.execute("COMMIT")  # another process migrated it meanwhile
+            return
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info({TABLE})")]
+        old = [dict(zip(cols, r)) for r in conn.execute(f"SELECT * FROM {TABLE}")]
+        conn.execute(f"ALTER TABLE {TABLE} RENAME TO {TABLE}_before_scopes")
+        conn.execute(_create_sql())
+        for r in old:
+            row = _row({k: r.get(k) for k in COLUMNS} | {"scope": WHOLE})
+            conn.execute(f"INSERT OR REPLACE INTO {TABLE} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                         list(row.values()))
+        conn.execute(f"DROP TABLE {TABLE}_before_scopes")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _create_sql() -> str:
+    kinds = {str: "TEXT", int: "INTEGER", float: "FLOAT"}
+    cols = ",\n   ".join(f"[{c}] {kinds[t]}" for c, t in COLUMNS.items())
+    return f"CREATE TABLE [{TABLE}] (\n   {cols},\n   PRIMARY KEY ({', '.join(f'[{c}]' for c in PK)})\n)"
+
+
+def _row(r: dict) -> dict:
+    """A row as this version stores it, from one of any version."""
+    out = dict(r)
+    out["recorded_at"], out["started"] = iso(r.get("recorded_at")), iso(r.get("started"))
+    out["precisions"] = json.dumps(precisions_list(r.get("precisions")))
+    out["folder"], out["scope"] = str(r.get("folder") or ""), str(r.get("scope") or WHOLE)
+    return out
+
+
 def record(folder: Path, report, manifest: dict | None) -> Path | None:
-    """Upsert the row of a run folder (one row per folder: the latest report of it). Returns the history's path."""
+    """Upsert the row of a run folder and the report's scope (the latest report of each). Returns the history's
+    path."""
     p = path()
     if p is None:
         return None
     m = manifest or {}
     v = report.verdict
-    row = {"folder": str(folder.resolve()), "name": folder.name, "recorded_at": time.time(),
-           "started": str(m.get("started") or ""), "command": " ".join(map(str, m.get("command") or [])),
-           "backend": str(m.get("backend") or ""), "exit_code": m.get("exit_code"), "verdict": v.tensor_cores,
-           "tensor_core_share": round(v.tc_fraction, 6), "precisions": " + ".join(v.precisions),
-           "kernel_time_ns": v.kernel_ns, "launches": v.launches,
-           "health": report.health.status if report.health else ""}
+    row = _row({"folder": str(folder.resolve()), "scope": scope_of(report), "name": folder.name,
+                "recorded_at": datetime.now(UTC).timestamp(), "started": m.get("started"),
+                "command": " ".join(map(str, m.get("command") or [])), "backend": str(m.get("backend") or ""),
+                "exit_code": m.get("exit_code"), "verdict": v.tensor_cores,
+                "tensor_core_share": round(v.tc_fraction, 6), "precisions": list(v.precisions),
+                "kernel_time_ns": v.kernel_ns, "launches": v.launches,
+                "health": report.health.status if report.health else ""})
     db = _db(p)
     try:
         with db.conn:
-            db[TABLE].upsert(row, pk="folder")
+            db[TABLE].upsert(row, pk=PK)
     finally:
         db.conn.close()
     return p
 
 
 def runs(limit: int | None = None) -> list[dict]:
-    """The recorded runs, newest first."""
+    """The recorded runs, newest first; precisions as a list, times as ISO 8601 strings."""
     p = path()
     if p is None or not p.is_file():
         return []
     db = _db(p)
     try:
         sql = f"SELECT * FROM {TABLE} ORDER BY recorded_at DESC" + (" LIMIT ?" if limit else "")
-        return [dict(r) for r in db.query(sql, [limit] if limit else [])]
+        rows = [dict(r) for r in db.query(sql, [limit] if limit else [])]
     finally:
         db.conn.close()
+    for r in rows:
+        r["recorded_at"], r["started"] = iso(r.get("recorded_at")), iso(r.get("started"))
+        r["precisions"] = precisions_list(r.get("precisions"))
+    return rows
 
 
 def resolve(name: str) -> Path:
-    """A run folder from what a user typed: a path, or the name of a recorded run (the newest with that name)."""
+    """A run folder from what a user typed: a path, or the name of a recorded run. A name that several recorded run
+    folders carry is refused with them listed (which one was meant is not ours to guess)."""
     given = Path(name)
     if given.exists():
         return given
-    hits = [r for r in runs() if name in (r["name"], r["folder"])]
-    if not hits:
+    folders = list(dict.fromkeys(r["folder"] for r in runs() if name in (r["name"], r["folder"])))
+    if not folders:
         raise BadInput(name, "no such file, folder or recorded run (nvprof-wrap runs lists them)")
-    folder = Path(hits[0]["folder"])
+    if len(folders) > 1:
+        raise BadInput(name, f"{len(folders)} recorded runs have this name; give the folder of the one meant: "
+                             + "; ".join(folders[:10]) + (f"; … {len(folders) - 10} more" if len(folders) > 10 else ""))
+    folder = Path(folders[0])
     if not folder.exists():
         raise BadInput(name, f"the recorded run's folder is gone: {folder}")
     return folder
