@@ -97,16 +97,23 @@ def patch_steps(torch_module: Any) -> None:
     """Marks optimizer steps as NVTX ranges (see the module docstring)."""
     if "steps" in _state["patched"]:
         return
-    register = getattr(getattr(torch_module.optim, "optimizer", None), "register_optimizer_step_post_hook", None)
+    import importlib
+
+    try:  # torch.optim deletes its 'optimizer' attribute (torch 2.11): the submodule is only in sys.modules
+        register = importlib.import_module("torch.optim.optimizer").register_optimizer_step_post_hook
+    except (ImportError, AttributeError):
+        register = None
     nvtx = getattr(torch_module.cuda, "nvtx", None)
     if register is None or nvtx is None or not hasattr(nvtx, "range_start"):
-        return  # a torch older than 2.0: no global step hook
+        _warn(f"no optimizer step marks: torch {getattr(torch_module, '__version__', '?')} has no global step hook")
+        return
     import atexit
     import weakref
 
     try:
         first = nvtx.range_start(STEP_NAME.format(0))
-    except Exception:  # noqa: BLE001 - a torch built without CUDA has no NVTX: nothing to mark with
+    except Exception as e:  # noqa: BLE001 - a torch built without CUDA has no NVTX: nothing to mark with
+        _warn(f"no optimizer step marks: torch.cuda.nvtx cannot mark ({type(e).__name__}: {e})")
         return
     marks: dict[str, Any] = {"owner": None, "n": 0, "range": first}
 

@@ -1,7 +1,7 @@
 """Steps in unmodified PyTorch scripts (issue 22): `run` puts an NVTX range 'optimizer step N' around every step of
 every Python process's first optimizer (nvprof_wrap/annotate.py), through torch.optim's global step hook. torch is not
 installed on the CPU machines (CI, developers): a stand-in package named torch, placed on the job's path, offers the
-two calls the marks use with torch's own signatures (torch/optim/optimizer.py register_optimizer_step_post_hook:
+two calls the marks use with torch's own signatures and module layout (torch/optim/optimizer.py register_optimizer_step_post_hook:
 hook(optimizer, args, kwargs), a handle with remove(); torch/cuda/nvtx.py range_start(msg) -> id, range_end(id)) and
 records what it is asked. On the H200 the same path runs on real torch (benchmarks/h200_session6.sh)."""
 from __future__ import annotations
@@ -41,9 +41,11 @@ def range_start(msg):
 def range_end(i):
     _say("end", i)
 
-optim = types.ModuleType("torch.optim"); optim.optimizer = types.ModuleType("torch.optim.optimizer")
-optim.optimizer.register_optimizer_step_post_hook = register_optimizer_step_post_hook
-optim.Optimizer = optim.optimizer.Optimizer = Optimizer
+# as torch 2.11: torch.optim.optimizer is in sys.modules, but torch/optim/__init__.py deletes the attribute
+optim = types.ModuleType("torch.optim"); _optimizer = types.ModuleType("torch.optim.optimizer")
+_optimizer.register_optimizer_step_post_hook = register_optimizer_step_post_hook
+optim.Optimizer = _optimizer.Optimizer = Optimizer
+sys.modules["torch.optim"], sys.modules["torch.optim.optimizer"] = optim, _optimizer
 cuda = types.ModuleType("torch.cuda"); cuda.nvtx = types.ModuleType("torch.cuda.nvtx")
 cuda.nvtx.range_start, cuda.nvtx.range_end = range_start, range_end
 '''
