@@ -31,7 +31,30 @@ def _pending(store: Store, paths: list[Path], skipped: list, present: set[str],
     not know it unchanged (path, size, mtime, inode). Read through a window, a capture's identity is its content's
     and the window's: the store holds each file through one window at a time (_one_version)."""
     todo = []
-    for path, explicit in readers.expand(paths, skipped):
+    for root in paths:
+        before = len(skipped)
+        found = _pending_in(store, root, skipped, present, window, todo)
+        if not found:  # a folder (a file named is a capture or refused) without one capture in it
+            raise BadInput(None, f"no profiler capture in {root}" + _what_was_there(root, skipped[before:]))
+    return todo
+
+
+def _what_was_there(root: Path, skipped: list) -> str:
+    if skipped:
+        return f" ({len(skipped):,} file{'s' if len(skipped) != 1 else ''} skipped; " \
+               f"{Path(skipped[0][0]).name}: {skipped[0][1]})"
+    try:
+        with os.scandir(root) as entries:
+            return "" if any(True for _ in entries) else " (the folder is empty)"
+    except OSError:
+        return ""
+
+
+def _pending_in(store: Store, root: Path, skipped: list, present: set[str], window: Window | None,
+                todo: list) -> int:
+    """Adds the captures below ``root`` not in the store yet to ``todo``; returns how many captures it holds."""
+    found = 0
+    for path, explicit in readers.expand([root], skipped):
         try:
             st = path.stat()
         except FileNotFoundError:
@@ -64,9 +87,10 @@ def _pending(store: Store, paths: list[Path], skipped: list, present: set[str],
         # what was read, by which reader version, through which window: any other version of it is re-read
         identity += f"{_WINDOW_SEP}read{readers.READ_VERSION}" + (f";{window.key}" if window is not None else "")
         present.add(identity)
+        found += 1
         if not store.has(identity):
             todo.append((path, explicit, identity, st))
-    return todo
+    return found
 
 
 _WINDOW_SEP = "@"

@@ -116,6 +116,12 @@ class Capture:
     ops: tuple[OpAgg, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     partial: bool = False
+    # Which job it is of, where the capture records it (nsys: the session's start; our CUPTI tracer: the process's
+    # start, end, command line and parent): captures of different jobs summed in one report are said to be so.
+    started_ns: int | None = None  # UTC, ns since the epoch
+    ended_ns: int | None = None
+    command: str | None = None
+    ppid: int | None = None
 
 
 @dataclass(frozen=True)

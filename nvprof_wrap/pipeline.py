@@ -5,16 +5,17 @@ stages.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from nvprof_wrap import renderers  # noqa: F401 - registers Report's display methods (str, to_dict, HTML)
 from nvprof_wrap import report as report_mod
+from nvprof_wrap.analysis import jobs
 from nvprof_wrap.analysis.hints import hints
 from nvprof_wrap.classify import evidence
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.ingest import ingest
+from nvprof_wrap.names import shorten
 from nvprof_wrap.readers._no_kernels import copies_only
 from nvprof_wrap.store import Store
 
@@ -23,7 +24,9 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             triton_cache: Iterable[Path] | None = None, health: bool = True,
             progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
             steps: tuple[int, int] | None = None) -> report_mod.Report:
-    """The report of captures, run folders or folders of captures (read as one run).
+    """The report of captures, run folders or folders of captures (read as one run). Refused (BadInput): two runs,
+    a folder holding several, a folder without a capture. The report says how a run's job ended (its manifest) and
+    whether captures of different jobs were summed (analysis/jobs.py).
 
     store: a run store (a path, or an open Store) to keep the aggregates in; in memory when None.
     triton_cache: folders of compiled Triton kernels for kernels the names leave unknown (default: the usual cache).
@@ -44,6 +47,10 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
         if window is None and steps is None:
             _never_a_silent_nothing(rep, folders)
+        runs = jobs.manifests(folders)
+        marked = st.steps_marked() if window is None and steps is None else 0  # a window's steps are not the job's
+        rep = report_mod.with_jobs(rep, jobs.job_end(runs, marked or None),
+                                   jobs.different_jobs(st.capture_jobs(), folders, runs))
     finally:
         if own:
             st.close()
@@ -66,23 +73,33 @@ def _never_a_silent_nothing(rep: report_mod.Report, paths: list[Path]) -> None:
 
 
 def _one_run(paths: list[Path]) -> None:
-    """Two runs are not one: summing a fp32 run and a bf16 run gives a verdict true of neither. Refuse, loudly.
+    """Two runs are not one: summing a fp32 run and a bf16 run gives a verdict true of neither. Refuse, loudly —
+    also a folder that holds several run folders (never summed silently).
 
     Ranks of one job (RUN/rank0, RUN/rank1, …) are one run."""
-    runs = [p for p in paths if _is_run(p)]
-    if len(runs) < 2:
-        return
-    if all(re.fullmatch(r"rank\d+", p.name) for p in runs) and len({p.resolve().parent for p in runs}) == 1:
+    runs = []
+    for p in paths:
+        if jobs.is_run(p):
+            runs.append(p)
+        elif _is_dir(p):
+            inside = jobs.runs_inside(p)
+            if len(inside) > 1:
+                names = ", ".join(shorten(q.relative_to(p).as_posix(), 40) for q in inside[:3]) + \
+                    (", …" if len(inside) > 3 else "")
+                raise BadInput(p, f"holds {len(inside)} runs ({names}): a report is of one run — name one of them "
+                                  "(a folder inside), or set them side by side with `nvprof-wrap compare RUN RUN`")
+            runs += inside
+    if len({jobs.run_of(p.resolve()) for p in runs}) < 2:
         return
     raise BadInput(runs[1], f"{len(runs)} run folders given ({', '.join(str(p) for p in runs[:3])}"
                             f"{', …' if len(runs) > 3 else ''}): a report is of one run; to set runs side by side use "
                             f"`nvprof-wrap compare {runs[0]} {runs[1]}`")
 
 
-def _is_run(p: Path) -> bool:
+def _is_dir(p: Path) -> bool:
     try:
-        return p.is_dir() and (p / "manifest.json").is_file()
-    except OSError:  # an unreadable folder: reading it says so, naming the folder
+        return p.is_dir()
+    except OSError:
         return False
 
 
@@ -90,7 +107,7 @@ def _health(paths: list[Path]):
     """Training health of the one run folder among ``paths`` (None when there is no such folder or no metrics)."""
     from nvprof_wrap.analysis.health import health_from_run
 
-    folders = [p for p in paths if p.is_dir() and (p / "manifest.json").is_file()]
+    folders = [p for p in paths if jobs.is_run(p)]
     if len(folders) != 1:
         return None
     folder = folders[0]

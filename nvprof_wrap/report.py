@@ -8,6 +8,7 @@ into words. Only the verdict sentence and the hints (analysis/hints.py) are text
 """
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -143,6 +144,30 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class JobEnd:
+    """How the run's job ended, from its manifest (launch/manifest.py)."""
+
+    status: str  # "succeeded" | "failed" (exit code N) | "killed" (by a signal) | "unrecorded" (no end in the manifest)
+    exit_code: int | None  # as a shell reports it: 128+N for signal N
+    signal_number: int | None  # the signal that ended the job (killed)
+    signal: str | None  # its name, e.g. SIGKILL
+    forwarded: str | None  # a signal nvprof-wrap received and passed on to the job (Ctrl-C: SIGINT)
+    steps: int | None  # training steps recorded before the end; None when unknown
+    steps_source: str | None  # "capture" (its 'step N' ranges) | "metrics.jsonl"
+    rank: int | None = None  # of a distributed run: the rank whose end this is (the first that did not succeed)
+
+
+@dataclass(frozen=True)
+class JobGroup:
+    """Captures of one job, among captures of different jobs summed in one report (analysis/jobs.py)."""
+
+    paths: tuple[str, ...]
+    command: str | None  # where the captures record it
+    started_ns: int | None  # UTC, ns since the epoch
+    label: str  # the run folder, or the first capture's path
+
+
+@dataclass(frozen=True)
 class Report:
     verdict: Verdict
     split: tuple[SplitRow, ...]
@@ -159,6 +184,14 @@ class Report:
     health: HealthVerdict | None = None
     rules_version: str = RULES_VERSION
     scope: Scope | None = None
+    job: JobEnd | None = None  # of a run folder (its manifest): how the job ended
+    different_jobs: tuple[JobGroup, ...] = ()  # captures of different jobs summed: one group per job
+
+    @property
+    def headline(self) -> tuple[str, ...]:
+        """What a reader must know before the verdict: the job failed or was killed, captures of different jobs
+        were summed. Every renderer shows these lines first (docs/json.md: "headline")."""
+        return tuple(line for line in (job_line(self.job, self.verdict), jobs_line(self.different_jobs)) if line)
 
     def to_dict(self) -> dict:
         """Exactly what ``--format json`` prints (docs/json.md)."""
@@ -322,6 +355,58 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
         verdict = _untimed(verdict)
     return Report(verdict, _split(store, kernels), _groups(store, "device_id"), _groups(store, "pid"), kernels,
                   sources, skipped, disagreements, ops, scopes, gpus=_gpus(store))
+
+
+def job_line(job: JobEnd | None, verdict: Verdict | None = None) -> str | None:
+    """'Job failed (exit 1) after 412 steps — report of what ran'; None for a job that succeeded."""
+    if job is None or job.status == "succeeded":
+        return None
+    who = f"Rank {job.rank}'s job" if job.rank is not None else "Job"
+    after = f" after {job.steps:,} step{'s' if job.steps != 1 else ''}" if job.steps else ""
+    nothing = verdict is not None and verdict.tensor_cores == "no-kernels"
+    tail = "" if nothing else " — report of what ran"  # the verdict says what was not recorded
+    if job.status == "unrecorded":
+        return (f"{who}'s end was not recorded: its run's manifest still says \"running\" (nvprof-wrap was killed, "
+                f"or the job is still running){tail}" if job.rank is None else
+                f"{who}'s end was not recorded: its manifest still says \"running\"{tail}")
+    if job.status == "killed":
+        passed = ", which nvprof-wrap received and passed on" if job.forwarded == job.signal else ""
+        return f"{who} killed by signal {job.signal_number} ({job.signal}{passed}){after}{tail}"
+    return f"{who} failed (exit {job.exit_code}){after}{tail}"
+
+
+def jobs_line(groups: tuple[JobGroup, ...]) -> str | None:
+    """'3 captures of 2 different jobs summed: python a.py (2 captures); python b.py …'; None for one job."""
+    if len(groups) < 2:
+        return None
+    n = sum(len(g.paths) for g in groups)
+
+    def one(g: JobGroup) -> str:
+        what = shorten(g.command, 60) if g.command else g.label
+        when = f", started {_utc(g.started_ns)}" if g.started_ns is not None else ""
+        return f"{what} ({len(g.paths)} capture{'s' if len(g.paths) != 1 else ''}{when})"
+    shown = "; ".join(one(g) for g in groups[:3]) + (f"; and {len(groups) - 3} more" if len(groups) > 3 else "")
+    return (f"{n} captures of {len(groups)} different jobs summed: {shown} — every figure below is of them all; "
+            "report each job on its own")
+
+
+def _utc(ns: int) -> str:
+    try:
+        return datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, OSError, ValueError):
+        return "at an unreadable time"
+
+
+def with_jobs(report: Report, job: JobEnd | None, groups: tuple[JobGroup, ...]) -> Report:
+    """The job's end and the captures of different jobs; a job that did not succeed and left no kernel is not asked
+    whether it ran on the GPU."""
+    verdict = report.verdict
+    if job is not None and job.status != "succeeded" and verdict.tensor_cores == "no-kernels":
+        partial = any(s.partial for s in report.sources)
+        why = (": its capture is partial — a process killed before its profiler wrote its records loses them"
+               if partial else ": it ended before any GPU work was traced, or its profiler lost what it had")
+        verdict = replace(verdict, message=f"No GPU kernels were recorded before the job ended{why}.")
+    return replace(report, verdict=verdict, job=job, different_jobs=tuple(groups))
 
 
 def with_hints(report: Report, hints: tuple[str, ...]) -> Report:

@@ -254,7 +254,9 @@ def test_run_html_writes_report_html_into_the_run_folder(capsys, tmp_path):
     d = json.loads(proc.stdout)
     p = Page((out / "report.html").read_text(encoding="utf-8"))
     assert_self_contained(p)
-    assert p.text["p"][0] == d["message"] and f"nvprof-wrap: HTML report → {out / 'report.html'}\n" in proc.stderr
+    assert d["headline"] == ["Job failed (exit 3) — report of what ran"]  # the job's end first, then the verdict
+    assert p.text["p"][:2] == [*d["headline"], d["message"]]
+    assert f"nvprof-wrap: HTML report → {out / 'report.html'}\n" in proc.stderr
     assert main(["report", str(out), "--format", "json"]) == 0  # the page is not taken for a capture
     assert json.loads(capsys.readouterr().out)["skipped"] == []
     # --no-report --html: the page only, nothing printed after the job's own output

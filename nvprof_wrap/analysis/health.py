@@ -123,6 +123,19 @@ def parse_metrics_jsonl(path: str | Path) -> list[EpochMetrics]:
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
+def metric_steps(path: str | Path) -> int | None:
+    """The training steps a workload metrics file counts: the sum of its epoch records' "steps" (the last record of
+    an epoch wins); None when no epoch record counts its steps."""
+    by_epoch: dict[int, int] = {}
+    for record in _read_jsonl(Path(path)):
+        epoch, steps = record.get("epoch"), record.get("steps")
+        if "event" in record or not isinstance(epoch, int) or isinstance(epoch, bool):
+            continue
+        if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0:
+            by_epoch[epoch] = steps
+    return sum(by_epoch.values()) if by_epoch else None
+
+
 def metrics_header(path: str | Path) -> dict[str, Any]:
     """The ``{"event": "start", ...}`` record of a metrics file, or {}."""
     for record in _read_jsonl(Path(path)):

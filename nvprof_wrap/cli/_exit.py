@@ -14,8 +14,9 @@ READ = f"""exit codes:
 GATED = """exit codes:
   0    done, and every gate given (--min-tensor-core-share, --expect-precision) is met
   1    a gate is not met: one line on stderr says what fell short (the report is still printed)
-  2    bad input or usage: a file that is not a capture, two runs given to `report` (use compare), a run store that
-       is not one, a file that cannot be written; one line on stderr names the file and why
+  2    bad input or usage: a file that is not a capture, a folder without one, two runs given to `report` or a
+       folder holding several (use compare), a run store that is not one, a file that cannot be written; one line
+       on stderr names the file and why
   130  interrupted (Ctrl-C)
   143  terminated (SIGTERM; 129: SIGHUP, a closed terminal): ended like Ctrl-C, temporary files removed
   70   an internal error: a bug; one line says where to report it (NVPROF_WRAP_DEBUG=1 prints the traceback)"""

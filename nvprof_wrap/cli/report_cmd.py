@@ -6,7 +6,8 @@ or a folder: every capture in it, as one run.
 
 -o report.html writes one self-contained page (no scripts, no network) to share (docs/html.md): the format is the
 one the file's extension names (.html, .json, .csv, .md, .txt; any other: the table text) unless --format says.
-Two runs are not one: given two run folders, report refuses and points to `compare`.
+Two runs are not one: given two run folders, or a folder holding several, report refuses and points to `compare`.
+A run's job that failed or was killed says so first (its manifest); captures of different jobs summed say so too.
 
 examples:
   nvprof-wrap report runs/train-fp16

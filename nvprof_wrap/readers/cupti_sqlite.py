@@ -160,6 +160,8 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
         notes = (("partial capture: the process ended before the tracer could finish it",) if partial else ()) + \
             ((kernel_note,) if kernel_note else ()) + mem_notes + borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs,
-                       ops=ops, notes=notes, partial=partial)
+                       ops=ops, notes=notes, partial=partial, started_ns=_int(meta.get("started_ns")),
+                       ended_ns=_int(meta.get("ended_ns")), command=_command(meta.get("argv")),
+                       ppid=_int(meta.get("ppid")))
     finally:
         conn.close()

@@ -174,6 +174,21 @@ def sniff(head: Head) -> bool:
 TIMELINE = True
 
 
+def _session(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, int | None]:
+    """When the profiling session started and ended (UTC ns since the epoch), where the export says: the start in
+    TARGET_INFO_SESSION_START_TIME, the length in ANALYSIS_DETAILS."""
+    try:
+        row = conn.execute("SELECT MIN(utcEpochNs) FROM TARGET_INFO_SESSION_START_TIME").fetchone() \
+            if "TARGET_INFO_SESSION_START_TIME" in have else None
+        start = row[0] if row and isinstance(row[0], int) and row[0] > 0 else None
+        row = conn.execute("SELECT MAX(duration) FROM ANALYSIS_DETAILS").fetchone() \
+            if start is not None and "ANALYSIS_DETAILS" in have else None
+    except sqlite3.Error:  # an export of another layout: which job it is of stays unknown
+        return None, None
+    length = row[0] if row and isinstance(row[0], int) and row[0] >= 0 else None
+    return start, None if length is None else start + length
+
+
 def read(path: Path, window: Window | None = None) -> Capture:
     conn = connect_ro(path)
     try:
@@ -200,8 +215,9 @@ def read(path: Path, window: Window | None = None) -> Capture:
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
             ((kernel_note,) if kernel_note else ()) + mem_notes + borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
+        started, ended = _session(conn, have)
         return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
-                       _processes(conn, have, pids), ops=ops, notes=notes)
+                       _processes(conn, have, pids), ops=ops, notes=notes, started_ns=started, ended_ns=ended)
     except BadInput as e:
         raise BadInput(path, e.why) from None
     finally:

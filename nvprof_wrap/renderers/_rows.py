@@ -7,7 +7,7 @@ from dataclasses import asdict, replace
 from nvprof_wrap.limits import SKIPPED_SHOWN
 from nvprof_wrap.model import Classification, HealthVerdict
 from nvprof_wrap.names import numbered_family
-from nvprof_wrap.report import GroupRow, KernelRow, PrecisionShare, Report, SplitRow
+from nvprof_wrap.report import GroupRow, KernelRow, PrecisionShare, Report, SplitRow, job_line
 
 SCHEMA = "nvprof-wrap.report/1"
 
@@ -86,7 +86,21 @@ def report(r: Report) -> dict:
         "health": health(r.health),
         "scope": None if r.scope is None else {"kind": r.scope.kind, "start": r.scope.start, "end": r.scope.end,
                                                "option": r.scope.option, "description": scope_text(r.scope)},
+        "headline": list(r.headline),
+        "job": job(r),
+        "different_jobs": [{"command": g.command, "started_ns": g.started_ns, "label": g.label,
+                            "captures": list(g.paths)} for g in r.different_jobs],
     }
+
+
+def job(r: Report) -> dict | None:
+    """How the run's job ended (docs/json.md: "job"); None without a run manifest."""
+    j = r.job
+    if j is None:
+        return None
+    return {"status": j.status, "exit_code": j.exit_code, "signal": j.signal, "signal_number": j.signal_number,
+            "forwarded_signal": j.forwarded, "steps": j.steps, "steps_source": j.steps_source, "rank": j.rank,
+            "message": job_line(j, r.verdict)}
 
 
 def _int(x: str) -> int | str | None:

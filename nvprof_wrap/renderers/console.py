@@ -134,7 +134,8 @@ def render_report(report: Report, width: int = 120, color: bool = False, wide: b
                   **_: object) -> str:
     report = deep(report)  # no control character from a capture reaches the terminal (sanitize.py)
     v = report.verdict
-    parts: list = [Text(v.message, style=VERDICT_STYLE[v.tensor_cores])]
+    parts: list = [Text(line, style="bold red") for line in report.headline]
+    parts.append(Text(v.message, style=VERDICT_STYLE[v.tensor_cores]))
     if report.scope:
         parts.append(Text(scope_text(report.scope), style="bold"))
     for hint in report.hints:

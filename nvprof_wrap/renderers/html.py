@@ -44,6 +44,7 @@ Roboto,sans-serif;color:var(--fg);background:var(--bg)}
 h1{font-size:1.35rem;margin:.2rem 0 1rem}h2{font-size:1.2rem;margin:2.2rem 0 .6rem}
 h3{font-size:1.05rem;margin:1.8rem 0 .5rem}
 .verdict{border-left:6px solid;border-radius:6px;padding:.8rem 1.1rem;margin:.6rem 0 1rem}
+.verdict .headline{font-size:1.15rem;font-weight:650;margin:0 0 .4rem;color:var(--no)}
 .verdict .message{font-size:1.15rem;font-weight:650;margin:0}.verdict ul{margin:.5rem 0 0;padding-left:1.2rem}
 .v-yes{border-color:var(--yes);background:var(--yes-bg)}.v-yes .message{color:var(--yes)}
 .v-no{border-color:var(--no);background:var(--no-bg)}.v-no .message{color:var(--no)}
@@ -125,7 +126,8 @@ def _limited(head: tuple[str, ...], rows: list[list], limit: int, what: str, num
 def _verdict(d: dict) -> str:
     hints = "".join(f"<li>{_t(h)}</li>" for h in d["hints"])
     return (f'<div class="verdict v-{VERDICT_CLASS.get(d["verdict"], "unknown")}" role="status">'
-            f'<p class="message">{_t(d["message"])}</p>'
+            + "".join(f'<p class="headline">{_t(line)}</p>' for line in d.get("headline") or ())
+            + f'<p class="message">{_t(d["message"])}</p>'
             + (f'<p class="scope"><strong>{_t(d["scope"]["description"])}</strong></p>' if d.get("scope") else "")
             + (f'<ul class="hints">{hints}</ul>' if hints else "")
             + "</div>\n")

@@ -35,7 +35,8 @@ def _kernel_rows(rows: list[KernelRow], wide: bool) -> str:
 def render_report(report: Report, wide: bool = False, limit: int = 20, **_: object) -> str:
     d = _rows.report(report)
     scope = _rows.scope_text(report.scope)
-    out = [f"**{esc(report.verdict.message)}**\n", *([f"_{esc(scope)}_\n"] if scope else []),
+    out = [*[f"**{esc(line)}**\n" for line in report.headline],
+           f"**{esc(report.verdict.message)}**\n", *([f"_{esc(scope)}_\n"] if scope else []),
            *[f"- {esc(h)}" for h in report.hints],
            "\n## Where GPU time went\n",
            _table(["category", "ms", "% of GPU time (kernels, copies, sets)", "count"],

@@ -44,12 +44,13 @@ sqlite_utils = _import_sqlite_utils()
 SCHEMA_VERSION = 2
 # Bumped whenever a reader changes what it extracts: a store written by another version is rebuilt from
 # its captures rather than mixed with rows the current readers would not produce.
-DATA_VERSION = "2026.11.30-15"
+DATA_VERSION = "2026.12.01-16"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES = {
     "captures": {"id": int, "identity": str, "path": str, "file": str, "format": str, "size": int, "mtime_ns": int,
-                 "ino": int, "partial": int, "notes": str, "ingested_at": float},
+                 "ino": int, "partial": int, "notes": str, "ingested_at": float, "started_ns": int, "ended_ns": int, "command": str,
+                 "ppid": int},
     "processes": {"capture_id": int, "pid": int, "name": str, "rank": int, "host": str},
     "devices": {"capture_id": int, "device_id": int, "name": str, "cc_major": int, "cc_minor": int, "sm_count": int},
     "kernels": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,
@@ -192,10 +193,11 @@ class Store(Queries):
             if self.has(identity):
                 return None
             cur = conn.execute(
-                "INSERT INTO captures (identity, path, file, format, size, mtime_ns, ino, partial, notes, ingested_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO captures (identity, path, file, format, size, mtime_ns, ino, partial, notes, ingested_at, "
+                "started_ns, ended_ns, command, ppid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (identity, capture.path, file, capture.format, st.st_size, st.st_mtime_ns, st.st_ino,
-                 int(capture.partial), json.dumps(list(capture.notes)), time.time()))
+                 int(capture.partial), json.dumps(list(capture.notes)), time.time(), capture.started_ns,
+                 capture.ended_ns, capture.command, capture.ppid))
             cid = cur.lastrowid
             for table in _CHILDREN:  # each child table is named after its Capture field
                 self._insert(table, cid, getattr(capture, table))

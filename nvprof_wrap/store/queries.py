@@ -162,3 +162,19 @@ class Queries:
 
     def sources(self) -> list[dict]:
         return self.rows("SELECT path, format, partial, notes FROM captures ORDER BY id")
+
+    def capture_jobs(self) -> list[dict]:
+        """Per capture, what it says of its job: file, start and end (UTC ns), command, parent pid, and its process
+        (pid, when it holds exactly one)."""
+        return self.rows("""
+            SELECT c.id, c.path, c.file, c.started_ns, c.ended_ns, c.command, c.ppid,
+                   CASE WHEN COUNT(DISTINCT p.pid) = 1 THEN MIN(p.pid) END AS pid
+            FROM captures c LEFT JOIN processes p ON p.capture_id = c.id GROUP BY c.id ORDER BY c.id""")
+
+    def steps_marked(self) -> int:
+        """How many training steps the captures mark: distinct NVTX ranges 'step N' / 'ProfilerStep#N' that
+        kernels ran in (readers/_window.py), as the innermost or the outermost range; 0 when none."""
+        marks = "s GLOB 'step [0-9]*' AND substr(s, 6) NOT GLOB '*[^0-9]*' OR s GLOB 'ProfilerStep#[0-9]*' " \
+                "AND substr(s, 14) NOT GLOB '*[^0-9]*'"
+        return self.rows(f"""SELECT COUNT(*) AS n FROM (SELECT op AS s FROM ops UNION SELECT scope FROM ops)
+                             WHERE {marks}""")[0]["n"]

@@ -1,0 +1,211 @@
+"""Which job a report is of, and how it ended: run folders found inside a folder, the job's end from its run's
+manifest, and captures of different jobs among those summed.
+
+- ``runs_inside``: the run folders (a manifest.json each; launch/manifest.py) a folder holds. Ranks of one job
+  (RUN/rank0, RUN/rank1, …) are one run. The pipeline refuses a folder holding several: a report is of one run.
+- ``job_end``: how the run's job ended (exit code, the signal that ended it, the manifest still saying "running"),
+  and after how many steps (the 'step N' ranges of the captures, else the run's metrics.jsonl).
+- ``different_jobs``: the captures grouped by job where they are not of one run, when there is evidence that they
+  are of different jobs: different command lines (our CUPTI tracer records each process's), or one ended an hour or
+  more before the other started (nsys records its session's start and length, the tracer its process's). Captures
+  whose processes are parent and child, or siblings, are of one job whatever their commands. Without evidence,
+  nothing is said: the captures of one job's processes are summed silently.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.launch.manifest import Manifest, read_manifest
+from nvprof_wrap.report import JobEnd, JobGroup
+
+MANIFEST = "manifest.json"
+# Captures whose spans are this far apart (the end of one to the start of the other) are of different jobs.
+APART_S = 3600
+_RANK = re.compile(r"rank\d+")
+
+
+def is_run(p: Path) -> bool:
+    try:
+        return p.is_dir() and (p / MANIFEST).is_file()
+    except OSError:  # an unreadable folder: reading it says so, naming the folder
+        return False
+
+
+def run_of(folder: Path) -> Path:
+    """The run a run folder is of: RUN for RUN/rankN (a distributed job's ranks, one sub-folder each)."""
+    return folder.parent if _RANK.fullmatch(folder.name) else folder
+
+
+def runs_inside(folder: Path) -> list[Path]:
+    """The runs below ``folder`` (not the folder itself), in a stable order; a run's own sub-folders are its own."""
+    found: dict[Path, None] = {}
+    for root, dirs, files in os.walk(folder, onerror=lambda _e: None):
+        dirs.sort()
+        here = Path(root)
+        if here != folder and MANIFEST in files:
+            found.setdefault(run_of(here), None)  # the folder itself, when it is a distributed run's
+            dirs[:] = []  # what is inside a run is the run's
+    return list(found)
+
+
+def rank_folders(folder: Path) -> list[Path]:
+    """The rank sub-folders of a distributed run given as RUN (RUN/rank0, RUN/rank1, … each a run folder)."""
+    try:
+        return sorted((p for p in folder.iterdir() if _RANK.fullmatch(p.name) and is_run(p)),
+                      key=lambda p: int(p.name[4:]))
+    except OSError:
+        return []
+
+
+def manifests(paths: list[Path]) -> list[tuple[Path, Manifest]]:
+    """(run folder, manifest) of the run among ``paths``: a run folder, the rank folders of a RUN, or the one run a
+    folder holds. A manifest that cannot be read says nothing of the job (ingest reads the captures all the same)."""
+    out = []
+    for p in paths:
+        inside = [] if is_run(p) or not p.is_dir() else runs_inside(p)  # (the pipeline refused several)
+        for run in [p] if is_run(p) else inside:
+            for folder in [run] if is_run(run) else rank_folders(run):
+                try:
+                    out.append((folder, read_manifest(folder / MANIFEST)))
+                except BadInput:
+                    continue
+    return out
+
+
+def job_end(runs: list[tuple[Path, Manifest]], steps: int | None) -> JobEnd | None:
+    """How the run's job ended (of a distributed run, the first rank that did not succeed); None without a
+    manifest. ``steps``: the steps the captures mark (None: read the run's metrics.jsonl)."""
+    if not runs:
+        return None
+    folder, m = next(((f, m) for f, m in runs if m.status == "running" or m.exit_code), runs[0])
+    rank = m.rank if len(runs) > 1 else None
+    source = "capture" if steps else None
+    if not steps:
+        steps = _metric_steps(folder / "metrics.jsonl")
+        source = "metrics.jsonl" if steps else None
+    if m.status == "running" or m.exit_code is None:
+        return JobEnd("unrecorded", None, None, None, m.signal, steps, source, rank)
+    if m.exit_code == 0:
+        return JobEnd("succeeded", 0, None, None, m.signal, steps, source, rank)
+    number = m.exit_code - 128
+    name = _signal_name(number) if m.exit_code > 128 else None
+    if name:
+        return JobEnd("killed", m.exit_code, number, name, m.signal, steps, source, rank)
+    return JobEnd("failed", m.exit_code, None, None, m.signal, steps, source, rank)
+
+
+def _signal_name(number: int) -> str | None:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def _metric_steps(path: Path) -> int | None:
+    from nvprof_wrap.analysis.health import metric_steps
+
+    try:
+        return metric_steps(path) if path.is_file() else None
+    except OSError:
+        return None
+
+
+def different_jobs(captures: list[dict], paths: list[Path], runs: list[tuple[Path, Manifest]]) \
+        -> tuple[JobGroup, ...]:
+    """The captures (store.capture_jobs() rows) grouped by job, when some are not of the run among ``paths`` and
+    there is evidence that they are of different jobs; () otherwise."""
+    roots = [p.resolve() for p, _ in runs]
+    of_run = [c for c in captures if any(_under(c["file"], r) for r in roots)]
+    run_ids = {c["id"] for c in of_run}
+    loose = [c for c in captures if c["id"] not in run_ids]
+    if not loose or len(loose) + (1 if of_run else 0) < 2:
+        return ()
+    units: list[dict] = []
+    if of_run:  # the run is one job: its manifest says what it was, its captures which processes it had
+        ms = [m for _, m in runs]
+        procs = [p for m in ms for p in m.processes]
+        units.append({"ids": [c["id"] for c in of_run],
+                      "commands": {" ".join([Path(ms[0].command[0]).name, *ms[0].command[1:]])}
+                      if ms[0].command else set(),
+                      "pids": {p.pid for p in procs} | {c["pid"] for c in of_run if c["pid"] is not None},
+                      "ppids": {p.ppid for p in procs if p.ppid is not None}
+                      | {c["ppid"] for c in of_run if c["ppid"] is not None},
+                      "span": _span([m.started for m in ms], [m.ended for m in ms], 1e9),
+                      "label": str(runs[0][0])})
+    units += [{"ids": [c["id"]], "commands": {c["command"]} if c["command"] else set(),
+               "pids": {c["pid"]} if c["pid"] is not None else set(),
+               "ppids": {c["ppid"]} if c["ppid"] is not None else set(),
+               "span": _span([c["started_ns"]], [c["ended_ns"]], 1), "label": c["path"]} for c in loose]
+    # one job: processes that are parent and child or siblings; then the groups left, and evidence between them
+    groups = _linked(units)
+    if len(groups) < 2 or not any(_apart(a, b) for i, a in enumerate(groups) for b in groups[i + 1:]):
+        return ()
+    by_id = {c["id"]: c for c in captures}
+    out = []
+    for g in groups:
+        starts = [s for s in (g["span"] or (None,))[:1] if s is not None]
+        out.append(JobGroup(tuple(by_id[i]["path"] for i in g["ids"]), min(g["commands"]) if g["commands"] else None,
+                            int(starts[0]) if starts else None, g["label"]))
+    return tuple(out)
+
+
+def _under(file: str | None, root: Path) -> bool:
+    return bool(file) and Path(file).is_relative_to(root)
+
+
+def _span(starts: list, ends: list, scale: float) -> tuple[float, float] | None:
+    """(start, end) in ns; the end is the start when not recorded; None when no start is."""
+    s = [x * scale for x in starts if isinstance(x, (int, float))]
+    if not s:
+        return None
+    e = [x * scale for x in ends if isinstance(x, (int, float))]
+    return min(s), max(e + s)
+
+
+def _linked(units: list[dict]) -> list[dict]:
+    """Units merged while two are of one process tree: one's parent is the other, or they share a parent (a number
+    among the pids and parent pids of both; a pid of another host taken for one of this tree links, never parts).
+    Union-find: a folder of a thousand captures (one per process) is linked in one pass."""
+    parent = list(range(len(units)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[int, int] = {}
+    for i, u in enumerate(units):
+        for pid in u["pids"] | u["ppids"]:
+            j = first.setdefault(pid, i)
+            parent[find(i)] = find(j)
+    groups: dict[int, dict] = {}
+    for i, u in enumerate(units):
+        g = groups.get(find(i))
+        if g is None:
+            groups[find(i)] = dict(u, ids=list(u["ids"]), commands=set(u["commands"]))
+        else:
+            g["ids"] += u["ids"]
+            g["commands"] |= u["commands"]
+            g["span"] = _union(g["span"], u["span"])
+    return list(groups.values())
+
+
+def _union(a, b):
+    if a is None or b is None:
+        return a or b
+    return min(a[0], b[0]), max(a[1], b[1])
+
+
+def _apart(a: dict, b: dict) -> bool:
+    """Evidence that two groups of captures are of different jobs."""
+    if a["commands"] and b["commands"] and not a["commands"] & b["commands"]:
+        return True
+    if a["span"] and b["span"]:
+        first, second = sorted((a["span"], b["span"]))
+        return second[0] - first[1] >= APART_S * 1e9
+    return False
