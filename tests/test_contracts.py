@@ -183,5 +183,6 @@ def test_renderer_contract(name, inputs, capsys):
 def test_report_display_methods_use_the_registry():
     report = analyze(SAMPLES / "torch_ops")
     assert str(report) == RENDERERS["table"].render_report(report, width=120)
-    assert report._repr_html_() == RENDERERS["html"].render_report(report)
+    assert report._repr_html_() == RENDERERS["html"].notebook(RENDERERS["html"].render_report(report),
+                                                             f"nvprof-wrap report: {report.verdict.message}")
     assert json.loads(RENDERERS["json"].render_report(report)) == json.loads(json.dumps(report.to_dict()))

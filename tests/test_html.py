@@ -169,6 +169,23 @@ def test_hostile_names_stay_text(capsys, tmp_path):
     assert p.count("table") == html.count("<table ")  # no table closed or opened by a name
 
 
+def test_notebook_display_is_the_page_in_a_sandboxed_frame(tmp_path):
+    """_repr_html_ (a Report, p.report, the %%nvprof_wrap magic): one <iframe> whose srcdoc is the page byte for byte
+    — hostile names included, so the escaping into the attribute holds — sandboxed, and nothing else: no src, no
+    script, no style of the notebook's touched (tests/test_notebook.py checks the layout in a real notebook)."""
+    from nvprof_wrap.pipeline import analyze
+
+    rep = analyze(hostile_capture(tmp_path))
+    out = rep._repr_html_()
+    p = Page(out)
+    assert [t for t, _ in p.tags] == ["iframe"] and out.count("<") == 2 and out.endswith("></iframe>")
+    attrs = p.tags[0][1]
+    assert set(attrs) == {"srcdoc", "sandbox", "title", "width", "height", "style"} and attrs["sandbox"] == ""
+    assert attrs["srcdoc"] == RENDERERS["html"].render_report(rep)  # html.parser unescapes the attribute
+    assert_self_contained(Page(attrs["srcdoc"]))
+    assert attrs["title"] == f"nvprof-wrap report: {rep.verdict.message}"
+
+
 def test_text_escaping_covers_controls_quotes_and_surrogates():
     from nvprof_wrap.renderers.html import _t
 

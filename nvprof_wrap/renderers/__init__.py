@@ -29,5 +29,5 @@ RENDERERS: dict[str, Renderer] = {m.NAME: m for m in (console, json, csv, markdo
 
 # The Report's str(), to_dict() and _repr_html_() (report.DISPLAY: the report layer calls down, never imports up).
 _report.DISPLAY.update({"table": lambda r: console.render_report(r, width=120), "dict": _rows.report,
-                        "html": html.render_report})
+                        "html": html.render_notebook})
 __all__ = ["RENDERERS", "Renderer"]

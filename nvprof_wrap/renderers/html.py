@@ -33,6 +33,8 @@ KIND_CLASS = {"tensor_core": "c-tc", "cuda_core": "c-cuda", "unknown": "c-unk", 
               "memcpy": "c-mem", "memset": "c-mset"}
 COPY_CLASS = {"HtoD": "c-h2d", "DtoH": "c-d2h", "DtoD": "c-d2d"}
 
+# Below 1000 px (a notebook's output frame, a narrow window) headers wrap and op names give up room, so that the op
+# and device tables fit; precision mixes break only between their parts (.nw). tests/test_notebook.py checks it.
 CSS = """
 :root{color-scheme:light dark;--fg:#1d232b;--muted:#5c6673;--bg:#fff;--line:#d9dee5;--head:#f3f5f8;
 --yes:#1f7a3a;--yes-bg:#e5f4ea;--no:#b3261e;--no-bg:#fbe9e7;--unk:#8a5a00;--unk-bg:#fff4d6}
@@ -57,7 +59,7 @@ th{background:var(--head);position:sticky;top:0}td.n,th.n{text-align:right;white
 td code{font:.82rem/1.35 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
 td.name{min-width:20rem;max-width:40rem}td.why{min-width:18rem;max-width:34rem}.scroll{overflow-x:auto}
 .tc{font-weight:650;white-space:nowrap}.tc-yes{color:var(--yes)}.tc-no{color:var(--no)}.tc-unknown{color:var(--unk)}
-.flag{color:var(--no);font-weight:600}.detail{color:var(--muted)}.share{white-space:nowrap}
+.flag{color:var(--no);font-weight:600}.detail{color:var(--muted)}.share,.nw{white-space:nowrap}
 .bar{display:inline-block;width:4rem;height:.6rem;background:var(--line);border-radius:3px;margin-right:.4rem;
 vertical-align:middle;overflow:hidden}.bar span{display:block;height:100%;background:var(--yes)}
 svg.chart{max-width:100%;height:auto;display:block;margin:.4rem 0}svg.chart text{fill:var(--fg);font-size:13px}
@@ -66,6 +68,7 @@ svg.chart text.v{fill:var(--muted)}
 .c-d2h{fill:#5aa6e8}.c-d2d{fill:#1d5fa3}.c-mem{fill:#8fc3f0}.c-mset{fill:#a0704a}.c-other{fill:#b0b7c0}
 details{margin:.4rem 0}summary{cursor:pointer;color:var(--muted)}.muted,footer{color:var(--muted)}
 nav ol{margin:.2rem 0 1rem}footer{margin-top:3rem;font-size:.8rem;border-top:1px solid var(--line);padding-top:.6rem}
+@media (max-width:1000px){th.n{white-space:normal}table.ops td.name{min-width:14rem}}
 """
 
 
@@ -189,8 +192,9 @@ KERNEL_HEAD = ("kernel", "launches", "total", "mean", "% of kernel time", "tenso
 def _ops(rows: list[dict], limit: int) -> str:
     return _limited(_OP_HEAD, [[("name", _Raw(f"<code>{_t(o['op'])}</code>")), _n(o["kernels"]), _n(o["launches"]),
                                 _ns(o["total_ns"]), _pct(o["share"]), _share_bar(o["tensor_core_share"]),
-                                " + ".join(f"{p['precision']} {_pct(p['share'])}" for p in o["precisions"])]
-                               for o in rows], limit, "ops", frozenset({1, 2, 3, 4}))
+                                _Raw(" + ".join(f'<span class="nw">{_t(p["precision"])} {_pct(p["share"])}</span>'
+                                                for p in o["precisions"]))]
+                               for o in rows], limit, "ops", frozenset({1, 2, 3, 4}), "ops")
 
 
 def _groups(rows: list[dict], key: str, head: tuple[str, str]) -> str:
@@ -289,6 +293,28 @@ def _document(title: str, body: str, about: str = "") -> str:
 
 def render_report(report, limit: int = 15, title: str | None = None, **_: object) -> str:
     return page([(title, _rows.report(report))], limit)
+
+
+# A notebook shows the page in a frame of its own: inlined into an output, JupyterLab's CSS right-aligned its names,
+# squeezed the name columns to a few characters and laid the totals' labels over their values, and the page's CSS
+# (body, table, :root) restyled the notebook.
+# An <iframe srcdoc> isolates both ways whatever the notebook's theme; scoped styles would have to out-rank every
+# theme's selectors with a reset of every property. sandbox="" lets the page run nothing, as its CSP says too. With no
+# script the frame cannot size itself to the page (thousands of pixels tall even with two kernels): it is a fixed
+# height, one screen, scrolled inside and resizable by its corner.
+FRAME_HEIGHT_PX = 800
+
+
+def notebook(page_html: str, title: str) -> str:
+    """A page as a notebook output: an isolated, sandboxed frame holding the page, escaped into srcdoc."""
+    return (f'<iframe srcdoc="{_html.escape(page_html, quote=True)}" sandbox="" title="{_t(title)}" width="100%" '
+            f'height="{FRAME_HEIGHT_PX}" style="display:block;width:100%;max-width:100%;height:{FRAME_HEIGHT_PX}px;'
+            'border:1px solid rgba(127,127,127,.35);border-radius:4px;resize:vertical;overflow:auto"></iframe>')
+
+
+def render_notebook(report, limit: int = 15, **_: object) -> str:
+    """The Report's _repr_html_: the page of render_report, in its own frame."""
+    return notebook(render_report(report, limit), f"nvprof-wrap report: {report.verdict.message}")
 
 
 def render_reports(named: list[tuple[str, object]], limit: int = 15, **_: object) -> str:
