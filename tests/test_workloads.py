@@ -85,6 +85,10 @@ def test_reuters_mlp_mixed_records_loss_scale(keras_available: None, tmp_path: P
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["channels_last", "channels_first"])
 def test_convnet_one_epoch(keras_available: None, tmp_path: Path, layout: str) -> None:
+    if layout == "channels_first" and os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow":
+        # TensorFlow 2.21 has no NCHW convolution gradient on the CPU ("Conv2DCustomBackpropFilterOp only supports
+        # NHWC"); these tests hide the GPU (CUDA_VISIBLE_DEVICES=""), so NCHW trains only on the other backends.
+        pytest.skip("TensorFlow trains channels_first convolutions only on a GPU (its CPU kernels are NHWC only)")
     flag = "--" + layout.replace("_", "-")
     _, metrics = run_workload("convnet", ["--epochs", "1", "--samples", "512", flag], tmp_path)
     start, epoch, _ = check_training_metrics(metrics, "convnet", "fp32")
