@@ -9,8 +9,10 @@ Nothing is written outside tmp_path: the kernel's IPython, Jupyter and temporary
 the reason, where nbclient, nbformat, ipykernel, nbconvert, playwright or chromium is missing."""
 from __future__ import annotations
 
-import copy
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,45 +35,53 @@ def _need(module: str, pip: str) -> object:
 @pytest.fixture(scope="module")
 def notebook_page(tmp_path_factory):
     """(the executed notebook as nbconvert's lab template shows it, the same page without the report's output)."""
-    nbformat = _need("nbformat", "nbformat")
-    nbclient = _need("nbclient", "nbclient")
+    _need("nbformat", "nbformat")
+    _need("nbclient", "nbclient")
     _need("ipykernel", "ipykernel")
-    nbconvert = _need("nbconvert", "nbconvert")
+    _need("nbconvert", "nbconvert")
     tmp = tmp_path_factory.mktemp("notebook")
     env = {"IPYTHONDIR": tmp / "ipython", "JUPYTER_CONFIG_DIR": tmp / "jupyter-config",
            "JUPYTER_DATA_DIR": tmp / "jupyter-data", "JUPYTER_RUNTIME_DIR": tmp / "jupyter-runtime",
            "MPLCONFIGDIR": tmp / "mpl", "TMPDIR": tmp / "tmp"}
     for p in env.values():
         p.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("# Were tensor cores used?"),
-        nbformat.v4.new_code_cell("import nvprof_wrap\nprint(nvprof_wrap.__file__)"),
-        nbformat.v4.new_code_cell(f"nvprof_wrap.analyze({str(SAMPLE)!r})"),
-    ])
-    # the kernel imports this checkout's nvprof_wrap, and keeps its folders in tmp
-    kernel_env = {**os.environ, **{k: str(v) for k, v in env.items()},
-                  "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
-    with pytest.MonkeyPatch.context() as mp:  # the client's own connection file goes there too
-        for k, v in env.items():
-            mp.setenv(k, str(v))
-        from jupyter_client.kernelspec import NoSuchKernel
-
-        client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                         resources={"metadata": {"path": str(tmp)}})
-        try:
-            client.execute(env=kernel_env)
-        except NoSuchKernel as e:
-            pytest.skip(f"no python3 Jupyter kernel: {e}")
-        exporter = nbconvert.HTMLExporter(template_name="lab")
-        shown, _ = exporter.from_notebook_node(nb)
-        bare = copy.deepcopy(nb)
-        bare.cells[-1].outputs = []
-        without, _ = exporter.from_notebook_node(bare)
-    printed = "".join(o.get("text", "") for o in nb.cells[1].outputs)
-    assert printed.strip() == str(ROOT / "nvprof_wrap" / "__init__.py")  # this checkout's code, not another's
-    assert "text/html" in nb.cells[-1].outputs[0]["data"]
-    (tmp / "shown.html").write_text(shown, encoding="utf-8")
-    (tmp / "without.html").write_text(without, encoding="utf-8")
+    # Executed in a child Python: nbclient's runner and asyncio threads would outlive the test in this process, and
+    # a process with other threads never forks its readers (readers/_fork.py), which later tests check.
+    code = f"""
+import copy, json, os, sys
+import nbclient, nbconvert, nbformat
+from jupyter_client.kernelspec import NoSuchKernel
+nb = nbformat.v4.new_notebook(cells=[
+    nbformat.v4.new_markdown_cell("# Were tensor cores used?"),
+    nbformat.v4.new_code_cell("import nvprof_wrap\\nprint(nvprof_wrap.__file__)"),
+    nbformat.v4.new_code_cell("nvprof_wrap.analyze({str(SAMPLE)!r})"),
+])
+client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={{"metadata": {{"path": {str(tmp)!r}}}}})
+try:
+    client.execute(env=dict(os.environ))
+except NoSuchKernel as e:
+    print(json.dumps({{"skip": str(e)}})); sys.exit(0)
+exporter = nbconvert.HTMLExporter(template_name="lab")
+shown, _ = exporter.from_notebook_node(nb)
+bare = copy.deepcopy(nb)
+bare.cells[-1].outputs = []
+without, _ = exporter.from_notebook_node(bare)
+open({str(tmp / "shown.html")!r}, "w", encoding="utf-8").write(shown)
+open({str(tmp / "without.html")!r}, "w", encoding="utf-8").write(without)
+print(json.dumps({{"printed": "".join(o.get("text", "") for o in nb.cells[1].outputs),
+                  "html": "text/html" in nb.cells[-1].outputs[0]["data"]}}))
+"""
+    # the kernel imports this checkout's nvprof_wrap, and it and the client keep their folders in tmp
+    child_env = {**os.environ, **{k: str(v) for k, v in env.items()},
+                 "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
+    proc = subprocess.run([sys.executable, "-c", code], env=child_env, cwd=tmp, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "skip" in got:
+        pytest.skip(f"no python3 Jupyter kernel: {got['skip']}")
+    assert got["printed"].strip() == str(ROOT / "nvprof_wrap" / "__init__.py")  # this checkout's code, not another's
+    assert got["html"]
     return tmp / "shown.html", tmp / "without.html"
 
 

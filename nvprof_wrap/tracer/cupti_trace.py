@@ -449,13 +449,14 @@ def _set_up(out_dir: str) -> Tracer | None:
     None after one line when neither can trace. meta 'binding' says which, and why not the first."""
     why = (f"{ENV_BINDING}=python" if os.environ.get(ENV_BINDING) == "python"
            else f"{ENV_TUNE} needs cupti-python" if os.environ.get(ENV_TUNE) else None)
+    failed = None  # why the ctypes binding, when tried, could not trace
     if why is None:
         try:
             binding = ccupti.load()
             return _traced(Tracer(binding, out_dir), f"ctypes ({binding.path})")
         except ccupti.Unavailable as e:
-            why = str(e)
-    cupti = _import_cupti(why)
+            why = failed = str(e)
+    cupti = _import_cupti(failed)
     return None if cupti is None else _traced(Tracer(cupti, out_dir), f"cupti-python (ctypes binding not used: {why})")
 
 
