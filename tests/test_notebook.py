@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_html_browser import ARGS, CHROMIUM
+from tests.test_html_browser import browser  # noqa: F401 - the same headless Chromium, as a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -83,22 +83,6 @@ print(json.dumps({{"printed": "".join(o.get("text", "") for o in nb.cells[1].out
     assert got["printed"].strip() == str(ROOT / "nvprof_wrap" / "__init__.py")  # this checkout's code, not another's
     assert got["html"]
     return tmp / "shown.html", tmp / "without.html"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright's Python package is not installed (pip install playwright)")
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.skip(f"Debian's chromium is not installed ({CHROMIUM}; apt-get install chromium)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _open(browser, path: Path):
