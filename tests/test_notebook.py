@@ -85,7 +85,7 @@ print(json.dumps({{"printed": "".join(o.get("text", "") for o in nb.cells[1].out
     return tmp / "shown.html", tmp / "without.html"
 
 
-def _open(browser, path: Path):
+def _open(browser, path: Path):  # noqa: F811
     context = browser.new_context(viewport={"width": WIDTH, "height": 900}, service_workers="block")
     url = path.resolve().as_uri()
     # nothing but the page itself is loaded (the template's MathJax / require.js links are refused)
@@ -169,7 +169,7 @@ def _layout_problems(got: dict, top: list, framed: dict | None) -> list[str]:
     return problems
 
 
-def test_notebook_report_is_laid_out_as_the_page(browser, notebook_page, tmp_path):
+def test_notebook_report_is_laid_out_as_the_page(browser, notebook_page, tmp_path):  # noqa: F811
     shown, without = notebook_page
     context, page = _open(browser, shown)
     try:
