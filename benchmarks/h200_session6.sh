@@ -8,6 +8,7 @@
 #   A: the venv; doctor; the API, the cell magic and the Keras callback (no cupti-python); nanoGPT and the HF
 #      Trainer, each under nsys and cupti, reported with --steps 10:40.   B: experiment reuters_mlp (all
 #      precisions); pytorch/examples ImageNet (--dummy, stopped by SIGINT after 80 s) under nsys and cupti.
+#   C: experiment reuters_mlp --precisions bf16.
 # $OUT: session6-A.log / session6-B.log and the JSON reports.
 set -u
 PART=${1:-A}
@@ -67,5 +68,7 @@ elif [ "$PART" = B ]; then
     t imnet_${b}_steps $W report $R/imnet_$b --steps 10:40
     $W report $R/imnet_$b --steps 10:40 --format json -o ${OUT:-/tmp}/imnet_${b}_steps.json >> $LOG 2>&1
   done
+elif [ "$PART" = C ]; then  # the precision the default list leaves out
+  step experiment_bf16; TAIL=8 t experiment_bf16 $W experiment reuters_mlp --precisions bf16 -o $R/exp_bf16
 fi
 step end
