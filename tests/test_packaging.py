@@ -114,8 +114,9 @@ def test_the_installed_wheel_runs_every_path_a_user_walks(tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True, system_site_packages=True)
     py, bin_ = env_dir / "bin" / "python", env_dir / "bin"
-    pip = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(_wheel(tmp_path))],
-                         capture_output=True, text=True, timeout=600, check=False)
+    # --ignore-installed: the venv sees this machine's packages, where nvprof-wrap of the same version may be installed
+    pip = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
+                          str(_wheel(tmp_path))], capture_output=True, text=True, timeout=600, check=False)
     assert pip.returncode == 0, pip.stderr[-2000:]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
