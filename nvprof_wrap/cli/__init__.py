@@ -28,6 +28,7 @@ from nvprof_wrap.launch.job import leave_terminal, terminal_fds
 from nvprof_wrap.lifeline import end_on, restore
 
 _JOBS = {"run", "experiment"}  # the commands whose work is a job's run (SIGHUP: see main)
+_TAKE_A_COMMAND = {"run", "experiment", "verify"}  # the commands that use what follows "--"
 # Every subcommand, once: name → its module (add_parser(sub, name), run(args) -> int), in the order of --help.
 # A command whose module does not import is a broken install, and says so with its traceback.
 COMMANDS = {"report": report_cmd, "kernels": kernels, "compare": compare_cmd, "classify": classify_cmd, "demo": demo,
@@ -59,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first "--" belongs to the job (or the workload), never to us.
     head, tail = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, None)
+    command = next((a for a in head if not a.startswith("-")), None)
+    if tail is not None and command in COMMANDS and command not in _TAKE_A_COMMAND:
+        say(f"nvprof-wrap: error: {command} takes nothing after '--' (only run, experiment and verify run a command "
+            f"given there), got: {' '.join(tail)[:120] or '(nothing)'}; a PATH that starts with '-' is written ./-NAME")
+        return 2
     args = p.parse_args(head)
     args.passthrough = tail
     if args.command is None:

@@ -22,11 +22,13 @@ GATED = """exit codes:
   70   an internal error: a bug; one line says where to report it (NVPROF_WRAP_DEBUG=1 prints the traceback)"""
 
 RUN = """exit codes:
-  N    the job's exit code (128+S when signal S ended it); also when the output was cut short (| head -1):
-       nvprof-wrap stops printing, waits for the job and exits with its code
+  N    the job's exit code (128+S when signal S ended it); also when the output was cut short (| head -1)
+       or cannot be written (> /dev/full: one line on stderr says so): nvprof-wrap stops printing, waits for
+       the job and exits with its code
   1    the job exited 0 but a gate (--min-tensor-core-share, --expect-precision) is not met: one line says which
-  2    nvprof-wrap could not start the job (bad options, a run folder that already holds a run, no profiler),
-       or the job succeeded but its run could not be recorded or read (disk full, say): one line on stderr
+  2    nvprof-wrap could not start the job (bad options, a --name that is not one folder name, a run folder
+       that already holds a run, no profiler), or the job succeeded but its run could not be recorded or read,
+       or its --save FILE written (disk full, say): one line on stderr
   130  interrupted before the job started
   143  SIGTERM before the job started or after it ended (while the job runs, SIGINT and SIGTERM go to it and its
        code is the exit code; SIGHUP, a closed terminal, is not passed on: the job and the run go on)

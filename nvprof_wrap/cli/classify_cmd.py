@@ -55,7 +55,7 @@ def _cut(line: str, f) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.output)
+    check_output(args.output, [args.names_file])
     names = list(args.names) + (_read_names(args.names_file) if args.names_file else [])
     if not names:
         raise BadInput(None, "give kernel names, or --names-file FILE")

@@ -53,6 +53,7 @@ def add_parser(sub, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output(args.output)
     before, after = history.resolve(args.before), history.resolve(args.after)
+    check_output(args.output, [before, after])
     steady = window_args(args)  # the same window or steps of both runs
     with reading() as progress:
         reports = analyze(before, progress=progress, **steady), analyze(after, progress=progress, **steady)

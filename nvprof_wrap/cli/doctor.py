@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from nvprof_wrap import tempdirs
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, add_save, check_output, options, put
 from nvprof_wrap.errors import ToolMissing
@@ -32,7 +33,8 @@ def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="what GPUs, profilers and Keras backends this machine has", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--no-probe", action="store_true", help="do not run the matmul probe")
-    p.add_argument("-o", "--output", default=None, help="run folder for the probe (default runs/doctor-probe-TIMESTAMP)")
+    p.add_argument("-o", "--output", default=None,
+                   help="run folder for the probe, kept (default: a temporary folder, removed after)")
     add_format(p)
     add_save(p, "the facts")
 
@@ -64,8 +66,20 @@ def _libcupti() -> dict:
 
 
 def probe(folder: str | None) -> dict:
+    """The probe's run: in -o DIR, kept; else in a temporary folder, removed after (doctor leaves nothing in the
+    current folder)."""
+    if folder:
+        return _probe(folder)
+    with tempdirs.folder("doctor") as tmp:
+        got = _probe(str(Path(tmp) / "probe"))
+    if got["ran"]:
+        got["folder"] = "a temporary run folder, removed; -o DIR keeps it"
+    return got
+
+
+def _probe(folder: str) -> dict:
     try:
-        out, manifest = execute(RunSpec([sys.executable, str(PROBE)], "auto", folder or None, name="doctor-probe",
+        out, manifest = execute(RunSpec([sys.executable, str(PROBE)], "auto", folder, name="doctor-probe",
                                         silent=True))  # the probe's and the profiler's output: in its folder's logs
     except ToolMissing as e:
         return {"ran": False, "why": str(e)}
@@ -79,7 +93,7 @@ def probe(folder: str | None) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.save)
+    check_output(args.save, into=args.output)
     f = facts()
     if f["gpus"] and not args.no_probe and PROBE.is_file():
         f["probe"] = probe(args.output)

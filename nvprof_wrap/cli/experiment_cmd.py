@@ -88,7 +88,7 @@ def _precisions(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.save)
+    check_output(args.save, [args.output] if args.no_run else (), into=None if args.no_run else args.output)
     precisions = _precisions(args.precisions)
     if args.no_run:
         if not args.output:

@@ -36,7 +36,7 @@ def add_parser(sub, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.output)
+    check_output(args.output, [*args.paths, args.store])
     try:
         pattern = re.compile(args.grep, re.IGNORECASE) if args.grep else None
     except re.error as e:

@@ -76,7 +76,7 @@ def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.output)
+    check_output(args.output, [*args.paths, args.store])
     rep = build(args.paths, args)
     opts = options(args) | ({"color": False} if args.output else {})
     limit = args.limit or (None if args.format in ("json", "csv") else 15)

@@ -39,10 +39,10 @@ from nvprof_wrap.cli._output import (
     say,
     write_text,
 )
-from nvprof_wrap.errors import INTERNAL, BadInput, NvprofWrapError
+from nvprof_wrap.errors import INTERNAL, BadInput, CannotWrite, NvprofWrapError
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
-from nvprof_wrap.launch.runner import execute, no_capture_reason
+from nvprof_wrap.launch.runner import check_name, execute, expand_output, no_capture_reason
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
@@ -97,7 +97,8 @@ def _command(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.save)  # before the job runs
+    check_name(args.name)  # before the job runs, as the --save FILE is checked
+    check_output(args.save, into=expand_output(args.output) if args.output else None)
     spec = RunSpec(_command(args), args.backend, args.output, args.name, args.nsys,
                    quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
                    step_marks=args.step_marks, force=args.force, verbose=args.verbose)
@@ -121,8 +122,14 @@ def run(args: argparse.Namespace) -> int:
                 say(f"nvprof-wrap: HTML report → {folder / 'report.html'}")
             results = gates(args, rep)
             if not args.no_report:
-                put(args, RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit, gates=results or None,
-                                                               **options(args)), "report")
+                text = RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit,
+                                                            gates=results or None, **options(args))
+                try:
+                    put(args, text, "report")
+                except CannotWrite as e:  # our stdout is full or closed: said, and the job's code still counts
+                    if args.save is not None:
+                        raise
+                    say(f"nvprof-wrap: error: {e}; the run is recorded: nvprof-wrap report {folder} prints it")
             record_history(folder, rep)
             gated = gate(args, rep, results)
         except NvprofWrapError as e:  # the job ran: its code still counts (below)

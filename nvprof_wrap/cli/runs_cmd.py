@@ -31,8 +31,11 @@ def add_parser(sub, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.output)
-    rows = history.runs(args.limit)
+    check_output(args.output, [history.path()])
+    problems: list[str] = []
+    rows = history.runs(args.limit, problems)
+    for line in problems:  # a row edited by hand or written by another version: named, left out
+        say(f"nvprof-wrap: warning: {line}")
     if not rows and args.format == "table" and args.output is None:
         say(f"nvprof-wrap: no run recorded yet in {history.path() or 'the history (NVPROF_WRAP_HISTORY=off)'}")
         return 0

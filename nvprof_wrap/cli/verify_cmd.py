@@ -100,7 +100,7 @@ def measure(args: argparse.Namespace, cmd: list[str]) -> tuple[Path, list[Path]]
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.save)
+    check_output(args.save, [args.from_csv, *args.paths], into=args.output)
     if args.from_csv:
         csv, attach = args.from_csv, [Path(p) for p in args.paths]
     else:

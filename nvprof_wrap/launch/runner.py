@@ -43,9 +43,20 @@ def expand_output(pattern: str) -> str:
     return re.sub(r"%%|%p|%h|%q\{([^}]*)\}", sub, pattern)
 
 
+def check_name(name: str | None) -> None:
+    """--name is one folder name (runs/NAME-TIMESTAMP): never a path that leads out of runs/."""
+    if name is None:
+        return
+    if name in ("", ".", "..") or "/" in name or "\0" in name or (os.altsep and os.altsep in name):
+        raise BadInput(None, f"--name {name!r}: a run's name is one folder name (no '/', not '.' or '..', not "
+                             "empty); -o DIR names the run folder itself")
+
+
 def run_folder(spec: RunSpec) -> tuple[Path, int, bool]:
     """The run folder, claimed for this run (launch/folder.py), the descriptor that holds the claim, and whether
-    this run created the folder."""
+    this run created the folder. A path through a symlink is resolved once, here: the logs, the captures and the
+    manifest all go to the folder it named at the start, whatever the link names later."""
+    check_name(spec.name)
     name = spec.name or Path(spec.command[0]).name
     if spec.output:
         folder = Path(expand_output(spec.output))
@@ -54,6 +65,9 @@ def run_folder(spec: RunSpec) -> tuple[Path, int, bool]:
     r = rank()
     if r is not None and spec.output:
         folder = folder / f"rank{r}"  # srun / torchrun / mpirun: one sub-folder per rank, same -o on every node
+    real = Path(os.path.realpath(folder))
+    if real != Path(os.path.abspath(folder)):
+        folder = real  # a symlink on the way: from here on, the folder it points to now
     existed = bool(spec.output) and folder.exists()
     return (*claim(folder, force=spec.force, numbered=not spec.output), not existed)
 
@@ -115,11 +129,18 @@ def write_manifest(folder: Path, manifest: Manifest) -> Manifest:
     """Written before the job starts (status "running": a wrapper killed later leaves at least this) and again
     when it ended. Raises OSError (disk full, say) from the writing."""
     tmp = folder / "manifest.json.tmp"
-    with open(tmp, "w") as f:  # written and synced before it replaces the last one: a full disk loses neither
-        f.write(json.dumps(manifest.to_json(), indent=2))
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(folder / "manifest.json")
+    try:
+        with open(tmp, "w") as f:  # written and synced before it replaces the last one: a full disk loses neither
+            f.write(json.dumps(manifest.to_json(), indent=2))
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(folder / "manifest.json")
+    except OSError:
+        try:
+            tmp.unlink(missing_ok=True)  # a full disk leaves the last manifest, not a half-written copy beside it
+        except OSError:
+            pass
+        raise
     return manifest
 
 

@@ -13,7 +13,11 @@ A history written before these (one row per folder, Unix seconds, "fp16 + bf16")
 from __future__ import annotations
 
 import json
+import math
 import os
+import sqlite3
+import stat
+import urllib.parse
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -133,7 +137,7 @@ def record(folder: Path, report, manifest: dict | None) -> Path | None:
     """Upsert the row of a run folder and the report's scope (the latest report of each). Returns the history's
     path."""
     p = path()
-    if p is None:
+    if p is None or _discard(p):
         return None
     m = manifest or {}
     v = report.verdict
@@ -153,21 +157,96 @@ def record(folder: Path, report, manifest: dict | None) -> Path | None:
     return p
 
 
-def runs(limit: int | None = None) -> list[dict]:
-    """The recorded runs, newest first; precisions as a list, times as ISO 8601 strings."""
+def _discard(p: Path) -> bool:
+    """NVPROF_WRAP_HISTORY=/dev/null (any character device): nothing is recorded — SQLite would create
+    /dev/null-journal beside it. Another file that is not a regular one (a FIFO, a folder) is refused."""
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        raise BadInput(p, f"cannot use as the run history ({e.strerror})") from None
+    if stat.S_ISCHR(mode):
+        return True
+    if not stat.S_ISREG(mode):
+        raise BadInput(p, "the run history is not a regular file; nothing recorded")
+    return False
+
+
+def runs(limit: int | None = None, problems: list[str] | None = None) -> list[dict]:
+    """The recorded runs, newest first; precisions as a list, times as ISO 8601 strings. Read-only: reading
+    never creates, migrates or locks the file. A row that cannot be read (a history edited by hand, or written
+    by another version) is left out, and ``problems`` gets one line naming it."""
     p = path()
     if p is None or not p.is_file():
         return []
-    db = _db(p)
     try:
-        sql = f"SELECT * FROM {TABLE} ORDER BY recorded_at DESC" + (" LIMIT ?" if limit else "")
-        rows = [dict(r) for r in db.query(sql, [limit] if limit else [])]
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(p.resolve()))}?mode=ro", uri=True, timeout=10)
+    except sqlite3.Error as e:
+        raise BadInput(p, f"not a readable run history ({e})") from None
+    try:
+        conn.row_factory = sqlite3.Row
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if TABLE not in tables:
+                if tables:
+                    raise BadInput(p, f"not an nvprof-wrap run history (no {TABLE} table)")
+                return []
+            try:
+                got = [(r[0], dict(r)) for r in conn.execute(f"SELECT rowid AS _rowid_, * FROM [{TABLE}]")]
+            except sqlite3.OperationalError:  # a table without rowid: rows numbered in order instead
+                got = [(n, dict(r)) for n, r in enumerate(conn.execute(f"SELECT * FROM [{TABLE}]"), 1)]
+        except sqlite3.DatabaseError as e:
+            raise BadInput(p, f"not a readable run history ({e})") from None
     finally:
-        db.conn.close()
-    for r in rows:
-        r["recorded_at"], r["started"] = iso(r.get("recorded_at")), iso(r.get("started"))
-        r["precisions"] = precisions_list(r.get("precisions"))
-    return rows
+        conn.close()
+    rows = []
+    for n, r in got:
+        r.pop("_rowid_", None)
+        try:
+            rows.append(_readable(r))
+        except ValueError as e:
+            folder = r.get("folder")
+            if problems is not None:
+                problems.append(f"{p}: row {n}" + (f" ({folder})" if isinstance(folder, str) and folder else "")
+                                + f" skipped: {e}")
+    rows.sort(key=lambda r: r["recorded_at"], reverse=True)
+    return rows[:limit] if limit else rows
+
+
+_TEXT = ("folder", "scope", "name", "command", "backend", "verdict", "health")
+_WHOLE_NUMBERS = ("exit_code", "kernel_time_ns", "launches")
+
+
+def _readable(r: dict) -> dict:
+    """A history row of any version as runs() gives it: every column of COLUMNS, of its type (or None); raises
+    ValueError naming the column whose value is not one."""
+    out = {}
+    for c in _TEXT:
+        v = r.get(c)
+        out[c] = "" if v is None else v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
+    out["scope"] = out["scope"] or WHOLE
+    out["name"] = out["name"] or Path(out["folder"]).name or "-"
+    out["recorded_at"], out["started"] = iso(r.get("recorded_at")), iso(r.get("started"))
+    for c in _WHOLE_NUMBERS:
+        out[c] = _number(c, r.get(c), whole=True)
+    out["tensor_core_share"] = _number("tensor_core_share", r.get("tensor_core_share"))
+    out["precisions"] = precisions_list(r.get("precisions"))
+    return {c: out[c] for c in COLUMNS}
+
+
+def _number(column: str, v, whole: bool = False):
+    if v is None or v == "":
+        return None
+    if whole and isinstance(v, int) and not isinstance(v, bool):
+        return v  # exactly, however large (SQLite's integers are 64-bit)
+    try:
+        x = float(v) if isinstance(v, (str, bytes, int, float)) and not isinstance(v, bool) else math.nan
+    except ValueError:
+        x = math.nan
+    if not math.isfinite(x) or (whole and (x != int(x) or abs(x) >= 2 ** 63)):
+        raise ValueError(f"{column} is {v!r:.60}, not {'a whole number' if whole else 'a finite number'}")
+    return int(x) if whole else x
 
 
 def resolve(name: str) -> Path:
