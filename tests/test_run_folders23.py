@@ -102,7 +102,9 @@ def test_force_on_our_run_folder_removes_only_what_the_run_wrote(tmp_path):
     moved out, --force replaces the run."""
     out = tmp_path / "run"
     assert wrapper("-o", out, "--no-report", "--", sys.executable, "-c", "print('first')").returncode == 0
-    assert json.loads((out / "manifest.json").read_text())["format"] == "nvprof-wrap-run"
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["format"] == "nvprof-wrap-run" and (out / ".nsys.sqlite.nvprof-wrap-export.lock").is_file()
+    assert sorted(m["captures"]) == ["nsys.nsys-rep", "nsys.sqlite"]  # never the export's lock
     (out / "notes.txt").write_text("mine")
     (out / "plots").mkdir()
     before = tree(out)

@@ -217,8 +217,8 @@ def written(folder: Path) -> set[str]:
     for name in entries:
         if _SET_ASIDE.fullmatch(name) or (pattern is not None and pattern.fullmatch(name)):
             names.add(name)
-        elif tools.is_export_scratch(name) and any(name.startswith(f".{Path(c).stem}") for c in captures):
-            names.add(name)  # an export's lock or temporary file (tools.nsys_export)
+        elif tools.is_export_scratch(name):
+            names.add(name)  # an export's lock or temporary file (tools.nsys_export), by its name
     return names
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from nvprof_wrap import __version__
+from nvprof_wrap import __version__, tools
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import BY_NAME, choose
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
@@ -74,7 +74,7 @@ def _unclaim(folder: Path, lock: int, created: bool) -> None:
 def captures(folder: Path) -> list[str]:
     skip = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock"}
     return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in skip
-                  and not p.name.endswith(("-wal", "-shm", "-journal")))
+                  and not p.name.endswith(("-wal", "-shm", "-journal")) and not tools.is_export_scratch(p.name))
 
 
 def no_capture_reason(folder: Path, manifest: Manifest) -> str:
