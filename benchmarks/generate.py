@@ -320,11 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.format == "nsys":
         nsys(a.n, a.out, a.processes, a.devices, a.seed)
     elif a.format == "nvprof":
-        nvprof(a.n, a.out)
+        nvprof(a.n, a.out, seed=a.seed)
     elif a.format == "torch":
         torch_trace(a.n, a.out, a.ops_per_kernel, a.seed)
     else:
-        kineto(a.n, a.out)
+        kineto(a.n, a.out, seed=a.seed)
     return 0
 
 

@@ -69,6 +69,8 @@ def _pending_in(store: Store, root: Path, skipped: list, present: set[str], wind
             continue
         file = str(path.resolve())
         identity = store.known_identity(file, st)
+        if identity is not None and identity.partition(_WINDOW_SEP)[2].split(";")[0] != f"read{readers.READ_VERSION}":
+            identity = None  # fingerprinted by an older version: a gzipped capture's is now of what it unpacks to
         identity = identity.split(_WINDOW_SEP)[0] if identity is not None else None
         if identity is None:
             try:
@@ -86,8 +88,13 @@ def _pending_in(store: Store, root: Path, skipped: list, present: set[str], wind
                 continue
         # what was read, by which reader version, through which window: any other version of it is re-read
         identity += f"{_WINDOW_SEP}read{readers.READ_VERSION}" + (f";{window.key}" if window is not None else "")
-        present.add(identity)
         found += 1
+        if identity in present:  # x.sqlite beside x.sqlite.gz, trace.json beside trace.json.gz: one capture
+            same = next((t[0] for t in todo if t[2] == identity), None)
+            why = f"the same capture as {same.name if same else 'another file read'} (identical content): read once"
+            skipped.append((str(path), why))
+            continue
+        present.add(identity)
         if not store.has(identity):
             todo.append((path, explicit, identity, st))
     return found
@@ -162,14 +169,17 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
                     raise
         except BrokenProcessPool:
             results = None  # a worker died (e.g. out of memory): read them here, one by one
+    failed: list[tuple[str, str]] = []  # captures (by their content) that could not be read
     if results is not None:
         for (path, explicit, identity, st), result in zip(todo, results):
-            _store_one(store, path, explicit, identity, st, result, skipped, progress)
+            _store_one(store, path, explicit, identity, st, result, failed, progress)
     else:
         for path, explicit, identity, st in todo:
             if progress:
                 progress(path)
-            _store_one(store, path, explicit, identity, st, _read(path, win), skipped, None)
+            _store_one(store, path, explicit, identity, st, _read(path, win), failed, None)
+    skipped += failed
+    _never_only_damage(store, paths, present, failed, win)
     if win is not None and skipped and not any(store.has(i) for i in present):
         # nothing could be read through the window: an empty report would look like a job without GPU work
         raise BadInput(paths[0], f"{win.describe()}: none of its captures could be read through it "
@@ -179,6 +189,28 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
     for p in paths:
         _ranks_from_manifest(store, p)
     return tuple(skipped)
+
+
+def _never_only_damage(store: Store, paths: list[Path], present: set[str], failed: list[tuple[str, str]],
+                       window: Window | None) -> None:
+    """Captures were found but none could be read: the damage, named (exit 2), instead of a report without kernels
+    ("did the job run on the GPU?" of a file that may hold all of its GPU work). With a window, the window says it."""
+    if not failed or window is not None or any(store.has(i) for i in present):
+        return
+    path, why = failed[0]
+    why = why.removeprefix(f"{path}: ")  # ToolMissing names the file in its message
+    if len(failed) > 1:
+        why += f" (and {len(failed) - 1} more capture{'s' if len(failed) > 2 else ''}: none could be read)"
+    elif len(paths) == 1 and _is_folder(paths[0]):
+        why += f" — the only capture in {paths[0]}"
+    raise BadInput(path, why)
+
+
+def _is_folder(p: Path) -> bool:
+    try:
+        return p.is_dir()
+    except OSError:
+        return False
 
 
 def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.stat_result, result,

@@ -42,7 +42,13 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     own = not isinstance(store, Store)
     st = Store(Path(store)) if isinstance(store, (str, Path)) else (store or Store())
     try:
-        skipped = ingest(st, folders, progress, window=window, steps=steps)
+        try:
+            skipped = ingest(st, folders, progress, window=window, steps=steps)
+        except BadInput as e:  # no capture yet, or one being written: a run still running says so first
+            running = jobs.in_progress(folders)
+            if running is None:
+                raise
+            raise BadInput(e.path, f"{running}: {e.why}") from None
         evidence.prepare(st, triton_cache)
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
         if window is None and steps is None:

@@ -147,7 +147,9 @@ class Scope:
 class JobEnd:
     """How the run's job ended, from its manifest (launch/manifest.py)."""
 
-    status: str  # "succeeded" | "failed" (exit code N) | "killed" (by a signal) | "unrecorded" (no end in the manifest)
+    # "succeeded" | "failed" (exit code N) | "killed" (by a signal) | "running" (the manifest says so and the run still
+    # holds its folder's lock) | "unrecorded" (no end in the manifest, and no run holds the folder)
+    status: str
     exit_code: int | None  # as a shell reports it: 128+N for signal N
     signal_number: int | None  # the signal that ended the job (killed)
     signal: str | None  # its name, e.g. SIGKILL
@@ -155,6 +157,10 @@ class JobEnd:
     steps: int | None  # training steps recorded before the end; None when unknown
     steps_source: str | None  # "capture" (its 'step N' ranges) | "metrics.jsonl"
     rank: int | None = None  # of a distributed run: the rank whose end this is (the first that did not succeed)
+    # of a run whose end was not recorded: whether a process still holds its folder's lock (None: no lock file, a run
+    # of an earlier version; or it cannot be told); wrapper_pid: the nvprof-wrap process that ran it
+    lock_held: bool | None = None
+    wrapper_pid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -365,10 +371,16 @@ def job_line(job: JobEnd | None, verdict: Verdict | None = None) -> str | None:
     after = f" after {job.steps:,} step{'s' if job.steps != 1 else ''}" if job.steps else ""
     nothing = verdict is not None and verdict.tensor_cores == "no-kernels"
     tail = "" if nothing else " — report of what ran"  # the verdict says what was not recorded
+    if job.status == "running":
+        pid = f" (pid {job.wrapper_pid})" if job.wrapper_pid else ""
+        so_far = "" if nothing else " — report of what it wrote so far"
+        return (f"Run in progress: {who[0].lower() + who[1:]} is still running (its manifest says \"running\" and "
+                f"nvprof-wrap{pid} or its job still holds the run folder){so_far}")
     if job.status == "unrecorded":
-        return (f"{who}'s end was not recorded: its run's manifest still says \"running\" (nvprof-wrap was killed, "
-                f"or the job is still running){tail}" if job.rank is None else
-                f"{who}'s end was not recorded: its manifest still says \"running\"{tail}")
+        why = {False: " (nvprof-wrap was killed: no process holds the run folder any more)",
+               None: " (nvprof-wrap was killed, or the job is still running)"}.get(job.lock_held, "")
+        return (f"{who}'s end was not recorded: its run's manifest still says \"running\"{why}{tail}"
+                if job.rank is None else f"{who}'s end was not recorded: its manifest still says \"running\"{tail}")
     if job.status == "killed":
         passed = ", which nvprof-wrap received and passed on" if job.forwarded == job.signal else ""
         return f"{who} killed by signal {job.signal_number} ({job.signal}{passed}){after}{tail}"
@@ -401,7 +413,10 @@ def with_jobs(report: Report, job: JobEnd | None, groups: tuple[JobGroup, ...]) 
     """The job's end and the captures of different jobs; a job that did not succeed and left no kernel is not asked
     whether it ran on the GPU."""
     verdict = report.verdict
-    if job is not None and job.status != "succeeded" and verdict.tensor_cores == "no-kernels":
+    if job is not None and job.status == "running" and verdict.tensor_cores == "no-kernels":
+        verdict = replace(verdict, message="No GPU kernels recorded yet: the run is still in progress (its profiler "
+                                           "may write its records when the job ends); report it again once it ended.")
+    elif job is not None and job.status != "succeeded" and verdict.tensor_cores == "no-kernels":
         partial = any(s.partial for s in report.sources)
         why = (": its capture is partial — a process killed before its profiler wrote its records loses them"
                if partial else ": it ended before any GPU work was traced, or its profiler lost what it had")

@@ -19,6 +19,7 @@ import signal
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.launch.folder import held
 from nvprof_wrap.launch.manifest import Manifest, read_manifest
 from nvprof_wrap.report import JobEnd, JobGroup
 
@@ -76,6 +77,22 @@ def manifests(paths: list[Path]) -> list[tuple[Path, Manifest]]:
     return out
 
 
+def in_progress(paths: list[Path]) -> str | None:
+    """'run in progress (…)' when the run among ``paths`` is still running: its manifest says so and a process
+    holds its folder's lock (launch/folder.py) — what its folder holds so far said too; None otherwise."""
+    for folder, m in manifests(paths):
+        if (m.status == "running" or m.exit_code is None) and held(folder):
+            pid = f"nvprof-wrap pid {m.wrapper_pid}" if m.wrapper_pid else "nvprof-wrap"
+            try:
+                there = sorted(p.name for p in folder.iterdir() if not p.name.startswith((".", "run.sqlite"))
+                               and p.name != MANIFEST)
+            except OSError:
+                there = []
+            shown = ", ".join(there[:4]) + (f" and {len(there) - 4} more" if len(there) > 4 else "")
+            return f"run in progress ({pid} or its job still holds the folder; so far: {shown or 'its manifest'})"
+    return None
+
+
 def job_end(runs: list[tuple[Path, Manifest]], steps: int | None) -> JobEnd | None:
     """How the run's job ended (of a distributed run, the first rank that did not succeed); None without a
     manifest. ``steps``: the steps the captures mark (None: read the run's metrics.jsonl)."""
@@ -88,7 +105,9 @@ def job_end(runs: list[tuple[Path, Manifest]], steps: int | None) -> JobEnd | No
         steps = _metric_steps(folder / "metrics.jsonl")
         source = "metrics.jsonl" if steps else None
     if m.status == "running" or m.exit_code is None:
-        return JobEnd("unrecorded", None, None, None, m.signal, steps, source, rank)
+        lock = held(folder)
+        return JobEnd("running" if lock else "unrecorded", None, None, None, m.signal, steps, source, rank,
+                      lock_held=lock, wrapper_pid=m.wrapper_pid)
     if m.exit_code == 0:
         return JobEnd("succeeded", 0, None, None, m.signal, steps, source, rank)
     number = m.exit_code - 128

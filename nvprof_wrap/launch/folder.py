@@ -2,9 +2,16 @@
 
 - a new or empty folder is claimed by creating ``.nvprof-wrap.lock`` in it atomically (O_EXCL) and locking it
   (flock): of two runs racing for one folder, one gets it and the other is refused;
-- a folder that holds a run (the lock file, or a manifest from before it) is refused, unless ``force``: then,
-  once the lock is ours (a run still writing into it keeps it locked, its job included), everything in it is
-  removed and the run starts in the empty folder;
+- a folder that holds a run nvprof-wrap made is refused, unless ``force``: then, once the lock is ours (a run still
+  writing into it keeps it locked, its job included), the files that run wrote are removed — and only those
+  (``written``: its manifest, logs and store, the captures its manifest lists, their exports) — and the run
+  starts in the emptied folder. A run folder holding anything else (a file the user put there, a subfolder) is
+  refused, with what is there named: nothing is removed;
+- a run folder nvprof-wrap made is known by its manifest: one that says ``"format": "nvprof-wrap-run"`` with
+  its version (launch/manifest.py), or one written before that mark, by the keys every manifest `run` ever
+  wrote has ("nvprof_wrap", "command", "profiler_argv", "backend", "captures") with the types `run` writes;
+  a manifest.json of anything else (a browser extension's, a web app's) is not a run and the folder is refused
+  without a word of ``--force``;
 - any other folder with files in it is refused, ``force`` or not (``-o ~`` must never empty a home folder).
 
 The lock file stays (it marks the folder as a run folder); the lock is released when the run and its job end.
@@ -12,11 +19,15 @@ The lock file stays (it marks the folder as a run folder); the lock is released 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
-import shutil
+import re
 from pathlib import Path
 
+from nvprof_wrap import tools
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.launch.manifest import FORMAT, Manifest
+from nvprof_wrap.limits import MAX_MANIFEST_BYTES
 
 LOCK = ".nvprof-wrap.lock"
 _RUN_MARKERS = (LOCK, "manifest.json")
@@ -34,11 +45,19 @@ def claim(folder: Path, force: bool = False, numbered: bool = False) -> tuple[Pa
     except OSError as e:
         raise BadInput(folder, f"cannot read the run folder ({e.strerror})") from None
     if entries & set(_RUN_MARKERS):
+        why = not_ours(folder)
+        if why:
+            raise BadInput(folder, f"is not empty and is not a run folder of nvprof-wrap ({why}): pass a new "
+                                   "folder to -o")
         if not force:
             raise BadInput(folder, "already holds a run: pass a new folder to -o, or --force to replace it")
         fd = _open(folder / LOCK, os.O_WRONLY | os.O_CREAT)
         _lock(fd, folder)
-        _empty(folder)
+        try:
+            _replace(folder)  # decided again now that the lock is ours: nothing can be writing into it
+        except BaseException:
+            os.close(fd)
+            raise
     elif entries:
         raise BadInput(folder, "is not empty and holds no run: pass a new folder to -o (--force replaces only a "
                                "folder that holds a run)")
@@ -102,6 +121,25 @@ def _lock(fd: int, folder: Path) -> None:
         raise BadInput(folder, f"a run{owner} is still writing into this folder: pass a new folder to -o") from None
 
 
+def held(folder: Path) -> bool | None:
+    """Whether a run still holds ``folder`` (its wrapper, or its job, which inherits the lock): True; False when
+    the lock file is there and no process holds it (the run's wrapper and job are gone); None without a lock file
+    (a run folder of a version before it) or when it cannot be told. Asks with a shared lock, released at once."""
+    try:
+        fd = os.open(folder / LOCK, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return False
+
+
 def _owner(folder: Path) -> str:
     try:
         pid = (folder / LOCK).read_text().strip()
@@ -110,15 +148,103 @@ def _owner(folder: Path) -> str:
     return f" (nvprof-wrap pid {pid})" if pid.isdigit() else ""
 
 
-def _empty(folder: Path) -> None:
-    """Everything but the lock file (ours now) goes: --force replaces the run entirely."""
-    for entry in os.scandir(folder):
+# What `run` (and `report`, into its run store) writes into a run folder besides the captures, by name.
+_OURS = {"manifest.json", "manifest.json.tmp", LOCK, "stdout.log", "stderr.log", "metrics.jsonl", "run.sqlite",
+         "run.sqlite-wal", "run.sqlite-shm", "run.sqlite-journal"}
+_SET_ASIDE = re.compile(r"run\.sqlite\.corrupt-\d{8}-\d{6}")  # a damaged store moved aside (store/__init__.py)
+_LEGACY = {"nvprof_wrap": str, "command": list, "profiler_argv": list, "backend": str, "captures": list}
+# What each backend's job writes before the run's end lists it (a wrapper killed mid-run lists nothing).
+_CAPTURE_NAMES = {
+    "nsys": re.compile(r"(rank\d+-)?nsys(\.nsys-rep|\.qdrep|\.sqlite|\.qdstrm)"),
+    "cupti": re.compile(r"cupti-[^/]+-\d+(-\d+)?\.sqlite(\.partial)?"),
+    "nvprof": re.compile(r"(rank\d+-)?profile\d+\.nvvp"),
+}
+
+
+def _manifest_data(folder: Path) -> dict | str:
+    path = folder / "manifest.json"
+    try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            return "its manifest.json is too big to be a run's"
+        data = json.loads(path.read_text(errors="replace"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, RecursionError):
+        return "its manifest.json is not a run manifest (unreadable)"
+    return data if isinstance(data, dict) else "its manifest.json is not a run manifest"
+
+
+def not_ours(folder: Path) -> str | None:
+    """Why ``folder`` is not a run folder nvprof-wrap made (None when it is): its manifest carries our format mark,
+    or every key a manifest of an earlier version had; a lock file of ours alone (a run killed before its manifest
+    was written) is ours too."""
+    data = _manifest_data(folder)
+    if isinstance(data, str):
+        return data
+    if not data:
+        return None if (folder / LOCK).is_file() else "no manifest.json"
+    marked = data.get("format") == FORMAT and isinstance(data.get("version"), int)
+    legacy = "format" not in data and all(isinstance(data.get(k), t) for k, t in _LEGACY.items())
+    if not (marked or legacy):
+        return "its manifest.json is not one nvprof-wrap wrote"
+    try:
+        Manifest.from_json(data)
+    except BadInput:
+        return "its manifest.json is not one nvprof-wrap wrote"
+    if not all(_plain_name(c) for c in data.get("captures") or ()):
+        return "its manifest.json lists captures outside the folder"
+    return None
+
+
+def _plain_name(name: object) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
+def written(folder: Path) -> set[str]:
+    """The names of the files the run in ``folder`` (not_ours: None) wrote there: what `run --force` may remove."""
+    data = _manifest_data(folder)
+    data = data if isinstance(data, dict) else {}
+    captures = {c for c in data.get("captures") or () if _plain_name(c)}
+    for c in list(captures):
+        if c.endswith((".nsys-rep", ".qdrep")):
+            captures.add(str(Path(c).with_suffix(".sqlite")))  # its export
+    names = _OURS | captures
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        entries = []
+    pattern = _CAPTURE_NAMES.get(data.get("backend")) if data.get("status") == "running" else None
+    for name in entries:
+        if _SET_ASIDE.fullmatch(name) or (pattern is not None and pattern.fullmatch(name)):
+            names.add(name)
+        elif tools.is_export_scratch(name):
+            names.add(name)  # an export's lock or temporary file (tools.nsys_export), by its name
+    return names
+
+
+def _replace(folder: Path) -> None:
+    """--force: the files the run wrote go (never the lock: ours now); refused, with nothing removed, while the
+    folder holds anything else."""
+    why = not_ours(folder)
+    if why:
+        raise BadInput(folder, f"is not a run folder of nvprof-wrap ({why}): pass a new folder to -o")
+    ours = written(folder)
+    try:
+        entries = list(os.scandir(folder))
+    except OSError as e:
+        raise BadInput(folder, f"cannot read the run folder ({e.strerror})") from None
+    strangers = sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries
+                       if e.name not in ours or e.is_dir(follow_symlinks=False))
+    if strangers:
+        shown = ", ".join(strangers[:3]) + (f" and {len(strangers) - 3} more" if len(strangers) > 3 else "")
+        raise BadInput(folder, f"--force replaces only what a run wrote, and this run folder also holds {shown}, "
+                               "which no run wrote: nothing was removed; move them out, or pass a new folder to -o")
+    for entry in entries:
         if entry.name == LOCK:
             continue
         try:
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
+            os.unlink(entry.path)
+        except FileNotFoundError:
+            pass
         except OSError as e:
             raise BadInput(entry.path, f"--force: cannot remove it from the run folder ({e.strerror})") from None

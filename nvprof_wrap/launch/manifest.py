@@ -17,6 +17,8 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.limits import MAX_MANIFEST_BYTES
 
+FORMAT, FORMAT_VERSION = "nvprof-wrap-run", 1
+
 
 @dataclass(frozen=True)
 class Host:
@@ -41,6 +43,8 @@ class Process:
 @dataclass(frozen=True, kw_only=True)
 class Manifest:
     # The fields in the order of the file's keys.
+    format: str | None = None  # FORMAT: the mark of a run folder nvprof-wrap made (`run --force` replaces only one)
+    version: int | None = None  # of the format (FORMAT_VERSION); None in the manifests of versions before it
     nvprof_wrap: str | None = None  # the version that wrote it
     status: str = "ended"  # "running" until the job ended
     command: tuple[str, ...]
@@ -70,7 +74,8 @@ class Manifest:
         return {p.pid: p.rank for p in self.processes if p.rank is not None}
 
     def to_json(self) -> dict:
-        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "recorded"}
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "recorded"
+               and not (f.name in ("format", "version") and getattr(self, f.name) is None)}  # an older one's keys
         return out if self.recorded else {**out, "recorded": False}
 
     @classmethod
@@ -175,7 +180,7 @@ _HOST = _record(Host, {"name": _STR, "platform": _STR, "python": _STR, "cpus": _
 _PROCESS = _record(Process, {"pid": _INT, "ppid": _INT, "cmdline": _STRINGS, "started": _NUM, "rank": _INT},
                    ("pid",))
 _MANIFEST = _record(dict, {
-    "nvprof_wrap": _STR, "status": _STR, "command": _STRINGS, "profiler_argv": _STRINGS, "backend": _STR,
+    "format": _STR, "version": _INT, "nvprof_wrap": _STR, "status": _STR, "command": _STRINGS, "profiler_argv": _STRINGS, "backend": _STR,
     "backend_tool": _STR, "backend_version": _STR, "gpus": _list_of(_GPU), "host": _HOST, "rank": _INT,
     "wrapper_pid": _INT, "started": _NUM, "ended": _NUM, "wall_s": _NUM, "exit_code": _INT, "signal": _STR,
     "processes": _list_of(_PROCESS), "captures": _STRINGS, "problems": _STRINGS,

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import psutil
 
-from nvprof_wrap import __version__
+from nvprof_wrap import __version__, tools
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import BY_NAME, choose
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
 from nvprof_wrap.launch.folder import LOCK, claim
 from nvprof_wrap.launch.gpus import Gpu, list_gpus
 from nvprof_wrap.launch.job import JobResult, run_job
-from nvprof_wrap.launch.manifest import Host, Manifest
+from nvprof_wrap.launch.manifest import FORMAT, FORMAT_VERSION, Host, Manifest
 
 
 def expand_output(pattern: str) -> str:
@@ -88,7 +88,7 @@ def _unclaim(folder: Path, lock: int, created: bool) -> None:
 def captures(folder: Path) -> list[str]:
     skip = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock"}
     return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in skip
-                  and not p.name.endswith(("-wal", "-shm", "-journal")))
+                  and not p.name.endswith(("-wal", "-shm", "-journal")) and not tools.is_export_scratch(p.name))
 
 
 def no_capture_reason(folder: Path, manifest: Manifest) -> str:
@@ -116,7 +116,7 @@ def manifest_of(folder: Path, spec: RunSpec, plan: Plan, gpus: list[Gpu], job: J
     host = Host(socket.gethostname(), platform.platform(), platform.python_version(), psutil.cpu_count(),
                 psutil.virtual_memory().total)
     return Manifest(
-        nvprof_wrap=__version__, status="running" if job is None else "ended", command=tuple(spec.command),
+        format=FORMAT, version=FORMAT_VERSION, nvprof_wrap=__version__, status="running" if job is None else "ended", command=tuple(spec.command),
         profiler_argv=tuple(plan.argv), backend=plan.backend, backend_tool=plan.tool, backend_version=plan.version,
         gpus=tuple(gpus), host=host, rank=rank(), wrapper_pid=os.getpid(),
         started=job.started if job else time.time(), ended=job.ended if job else None,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from nvprof_wrap import tempdirs
+from nvprof_wrap import tempdirs, tools
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.limits import MAX_GUNZIPPED_SQLITE_BYTES
 from nvprof_wrap.model import Capture
@@ -47,11 +47,11 @@ READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _
 TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
 # What readers extract, versioned: a run store re-reads a capture read by another version (a store kept beside a
 # run folder would otherwise go on reporting what an older reader made of it). Bump when a reader's output changes.
-READ_VERSION = 5  # 2: busy time from the first to the last kernel; --window / --steps. 3: launches on threads
+READ_VERSION = 6  # 2: busy time from the first to the last kernel; --window / --steps. 3: launches on threads
 # without an open range count in their process main thread's ranges. 4: an nvprof summary CSV takes its GPU from the
 # Unified Memory section when that names one device. 5: torch.profiler's cuda_driver launch calls (cuLaunchKernelEx)
 # attribute their kernels to ops; launch calls without kernel records refused by every reader; pyprof CSV names
-# demangled
+# demangled. 6: a gzipped capture's identity is that of what it unpacks to (x.sqlite beside x.sqlite.gz: one capture)
 
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
@@ -161,10 +161,12 @@ def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> I
         for root, dirs, files in os.walk(p, onerror=lambda e, top=p: _walk_error(e, top, skipped)):
             dirs.sort()
             for name in sorted(files):
-                if name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm")):
+                if name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm")) or tools.is_export_scratch(name):
                     continue
-                if name.endswith((".nsys-rep", ".qdrep")) and Path(name).with_suffix(".sqlite").name in files:
+                if name.endswith((".nsys-rep", ".qdrep")) and _exported(Path(root) / name, files):
                     continue  # already exported: the .sqlite beside it is the same capture
+                if name.endswith(".sqlite") and _stale_export(Path(root) / name, files):
+                    continue  # an export left empty, cut short or stale: its .nsys-rep is read (exported again)
                 if name.endswith(_TENSORBOARD_TOOLS) or name.startswith("events.out.tfevents."):
                     continue
                 if name.endswith(".trace.json.gz") and name.replace(".trace.json.gz", ".xplane.pb") in files:
@@ -174,6 +176,33 @@ def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> I
                     skipped.append((str(Path(root) / name), why))
                 else:
                     yield Path(root) / name, False
+
+
+def _report_of(export: Path, files: list[str]) -> Path | None:
+    return next((export.with_suffix(ext) for ext in (".nsys-rep", ".qdrep")
+                 if export.with_suffix(ext).name in files), None)
+
+
+def _exported(rep: Path, files: list[str]) -> bool:
+    """Whether the .nsys-rep ``rep`` has a complete export beside it that stands for it: its .sqlite (not empty,
+    not cut short, not older than the report: tools.export_problem), or that export gzipped (x.sqlite.gz)."""
+    export = rep.with_suffix(".sqlite")
+    if export.name in files:
+        return tools.export_problem(export, rep) is None
+    if export.name + ".gz" in files:
+        try:
+            with gzip.open(export.with_name(export.name + ".gz"), "rb") as g:
+                return g.read(16).startswith(SQLITE_MAGIC)
+        except (OSError, EOFError, zlib.error):
+            return False
+    return False
+
+
+def _stale_export(export: Path, files: list[str]) -> bool:
+    """An export beside its .nsys-rep that cannot stand for it (empty, cut short, older): the report is read
+    instead, through a fresh export — unless the file is no export at all (read as what it is)."""
+    rep = _report_of(export, files)
+    return rep is not None and not _exported(rep, files) and tools.replaceable_export(export)
 
 
 def _is_dir(p: Path) -> bool:

@@ -36,12 +36,17 @@ TIMELINE = True
 def read(path: Path, window: Window | None = None) -> Capture:
     nsys = tools.find_nsys()
     if nsys is None:
-        raise ToolMissing(f"{path}: an .nsys-rep file can only be read through Nsight Systems; install it, put "
-                          "nsys on PATH or set NVPROF_WRAP_NSYS, or export it yourself: nsys export --type sqlite "
+        why = tools.export_problem(path.with_suffix(".sqlite"), path)
+        export = "" if why in (None, "not exported yet") else f" (its export {path.stem}.sqlite is {why})"
+        raise ToolMissing(f"{path}: an .nsys-rep file can only be read through Nsight Systems{export}; install it, "
+                          "put nsys on PATH or set NVPROF_WRAP_NSYS, or export it yourself: nsys export --type sqlite "
                           f"{path.name} and pass the .sqlite file")
-    if _writable(path.parent):  # the export stays beside the report: the next read skips nsys
-        capture = nsys_sqlite.read(tools.nsys_export(path, nsys), window)
-    else:  # a read-only folder: exported to a temporary folder, removed once read
+    beside = path.with_suffix(".sqlite")
+    if _writable(path.parent) and tools.replaceable_export(beside):
+        # the export stays beside the report (the next read skips nsys): written whole or not at all, one export
+        # at a time (tools.nsys_export); an empty, cut-short or stale one there is exported again
+        capture = nsys_sqlite.read(tools.nsys_export(path, nsys, beside), window)
+    else:  # a read-only folder, or a file of that name that is no export: exported to a temporary folder
         with tempdirs.folder("export") as tmp:
             capture = nsys_sqlite.read(tools.nsys_export(path, nsys, Path(tmp) / (path.stem + ".sqlite")), window)
     return replace(capture, path=str(path), format=FORMAT)  # every field of the export survives (ops, counters…)

@@ -274,13 +274,41 @@ def _without(d: dict, key: str) -> dict:
 
 
 def file_identity(path: Path, chunk: int = 1 << 20) -> str:
-    """A content fingerprint: SHA-256 of the whole file, streamed (a partial hash can take a different file for
-    the same one). The same for a capture wherever its run folder is moved or copied; the store remembers it per
-    (path, size, mtime, inode), so an unchanged file is hashed once."""
+    """A content fingerprint: SHA-256 of the whole content, streamed (a partial hash can take a different file for
+    the same one). A gzipped file's content is what it unpacks to: x.sqlite and x.sqlite.gz holding the same bytes
+    are one capture, read once (a gzip stream that does not unpack — damaged, or past MAX_GUNZIPPED_SQLITE_BYTES —
+    is fingerprinted as it is on disk; its reader says what is wrong). The same for a capture wherever its run
+    folder is moved or copied; the store remembers it per (path, size, mtime, inode), so an unchanged file is
+    hashed once."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    if gz:
+        unpacked = _gunzipped_identity(path, chunk)
+        if unpacked is not None:
+            return unpacked
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):
             h.update(block)
+    return h.hexdigest()[:32]
+
+
+def _gunzipped_identity(path: Path, chunk: int) -> str | None:
+    import gzip
+    import zlib
+
+    from nvprof_wrap.limits import MAX_GUNZIPPED_SQLITE_BYTES
+
+    h, total = hashlib.sha256(), 0
+    try:
+        with gzip.open(path, "rb") as g:
+            while block := g.read(chunk):
+                total += len(block)
+                if total > MAX_GUNZIPPED_SQLITE_BYTES:
+                    return None
+                h.update(block)
+    except (OSError, EOFError, zlib.error):
+        return None
     return h.hexdigest()[:32]
 
 
