@@ -53,7 +53,7 @@ def add_parser(sub, name: str) -> None:
                        epilog=_exit.RUN, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=CHOICES, default="auto", help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
     p.add_argument("-o", "--output", help="run folder (default runs/NAME-TIMESTAMP); new or empty")
-    p.add_argument("--force", action="store_true", help="replace the run that -o DIR already holds, entirely")
+    p.add_argument("--force", action="store_true", help="replace the run that -o DIR already holds: only a run folder nvprof-wrap made, and only the files its run wrote (anything else there is named and kept: the run is refused)")
     p.add_argument("--name", help="run name (default: the command's name)")
     p.add_argument("--nsys", help="path of the nsys executable (default: $NVPROF_WRAP_NSYS, else nsys on PATH)")
     p.add_argument("--annotate", metavar="keras,torch", type=annotate_kinds,
