@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from nvprof_wrap import __version__
+from nvprof_wrap._version import __version__
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import BY_NAME, choose
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
