@@ -466,7 +466,7 @@ def rebuild_labels(fixtures: Path, out: Path) -> list[Path]:
     h200, public = out / "h200_counters.tsv", out / "public_named.tsv"
     write_labels(h200, build_h200_labels(fixtures), """
 Kernels run on an NVIDIA H200 (sm_90) by the shared fixture ops script (fixtures/h200).
-Truth: ncu matrix instructions net of HFMA2 (nvprof_wrap.counters: HMMA/HGMMA - HFMA2, wgmma, IMMA, DMMA
+Truth: ncu matrix instructions net of HFMA2 (nvprof_wrap.classify.counters: HMMA/HGMMA - HFMA2, wgmma, IMMA, DMMA
 > 0 on any launch) for the ncu spellings; the same kernels
 as Nsight Systems / torch.profiler spell them take that verdict; kernels of the same script that the ncu run
 did not include are labelled from the fixture README. Built by: python -m benchmarks.accuracy --rebuild-labels
@@ -481,7 +481,7 @@ Built by: python -m benchmarks.accuracy --rebuild-labels
 Kernels of PyTorch training steps on an NVIDIA H200 (sm_90, torch 2.11, 2026-11-30, benchmarks/h200_truth.sh):
 a GPT trainer in fp32 / bf16 (fused AdamW) / fp16 (AMP), ResNet-50 fp32 and an LSTM language model fp32
 (workloads/), each measured with `nvprof-wrap verify` (Nsight Compute). Truth: matrix instructions net of HFMA2
-(nvprof_wrap.counters) > 0 on any launch. Raw counters: tests/data/h200_runs/train_counters/*.ncu.csv.gz.
+(nvprof_wrap.classify.counters) > 0 on any launch. Raw counters: tests/data/h200_runs/train_counters/*.ncu.csv.gz.
 Built by: python -m benchmarks.accuracy --rebuild-labels
 """)
     return [h200, public, training]

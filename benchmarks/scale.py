@@ -38,7 +38,7 @@ SAMPLE_S = 0.25
 
 def measure(cmd: list[str]) -> tuple[float, float]:
     """(wall seconds, peak memory in MB) of one fresh process and its children: `report` forks workers for big
-    captures (readers/_fork.py), so the memory of the whole process tree is summed, sampled with
+    captures (system/fork.py), so the memory of the whole process tree is summed, sampled with
     psutil — as PSS (each shared page split between the processes sharing it; RSS would count the pages a forked
     child shares with its parent once per process), or RSS where the system has no PSS. Every SAMPLE_S: reading
     PSS (/proc/PID/smaps) is not free — sampled every 20 ms on 2 cores it slowed a 6 s report to 11 s."""

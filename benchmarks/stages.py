@@ -45,9 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     t = time.perf_counter()
     import nvprof_wrap
-    from nvprof_wrap import pipeline
     from nvprof_wrap import report as report_mod
-    from nvprof_wrap.classify import evidence
+    from nvprof_wrap.pipeline import compose, evidence
     from nvprof_wrap.readers import _nvtx, _sqlite, nsys_sqlite
     imported = time.perf_counter() - t
     _timed(_nvtx, "_all_segments", "NVTX segment sweep (+ insert)")
@@ -57,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     _timed(nsys_sqlite, "attribute", "attribution in all (sweep + join + group, workers waited for)")
     _timed(_sqlite.BusyTime, "result", "busy-time union, wait after the rest")
     _timed(nsys_sqlite, "_memops", "copies and sets")
-    _timed(pipeline, "ingest", "ingest (read + store)")
+    _timed(compose, "ingest", "ingest (read + store)")
     _timed(evidence, "prepare", "evidence (classification)")
     _timed(report_mod, "build", "report built from the store")
     print(f"cores {len(os.sched_getaffinity(0))}; imports {imported:.2f} s", flush=True)

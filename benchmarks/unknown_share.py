@@ -14,7 +14,8 @@ from pathlib import Path
 
 from nvprof_wrap import report
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.ingest import ingest
+from nvprof_wrap.pipeline import evidence
+from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +41,7 @@ def row(path: Path) -> tuple[str, int, int, float, float, str] | None:
     store = Store()
     try:
         ingest(store, [path])
+        evidence.rank(store)
         rep = report.build(store)
     except BadInput:
         return None

@@ -15,7 +15,8 @@ Names are imported on first use: the CUPTI tracer imports this package inside tr
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from nvprof_wrap._version import __version__
+
 __all__ = ["Profile", "__version__", "analyze", "load_ipython_extension", "profile"]
 
 

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Self
 
-from nvprof_wrap import tempdirs
 from nvprof_wrap.errors import NvprofWrapError, ToolMissing
+from nvprof_wrap.system import tempdirs
 
 
 class Profile:

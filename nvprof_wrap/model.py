@@ -148,7 +148,7 @@ class EpochMetrics:
 
 @dataclass(frozen=True)
 class HealthVerdict:
-    """Did training work? (analysis/health.py)"""
+    """Did training work? (report/health.py)"""
 
     status: str  # healthy | collapsed | nan | diverged | unknown
     findings: tuple[str, ...]

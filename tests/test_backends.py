@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from nvprof_wrap import tools
 from nvprof_wrap.cli import parser
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch import BACKENDS, BY_NAME, CHOICES, base, choose, ncu
 from nvprof_wrap.launch.gpus import Gpu
+from nvprof_wrap.system import tools
 from tests.conftest import ROOT
 
 FAKES = ROOT / "tests" / "fakes" / "bin"

@@ -23,10 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.pathological import mangled_bomb
-from nvprof_wrap import demangle as demangle_mod
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS, SKIPPED_SHOWN
+from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS, SKIPPED_SHOWN
+from nvprof_wrap.text import demangle as demangle_mod
 from tests.conftest import H200, PUBLIC, ROOT
 
 TC_NAME = "volta_h884gemm_64x64_ldg8_nn"  # cuBLAS fp16 HMMA (Volta): tensor cores
@@ -417,8 +417,8 @@ def test_helper_processes_die_with_the_reading_process(tmp_path):
 import os, sys, time, multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 sys.path.insert(0, {str(ROOT)!r})
-from nvprof_wrap.readers import _fork
-from nvprof_wrap import demangle
+from nvprof_wrap.system import fork as _fork
+from nvprof_wrap.text import demangle
 _fork.cores = lambda: 2
 demangle.demangle("_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_15gpu_kernel_implIS1_EEvS2_EUliE_EEviT1_")
 worker = _fork.Forked(time.sleep, 300)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from nvprof_wrap.analysis.compare import compare
-from nvprof_wrap.analysis.gates import shortfalls
-from nvprof_wrap.names import shorten_all
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.renderers._rows import numbered_merged
+from nvprof_wrap.report.compare import compare
+from nvprof_wrap.report.gates import shortfalls
+from nvprof_wrap.text.names import shorten_all
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "tests" / "data" / "h200_runs"

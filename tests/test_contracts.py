@@ -118,7 +118,7 @@ METHODS = tuple(n for n, v in vars(Renderer).items() if n.startswith("render_") 
 
 
 def _experiment_rows():
-    from nvprof_wrap.analysis.experiment import ExperimentRow
+    from nvprof_wrap.report.experiment import ExperimentRow
 
     return [ExperimentRow("fp16", 0, 12.5, 40, 3.1, 4_520_000, 0.118, "fp16", 0.78, 0.99, 1606, 40.2, 0.0043, 1.0,
                           0.913, "healthy", ("loss fell from 2.99 to 0.0043",), "runs/x/fp16"),
@@ -135,7 +135,7 @@ HOSTILE = "\x1b]0;owned\x07"  # an OSC sequence (sets the terminal's title), in 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> dict:
     """Real input for every method of the protocol: two real reports, their comparison, the run history's rows."""
-    from nvprof_wrap.analysis.compare import compare
+    from nvprof_wrap.report.compare import compare
     from nvprof_wrap.store import history
 
     keras, torch_ops = analyze(SAMPLES / "keras_reuters_fp16"), analyze(SAMPLES / "torch_ops")

@@ -60,7 +60,7 @@ def test_a_failing_precision_fails_the_experiment_and_says_so_in_the_table(tmp_p
 def test_read_metrics_takes_what_the_job_wrote_without_raising(tmp_path):
     """metrics.jsonl is the job's file: steps or times that are not numbers (or overflow) are skipped, they were
     a ValueError out of compare / experiment."""
-    from nvprof_wrap.analysis.experiment import read_metrics
+    from nvprof_wrap.report.experiment import read_metrics
 
     path = tmp_path / "metrics.jsonl"
     path.write_text('{"epoch": 1, "steps": 10, "epoch_time_s": 2.5}\n{"epoch": 2, "steps": "n/a"}\n'

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.pathological import mangled_bomb
-from nvprof_wrap import demangle as demangle_mod
 from nvprof_wrap.cli import main
-from nvprof_wrap.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS
+from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS
+from nvprof_wrap.text import demangle as demangle_mod
 from tests.conftest import H200, PUBLIC, ROOT
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
@@ -71,7 +71,7 @@ def check_outcome(capsys, path: Path, template: Path) -> tuple[int, str, str]:
 def store(tmp_path_factory):
     """A run store that already holds one capture (so 'unchanged' is checked against real rows)."""
     s = tmp_path_factory.mktemp("store") / "template.sqlite"
-    from nvprof_wrap.ingest import ingest
+    from nvprof_wrap.pipeline.ingest import ingest
     from nvprof_wrap.store import Store
 
     st_ = Store(s)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from nvprof_wrap.analysis.health import (
+from nvprof_wrap.report.health import (
     EpochMetrics,
     HealthVerdict,
     assess,
@@ -286,8 +286,8 @@ def test_a_job_that_printed_gigabytes_is_read_in_bounded_memory(capsys, tmp_path
     import shutil
     import tracemalloc
 
-    from nvprof_wrap.analysis import health
     from nvprof_wrap.cli import main
+    from nvprof_wrap.report import health
 
     monkeypatch.setattr(health, "MAX_LINE_BYTES", 1 << 20)
     run = Path(__file__).parent / "data" / "h200_runs" / "gpt_fp32_nsys"

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from nvprof_wrap import ingest as ingest_mod
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.ingest import ingest
+from nvprof_wrap.pipeline import ingest as ingest_mod
+from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.store import Store
 from tests.conftest import ROOT
 

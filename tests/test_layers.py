@@ -18,41 +18,42 @@ PACKAGE = ROOT / "nvprof_wrap"
 
 # Lowest first. A group is a module or a package (with everything under it). A module may import its own group
 # and the groups of lower layers; groups side by side in one layer import each other only where SIDE_BY_SIDE says.
+# The folders are the stages in flow order (launch, tracer, readers, pipeline, store, classify, report, renderers,
+# cli), layered by what imports what: classify is pure (no store; the counter rules inside) and the readers give each
+# launch its counter verdict with it, so it sits below them; the pipeline composes the store, the evidence and the
+# report, so it sits above them.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "limits", "lifeline", "tempdirs", "__version__"),  # __version__: `from nvprof_wrap import __version__`
-    ("model", "sanitize", "tools"),
-    ("demangle", "names", "counters"),
+    ("errors", "_version", "model"),
+    ("system",),  # tools, temporary folders, the life line, forked workers, limits
+    ("text",),  # demangle, names, sanitize
+    ("classify",),  # names, counters, compiled code and the GPU: pure functions, no store
     # readers, the launcher and the code that runs inside the job's processes, beside each other: readers never
-    # import launch (tools finds nsys for both), launch never imports readers.
-    ("readers", "launch", "tracer", "annotate"),
+    # import launch (system/tools.py finds nsys for both), launch never imports readers.
+    ("readers", "launch", "tracer"),
     ("store",),
-    ("ingest",),
-    ("classify",),  # names, counters, compiled code and the GPU ranked into one verdict (classify/evidence.py)
-    ("report",),
-    ("analysis",),  # hints, training health and experiment rows: read reports, never build them
+    ("report",),  # types and build (__init__), then hints, gates, health, compare, experiment, jobs: read reports
     ("renderers",),
-    ("pipeline",),
+    ("pipeline",),  # ingest, evidence (classify ranked into the store), and compose: the one analyze()
     ("api",),
     ("keras", "magic"),
-    ("",),  # the package itself: the public facade (anything but its __version__); %load_ext loads the magic
+    ("",),  # the package itself: the public facade; %load_ext loads the magic
     ("cli",),
     ("__main__",),
 )
 
-# Side by side in one layer, and still allowed: the injected sitecustomize (tracer) turns on the NVTX annotations
-# (annotate) in the job's processes; both are the code that runs there.
-SIDE_BY_SIDE = {("tracer", "annotate")}
+SIDE_BY_SIDE: set[tuple[str, str]] = set()
 
-# Narrower than their layer allows: the launcher needs only the bottom (tools, not readers, for nsys); the code
-# injected into the job's processes imports only itself, the standard library and what it traces with.
+# Narrower than their layer allows: the launcher needs only the bottom (system/tools.py, not readers, for nsys); the
+# code injected into the job's processes (the CUPTI tracer, the NVTX annotations) imports only itself, the standard
+# library and what it traces with.
 ONLY = {
-    "launch": {"errors", "limits", "lifeline", "__version__", "model", "sanitize", "tools", "launch"},
-    "tracer": {"tracer", "annotate"},
-    "annotate": {"annotate"},
+    "launch": {"errors", "_version", "model", "system", "text", "launch"},
+    "tracer": {"tracer"},
 }
-THIRD_PARTY = {"tracer": {"numpy", "cupti", "cuda"}}  # cuda.bindings: the driver API, a dependency of cupti-python
+# cuda.bindings: the driver API, a dependency of cupti-python; torch and nvtx: what annotate.py marks steps with
+THIRD_PARTY = {"tracer": {"numpy", "cupti", "cuda", "torch", "nvtx"}}
 
-# Arrows that run back up today, in modules being reworked under issue 15 by another hand; each is to go.
+# Arrows that run back up today, in modules being reworked by another hand; each is to go.
 KNOWN: set[tuple[str, str]] = set()  # arrows that run back up: none left
 
 
@@ -80,8 +81,8 @@ def _is_module(name: str) -> bool:
 
 
 def _targets(module: str, path: Path) -> set[str]:
-    """The nvprof_wrap modules ``module`` imports: `from nvprof_wrap import report` is nvprof_wrap.report, `from
-    nvprof_wrap import __version__` the version, any other name from the package the package itself."""
+    """The nvprof_wrap modules ``module`` imports: `from nvprof_wrap import report` is nvprof_wrap.report, any other
+    name from the package (its __version__ too: that is nvprof_wrap._version's) the package itself."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -103,8 +104,6 @@ def _targets(module: str, path: Path) -> set[str]:
                 sub = f"{base}.{alias.name}"
                 if _is_module(sub):
                     out.add(sub)
-                elif base == "nvprof_wrap" and alias.name == "__version__":
-                    out.add("nvprof_wrap.__version__")
                 else:
                     out.add(base)
     return out
@@ -227,14 +226,19 @@ def test_the_checker_sees_what_it_must():
     assert not _allowed("nvprof_wrap.launch.runner", "nvprof_wrap.readers.nsys_rep")
     assert not _allowed("nvprof_wrap.store", "nvprof_wrap.report")
     assert not _allowed("nvprof_wrap.tracer.raw", "nvprof_wrap.model")
-    assert not _allowed("nvprof_wrap.launch.base", "nvprof_wrap")  # the facade, not the version
+    assert not _allowed("nvprof_wrap.launch.base", "nvprof_wrap")  # the facade: the version is in _version
+    assert not _allowed("nvprof_wrap.classify.evidence", "nvprof_wrap.store")  # classify stays pure
+    assert not _allowed("nvprof_wrap.report", "nvprof_wrap.pipeline.evidence")  # the pipeline ranks, then builds
+    assert not _allowed("nvprof_wrap.text.names", "nvprof_wrap.classify")
     assert _allowed("nvprof_wrap.cli.run_cmd", "nvprof_wrap.launch.runner")
-    assert _allowed("nvprof_wrap.launch.runner", "nvprof_wrap.__version__")
+    assert _allowed("nvprof_wrap.launch.runner", "nvprof_wrap._version")
+    assert _allowed("nvprof_wrap.readers.ncu_csv", "nvprof_wrap.classify.counters")
     arrows = set(_arrows())
-    assert ("nvprof_wrap.readers.nsys_rep", "nvprof_wrap.tools") in arrows
-    assert ("nvprof_wrap.ingest", "nvprof_wrap.launch.manifest") in arrows
-    assert ("nvprof_wrap.tracer.inject.sitecustomize", "nvprof_wrap.annotate") in arrows  # inside a function
-    assert ("nvprof_wrap.launch.runner", "nvprof_wrap.__version__") in arrows
+    assert ("nvprof_wrap.readers.nsys_rep", "nvprof_wrap.system.tools") in arrows
+    assert ("nvprof_wrap.pipeline.ingest", "nvprof_wrap.launch.manifest") in arrows
+    assert ("nvprof_wrap.tracer.inject.sitecustomize", "nvprof_wrap.tracer.annotate") in arrows  # inside a function
+    assert ("nvprof_wrap.launch.runner", "nvprof_wrap._version") in arrows
+    assert ("nvprof_wrap", "nvprof_wrap.pipeline") in arrows  # the facade's lazy analyze, inside a function
     assert _cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "d")]) == [["a", "b", "c"]]
 
 
@@ -261,12 +265,15 @@ def test_a_report_layer_alone_loads_nothing_above_it():
         from pathlib import Path
         from nvprof_wrap import report
         from nvprof_wrap.errors import NvprofWrapError
-        from nvprof_wrap.ingest import ingest
+        from nvprof_wrap.pipeline import evidence
+        from nvprof_wrap.pipeline.ingest import ingest
         from nvprof_wrap.store import Store
         store = Store()
-        rep = report.build(store, ingest(store, [Path(sys.argv[1])]))
-        above = sorted(m for m in sys.modules if m.startswith(("nvprof_wrap.renderers", "nvprof_wrap.pipeline",
-                                                               "nvprof_wrap.cli", "nvprof_wrap.analysis")))
+        skipped = ingest(store, [Path(sys.argv[1])])
+        evidence.rank(store)
+        rep = report.build(store, skipped)
+        above = sorted(m for m in sys.modules if m.startswith(("nvprof_wrap.renderers", "nvprof_wrap.pipeline.compose",
+                                                               "nvprof_wrap.cli", "nvprof_wrap.report.")))
         try:
             str(rep)
         except NvprofWrapError as e:

@@ -46,7 +46,7 @@ def notebook_page(tmp_path_factory):
     for p in env.values():
         p.mkdir()
     # Executed in a child Python: nbclient's runner and asyncio threads would outlive the test in this process, and
-    # a process with other threads never forks its readers (readers/_fork.py), which later tests check.
+    # a process with other threads never forks its readers (system/fork.py), which later tests check.
     code = f"""
 import copy, json, os, sys
 import nbclient, nbconvert, nbformat

@@ -7,7 +7,7 @@ import pytest
 
 from nvprof_wrap import readers
 from nvprof_wrap.classify import classify
-from nvprof_wrap.demangle import demangle
+from nvprof_wrap.text.demangle import demangle
 from tests.conftest import H200, PUBLIC, ROOT
 
 
@@ -203,11 +203,14 @@ def test_torch_profiler_traces_get_a_per_op_table_from_their_cpu_ops():
     backward = {o.scope for o in by_op["aten::convolution_backward"]}
     assert backward == {"autograd::engine::evaluate_function: ConvolutionBackward0"}
     from nvprof_wrap import report
-    from nvprof_wrap.ingest import ingest
+    from nvprof_wrap.pipeline import evidence
+    from nvprof_wrap.pipeline.ingest import ingest
     from nvprof_wrap.store import Store
 
     store = Store()
-    r = report.build(store, ingest(store, [PUBLIC / "facebookresearch__param__resnet_kineto.json.gz"]))
+    skipped = ingest(store, [PUBLIC / "facebookresearch__param__resnet_kineto.json.gz"])
+    evidence.rank(store)
+    r = report.build(store, skipped)
     ops = {o.op: o for o in r.ops}
     assert ops["aten::cudnn_convolution"].tc_share == 0.0  # fp32 winograd / sgemm / scudnn: CUDA cores
     assert ops["aten::convolution_backward"].share > 0.45

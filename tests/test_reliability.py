@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from nvprof_wrap import report
-from nvprof_wrap.ingest import ingest
+from nvprof_wrap.pipeline import evidence
+from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.store import Store
 from tests.conftest import H200, PUBLIC, ROOT
 
@@ -85,7 +86,9 @@ s.ingest(cap, "identity-x", os.stat({str(CAPTURES[0])!r}), {str(CAPTURES[0])!r})
     store = Store(store_path)
     assert store.rows("SELECT COUNT(*) AS n FROM captures")[0]["n"] == 0
     assert store.rows("SELECT COUNT(*) AS n FROM kernels")[0]["n"] == 0
-    r = report.build(store, ingest(store, [CAPTURES[0]]))
+    skipped = ingest(store, [CAPTURES[0]])
+    evidence.rank(store)
+    r = report.build(store, skipped)
     assert r.verdict.launches == 122
 
 
@@ -129,7 +132,9 @@ def test_a_failing_job_keeps_capture_and_manifest(tmp_path, job, code):
     m = json.loads((out / "manifest.json").read_text())
     assert m["exit_code"] == code and "nsys.sqlite" in m["captures"]
     store = Store()
-    r = report.build(store, ingest(store, [out]))
+    skipped = ingest(store, [out])
+    evidence.rank(store)
+    r = report.build(store, skipped)
     assert r.verdict.tensor_cores == "yes"  # the (fake) profiler's capture of the job is readable
 
 
@@ -166,7 +171,9 @@ def test_the_wrapper_killed_leaves_the_job_and_its_capture(tmp_path):
     store = Store()
     os.environ["NVPROF_WRAP_NSYS"] = str(FAKES / "nsys")
     try:
-        r = report.build(store, ingest(store, [out]))
+        skipped = ingest(store, [out])
+        evidence.rank(store)
+        r = report.build(store, skipped)
     finally:
         os.environ.pop("NVPROF_WRAP_NSYS", None)
     assert r.verdict.tensor_cores == "yes"
@@ -220,7 +227,7 @@ def test_run_folders_follow_the_users_umask(tmp_path):
 def test_parallel_reading_gives_the_serial_result_and_skips_the_bad_file(tmp_path, monkeypatch):
     import shutil
 
-    from nvprof_wrap import ingest as ingest_mod
+    from nvprof_wrap.pipeline import ingest as ingest_mod
 
     for c in CAPTURES[:4]:
         shutil.copy(c, tmp_path / c.name)
@@ -255,7 +262,8 @@ def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, m
     """A 200k-launch Nsight Systems capture (20 MB, real schema) read with forked workers — busy time in a
     child, the NVTX sweep in two pieces of time, attribution in two rowid slices — and in one process: the same
     capture, to the launch."""
-    from nvprof_wrap.readers import _fork, _nvtx, nsys_sqlite
+    from nvprof_wrap.readers import _nvtx, nsys_sqlite
+    from nvprof_wrap.system import fork as _fork
 
     path = tmp_path / "big.sqlite"
     subprocess.run([sys.executable, "-m", "benchmarks.generate", "nsys", "200000", str(path), "--seed", "3"],
@@ -286,7 +294,8 @@ def test_a_cupti_capture_read_with_forked_workers_matches_the_one_process_read(t
     import gzip
     import shutil
 
-    from nvprof_wrap.readers import _fork, _nvtx, _sqlite, cupti_sqlite
+    from nvprof_wrap.readers import _nvtx, _sqlite, cupti_sqlite
+    from nvprof_wrap.system import fork as _fork
 
     capture = tmp_path / "cupti-vm-559.sqlite"
     with gzip.open(ROOT / "tests/data/h200_runs/keras_fp16_cupti_ops/cupti-vm-559.sqlite.gz") as src, \
@@ -307,8 +316,8 @@ def test_a_cupti_capture_read_with_forked_workers_matches_the_one_process_read(t
 def test_no_forking_while_another_thread_may_be_inside_sqlite():
     import threading
 
-    from nvprof_wrap.readers import _fork
-    from nvprof_wrap.readers._fork import Forked
+    from nvprof_wrap.system import fork as _fork
+    from nvprof_wrap.system.fork import Forked
 
     assert _fork.can_fork() == (os.name == "posix" and sys.platform != "darwin" and _fork.cores() > 1)
     release = threading.Event()
@@ -328,7 +337,7 @@ def test_the_command_lines_spinner_does_not_stop_forking():
 
     from rich.console import Console
 
-    from nvprof_wrap.readers import _fork
+    from nvprof_wrap.system import fork as _fork
 
     expected = _fork.can_fork()
     with Console(file=io.StringIO(), force_terminal=True).status("reading the captures"):
@@ -337,7 +346,7 @@ def test_the_command_lines_spinner_does_not_stop_forking():
 
 def test_a_forked_worker_reports_errors_and_survives_deaths():
     from nvprof_wrap.errors import BadInput
-    from nvprof_wrap.readers._fork import Forked
+    from nvprof_wrap.system.fork import Forked
 
     def bad():
         raise BadInput("x.sqlite", "damaged")
@@ -350,15 +359,15 @@ def test_a_forked_worker_reports_errors_and_survives_deaths():
     assert Forked(sum, [1, 2]).result() == 3 and Forked(sum, [1, 2], inline=True).result() == 3
 
 
-# --- temporary folders left by a killed command (nvprof_wrap/tempdirs.py) ------------------------------------------
+# --- temporary folders left by a killed command (nvprof_wrap/system/tempdirs.py) ------------------------------------------
 
 def test_a_folder_left_by_a_killed_command_is_removed_by_the_next_one(tmp_path):
     """SIGKILL (or the OOM killer) ends a reading command before its `finally`: its temporary folder, which can
     hold a whole unpacked capture, stays. The next command removes it; folders of live processes stay."""
-    from nvprof_wrap import tempdirs
+    from nvprof_wrap.system import tempdirs
 
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
-    code = ("import os, signal; from nvprof_wrap import tempdirs; p = tempdirs.make('gz'); "
+    code = ("import os, signal; from nvprof_wrap.system import tempdirs; p = tempdirs.make('gz'); "
             "open(os.path.join(p, 'capture.sqlite'), 'wb').write(b'x' * 4096); os.kill(os.getpid(), signal.SIGKILL)")
     killed = subprocess.run([sys.executable, "-c", code], env=env, check=False)
     assert killed.returncode == -signal.SIGKILL
@@ -379,7 +388,7 @@ def test_a_folder_left_by_a_killed_command_is_removed_by_the_next_one(tmp_path):
 
 
 def test_sweep_leaves_what_is_not_its_own(tmp_path):
-    from nvprof_wrap import tempdirs
+    from nvprof_wrap.system import tempdirs
 
     host = tempdirs._host()
     dead = 2 ** 22 + 12345  # above the default pid_max: no process has it

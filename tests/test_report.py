@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from nvprof_wrap import report
-from nvprof_wrap.classify import evidence
-from nvprof_wrap.ingest import ingest
-from nvprof_wrap.pipeline import analyze
+from nvprof_wrap.pipeline import analyze, evidence
+from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.renderers._rows import mix_text, split_label
 from nvprof_wrap.store import Store
 from tests.conftest import H200, PUBLIC
@@ -67,7 +66,9 @@ def test_a_moved_run_folder_is_not_counted_twice(tmp_path):
     moved = tmp_path / "b"
     shutil.move(first, moved)  # the store inside now names paths that no longer exist
     store = Store(moved / "run.sqlite")
-    r = report.build(store, ingest(store, [moved]))
+    skipped = ingest(store, [moved])
+    evidence.rank(store)
+    r = report.build(store, skipped)
     assert r.verdict.launches == 96 and len(r.sources) == 1
 
 

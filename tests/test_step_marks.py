@@ -1,5 +1,5 @@
 """Steps in unmodified PyTorch scripts (issue 22): `run` puts an NVTX range 'optimizer step N' around every step of
-every Python process's first optimizer (nvprof_wrap/annotate.py), through torch.optim's global step hook. torch is not
+every Python process's first optimizer (nvprof_wrap/tracer/annotate.py), through torch.optim's global step hook. torch is not
 installed on the CPU machines (CI, developers): a stand-in package named torch, placed on the job's path, offers the
 two calls the marks use with torch's own signatures and module layout (torch/optim/optimizer.py register_optimizer_step_post_hook:
 hook(optimizer, args, kwargs), a handle with remove(); torch/cuda/nvtx.py range_start(msg) -> id, range_end(id)) and
@@ -115,8 +115,8 @@ def test_annotate_takes_only_the_kinds_it_knows(tmp_path):
 
 
 def test_step_names_are_the_ones_the_readers_look_for():
-    from nvprof_wrap.annotate import STEP_NAME
     from nvprof_wrap.readers._window import _OPTIMIZER_STEP, STEP_LIKE
+    from nvprof_wrap.tracer.annotate import STEP_NAME
 
     assert _OPTIMIZER_STEP.match(STEP_NAME.format(12)).group(1) == "12"
     assert any(textwrap.dedent(p).replace("%", "12") == STEP_NAME.format(12) for p in STEP_LIKE)

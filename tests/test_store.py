@@ -16,7 +16,7 @@ import pytest
 from nvprof_wrap import store as store_mod
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput, CannotWrite
-from nvprof_wrap.ingest import ingest
+from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.store import Store
 from tests.conftest import H200, PUBLIC, ROOT
 from tests.test_bounds import one_line_error, unprivileged
@@ -180,7 +180,7 @@ def test_a_run_folders_store_drops_a_capture_that_was_overwritten(capsys, tmp_pa
 def test_an_unchanged_capture_is_hashed_once(tmp_path, monkeypatch):
     calls = []
     real = store_mod.file_identity
-    monkeypatch.setattr("nvprof_wrap.ingest.file_identity", lambda p: calls.append(p) or real(p))
+    monkeypatch.setattr("nvprof_wrap.pipeline.ingest.file_identity", lambda p: calls.append(p) or real(p))
     s = Store(tmp_path / "run.sqlite")
     ingest(s, [CAPTURE])
     ingest(s, [CAPTURE])

@@ -222,11 +222,13 @@ def test_real_jax_h200_xplane():
     assert key(xs) == key(tj)
     assert xs.devices and xs.devices[0].compute_capability == "9.0"
     from nvprof_wrap import report
-    from nvprof_wrap.ingest import ingest
+    from nvprof_wrap.pipeline import evidence
+    from nvprof_wrap.pipeline.ingest import ingest
     from nvprof_wrap.store import Store
 
     store = Store()
     ingest(store, [JAX_H200 / "vm.xplane.pb"])
+    evidence.rank(store)
     rep = report.build(store)
     assert rep.verdict.tensor_cores == "yes" and rep.verdict.precisions == ("bf16",)
     assert rep.verdict.tc_fraction == pytest.approx(0.101, abs=0.001)

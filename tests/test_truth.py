@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.accuracy import LABELS_DIR, load_labels
-from nvprof_wrap import counters, readers
-from nvprof_wrap.classify import classify
+from nvprof_wrap import readers
+from nvprof_wrap.classify import classify, counters
 from nvprof_wrap.classify.engine import load_rules
 from nvprof_wrap.classify.rank import decide
 from nvprof_wrap.cli import main
@@ -252,11 +252,13 @@ def test_xmma_split_k_reduction_is_not_the_gemm():
 
 def test_gpt_fp32_report_says_yes_for_the_attention_kernels():
     from nvprof_wrap import report
-    from nvprof_wrap.ingest import ingest
+    from nvprof_wrap.pipeline import evidence
+    from nvprof_wrap.pipeline.ingest import ingest
     from nvprof_wrap.store import Store
 
     store = Store()
     ingest(store, [TRAIN / "gpt_fp32.ncu.csv.gz"])
+    evidence.rank(store)
     rep = report.build(store)
     assert rep.verdict.tensor_cores == "yes" and rep.verdict.precisions == ("fp32 (3xTF32)",)
     assert rep.verdict.unknown_ns == 0
@@ -335,11 +337,13 @@ def test_b200_trace_tensor_core_share_and_precisions():
     """A real PyTorch-profiler trace from two B200s (TraceLens, MIT): 59.7% of kernel time on tensor cores in fp4,
     bf16 and fp8 (the rules before this change found 7%)."""
     from nvprof_wrap import report
-    from nvprof_wrap.ingest import ingest
+    from nvprof_wrap.pipeline import evidence
+    from nvprof_wrap.pipeline.ingest import ingest
     from nvprof_wrap.store import Store
 
     store = Store()
     ingest(store, [B200])
+    evidence.rank(store)
     rep = report.build(store)
     assert rep.verdict.tensor_cores == "yes"
     assert rep.verdict.tc_fraction == pytest.approx(0.597, abs=0.001)
@@ -420,11 +424,13 @@ def test_nvprof_gpu_trace_correlation_suffix_is_stripped(tmp_path):
     copies = [k for k in cap.kernels if "copy_kernel" in k.name]
     assert len(copies) == 1 and copies[0].launches == 3 and not copies[0].name.endswith("]")
     from nvprof_wrap import report
-    from nvprof_wrap.ingest import ingest
+    from nvprof_wrap.pipeline import evidence
+    from nvprof_wrap.pipeline.ingest import ingest
     from nvprof_wrap.store import Store
 
     store = Store()
     ingest(store, [csv])
+    evidence.rank(store)
     rep = report.build(store)  # TITAN Xp, by name: sm_61, no tensor cores
     assert rep.verdict.tensor_cores == "no"
     assert all(k.evidence == "device" for k in rep.kernels)

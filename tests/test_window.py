@@ -13,8 +13,8 @@ import pytest
 from nvprof_wrap import readers
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.ingest import ingest
 from nvprof_wrap.pipeline import analyze
+from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.readers import _kineto_rows
 from nvprof_wrap.store import Store
 from tests.conftest import ROOT
@@ -252,7 +252,7 @@ def test_a_gzip_that_unpacks_to_too_much_is_read_in_one_streamed_pass(monkeypatc
 
 def _as_optimizer_steps(gpt, tmp_path, keep_job_marks: bool):
     """The GPT capture with its 'step N' ranges also (or only) as the 'optimizer step N' ranges `run` marks in an
-    unmodified PyTorch script (nvprof_wrap/annotate.py), eventType 60 (start/end) as NVTX writes them."""
+    unmodified PyTorch script (nvprof_wrap/tracer/annotate.py), eventType 60 (start/end) as NVTX writes them."""
     path = tmp_path / "nsys.sqlite"
     shutil.copy(gpt, path)
     conn = sqlite3.connect(path)

@@ -8,7 +8,7 @@ import signal
 import sqlite3
 import sys
 
-from nvprof_wrap import __version__, tempdirs
+from nvprof_wrap._version import __version__
 from nvprof_wrap.cli import (
     _exit,
     classify_cmd,
@@ -25,7 +25,8 @@ from nvprof_wrap.cli import (
 from nvprof_wrap.cli._output import internal_error, resolve_format, say, stdout_gone
 from nvprof_wrap.errors import NvprofWrapError, Terminated, terminate
 from nvprof_wrap.launch.job import leave_terminal, terminal_fds
-from nvprof_wrap.lifeline import end_on, restore
+from nvprof_wrap.system import tempdirs
+from nvprof_wrap.system.lifeline import end_on, restore
 
 _JOBS = {"run", "experiment"}  # the commands whose work is a job's run (SIGHUP: see main)
 _TAKE_A_COMMAND = {"run", "experiment", "verify"}  # the commands that use what follows "--"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput, CannotWrite, NvprofWrapError
 from nvprof_wrap.renderers import RENDERERS
-from nvprof_wrap.sanitize import clean
 from nvprof_wrap.store import Store
+from nvprof_wrap.text.sanitize import clean
 
 FORMATS = tuple(RENDERERS)
 
@@ -107,7 +107,7 @@ def internal_error(e: BaseException) -> int:
     traceback only with NVPROF_WRAP_DEBUG=1."""
     import traceback
 
-    from nvprof_wrap import __version__
+    from nvprof_wrap._version import __version__
     from nvprof_wrap.errors import INTERNAL
 
     if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
@@ -377,7 +377,7 @@ def _precisions(text: str) -> tuple[str, ...]:
 
 def gates(args: argparse.Namespace, report) -> list[dict]:
     """Each gate given, with its threshold, the measured value and whether it passed (analysis/gates.py)."""
-    from nvprof_wrap.analysis.gates import evaluate
+    from nvprof_wrap.report.gates import evaluate
 
     return evaluate(report, getattr(args, "min_tensor_core_share", None), getattr(args, "expect_precision", ()))
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from nvprof_wrap.classify import classify_many
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, add_output, check_output, options, put
-from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_NAME_CHARS
 from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.system.limits import MAX_NAME_CHARS
+from nvprof_wrap.text.demangle import demangle
 
 
 def add_parser(sub, name: str) -> None:

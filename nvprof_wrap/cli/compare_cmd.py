@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 
-from nvprof_wrap.analysis.compare import compare
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import (
     add_format,
@@ -35,6 +34,7 @@ from nvprof_wrap.cli._output import (
 )
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.report.compare import compare
 from nvprof_wrap.store import history
 
 

@@ -14,7 +14,6 @@ import os
 import sys
 from pathlib import Path
 
-from nvprof_wrap import tempdirs
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, add_save, check_output, options, put
 from nvprof_wrap.errors import ToolMissing
@@ -25,6 +24,7 @@ from nvprof_wrap.launch.runner import execute
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
 from nvprof_wrap.store import Store
+from nvprof_wrap.system import tempdirs
 
 PROBE = Path(__file__).resolve().parents[1] / "workloads" / "matmul_probe.py"  # see experiment_cmd.WORKLOADS
 

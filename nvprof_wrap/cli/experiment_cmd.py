@@ -19,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-from nvprof_wrap.analysis.experiment import row
-from nvprof_wrap.analysis.health import health_from_run
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, add_save, check_output, checked, options, put
 from nvprof_wrap.cli.run_cmd import annotate_kinds
@@ -31,6 +29,8 @@ from nvprof_wrap.launch.manifest import Manifest, read_manifest
 from nvprof_wrap.launch.runner import execute
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.report.experiment import row
+from nvprof_wrap.report.health import health_from_run
 from nvprof_wrap.store import Store
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # a link to ../../workloads; a copy when installed

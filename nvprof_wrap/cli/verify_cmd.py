@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from nvprof_wrap import counters
+from nvprof_wrap.classify import counters
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._output import add_format, add_save, check_output, options, positive, put
 from nvprof_wrap.errors import BadInput, ToolMissing

@@ -24,10 +24,10 @@ import os
 import re
 from pathlib import Path
 
-from nvprof_wrap import tools
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.manifest import FORMAT, Manifest
-from nvprof_wrap.limits import MAX_MANIFEST_BYTES
+from nvprof_wrap.system import tools
+from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 
 LOCK = ".nvprof-wrap.lock"
 _RUN_MARKERS = (LOCK, "manifest.json")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.gpus import Gpu
-from nvprof_wrap.limits import MAX_MANIFEST_BYTES
+from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 
 FORMAT, FORMAT_VERSION = "nvprof-wrap-run", 1
 

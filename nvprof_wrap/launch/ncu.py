@@ -6,8 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from nvprof_wrap import tools
 from nvprof_wrap.errors import BadInput, ToolMissing
+from nvprof_wrap.system import tools
 
 _BASE = re.compile(r"^\s*([a-z0-9_]+__[a-z0-9_]+)", re.MULTILINE)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvprof_wrap import tools
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag
 from nvprof_wrap.launch.gpus import Gpu
+from nvprof_wrap.system import tools
 
 
 class Nsys:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from nvprof_wrap import __version__, tools
+from nvprof_wrap._version import __version__
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import BY_NAME, choose
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
@@ -22,6 +22,7 @@ from nvprof_wrap.launch.folder import LOCK, claim
 from nvprof_wrap.launch.gpus import Gpu, list_gpus
 from nvprof_wrap.launch.job import JobResult, run_job
 from nvprof_wrap.launch.manifest import FORMAT, FORMAT_VERSION, Host, Manifest
+from nvprof_wrap.system import tools
 
 
 def expand_output(pattern: str) -> str:

@@ -10,9 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from nvprof_wrap import tempdirs, tools
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_GUNZIPPED_SQLITE_BYTES
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (
     console_text,
@@ -32,6 +30,8 @@ from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._head import SQLITE_MAGIC, Head
 from nvprof_wrap.readers._validate import validate
 from nvprof_wrap.readers._window import Window, make, refuse
+from nvprof_wrap.system import tempdirs, tools
+from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
 
 # The formats, in the order their sniffs are tried: each reader module declares FORMAT, sniff(head) and read(path).
 # Adding a format: one module, one line here.

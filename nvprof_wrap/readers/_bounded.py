@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Self
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_JSON_DEPTH, MAX_JSON_STRING_BYTES
+from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_JSON_STRING_BYTES
 
 CHUNK = 1 << 16
 TAIL = 256 << 10

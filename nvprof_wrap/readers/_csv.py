@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_LINE_BYTES
+from nvprof_wrap.system.limits import MAX_LINE_BYTES
 
 TIME_UNITS_NS = {"ns": 1, "nsecond": 1, "us": 1_000, "usecond": 1_000, "ms": 1_000_000, "msecond": 1_000_000,
                  "s": 1_000_000_000, "second": 1_000_000_000}

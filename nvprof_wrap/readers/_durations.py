@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import sqlite3
 
-from nvprof_wrap.limits import MAX_DURATION_NS
+from nvprof_wrap.system.limits import MAX_DURATION_NS
 
 PLAIN = '"end" - start'
 _BAD = f'(start IS NULL OR "end" IS NULL OR "end" < start OR "end" - start > {MAX_DURATION_NS})'

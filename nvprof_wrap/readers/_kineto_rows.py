@@ -16,12 +16,12 @@ import sqlite3
 import zlib
 from pathlib import Path
 
-from nvprof_wrap import tempdirs
-from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._durations import Durations
-from nvprof_wrap.readers._fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.readers._trace_events import NotFast, TraceEvents, split_points
+from nvprof_wrap.system import tempdirs
+from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
+from nvprof_wrap.system.limits import MAX_DURATION_NS
 
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}

@@ -10,9 +10,9 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 
-from nvprof_wrap import tempdirs
 from nvprof_wrap.model import NO_RANGE
-from nvprof_wrap.readers._fork import Forked, can_fork, cores
+from nvprof_wrap.system import tempdirs
+from nvprof_wrap.system.fork import Forked, can_fork, cores
 
 # torch.autograd.profiler.emit_nvtx appends ", seq = N", ", op_id = N", ", sizes = [...]" to each op.
 _DECOR = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$")
@@ -60,7 +60,7 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     condition) becomes "AND" a range of kernel rowids per core and "{rslice}" the range of correlation ids of
     those kernels (so that each slice
     indexes only its own share of the launch calls); the slices run side by side in forked processes on their
-    own connections (readers/_fork.py says why). With reopen, the sweep itself is split too when the ranges are
+    own connections (system/fork.py says why). With reopen, the sweep itself is split too when the ranges are
     many and on several threads: threads in groups of about equal size, one sweep per group side by side.
     """
     tmp = tempdirs.make("nvtx")

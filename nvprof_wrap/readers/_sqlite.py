@@ -7,9 +7,9 @@ import urllib.parse
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_DURATION_NS
-from nvprof_wrap.readers._fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.readers._window import STEP_LIKE, Window, bounds, step_bounds
+from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
+from nvprof_wrap.system.limits import MAX_DURATION_NS
 
 # CUPTI_ActivityMemcpyKind → the direction users know (A = CUDA array, P = peer device).
 MEMCPY_DIRECTION = {1: "HtoD", 3: "HtoD", 2: "DtoH", 4: "DtoH", 5: "DtoD", 6: "DtoD", 7: "DtoD",

@@ -19,8 +19,8 @@ from pathlib import Path
 import ijson
 import orjson
 
-from nvprof_wrap.limits import MAX_JSON_DEPTH
 from nvprof_wrap.readers._bounded import BoundedJSON, open_json
+from nvprof_wrap.system.limits import MAX_JSON_DEPTH
 
 CHUNK = 1 << 19
 MAX_UNCUT = 16 << 20  # bytes held at most between two cuts (or before the events) on the fast path

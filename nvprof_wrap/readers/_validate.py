@@ -10,9 +10,9 @@ import functools
 import math
 import typing
 
-from nvprof_wrap import demangle
-from nvprof_wrap.limits import MAX_NAME_CHARS
 from nvprof_wrap.model import Capture
+from nvprof_wrap.system.limits import MAX_NAME_CHARS
+from nvprof_wrap.text import demangle
 
 _cut = 0  # texts cut in the capture being validated (one capture at a time per process)
 

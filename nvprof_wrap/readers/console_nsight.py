@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from nvprof_wrap.counters import DURATION
-from nvprof_wrap.demangle import demangle
+from nvprof_wrap.classify.counters import DURATION
 from nvprof_wrap.model import KernelAgg, MemAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number
 from nvprof_wrap.readers.ncu_csv import _Launch
 from nvprof_wrap.readers.nsys_stats_csv import _direction
+from nvprof_wrap.text.demangle import demangle
 
 KERNEL_TABLES = re.compile(r"cuda_gpu_kern_sum|gpukernsum|CUDA Kernel Statistics|cuda_gpu_kern_gb_sum")
 MEMORY_TABLES = re.compile(r"cuda_gpu_mem_time_sum|gpumemtimesum|CUDA Memory Operation Statistics \((?:by time|nanosec)")

@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from nvprof_wrap.counters import DECISIVE
-from nvprof_wrap.demangle import demangle
+from nvprof_wrap.classify.counters import DECISIVE
 from nvprof_wrap.model import CounterVerdict, Device, KernelAgg, MemAgg, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers.nvprof_csv import SIZE_UNITS, _mem_key
+from nvprof_wrap.text.demangle import demangle
 
 _PID = re.compile(r"^==(\d+)== ")
 _SUMMARY_HEAD = re.compile(r"Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name")

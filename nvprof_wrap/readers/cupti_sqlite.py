@@ -6,12 +6,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from nvprof_wrap import tempdirs
-from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import on, sql_duration
-from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
 from nvprof_wrap.readers._nvtx import attribute, borrowed_note
@@ -25,6 +22,9 @@ from nvprof_wrap.readers._sqlite import (
     window_bounds,
 )
 from nvprof_wrap.readers._window import Window
+from nvprof_wrap.system import tempdirs
+from nvprof_wrap.system.fork import BIG
+from nvprof_wrap.text.demangle import demangle
 
 
 def _meta(conn: sqlite3.Connection) -> dict[str, str]:

@@ -16,13 +16,10 @@ from pathlib import Path
 
 import ijson
 
-from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_JSON_STRING_BYTES
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._bounded import open_json
-from nvprof_wrap.readers._fork import BIG
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME, refuse_launches
@@ -30,6 +27,9 @@ from nvprof_wrap.readers._nvtx import attribute, borrowed_note
 from nvprof_wrap.readers._sqlite import EVERYTHING, BusyTime, connect_ro, in_window, window_bounds
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
 from nvprof_wrap.readers._window import Window
+from nvprof_wrap.system.fork import BIG
+from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES
+from nvprof_wrap.text.demangle import demangle
 
 _HEADER_KEYS = ("deviceProperties", "distributedInfo", *ROCM_KEYS)
 

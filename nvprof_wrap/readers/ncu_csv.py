@@ -1,6 +1,6 @@
 """``ncu --csv`` exports: the long format (one row per kernel × metric, the default) and the raw
 page (``--page raw``: one row per kernel, a units row under the header). Numbers may carry
-thousands separators. Each kernel launch gets a counter verdict (see ``nvprof_wrap.counters``).
+thousands separators. Each kernel launch gets a counter verdict (see ``nvprof_wrap.classify.counters``).
 
 As people capture it (``ncu --csv python train.py > out.csv``): the program's own output and ``==PROF==``
 lines before and among the rows (ncu quotes every CSV field, so only lines starting with a quote are rows),
@@ -15,14 +15,14 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-from nvprof_wrap.counters import DURATION, Evidence, combine, launch_verdict
-from nvprof_wrap.demangle import demangle
+from nvprof_wrap.classify.counters import DURATION, Evidence, combine, launch_verdict
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, cut_lines, number, open_text
 from nvprof_wrap.readers._durations import note
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.text.demangle import demangle
 
 _KEYS = ("ID", "Kernel Name", "Process ID", "Device", "CC")
 _REQUIRED = {"ID", "Kernel Name"}

@@ -6,12 +6,12 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from nvprof_wrap import tempdirs, tools
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import nsys_sqlite
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._window import Window
+from nvprof_wrap.system import tempdirs, tools
 
 
 def _writable(folder: Path) -> bool:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, KernelAgg, MemAgg, merge_kernels
 from nvprof_wrap.readers._csv import number, open_text, split_preamble
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.text.demangle import demangle
 
 _TOTAL = ("Total Time (ns)", "Total Time")
 _COUNT = ("Instances", "Count", "Calls", "Num Calls")

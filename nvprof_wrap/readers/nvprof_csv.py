@@ -10,12 +10,12 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text, pid_from_preamble, split_preamble
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.text.demangle import demangle
 
 _DEVICE = re.compile(r"^(.*) \((\d+)\)$")
 SIZE_UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import PLAIN, SOUND, sql_duration
@@ -26,6 +25,7 @@ from nvprof_wrap.readers._sqlite import (
     window_bounds,
 )
 from nvprof_wrap.readers._window import Window
+from nvprof_wrap.text.demangle import demangle
 
 KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"

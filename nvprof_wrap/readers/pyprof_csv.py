@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, KernelAgg, merge_kernels
 from nvprof_wrap.readers._csv import number, open_text, split_preamble
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.text.demangle import demangle
 
 FORMAT = "pyprof-csv"
 

@@ -19,9 +19,7 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from nvprof_wrap.demangle import demangle
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.limits import MAX_DURATION_NS
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers import _protowire as wire
 from nvprof_wrap.readers._durations import Durations, fold
@@ -29,6 +27,8 @@ from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._sqlite import busy_time
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
 from nvprof_wrap.readers._xplane_schema import schema
+from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.text.demangle import demangle
 
 _CHUNK = 4 << 20  # bytes of events parsed at once (~100k events)
 _BATCH = 20000

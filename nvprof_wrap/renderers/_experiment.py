@@ -11,7 +11,7 @@ from rich.text import Text
 
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
-from nvprof_wrap.sanitize import deep, json_safe
+from nvprof_wrap.text.sanitize import deep, json_safe
 
 HEAD = ("precision", "ms/step", "GPU kernels", "tensor-core share", "memcpy", "GPU idle",
         "launches/step", "loss", "acc", "val acc", "health")

@@ -4,10 +4,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, replace
 
-from nvprof_wrap.limits import SKIPPED_SHOWN
 from nvprof_wrap.model import Classification, HealthVerdict
-from nvprof_wrap.names import numbered_family
 from nvprof_wrap.report import GroupRow, KernelRow, PrecisionShare, Report, SplitRow, job_line
+from nvprof_wrap.system.limits import SKIPPED_SHOWN
+from nvprof_wrap.text.names import numbered_family
 
 SCHEMA = "nvprof-wrap.report/1"
 

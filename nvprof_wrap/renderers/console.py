@@ -9,13 +9,13 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from nvprof_wrap.names import shorten_all
 from nvprof_wrap.renderers import _compare, _doctor, _experiment
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.renderers._rows import BASES, mix_text, numbered_merged, scope_text, skipped_summary, split_label
 from nvprof_wrap.report import GroupRow, KernelRow, Report
-from nvprof_wrap.sanitize import clean_lines, deep
+from nvprof_wrap.text.names import shorten_all
+from nvprof_wrap.text.sanitize import clean_lines, deep
 
 NAME = "table"
 EXTENSION = ".txt"

@@ -7,7 +7,7 @@ import io
 
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
-from nvprof_wrap.sanitize import clean
+from nvprof_wrap.text.sanitize import clean
 
 NAME = "csv"
 EXTENSION = ".csv"

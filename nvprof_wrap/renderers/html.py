@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html as _html
 
-from nvprof_wrap import __version__
+from nvprof_wrap._version import __version__
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
 
 NAME = "html"

@@ -6,7 +6,7 @@ import json as _json
 
 from nvprof_wrap.renderers import _compare, _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
-from nvprof_wrap.sanitize import json_safe
+from nvprof_wrap.text.sanitize import json_safe
 
 NAME = "json"
 EXTENSION = ".json"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import html
 
-from nvprof_wrap.names import shorten_all
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
-from nvprof_wrap.sanitize import clean
+from nvprof_wrap.text.names import shorten_all
+from nvprof_wrap.text.sanitize import clean
 
 NAME = "markdown"
 EXTENSION = ".md"

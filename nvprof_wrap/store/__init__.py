@@ -256,7 +256,7 @@ class Store(Queries):
             self.db["static_evidence"].upsert_all((asdict(v) for v in verdicts), pk="name")
 
     def add_classifications(self, classifications: Iterable, rules_version: str) -> None:
-        """Name-rule verdicts, cached per rules version (classify/evidence.py decides what to add)."""
+        """Name-rule verdicts, cached per rules version (pipeline/evidence.py decides what to add)."""
         with self._errors(), self.db.conn:
             self.db["classifications"].insert_all(
                 ({**_without(asdict(c), "evidence"), "rules_version": rules_version} for c in classifications),
@@ -297,7 +297,7 @@ def _gunzipped_identity(path: Path, chunk: int) -> str | None:
     import gzip
     import zlib
 
-    from nvprof_wrap.limits import MAX_GUNZIPPED_SQLITE_BYTES
+    from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
 
     h, total = hashlib.sha256(), 0
     try:

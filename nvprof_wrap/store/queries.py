@@ -2,7 +2,7 @@
 report.py and cli/ hold none. Aggregates are computed in SQL; Python gets a few rows per kernel name, device,
 process or op — never per launch.
 
-The per-(capture, device, name) verdicts are a temporary table (``temp.t_verdicts``) that classify/evidence.py
+The per-(capture, device, name) verdicts are a temporary table (``temp.t_verdicts``) that pipeline/evidence.py
 fills; the report's queries join it.
 """
 from __future__ import annotations

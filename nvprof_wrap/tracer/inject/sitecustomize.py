@@ -83,7 +83,7 @@ def _start_annotations() -> None:
     if not os.environ.get("NVPROF_WRAP_ANNOTATE"):
         return
     try:
-        from nvprof_wrap import annotate
+        from nvprof_wrap.tracer import annotate
 
         annotate.install()
     except Exception as e:

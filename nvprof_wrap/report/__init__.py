@@ -2,7 +2,7 @@
 files, no SQL (the store's named queries, store/queries.py); every number comes from an SQL aggregate.
 
 The Report holds facts, not text: precision mixes, copy directions and training health are fields; renderers turn them
-into words. Only the verdict sentence and the hints (analysis/hints.py) are text, written once for every renderer.
+into words. Only the verdict sentence and the hints (report/hints.py) are text, written once for every renderer.
 ``str(report)``, ``report.to_dict()`` (exactly ``--format json``), ``report._repr_html_()`` (notebooks) and
 ``report.to_pandas()`` render through the renderers registered in ``DISPLAY`` (renderers/__init__.py fills it).
 """
@@ -13,12 +13,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from nvprof_wrap.classify import RULES_VERSION, evidence
+from nvprof_wrap.classify import RULES_VERSION
 from nvprof_wrap.classify.rank import gpu_facts
 from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.model import NO_RANGE, HealthVerdict
-from nvprof_wrap.names import shorten
 from nvprof_wrap.store import Store
+from nvprof_wrap.text.names import shorten
 
 MEM_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "other")
 # Kinds of GPU time in the split, in the order reports show them.
@@ -165,7 +165,7 @@ class JobEnd:
 
 @dataclass(frozen=True)
 class JobGroup:
-    """Captures of one job, among captures of different jobs summed in one report (analysis/jobs.py)."""
+    """Captures of one job, among captures of different jobs summed in one report (report/jobs.py)."""
 
     paths: tuple[str, ...]
     command: str | None  # where the captures record it
@@ -340,13 +340,14 @@ def _mix(kernels: tuple[KernelRow, ...], total: int) -> str:
 
 
 def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
-    """The report of a store whose evidence is ranked (classify.evidence.prepare). Hints and health are added by the
-    pipeline (with_hints, with_health)."""
+    """The report of a store whose evidence is ranked (pipeline.evidence.prepare, or .rank without the compiled-code
+    lookup): the pipeline ranks, then builds. Hints and health are added by the pipeline (with_hints, with_health)."""
     damage = store.damage()
     if damage:
         raise BadInput(store.path, damage)
     if not store.has_verdicts():
-        evidence.rank(store)  # a store the pipeline did not prepare (no compiled-code lookup then)
+        raise RuntimeError("report.build needs a store whose evidence is ranked: call "
+                           "nvprof_wrap.pipeline.evidence.prepare(store) (or .rank(store)) first")
     total = store.timed_kernel_ns()
     kernels = _kernels(store, total)
     sources = tuple(Source(r["path"], r["format"], bool(r["partial"]), tuple(_json_list(r["notes"])))

@@ -5,10 +5,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvprof_wrap.analysis.health import lines_of
 from nvprof_wrap.launch.manifest import Manifest
 from nvprof_wrap.model import HealthVerdict
 from nvprof_wrap.report import Report
+from nvprof_wrap.report.health import lines_of
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nvprof_wrap.errors import terminate
-from nvprof_wrap.lifeline import die_with_parent, end_on, fork_is_safe
+from nvprof_wrap.system.lifeline import die_with_parent, end_on, fork_is_safe
 
 BIG = 16 << 20  # captures from this size on get forked workers; smaller ones are read faster in one process
 

@@ -125,7 +125,7 @@ def _signal_name(number: int) -> str | None:
 
 
 def _metric_steps(path: Path) -> int | None:
-    from nvprof_wrap.analysis.health import metric_steps
+    from nvprof_wrap.report.health import metric_steps
 
     try:
         return metric_steps(path) if path.is_file() else None

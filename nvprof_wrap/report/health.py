@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from nvprof_wrap.limits import MAX_LINE_BYTES
 from nvprof_wrap.model import EpochMetrics, HealthVerdict
+from nvprof_wrap.system.limits import MAX_LINE_BYTES
 
 __all__ = ["EpochMetrics", "HealthVerdict", "assess", "health_from_run", "parse_keras_log", "parse_metrics_jsonl"]
 

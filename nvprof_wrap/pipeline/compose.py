@@ -10,14 +10,14 @@ from pathlib import Path
 
 from nvprof_wrap import renderers  # noqa: F401 - registers Report's display methods (str, to_dict, HTML)
 from nvprof_wrap import report as report_mod
-from nvprof_wrap.analysis import jobs
-from nvprof_wrap.analysis.hints import hints
-from nvprof_wrap.classify import evidence
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.ingest import ingest
-from nvprof_wrap.names import shorten
+from nvprof_wrap.pipeline import evidence
+from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.readers._no_kernels import copies_only
+from nvprof_wrap.report import jobs
+from nvprof_wrap.report.hints import hints
 from nvprof_wrap.store import Store
+from nvprof_wrap.text.names import shorten
 
 
 def analyze(*paths: str | Path, store: Store | str | Path | None = None,
@@ -26,7 +26,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             steps: tuple[int, int] | None = None) -> report_mod.Report:
     """The report of captures, run folders or folders of captures (read as one run). Refused (BadInput): two runs,
     a folder holding several, a folder without a capture. The report says how a run's job ended (its manifest) and
-    whether captures of different jobs were summed (analysis/jobs.py).
+    whether captures of different jobs were summed (report/jobs.py).
 
     store: a run store (a path, or an open Store) to keep the aggregates in; in memory when None.
     triton_cache: folders of compiled Triton kernels for kernels the names leave unknown (default: the usual cache).
@@ -111,7 +111,7 @@ def _is_dir(p: Path) -> bool:
 
 def _health(paths: list[Path]):
     """Training health of the one run folder among ``paths`` (None when there is no such folder or no metrics)."""
-    from nvprof_wrap.analysis.health import health_from_run
+    from nvprof_wrap.report.health import health_from_run
 
     folders = [p for p in paths if jobs.is_run(p)]
     if len(folders) != 1:

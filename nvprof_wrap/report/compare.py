@@ -12,9 +12,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvprof_wrap.analysis.experiment import read_metrics
-from nvprof_wrap.names import numbered_family
 from nvprof_wrap.report import Report
+from nvprof_wrap.report.experiment import read_metrics
+from nvprof_wrap.text.names import numbered_family
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from nvprof_wrap import lifeline
 from nvprof_wrap.errors import BadInput, CannotWrite
+from nvprof_wrap.system import lifeline
 
 NSYS_GLOBS = ("/opt/nvidia/nsight-systems/*/bin/nsys", "/opt/nvidia/nsight-systems-cli/*/bin/nsys",
               "/usr/local/cuda*/bin/nsys", "/usr/local/cuda*/nsight-systems*/bin/nsys",

@@ -25,8 +25,8 @@ import sys
 import warnings
 from functools import lru_cache
 
-from nvprof_wrap.lifeline import die_with_parent, fork_is_safe
-from nvprof_wrap.limits import (
+from nvprof_wrap.system.lifeline import die_with_parent, fork_is_safe
+from nvprof_wrap.system.limits import (
     DEMANGLE_MAX_CHARS,
     DEMANGLE_MAX_OVERRUNS,
     DEMANGLE_MEMORY_BYTES,
@@ -92,7 +92,7 @@ def _cplusfilt(name: str) -> str:
 
 # ---------------------------------------------------------------- the helper process
 _FRAME = struct.Struct("!BI")  # status (0 ok, 1 failed, 2 too long), length
-_HELPER_CODE = "import sys; from nvprof_wrap.demangle import _serve; _serve(0, 1)"
+_HELPER_CODE = "import sys; from nvprof_wrap.text.demangle import _serve; _serve(0, 1)"
 
 
 class _Helper:

@@ -13,9 +13,9 @@ from pathlib import Path
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, Terminated, ToolMissing
 from nvprof_wrap.launch.manifest import read_manifest
-from nvprof_wrap.readers import _fork
 from nvprof_wrap.readers._window import Window, make
 from nvprof_wrap.store import Store, file_identity
+from nvprof_wrap.system import fork as _fork
 
 Progress = Callable[[Path], None]
 

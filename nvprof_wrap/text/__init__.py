@@ -1,0 +1,1 @@
+"""Text: kernel names demangled (demangle.py), shortened and grouped (names.py), made safe to print (sanitize.py)."""
