@@ -25,9 +25,12 @@ class Profile:
             raise NvprofWrapError(f"steps must be (first, stop), two integers with 0 <= first < stop; got {steps!r}")
         if folder is not None and not isinstance(folder, (str, Path)):
             raise NvprofWrapError(f"folder must be a path (str or Path), got {type(folder).__name__}")
+        if folder is not None and not str(folder).strip():
+            raise NvprofWrapError("profile(): folder is an empty path (give '.' for the current folder, or nothing "
+                                  "for a temporary one)")
         self.folder = Path(folder) if folder is not None else None
-        if self.folder is not None and self.folder.exists() and not self.folder.is_dir():
-            raise NvprofWrapError(f"{self.folder}: not a folder (profile() writes its capture into a folder)")
+        if self.folder is not None:
+            _check_folder(self.folder)
         self.steps = steps
         self.nvtx_steps = nvtx_steps
         self.step_count = 0
@@ -97,10 +100,13 @@ class Profile:
     def _begin(self) -> None:
         from nvprof_wrap.tracer import session
 
+        _check_folder(self.folder)
         try:
             session.begin(self.folder)
         except session.TracingUnavailable as e:
             raise ToolMissing(f"cannot profile this process: {e}") from None
+        except OSError as e:  # the folder cannot be made or written: one line, not a traceback
+            raise NvprofWrapError(f"{self.folder}: cannot write the capture there ({e.strerror or e})") from None
         self._tracing = True
 
     def _end(self) -> None:
@@ -119,6 +125,20 @@ class Profile:
         if self._range_open:
             _nvtx("pop")
             self._range_open = False
+
+
+def _check_folder(folder: Path) -> None:
+    """profile() writes into a folder: the path must be one, or lie in one (the first part of it that exists)."""
+    for p in (folder, *folder.parents):
+        try:
+            if not p.exists():
+                continue
+        except OSError as e:
+            raise NvprofWrapError(f"{folder}: cannot use it as the capture folder ({e.strerror or e})") from None
+        if not p.is_dir():
+            where = "" if p == folder else f" ({p} is a file)"
+            raise NvprofWrapError(f"{folder}: not a folder{where}: profile() writes its capture into a folder")
+        return
 
 
 def _nvtx(what: str, name: str = "") -> bool:

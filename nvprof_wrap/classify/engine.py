@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from nvprof_wrap.system.limits import MAX_CLASSIFIED_CHARS
 from nvprof_wrap.model import Classification
 
 _VERDICTS = ("yes", "no", "unknown")
@@ -120,16 +121,20 @@ def classify(name: str) -> Classification:
     A name cut short by the profiler ('sm80_xmma_gemm_f32f32_…') is classified on what is visible, and a verdict
     the hidden part could overturn (a '_ffma_' further on turns 'xmma' into CUDA cores) becomes 'unknown'."""
     rules = load_rules()
-    cut, lowered = name.endswith(CUT), name.lower()
+    long = len(name) > MAX_CLASSIFIED_CHARS  # read only its start, as a name the profiler cut (limits.py)
+    visible = name[:MAX_CLASSIFIED_CHARS] if long else name
+    cut, lowered = long or name.endswith(CUT), visible.lower()
     verdict = _first(rules.verdict, lowered)
     if cut and not _trusted_when_cut(rules, verdict):
-        family, precision = _first(rules.family, lowered), _precision(rules, name)
+        family, precision = _first(rules.family, lowered), _precision(rules, visible)
         seen = verdict.value if verdict else "unknown"
-        return Classification(name, "unknown", precision, family.value if family else "other",
-                              f"name cut by the profiler: the visible part says '{seen}', but the hidden part may hold "
-                              "evidence that changes it (export the full names: nsys stats --format csv)", "cut-name")
+        why = (f"name longer than {MAX_CLASSIFIED_CHARS:,} characters: its first {MAX_CLASSIFIED_CHARS:,} say "
+               f"'{seen}', but the rest may hold evidence that changes it") if long else \
+            (f"name cut by the profiler: the visible part says '{seen}', but the hidden part may hold "
+             "evidence that changes it (export the full names: nsys stats --format csv)")
+        return Classification(name, "unknown", precision, family.value if family else "other", why, "cut-name")
     tensor_core = verdict.value if verdict else "unknown"
-    precision = _precision(rules, name)
+    precision = _precision(rules, visible)
     if precision == "tf32" and tensor_core == "no":
         precision = "fp32"  # TF32 is a tensor-core math mode: off them the data is fp32 (a split-K reduction, say)
     family = _first(rules.family, lowered)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from nvprof_wrap import renderers  # noqa: F401 - registers Report's display methods (str, to_dict, HTML)
 from nvprof_wrap import report as report_mod
-from nvprof_wrap.errors import BadInput
+from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.pipeline import evidence
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.readers._no_kernels import copies_only
@@ -37,7 +37,9 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     """
     if not paths:
         raise BadInput(None, "analyze() needs at least one capture or run folder")
-    folders = [Path(p) for p in paths]
+    folders = [_path_arg(p, "a capture or run folder") for p in paths]
+    if store is not None and not isinstance(store, Store):
+        store = _path_arg(store, "store")
     _one_run(folders)
     own = not isinstance(store, Store)
     st = Store(Path(store)) if isinstance(store, (str, Path)) else (store or Store())
@@ -64,6 +66,18 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     if health:
         rep = report_mod.with_health(rep, _health(folders))
     return rep
+
+
+def _path_arg(value: object, what: str) -> Path:
+    """A path argument of the API, or one line saying what is wrong with it: a number or None is not a path, and ''
+    would be the current folder (Path('') is '.'), which nobody means."""
+    if isinstance(value, bytes) or not isinstance(value, (str, Path)):
+        raise NvprofWrapError(f"analyze(): {what} must be a path (str or Path), got {type(value).__name__} "
+                              f"{str(value)[:60]!r}")
+    if not str(value).strip():
+        raise NvprofWrapError(f"analyze(): {what} is an empty path" + (" (give '.' for the current folder)"
+                                                                         if what != "store" else ""))
+    return Path(value)
 
 
 def _never_a_silent_nothing(rep: report_mod.Report, paths: list[Path]) -> None:

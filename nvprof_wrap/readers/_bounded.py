@@ -24,10 +24,21 @@ from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_JSON_STRING_BYTES
 CHUNK = 1 << 16
 TAIL = 256 << 10
 _QUOTED = re.compile(rb'"[^"]*"')
-# A string's content as complete units: plain bytes, a surrogate pair of \u escapes, another \u escape, or a
-# two-byte escape; cutting between units never leaves a broken escape (possessive: no backtracking).
+# A string's content as complete units: plain bytes, a surrogate pair of \u escapes, another \u escape, a lone high
+# surrogate (with the six bytes after it in view: they are not a low one), a \u that four non-hex bytes follow
+# (invalid: the parser stops there), or any other two-byte escape, valid or not; cutting between units never leaves
+# a broken escape (possessive: no backtracking). Only a closing quote, or an escape cut by the end of what is in
+# view (at most 11 bytes: a high surrogate and 5 bytes of what follows it) ends a match: whatever the bytes, the
+# filter finds the string's end where the parser does, and never stops counting brackets.
+_HEX4 = rb"[0-9a-fA-F]{4}"
 _UNITS = re.compile(rb"(?:[^\"\\]++|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-                    rb"|\\u(?![dD][89abAB])[0-9a-fA-F]{4}|\\[^u])*+", re.DOTALL)
+                    rb"|\\u(?![dD][89abAB])" + _HEX4 + rb"|\\u[dD][89abAB][0-9a-fA-F]{2}(?=[\s\S]{6})"
+                    rb"|\\u(?!" + _HEX4 + rb")(?=[\s\S]{4})|\\[^u])*+", re.DOTALL)
+# At the end of the stream nothing more is to come: a lone high surrogate or an invalid \u needs no bytes in view.
+_UNITS_AT_END = re.compile(rb"(?:[^\"\\]++|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+                           rb"|\\u(?![dD][89abAB])" + _HEX4 + rb"|\\u[dD][89abAB][0-9a-fA-F]{2}|\\u(?!" + _HEX4 +
+                           rb")|\\[^u])*+", re.DOTALL)
+MAX_OPEN_ESCAPE = 11  # bytes of an escape that the end of a chunk can leave unfinished
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _NOT_SPECIAL = bytes(b for b in range(256) if b not in b'"[]{}')
 _SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
@@ -38,12 +49,12 @@ class BoundedJSON:
 
     def __init__(self, raw: IO[bytes], path: Path, max_depth: int = MAX_JSON_DEPTH,
                  max_string: int = MAX_JSON_STRING_BYTES, also_close: tuple[IO[bytes], ...] = (),
-                 chunk: int = CHUNK) -> None:
+                 chunk: int | None = None) -> None:
         self._raw, self.path, self._also_close = raw, path, also_close
         self.max_depth, self.max_string = max_depth, max_string
-        self._chunk = min(chunk, max_string)  # a string inside one chunk is never longer than the limit
+        self._chunk = min(chunk or CHUNK, max_string)  # a string inside one chunk is never longer than the limit
         self._depth = 0
-        self._in_string = self._cutting = self._broken = False
+        self._in_string = self._cutting = self._at_end = False
         self._string_len = 0
         self._carry = b""
         self.offset = 0  # bytes of the (decompressed) stream consumed so far
@@ -67,12 +78,13 @@ class BoundedJSON:
         read(0) to learn whether the stream gives bytes or text)."""
         while size:
             raw = self._raw.read(self._chunk)
-            if not raw:
-                out, self._carry = self._carry, b""
-                return self._keep(out)
+            if not raw:  # the end: what an unfinished escape held back is scanned as the last piece
+                buf, self._carry = self._carry, b""
+                self._at_end = True
+                return self._keep(self._scan(buf) if buf else b"")
             buf, self._carry = self._carry + raw, b""
             self.offset += len(raw)
-            out = buf if self._broken else self._scan(buf)
+            out = self._scan(buf)
             if out:
                 return self._keep(out)
         return b""
@@ -100,15 +112,16 @@ class BoundedJSON:
 
     def _string(self, buf: bytes, pos: int, end: int, out: list[bytes]) -> tuple[int, int]:
         """Inside a string: up to its closing quote or the end of the chunk; returns (pos, end)."""
-        stop = _UNITS.match(buf, pos, end).end()
+        stop = (_UNITS_AT_END if self._at_end else _UNITS).match(buf, pos, end).end()
         closed = stop < end and buf[stop] == 0x22
-        if not closed and stop < end:  # a backslash: an escape cut by the chunk's end, or an invalid one
-            if end - stop > 12:  # invalid JSON: the parser will say where; stop filtering
-                self._broken = True
-                out.append(buf[pos:])
-                return len(buf), len(buf)
-            self._carry, end = buf[stop:end], stop  # completed by the next chunk
-        elif not closed:
+        if not closed and stop < end and self._at_end and end - stop == 1:
+            stop += 1  # a lone backslash, the stream's last byte: the parser will say so
+        elif not closed and stop < end:  # a backslash: an escape cut by the chunk's end, completed by the next one
+            if end - stop > MAX_OPEN_ESCAPE or self._at_end:  # cannot happen (_UNITS); were it to: refuse
+                raise BadInput(self.path, f"JSON string escape the bounds cannot follow at byte "
+                                          f"{self.offset - len(buf) + stop:,}: not a profiler trace")
+            self._carry, end = buf[stop:end], stop
+        elif not closed and not self._at_end:
             stop = end = self._hold_partial_utf8(buf, pos, end)
         room = self.max_string - self._string_len
         if not self._cutting and stop - pos > room:

@@ -70,6 +70,9 @@ def _plan(cls: type) -> tuple[tuple[str, str], ...]:
     return tuple(plan)
 
 
+_COUNTS = frozenset({"launches", "count"})
+
+
 def _clean(obj):
     values = {}
     for name, kind in _plan(type(obj)):
@@ -88,6 +91,8 @@ def _clean(obj):
             if v is None:
                 raise ValueError(f"{type(obj).__name__}.{name} is missing")
             values[name] = _int(v)
+            if name in _COUNTS and values[name] < 0:  # summed into every total: a damaged capture, not a count
+                raise ValueError(f"{type(obj).__name__}.{name} is negative ({values[name]})")
         elif kind == "bool":
             values[name] = bool(v)
         else:

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
-from nvprof_wrap.text.sanitize import deep, json_safe
+from nvprof_wrap.text.sanitize import csv_cell, deep, json_safe
 
 HEAD = ("precision", "ms/step", "GPU kernels", "tensor-core share", "memcpy", "GPU idle",
         "launches/step", "loss", "acc", "val acc", "health")
@@ -45,7 +45,8 @@ def as_csv(rows: list) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(asdict(rows[0])) if rows else [], lineterminator="\n")
     w.writeheader()
-    w.writerows({k: (" | ".join(v) if isinstance(v, tuple) else v) for k, v in asdict(r).items()} for r in rows)
+    w.writerows({k: csv_cell(" | ".join(v) if isinstance(v, tuple) else v) for k, v in asdict(r).items()}
+                for r in rows)
     return buf.getvalue()
 
 

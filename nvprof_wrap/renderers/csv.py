@@ -1,5 +1,6 @@
 """CSV: one row per kernel (or classification). Control characters are shown escaped (sanitize.py); cells that a
-spreadsheet would run as a formula (starting with = + - @) are prefixed with ' so they stay text."""
+spreadsheet would run as a formula (starting with = + - @, or their full-width forms, after any whitespace: spreadsheets
+skip leading blanks) are prefixed with ' so they stay text."""
 from __future__ import annotations
 
 import csv as _csv
@@ -7,17 +8,14 @@ import io
 
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
 from nvprof_wrap.report import KernelRow, Report
-from nvprof_wrap.text.sanitize import clean
+from nvprof_wrap.text.sanitize import csv_cell
 
 NAME = "csv"
 EXTENSION = ".csv"
 
 
 def _cell(v: object) -> object:
-    if not isinstance(v, str):
-        return v
-    v = clean(v)
-    return "'" + v if v and v[0] in "=+-@" else v
+    return csv_cell(v)
 
 
 def _table(dicts: list[dict]) -> str:

@@ -227,11 +227,21 @@ class Store(Queries):
 
     def damage(self) -> str | None:
         """What makes the rows unusable for a report (a store edited or damaged by hand), or None."""
-        n = self.db.execute("SELECT COUNT(*) FROM kernels WHERE launches IS NULL OR name IS NULL").fetchone()[0]
-        m = self.db.execute("SELECT COUNT(*) FROM memops WHERE count IS NULL OR total_ns IS NULL").fetchone()[0]
-        if n or m:
-            return (f"damaged run store: {n:,} kernel row(s) and {m:,} memory-operation row(s) without a count or "
-                    "time; delete it to rebuild it from the captures")
+        # A count or time that is missing, not a number, or below zero (the readers never write one: they count a
+        # negative duration without its time) would be summed into every total.
+        bad = "{c} IS NULL OR typeof({c}) NOT IN ('integer', 'real') OR {c} < 0"
+        maybe = "typeof({c}) NOT IN ('integer', 'real', 'null') OR {c} < 0"  # NULL: launches without a time
+        n = self.db.execute(f"SELECT COUNT(*) FROM kernels WHERE name IS NULL OR {bad.format(c='launches')} OR "
+                            f"{maybe.format(c='total_ns')}").fetchone()[0]
+        m = self.db.execute(f"SELECT COUNT(*) FROM memops WHERE {bad.format(c='count')} OR {bad.format(c='total_ns')} "
+                            f"OR {maybe.format(c='bytes')}").fetchone()[0]
+        o = self.db.execute(f"SELECT COUNT(*) FROM ops WHERE {bad.format(c='launches')} OR "
+                            f"{maybe.format(c='total_ns')}").fetchone()[0]
+        if n or m or o:
+            rows = ", ".join(f"{k:,} {what} row(s)" for k, what in ((n, "kernel"), (m, "memory-operation"), (o, "op"))
+                             if k)
+            return (f"damaged run store: {rows} with a count or time that is missing, not a number or negative; "
+                    "delete it to rebuild it from the captures")
         return None
 
     def _insert(self, table: str, cid: int, rows) -> None:
