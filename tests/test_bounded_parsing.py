@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nvprof_wrap.system.limits import MAX_JSON_DEPTH
 
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.readers import _bounded, _trace_events
 from nvprof_wrap.readers._bounded import BoundedJSON
+from nvprof_wrap.system.limits import MAX_JSON_DEPTH
 from tests.conftest import ROOT
 
 TC_NAME = "volta_h884gemm_64x64_ldg8_nn"
@@ -292,7 +292,9 @@ def test_shortening_cost_is_linear_in_the_name_length():
         t = time.perf_counter()
         shorten(make(200_000), 48)
         shorten_all([make(200_000) + str(i) for i in range(20)], 90)
-        assert time.perf_counter() - t < 1.5
+        # ~1.0 s for the worst shape on an idle 2-core machine; the quadratic code took 58 s for ONE 100k name: a
+        # generous bound keeps a loaded CI machine from failing a linear implementation
+        assert time.perf_counter() - t < 8
 
 
 def test_look_alike_names_still_show_where_they_differ():
@@ -305,9 +307,8 @@ def test_look_alike_names_still_show_where_they_differ():
 
 
 def test_a_name_past_the_classified_length_is_unknown_unless_the_rest_cannot_matter():
-    from nvprof_wrap.system.limits import MAX_CLASSIFIED_CHARS
-
     from nvprof_wrap.classify.engine import classify
+    from nvprof_wrap.system.limits import MAX_CLASSIFIED_CHARS
 
     long_tc = TC_NAME + "_" + "k" * MAX_CLASSIFIED_CHARS
     c = classify(long_tc)
@@ -389,9 +390,8 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_text_after_leading_whitespac
 
 
 def test_the_experiment_csv_neutralises_formulas_too():
-    from nvprof_wrap.text.sanitize import csv_cell
-
     from nvprof_wrap.renderers import _experiment
+    from nvprof_wrap.text.sanitize import csv_cell
 
     assert csv_cell(" =1+1") == "' =1+1" and csv_cell("a=1") == "a=1" and csv_cell(5) == 5
     assert "csv_cell" in Path(_experiment.__file__).read_text()

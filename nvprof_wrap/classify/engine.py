@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from nvprof_wrap.system.limits import MAX_CLASSIFIED_CHARS
 from nvprof_wrap.model import Classification
+from nvprof_wrap.system.limits import MAX_CLASSIFIED_CHARS
 
 _VERDICTS = ("yes", "no", "unknown")
 _DEFAULT_REASON = ("no rule matched: the name carries no evidence either way "
