@@ -11,6 +11,7 @@ from importlib import resources
 
 from nvprof_wrap.model import Classification
 from nvprof_wrap.system.limits import MAX_CLASSIFIED_CHARS
+from nvprof_wrap.text.names import without_parameters
 
 _VERDICTS = ("yes", "no", "unknown")
 _DEFAULT_REASON = ("no rule matched: the name carries no evidence either way "
@@ -76,26 +77,10 @@ def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:
 _CAST = re.compile(r"\((?:[A-Za-z_][\w:]*)\)-?\d+")
 
 
-def _without_parameters(name: str) -> str:
-    """The name without its trailing parameter list: 'k<float>(double, float*)' → 'k<float>'."""
-    if not name.endswith(")"):
-        return name
-    depth = 0
-    for i in range(len(name) - 1, -1, -1):
-        c = name[i]
-        if c == ")":
-            depth += 1
-        elif c == "(":
-            depth -= 1
-            if depth == 0:
-                return name[:i]
-    return name
-
-
 def _precision(rules: Rules, name: str) -> str:
     """The data type a name states: the math type before scalar arguments and enum casts."""
     text = _CAST.sub("", name)
-    rule = _first(rules.precision, _without_parameters(text).lower()) or _first(rules.precision, text.lower())
+    rule = _first(rules.precision, without_parameters(text).lower()) or _first(rules.precision, text.lower())
     return rule.value if rule else ""
 
 

@@ -50,6 +50,13 @@ def _what_was_there(root: Path, skipped: list) -> str:
         return ""
 
 
+
+def _refuse_or_skip(path: Path, explicit: bool, skipped: list, why: str) -> None:
+    """A file named on the command line is refused; one found inside a folder is skipped, saying why."""
+    if explicit:
+        raise BadInput(path, why) from None
+    skipped.append((str(path), why))
+
 def _pending_in(store: Store, root: Path, skipped: list, present: set[str], window: Window | None,
                 todo: list) -> int:
     """Adds the captures below ``root`` not in the store yet to ``todo``; returns how many captures it holds."""
@@ -63,9 +70,7 @@ def _pending_in(store: Store, root: Path, skipped: list, present: set[str], wind
             skipped.append((str(path), "vanished while reading the folder"))
             continue
         except OSError as e:
-            if explicit:
-                raise BadInput(path, f"cannot read ({e.strerror})") from None
-            skipped.append((str(path), f"cannot read ({e.strerror})"))
+            _refuse_or_skip(path, explicit, skipped, f"cannot read ({e.strerror})")
             continue
         file = str(path.resolve())
         identity = store.known_identity(file, st)
@@ -77,14 +82,10 @@ def _pending_in(store: Store, root: Path, skipped: list, present: set[str], wind
                 readers.detect(path)
                 identity = file_identity(path)
             except BadInput as e:
-                if explicit:
-                    raise BadInput(path, e.why) from None
-                skipped.append((str(path), e.why))
+                _refuse_or_skip(path, explicit, skipped, e.why)
                 continue
             except OSError as e:
-                if explicit:
-                    raise BadInput(path, f"cannot read ({e.strerror})") from None
-                skipped.append((str(path), f"cannot read ({e.strerror})"))
+                _refuse_or_skip(path, explicit, skipped, f"cannot read ({e.strerror})")
                 continue
         # what was read, by which reader version, through which window: any other version of it is re-read
         identity += f"{_WINDOW_SEP}read{readers.READ_VERSION}" + (f";{window.key}" if window is not None else "")

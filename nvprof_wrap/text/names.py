@@ -5,8 +5,9 @@ import itertools
 import re
 
 
-def _strip_params(name: str) -> str:
-    """Drop the trailing parameter list '(...)' of a demangled function name."""
+def without_parameters(name: str, whole_if_all: bool = False) -> str:
+    """The name without its trailing parameter list: 'k<float>(double, float*)' → 'k<float>'. A name that is one
+    parenthesised group gives '' (or itself, with whole_if_all)."""
     if not name.endswith(")"):
         return name
     depth = 0
@@ -17,8 +18,13 @@ def _strip_params(name: str) -> str:
         elif c == "(":
             depth -= 1
             if depth == 0:
-                return name[:i] if i > 0 else name
+                return name[:i] if i > 0 or not whole_if_all else name
     return name
+
+
+def _strip_params(name: str) -> str:
+    """Drop the trailing parameter list '(...)' of a demangled function name (a name that is nothing else stays)."""
+    return without_parameters(name, whole_if_all=True)
 
 
 _ANGLES = re.compile(r"([<>])")
