@@ -2,7 +2,7 @@
 
     python -m benchmarks.unknown_share [--format markdown] [PATH ...]
 
-With no PATH: every capture in the shared fixtures, this project's H200 runs (tests/data/h200_runs) and the public
+With no PATH: the shared fixtures (public/, h200/, wild/ TraceLens B200 trace), this project's H200 runs and the public
 captures committed in tests/data/public_mit. Each capture is reported on its own, with evidence from its name rules
 and its GPU only (no counters), which is what a user gets from a timeline capture alone.
 """
@@ -21,6 +21,7 @@ from nvprof_wrap.store import Store
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "tests" / "data" / "h200_runs"
 DEFAULT = [ROOT.parent / "shared" / "fixtures" / "public", ROOT.parent / "shared" / "fixtures" / "h200",
+           ROOT.parent / "shared" / "fixtures" / "wild" / "kineto-vllm-b200.json.gz",
            RUNS, ROOT / "tests" / "data" / "public_mit"]
 
 

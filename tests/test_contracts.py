@@ -33,7 +33,7 @@ REAL = {
     "cupti": DATA / "h200_runs" / "gemm_cupti" / "cupti-vm-4574.sqlite",
     "xplane": DATA / "h200_runs" / "jax_bf16_xplane" / "vm.xplane.pb",
     "tf-trace-json": DATA / "h200_runs" / "jax_bf16_xplane" / "vm.trace.json.gz",
-    "kineto-json": DATA / "public_mit" / "TraceLens__b200_eager_trace.json.gz",
+    "kineto-json": DATA / "h200_runs" / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz",
     "ncu-csv": SAMPLES / "torch_ops" / "ncu_tensor_metrics.csv",
     "nvprof-csv": PUBLIC / "nanzifan__nvprof-result__print-gpu-summary.csv",
     "pyprof-csv": PUBLIC / "josiahdavis__profiling-lm__lm.csv",
