@@ -67,18 +67,18 @@ def test_classify_names_file_and_mangled(capsys, tmp_path):
 
 
 def test_markdown_escapes_hostile_names(capsys, tmp_path):
-    from nvprof_wrap.renderers import markdown
+    from nvprof_wrap.renderers import Classifications, Options, markdown
 
-    out = markdown.render_classifications([__import__("nvprof_wrap.classify", fromlist=["classify"]).classify(
-        "<script>alert(1)</script>|`x`")])
+    out = markdown.render(Classifications((__import__("nvprof_wrap.classify", fromlist=["classify"]).classify(
+        "<script>alert(1)</script>|`x`"),)), Options())
     assert "<script>" not in out and "&lt;script&gt;" in out and "\\|" in out
 
 
 def test_csv_neutralises_formulas():
     from nvprof_wrap.classify import classify
-    from nvprof_wrap.renderers import csv
+    from nvprof_wrap.renderers import Classifications, Options, csv
 
-    out = csv.render_classifications([classify("=HYPERLINK(\"http://x\")")])
+    out = csv.render(Classifications((classify("=HYPERLINK(\"http://x\")"),)), Options())
     assert "'=HYPERLINK" in out
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.renderers import RENDERERS, Options, render
 from nvprof_wrap.renderers._rows import numbered_merged
 from nvprof_wrap.report.compare import compare
 from nvprof_wrap.report.gates import shortfalls
@@ -133,7 +133,7 @@ def test_short_kernel_names_stay_distinct_on_real_runs(reports):
 
 
 def test_the_terminal_kernel_table_at_120_columns_names_every_kernel_apart(reports):
-    text = RENDERERS["table"].render_report(reports[0], limit=15, width=120)
+    text = render("table", reports[0], Options(limit=15, width=120))
     rows = [line.split("│")[0].strip() for line in text.splitlines()
             if line.count("│") >= 5 and ("✓" in line or "✗" in line)]
     assert len(rows) == 15 and len(set(rows)) == 15
@@ -166,7 +166,7 @@ def test_every_option_names_its_default_and_every_help_ends_with_examples():
 def test_the_reading_spinner_shows_only_after_two_seconds_on_a_terminal(monkeypatch):
     import time
 
-    from nvprof_wrap.cli import _output
+    from nvprof_wrap.cli import _progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -174,24 +174,24 @@ def test_the_reading_spinner_shows_only_after_two_seconds_on_a_terminal(monkeypa
 
     quick, slow = Terminal(), Terminal()
     monkeypatch.setattr(sys, "stderr", quick)
-    with _output.reading(after_s=0.3) as update:
+    with _progress.reading(after_s=0.3) as update:
         update(Path("a.sqlite"))
     monkeypatch.setattr(sys, "stderr", slow)
-    with _output.reading(after_s=0.1) as update:
+    with _progress.reading(after_s=0.1) as update:
         time.sleep(0.3)
         update(Path("big.nsys-rep"))
         time.sleep(0.2)
     assert quick.getvalue() == "" and "reading big.nsys-rep" in slow.getvalue()
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal: never
-    with _output.reading(after_s=0.0) as update:
+    with _progress.reading(after_s=0.0) as update:
         time.sleep(0.1)
     assert sys.stderr.getvalue() == ""
 
 
 def _fmt_ns(ns: int) -> str:
-    from nvprof_wrap.renderers.console import fmt_ns
+    from nvprof_wrap.text.units import duration
 
-    return fmt_ns(ns)
+    return duration(ns)
 
 
 @pytest.mark.parametrize("width", [50, 60, 80, 100, 120, 160])
@@ -200,7 +200,7 @@ def test_numbers_are_never_cut_at_any_width(reports, width):
     width from 50 columns up: narrow terminals lose columns (precision mixes, reasons) and get short headers."""
     console = RENDERERS["table"]
     for rep in reports:
-        text = console.render_report(rep, width=width, limit=5)
+        text = console.render(rep, Options(width=width, limit=5))
         assert all(len(line) <= width for line in text.splitlines())
         for g in rep.devices:
             for number in (f"{g.launches:,}", _fmt_ns(g.kernel_ns), f"{100 * g.tc_share:.1f}%",
@@ -211,7 +211,7 @@ def test_numbers_are_never_cut_at_any_width(reports, width):
         for o in numbered_merged(rep.ops)[:5]:  # what the op table shows
             assert f" {o.launches:,} " in text and f" {100 * o.tc_share:.1f}%" in text
     c = compare(*reports, labels=("fp32", "bf16"))
-    text = console.render_compare(c, width=width, limit=5)
+    text = console.render(c, Options(width=width, limit=5))
     assert all(len(line) <= width for line in text.splitlines())
     for r in c.families[:5]:
         assert f"{r.after_ns / 1e6:,.2f} ms" in text and f"{abs(r.delta_ns) / 1e6:,.2f} ms" in text

@@ -10,6 +10,7 @@ out of the terminal.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import os
 
@@ -19,7 +20,24 @@ from nvprof_wrap import readers
 from nvprof_wrap.classify import classify_many
 from nvprof_wrap.model import Activity, Capture, CounterVerdict, Device, KernelAgg, MemAgg, OpAgg, Process
 from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.renderers import RENDERERS, Renderer
+from nvprof_wrap.renderers import (
+    BY_EXTENSION,
+    KINDS,
+    RENDERERS,
+    Classifications,
+    Doctor,
+    Experiment,
+    Kernels,
+    Named,
+    Options,
+    Renderer,
+    Reports,
+    Runs,
+    render,
+)
+from nvprof_wrap.renderers._frame import notebook
+from nvprof_wrap.report import Report
+from nvprof_wrap.report.compare import Comparison
 from tests.conftest import PUBLIC, ROOT
 
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
@@ -113,10 +131,7 @@ def test_a_gzipped_sqlite_capture_keeps_every_field(fmt, tmp_path):
 
 
 # --- renderers -------------------------------------------------------------------------------------------
-# Every method of the Renderer protocol: the contract below gives each one real input.
-METHODS = tuple(n for n, v in vars(Renderer).items() if n.startswith("render_") and callable(v))
-
-
+# Every kind a renderer dispatches on (report/kinds.py KINDS): the contract below gives each one real input.
 def _experiment_rows():
     from nvprof_wrap.report.experiment import ExperimentRow
 
@@ -148,41 +163,65 @@ def inputs(tmp_path_factory) -> dict:
         runs = history.runs()
     finally:
         os.environ.pop("NVPROF_WRAP_HISTORY") if old is None else os.environ.update(NVPROF_WRAP_HISTORY=old)
-    return {"render_report": (keras, {"width": 100, "limit": 5}),
-            "render_kernels": (list(keras.kernels[:5]), {"width": 100}),
-            "render_classifications": (classify_many(["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
-                                                      f"{HOSTILE}volta_sgemm_128x64_nn"]), {"width": 100}),
-            "render_experiment": (_experiment_rows(), {"width": 120}),
-            "render_doctor": (FACTS, {"width": 100}),
-            "render_compare": (compare(torch_ops, keras, labels=(f"{HOSTILE}torch_ops", "keras"),
-                                       folders=(None, SAMPLES / "keras_reuters_fp16")), {"width": 120, "limit": 5}),
-            "render_runs": (runs, {"width": 120})}
+    samples = Reports((Named("keras", "The seed's Keras MLP", str(SAMPLES / "keras_reuters_fp16"), keras),
+                       Named("torch_ops", f"{HOSTILE}ops", str(SAMPLES / "torch_ops"), torch_ops)))
+    return {Report: (keras, Options(width=100, limit=5)),
+            Kernels: (Kernels(keras.kernels[:5]), Options(width=100)),
+            Classifications: (Classifications(tuple(classify_many(["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+                                                                   f"{HOSTILE}volta_sgemm_128x64_nn"]))),
+                              Options(width=100)),
+            Experiment: (Experiment(tuple(_experiment_rows())), Options(width=120)),
+            Doctor: (Doctor(FACTS), Options(width=100)),
+            Comparison: (compare(torch_ops, keras, labels=(f"{HOSTILE}torch_ops", "keras"),
+                                 folders=(None, SAMPLES / "keras_reuters_fp16")), Options(width=120, limit=5)),
+            Runs: (Runs(tuple(runs)), Options(width=120)),
+            Reports: (samples, Options(width=100, limit=3))}
 
 
-def test_the_contract_gives_every_protocol_method_input(inputs):
-    assert len(METHODS) >= 7 and set(inputs) == set(METHODS)
+def test_the_contract_gives_every_kind_input(inputs):
+    assert len(KINDS) >= 8 and set(inputs) == set(KINDS)
+
+
+def test_a_renderer_is_one_method():
+    """A new output format is one module with one public function, render(subject, options), and the constants
+    that name it: everything else it has is private (shared helpers live in the underscore modules)."""
+    for name, r in RENDERERS.items():
+        public = {n for n, v in vars(r).items() if not n.startswith("_") and callable(v)
+                  and getattr(v, "__module__", None) == r.__name__}
+        assert public == {"render"}, (name, public)
+        assert inspect.signature(r.render).parameters.keys() == {"subject", "options"}
+        assert isinstance(r.NAME, str) and r.EXTENSION.startswith(".") and BY_EXTENSION[r.EXTENSION] == name
 
 
 @pytest.mark.parametrize("name", sorted(RENDERERS))
 def test_renderer_contract(name, inputs, capsys):
     r: Renderer = RENDERERS[name]
     assert r.NAME == name and r.EXTENSION.startswith(".")
-    outs = {}
-    for method in METHODS:
-        assert callable(getattr(r, method, None)), method
-        arg, common = inputs[method]
-        outs[method] = getattr(r, method)(arg, **common)
+    outs = {kind.__name__: r.render(subject, options) for kind, (subject, options) in inputs.items()}
     assert all(isinstance(o, str) and o for o in outs.values()), [m for m, o in outs.items() if not o]
     assert capsys.readouterr() == ("", "")  # renderers return values, never print
     if name != "json":  # JSON keeps the exact text, escaped JSON's way
         assert [m for m, o in outs.items() if "\x1b" in o or "\x07" in o] == []
     else:
         assert all(json.loads(o) is not None for o in outs.values())
+    with pytest.raises(TypeError, match="no form for"):
+        r.render(object(), Options())
 
 
 def test_report_display_methods_use_the_registry():
     report = analyze(SAMPLES / "torch_ops")
-    assert str(report) == RENDERERS["table"].render_report(report, width=120)
-    assert report._repr_html_() == RENDERERS["html"].notebook(RENDERERS["html"].render_report(report),
-                                                             f"nvprof-wrap report: {report.verdict.message}")
-    assert json.loads(RENDERERS["json"].render_report(report)) == json.loads(json.dumps(report.to_dict()))
+    assert str(report) == render("table", report, Options(width=120))
+    assert report._repr_html_() == notebook(render("html", report), f"nvprof-wrap report: {report.verdict.message}")
+    assert json.loads(render("json", report)) == json.loads(json.dumps(report.to_dict()))
+
+
+# --- commands --------------------------------------------------------------------------------------------
+def test_every_command_is_one_module_with_its_help_and_examples():
+    from nvprof_wrap.cli import COMMANDS, parser
+
+    choices = next(a for a in parser()._actions if a.dest == "command").choices
+    assert set(choices) == set(COMMANDS)
+    for name, module in COMMANDS.items():
+        assert callable(getattr(module, "add_parser", None)) and callable(getattr(module, "run", None)), name
+        assert "\nexamples:\n" in (module.__doc__ or ""), name
+        assert f"nvprof-wrap {name}" in choices[name].format_help(), name

@@ -11,7 +11,7 @@ import pytest
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.renderers import render
 from tests.conftest import H200, ROOT
 
 RUNS = ROOT / "tests" / "data" / "h200_runs"
@@ -169,13 +169,13 @@ def test_a_job_that_failed_says_so_first_in_every_format(tmp_path, capsys):
     assert r.headline == (line,) and r.verdict.message.startswith("Tensor cores used: yes — 1 of 3 kernels, 81.4%")
     code, out, _ = cli(capsys, "report", str(run))
     assert code == 0 and out.splitlines()[:2] == [line, r.verdict.message]
-    d = json.loads(RENDERERS["json"].render_report(r))
+    d = json.loads(render("json", r))
     assert d["headline"] == [line] and d["message"] == r.verdict.message
     assert d["job"] == {"status": "failed", "exit_code": 1, "signal": None, "signal_number": None,
                         "forwarded_signal": None, "steps": None, "steps_source": None, "rank": None, "message": line}
-    assert RENDERERS["markdown"].render_report(r).startswith(
+    assert render("markdown", r).startswith(
         "**Job failed \\(exit 1\\) — report of what ran**\n\n**Tensor cores used: yes")
-    page = RENDERERS["html"].render_report(r)
+    page = render("html", r)
     assert page.index(f'<p class="headline">{line}</p>') < page.index('<p class="message">Tensor cores used')
 
 
@@ -213,4 +213,4 @@ def test_a_run_whose_end_was_not_recorded_says_so(tmp_path):
 def test_a_job_that_succeeded_adds_no_line(tmp_path):
     r = report(copy_run("gemm_cupti", tmp_path))
     assert r.job.status == "succeeded" and r.job.exit_code == 0 and r.headline == ()
-    assert RENDERERS["table"].render_report(r).startswith("Tensor cores used: yes")
+    assert render("table", r).startswith("Tensor cores used: yes")

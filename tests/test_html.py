@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nvprof_wrap.cli import main
-from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.renderers import RENDERERS, Options
 from tests.conftest import ROOT
 
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
@@ -181,13 +181,13 @@ def test_notebook_display_is_the_page_in_a_sandboxed_frame(tmp_path):
     assert [t for t, _ in p.tags] == ["iframe"] and out.count("<") == 2 and out.endswith("></iframe>")
     attrs = p.tags[0][1]
     assert set(attrs) == {"srcdoc", "sandbox", "title", "width", "height", "style"} and attrs["sandbox"] == ""
-    assert attrs["srcdoc"] == RENDERERS["html"].render_report(rep)  # html.parser unescapes the attribute
+    assert attrs["srcdoc"] == RENDERERS["html"].render(rep, Options())  # html.parser unescapes the attribute
     assert_self_contained(Page(attrs["srcdoc"]))
     assert attrs["title"] == f"nvprof-wrap report: {rep.verdict.message}"
 
 
 def test_text_escaping_covers_controls_quotes_and_surrogates():
-    from nvprof_wrap.renderers.html import _t
+    from nvprof_wrap.renderers._frame import t as _t
 
     assert _t("<a href='x'>&\"") == "&lt;a href=&#x27;x&#x27;&gt;&amp;&quot;"
     assert _t("\x00\x1b\x7f\x85\t\u2066\ud800") == r"\x00\x1b\x7f\x85\t&lt;U+2066&gt;" + "\ufffd"
@@ -255,7 +255,7 @@ def test_the_page_is_made_from_the_json_contract_alone(capsys):
 
     assert RENDERERS["html"] is page_renderer and page_renderer.EXTENSION == ".html" and page_renderer.NAME == "html"
     html, d = render(capsys, str(SAMPLES / "torch_ops"))
-    assert page_renderer.page([(None, d)]) == html
+    assert page_renderer._page([(None, d)], 15) == html
 
 
 def test_run_html_writes_report_html_into_the_run_folder(capsys, tmp_path):
@@ -314,7 +314,7 @@ def test_chart_colours_come_from_kind_and_direction_never_from_the_label(monkeyp
     present = {(s.kind, s.direction) for s in report.split}
     assert {("tensor_core", ""), ("memcpy", "HtoD"), ("memcpy", "DtoH")} <= present
     monkeypatch.setattr(_rows, "SPLIT_LABELS", {k: f"label {i}" for i, k in enumerate(_rows.SPLIT_LABELS)})
-    page = RENDERERS["html"].render_report(report)
+    page = RENDERERS["html"].render(report, Options())
     for s in report.split:
         label = _rows.split_label(s)
         assert f'>{label}</text><rect class="{want[(s.kind, s.direction)]}"' in page

@@ -219,6 +219,21 @@ def test_readers_never_import_the_launcher():
     assert [(s, d) for s, d in _arrows() if _group(s) == "readers" and _group(d) == "launch"] == []
 
 
+# The command line parses, calls one function of a stage below and renders: it never opens a store (the store
+# policy is pipeline/stores.py's) and never does launch work itself (running under ncu: launch/verify.py; the run
+# folder, the job, the GPUs: launch/). What it may call of launch is the launcher's front: the backends' table, a
+# RunSpec, execute() and its checks, a manifest to read.
+CLI_MAY_NOT = ("nvprof_wrap.store", "nvprof_wrap.tracer", "nvprof_wrap.launch.job",
+               "nvprof_wrap.launch.folder", "nvprof_wrap.launch.ncu", "nvprof_wrap.launch.gpus",
+               "nvprof_wrap.launch.verify")
+
+
+def test_the_command_line_opens_no_store_and_does_no_launch_work():
+    wrong = [f"{src} -> {dst}" for src, dst in _arrows() if _group(src) == "cli"
+             and any(dst == bad or dst.startswith(bad + ".") for bad in CLI_MAY_NOT)]
+    assert wrong == []
+
+
 def test_the_checker_sees_what_it_must():
     """The rules bite (an arrow up, readers and the launcher reaching into each other, the injected code reaching
     into the package), and the walk sees imports inside functions and names imported from the package."""

@@ -126,7 +126,7 @@ def test_a_bug_after_the_job_ran_never_hides_the_jobs_code(capsys, monkeypatch, 
     manifest = SimpleNamespace(backend="nsys", exit_code=job_code, wall_s=0.1, recorded=True, captures=["x"],
                                problems=())
     monkeypatch.setattr(run_cmd, "execute", lambda spec: (tmp_path, manifest))
-    monkeypatch.setattr(run_cmd, "_report", _bug)
+    monkeypatch.setattr(run_cmd, "report_run", _bug)
     code, _, err = run(capsys, "run", "--", "true")
     assert code == expected and "internal error" in err and "Traceback" not in err
 

@@ -1,5 +1,15 @@
 """Command line: one small module per subcommand. ``main(argv) -> int`` maps errors to one line and an exit code
-(the table: cli/_exit.py, docs/reliability.md)."""
+(the table: cli/_exit.py, docs/reliability.md).
+
+A command parses its options, calls one function of a stage below (pipeline/ for reading and reporting, launch/
+for running a job) and renders the result (renderers.render): it never opens a store nor runs launch work itself
+(tests/test_layers.py). Shared pieces: _args (options, argument types, how to render for them), _write (stdout,
+-o FILE, one line on stderr), _gates, _progress, _exit.
+
+How to add a command: a module here whose docstring is its --help (ending with "examples:"), with
+``add_parser(sub, name)`` and ``run(args) -> int``, and one entry in COMMANDS; the contract test
+(tests/renderers/test_contracts.py) checks every command has both, its help and its examples.
+"""
 from __future__ import annotations
 
 import argparse
@@ -22,11 +32,12 @@ from nvprof_wrap.cli import (
     runs_cmd,
     verify_cmd,
 )
-from nvprof_wrap.cli._output import internal_error, resolve_format, say, stdout_gone
+from nvprof_wrap.cli._args import resolve_format
+from nvprof_wrap.cli._exit import internal_error
+from nvprof_wrap.cli._write import say, stdout_gone
 from nvprof_wrap.errors import NvprofWrapError, Terminated, terminate
-from nvprof_wrap.launch.job import leave_terminal, terminal_fds
 from nvprof_wrap.system import tempdirs
-from nvprof_wrap.system.lifeline import end_on, restore
+from nvprof_wrap.system.lifeline import end_on, leave_terminal, restore, terminal_fds
 
 _JOBS = {"run", "experiment"}  # the commands whose work is a job's run (SIGHUP: see main)
 _TAKE_A_COMMAND = {"run", "experiment", "verify"}  # the commands that use what follows "--"
@@ -77,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     tempdirs.sweep()  # what a command killed by SIGKILL or the OOM killer left in the temporary folder
     terminals = terminal_fds()
     previous = end_on((signal.SIGTERM,), terminate)
-    previous.update(end_on((signal.SIGHUP,), (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate))
+    on_hangup = (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate
+    previous.update(end_on((signal.SIGHUP,), on_hangup))
     try:
         resolve_format(args)
         return COMMANDS[args.command].run(args)

@@ -1,6 +1,11 @@
 """Exit codes, one table per kind of command: shown in each command's --help and in docs/reliability.md."""
 from __future__ import annotations
 
+import os
+import sys
+
+from nvprof_wrap.cli._write import say
+
 _FAIL = """  2    bad input or usage: a file that is not a capture, a run store that is not one, a file that cannot be
        written (disk full, read-only, locked), a missing profiler; one line on stderr names the file and why
   130  interrupted (Ctrl-C)
@@ -45,3 +50,26 @@ input or a file that cannot be written (one line on stderr), 130 when interrupte
 (SIGTERM), 70 for an internal error (a bug: one line; NVPROF_WRAP_DEBUG=1 prints the traceback); 1 only for a
 missed gate (--min-tensor-core-share, --expect-precision).
 `nvprof-wrap COMMAND --help` gives each command's table."""
+
+
+DEBUG_ENV = "NVPROF_WRAP_DEBUG"
+
+
+def internal_error(e: BaseException) -> int:
+    """An unexpected exception (a bug of ours): one line, where to report it, exit code INTERNAL (70); the
+    traceback only with NVPROF_WRAP_DEBUG=1."""
+    import traceback
+
+    from nvprof_wrap._version import __version__
+    from nvprof_wrap.errors import INTERNAL
+
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        try:
+            traceback.print_exception(e, file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+    where = "" if os.environ.get(DEBUG_ENV, "") not in ("", "0") else f"; {DEBUG_ENV}=1 shows the traceback"
+    say(f"nvprof-wrap: internal error (a bug in nvprof-wrap {__version__}): {type(e).__name__}: "
+        f"{' '.join(str(e).split())[:200]} — please report it on the nvprof-wrap issue tracker with the command "
+        f"line{where}")
+    return INTERNAL

@@ -1,7 +1,7 @@
 """nvprof-wrap classify NAME... | --names-file FILE — the verdict for kernel names, without a capture.
 
 examples:
-  nvprof-wrap classify 'sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas'
+  nvprof-wrap classify nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_ffma
   nvprof-wrap classify _Z17volta_h884gemm_64x64_ldg8_nn
   cut -f1 names.txt | nvprof-wrap classify --names-file - --format json
 """
@@ -12,9 +12,10 @@ from pathlib import Path
 
 from nvprof_wrap.classify import classify_many
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_output, check_output, options, put
+from nvprof_wrap.cli._args import add_format, add_output, render_options
+from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.renderers import Classifications, render
 from nvprof_wrap.system.limits import MAX_NAME_CHARS
 from nvprof_wrap.text.demangle import demangle
 
@@ -23,7 +24,8 @@ def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="classify kernel names (mangled names are demangled first)", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("names", nargs="*", metavar="NAME")
-    p.add_argument("--names-file", type=Path, help="one kernel name per line ('-' for standard input; default: the NAMEs given)")
+    p.add_argument("--names-file", type=Path,
+                   help="one kernel name per line ('-' for standard input; default: the NAMEs given)")
     add_format(p)
     add_output(p)
 
@@ -60,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         raise BadInput(None, "give kernel names, or --names-file FILE")
     items = classify_many(demangle(n if len(n) <= MAX_NAME_CHARS else n[:MAX_NAME_CHARS] + "…") for n in names)
-    put(args, RENDERERS[args.format].render_classifications(items, **options(args)), "classification")
+    put(args, render(args.format, Classifications(tuple(items)), render_options(args)), "classification")
     return 0

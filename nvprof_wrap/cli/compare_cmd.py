@@ -18,24 +18,12 @@ from __future__ import annotations
 import argparse
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import (
-    add_format,
-    add_gates,
-    add_output,
-    add_window,
-    check_output,
-    deliver,
-    gate,
-    gates,
-    options,
-    positive,
-    reading,
-    window_args,
-)
-from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.renderers import RENDERERS
-from nvprof_wrap.report.compare import compare
-from nvprof_wrap.store import history
+from nvprof_wrap.cli._args import add_format, add_gates, add_output, add_window, positive, render_options, window_args
+from nvprof_wrap.cli._gates import gate, gates
+from nvprof_wrap.cli._progress import reading
+from nvprof_wrap.cli._write import check_output, deliver
+from nvprof_wrap.pipeline.stores import compare_runs, resolve_run
+from nvprof_wrap.renderers import render
 
 
 def add_parser(sub, name: str) -> None:
@@ -52,16 +40,11 @@ def add_parser(sub, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_output(args.output)
-    before, after = history.resolve(args.before), history.resolve(args.after)
+    before, after = resolve_run(args.before), resolve_run(args.after)
     check_output(args.output, [before, after])
-    steady = window_args(args)  # the same window or steps of both runs
-    with reading() as progress:
-        reports = analyze(before, progress=progress, **steady), analyze(after, progress=progress, **steady)
-    c = compare(*reports, labels=(before.name, after.name),
-                folders=tuple(p if p.is_dir() else None for p in (before, after)))
-    opts = options(args) | ({"color": False} if args.output else {})
-    results = gates(args, reports[1])
-    deliver(RENDERERS[args.format].render_compare(c, limit=args.limit, gates=results or None, **opts), args.output,
-            f"{args.format} comparison")
-    return gate(args, reports[1], results)
-
+    with reading() as progress:  # the same window or steps of both runs
+        c, after_report = compare_runs(before, after, progress=progress, **window_args(args))
+    results = gates(args, after_report)
+    opts = render_options(args, limit=args.limit, gates=tuple(results) or None)
+    deliver(render(args.format, c, opts), args.output, f"{args.format} comparison")
+    return gate(args, after_report, results)

@@ -20,11 +20,11 @@ import argparse
 from importlib import resources
 from pathlib import Path
 
-from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_output, check_output, options, positive, put
+from nvprof_wrap.cli._args import add_format, add_output, positive, render_options
+from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.renderers import Named, Reports, render
 
 TITLES = {
     "keras_reuters_fp16": "The seed's Keras Reuters MLP in pure fp16 (floatx float16), annotated per layer and op",
@@ -47,23 +47,9 @@ def samples_dir() -> Path:
     return Path(str(resources.files("nvprof_wrap").joinpath("samples")))
 
 
-def _report(folder: Path) -> report.Report:
-    return analyze(folder)
-
-
 def run(args: argparse.Namespace) -> int:
     check_output(args.output)
     names = [args.sample] if args.sample else list(TITLES)
-    reports = {n: _report(samples_dir() / n) for n in names}
-    renderer = RENDERERS[args.format]
-    if hasattr(renderer, "render_reports"):  # one document of every sample: JSON's object by sample, HTML's page
-        put(args, renderer.render_reports([(n if args.format == "json" else TITLES[n], r) for n, r in reports.items()],
-                                          limit=args.limit), "demo")
-        return 0
-    parts = []
-    for i, (n, rep) in enumerate(reports.items(), 1):
-        head = f"[{i}/{len(reports)}] {TITLES[n]}  ({samples_dir() / n})"
-        parts.append(("\n" if i > 1 else "") + ("# " if args.format == "markdown" else "") + head + "\n\n")
-        parts.append(renderer.render_report(rep, wide=args.wide, limit=args.limit, **options(args)))
-    put(args, "".join(parts), "demo")
+    samples = Reports(tuple(Named(n, TITLES[n], str(samples_dir() / n), analyze(samples_dir() / n)) for n in names))
+    put(args, render(args.format, samples, render_options(args, wide=args.wide, limit=args.limit)), "demo")
     return 0

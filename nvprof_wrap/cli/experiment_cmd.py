@@ -20,18 +20,18 @@ import time
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_save, check_output, checked, options, put
+from nvprof_wrap.cli._args import add_format, add_save, render_options
+from nvprof_wrap.cli._write import check_output, put, say
 from nvprof_wrap.cli.run_cmd import annotate_kinds
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
 from nvprof_wrap.launch.manifest import Manifest, read_manifest
 from nvprof_wrap.launch.runner import execute
-from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.pipeline.stores import report_run
+from nvprof_wrap.renderers import Experiment, render
 from nvprof_wrap.report.experiment import row
 from nvprof_wrap.report.health import health_from_run
-from nvprof_wrap.store import Store
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # a link to ../../workloads; a copy when installed
 CLASSES = {"reuters_mlp": 46}
@@ -42,8 +42,10 @@ def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="run a workload per precision and compare side by side", description=__doc__,
                        epilog=_exit.EXPERIMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workload")
-    p.add_argument("--precisions", default="fp32,fp16,mixed", help="comma-separated, run in this order (default: fp32,fp16,mixed)")
-    p.add_argument("--backend", choices=CHOICES, default="auto", help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
+    p.add_argument("--precisions", default="fp32,fp16,mixed",
+                   help="comma-separated, run in this order (default: fp32,fp16,mixed)")
+    p.add_argument("--backend", choices=CHOICES, default="auto",
+                   help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
     p.add_argument("--nsys", help="path of the nsys executable (default: $NVPROF_WRAP_NSYS, else nsys on PATH)")
     p.add_argument("--annotate", metavar="keras,torch", type=annotate_kinds,
                    help="NVTX ranges per layer / module / op (see run; default: none)")
@@ -62,16 +64,12 @@ def resolve(workload: str) -> Path:
     for cand in (p, WORKLOADS / workload, WORKLOADS / f"{workload}.py"):
         if cand.is_file():
             return cand.resolve()
-    raise BadInput(workload, f"no such workload (a script path, or one of: "
-                             f"{', '.join(sorted(x.stem for x in WORKLOADS.glob('*.py') if not x.stem.startswith('_')))})")
+    known = sorted(x.stem for x in WORKLOADS.glob("*.py") if not x.stem.startswith("_"))
+    raise BadInput(workload, f"no such workload (a script path, or one of: {', '.join(known)})")
 
 
 def _row(precision: str, folder: Path, manifest: Manifest, script_stem: str):
-    store = checked(Store(folder / "run.sqlite", mirror=folder))
-    try:
-        rep = analyze(folder, store=store, health=False)
-    finally:
-        store.close()
+    rep = report_run(folder, warn=say, health=False)
     return row(precision, folder, manifest, rep,
                health_from_run(folder / "metrics.jsonl", None, CLASSES.get(script_stem),
                                log_paths=(folder / "stdout.log", folder / "stderr.log")))
@@ -114,5 +112,5 @@ def run(args: argparse.Namespace) -> int:
                                                quiet_stdout=args.format != "table", annotate=args.annotate,
                                                force=args.force, verbose=args.verbose))
             rows.append(_row(precision, folder, manifest, script.stem))
-    put(args, RENDERERS[args.format].render_experiment(rows, **options(args)), "experiment table")
+    put(args, render(args.format, Experiment(tuple(rows)), render_options(args)), "experiment table")
     return max((r.exit_code for r in rows), default=0)

@@ -12,10 +12,11 @@ import re
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_output, add_store, add_window, check_output, options, positive, put
+from nvprof_wrap.cli._args import add_format, add_output, add_store, add_window, positive, render_options
+from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.cli.report_cmd import build
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.renderers import Kernels, render
 
 SORTS = {"time": lambda k: (-k.total_ns, k.name), "launches": lambda k: (-k.launches, k.name), "name": lambda k: k.name}
 
@@ -45,5 +46,5 @@ def run(args: argparse.Namespace) -> int:
             if (args.tc is None or k.tensor_core == args.tc) and (pattern is None or pattern.search(k.name))]
     rows.sort(key=SORTS[args.sort])
     rows = rows[: args.limit] if args.limit else rows
-    put(args, RENDERERS[args.format].render_kernels(rows, wide=args.wide, **options(args)), "kernel table")
+    put(args, render(args.format, Kernels(tuple(rows)), render_options(args, wide=args.wide)), "kernel table")
     return 0

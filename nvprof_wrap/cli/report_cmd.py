@@ -23,26 +23,21 @@ from pathlib import Path
 
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import (
+from nvprof_wrap.cli._args import (
     add_format,
     add_gates,
     add_output,
     add_store,
     add_window,
-    bundled,
-    check_output,
-    deliver,
-    gate,
-    gates,
-    open_store,
-    options,
     positive,
-    reading,
-    record_history,
+    render_options,
     window_args,
 )
-from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.renderers import RENDERERS
+from nvprof_wrap.cli._gates import gate, gates
+from nvprof_wrap.cli._progress import reading
+from nvprof_wrap.cli._write import check_output, deliver, say
+from nvprof_wrap.pipeline.stores import remember, report_on
+from nvprof_wrap.renderers import render
 from nvprof_wrap.renderers.csv import TABLES as CSV_TABLES
 
 
@@ -66,23 +61,18 @@ def add_parser(sub, name: str) -> None:
 
 
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
-    store = open_store(args, paths)
-    try:
-        with reading() as progress:
-            return analyze(*paths, store=store, triton_cache=getattr(args, "triton_cache", None), progress=progress,
-                           **window_args(args))
-    finally:
-        store.close()
+    with reading() as progress:
+        return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
+                         progress=progress, **window_args(args))
 
 
 def run(args: argparse.Namespace) -> int:
     check_output(args.output, [*args.paths, args.store])
     rep = build(args.paths, args)
-    opts = options(args) | ({"color": False} if args.output else {})
     limit = args.limit or (None if args.format in ("json", "csv") else 15)
     results = gates(args, rep)
-    deliver(RENDERERS[args.format].render_report(rep, wide=args.wide, limit=limit, table=args.table, gates=results or None,
-                                                 **opts), args.output, f"{args.format} report")
-    if len(args.paths) == 1 and (args.paths[0] / "manifest.json").is_file() and not bundled(args.paths[0]):
-        record_history(args.paths[0], rep)
+    opts = render_options(args, wide=args.wide, limit=limit, table=args.table, gates=tuple(results) or None)
+    deliver(render(args.format, rep, opts), args.output, f"{args.format} report")
+    if len(args.paths) == 1 and (args.paths[0] / "manifest.json").is_file():
+        remember(args.paths[0], rep, say)
     return gate(args, rep, results)

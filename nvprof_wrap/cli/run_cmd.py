@@ -20,40 +20,29 @@ from __future__ import annotations
 
 import argparse
 
-from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import (
-    add_format,
-    add_gates,
-    add_save,
-    check_output,
-    checked,
-    gate,
-    gates,
-    internal_error,
-    options,
-    positive,
-    put,
-    reading,
-    record_history,
-    say,
-    write_text,
-)
+from nvprof_wrap.cli._args import add_format, add_gates, add_save, positive, render_options
+from nvprof_wrap.cli._exit import internal_error
+from nvprof_wrap.cli._gates import gate, gates
+from nvprof_wrap.cli._progress import reading
+from nvprof_wrap.cli._write import check_output, put, say, write_text
 from nvprof_wrap.errors import INTERNAL, BadInput, CannotWrite, NvprofWrapError
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
 from nvprof_wrap.launch.runner import check_name, execute, expand_output, no_capture_reason
-from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.renderers import RENDERERS
-from nvprof_wrap.store import Store
+from nvprof_wrap.pipeline.stores import remember, report_run
+from nvprof_wrap.renderers import RENDERERS, Options, render
 
 
 def add_parser(sub, name: str) -> None:
     p = sub.add_parser(name, help="run a command under a profiler and report", description=__doc__,
                        epilog=_exit.RUN, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backend", choices=CHOICES, default="auto", help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
+    p.add_argument("--backend", choices=CHOICES, default="auto",
+                   help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
     p.add_argument("-o", "--output", help="run folder (default runs/NAME-TIMESTAMP); new or empty")
-    p.add_argument("--force", action="store_true", help="replace the run that -o DIR already holds: only a run folder nvprof-wrap made, and only the files its run wrote (anything else there is named and kept: the run is refused)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the run that -o DIR already holds: only a run folder nvprof-wrap made, and only the "
+                        "files its run wrote (anything else there is named and kept: the run is refused)")
     p.add_argument("--name", help="run name (default: the command's name)")
     p.add_argument("--nsys", help="path of the nsys executable (default: $NVPROF_WRAP_NSYS, else nsys on PATH)")
     p.add_argument("--annotate", metavar="keras,torch", type=annotate_kinds,
@@ -116,21 +105,23 @@ def run(args: argparse.Namespace) -> int:
     gated_on = args.min_tensor_core_share is not None or args.expect_precision
     if recorded and (not args.no_report or args.html or gated_on):
         try:
-            rep = _report(folder)
+            with reading() as progress:
+                rep = report_run(folder, warn=say, progress=progress)
             if args.html:
-                write_text(folder / "report.html", RENDERERS["html"].render_report(rep, limit=args.limit))
-                say(f"nvprof-wrap: HTML report → {folder / 'report.html'}")
+                page = folder / f"report{RENDERERS['html'].EXTENSION}"
+                write_text(page, render("html", rep, Options(limit=args.limit)))
+                say(f"nvprof-wrap: HTML report → {page}")
             results = gates(args, rep)
             if not args.no_report:
-                text = RENDERERS[args.format].render_report(rep, wide=args.wide, limit=args.limit,
-                                                            gates=results or None, **options(args))
+                text = render(args.format, rep, render_options(args, wide=args.wide, limit=args.limit,
+                                                               gates=tuple(results) or None))
                 try:
                     put(args, text, "report")
                 except CannotWrite as e:  # our stdout is full or closed: said, and the job's code still counts
                     if args.save is not None:
                         raise
                     say(f"nvprof-wrap: error: {e}; the run is recorded: nvprof-wrap report {folder} prints it")
-            record_history(folder, rep)
+            remember(folder, rep, say)
             gated = gate(args, rep, results)
         except NvprofWrapError as e:  # the job ran: its code still counts (below)
             say(f"nvprof-wrap: error: {e}")
@@ -145,12 +136,3 @@ def run(args: argparse.Namespace) -> int:
     if code != 0:
         return code
     return INTERNAL if internal else 2 if not recorded else gated
-
-
-def _report(folder) -> report.Report:
-    store = checked(Store(folder / "run.sqlite", mirror=folder))
-    try:
-        with reading() as progress:
-            return analyze(folder, store=store, progress=progress)
-    finally:
-        store.close()

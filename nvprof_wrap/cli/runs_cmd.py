@@ -17,9 +17,10 @@ from __future__ import annotations
 import argparse
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._output import add_format, add_output, check_output, options, positive, put, say
-from nvprof_wrap.renderers import RENDERERS
-from nvprof_wrap.store import history
+from nvprof_wrap.cli._args import add_format, add_output, positive, render_options
+from nvprof_wrap.cli._write import check_output, put, say
+from nvprof_wrap.pipeline.stores import history_path, recorded_runs
+from nvprof_wrap.renderers import Runs, render
 
 
 def add_parser(sub, name: str) -> None:
@@ -31,13 +32,13 @@ def add_parser(sub, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.output, [history.path()])
+    check_output(args.output, [history_path()])
     problems: list[str] = []
-    rows = history.runs(args.limit, problems)
+    rows = recorded_runs(args.limit, problems)
     for line in problems:  # a row edited by hand or written by another version: named, left out
         say(f"nvprof-wrap: warning: {line}")
     if not rows and args.format == "table" and args.output is None:
-        say(f"nvprof-wrap: no run recorded yet in {history.path() or 'the history (NVPROF_WRAP_HISTORY=off)'}")
+        say(f"nvprof-wrap: no run recorded yet in {history_path() or 'the history (NVPROF_WRAP_HISTORY=off)'}")
         return 0
-    put(args, RENDERERS[args.format].render_runs(rows, **options(args)), "run history")
+    put(args, render(args.format, Runs(tuple(rows)), render_options(args)), "run history")
     return 0

@@ -25,6 +25,7 @@ import psutil
 from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.launch.base import RANK_VARS
 from nvprof_wrap.launch.manifest import Process
+from nvprof_wrap.system.lifeline import leave_terminal, terminal_fds
 
 
 @dataclass
@@ -126,35 +127,6 @@ def _watch(pid: int, seen: dict[int, Process], stop: threading.Event) -> None:
             pass
         polls += 1
         stop.wait(0.02 if polls < 250 else 0.25)  # fine-grained at start-up, when workers are spawned
-
-
-def terminal_fds() -> tuple[int, ...]:
-    """Which of our stdout and stderr are a terminal (asked before it can hang up)."""
-    out = []
-    for fd in (1, 2):
-        try:
-            if os.isatty(fd):
-                out.append(fd)
-        except OSError:
-            pass
-    return tuple(out)
-
-
-def leave_terminal(fds: tuple[int, ...]) -> None:
-    """The terminal hung up: what we would still print to it goes to /dev/null instead (writing to a hung-up
-    terminal fails with EIO); files and pipes we print to are left as they are."""
-    if not fds:
-        return
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-    except OSError:
-        return
-    for fd in fds:
-        try:
-            os.dup2(null, fd)
-        except OSError:
-            pass
-    os.close(null)
 
 
 def exit_code_of(returncode: int) -> int:

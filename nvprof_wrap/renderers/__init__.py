@@ -1,33 +1,55 @@
-"""Renderers: each turns a Report (or kernel rows, classifications, an experiment's rows, doctor's facts) into text.
-They return values and never print or open files; renderers do not import each other (``_rows``, ``_experiment`` and
-``_doctor`` are shared helpers). A renderer is one module implementing ``Renderer``, listed once in ``RENDERERS``;
-every command (report, kernels, classify, run, verify, demo, experiment, doctor) and the Report's own display
-methods use this one registry.
+"""Renderers: each turns one subject — a Report, a Comparison, or one of report/kinds.py's kinds (kernel rows,
+classifications, an experiment's rows, doctor's facts, the run history, several reports) — into text. They return
+values and never print or open files; renderers do not import each other (the underscore modules are shared
+helpers: ``_rows`` the documented JSON shape, ``_compare``, ``_experiment``, ``_doctor``, ``_fit``, ``_frame``).
+
+How to add an output format: one module here with
+    NAME = "yaml"          # the --format value
+    EXTENSION = ".yaml"    # the extension that names it: `-o out.yaml` picks it, files it writes are named so
+    ALIASES = (".yml",)    # optional: other extensions that pick it
+    def render(subject, options: Options) -> str: ...   # a `match` over the kinds, one case each
+and its name in RENDERERS below. Every command (report, kernels, classify, compare, runs, run, verify, demo,
+experiment, doctor), `-o FILE`'s choice of format and the Report's own display methods use this one registry;
+tests/renderers/test_contracts.py renders every kind in every format, so a format missing a kind fails there.
 """
 from __future__ import annotations
 
 from typing import Protocol
 
 from nvprof_wrap import report as _report
-from nvprof_wrap.renderers import _rows, console, csv, html, json, markdown
+from nvprof_wrap.renderers import _frame, _rows, console, csv, html, json, markdown
+from nvprof_wrap.renderers._options import Options
+from nvprof_wrap.report.compare import Comparison
+from nvprof_wrap.report.kinds import KINDS, Classifications, Doctor, Experiment, Kernels, Named, Reports, Runs
+
+Subject = _report.Report | Comparison | Kernels | Classifications | Experiment | Doctor | Runs | Reports
 
 
 class Renderer(Protocol):
     NAME: str  # the --format value
-    EXTENSION: str  # for files written with -o
+    EXTENSION: str  # the extension of the files it writes; -o FILE with it picks this format
 
-    def render_report(self, report: _report.Report, **common: object) -> str: ...
-    def render_kernels(self, rows: list, **common: object) -> str: ...
-    def render_classifications(self, items: list, **common: object) -> str: ...
-    def render_experiment(self, rows: list, **common: object) -> str: ...
-    def render_doctor(self, facts: dict, **common: object) -> str: ...
-    def render_compare(self, comparison, **common: object) -> str: ...
-    def render_runs(self, rows: list[dict], **common: object) -> str: ...
+    def render(self, subject: Subject, options: Options) -> str: ...
 
 
 RENDERERS: dict[str, Renderer] = {m.NAME: m for m in (console, json, csv, markdown, html)}
+# -o FILE / --save FILE without --format: the format its extension names (each renderer's EXTENSION and ALIASES)
+BY_EXTENSION: dict[str, str] = {ext: name for name, m in RENDERERS.items()
+                                for ext in (m.EXTENSION, *getattr(m, "ALIASES", ()))}
+
+
+def render(fmt: str, subject: Subject, options: Options | None = None) -> str:
+    """``subject`` in format ``fmt`` (a key of RENDERERS)."""
+    return RENDERERS[fmt].render(subject, options or Options())
+
+
+def _notebook(report: _report.Report) -> str:
+    """The Report's _repr_html_: the page of the HTML renderer, in a frame of its own (renderers/_frame.py)."""
+    return _frame.notebook(html.render(report, Options()), f"nvprof-wrap report: {report.verdict.message}")
+
 
 # The Report's str(), to_dict() and _repr_html_() (report.DISPLAY: the report layer calls down, never imports up).
-_report.DISPLAY.update({"table": lambda r: console.render_report(r, width=120), "dict": _rows.report,
-                        "html": html.render_notebook})
-__all__ = ["RENDERERS", "Renderer"]
+_report.DISPLAY.update({"table": lambda r: console.render(r, Options(width=120)), "dict": _rows.report,
+                        "html": _notebook})
+__all__ = ["BY_EXTENSION", "KINDS", "RENDERERS", "Classifications", "Doctor", "Experiment", "Kernels", "Named",
+           "Options", "Renderer", "Reports", "Runs", "Subject", "render"]

@@ -5,7 +5,8 @@ import time
 from dataclasses import asdict
 from datetime import datetime
 
-TABLES = (("families", "kernel family"), ("precisions", "precision"), ("ops", "op / range"), ("split", "kind of GPU time"))
+TABLES = (("families", "kernel family"), ("precisions", "precision"), ("ops", "op / range"),
+          ("split", "kind of GPU time"))
 HEAD = ("{what}", "before", "after", "Δ time", "before %", "after %", "TC before", "TC after")
 # what each table's percentages are of: every percentage names its base
 BASE = {"families": "GPU kernel time", "precisions": "GPU kernel time", "ops": "kernel time in ops",

@@ -13,7 +13,8 @@ def lines(f: dict) -> list[str]:
     if lib is not None:
         out.append("libcupti (the cupti backend's tracer): " + (f"{lib['path']} (CUPTI API {lib['api_version']})"
                                                                 if lib.get("path") else lib.get("why", "not found")))
-    out.append("Python packages: " + ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in f["python_packages"].items()))
+    packages = f["python_packages"].items()
+    out.append("Python packages: " + ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in packages))
     out.append(f"KERAS_BACKEND: {f['keras_backend']}")
     if "probe" in f:
         p = f["probe"]

@@ -30,7 +30,8 @@ def _f(x, fmt: str) -> str:
 
 def cells(r) -> list[str]:
     return [r.precision, _f(r.wall_per_step_ms, ".2f"),
-            f"{r.kernel_ns / 1e6:.1f} ms", f"{100 * r.tc_share:.1f}%" + (f" ({r.tc_precisions})" if r.tc_precisions else ""),
+            f"{r.kernel_ns / 1e6:.1f} ms",
+            f"{100 * r.tc_share:.1f}%" + (f" ({r.tc_precisions})" if r.tc_precisions else ""),
             f"{100 * r.memcpy_share:.1f}%", "-" if r.idle_share is None else f"{100 * r.idle_share:.1f}%",
             _f(r.launches_per_step, ".1f"), _f(r.final_loss, ".4g"), _f(r.final_accuracy, ".4f"),
             _f(r.final_val_accuracy, ".4f"), _health(r)]

@@ -8,6 +8,7 @@ from nvprof_wrap.model import Classification, HealthVerdict
 from nvprof_wrap.report import GroupRow, KernelRow, PrecisionShare, Report, SplitRow, job_line
 from nvprof_wrap.system.limits import SKIPPED_SHOWN
 from nvprof_wrap.text.names import numbered_family
+from nvprof_wrap.text.sanitize import clean
 
 SCHEMA = "nvprof-wrap.report/1"
 
@@ -79,7 +80,8 @@ def report(r: Report) -> dict:
         "disagreements": [kernel(k) for k in r.disagreements],
         "ops": [op(o) for o in r.ops],
         "scopes": [op(o) for o in r.scopes],
-        "sources": [{"path": s.path, "format": s.format, "partial": s.partial, "notes": list(s.notes)} for s in r.sources],
+        "sources": [{"path": s.path, "format": s.format, "partial": s.partial, "notes": list(s.notes)}
+                    for s in r.sources],
         "skipped": [{"path": p, "why": w} for p, w in r.skipped],
         "gpus": [{"device_id": g.device_id, "name": g.name, "compute_capability": g.cc,
                   "has_tensor_cores": g.has_tensor_cores} for g in r.gpus],
@@ -170,3 +172,13 @@ def numbered_merged(rows) -> list:
                                             sorted(mix.items(), key=lambda kv: -kv[1]))))
     return sorted(out, key=lambda o: -o.total_ns)
 
+
+
+def one_after_another(reports, render_one, mark: str = "") -> str:
+    """Several reports (report/kinds.py Reports) in a format with no one-document form: each under a line with
+    its number, title and where it was read from (``mark`` starts that line: Markdown's "# ")."""
+    n, parts = len(reports.items), []
+    for i, item in enumerate(reports.items, 1):
+        parts.append(("\n" if i > 1 else "") + mark + clean(f"[{i}/{n}] {item.title}  ({item.where})") + "\n\n")
+        parts.append(render_one(item.report))
+    return "".join(parts)

@@ -12,28 +12,28 @@ from rich.text import Text
 from nvprof_wrap.renderers import _compare, _doctor, _experiment
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
-from nvprof_wrap.renderers._rows import BASES, mix_text, numbered_merged, scope_text, skipped_summary, split_label
+from nvprof_wrap.renderers._options import Options
+from nvprof_wrap.renderers._rows import (
+    BASES,
+    mix_text,
+    numbered_merged,
+    one_after_another,
+    scope_text,
+    skipped_summary,
+    split_label,
+)
 from nvprof_wrap.report import GroupRow, KernelRow, Report
+from nvprof_wrap.report.compare import Comparison
+from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.names import shorten_all
 from nvprof_wrap.text.sanitize import clean_lines, deep
+from nvprof_wrap.text.units import duration as _ns
+from nvprof_wrap.text.units import pct as _pct
 
 NAME = "table"
 EXTENSION = ".txt"
 TC_MARK = {"yes": Text("✓", style="bold green"), "no": Text("✗", style="red"), "unknown": Text("?", style="yellow")}
 VERDICT_STYLE = {"yes": "bold green", "no": "bold red", "unknown": "bold yellow", "no-kernels": "bold yellow"}
-
-
-def fmt_ns(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}" if ns / scale < 100 else f"{ns / scale:,.0f} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
 
 
 def _to_text(renderable, width: int, color: bool) -> str:
@@ -54,7 +54,7 @@ def _split(report: Report) -> Table:
     for col, j in (("", "left"), ("time", "right"), ("share", "right"), ("count", "right"), ("", "left")):
         t.add_column(col, justify=j)
     for s in report.split:
-        t.add_row(split_label(s), fmt_ns(s.total_ns), pct(s.share), f"{s.count:,}", _bar(s.share))
+        t.add_row(split_label(s), _ns(s.total_ns), _pct(s.share), f"{s.count:,}", _bar(s.share))
     return t
 
 
@@ -68,12 +68,12 @@ def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120) 
     cols = [Col(key, justify="left"), Col("", justify="left", cut=12, drop=1), Col("launches"),
             Col("kernel time", short="kernel"), Col("tensor core", short="TC"),
             Col("TC precision", short="TC prec.", justify="left", cut=8, drop=2), Col("GPU idle", short="idle")]
-    cells = [[g.key, g.label, f"{g.launches:,}", fmt_ns(g.kernel_ns), pct(g.tc_share),
-              " + ".join(g.precisions) or "-", pct(g.idle_share)] for g in rows]
+    cells = [[g.key, g.label, f"{g.launches:,}", _ns(g.kernel_ns), _pct(g.tc_share),
+              " + ".join(g.precisions) or "-", _pct(g.idle_share)] for g in rows]
     return fitted(cols, cells, width, title=title, title_justify="left", **_caption("groups"))
 
 
-def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernels", width: int = 120) -> Table:
+def _kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernels", width: int = 120) -> Table:
     # rich squeezes no_wrap columns to nothing when a table is too wide: give every column a width.
     # Number columns are as wide as their widest value (never cut); the precision column as its longest value.
     prec_w = max([9] + [len(k.precision or "-") for k in rows])
@@ -95,7 +95,8 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
             room = width - sum(fixed.values()) - 3 * len(fixed)
         room = max(room, 12)
     name_w = min(62, max(24, int(room * 0.6))) if show_why else room
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide, **_caption("kernels"))
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide,
+              **_caption("kernels"))
     t.add_column("kernel", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=name_w)
     for col, w in fixed.items():
         t.add_column(heads[col], justify="center" if col == "TC" else "left" if col == "precision" else "right",
@@ -105,10 +106,10 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
     names = [k.name for k in rows] if wide else shorten_all([k.name for k in rows], name_w)
     for k, name in zip(rows, names):
         why = [escape(_counter_why(k) if k.evidence != "name" else k.reason)] if show_why else []
-        mean = [fmt_ns(k.mean_ns)] if "mean" in fixed else []
+        mean = [_ns(k.mean_ns)] if "mean" in fixed else []
         prec = [k.precision or "-"] if "precision" in fixed else []
-        t.add_row(escape(name), f"{k.launches:,}", fmt_ns(k.total_ns),
-                  *mean, pct(k.share), TC_MARK[k.tensor_core], *prec, *why)
+        t.add_row(escape(name), f"{k.launches:,}", _ns(k.total_ns),
+                  *mean, _pct(k.share), TC_MARK[k.tensor_core], *prec, *why)
     return t
 
 
@@ -117,7 +118,7 @@ def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
             Col("launches", short="n"),
             Col("GPU time", short="time"), Col("% time", short="%"), Col("tensor core", short="TC"),
             Col("precision of its kernels", short="precisions", justify="left", cut=10, drop=2)]
-    cells = [[o.op, str(o.kernels), f"{o.launches:,}", fmt_ns(o.total_ns), pct(o.share), pct(o.tc_share),
+    cells = [[o.op, str(o.kernels), f"{o.launches:,}", _ns(o.total_ns), _pct(o.share), _pct(o.tc_share),
               mix_text(o.precisions)] for o in numbered_merged(rows)[:limit]]
     return fitted(cols, cells, width, title=title, title_justify="left", **_caption("ops"))
 
@@ -130,8 +131,30 @@ def _counter_why(k: KernelRow) -> str:
     return f"measured by counters: {k.counter_detail}"
 
 
-def render_report(report: Report, width: int = 120, color: bool = False, wide: bool = False, limit: int = 15,
-                  **_: object) -> str:
+def render(subject, options: Options) -> str:
+    """The subject as terminal text, ``options.width`` columns wide."""
+    o = options
+    match subject:
+        case Report():
+            return _report(subject, o.width, o.color, o.wide, o.limit or 15)
+        case Comparison():
+            return _comparison(subject, o.width, o.color, o.limit or 15)
+        case Kernels():
+            return _kernels(list(subject.rows), o.width, o.color, o.wide)
+        case Classifications():
+            return _classifications(list(subject.items), o.width, o.color)
+        case Experiment():
+            return _experiment.as_table(list(subject.rows), o.width, o.color)
+        case Doctor():
+            return clean_lines("\n".join(_doctor.lines(subject.facts))) + "\n"  # paths, versions: the machine's text
+        case Runs():
+            return _runs(list(subject.rows), o.width, o.color)
+        case Reports():
+            return one_after_another(subject, lambda r: render(r, o))
+    raise TypeError(f"the table renderer has no form for {type(subject).__name__}")
+
+
+def _report(report: Report, width: int, color: bool, wide: bool, limit: int) -> str:
     report = deep(report)  # no control character from a capture reaches the terminal (sanitize.py)
     v = report.verdict
     parts: list = [Text(line, style="bold red") for line in report.headline]
@@ -150,14 +173,16 @@ def render_report(report: Report, width: int = 120, color: bool = False, wide: b
     if report.kernels:
         shown = list(report.kernels[:limit])
         title = f"Top {len(shown)} of {len(report.kernels)} kernels by GPU time"
-        parts += [kernel_table(shown, wide, title, width), Text("")]
+        parts += [_kernel_table(shown, wide, title, width), Text("")]
     if report.ops:
-        parts += [_op_table(report.ops, "Framework ops (NVTX or profiler ranges): which ran on tensor cores, in which precision",
+        parts += [_op_table(report.ops,
+                            "Framework ops (NVTX or profiler ranges): which ran on tensor cores, in which precision",
                             limit, width), Text("")]
     if report.scopes:
         parts += [_op_table(report.scopes, "Outer ranges (layers / modules)", limit, width), Text("")]
     if report.disagreements:
-        parts += [kernel_table(list(report.disagreements), wide, "Counters disagree with the name rules", width), Text("")]
+        parts += [_kernel_table(list(report.disagreements), wide, "Counters disagree with the name rules", width),
+                  Text("")]
     health = report.health
     if health:
         style = "green" if health.status == "healthy" else "bold red" if health.status != "unknown" else "yellow"
@@ -185,12 +210,12 @@ def _sources(report: Report) -> Text:
     return t
 
 
-def render_kernels(rows: list[KernelRow], width: int = 120, color: bool = False, wide: bool = False, **_: object) -> str:
+def _kernels(rows: list[KernelRow], width: int, color: bool, wide: bool) -> str:
     rows = deep(rows)
-    return _to_text(kernel_table(rows, wide, f"{len(rows)} kernels", width), width, color)
+    return _to_text(_kernel_table(rows, wide, f"{len(rows)} kernels", width), width, color)
 
 
-def render_classifications(items: list, width: int = 120, color: bool = False, **_: object) -> str:
+def _classifications(items: list, width: int, color: bool) -> str:
     items = deep(items)
     t = Table(show_edge=False, pad_edge=False)
     for col in ("kernel", "TC", "precision", "family", "reason"):
@@ -200,15 +225,7 @@ def render_classifications(items: list, width: int = 120, color: bool = False, *
     return _to_text(t, width, color)
 
 
-def render_experiment(rows: list, width: int = 120, color: bool = False, **_: object) -> str:
-    return _experiment.as_table(rows, width, color)
-
-
-def render_doctor(facts: dict, **_: object) -> str:
-    return clean_lines("\n".join(_doctor.lines(facts))) + "\n"  # tool paths and versions are the machine's text
-
-
-def render_compare(comparison, width: int = 120, color: bool = False, limit: int = 15, **_: object) -> str:
+def _comparison(comparison, width: int, color: bool, limit: int) -> str:
     comparison = deep(comparison)
     parts: list = [Text(line) for line in _compare.headline(comparison)]
     parts += [Text(f, style="bold" if i == 0 else "") for i, f in enumerate(comparison.findings)]
@@ -224,7 +241,7 @@ def render_compare(comparison, width: int = 120, color: bool = False, limit: int
     return _to_text(Group(*parts), width, color)
 
 
-def render_runs(rows: list[dict], width: int = 120, color: bool = False, **_: object) -> str:
+def _runs(rows: list[dict], width: int, color: bool) -> str:
     """The run history; on a narrow terminal the command, backend and precisions go first (they stay in
     --format json/csv)."""
     rows = deep(rows)

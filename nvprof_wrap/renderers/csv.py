@@ -7,15 +7,14 @@ import csv as _csv
 import io
 
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
-from nvprof_wrap.report import KernelRow, Report
+from nvprof_wrap.renderers._options import Options
+from nvprof_wrap.report import Report
+from nvprof_wrap.report.compare import Comparison
+from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.sanitize import csv_cell
 
 NAME = "csv"
 EXTENSION = ".csv"
-
-
-def _cell(v: object) -> object:
-    return csv_cell(v)
 
 
 def _table(dicts: list[dict]) -> str:
@@ -23,7 +22,7 @@ def _table(dicts: list[dict]) -> str:
     if dicts:
         w = _csv.DictWriter(buf, fieldnames=list(dicts[0]), lineterminator="\n")
         w.writeheader()
-        w.writerows({k: _cell(v) for k, v in d.items()} for d in dicts)
+        w.writerows({k: csv_cell(v) for k, v in d.items()} for d in dicts)
     return buf.getvalue()
 
 
@@ -31,10 +30,30 @@ def _table(dicts: list[dict]) -> str:
 TABLES = ("kernels", "time_split", "devices", "processes", "ops", "scopes", "disagreements", "sources", "skipped")
 
 
-def render_report(report: Report, table: str = "kernels", limit: int | None = None, **_: object) -> str:
-    rows = _rows.report(report)[table]
-    rows = rows[:limit] if limit else rows
-    return _table([{k: _flat(v) for k, v in r.items()} for r in rows])
+def render(subject, options: Options) -> str:
+    """The subject as one CSV table with a header row; a report's table is ``options.table`` (TABLES)."""
+    match subject:
+        case Report():
+            rows = _rows.report(subject)[options.table]
+            rows = rows[:options.limit] if options.limit else rows
+            return _table([{k: _flat(v) for k, v in r.items()} for r in rows])
+        case Comparison():  # one row per (table, key): every table of the comparison, with a column saying which
+            d = _compare.as_dict(subject)
+            return _table([{"table": key, **row} for key, _ in _compare.TABLES for row in d[key]])
+        case Kernels():
+            return _table([_rows.kernel(k) for k in subject.rows])
+        case Classifications():
+            return _table([_rows.classification(c) for c in subject.items])
+        case Experiment():
+            return _experiment.as_csv(list(subject.rows))
+        case Doctor():
+            return _table([{"fact": line} for line in _doctor.lines(subject.facts)])
+        case Runs():
+            return _table([{k: " + ".join(v) if isinstance(v, list) else v for k, v in r.items()}
+                           for r in subject.rows])
+        case Reports():
+            return _rows.one_after_another(subject, lambda r: render(r, options))
+    raise TypeError(f"the csv renderer has no form for {type(subject).__name__}")
 
 
 def _flat(v: object) -> object:
@@ -42,29 +61,3 @@ def _flat(v: object) -> object:
     if not isinstance(v, list):
         return v
     return "; ".join(" ".join(map(str, x.values())) if isinstance(x, dict) else str(x) for x in v)
-
-
-def render_kernels(rows: list[KernelRow], **_: object) -> str:
-    return _table([_rows.kernel(k) for k in rows])
-
-
-def render_classifications(items: list, **_: object) -> str:
-    return _table([_rows.classification(c) for c in items])
-
-
-def render_experiment(rows: list, **_: object) -> str:
-    return _experiment.as_csv(rows)
-
-
-def render_doctor(facts: dict, **_: object) -> str:
-    return _table([{"fact": line} for line in _doctor.lines(facts)])
-
-
-def render_compare(comparison, **_: object) -> str:
-    """One row per (table, key): every table of the comparison, with a column saying which."""
-    d = _compare.as_dict(comparison)
-    return _table([{"table": key, **row} for key, _ in _compare.TABLES for row in d[key]])
-
-
-def render_runs(rows: list[dict], **_: object) -> str:
-    return _table([{k: " + ".join(v) if isinstance(v, list) else v for k, v in r.items()} for r in rows])

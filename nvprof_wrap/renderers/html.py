@@ -7,23 +7,21 @@ HTML-escaped, and control characters (ESC, BEL, NUL, bidi overrides) shown as vi
 name stays text."""
 from __future__ import annotations
 
-import html as _html
-
 from nvprof_wrap._version import __version__
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
+from nvprof_wrap.renderers._frame import t as _t
+from nvprof_wrap.renderers._options import Options
+from nvprof_wrap.report import Report
+from nvprof_wrap.report.compare import Comparison
+from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
+from nvprof_wrap.text.units import duration as _ns
+from nvprof_wrap.text.units import pct as _pct
 
-NAME = "html"
 NAME = "html"
 EXTENSION = ".html"
+ALIASES = (".htm",)
 # Defence in depth: even if some text escaped the escaping, nothing could run and nothing could be fetched.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-
-# Control characters → visible ASCII escapes (ESC → \x1b, newline → \n; fonts rarely draw the Control Pictures), bidi
-# overrides → <U+202E> (a kernel name never holds them legitimately; shown, they cannot reorder or hide text),
-# lone surrogates → U+FFFD.
-_VISIBLE = ({c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
-            | {c: f"<U+{c:04X}>" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)}
-            | {c: "\ufffd" for c in range(0xD800, 0xE000)})
 
 VERDICT_CLASS = {"yes": "yes", "no": "no", "unknown": "unknown", "no-kernels": "unknown"}
 TC_MARK = {"yes": ("✓", "yes"), "no": ("✗", "no"), "unknown": ("?", "unknown")}
@@ -76,24 +74,6 @@ class _Raw(str):
     """HTML built here from escaped parts and numbers — never from input — inserted as is."""
 
 
-def _t(value: object) -> str:
-    """Any value as HTML text: None → '-', control characters made visible, then escaped (quotes too)."""
-    return _html.escape("-" if value is None else str(value).translate(_VISIBLE), quote=True)
-
-
-def _ns(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}" if ns / scale < 100 else f"{ns / scale:,.0f} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
 def _n(x: int | None) -> str:
     return "-" if x is None else f"{x:,}"
 
@@ -106,7 +86,8 @@ def _share_bar(x: float) -> _Raw:
 def _table(head: tuple[str, ...], rows: list[list], numeric: frozenset[int] = frozenset(), cls: str = "") -> str:
     th = "".join(f'<th scope="col"{" class=n" if i in numeric else ""}>{_t(h)}</th>' for i, h in enumerate(head))
     body = "".join("<tr>" + "".join(_td(c, i in numeric) for i, c in enumerate(r)) + "</tr>\n" for r in rows)
-    return f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead>\n<tbody>\n{body}</tbody></table></div>\n'
+    return (f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead>\n<tbody>\n{body}</tbody></table>'
+            '</div>\n')
 
 
 def _td(cell: object, numeric: bool) -> str:
@@ -239,7 +220,7 @@ def _sources(d: dict) -> str:
     return out
 
 
-def report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2) -> str:
+def _report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2) -> str:
     """The sections of one report (a dict in the JSON shape), verdict first; ``level`` is their heading level."""
     def h(text: str) -> str:
         return f"<h{level}>{_t(text)}</h{level}>\n"
@@ -266,16 +247,16 @@ def report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2) -> 
     return "".join(parts)
 
 
-def page(reports: list[tuple[str | None, dict]], limit: int = 15) -> str:
+def _page(reports: list[tuple[str | None, dict]], limit: int = 15) -> str:
     """One document for one or more reports in the JSON shape: (title or None, dict)."""
     if len(reports) == 1:
         title, d = reports[0]
-        body = f"<h1>{_t(title or 'nvprof-wrap report')}</h1>\n" + report_body(d, limit)
+        body = f"<h1>{_t(title or 'nvprof-wrap report')}</h1>\n" + _report_body(d, limit)
         head_title = f"{title or 'nvprof-wrap report'} — {d['message']}"
     else:
         toc = "".join(f'<li><a href="#r{i}">{_t(t)}</a></li>' for i, (t, _) in enumerate(reports, 1))
         body = f"<h1>nvprof-wrap reports</h1>\n<nav><ol>{toc}</ol></nav>\n" + "".join(
-            f'<section id="r{i}"><h2>{_t(t)}</h2>\n{report_body(d, limit, f"r{i}", 3)}</section>\n'
+            f'<section id="r{i}"><h2>{_t(t)}</h2>\n{_report_body(d, limit, f"r{i}", 3)}</section>\n'
             for i, (t, d) in enumerate(reports, 1))
         head_title = "nvprof-wrap reports"
     rules = reports[0][1].get("rules_version", "") if reports else ""
@@ -291,44 +272,40 @@ def _document(title: str, body: str, about: str = "") -> str:
             "no scripts, nothing loaded from the network.</footer>\n</body>\n</html>\n")
 
 
-def render_report(report, limit: int = 15, title: str | None = None, **_: object) -> str:
-    return page([(title, _rows.report(report))], limit)
+def render(subject, options: Options) -> str:
+    """The subject as one self-contained page."""
+    limit = options.limit
+    match subject:
+        case Report():
+            return _page([(None, _rows.report(subject))], limit or 15)
+        case Comparison():
+            return _comparison(subject)
+        case Kernels():
+            return _kernel_page(list(subject.rows), limit)
+        case Classifications():
+            return _classifications(list(subject.items))
+        case Experiment():
+            return _experiment_page(list(subject.rows))
+        case Doctor():
+            items = "".join(f"<li>{_t(line)}</li>" for line in _doctor.lines(subject.facts))
+            return _document("nvprof-wrap doctor", f"<h1>This machine</h1>\n<ul>{items}</ul>\n")
+        case Runs():
+            rows = list(subject.rows)
+            body = f"<h1>{len(rows)} recorded runs</h1>\n" + _table(_compare.RUN_HEAD,
+                                                                     [_compare.run_cells(r) for r in rows])
+            return _document("nvprof-wrap: runs", body)
+        case Reports():  # one page, each report under its title
+            return _page([(item.title, _rows.report(item.report)) for item in subject.items], limit or 15)
+    raise TypeError(f"the html renderer has no form for {type(subject).__name__}")
 
 
-# A notebook shows the page in a frame of its own: inlined into an output, JupyterLab's CSS right-aligned its names,
-# squeezed the name columns to a few characters and laid the totals' labels over their values, and the page's CSS
-# (body, table, :root) restyled the notebook.
-# An <iframe srcdoc> isolates both ways whatever the notebook's theme; scoped styles would have to out-rank every
-# theme's selectors with a reset of every property. sandbox="" lets the page run nothing, as its CSP says too. With no
-# script the frame cannot size itself to the page (thousands of pixels tall even with two kernels): it is a fixed
-# height, one screen, scrolled inside and resizable by its corner.
-FRAME_HEIGHT_PX = 800
-
-
-def notebook(page_html: str, title: str) -> str:
-    """A page as a notebook output: an isolated, sandboxed frame holding the page, escaped into srcdoc."""
-    return (f'<iframe srcdoc="{_html.escape(page_html, quote=True)}" sandbox="" title="{_t(title)}" width="100%" '
-            f'height="{FRAME_HEIGHT_PX}" style="display:block;width:100%;max-width:100%;height:{FRAME_HEIGHT_PX}px;'
-            'border:1px solid rgba(127,127,127,.35);border-radius:4px;resize:vertical;overflow:auto"></iframe>')
-
-
-def render_notebook(report, limit: int = 15, **_: object) -> str:
-    """The Report's _repr_html_: the page of render_report, in its own frame."""
-    return notebook(render_report(report, limit), f"nvprof-wrap report: {report.verdict.message}")
-
-
-def render_reports(named: list[tuple[str, object]], limit: int = 15, **_: object) -> str:
-    """Several reports on one page (demo), each under its title."""
-    return page([(t, _rows.report(r)) for t, r in named], limit)
-
-
-def render_kernels(rows: list, limit: int | None = None, **_: object) -> str:
+def _kernel_page(rows: list, limit: int | None) -> str:
     dicts = [_rows.kernel(k) for k in rows]
     body = f"<h1>{_n(len(dicts))} kernels</h1>\n" + _kernels(dicts, limit or len(dicts) or 1)
     return _document(f"nvprof-wrap: {len(dicts)} kernels", body)
 
 
-def render_classifications(items: list, **_: object) -> str:
+def _classifications(items: list) -> str:
     rows = [[("name", _Raw(f"<code>{_t(c['name'])}</code>")),
              _Raw(f'<span class="tc tc-{TC_MARK.get(c["tensor_core"], ("?", "unknown"))[1]}">'
                   f'{TC_MARK.get(c["tensor_core"], ("?", "unknown"))[0]} {_t(c["tensor_core"])}</span>'),
@@ -339,29 +316,20 @@ def render_classifications(items: list, **_: object) -> str:
     return _document("nvprof-wrap: kernel name verdicts", body)
 
 
-def render_experiment(rows: list, **_: object) -> str:
+def _experiment_page(rows: list) -> str:
     body = "<h1>Precision experiment</h1>\n" + _table(_experiment.HEAD, [_experiment.cells(r) for r in rows],
                                                       frozenset(range(1, 10)))
     notes = [f"<li>{_t(r.precision)}: {_t(f)}</li>" for r in rows for f in r.findings]
     return _document("nvprof-wrap: precision experiment", body + (f"<ul>{''.join(notes)}</ul>\n" if notes else ""))
 
 
-def render_doctor(facts: dict, **_: object) -> str:
-    items = "".join(f"<li>{_t(line)}</li>" for line in _doctor.lines(facts))
-    return _document("nvprof-wrap doctor", f"<h1>This machine</h1>\n<ul>{items}</ul>\n")
-
-
-def render_compare(comparison, **_: object) -> str:
+def _comparison(comparison) -> str:
     body = "<h1>Before and after</h1>\n<ul>" + "".join(f"<li>{_t(x)}</li>" for x in _compare.headline(comparison))
     body += "</ul>\n<ul>" + "".join(f"<li>{_t(f)}</li>" for f in comparison.findings) + "</ul>\n"
     for key, what in _compare.TABLES:
         rows = getattr(comparison, key)
         if rows:
             head = tuple(h.format(what=what) for h in _compare.HEAD)
-            body += f"<h2>{_t(_compare.title(key, what))}</h2>\n" + _table(head, [_compare.cells(r) for r in rows], frozenset(range(1, 8)))
+            body += f"<h2>{_t(_compare.title(key, what))}</h2>\n" + _table(head, [_compare.cells(r) for r in rows],
+                                                                          frozenset(range(1, 8)))
     return _document("nvprof-wrap: before and after", body)
-
-
-def render_runs(rows: list[dict], **_: object) -> str:
-    body = f"<h1>{len(rows)} recorded runs</h1>\n" + _table(_compare.RUN_HEAD, [_compare.run_cells(r) for r in rows])
-    return _document("nvprof-wrap: runs", body)

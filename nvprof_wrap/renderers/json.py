@@ -5,7 +5,10 @@ from __future__ import annotations
 import json as _json
 
 from nvprof_wrap.renderers import _compare, _experiment, _rows
-from nvprof_wrap.report import KernelRow, Report
+from nvprof_wrap.renderers._options import Options
+from nvprof_wrap.report import Report
+from nvprof_wrap.report.compare import Comparison
+from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.sanitize import json_safe
 
 NAME = "json"
@@ -18,35 +21,27 @@ def _with_gates(d: dict, gates: list | None) -> dict:
     return d if gates is None else d | {"gates": list(gates)}
 
 
-def render_report(report: Report, gates: list | None = None, **_: object) -> str:
-    return json_safe(_json.dumps(_with_gates(_rows.report(report), gates), indent=2, ensure_ascii=False)) + "\n"
+def render(subject, options: Options) -> str:
+    """The subject as one JSON document (docs/json.md); the gates given, with their results, under "gates"."""
+    match subject:
+        case Report():
+            return _dump(_with_gates(_rows.report(subject), options.gates))
+        case Comparison():
+            return _dump(_with_gates(_compare.as_dict(subject), options.gates))
+        case Kernels():
+            return _dump([_rows.kernel(k) for k in subject.rows])
+        case Classifications():
+            return _dump([_rows.classification(c) for c in subject.items])
+        case Experiment():
+            return _experiment.as_json(list(subject.rows))
+        case Doctor():
+            return json_safe(_json.dumps(subject.facts, indent=2)) + "\n"
+        case Runs():
+            return _dump(list(subject.rows))
+        case Reports():  # one object: each report's dict under its key
+            return _dump({item.key: _rows.report(item.report) for item in subject.items})
+    raise TypeError(f"the json renderer has no form for {type(subject).__name__}")
 
 
-def render_reports(named: list[tuple[str, Report]], **_: object) -> str:
-    """Several reports in one document (demo): an object of each report's dict under its name."""
-    return json_safe(_json.dumps({n: _rows.report(r) for n, r in named}, indent=2, ensure_ascii=False)) + "\n"
-
-
-def render_kernels(rows: list[KernelRow], **_: object) -> str:
-    return json_safe(_json.dumps([_rows.kernel(k) for k in rows], indent=2, ensure_ascii=False)) + "\n"
-
-
-def render_classifications(items: list, **_: object) -> str:
-    return json_safe(_json.dumps([_rows.classification(c) for c in items], indent=2, ensure_ascii=False)) + "\n"
-
-
-def render_experiment(rows: list, **_: object) -> str:
-    return _experiment.as_json(rows)
-
-
-def render_doctor(facts: dict, **_: object) -> str:
-    return json_safe(_json.dumps(facts, indent=2)) + "\n"
-
-
-def render_compare(comparison, gates: list | None = None, **_: object) -> str:
-    return json_safe(_json.dumps(_with_gates(_compare.as_dict(comparison), gates), indent=2, ensure_ascii=False)) \
-        + "\n"
-
-
-def render_runs(rows: list[dict], **_: object) -> str:
-    return json_safe(_json.dumps(rows, indent=2, ensure_ascii=False)) + "\n"
+def _dump(value: object) -> str:
+    return json_safe(_json.dumps(value, indent=2, ensure_ascii=False)) + "\n"

@@ -5,39 +5,69 @@ from __future__ import annotations
 import html
 
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
+from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report import KernelRow, Report
+from nvprof_wrap.report.compare import Comparison
+from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.names import shorten_all
 from nvprof_wrap.text.sanitize import clean
 
 NAME = "markdown"
 EXTENSION = ".md"
+ALIASES = (".markdown",)
 _MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~"
 
 
-def esc(text: object) -> str:
+def render(subject, options: Options) -> str:
+    """The subject as Markdown: headings, bullet lists and pipe tables, every cell escaped."""
+    o = options
+    match subject:
+        case Report():
+            return _report(subject, o.wide, o.limit or 20)
+        case Comparison():
+            return _comparison(subject)
+        case Kernels():
+            return _kernel_rows(list(subject.rows), o.wide)
+        case Classifications():
+            return _table(["name", "tensor core", "precision", "family", "reason"],
+                          [[c.name, c.tensor_core, c.precision or "-", c.family, c.reason] for c in subject.items])
+        case Experiment():
+            return _experiment.as_markdown(list(subject.rows))
+        case Doctor():
+            return "\n".join(f"- {_esc(line)}" for line in _doctor.lines(subject.facts)) + "\n"
+        case Runs():
+            return _table(list(_compare.RUN_HEAD), [_compare.run_cells(r) for r in subject.rows])
+        case Reports():
+            return _rows.one_after_another(subject, lambda r: render(r, o), mark="# ")
+    raise TypeError(f"the markdown renderer has no form for {type(subject).__name__}")
+
+
+def _esc(text: object) -> str:
     s = html.escape(clean(text), quote=False)  # controls shown escaped; <script> → &lt;script&gt; before markdown
     return "".join("\\" + c if c in _MD_SPECIAL and c not in "<>" else c for c in s)
 
 
 def _table(header: list[str], rows: list[list[object]]) -> str:
-    lines = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    lines = ["| " + " | ".join(_esc(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_esc(c) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
 def _kernel_rows(rows: list[KernelRow], wide: bool) -> str:
-    return _table(["kernel", "launches", "total ms", "% of kernel time", "tensor core", "precision", "evidence", "reason"],
+    names = [k.name for k in rows] if wide else shorten_all([k.name for k in rows], 90)
+    return _table(["kernel", "launches", "total ms", "% of kernel time", "tensor core", "precision", "evidence",
+                   "reason"],
                   [[name, k.launches, f"{k.total_ns / 1e6:.3f}",
                     f"{100 * k.share:.1f}", k.tensor_core, k.precision or "-", k.evidence, k.reason]
-                   for k, name in zip(rows, [k.name for k in rows] if wide else shorten_all([k.name for k in rows], 90))])
+                   for k, name in zip(rows, names)])
 
 
-def render_report(report: Report, wide: bool = False, limit: int = 20, **_: object) -> str:
+def _report(report: Report, wide: bool, limit: int) -> str:
     d = _rows.report(report)
     scope = _rows.scope_text(report.scope)
-    out = [*[f"**{esc(line)}**\n" for line in report.headline],
-           f"**{esc(report.verdict.message)}**\n", *([f"_{esc(scope)}_\n"] if scope else []),
-           *[f"- {esc(h)}" for h in report.hints],
+    out = [*[f"**{_esc(line)}**\n" for line in report.headline],
+           f"**{_esc(report.verdict.message)}**\n", *([f"_{_esc(scope)}_\n"] if scope else []),
+           *[f"- {_esc(h)}" for h in report.hints],
            "\n## Where GPU time went\n",
            _table(["category", "ms", "% of GPU time (kernels, copies, sets)", "count"],
                   [[s["category"], f"{s['total_ns'] / 1e6:.3f}", f"{100 * s['share']:.1f}%", s["count"]]
@@ -54,7 +84,8 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
                          report.ops), ("Outer ranges (layers / modules)", report.scopes)):
         if rows:
             out += [f"\n## {title}\n",
-                    _table(["op / range", "kernels", "launches", "ms", "% of kernel time", "tensor core (of its kernel time)",
+                    _table(["op / range", "kernels", "launches", "ms", "% of kernel time",
+                            "tensor core (of its kernel time)",
                             "precision of its kernels"],
                            [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.share:.1f}%",
                              f"{100 * o.tc_share:.1f}%", _rows.mix_text(o.precisions)]
@@ -63,17 +94,17 @@ def render_report(report: Report, wide: bool = False, limit: int = 20, **_: obje
         out += ["\n## Counters disagree with the name rules\n", _kernel_rows(list(report.disagreements), wide)]
     health = report.health
     if health:
-        out += [f"\n**Training health: {esc(health.status)}** ({health.epochs} epochs)\n"]
-        out += [f"- {esc(f)}" for f in health.findings]
+        out += [f"\n**Training health: {_esc(health.status)}** ({health.epochs} epochs)\n"]
+        out += [f"- {_esc(f)}" for f in health.findings]
     fmts: dict[str, int] = {}
     for src in report.sources:
         fmts[src.format] = fmts.get(src.format, 0) + 1
-    out += [f"\n_Read {len(report.sources)} capture(s): {esc(', '.join(f'{n} {f}' for f, n in fmts.items()))}_\n"]
-    out += [f"- note: {esc(src.path)}: {esc(note)}" for src in report.sources for note in src.notes]
+    out += [f"\n_Read {len(report.sources)} capture(s): {_esc(', '.join(f'{n} {f}' for f, n in fmts.items()))}_\n"]
+    out += [f"- note: {_esc(src.path)}: {_esc(note)}" for src in report.sources for note in src.notes]
     if report.skipped:
         shown, more = _rows.skipped_summary(report.skipped)
         out += ["\n## Skipped files\n", _table(["file", "why"], [list(s) for s in shown])]
-        out += [f"\n{esc(more)}\n"] if more else []
+        out += [f"\n{_esc(more)}\n"] if more else []
     return "\n".join(out)
 
 
@@ -85,33 +116,12 @@ def _groups(rows, key: str) -> str:
                    for g in rows])
 
 
-def render_kernels(rows: list[KernelRow], wide: bool = False, **_: object) -> str:
-    return _kernel_rows(rows, wide)
-
-
-def render_classifications(items: list, **_: object) -> str:
-    return _table(["name", "tensor core", "precision", "family", "reason"],
-                  [[c.name, c.tensor_core, c.precision or "-", c.family, c.reason] for c in items])
-
-
-def render_experiment(rows: list, **_: object) -> str:
-    return _experiment.as_markdown(rows)
-
-
-def render_doctor(facts: dict, **_: object) -> str:
-    return "\n".join(f"- {esc(line)}" for line in _doctor.lines(facts)) + "\n"
-
-
-def render_compare(comparison, **_: object) -> str:
-    out = [f"- {esc(line)}" for line in _compare.headline(comparison)] + [""]
-    out += [f"**{esc(f)}**" if i == 0 else f"- {esc(f)}" for i, f in enumerate(comparison.findings)]
+def _comparison(comparison) -> str:
+    out = [f"- {_esc(line)}" for line in _compare.headline(comparison)] + [""]
+    out += [f"**{_esc(f)}**" if i == 0 else f"- {_esc(f)}" for i, f in enumerate(comparison.findings)]
     for key, what in _compare.TABLES:
         rows = getattr(comparison, key)
         if rows:
             head = [h.format(what=what) for h in _compare.HEAD]
-            out += ["", f"## {esc(_compare.title(key, what))}", "", _table(head, [_compare.cells(r) for r in rows])]
+            out += ["", f"## {_esc(_compare.title(key, what))}", "", _table(head, [_compare.cells(r) for r in rows])]
     return "\n".join(out) + "\n"
-
-
-def render_runs(rows: list[dict], **_: object) -> str:
-    return _table(list(_compare.RUN_HEAD), [_compare.run_cells(r) for r in rows])

@@ -19,6 +19,7 @@ from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.model import NO_RANGE, HealthVerdict
 from nvprof_wrap.store import Store
 from nvprof_wrap.text.names import shorten
+from nvprof_wrap.text.units import pct_or_less as _pct_or_less
 
 MEM_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "other")
 # Kinds of GPU time in the split, in the order reports show them.
@@ -227,8 +228,6 @@ def _display(name: str) -> Callable:
     return DISPLAY[name]
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%" if x >= 0.001 or x == 0 else "<0.1%"
 
 
 def _kernels(store: Store, total: int) -> tuple[KernelRow, ...]:
@@ -317,13 +316,13 @@ def _verdict(kernels: tuple[KernelRow, ...]) -> Verdict:
         status, msg = "no-kernels", ("No GPU kernels were recorded. Did the job run on the GPU? (Check that the "
                                      "framework sees a GPU, and that the profiler traced CUDA.)")
     elif tc:
-        status, msg = "yes", (f"Tensor cores used: yes — {len(tc)} of {len(kernels)} kernels, {_pct(frac)} of GPU "
+        status, msg = "yes", (f"Tensor cores used: yes — {len(tc)} of {len(kernels)} kernels, {_pct_or_less(frac)} of GPU "
                               f"kernel time, {' + '.join(precisions)}")
     elif unk_ns or any(k.tensor_core == "unknown" for k in kernels):
         n = sum(k.tensor_core == "unknown" for k in kernels)
         status, msg = "unknown", (f"Tensor cores used: not seen — no kernel is known to use them, but {n} "
                                   f"{'kernel' if n == 1 else 'kernels'} "
-                                  f"({_pct(unk_ns / total if total else 0)} of kernel time) carry no evidence in their "
+                                  f"({_pct_or_less(unk_ns / total if total else 0)} of kernel time) carry no evidence in their "
                                   "names; nvprof-wrap verify measures them with counters")
     else:
         status, msg = "no", (f"Tensor cores used: no — none of the {len(kernels)} kernels is a tensor-core kernel; "
@@ -336,7 +335,7 @@ def _mix(kernels: tuple[KernelRow, ...], total: int) -> str:
     for k in kernels:
         by[k.precision or "unstated"] = by.get(k.precision or "unstated", 0) + k.total_ns
     top = sorted(by.items(), key=lambda kv: -kv[1])[:4]
-    return ", ".join(f"{p} {_pct(ns / total if total else 0)}" for p, ns in top)
+    return ", ".join(f"{p} {_pct_or_less(ns / total if total else 0)}" for p, ns in top)
 
 
 def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:

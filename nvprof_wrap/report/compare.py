@@ -15,6 +15,7 @@ from pathlib import Path
 from nvprof_wrap.report import Report
 from nvprof_wrap.report.experiment import read_metrics
 from nvprof_wrap.text.names import numbered_family
+from nvprof_wrap.text.units import pct as _pct
 
 
 @dataclass(frozen=True)
@@ -126,8 +127,6 @@ def compare(before: Report, after: Report, labels: tuple[str, str] = ("before", 
     return Comparison(b, a, families, ops, precisions, split, _findings(b, a, families))
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
 
 
 def _findings(b: Side, a: Side, families: tuple[DeltaRow, ...]) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from nvprof_wrap.model import EpochMetrics, HealthVerdict
 from nvprof_wrap.system.limits import MAX_LINE_BYTES
+from nvprof_wrap.text.units import pct as _pct
 
 __all__ = ["EpochMetrics", "HealthVerdict", "assess", "health_from_run", "parse_keras_log", "parse_metrics_jsonl"]
 
@@ -269,8 +270,6 @@ def _bad_word(value: float) -> str:
     return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-def _pct(value: float) -> str:
-    return f"{value * 100:.1f}%"
 
 
 def _nonfinite_finding(epochs: list[EpochMetrics]) -> str | None:

@@ -2,18 +2,13 @@
 from __future__ import annotations
 
 from nvprof_wrap.report import Report
+from nvprof_wrap.text.units import pct_whole as _pct
 
 # Rules of the classifier whose "no" means matrix math on CUDA cores (rules.toml ids).
 _CUDA_CORE_MATRIX = {"ffma", "simt", "sgemm", "scudnn"}
 _MIN_SHARE = 0.05  # below 5% of kernel time a finding is not worth a line
 
 
-def _pct(x: float) -> str:
-    """Whole percents, but never a rounded 100% (or 0%) for what is not all (or none)."""
-    text = f"{100 * x:.0f}%"
-    if (text == "100%" and x < 1) or (text == "0%" and x > 0):
-        return f"{100 * x:.1f}%"
-    return text
 
 
 def hints(report: Report) -> tuple[str, ...]:

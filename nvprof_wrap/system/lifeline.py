@@ -60,3 +60,32 @@ def restore(previous: dict[int, object]) -> None:
             signal.signal(s, h)  # type: ignore[arg-type]
         except (ValueError, OSError, TypeError):
             pass
+
+
+def terminal_fds() -> tuple[int, ...]:
+    """Which of our stdout and stderr are a terminal (asked before it can hang up)."""
+    out = []
+    for fd in (1, 2):
+        try:
+            if os.isatty(fd):
+                out.append(fd)
+        except OSError:
+            pass
+    return tuple(out)
+
+
+def leave_terminal(fds: tuple[int, ...]) -> None:
+    """The terminal hung up: what we would still print to it goes to /dev/null instead (writing to a hung-up
+    terminal fails with EIO); files and pipes we print to are left as they are."""
+    if not fds:
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for fd in fds:
+        try:
+            os.dup2(null, fd)
+        except OSError:
+            pass
+    os.close(null)

@@ -1,0 +1,134 @@
+"""The command line's shared options and argument types: --format and -o/--save FILE (the format a FILE's
+extension names), --width, --store, --window/--steps, the gates' thresholds, and how to render for them."""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.renderers import BY_EXTENSION, RENDERERS, Options
+
+FORMATS = tuple(RENDERERS)
+
+
+def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -> None:
+    p.add_argument("--format", choices=formats, default=None,
+                   help="output format (default: the one the extension of the output FILE names — .html, .json, "
+                        ".csv, .md, .txt —, else table)")
+    p.set_defaults(formats_allowed=formats)
+    p.add_argument("--width", type=int, default=None, help="table width (default: the terminal's, or $COLUMNS)")
+
+
+def add_store(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", type=Path, default=None,
+                   help="run store to keep the aggregates in (default: RUN_DIR/run.sqlite for a run folder made by "
+                        "'nvprof-wrap run', else in memory)")
+
+
+def add_window(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--window", metavar="START:END", default=None,
+                   help="steady state: only what the GPU did from START to END seconds after the capture's first GPU "
+                        "activity, e.g. 30:90 (default: the whole capture)")
+    p.add_argument("--steps", metavar="A:B", default=None,
+                   help="steady state: only training steps A to B-1 — NVTX ranges 'step N', torch.profiler's "
+                        "ProfilerStep#N, or Keras batches with --annotate keras (default: every step)")
+
+
+def window_args(args: argparse.Namespace) -> dict:
+    """analyze()'s window= and steps= from --window / --steps."""
+    from nvprof_wrap.readers._window import parse
+
+    return {"window": parse(args.window, "--window") if getattr(args, "window", None) else None,
+            "steps": parse(args.steps, "--steps", integer=True) if getattr(args, "steps", None) else None}
+
+
+def render_options(args: argparse.Namespace, **more) -> Options:
+    """How to render for this command line: --width (else $COLUMNS, else the terminal's), colour on a terminal
+    unless NO_COLOR / TERM=dumb and never in a file, and ``more`` (wide=, limit=, table=, gates=)."""
+    width = args.width or int(os.environ.get("COLUMNS") or 0) or shutil.get_terminal_size((120, 24)).columns
+    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb" \
+        and output_file(args) is None  # never colour in a file
+    return Options(width=width, color=color, **more)
+
+
+def add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
+                   help="write the output to FILE instead of stdout, in the format its extension names unless "
+                        "--format says: -o report.html (default: stdout)")
+    p.set_defaults(output_file="output")
+
+
+def add_save(p: argparse.ArgumentParser, what: str = "the report") -> None:
+    """For a command whose -o names its folder (run, experiment, doctor, verify): --save FILE is their -o FILE."""
+    p.add_argument("--save", type=Path, default=None, metavar="FILE",
+                   help=f"write {what} to FILE instead of stdout, in the format its extension names unless --format "
+                        "says: --save report.html (default: stdout)")
+    p.set_defaults(output_file="save")
+
+
+def output_file(args: argparse.Namespace) -> Path | None:
+    """The FILE that -o (or --save) names, for the commands that print: None for stdout."""
+    dest = getattr(args, "output_file", None)
+    return getattr(args, dest, None) if dest else None
+
+
+def resolve_format(args: argparse.Namespace) -> None:
+    """--format wins; else the extension of the output FILE (BY_EXTENSION); else table. An extension naming a
+    format the command does not write is refused. -o - (or --save -) is stdout."""
+    dest = getattr(args, "output_file", None)
+    if dest and str(getattr(args, dest, None)) == "-":
+        setattr(args, dest, None)
+    if not hasattr(args, "formats_allowed") or args.format is not None:
+        return
+    target = output_file(args)
+    fmt = BY_EXTENSION.get(target.suffix.lower(), "table") if target is not None else "table"
+    if fmt not in args.formats_allowed:
+        raise BadInput(target, f"this command does not write {fmt} (its formats: {', '.join(args.formats_allowed)}); "
+                               "give --format")
+    args.format = fmt
+
+
+def add_gates(p: argparse.ArgumentParser) -> None:
+    """CI gates (analysis/gates.py): exit 1 with one line when the report falls short."""
+    p.add_argument("--min-tensor-core-share", type=_fraction, metavar="F", default=None,
+                   help="fail (exit 1) unless at least this fraction of GPU kernel time ran on tensor cores, e.g. 0.3 "
+                        "(default: no gate)")
+    p.add_argument("--expect-precision", type=_precisions, metavar="P,Q", default=(),
+                   help="fail (exit 1) unless tensor-core kernels ran in each of these precisions, e.g. fp16,bf16 "
+                        "(default: no gate)")
+
+
+def _fraction(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= x <= 1:
+        raise argparse.ArgumentTypeError(f"a fraction between 0 and 1, got {text} (30% is 0.3)")
+    return x
+
+
+_KNOWN_PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "fp64", "fp8", "fp4", "int8", "fp32 (3xTF32)")
+
+
+def _precisions(text: str) -> tuple[str, ...]:
+    got = tuple(p.strip() for p in text.split(",") if p.strip())
+    bad = [p for p in got if p not in _KNOWN_PRECISIONS]
+    if bad or not got:
+        raise argparse.ArgumentTypeError(f"unknown precision {', '.join(bad) or text!r} (choose from "
+                                         f"{', '.join(_KNOWN_PRECISIONS)})")
+    return got
+
+
+def positive(text: str) -> int:
+    """--limit and friends: a whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n

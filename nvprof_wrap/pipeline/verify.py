@@ -1,0 +1,54 @@
+"""Ground truth from hardware counters, composed: the counter rules choose the metrics this GPU offers
+(classify/counters.py), an earlier run's store names the kernels worth measuring, launch/verify.py runs the command
+under Nsight Compute, and the export is read beside the captures it verifies."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from nvprof_wrap.classify import counters
+from nvprof_wrap.errors import BadInput, ToolMissing
+from nvprof_wrap.launch import ncu
+from nvprof_wrap.launch.gpus import list_gpus
+from nvprof_wrap.launch.verify import earlier_run, measure
+from nvprof_wrap.pipeline.compose import analyze
+from nvprof_wrap.report import Report
+from nvprof_wrap.store import Store
+
+
+def counters_of(cmd: list[str], *, ncu_path: str | None, runs: Path, output: str | None, top: int,
+                launch_count: int, quiet_stdout: bool) -> tuple[Path, list[Path]]:
+    """Run ``cmd`` under Nsight Compute; the CSV it wrote and the earlier run (if any) whose captures it verifies."""
+    exe = ncu.NCU.require(ncu_path)
+    gpus = list_gpus()
+    cc = max((g.cc for g in gpus), default=9.0)
+    metrics = counters.metrics_for(cc, ncu.query_metrics(exe))
+    if not counters.can_decide(metrics):
+        raise ToolMissing(f"ncu offers no matrix-instruction count (HMMA with its HFMA2 split, wgmma, IMMA or DMMA) "
+                          f"on compute capability {cc}: tensor-pipe cycles alone cannot tell matrix math from HFMA2")
+    before = earlier_run(cmd, runs)
+    names = top_kernels(before, top) if before else None
+    default = runs / f"verify-{Path(cmd[0]).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    csv = measure(exe, cmd, Path(output or default), not output, metrics, names, launch_count, before, quiet_stdout)
+    return csv, ([before] if before else [])
+
+
+def top_kernels(folder: Path, n: int) -> list[str]:
+    """The names of a run's ``n`` kernels with the most GPU time, from its run store."""
+    store = Store(folder / "run.sqlite")
+    try:
+        return store.top_kernel_names(n)
+    finally:
+        store.close()
+
+
+def report_with_counters(csv: Path, attach: list[Path]) -> Report:
+    """The report of an ncu CSV export and the captures it verifies; BadInput when the export has no counters."""
+    store = Store()
+    try:
+        rep = analyze(csv, *attach, store=store)
+        if not store.has_counters():
+            raise BadInput(csv, "no kernel counters in this export (was it made with ncu --csv?)")
+    finally:
+        store.close()
+    return rep
