@@ -15,7 +15,6 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -86,12 +85,6 @@ def make(folder: Path, whitespace_mb: int = 3000) -> None:
 
 
 CASES = ("nested.json.gz", "whitespace.json.gz", "longname.json.gz", "mangled_bomb.json", "with_fifo", "junk")
-
-
-def _limit(mem_bytes: int):
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-    return apply
 
 
 def measure_one(path: Path, timeout: float, mem_gb: float, repo: Path) -> dict:

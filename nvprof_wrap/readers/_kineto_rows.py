@@ -31,7 +31,6 @@ RANGE_CATS = {"cpu_op", "Operator", "user_annotation"}  # CPU-side ops and recor
 RUNTIME_CATS = {"cuda_runtime", "Runtime", "cuda_driver"}  # cuda_driver: cuLaunchKernelEx (cuBLAS), PyTorch 2.x
 FLOW_CATS = {"ac2g", "fwdbwd"}  # flow arrows (launch → kernel, forward → backward): nothing to read in them
 HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
-GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 _BATCH = 20000
 _NUMBER = (int, float)
 _MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000

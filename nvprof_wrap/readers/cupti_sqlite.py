@@ -88,9 +88,6 @@ def sniff(head: Head) -> bool:
     return {"meta", "kernel"} <= head.sqlite_tables
 
 
-TIMELINE = True
-
-
 def read(path: Path, window: Window | None = None) -> Capture:
     copy = _rolled_back_copy(path)
     try:

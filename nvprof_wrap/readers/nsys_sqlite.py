@@ -171,9 +171,6 @@ def sniff(head: Head) -> bool:
     return bool(head.sqlite_tables & {"StringIds", "TARGET_INFO_SESSION_START_TIME"})
 
 
-TIMELINE = True
-
-
 def _session(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, int | None]:
     """When the profiling session started and ended (UTC ns since the epoch), where the export says: the start in
     TARGET_INFO_SESSION_START_TIME, the length in ANALYSIS_DETAILS."""
