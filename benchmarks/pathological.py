@@ -100,7 +100,8 @@ try:
 except subprocess.TimeoutExpired as e:
     rc, err, out = "timeout", [f"killed after {timeout} s"], ""
 wall = time.time() - t
-print(json.dumps({{"wall_s": round(wall, 2), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+print(json.dumps({{"wall_s": round(wall, 2),
+                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
                   "rc": rc, "stderr_lines": len(err), "last": (err[-1] if err else "")[:160],
                   "stdout_bytes": len(out)}}))
 """

@@ -141,7 +141,8 @@ def _stop(pool: ProcessPoolExecutor, grace_s: float = 10.0) -> None:
 
 
 def ingest(store: Store, paths: list[Path], progress: Progress | None = None, workers: int | None = None,
-           window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None) -> tuple[tuple[str, str], ...]:
+           window: tuple[float, float] | None = None,
+           steps: tuple[int, int] | None = None) -> tuple[tuple[str, str], ...]:
     """Ingest every capture under ``paths``.
 
     A file named explicitly must be readable (BadInput otherwise); a file found inside a folder

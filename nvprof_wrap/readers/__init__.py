@@ -156,7 +156,8 @@ def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> I
         for root, dirs, files in os.walk(p, onerror=lambda e, top=p: _walk_error(e, top, skipped)):
             dirs.sort()
             for name in sorted(files):
-                if name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm")) or tools.is_export_scratch(name):
+                if (name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm"))
+                        or tools.is_export_scratch(name)):
                     continue
                 if name.endswith((".nsys-rep", ".qdrep")) and _exported(Path(root) / name, files):
                     continue  # already exported: the .sqlite beside it is the same capture

@@ -1,6 +1,7 @@
-"""One streamed pass over a Kineto / Chrome trace's events → small integer rows in an SQLite file (readers/kineto_json.py
-reads them): kernels (correlation, device, name id, start, end, duration), copies and sets, runtime and driver calls
-(correlation, thread id, time) and CPU op / annotation ranges (thread id, start, end, name id).
+"""One streamed pass over a Kineto / Chrome trace's events → small integer rows in an SQLite file
+(readers/kineto_json.py reads them): kernels (correlation, device, name id, start, end, duration), copies and sets,
+runtime and driver calls (correlation, thread id, time) and CPU op / annotation ranges (thread id, start, end, name
+id).
 
 Ids are the values' Python hashes (a name's, a (pid, tid) thread's): the same in forked workers, which share the
 parent's hash seed, so a big uncompressed trace is read in parts side by side — one byte range per core, cut

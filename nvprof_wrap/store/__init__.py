@@ -63,8 +63,8 @@ DATA_VERSION = "2026.12.01-17"
 APPLICATION_ID = 0x6E767772
 _TABLES = {
     "captures": {"id": int, "identity": str, "path": str, "file": str, "format": str, "size": int, "mtime_ns": int,
-                 "ino": int, "partial": int, "notes": str, "ingested_at": float, "started_ns": int, "ended_ns": int, "command": str,
-                 "ppid": int},
+                 "ino": int, "partial": int, "notes": str, "ingested_at": float, "started_ns": int, "ended_ns": int,
+                 "command": str, "ppid": int},
     "processes": {"capture_id": int, "pid": int, "name": str, "rank": int, "host": str},
     "devices": {"capture_id": int, "device_id": int, "name": str, "cc_major": int, "cc_minor": int, "sm_count": int},
     "kernels": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,
