@@ -35,7 +35,9 @@ if mode == "runtime+driver_sel_kind":
     notes["drv"] = tryit("drv", lambda: c.activity_enable(K.DRIVER))
     notes["sel"] = [tryit(n, lambda n=n: c.activity_enable_driver_api(drv_cbid(n), 1)) for n in DRV]
 print(mode, notes)
-c.activity_register_callbacks(lambda: (8 << 20, 0), lambda acts: got.extend((a.kind, getattr(a, "correlation_id", None), getattr(a, "cbid", None), getattr(a, "thread_id", None)) for a in acts))
+c.activity_register_callbacks(lambda: (8 << 20, 0), lambda acts: got.extend(
+    (a.kind, getattr(a, "correlation_id", None), getattr(a, "cbid", None), getattr(a, "thread_id", None))
+    for a in acts))
 import torch
 
 x = torch.randn(64, 64, device="cuda", dtype=torch.float16)
@@ -53,5 +55,6 @@ rt = {cid for k, cid, *_ in got if k == int(K.RUNTIME)}
 dr = {cid for k, cid, *_ in got if k == int(K.DRIVER)}
 drv_cbids = collections.Counter(cb for k, cid, cb, t in got if k == int(K.DRIVER))
 print(f"{mode}: loop {dt*1e3:.0f} ms; records { {K(k).name: n for k, n in kinds.items()} }")
-print(f"  kernels {len(kern)}: via runtime {len(kern & rt)}, via driver {len(kern & dr)}, both {len(kern & rt & dr)}, neither {len(kern - rt - dr)}")
+print(f"  kernels {len(kern)}: via runtime {len(kern & rt)}, via driver {len(kern & dr)}, "
+      f"both {len(kern & rt & dr)}, neither {len(kern - rt - dr)}")
 print("  driver cbids (top)", drv_cbids.most_common(6))

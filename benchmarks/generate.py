@@ -138,7 +138,8 @@ def nvprof(n: int, out: Path, seed: int = 0) -> None:
     _copy_rows(conn, NVPROF_SCHEMA_FROM, ("CUPTI_ACTIVITY_KIND_DEVICE", "Version"))
     base = 100  # StringTable ids of the names; 2 is the device name in the copied DEVICE row
     conn.execute("INSERT INTO StringTable (_id_, value) VALUES (2, 'TITAN V')")
-    conn.executemany("INSERT INTO StringTable (_id_, value) VALUES (?, ?)", [(base + i, s) for i, s in enumerate(names)])
+    conn.executemany("INSERT INTO StringTable (_id_, value) VALUES (?, ?)",
+                     [(base + i, s) for i, s in enumerate(names)])
     pick = _zipf_picker(len(names), rng)
     t, done, corr = 1_000_000_000, 0, 0
     conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (cbid, start, end, processId, threadId, correlationId, "
@@ -240,8 +241,10 @@ _KERNEL = """
     "ph": "X", "cat": "kernel", "name": {name}, "pid": 0, "tid": 7,
     "ts": {ts:.3f}, "dur": {dur:.3f},
     "args": {{
-      "External id": {ext},      "queued": 0, "device": 0, "context": 1,      "stream": 7, "correlation": {corr},      \
-"registers per thread": 32,      "shared memory": 0,      "blocks per SM": 31.030304,      "warps per SM": 124.121216,      \
+      "External id": {ext},      "queued": 0, "device": 0, "context": 1,      \
+"stream": 7, "correlation": {corr},      \
+"registers per thread": 32,      "shared memory": 0,      \
+"blocks per SM": 31.030304,      "warps per SM": 124.121216,      \
 "grid": [4096, 1, 1],      "block": [128, 1, 1],      "est. achieved occupancy %": 100
     }}
   }},

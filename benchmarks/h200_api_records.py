@@ -28,7 +28,8 @@ with p:
 print("OPS", sorted((o.op, o.launches) for o in p.report.ops), flush=True)
 print("CAPTURE", p.capture, flush=True)
 """
-WAYS = {"raw_cbid": {}, "objects_cbid": {"NVPROF_WRAP_CUPTI_RAW": "0"}, "raw_kinds": {"NVPROF_WRAP_CUPTI_RUNTIME": "kinds"}}
+WAYS = {"raw_cbid": {}, "objects_cbid": {"NVPROF_WRAP_CUPTI_RAW": "0"},
+        "raw_kinds": {"NVPROF_WRAP_CUPTI_RUNTIME": "kinds"}}
 
 
 def main(out: Path) -> int:
@@ -39,7 +40,8 @@ def main(out: Path) -> int:
         counts, meta = {}, {}
         if "CAPTURE" in lines and Path(lines["CAPTURE"]).is_file():
             c = sqlite3.connect(lines["CAPTURE"])
-            counts = {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("kernel", "runtime", "driver", "nvtx")}
+            counts = {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                      for t in ("kernel", "runtime", "driver", "nvtx")}
             meta = dict(c.execute("SELECT key, value FROM meta"))
         print(json.dumps({"way": way, "rc": proc.returncode, "counts": counts, "ops": lines.get("OPS"),
                           "api_records": meta.get("api_records"), "records": meta.get("records"),

@@ -103,7 +103,6 @@ def torch_tb_profiler(name: str) -> str:
 # ---------------------------------------------------------------------------------------------
 NSYS_AI_TC_ACTIVE = re.compile(
     r"(xmma|mma_sync|16816|1688|884|ampere_bf16|sm80_tensor_op|tensorop|flash|nvjet)")
-NSYS_AI_TC_ELIGIBLE = re.compile(r"(gemm|conv|linear|attention|matmul|flash|nvjet)")
 
 
 def nsys_ai(name: str) -> str:

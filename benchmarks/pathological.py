@@ -15,7 +15,6 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -88,12 +87,6 @@ def make(folder: Path, whitespace_mb: int = 3000) -> None:
 CASES = ("nested.json.gz", "whitespace.json.gz", "longname.json.gz", "mangled_bomb.json", "with_fifo", "junk")
 
 
-def _limit(mem_bytes: int):
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-    return apply
-
-
 def measure_one(path: Path, timeout: float, mem_gb: float, repo: Path) -> dict:
     """In a child of a fresh process, so that ru_maxrss of the children is this case's alone."""
     code = f"""
@@ -107,7 +100,8 @@ try:
 except subprocess.TimeoutExpired as e:
     rc, err, out = "timeout", [f"killed after {timeout} s"], ""
 wall = time.time() - t
-print(json.dumps({{"wall_s": round(wall, 2), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+print(json.dumps({{"wall_s": round(wall, 2),
+                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
                   "rc": rc, "stderr_lines": len(err), "last": (err[-1] if err else "")[:160],
                   "stdout_bytes": len(out)}}))
 """

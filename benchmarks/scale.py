@@ -27,7 +27,8 @@ FLOOR_NSYS = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
               "SUM(\"end\" - start) AS t FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY demangledName) g "
               "JOIN StringIds s ON s.id = g.nid').fetchall(); print(len(rows))")
 STREAM_JSON = ("import gzip, ijson, sys, collections; agg = collections.Counter(); "
-               "[agg.update({e['name']: e.get('dur', 0)}) for e in ijson.items((gzip.open if sys.argv[1].endswith('.gz') else open)(sys.argv[1], 'rb'), "
+               "[agg.update({e['name']: e.get('dur', 0)}) for e in "
+               "ijson.items((gzip.open if sys.argv[1].endswith('.gz') else open)(sys.argv[1], 'rb'), "
                "'traceEvents.item', use_float=True) if e.get('cat') == 'kernel']; print(len(agg))")
 HTA = ("import sys, os; from hta.trace_analysis import TraceAnalysis; d = sys.argv[1]; "
        "a = TraceAnalysis(trace_dir=d); k = a.get_gpu_kernel_breakdown(visualize=False); print(len(k[1]))")

@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             report = nvprof_wrap.analyze(a.capture, store=os.path.join(tmp, "run.sqlite"))
             text = report.to_dict()
             total = time.perf_counter() - t
-        print(f"round {r}{' (sweep in one process)' if one_sweep else ''}: floor {floor_s:.2f} s (child process, {floor.stdout.decode().strip()} names); "
+        print(f"round {r}{' (sweep in one process)' if one_sweep else ''}: floor {floor_s:.2f} s "
+              f"(child process, {floor.stdout.decode().strip()} names); "
               f"analyze + to_dict {total:.2f} s = {total / floor_s:.2f}x the floor "
               f"({len(text.get('kernels', []))} kernel rows)", flush=True)
         for label, spent in SPENT.items():

@@ -10,8 +10,9 @@ Python API (docs/api.md)::
         train()
     p.report
 
-In IPython / Jupyter: ``%load_ext nvprof_wrap``, then a ``%%nvprof_wrap`` cell. Keras: ``nvprof_wrap.keras.ProfileSteps``.
-Names are imported on first use: the CUPTI tracer imports this package inside traced jobs and must stay light.
+In IPython / Jupyter: ``%load_ext nvprof_wrap``, then a ``%%nvprof_wrap`` cell. Keras:
+``nvprof_wrap.keras.ProfileSteps``. Names are imported on first use: the CUPTI tracer imports this package inside
+traced jobs and must stay light.
 """
 from __future__ import annotations
 

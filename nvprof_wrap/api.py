@@ -6,7 +6,6 @@ and ``p.report`` is ``nvprof_wrap.analyze`` of it: the same Report as ``nvprof-w
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Self
 
@@ -36,15 +35,13 @@ class Profile:
         self.step_count = 0
         self.capture: Path | None = None
         self._report = None
-        self._tmp: str | None = None
         self._tracing = False
         self._range_open = False
 
     # -- the window ------------------------------------------------------------------------------------
     def start(self) -> Profile:
         if self.folder is None:
-            self._tmp = tempdirs.make("profile")
-            self.folder = Path(self._tmp)
+            self.folder = Path(tempdirs.make("profile"))
         if self.steps is None or self.steps[0] == 0:
             self._begin()
         self._push_step()
@@ -89,12 +86,6 @@ class Profile:
 
     def _repr_html_(self) -> str:
         return self.report._repr_html_()
-
-    def cleanup(self) -> None:
-        """Remove the temporary folder (when no folder was given)."""
-        if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
 
     # -- internals ---------------------------------------------------------------------------------------
     def _begin(self) -> None:

@@ -128,7 +128,8 @@ class Capture:
 class Classification:
     name: str
     tensor_core: str  # "yes" | "no" | "unknown"
-    precision: str  # "fp16", "bf16", "tf32", "fp32", "fp64", "fp8", "int8", "fp16/bf16" or "" when the name says nothing
+    # "fp16", "bf16", "tf32", "fp32", "fp64", "fp8", "int8", "fp16/bf16" or "" when the name says nothing
+    precision: str
     family: str
     reason: str
     rule: str

@@ -180,8 +180,9 @@ _HOST = _record(Host, {"name": _STR, "platform": _STR, "python": _STR, "cpus": _
 _PROCESS = _record(Process, {"pid": _INT, "ppid": _INT, "cmdline": _STRINGS, "started": _NUM, "rank": _INT},
                    ("pid",))
 _MANIFEST = _record(dict, {
-    "format": _STR, "version": _INT, "nvprof_wrap": _STR, "status": _STR, "command": _STRINGS, "profiler_argv": _STRINGS, "backend": _STR,
-    "backend_tool": _STR, "backend_version": _STR, "gpus": _list_of(_GPU), "host": _HOST, "rank": _INT,
+    "format": _STR, "version": _INT, "nvprof_wrap": _STR, "status": _STR, "command": _STRINGS,
+    "profiler_argv": _STRINGS, "backend": _STR, "backend_tool": _STR, "backend_version": _STR,
+    "gpus": _list_of(_GPU), "host": _HOST, "rank": _INT,
     "wrapper_pid": _INT, "started": _NUM, "ended": _NUM, "wall_s": _NUM, "exit_code": _INT, "signal": _STR,
     "processes": _list_of(_PROCESS), "captures": _STRINGS, "problems": _STRINGS,
 }, ("command", "backend"))

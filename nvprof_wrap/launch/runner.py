@@ -117,7 +117,8 @@ def manifest_of(folder: Path, spec: RunSpec, plan: Plan, gpus: list[Gpu], job: J
     host = Host(socket.gethostname(), platform.platform(), platform.python_version(), psutil.cpu_count(),
                 psutil.virtual_memory().total)
     return Manifest(
-        format=FORMAT, version=FORMAT_VERSION, nvprof_wrap=__version__, status="running" if job is None else "ended", command=tuple(spec.command),
+        format=FORMAT, version=FORMAT_VERSION, nvprof_wrap=__version__, status="running" if job is None else "ended",
+        command=tuple(spec.command),
         profiler_argv=tuple(plan.argv), backend=plan.backend, backend_tool=plan.tool, backend_version=plan.version,
         gpus=tuple(gpus), host=host, rank=rank(), wrapper_pid=os.getpid(),
         started=job.started if job else time.time(), ended=job.ended if job else None,

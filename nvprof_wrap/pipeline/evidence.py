@@ -49,7 +49,8 @@ def rank(store: Store) -> None:
         if key not in cache:
             row = names.get(r["name"])
             c = classify(r["name"]) if row is None else Classification(
-                row["name"], row["tensor_core"], row["precision"] or "", row["family"], row["reason"], row["rule"] or "")
+                row["name"], row["tensor_core"], row["precision"] or "", row["family"], row["reason"],
+                row["rule"] or "")
             v = decide(c, cc, counters.get(r["name"]), compiled.get(r["name"]), r["gpu"])
             cache[key] = tuple(getattr(v, col) for col in VERDICT_COLUMNS)
         out.append((r["capture_id"], r["device_id"], r["name"], *cache[key]))

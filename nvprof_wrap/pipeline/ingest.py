@@ -14,7 +14,7 @@ from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, Terminated, ToolMissing
 from nvprof_wrap.launch.manifest import read_manifest
 from nvprof_wrap.readers._window import Window, make
-from nvprof_wrap.store import Store, file_identity
+from nvprof_wrap.store import DATA_VERSION, Store, file_identity
 from nvprof_wrap.system import fork as _fork
 
 Progress = Callable[[Path], None]
@@ -74,8 +74,8 @@ def _pending_in(store: Store, root: Path, skipped: list, present: set[str], wind
             continue
         file = str(path.resolve())
         identity = store.known_identity(file, st)
-        if identity is not None and identity.partition(_WINDOW_SEP)[2].split(";")[0] != f"read{readers.READ_VERSION}":
-            identity = None  # fingerprinted by an older version: a gzipped capture's is now of what it unpacks to
+        if identity is not None and identity.partition(_WINDOW_SEP)[2].split(";")[0] != _VERSION_TAG:
+            identity = None  # fingerprinted by another data version, maybe otherwise (gzipped: what it unpacks to)
         identity = identity.split(_WINDOW_SEP)[0] if identity is not None else None
         if identity is None:
             try:
@@ -87,8 +87,8 @@ def _pending_in(store: Store, root: Path, skipped: list, present: set[str], wind
             except OSError as e:
                 _refuse_or_skip(path, explicit, skipped, f"cannot read ({e.strerror})")
                 continue
-        # what was read, by which reader version, through which window: any other version of it is re-read
-        identity += f"{_WINDOW_SEP}read{readers.READ_VERSION}" + (f";{window.key}" if window is not None else "")
+        # what was read, by which data version, through which window: any other version of it is re-read
+        identity += f"{_WINDOW_SEP}{_VERSION_TAG}" + (f";{window.key}" if window is not None else "")
         found += 1
         if identity in present:  # x.sqlite beside x.sqlite.gz, trace.json beside trace.json.gz: one capture
             same = next((t[0] for t in todo if t[2] == identity), None)
@@ -102,6 +102,8 @@ def _pending_in(store: Store, root: Path, skipped: list, present: set[str], wind
 
 
 _WINDOW_SEP = "@"
+# After _WINDOW_SEP in every identity: the data version that read the capture (the store's knob, DATA_VERSION).
+_VERSION_TAG = f"data={DATA_VERSION}"
 
 
 def _read(path: Path, window: Window | None = None):
@@ -139,7 +141,8 @@ def _stop(pool: ProcessPoolExecutor, grace_s: float = 10.0) -> None:
 
 
 def ingest(store: Store, paths: list[Path], progress: Progress | None = None, workers: int | None = None,
-           window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None) -> tuple[tuple[str, str], ...]:
+           window: tuple[float, float] | None = None,
+           steps: tuple[int, int] | None = None) -> tuple[tuple[str, str], ...]:
     """Ingest every capture under ``paths``.
 
     A file named explicitly must be readable (BadInput otherwise); a file found inside a folder

@@ -52,13 +52,8 @@ _FORMATS: tuple[tuple[str, Callable[[Head], bool], Callable[[Path], Capture]], .
 READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _FORMATS}
 # The formats with a timeline of GPU activity: their read(path, window) applies --window / --steps.
 TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
-# What readers extract, versioned: a run store re-reads a capture read by another version (a store kept beside a
-# run folder would otherwise go on reporting what an older reader made of it). Bump when a reader's output changes.
-READ_VERSION = 6  # 2: busy time from the first to the last kernel; --window / --steps. 3: launches on threads
-# without an open range count in their process main thread's ranges. 4: an nvprof summary CSV takes its GPU from the
-# Unified Memory section when that names one device. 5: torch.profiler's cuda_driver launch calls (cuLaunchKernelEx)
-# attribute their kernels to ops; launch calls without kernel records refused by every reader; pyprof CSV names
-# demangled. 6: a gzipped capture's identity is that of what it unpacks to (x.sqlite beside x.sqlite.gz: one capture)
+# When a reader's output changes, change the data version (store.DATA_VERSION, the one knob): run stores kept beside
+# run folders then read their captures again instead of going on reporting what an older reader made of them.
 
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
@@ -168,7 +163,8 @@ def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> I
         for root, dirs, files in os.walk(p, onerror=lambda e, top=p: _walk_error(e, top, skipped)):
             dirs.sort()
             for name in sorted(files):
-                if name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm")) or tools.is_export_scratch(name):
+                if (name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm"))
+                        or tools.is_export_scratch(name)):
                     continue
                 if name.endswith((".nsys-rep", ".qdrep")) and _exported(Path(root) / name, files):
                     continue  # already exported: the .sqlite beside it is the same capture

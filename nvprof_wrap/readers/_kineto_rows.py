@@ -1,6 +1,7 @@
-"""One streamed pass over a Kineto / Chrome trace's events → small integer rows in an SQLite file (readers/kineto_json.py
-reads them): kernels (correlation, device, name id, start, end, duration), copies and sets, runtime and driver calls
-(correlation, thread id, time) and CPU op / annotation ranges (thread id, start, end, name id).
+"""One streamed pass over a Kineto / Chrome trace's events → small integer rows in an SQLite file
+(readers/kineto_json.py reads them): kernels (correlation, device, name id, start, end, duration), copies and sets,
+runtime and driver calls (correlation, thread id, time) and CPU op / annotation ranges (thread id, start, end, name
+id).
 
 Ids are the values' Python hashes (a name's, a (pid, tid) thread's): the same in forked workers, which share the
 parent's hash seed, so a big uncompressed trace is read in parts side by side — one byte range per core, cut
@@ -31,7 +32,6 @@ RANGE_CATS = {"cpu_op", "Operator", "user_annotation"}  # CPU-side ops and recor
 RUNTIME_CATS = {"cuda_runtime", "Runtime", "cuda_driver"}  # cuda_driver: cuLaunchKernelEx (cuBLAS), PyTorch 2.x
 FLOW_CATS = {"ac2g", "fwdbwd"}  # flow arrows (launch → kernel, forward → backward): nothing to read in them
 HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
-GPU_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 _BATCH = 20000
 _NUMBER = (int, float)
 _MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000

@@ -23,7 +23,8 @@ from nvprof_wrap.readers.nsys_stats_csv import _direction
 from nvprof_wrap.text.demangle import demangle
 
 KERNEL_TABLES = re.compile(r"cuda_gpu_kern_sum|gpukernsum|CUDA Kernel Statistics|cuda_gpu_kern_gb_sum")
-MEMORY_TABLES = re.compile(r"cuda_gpu_mem_time_sum|gpumemtimesum|CUDA Memory Operation Statistics \((?:by time|nanosec)")
+MEMORY_TABLES = re.compile(r"cuda_gpu_mem_time_sum|gpumemtimesum"
+                           r"|CUDA Memory Operation Statistics \((?:by time|nanosec)")
 _TITLE = re.compile(r"Executing '(\w+)'|\*\* .*\((\w+)\):|^(CUDA [A-Za-z ]+Statistics[^:]*):?")
 _DASHES = re.compile(r"^\s*-{3,}(?:\s+-{3,})+\s*$")
 

@@ -65,7 +65,8 @@ def summary(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg]]:
             continue
         unit = (units + [""])[0] if units else ""
         t, n, name = _ns(m.group(2), unit), int(m.group(3)), m.group(7).strip()
-        lo, hi = _ns(m.group(5), units[2] if len(units) > 2 else unit), _ns(m.group(6), units[3] if len(units) > 3 else unit)
+        lo = _ns(m.group(5), units[2] if len(units) > 2 else unit)
+        hi = _ns(m.group(6), units[3] if len(units) > 3 else unit)
         key = _mem_key(name)
         if key:
             old = mem.get((pid, *key))

@@ -60,7 +60,8 @@ def _memops(conn: sqlite3.Connection, pid: int | None, where: str) -> tuple[tupl
     (cdur, cnote), (sdur, snote) = sql_duration(conn, "memcpy", "memcpy"), sql_duration(conn, "memset", "memset")
     out = [MemAgg(pid, dev, "memcpy", MEMCPY_DIRECTION.get(kind, "other"), n, tot, nbytes)
            for dev, kind, n, tot, nbytes in conn.execute(
-               f"SELECT device_id, copy_kind, COUNT(*), COALESCE(SUM({cdur}), 0), SUM(bytes) FROM memcpy WHERE {where} GROUP BY 1, 2")]
+               f"SELECT device_id, copy_kind, COUNT(*), COALESCE(SUM({cdur}), 0), SUM(bytes) FROM memcpy "
+               f"WHERE {where} GROUP BY 1, 2")]
     out += [MemAgg(pid, dev, "memset", "", n, tot, nbytes) for dev, n, tot, nbytes in conn.execute(
         f"SELECT device_id, COUNT(*), COALESCE(SUM({sdur}), 0), SUM(bytes) FROM memset WHERE {where} GROUP BY 1")]
     return merge_memops(out), tuple(n for n in (cnote, snote) if n)
@@ -86,9 +87,6 @@ FORMAT = "cupti"
 
 def sniff(head: Head) -> bool:
     return {"meta", "kernel"} <= head.sqlite_tables
-
-
-TIMELINE = True
 
 
 def read(path: Path, window: Window | None = None) -> Capture:
@@ -153,12 +151,14 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
                                                                 ("driver", DRIVER_LAUNCH_CBIDS)) if t in have]
             refuse_launches(path, sum(c for c, _ in found), sum(n for _, n in found), sum(m.count for m in memops),
                             "a process that ended before the tracer flushed its buffers loses them")
-        devices = tuple(Device(*r) for r in conn.execute("SELECT device_id, name, cc_major, cc_minor, sm_count FROM device"))
+        devices = tuple(Device(*r) for r in conn.execute(
+            "SELECT device_id, name, cc_major, cc_minor, sm_count FROM device"))
         procs = (Process(pid, _command(meta.get("argv")), _int(meta.get("rank")), meta.get("hostname")),) \
             if pid is not None else ()
         partial = meta.get("status") != "complete" or str(path).endswith(".partial")
         notes = (("partial capture: the process ended before the tracer could finish it",) if partial else ()) + \
-            ((kernel_note,) if kernel_note else ()) + mem_notes + borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
+            ((kernel_note,) if kernel_note else ()) + mem_notes + \
+            borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs,
                        ops=ops, notes=notes, partial=partial, started_ns=_int(meta.get("started_ns")),
                        ended_ns=_int(meta.get("ended_ns")), command=_command(meta.get("argv")),

@@ -77,7 +77,6 @@ def _devices(props: list) -> tuple[Device, ...]:
 
 
 FORMAT = "kineto-json"
-TIMELINE = True
 
 
 def sniff(head: Head) -> bool:

@@ -30,9 +30,6 @@ def sniff(head: Head) -> bool:
     return head.binary and head.path.suffix in (".nsys-rep", ".qdrep")
 
 
-TIMELINE = True
-
-
 def read(path: Path, window: Window | None = None) -> Capture:
     nsys = tools.find_nsys()
     if nsys is None:

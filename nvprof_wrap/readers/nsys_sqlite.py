@@ -161,7 +161,8 @@ def _launch_calls(conn: sqlite3.Connection, have: set[str]) -> tuple[int, int]:
 def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str], copies: int = 0) -> None:
     """Launch calls without kernel records: the GPU side was not traced (or lost). Never a silent empty report."""
     calls, launches = _launch_calls(conn, have)
-    refuse_launches(path, calls, launches, copies, "nsys profile --trace=cuda; a job killed before nsys finished loses it")
+    refuse_launches(path, calls, launches, copies,
+                    "nsys profile --trace=cuda; a job killed before nsys finished loses it")
 
 
 FORMAT = "nsys-sqlite"
@@ -169,9 +170,6 @@ FORMAT = "nsys-sqlite"
 
 def sniff(head: Head) -> bool:
     return bool(head.sqlite_tables & {"StringIds", "TARGET_INFO_SESSION_START_TIME"})
-
-
-TIMELINE = True
 
 
 def _session(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, int | None]:
@@ -214,7 +212,8 @@ def read(path: Path, window: Window | None = None) -> Capture:
             _no_kernels(path, conn, have, sum(m.count for m in memops))
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
         notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
-            ((kernel_note,) if kernel_note else ()) + mem_notes + borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
+            ((kernel_note,) if kernel_note else ()) + mem_notes + \
+            borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
         started, ended = _session(conn, have)
         return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                        _processes(conn, have, pids), ops=ops, notes=notes, started_ns=started, ended_ns=ended)

@@ -61,4 +61,5 @@ def read(path: Path) -> Capture:
                                          int(number(row[lo]) or 0) if lo is not None else None,
                                          int(number(row[hi]) or 0) if hi is not None else None))
     fmt = "nsys-stats-memops" if op is not None else "nsys-stats-kernels"
-    return Capture(str(path), fmt, merge_kernels(kernels), tuple(mem), notes=("summary CSV: no timeline, no idle time",))
+    return Capture(str(path), fmt, merge_kernels(kernels), tuple(mem),
+                   notes=("summary CSV: no timeline, no idle time",))

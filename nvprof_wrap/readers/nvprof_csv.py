@@ -27,7 +27,8 @@ def _mem_key(name: str) -> tuple[str, str] | None:
     if not m:
         return None
     kind, direction = m.group(1), m.group(2) or ""
-    return kind, direction if direction in ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP") else ("" if kind == "memset" else "other")
+    return kind, (direction if direction in ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP")
+                  else ("" if kind == "memset" else "other"))
 
 
 def _scale(units: list[str], col: int) -> int:
@@ -103,7 +104,8 @@ def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
             s = mem.setdefault((d, *key), [0, 0, 0])
             s[0] += 1; s[1] += ns or 0
             if size is not None and size < len(row):  # the units row gives B, KB, MB or GB
-                s[2] += int((number(row[size]) or 0) * SIZE_UNITS.get(units[size].strip() if size < len(units) else "B", 1))
+                unit = units[size].strip() if size < len(units) else "B"
+                s[2] += int((number(row[size]) or 0) * SIZE_UNITS.get(unit, 1))
         else:
             k = (d, _CORRELATION.sub("", row[name]))
             kern[k] = fold(kern.get(k), ns)

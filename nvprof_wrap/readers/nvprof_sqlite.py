@@ -110,9 +110,6 @@ def sniff(head: Head) -> bool:
     return "StringTable" in t and bool(t & {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL"})
 
 
-TIMELINE = True
-
-
 def read(path: Path, window: Window | None = None) -> Capture:
     conn = connect_ro(path)
     try:

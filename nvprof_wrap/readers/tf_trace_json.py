@@ -128,21 +128,25 @@ def _activity(agg: _Agg) -> tuple[Activity, ...]:
     agg.db.executemany("INSERT INTO gpu VALUES (?,?,?)", [s for s in streams if s[2] is not None])
     agg.db.execute('CREATE TABLE giv AS SELECT g.dev AS dev, i.start AS start, i."end" AS "end", i.k AS k '
                    "FROM iv i JOIN gpu g ON g.pid IS i.pid AND g.tid IS i.tid")
-    return tuple(Activity(None, dev, a, b, busy) for _, dev, a, b, busy in busy_time(agg.db, [("giv", "0", "dev", "k")]))
+    return tuple(Activity(None, dev, a, b, busy)
+                 for _, dev, a, b, busy in busy_time(agg.db, [("giv", "0", "dev", "k")]))
 
 
 def _found(agg: _Agg) -> str:
     """What a trace without kernels holds on its GPUs, in a few words."""
     gpus = sorted({n for n in agg.procs.values() if gpu_ordinal(n) is not None})
     events = sum(s[0] for (pid, _t, *_), s in agg.mem.items() if gpu_ordinal(agg.procs.get(pid, "")) is not None)
-    lines = sorted({agg.threads.get(k, str(k[1])) for k in agg.threads if gpu_ordinal(agg.procs.get(k[0], "")) is not None})
-    return f"{', '.join(gpus)} with {events} copy/set events and no kernel on its streams (lines: {', '.join(lines[:6])})"
+    lines = sorted({agg.threads.get(k, str(k[1])) for k in agg.threads
+                    if gpu_ordinal(agg.procs.get(k[0], "")) is not None})
+    return (f"{', '.join(gpus)} with {events} copy/set events and no kernel on its streams "
+            f"(lines: {', '.join(lines[:6])})")
 
 
 def read(path: Path) -> Capture:
     agg = _scan(path)
     try:
-        kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s[:4]) for (pid, tid, name), s in agg.kernels.items()
+        kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s[:4])
+                                for (pid, tid, name), s in agg.kernels.items()
                                 if (dev := agg.stream(pid, tid)) is not None)
         memops = merge_memops(MemAgg(None, dev, kind, d, *s[:3]) for (pid, tid, kind, d), s in agg.mem.items()
                               if (dev := agg.stream(pid, tid)) is not None and kind != "other")
@@ -158,7 +162,8 @@ def read(path: Path) -> Capture:
         if gpus:
             raise BadInput(path, f"TensorFlow profiler trace with GPU events but no kernel: {_found(agg)}")
         return Capture(str(path), "tf-trace-json", (), notes=(
-            "TensorFlow profiler trace without a GPU: only " + (", ".join(sorted(set(agg.procs.values()))) or "no process")
+            "TensorFlow profiler trace without a GPU: only "
+            + (", ".join(sorted(set(agg.procs.values()))) or "no process")
             + " — the job ran on the CPU, or the profiler could not load CUPTI",))
     ops: list[OpAgg] = []
     if agg.with_op:

@@ -135,7 +135,8 @@ def _fold(agg: _Agg, plane: _Plane, line_ts: int, events) -> None:
         else:
             stats = md_stats
         key = (ev.metadata_id, "memcpy_details" in stats, "memset_details" in stats)
-        kind = plane.kind_cache[key] if key in plane.kind_cache else plane.kind_cache.setdefault(key, copy_kind(name, stats))
+        kind = plane.kind_cache[key] if key in plane.kind_cache else \
+            plane.kind_cache.setdefault(key, copy_kind(name, stats))
         dur = (ev.duration_ps + 500) // 1000
         n = ev.num_occurrences if ev.WhichOneof("data") == "num_occurrences" else 1
         if not 0 <= dur <= MAX_DURATION_NS:  # a damaged clock: counted, without its time (readers/_durations.py)
@@ -252,7 +253,8 @@ def _nothing(path: Path, agg: _Agg, errors: list[str]) -> None:
     copies = sum(s[0] for s in agg.mem.values())
     if gpus:
         raise BadInput(path, f"XSpace with GPU planes ({', '.join(gpus)}) but no kernel on their streams "
-                             f"({copies} copy/set events)" + (f"; profiler errors: {'; '.join(errors)[:200]}" if errors else ""))
+                             f"({copies} copy/set events)"
+                             + (f"; profiler errors: {'; '.join(errors)[:200]}" if errors else ""))
     if errors:
         raise BadInput(path, f"XSpace without GPU events; the profiler reported: {'; '.join(errors)[:240]}")
 

@@ -119,8 +119,8 @@ def compare(before: Report, after: Report, labels: tuple[str, str] = ("before", 
     b, a = _side(labels[0], before, folders[0]), _side(labels[1], after, folders[1])
     bt, at = b.kernel_ns, a.kernel_ns
     families = _rows(_by(before, lambda k: k.family), _by(after, lambda k: k.family), bt, at)
-    precisions = _rows(_by(before, lambda k: k.precision or "unstated"), _by(after, lambda k: k.precision or "unstated"),
-                       bt, at)
+    precisions = _rows(_by(before, lambda k: k.precision or "unstated"),
+                       _by(after, lambda k: k.precision or "unstated"), bt, at)
     ops = _rows(_ops(before), _ops(after), sum(o.total_ns for o in before.ops), sum(o.total_ns for o in after.ops))
     bs, as_ = sum(s.total_ns for s in before.split), sum(s.total_ns for s in after.split)
     split = _rows(_split(before), _split(after), bs, as_, with_tc=False)
@@ -145,6 +145,6 @@ def _findings(b: Side, a: Side, families: tuple[DeltaRow, ...]) -> tuple[str, ..
     moved = [f for f in families if f.before_tc_share is not None and f.after_tc_share is not None
              and f.after_tc_share - f.before_tc_share >= 0.25 and f.after_ns]
     for f in moved[:3]:
-        out.append(f"{f.key} kernels moved to tensor cores: {_pct(f.before_tc_share or 0)} → {_pct(f.after_tc_share or 0)}"
-                   " of their time")
+        out.append(f"{f.key} kernels moved to tensor cores: {_pct(f.before_tc_share or 0)} → "
+                   f"{_pct(f.after_tc_share or 0)} of their time")
     return tuple(out)

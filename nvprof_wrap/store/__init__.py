@@ -42,15 +42,29 @@ def _import_sqlite_utils():
 sqlite_utils = _import_sqlite_utils()
 
 SCHEMA_VERSION = 2
-# Bumped whenever a reader changes what it extracts: a store written by another version is rebuilt from
-# its captures rather than mixed with rows the current readers would not produce.
-DATA_VERSION = "2026.12.01-16"
+# The one data-version knob: change it whenever what a run store holds of a capture changes (what a reader extracts,
+# how it is aggregated or identified, the store's columns). A store whose meta.data_version differs is emptied and
+# rebuilt from its captures (_prepare), and every capture's identity carries the knob (pipeline/ingest.py): nothing
+# read by another version is kept, mixed or summed with what the current code makes of it.
+# History. 2026.11.29-2: stores rebuilt when readers change. -3: captures identified by content, not path. -4: busy
+# time by one streamed merge per GPU, NVTX attribution by time-line segments. 2026.11.30-1: the store marker (issue
+# 14); evidence ranked per (kernel, GPU). -13: console text, nvprof metrics as counter evidence. -13a, -15: the merges
+# of issues 13, 16 and 14. 2026.12.01-16: nsys session start and length, the CUPTI tracer's process start, end,
+# command and parent pid in the captures table.
+# Beside it until -17, READ_VERSION (readers/__init__.py) in each capture's identity, bumped when a reader's output
+# changed. 2: busy time from the first to the last kernel; --window / --steps. 3: launches on threads without an open
+# range count in their process main thread's ranges. 4: an nvprof summary CSV takes its GPU from the Unified Memory
+# section when that names one device. 5: torch.profiler's cuda_driver launch calls (cuLaunchKernelEx) attribute their
+# kernels to ops; launch calls without kernel records refused by every reader; pyprof CSV names demangled. 6: a
+# gzipped capture's identity is that of what it unpacks to (x.sqlite beside x.sqlite.gz: one capture).
+# 2026.12.01-17: READ_VERSION merged into this knob (issue 24); identities carry "data=" and the knob, not "read6".
+DATA_VERSION = "2026.12.01-17"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES = {
     "captures": {"id": int, "identity": str, "path": str, "file": str, "format": str, "size": int, "mtime_ns": int,
-                 "ino": int, "partial": int, "notes": str, "ingested_at": float, "started_ns": int, "ended_ns": int, "command": str,
-                 "ppid": int},
+                 "ino": int, "partial": int, "notes": str, "ingested_at": float, "started_ns": int, "ended_ns": int,
+                 "command": str, "ppid": int},
     "processes": {"capture_id": int, "pid": int, "name": str, "rank": int, "host": str},
     "devices": {"capture_id": int, "device_id": int, "name": str, "cc_major": int, "cc_minor": int, "sm_count": int},
     "kernels": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,

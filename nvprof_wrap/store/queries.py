@@ -143,7 +143,8 @@ class Queries:
         seek on the long name (0.15 s per call for 6,134 ops rows of a 100k-kernel torch.profiler trace, 0.01 s so)."""
         assert column in _OP_COLUMNS
         verdicts: dict[tuple, tuple] = {}
-        for v in self.rows(f"SELECT capture_id, name, tensor_core, precision FROM {_V} ORDER BY capture_id, name, device_id"):
+        for v in self.rows(f"SELECT capture_id, name, tensor_core, precision FROM {_V} "
+                           "ORDER BY capture_id, name, device_id"):
             verdicts.setdefault((v["capture_id"], v["name"]), (v["tensor_core"], v["precision"]))
         out: dict[tuple, dict] = {}
         for r in self.rows(f"""SELECT {column} AS op, name, capture_id, SUM(launches) AS launches, SUM(total_ns) AS ns

@@ -56,7 +56,8 @@ def sweep(root: str | None = None, *, now: float | None = None) -> list[str]:
         if m is None:
             continue
         try:
-            if not entry.is_dir(follow_symlinks=False) or now - entry.stat(follow_symlinks=False).st_mtime < SWEEP_AFTER_S:
+            if (not entry.is_dir(follow_symlinks=False)
+                    or now - entry.stat(follow_symlinks=False).st_mtime < SWEEP_AFTER_S):
                 continue
             pid = int(m.group(1))
             if pid == os.getpid() or psutil.pid_exists(pid):

@@ -1,8 +1,9 @@
 """Where the external programs nvprof-wrap drives are (nsys, nvprof, ncu), what version they say they are, and the
 one thing a reader needs one of them for: exporting an .nsys-rep to SQLite.
 
-At the bottom of the package (it imports nothing from it but ``errors`` and ``lifeline``), so that readers and the launcher both
-use it and neither imports the other. Each program is looked for in this order: the path given on the command line
+At the bottom of the package (it imports nothing from it but ``errors`` and ``lifeline``), so that readers and the
+launcher both use it and neither imports the other. Each program is looked for in this order: the path given on the
+command line
 (``--nsys``, ``--ncu``), its ``$NVPROF_WRAP_*`` variable, PATH, then the folders NVIDIA's installers use (the
 newest version folder wins).
 """

@@ -123,7 +123,8 @@ class _Helper:
         else:  # another thread might hold a lock the child would need: a fresh interpreter instead
             self.proc = subprocess.Popen([sys.executable, "-c", _HELPER_CODE], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": _package_parent()})
-            self.pid, self.to_child, self.from_child = self.proc.pid, self.proc.stdin.fileno(), self.proc.stdout.fileno()
+            self.pid = self.proc.pid
+            self.to_child, self.from_child = self.proc.stdin.fileno(), self.proc.stdout.fileno()
 
     def demangle(self, name: str) -> str | None:
         if not self.pid:

@@ -35,7 +35,8 @@ def _nvtx():
     try:
         import nvtx
 
-        return (lambda name: nvtx.push_range(name, domain="nvprof-wrap")), (lambda: nvtx.pop_range(domain="nvprof-wrap"))
+        return ((lambda name: nvtx.push_range(name, domain="nvprof-wrap")),
+                (lambda: nvtx.pop_range(domain="nvprof-wrap")))
     except Exception:  # noqa: BLE001, S110 - no nvtx package: try torch next
         pass
     try:

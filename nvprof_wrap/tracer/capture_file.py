@@ -323,12 +323,6 @@ class Writer:
             self.conn.executemany(INSERT[table], [tuple(map(_sql_value, row)) for row in rows])
         self.conn.execute("RELEASE batch")
 
-    def query(self, sql: str) -> list[tuple]:
-        with self.lock:
-            if self.conn is None or self.closed:
-                return []
-            return self.conn.execute(sql).fetchall()
-
     def close(self, meta: dict[str, str], tail: Iterable[tuple] = ()) -> str:
         """Write the tail items, the NVTX ranges still open (end NULL) and the final meta, close and rename
         .partial → .sqlite; returns the final path."""

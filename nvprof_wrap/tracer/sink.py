@@ -52,7 +52,6 @@ class ProcessSink:
         self.lock = threading.Lock()
         self.owner: int | None = None
         self.closed = False
-        self.frames = 0
 
     def write(self, items: Iterable[tuple]) -> bool:
         with self.lock:
@@ -61,7 +60,6 @@ class ProcessSink:
                 if self.closed:
                     return False
                 _send(self.to_child, ("write", list(items)))
-                self.frames += 1
                 return True
             finally:
                 self.owner = None
