@@ -316,14 +316,14 @@ def _verdict(kernels: tuple[KernelRow, ...]) -> Verdict:
         status, msg = "no-kernels", ("No GPU kernels were recorded. Did the job run on the GPU? (Check that the "
                                      "framework sees a GPU, and that the profiler traced CUDA.)")
     elif tc:
-        status, msg = "yes", (f"Tensor cores used: yes — {len(tc)} of {len(kernels)} kernels, {_pct_or_less(frac)} of GPU "
-                              f"kernel time, {' + '.join(precisions)}")
+        status, msg = "yes", (f"Tensor cores used: yes — {len(tc)} of {len(kernels)} kernels, "
+                              f"{_pct_or_less(frac)} of GPU kernel time, {' + '.join(precisions)}")
     elif unk_ns or any(k.tensor_core == "unknown" for k in kernels):
         n = sum(k.tensor_core == "unknown" for k in kernels)
         status, msg = "unknown", (f"Tensor cores used: not seen — no kernel is known to use them, but {n} "
                                   f"{'kernel' if n == 1 else 'kernels'} "
-                                  f"({_pct_or_less(unk_ns / total if total else 0)} of kernel time) carry no evidence in their "
-                                  "names; nvprof-wrap verify measures them with counters")
+                                  f"({_pct_or_less(unk_ns / total if total else 0)} of kernel time) carry no "
+                                  "evidence in their names; nvprof-wrap verify measures them with counters")
     else:
         status, msg = "no", (f"Tensor cores used: no — none of the {len(kernels)} kernels is a tensor-core kernel; "
                              f"kernel time by precision: {_mix(kernels, total)}")
