@@ -17,7 +17,7 @@ import pytest
 from nvprof_wrap.cli import COMMANDS, main, parser
 from nvprof_wrap.store import history
 from tests.conftest import ROOT
-from tests.test_bounds import unprivileged
+from tests.readers.test_bounds import unprivileged
 
 PACKAGE = ROOT / "nvprof_wrap"
 SAMPLE = PACKAGE / "samples" / "keras_reuters_fp16"  # a run folder: it has a manifest

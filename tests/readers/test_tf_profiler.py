@@ -206,7 +206,7 @@ def test_a_tensorboard_profile_folder_counts_its_run_once(tmp_path, capsys):
 
 
 # --- a real JAX profile of a bf16 training step on the H200 (workloads/jax_mlp.py, 2026-11-30) --------------------
-JAX_H200 = Path(__file__).resolve().parent / "data" / "h200_runs" / "jax_bf16_xplane"
+JAX_H200 = Path(__file__).resolve().parents[1] / "data" / "h200_runs" / "jax_bf16_xplane"
 
 
 def test_real_jax_h200_xplane():

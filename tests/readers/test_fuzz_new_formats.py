@@ -11,7 +11,7 @@ from nvprof_wrap.readers import _xplane_schema
 from nvprof_wrap.store import Store
 from tests import xspace_build as xb
 from tests.conftest import ROOT
-from tests.test_fuzz import FUZZ, check_outcome
+from tests.readers.test_fuzz import FUZZ, check_outcome
 
 CONSOLE = ROOT / "tests" / "data" / "console"
 SEEDS = {

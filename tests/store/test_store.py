@@ -19,7 +19,7 @@ from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.store import Store
 from tests.conftest import H200, PUBLIC, ROOT
-from tests.test_bounds import one_line_error, unprivileged
+from tests.readers.test_bounds import one_line_error, unprivileged
 
 CAPTURE = H200 / "nsys_two_child_processes.sqlite"  # 22 launches
 

@@ -14,7 +14,7 @@ from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.runner import expand_output
 from tests.conftest import ROOT
-from tests.test_bounds import unprivileged
+from tests.readers.test_bounds import unprivileged
 
 FAKES = ROOT / "tests" / "fakes" / "bin"
 

@@ -34,7 +34,7 @@ from nvprof_wrap.report.health import (
     parse_metrics_jsonl,
 )
 
-LOGS = Path(__file__).parent / "data" / "keras_logs"
+LOGS = Path(__file__).parents[1] / "data" / "keras_logs"
 
 
 def read_log(name: str) -> str:
@@ -290,7 +290,7 @@ def test_a_job_that_printed_gigabytes_is_read_in_bounded_memory(capsys, tmp_path
     from nvprof_wrap.report import health
 
     monkeypatch.setattr(health, "MAX_LINE_BYTES", 1 << 20)
-    run = Path(__file__).parent / "data" / "h200_runs" / "gpt_fp32_nsys"
+    run = Path(__file__).parents[1] / "data" / "h200_runs" / "gpt_fp32_nsys"
     folders = {}
     for kind in ("plain", "huge"):
         folder = folders[kind] = tmp_path / kind

@@ -18,7 +18,7 @@ import pytest
 
 pytestmark = pytest.mark.tf  # Keras on TensorFlow (its default backend): the tf group
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads"
 TIMEOUT_S = 240  # generous: a cold TensorFlow import alone takes seconds on 2 cores
 

@@ -20,7 +20,7 @@ import pytest
 
 from nvprof_wrap.tracer import ccupti
 from nvprof_wrap.tracer._util import _launch_cbids
-from tests.test_tracer import WORK, captures, only_capture, run_job, script
+from tests.tracer.test_tracer import WORK, captures, only_capture, run_job, script
 
 
 def _real_library() -> str | None:

@@ -19,10 +19,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_tracer import FAKES, WORK, captures, only_capture, read, run_job, script
 
 from nvprof_wrap.tracer import layouts as L
 from nvprof_wrap.tracer import raw
+from tests.tracer.test_tracer import FAKES, WORK, captures, only_capture, read, run_job, script
 
 
 def _fake_modules() -> tuple:

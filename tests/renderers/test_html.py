@@ -262,7 +262,7 @@ def test_run_html_writes_report_html_into_the_run_folder(capsys, tmp_path):
     """`run --html` under the fake nsys (tests/fakes): the page beside the captures, the usual report on stdout."""
     import sys
 
-    from tests.test_launch import CHILD, wrapper
+    from tests.launch.test_launch import CHILD, wrapper
 
     out = tmp_path / "run"
     proc = wrapper(["--backend", "nsys", "-o", str(out), "--html", "--format", "json", "--", sys.executable, "-c",

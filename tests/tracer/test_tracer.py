@@ -23,9 +23,9 @@ import pytest
 from nvprof_wrap.tracer import cupti_trace, objects
 from nvprof_wrap.tracer import setup as tracer_setup
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 INJECT = REPO / "nvprof_wrap" / "tracer" / "inject"
-FAKES = Path(__file__).resolve().parent / "fakes"
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
 BUSY = "nvprof-wrap: CUPTI is already in use by another profiler ({}); this process is not traced"
 SCRUB = ("PYTHONPATH", "NVPROF_WRAP_CUPTI_DIR", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
          "FAKE_CUPTI", "FAKE_CUPTI_RECORDS_PER_BUFFER", "RANK", "LOCAL_RANK", "SLURM_PROCID",
