@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from nvprof_wrap.cli import main
-from tests.conftest import H200, PUBLIC
+from tests._paths import DATA, H200, PUBLIC, ROOT
 
 
 def run(capsys, *argv):
@@ -162,10 +162,9 @@ def test_demo_subprocess_and_module_entry():
 def test_console_report_matches_the_golden_text_at_width_100(capsys):
     """The terminal report of a bundled sample, byte for byte (COLUMNS=100, no colour). Regenerate deliberately:
     COLUMNS=100 NO_COLOR=1 nvprof-wrap report nvprof_wrap/samples/torch_ops --limit 8 > tests/data/golden/…"""
-    from tests.conftest import ROOT
 
     code, out, _ = run(capsys, "report", str(ROOT / "nvprof_wrap" / "samples" / "torch_ops"), "--limit", "8",
                        "--width", "100")
-    golden = (ROOT / "tests" / "data" / "golden" / "torch_ops_report_w100.txt").read_text()
+    golden = (DATA / "golden" / "torch_ops_report_w100.txt").read_text()
     assert code == 0
     assert out.replace(str(ROOT) + "/", "") == golden.replace(str(ROOT) + "/", "")

@@ -16,12 +16,11 @@ import pytest
 
 from nvprof_wrap.cli import COMMANDS, main, parser
 from nvprof_wrap.store import history
-from tests.conftest import ROOT
+from tests._paths import ROOT, RUNS
 from tests.readers.test_bounds import unprivileged
 
 PACKAGE = ROOT / "nvprof_wrap"
 SAMPLE = PACKAGE / "samples" / "keras_reuters_fp16"  # a run folder: it has a manifest
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 
 
 def run(capsys, *argv):

@@ -19,11 +19,10 @@ from pathlib import Path
 import pytest
 
 from nvprof_wrap.cli import main
-from tests.conftest import ROOT
+from tests._paths import FAKE_BIN, ROOT, RUNS
 
-FAKES = ROOT / "tests" / "fakes" / "bin"
 SAMPLE = ROOT / "nvprof_wrap" / "samples" / "two_children" / "nsys_two_child_processes.sqlite"
-RUN = ROOT / "tests" / "data" / "h200_runs" / "gemm_nsys"  # a run folder: manifest.json and nsys.sqlite
+RUN = RUNS / "gemm_nsys"  # a run folder: manifest.json and nsys.sqlite
 
 
 def run(capsys, *argv):
@@ -37,7 +36,7 @@ def one_line(err: str) -> bool:
 
 
 def env(**extra) -> dict:
-    return {"NVPROF_WRAP_HISTORY": os.environ["NVPROF_WRAP_HISTORY"], "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin",
+    return {"NVPROF_WRAP_HISTORY": os.environ["NVPROF_WRAP_HISTORY"], "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin",
             "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root"), **extra}
 
 
@@ -203,7 +202,7 @@ def test_run_name_is_one_folder_name(capsys, tmp_path, monkeypatch, name):
     where = tmp_path / "a" / "b"
     where.mkdir(parents=True)
     monkeypatch.chdir(where)
-    monkeypatch.setenv("NVPROF_WRAP_NSYS", str(FAKES / "nsys"))
+    monkeypatch.setenv("NVPROF_WRAP_NSYS", str(FAKE_BIN / "nsys"))
     marker = tmp_path / "job-ran"
     code, _, err = run(capsys, "run", "--backend", "nsys", "--no-report", "--name", name, "--", sys.executable, "-c",
                        f"open({str(marker)!r}, 'w')")

@@ -15,9 +15,8 @@ from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch import BACKENDS, BY_NAME, CHOICES, base, choose, ncu
 from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.system import tools
-from tests.conftest import ROOT
+from tests._paths import FAKE_BIN
 
-FAKES = ROOT / "tests" / "fakes" / "bin"
 GPU_H200 = Gpu(0, "NVIDIA H200", "9.0", "580.95.05")
 GPU_T4 = Gpu(0, "Tesla T4", "7.5", "535.0")
 
@@ -47,7 +46,7 @@ def test_each_backend_is_one_module_with_one_object(name):
 @pytest.fixture
 def only_fakes(monkeypatch):
     """PATH with the fake nsys and nvprof only; no $NVPROF_WRAP_* pointing elsewhere."""
-    monkeypatch.setenv("PATH", f"{FAKES}:/usr/bin:/bin")
+    monkeypatch.setenv("PATH", f"{FAKE_BIN}:/usr/bin:/bin")
     for var in (tools.NSYS_VAR, tools.NVPROF_VAR, tools.NCU_VAR):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("RANK", raising=False)
@@ -57,7 +56,7 @@ def test_auto_takes_the_first_usable_backend_of_the_table(only_fakes, monkeypatc
     spec = base.RunSpec(["true"])
     assert choose(spec, [GPU_H200]).name == "nsys"  # nsys found: first, whatever the GPU
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv(tools.NVPROF_VAR, str(FAKES / "nvprof"))
+    monkeypatch.setenv(tools.NVPROF_VAR, str(FAKE_BIN / "nvprof"))
     monkeypatch.setenv("NVPROF_WRAP_LIBCUPTI", "/nonexistent/libcupti.so.13")  # no library for the tracer either
     if BY_NAME["cupti"].find() is None:  # cupti-python missing here: nvprof, on a GPU below 8.0 only
         assert choose(spec, [GPU_T4]).name == "nvprof"
@@ -76,10 +75,10 @@ def test_an_unknown_backend_name_is_refused():
 def test_nsys_plans_the_documented_command_and_exports_after_the_job(only_fakes, tmp_path, monkeypatch):
     nsys = BY_NAME["nsys"]
     plan = nsys.plan(base.RunSpec(["python3", "train.py"]), tmp_path, [GPU_H200])
-    assert plan.argv == [str(FAKES / "nsys"), "profile", "--trace=cuda,nvtx,cublas,cudnn", "--sample=none",
+    assert plan.argv == [str(FAKE_BIN / "nsys"), "profile", "--trace=cuda,nvtx,cublas,cudnn", "--sample=none",
                          "--cpuctxsw=none", "--force-overwrite=true", "--output", str(tmp_path / "nsys"),
                          "python3", "train.py"]
-    assert plan.version == "NVIDIA Nsight Systems version 2025.3.1.90-fake" and plan.tool == str(FAKES / "nsys")
+    assert plan.version == "NVIDIA Nsight Systems version 2025.3.1.90-fake" and plan.tool == str(FAKE_BIN / "nsys")
     monkeypatch.setenv("RANK", "3")  # ranks sharing a folder get their own capture names
     assert str(tmp_path / "rank3-nsys") in nsys.plan(base.RunSpec(["x"]), tmp_path, [GPU_H200]).argv
     (tmp_path / "broken.nsys-rep").write_bytes(b"not a report")

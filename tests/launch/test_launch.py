@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests._paths import DATA, FAKE_BIN, FAKES, ROOT
 
-FAKES = ROOT / "tests" / "fakes" / "bin"
 CHILD = ("import subprocess, sys, time; print('parent out', flush=True); print('parent err', file=sys.stderr); "
          "rc = subprocess.call([sys.executable, '-c', 'import time; print(\"child out\"); time.sleep(0.3)']); "
          "sys.exit(3)")
 
 
 def wrapper(args, gpus="", path_fakes=True, extra_env=None, **kw):
-    # NVPROF_WRAP_FIXTURES passed on: the fake nvprof copies its capture from the fixtures the tests use (read from
-    # the environment, not conftest's FIXTURES: naming that would mark every test calling wrapper as needing them)
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": (f"{FAKES}:" if path_fakes else "") + "/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": gpus,
+    # NVPROF_WRAP_FIXTURES passed on: the fake nvprof copies its capture from the fixtures the tests use (it finds
+    # them through tests/_paths.py, which reads this variable; naming FIXTURES here would mark every test calling
+    # wrapper as needing them)
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": (f"{FAKE_BIN}:" if path_fakes else "") + "/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": gpus,
            "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root"),
            **{k: v for k, v in os.environ.items() if k == "NVPROF_WRAP_FIXTURES"}, **(extra_env or {})}
     env.pop("NVPROF_WRAP_NSYS", None)
@@ -86,7 +86,7 @@ def test_auto_prefers_nsys_then_nvprof_then_explains(tmp_path):
     hide_nsys = tmp_path / "bin"
     hide_nsys.mkdir()
     for tool in ("nvprof", "nvidia-smi"):
-        (hide_nsys / tool).symlink_to(FAKES / tool)
+        (hide_nsys / tool).symlink_to(FAKE_BIN / tool)
     nolib = {"NVPROF_WRAP_LIBCUPTI": str(tmp_path / "no" / "libcupti.so.13")}
     proc = wrapper(["-o", str(tmp_path / "b"), "--no-report", "--", "true"], gpus="T4:7.5", path_fakes=False,
                    extra_env={"PATH": f"{hide_nsys}:/usr/local/bin:/usr/bin:/bin", **nolib})
@@ -130,7 +130,7 @@ def test_missing_command_and_unknown_program(tmp_path):
     proc = wrapper(["--backend", "nsys", "-o", str(tmp_path / "n")])
     assert proc.returncode == 2 and "no command to run" in proc.stderr
     proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "u"), "--", "no-such-program-xyz"],
-                   extra_env={"PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'fakes'}"})  # cupti-python (faked) present
+                   extra_env={"PYTHONPATH": f"{ROOT}:{FAKES}"})  # cupti-python (faked) present
     assert proc.returncode == 2 and "no-such-program-xyz: command not found" in proc.stderr
 
 
@@ -173,7 +173,7 @@ def test_without_cupti_python_the_tracer_runs_on_libcupti(tmp_path):
 def test_a_run_whose_profiler_wrote_no_capture_fails_with_the_reason(tmp_path):
     """The cupti backend (cupti faked) traces Python processes; a job that starts none leaves no capture."""
     proc = wrapper(["--backend", "cupti", "-o", str(tmp_path / "n"), "--", "true"],
-                   extra_env={"PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'fakes'}"})
+                   extra_env={"PYTHONPATH": f"{ROOT}:{FAKES}"})
     assert proc.returncode == 1, proc.stderr
     assert "the cupti run wrote no capture in" in proc.stderr and "no traced process used CUDA" in proc.stderr
 
@@ -185,7 +185,7 @@ def test_signals_reach_the_job_and_the_capture_is_kept(tmp_path, sig, code):
            "def h(s, f):\n    print('job got', s, flush=True); sys.exit(128 + s)\n"
            "signal.signal(signal.SIGINT, h); signal.signal(signal.SIGTERM, h)\n"
            "print('ready', flush=True)\ntime.sleep(60)\n")
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(out),
                           "--no-report", "--", sys.executable, "-c", job], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env)
@@ -202,7 +202,7 @@ def test_signals_reach_the_job_and_the_capture_is_kept(tmp_path, sig, code):
 
 
 def test_doctor_lists_the_machine_and_runs_the_probe_under_the_best_backend(tmp_path):
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": "NVIDIA H200:9.0", "PYTHONPATH": str(ROOT),
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": "NVIDIA H200:9.0", "PYTHONPATH": str(ROOT),
            "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root")}
     proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "doctor", "--format", "json", "-o",
                            str(tmp_path / "probe")], capture_output=True, check=False, text=True, env=env, timeout=180)
@@ -220,7 +220,7 @@ def test_doctor_lists_the_machine_and_runs_the_probe_under_the_best_backend(tmp_
 
 def test_run_reports_training_health_from_the_jobs_keras_log(tmp_path):
     """Any wrapped job, not only ours: the seed's own Keras log lines, printed by the job, are judged."""
-    seed_log = (ROOT / "tests" / "data" / "keras_logs").glob("*seed*")
+    seed_log = (DATA / "keras_logs").glob("*seed*")
     text = next(seed_log).read_text()
     job = f"import sys; sys.stdout.write({text!r})"
     proc = wrapper(["--backend", "nsys", "-o", str(tmp_path / "h"), "--format", "json", "--", sys.executable,

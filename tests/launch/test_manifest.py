@@ -17,11 +17,9 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.launch.manifest import Manifest, Process, read_manifest
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
-from tests.conftest import ROOT
+from tests._paths import FAKE_BIN, ROOT, RUNS
 
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 WRITTEN = sorted(RUNS.glob("*/manifest.json")) + sorted((ROOT / "nvprof_wrap" / "samples").glob("*/manifest.json"))
-FAKES = ROOT / "tests" / "fakes" / "bin"
 
 
 @pytest.mark.parametrize("path", WRITTEN, ids=lambda p: p.parent.name)
@@ -45,7 +43,7 @@ def test_real_manifests_say_what_ran_where():
 
 
 def test_what_run_writes_reads_back_key_for_key(tmp_path):
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
            "HOME": os.environ.get("HOME", "/root"), "FAKE_GPUS": "NVIDIA H200:9.0"}
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(out),

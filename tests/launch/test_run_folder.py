@@ -13,15 +13,13 @@ import pytest
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.runner import expand_output
-from tests.conftest import ROOT
+from tests._paths import FAKE_BIN, ROOT
 from tests.readers.test_bounds import unprivileged
-
-FAKES = ROOT / "tests" / "fakes" / "bin"
 
 
 def env(**extra: str) -> dict[str, str]:
     # the session's throwaway run history (tests/conftest.py): without it `run` recorded into the user's own
-    return {"PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
+    return {"PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
             "HOME": os.environ.get("HOME", "/root"), "NVPROF_WRAP_HISTORY": os.environ.get("NVPROF_WRAP_HISTORY", "off"),
             **extra}
 

@@ -21,10 +21,9 @@ import pytest
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.folder import LOCK, claim
-from tests.conftest import ROOT
+from tests._paths import ROOT, RUNS
 from tests.launch.test_run_folder import env, one_line, wrapper
 
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 SAMPLE = ROOT / "nvprof_wrap" / "samples" / "two_children" / "nsys_two_child_processes.sqlite"  # 22 launches
 KINETO = RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
 

@@ -12,9 +12,8 @@ from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS
-from tests.conftest import H200, ROOT
+from tests._paths import H200, ROOT, RUNS
 
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
 
 

@@ -10,10 +10,9 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.pipeline import ingest as ingest_mod
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.store import Store
-from tests.conftest import ROOT
+from tests._paths import ROOT, RUNS
 
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 
 
 def _counts(store: Store) -> tuple:

@@ -27,7 +27,7 @@ from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.readers import _bounded, _trace_events
 from nvprof_wrap.readers._bounded import BoundedJSON
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH
-from tests.conftest import ROOT
+from tests._paths import ROOT
 
 TC_NAME = "volta_h884gemm_64x64_ldg8_nn"
 PROPS = settings(max_examples=60, deadline=None, derandomize=True,

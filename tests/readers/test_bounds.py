@@ -27,7 +27,7 @@ from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS, SKIPPED_SHOWN
 from nvprof_wrap.text import demangle as demangle_mod
-from tests.conftest import H200, PUBLIC, ROOT
+from tests._paths import DATA, FAKE_BIN, H200, PUBLIC, ROOT, RUNS
 
 TC_NAME = "volta_h884gemm_64x64_ldg8_nn"  # cuBLAS fp16 HMMA (Volta): tensor cores
 
@@ -204,7 +204,7 @@ def test_real_mangled_names_demangle_as_before(monkeypatch):
     monkeypatch.setattr(demangle_mod, "over_budget", set())
     demangle_mod.demangle.cache_clear()
     names = set()
-    for f in [*PUBLIC.glob("*.nvvp"), *PUBLIC.glob("*.sql"), *(ROOT / "tests" / "data" / "h200_runs").rglob("*.sqlite")]:
+    for f in [*PUBLIC.glob("*.nvvp"), *PUBLIC.glob("*.sql"), *RUNS.rglob("*.sqlite")]:
         conn = sqlite3.connect(f"file:{f}?mode=ro&immutable=1", uri=True)
         for table, col in (("StringTable", "value"), ("kernel", "name")):
             try:
@@ -221,7 +221,7 @@ def test_real_mangled_names_demangle_as_before(monkeypatch):
 
 # ------------------------------------------------------------------ names, files, folders
 def test_names_are_cut_at_the_documented_limit_in_sqlite_captures_and_in_classify(capsys, tmp_path):
-    src = next((ROOT / "tests" / "data" / "h200_runs" / "gemm_cupti").glob("cupti-*.sqlite"))
+    src = next((RUNS / "gemm_cupti").glob("cupti-*.sqlite"))
     cap = tmp_path / "cupti-1.sqlite"
     shutil.copy(src, cap)
     conn = sqlite3.connect(cap)
@@ -351,7 +351,7 @@ def test_negative_and_absurd_durations_are_counted_without_their_time(capsys, tm
 
 
 def test_null_copy_and_set_times_in_a_cupti_capture_are_counted_not_a_traceback(capsys, tmp_path):
-    src = ROOT / "tests" / "data" / "h200_runs" / "ddp_cupti" / "cupti-vm-5269.sqlite"  # 347 copies, 98 sets
+    src = RUNS / "ddp_cupti" / "cupti-vm-5269.sqlite"  # 347 copies, 98 sets
     cap = tmp_path / src.name
     shutil.copy(src, cap)
     conn = sqlite3.connect(cap)
@@ -453,7 +453,7 @@ def test_nsys_rep_exports_in_a_read_only_folder_leave_no_temporary_folder(tmp_pa
     folder.chmod(0o555)
     try:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp),
-               "NVPROF_WRAP_NSYS": str(ROOT / "tests" / "fakes" / "bin" / "nsys")}
+               "NVPROF_WRAP_NSYS": str(FAKE_BIN / "nsys")}
         proc = subprocess.run(unprivileged([sys.executable, "-m", "nvprof_wrap", "report", str(rep), "--format",
                                             "json"]), capture_output=True, text=True, env=env, timeout=60,
                               check=False)
@@ -497,7 +497,7 @@ def _per_launch_inputs(tmp_path: Path) -> dict[str, tuple[Path, int]]:
         + "".join(f'"{i}","7","python","h","{TC_NAME}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","Command line '
                   f'profiler metrics","gpu__time_duration.sum","ns","{d}"\n' for i, d in enumerate(("5000", "-1600", "1e18"))))
     out["ncu-csv"] = (tmp_path / "ncu.csv", 5000)
-    log = (ROOT / "tests" / "data" / "console" / "xplacer_nvprof_gpu_trace_bfs.log").read_text().splitlines(keepends=True)
+    log = (DATA / "console" / "xplacer_nvprof_gpu_trace_bfs.log").read_text().splitlines(keepends=True)
     plain = tmp_path / "plain.log"
     plain.write_text("".join(log))
     for i, (old, new) in ((38, ("5.0890us", "-1.600us")), (42, ("4.8010us", "  9.9e9s"))):  # two Kernel(...) lines
@@ -540,8 +540,8 @@ def test_a_programs_endless_line_in_a_console_log_is_not_held(log, capsys, tmp_p
     rest read in pieces and dropped; the profiler's lines read as before."""
     from nvprof_wrap.readers import _csv
 
-    src = (ROOT / "tests" / "data" / "console" / log).read_text().splitlines(keepends=True)
-    code, plain, err = run(capsys, "report", ROOT / "tests" / "data" / "console" / log, "--format", "json")
+    src = (DATA / "console" / log).read_text().splitlines(keepends=True)
+    code, plain, err = run(capsys, "report", DATA / "console" / log, "--format", "json")
     assert code == 0, err
     monkeypatch.setattr(_csv, "MAX_LINE_BYTES", 64 << 10)
     long = tmp_path / log

@@ -15,9 +15,9 @@ from nvprof_wrap import readers
 from nvprof_wrap.classify import classify
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
-from tests.conftest import ROOT
+from tests._paths import DATA
 
-DATA = ROOT / "tests" / "data" / "console"
+CONSOLE = DATA / "console"
 
 
 def _write(tmp_path, name: str, text: str):
@@ -29,7 +29,7 @@ def _write(tmp_path, name: str, text: str):
 def test_ncu_csv_after_the_programs_own_output_old_layout():
     """ncu 2020 on a V100: the program's prints and ==PROF== lines first; no Device / CC columns; 'Kernel Time'
     is a wall-clock time, not a duration; the section export names the duration 'Duration', in nsecond."""
-    path = DATA / "xplacer_ncu_bfs_graph4096.log"
+    path = CONSOLE / "xplacer_ncu_bfs_graph4096.log"
     assert readers.detect(path) == "ncu-csv"
     c = readers.read(path)
     kernels = {k.name: k for k in c.kernels}
@@ -42,7 +42,7 @@ def test_ncu_csv_after_the_programs_own_output_old_layout():
 
 
 def test_ncu_csv_with_the_header_repeated():
-    c = readers.read(DATA / "xplacer_lassen_ncu_bfs_graph4096.log")  # the same run on Lassen: the header twice
+    c = readers.read(CONSOLE / "xplacer_lassen_ncu_bfs_graph4096.log")  # the same run on Lassen: the header twice
     assert sum(k.launches for k in c.kernels) == 13 and all(k.total_ns for k in c.kernels)
 
 
@@ -108,7 +108,7 @@ def test_ncu_raw_page_with_units_row(tmp_path):
 
 
 def test_nvprof_summary_console_with_a_units_row():
-    c = readers.read(DATA / "xplacer_nvprof_summary_bfs.log")
+    c = readers.read(CONSOLE / "xplacer_nvprof_summary_bfs.log")
     assert c.format == "console-nvprof-summary" and [p.pid for p in c.processes] == [5324]
     k = next(k for k in c.kernels if k.name.startswith("Kernel("))
     assert (k.launches, k.total_ns, k.min_ns, k.max_ns) == (8, 37_986, 2_110, 6_240)  # 'ms' units, 2.11e-03 ms
@@ -134,7 +134,7 @@ def test_nvprof_summary_with_unit_suffixes_and_api_calls(tmp_path):
 
 
 def test_nvprof_gpu_trace_console():
-    c = readers.read(DATA / "xplacer_nvprof_gpu_trace_bfs.log")
+    c = readers.read(CONSOLE / "xplacer_nvprof_gpu_trace_bfs.log")
     kernels = {k.name: k for k in c.kernels}
     assert set(kernels) == {"Kernel(Node*, int*, bool*, bool*, bool*, int*, int)", "Kernel2(bool*, bool*, bool*, bool*, int)"}
     assert kernels["Kernel2(bool*, bool*, bool*, bool*, int)"].launches == 8  # ' [137]' correlation ids stripped
@@ -308,12 +308,12 @@ def _kernels(capture) -> list[tuple]:
     return sorted((k.name, k.launches, k.total_ns, k.pid) for k in capture.kernels)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
+@pytest.mark.parametrize("name", sorted(p.name for p in CONSOLE.glob("*.log")))
 def test_a_gzipped_log_reads_as_the_log(tmp_path, name):
     """People compress logs to keep or share them: a .log.gz is the same capture (it read as 'no kernel row')."""
     import gzip
 
-    plain = DATA / name
+    plain = CONSOLE / name
     packed = tmp_path / (name + ".gz")
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert readers.detect(packed) == readers.detect(plain)
@@ -325,7 +325,7 @@ def test_a_summary_past_the_first_64_kib_of_a_gzipped_log_is_found(tmp_path):
     last 64 KiB too, which a gzipped log only gives by streaming through it."""
     import gzip
 
-    plain = DATA / "xplacer_nvprof_summary_bfs.log"
+    plain = CONSOLE / "xplacer_nvprof_summary_bfs.log"
     chatter = "".join(f"epoch {i}: loss {1 / (i + 1):.6f} accuracy 0.{i % 10}\n" for i in range(8000))  # ~300 KB
     long_log = tmp_path / "train.log"
     long_log.write_text(chatter + plain.read_text())

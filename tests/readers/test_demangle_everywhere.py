@@ -8,7 +8,7 @@ import sqlite3
 from nvprof_wrap import readers
 from nvprof_wrap.classify import classify
 from nvprof_wrap.text.demangle import demangle
-from tests.conftest import ROOT
+from tests._paths import ROOT
 
 SAMPLE = ROOT / "nvprof_wrap" / "samples" / "torch_ops" / "nsys_torch_ops.sqlite"  # the real H200 capture, bundled
 

@@ -25,10 +25,9 @@ from benchmarks.pathological import mangled_bomb
 from nvprof_wrap.cli import main
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS
 from nvprof_wrap.text import demangle as demangle_mod
-from tests.conftest import H200, PUBLIC, ROOT
+from tests._paths import H200, PUBLIC, ROOT, RUNS
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 SEEDS = {
     "nsys-sqlite": H200 / "nsys_two_child_processes.sqlite",
     "nvprof": PUBLIC / "josiahdavis__profiling-lm__net.sql",

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from nvprof_wrap.readers import _xplane_schema
 from nvprof_wrap.store import Store
 from tests import xspace_build as xb
-from tests.conftest import ROOT
+from tests._paths import DATA
 from tests.readers.test_fuzz import FUZZ, check_outcome
 
-CONSOLE = ROOT / "tests" / "data" / "console"
+CONSOLE = DATA / "console"
 SEEDS = {
     "xplane": lambda: xb.xspace(xb.h200_jax_step(), _xplane_schema.own()),
     "tf-trace-json": lambda: xb.trace_json(xb.h200_jax_step()),

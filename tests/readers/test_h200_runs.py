@@ -14,9 +14,8 @@ from nvprof_wrap.classify import classify
 from nvprof_wrap.classify import static as static_evidence
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers._rows import mix_text, split_label
-from tests.conftest import ROOT
+from tests._paths import ROOT, RUNS
 
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
 
 

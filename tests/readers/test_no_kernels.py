@@ -14,10 +14,9 @@ import pytest
 from nvprof_wrap import readers
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
-from tests.conftest import PUBLIC, ROOT
+from tests._paths import PUBLIC, ROOT, RUNS
 
 NSYS = ROOT / "nvprof_wrap" / "samples" / "torch_ops" / "nsys_torch_ops.sqlite"  # bundled H200 capture
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 
 
 def _sqlite_without(src, dst, *deletes: str):

@@ -8,7 +8,7 @@ import pytest
 from nvprof_wrap import readers
 from nvprof_wrap.classify import classify
 from nvprof_wrap.text.demangle import demangle
-from tests.conftest import H200, PUBLIC, ROOT
+from tests._paths import H200, PUBLIC, RUNS
 
 
 def _distinct(c):
@@ -219,7 +219,7 @@ def test_torch_profiler_traces_get_a_per_op_table_from_their_cpu_ops():
 def test_torch_profiler_kernels_launched_by_driver_calls_get_their_op():
     """PyTorch 2.x records cuBLAS' cuLaunchKernelEx under cat 'cuda_driver': this project's torch.profiler trace of
     a GPT bf16 step on the H200 (297 of its 1,323 launches, all the nvjet GEMMs) — once '(no NVTX range)'."""
-    trace = readers.read(ROOT / "tests" / "data" / "h200_runs" / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz")
+    trace = readers.read(RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz")
     assert sum(o.launches for o in trace.ops) == sum(k.launches for k in trace.kernels) == 1323
     assert "(no NVTX range)" not in {o.op for o in trace.ops}  # every launch under an op range
     gemms = {o.op for o in trace.ops if o.name.startswith("nvjet_")}

@@ -7,7 +7,6 @@ their repositories state no licence). Built files: a JAX step on an H200 in XLA'
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,7 @@ from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _xplane_schema, tf_trace_json, xplane
 from tests import xspace_build as xb
-from tests.conftest import fixture_file
+from tests._paths import RUNS, fixture_file
 
 TURING = "public/aoberai__chess-engine__aoberai"
 V100 = "public/mholmeslinder__semi-supervised-cv__a0ecb7033138"
@@ -206,7 +205,7 @@ def test_a_tensorboard_profile_folder_counts_its_run_once(tmp_path, capsys):
 
 
 # --- a real JAX profile of a bf16 training step on the H200 (workloads/jax_mlp.py, 2026-11-30) --------------------
-JAX_H200 = Path(__file__).resolve().parents[1] / "data" / "h200_runs" / "jax_bf16_xplane"
+JAX_H200 = RUNS / "jax_bf16_xplane"
 
 
 def test_real_jax_h200_xplane():

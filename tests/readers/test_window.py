@@ -17,9 +17,8 @@ from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.readers import _kineto_rows
 from nvprof_wrap.store import Store
-from tests.conftest import ROOT
+from tests._paths import ROOT, RUNS
 
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 KERAS = ROOT / "nvprof_wrap" / "samples" / "keras_reuters_fp16" / "nsys_annotated.sqlite"
 KINETO = RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
 

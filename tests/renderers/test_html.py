@@ -14,7 +14,7 @@ import pytest
 
 from nvprof_wrap.cli import main
 from nvprof_wrap.renderers import RENDERERS
-from tests.conftest import ROOT
+from tests._paths import ROOT
 
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
 

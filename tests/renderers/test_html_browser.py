@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nvprof_wrap.cli import main
+from tests._paths import RUNS
 from tests.renderers.test_html import HOSTILE, HOSTILE_OP, HOSTILE_PROCESS, SAMPLES, hostile_capture
 
 pytestmark = pytest.mark.browser
@@ -154,9 +155,8 @@ def test_demo_page_with_three_reports_and_working_links(browser, tmp_path, capsy
 
 
 def test_compare_page_of_the_fp32_and_bf16_runs_renders_quietly(browser, tmp_path, capsys):
-    runs = Path(__file__).resolve().parents[1] / "data" / "h200_runs"
     out = tmp_path / "compare.html"
-    assert main(["compare", str(runs / "gpt_fp32_nsys"), str(runs / "gpt_bf16_nsys"), "--format", "html",
+    assert main(["compare", str(RUNS / "gpt_fp32_nsys"), str(RUNS / "gpt_bf16_nsys"), "--format", "html",
                  "-o", str(out)]) == 0
     v = Visit(browser, out)
     try:

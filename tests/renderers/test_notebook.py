@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests._paths import ROOT
 from tests.renderers.test_html_browser import browser  # noqa: F401 - the same headless Chromium, as a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "nvprof_wrap" / "samples" / "keras_reuters_fp16" / "nsys_annotated.sqlite"
 WIDTH = 1000
 MAX_ROW_LINES = 3

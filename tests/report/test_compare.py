@@ -18,9 +18,8 @@ from nvprof_wrap.renderers._rows import numbered_merged
 from nvprof_wrap.report.compare import compare
 from nvprof_wrap.report.gates import shortfalls
 from nvprof_wrap.text.names import shorten_all
+from tests._paths import ROOT, RUNS
 
-ROOT = Path(__file__).resolve().parents[2]
-RUNS = ROOT / "tests" / "data" / "h200_runs"
 FP32, BF16 = RUNS / "gpt_fp32_nsys", RUNS / "gpt_bf16_nsys"
 
 

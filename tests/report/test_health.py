@@ -33,8 +33,9 @@ from nvprof_wrap.report.health import (
     parse_keras_logs,
     parse_metrics_jsonl,
 )
+from tests._paths import DATA, RUNS
 
-LOGS = Path(__file__).parents[1] / "data" / "keras_logs"
+LOGS = DATA / "keras_logs"
 
 
 def read_log(name: str) -> str:
@@ -290,7 +291,7 @@ def test_a_job_that_printed_gigabytes_is_read_in_bounded_memory(capsys, tmp_path
     from nvprof_wrap.report import health
 
     monkeypatch.setattr(health, "MAX_LINE_BYTES", 1 << 20)
-    run = Path(__file__).parents[1] / "data" / "h200_runs" / "gpt_fp32_nsys"
+    run = RUNS / "gpt_fp32_nsys"
     folders = {}
     for kind in ("plain", "huge"):
         folder = folders[kind] = tmp_path / kind

@@ -6,7 +6,7 @@ from nvprof_wrap.pipeline import analyze, evidence
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.renderers._rows import mix_text, split_label
 from nvprof_wrap.store import Store
-from tests.conftest import H200, PUBLIC
+from tests._paths import H200, PUBLIC, ROOT, RUNS
 
 
 def build(*paths):
@@ -55,9 +55,8 @@ def test_idle_and_split_on_the_titan_v_capture():
 def test_a_moved_run_folder_is_not_counted_twice(tmp_path):
     import shutil
 
-    from tests.conftest import ROOT
 
-    src = ROOT / "tests" / "data" / "h200_runs" / "gemm_cupti"
+    src = RUNS / "gemm_cupti"
     first = tmp_path / "a"
     shutil.copytree(src, first)
     store = Store(first / "run.sqlite")
@@ -73,7 +72,6 @@ def test_a_moved_run_folder_is_not_counted_twice(tmp_path):
 
 
 def test_hints_say_why_not_from_the_numbers():
-    from tests.conftest import ROOT
 
     seed = build(ROOT / "nvprof_wrap" / "samples" / "keras_reuters_fp16")
     assert any(h.startswith("78% of GPU time is memory copies, mostly HtoD") for h in seed.hints)

@@ -18,7 +18,7 @@ from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.store import Store
-from tests.conftest import H200, PUBLIC, ROOT
+from tests._paths import H200, PUBLIC, ROOT, RUNS
 from tests.readers.test_bounds import one_line_error, unprivileged
 
 CAPTURE = H200 / "nsys_two_child_processes.sqlite"  # 22 launches
@@ -88,7 +88,7 @@ def test_concurrent_first_reports_of_one_run_folder_wait_for_each_other(tmp_path
     folder = tmp_path / "run"
     folder.mkdir()
     # a real run's manifest: the four reports also record the run in the history at once
-    shutil.copy(ROOT / "tests/data/h200_runs/gpt_fp32_nsys/manifest.json", folder / "manifest.json")
+    shutil.copy(RUNS / "gpt_fp32_nsys/manifest.json", folder / "manifest.json")
     shutil.copy(CAPTURE, folder / "nsys.sqlite")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "report", str(folder), "--format", "json"],
@@ -120,7 +120,7 @@ def test_a_read_only_store_is_reported_never_renamed(tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()
     # a real run's manifest: the four reports also record the run in the history at once
-    shutil.copy(ROOT / "tests/data/h200_runs/gpt_fp32_nsys/manifest.json", folder / "manifest.json")
+    shutil.copy(RUNS / "gpt_fp32_nsys/manifest.json", folder / "manifest.json")
     shutil.copy(CAPTURE, folder / "nsys.sqlite")
     s = Store(folder / "run.sqlite")
     ingest(s, [folder])
@@ -203,7 +203,7 @@ def test_a_store_written_by_an_older_reader_is_read_again_not_summed(tmp_path, c
     GPU idle measured from the first kernel, no longer from the first start-up copy), an older store must not go on
     reporting the old numbers — nor be summed with the new ones."""
     run = tmp_path / "gpt_fp32"
-    shutil.copytree(ROOT / "tests/data/h200_runs/gpt_fp32_nsys", run, ignore=shutil.ignore_patterns("run.sqlite*"))
+    shutil.copytree(RUNS / "gpt_fp32_nsys", run, ignore=shutil.ignore_patterns("run.sqlite*"))
     assert main(["report", str(run), "--format", "json"]) == 0
     fresh = json.loads(capsys.readouterr().out)
     conn = sqlite3.connect(run / "run.sqlite")

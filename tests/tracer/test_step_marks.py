@@ -12,9 +12,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.conftest import ROOT
-
-FAKES = ROOT / "tests" / "fakes" / "bin"
+from tests._paths import FAKE_BIN, ROOT
 
 TORCH = '''
 import json, os, sys, types
@@ -64,7 +62,7 @@ def _run(tmp_path, *flags: str) -> tuple[subprocess.CompletedProcess, list]:
     (tmp_path / "torch" / "__init__.py").write_text(TORCH)
     (tmp_path / "job.py").write_text(JOB)
     log = tmp_path / "nvtx.jsonl"
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": "NVIDIA H200:9.0",
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": "NVIDIA H200:9.0",
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]), "NO_COLOR": "1", "STAND_IN_LOG": str(log),
            "HOME": os.environ.get("HOME", "/root")}
     proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(tmp_path / "run"),

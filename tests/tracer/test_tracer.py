@@ -22,10 +22,9 @@ import pytest
 
 from nvprof_wrap.tracer import cupti_trace, objects
 from nvprof_wrap.tracer import setup as tracer_setup
+from tests._paths import FAKES, ROOT
 
-REPO = Path(__file__).resolve().parents[2]
-INJECT = REPO / "nvprof_wrap" / "tracer" / "inject"
-FAKES = Path(__file__).resolve().parents[1] / "fakes"
+INJECT = ROOT / "nvprof_wrap" / "tracer" / "inject"
 BUSY = "nvprof-wrap: CUPTI is already in use by another profiler ({}); this process is not traced"
 SCRUB = ("PYTHONPATH", "NVPROF_WRAP_CUPTI_DIR", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH",
          "FAKE_CUPTI", "FAKE_CUPTI_RECORDS_PER_BUFFER", "RANK", "LOCAL_RANK", "SLURM_PROCID",
@@ -39,7 +38,7 @@ def run_job(code: str, out_dir: Path | None, *, fakes: bool = True, extra_path: 
             **env: str) -> subprocess.CompletedProcess:
     """Run `python -c code` as a traced job would be run."""
     environ = {k: v for k, v in os.environ.items() if k not in SCRUB}
-    paths = [INJECT, REPO, *extra_path, *([FAKES] if fakes else [])]
+    paths = [INJECT, ROOT, *extra_path, *([FAKES] if fakes else [])]
     environ["PYTHONPATH"] = os.pathsep.join(map(str, paths))
     if out_dir is not None:
         environ["NVPROF_WRAP_CUPTI_DIR"] = str(out_dir)

@@ -22,7 +22,8 @@ import pytest
 
 from nvprof_wrap.tracer import layouts as L
 from nvprof_wrap.tracer import raw
-from tests.tracer.test_tracer import FAKES, WORK, captures, only_capture, read, run_job, script
+from tests._paths import FAKES
+from tests.tracer.test_tracer import WORK, captures, only_capture, read, run_job, script
 
 
 def _fake_modules() -> tuple:

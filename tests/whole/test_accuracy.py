@@ -17,9 +17,9 @@ from benchmarks.other_tools import (
     torch_tb_profiler,
     xprof,
 )
-from tests.conftest import FIXTURES, ROOT
+from tests._paths import FIXTURES, H200, ROOT
 
-NCU_CSV = FIXTURES / "h200" / "ncu_tensor_metrics.csv"
+NCU_CSV = H200 / "ncu_tensor_metrics.csv"
 OURS = ("h200_counters.tsv", "public_named.tsv", "h200_training_runs.tsv")
 _INST = "sm__inst_executed_pipe_tensor_op_{}.sum"
 

@@ -14,9 +14,8 @@ import pytest
 import nvprof_wrap
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import NvprofWrapError
-from tests.conftest import ROOT
+from tests._paths import DATA, FAKES, H200, PUBLIC, ROOT
 
-FAKES = ROOT / "tests" / "fakes"
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
 NVJET = "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"
 FILL = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
@@ -34,7 +33,6 @@ def python(code: str, tmp_path, **env: str) -> dict:
 
 
 # --- analyze() is `report --format json` ----------------------------------------------------------------------
-DATA = ROOT / "tests" / "data"
 # A run folder's own files (what reading a folder skips): not captures, not fixtures.
 RUN_FILES = {"manifest.json", "metrics.jsonl", "stdout.log", "stderr.log"}
 
@@ -44,7 +42,6 @@ def _every_fixture() -> list:
     tests/data/h200_runs, the console captures and MIT traces under tests/data, and every file of the shared public
     and H200 fixtures. Those that are no capture (the H200 records JSON and nsys log, PTX, verify.json, the AMD traces)
     must be refused alike by both."""
-    from tests.conftest import H200, PUBLIC
 
     runs = sorted(p for p in (DATA / "h200_runs").iterdir() if p.is_dir())
     found = [*(SAMPLES / s for s in ("keras_reuters_fp16", "torch_ops", "two_children")), *runs,

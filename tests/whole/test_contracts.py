@@ -20,11 +20,10 @@ from nvprof_wrap.classify import classify_many
 from nvprof_wrap.model import Activity, Capture, CounterVerdict, Device, KernelAgg, MemAgg, OpAgg, Process
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import RENDERERS, Renderer
-from tests.conftest import PUBLIC, ROOT
+from tests._paths import DATA, FAKE_BIN, PUBLIC, ROOT
 
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
-DATA = ROOT / "tests" / "data"
-FAKE_NSYS = ROOT / "tests" / "fakes" / "bin" / "nsys"
+FAKE_NSYS = FAKE_BIN / "nsys"
 
 # A real capture of every format (public fixtures where the project may not commit the file).
 REAL = {

@@ -9,16 +9,14 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
-
-FAKES = ROOT / "tests" / "fakes" / "bin"
+from tests._paths import FAKE_BIN, ROOT
 
 
 @pytest.mark.slow
 def test_experiment_table_from_real_workload_runs(tmp_path):
     pytest.importorskip("keras")
     pytest.importorskip("torch")
-    env = {**os.environ, "PATH": f"{FAKES}:{os.environ['PATH']}", "KERAS_BACKEND": "torch", "NO_COLOR": "1",
+    env = {**os.environ, "PATH": f"{FAKE_BIN}:{os.environ['PATH']}", "KERAS_BACKEND": "torch", "NO_COLOR": "1",
            "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
     env.pop("NVPROF_WRAP_NSYS", None)
     out = tmp_path / "exp"
@@ -46,7 +44,7 @@ def test_a_failing_precision_fails_the_experiment_and_says_so_in_the_table(tmp_p
     'failed (exit 3)' instead of a health verdict for a run that did not finish."""
     script = tmp_path / "workload.py"
     script.write_text("import sys\nsys.exit(3 if sys.argv[sys.argv.index('--precision') + 1] == 'fp16' else 0)\n")
-    env = {**os.environ, "PATH": f"{FAKES}:{os.environ['PATH']}", "NO_COLOR": "1", "PYTHONPATH": str(ROOT),
+    env = {**os.environ, "PATH": f"{FAKE_BIN}:{os.environ['PATH']}", "NO_COLOR": "1", "PYTHONPATH": str(ROOT),
            "COLUMNS": "160"}
     env.pop("NVPROF_WRAP_NSYS", None)
     cmd = [sys.executable, "-m", "nvprof_wrap", "experiment", str(script), "--backend", "nsys",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests._paths import ROOT
 
 PACKAGE = ROOT / "nvprof_wrap"
 

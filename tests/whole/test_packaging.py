@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests._paths import FAKE_BIN, ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # import name -> distribution name, where they differ
@@ -120,7 +120,7 @@ def test_the_installed_wheel_runs_every_path_a_user_walks(tmp_path):
     assert pip.returncode == 0, pip.stderr[-2000:]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    fakes = ROOT / "tests" / "fakes" / "bin"
+    fakes = FAKE_BIN
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NVPROF_WRAP_NSYS")} | {
         "NO_COLOR": "1", "NVPROF_WRAP_HISTORY": str(tmp_path / "history.sqlite"), "KERAS_BACKEND": "tensorflow",
         "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "160",

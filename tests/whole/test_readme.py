@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import ROOT
+from tests._paths import ROOT
 
 
 def test_ci_runs_exactly_the_readme_test_command():

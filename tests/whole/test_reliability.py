@@ -18,9 +18,8 @@ from nvprof_wrap import report
 from nvprof_wrap.pipeline import evidence
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.store import Store
-from tests.conftest import H200, PUBLIC, ROOT
+from tests._paths import FAKE_BIN, H200, PUBLIC, ROOT, RUNS
 
-FAKES = ROOT / "tests" / "fakes" / "bin"
 CAPTURES = [H200 / "nsys_torch_ops.sqlite", H200 / "nsys_two_child_processes.sqlite",
             PUBLIC / "m-goldstein__GPU_ML__timeline.nvvp", PUBLIC / "josiahdavis__profiling-lm__net.sql",
             PUBLIC / "NVIDIA__Fuser__report1.sqlite", PUBLIC / "LeiWang1999__memfusion_artifact__report1.sqlite",
@@ -113,7 +112,7 @@ def test_a_damaged_store_is_set_aside_and_rebuilt(tmp_path, capsys):
 
 
 def wrapper(args, **kw):
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "--no-report", *args],
                           capture_output=True, check=False, text=True, env=env, timeout=120, **kw)
 
@@ -149,7 +148,7 @@ def test_the_wrapper_killed_leaves_the_job_and_its_capture(tmp_path):
            "for i in range(40):\n    print('line', i, flush=True); print('err', i, file=sys.stderr, flush=True)\n"
            "    time.sleep(0.05)\n"
            f"pathlib.Path({str(flag)!r}).write_text('ok')\n")
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "--no-report", "-o",
                           str(out), "--", sys.executable, "-c", job], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -169,7 +168,7 @@ def test_the_wrapper_killed_leaves_the_job_and_its_capture(tmp_path):
     assert (out / "stderr.log").read_text().count("err ") == 40
     assert json.loads((out / "manifest.json").read_text())["status"] == "running"
     store = Store()
-    os.environ["NVPROF_WRAP_NSYS"] = str(FAKES / "nsys")
+    os.environ["NVPROF_WRAP_NSYS"] = str(FAKE_BIN / "nsys")
     try:
         skipped = ingest(store, [out])
         evidence.rank(store)
@@ -188,7 +187,7 @@ def test_a_closed_terminal_leaves_the_job_running_and_the_run_recorded(tmp_path)
     out, flag = tmp_path / "run", tmp_path / "job-finished"
     job = ("import time, pathlib\nfor i in range(60):\n    print('line', i, flush=True); time.sleep(0.05)\n"
            f"pathlib.Path({str(flag)!r}).write_text('ok')\nraise SystemExit(3)\n")
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKES}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT),
            "NO_COLOR": "1"}
     argv = [sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(out), "--", sys.executable,
             "-c", job]
@@ -298,7 +297,7 @@ def test_a_cupti_capture_read_with_forked_workers_matches_the_one_process_read(t
     from nvprof_wrap.system import fork as _fork
 
     capture = tmp_path / "cupti-vm-559.sqlite"
-    with gzip.open(ROOT / "tests/data/h200_runs/keras_fp16_cupti_ops/cupti-vm-559.sqlite.gz") as src, \
+    with gzip.open(RUNS / "keras_fp16_cupti_ops/cupti-vm-559.sqlite.gz") as src, \
             open(capture, "wb") as dst:
         shutil.copyfileobj(src, dst)
     alone = cupti_sqlite.read(capture)

@@ -21,11 +21,11 @@ from nvprof_wrap.classify.rank import decide
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import ncu_csv
-from tests.conftest import FIXTURES, PUBLIC, ROOT
+from tests._paths import DATA, PUBLIC, ROOT, RUNS, WILD
 
-TRAIN = ROOT / "tests" / "data" / "h200_runs" / "train_counters"
-MIT = ROOT / "tests" / "data" / "public_mit"
-B200 = FIXTURES / "wild" / "kineto-vllm-b200.json.gz"  # AMD-AGI/TraceLens tests/traces/b200/eager_trace.json.gz
+TRAIN = RUNS / "train_counters"
+MIT = DATA / "public_mit"
+B200 = WILD / "kineto-vllm-b200.json.gz"  # AMD-AGI/TraceLens tests/traces/b200/eager_trace.json.gz
 
 
 def _counters(run: str) -> dict[str, object]:

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from tests._paths import ROOT
+
 pytestmark = pytest.mark.tf  # Keras on TensorFlow (its default backend): the tf group
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads"
 TIMEOUT_S = 240  # generous: a cold TensorFlow import alone takes seconds on 2 cores
 
