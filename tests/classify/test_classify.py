@@ -35,19 +35,28 @@ def test_every_kernel_of_the_torch_ops_script_has_the_expected_verdict():
     ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "yes", "bf16"),
     ("nvjet_sm90_qqtst_128x128_128x6_2x1_v_bz_coopA_algo2_TNT", "yes", "fp8"),
     ("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT", "yes", "fp16"),
-    ("sm90_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize128x64x16_stage3_warpsize2x2x1_tensor16x8x8_execute_kernel__5x_cublas", "yes", "fp64"),
-    ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize64x64x64_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn", "yes", "bf16"),
-    ("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize64x64x64_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn", "yes", "fp16"),
-    ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_alignc4_execute_kernel_cudnn", "yes", "tf32"),
-    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4>(cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4::Params)", "yes", "tf32"),
-    ("void cutlass::Kernel<cutlass_70_wmma_tensorop_f16_s161616gemm_f16_32x32_64x2_tn_align8>(cutlass_70_wmma_tensorop_f16_s161616gemm_f16_32x32_64x2_tn_align8::Params)", "yes", "fp16"),
-    ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_i161616gemm_s8_forwardCompat_128x128_32x2_nn_align4>(T1::Params)", "yes", "int8"),
-    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0", "yes", "fp16/bf16"),
+    (("sm90_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize128x64x16_stage3_warpsize2x2x1_tensor16x8x8_execute_kernel__5x_"
+      "cublas"), "yes", "fp64"),
+    (("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize64x64x64_warpgroupsize1x1x1_g1_execute_"
+      "segment_k_off_kernel__5x_cudnn"), "yes", "bf16"),
+    (("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize64x64x64_warpgroupsize1x1x1_g1_execute_"
+      "segment_k_off_kernel__5x_cudnn"), "yes", "fp16"),
+    (("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_"
+      "g1_tensor16x8x8_alignc4_execute_kernel_cudnn"), "yes", "tf32"),
+    (("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4>"
+      "(cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4::Params)"), "yes", "tf32"),
+    (("void cutlass::Kernel<cutlass_70_wmma_tensorop_f16_s161616gemm_f16_32x32_64x2_tn_align8>"
+      "(cutlass_70_wmma_tensorop_f16_s161616gemm_f16_32x32_64x2_tn_align8::Params)"), "yes", "fp16"),
+    ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_i161616gemm_s8_forwardCompat_128x128_32x2_nn_align4>(T1::Params)",
+     "yes", "int8"),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0",
+     "yes", "fp16/bf16"),
     ("trt_ampere_h16816gemm_64x64_ldg8_relu_stages_64x5_tn_v1", "yes", "fp16"),
     ("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn", "yes", "fp16"),
     ("volta_h884gemm_64x64_ldg8_nn", "yes", "fp16"),
     # negatives: FFMA/SIMT beat 'xmma', the arch prefix does not name the GPU, pooling is not a GEMM
-    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas", "no", "fp32"),
+    (("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__"
+      "5x_cublas"), "no", "fp32"),
     ("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)", "no", "fp32"),
     ("volta_sgemm_128x64_nn", "no", "fp32"),
     ("ampere_sgemm_32x32_sliced1x4_tn", "no", "fp32"),
@@ -55,7 +64,8 @@ def test_every_kernel_of_the_torch_ops_script_has_the_expected_verdict():
     ("sm50_xmma_pooling_coalescedC_NHWC_kMAX_3_False_execute_kernel_trt", "no", ""),
     ("turing_fp16_sgemm_fp16_128x64_nn", "no", "fp16"),
     ("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)", "no", ""),
-    ("void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::Half>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::Half>, std::array<char*, 3ul>)", "no", "fp16"),
+    (("void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::Half>, "
+      "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::Half>, std::array<char*, 3ul>)"), "no", "fp16"),
     ("triton_poi_fused_add_0", "no", ""),
     # generated GEMMs carry no evidence: unknown, never guessed
     ("triton_tem_fused_mm_0", "unknown", ""),
@@ -82,7 +92,8 @@ def test_cutlass_kernel_is_read_from_the_demangled_name_not_short_name():
 
     capture = nsys_sqlite.read(PUBLIC / "wenscarl__cutlass_benchmark__report1.sqlite")
     (k,) = capture.kernels
-    assert len(k.name) == 4889 and "MmaTensorOp" in k.name and "GemmShape<(int)16, (int)8, (int)8>" in k.name and "cutlass::half_t" in k.name
+    assert (len(k.name) == 4889 and "MmaTensorOp" in k.name and "GemmShape<(int)16, (int)8, (int)8>" in k.name
+            and "cutlass::half_t" in k.name)
     assert classify(k.name).tensor_core == "yes"
     assert classify(k.name).precision == "fp16"
 

@@ -149,8 +149,9 @@ def test_unreadable_path(capsys, tmp_path):
 
 
 def test_demo_subprocess_and_module_entry():
-    proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "demo", "--width", "110"], capture_output=True, check=False,
-                          text=True, env={"NVPROF_WRAP_HISTORY": "off", "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "demo", "--width", "110"], capture_output=True,
+                          check=False, text=True, timeout=120,
+                          env={"NVPROF_WRAP_HISTORY": "off", "NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith("[1/3] The seed's Keras Reuters MLP in pure fp16")

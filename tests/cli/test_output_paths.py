@@ -36,8 +36,9 @@ def one_line(err: str) -> bool:
 
 
 def env(**extra) -> dict:
-    return {"NVPROF_WRAP_HISTORY": os.environ["NVPROF_WRAP_HISTORY"], "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin",
-            "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root"), **extra}
+    return {"NVPROF_WRAP_HISTORY": os.environ["NVPROF_WRAP_HISTORY"],
+            "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
+            "HOME": os.environ.get("HOME", "/root"), **extra}
 
 
 def wrapper(args, stdout=subprocess.PIPE, cwd=None, **extra):

@@ -22,12 +22,13 @@ def wrapper(args, gpus="", path_fakes=True, extra_env=None, **kw):
     # NVPROF_WRAP_FIXTURES passed on: the fake nvprof copies its capture from the fixtures the tests use (it finds
     # them through tests/_paths.py, which reads this variable; naming FIXTURES here would mark every test calling
     # wrapper as needing them)
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": (f"{FAKE_BIN}:" if path_fakes else "") + "/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": gpus,
+    env = {"NVPROF_WRAP_HISTORY": "off",
+           "PATH": (f"{FAKE_BIN}:" if path_fakes else "") + "/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": gpus,
            "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root"),
            **{k: v for k, v in os.environ.items() if k == "NVPROF_WRAP_FIXTURES"}, **(extra_env or {})}
     env.pop("NVPROF_WRAP_NSYS", None)
-    return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", *args], capture_output=True, check=False, text=True,
-                          env=env, timeout=120, **kw)
+    return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", *args], capture_output=True, check=False,
+                          text=True, env=env, timeout=120, **kw)
 
 
 def manifest(folder: Path) -> dict:
@@ -185,7 +186,8 @@ def test_signals_reach_the_job_and_the_capture_is_kept(tmp_path, sig, code):
            "def h(s, f):\n    print('job got', s, flush=True); sys.exit(128 + s)\n"
            "signal.signal(signal.SIGINT, h); signal.signal(signal.SIGTERM, h)\n"
            "print('ready', flush=True)\ntime.sleep(60)\n")
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+           "NO_COLOR": "1"}
     p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(out),
                           "--no-report", "--", sys.executable, "-c", job], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env)
@@ -202,8 +204,9 @@ def test_signals_reach_the_job_and_the_capture_is_kept(tmp_path, sig, code):
 
 
 def test_doctor_lists_the_machine_and_runs_the_probe_under_the_best_backend(tmp_path):
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": "NVIDIA H200:9.0", "PYTHONPATH": str(ROOT),
-           "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root")}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin",
+           "FAKE_GPUS": "NVIDIA H200:9.0", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
+           "HOME": os.environ.get("HOME", "/root")}
     proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "doctor", "--format", "json", "-o",
                            str(tmp_path / "probe")], capture_output=True, check=False, text=True, env=env, timeout=180)
     assert proc.returncode == 0, proc.stderr

@@ -43,8 +43,8 @@ def test_real_manifests_say_what_ran_where():
 
 
 def test_what_run_writes_reads_back_key_for_key(tmp_path):
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
-           "HOME": os.environ.get("HOME", "/root"), "FAKE_GPUS": "NVIDIA H200:9.0"}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+           "NO_COLOR": "1", "HOME": os.environ.get("HOME", "/root"), "FAKE_GPUS": "NVIDIA H200:9.0"}
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(out),
                            "--no-report", "--", sys.executable, "-c", "print('hi')"], capture_output=True, text=True,
@@ -107,7 +107,8 @@ def test_experiment_no_run_refuses_a_broken_manifest_in_one_line(tmp_path, capsy
     (tmp_path / "fp32" / "manifest.json").write_text('{"command": ["x"], "backend": "nsys", "wall_s": "long"}')
     code = main(["experiment", "reuters_mlp", "--precisions", "fp32", "--no-run", "-o", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "fp32/manifest.json: not a run manifest: wall_s is not a number" in err
+    assert code == 2 and err.count("\n") == 1
+    assert "fp32/manifest.json: not a run manifest: wall_s is not a number" in err
     (tmp_path / "fp32" / "manifest.json").write_text('{"command": ["x"], "backend": "nsys", "status": "running"}')
     assert main(["experiment", "reuters_mlp", "--precisions", "fp32", "--no-run", "-o", str(tmp_path)]) == 2
     assert "this run never ended" in capsys.readouterr().err

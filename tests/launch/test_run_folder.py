@@ -20,8 +20,8 @@ from tests.readers.test_bounds import unprivileged
 def env(**extra: str) -> dict[str, str]:
     # the session's throwaway run history (tests/conftest.py): without it `run` recorded into the user's own
     return {"PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
-            "HOME": os.environ.get("HOME", "/root"), "NVPROF_WRAP_HISTORY": os.environ.get("NVPROF_WRAP_HISTORY", "off"),
-            **extra}
+            "HOME": os.environ.get("HOME", "/root"),
+            "NVPROF_WRAP_HISTORY": os.environ.get("NVPROF_WRAP_HISTORY", "off"), **extra}
 
 
 def wrapper(*args: object, extra_env: dict | None = None, **kw) -> subprocess.CompletedProcess:

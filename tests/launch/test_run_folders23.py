@@ -321,7 +321,8 @@ def test_a_run_still_running_is_in_progress_and_one_whose_wrapper_died_says_so(t
         assert proc.returncode == 0, proc.stderr
         said = " ".join(proc.stdout.split())
         assert said.startswith("Run in progress: job is still running (its manifest says \"running\" and nvprof-wrap "
-                               "(pid 4321) or its job still holds the run folder) — report of what it wrote so far"), said
+                               "(pid 4321) or its job still holds the run folder) — report of what it wrote so "
+                               "far"), said
     finally:
         holder.kill()
         holder.wait()

@@ -76,8 +76,8 @@ def test_a_folder_without_a_capture_is_refused_in_one_line(tmp_path, capsys):
     with pytest.raises(BadInput, match="no profiler capture in .*empty"):
         report(tmp_path / "empty")
     code, out, err = cli(capsys, "report", str(tmp_path / "empty"))
-    assert code == 2 and out == "" and err.strip() == f"nvprof-wrap: error: no profiler capture in {tmp_path / 'empty'} " \
-                                                     "(the folder is empty)"
+    assert code == 2 and out == ""
+    assert err.strip() == f"nvprof-wrap: error: no profiler capture in {tmp_path / 'empty'} (the folder is empty)"
     notes = tmp_path / "notes"
     notes.mkdir()
     shutil.copy(RUNS / "gpt_bf16_nsys" / "stdout.log", notes / "train.txt")

@@ -484,7 +484,8 @@ def _per_launch_inputs(tmp_path: Path) -> dict[str, tuple[Path, int]]:
     out["xplane"] = (tmp_path / "x.xplane.pb", before)
     (tmp_path / "trace.csv").write_text(
         '"Start","Duration","Grid X","Device","Context","Stream","Name"\nms,us,,,,,\n'
-        + "".join(f'{i}.0,{d},1,"Tesla V100 (0)",1,7,"{TC_NAME} [{i}]"\n' for i, d in enumerate(("5.0", "-1.6", "1e12"))))
+        + "".join(f'{i}.0,{d},1,"Tesla V100 (0)",1,7,"{TC_NAME} [{i}]"\n'
+                  for i, d in enumerate(("5.0", "-1.6", "1e12"))))
     out["nvprof-csv-trace"] = (tmp_path / "trace.csv", 5000)
     (tmp_path / "pyprof.csv").write_text(
         '"Kernel","Module","Op","Direction","Sil(ns)","TC","FLOPs","Bytes","Device","Stream","Block","Grid"\n'
@@ -495,7 +496,8 @@ def _per_launch_inputs(tmp_path: Path) -> dict[str, tuple[Path, int]]:
         '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
         '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
         + "".join(f'"{i}","7","python","h","{TC_NAME}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","Command line '
-                  f'profiler metrics","gpu__time_duration.sum","ns","{d}"\n' for i, d in enumerate(("5000", "-1600", "1e18"))))
+                  f'profiler metrics","gpu__time_duration.sum","ns","{d}"\n'
+                  for i, d in enumerate(("5000", "-1600", "1e18"))))
     out["ncu-csv"] = (tmp_path / "ncu.csv", 5000)
     log = (DATA / "console" / "xplacer_nvprof_gpu_trace_bfs.log").read_text().splitlines(keepends=True)
     plain = tmp_path / "plain.log"

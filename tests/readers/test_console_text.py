@@ -49,7 +49,8 @@ def test_ncu_csv_with_the_header_repeated():
 def test_ncu_section_export_units_and_no_duration(tmp_path, capsys):
     head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream",'
             '"Section Name","Metric Name","Metric Unit","Metric Value"\n')
-    rows = [("0", "Duration", "msecond", "1.5"), ("1", "Duration", "second", "0.002"), ("2", "Duration", "usecond", "3")]
+    rows = [("0", "Duration", "msecond", "1.5"), ("1", "Duration", "second", "0.002"),
+            ("2", "Duration", "usecond", "3")]
     text = "epoch 1 loss 0.3\n==PROF== Connected to process 7\n" + head + "".join(
         f'"{i}","7","python","127.0.0.1","volta_sgemm_128x64_nn","2020-Apr-07 17:01:05","1","7",'
         f'"GPU Speed Of Light","{m}","{u}","{v}"\n' for i, m, u, v in rows)
@@ -136,21 +137,29 @@ def test_nvprof_summary_with_unit_suffixes_and_api_calls(tmp_path):
 def test_nvprof_gpu_trace_console():
     c = readers.read(CONSOLE / "xplacer_nvprof_gpu_trace_bfs.log")
     kernels = {k.name: k for k in c.kernels}
-    assert set(kernels) == {"Kernel(Node*, int*, bool*, bool*, bool*, int*, int)", "Kernel2(bool*, bool*, bool*, bool*, int)"}
+    assert set(kernels) == {"Kernel(Node*, int*, bool*, bool*, bool*, int*, int)",
+                            "Kernel2(bool*, bool*, bool*, bool*, int)"}
     assert kernels["Kernel2(bool*, bool*, bool*, bool*, int)"].launches == 8  # ' [137]' correlation ids stripped
     htod = next(m for m in c.memops if m.direction == "HtoD")
     assert htod.count == 10 and htod.bytes == 114_696  # Unified Memory rows are not copies of this list
 
 
 # nvprof --metrics on a V100, from LeiWang1999/leiblog.wang @f52ac58 source/_bak_posts_yun/使用Tensor-Core.md
-NVPROF_METRICS = """Invocations                               Metric Name                           Metric Description         Min         Max         Avg
+NVPROF_METRICS = """\
+Invocations                               Metric Name                           Metric Description         Min         \
+Max         Avg
 Device "Tesla V100-PCIE-16GB (0)"
     Kernel: volta_scudnn_128x32_relu_medium_nn_v1
-        100           tensor_precision_fu_utilization   Tensor-Precision Function Unit Utilization    Idle (0)    Idle (0)    Idle (0)
-    Kernel: void cutlass::Kernel<cutlass_tensorop_h884fprop_analytic_64x64_32x2>(cutlass_tensorop_h884fprop_analytic_64x64_32x2Params)
-        106           tensor_precision_fu_utilization   Tensor-Precision Function Unit Utilization     Low (1)     Low (2)     Low (1)
-    Kernel: void nchwToNhwcKernel<__half, __half, float, bool=1, bool=0, cudnnKernelDataType_t=0>(int, int, int, int, __half const *, __half*, float, float)
-        106           tensor_precision_fu_utilization   Tensor-Precision Function Unit Utilization    Idle (0)    Idle (0)    Idle (0)
+        100           tensor_precision_fu_utilization   Tensor-Precision Function Unit Utilization    Idle (0)    Idle \
+(0)    Idle (0)
+    Kernel: void cutlass::Kernel<cutlass_tensorop_h884fprop_analytic_64x64_32x2>(cutlass_tensorop_h884fprop_analytic_64\
+x64_32x2Params)
+        106           tensor_precision_fu_utilization   Tensor-Precision Function Unit Utilization     Low (1)     Low \
+(2)     Low (1)
+    Kernel: void nchwToNhwcKernel<__half, __half, float, bool=1, bool=0, cudnnKernelDataType_t=0>(int, int, int, int, \
+__half const *, __half*, float, float)
+        106           tensor_precision_fu_utilization   Tensor-Precision Function Unit Utilization    Idle (0)    Idle \
+(0)    Idle (0)
 """
 
 
@@ -159,7 +168,8 @@ def test_nvprof_metrics_tensor_units_are_counter_evidence(tmp_path, capsys):
     c = readers.read(path)
     assert c.format == "nvprof-metrics" and c.devices[0].name == "Tesla V100-PCIE-16GB"
     verdicts = {v.name: (v.tensor_core, v.launches, v.value) for v in c.counters}
-    cutlass = "void cutlass::Kernel<cutlass_tensorop_h884fprop_analytic_64x64_32x2>(cutlass_tensorop_h884fprop_analytic_64x64_32x2Params)"
+    cutlass = ("void cutlass::Kernel<cutlass_tensorop_h884fprop_analytic_64x64_32x2>"
+               "(cutlass_tensorop_h884fprop_analytic_64x64_32x2Params)")
     assert verdicts[cutlass] == ("yes", 106, 2.0)  # Max 'Low (2)'
     assert verdicts["volta_scudnn_128x32_relu_medium_nn_v1"] == ("no", 100, 0.0)
     assert all(k.total_ns is None for k in c.kernels)
@@ -172,9 +182,12 @@ def test_nvprof_metrics_tensor_units_are_counter_evidence(tmp_path, capsys):
 NSYS_STATS = """Launching kernel with 1 blocks...
 [6/8] Executing 'cuda_gpu_kern_sum' stats report
 
- Time (%)  Total Time (ns)  Instances  Avg (ns)  Med (ns)  Min (ns)  Max (ns)  StdDev (ns)                          Name                         
- --------  ---------------  ---------  --------  --------  --------  --------  -----------  -----------------------------------------------------
-    100.0        1,831,281      1,010   1,813.1   1,823.0     1,791     4,705         93.3  vectorAdd(const float *, const float *, float *, int)
+ Time (%)  Total Time (ns)  Instances  Avg (ns)  Med (ns)  Min (ns)  Max (ns)  StdDev (ns)                          \
+Name                         
+ --------  ---------------  ---------  --------  --------  --------  --------  -----------  \
+-----------------------------------------------------
+    100.0        1,831,281      1,010   1,813.1   1,823.0     1,791     4,705         93.3  vectorAdd(const float *, \
+const float *, float *, int)
 
 [7/8] Executing 'cuda_gpu_mem_time_sum' stats report
 
@@ -199,18 +212,28 @@ def test_nsys_stats_console_tables(tmp_path):
 # CodeInstrumentation/README.md: names longer than the column are cut without a mark (the first one here).
 NSYS_2020 = """CUDA Kernel Statistics (nanoseconds)
 
-Time(%)      Total Time   Instances         Average         Minimum         Maximum  Name                                                                                                                
--------  --------------  ----------  --------------  --------------  --------------  --------------------------------------------------------------------------------------------------------------------
-   18.3           58366           6          9727.7            2784           17215  void phi::BNForwardInference<float, (common::DataLayout)2>(float const*, phi::backends::gpu::CudnnDataType<float>::BatchNormParamType const*, phi::backends::gpu::CudnnDataType<float>::BatchNormPa
-    9.1           28960           3          9653.3            9440            9824  void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align1>(cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align1::Params)                                                                        
+Time(%)      Total Time   Instances         Average         Minimum         Maximum  \
+Name                                                                                                                
+-------  --------------  ----------  --------------  --------------  --------------  \
+--------------------------------------------------------------------------------------------------------------------
+   18.3           58366           6          9727.7            2784           17215  void \
+phi::BNForwardInference<float, (common::DataLayout)2>(float const*, \
+phi::backends::gpu::CudnnDataType<float>::BatchNormParamType const*, \
+phi::backends::gpu::CudnnDataType<float>::BatchNormPa
+    9.1           28960           3          9653.3            9440            9824  void \
+cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align1>(cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align1:\
+:Params)                                                                        
 
 
 
 CUDA Memory Operation Statistics (nanoseconds)
 
-Time(%)      Total Time  Operations         Average         Minimum         Maximum  Name                                                                            
--------  --------------  ----------  --------------  --------------  --------------  --------------------------------------------------------------------------------
-   70.7          279581         215          1300.4             831            6240  [CUDA memcpy HtoD]                                                              
+Time(%)      Total Time  Operations         Average         Minimum         Maximum  \
+Name                                                                            
+-------  --------------  ----------  --------------  --------------  --------------  \
+--------------------------------------------------------------------------------
+   70.7          279581         215          1300.4             831            6240  [CUDA memcpy \
+HtoD]                                                              
 """
 
 
@@ -219,7 +242,8 @@ def test_nsys_2020_tables_and_names_cut_without_a_mark(tmp_path):
     names = {k.name: k for k in c.kernels}
     cut = next(n for n in names if n.startswith("void phi::BNForwardInference"))
     assert cut.endswith("BatchNormPa…") and classify(cut).tensor_core == "unknown"
-    tf32 = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align1>(cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align1::Params)"
+    tf32 = ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align1>"
+            "(cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align1::Params)")
     assert names[tf32].launches == 3 and classify(tf32).tensor_core == "yes"
     assert [(m.direction, m.count) for m in c.memops] == [("HtoD", 215)]
 
@@ -244,18 +268,25 @@ Tensor(shape=[4, 4], dtype=float32, place=Place(gpu:0), stop_gradient=True,
        [[ 0.04751094,  1.33061492,  0.62597644,  4.33939219]])
 ==PROF== Disconnected from process 2361568
 [2361568] python3.8@127.0.0.1
-  void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x10_nn_align4>(cutlass_80_tensorop_s1688gemm_64x64_16x10_nn_align4::Params), 2024-Jul-13 18:00:33, Context 1, Stream 13
+  void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x10_nn_align4>(cutlass_80_tensorop_s1688gemm_64x64_16x10_n\
+n_align4::Params), 2024-Jul-13 18:00:33, Context 1, Stream 13
 
     NVTX Start/End Ranges:
       <default domain>
         <0,linear_nvtx>
     Section: Command line profiler metrics
-    ---------------------------------------------------------------------- --------------- ------------------------------
-    gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed                     %                           2.61
-    gpu__time_duration.sum                                                         usecond                           5.15
-    launch__block_size                                                                                                128
-    sm__throughput.avg.pct_of_peak_sustained_elapsed                                     %                           0.38
-    ---------------------------------------------------------------------- --------------- ------------------------------
+    ---------------------------------------------------------------------- --------------- \
+------------------------------
+    gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed                     %                           \
+2.61
+    gpu__time_duration.sum                                                         usecond                           \
+5.15
+    launch__block_size                                                                                                \
+128
+    sm__throughput.avg.pct_of_peak_sustained_elapsed                                     %                           \
+0.38
+    ---------------------------------------------------------------------- --------------- \
+------------------------------
 
 """
 

@@ -16,7 +16,8 @@ SAMPLE = ROOT / "nvprof_wrap" / "samples" / "torch_ops" / "nsys_torch_ops.sqlite
 def test_cuda11_anonymous_namespaces_demangle():
     """A real name from the H200 capture: the PyTorch RNG kernel in DistributionNormal.cu's anonymous namespace."""
     conn = sqlite3.connect(f"file:{SAMPLE}?mode=ro&immutable=1", uri=True)
-    (mangled,) = conn.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.mangledName "
+    (mangled,) = conn.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                              "JOIN StringIds s ON s.id = k.mangledName "
                               "WHERE s.value LIKE '%GLOBAL__N__%DistributionNormal%' LIMIT 1").fetchone()
     conn.close()
     name = demangle(mangled)
@@ -42,7 +43,8 @@ def test_pyprof_csv_names_pyprof_could_not_demangle(tmp_path):
     """apex.pyprof demangles and shortens names; one its demangler left alone reaches the CSV mangled (the header
     and cells as in josiahdavis/profiling-lm's lm.csv, the name from the H200 capture)."""
     conn = sqlite3.connect(f"file:{SAMPLE}?mode=ro&immutable=1", uri=True)
-    (mangled,) = conn.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.mangledName "
+    (mangled,) = conn.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                              "JOIN StringIds s ON s.id = k.mangledName "
                               "WHERE s.value LIKE '%GLOBAL__N__%DistributionNormal%' LIMIT 1").fetchone()
     conn.close()
     path = tmp_path / "net.csv"

@@ -238,8 +238,8 @@ def test_mangled_name_bombs_stay_within_the_budget(names, as_sqlite, tmp_path_fa
         assert len(k["name"]) <= MAX_NAME_CHARS + 1
 
 
-_TIME_COLUMNS = {"nsys-sqlite": ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                                 "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"),
+_TIME_COLUMNS = {"nsys-sqlite": ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                 "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"),
                  "nvprof": ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL",
                             "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME"),
                  "cupti": ("kernel", "memcpy", "memset", "runtime", "nvtx")}

@@ -106,7 +106,8 @@ def test_compiled_ptx_settles_it_too():
 def test_the_seed_workload_per_layer_and_per_op():
     r = build(SAMPLES / "keras_reuters_fp16")
     ops = {o.op: o for o in r.ops}
-    assert ops["aten::mm"].tc_share == pytest.approx(0.90, abs=0.01) and mix_text(ops["aten::mm"].precisions) == "fp16 100.0%"
+    assert ops["aten::mm"].tc_share == pytest.approx(0.90, abs=0.01)
+    assert mix_text(ops["aten::mm"].precisions) == "fp16 100.0%"
     assert ops["aten::sum"].tc_share == 0.0
     scopes = {o.op: o for o in r.scopes}
     assert scopes["keras:dense (Dense)"].tc_share > 0.5
@@ -143,7 +144,8 @@ def test_cupti_backend_attributes_kernels_to_ops_like_nsys(tmp_path):
     r = build(capture)
     ops = {o.op: o for o in r.ops}
     assert (ops["aten::mm"].kernels, ops["aten::mm"].launches) == (14, 501)
-    assert ops["aten::mm"].tc_share == pytest.approx(0.900, abs=0.001) and mix_text(ops["aten::mm"].precisions) == "fp16 100.0%"
+    assert ops["aten::mm"].tc_share == pytest.approx(0.900, abs=0.001)
+    assert mix_text(ops["aten::mm"].precisions) == "fp16 100.0%"
     assert sum(o.launches for o in r.ops) == 5152  # every launch attributed (to an op or to "no NVTX range")
     scopes = {o.op: o for o in r.scopes}
     assert (scopes["keras:dense (Dense)"].launches, round(scopes["keras:dense (Dense)"].tc_share, 3)) == (221, 0.581)

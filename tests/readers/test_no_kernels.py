@@ -37,7 +37,8 @@ def _refused(capsys, path) -> str:
 
 def test_nsys_copies_without_kernels(tmp_path, capsys):
     """The H200 capture's 5 copies and 16 sets stay; kernels and launch calls are gone."""
-    path = _sqlite_without(NSYS, tmp_path / "copies.sqlite", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME")
+    path = _sqlite_without(NSYS, tmp_path / "copies.sqlite", "CUPTI_ACTIVITY_KIND_KERNEL",
+                           "CUPTI_ACTIVITY_KIND_RUNTIME")
     assert "21 copy/set events on the GPU, but no kernel records" in _refused(capsys, path)
 
 
@@ -109,8 +110,8 @@ def test_an_nsys_stats_table_of_copies_alone(capsys):
 
 
 def test_nothing_at_all_still_says_no_kernels(tmp_path, capsys):
-    path = _sqlite_without(NSYS, tmp_path / "nothing.sqlite", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME",
-                           "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+    path = _sqlite_without(NSYS, tmp_path / "nothing.sqlite", "CUPTI_ACTIVITY_KIND_KERNEL",
+                           "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
     assert main(["report", str(path)]) == 0
     assert capsys.readouterr().out.startswith("No GPU kernels were recorded")
 

@@ -33,7 +33,8 @@ def _tc(c):
     ("public/josiahdavis__profiling-lm__net.sql", "nvprof", 42, 160),
     ("public/josiahdavis__profiling-lm__lm.csv", "pyprof-csv", 31, 160),
     ("public/facebookresearch__HolisticTraceAnalysis__nccl_data.json.gz", "kineto-json", 70, 2700),
-    ("public/facebookresearch__HolisticTraceAnalysis__benchmark_result_2869224_1695835535_trace.json.gz", "kineto-json", 16, 79),
+    ("public/facebookresearch__HolisticTraceAnalysis__benchmark_result_2869224_1695835535_trace.json.gz", "kineto-json",
+     16, 79),
     ("public/facebookresearch__HolisticTraceAnalysis__sampled_rank-0.json.gz", "kineto-json", 194, 1154),
     ("public/facebookresearch__HolisticTraceAnalysis__inference_rank_1.json.gz", "kineto-json", 4, 4),
     ("public/pytorch__kineto__worker0.1623143089861.pt.trace.json.gz", "kineto-json", 67, 8772),
@@ -93,7 +94,8 @@ def test_nvprof_titan_v_fp32_is_demangled_and_has_no_tensor_cores():
     assert [p.pid for p in c.processes] == [463]
     assert not any(k.name.startswith("_Z") for k in c.kernels)
     assert any(k.name.startswith("void mshadow::cuda::MapPlanKernel") for k in c.kernels)
-    assert {"volta_sgemm_128x128_tn", "volta_scudnn_128x64_relu_interior_nn_v1", "volta_gcgemm_64x32_nt"} <= _distinct(c)
+    assert {"volta_sgemm_128x128_tn", "volta_scudnn_128x64_relu_interior_nn_v1",
+            "volta_gcgemm_64x32_nt"} <= _distinct(c)
     assert _tc(c) == set()
     htod = [m for m in c.memops if m.direction == "HtoD"]
     assert htod[0].count == 20 and htod[0].bytes == 208996184
@@ -123,7 +125,8 @@ def test_kineto_a100_tf32_cutlass_and_xmma():
 
 
 def test_kineto_alexnet_tf32_conv_and_ampere_sgemm():
-    c = readers.read(PUBLIC / "facebookresearch__HolisticTraceAnalysis__benchmark_result_2869224_1695835535_trace.json.gz")
+    c = readers.read(PUBLIC / ("facebookresearch__HolisticTraceAnalysis__benchmark_result_2869224_1695835535"
+                               "_trace.json.gz"))
     tc = _tc(c)
     assert any(n.startswith("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32") for n in tc)
     assert classify("ampere_sgemm_32x32_sliced1x4_tn").tensor_core == "no"

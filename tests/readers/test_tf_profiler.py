@@ -73,7 +73,8 @@ def _jax(tmp_path, S=None):
 
 def test_jax_h200_xplane_kernels_ops_devices_and_busy_time(tmp_path):
     c = readers.read(_jax(tmp_path))
-    assert c.format == "xplane" and [(d.device_id, d.compute_capability, d.sm_count) for d in c.devices] == [(0, "9.0", 132)]
+    assert c.format == "xplane"
+    assert [(d.device_id, d.compute_capability, d.sm_count) for d in c.devices] == [(0, "9.0", 132)]
     kernels = {k.name: k for k in c.kernels}
     assert set(kernels) == {xb.NVJET_BF16, "fusion_12", xb.FFMA_FP32}  # the "XLA Ops" line is not read as kernels
     assert (kernels[xb.NVJET_BF16].launches, kernels[xb.NVJET_BF16].total_ns) == (2, 98_000)
@@ -130,7 +131,8 @@ def test_gpu_events_without_kernels_are_one_line_exit_2(tmp_path, capsys, fmt):
 
 def test_profiler_errors_without_gpu_events_are_reported(tmp_path):
     path = tmp_path / "cpu.xplane.pb"
-    path.write_bytes(xb.xspace(xb.h200_jax_step()[:1], _xplane_schema.own(), errors=("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",)))
+    path.write_bytes(xb.xspace(xb.h200_jax_step()[:1], _xplane_schema.own(),
+                               errors=("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",)))
     with pytest.raises(BadInput, match="CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"):
         readers.read(path)
 

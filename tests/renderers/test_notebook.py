@@ -56,7 +56,8 @@ nb = nbformat.v4.new_notebook(cells=[
     nbformat.v4.new_code_cell("import nvprof_wrap\\nprint(nvprof_wrap.__file__)"),
     nbformat.v4.new_code_cell("nvprof_wrap.analyze({str(SAMPLE)!r})"),
 ])
-client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={{"metadata": {{"path": {str(tmp)!r}}}}})
+client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                 resources={{"metadata": {{"path": {str(tmp)!r}}}}})
 try:
     client.execute(env=dict(os.environ))
 except NoSuchKernel as e:
@@ -116,7 +117,8 @@ _LAYOUT = """() => {
   return {
     tiles: [...document.querySelectorAll('dl.totals > div')].map(box),
     tileText: [...document.querySelectorAll('dl.totals dt, dl.totals dd')].map(
-      e => ({text: e.textContent, box: box(e), scroll: e.scrollWidth, client: e.clientWidth, lines: box(e).height / lh(e)})),
+      e => ({text: e.textContent, box: box(e), scroll: e.scrollWidth, client: e.clientWidth,
+             lines: box(e).height / lh(e)})),
     names: [...document.querySelectorAll('td.name')].filter(td => td.offsetParent !== null).map(td => {
       const c = td.querySelector('code'), s = getComputedStyle(td);
       return {text: c.textContent, align: s.textAlign, cell: box(td), code: box(c),

@@ -75,7 +75,8 @@ def test_hints_say_why_not_from_the_numbers():
 
     seed = build(ROOT / "nvprof_wrap" / "samples" / "keras_reuters_fp16")
     assert any(h.startswith("78% of GPU time is memory copies, mostly HtoD") for h in seed.hints)
-    assert any(h.startswith("The GPU was idle 99% of the time from its first kernel to its last (start-up excluded): the job is host-bound") for h in seed.hints)
+    assert any(h.startswith("The GPU was idle 99% of the time from its first kernel to its last (start-up excluded): "
+                            "the job is host-bound") for h in seed.hints)
     volta = build(PUBLIC / "m-goldstein__GPU_ML__timeline.nvvp")
     assert any("TF32 needs compute capability 8.0+" in h for h in volta.hints)
     hopper = build(PUBLIC / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite")

@@ -200,7 +200,8 @@ def test_doctor_names_the_library_the_tracer_would_drive(tmp_path: Path) -> None
     env[ccupti.ENV_LIBRARY] = str(tmp_path / "none" / "libcupti.so.13")
     text = subprocess.run([sys.executable, "-m", "nvprof_wrap", "doctor", "--no-probe"], env=env,
                           capture_output=True, text=True, check=True).stdout
-    assert f"libcupti (the cupti backend's tracer): no usable libcupti ({tmp_path / 'none' / 'libcupti.so.13'}: " in text
+    lib = tmp_path / "none" / "libcupti.so.13"
+    assert f"libcupti (the cupti backend's tracer): no usable libcupti ({lib}: " in text
 
 
 @pytest.mark.skipif(not _headers("cuda.h"), reason="no CUDA headers on this machine")

@@ -1,9 +1,10 @@
 """Steps in unmodified PyTorch scripts (issue 22): `run` puts an NVTX range 'optimizer step N' around every step of
-every Python process's first optimizer (nvprof_wrap/tracer/annotate.py), through torch.optim's global step hook. torch is not
-installed on the CPU machines (CI, developers): a stand-in package named torch, placed on the job's path, offers the
-two calls the marks use with torch's own signatures and module layout (torch/optim/optimizer.py register_optimizer_step_post_hook:
-hook(optimizer, args, kwargs), a handle with remove(); torch/cuda/nvtx.py range_start(msg) -> id, range_end(id)) and
-records what it is asked. On the H200 the same path runs on real torch (benchmarks/h200_session6.sh)."""
+every Python process's first optimizer (nvprof_wrap/tracer/annotate.py), through torch.optim's global step hook. torch
+is not installed on the CPU machines (CI, developers): a stand-in package named torch, placed on the job's path,
+offers the two calls the marks use with torch's own signatures and module layout (torch/optim/optimizer.py
+register_optimizer_step_post_hook: hook(optimizer, args, kwargs), a handle with remove(); torch/cuda/nvtx.py
+range_start(msg) -> id, range_end(id)) and records what it is asked. On the H200 the same path runs on real torch
+(benchmarks/h200_session6.sh)."""
 from __future__ import annotations
 
 import json
@@ -62,9 +63,9 @@ def _run(tmp_path, *flags: str) -> tuple[subprocess.CompletedProcess, list]:
     (tmp_path / "torch" / "__init__.py").write_text(TORCH)
     (tmp_path / "job.py").write_text(JOB)
     log = tmp_path / "nvtx.jsonl"
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "FAKE_GPUS": "NVIDIA H200:9.0",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]), "NO_COLOR": "1", "STAND_IN_LOG": str(log),
-           "HOME": os.environ.get("HOME", "/root")}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin",
+           "FAKE_GPUS": "NVIDIA H200:9.0", "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]), "NO_COLOR": "1",
+           "STAND_IN_LOG": str(log), "HOME": os.environ.get("HOME", "/root")}
     proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "-o", str(tmp_path / "run"),
                            "--no-report", *flags, "--", sys.executable, str(tmp_path / "job.py")],
                           capture_output=True, text=True, env=env, timeout=120, check=False, cwd=tmp_path)
@@ -93,7 +94,8 @@ def test_a_failing_mark_never_breaks_the_training_step(tmp_path):
     goes on and exits 0."""
     global TORCH
     saved = TORCH
-    TORCH = TORCH.replace("def range_start(msg):\n", "def range_start(msg):\n    if msg.endswith(' 2'): raise OSError('gone')\n")
+    TORCH = TORCH.replace("def range_start(msg):\n",
+                          "def range_start(msg):\n    if msg.endswith(' 2'): raise OSError('gone')\n")
     try:
         proc, calls = _run(tmp_path)
     finally:

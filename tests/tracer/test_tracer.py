@@ -106,7 +106,8 @@ def test_normal_exit_writes_a_complete_capture(tmp_path: Path) -> None:
     assert int(meta["started_ns"]) < int(meta["ended_ns"]) and meta["clock"] == "cupti"
     assert meta["hostname"] and meta["cupti_version"].startswith("cupti-python")
     assert json.loads(meta["kinds"]) == ["CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "DEVICE", "MARKER"]
-    # launch calls only: cudaLaunchKernel(_ptsz), cudaGraphLaunch; cuLaunchKernel(_ptsz), cuGraphLaunch, cuLaunchKernelEx
+    # launch calls only: cudaLaunchKernel(_ptsz), cudaGraphLaunch; cuLaunchKernel(_ptsz), cuGraphLaunch,
+    # cuLaunchKernelEx
     assert meta["api_records"] == "kernel launch calls only (7 callback ids)"
     assert [r["cbid"] for r in cap["runtime"]] == [211] * 5 and cap["driver"] == []  # no cudaGetDevice records
     assert len(cap["kernel"]) == 5

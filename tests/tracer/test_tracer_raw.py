@@ -222,7 +222,8 @@ def parse(version: str, recs: list[SimpleNamespace]) -> tuple[dict[str, list], r
             out.setdefault(it[1], []).extend(it[2])
         elif it[0] == "markers":
             out.setdefault("markers", []).extend(
-                (f, ts, mid, strings.get(n), strings.get(d), t) for f, ts, mid, n, d, t in zip(*(c.tolist() for c in it[1])))
+                (f, ts, mid, strings.get(n), strings.get(d), t)
+                for f, ts, mid, n, d, t in zip(*(c.tolist() for c in it[1])))
     return out, parser
 
 

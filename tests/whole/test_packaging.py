@@ -77,7 +77,8 @@ def test_a_fresh_install_runs_the_demo(tmp_path):
     pip = subprocess.run([str(py), "-m", "pip", "install", "-q", str(ROOT)], capture_output=True, text=True,
                          timeout=900, check=False)
     if pip.returncode != 0:
-        if re.search(r"Could not find a version|No matching distribution|connection|Network", pip.stderr, re.IGNORECASE):
+        if re.search(r"Could not find a version|No matching distribution|connection|Network", pip.stderr,
+                     re.IGNORECASE):
             pytest.skip(f"pip could not reach a package index: {pip.stderr.strip().splitlines()[-1]}")
         pytest.fail(f"pip install failed: {pip.stderr[-2000:]}")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)} | {"NO_COLOR": "1",

@@ -112,7 +112,8 @@ def test_a_damaged_store_is_set_aside_and_rebuilt(tmp_path, capsys):
 
 
 def wrapper(args, **kw):
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+           "NO_COLOR": "1"}
     return subprocess.run([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "--no-report", *args],
                           capture_output=True, check=False, text=True, env=env, timeout=120, **kw)
 
@@ -148,7 +149,8 @@ def test_the_wrapper_killed_leaves_the_job_and_its_capture(tmp_path):
            "for i in range(40):\n    print('line', i, flush=True); print('err', i, file=sys.stderr, flush=True)\n"
            "    time.sleep(0.05)\n"
            f"pathlib.Path({str(flag)!r}).write_text('ok')\n")
-    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env = {"NVPROF_WRAP_HISTORY": "off", "PATH": f"{FAKE_BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+           "NO_COLOR": "1"}
     p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "run", "--backend", "nsys", "--no-report", "-o",
                           str(out), "--", sys.executable, "-c", job], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -358,7 +360,7 @@ def test_a_forked_worker_reports_errors_and_survives_deaths():
     assert Forked(sum, [1, 2]).result() == 3 and Forked(sum, [1, 2], inline=True).result() == 3
 
 
-# --- temporary folders left by a killed command (nvprof_wrap/system/tempdirs.py) ------------------------------------------
+# --- temporary folders left by a killed command (nvprof_wrap/system/tempdirs.py) --------------------------------------
 
 def test_a_folder_left_by_a_killed_command_is_removed_by_the_next_one(tmp_path):
     """SIGKILL (or the OOM killer) ends a reading command before its `finally`: its temporary folder, which can

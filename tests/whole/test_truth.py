@@ -86,9 +86,9 @@ def _raw_net_mma(gz: Path) -> dict[str, tuple[bool, bool]]:
 
 def test_training_labels_are_matrix_instructions_net_of_hfma2_in_the_raw_exports():
     """Every label of h200_training_runs.tsv, re-derived from the six raw ncu exports without nvprof_wrap's reader:
-    yes ⇔ HMMA − HFMA2 (or wgmma, IMMA, DMMA) > 0 on some launch. The cycle rule would have called 11 kernels tensor-core
-    (fp32 layer norm, softmax and GammaBeta backward, bf16 reductions, cuDNN batch norm and RNN element-wise kernels,
-    an fp32 FFMA GEMM): their tensor-pipe work was HFMA2.MMA only, and their labels say no."""
+    yes ⇔ HMMA − HFMA2 (or wgmma, IMMA, DMMA) > 0 on some launch. The cycle rule would have called 11 kernels
+    tensor-core (fp32 layer norm, softmax and GammaBeta backward, bf16 reductions, cuDNN batch norm and RNN
+    element-wise kernels, an fp32 FFMA GEMM): their tensor-pipe work was HFMA2.MMA only, and their labels say no."""
     raw: dict[str, tuple[bool, bool]] = {}
     for gz in sorted(TRAIN.glob("*.ncu.csv.gz")):
         for name, (mma, cyc) in _raw_net_mma(gz).items():
@@ -123,16 +123,23 @@ def test_every_kernel_of_the_training_runs_is_decided_by_its_name():
 
 @pytest.mark.parametrize("name", [
     # ncu spells at::native:: as native:: (and cudnn::cnn:: as cnn::)
-    "void native::<unnamed>::multi_tensor_apply_kernel<native::<unnamed>::TensorListMetadata<1>, native::LpNormFunctor<float, 1, float, 1, 1, 0>, float *, int>(T1, T2, T3...)",
+    ("void native::<unnamed>::multi_tensor_apply_kernel<native::<unnamed>::TensorListMetadata<1>, "
+     "native::LpNormFunctor<float, 1, float, 1, 1, 0>, float *, int>(T1, T2, T3...)"),
     "void native::lpnorm_cleanup<float, 1, float, 1, float>(const T5 *, native::TensorListAddresses, int)",
     "void native::<unnamed>::krn_partials_per_segment<long>(T1 *, const T1 *, const long *, long)",
-    "void native::<unnamed>::GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, 256, 0, 1, 0>(long, long, const T1 *, const T1 *, const T2 *, const T2 *, T1 *, T1 *)",
+    ("void native::<unnamed>::GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, 256, 0, 1, 0>(long, long, "
+     "const T1 *, const T1 *, const T2 *, const T2 *, T1 *, T1 *)"),
     "cudnn::initstates(unsigned long long, curandStateXORWOW *)",
-    "void elemWiseRNNcell<float, float, float, 2, 2>(int, int, int, int, int, bool, const T1 *, const T1 *, const T2 *, const T1 *, const T1 *, const T1 *, T1 *, T1 *, T2 *, T1 *, T1 *, int)",
-    "void cudnn::compute_dot_do_o_specialized<1, 64>(const void *, const void *, void *, void *, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, float)",
-    "void cask_plugin__5x_cudnn::init_device_workspace_kernel<fprop::Warp_specialized_params_non_template<xmma__5x_cudnn::Grid_constant_params>>(T1, bool)",
+    ("void elemWiseRNNcell<float, float, float, 2, 2>(int, int, int, int, int, bool, const T1 *, const T1 *, "
+     "const T2 *, const T1 *, const T1 *, const T1 *, T1 *, T1 *, T2 *, T1 *, T1 *, int)"),
+    ("void cudnn::compute_dot_do_o_specialized<1, 64>(const void *, const void *, void *, void *, unsigned int, "
+     "unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, float)"),
+    ("void cask_plugin__5x_cudnn::init_device_workspace_kernel<fprop::Warp_specialized_params_non_template<"
+     "xmma__5x_cudnn::Grid_constant_params>>(T1, bool)"),
     "void cnn::reduce_wgrad_nchw_helper<float, float>(void *, const void *, T1, int, int)",
-    "void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::routing::routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true> >(moe::dev::routing::routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true>)",
+    ("void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::routing::routingRenormalize::KernelParams<"
+     "__nv_bfloat16, __nv_bfloat16, 128, false, true, true> >(moe::dev::routing::routingRenormalize::KernelParams<"
+     "__nv_bfloat16, __nv_bfloat16, 128, false, true, true>)"),
     "cupy_copy__float32_float32",
     "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
 ])
@@ -165,7 +172,8 @@ def test_library_namespace_rules_come_after_the_matrix_family():
 
 
 # Generated code whose name carries no op (nvFuser without a scheduler, XLA fusions, Inductor templates).
-_GENERATED = re.compile(r"^(?:<unnamed>::)?nvfuser_none_|^(?:gemm_)?fusion(?:_dot(?:_general)?)?(?:_\d+)?$|^triton_tem_")
+_GENERATED = re.compile(r"^(?:<unnamed>::)?nvfuser_none_|^(?:gemm_)?fusion(?:_dot(?:_general)?)?(?:_\d+)?$"
+                        r"|^triton_tem_")
 
 
 @pytest.mark.slow
@@ -233,7 +241,8 @@ def test_an_mma_shaped_aten_gemm_is_not_an_aten_elementwise_kernel():
     int4mm.cu); public profiles show it at 87% of a trace's GPU time. The 'at::' namespace must not make it an ATen
     elementwise "no". The name below is its one instantiation (HANDLE_Q_GROUP(8, 8, None), qGroupSize 128) as Kineto
     spells it; the same file's weight-repacking kernel names the shape without gemm/mma and stays "no"."""
-    gemm = classify("void at::native::tinygemm_m16n8k16_chunk_kernel<at::native::ALayout_RM<(at::native::KReductionType)0>, "
+    gemm = classify("void at::native::tinygemm_m16n8k16_chunk_kernel<"
+                    "at::native::ALayout_RM<(at::native::KReductionType)0>, "
                     "at::native::BLayout_TC_int4<8, 128>, at::native::ALayout_RM<(at::native::KReductionType)0>, 8, 8>"
                     "(void const*, void const*, void const*, void*, int, int, int, int, int, int)")
     assert (gemm.tensor_core, gemm.precision, gemm.rule) == ("yes", "bf16", "ptx-mma-shape")
@@ -319,7 +328,8 @@ def test_turing_gtx_16_has_no_tensor_cores_by_name():
 @pytest.mark.parametrize("name, cc, flagged", [
     ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 7.5, True),  # bf16 before Ampere
     ("nvjet_sm90_qqtst_128x128_128x6_2x1_v_bz_coopA_algo2_TNT", 8.0, True),  # fp8 before Ada
-    ("bmm_Bfloat16_E2m1E2m1_Fp32_t128x16x256_et128x16_m128x16x64_cga1x1x1_16dp256b_TN_transOut_schedP_bN_dynBatch_sm100a", 9.0, True),
+    (("bmm_Bfloat16_E2m1E2m1_Fp32_t128x16x256_et128x16_m128x16x64_cga1x1x1_16dp256b_TN_transOut_schedP_bN_dynBatch_"
+      "sm100a"), 9.0, True),
     ("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", 9.0, False),
 ])
 def test_names_that_claim_what_the_gpu_cannot_run_are_flagged(name, cc, flagged):
@@ -361,9 +371,12 @@ def test_b200_trace_tensor_core_share_and_precisions():
     ("nvjet_sm100_ootst_128x128_256x7_4x1_2cta_v_bx_Avec16UE4M3_Bvec16UE4M3_", "fp4"),
     ("fmhaSm100fKernel_QkvFp16OFp16H128PagedKvCausalP64MultiCtasKvVarSeqQ32Kv128StaticSwapsAbForGen", "fp16"),
     ("fmhaSm100aKernel_QE4m3KvE2m1OE4m3H128PagedKvCausalP32VarSeqQ128Kv128PersistentContext", "fp4"),
-    ("bmm_E4m3_E4m3E4m3_Fp32_t128x8x128u2_s8_et64x8_m64x8x32_c1x1x1_rM_TN_transOut_noShfl_dsFp8_schPd4x2x2x3_bN_tma_tmaSf_rgTma_clmp_lbW2_dynB_sm100f", "fp8"),
-    ("cutlass3x_sm120_bstensorop_s16832gemm_block_scaled_ue8m0xe4m3_ue8m0xe4m3_f32_bf16_bf16_128x128x128_1x1x1_0_tnn_align16_q_bias_bf16_relu", "fp8"),
-    ("cutlass3x_sm100_bstensorop_s256x128x64gemm_block_scaled_ue4m3xf4_ue4m3xf4_f32_f16_f16_256x128x256_0_tnn_align32_o_vs16_2sm_bias_f16_relu", "fp4"),
+    (("bmm_E4m3_E4m3E4m3_Fp32_t128x8x128u2_s8_et64x8_m64x8x32_c1x1x1_rM_TN_transOut_noShfl_dsFp8_schPd4x2x2x3_bN_tma_"
+      "tmaSf_rgTma_clmp_lbW2_dynB_sm100f"), "fp8"),
+    (("cutlass3x_sm120_bstensorop_s16832gemm_block_scaled_ue8m0xe4m3_ue8m0xe4m3_f32_bf16_bf16_128x128x128_1x1x1_0_tnn_"
+      "align16_q_bias_bf16_relu"), "fp8"),
+    (("cutlass3x_sm100_bstensorop_s256x128x64gemm_block_scaled_ue4m3xf4_ue4m3xf4_f32_f16_f16_256x128x256_0_tnn_align32_"
+      "o_vs16_2sm_bias_f16_relu"), "fp4"),
 ])
 def test_blackwell_names(name, precision):
     c = classify(name)
@@ -400,8 +413,8 @@ def test_fused_adam_is_fp32_although_its_arguments_are_double():
 
 def test_an_enum_cast_is_not_a_data_type():
     name = ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>("
-            "__nv_bfloat16 const*, __nv_bfloat16 const*, unsigned char*, unsigned char*, long const*, long, long, long, "
-            "long, long, int, int, int, float const*, float const*)")  # the B200 trace
+            "__nv_bfloat16 const*, __nv_bfloat16 const*, unsigned char*, unsigned char*, long const*, long, long, "
+            "long, long, long, int, int, int, float const*, float const*)")  # the B200 trace
     assert (classify(name).tensor_core, classify(name).precision) == ("no", "bf16")
 
 
@@ -414,12 +427,17 @@ def test_nvprof_gpu_trace_correlation_suffix_is_stripped(tmp_path):
         "==180392== NVPROF is profiling process 180392, command: ./cuda-stream\n"
         "==180392== Profiling application: ./cuda-stream\n"
         '"Start","Duration","Grid X","Grid Y","Grid Z","Block X","Block Y","Block Z","Registers Per Thread",'
-        '"Static SMem","Dynamic SMem","Size","Throughput","SrcMemType","DstMemType","Device","Context","Stream","Name"\n'
+        '"Static SMem","Dynamic SMem","Size","Throughput","SrcMemType","DstMemType","Device","Context",'
+        '"Stream","Name"\n'
         'ms,ms,,,,,,,,B,B,KB,GB/s,,,,,,\n'
-        '326.63,1.6782,32768,1,1,1024,1,1,14,0,0,,,,,"TITAN Xp (0)","1","7","void init_kernel<double>(double*, double*, double*, double, double, double) [128]"\n'
-        '328.34,1.2396,32768,1,1,1024,1,1,8,0,0,,,,,"TITAN Xp (0)","1","7","void copy_kernel<double>(double const *, double*) [135]"\n'
-        '335.81,1.2355,32768,1,1,1024,1,1,8,0,0,,,,,"TITAN Xp (0)","1","7","void copy_kernel<double>(double const *, double*) [174]"\n'
-        '343.28,1.2351,32768,1,1,1024,1,1,8,0,0,,,,,"TITAN Xp (0)","1","7","void copy_kernel<double>(double const *, double*) [213]"\n')
+        '326.63,1.6782,32768,1,1,1024,1,1,14,0,0,,,,,"TITAN Xp (0)","1","7","void init_kernel<double>(double*, '
+        'double*, double*, double, double, double) [128]"\n'
+        '328.34,1.2396,32768,1,1,1024,1,1,8,0,0,,,,,"TITAN Xp (0)","1","7","void copy_kernel<double>(double const *, '
+        'double*) [135]"\n'
+        '335.81,1.2355,32768,1,1,1024,1,1,8,0,0,,,,,"TITAN Xp (0)","1","7","void copy_kernel<double>(double const *, '
+        'double*) [174]"\n'
+        '343.28,1.2351,32768,1,1,1024,1,1,8,0,0,,,,,"TITAN Xp (0)","1","7","void copy_kernel<double>(double const *, '
+        'double*) [213]"\n')
     cap = readers.read(csv)
     copies = [k for k in cap.kernels if "copy_kernel" in k.name]
     assert len(copies) == 1 and copies[0].launches == 3 and not copies[0].name.endswith("]")

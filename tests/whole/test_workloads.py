@@ -136,8 +136,8 @@ def test_workloads_import_our_package_by_name_and_shadow_nothing() -> None:
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", "") == "sys":
-                parent = next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                               and n.func.value is node), None)
+                parent = next((n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                               and isinstance(n.func, ast.Attribute) and n.func.value is node), None)
                 assert parent is None, f"{path.name} changes sys.path"
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 imported.add(node.module.split(".")[0])
