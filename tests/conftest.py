@@ -1,12 +1,13 @@
 """Where the tests find the shared fixtures, and what happens without them.
 
-The public and H200 captures lie in ../shared/fixtures beside the repository (or where $NVPROF_WRAP_FIXTURES
-points). A clean clone has no such folder: every test that reads from it is skipped with a reason naming the
-folder, and the rest run. A test needs the fixtures when it is marked ``needs_fixtures``, asks for the
-``fixtures`` fixture, is parametrized with a path inside the folder, or names FIXTURES / PUBLIC / H200 in its code —
-its body, the fixtures it uses, the functions of its module it calls, the lambdas it is parametrized with (found from
-the code, so that a new test cannot forget the mark). Tests that reach the folder only through a subprocess (the
-fake nvprof, benchmarks.generate) carry the mark. CI has the folder and runs them all.
+The public, H200 and wild captures lie in ../shared/fixtures beside the repository (or where $NVPROF_WRAP_FIXTURES
+points); tests/_paths.py is the one place that knows where, for the tests and for this file. A clean clone has no
+such folder: every test that reads from it is skipped with a reason naming the folder, and the rest run. A test needs
+the fixtures when it is marked ``needs_fixtures``, asks for the ``fixtures`` fixture, is parametrized with a path
+inside the folder, or names FIXTURES / PUBLIC / H200 / WILD in its code — its body, the fixtures it uses, the
+functions of its module it calls, the lambdas it is parametrized with (found from the code, so that a new test cannot
+forget the mark). Tests that reach the folder only through a subprocess (the fake nvprof, benchmarks.generate) carry
+the mark. CI has the folder and runs them all.
 """
 from __future__ import annotations
 
@@ -15,14 +16,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or ROOT.parent / "shared" / "fixtures")  # as benchmarks.generate
-PUBLIC = FIXTURES / "public"
-H200 = FIXTURES / "h200"
-_NAMES = {"FIXTURES", "PUBLIC", "H200", "CAPTURES", "SEEDS", "NCU_CSV"}
+from tests._paths import FIXTURES, ROOT, fixtures_absent
+
+_NAMES = {"FIXTURES", "PUBLIC", "H200", "WILD", "CAPTURES", "SEEDS", "NCU_CSV"}
 # Traced test jobs run on tests/fakes/cupti, the stand-in for cupti-python: without this the tracer would first try
 # its ctypes binding on a real libcupti where the machine has one (and, with no GPU, be refused by CUPTI).
-# tests/test_ccupti.py drives that binding on the real library.
+# tests/tracer/test_ccupti.py drives that binding on the real library.
 os.environ.setdefault("NVPROF_WRAP_CUPTI_BINDING", "python")
 
 
@@ -49,7 +48,7 @@ def _needs_fixtures(item: pytest.Item) -> bool:
     if item.get_closest_marker("needs_fixtures") or "fixtures" in getattr(item, "fixturenames", ()):
         return True
     params = getattr(getattr(item, "callspec", None), "params", {})
-    if any(str(v).startswith((str(FIXTURES), "public/", "h200/")) for v in params.values()):
+    if any(str(v).startswith((str(FIXTURES), "public/", "h200/", "wild/")) for v in params.values()):
         return True
     fns = [getattr(item, "function", None), *(v for v in params.values() if callable(v))]
     info = getattr(item, "_fixtureinfo", None)
@@ -137,9 +136,10 @@ def tempfile_root() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if FIXTURES.is_dir():
+    why = fixtures_absent()
+    if why is None:
         return
-    skip = pytest.mark.skip(reason=f"needs the shared fixtures folder {FIXTURES} (absent here; CI has it; "
+    skip = pytest.mark.skip(reason=f"needs the shared fixtures folder {FIXTURES} ({why}; CI has it; "
                                    "set NVPROF_WRAP_FIXTURES to use another)")
     for item in items:
         if _needs_fixtures(item):
@@ -150,10 +150,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def fixtures() -> Path:
     return FIXTURES
 
-
-def fixture_file(rel: str) -> Path:
-    """A file of the shared fixtures that a test needs; the test is skipped, naming the file, when it is absent."""
-    path = FIXTURES / rel
-    if not path.is_file():
-        pytest.skip(f"needs {path} (absent here; tests/README.md says where it comes from)")
-    return path

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass, field
 
 NVJET_BF16 = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
-FFMA_FP32 = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"
+FFMA_FP32 = ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4"
+             "_execute_kernel__5x_cublas")
 CUTLASS_SIMT = "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)"
 
 
@@ -42,14 +43,16 @@ def h200_jax_step() -> list[Plane]:
     """One JAX training step on an H200: a bf16 GEMM (cuBLAS through custom-call.3), an fp32 GEMM that cuBLAS ran on
     CUDA cores (custom-call.4), an XLA fusion, copies in and out; an "XLA Ops" line repeating the kernels."""
     mod = {"hlo_module": "jit_train_step", "program_id": 7}
-    kernels = [Ev(NVJET_BF16, 1_000, 50_000, {"hlo_op": "custom-call.3", **mod, "kernel_details": "regs:168 grid:132,1,1"}),
+    kernels = [Ev(NVJET_BF16, 1_000, 50_000,
+                  {"hlo_op": "custom-call.3", **mod, "kernel_details": "regs:168 grid:132,1,1"}),
                Ev("fusion_12", 52_000, 4_000, {"hlo_op": "fusion.12", **mod, "kernel_details": "regs:32 grid:528,1,1"}),
                Ev(FFMA_FP32, 57_000, 30_000, {"hlo_op": "custom-call.4", **mod, "kernel_details": "regs:128"}),
                Ev(NVJET_BF16, 90_000, 48_000, {"hlo_op": "custom-call.3", **mod})]
     copies = [Ev("MemcpyH2D", 0, 900, {"memcpy_details": "kind_src:pinned kind_dst:device size:4096 dest:0 async:1"}),
               Ev("MemcpyD2H", 140_000, 700, {"memcpy_details": "size:512 dest:0 async:1"})]
     derived = [Ev(e.stats["hlo_op"], e.start_ns, e.dur_ns) for e in kernels]
-    gpu = Plane("/device:GPU:0", [Line(13, "Stream #13(Compute)", kernels), Line(14, "Stream #14(MemcpyH2D,MemcpyD2H)", copies),
+    gpu = Plane("/device:GPU:0", [Line(13, "Stream #13(Compute)", kernels),
+                                  Line(14, "Stream #14(MemcpyH2D,MemcpyD2H)", copies),
                                   Line(-559038734, "XLA Ops", derived)],
                 {"compute_cap_major": 9, "compute_cap_minor": 0, "core_count": 132})
     host = Plane("/host:CPU", [Line(1, "python3", [Ev("PjitFunction(train_step)", 0, 150_000)])])
@@ -80,7 +83,8 @@ def xspace(planes: list[Plane], S, errors: tuple[str, ...] = ()) -> bytes:
                     names[e.name] = len(names) + 1
                     plane.event_metadata[names[e.name]].id = names[e.name]
                     plane.event_metadata[names[e.name]].name = e.name
-                ev = line.events.add(metadata_id=names[e.name], offset_ps=e.start_ns * 1000, duration_ps=e.dur_ns * 1000)
+                ev = line.events.add(metadata_id=names[e.name], offset_ps=e.start_ns * 1000,
+                                     duration_ps=e.dur_ns * 1000)
                 for k, v in e.stats.items():
                     if isinstance(v, str):
                         ev.stats.add(metadata_id=stat_id(k), ref_value=stat_id(v))
@@ -98,7 +102,8 @@ def trace_json(planes: list[Plane]) -> bytes:
         for ln in p.lines:
             tid = ln.id & 0xFFFFFFFF
             events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": ln.name}})
-            events += [{"ph": "X", "pid": pid, "tid": tid, "ts": (1_000_000 + e.start_ns) / 1000, "dur": e.dur_ns / 1000,
-                        "name": e.name, "args": {k: str(v) for k, v in e.stats.items()}} for e in ln.events]
+            events += [{"ph": "X", "pid": pid, "tid": tid, "ts": (1_000_000 + e.start_ns) / 1000,
+                        "dur": e.dur_ns / 1000, "name": e.name, "args": {k: str(v) for k, v in e.stats.items()}}
+                       for e in ln.events]
     doc = {"displayTimeUnit": "ns", "metadata": {"highres-ticks": True}, "traceEvents": events}
     return gzip.compress(json.dumps(doc).encode())

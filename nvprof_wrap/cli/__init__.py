@@ -3,12 +3,12 @@
 
 A command parses its options, calls one function of a stage below (pipeline/ for reading and reporting, launch/
 for running a job) and renders the result (renderers.render): it never opens a store nor runs launch work itself
-(tests/test_layers.py). Shared pieces: _args (options, argument types, how to render for them), _write (stdout,
+(tests/whole/test_layers.py). Shared pieces: _args (options, argument types, how to render for them), _write (stdout,
 -o FILE, one line on stderr), _gates, _progress, _exit.
 
 How to add a command: a module here whose docstring is its --help (ending with "examples:"), with
 ``add_parser(sub, name)`` and ``run(args) -> int``, and one entry in COMMANDS; the contract test
-(tests/renderers/test_contracts.py) checks every command has both, its help and its examples.
+(tests/whole/test_contracts.py) checks every command has both, its help and its examples.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 How to add a format: a module here with ``FORMAT = "name"``, ``sniff(head: Head) -> bool`` (from the first bytes,
 never the extension) and ``read(path) -> Capture`` (aggregates in SQL, bounded memory: docs/performance.md), one
 entry in _FORMATS below at the place its sniff is to be tried, a row in docs/formats.md, and a real file of the
-format in tests/renderers/test_contracts.py's REAL: the contract test fails for a format in READERS without one,
+format in tests/whole/test_contracts.py's REAL: the contract test fails for a format in READERS without one,
 and reads each to check the Capture's shape.
 """
 from __future__ import annotations

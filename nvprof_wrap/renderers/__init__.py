@@ -10,7 +10,7 @@ How to add an output format: one module here with
     def render(subject, options: Options) -> str: ...   # a `match` over the kinds, one case each
 and its name in RENDERERS below. Every command (report, kernels, classify, compare, runs, run, verify, demo,
 experiment, doctor), `-o FILE`'s choice of format and the Report's own display methods use this one registry;
-tests/renderers/test_contracts.py renders every kind in every format, so a format missing a kind fails there.
+tests/whole/test_contracts.py renders every kind in every format, so a format missing a kind fails there.
 """
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ KIND_CLASS = {"tensor_core": "c-tc", "cuda_core": "c-cuda", "unknown": "c-unk", 
 COPY_CLASS = {"HtoD": "c-h2d", "DtoH": "c-d2h", "DtoD": "c-d2d"}
 
 # Below 1000 px (a notebook's output frame, a narrow window) headers wrap and op names give up room, so that the op
-# and device tables fit; precision mixes break only between their parts (.nw). tests/test_notebook.py checks it.
+# and device tables fit; precision mixes break only between their parts (.nw). tests/renderers/test_notebook.py checks it.
 CSS = """
 :root{color-scheme:light dark;--fg:#1d232b;--muted:#5c6673;--bg:#fff;--line:#d9dee5;--head:#f3f5f8;
 --yes:#1f7a3a;--yes-bg:#e5f4ea;--no:#b3261e;--no-bg:#fbe9e7;--unk:#8a5a00;--unk-bg:#fff4d6}

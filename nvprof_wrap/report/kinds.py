@@ -1,7 +1,7 @@
 """The kinds of thing a renderer turns into text, besides a Report and a Comparison (report/compare.py): each is
 one typed value, so that a renderer is one method, ``render(subject, options)``, that dispatches on the kind
 (renderers/__init__.py). A new kind is a class here, listed in KINDS, and a case in each renderer; the contract test
-(tests/renderers/test_contracts.py) renders every kind in every format."""
+(tests/whole/test_contracts.py) renders every kind in every format."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -201,7 +201,7 @@ class Store(Queries):
         the run folder was moved or copied since: the identity does not depend on the path).
 
         Plain executemany inside one explicit IMMEDIATE transaction: sqlite-utils' insert_all commits on its
-        own, which would let a killed ingest leave half a capture behind (tests/test_reliability.py)."""
+        own, which would let a killed ingest leave half a capture behind (tests/whole/test_reliability.py)."""
         conn = self.db.conn
         with self._writing():
             if self.has(identity):

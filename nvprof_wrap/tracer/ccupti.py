@@ -48,7 +48,7 @@ class ActivityKind(enum.IntEnum):
 
 
 # The launch calls' ids, by name for setup.py's choice (_util._launch_cbids). readers/_no_kernels.py holds the same
-# ids for the readers: the layers keep the code injected into jobs and the readers apart, so tests/test_ccupti.py
+# ids for the readers: the layers keep the code injected into jobs and the readers apart, so tests/tracer/test_ccupti.py
 # keeps the two tables equal (and both equal to CUPTI's headers where a machine has them).
 class RuntimeApiTraceCbid(enum.IntEnum):
     """The runtime calls that launch kernels or graphs (cupti_runtime_cbid.h, CUDA 13.0; values never change)."""

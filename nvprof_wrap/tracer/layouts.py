@@ -4,7 +4,7 @@ Knowledge as data: one table per kind of the byte offsets of the fields we read,
 size identifies them. NVIDIA grows these structs only at their end, so within a kind every field we read sits
 at the same offset in every struct version listed here: read with gcc's offsetof from the headers of CUPTI
 12.9.79 (Kernel5–9, Memcpy4–6, MemcpyPtoP–PtoP4, Memset2–4, Marker2, Device4–5, API), 13.0.85 (Kernel10)
-and 13.4.92 (Kernel11–13, Memcpy7, Memset5, Device6). tests/test_tracer_raw.py checks the table against any
+and 13.4.92 (Kernel11–13, Memcpy7, Memset5, Device6). tests/tracer/test_tracer_raw.py checks the table against any
 cupti_activity.h found on the machine, and against the libcupti found there (its record sizes).
 
 A record's size (the distance cuptiActivityGetNextRecord steps) says which struct version the loaded libcupti

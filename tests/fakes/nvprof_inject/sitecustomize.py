@@ -1,13 +1,18 @@
 # Fake nvprof's per-process hook: on exit, write this process's capture as nvprof does (%p = pid).
 import atexit
+import importlib.util
 import os
 import sqlite3
 import sys
 from pathlib import Path
 
-# The shared fixtures, where the tests find them too ($NVPROF_WRAP_FIXTURES, else ../shared/fixtures).
-FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or Path(__file__).resolve().parents[4] / "shared" / "fixtures")
-TEMPLATE = FIXTURES / "public" / "m-goldstein__GPU_ML__timeline.nvvp"
+# The shared fixtures, where the tests find them: tests/_paths.py, loaded by its path (the job's own sys.path is left
+# as it is).
+_spec = importlib.util.spec_from_file_location("_nvprof_wrap_tests_paths",
+                                               Path(__file__).resolve().parents[2] / "_paths.py")
+_paths = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_paths)
+TEMPLATE = _paths.PUBLIC / "m-goldstein__GPU_ML__timeline.nvvp"
 
 
 def _write():

@@ -1,0 +1,1 @@
+"""The tests, one folder per stage of the package in the order a capture flows through it (tests/README.md)."""

@@ -1,0 +1,1 @@
+"""The kernel classifier (nvprof_wrap/classify)."""

@@ -1,0 +1,1 @@
+"""The commands: arguments, outputs, exit codes (nvprof_wrap/cli)."""

@@ -1,0 +1,1 @@
+"""`run`: backends, the launcher, run folders and their manifest (nvprof_wrap/launch)."""

@@ -1,0 +1,169 @@
+"""The HTML report in a real browser: Debian's `chromium` package driven by Playwright's Python package (no browser
+build downloaded). The page must render (verdict, chart, tables with rows), log no console error, request nothing
+but itself, and keep hostile names as text — checked once more with the page's Content-Security-Policy bypassed,
+so the escaping alone has to hold. Skipped, with the reason, where chromium or playwright is missing;
+.ci/run installs both."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nvprof_wrap.cli import main
+from tests._paths import RUNS
+from tests.renderers.test_html import HOSTILE, HOSTILE_OP, HOSTILE_PROCESS, SAMPLES, hostile_capture
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("NVPROF_WRAP_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+# Headless, and nothing of the browser's own that talks to the network; any host name resolves to nothing.
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-default-apps", "--disable-extensions",
+        "--host-resolver-rules=MAP * ~NOTFOUND"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright's Python package is not installed (pip install playwright)")
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        pytest.skip(f"Debian's chromium is not installed ({CHROMIUM}; apt-get install chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Visit:
+    """One page in a fresh context, with everything it logged, requested or tried to pop up."""
+
+    def __init__(self, browser, path: Path, bypass_csp: bool = False) -> None:
+        self.url = path.resolve().as_uri()
+        self.console: list[tuple[str, str]] = []
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.context = browser.new_context(bypass_csp=bypass_csp, viewport={"width": 1400, "height": 900},
+                                           service_workers="block")
+        # nothing may leave the machine: every request but the page itself is recorded and aborted
+        self.context.route("**/*", lambda route: route.continue_() if route.request.url == self.url else route.abort())
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: self.console.append((m.type, m.text)))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("dialog", self._dialog)
+        self.page.goto(self.url, wait_until="load")
+        self.page.wait_for_timeout(300)  # time for a stray onerror / onload to fire
+
+    def _dialog(self, d) -> None:
+        self.dialogs.append(d.message)
+        d.dismiss()
+
+    def assert_quiet(self) -> None:
+        """No console error or warning, no script error, no request but the page, no alert."""
+        assert [m for m in self.console if m[0] in ("error", "warning")] == []
+        assert self.errors == [] and self.dialogs == [] and self.requests == [self.url]
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def write_report(tmp_path: Path, source: Path, *extra: str) -> Path:
+    out = tmp_path / "report.html"
+    assert main(["report", str(source), "--format", "html", "-o", str(out), "--store", str(tmp_path / "s.sqlite"),
+                 *extra]) == 0
+    return out
+
+
+def test_sample_report_renders_verdict_chart_and_tables(browser, tmp_path, capsys):
+    assert main(["report", str(SAMPLES / "keras_reuters_fp16"), "--format", "json", "--store",
+                 str(tmp_path / "s.sqlite")]) == 0
+    import json
+
+    d = json.loads(capsys.readouterr().out)
+    v = Visit(browser, write_report(tmp_path, SAMPLES / "keras_reuters_fp16"))
+    page = v.page
+    try:
+        verdict = page.locator(".verdict .message")
+        assert verdict.is_visible() and verdict.text_content() == d["message"]
+        assert page.locator(".verdict .hints li").all_text_contents() == d["hints"]
+        chart = page.locator("svg.chart")
+        assert chart.is_visible() and chart.bounding_box()["width"] > 300
+        assert page.locator(".verdict").bounding_box()["y"] < chart.bounding_box()["y"]  # the verdict first
+        # the bars are drawn to scale: each category's bar width over the whole bar is its share
+        whole = sum(r.bounding_box()["width"] for r in chart.locator("rect").all()[:len(d["time_split"])])
+        assert whole == pytest.approx(chart.bounding_box()["width"], rel=0.01)
+        for rect, s in zip(chart.locator("rect").all()[:len(d["time_split"])], d["time_split"]):
+            assert rect.bounding_box()["width"] == pytest.approx(s["share"] * whole, abs=1.5)
+        # tables have rows: ops, scopes, device, process, the top kernels in view and the rest one click away
+        tables = page.locator("table")
+        assert tables.count() >= 6 and all(t.locator("tbody tr").count() > 0 for t in tables.all())
+        kernels = page.locator("table.kernels")
+        assert kernels.first.locator("tbody tr").count() == 15 and kernels.first.is_visible()
+        rest = kernels.nth(1)
+        assert not rest.is_visible()
+        page.get_by_text(f"the other {len(d['kernels']) - 15} kernels").click()
+        assert rest.is_visible() and rest.locator("tbody tr").count() == len(d["kernels"]) - 15
+        assert page.locator("table.kernels code").all_text_contents() == [k["name"] for k in d["kernels"]]
+        page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
+        assert (tmp_path / "page.png").stat().st_size > 50_000
+        v.assert_quiet()
+    finally:
+        v.close()
+
+
+@pytest.mark.parametrize("bypass_csp", [False, True], ids=["with-csp", "csp-bypassed"])
+def test_hostile_names_stay_text_in_the_browser(browser, tmp_path, bypass_csp):
+    v = Visit(browser, write_report(tmp_path, hostile_capture(tmp_path), "--limit", "100"), bypass_csp)
+    page = v.page
+    try:
+        v.assert_quiet()  # no alert, no request for src=x or //example.com, no CSP violation logged
+        injected = page.evaluate("""() => ({
+            elements: document.querySelectorAll(
+                'body script, body img, body iframe, body marquee, body style, body b, body svg:not(.chart)').length,
+            handlers: [...document.querySelectorAll('*')].filter(
+                e => [...e.attributes].some(a => a.name.startsWith('on'))).length,
+            hidden: getComputedStyle(document.querySelector('main')).display})""")
+        assert injected == {"elements": 0, "handlers": 0, "hidden": "block"}
+        code = page.locator("code").all_text_contents()
+        for _, shown in HOSTILE.values():
+            assert shown in code
+        assert HOSTILE_OP in code and page.get_by_text(HOSTILE_PROCESS, exact=True).is_visible()
+        assert page.locator(".verdict .message").is_visible()
+    finally:
+        v.close()
+
+
+def test_demo_page_with_three_reports_and_working_links(browser, tmp_path, capsys):
+    assert main(["demo", "--format", "html"]) == 0
+    path = tmp_path / "demo.html"
+    path.write_text(capsys.readouterr().out, encoding="utf-8")
+    v = Visit(browser, path)
+    try:
+        assert v.page.locator("section .verdict").count() == 3 and v.page.locator("svg.chart").count() == 3
+        v.page.locator('nav a[href="#r3"]').click()
+        assert v.page.evaluate("location.hash") == "#r3" and v.page.locator("#r3 h2").is_visible()
+        v.assert_quiet()
+    finally:
+        v.close()
+
+
+def test_compare_page_of_the_fp32_and_bf16_runs_renders_quietly(browser, tmp_path, capsys):
+    out = tmp_path / "compare.html"
+    assert main(["compare", str(RUNS / "gpt_fp32_nsys"), str(RUNS / "gpt_bf16_nsys"), "--format", "html",
+                 "-o", str(out)]) == 0
+    v = Visit(browser, out)
+    try:
+        text = v.page.locator("body").inner_text()
+        assert "9.5% → 33.5%" in text and "bf16" in text
+        tables = v.page.locator("table")
+        assert tables.count() == 4 and all(t.locator("tbody tr").count() > 0 for t in tables.all())
+        v.assert_quiet()
+    finally:
+        v.close()
