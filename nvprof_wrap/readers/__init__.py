@@ -54,15 +54,16 @@ READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _
 TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
 # What readers extract, versioned: a run store re-reads a capture read by another version (a store kept beside a
 # run folder would otherwise go on reporting what an older reader made of it). Bump when a reader's output changes.
-READ_VERSION = 6  # 2: busy time from the first to the last kernel; --window / --steps. 3: launches on threads
+READ_VERSION = 7  # 2: busy time from the first to the last kernel; --window / --steps. 3: launches on threads
 # without an open range count in their process main thread's ranges. 4: an nvprof summary CSV takes its GPU from the
 # Unified Memory section when that names one device. 5: torch.profiler's cuda_driver launch calls (cuLaunchKernelEx)
 # attribute their kernels to ops; launch calls without kernel records refused by every reader; pyprof CSV names
 # demangled. 6: a gzipped capture's identity is that of what it unpacks to (x.sqlite beside x.sqlite.gz: one capture)
+# 7: the hardware's tensor-pipe activity (nsys GPU_METRICS, the run's NVML GPM samples) beside the kernels.
 
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
-                 "report.html"}
+                 "report.html", "gpm.jsonl"}
 # What TensorBoard's profile plugin writes beside a run's trace: tool data derived from it, not captures.
 _TENSORBOARD_TOOLS = (".kernel_stats.pb", ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb",
                       ".memory_profile.json.gz", ".pod_viewer.json", ".tpu_profile.json")

@@ -128,6 +128,8 @@ def _counter_why(k: KernelRow) -> str:
         return f"compiled code: {k.counter_detail}"
     if k.evidence == "device":
         return k.reason
+    if k.evidence == "hardware":
+        return k.counter_detail or k.reason
     return f"measured by counters: {k.counter_detail}"
 
 

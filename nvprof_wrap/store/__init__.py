@@ -44,7 +44,7 @@ sqlite_utils = _import_sqlite_utils()
 SCHEMA_VERSION = 2
 # Bumped whenever a reader changes what it extracts: a store written by another version is rebuilt from
 # its captures rather than mixed with rows the current readers would not produce.
-DATA_VERSION = "2026.12.01-16"
+DATA_VERSION = "2026.12.01-17"  # 17: the hardware's tensor-pipe activity (hw_devices, hw_kernels, hw_series)
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES = {
@@ -61,6 +61,11 @@ _TABLES = {
     "counters": {"capture_id": int, "name": str, "tensor_core": str, "launches": int, "metric": str, "value": float,
                  "detail": str},
     "ops": {"capture_id": int, "pid": int, "scope": str, "op": str, "name": str, "launches": int, "total_ns": int},
+    "hw_devices": {"capture_id": int, "device_id": int, "source": str, "interval_ns": int, "samples": int,
+                   "busy_samples": int, "sm_busy": float, "tensor_busy": float},
+    "hw_kernels": {"capture_id": int, "device_id": int, "name": str, "source": str, "interval_ns": int,
+                   "samples": int, "tensor": float, "hmma": float, "imma": float, "dfma": float},
+    "hw_series": {"capture_id": int, "device_id": int, "t_ns": int, "dt_ns": int, "sm": float, "tensor": float},
     "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
@@ -69,7 +74,8 @@ _KEYS = {"captures": ("id",), "classifications": ("name", "rules_version"), "sta
 _INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
             "CREATE INDEX idx_captures_file ON captures(file)", "CREATE INDEX idx_kernels_name ON kernels(name)")
 _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
-_CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops")
+_CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "hw_devices", "hw_kernels",
+             "hw_series")
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
 BUSY_TIMEOUT_S = 60
 
