@@ -20,6 +20,7 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (
+    _gpm,
     console_text,
     cupti_sqlite,
     kineto_json,
@@ -143,6 +144,7 @@ def _read_gunzipped_sqlite(path: Path, window: Window | None = None) -> Capture:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
         if written is None:
             raise BadInput(path, f"gzipped SQLite unpacks to more than {MAX_GUNZIPPED_SQLITE_BYTES >> 30} GiB")
+        _gpm.keep_beside(path, plain)  # a run folder's GPM samples still lie beside the capture they belong to
         try:
             capture = read(plain, window)
         except BadInput as e:  # named after the file the user gave, not the temporary copy

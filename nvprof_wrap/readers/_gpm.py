@@ -6,6 +6,7 @@ device id the capture records."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -21,6 +22,15 @@ def beside(capture: Path) -> Path | None:
     """The GPM samples of the run folder a capture lies in, if that run took them."""
     f = capture.parent / FILE
     return f if f.is_file() and (capture.parent / "manifest.json").is_file() else None
+
+
+def keep_beside(capture: Path, copy: Path) -> None:
+    """A capture read through a copy (a gzipped one, unpacked elsewhere): its run's GPM samples and manifest
+    copied beside the copy, so that beside() finds them there (both are small: 10 samples a second)."""
+    found = beside(capture)
+    if found is not None:
+        for name in (FILE, "manifest.json"):
+            shutil.copyfile(capture.parent / name, copy.parent / name)
 
 
 def _lines(path: Path) -> Iterator[dict]:

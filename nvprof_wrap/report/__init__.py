@@ -105,6 +105,9 @@ class OpRow:
     share: float  # of attributed kernel time
     tc_share: float  # of this op's kernel time
     precisions: tuple[PrecisionShare, ...]  # of all its kernels, by time, most first
+    # The hardware's tensor-pipe activity (% of SM time) of its kernels, weighted by their time in it; None where
+    # less than half of its kernel time has samples (docs/hardware-truth.md)
+    hw_tensor: float | None = None
 
 
 @dataclass(frozen=True)
@@ -526,8 +529,16 @@ def with_scope(report: Report, window: tuple[float, float] | None, steps: tuple[
 
 def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
     by: dict[str, dict] = {}
+    hw: dict[str, list[float]] = {}
+    for r in store.hardware_kernels():
+        acc = hw.setdefault(r["name"], [0.0, 0])
+        acc[0] += r["tensor"] * r["n"]
+        acc[1] += r["n"]
     for r in store.op_kernels(column):
-        g = by.setdefault(r["op"], {"kernels": 0, "launches": 0, "ns": 0, "tc": 0, "prec": {}})
+        g = by.setdefault(r["op"], {"kernels": 0, "launches": 0, "ns": 0, "tc": 0, "prec": {}, "hw": 0.0, "hw_ns": 0})
+        if r["name"] in hw and r["ns"]:
+            g["hw"] += hw[r["name"]][0] / hw[r["name"]][1] * r["ns"]
+            g["hw_ns"] += r["ns"]
         g["kernels"] += 1
         g["launches"] += r["launches"]
         g["ns"] += r["ns"] or 0
@@ -539,7 +550,8 @@ def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
     total = sum(g["ns"] for g in by.values()) or 1
     out = [OpRow(op, g["kernels"], g["launches"], g["ns"], g["ns"] / total, g["tc"] / g["ns"] if g["ns"] else 0.0,
                  tuple(PrecisionShare(p, ns / g["ns"] if g["ns"] else 0.0)
-                       for p, ns in sorted(g["prec"].items(), key=lambda kv: -kv[1])))
+                       for p, ns in sorted(g["prec"].items(), key=lambda kv: -kv[1])),
+                 round(g["hw"] / g["hw_ns"], 2) if g["hw_ns"] and g["hw_ns"] >= 0.5 * g["ns"] else None)
            for op, g in by.items()]
     return tuple(sorted(out, key=lambda o: -o.total_ns))
 
