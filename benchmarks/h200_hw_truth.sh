@@ -49,6 +49,10 @@ if [ "$PART" = A ]; then
   TAIL=12 t own_sqlite $W report $S/own.sqlite --triton-cache $S/empty-cache --format markdown
 fi
 if [ "$PART" = B ]; then
+  for b in nsys cupti; do  # the runs of part A, in a fresh store: the hardware alone decides the Triton kernel
+    [ -d $R/ph_$b ] && TAIL=30 t ph_${b}_fresh $W report $R/ph_$b --store $S/fresh_$b.sqlite --triton-cache $S/empty-cache
+    grep -h "run of\|tensor-pipe activity" $R/ph_$b.txt >> $LOG
+  done
   rm -rf $S/nanogpt; cp -r $REPO/.gpu/nanogpt $S/nanogpt; mkdir -p $S/nanogpt/data/shakespeare_char
   $V/python -c "
 import numpy as np, pickle

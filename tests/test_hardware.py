@@ -1,7 +1,7 @@
 """The hardware's own tensor-pipe activity (issue "Hardware truth"): nsys GPU metrics read from a capture, NVML GPM
 samples a run's launcher took, matched to the kernels, deciding kernels the names leave unknown and cross-checking
 the others. The captures are real, made on the H200 by benchmarks/h200_hw_explore.sh running
-benchmarks/hw_phases.py (phases of known truth) and trimmed to a part of each phase (tests/data/h200_runs/README.md):
+benchmarks/hw_phases.py (phases of known truth) and trimmed to a part of each phase (benchmarks/trim_capture.py):
 - hw_phases_nsys: `nsys profile --gpu-metrics-devices=0 --gpu-metrics-frequency=10000` (100 µs samples);
 - hw_phases_cupti: `nvprof-wrap run --backend cupti` with GPM sampled beside it every 100 ms (gpm.jsonl).
 """
@@ -110,6 +110,23 @@ def test_a_name_the_hardware_contradicts_is_listed(tmp_path, no_ptx):
         shown = "cutlass\\_80\\_simt\\_sgemm" if fmt == "markdown" else "cutlass_80_simt_sgemm"  # escaped there
         assert code == 0 and shown in (tmp_path / f"r.{fmt}").read_text() and "tensor pipes were" in \
             (tmp_path / f"r.{fmt}").read_text()
+
+
+def test_kernels_too_short_to_fill_a_sample_are_named(tmp_path, no_ptx):
+    """Every sample the layer-norm phase took, its kernels' launches cut to a third of their length (the real
+    capture, the kernel rows shortened): no sample is filled by one kernel any more, and the report says which share
+    of kernel time the hardware cannot tell apart."""
+    plain = tmp_path / "short.sqlite"
+    with gzip.open(NSYS_CAPTURE) as src, open(plain, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    with sqlite3.connect(plain) as c:
+        c.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + (end - start) / 3 WHERE demangledName IN "
+                  "(SELECT id FROM StringIds WHERE value LIKE '%layer_norm%')")
+    rep = analyze(plain, triton_cache=no_ptx)
+    (row,) = rep.hardware
+    assert 0.05 < row.unsampled_share < 0.3
+    assert "never filled a 100 µs sample alone" in rep.to_dict()["hardware"][0]["message"]
+    assert "--gpu-metrics-frequency" in rep.to_dict()["hardware"][0]["message"]
 
 
 def test_a_window_keeps_the_samples_of_its_time_only():

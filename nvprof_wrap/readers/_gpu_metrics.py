@@ -80,7 +80,10 @@ def _interval(conn: sqlite3.Connection, type_id: int, metric_id: int) -> int | N
     ts = [r[0] for r in conn.execute("SELECT timestamp FROM GPU_METRICS WHERE typeId = ? AND metricId = ? "
                                      "ORDER BY timestamp LIMIT 1001", (type_id, metric_id))]
     steps = [b - a for a, b in itertools.pairwise(ts) if b > a]
-    return int(statistics.median(steps)) if steps else None
+    if not steps:
+        return None
+    step = int(statistics.median(steps))  # 99,999 or 100,001 ns at 10 kHz: the timestamps' jitter, rounded off
+    return round(step, -2) if step >= 10_000 else step
 
 
 def _device_ids(conn: sqlite3.Connection, have: set[str], types: list[int]) -> dict[int, int | None]:

@@ -115,9 +115,13 @@ def hardware_text(h) -> str:
     sm = f"; SMs {h.sm_busy:.1f}% active" if h.sm_busy is not None else ""
     agree = "consistent with the names" if not h.disagreements else \
         f"{h.disagreements} kernel{'s' if h.disagreements != 1 else ''} where it contradicts the names (below)"
+    short = "" if h.unsampled_share < 0.005 else (
+        f". {100 * h.unsampled_share:.1f}% of its kernel time is in kernels that never filled a {every(h.interval_ns)} "
+        "sample alone (shorter, or always beside others): the hardware does not tell those apart"
+        + (" — a higher --gpu-metrics-frequency resolves shorter kernels" if h.source.startswith("nsys") else ""))
     return (f"device {h.device_id}, {h.source}: tensor pipes {h.tensor_busy:.1f}% active over the "
             f"{h.busy_samples:,} samples of {every(h.interval_ns)} taken while kernels ran{sm}; the names put "
-            f"{100 * h.names_tc_share:.1f}% of its kernel time on tensor cores — {agree}")
+            f"{100 * h.names_tc_share:.1f}% of its kernel time on tensor cores — {agree}{short}")
 
 
 def job(r: Report) -> dict | None:

@@ -191,6 +191,9 @@ class HardwareRow:
     tensor_busy: float | None  # mean tensor-pipe activity, % of SM time, over the busy samples
     names_tc_share: float  # the device's kernel time on tensor-core kernels by the verdicts (0-1)
     disagreements: int  # kernels whose samples contradict their name's yes/no (hardware_checks)
+    # of the device's kernel time, the share in kernels that never filled a sample alone (shorter than a sample,
+    # or always beside others): the hardware says nothing about them one by one
+    unsampled_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -259,14 +262,16 @@ class Report:
         return _display("html")(self)
 
     def to_pandas(self) -> dict:
-        """The report's tables as pandas DataFrames (needs pandas): kernels, split, devices, processes, ops, scopes."""
+        """The report's tables as pandas DataFrames (needs pandas): kernels, split, devices, processes, ops, scopes,
+        and the hardware's tensor-pipe activity: hardware (per device), hardware_checks, hardware_series."""
         try:
             import pandas as pd
         except ImportError:
             raise NvprofWrapError("to_pandas() needs pandas (pip install pandas)") from None
         d = self.to_dict()
         return {key: pd.DataFrame(d.get(key) or []) for key in
-                ("kernels", "time_split", "devices", "processes", "ops", "scopes")}
+                ("kernels", "time_split", "devices", "processes", "ops", "scopes", "hardware", "hardware_checks",
+                 "hardware_series")}
 
 
 def _display(name: str) -> Callable:
@@ -418,12 +423,17 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
 def _hardware(store: Store, devices: tuple[GroupRow, ...],
               checks: tuple[HardwareCheck, ...]) -> tuple[HardwareRow, ...]:
     share = {g.key: g.tc_share for g in devices}
-    return tuple(HardwareRow(r["device_id"], r["source"], r["interval_ns"], r["samples"], r["busy_samples"],
-                             None if r["sm_busy"] is None else round(r["sm_busy"], 2),
-                             None if r["tensor_busy"] is None else round(r["tensor_busy"], 2),
-                             share.get(str(r["device_id"]), 0.0),
-                             sum(1 for c in checks if c.device_id == r["device_id"] and c.source == r["source"]))
-                 for r in store.hardware_devices())
+    coverage = store.hardware_coverage()
+    out = []
+    for r in store.hardware_devices():
+        ns, sampled = coverage.get(r["device_id"], (0, 0))
+        out.append(HardwareRow(r["device_id"], r["source"], r["interval_ns"], r["samples"], r["busy_samples"],
+                               None if r["sm_busy"] is None else round(r["sm_busy"], 2),
+                               None if r["tensor_busy"] is None else round(r["tensor_busy"], 2),
+                               share.get(str(r["device_id"]), 0.0),
+                               sum(1 for c in checks if c.device_id == r["device_id"] and c.source == r["source"]),
+                               round(1 - sampled / ns, 6) if ns else 0.0))
+    return tuple(out)
 
 
 def _hardware_checks(store: Store, kernels: tuple[KernelRow, ...]) -> tuple[HardwareCheck, ...]:

@@ -82,6 +82,15 @@ class Queries:
                    SUM(tensor * samples) / SUM(samples) AS tensor
             FROM hw_kernels GROUP BY device_id, name, source ORDER BY SUM(samples) DESC""")
 
+    def hardware_coverage(self) -> dict[int, tuple[int, int]]:
+        """Per device: (kernel time, kernel time of the names that filled at least one sample alone)."""
+        return {r["device_id"]: (r["ns"] or 0, r["sampled"] or 0) for r in self.rows("""
+            SELECT k.device_id, SUM(k.total_ns) AS ns,
+                   SUM(CASE WHEN h.name IS NOT NULL THEN k.total_ns ELSE 0 END) AS sampled
+            FROM kernels k LEFT JOIN (SELECT DISTINCT device_id, name FROM hw_kernels) h
+                 ON h.device_id = k.device_id AND h.name = k.name
+            WHERE k.device_id IN (SELECT device_id FROM hw_devices) GROUP BY k.device_id""")}
+
     def hardware_series(self) -> list[dict]:
         return self.rows("SELECT device_id, t_ns, dt_ns, sm, tensor FROM hw_series ORDER BY device_id, t_ns")
 
