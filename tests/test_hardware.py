@@ -210,3 +210,33 @@ def test_gpm_header_names_the_devices_in_the_jobs_order(tmp_path):
     seen = []
     devices, *_ = _gpm.read(f, lambda d: seen.append(d) or iter([(0, 100_000_000, "k")]), 0)
     assert seen == [0, 1] and [d.device_id for d in devices] == [1]  # NVML GPU 1 is the job's CUDA device 1
+
+
+def test_the_sampler_writes_what_the_reader_reads(tmp_path, monkeypatch):
+    """The GPM sampler's thread on the fake pynvml (tests/fakes/pynvml: nvidia-ml-py's calls and structures, one GPU
+    70% tensor-active for 0.2 s): a header naming the device, then intervals that follow each other, which the
+    reader matches to launches on the same clock."""
+    import sys
+    import time
+
+    from nvprof_wrap.launch import gpm
+
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "fakes" / "pynvml"))
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
+    devices, why = gpm.available()
+    assert devices == [0] and why is None
+    start = time.time_ns()
+    s = gpm.Sampler(tmp_path / gpm.FILE, devices, 0.02).start()
+    time.sleep(0.5)
+    s.stop()
+    assert s.problem is None and s.samples >= 10
+    header, *rows = [json.loads(line) for line in (tmp_path / gpm.FILE).read_text().splitlines()]
+    assert header == {"gpm": 1, "interval_s": 0.02, "devices": [{"device": 0, "uuid": "GPU-8cb78979-6fcd-3e7c-aa52-"
+                                                                 "961344831e45", "pci": "00000000:00:06.0"}]}
+    assert all(a["t_ns"] == b["t0_ns"] and b["t_ns"] > b["t0_ns"] for a, b in zip(rows, rows[1:]))
+    assert {"sm", "tensor", "hmma", "imma", "dfma", "dmma"} <= set(rows[0]) and rows[0]["tensor"] == 70.0
+    assert rows[-1]["tensor"] == 0.0  # idle after 0.2 s
+    busy_end = next(r["t0_ns"] for r in rows if r["tensor"] == 0.0)
+    devs, kernels, _, _ = _gpm.read(tmp_path / gpm.FILE, lambda d: iter([(start, busy_end, "gemm")]), 0)
+    (k,) = kernels
+    assert devs[0].busy_samples >= 3 and k.name == "gemm" and k.tensor == 70.0 and k.hmma == 70.0

@@ -5,8 +5,8 @@ timestamp (``nvmlGpmMetricsGet`` between two consecutive ``nvmlGpmSampleGet``): 
 DMMA and SM_UTIL, 0-100.
 
 The samples go to ``gpm.jsonl`` in the run folder, one JSON object per line: ``{"device": NVML index, "uuid",
-"pci", "t0_ns", "t_ns"}`` (the interval, Unix time in ns — the clock every capture's start is mapped to) and the
-metrics by short name (``sm``, ``tensor``, ``hmma``, ``imma``, ``dfma``, ``dmma``; a metric the driver refuses is
+"pci", "t0_ns", "t_ns"}`` (the interval in ns of a monotonic clock placed in Unix time once, at the start: the
+clock every capture's start is mapped to) and the metrics by short name (``sm``, ``tensor``, ``hmma``, ``imma``, ``dfma``, ``dmma``; a metric the driver refuses is
 absent). The first line is a header: ``{"gpm": 1, "interval_s", "devices": [...]}``. Where there is no sampler
 (no nvidia-ml-py, a GPU older than Hopper, MIG, no permission, a driver without GPM) ``available()`` says why in one
 line and the run goes on without it.
@@ -140,16 +140,20 @@ class Sampler:
                 out.write(json.dumps({"gpm": 1, "interval_s": self.interval_s,
                                       "devices": [{"device": i, "uuid": u, "pci": p}
                                                   for i, (u, p) in zip(self.devices, ids)]}) + "\n")
+                # One clock for every sample: monotonic, placed in Unix time once (a clock step during the run moves
+                # no sample), the time every capture's start is mapped to.
+                unix0, mono0 = time.time_ns(), time.monotonic_ns()
+                now_ns = lambda: unix0 + time.monotonic_ns() - mono0
                 prev = []
                 for h, b in zip(handles, bufs):
                     nvml.nvmlGpmSampleGet(h, b[0])
-                    prev.append(time.time_ns())
+                    prev.append(now_ns())
                 nxt = time.monotonic() + self.interval_s
                 while not self.stopped.wait(max(0.0, nxt - time.monotonic())):
                     nxt += self.interval_s
                     for k, (h, b) in enumerate(zip(handles, bufs)):
                         nvml.nvmlGpmSampleGet(h, b[1])
-                        now = time.time_ns()
+                        now = now_ns()
                         row = {"device": self.devices[k], "t0_ns": prev[k], "t_ns": now, **_metrics(nvml, b[0], b[1])}
                         out.write(json.dumps(row) + "\n")
                         b.reverse()  # this sample is the next interval's start
