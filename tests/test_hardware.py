@@ -8,6 +8,7 @@ benchmarks/hw_phases.py (phases of known truth) and trimmed to a part of each ph
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import shutil
 import sqlite3
@@ -233,7 +234,7 @@ def test_the_sampler_writes_what_the_reader_reads(tmp_path, monkeypatch):
     header, *rows = [json.loads(line) for line in (tmp_path / gpm.FILE).read_text().splitlines()]
     assert header == {"gpm": 1, "interval_s": 0.02, "devices": [{"device": 0, "uuid": "GPU-8cb78979-6fcd-3e7c-aa52-"
                                                                  "961344831e45", "pci": "00000000:00:06.0"}]}
-    assert all(a["t_ns"] == b["t0_ns"] and b["t_ns"] > b["t0_ns"] for a, b in zip(rows, rows[1:]))
+    assert all(a["t_ns"] == b["t0_ns"] and b["t_ns"] > b["t0_ns"] for a, b in itertools.pairwise(rows))
     assert {"sm", "tensor", "hmma", "imma", "dfma", "dmma"} <= set(rows[0]) and rows[0]["tensor"] == 70.0
     assert rows[-1]["tensor"] == 0.0  # idle after 0.2 s
     busy_end = next(r["t0_ns"] for r in rows if r["tensor"] == 0.0)
