@@ -102,6 +102,46 @@ class OpAgg:
 
 
 @dataclass(frozen=True)
+class HwDevice:
+    """The hardware's tensor-pipe activity on one device over a capture (readers/_hardware.py): percentages of SM
+    time, as the source measures them (nsys GPU metrics' "Tensor Active", NVML GPM's ANY_TENSOR_UTIL)."""
+
+    device_id: int
+    source: str  # "nsys gpu metrics" | "nvml gpm"
+    interval_ns: int  # one sample's length
+    samples: int
+    busy_samples: int  # taken while launches covered at least half the interval
+    sm_busy: float | None  # mean SM activity (%) over the busy samples
+    tensor_busy: float | None  # mean tensor-pipe activity (%) over the busy samples
+
+
+@dataclass(frozen=True)
+class HwKernel:
+    """Tensor-pipe activity of the samples one kernel name filled alone (its launches covering most of them)."""
+
+    device_id: int
+    name: str
+    source: str
+    interval_ns: int
+    samples: int
+    tensor: float  # mean %
+    hmma: float | None = None  # GPM tells the pipes apart: half-precision MMA (fp16, bf16, tf32, fp8)
+    imma: float | None = None  # integer MMA
+    dfma: float | None = None  # fp64 MMA
+
+
+@dataclass(frozen=True)
+class HwPoint:
+    """One bucket of the hardware timeline: mean SM and tensor activity (%) from t_ns for dt_ns."""
+
+    device_id: int
+    t_ns: int
+    dt_ns: int
+    sm: float
+    tensor: float
+
+
+@dataclass(frozen=True)
 class Capture:
     """What a reader extracted from one profiler file."""
 
@@ -122,6 +162,10 @@ class Capture:
     ended_ns: int | None = None
     command: str | None = None
     ppid: int | None = None
+    # The hardware's own tensor-pipe activity, where the capture (nsys GPU metrics) or its run (NVML GPM) has it.
+    hw_devices: tuple[HwDevice, ...] = ()
+    hw_kernels: tuple[HwKernel, ...] = ()
+    hw_series: tuple[HwPoint, ...] = ()
 
 
 @dataclass(frozen=True)

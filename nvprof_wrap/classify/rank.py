@@ -1,9 +1,11 @@
 """One verdict per kernel on one GPU, from every kind of evidence, ranked in one place.
 
 Rank: hardware counters (Nsight Compute matrix instructions) > the GPU itself (no tensor cores before Volta) >
-compiled code (PTX of the kernel) > name rules > unknown. A name that claims what its GPU cannot run (bf16 before
-Ampere, fp8 before Ada, fp4 or tcgen05 before Blackwell, any tensor-core kernel before Volta) is flagged: either the
-capture's device record or the name rule is wrong, and the report says so instead of trusting either silently.
+compiled code (PTX of the kernel) > name rules > the hardware's sampled tensor-pipe activity (nsys GPU metrics, NVML
+GPM: only for a kernel the names leave unknown; classify/hardware.py) > unknown. A name that claims what its GPU
+cannot run (bf16 before Ampere, fp8 before Ada, fp4 or tcgen05 before Blackwell, any tensor-core kernel before
+Volta) is flagged: either the capture's device record or the name rule is wrong, and the report says so instead of
+trusting either silently.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ class Verdict:
     family: str
     reason: str
     rule: str
-    evidence: str  # "counters" | "device" | "compiled code" | "name"
+    evidence: str  # "counters" | "device" | "compiled code" | "name" | "hardware"
     name_verdict: str
     counter_verdict: str | None = None
     counter_detail: str | None = None
@@ -66,9 +68,10 @@ def gpu_facts(cc: float | None, name: str | None) -> tuple[float | None, bool]:
 
 
 def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] | None = None,
-           static: tuple[str, str] | None = None, gpu_name: str | None = None) -> Verdict:
+           static: tuple[str, str] | None = None, gpu_name: str | None = None,
+           hardware: tuple[str, str] | None = None) -> Verdict:
     """The verdict for kernel name ``c`` on a GPU of compute capability ``cc`` named ``gpu_name`` (either may be
-    None), given counter evidence and compiled-code evidence as (tensor_core, detail)."""
+    None), given counter, compiled-code and sampled-hardware evidence as (tensor_core, detail)."""
     cc, has_tensor_cores = gpu_facts(cc, gpu_name)
     base = {"precision": c.precision, "family": c.family, "name_verdict": c.tensor_core,
                 "counter_verdict": counter[0] if counter else None,
@@ -86,5 +89,8 @@ def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] 
     if static and static[0] in ("yes", "no"):
         return Verdict(static[0], reason=c.reason, rule=c.rule, evidence="compiled code", counter_detail=static[1],
                        **base)
-    detail = counter[1] if counter else (static[1] if static else None)
+    if c.tensor_core == "unknown" and hardware and hardware[0] in ("yes", "no"):
+        return Verdict(hardware[0], reason=c.reason, rule=c.rule, evidence="hardware", counter_detail=hardware[1],
+                       **base)
+    detail = counter[1] if counter else (static[1] if static else hardware[1] if hardware else None)
     return Verdict(c.tensor_core, reason=c.reason, rule=c.rule, evidence="name", counter_detail=detail, **base)

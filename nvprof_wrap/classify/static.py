@@ -41,7 +41,7 @@ def _ptx_files(dirs: Iterable[Path]) -> Iterable[Path]:
 def scan(names: set[str], dirs: Iterable[Path] | None = None) -> list[StaticVerdict]:
     """Verdicts for those of ``names`` (kernel entry names) found as PTX entries in the cache folders."""
     found: dict[str, list[tuple[str, str]]] = {}
-    for ptx in _ptx_files(cache_dirs() if dirs is None else dirs):
+    for ptx in _ptx_files(cache_dirs() if dirs is None else [Path(d) for d in dirs]):
         try:
             text = ptx.read_bytes()
         except OSError:

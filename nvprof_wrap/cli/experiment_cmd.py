@@ -22,7 +22,7 @@ from pathlib import Path
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._args import add_format, add_save, render_options
 from nvprof_wrap.cli._write import check_output, put, say
-from nvprof_wrap.cli.run_cmd import annotate_kinds
+from nvprof_wrap.cli.run_cmd import add_hardware, annotate_kinds
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
@@ -55,6 +55,7 @@ def add_parser(sub, name: str) -> None:
                    help="show the profiler's own output live too (by default only in each run's logs)")
     p.add_argument("--no-run", action="store_true",
                    help="do not run: rebuild the table from the per-precision run folders already in -o DIR")
+    add_hardware(p)
     add_format(p)
     add_save(p, "the table")
 
@@ -110,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
             cmd = [sys.executable, str(script), "--precision", precision, *extra]
             folder, manifest = execute(RunSpec(cmd, args.backend, str(base / precision), nsys=args.nsys,
                                                quiet_stdout=args.format != "table", annotate=args.annotate,
-                                               force=args.force, verbose=args.verbose))
+                                               force=args.force, verbose=args.verbose, hardware=args.hardware,
+                                               hardware_interval_s=args.hardware_interval,
+                                               gpu_metrics_hz=args.gpu_metrics_frequency))
             rows.append(_row(precision, folder, manifest, script.stem))
     put(args, render(args.format, Experiment(tuple(rows)), render_options(args)), "experiment table")
     return max((r.exit_code for r in rows), default=0)

@@ -53,6 +53,7 @@ def add_parser(sub, name: str) -> None:
                    help="do not mark torch optimizer steps (by default every optimizer.step() of a PyTorch process "
                         "ends an NVTX range 'optimizer step N', which --steps reads: no change to the script)")
     p.add_argument("--no-report", action="store_true", help="only run and capture")
+    add_hardware(p)
     p.add_argument("--verbose", action="store_true",
                    help="show the profiler's own output live too (progress bars, 'Generated:' lines); by default it "
                         "goes only to the run folder's stdout.log / stderr.log")
@@ -78,6 +79,38 @@ def annotate_kinds(text: str) -> str:
     return ",".join(dict.fromkeys(kinds))
 
 
+def add_hardware(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-hardware", dest="hardware", action="store_false",
+                   help="do not sample the GPU's tensor pipes (by default NVML GPM is read every --hardware-interval "
+                        "beside the job on Hopper and newer, and nsys runs record GPU metrics where the GPU has them: "
+                        "docs/hardware-truth.md)")
+    p.add_argument("--hardware-interval", type=_seconds, default=0.1, metavar="S",
+                   help="GPM sampling interval in seconds (default 0.1)")
+    p.add_argument("--gpu-metrics-frequency", type=_hz, default=10_000, metavar="HZ",
+                   help="nsys GPU metrics samples per second (default 10000: 100 µs samples; more resolves shorter "
+                        "kernels and makes bigger captures)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.01 <= x <= 60:
+        raise argparse.ArgumentTypeError(f"between 0.01 and 60 seconds, got {text}")
+    return x
+
+
+def _hz(text: str) -> int:
+    try:
+        x = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 10 <= x <= 200_000:
+        raise argparse.ArgumentTypeError(f"between 10 and 200000 Hz, got {text}")
+    return x
+
+
 def _command(args: argparse.Namespace) -> list[str]:
     cmd = args.passthrough if args.passthrough is not None else args.cmd
     if not cmd:
@@ -90,10 +123,13 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.save, into=expand_output(args.output) if args.output else None)
     spec = RunSpec(_command(args), args.backend, args.output, args.name, args.nsys,
                    quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
-                   step_marks=args.step_marks, force=args.force, verbose=args.verbose)
+                   step_marks=args.step_marks, force=args.force, verbose=args.verbose, hardware=args.hardware,
+                   hardware_interval_s=args.hardware_interval, gpu_metrics_hz=args.gpu_metrics_frequency)
     folder, manifest = execute(spec)
     say(f"nvprof-wrap: {manifest.backend} run of {' '.join(spec.command)[:80]} → {folder} "
         f"(exit {manifest.exit_code}, {manifest.wall_s} s)")
+    if manifest.hardware and manifest.gpus:
+        say(f"nvprof-wrap: tensor-pipe activity: {manifest.hardware}")
     recorded = manifest.recorded
     if recorded and not manifest.captures:
         say(f"nvprof-wrap: error: the {manifest.backend} run wrote no capture in {folder}: "

@@ -26,6 +26,9 @@ class RunSpec:
     step_marks: bool = True  # an NVTX range per torch optimizer step in every Python process (annotate.py)
     force: bool = False  # replace a run folder that already holds a run
     verbose: bool = False  # show the profiler's own chatter live too (it is always in the run folder's logs)
+    hardware: bool = True  # sample the tensor pipes: NVML GPM beside the job, nsys GPU metrics in its capture
+    hardware_interval_s: float = 0.1  # GPM's sampling interval
+    gpu_metrics_hz: int = 10_000  # nsys --gpu-metrics-frequency
 
 
 @dataclass(frozen=True)

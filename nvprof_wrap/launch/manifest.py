@@ -64,6 +64,8 @@ class Manifest:
     processes: tuple[Process, ...] = ()
     captures: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    # Where the hardware's tensor-pipe activity was sampled, or why not (launch/gpm.py, the nsys GPU metrics).
+    hardware: str | None = None
     # False when the run's end could not be written (problems say why; exit_code is still the job's). Never in
     # the file: a manifest read back was recorded.
     recorded: bool = True
@@ -184,5 +186,5 @@ _MANIFEST = _record(dict, {
     "profiler_argv": _STRINGS, "backend": _STR, "backend_tool": _STR, "backend_version": _STR,
     "gpus": _list_of(_GPU), "host": _HOST, "rank": _INT,
     "wrapper_pid": _INT, "started": _NUM, "ended": _NUM, "wall_s": _NUM, "exit_code": _INT, "signal": _STR,
-    "processes": _list_of(_PROCESS), "captures": _STRINGS, "problems": _STRINGS,
+    "processes": _list_of(_PROCESS), "captures": _STRINGS, "problems": _STRINGS, "hardware": _STR,
 }, ("command", "backend"))

@@ -16,7 +16,7 @@ import psutil
 
 from nvprof_wrap._version import __version__
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.launch import BY_NAME, choose
+from nvprof_wrap.launch import BY_NAME, choose, gpm
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
 from nvprof_wrap.launch.folder import LOCK, claim
 from nvprof_wrap.launch.gpus import Gpu, list_gpus
@@ -87,7 +87,8 @@ def _unclaim(folder: Path, lock: int, created: bool) -> None:
 
 
 def captures(folder: Path) -> list[str]:
-    skip = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock"}
+    skip = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
+            "gpm.jsonl"}
     return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in skip
                   and not p.name.endswith(("-wal", "-shm", "-journal")) and not tools.is_export_scratch(p.name))
 
@@ -146,6 +147,21 @@ def write_manifest(folder: Path, manifest: Manifest) -> Manifest:
     return manifest
 
 
+def _sampler(spec: RunSpec, folder: Path, plan: Plan) -> tuple[gpm.Sampler | None, str | None]:
+    """The GPM sampler for this run (started), or None and why there is none, in words."""
+    if not spec.hardware:
+        return None, "not sampled (--no-hardware)"
+    devices, why = gpm.available()
+    if not devices:
+        return None, f"no GPM sampler: {why}" + _and_nsys(plan)
+    return gpm.Sampler(folder / gpm.FILE, devices, spec.hardware_interval_s).start(), None
+
+
+def _and_nsys(plan: Plan) -> str:
+    on = any(a.startswith("--gpu-metrics-devices=") for a in plan.argv)
+    return "; nsys GPU metrics in the capture" if on else ""
+
+
 def execute(spec: RunSpec) -> tuple[Path, Manifest]:
     """Run the job; the manifest that comes back has ``recorded`` False when the run's end could not be written
     (its problems say why; the job's exit code is still there)."""
@@ -167,10 +183,18 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
         annotate = {**injection_env(), "NVPROF_WRAP_ANNOTATE": ",".join(kinds)} if kinds else {}
         env = {**annotate, **plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
                "NVPROF_WRAP_METRICS": str((folder / "metrics.jsonl").resolve())}
-        job = run_job(plan.argv, env, folder, spec.quiet_stdout, spec.silent, keep_fds=(lock,),
-                      chatter=spec.verbose)
+        sampler, hardware = _sampler(spec, folder, plan)
+        try:
+            job = run_job(plan.argv, env, folder, spec.quiet_stdout, spec.silent, keep_fds=(lock,),
+                          chatter=spec.verbose)
+        finally:
+            if sampler is not None:
+                sampler.stop()
+                hardware = (f"nvml gpm: {sampler.samples:,} samples every {sampler.interval_s:g} s of GPU "
+                            f"{', '.join(map(str, sampler.devices))}" + (f" ({sampler.problem})" if sampler.problem
+                                                                         else "")) + _and_nsys(plan)
         problems = backend.collect(folder, spec)
-        ended = manifest_of(folder, spec, plan, gpus, job, problems)
+        ended = replace(manifest_of(folder, spec, plan, gpus, job, problems), hardware=hardware)
         try:
             return folder, write_manifest(folder, ended)
         except OSError as e:

@@ -29,10 +29,19 @@ def facts() -> dict:
         "profilers": {k: ({"path": v, "version": b.version(v)} if v else None) for k, (b, v) in found.items()},
         "cupti_python": cupti.BACKEND.find() is not None,
         "libcupti": _libcupti(),
+        "hardware_sampling": _gpm(),
         "python_packages": {m: importlib.util.find_spec(m) is not None
                             for m in ("keras", "tensorflow", "torch", "jax")},
         "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow (Keras' default)"),
     }
+
+
+def _gpm() -> dict:
+    """Whether `run` can sample the tensor pipes with NVML GPM here (launch/gpm.py), and on which GPUs, or why not."""
+    from nvprof_wrap.launch import gpm
+
+    devices, why = gpm.available()
+    return {"gpm_devices": devices, "why": why}
 
 
 def _libcupti() -> dict:

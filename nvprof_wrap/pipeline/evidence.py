@@ -1,16 +1,16 @@
 """Every kind of evidence about a run's kernels, gathered and ranked in one place.
 
 ``prepare(store, triton_cache)`` classifies each distinct kernel name once (cached per rules version), looks up
-compiled code for the names the rules leave unknown, and ranks names, compiled code, hardware counters and the GPU
-(classify/rank.py) into one verdict per (capture, device, kernel name) — the store's ``temp.t_verdicts`` that the
-report reads. Work is per distinct name and GPU generation, never per launch.
+compiled code for the names the rules leave unknown, and ranks names, compiled code, hardware counters, the GPU and
+the hardware's sampled tensor-pipe activity (classify/rank.py) into one verdict per (capture, device, kernel name) —
+the store's ``temp.t_verdicts`` that the report reads. Work is per distinct name and GPU generation, never per launch.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from nvprof_wrap.classify import static
+from nvprof_wrap.classify import hardware, static
 from nvprof_wrap.classify.engine import RULES_VERSION, classify, classify_many
 from nvprof_wrap.classify.rank import decide
 from nvprof_wrap.model import Classification
@@ -41,17 +41,21 @@ def rank(store: Store) -> None:
     classify_pending(store)
     names = store.classifications(RULES_VERSION)
     counters, compiled = store.counter_evidence(), store.static_evidence()
+    sampled = store.hardware_evidence()
     cache: dict[tuple, tuple] = {}
     out = []
     for r in store.kernel_gpus():
         cc = r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None
-        key = (r["name"], cc, r["gpu"])
+        hw = sampled.get((r["capture_id"], r["device_id"], r["name"]))
+        seen = hardware.judge(hw["samples"], hw["interval_ns"], hw["tensor"], hw["source"], hw["hmma"], hw["imma"],
+                              hw["dfma"]) if hw else None
+        key = (r["name"], cc, r["gpu"], seen)
         if key not in cache:
             row = names.get(r["name"])
             c = classify(r["name"]) if row is None else Classification(
                 row["name"], row["tensor_core"], row["precision"] or "", row["family"], row["reason"],
                 row["rule"] or "")
-            v = decide(c, cc, counters.get(r["name"]), compiled.get(r["name"]), r["gpu"])
+            v = decide(c, cc, counters.get(r["name"]), compiled.get(r["name"]), r["gpu"], seen)
             cache[key] = tuple(getattr(v, col) for col in VERDICT_COLUMNS)
         out.append((r["capture_id"], r["device_id"], r["name"], *cache[key]))
     store.write_verdicts(out)

@@ -57,6 +57,21 @@ def _refuse_or_skip(path: Path, explicit: bool, skipped: list, why: str) -> None
         raise BadInput(path, why) from None
     skipped.append((str(path), why))
 
+def _hardware_beside(path: Path) -> str:
+    """The run's GPM samples are part of what is read with a capture of that run: another file of them (the run
+    re-sampled, or a folder copied without them) is another reading."""
+    from nvprof_wrap.readers._gpm import beside
+
+    found = beside(path)
+    if found is None:
+        return ""
+    try:
+        st = found.stat()
+    except OSError:
+        return ""
+    return f";gpm{st.st_size}-{st.st_mtime_ns}"
+
+
 def _pending_in(store: Store, root: Path, skipped: list, present: set[str], window: Window | None,
                 todo: list) -> int:
     """Adds the captures below ``root`` not in the store yet to ``todo``; returns how many captures it holds."""
@@ -89,6 +104,7 @@ def _pending_in(store: Store, root: Path, skipped: list, present: set[str], wind
                 continue
         # what was read, by which data version, through which window: any other version of it is re-read
         identity += f"{_WINDOW_SEP}{_VERSION_TAG}" + (f";{window.key}" if window is not None else "")
+        identity += _hardware_beside(path)
         found += 1
         if identity in present:  # x.sqlite beside x.sqlite.gz, trace.json beside trace.json.gz: one capture
             same = next((t[0] for t in todo if t[2] == identity), None)

@@ -20,6 +20,7 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (
+    _gpm,
     console_text,
     cupti_sqlite,
     kineto_json,
@@ -57,7 +58,7 @@ TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlit
 
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
-                 "report.html"}
+                 "report.html", "gpm.jsonl"}
 # What TensorBoard's profile plugin writes beside a run's trace: tool data derived from it, not captures.
 _TENSORBOARD_TOOLS = (".kernel_stats.pb", ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb",
                       ".memory_profile.json.gz", ".pod_viewer.json", ".tpu_profile.json")
@@ -137,6 +138,7 @@ def _read_gunzipped_sqlite(path: Path, window: Window | None = None) -> Capture:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
         if written is None:
             raise BadInput(path, f"gzipped SQLite unpacks to more than {MAX_GUNZIPPED_SQLITE_BYTES >> 30} GiB")
+        _gpm.keep_beside(path, plain)  # a run folder's GPM samples still lie beside the capture they belong to
         try:
             capture = read(plain, window)
         except BadInput as e:  # named after the file the user gave, not the temporary copy

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.readers import _hw_sources
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
@@ -121,6 +122,16 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: 
 RANGES = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
 
 
+def _unix_offset(meta: dict) -> int | None:
+    """Unix time minus the capture's clock: the tracer stamps its start in both (meta started_ns and
+    started_unix_ns). An older capture has only started_ns: CUPTI's clock is Unix time on Linux (measured on the
+    H200: the first kernel 0.75 s before the job's own first time.time_ns() stamp, as its warm-up ran), so 0."""
+    started, unix = _int(meta.get("started_ns")), _int(meta.get("started_unix_ns"))
+    if started is None:
+        return None
+    return unix - started if unix is not None else 0
+
+
 def _read(source: Path, path: Path, window: Window | None) -> Capture:
     conn = connect_ro(source)
     try:
@@ -159,9 +170,12 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
         notes = (("partial capture: the process ended before the tracer could finish it",) if partial else ()) + \
             ((kernel_note,) if kernel_note else ()) + mem_notes + \
             borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
+        hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
+            conn, have, path, "kernel", "device_id", "name", _unix_offset(meta), None if window is None else span,
+            lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)})
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs,
-                       ops=ops, notes=notes, partial=partial, started_ns=_int(meta.get("started_ns")),
+                       ops=ops, notes=notes + hw_notes, partial=partial, started_ns=_int(meta.get("started_ns")),
                        ended_ns=_int(meta.get("ended_ns")), command=_command(meta.get("argv")),
-                       ppid=_int(meta.get("ppid")))
+                       ppid=_int(meta.get("ppid")), hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s)
     finally:
         conn.close()

@@ -13,6 +13,10 @@ def lines(f: dict) -> list[str]:
     if lib is not None:
         out.append("libcupti (the cupti backend's tracer): " + (f"{lib['path']} (CUPTI API {lib['api_version']})"
                                                                 if lib.get("path") else lib.get("why", "not found")))
+    hw = f.get("hardware_sampling")
+    if hw is not None:
+        out.append("tensor-pipe sampling (run): " + (f"NVML GPM on GPU {', '.join(map(str, hw['gpm_devices']))}"
+                                                     if hw.get("gpm_devices") else f"no GPM sampler: {hw.get('why')}"))
     packages = f["python_packages"].items()
     out.append("Python packages: " + ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in packages))
     out.append(f"KERAS_BACKEND: {f['keras_backend']}")

@@ -31,7 +31,8 @@ def group(g: GroupRow, key: str) -> dict:
 def op(o) -> dict:
     return {"op": o.op, "kernels": o.kernels, "launches": o.launches, "total_ns": o.total_ns,
             "share": round(o.share, 6), "tensor_core_share": round(o.tc_share, 6),
-            "precisions": [{"precision": p.precision, "share": round(p.share, 6)} for p in o.precisions]}
+            "precisions": [{"precision": p.precision, "share": round(p.share, 6)} for p in o.precisions],
+            "hardware_tensor_pct": o.hw_tensor}
 
 
 def classification(c: Classification) -> dict:
@@ -92,7 +93,35 @@ def report(r: Report) -> dict:
         "job": job(r),
         "different_jobs": [{"command": g.command, "started_ns": g.started_ns, "label": g.label,
                             "captures": list(g.paths)} for g in r.different_jobs],
+        "hardware": [hardware_row(h) for h in r.hardware],
+        "hardware_checks": [asdict(c) for c in r.hardware_checks],
+        "hardware_series": [asdict(p) for p in r.hardware_series],
     }
+
+
+def hardware_row(h) -> dict:
+    return asdict(h) | {"names_tc_share": round(h.names_tc_share, 6), "message": hardware_text(h)}
+
+
+def every(interval_ns: int) -> str:
+    return f"{interval_ns / 1e6:g} ms" if interval_ns >= 1_000_000 else f"{interval_ns / 1e3:g} µs"
+
+
+def hardware_text(h) -> str:
+    """One device's hardware tensor-pipe activity beside the names' share, in words (every renderer's line)."""
+    if h.tensor_busy is None:
+        return (f"device {h.device_id}, {h.source} ({h.samples:,} samples of {every(h.interval_ns)}): no sample "
+                "fell while kernels ran")
+    sm = f"; SMs {h.sm_busy:.1f}% active" if h.sm_busy is not None else ""
+    agree = "consistent with the names" if not h.disagreements else \
+        f"{h.disagreements} kernel{'s' if h.disagreements != 1 else ''} where it contradicts the names (below)"
+    short = "" if h.unsampled_share < 0.005 else (
+        f". {100 * h.unsampled_share:.1f}% of its kernel time is in kernels that never filled a {every(h.interval_ns)} "
+        "sample alone (shorter, or always beside others): the hardware does not tell those apart"
+        + (" — a higher --gpu-metrics-frequency resolves shorter kernels" if h.source.startswith("nsys") else ""))
+    return (f"device {h.device_id}, {h.source}: tensor pipes {h.tensor_busy:.1f}% active over the "
+            f"{h.busy_samples:,} samples of {every(h.interval_ns)} taken while kernels ran{sm}; the names put "
+            f"{100 * h.names_tc_share:.1f}% of its kernel time on tensor cores — {agree}{short}")
 
 
 def job(r: Report) -> dict | None:
@@ -169,8 +198,19 @@ def numbered_merged(rows) -> list:
                            share=sum(o.share for o in members),
                            tc_share=sum(o.tc_share * o.total_ns for o in members) / ns if ns else 0.0,
                            precisions=tuple(PrecisionShare(p, x / ns if ns else 0.0) for p, x in
-                                            sorted(mix.items(), key=lambda kv: -kv[1]))))
+                                            sorted(mix.items(), key=lambda kv: -kv[1])),
+                           hw_tensor=_weighted_hw(members)))
     return sorted(out, key=lambda o: -o.total_ns)
+
+
+def _weighted_hw(members) -> float | None:
+    """Merged ranges' hardware tensor activity: time-weighted over the ranges that have it (None when none does, or
+    those that do hold less than half the time)."""
+    have = [o for o in members if o.hw_tensor is not None]
+    ns = sum(o.total_ns for o in have)
+    if not have or ns < 0.5 * sum(o.total_ns for o in members):
+        return None
+    return round(sum(o.hw_tensor * o.total_ns for o in have) / ns, 2) if ns else None
 
 
 

@@ -15,6 +15,7 @@ from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.renderers._rows import (
     BASES,
+    hardware_text,
     mix_text,
     numbered_merged,
     one_after_another,
@@ -118,9 +119,27 @@ def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
             Col("launches", short="n"),
             Col("GPU time", short="time"), Col("% time", short="%"), Col("tensor core", short="TC"),
             Col("precision of its kernels", short="precisions", justify="left", cut=10, drop=2)]
+    shown = numbered_merged(rows)[:limit]
+    hw = any(o.hw_tensor is not None for o in shown)  # the hardware's column only where it was sampled
+    if hw:
+        cols.insert(6, Col("tensor pipes (hardware)", short="HW", drop=3))
     cells = [[o.op, str(o.kernels), f"{o.launches:,}", _ns(o.total_ns), _pct(o.share), _pct(o.tc_share),
-              mix_text(o.precisions)] for o in numbered_merged(rows)[:limit]]
+              *([_hw(o.hw_tensor)] if hw else []), mix_text(o.precisions)] for o in shown]
     return fitted(cols, cells, width, title=title, title_justify="left", **_caption("ops"))
+
+
+def _hw(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}%"
+
+
+def _hardware(report: Report) -> Text:
+    """The hardware's own tensor-pipe activity per device, and the kernels whose samples contradict their name."""
+    t = Text("Hardware: tensor-pipe activity sampled during the run (% of SM time)", style="bold")
+    for h in report.hardware:
+        t.append(f"\n  {hardware_text(h)}", style="")
+    for c in report.hardware_checks:
+        t.append(f"\n  ⚠ {shorten_all([c.name], 70)[0]}: {c.message} ({c.samples:,} samples)", style="yellow")
+    return t
 
 
 def _counter_why(k: KernelRow) -> str:
@@ -128,6 +147,8 @@ def _counter_why(k: KernelRow) -> str:
         return f"compiled code: {k.counter_detail}"
     if k.evidence == "device":
         return k.reason
+    if k.evidence == "hardware":
+        return k.counter_detail or k.reason
     return f"measured by counters: {k.counter_detail}"
 
 
@@ -170,6 +191,8 @@ def _report(report: Report, width: int, color: bool, wide: bool, limit: int) -> 
         parts += [_groups(report.devices, "Per device", "device", width), Text("")]
     if len(report.processes) > 1:
         parts += [_groups(report.processes, "Per process", "pid", width), Text("")]
+    if report.hardware:
+        parts += [_hardware(report), Text("")]
     if report.kernels:
         shown = list(report.kernels[:limit])
         title = f"Top {len(shown)} of {len(report.kernels)} kernels by GPU time"

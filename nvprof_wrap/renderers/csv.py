@@ -27,7 +27,8 @@ def _table(dicts: list[dict]) -> str:
 
 
 # report --format csv --table T: one table per file, the same rows and fields as that table of the JSON report
-TABLES = ("kernels", "time_split", "devices", "processes", "ops", "scopes", "disagreements", "sources", "skipped")
+TABLES = ("kernels", "time_split", "devices", "processes", "ops", "scopes", "disagreements", "sources", "skipped",
+          "hardware", "hardware_checks", "hardware_series")
 
 
 def render(subject, options: Options) -> str:

@@ -32,7 +32,8 @@ KIND_CLASS = {"tensor_core": "c-tc", "cuda_core": "c-cuda", "unknown": "c-unk", 
 COPY_CLASS = {"HtoD": "c-h2d", "DtoH": "c-d2h", "DtoD": "c-d2d"}
 
 # Below 1000 px (a notebook's output frame, a narrow window) headers wrap and op names give up room, so that the op
-# and device tables fit; precision mixes break only between their parts (.nw). tests/renderers/test_notebook.py checks it.
+# and device tables fit; precision mixes break only between their parts (.nw). tests/renderers/test_notebook.py
+# checks it.
 CSS = """
 :root{color-scheme:light dark;--fg:#1d232b;--muted:#5c6673;--bg:#fff;--line:#d9dee5;--head:#f3f5f8;
 --yes:#1f7a3a;--yes-bg:#e5f4ea;--no:#b3261e;--no-bg:#fbe9e7;--unk:#8a5a00;--unk-bg:#fff4d6}
@@ -61,7 +62,8 @@ td.name{min-width:20rem;max-width:40rem}td.why{min-width:18rem;max-width:34rem}.
 .bar{display:inline-block;width:4rem;height:.6rem;background:var(--line);border-radius:3px;margin-right:.4rem;
 vertical-align:middle;overflow:hidden}.bar span{display:block;height:100%;background:var(--yes)}
 svg.chart{max-width:100%;height:auto;display:block;margin:.4rem 0}svg.chart text{fill:var(--fg);font-size:13px}
-svg.chart text.v{fill:var(--muted)}
+svg.chart text.v{fill:var(--muted)}svg.chart line.grid{stroke:var(--line)}
+svg.chart polyline.tensor{stroke:#2e9d4e;stroke-width:2}svg.chart polyline.sm{stroke:#b0b7c0;stroke-width:1.2}
 .c-tc{fill:#2e9d4e}.c-cuda{fill:#7b8797}.c-unk{fill:#e0a21b}.c-comm{fill:#8b5cc7}.c-h2d{fill:#2f7fd1}
 .c-d2h{fill:#5aa6e8}.c-d2d{fill:#1d5fa3}.c-mem{fill:#8fc3f0}.c-mset{fill:#a0704a}.c-other{fill:#b0b7c0}
 details{margin:.4rem 0}summary{cursor:pointer;color:var(--muted)}.muted,footer{color:var(--muted)}
@@ -160,6 +162,44 @@ def _chart(split: list[dict], ident: str) -> str:
     return "\n".join(out) + "\n</svg>\n"
 
 
+def _hardware(d: dict, ident: str) -> str:
+    """Per device, the hardware's tensor-pipe activity in words, a line chart of it over time (SM activity behind
+    it), and the kernels whose samples contradict their name."""
+    out = "<ul>" + "".join(f"<li>{_t(h['message'])}</li>" for h in d["hardware"]) + "</ul>\n"
+    for dev in sorted({p["device_id"] for p in d.get("hardware_series", [])}):
+        out += _timeline([p for p in d["hardware_series"] if p["device_id"] == dev], f"{ident}-hw{dev}", dev)
+    checks = d.get("hardware_checks") or []
+    if checks:
+        out += _table(("kernel", "device", "name says", "tensor pipes", "samples", "what the hardware says"),
+                      [[("name", _Raw(f"<code>{_t(c['name'])}</code>")), c["device_id"], c["name_verdict"],
+                        f"{c['tensor']:.1f}%", _n(c["samples"]), ("why", c["message"])] for c in checks],
+                      frozenset({1, 3, 4}), cls="kernels")
+    return out
+
+
+def _timeline(points: list[dict], ident: str, device: int) -> str:
+    """Tensor-pipe activity (and SM activity, lighter) over the run: one self-contained SVG, 0-100%."""
+    if not points:
+        return ""
+    width, height, left, bottom = 760, 160, 40, 24
+    end = max(p["t_s"] + p["dt_s"] for p in points) or 1.0
+    x = lambda t: left + (width - left - 10) * t / end
+    y = lambda v: 8 + (height - bottom - 8) * (1 - min(max(v, 0.0), 100.0) / 100)
+    line = lambda key: " ".join(f"{x(p['t_s'] + p['dt_s'] / 2):.1f},{y(p[key]):.1f}" for p in points)
+    mean = sum(p["tensor"] for p in points) / len(points)
+    grid = "".join(f'<line x1="{left}" x2="{width - 10}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
+                   f'<text class="v" x="0" y="{y(v) + 4:.1f}">{v}%</text>' for v in (0, 50, 100))
+    return (f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+            f'aria-labelledby="{ident}"><title id="{ident}">Device {device}: tensor-pipe activity over '
+            f'{end:.3g} s, mean {mean:.1f}% of SM time</title>{grid}'
+            f'<polyline class="sm" fill="none" points="{line("sm")}"/>'
+            f'<polyline class="tensor" fill="none" points="{line("tensor")}"/>'
+            f'<text class="v" x="{left}" y="{height - 6}">0 s</text>'
+            f'<text class="v" x="{width - 60}" y="{height - 6}">{end:.3g} s</text>'
+            f'<text class="v" x="{left + 60}" y="{height - 6}">— tensor pipes  — SMs (lighter), % of SM time'
+            '</text></svg>\n')
+
+
 _CHART_NOTE = ('<p class="muted">Shares of summed GPU operation time (kernels, copies, memsets); × counts launches '
                "or operations.</p>\n")
 _OP_HEAD = ("op / range", "kernels", "launches", "GPU time", "% of kernel time", "tensor-core share of its kernel time",
@@ -171,11 +211,18 @@ KERNEL_HEAD = ("kernel", "launches", "total", "mean", "% of kernel time", "tenso
 
 
 def _ops(rows: list[dict], limit: int) -> str:
-    return _limited(_OP_HEAD, [[("name", _Raw(f"<code>{_t(o['op'])}</code>")), _n(o["kernels"]), _n(o["launches"]),
-                                _ns(o["total_ns"]), _pct(o["share"]), _share_bar(o["tensor_core_share"]),
-                                _Raw(" + ".join(f'<span class="nw">{_t(p["precision"])} {_pct(p["share"])}</span>'
-                                                for p in o["precisions"]))]
-                               for o in rows], limit, "ops", frozenset({1, 2, 3, 4}), "ops")
+    hw = any(o.get("hardware_tensor_pct") is not None for o in rows)
+    head = (*_OP_HEAD[:6], "tensor pipes (hardware, % of SM time)", _OP_HEAD[6]) if hw else _OP_HEAD
+    return _limited(head, [[("name", _Raw(f"<code>{_t(o['op'])}</code>")), _n(o["kernels"]), _n(o["launches"]),
+                            _ns(o["total_ns"]), _pct(o["share"]), _share_bar(o["tensor_core_share"]),
+                            *([_hw_pct(o.get("hardware_tensor_pct"))] if hw else []),
+                            _Raw(" + ".join(f'<span class="nw">{_t(p["precision"])} {_pct(p["share"])}</span>'
+                                            for p in o["precisions"]))]
+                           for o in rows], limit, "ops", frozenset({1, 2, 3, 4, 6} if hw else {1, 2, 3, 4}), "ops")
+
+
+def _hw_pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}%"
 
 
 def _groups(rows: list[dict], key: str, head: tuple[str, str]) -> str:
@@ -233,6 +280,8 @@ def _report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2) ->
         parts += [h("Outer ranges (layers / modules)"), _ops(d["scopes"], limit)]
     if d["devices"]:
         parts += [h("Per device"), _groups(d["devices"], "device_id", ("device", "GPU"))]
+    if d.get("hardware"):
+        parts += [h("Hardware: tensor-pipe activity sampled during the run"), _hardware(d, ident)]
     if d["processes"]:
         parts += [h("Per process"), _groups(d["processes"], "pid", ("pid", "process"))]
     if d["kernels"]:

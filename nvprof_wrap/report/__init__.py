@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from nvprof_wrap.classify import RULES_VERSION
+from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
 from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.model import NO_RANGE, HealthVerdict
@@ -104,6 +105,9 @@ class OpRow:
     share: float  # of attributed kernel time
     tc_share: float  # of this op's kernel time
     precisions: tuple[PrecisionShare, ...]  # of all its kernels, by time, most first
+    # The hardware's tensor-pipe activity (% of SM time) of its kernels, weighted by their time in it; None where
+    # less than half of its kernel time has samples (docs/hardware-truth.md)
+    hw_tensor: float | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,50 @@ class JobGroup:
 
 
 @dataclass(frozen=True)
+class HardwareRow:
+    """Per device and source: the hardware's own tensor-pipe activity beside the names' tensor-core share."""
+
+    device_id: int
+    source: str  # "nsys gpu metrics" | "nvml gpm"
+    interval_ns: int
+    samples: int
+    busy_samples: int  # taken while kernels ran (launches covering at least half the sample)
+    sm_busy: float | None  # mean SM activity, % of SM time, over the busy samples
+    tensor_busy: float | None  # mean tensor-pipe activity, % of SM time, over the busy samples
+    names_tc_share: float  # the device's kernel time on tensor-core kernels by the verdicts (0-1)
+    disagreements: int  # kernels whose samples contradict their name's yes/no (hardware_checks)
+    # of the device's kernel time, the share in kernels that never filled a sample alone (shorter than a sample,
+    # or always beside others): the hardware says nothing about them one by one
+    unsampled_share: float = 0.0
+
+
+@dataclass(frozen=True)
+class HardwareCheck:
+    """A kernel the names call yes or no whose samples say otherwise (classify/hardware.py disagrees)."""
+
+    name: str
+    device_id: int
+    name_verdict: str
+    tensor: float  # mean tensor-pipe activity (%) over the samples it filled alone
+    samples: int
+    interval_ns: int
+    source: str
+    message: str
+
+
+@dataclass(frozen=True)
+class HardwarePoint:
+    """The hardware timeline, one bucket: mean SM and tensor activity (%) from t_s (seconds after the first
+    sample of its device) for dt_s."""
+
+    device_id: int
+    t_s: float
+    dt_s: float
+    sm: float
+    tensor: float
+
+
+@dataclass(frozen=True)
 class Report:
     verdict: Verdict
     split: tuple[SplitRow, ...]
@@ -193,6 +241,9 @@ class Report:
     scope: Scope | None = None
     job: JobEnd | None = None  # of a run folder (its manifest): how the job ended
     different_jobs: tuple[JobGroup, ...] = ()  # captures of different jobs summed: one group per job
+    hardware: tuple[HardwareRow, ...] = ()  # the hardware's tensor-pipe activity, where it was sampled
+    hardware_checks: tuple[HardwareCheck, ...] = ()
+    hardware_series: tuple[HardwarePoint, ...] = ()
 
     @property
     def headline(self) -> tuple[str, ...]:
@@ -211,14 +262,16 @@ class Report:
         return _display("html")(self)
 
     def to_pandas(self) -> dict:
-        """The report's tables as pandas DataFrames (needs pandas): kernels, split, devices, processes, ops, scopes."""
+        """The report's tables as pandas DataFrames (needs pandas): kernels, split, devices, processes, ops, scopes,
+        and the hardware's tensor-pipe activity: hardware (per device), hardware_checks, hardware_series."""
         try:
             import pandas as pd
         except ImportError:
             raise NvprofWrapError("to_pandas() needs pandas (pip install pandas)") from None
         d = self.to_dict()
         return {key: pd.DataFrame(d.get(key) or []) for key in
-                ("kernels", "time_split", "devices", "processes", "ops", "scopes")}
+                ("kernels", "time_split", "devices", "processes", "ops", "scopes", "hardware", "hardware_checks",
+                 "hardware_series")}
 
 
 def _display(name: str) -> Callable:
@@ -359,8 +412,52 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     verdict = _verdict(kernels)
     if store.untimed_kernels() and not total:
         verdict = _untimed(verdict)
-    return Report(verdict, _split(store, kernels), _groups(store, "device_id"), _groups(store, "pid"), kernels,
-                  sources, skipped, disagreements, ops, scopes, gpus=_gpus(store))
+    devices = _groups(store, "device_id")
+    checks = _hardware_checks(store, kernels)
+    return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
+                  sources, skipped, disagreements, ops, scopes, gpus=_gpus(store),
+                  hardware=_hardware(store, devices, checks), hardware_checks=checks,
+                  hardware_series=_hardware_series(store))
+
+
+def _hardware(store: Store, devices: tuple[GroupRow, ...],
+              checks: tuple[HardwareCheck, ...]) -> tuple[HardwareRow, ...]:
+    share = {g.key: g.tc_share for g in devices}
+    coverage = store.hardware_coverage()
+    out = []
+    for r in store.hardware_devices():
+        ns, sampled = coverage.get(r["device_id"], (0, 0))
+        out.append(HardwareRow(r["device_id"], r["source"], r["interval_ns"], r["samples"], r["busy_samples"],
+                               None if r["sm_busy"] is None else round(r["sm_busy"], 2),
+                               None if r["tensor_busy"] is None else round(r["tensor_busy"], 2),
+                               share.get(str(r["device_id"]), 0.0),
+                               sum(1 for c in checks if c.device_id == r["device_id"] and c.source == r["source"]),
+                               round(1 - sampled / ns, 6) if ns else 0.0))
+    return tuple(out)
+
+
+def _hardware_checks(store: Store, kernels: tuple[KernelRow, ...]) -> tuple[HardwareCheck, ...]:
+    """Kernels whose name says yes or no, and whose samples say the other (per device, all captures together)."""
+    by_name = {k.name: k for k in kernels}
+    out = []
+    for r in store.hardware_kernels():
+        k = by_name.get(r["name"])
+        if k is None or k.evidence not in ("name",) or k.tensor_core not in ("yes", "no") or "fp16" in r["source"]:
+            continue
+        why = disagrees(k.tensor_core, r["tensor"], r["n"], r["interval_ns"])
+        if why:
+            out.append(HardwareCheck(k.name, r["device_id"], k.tensor_core, round(r["tensor"], 2), r["n"],
+                                     r["interval_ns"], r["source"], why))
+    return tuple(out)
+
+
+def _hardware_series(store: Store) -> tuple[HardwarePoint, ...]:
+    rows = store.hardware_series()
+    first: dict[int, int] = {}
+    for r in rows:
+        first.setdefault(r["device_id"], r["t_ns"])
+    return tuple(HardwarePoint(r["device_id"], round((r["t_ns"] - first[r["device_id"]]) / 1e9, 6),
+                               round(r["dt_ns"] / 1e9, 6), r["sm"], r["tensor"]) for r in rows)
 
 
 def job_line(job: JobEnd | None, verdict: Verdict | None = None) -> str | None:
@@ -442,8 +539,16 @@ def with_scope(report: Report, window: tuple[float, float] | None, steps: tuple[
 
 def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
     by: dict[str, dict] = {}
+    hw: dict[str, list[float]] = {}
+    for r in store.hardware_kernels():
+        acc = hw.setdefault(r["name"], [0.0, 0])
+        acc[0] += r["tensor"] * r["n"]
+        acc[1] += r["n"]
     for r in store.op_kernels(column):
-        g = by.setdefault(r["op"], {"kernels": 0, "launches": 0, "ns": 0, "tc": 0, "prec": {}})
+        g = by.setdefault(r["op"], {"kernels": 0, "launches": 0, "ns": 0, "tc": 0, "prec": {}, "hw": 0.0, "hw_ns": 0})
+        if r["name"] in hw and r["ns"]:
+            g["hw"] += hw[r["name"]][0] / hw[r["name"]][1] * r["ns"]
+            g["hw_ns"] += r["ns"]
         g["kernels"] += 1
         g["launches"] += r["launches"]
         g["ns"] += r["ns"] or 0
@@ -455,7 +560,8 @@ def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
     total = sum(g["ns"] for g in by.values()) or 1
     out = [OpRow(op, g["kernels"], g["launches"], g["ns"], g["ns"] / total, g["tc"] / g["ns"] if g["ns"] else 0.0,
                  tuple(PrecisionShare(p, ns / g["ns"] if g["ns"] else 0.0)
-                       for p, ns in sorted(g["prec"].items(), key=lambda kv: -kv[1])))
+                       for p, ns in sorted(g["prec"].items(), key=lambda kv: -kv[1])),
+                 round(g["hw"] / g["hw_ns"], 2) if g["hw_ns"] and g["hw_ns"] >= 0.5 * g["ns"] else None)
            for op, g in by.items()]
     return tuple(sorted(out, key=lambda o: -o.total_ns))
 

@@ -58,7 +58,9 @@ SCHEMA_VERSION = 2
 # kernels to ops; launch calls without kernel records refused by every reader; pyprof CSV names demangled. 6: a
 # gzipped capture's identity is that of what it unpacks to (x.sqlite beside x.sqlite.gz: one capture).
 # 2026.12.01-17: READ_VERSION merged into this knob (issue 24); identities carry "data=" and the knob, not "read6".
-DATA_VERSION = "2026.12.01-17"
+# 2026.12.01-18: the hardware's tensor-pipe activity (tables hw_devices, hw_kernels, hw_series; issue 25), and the
+# run's GPM samples (RUN/gpm.jsonl) part of a capture's identity.
+DATA_VERSION = "2026.12.01-18"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES = {
@@ -75,6 +77,11 @@ _TABLES = {
     "counters": {"capture_id": int, "name": str, "tensor_core": str, "launches": int, "metric": str, "value": float,
                  "detail": str},
     "ops": {"capture_id": int, "pid": int, "scope": str, "op": str, "name": str, "launches": int, "total_ns": int},
+    "hw_devices": {"capture_id": int, "device_id": int, "source": str, "interval_ns": int, "samples": int,
+                   "busy_samples": int, "sm_busy": float, "tensor_busy": float},
+    "hw_kernels": {"capture_id": int, "device_id": int, "name": str, "source": str, "interval_ns": int,
+                   "samples": int, "tensor": float, "hmma": float, "imma": float, "dfma": float},
+    "hw_series": {"capture_id": int, "device_id": int, "t_ns": int, "dt_ns": int, "sm": float, "tensor": float},
     "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
@@ -83,7 +90,8 @@ _KEYS = {"captures": ("id",), "classifications": ("name", "rules_version"), "sta
 _INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
             "CREATE INDEX idx_captures_file ON captures(file)", "CREATE INDEX idx_kernels_name ON kernels(name)")
 _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
-_CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops")
+_CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "hw_devices", "hw_kernels",
+             "hw_series")
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
 BUSY_TIMEOUT_S = 60
 

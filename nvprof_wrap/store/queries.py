@@ -62,6 +62,38 @@ class Queries:
     def static_evidence(self) -> dict[str, tuple[str, str]]:
         return {r["name"]: (r["tensor_core"], r["detail"]) for r in self.rows("SELECT * FROM static_evidence")}
 
+    def hardware_evidence(self) -> dict[tuple[int, int, str], dict]:
+        """Per (capture, device, kernel name): the samples of the hardware's tensor-pipe activity it filled alone."""
+        return {(r["capture_id"], r["device_id"], r["name"]): r for r in self.rows("SELECT * FROM hw_kernels")}
+
+    def hardware_devices(self) -> list[dict]:
+        """Per device and source: samples, busy samples and the sample-weighted mean activity over the busy ones."""
+        return self.rows("""
+            SELECT device_id, source, MIN(interval_ns) AS interval_ns, SUM(samples) AS samples,
+                   SUM(busy_samples) AS busy_samples,
+                   SUM(sm_busy * busy_samples) / NULLIF(SUM(busy_samples), 0) AS sm_busy,
+                   SUM(tensor_busy * busy_samples) / NULLIF(SUM(busy_samples), 0) AS tensor_busy
+            FROM hw_devices GROUP BY device_id, source ORDER BY device_id, source""")
+
+    def hardware_kernels(self) -> list[dict]:
+        """Per (device, kernel name, source), all captures together: samples filled alone (n), their mean activity."""
+        return self.rows("""
+            SELECT device_id, name, source, MIN(interval_ns) AS interval_ns, SUM(samples) AS n,
+                   SUM(tensor * samples) / SUM(samples) AS tensor
+            FROM hw_kernels GROUP BY device_id, name, source ORDER BY SUM(samples) DESC""")
+
+    def hardware_coverage(self) -> dict[int, tuple[int, int]]:
+        """Per device: (kernel time, kernel time of the names that filled at least one sample alone)."""
+        return {r["device_id"]: (r["ns"] or 0, r["sampled"] or 0) for r in self.rows("""
+            SELECT k.device_id, SUM(k.total_ns) AS ns,
+                   SUM(CASE WHEN h.name IS NOT NULL THEN k.total_ns ELSE 0 END) AS sampled
+            FROM kernels k LEFT JOIN (SELECT DISTINCT device_id, name FROM hw_kernels) h
+                 ON h.device_id = k.device_id AND h.name = k.name
+            WHERE k.device_id IN (SELECT device_id FROM hw_devices) GROUP BY k.device_id""")}
+
+    def hardware_series(self) -> list[dict]:
+        return self.rows("SELECT device_id, t_ns, dt_ns, sm, tensor FROM hw_series ORDER BY device_id, t_ns")
+
     def kernel_gpus(self) -> list[dict]:
         """Each distinct (capture, device, kernel name) with its GPU's compute capability and name."""
         return self.rows("""

@@ -10,6 +10,7 @@ newest version folder wins).
 from __future__ import annotations
 
 import fcntl
+import functools
 import glob
 import os
 import shutil
@@ -62,6 +63,21 @@ def tool_version(exe: str) -> str:
         return "unknown"
     lines = (out.stdout or out.stderr).strip().splitlines()
     return lines[-1].strip() if lines else "unknown"
+
+
+@functools.lru_cache(maxsize=8)
+def gpu_metrics_devices(nsys: str) -> tuple[str, ...]:
+    """The lines of `nsys profile --gpu-metrics-devices=help` after its header (the GPUs this nsys can sample,
+    then the keywords: all, cuda-visible, none); () when it cannot say (an older nsys, a failure)."""
+    try:
+        out = subprocess.run([nsys, "profile", "--gpu-metrics-devices=help"], capture_output=True, text=True,
+                             timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    lines = (out.stdout or "").splitlines()
+    if out.returncode != 0 or not lines or "gpu-metrics-devices" not in lines[0]:
+        return ()
+    return tuple(line.strip() for line in lines[1:] if line.strip())
 
 
 # What an export in progress leaves beside its .nsys-rep (never captures; `run --force` removes them as ours): the

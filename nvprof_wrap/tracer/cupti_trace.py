@@ -165,8 +165,8 @@ class Tracer(CuptiSetup):
         self.writer.open()
 
     def _stamp_start(self) -> None:
-        started = self._now()
-        self.meta.update(self.notes, started_ns=str(started), clock=self.clock)
+        started, unix = self._now(), time.time_ns()  # both clocks at once: GPM samples (Unix time) map onto ours
+        self.meta.update(self.notes, started_ns=str(started), started_unix_ns=str(unix), clock=self.clock)
 
     def _now(self) -> int:
         """CUPTI's clock (the records' clock) when CUPTI may be called, else Unix time; meta 'clock' says which."""
@@ -340,7 +340,8 @@ class Tracer(CuptiSetup):
         meta.update(status="complete", exit=how)
         if "started_ns" not in self.meta:
             self._stamp_start()
-            meta.update(started_ns=self.meta["started_ns"], clock=self.clock)
+            meta.update(started_ns=self.meta["started_ns"], started_unix_ns=self.meta["started_unix_ns"],
+                        clock=self.clock)
         meta["ended_ns"] = str(self._now())
         meta.update(self._counts())
         return meta

@@ -1,0 +1,117 @@
+"""Nsight Systems GPU metrics (``nsys profile --gpu-metrics-devices=…``; tables GPU_METRICS and
+TARGET_INFO_GPU_METRICS, Turing and newer) as the hardware's tensor-pipe activity beside the kernels of the same
+export (readers/_hardware.py). The metric names differ by GPU generation and nsys version: "SMs Active" / "SM
+Active" for the SMs, "Tensor Active" (Ampere and newer; Hopper's "Tensor Active [Throughput %]") for the tensor
+pipes. Turing's "Tensor Active / FP16 Active" counts FP16 arithmetic too: it is read, said so, and never decides a
+kernel (classify/hardware.py). Samples are streamed, never all held: a 50 kHz capture of a training run holds
+tens of millions of rows."""
+from __future__ import annotations
+
+import itertools
+import re
+import sqlite3
+import statistics
+
+from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
+from nvprof_wrap.readers import _hardware
+from nvprof_wrap.text.demangle import demangle
+
+SOURCE = "nsys gpu metrics"
+SOURCE_MIXED = "nsys gpu metrics (tensor or fp16)"
+_SM = re.compile(r"^SMs? Active\b", re.IGNORECASE)
+_TENSOR = re.compile(r"^Tensor (?:Pipe )?Active\b", re.IGNORECASE)
+_MIXED = re.compile(r"FP16", re.IGNORECASE)
+
+
+def read(conn: sqlite3.Connection, have: set[str], kernel_table: str, name_col: str,
+         span: tuple[int, int] | None = None) -> tuple[tuple[HwDevice, ...], tuple[HwKernel, ...],
+                                                          tuple[HwPoint, ...], tuple[str, ...]]:
+    """(devices, per-name evidence, timeline, notes) from an export's GPU metrics; all empty without them."""
+    if not {"GPU_METRICS", "TARGET_INFO_GPU_METRICS"} <= have:
+        return (), (), (), ()
+    by_type: dict[int, dict[str, tuple[int, str]]] = {}
+    for type_id, metric_id, name in conn.execute(
+            "SELECT DISTINCT typeId, metricId, metricName FROM TARGET_INFO_GPU_METRICS"):
+        slot = "sm" if _SM.search(name or "") else "tensor" if _TENSOR.search(name or "") else None
+        if slot and slot not in by_type.setdefault(type_id, {}):
+            by_type[type_id][slot] = (metric_id, name)
+    types = sorted(t for t, m in by_type.items() if "tensor" in m)
+    if not types:
+        return (), (), (), (("GPU metrics without a tensor-pipe metric (its metric set has none): no hardware "
+                             "tensor activity"),)
+    devices = _device_ids(conn, have, types)
+    notes, out_dev, out_k, out_s = [], [], [], []
+    keys: set = set()
+    for type_id in types:
+        m = by_type[type_id]
+        tensor_id, tensor_name = m["tensor"]
+        sm_id = m["sm"][0] if "sm" in m else None
+        mixed = bool(_MIXED.search(tensor_name))
+        interval = _interval(conn, type_id, tensor_id)
+        if interval is None:
+            continue
+        ids = (tensor_id,) if sm_id is None else (tensor_id, sm_id)
+        samples = conn.execute(
+            f"SELECT timestamp, MAX(CASE WHEN metricId = ? THEN value END), MAX(CASE WHEN metricId = ? THEN value END) "
+            f"FROM GPU_METRICS WHERE typeId = ? AND metricId IN ({','.join('?' * len(ids))}) "
+            "GROUP BY timestamp ORDER BY timestamp", (sm_id, tensor_id, type_id, *ids))
+        device_id = devices.get(type_id)
+        launches = conn.execute(f"SELECT start, end, {name_col} FROM {kernel_table} WHERE deviceId = ? "
+                                "ORDER BY start", (device_id,))
+        dev, kernels, series = _hardware.sweep(
+            device_id, _hardware.stream(launches),
+            ((t, t + interval, sm, tensor, None, None, None) for t, sm, tensor in _hardware.stream(samples)),
+            SOURCE_MIXED if mixed else SOURCE, interval, span)
+        if dev is None:
+            continue
+        out_dev.append(dev)
+        out_k += kernels
+        out_s += series
+        keys |= {k.name for k in kernels}
+        if mixed:
+            notes.append(f"device {device_id}: its GPU metrics count tensor and FP16 activity together "
+                         f"({tensor_name}): shown, never used to decide a kernel")
+    names = _names(conn, keys)
+    return tuple(out_dev), tuple(_hardware.resolve(out_k, names)), tuple(out_s), tuple(notes)
+
+
+def _interval(conn: sqlite3.Connection, type_id: int, metric_id: int) -> int | None:
+    """One sample's length: the median step between the first timestamps of one metric."""
+    ts = [r[0] for r in conn.execute("SELECT timestamp FROM GPU_METRICS WHERE typeId = ? AND metricId = ? "
+                                     "ORDER BY timestamp LIMIT 1001", (type_id, metric_id))]
+    steps = [b - a for a, b in itertools.pairwise(ts) if b > a]
+    if not steps:
+        return None
+    step = int(statistics.median(steps))  # 99,999 or 100,001 ns at 10 kHz: the timestamps' jitter, rounded off
+    return round(step, -2) if step >= 10_000 else step
+
+
+def _device_ids(conn: sqlite3.Connection, have: set[str], types: list[int]) -> dict[int, int | None]:
+    """The CUDA device of each metrics source: the export's one GPU, else the GPUs in order (nsys numbers both
+    the same way; an export that says otherwise is not known to exist)."""
+    gpus: list[int] = []
+    if "TARGET_INFO_GPU" in have:
+        try:
+            cols = {r[1] for r in conn.execute("PRAGMA table_info(TARGET_INFO_GPU)")}
+            col = "cuDevice" if "cuDevice" in cols else "id"
+            gpus = sorted(r[0] for r in conn.execute(f"SELECT DISTINCT {col} FROM TARGET_INFO_GPU")
+                          if r[0] is not None)
+        except sqlite3.Error:
+            gpus = []
+    if len(gpus) == len(types):
+        return dict(zip(types, gpus))
+    if len(types) == 1:
+        kernel_devices = [r[0] for r in conn.execute("SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL")]
+        return {types[0]: kernel_devices[0] if len(kernel_devices) == 1 else (gpus[0] if gpus else 0)}
+    return {t: i for i, t in enumerate(types)}
+
+
+def _names(conn: sqlite3.Connection, keys: set) -> dict:
+    """Each name key (a StringIds id) as the reader's kernels name it (demangled)."""
+    ids = [k for k in keys if isinstance(k, int)]
+    out: dict = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        out.update((k, demangle(v)) for k, v in conn.execute(
+            f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+    return out
