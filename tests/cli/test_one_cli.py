@@ -123,7 +123,7 @@ def test_a_bug_after_the_job_ran_never_hides_the_jobs_code(capsys, monkeypatch, 
     from nvprof_wrap.cli import run_cmd
 
     manifest = SimpleNamespace(backend="nsys", exit_code=job_code, wall_s=0.1, recorded=True, captures=["x"],
-                               problems=())
+                               problems=(), hardware=None, gpus=())
     monkeypatch.setattr(run_cmd, "execute", lambda spec: (tmp_path, manifest))
     monkeypatch.setattr(run_cmd, "report_run", _bug)
     code, _, err = run(capsys, "run", "--", "true")
