@@ -6,6 +6,6 @@ the ``source`` that justifies it; then a labelled kernel name in benchmarks/labe
 file changes RULES_VERSION, so stored verdicts are recomputed; tests/classify/ check every rule's fields and the
 labelled names (benchmarks/accuracy.py: 0 wrong).
 """
-from nvprof_wrap.classify.engine import RULES_VERSION, classify, classify_many, load_rules
+from nvprof_wrap.classify.engine import COMMUNICATION_FAMILIES, RULES_VERSION, classify, classify_many, load_rules
 
-__all__ = ["RULES_VERSION", "classify", "classify_many", "load_rules"]
+__all__ = ["COMMUNICATION_FAMILIES", "RULES_VERSION", "classify", "classify_many", "load_rules"]

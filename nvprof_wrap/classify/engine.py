@@ -25,6 +25,7 @@ class Rule:
     value: str  # verdict, precision or family
     reason: str = ""
     source: str = ""
+    cut: str = ""  # verdict rules: why nothing a console can cut off after this rule's match changes its verdict
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Rules:
     verdict: tuple[Rule, ...]
     precision: tuple[Rule, ...]
     family: tuple[Rule, ...]
+    communication: frozenset[str] = frozenset()  # families the time split counts as communication (NCCL's way)
 
 
 def _lowered(pattern: str) -> str:
@@ -50,7 +52,7 @@ def _compile(table: list[dict], value_key: str) -> tuple[Rule, ...]:
         if value_key == "tensor_core" and value not in _VERDICTS:
             raise ValueError(f"rule {entry['id']}: tensor_core must be one of {_VERDICTS}")
         rules.append(Rule(entry["id"], re.compile(_lowered(entry["pattern"])), value,
-                          entry.get("reason", ""), entry.get("source", "")))
+                          entry.get("reason", ""), entry.get("source", ""), entry.get("cut", "")))
     return tuple(rules)
 
 
@@ -61,10 +63,12 @@ def load_rules() -> Rules:
     # The content hash is part of the version so that any edit re-classifies cached names.
     version = f"{data['version']}+{hashlib.sha256(raw).hexdigest()[:8]}"
     return Rules(version, _compile(data["verdict"], "tensor_core"),
-                 _compile(data["precision"], "precision"), _compile(data["family"], "family"))
+                 _compile(data["precision"], "precision"), _compile(data["family"], "family"),
+                 frozenset(f["family"] for f in data["family"] if f.get("communication")))
 
 
 RULES_VERSION = load_rules().version
+COMMUNICATION_FAMILIES = load_rules().communication
 
 
 def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:
@@ -80,55 +84,109 @@ _CAST = re.compile(r"\((?:[A-Za-z_][\w:]*)\)-?\d+")
 def _precision(rules: Rules, name: str) -> str:
     """The data type a name states: the math type before scalar arguments and enum casts."""
     text = _CAST.sub("", name)
-    rule = _first(rules.precision, without_parameters(text).lower()) or _first(rules.precision, text.lower())
+    head = without_parameters(text)
+    rule = _first(rules.precision, head.lower()) or (_first(rules.precision, text.lower()) if head != text else None)
     return rule.value if rule else ""
 
 
 CUT = ("…", "...")  # how profilers end a name they cut to fit a column (nsys stats, nvprof, torch tables)
+# A rule matches a cut name's visible part surely when its first match there ends two or more characters before the
+# cut (the rules' look-aheads read at most two characters), or, for a match at the very end, when it matches with each
+# of these completions (a one- or two-character look-ahead holds for letters, digits, underscores, brackets and spaces
+# alike); a '$'-anchored match never does, nor a match that needs a hidden character.
+_TAILS = ("a", "0", "_", "<", "(", " ", "ed")
+# A kernel's own qualified name, as demangled: identifiers, '::', the anonymous namespace spellings.
+_QUALIFIED = re.compile(r"(?:\(anonymous namespace\)|<unnamed>|[a-z_$][\w$]*|::)+")
 
 
-def _trusted_when_cut(rules: Rules, verdict: Rule | None) -> bool:
-    """A cut name's verdict holds only if the hidden part cannot change it: first match wins, so it holds when
-    the rule that matched and every rule before it say 'no' (a hidden match of an earlier rule is a 'no' too)."""
-    if verdict is None:
+def _surely(rule: Rule, visible: str) -> bool:
+    m = rule.pattern.search(visible)
+    if m is None:
         return False
-    for rule in rules.verdict:
-        if rule.value != "no":
-            return False
-        if rule is verdict:
-            return True
-    return False
+    return m.end() <= len(visible) - 2 or all(rule.pattern.search(visible + tail) for tail in _TAILS)
+
+
+def _whole_names(lowered: str) -> list[int]:
+    """Where the prefixes of a (lower-cased) cut name end that end where a kernel's own qualified name ends, outermost
+    first: the kernel's name when '<' or '(' follows it, then — while a template bracket follows — the name of its
+    first template argument (a wrapper such as cutlass::device_kernel<…> names the kernel class there). [] when the
+    cut falls inside the kernel's own name."""
+    ends: list[int] = []
+    pos = 5 if lowered.startswith("void ") else 0
+    while (m := _QUALIFIED.match(lowered, pos)) and m.end() < len(lowered):
+        ends.append(m.end())
+        if lowered[m.end()] != "<":
+            break
+        pos = m.end() + 1
+    return ends
+
+
+def _cut_verdict(rules: Rules, visible: str, lowered: str) -> tuple[Rule | None, str, str]:
+    """The rule that decides a cut name and why what is hidden cannot change it — or None and '' when it can — and
+    what the visible part says.
+
+    The first rule the visible part surely matches gives the verdict, if no rule tried before it with another verdict
+    can match in the hidden part: (1) every rule up to it says 'no'; (2) it carries a `cut` reason (rules.toml: its
+    match shows what would decide otherwise, e.g. an xmma convolution's operand types); or (3) the kernel's own name
+    is whole — only template arguments or parameters are hidden — and the rules give that name alone (or, for a
+    wrapper that decides nothing, the name of its first template argument) the same verdict."""
+    rule = next((r for r in rules.verdict if _surely(r, lowered)), None)
+    if rule is None or rule.value == "unknown":
+        return None, "", "unknown"
+    seen = rule.value
+    for r in rules.verdict:
+        if r.value != "no":
+            break
+        if r is rule:
+            return rule, "every rule tried before this one says 'no' too", seen
+    if rule.cut:
+        return rule, rule.cut, seen
+    for end in _whole_names(lowered):
+        decided = _first(rules.verdict, lowered[:end])
+        if decided is not None and decided.value != "unknown":
+            if decided.value != rule.value:
+                return None, "", seen
+            head = (visible if len(visible) == len(lowered) else lowered)[:end]
+            shown = head if len(head) <= 80 else "…" + head[-79:]
+            return rule, (f"the kernel's own name ('{shown}') is whole and says '{decided.value}' by itself: only "
+                          "template arguments or parameters are hidden"), seen
+    return None, "", seen
 
 
 def classify(name: str) -> Classification:
     """Classify one demangled kernel name. Pure: the same name always gets the same answer.
 
-    A name cut short by the profiler ('sm80_xmma_gemm_f32f32_…') is classified on what is visible, and a verdict
-    the hidden part could overturn (a '_ffma_' further on turns 'xmma' into CUDA cores) becomes 'unknown'."""
+    A name cut short by the profiler ('sm80_xmma_gemm_f32f32_…') is classified on what is visible; a verdict the
+    hidden part could overturn (a '_ffma_' further on turns 'xmma' into CUDA cores) becomes 'unknown' (_cut_verdict
+    says when it cannot)."""
     rules = load_rules()
     long = len(name) > MAX_CLASSIFIED_CHARS  # read only its start, as a name the profiler cut (limits.py)
-    visible = name[:MAX_CLASSIFIED_CHARS] if long else name
-    cut, lowered = long or name.endswith(CUT), visible.lower()
-    verdict = _first(rules.verdict, lowered)
-    if cut and not _trusted_when_cut(rules, verdict):
-        family, precision = _first(rules.family, lowered), _precision(rules, visible)
-        seen = verdict.value if verdict else "unknown"
+    mark = next((m for m in CUT if name.endswith(m)), "") if not long else ""
+    visible = name[:MAX_CLASSIFIED_CHARS] if long else name[:len(name) - len(mark)]
+    lowered = visible.lower()
+    if long or mark:
+        verdict, why_kept, seen = _cut_verdict(rules, visible, lowered)
+    else:
+        verdict, why_kept = _first(rules.verdict, lowered), ""
+    family, precision = _first(rules.family, lowered), _precision(rules, visible)
+    if (long or mark) and verdict is None:
         why = (f"name longer than {MAX_CLASSIFIED_CHARS:,} characters: its first {MAX_CLASSIFIED_CHARS:,} say "
                f"'{seen}', but the rest may hold evidence that changes it") if long else \
-            (f"name cut by the profiler: the visible part says '{seen}', but the hidden part may hold "
-             "evidence that changes it (export the full names: nsys stats --format csv)")
+            (f"name cut by the console: use --format csv (nsys stats --format csv, ncu --csv give whole names) — the "
+             f"visible part says '{seen}', but the hidden part may hold evidence that changes it")
         return Classification(name, "unknown", precision, family.value if family else "other", why, "cut-name")
     tensor_core = verdict.value if verdict else "unknown"
-    precision = _precision(rules, visible)
     if precision == "tf32" and tensor_core == "no":
         precision = "fp32"  # TF32 is a tensor-core math mode: off them the data is fp32 (a split-K reduction, say)
-    family = _first(rules.family, lowered)
+    reason = verdict.reason if verdict else _DEFAULT_REASON
+    if why_kept:
+        reason += f" (the name is cut, but what is hidden cannot change this: {why_kept})"
     return Classification(
         name=name,
         tensor_core=tensor_core,
         precision=precision,
         family=family.value if family else "other",
-        reason=verdict.reason if verdict else _DEFAULT_REASON,
+        reason=reason,
         rule=verdict.id if verdict else "",
     )
 

@@ -17,7 +17,7 @@ from nvprof_wrap.model import Classification
 
 # The first compute capability with each tensor-core precision (CUDA programming guide, PTX ISA).
 _PRECISION_SINCE = {"fp16": 7.0, "fp16/bf16": 7.0, "int8": 7.2, "bf16": 8.0, "tf32": 8.0, "fp64": 8.0,
-                    "fp32 (3xTF32)": 8.0, "fp8": 8.9, "fp4": 10.0}
+                    "fp32 (3xTF32)": 8.0, "fp8": 8.9, "fp6": 10.0, "fp4": 10.0}
 _BLACKWELL_ONLY = re.compile(r"tcgen05|(?<![a-z])umma(?![a-z])|^nvjet_sm1\d\d|sm1\d\d[af]?$", re.IGNORECASE)
 FIRST_TENSOR_CORE_CC = 7.0
 

@@ -43,7 +43,8 @@ def classification(c: Classification) -> dict:
 
 # What each kind of GPU time is called in every renderer (report.SPLIT_KINDS).
 SPLIT_LABELS = {"tensor_core": "tensor-core kernels", "cuda_core": "other kernels (CUDA cores)",
-                "unknown": "kernels of unknown kind", "communication": "communication kernels (NCCL)",
+                "unknown": "kernels of unknown kind",
+                "communication": "communication kernels (NCCL, DeepEP, NVSHMEM)",
                 "memcpy": "memcpy", "memset": "memset"}
 
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from nvprof_wrap.classify import RULES_VERSION
+from nvprof_wrap.classify import COMMUNICATION_FAMILIES, RULES_VERSION
 from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
 from nvprof_wrap.errors import BadInput, NvprofWrapError
@@ -294,7 +294,7 @@ def _split(store: Store, kernels: tuple[KernelRow, ...]) -> tuple[SplitRow, ...]
     by: dict[str, list[int]] = {k: [0, 0] for k in SPLIT_KINDS[:4]}
     kind = {"yes": "tensor_core", "no": "cuda_core", "unknown": "unknown"}
     for k in kernels:
-        key = "communication" if k.family == "nccl" else kind[k.tensor_core]
+        key = "communication" if k.family in COMMUNICATION_FAMILIES else kind[k.tensor_core]
         by[key][0] += k.total_ns
         by[key][1] += k.launches
     mem = store.memop_totals()

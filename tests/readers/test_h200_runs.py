@@ -64,7 +64,7 @@ def test_two_ranks_on_two_gpus_with_nccl_as_communication():
         ranks = sorted(p.label.rsplit("rank ", 1)[1] for p in r.processes)
         assert ranks == ["0", "1"], run
         split = {split_label(s): s for s in r.split}
-        assert split["communication kernels (NCCL)"].count > 0
+        assert split["communication kernels (NCCL, DeepEP, NVSHMEM)"].count > 0
         assert r.verdict.tensor_cores == "yes" and r.verdict.precisions == ("fp16",)
         assert len(r.sources) == n_files
     nccl = [k for k in build(RUNS / "ddp_cupti").kernels if k.family == "nccl"]
