@@ -14,7 +14,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, CounterVerdict, KernelAgg, MemAgg, Process, merge_kernels
-from nvprof_wrap.readers import console_nsight, console_nvprof, ncu_csv
+from nvprof_wrap.readers import _log_gpus, console_nsight, console_nvprof, ncu_csv
 from nvprof_wrap.readers._csv import cut_lines, open_text
 from nvprof_wrap.readers._head import Head
 
@@ -122,8 +122,10 @@ def read(path: Path, found: list[str] | None = None) -> Capture:
     memops: list[MemAgg] = [m for p in parts.values() for m in p.get("memops", [])]
     counters: list[CounterVerdict] = [c for p in parts.values() for c in p.get("counters", [])]
     devices = {d.device_id: d for p in parts.values() for d in p.get("devices", [])}
+    # GPUs the rest of the log names (TensorFlow's start-up lines, nvprof's 'Device "…"'), where the tables do not
+    devices, logged = _log_gpus.fill_in(devices, head + "\n" + _tail(path, len(head.encode())))
     pids = sorted({k.pid for k in kernels if k.pid is not None})
-    notes = tuple(n for p in parts.values() for n in p.get("notes", []))
+    notes = tuple(n for p in parts.values() for n in p.get("notes", [])) + logged
     # Counter-only formats keep their own names: the report counts their replayed launches only when nothing
     # timed the kernels (report.py).
     fmt = present[0] if present in (["ncu-console"], ["nvprof-metrics"]) else "console-" + "+".join(present)

@@ -321,8 +321,11 @@ def _groups(store: Store, key: str) -> tuple[GroupRow, ...]:
 
 def _labels(store: Store, key: str) -> dict:
     if key == "device_id":
-        return {r["g"]: f"{r['name'] or 'GPU'}" + (f" (sm_{r['ma']}{r['mi'] or 0})" if r["ma"] is not None else "")
-                for r in store.devices()}
+        labels = {r["g"]: f"{r['name'] or 'GPU'}" + (f" (sm_{r['ma']}{r['mi'] or 0})" if r["ma"] is not None else "")
+                  for r in store.devices()}
+        if len(set(labels.values())) == 1:  # kernels of no recorded device (console summaries): of the one model
+            labels.setdefault(None, next(iter(labels.values())))
+        return labels
     return {r["g"]: " ".join(x for x in ((r["name"] or "")[:40], f"rank {r['rank']}" if r["rank"] is not None else "")
                              if x) for r in store.processes()}
 

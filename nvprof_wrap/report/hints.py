@@ -1,48 +1,55 @@
-"""The "and if not, why?" part: short, evidence-based hints from a report's numbers. Pure: no I/O."""
+"""The "and if not, why?" part: short, evidence-based hints from a report's numbers and its GPUs. Pure: no I/O.
+
+Advice names only settings that reach tensor cores on the report's GPUs (``report.gpus``: the compute capability the
+capture recorded, else what the GPU's name says, classify/gpus.toml):
+
+- no tensor cores (every GPU before Volta, Turing's TU116/TU117 — GTX 16xx —, Jetson TX1/Nano/TX2): one line says
+  so, and nothing else is advised for tensor cores, since no setting reaches them;
+- Volta and Turing (sm_70, sm_72, sm_75): fp16 is their only floating-point tensor-core precision: mixed precision
+  with fp16; TF32 and bf16 (both from Ampere, sm_80) are not advised, and bf16 time is pointed at;
+- Ampere and newer (sm_80+): TF32, fp16 or bf16;
+- a GPU of unknown capability (the capture names none, or a name the table does not know): the advice says which
+  GPUs each setting needs — unless a kernel's name shows code built for sm_80 or newer (``ampere_*``, ``sm90_*``,
+  ``*_sm80``, ``cutlass_80_*``, ``nvjet_*``), which runs there only: then the GPU is Ampere or newer.
+"""
 from __future__ import annotations
 
-from nvprof_wrap.report import Report
+import re
+from collections import Counter
+
+from nvprof_wrap.report import Gpu, KernelRow, Report
 from nvprof_wrap.text.units import pct_whole as _pct
 
 # Rules of the classifier whose "no" means matrix math on CUDA cores (rules.toml ids).
 _CUDA_CORE_MATRIX = {"ffma", "simt", "sgemm", "scudnn"}
 _MIN_SHARE = 0.05  # below 5% of kernel time a finding is not worth a line
-
-
+_TF32_SINCE = 8.0  # TF32 and bf16 tensor cores: Ampere (classify/rank.py _PRECISION_SINCE)
+# Code built for sm_80 or newer: it runs on such a GPU only. Looked for in a name's first 400 characters (where the
+# arch is named: 'sm80_xmma_…', '…_dropout_sm80(…', 'cutlass::Kernel2<cutlass_80_simt_…'): the cost stays bounded on
+# names of 100,000 characters
+_SM80_CODE = re.compile(r"^(?:ampere|nvjet)_|sm(?<![a-z0-9]sm)_?(?:8\d|9\d|1[0-2]\d)[a-f]?(?!\d)"
+                        r"|cutlass_(?:8\d|9\d|1[0-2]\d)_", re.IGNORECASE)
+_ARCH_WITHIN = 400
+_FP16_ADVICE = "Keras mixed_float16; PyTorch torch.autocast('cuda', dtype=torch.float16) with a GradScaler"
 
 
 def hints(report: Report) -> tuple[str, ...]:
-    """The "if not, why?" lines of a report, from its numbers only."""
+    """The "if not, why?" lines of a report, from its numbers and its GPUs only."""
     kernels, split, devices = list(report.kernels), list(report.split), list(report.devices)
     total = sum(k.total_ns for k in kernels) or 1
     out: list[str] = []
-    old = [f"{g.name or 'GPU ' + str(g.device_id)} (compute capability {g.cc})" for g in report.gpus
-           if g.cc is not None and not g.has_tensor_cores]
-    if old:
-        out.append(f"{', '.join(old)}: no tensor cores on this GPU — they arrived with Volta (7.0), and Turing's "
-                   "GTX 16xx chips have none.")
+    gpus = _job_gpus(report)
+    without = [g for g in gpus if not g.has_tensor_cores]
+    tc_gpus = [g for g in gpus if g.has_tensor_cores]
+    if without:
+        out.append(_no_tensor_cores(without, others=bool(tc_gpus)))
     flagged = [k for k in kernels if getattr(k, "flag", "")]
     if flagged:
         out.append(f"{len(flagged)} kernel name(s) claim what the GPU cannot run (e.g. {flagged[0].short}: "
                    f"{flagged[0].flag}): the capture's device record or the name is wrong — check which GPU ran it.")
-    fp32 = [k for k in kernels if k.tensor_core == "no" and k.precision == "fp32" and k.name_rule in _CUDA_CORE_MATRIX]
-    share = sum(k.total_ns for k in fp32) / total
-    ccs = [g.cc for g in report.gpus if g.cc is not None]
-    if share >= _MIN_SHARE and ccs and max(ccs) < 8.0:
-        out.append(f"{_pct(share)} of kernel time is fp32 matrix math on CUDA cores (e.g. {fp32[0].short}): on this "
-                   "GPU only fp16 reaches the tensor cores (TF32 needs compute capability 8.0+): use mixed precision "
-                   "(mixed_float16).")
-    elif share >= _MIN_SHARE:
-        out.append(f"{_pct(share)} of kernel time is fp32 matrix math on CUDA cores (e.g. {fp32[0].short}): "
-                   "TF32 is off. PyTorch: torch.backends.cuda.matmul.allow_tf32 = True; Keras/any framework: mixed "
-                   "precision (mixed_float16 or mixed_bfloat16) puts these GEMMs on tensor cores.")
-    half = [k for k in kernels if k.tensor_core == "no" and k.precision in ("fp16", "bf16", "fp16/bf16")
-            and k.name_rule in (_CUDA_CORE_MATRIX | {"blas-helper"}) and "gemm" in k.name.lower() + k.family]
-    share = sum(k.total_ns for k in half) / total
-    if share >= _MIN_SHARE:
-        out.append(f"{_pct(share)} of kernel time is 16-bit matrix math that is not on tensor cores "
-                   f"(e.g. {half[0].short}): matrix-vector products, K=1 or shapes not multiple of 8 fall back to "
-                   "CUDA cores — '16-bit in the name' is not 'tensor core'.")
+    gen = _generation(report, gpus, tc_gpus)
+    if gen != "none":
+        out += _matrix_hints(kernels, total, gen, tc_gpus)
     ops = sum(s.total_ns for s in split) or 1
     copies = sum(s.total_ns for s in split if s.kind == "memcpy") / ops
     if copies >= 0.5:
@@ -56,6 +63,92 @@ def hints(report: Report) -> tuple[str, ...]:
                    f"excluded{within}): the job is host-bound (Python, "
                    "data loading, framework overhead), so faster kernels — fp16 included — will not make it faster.")
     return tuple(out)
+
+
+def _job_gpus(report: Report) -> list[Gpu]:
+    """The GPUs that ran the report's kernels: of those the captures name, the devices with kernels — a trace that
+    lists the machine's 8 GPUs of which the job used one is of that one —, or all when the kernels' devices are not
+    recorded (console summaries)."""
+    ran = {d.key for d in report.devices}
+    return [g for g in report.gpus if str(g.device_id) in ran] or list(report.gpus)
+
+
+def _generation(report: Report, gpus: list[Gpu], tc_gpus: list[Gpu]) -> str:
+    """What the GPUs that may have tensor cores can run there: "none" (no GPU has any), "volta" (fp16 only: sm_70
+    to sm_75), "ampere" (TF32, fp16, bf16: sm_80+) or "unknown"."""
+    if gpus and not tc_gpus:
+        return "none"
+    ccs = [g.cc for g in tc_gpus]
+    if ccs and None not in ccs:
+        return "ampere" if min(ccs) >= _TF32_SINCE else "volta"
+    if any(_SM80_CODE.search(k.name[:_ARCH_WITHIN]) for k in report.kernels):
+        return "ampere"
+    return "unknown"
+
+
+def _matrix_hints(kernels: list[KernelRow], total: int, gen: str, tc_gpus: list[Gpu]) -> list[str]:
+    """fp32 and 16-bit matrix math off the tensor cores: what reaches them on these GPUs."""
+    out = []
+    fp32 = [k for k in kernels if k.tensor_core == "no" and k.precision == "fp32" and k.name_rule in _CUDA_CORE_MATRIX]
+    share = sum(k.total_ns for k in fp32) / total
+    if share >= _MIN_SHARE:
+        head = f"{_pct(share)} of kernel time is fp32 matrix math on CUDA cores (e.g. {fp32[0].short}): "
+        if gen == "volta":
+            unnamed = any(g.name is None and g.cc == 7.5 for g in tc_gpus)  # a GTX 16xx would be told by its name
+            out.append(head + f"on {_these(tc_gpus)} only fp16 reaches the tensor cores (TF32 needs compute "
+                       f"capability 8.0+, and so does bf16): use mixed precision with fp16 — {_FP16_ADVICE}"
+                       + (" (unless the GPU is a GTX 16xx: the capture does not name it, and Turing's TU116/TU117 "
+                          "chips have no tensor cores)" if unnamed else "") + ".")
+        elif gen == "ampere":
+            out.append(head + "TF32 is off. PyTorch: torch.backends.cuda.matmul.allow_tf32 = True; Keras/any "
+                       "framework: mixed precision (mixed_float16 or mixed_bfloat16) puts these GEMMs on tensor cores.")
+        else:
+            out.append(head + "the capture does not say what this GPU can run. On Ampere or newer (sm_80+) TF32 is "
+                       "off — PyTorch: torch.backends.cuda.matmul.allow_tf32 = True; from Volta (sm_70) mixed "
+                       "precision (mixed_float16; mixed_bfloat16 from Ampere) puts these GEMMs on tensor cores; "
+                       "GPUs before Volta have none.")
+    half = [k for k in kernels if k.tensor_core == "no" and k.precision in ("fp16", "bf16", "fp16/bf16")
+            and k.name_rule in (_CUDA_CORE_MATRIX | {"blas-helper"}) and "gemm" in k.name.lower() + k.family
+            and not (gen == "volta" and k.precision == "bf16")]
+    share = sum(k.total_ns for k in half) / total
+    if share >= _MIN_SHARE:
+        out.append(f"{_pct(share)} of kernel time is 16-bit matrix math that is not on tensor cores "
+                   f"(e.g. {half[0].short}): matrix-vector products, K=1 or shapes not multiple of 8 fall back to "
+                   "CUDA cores — '16-bit in the name' is not 'tensor core'.")
+    bf16 = [k for k in kernels if k.precision == "bf16"]
+    share = sum(k.total_ns for k in bf16) / total
+    if gen == "volta" and share >= _MIN_SHARE:
+        top = max(bf16, key=lambda k: k.total_ns)
+        out.append(f"{_pct(share)} of kernel time is bf16 (e.g. {top.short}): {_these(tc_gpus)} "
+                   f"{'has' if len(tc_gpus) == 1 else 'have'} no bf16 tensor cores (bf16 needs compute capability "
+                   f"8.0+), so bf16 matrix math runs on CUDA cores there: use fp16 instead — {_FP16_ADVICE}.")
+    return out
+
+
+def _no_tensor_cores(gpus: list[Gpu], others: bool) -> str:
+    """The one line for GPUs without tensor cores: no setting reaches them."""
+    turing = all(g.cc is not None and g.cc >= 7.0 for g in gpus)  # sm_75 without them: TU116/TU117
+    why = (" — its Turing chip (TU116/TU117, as in the GTX 16xx) was built without them" if turing and len(gpus) == 1
+           else " — their Turing chips (TU116/TU117, as in the GTX 16xx) were built without them" if turing else "")
+    need = ("the other GPUs of the job have them" if others else
+            "a GPU with tensor cores (Volta or newer, not a GTX 16xx) is needed" if turing else
+            "a Volta or newer GPU is needed")
+    subject = _these(gpus)
+    return (f"{subject[0].upper()}{subject[1:]} {'has' if len(gpus) == 1 else 'have'} no tensor cores{why}: "
+            f"no setting uses them{' there' if others else ''}; {need}.")
+
+
+def _these(gpus: list[Gpu]) -> str:
+    """'this GPU (Tesla K80, sm_37)', 'these GPUs (2× Tesla K80, sm_37)'."""
+    counts = Counter(_label(g) for g in gpus)
+    labels = "; ".join(f"{n}× {label}" if n > 1 else label for label, n in counts.items())
+    return f"this GPU ({labels})" if len(gpus) == 1 else f"these GPUs ({labels})"
+
+
+def _label(g: Gpu) -> str:
+    """'Tesla K80, sm_37'; 'sm_75' (a capture that records no name); 'GPU 0' (neither)."""
+    sm = f"sm_{int(g.cc)}{round(g.cc * 10) % 10}" if g.cc is not None else None
+    return ", ".join(x for x in (g.name, sm) if x) or f"GPU {g.device_id}"
 
 
 def _top_copy(split: list) -> str:

@@ -60,7 +60,9 @@ SCHEMA_VERSION = 2
 # 2026.12.01-17: READ_VERSION merged into this knob (issue 24); identities carry "data=" and the knob, not "read6".
 # 2026.12.01-18: the hardware's tensor-pipe activity (tables hw_devices, hw_kernels, hw_series; issue 25), and the
 # run's GPM samples (RUN/gpm.jsonl) part of a capture's identity.
-DATA_VERSION = "2026.12.01-18"
+# 2026.12.01-19c: console logs' devices also from the GPUs the log names outside the profiler's tables (TensorFlow
+# and XLA start-up lines, nvprof's 'Device "…"' lines; readers/_log_gpus.py, issue 26).
+DATA_VERSION = "2026.12.01-19c"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES = {

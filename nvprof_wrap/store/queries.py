@@ -95,12 +95,17 @@ class Queries:
         return self.rows("SELECT device_id, t_ns, dt_ns, sm, tensor FROM hw_series ORDER BY device_id, t_ns")
 
     def kernel_gpus(self) -> list[dict]:
-        """Each distinct (capture, device, kernel name) with its GPU's compute capability and name."""
+        """Each distinct (capture, device, kernel name) with its GPU's compute capability and name. A kernel whose
+        capture does not say which device ran it (console summaries) is of the capture's GPU when every device
+        the capture names is the same model (a dual-GPU Tesla K80's devices 0 and 1)."""
         return self.rows("""
             SELECT k.capture_id, k.device_id, k.name, MAX(d.cc_major) AS ma, MAX(d.cc_minor) AS mi,
                    MAX(d.name) AS gpu
             FROM (SELECT DISTINCT capture_id, device_id, name FROM kernels) k
-            LEFT JOIN devices d ON d.capture_id = k.capture_id AND d.device_id = k.device_id
+            LEFT JOIN devices d ON d.capture_id = k.capture_id AND (d.device_id = k.device_id OR (
+                k.device_id IS NULL AND k.capture_id IN (
+                    SELECT capture_id FROM devices GROUP BY capture_id HAVING COUNT(DISTINCT
+                        COALESCE(name, '?') || '/' || COALESCE(cc_major, '?') || '.' || COALESCE(cc_minor, '?')) = 1)))
             GROUP BY k.capture_id, k.device_id, k.name""")
 
     def write_verdicts(self, rows: list[tuple]) -> None:
