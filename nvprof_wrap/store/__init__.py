@@ -60,7 +60,10 @@ SCHEMA_VERSION = 2
 # 2026.12.01-17: READ_VERSION merged into this knob (issue 24); identities carry "data=" and the knob, not "read6".
 # 2026.12.01-18: the hardware's tensor-pipe activity (tables hw_devices, hw_kernels, hw_series; issue 25), and the
 # run's GPM samples (RUN/gpm.jsonl) part of a capture's identity.
-DATA_VERSION = "2026.12.01-18"
+# 2026.12.01-19b: nsys stats tables pasted anywhere in text / Markdown (fences, CSV, pipe tables, locale separators,
+# GPUs named by headings), ncu rows without their rule columns (Duration of section exports), tensor-pipe totals as
+# counter evidence (issue 26).
+DATA_VERSION = "2026.12.01-19b"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES = {
