@@ -10,13 +10,24 @@ reduce kernels show the same (fixtures/h200/ncu_tensor_metrics.csv). On that GPU
 warpgroup instructions (``nvjet_sm90_hsh``: hmma 262,144 = gmma 262,144), so the count reported here is
 ``max(hmma − hfma2, gmma) + imma + dmma`` — never the two added.
 
+``sm__inst_executed_pipe_tensor.sum`` (ncu: "# of warp instructions executed by tensor pipe") is every instruction
+of the tensor pipe: on the H200 it equals hmma + imma + dmma on all 85 launches of fixtures/h200/ncu_tensor_metrics.csv
+(hmma there holding HGMMA and HFMA2.MMA), and public A100 exports show it above zero in plain kernels (a random-number
+kernel 320, an index kernel 1: fixtures/wild/ncu-metrics-bert-flashattn-a100.csv). So that total proves matrix
+instructions only net of HFMA2 (the split in the same export), or on Volta (sm_70/72: no HFMA2.MMA); a total of 0
+proves there were none — except on Blackwell sm_100/sm_110, where tcgen05 MMAs run on a pipe of their own
+(``sm__inst_executed_pipe_tc``, ncu 2025.3 --query-metrics --chip gb100), so there a zero needs that pipe counted too.
+Metric names of other ncu versions map onto these: ``…_v2`` (Ada), ``…_subpipe_{hmma,imma,dmma}`` (Blackwell).
+
 A launch is
 - **yes** when it executed at least one matrix instruction: HMMA/HGMMA net of HFMA2, wgmma (GMMA), IMMA or DMMA,
-  or nvprof's ``tensor_precision_fu_utilization`` / ``tensor_int_fu_utilization`` above Idle (0);
-- **no** when the instruction counts it has are all zero (HMMA counted net of HFMA2), or, without instruction
-  counts, when every tensor-pipe cycle metric is zero;
+  the tensor pipe's total net of HFMA2, or nvprof's ``tensor_precision_fu_utilization`` /
+  ``tensor_int_fu_utilization`` above Idle (0);
+- **no** when the instruction counts it has are all zero (HMMA counted net of HFMA2), when the tensor pipe executed
+  no instruction at all (its total 0, on a GPU whose MMAs all run there), or, without instruction counts, when every
+  tensor-pipe cycle metric is zero;
 - **unknown** when the tensor pipe was busy but the export cannot say whether with matrix instructions
-  (cycles only, or HMMA without the HFMA2 split on a GPU that has HFMA2.MMA).
+  (cycles only, or HMMA / the pipe's total without the HFMA2 split on a GPU that has HFMA2.MMA).
 Cycles are kept as supporting detail in the reason.
 """
 from __future__ import annotations
@@ -30,6 +41,24 @@ GMMA_INST = "sm__inst_executed_pipe_tensor_op_gmma.sum"
 IMMA_INST = "sm__inst_executed_pipe_tensor_op_imma.sum"
 DMMA_INST = "sm__inst_executed_pipe_tensor_op_dmma.sum"
 INSTRUCTIONS = (HMMA_INST, HFMA2_INST, GMMA_INST, IMMA_INST, DMMA_INST)
+PIPE_INST = "sm__inst_executed_pipe_tensor.sum"  # every tensor-pipe instruction, HFMA2.MMA included
+TC_PIPE_INST = "sm__inst_executed_pipe_tc.sum"  # Blackwell sm_100/sm_110: tcgen05 (UTC*) instructions
+# Other ncu versions' names of the same counts (ncu --query-metrics: ad102 '_v2'; gb100 / gb202 '_subpipe_')
+ALIASES = {
+    "sm__inst_executed_pipe_tensor_v2.sum": PIPE_INST,
+    "sm__inst_executed_pipe_tensor_op_hmma_v2.sum": HMMA_INST,
+    "sm__inst_executed_pipe_tensor_op_imma_v2.sum": IMMA_INST,
+    "sm__inst_executed_pipe_tensor_subpipe_hmma.sum": HMMA_INST,
+    "sm__inst_executed_pipe_tensor_subpipe_hmma_op_hmma.sum": HMMA_INST,
+    "sm__inst_executed_pipe_tensor_subpipe_imma.sum": IMMA_INST,
+    "sm__inst_executed_pipe_tensor_subpipe_imma_op_imma.sum": IMMA_INST,
+    "sm__inst_executed_pipe_tensor_subpipe_dmma.sum": DMMA_INST,
+    "sm__pipe_tensor_cycles_active_v2.sum": "sm__pipe_tensor_cycles_active.sum",
+    "sm__pipe_tensor_op_hmma_cycles_active_v2.sum": "sm__pipe_tensor_op_hmma_cycles_active.sum",
+    "sm__pipe_tensor_subpipe_hmma_cycles_active.sum": "sm__pipe_tensor_op_hmma_cycles_active.sum",
+    "sm__pipe_tensor_subpipe_imma_cycles_active.sum": "sm__pipe_tensor_op_imma_cycles_active.sum",
+    "sm__pipe_tensor_subpipe_dmma_cycles_active.sum": "sm__pipe_tensor_op_dmma_cycles_active.sum",
+}
 # Supporting detail only: every one of these also counts HFMA2.MMA (except the DMMA pipe).
 CYCLES = (
     "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.sum",
@@ -46,7 +75,9 @@ DURATION = "gpu__time_duration.sum"
 HOPPER_METRICS = (*INSTRUCTIONS, CYCLES[0], CYCLES[3], DURATION)
 PRE_HOPPER_METRICS = (HMMA_INST, HFMA2_INST, IMMA_INST, DMMA_INST, CYCLES[1], CYCLES[3], CYCLES[4], DURATION)
 # Any of these in an export makes it usable for a verdict.
-DECISIVE = (*INSTRUCTIONS, *CYCLES, *NVPROF_UTILISATION)
+DECISIVE = (*INSTRUCTIONS, PIPE_INST, TC_PIPE_INST, *CYCLES, *NVPROF_UTILISATION, *ALIASES)
+# GPUs whose tcgen05 MMAs run on the tc pipe, not the tensor pipe (compute capability 10.x and 11.x)
+_TC_PIPE_SINCE, _TC_PIPE_UNTIL = 10.0, 12.0
 
 
 @dataclass(frozen=True)
@@ -60,7 +91,19 @@ class Evidence:
 
 
 def _smsp_alias(name: str) -> str:
-    return "sm__" + name[len("smsp__"):] if name.startswith("smsp__") else name
+    name = "sm__" + name[len("smsp__"):] if name.startswith("smsp__") else name
+    return ALIASES.get(name, name)
+
+
+def _canonical(metrics: Mapping[str, float | None]) -> dict[str, float]:
+    """The metrics under one name each (smsp__ as sm__, other versions' names as ours); two names of one count keep
+    the larger (gb202's subpipe_hmma, HMMA/QMMA/OMMA, holds its subpipe_hmma_op_hmma, HMMA)."""
+    out: dict[str, float] = {}
+    for k, v in metrics.items():
+        if v is not None:
+            key = _smsp_alias(k)
+            out[key] = max(out.get(key, v), v)
+    return out
 
 
 def _n(x: float) -> str:
@@ -76,7 +119,9 @@ def _cc(cc: str | float | None) -> float | None:
 
 def launch_verdict(metrics: Mapping[str, float | None], cc: str | float | None = None) -> Evidence:
     """The verdict for one kernel launch from its counters (``cc``: the GPU's compute capability, if known)."""
-    m = {_smsp_alias(k): v for k, v in metrics.items() if v is not None}
+    m = _canonical(metrics)
+    gpu = _cc(cc)
+    tc_pipe = gpu is not None and _TC_PIPE_SINCE <= gpu < _TC_PIPE_UNTIL  # tcgen05 MMAs off the tensor pipe
     cycles = {k: m[k] for k in CYCLES if k in m}
     cyc = f"; tensor-pipe cycles {_n(max(cycles.values()))}" if cycles else ""
     util = {k: m[k] for k in NVPROF_UTILISATION if k in m}
@@ -86,7 +131,6 @@ def launch_verdict(metrics: Mapping[str, float | None], cc: str | float | None =
     hmma, hfma2 = m.get(HMMA_INST), m.get(HFMA2_INST)
     other = {k: m[k] for k in (GMMA_INST, IMMA_INST, DMMA_INST) if k in m}
     gmma, imma, dmma = (other.get(k, 0.0) for k in (GMMA_INST, IMMA_INST, DMMA_INST))
-    gpu = _cc(cc)
     net = None  # HMMA (HGMMA too on Hopper) net of HFMA2; Volta (7.0) has no HFMA2.MMA, so there HMMA is enough
     if hmma is not None and hfma2 is not None:
         net = max(hmma - hfma2, 0.0)
@@ -98,11 +142,30 @@ def launch_verdict(metrics: Mapping[str, float | None], cc: str | float | None =
         parts.append(f"HMMA {_n(hmma)}" + (f" of which HFMA2 {_n(hfma2)}" if hfma2 is not None else ""))
     parts += [f"{label} {_n(other[k])}" for k, label in
               ((GMMA_INST, "wgmma"), (IMMA_INST, "IMMA"), (DMMA_INST, "DMMA")) if k in other]
+    pipe, tc = m.get(PIPE_INST), m.get(TC_PIPE_INST)
+    if pipe is not None:
+        parts.append(f"tensor pipe {_n(pipe)}" + (f" of which HFMA2 {_n(hfma2)}" if hfma2 is not None
+                                                   and hmma is None else ""))
+    if tc is not None:
+        parts.append(f"tc pipe {_n(tc)}")
     counted = f" ({', '.join(parts)})" if parts else ""
     metric = "MMA instructions net of HFMA2"
     if mma > 0:
         return Evidence("yes", metric, mma, f"{_n(mma)} matrix instructions{counted}{cyc}")
-    pipe_idle = bool(cycles) and not any(cycles.values())
+    # The tensor pipe's total holds every MMA class and HFMA2.MMA: net of HFMA2 (none on Volta) it is the matrix
+    # instructions — all of them, unless tcgen05 MMAs ran on the tc pipe (Blackwell sm_100/sm_110). An HFMA2 or wgmma
+    # count places the export on GA100 / GH100, where no tc pipe exists.
+    whole = tc == 0 or (gpu is not None and not tc_pipe) or hfma2 is not None or GMMA_INST in other
+    pipe_mma = (None if pipe is None else max(pipe - hfma2, 0.0) if hfma2 is not None
+                else pipe if pipe == 0 or (gpu is not None and gpu < 7.5) else None)
+    if pipe_mma:
+        why = "" if hfma2 is not None else f": the tensor pipe of sm_{gpu * 10:.0f} runs matrix instructions only"
+        return Evidence("yes", metric, pipe_mma, f"{_n(pipe_mma)} matrix instructions{counted}{why}{cyc}")
+    if pipe_mma == 0 and whole:
+        why = (" — the tensor-pipe work was HFMA2.MMA (fp16x2 FMA), not matrix math" if pipe else
+               " — nothing ran on the tensor pipe")
+        return Evidence("no", metric, 0.0, f"no matrix instruction{counted}{why}{cyc}")
+    pipe_idle = bool(cycles) and not any(cycles.values()) and (not tc_pipe or tc == 0)
     # "no" needs a zero count for every matrix-instruction class this GPU has (or an idle tensor pipe)
     missing = [k for k, since in ((IMMA_INST, 7.2), (DMMA_INST, 8.0), (GMMA_INST, 9.0))
                if k not in other and (gpu is None or gpu >= since)]
@@ -112,6 +175,17 @@ def launch_verdict(metrics: Mapping[str, float | None], cc: str | float | None =
         return Evidence("no", metric, 0.0, f"no matrix instruction{counted}{why}{cyc}")
     if pipe_idle:
         return Evidence("no", "tensor-pipe cycles", 0.0, f"tensor pipe idle{counted}{cyc}")
+    if pipe_mma == 0:
+        return Evidence("unknown", PIPE_INST, 0.0,
+                        f"no matrix instruction on the tensor pipe{counted}{cyc}, but "
+                        + (f"{_n(tc)} tc-pipe (tcgen05) instructions, MMAs and copies alike" if tc else
+                           "this GPU runs its tcgen05 MMAs on the tc pipe, which the export does not count" if tc_pipe
+                           else "the export names no GPU: on Blackwell (sm_100) tcgen05 MMAs run on the tc pipe, "
+                           "which it does not count"))
+    if pipe and pipe_mma is None and not (hmma is not None and hmma > 0 and net is None):
+        return Evidence("unknown", PIPE_INST, pipe,
+                        f"{_n(pipe)} tensor-pipe instructions without the HFMA2 split{counted}{cyc}: HFMA2.MMA "
+                        "(plain fp16x2 math) runs on the tensor pipe too, so this does not show matrix instructions")
     if hmma is not None and hmma > 0 and net is None:
         return Evidence("unknown", HMMA_INST, hmma,
                         f"{_n(hmma)} HMMA-pipe instructions without the HFMA2 split{counted}{cyc}: "

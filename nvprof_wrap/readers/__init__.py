@@ -20,6 +20,7 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (
+    _dlprof,
     _gpm,
     console_text,
     cupti_sqlite,
@@ -98,6 +99,8 @@ def detect(path: Path) -> str:
         raise BadInput(path, "JSON without traceEvents: not a Kineto / Chrome trace")
     if head.binary:
         raise BadInput(path, "binary file of an unknown format")
+    if why := _dlprof.explain(head):  # a report of a tool that reads captures: refused in its own words
+        raise BadInput(path, why)
     raise BadInput(path, "not a profiler capture this tool reads (docs/formats.md lists them)")
 
 

@@ -4,6 +4,8 @@ never "No GPU kernels were recorded" with exit 0. A capture with neither (a job 
 
 Launch calls without kernels are refused by each reader (the records were lost: a folder skips that file, saying
 why); copies without kernels by the pipeline, for the whole report (one process of a run may copy without launching).
+An Nsight Systems export without a kernel table (one file for the whole job) says what it holds instead: CUDA API
+calls, none a launch, and the copies or sets the GPU recorded — the job launched no kernel while it was profiled.
 """
 from __future__ import annotations
 

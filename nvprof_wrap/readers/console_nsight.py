@@ -2,9 +2,15 @@
 
 - ``nsys profile --stats=true`` / ``nsys stats`` tables (``cuda_gpu_kern_sum``, ``cuda_gpu_mem_time_sum``; older:
   "CUDA Kernel Statistics", "CUDA Memory Operation Statistics (by time)"): a header, a row of dashes that gives
-  each column's span, rows until a blank line. Times in ns, numbers with thousands separators. nsys cuts names
-  wider than its column with "…"; such names are kept as they are and classify.py does not trust what the cut
-  may hide (classify/engine.py).
+  each column's span, rows until a line that is not one. Times in ns. nsys cuts names wider than its column with
+  "…"; such names are kept as they are and classify.py does not trust what the cut may hide (classify/engine.py).
+  The same tables as people paste them into a README or a notebook are read too: without nsys's own lines around
+  them (the header says which table it is: ``Instances … Name`` kernels, ``Count … Operation`` copies), inside
+  Markdown code fences, as ``--format csv`` rows, or as a Markdown pipe table. Numbers carry the separators of the
+  locale nsys ran in: 3-digit groups (``1,139,457``), 4-digit groups (``44,0087,8248``: zh_CN), none, or ``.``
+  groups with a decimal comma (``1.139.457`` / ``459.569,0``: de_DE), decided per table from its integer column.
+  A table repeated verbatim (a README that pastes one section twice) is counted once, and a Markdown heading or a
+  ``GPU: …`` / ``Name: …`` line that names a known GPU (classify/gpus.toml) starts that GPU's tables.
 - ``ncu``'s default per-kernel output: ``[pid] process@host``, then per launch a line naming the kernel (and,
   in newer versions, its grid, context, stream, device and compute capability) and ``Section:`` blocks of
   ``metric  unit  value`` rows. The Duration row gives the kernel's time; tensor-pipe metrics (``--metrics``)
@@ -12,12 +18,16 @@
 """
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
+from nvprof_wrap.classify import gpus
 from nvprof_wrap.classify.counters import DURATION
-from nvprof_wrap.model import KernelAgg, MemAgg, merge_kernels, merge_memops
+from nvprof_wrap.model import Device, KernelAgg, MemAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number
+from nvprof_wrap.readers._no_kernels import LAUNCH_NAME
 from nvprof_wrap.readers.ncu_csv import _Launch
 from nvprof_wrap.readers.nsys_stats_csv import _direction
 from nvprof_wrap.text.demangle import demangle
@@ -25,8 +35,31 @@ from nvprof_wrap.text.demangle import demangle
 KERNEL_TABLES = re.compile(r"cuda_gpu_kern_sum|gpukernsum|CUDA Kernel Statistics|cuda_gpu_kern_gb_sum")
 MEMORY_TABLES = re.compile(r"cuda_gpu_mem_time_sum|gpumemtimesum"
                            r"|CUDA Memory Operation Statistics \((?:by time|nanosec)")
+COMBINED_TABLES = re.compile(r"\bcuda_gpu_sum\b|\bgpusum\b")  # kernels and copies, told apart by Category
+API_TABLES = re.compile(r"cuda_api_sum|cudaapisum|CUDA API Statistics")
 _TITLE = re.compile(r"Executing '(\w+)'|\*\* .*\((\w+)\):|^(CUDA [A-Za-z ]+Statistics[^:]*):?")
 _DASHES = re.compile(r"^\s*-{3,}(?:\s+-{3,})+\s*$")
+_PIPE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
+_SKIPPED = re.compile(r"SKIPPED: (\S+) does not contain CUDA kernel data")
+_GENERATED = re.compile(r"^\s+(\S+\.(?:nsys-rep|qdrep))\s*$")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)[\s#]*$")
+_GPU_LINE = re.compile(r"^\s*(?:[\w ]*\bGPU\b[\w ]*|Device(?: Name)?|Name)\s*[:=]\s*(.+?)\s*$", re.IGNORECASE)
+_GPU_WORDS = re.compile(r"NVIDIA|GeForce|Tesla|Quadro|TITAN|Jetson|\bRTX\b", re.IGNORECASE)
+_CC_LINE = re.compile(r"^\s*Compute Capability\s*[:=]\s*(\d+)\.(\d+)\s*$", re.IGNORECASE)
+_NAME_LINE = 200  # the longest line read for a GPU's name
+_COUNTS = ("Instances", "Count", "Num Calls", "Calls", "Operations")
+_LEAD = re.compile(r"^(?:(?:results?|runs?|measured|timings?|benchmarks?|profil\w*)\s+(?:from|on|for|with)\s+)",
+                   re.IGNORECASE)
+
+
+@dataclass
+class NsysTables:
+    """What the nsys stats tables of a text hold: kernels, copies, the GPUs the text names, and notes."""
+
+    kernels: list[KernelAgg] = field(default_factory=list)
+    memops: list[MemAgg] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _spans(dashes: str) -> list[tuple[int, int]]:
@@ -39,37 +72,220 @@ def _cells(line: str, spans: list[tuple[int, int]]) -> list[str]:
     return [*out, line[spans[-1][0]:].strip()]
 
 
-def nsys_tables(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg]]:
-    kernels, mem = [], []
-    title, header, spans = "", None, None
-    for line in lines:
-        if m := _TITLE.search(line):
-            title, header, spans = next(g for g in m.groups() if g), None, None
-            continue
-        if spans is None:
-            if "Total Time" in line and ("Name" in line or "Operation" in line):
-                header = line
-            elif header is not None and _DASHES.match(line):
-                spans = _spans(line)
-                idx = {c: i for i, c in enumerate(_cells(header, spans))}
-            continue
+def _pipe_cells(line: str) -> list[str]:
+    return [c.strip().strip("`").strip() for c in line.strip().strip("|").split("|")]
+
+
+def _csv_cells(line: str) -> list[str]:
+    return [c.strip() for c in next(csv.reader([line.strip()]), [])]
+
+
+def _header_kind(head: list[str]) -> str | None:
+    """Which table a header is, from its columns alone (a table pasted without nsys's title)."""
+    last = head[-1] if head else ""
+
+    def has(prefix: str) -> bool:
+        return any(h.startswith(prefix) for h in head)
+
+    if not has("Total Time"):
+        return None
+    if has("Category") and last == "Operation":
+        return "combined"
+    if last == "Operation" or (last == "Name" and has("Operations")):
+        return "memory"
+    if last == "Name" and has("Instances"):
+        return "kernel"
+    if last == "Name" and has("Num Calls"):
+        return "api"
+    return None
+
+
+def _title_kind(title: str) -> str | None:
+    for pattern, kind in ((MEMORY_TABLES, "memory"), (KERNEL_TABLES, "kernel"), (COMBINED_TABLES, "combined"),
+                          (API_TABLES, "api")):
+        if title and pattern.search(title):
+            return kind
+    return None
+
+
+def _grouping(values: list[str]) -> str:
+    """The thousands separator of a table, from its integer column (Total Time): ',' (3- or 4-digit groups), '.' with
+    a decimal comma, or none."""
+    for v in values:
+        t = v.strip()
+        if re.fullmatch(r"\d{1,4}(?:\.\d{3,4})+", t):
+            return "."
+        if "," in t:
+            return ","
+    return ","
+
+
+def _number(text: str, sep: str) -> float | None:
+    t = re.sub(r"[\s\u00a0\u202f'’_]", "", text)
+    if sep == ".":
+        t = t.replace(".", "").replace(",", ".")
+    return number(t)
+
+
+class _Table:
+    """One table being read: its syntax, kind, columns and rows (cells), flushed at its end."""
+
+    def __init__(self, syntax: str, head: list[str], kind: str | None, spans=None) -> None:
+        self.syntax, self.head, self.kind, self.spans = syntax, head, kind, spans
+        self.idx = {c: i for i, c in enumerate(head)}
+        self.rows: list[list[str]] = []
+
+    def cells(self, line: str) -> list[str] | None:
+        """The row's cells, or None when the line is no row of this table (the table ends there)."""
         if not line.strip():
-            title, header, spans = "", None, None
-            continue
-        cells = _cells(line.rstrip("\n"), spans)
-        total = number(cells[_col(idx, "Total Time")])
-        count = number(cells[_col(idx, "Instances", "Count", "Num Calls", "Calls", "Operations")])
+            return None
+        if self.syntax == "pipe":
+            cells = _pipe_cells(line) if line.lstrip().startswith("|") else []
+        elif self.syntax == "csv":
+            cells = _csv_cells(line)
+        else:
+            cells = _cells(line.rstrip("\n"), self.spans)
+        if len(cells) != len(self.head):
+            return None
+        total, count = _col(self.idx, "Total Time"), _col(self.idx, *_COUNTS)
         if total is None or count is None:
+            return None
+        numeric = all(_number(cells[i], ",") is not None or _number(cells[i], ".") is not None for i in (total, count))
+        return cells if numeric else None
+
+
+def nsys_tables(lines: Iterable[str]) -> NsysTables:
+    out = NsysTables()
+    kernels, mem = [], []
+    title, pending, table = "", None, None
+    seen: set[tuple] = set()
+    repeated = 0
+    devices: dict[str, Device] = {}
+    device: int | None = None
+    launch_calls = 0  # kernel launch calls in the last cuda_api_sum table, for a kernel table nsys skipped
+    reports: list[str] = []
+    after_generated = False
+
+    def flush() -> None:
+        nonlocal repeated, launch_calls
+        if table is None or not table.rows or table.kind is None:
+            return
+        key = (table.kind, tuple(tuple(r) for r in table.rows))
+        if table.kind != "api" and key in seen:
+            repeated += 1
+            return
+        seen.add(key)
+        t = table
+        sep = _grouping([r[_col(t.idx, "Total Time")] for r in t.rows])
+        total_i = _col(t.idx, "Total Time")
+        count_i = _col(t.idx, *_COUNTS)
+        lo, hi = _col(t.idx, "Min", "Minimum"), _col(t.idx, "Max", "Maximum")
+        cat = _col(t.idx, "Category")
+        if t.kind == "api":
+            launch_calls = sum(int(_number(r[count_i], sep) or 0) for r in t.rows if LAUNCH_NAME.match(r[-1]))
+            return
+        for r in t.rows:
+            total, count = _number(r[total_i], sep), _number(r[count_i], sep)
+            if total is None or count is None:
+                continue
+            kind = t.kind if t.kind != "combined" else {"CUDA_KERNEL": "kernel", "MEMORY_OPER": "memory"}.get(
+                r[cat] if cat is not None else "", "")
+            if kind == "memory":
+                what, d = _direction(r[-1])
+                mem.append(MemAgg(None, device, what, d, int(count), int(total)))
+            elif kind == "kernel":
+                kernels.append(KernelAgg(None, device, _mark_cut(demangle(r[-1])), int(count), int(total),
+                                         _int(r[lo], sep) if lo is not None else None,
+                                         _int(r[hi], sep) if hi is not None else None))
+        if t.kind in ("kernel", "combined"):
+            launch_calls = 0
+
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if table is not None:
+            cells = table.cells(line)
+            if cells is not None:
+                table.rows.append(cells)
+                continue
+            flush()
+            table, title = None, ""
+        if pending is not None:  # a header waits for its rule line
+            syntax, head_line = pending
+            pending = None
+            if syntax == "pipe" and _PIPE_RULE.match(line):
+                head = _pipe_cells(head_line)
+                table = _Table("pipe", head, _header_kind(head) or _title_kind(title))
+                continue
+            if syntax == "columns" and _DASHES.match(line):
+                spans = _spans(line)
+                head = _cells(head_line, spans)
+                table = _Table("columns", head, _header_kind(head) or _title_kind(title), spans)
+                continue
+        if m := _TITLE.search(line):
+            title = next(g for g in m.groups() if g)
             continue
-        if MEMORY_TABLES.search(title):
-            kind, d = _direction(cells[-1])
-            mem.append(MemAgg(None, None, kind, d, int(count), int(total)))
-        elif KERNEL_TABLES.search(title):
-            lo, hi = _col(idx, "Min", "Minimum"), _col(idx, "Max", "Maximum")
-            kernels.append(KernelAgg(None, None, _mark_cut(demangle(cells[-1])), int(count), int(total),
-                                     _int(cells[lo]) if lo is not None else None,
-                                     _int(cells[hi]) if hi is not None else None))
-    return list(merge_kernels(kernels)), list(merge_memops(mem))
+        if "Total Time" in line:
+            stripped = line.strip()
+            if stripped.startswith("|"):
+                pending = ("pipe", line)
+            elif stripped.count(",") >= 2 and any(c.startswith("Total Time") for c in _csv_cells(line)):
+                head = _csv_cells(line)
+                table = _Table("csv", head, _header_kind(head) or _title_kind(title))
+            else:
+                pending = ("columns", line)
+            continue
+        if m := _SKIPPED.search(line):
+            if _title_kind(title) == "kernel":
+                why = (f" although its cuda_api_sum table counts {launch_calls:,} kernel launch calls: the launches "
+                       "failed, or the GPU side was not traced — that run's kernels are not in this report"
+                       if launch_calls else "")
+                out.notes.append(f"nsys stats found no CUDA kernel data in {_base(m.group(1))}{why}")
+                launch_calls = 0
+            continue
+        if line.strip() == "Generated:":
+            after_generated = True
+            continue
+        if after_generated and (g := _GENERATED.match(line)):
+            reports.append(_base(g.group(1)))
+            continue
+        after_generated = False
+        named = _gpu_named(line)
+        if named:
+            name = named
+            if name not in devices:
+                devices[name] = Device(len(devices), name)
+            device = devices[name].device_id
+        elif device is not None and (cc := _CC_LINE.match(line)):
+            d = next(d for d in devices.values() if d.device_id == device)
+            if d.cc_major is None:
+                devices[d.name] = Device(d.device_id, d.name, int(cc.group(1)), int(cc.group(2)))
+    flush()
+    out.kernels, out.memops = list(merge_kernels(kernels)), list(merge_memops(mem))
+    out.devices = list(devices.values()) if any(k.device_id is not None for k in out.kernels) else []
+    if repeated:
+        out.notes.append(f"{repeated} nsys stats table{'s' if repeated > 1 else ''} repeated verbatim in the file "
+                         "(the same section pasted twice?): counted once")
+    if len(set(reports)) > 1:
+        out.notes.append(f"the stats of {len(set(reports))} nsys reports ({', '.join(sorted(set(reports))[:4])}) "
+                         "in one file: summed")
+    return out
+
+
+def _base(path: str) -> str:
+    return re.split(r"[/\\]", path)[-1]
+
+
+def _gpu_named(line: str) -> str | None:
+    """The GPU a Markdown heading or a 'GPU: …' / 'Name: …' line names, when it is one that classify/gpus.toml
+    knows (the heading's 'Results from' dropped). Only short lines: a program's own long lines are never names."""
+    if len(line) > _NAME_LINE:
+        return None
+    if m := _HEADING.match(line):
+        text = _LEAD.sub("", m.group(1).strip())
+        return text if gpus.lookup(text) else None
+    if (m := _GPU_LINE.match(line)) and _GPU_WORDS.search(m.group(1)) and gpus.lookup(m.group(1)):
+        return re.sub(r"\s*\((?:SM|sm_|CC)[^)]*\)$", "", m.group(1))
+    return None
 
 
 def _mark_cut(name: str) -> str:
@@ -92,8 +308,8 @@ def _col(idx: dict[str, int], *prefixes: str) -> int | None:
     return next((i for p in prefixes for c, i in idx.items() if c.startswith(p)), None)
 
 
-def _int(text: str) -> int | None:
-    v = number(text)
+def _int(text: str, sep: str = ",") -> int | None:
+    v = _number(text, sep)
     return None if v is None else int(v)
 
 

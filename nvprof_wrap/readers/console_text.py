@@ -24,8 +24,11 @@ MARKERS: dict[str, re.Pattern[str]] = {
     "nvprof-summary": re.compile(r"^==\d+== Profiling result:\s*\n(?:.*\n)?.*Time\(%\)\s+Time\s+Calls", re.MULTILINE),
     "nvprof-gpu-trace": re.compile(r"^==\d+== Profiling result:\s*\n\s+Start\s+Duration\s", re.MULTILINE),
     "nvprof-metrics": re.compile(r"^Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg", re.MULTILINE),
-    "nsys-stats": re.compile(r"Executing '(?:cuda_gpu_kern_sum|gpukernsum|cuda_gpu_mem_time_sum)'|"
-                             r"\((?:cuda_gpu_kern_sum|gpukernsum)\):|^CUDA Kernel Statistics", re.MULTILINE),
+    # nsys's own lines, or a kernel table's header wherever it was pasted (columns, CSV, a Markdown pipe table)
+    "nsys-stats": re.compile(r"Executing '(?:cuda_gpu_kern_sum|gpukernsum|cuda_gpu_mem_time_sum|cuda_gpu_sum)'|"
+                             r"\((?:cuda_gpu_kern_sum|gpukernsum)\):|^CUDA Kernel Statistics|"
+                             r"^[ \t>|]*\"?Time ?\(%\)\"?[ \t|,]+\"?Total Time(?: \(ns\))?\"?[ \t|,]+\"?Instances\b",
+                             re.MULTILINE),
     "ncu-console": re.compile(r"^\s{4}Section: ", re.MULTILINE),
 }
 
@@ -91,8 +94,9 @@ def _nvprof_metrics(path: Path) -> dict:
 
 
 def _nsys(path: Path) -> dict:
-    kernels, mem = console_nsight.nsys_tables(_lines(path))
-    return {"kernels": kernels, "memops": mem, "notes": ["nsys stats tables: no timeline, no idle time"]}
+    t = console_nsight.nsys_tables(_lines(path))
+    return {"kernels": t.kernels, "memops": t.memops, "devices": t.devices,
+            "notes": ["nsys stats tables: no timeline, no idle time", *t.notes]}
 
 
 def _ncu(path: Path) -> dict:

@@ -51,8 +51,11 @@ def _launches(header: list[str], rows) -> dict[tuple, _Launch]:
     launches: dict[tuple, _Launch] = {}
     if "Metric Name" in idx:  # long format
         mn, mu, mv = idx["Metric Name"], idx.get("Metric Unit"), idx["Metric Value"]
+        # Metric rows end after the value: the rule columns after it ("Rule Name" … "Estimated Speedup") are only
+        # filled on a rule's own rows, and ncu leaves them off the others (their Duration among them).
+        need = max(i for h, i in idx.items() if h in (*_KEYS, "Metric Name", "Metric Unit", "Metric Value"))
         for row in rows:
-            if len(row) < len(header):
+            if len(row) <= need:
                 continue
             key = _key(row, idx)
             la = launches.get(key)

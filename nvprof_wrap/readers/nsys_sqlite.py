@@ -5,6 +5,7 @@ Kernel names come from ``demangledName`` through ``StringIds`` — never ``short
 """
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -172,6 +173,30 @@ def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str], copies: in
                     "nsys profile --trace=cuda; a job killed before nsys finished loses it")
 
 
+_VERSION = re.compile(r"_v\d+$")  # cudaMalloc_v3020 → cudaMalloc
+
+
+def _without_kernel_table(conn: sqlite3.Connection, have: set[str]) -> str:
+    """What an export without a kernel table (and without launch calls) holds, in one line: CUDA API calls mean CUDA
+    was traced and the job launched no kernel while it was profiled (copies and sets said with them)."""
+    calls, _ = _launch_calls(conn, have)
+    if not calls:
+        return ("Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table (was CUDA tracing on? nsys profile "
+                "--trace=cuda)")
+    names = conn.execute(f"SELECT s.value, COUNT(*) FROM {RUNTIME} r LEFT JOIN StringIds s ON s.id = r.nameId "
+                         "GROUP BY 1 ORDER BY 2 DESC, 1").fetchall()
+    top = ", ".join(_VERSION.sub("", n or "?") + (f" ×{c:,}" if c > 1 else "") for n, c in names[:3]) + \
+        (", …" if len(names) > 3 else "")
+    gpu_rows = conn.execute("SELECT name FROM TARGET_INFO_GPU").fetchall() \
+        if "TARGET_INFO_GPU" in have and "name" in columns(conn, "TARGET_INFO_GPU") else []
+    gpu = gpu_rows[0][0] if len(gpu_rows) == 1 and gpu_rows[0][0] else "the GPU"
+    found = [f"{n:,} {what}{'s' if n > 1 else ''}" for table, what in ((MEMCPY, "copy"), (MEMSET, "memset"))
+             if table in have and (n := conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])]
+    on_gpu = f"{gpu} recorded {' and '.join(found)} but no kernel" if found else f"{gpu} recorded nothing"
+    return (f"no kernel ran while the job was profiled: CUDA was traced ({calls:,} CUDA API calls, none a kernel "
+            f"launch: {top}) and {on_gpu}")
+
+
 FORMAT = "nsys-sqlite"
 
 
@@ -200,8 +225,7 @@ def read(path: Path, window: Window | None = None) -> Capture:
         have = tables(conn)
         if KERNEL not in have:
             _no_kernels(path, conn, have)
-            raise BadInput(path, "Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table "
-                                 "(was CUDA tracing on? nsys profile --trace=cuda)")
+            raise BadInput(path, _without_kernel_table(conn, have))
         span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have],
                              _ranges_sql(conn, have)) if window else EVERYTHING
         busy_time = BusyTime(conn, path, _busy_sources(conn, have), span)  # side by side with the rest

@@ -7,9 +7,15 @@ their args name the op that launched them (readers/_tfop.py).
 Streamed with ijson in one pass: aggregates keyed by (process, thread, name) and by op, resolved against the
 process / thread names at the end (their metadata events may come anywhere); GPU intervals go to a temporary
 SQLite table for the busy-time union.
+
+TensorFlow 1's ``timeline`` JSON (``tensorflow.python.client.timeline`` over a ``RunMetadata``'s step stats) names
+its processes the same way, with " Compute" / " Tensors" after the device (``/device:GPU:0/stream:13 Compute``), and
+names every GPU event by the op type that ran (``Conv2D``, ``MatMul``, ``_XlaLaunch``; its ``args.op``): the kernel
+names are not in it. Such a file is refused, naming what it holds and what to capture instead.
 """
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -27,6 +33,9 @@ from nvprof_wrap.text.demangle import demangle
 
 _BATCH = 20000
 NO_OP = ("(no op recorded)", "(no op recorded)")
+# TensorFlow 1 timeline processes: the device (or the job's device), a stream or the copy engine, then the row kind
+_TF1_PROCESS = re.compile(r"^/(?:job:[^ ]*/)?device:[A-Za-z_]+:\d+(?:/(?:stream:\w+|memcpy))? (?:Compute|Tensors)$")
+_TF1_STREAM = re.compile(r"^/device:GPU:(\d+)/stream:(\d+) Compute$")
 
 
 FORMAT = "tf-trace-json"
@@ -49,6 +58,7 @@ class _Agg:
         self.mem: dict[tuple, list[int]] = {}
         self.ops: dict[tuple, list[int]] = {}
         self.with_op = 0
+        self.named_by_op: dict = {}  # pid → [events, events whose name is their args.op] (TensorFlow 1 timelines)
         self.db = sqlite3.connect("")  # a private temporary database: memory stays flat with the trace's size
         self.db.execute('CREATE TABLE iv(pid, tid, start INTEGER, "end" INTEGER, k INTEGER)')
         self.batch: list[tuple] = []
@@ -67,6 +77,9 @@ class _Agg:
             return  # host events: most of the trace, dropped after one lookup
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         name = str(ev.get("name", ""))
+        by_op = self.named_by_op.setdefault(pid, [0, 0])
+        by_op[0] += 1
+        by_op[1] += args.get("op") == name
         start, dur = from_us(ev.get("ts", 0)), from_us(ev.get("dur"))
         if dur is not None and not 0 <= dur <= MAX_DURATION_NS:
             dur = None  # missing, negative or absurd: counted without its time (readers/_durations.py)
@@ -142,9 +155,33 @@ def _found(agg: _Agg) -> str:
             f"(lines: {', '.join(lines[:6])})")
 
 
+def _tf1_ops_only(path: Path, agg: _Agg) -> None:
+    """Refuse a TensorFlow 1 timeline whose GPU stream rows hold op types only (every event named by its args.op)."""
+    if not any(_TF1_PROCESS.match(n) for n in agg.procs.values()):
+        return
+    streams = {pid: m for pid, n in agg.procs.items() if (m := _TF1_STREAM.match(n))}
+    counts = [agg.named_by_op.get(pid, [0, 0]) for pid in streams]
+    events = sum(c[0] for c in counts)
+    if not events or any(c[0] != c[1] for c in counts):
+        return
+    ops: dict[str, list[int]] = {}
+    for (pid, _tid, name), st in agg.kernels.items():
+        if pid in streams and not name.startswith("MEMCPY"):  # TensorFlow 1's copies: MEMCPYHtoD, …
+            o = ops.setdefault(name, [0, 0])
+            o[0] += st[0]; o[1] += st[1] or 0
+    top = [n for n, _ in sorted(ops.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))[:3]]
+    gpus = len({m.group(1) for m in streams.values()})
+    rows = "rows" if gpus == 1 else f"rows of {gpus} GPUs"
+    raise BadInput(path, f"a TensorFlow 1 timeline: its GPU {rows} hold {events:,} events named by TensorFlow op "
+                         f"({', '.join(top)}{', …' if len(ops) > len(top) else ''}), not kernel names: tensor-core use "
+                         "is not in it. Capture kernels with nsys profile --trace=cuda (nvprof up to CUDA 10) or "
+                         "TensorFlow 2.2+'s TensorBoard profiler")
+
+
 def read(path: Path) -> Capture:
     agg = _scan(path)
     try:
+        _tf1_ops_only(path, agg)
         kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s[:4])
                                 for (pid, tid, name), s in agg.kernels.items()
                                 if (dev := agg.stream(pid, tid)) is not None)

@@ -20,6 +20,11 @@ def kernel(k: KernelRow) -> dict:
             "counter_verdict": k.counter_verdict, "counter_detail": k.counter_detail, "flag": k.flag or None}
 
 
+def shown_key(key: str) -> str:
+    """A group's device or process id as tables show it: '-' where the capture records none."""
+    return "-" if key == "None" else key
+
+
 def group(g: GroupRow, key: str) -> dict:
     return {key: _int(g.key), "label": g.label, "launches": g.launches, "kernel_ns": g.kernel_ns,
             "tensor_core_ns": g.tc_ns, "tensor_core_share": round(g.tc_share, 6),

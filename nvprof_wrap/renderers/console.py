@@ -20,6 +20,7 @@ from nvprof_wrap.renderers._rows import (
     numbered_merged,
     one_after_another,
     scope_text,
+    shown_key,
     skipped_summary,
     split_label,
 )
@@ -69,7 +70,7 @@ def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120) 
     cols = [Col(key, justify="left"), Col("", justify="left", cut=12, drop=1), Col("launches"),
             Col("kernel time", short="kernel"), Col("tensor core", short="TC"),
             Col("TC precision", short="TC prec.", justify="left", cut=8, drop=2), Col("GPU idle", short="idle")]
-    cells = [[g.key, g.label, f"{g.launches:,}", _ns(g.kernel_ns), _pct(g.tc_share),
+    cells = [[shown_key(g.key), g.label, f"{g.launches:,}", _ns(g.kernel_ns), _pct(g.tc_share),
               " + ".join(g.precisions) or "-", _pct(g.idle_share)] for g in rows]
     return fitted(cols, cells, width, title=title, title_justify="left", **_caption("groups"))
 

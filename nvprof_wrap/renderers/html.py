@@ -227,9 +227,10 @@ def _hw_pct(x: float | None) -> str:
 
 def _groups(rows: list[dict], key: str, head: tuple[str, str]) -> str:
     return _table((*head, *_GROUP_HEAD),
-                  [[g[key], g["label"], _n(g["launches"]), _ns(g["kernel_ns"]), _share_bar(g["tensor_core_share"]),
-                    " + ".join(g["tensor_core_precisions"]) or "-", _ns(g["busy_ns"]), _ns(g["span_ns"]),
-                    _pct(g["idle_share"])] for g in rows], frozenset({2, 3, 6, 7, 8}))
+                  [["-" if g[key] is None else g[key], g["label"], _n(g["launches"]), _ns(g["kernel_ns"]),
+                    _share_bar(g["tensor_core_share"]), " + ".join(g["tensor_core_precisions"]) or "-",
+                    _ns(g["busy_ns"]), _ns(g["span_ns"]), _pct(g["idle_share"])] for g in rows],
+                  frozenset({2, 3, 6, 7, 8}))
 
 
 def _kernel_cells(k: dict) -> list:

@@ -119,7 +119,7 @@ def _report(report: Report, wide: bool, limit: int) -> str:
 def _groups(rows, key: str) -> str:
     return _table([key, "", "launches", "kernel ms", "tensor core (of its kernel time)", "TC precision",
                    "GPU idle (of first kernel start to last kernel end)"],
-                  [[g.key, g.label, g.launches, f"{g.kernel_ns / 1e6:.3f}", f"{100 * g.tc_share:.1f}%",
+                  [[_rows.shown_key(g.key), g.label, g.launches, f"{g.kernel_ns / 1e6:.3f}", f"{100 * g.tc_share:.1f}%",
                     " + ".join(g.precisions) or "-", "-" if g.idle_share is None else f"{100 * g.idle_share:.1f}%"]
                    for g in rows])
 

@@ -313,7 +313,11 @@ def _groups(store: Store, key: str) -> tuple[GroupRow, ...]:
     for r in store.group_rows(key):
         a = act.get(r["g"])
         busy, span = (min(a["busy"], a["span"]), a["span"]) if a and a["span"] else (None, None)
-        out.append(GroupRow(str(r["g"]), labels.get(r["g"], ""), r["launches"], r["ns"], r["tc_ns"],
+        # a capture that records no device (console summaries, nsys stats tables): key "None" (renderers show '-'),
+        # said in words unless the capture's one GPU model labels it
+        g = r["g"]
+        label = labels.get(g, "" if g is not None else "not recorded in the capture")
+        out.append(GroupRow(str(g), label, r["launches"], r["ns"], r["tc_ns"],
                             r["tc_ns"] / r["ns"] if r["ns"] else 0.0, tuple(prec.get(r["g"], ())),
                             busy, span, 1 - busy / span if span else None))
     return tuple(out)

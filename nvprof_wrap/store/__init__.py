@@ -62,7 +62,11 @@ SCHEMA_VERSION = 2
 # run's GPM samples (RUN/gpm.jsonl) part of a capture's identity.
 # 2026.12.01-19c: console logs' devices also from the GPUs the log names outside the profiler's tables (TensorFlow
 # and XLA start-up lines, nvprof's 'Device "…"' lines; readers/_log_gpus.py, issue 26).
-DATA_VERSION = "2026.12.01-19c"
+# 2026.12.01-19b: nsys stats tables pasted anywhere in text / Markdown (fences, CSV, pipe tables, locale separators,
+# GPUs named by headings), ncu rows without their rule columns (Duration of section exports), tensor-pipe totals as
+# counter evidence (issue 26).
+# 2026.12.01-19: both of the above, merged (issue 26).
+DATA_VERSION = "2026.12.01-19"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES = {
