@@ -67,10 +67,15 @@ def input_name(src: Path) -> str:
 
 
 def copy_inputs(sources: list[Path], inputs: Path) -> list[str]:
-    """Copy each source once into inputs/ under its same_reports name (a folder keeps its shape)."""
+    """Copy each source once into inputs/ under its same_reports name (a folder keeps its shape), without the run
+    stores that earlier reports left in run folders (tests/data/**/run.sqlite, a cache: .gitignore): a copied store
+    keeps what its first report saw, the run folder's old path included."""
     inputs.mkdir(parents=True, exist_ok=True)
     for src in sources:
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, inputs / input_name(src))
+        if src.is_dir():
+            shutil.copytree(src, inputs / input_name(src), ignore=shutil.ignore_patterns("run.sqlite*"))
+        else:
+            shutil.copy2(src, inputs / input_name(src))
     return sorted(input_name(s) for s in sources)
 
 
