@@ -2,12 +2,12 @@
 
 The public, H200 and wild captures lie in ../shared/fixtures beside the repository (or where $NVPROF_WRAP_FIXTURES
 points); tests/_paths.py is the one place that knows where, for the tests and for this file. A clean clone has no
-such folder: every test that reads from it is skipped with a reason naming the folder, and the rest run. A test needs
-the fixtures when it is marked ``needs_fixtures``, asks for the ``fixtures`` fixture, is parametrized with a path
-inside the folder, or names FIXTURES / PUBLIC / H200 / WILD in its code — its body, the fixtures it uses, the
-functions of its module it calls, the lambdas it is parametrized with (found from the code, so that a new test cannot
-forget the mark). Tests that reach the folder only through a subprocess (the fake nvprof, benchmarks.generate) carry
-the mark. CI has the folder and runs them all.
+such folder (a folder without public/, h200/ or wild/ counts as none): every test that reads from it is skipped with a
+reason naming the folder, and the rest run. A test needs the fixtures when it is marked ``needs_fixtures``, asks for the
+``fixtures`` fixture, is parametrized with a path inside the folder, or names FIXTURES / PUBLIC / H200 / WILD in its
+code — its body, the fixtures it uses, the functions of its module it calls, the lambdas it is parametrized with (found
+from the code, so that a new test cannot forget the mark). Tests that reach the folder only through a subprocess (the
+fake nvprof, benchmarks.generate) carry the mark. CI has the folder and runs them all.
 """
 from __future__ import annotations
 
@@ -74,6 +74,7 @@ def _uses_a_fixture_path(fn) -> bool:
 # the session when a row of this repository's or this session's folders appeared in a real one anyway (a subprocess
 # given an environment without NVPROF_WRAP_HISTORY and with the real HOME, say).
 _REAL_HISTORIES: dict[Path, set] = {}
+_SCRATCH: list[Path] = []  # the throwaway history folder, removed when the session ends
 
 
 def _history_rows(path: Path) -> set:
@@ -104,6 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every command the tests run, in-process or in a subprocess that inherits the environment, records into a
     # throwaway history; XDG_DATA_HOME too, for code that asks for the default place.
     scratch = Path(tempfile.mkdtemp(prefix="nvprof-wrap-hist-"))
+    _SCRATCH.append(scratch)
     os.environ["NVPROF_WRAP_HISTORY"] = str(scratch / "h.sqlite")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
     config.addinivalue_line("markers", "needs_fixtures: reads ../shared/fixtures (skipped when the folder is absent)")
@@ -127,6 +129,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter.write_line(f"ERROR: {msg}", red=True)
         else:
             print(f"ERROR: {msg}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The throwaway history folder goes once the session (and its check above) is done."""
+    import shutil
+
+    for scratch in _SCRATCH:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def tempfile_root() -> str | None:

@@ -1,4 +1,4 @@
-"""The fuzzing of tests/test_fuzz.py over the formats of issue 13, from files that need no shared fixtures: a
+"""The fuzzing of tests/readers/test_fuzz.py over the formats of issue 13, from files that need no shared fixtures: a
 damaged XSpace, TensorBoard trace JSON, ncu CSV after program output or console log gives a report or one line
 and exit 2 — never a traceback, never a half-ingested store."""
 from __future__ import annotations

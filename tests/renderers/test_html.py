@@ -1,6 +1,6 @@
 """The HTML report: one self-contained page, from the bundled real H200 captures and from a real capture whose
 strings were made hostile. The structure is checked with html.parser here; a real browser (Debian's chromium
-driven by Playwright) checks it renders, runs nothing and fetches nothing (tests/test_html_browser.py)."""
+driven by Playwright) checks it renders, runs nothing and fetches nothing (tests/renderers/test_html_browser.py)."""
 from __future__ import annotations
 
 import json
@@ -172,7 +172,8 @@ def test_hostile_names_stay_text(capsys, tmp_path):
 def test_notebook_display_is_the_page_in_a_sandboxed_frame(tmp_path):
     """_repr_html_ (a Report, p.report, the %%nvprof_wrap magic): one <iframe> whose srcdoc is the page byte for byte
     — hostile names included, so the escaping into the attribute holds — sandboxed, and nothing else: no src, no
-    script, no style of the notebook's touched (tests/test_notebook.py checks the layout in a real notebook)."""
+    script, no style of the notebook's touched (tests/renderers/test_notebook.py checks the layout in a real
+    notebook)."""
     from nvprof_wrap.pipeline import analyze
 
     rep = analyze(hostile_capture(tmp_path))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 
+import pytest
+
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.report import Report
 from tests._paths import WILD
@@ -74,16 +76,16 @@ def test_jetson_nano_tensorrt_fp16_gets_no_16bit_advice():
     assert not _advice(r) and len(r.hints) == 2  # and the copies (59% of GPU time)
 
 
-def test_k80_tf1_timeline_names_no_gpu_and_gets_no_advice():
+def test_k80_tf1_timeline_is_refused_with_what_to_capture_instead():
     """tf1-timeline-k80.json: a TensorFlow 1 Chrome timeline from the same repository as the K80 summary, but the
-    file itself names only "/device:GPU:0": no GPU name, no compute capability. Its "kernels" are TensorFlow op
-    names (Conv2D, MatMul, UnsortedSegmentSum), which do not say what ran on the GPU: a person could not tell
-    whether tensor cores were there, so no hint claims either way, and none advises TF32 or mixed precision (there is
-    no fp32 GEMM kernel name to point at)."""
-    r = _report("tf1-timeline-k80.json")
-    assert [(g.name, g.cc) for g in r.gpus] == [(None, None)]
-    assert r.verdict.tensor_cores == "unknown"
-    assert not [h for h in r.hints if "tensor cores" in h] and not _advice(r)
+    file itself names only "/device:GPU:0": no GPU name, no compute capability. Its GPU rows are TensorFlow op names
+    (Conv2D, MatMul, UnsortedSegmentSum), which do not say what ran on the GPU: a person could not tell whether
+    tensor cores were there. The reader refuses it (exit 2) saying so and what to capture instead, so no hint claims
+    either way and none advises TF32 or mixed precision."""
+    from nvprof_wrap.errors import BadInput
+
+    with pytest.raises(BadInput, match="TensorFlow 1 timeline.*op"):
+        _report("tf1-timeline-k80.json")
 
 
 def test_rtx2080ti_fp32_linear_gets_fp16_mixed_precision_not_tf32():
