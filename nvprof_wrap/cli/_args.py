@@ -101,14 +101,20 @@ def add_gates(p: argparse.ArgumentParser) -> None:
                         "(default: no gate)")
 
 
-def _fraction(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= x <= 1:
-        raise argparse.ArgumentTypeError(f"a fraction between 0 and 1, got {text} (30% is 0.3)")
-    return x
+def between(lo: float, hi: float, what: str, integer: bool = False, note: str = ""):
+    """An argument type: a number (a whole one with ``integer``) from lo to hi, else argparse's usage line."""
+    def parse(text: str) -> float | int:
+        try:
+            x = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a {'whole ' if integer else ''}number: {text!r}") from None
+        if not lo <= x <= hi:
+            raise argparse.ArgumentTypeError(f"{what} between {lo:g} and {hi:g}, got {text}{note}")
+        return x
+    return parse
+
+
+_fraction = between(0, 1, "a fraction", note=" (30% is 0.3)")
 
 
 _KNOWN_PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "fp64", "fp8", "fp4", "int8", "fp32 (3xTF32)")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_format, add_gates, add_save, positive, render_options
+from nvprof_wrap.cli._args import add_format, add_gates, add_save, between, positive, render_options
 from nvprof_wrap.cli._exit import internal_error
 from nvprof_wrap.cli._gates import gate, gates
 from nvprof_wrap.cli._progress import reading
@@ -84,31 +84,12 @@ def add_hardware(p: argparse.ArgumentParser) -> None:
                    help="do not sample the GPU's tensor pipes (by default NVML GPM is read every --hardware-interval "
                         "beside the job on Hopper and newer, and nsys runs record GPU metrics where the GPU has them: "
                         "docs/hardware-truth.md)")
-    p.add_argument("--hardware-interval", type=_seconds, default=0.1, metavar="S",
+    p.add_argument("--hardware-interval", type=between(0.01, 60, "seconds"), default=0.1, metavar="S",
                    help="GPM sampling interval in seconds (default 0.1)")
-    p.add_argument("--gpu-metrics-frequency", type=_hz, default=10_000, metavar="HZ",
+    p.add_argument("--gpu-metrics-frequency", type=between(10, 200_000, "samples per second", integer=True),
+                   default=10_000, metavar="HZ",
                    help="nsys GPU metrics samples per second (default 10000: 100 µs samples; more resolves shorter "
                         "kernels and makes bigger captures)")
-
-
-def _seconds(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.01 <= x <= 60:
-        raise argparse.ArgumentTypeError(f"between 0.01 and 60 seconds, got {text}")
-    return x
-
-
-def _hz(text: str) -> int:
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 10 <= x <= 200_000:
-        raise argparse.ArgumentTypeError(f"between 10 and 200000 Hz, got {text}")
-    return x
 
 
 def _command(args: argparse.Namespace) -> list[str]:
