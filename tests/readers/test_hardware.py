@@ -90,16 +90,21 @@ def test_gpm_samples_of_the_run_are_matched_to_the_cupti_capture(no_ptx, tmp_pat
     assert again.hardware == () and _by_name(again.kernels)["matmul_kernel"].tensor_core == "unknown"
 
 
+def _edited(plain: Path, sql: str) -> Path:
+    """The real nsys capture, unpacked to ``plain`` with one statement applied (what each test says it changes)."""
+    with gzip.open(NSYS_CAPTURE) as src, open(plain, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    with sqlite3.connect(plain) as c:
+        c.execute(sql)
+    return plain
+
+
 def test_a_name_the_hardware_contradicts_is_listed(tmp_path, no_ptx):
     """The real capture with the Triton GEMM's name replaced by an fp32 SIMT one: the names say CUDA cores, the
     tensor pipes were ~75% busy while it ran alone. The verdict stays the names' (the hardware settles only what
     they leave unknown) and the report lists the contradiction."""
-    plain = tmp_path / "renamed.sqlite"
-    with gzip.open(NSYS_CAPTURE) as src, open(plain, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    with sqlite3.connect(plain) as c:
-        c.execute("UPDATE StringIds SET value = 'cutlass_80_simt_sgemm_128x128_8x4_nn_align1' "
-                  "WHERE value = 'matmul_kernel'")
+    plain = _edited(tmp_path / "renamed.sqlite", "UPDATE StringIds SET value = "
+                    "'cutlass_80_simt_sgemm_128x128_8x4_nn_align1' WHERE value = 'matmul_kernel'")
     rep = analyze(plain, triton_cache=no_ptx)
     (check,) = rep.hardware_checks
     assert check.name == "cutlass_80_simt_sgemm_128x128_8x4_nn_align1" and check.name_verdict == "no"
@@ -118,12 +123,8 @@ def test_kernels_too_short_to_fill_a_sample_are_named(tmp_path, no_ptx):
     """Every sample the layer-norm phase took, its kernels' launches cut to a third of their length (the real
     capture, the kernel rows shortened): no sample is filled by one kernel any more, and the report says which share
     of kernel time the hardware cannot tell apart."""
-    plain = tmp_path / "short.sqlite"
-    with gzip.open(NSYS_CAPTURE) as src, open(plain, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    with sqlite3.connect(plain) as c:
-        c.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + (end - start) / 3 WHERE demangledName IN "
-                  "(SELECT id FROM StringIds WHERE value LIKE '%layer_norm%')")
+    plain = _edited(tmp_path / "short.sqlite", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + (end - start) / 3 "
+                    "WHERE demangledName IN (SELECT id FROM StringIds WHERE value LIKE '%layer_norm%')")
     rep = analyze(plain, triton_cache=no_ptx)
     (row,) = rep.hardware
     assert 0.05 < row.unsampled_share < 0.3
