@@ -211,8 +211,11 @@ class Queries:
 
     def steps_marked(self) -> int:
         """How many training steps the captures mark: distinct NVTX ranges 'step N' / 'ProfilerStep#N' that
-        kernels ran in (readers/_window.py), as the innermost or the outermost range; 0 when none."""
-        marks = "s GLOB 'step [0-9]*' AND substr(s, 6) NOT GLOB '*[^0-9]*' OR s GLOB 'ProfilerStep#[0-9]*' " \
-                "AND substr(s, 14) NOT GLOB '*[^0-9]*'"
-        return self.rows(f"""SELECT COUNT(*) AS n FROM (SELECT op AS s FROM ops UNION SELECT scope FROM ops)
-                             WHERE {marks}""")[0]["n"]
+        kernels ran in (readers/_window.py), as the innermost or the outermost range; else the 'optimizer step N'
+        ranges `run` marks (tracer/annotate.py), the same order readers/_window.py prefers them in; 0 when none."""
+        own = "s GLOB 'step [0-9]*' AND substr(s, 6) NOT GLOB '*[^0-9]*' OR s GLOB 'ProfilerStep#[0-9]*' " \
+              "AND substr(s, 14) NOT GLOB '*[^0-9]*'"
+        optimizer = "s GLOB 'optimizer step [0-9]*' AND substr(s, 16) NOT GLOB '*[^0-9]*'"
+        r = self.rows(f"""SELECT SUM({own}) AS own, SUM({optimizer}) AS opt
+                          FROM (SELECT op AS s FROM ops UNION SELECT scope FROM ops)""")[0]
+        return (r["own"] or 0) or (r["opt"] or 0)

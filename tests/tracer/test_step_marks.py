@@ -120,3 +120,24 @@ def test_step_names_are_the_ones_the_readers_look_for():
 
     assert _OPTIMIZER_STEP.match(STEP_NAME.format(12)).group(1) == "12"
     assert any(textwrap.dedent(p).replace("%", "12") == STEP_NAME.format(12) for p in STEP_LIKE)
+
+
+def test_the_optimizer_steps_run_marks_are_counted_as_the_jobs_steps(tmp_path):
+    """A real H200 cupti run (tests/data/h200_runs/hw_phases_cupti: benchmarks/hw_phases.py) marks no 'step N' of
+    its own; run's step marks opened 'optimizer step 0' at torch's import, and the job never called
+    optimizer.step(), so all its kernels ran in that one range. The steps a job ran are then the 'optimizer step N'
+    ranges run marked — what a failed job's headline counts ("failed after N steps"); a job's own step ranges win
+    where there are both (store.steps_marked, as readers/_window.py prefers them)."""
+    import shutil
+
+    from nvprof_wrap.pipeline import evidence
+    from nvprof_wrap.pipeline.ingest import ingest
+    from nvprof_wrap.store import Store
+    from tests._paths import RUNS
+
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "hw_phases_cupti", run, ignore=shutil.ignore_patterns("run.sqlite*"))
+    store = Store()
+    ingest(store, [run], None)
+    evidence.prepare(store)
+    assert store.steps_marked() == 1
