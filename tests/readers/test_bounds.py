@@ -27,7 +27,7 @@ from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS, SKIPPED_SHOWN
 from nvprof_wrap.text import demangle as demangle_mod
-from tests._paths import DATA, FAKE_BIN, H200, PUBLIC, ROOT, RUNS
+from tests._paths import DATA, FAKE_BIN, H200, PUBLIC, ROOT, RUNS, fixtures_absent
 
 TC_NAME = "volta_h884gemm_64x64_ldg8_nn"  # cuBLAS fp16 HMMA (Volta): tensor cores
 
@@ -601,9 +601,12 @@ def test_a_terminated_parallel_read_stops_its_workers_and_removes_their_folders(
     (leaving the pool's `with` would have waited for every read), their temporary folders go with them."""
     import psutil
 
+    # benchmarks.generate takes real kernel names from the shared fixtures, else from the repository's captures: a
+    # fixtures folder that counts as absent here (an empty one, say) is hidden from it too
+    env = {**os.environ, **({"NVPROF_WRAP_FIXTURES": str(tmp_path / "no-fixtures")} if fixtures_absent() else {})}
     for name, seed in (("a.json", "1"), ("b.json", "2")):
         subprocess.run([sys.executable, "-m", "benchmarks.generate", "kineto", "150000", str(tmp_path / name),
-                        "--seed", seed], check=True, cwd=ROOT, capture_output=True)
+                        "--seed", seed], check=True, cwd=ROOT, capture_output=True, env=env)
     folder = tmp_path / "traces"
     folder.mkdir()
     for name in ("a.json", "b.json"):
