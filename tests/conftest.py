@@ -11,6 +11,7 @@ fake nvprof, benchmarks.generate) carry the mark. CI has the folder and runs the
 """
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 
@@ -26,8 +27,10 @@ os.environ.setdefault("NVPROF_WRAP_CUPTI_BINDING", "python")
 
 
 def _names(fn, seen: set | None = None) -> set[str]:
-    """Global names a function's code uses, through nested code and the module functions it calls."""
+    """Global names a function's code uses, through nested code and the module functions it calls (a decorated one,
+    functools.cache say, through the function it wraps)."""
     seen = set() if seen is None else seen
+    fn = inspect.unwrap(fn) if callable(fn) else fn
     if fn in seen or not hasattr(fn, "__code__"):
         return set()
     seen.add(fn)
