@@ -68,7 +68,7 @@ def deliver(text: str, path: Path | None, what: str = "output") -> None:
 # The files of a run folder that are the run's own (besides its captures): an output never replaces one.
 RUN_FILES = {"manifest.json": "the manifest", "manifest.json.tmp": "the manifest", "run.sqlite": "the run store",
              "stdout.log": "a log", "stderr.log": "a log", "metrics.jsonl": "the metrics",
-             "gpm.jsonl": "the GPM samples",
+             "gpm.jsonl": "the GPM samples", "windows.jsonl": "the capture window's record",
              ".nvprof-wrap.lock": "the lock file", "verify.json": "the record of the verify run"}
 
 

@@ -15,6 +15,8 @@ examples:
   nvprof-wrap run --backend nsys -o runs/bf16 --html -- python train.py --precision bf16
   nvprof-wrap run --annotate keras -- python workloads/reuters_mlp.py --precision mixed_float16
   nvprof-wrap run --min-tensor-core-share 0.3 --expect-precision bf16 -- python train.py   # CI gate
+  nvprof-wrap run --capture-steps 100:120 -- python train.py    # record steps 100-119 only, the profiler idle else
+  nvprof-wrap run --backend nsys --capture-after 60 --capture-for 10 -- python train.py
 """
 from __future__ import annotations
 
@@ -28,9 +30,9 @@ from nvprof_wrap.cli._progress import reading
 from nvprof_wrap.cli._write import check_output, put, say, write_text
 from nvprof_wrap.errors import INTERNAL, BadInput, CannotWrite, NvprofWrapError
 from nvprof_wrap.launch import CHOICES
-from nvprof_wrap.launch.base import RunSpec
+from nvprof_wrap.launch.base import CaptureWindow, RunSpec
 from nvprof_wrap.launch.runner import check_name, execute, expand_output, no_capture_reason
-from nvprof_wrap.pipeline.stores import remember, report_run
+from nvprof_wrap.pipeline.stores import remember, report_run, window_never_opened
 from nvprof_wrap.renderers import RENDERERS, Options, render
 
 
@@ -53,6 +55,7 @@ def add_parser(sub, name: str) -> None:
                    help="do not mark torch optimizer steps (by default every optimizer.step() of a PyTorch process "
                         "ends an NVTX range 'optimizer step N', which --steps reads: no change to the script)")
     p.add_argument("--no-report", action="store_true", help="only run and capture")
+    add_window(p)
     add_hardware(p)
     p.add_argument("--verbose", action="store_true",
                    help="show the profiler's own output live too (progress bars, 'Generated:' lines); by default it "
@@ -77,6 +80,48 @@ def annotate_kinds(text: str) -> str:
     if not kinds or unknown:
         raise argparse.ArgumentTypeError(f"{text!r}: give keras, torch or keras,torch")
     return ",".join(dict.fromkeys(kinds))
+
+
+def add_window(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("capture window (record only part of the job; docs/backends.md#capture-windows)")
+    g.add_argument("--capture-steps", metavar="A:B", type=step_range,
+                   help="record only steps A to B-1: the job's own NVTX 'step N' ranges, else its torch optimizer "
+                        "steps, else its Keras training batches, counted from 0 (no change to the script); the "
+                        "profiler stays idle before and after")
+    g.add_argument("--capture-after", metavar="S", type=between(0, 1e7, "seconds"),
+                   help="record only from S seconds after the job started")
+    g.add_argument("--capture-for", metavar="S", type=between(0.001, 1e7, "seconds"),
+                   help="with --capture-after (default 0): record for S seconds, then no more")
+
+
+def step_range(text: str) -> tuple[int, int]:
+    """--capture-steps A:B: two whole numbers, 0 <= A < B."""
+    parts = text.split(":")
+    try:
+        a, b = (int(x) for x in parts) if len(parts) == 2 else (None, None)
+    except ValueError:
+        a = b = None
+    if a is None or b is None or not 0 <= a < b:
+        raise argparse.ArgumentTypeError(f"{text!r}: give A:B, two whole numbers with 0 <= A < B (steps A to B-1), "
+                                         "e.g. 100:120")
+    return a, b
+
+
+def capture_window(args: argparse.Namespace) -> CaptureWindow | None:
+    """The window asked for, or None; one line when the options contradict each other."""
+    steps, after, length = args.capture_steps, args.capture_after, args.capture_for
+    if steps is not None:
+        if after is not None or length is not None:
+            raise BadInput(None, "--capture-steps and --capture-after/--capture-for together: give a window of steps "
+                                 "or one of seconds")
+        if not args.step_marks:
+            raise BadInput(None, "--capture-steps counts the torch optimizer steps that --no-step-marks turns off: "
+                                 "leave one of them out")
+        return CaptureWindow("steps", steps[0], steps[1])
+    if after is None and length is None:
+        return None
+    start = after or 0.0
+    return CaptureWindow("seconds", start, None if length is None else start + length)
 
 
 def add_hardware(p: argparse.ArgumentParser) -> None:
@@ -105,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
     spec = RunSpec(_command(args), args.backend, args.output, args.name, args.nsys,
                    quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
                    step_marks=args.step_marks, force=args.force, verbose=args.verbose, hardware=args.hardware,
-                   hardware_interval_s=args.hardware_interval, gpu_metrics_hz=args.gpu_metrics_frequency)
+                   hardware_interval_s=args.hardware_interval, gpu_metrics_hz=args.gpu_metrics_frequency,
+                   capture=capture_window(args))
     folder, manifest = execute(spec)
     say(f"nvprof-wrap: {manifest.backend} run of {' '.join(spec.command)[:80]} → {folder} "
         f"(exit {manifest.exit_code}, {manifest.wall_s} s)")
@@ -113,8 +159,9 @@ def run(args: argparse.Namespace) -> int:
         say(f"nvprof-wrap: tensor-pipe activity: {manifest.hardware}")
     recorded = manifest.recorded
     if recorded and not manifest.captures:
+        why = window_never_opened(folder) or no_capture_reason(folder, manifest)
         say(f"nvprof-wrap: error: the {manifest.backend} run wrote no capture in {folder}: "
-            f"{' '.join(no_capture_reason(folder, manifest).split())[:300]}")
+            f"{' '.join(why.split())[:300]}")
         return manifest.exit_code or 1
     for problem in manifest.problems:
         say(f"nvprof-wrap: {'warning' if recorded else 'error'}: {problem}")

@@ -13,6 +13,31 @@ RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 
 
 @dataclass(frozen=True)
+class CaptureWindow:
+    """What `run --capture-steps A:B` / `--capture-after S [--capture-for S]` asks: record only steps A..B-1, or only
+    from S seconds after the job started (for a while, or to its end). tracer/window.py keeps it inside the job."""
+
+    kind: str  # "steps" | "seconds"
+    start: float
+    end: float | None = None  # steps: B; seconds: when it closes, from the job's start (None: at the job's end)
+
+    @property
+    def option(self) -> str:
+        """The options of `run` that ask for it."""
+        if self.kind == "steps":
+            return f"--capture-steps {int(self.start)}:{int(self.end or 0)}"
+        return f"--capture-after {self.start:g}" + (f" --capture-for {self.end - self.start:g}"
+                                                    if self.end is not None else "")
+
+    @property
+    def env(self) -> str:
+        """$NVPROF_WRAP_CAPTURE (tracer/window.py parse)."""
+        if self.kind == "steps":
+            return f"steps:{int(self.start)}:{int(self.end or 0)}"
+        return f"seconds:{self.start!r}:{'inf' if self.end is None else repr(self.end)}"
+
+
+@dataclass(frozen=True)
 class RunSpec:
     command: list[str]
     backend: str = "auto"
@@ -29,6 +54,7 @@ class RunSpec:
     hardware: bool = True  # sample the tensor pipes: NVML GPM beside the job, nsys GPU metrics in its capture
     hardware_interval_s: float = 0.1  # GPM's sampling interval
     gpu_metrics_hz: int = 10_000  # nsys --gpu-metrics-frequency
+    capture: CaptureWindow | None = None  # record only this window of the job (None: all of it)
 
 
 @dataclass(frozen=True)
@@ -38,6 +64,14 @@ class Plan:
     env: dict[str, str] = field(default_factory=dict)
     tool: str | None = None
     version: str | None = None
+
+
+def window_env(spec: RunSpec, by: str) -> dict[str, str]:
+    """The job's environment for its capture window (tracer/window.py): what it is, and who records inside it —
+    "cupti" (our tracer), "profiler" (cuProfilerStart/Stop for nsys or nvprof), "self" (the profiler keeps the time)."""
+    if spec.capture is None:
+        return {}
+    return {"NVPROF_WRAP_CAPTURE": spec.capture.env, "NVPROF_WRAP_CAPTURE_BY": by}
 
 
 class Backend(Protocol):

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from nvprof_wrap.errors import ToolMissing
-from nvprof_wrap.launch.base import Plan, RunSpec, injection_env
+from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, window_env
 from nvprof_wrap.launch.gpus import Gpu
 
 
@@ -97,7 +97,7 @@ class Cupti:
                 raise ToolMissing(f"--backend cupti needs libcupti or the cupti-python package, and {python} has "
                                   f"neither ({said}): install the CUDA toolkit's CUPTI or pip install cupti-python "
                                   "(CUDA 12 or newer), or use --backend nsys")
-        env = {**injection_env(), "NVPROF_WRAP_CUPTI_DIR": str(folder.resolve())}
+        env = {**injection_env(), "NVPROF_WRAP_CUPTI_DIR": str(folder.resolve()), **window_env(spec, "cupti")}
         return Plan(self.name, list(spec.command), env, tool=sys.executable, version=self.version(python))
 
     def collect(self, folder: Path, spec: RunSpec) -> list[str]:

@@ -150,7 +150,7 @@ def _owner(folder: Path) -> str:
 
 # What `run` (and `report`, into its run store) writes into a run folder besides the captures, by name.
 _OURS = {"manifest.json", "manifest.json.tmp", LOCK, "stdout.log", "stderr.log", "metrics.jsonl", "gpm.jsonl",
-         "run.sqlite", "run.sqlite-wal", "run.sqlite-shm", "run.sqlite-journal"}
+         "windows.jsonl", "run.sqlite", "run.sqlite-wal", "run.sqlite-shm", "run.sqlite-journal"}
 _SET_ASIDE = re.compile(r"run\.sqlite\.corrupt-\d{8}-\d{6}")  # a damaged store moved aside (store/__init__.py)
 _LEGACY = {"nvprof_wrap": str, "command": list, "profiler_argv": list, "backend": str, "captures": list}
 # What each backend's job writes before the run's end lists it (a wrapper killed mid-run lists nothing).

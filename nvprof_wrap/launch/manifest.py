@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.launch.base import CaptureWindow
 from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 
@@ -66,6 +67,8 @@ class Manifest:
     problems: tuple[str, ...] = ()
     # Where the hardware's tensor-pipe activity was sampled, or why not (launch/gpm.py, the nsys GPU metrics).
     hardware: str | None = None
+    # The window `run --capture-steps` / `--capture-after` recorded (None: the whole job).
+    capture: CaptureWindow | None = None
     # False when the run's end could not be written (problems say why; exit_code is still the job's). Never in
     # the file: a manifest read back was recorded.
     recorded: bool = True
@@ -77,7 +80,8 @@ class Manifest:
 
     def to_json(self) -> dict:
         out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "recorded"
-               and not (f.name in ("format", "version") and getattr(self, f.name) is None)}  # an older one's keys
+               and not (f.name in ("format", "version", "capture") and getattr(self, f.name) is None)}
+        # (format, version: an older one's keys; capture: only a windowed run's)
         return out if self.recorded else {**out, "recorded": False}
 
     @classmethod
@@ -181,10 +185,13 @@ _GPU = _record(Gpu, {"index": _INT, "name": _STR, "compute_capability": _STR, "d
 _HOST = _record(Host, {"name": _STR, "platform": _STR, "python": _STR, "cpus": _INT, "memory_bytes": _INT}, ())
 _PROCESS = _record(Process, {"pid": _INT, "ppid": _INT, "cmdline": _STRINGS, "started": _NUM, "rank": _INT},
                    ("pid",))
+_CAPTURE = _record(CaptureWindow, {"kind": _scalar(lambda v: v in ("steps", "seconds"), '"steps" or "seconds"'),
+                                   "start": _NUM, "end": _NUM}, ("kind", "start"))
 _MANIFEST = _record(dict, {
     "format": _STR, "version": _INT, "nvprof_wrap": _STR, "status": _STR, "command": _STRINGS,
     "profiler_argv": _STRINGS, "backend": _STR, "backend_tool": _STR, "backend_version": _STR,
     "gpus": _list_of(_GPU), "host": _HOST, "rank": _INT,
     "wrapper_pid": _INT, "started": _NUM, "ended": _NUM, "wall_s": _NUM, "exit_code": _INT, "signal": _STR,
     "processes": _list_of(_PROCESS), "captures": _STRINGS, "problems": _STRINGS, "hardware": _STR,
+    "capture": _CAPTURE,
 }, ("command", "backend"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nvprof_wrap.errors import ToolMissing
-from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag
+from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag, window_env
 from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.system import tools
 
@@ -33,9 +33,10 @@ class Nsys:
             raise ToolMissing(f"nsys not found (looked at --nsys, ${tools.NSYS_VAR}, PATH, "
                               "/opt/nvidia/nsight-systems*, /usr/local/cuda*/bin and the copy inside Nsight Compute)")
         metrics = gpu_metrics_args(nsys, spec.gpu_metrics_hz) if spec.hardware else []
+        window, env = capture_args(spec)
         argv = [nsys, "profile", "--trace=cuda,nvtx,cublas,cudnn", "--sample=none", "--cpuctxsw=none", *metrics,
-                "--force-overwrite=true", "--output", str(folder / f"{capture_tag()}nsys"), *spec.command]
-        return Plan(self.name, argv, tool=nsys, version=self.version(nsys))
+                *window, "--force-overwrite=true", "--output", str(folder / f"{capture_tag()}nsys"), *spec.command]
+        return Plan(self.name, argv, env, tool=nsys, version=self.version(nsys))
 
     def collect(self, folder: Path, spec: RunSpec) -> list[str]:
         """Nsight Systems writes .nsys-rep; each is exported to SQLite next to it."""
@@ -46,6 +47,20 @@ class Nsys:
             except Exception as e:  # noqa: BLE001 - reported in the manifest, the run's other captures still count
                 problems.append(f"{rep.name}: {e}")
         return problems
+
+
+def capture_args(spec: RunSpec) -> tuple[list[str], dict[str, str]]:
+    """nsys' own capture range for the run's window, and the job's environment for it: steps through
+    cudaProfilerApi (the job calls cuProfilerStart/Stop where its steps begin: tracer/window.py) ending with "stop" —
+    the job runs on to its end, nsys records no more (its default, stop-shutdown, would end the job); seconds through
+    --delay / --duration, counted by nsys from the job's start."""
+    capture = spec.capture
+    if capture is None:
+        return [], {}
+    if capture.kind == "steps":
+        return ["--capture-range=cudaProfilerApi", "--capture-range-end=stop"], window_env(spec, "profiler")
+    duration = [f"--duration={capture.end - capture.start:g}"] if capture.end is not None else []
+    return [f"--delay={capture.start:g}", *duration], window_env(spec, "self")
 
 
 def gpu_metrics_args(nsys: str, hz: int) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvprof_wrap.errors import ToolMissing
-from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag
+from nvprof_wrap.errors import BadInput, ToolMissing
+from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag, window_env
 from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.system import tools
 
@@ -39,9 +39,15 @@ class Nvprof:
             names = ", ".join(f"GPU {g.index} {g.name} (compute capability {g.compute_capability})" for g in new)
             raise ToolMissing(f"nvprof cannot profile {names}: it supports compute capability below 8.0 only. "
                               "Use --backend nsys or --backend cupti")
-        argv = [nvprof, "-o", str(folder / f"{capture_tag()}profile%p.nvvp"), "--profile-child-processes",
+        window: list[str] = []
+        if spec.capture is not None:
+            if spec.capture.kind != "steps":
+                raise BadInput(None, f"{spec.capture.option}: nvprof cannot start recording after a delay; give "
+                                     "--capture-steps A:B, or use --backend nsys or cupti")
+            window = ["--profile-from-start", "off"]  # the job calls cuProfilerStart/Stop (tracer/window.py)
+        argv = [nvprof, *window, "-o", str(folder / f"{capture_tag()}profile%p.nvvp"), "--profile-child-processes",
                 *spec.command]
-        return Plan(self.name, argv, tool=nvprof, version=self.version(nvprof))
+        return Plan(self.name, argv, window_env(spec, "profiler"), tool=nvprof, version=self.version(nvprof))
 
     def collect(self, folder: Path, spec: RunSpec) -> list[str]:
         return []  # nvprof writes its .nvvp files (SQLite) itself, one per process

@@ -88,7 +88,7 @@ def _unclaim(folder: Path, lock: int, created: bool) -> None:
 
 def captures(folder: Path) -> list[str]:
     skip = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
-            "gpm.jsonl"}
+            "gpm.jsonl", "windows.jsonl"}
     return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in skip
                   and not p.name.endswith(("-wal", "-shm", "-journal")) and not tools.is_export_scratch(p.name))
 
@@ -125,7 +125,7 @@ def manifest_of(folder: Path, spec: RunSpec, plan: Plan, gpus: list[Gpu], job: J
         started=job.started if job else time.time(), ended=job.ended if job else None,
         wall_s=round(job.ended - job.started, 3) if job else None, exit_code=job.exit_code if job else None,
         signal=job.signal_received if job else None, processes=tuple(job.processes) if job else (),
-        captures=tuple(captures(folder)) if job else (), problems=tuple(problems))
+        captures=tuple(captures(folder)) if job else (), problems=tuple(problems), capture=spec.capture)
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> Manifest:
@@ -179,9 +179,11 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
         except OSError as e:
             raise BadInput(folder / "manifest.json", f"cannot write the run's manifest ({e.strerror}); the job "
                                                      "was not started") from None
-        kinds = [*(["steps"] if spec.step_marks else []), *(spec.annotate.split(",") if spec.annotate else [])]
+        steps = spec.step_marks or (spec.capture is not None and spec.capture.kind == "steps")
+        kinds = [*(["steps"] if steps else []), *(spec.annotate.split(",") if spec.annotate else [])]
         annotate = {**injection_env(), "NVPROF_WRAP_ANNOTATE": ",".join(kinds)} if kinds else {}
-        env = {**annotate, **plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
+        window = {**injection_env(), "NVPROF_WRAP_CAPTURE_T0": repr(time.time())} if spec.capture else {}
+        env = {**annotate, **window, **plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
                "NVPROF_WRAP_METRICS": str((folder / "metrics.jsonl").resolve())}
         sampler, hardware = _sampler(spec, folder, plan)
         try:

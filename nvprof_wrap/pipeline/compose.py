@@ -44,21 +44,27 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     own = not isinstance(store, Store)
     st = Store(Path(store)) if isinstance(store, (str, Path)) else (store or Store())
     try:
+        runs = jobs.manifests(folders)
+        capture = jobs.capture_scope(runs)
         try:
             skipped = ingest(st, folders, progress, window=window, steps=steps)
         except BadInput as e:  # no capture yet, or one being written: a run still running says so first
             running = jobs.in_progress(folders)
-            if running is None:
+            never = jobs.never_opened(capture)
+            if running is None and never is None:
                 raise
-            raise BadInput(e.path, f"{running}: {e.why}") from None
+            raise BadInput(e.path, f"{running or never}: {e.why}") from None
         evidence.prepare(st, triton_cache)
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
         if window is None and steps is None:
             _never_a_silent_nothing(rep, folders)
-        runs = jobs.manifests(folders)
-        marked = st.steps_marked() if window is None and steps is None else 0  # a window's steps are not the job's
+        # a window's steps are not the job's: a capture window's record counts the job's own
+        marked = st.steps_marked() if window is None and steps is None and capture is None else 0
+        if capture is not None and capture.job_steps:
+            marked = capture.job_steps
         rep = report_mod.with_jobs(rep, jobs.job_end(runs, marked or None),
                                    jobs.different_jobs(st.capture_jobs(), folders, runs))
+        rep = report_mod.with_capture(rep, capture)
     finally:
         if own:
             st.close()

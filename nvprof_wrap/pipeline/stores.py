@@ -116,3 +116,10 @@ def compare_runs(before: Path, after: Path, *, progress: Callable[[Path], None] 
                analyze(after, progress=progress, window=window, steps=steps))
     return compare(*reports, labels=(before.name, after.name),
                    folders=tuple(p if p.is_dir() else None for p in (before, after))), reports[1]
+
+
+def window_never_opened(folder: Path) -> str | None:
+    """Why a windowed run's folder holds no capture, when its window never opened (report/jobs.py never_opened)."""
+    from nvprof_wrap.report import jobs
+
+    return jobs.never_opened(jobs.capture_scope(jobs.manifests([folder])))

@@ -59,7 +59,7 @@ TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlit
 
 # Files a run folder holds that are not captures: skipped silently when a folder is read.
 _NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
-                 "report.html", "gpm.jsonl"}
+                 "report.html", "gpm.jsonl", "windows.jsonl"}
 # What TensorBoard's profile plugin writes beside a run's trace: tool data derived from it, not captures.
 _TENSORBOARD_TOOLS = (".kernel_stats.pb", ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb",
                       ".memory_profile.json.gz", ".pod_viewer.json", ".tpu_profile.json")

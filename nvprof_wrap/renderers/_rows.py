@@ -95,6 +95,7 @@ def report(r: Report) -> dict:
         "health": health(r.health),
         "scope": None if r.scope is None else {"kind": r.scope.kind, "start": r.scope.start, "end": r.scope.end,
                                                "option": r.scope.option, "description": scope_text(r.scope)},
+        "capture": None if r.capture is None else asdict(r.capture) | {"problems": list(r.capture.problems)},
         "headline": list(r.headline),
         "job": job(r),
         "different_jobs": [{"command": g.command, "started_ns": g.started_ns, "label": g.label,

@@ -149,6 +149,26 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class CaptureScope:
+    """The window `run --capture-steps A:B` / `--capture-after S [--capture-for S]` recorded: the captures hold nothing
+    from outside it (the profiler was idle there). From the run's manifest and its windows.jsonl."""
+
+    kind: str  # "steps" | "seconds"
+    start: float  # steps: A; seconds: from the job's start
+    end: float | None  # steps: B (exclusive); seconds: when it closed (None: at the job's end)
+    option: str  # the options of `run` that asked for it
+    processes: int = 0  # processes that said anything of their window (0: no windows.jsonl)
+    opened: int = 0  # of them, those whose window opened
+    open_step: int | None = None  # the step it opened at (the first step at or after A that a process began)
+    close_step: int | None = None  # the step that closed it (None: it closed when the job ended)
+    ended_inside: int = 0  # processes that ended inside their window
+    last_step: int | None = None  # the last step a process of the job began
+    job_steps: int | None = None  # the steps the job ran (all of them, not the window's)
+    source: str | None = None  # what counted the steps: "step marks" | "optimizer steps" | "keras batches"
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class JobEnd:
     """How the run's job ended, from its manifest (launch/manifest.py)."""
 
@@ -244,12 +264,15 @@ class Report:
     hardware: tuple[HardwareRow, ...] = ()  # the hardware's tensor-pipe activity, where it was sampled
     hardware_checks: tuple[HardwareCheck, ...] = ()
     hardware_series: tuple[HardwarePoint, ...] = ()
+    capture: CaptureScope | None = None  # of a run that recorded only a window of its job
 
     @property
     def headline(self) -> tuple[str, ...]:
         """What a reader must know before the verdict: the job failed or was killed, captures of different jobs
-        were summed. Every renderer shows these lines first (docs/json.md: "headline")."""
-        return tuple(line for line in (job_line(self.job, self.verdict), jobs_line(self.different_jobs)) if line)
+        were summed, only a window of the job was recorded. Every renderer shows these lines first (docs/json.md:
+        "headline")."""
+        return tuple(line for line in (job_line(self.job, self.verdict), jobs_line(self.different_jobs),
+                                       capture_line(self.capture)) if line)
 
     def to_dict(self) -> dict:
         """Exactly what ``--format json`` prints (docs/json.md)."""
@@ -491,6 +514,32 @@ def job_line(job: JobEnd | None, verdict: Verdict | None = None) -> str | None:
     return f"{who} failed (exit {job.exit_code}){after}{tail}"
 
 
+def capture_line(c: CaptureScope | None) -> str | None:
+    """'Capture window: steps 100 to 119 (run --capture-steps 100:120, counted by optimizer steps; the job ran 1,000
+    steps) — only what ran inside it was recorded …'; None for a run that recorded all of its job."""
+    if c is None:
+        return None
+    if c.kind == "steps":
+        lo = c.open_step if c.open_step is not None else int(c.start)
+        hi = (c.close_step if c.close_step is not None else int(c.end or 0)) - 1
+        if c.ended_inside and c.close_step is None:
+            hi = c.last_step if c.last_step is not None else hi
+            what = f"steps {lo} to {hi} (the job ended inside the window)"
+        else:
+            what = f"steps {lo} to {hi}"
+        counted = f", counted by {c.source}" if c.source else ""
+        job = f"; the job ran {c.job_steps:,} step{'s' if c.job_steps != 1 else ''}" if c.job_steps is not None \
+            else ""
+    else:
+        what = f"{c.start:g} s to {c.end:g} s after the job started" if c.end is not None else \
+            f"from {c.start:g} s after the job started to its end"
+        counted = job = ""
+    some = (f"; it opened in {c.opened} of {c.processes} processes" if 0 < c.opened < c.processes else "")
+    problems = f"; {'; '.join(c.problems[:2])}" if c.problems else ""
+    return (f"Capture window: {what} (run {c.option}{counted}{job}{some}{problems}) — only what ran inside it was "
+            "recorded; the job's exit and health are of all of it")
+
+
 def jobs_line(groups: tuple[JobGroup, ...]) -> str | None:
     """'3 captures of 2 different jobs summed: python a.py (2 captures); python b.py …'; None for one job."""
     if len(groups) < 2:
@@ -526,6 +575,10 @@ def with_jobs(report: Report, job: JobEnd | None, groups: tuple[JobGroup, ...]) 
                if partial else ": it ended before any GPU work was traced, or its profiler lost what it had")
         verdict = replace(verdict, message=f"No GPU kernels were recorded before the job ended{why}.")
     return replace(report, verdict=verdict, job=job, different_jobs=tuple(groups))
+
+
+def with_capture(report: Report, capture: CaptureScope | None) -> Report:
+    return replace(report, capture=capture)
 
 
 def with_hints(report: Report, hints: tuple[str, ...]) -> Report:

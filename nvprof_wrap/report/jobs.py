@@ -10,18 +10,21 @@ manifest, and captures of different jobs among those summed.
   more before the other started (nsys records its session's start and length, the tracer its process's). Captures
   whose processes are parent and child, or siblings, are of one job whatever their commands. Without evidence,
   nothing is said: the captures of one job's processes are summed silently.
+- ``capture_scope``: the window a windowed run recorded (`run --capture-steps` / `--capture-after`), and
+  ``never_opened`` why such a run holds nothing.
 """
 from __future__ import annotations
 
 import os
 import re
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.folder import held
 from nvprof_wrap.launch.manifest import Manifest, read_manifest
-from nvprof_wrap.report import JobEnd, JobGroup
+from nvprof_wrap.report import CaptureScope, JobEnd, JobGroup
 
 MANIFEST = "manifest.json"
 # Captures whose spans are this far apart (the end of one to the start of the other) are of different jobs.
@@ -228,3 +231,43 @@ def _apart(a: dict, b: dict) -> bool:
         first, second = sorted((a["span"], b["span"]))
         return second[0] - first[1] >= APART_S * 1e9
     return False
+
+
+def capture_scope(runs: list[tuple[Path, Manifest]]) -> CaptureScope | None:
+    """The window a windowed run recorded (its manifest's capture and what its processes said in windows.jsonl,
+    over every rank folder); None for a run that recorded all of its job."""
+    from nvprof_wrap.readers import _windows
+
+    asked = next((m.capture for _, m in runs if m.capture is not None), None)
+    if asked is None:
+        return None
+    seen = [s for s in (_windows.summary(folder / _windows.FILE) for folder, _ in runs) if s is not None]
+    scope = CaptureScope(asked.kind, asked.start, asked.end, asked.option)
+    if not seen:
+        return scope
+    last = max((s.last_step for s in seen if s.last_step is not None), default=None)
+    source = next((s.source for s in seen if s.source), None)
+    opens = [s.open_step for s in seen if s.open_step is not None]
+    closes = [s.close_step for s in seen if s.close_step is not None]
+    # optimizer step N begins when the N-th optimizer.step() returns: N steps ran; 'step N' and batch N: N + 1
+    steps = None if last is None else last if source == "optimizer steps" else last + 1
+    return replace(scope, processes=sum(s.processes for s in seen), opened=sum(s.opened for s in seen),
+                   open_step=min(opens) if opens else None, close_step=max(closes) if closes else None,
+                   ended_inside=sum(s.ended_inside for s in seen), last_step=last, job_steps=steps, source=source,
+                   problems=tuple(dict.fromkeys(p for s in seen for p in s.problems)))
+
+
+def never_opened(scope: CaptureScope | None) -> str | None:
+    """Why a windowed run holds nothing: its window never opened in any process (None when it did, or cannot be
+    told)."""
+    if scope is None or scope.opened or not scope.processes:
+        return None
+    if scope.problems:
+        return f"the capture window (run {scope.option}) could not open: {scope.problems[0]}"
+    if scope.kind == "seconds":
+        return (f"the capture window (run {scope.option}) never opened: the job ended before {scope.start:g} s")
+    if scope.last_step is None:
+        return (f"the capture window (run {scope.option}) never opened: the job marked no step (no NVTX 'step N', "
+                "no torch optimizer step, no Keras training batch)")
+    return (f"the capture window (run {scope.option}) never opened: the job's last step was {scope.last_step:,} "
+            f"({scope.source or 'steps'}), before step {int(scope.start):,}")

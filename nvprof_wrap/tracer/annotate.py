@@ -111,7 +111,10 @@ def patch_steps(torch_module: Any) -> None:
     import atexit
     import weakref
 
+    from nvprof_wrap.tracer import window
+
     try:
+        window.optimizer_step(0)  # a capture window of steps 0:B opens before step 0's range starts
         first = nvtx.range_start(STEP_NAME.format(0))
     except Exception as e:  # noqa: BLE001 - a torch built without CUDA has no NVTX: nothing to mark with
         _warn(f"no optimizer step marks: torch.cuda.nvtx cannot mark ({type(e).__name__}: {e})")
@@ -127,6 +130,7 @@ def patch_steps(torch_module: Any) -> None:
                 return
             nvtx.range_end(marks["range"])
             marks["n"] += 1
+            window.optimizer_step(marks["n"])  # between the ranges: a window holds whole steps, marks included
             marks["range"] = nvtx.range_start(STEP_NAME.format(marks["n"]))
         except Exception as e:  # noqa: BLE001 - never break the user's training step
             _warn(f"step marks stopped: {type(e).__name__}: {e}")
@@ -145,14 +149,16 @@ def patch_steps(torch_module: Any) -> None:
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself; wraps the real loader of watched top-level modules to patch them once loaded."""
+    """Finds nothing itself; wraps the real loader of watched top-level modules to run their hooks once loaded.
+    One finder for every hook (annotations, capture windows): a second finder for the same module would never be
+    asked, the first one answers."""
 
-    def __init__(self, hooks: dict[str, Any]) -> None:
-        self.hooks = hooks
+    def __init__(self) -> None:
+        self.hooks: dict[str, list[Any]] = {}
 
     def find_spec(self, fullname, path, target=None):
-        hook = self.hooks.get(fullname)
-        if hook is None:
+        hooks = self.hooks.pop(fullname, None)
+        if not hooks:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
@@ -161,34 +167,39 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             original(module)
-            try:
-                hook(module)
-            except Exception as e:  # noqa: BLE001 - never break the user's import
-                _warn(f"could not annotate {fullname}: {type(e).__name__}: {e}")
+            for hook in hooks:  # one failing hook leaves the others in place
+                try:
+                    hook(module)
+                except Exception as e:  # noqa: BLE001 - never break the user's import
+                    _warn(f"could not annotate {fullname} ({getattr(hook, '__name__', hook)}): "
+                          f"{type(e).__name__}: {e}")
 
         loader.exec_module = exec_module
         return spec
 
 
-def _each(patches: list, module: Any) -> None:
-    for patch in patches:  # one failing patch leaves the others in place
+_FINDER: _AfterImport | None = None
+
+
+def when_imported(name: str, hook: Any) -> None:
+    """Run hook(module) once the top-level module ``name`` is imported (now, when it already is)."""
+    global _FINDER
+    if name in sys.modules:  # already imported (e.g. by a chained sitecustomize)
         try:
-            patch(module)
-        except Exception as e:  # noqa: BLE001 - never break the user's import
-            _warn(f"could not annotate {module.__name__} ({patch.__name__}): {type(e).__name__}: {e}")
+            hook(sys.modules[name])
+        except Exception as e:  # noqa: BLE001 - never break the user's program
+            _warn(f"could not annotate {name} ({getattr(hook, '__name__', hook)}): {type(e).__name__}: {e}")
+        return
+    if _FINDER is None:
+        _FINDER = _AfterImport()
+        sys.meta_path.insert(0, _FINDER)
+    _FINDER.hooks.setdefault(name, []).append(hook)
 
 
 def install(kinds: str | None = None) -> None:
     wanted = {k.strip() for k in (kinds if kinds is not None else os.environ.get(ENV, "")).split(",") if k.strip()}
-    patches = [patch for kind, patch in (("steps", patch_steps), ("torch", patch_torch)) if kind in wanted]
-    hooks: dict[str, Any] = {}
     if "keras" in wanted:
-        hooks["keras"] = patch_keras
-    if patches:
-        hooks["torch"] = lambda module: _each(patches, module)
-    for name, hook in list(hooks.items()):
-        if name in sys.modules:  # already imported (e.g. by a chained sitecustomize)
-            hook(sys.modules[name])
-            del hooks[name]
-    if hooks:
-        sys.meta_path.insert(0, _AfterImport(hooks))
+        when_imported("keras", patch_keras)
+    for kind, patch in (("steps", patch_steps), ("torch", patch_torch)):
+        if kind in wanted:
+            when_imported("torch", patch)

@@ -34,6 +34,7 @@ from nvprof_wrap.tracer._util import (
     _describe,
     _is_busy,
     _loaded_libcupti,
+    _quietly,
     _warn,
 )
 from nvprof_wrap.tracer.capture_file import (
@@ -58,6 +59,7 @@ ENV_RAW = "NVPROF_WRAP_CUPTI_RAW"  # "0": cupti-python's record objects even whe
 # the kinds this tracer enables (benchmarks/h200_floor.sh)
 ENV_DISCARD = "NVPROF_WRAP_CUPTI_DISCARD"
 _DISCARD = os.environ.get(ENV_DISCARD) == "1"
+ENV_CAPTURE, ENV_CAPTURE_BY = "NVPROF_WRAP_CAPTURE", "NVPROF_WRAP_CAPTURE_BY"  # tracer/window.py ENV, ENV_BY
 ENV_WRITER = "NVPROF_WRAP_CUPTI_WRITER"  # "inline": never a writer process; "process": from the first buffer
 BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for (cupti-python path)
 HAND_OVER_RECORDS = 20_000  # a buffer this full: the process is busy, a writer process pays off
@@ -98,6 +100,10 @@ class Tracer(CuptiSetup):
         # name strings interned by the one before it. consumer: the thread inside (a signal must not re-enter).
         self.consume_lock = threading.Lock()
         self.consumer: int | None = None
+        # A capture window (tracer/window.py): None, else "idle" (subscribed, no kind enabled) or "recording".
+        # The capture file is created when the window first opens: a process that never enters it writes none.
+        self.window: str | None = None
+        self.windows = 0  # how many times the window opened
 
     @property
     def missing(self) -> set[str]:
@@ -179,6 +185,60 @@ class Tracer(CuptiSetup):
                 pass
         self.clock = "unix"
         return time.time_ns()
+
+    # -- capture windows -------------------------------------------------------------------------------
+
+    def idle(self) -> None:
+        """Subscribed, buffers registered, NVTX injected — and no activity kind enabled until resume()."""
+        self.window = "idle"
+        self._switch(on=False)
+
+    def resume(self) -> str | None:
+        """Record from now on (the window opened); None, else why not. Runs on the thread that marks the step."""
+        if self.finalized or self.finalizing:
+            return "the process's capture is already finished"
+        if self.window == "recording":
+            return None
+        try:
+            self._switch(on=True)
+            if not self.writer.partial_path:
+                self.open()
+            self.windows += 1
+            self.window = "recording"
+            self.notes["window_opened_ns"] = str(self._now())
+            self.notes["capture_window"] = os.environ.get(ENV_CAPTURE, "")
+            return None
+        except Exception as e:
+            self._switch(on=False)
+            return f"CUPTI could not be enabled ({_describe(self.cupti, e)})"
+
+    def pause(self) -> str | None:
+        """Stop recording (the window closed): the kinds off, what CUPTI completed handed over. None, else why
+        not. Kernels launched inside the window and still running complete into CUPTI's buffers all the same;
+        the final flush at the process's end delivers them."""
+        if self.window != "recording" or self.finalized or self.finalizing:
+            return None
+        self.notes["window_closed_ns"] = str(self._now())
+        self.window = "idle"
+        try:
+            self._switch(on=False)
+            self.cupti.activity_flush_all(0)
+            return None
+        except Exception as e:
+            return f"CUPTI could not be paused ({_describe(self.cupti, e)})"
+
+    def _switch(self, *, on: bool) -> None:
+        """Enable or disable every kind and launch-call record this tracer set up."""
+        if on:
+            for kind in self.kinds:
+                self.cupti.activity_enable(kind)
+            for enable, cbid in self.api_cbids:
+                enable(cbid, 1)
+            return
+        for kind in reversed(self.kinds):
+            _quietly(self.cupti.activity_disable, kind)
+        for enable, cbid in self.api_cbids:
+            _quietly(enable, cbid, 0)
 
     # -- records -----------------------------------------------------------------------------------------
 
@@ -284,6 +344,10 @@ class Tracer(CuptiSetup):
             return
         self.finalizing = True
         try:
+            if self.window is not None and not self.writer.partial_path:  # the window never opened: no capture
+                self.teardown()
+                self.finalized = True
+                return
             if self.fork_child:
                 self.notes["cupti_flush"] = "skipped: fork child (CUPTI is not fork-safe)"
             else:
@@ -433,6 +497,9 @@ def _start(out_dir: str) -> None:
     if tracer is None:
         return
     tracer.enable_nvtx_injection()
+    if os.environ.get(ENV_CAPTURE) and os.environ.get(ENV_CAPTURE_BY) == "cupti":
+        tracer.idle()  # tracer/window.py resumes it when the window opens; the file is created then
+        return
     try:
         tracer.open()
     except Exception as e:

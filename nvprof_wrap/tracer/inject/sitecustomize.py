@@ -4,7 +4,8 @@ The launcher puts this folder first on PYTHONPATH; it must hold nothing but this
 module is shadowed. Two jobs, in this order:
 
 1. chain to the sitecustomize that we shadow (the next one along sys.path), as Python would have run it;
-2. when NVPROF_WRAP_CUPTI_DIR is set, start the CUPTI tracer.
+2. when NVPROF_WRAP_CUPTI_DIR is set, start the CUPTI tracer;
+3. when NVPROF_WRAP_CAPTURE is set, the capture window (tracer/window.py); then the annotations.
 
 Nothing here may break the user's program: every failure becomes one ``nvprof-wrap:`` line on stderr.
 """
@@ -79,6 +80,23 @@ def _start_tracer() -> None:
         _warn(f"CUPTI tracer not started ({type(e).__name__}: {e}); this process is not traced")
 
 
+def _start_window() -> None:
+    if not os.environ.get("NVPROF_WRAP_CAPTURE"):
+        return
+    try:
+        from nvprof_wrap.tracer import window
+
+        window.install()
+    except Exception as e:
+        _warn(f"capture window not installed ({type(e).__name__}: {e}); the rest of the job is recorded")
+        try:
+            from nvprof_wrap.tracer import window
+
+            window.CuptiRecorder().enable()  # a tracer waiting for a window that will never come: record now
+        except Exception:
+            pass
+
+
 def _start_annotations() -> None:
     if not os.environ.get("NVPROF_WRAP_ANNOTATE"):
         return
@@ -94,4 +112,5 @@ def _start_annotations() -> None:
 # with, and signal handlers it installs are then wrapped by ours instead of replacing them.
 _chain_previous_sitecustomize()
 _start_tracer()
+_start_window()
 _start_annotations()

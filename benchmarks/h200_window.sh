@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Issue 27 on the GPU machine: capture windows (`run --capture-steps A:B`, `--capture-after S --capture-for S`), from
+# our wheel in a fresh venv, on nanoGPT (karpathy/nanoGPT, unmodified, .gpu/nanogpt; shakespeare_char config on
+# random tokens, --compile=False).
+#   A: correctness. Each backend's window against the same backend's whole-job capture reported with `--steps A:B`:
+#      kernel launches per name must be equal (the training loop is deterministic); per-op attribution present in the
+#      window (--annotate torch); time windows (nsys --delay/--duration, the tracer's timers); windows that never
+#      open (past the job's last step; before the job's first second); nsys' own options.
+#   B: cost. ROUNDS (default 3) interleaved rounds, order rotated, of nanoGPT for ITERS (default 1000) steps:
+#      unprofiled, cupti whole job, cupti window 100:120, nsys window 100:120 (nsys whole job once: it is the slow
+#      one); the job's wall time from each run's manifest (the wrapper's own exit excluded), and the in-process
+#      per-launch cost of the tracer inside a window against CUPTI's floor for the same kinds
+#      (benchmarks/window_ab.py).
+# Here first: bash ../shared/device/prep.sh; rm -f .whl/nvprof_wrap-*.whl;
+#   python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl .
+# There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/h200_window.sh A   (then B)
+set -u
+PART=${1:-A}
+REPO=$PWD
+unset PYTHONPATH
+S=/tmp/win27; R=$S/runs; LOG=${OUT:-/tmp}/window-$PART.log
+mkdir -p $R
+export NO_COLOR=1 COLUMNS=160 NVPROF_WRAP_NSYS=$NSYS NVPROF_WRAP_HISTORY=$S/history.sqlite PYTHONUNBUFFERED=1
+step() { echo "=== $(date +%T) $*" >> $LOG; }
+t() {
+  local name=$1; shift; local s=$EPOCHREALTIME
+  "$@" > $R/$name.txt 2>&1; local rc=$?
+  echo "wall $name $(awk "BEGIN{print $EPOCHREALTIME - $s}") rc $rc" >> $LOG; tail -${TAIL:-25} $R/$name.txt >> $LOG
+}
+V=$S/venv/bin; W=$V/nvprof-wrap
+if [ ! -x $W ]; then
+  python3 -m venv --without-pip $S/venv
+  TORCH_SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  VSITE=$($V/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$TORCH_SITE" > $VSITE/the-users-torch.pth
+  python3 -m pip --python $V/python install -q --no-index --no-deps --no-compile .whl/*.whl >> $LOG 2>&1
+fi
+$V/python -c "import nvprof_wrap; print('nvprof_wrap from', nvprof_wrap.__file__)" >> $LOG 2>&1
+rm -rf $S/nanogpt; cp -r $REPO/.gpu/nanogpt $S/nanogpt; mkdir -p $S/nanogpt/data/shakespeare_char
+$V/python -c "
+import numpy as np, pickle
+rng = np.random.default_rng(0)
+for split, n in (('train', 1_000_000), ('val', 100_000)):
+    rng.integers(0, 65, n, dtype=np.uint16).tofile(f'$S/nanogpt/data/shakespeare_char/{split}.bin')
+pickle.dump({'vocab_size': 65}, open('$S/nanogpt/data/shakespeare_char/meta.pkl', 'wb'))"
+cp $REPO/benchmarks/window_compare.py $REPO/benchmarks/window_ab.py $S/ 2>/dev/null
+cd $S/nanogpt
+nano() { echo "config/train_shakespeare_char.py --compile=False --max_iters=$1 --eval_interval=100000 --eval_iters=2 --log_interval=100 --always_save_checkpoint=False"; }
+wall() { $V/python -c "import json,sys; m=json.load(open(sys.argv[1])); print('job', sys.argv[2], m['wall_s'], 'exit', m['exit_code'])" $1/manifest.json $2 >> $LOG 2>&1; }
+
+if [ "$PART" = A ]; then
+  step "nsys' own capture options"
+  $NSYS profile --help 2>&1 | grep -A12 -E "capture-range-end|^ *-y, --delay|--duration=" | head -60 >> $LOG
+  N=$(nano 60)
+  for b in cupti nsys; do
+    step "$b: whole job vs window 20:30 (--annotate torch)"
+    t whole_$b $W run --backend $b --annotate torch --no-report -o $R/whole_$b -- $V/python train.py $N
+    t win_$b $W run --backend $b --annotate torch --capture-steps 20:30 -o $R/win_$b -- $V/python train.py $N
+    wall $R/whole_$b whole_$b; wall $R/win_$b win_$b
+    ls -la $R/win_$b >> $LOG; cat $R/win_$b/windows.jsonl >> $LOG 2>&1
+    $W report $R/whole_$b --steps 20:30 --format json -o $S/whole_$b.json >> $LOG 2>&1
+    $W report $R/win_$b --format json -o $S/win_$b.json >> $LOG 2>&1
+    $V/python $S/window_compare.py $S/whole_$b.json $S/win_$b.json >> $LOG 2>&1
+    for f in $R/win_$b/cupti-*.sqlite; do [ -f "$f" ] && sqlite3 "$f" "select key, value from meta where key in ('api_records','kinds','capture_window','window_opened_ns','window_closed_ns','records','binding')" >> $LOG 2>&1; done
+  done
+  step "time windows"
+  N=$(nano 400)
+  t time_nsys $W run --backend nsys --capture-after 6.5 --capture-for 2 -o $R/time_nsys -- $V/python train.py $N
+  t time_cupti $W run --backend cupti --capture-after 6.5 --capture-for 2 -o $R/time_cupti -- $V/python train.py $N
+  cat $R/time_nsys/windows.jsonl $R/time_cupti/windows.jsonl >> $LOG 2>&1
+  step "windows that never open"
+  N=$(nano 30)
+  TAIL=6 t never_steps_cupti $W run --backend cupti --capture-steps 500:520 -o $R/never_steps_cupti -- $V/python train.py $N
+  TAIL=6 t never_steps_nsys $W run --backend nsys --capture-steps 500:520 -o $R/never_steps_nsys -- $V/python train.py $N
+  TAIL=6 t never_time_nsys $W run --backend nsys --capture-after 300 -o $R/never_time_nsys -- $V/python train.py $N
+  ls -la $R/never_steps_nsys $R/never_time_nsys >> $LOG 2>&1
+  step "window 0:5 (opens at torch's import)"
+  TAIL=8 t zero_cupti $W run --backend cupti --capture-steps 0:5 -o $R/zero_cupti -- $V/python train.py $N
+  TAIL=8 t zero_nsys $W run --backend nsys --capture-steps 0:5 -o $R/zero_nsys -- $V/python train.py $N
+  cat $R/zero_nsys/windows.jsonl >> $LOG 2>&1
+  $W report $R/win_nsys --format html -o ${OUT:-/tmp}/win_nsys.html >> $LOG 2>&1
+  cp $S/win_cupti.json $S/win_nsys.json ${OUT:-/tmp}/ 2>/dev/null
+fi
+
+if [ "$PART" = B ]; then
+  ITERS=${ITERS:-1000}; ROUNDS=${ROUNDS:-3}
+  N=$(nano $ITERS)
+  VARIANTS=(none cupti_win nsys_win cupti_whole)
+  for round in $(seq 1 $ROUNDS); do
+    for i in 0 1 2 3; do
+      v=${VARIANTS[$(( (i + round) % 4 ))]}
+      name=${v}_$round
+      step "round $round $v"
+      case $v in
+        none) s=$EPOCHREALTIME; $V/python train.py $N > $R/$name.txt 2>&1
+              echo "job $name $(awk "BEGIN{print $EPOCHREALTIME - $s}") exit $?" >> $LOG ;;
+        cupti_win) TAIL=3 t $name $W run --backend cupti --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N; wall $R/$name $name ;;
+        nsys_win) TAIL=3 t $name $W run --backend nsys --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N; wall $R/$name $name ;;
+        cupti_whole) TAIL=3 t $name $W run --backend cupti --no-report -o $R/$name -- $V/python train.py $N; wall $R/$name $name ;;
+      esac
+    done
+  done
+  step "nsys whole job, once"
+  TAIL=3 t nsys_whole $W run --backend nsys --no-report -o $R/nsys_whole -- $V/python train.py $N; wall $R/nsys_whole nsys_whole
+  step "the windowed runs reported"
+  TAIL=30 t rep_cupti_win $W report $R/cupti_win_1
+  TAIL=30 t rep_nsys_win $W report $R/nsys_win_1
+  du -sh $R/*_1 $R/nsys_whole >> $LOG 2>&1
+  step "fresh processes: CUPTI attached but idle (a window never reached) vs no profiler, launch-heavy job"
+  cp $REPO/workloads/launch_rate.py $S/
+  for round in 1 2 3; do
+    for v in none idle; do
+      if [ $v = none ]; then $V/python $S/launch_rate.py --kind launch --steps 800 >> $LOG 2>&1
+      else $W run --backend cupti --no-report --capture-steps 100000:100001 -o $R/idle_$round -- \
+        $V/python $S/launch_rate.py --kind launch --steps 800 > $R/idle_$round.txt 2>&1; grep -h '"loop_s"' $R/idle_$round/stdout.log >> $LOG; fi
+    done
+  done
+  step "in-process: the tracer inside a window vs CUPTI's floor (same kinds)"
+  cd $REPO; PYTHONPATH=$REPO timeout 240 $V/python $S/window_ab.py --steps 800 --rounds 7 >> $LOG 2>&1
+  grep -h "^job " $LOG
+fi
+step done

@@ -1,0 +1,74 @@
+"""What a windowed run's processes say of their capture window: RUN/windows.jsonl (tracer/window.py writes it, one
+JSON object per event per process: "open", "close", "end", "failed").
+
+``summary(path)`` folds the file into one ``Seen``: how many processes had a window, how many opened it, the steps it
+opened and closed at, the last step any process began (the whole job's count, not just the window's), which step
+source counted, and what failed. Bounded: a file past MAX_BYTES is read to that size only; lines that are not such
+objects are skipped (a process killed mid-write leaves half a line).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+FILE = "windows.jsonl"  # tracer/window.py FILE (the readers never import the tracer)
+MAX_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class Seen:
+    processes: int  # processes that said anything of their window
+    opened: int  # of them, those whose window opened
+    open_step: int | None  # the earliest step a window opened at (steps windows)
+    close_step: int | None  # the latest step that closed one (None: every open one ran to its process's end)
+    ended_inside: int  # processes that ended with their window open (it closed at their end)
+    last_step: int | None  # the last step any process began
+    source: str | None  # what counted the steps: "step marks" | "optimizer steps" | "keras batches"
+    problems: tuple[str, ...]  # "failed" events: why a window could not open or close
+
+
+def summary(path: Path) -> Seen | None:
+    """None when the file is absent or holds no window record."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES)
+    except OSError:
+        return None
+    by_process: dict[tuple, list[dict]] = {}
+    for line in data.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("event"), str):
+            by_process.setdefault((event.get("host"), event.get("pid")), []).append(event)
+    if not by_process:
+        return None
+    opened = ended_inside = 0
+    open_steps, close_steps, last_steps, sources, problems = [], [], [], [], []
+    for events in by_process.values():
+        kinds = [e["event"] for e in events]
+        if "open" in kinds:
+            opened += 1
+        for e in events:
+            step = e.get("step") if isinstance(e.get("step"), int) and not isinstance(e.get("step"), bool) else None
+            if e["event"] == "open" and step is not None:
+                open_steps.append(step)
+            elif e["event"] == "close":
+                if step is not None:
+                    close_steps.append(step)
+                ended_inside += e.get("at") == "end"
+            elif e["event"] == "end":
+                if step is not None:
+                    last_steps.append(step)
+                if isinstance(e.get("source"), str):
+                    sources.append(e["source"])
+            elif e["event"] == "failed" and isinstance(e.get("why"), str) and "open" not in kinds:
+                problems.append(e["why"])  # (one that opened at a later step after all is not a problem)
+            if e["event"] == "close" and isinstance(e.get("why"), str):
+                problems.append(e["why"])
+    return Seen(len(by_process), opened, min(open_steps) if open_steps else None,
+                max(close_steps) if close_steps else None, ended_inside, max(last_steps) if last_steps else None,
+                max(sorted(set(sources)), key=sources.count) if sources else None, tuple(dict.fromkeys(problems)))
+

@@ -1,0 +1,352 @@
+"""Capture windows inside the job: ``nvprof-wrap run --capture-steps A:B`` and ``--capture-after S [--capture-for S]``.
+
+Runs in every Python process of a windowed job (the injected sitecustomize calls ``install()`` when
+$NVPROF_WRAP_CAPTURE is set). The launcher (launch/window.py) sets:
+
+  NVPROF_WRAP_CAPTURE     "steps:A:B" (steps A..B-1) or "seconds:AFTER:END" (END may be "inf"), seconds counted
+                          from NVPROF_WRAP_CAPTURE_T0 (Unix time, when `run` started the job)
+  NVPROF_WRAP_CAPTURE_BY  who records: "cupti" (this process's CUPTI tracer: its activity kinds are enabled only
+                          inside the window, CUPTI stays subscribed but idle outside it), "profiler"
+                          (cuProfilerStart/Stop: nsys --capture-range=cudaProfilerApi, nvprof
+                          --profile-from-start off), "self" (the profiler keeps the time itself: nsys
+                          --delay/--duration; here the window is only recorded)
+
+Steps are the marks readers/_window.py reads, told apart live in the same order of preference: the job's own NVTX
+'step N' ranges (pushed or started through torch.cuda.nvtx or the nvtx package), else torch optimizer steps (the
+global step hook of annotate.py: step N begins when optimizer.step() returns for the N-th time; step 0 at torch's
+import), else Keras training batches (keras' CallbackList.on_train_batch_begin, counted over epochs from 0). A source
+claims the count once it says anything past the import-time step 0 (the job's own marks at once); the sources below
+it are then ignored. The window opens when step A begins (or the first step after it) and closes when step B
+begins, or when the process ends.
+
+Each process appends what happened to $NVPROF_WRAP_RUN_DIR/windows.jsonl, one JSON object per line, written with one
+O_APPEND write (lines of several processes never interleave): {"window": "steps:100:120", "pid", "host", "event":
+"open" | "close" | "end" | "failed", "unix_ns", "step", "source", "why"}. "end" comes at the process's exit with the
+last step seen; the report reads the file (readers/_windows.py).
+
+Runs inside the user's process: standard library only, never raises into the job, says things only as single
+``nvprof-wrap:`` lines on stderr.
+"""
+# ruff: noqa: BLE001, S110
+from __future__ import annotations
+
+import atexit
+import ctypes
+import json
+import math
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+ENV = "NVPROF_WRAP_CAPTURE"
+ENV_T0 = "NVPROF_WRAP_CAPTURE_T0"
+ENV_BY = "NVPROF_WRAP_CAPTURE_BY"
+FILE = "windows.jsonl"
+# The step sources, the job's own marks first (readers/_window.py prefers them in this order).
+SOURCES = ("step marks", "optimizer steps", "keras batches")
+_STEP_NAME = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
+
+_CONTROLLER: Controller | None = None
+
+
+def _warn(message: str) -> None:
+    try:
+        import sys
+
+        sys.stderr.write("nvprof-wrap: capture window: " + " ".join(str(message).split()) + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def parse(text: str) -> tuple[str, float, float]:
+    """'steps:A:B' | 'seconds:AFTER:END' → (kind, start, end); ValueError when it is neither."""
+    kind, start, end = text.split(":")
+    if kind not in ("steps", "seconds"):
+        raise ValueError(text)
+    lo, hi = float(start), float(end)
+    if not (0 <= lo < hi) or math.isnan(lo):
+        raise ValueError(text)
+    return kind, lo, hi
+
+
+# ---------------------------------------------------------------------------------------------- what records
+
+class Recorder:
+    """Who records inside the window: enable() at its start, disable() at its end; each returns None when done,
+    else why not."""
+
+    def enable(self) -> str | None:
+        return None
+
+    def disable(self) -> str | None:
+        return None
+
+
+class CuptiRecorder(Recorder):
+    """This process's CUPTI tracer (cupti_trace._STATE): its activity kinds on inside the window only."""
+
+    def _tracer(self) -> Any:
+        from nvprof_wrap.tracer import cupti_trace
+
+        return cupti_trace._STATE
+
+    def enable(self) -> str | None:
+        tracer = self._tracer()
+        return "this process is not traced" if tracer is None else tracer.resume()
+
+    def disable(self) -> str | None:
+        tracer = self._tracer()
+        return None if tracer is None else tracer.pause()
+
+
+class ProfilerRecorder(Recorder):
+    """cuProfilerStart / cuProfilerStop of the CUDA driver, on the calling thread's current context (the thread that
+    marks the steps is the one that launches the work). A process that never loaded libcuda has nothing to start."""
+
+    def _call(self, name: str) -> str | None:
+        try:
+            cuda = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        except OSError:
+            return "the process has not loaded the CUDA driver yet"
+        status = getattr(cuda, name)()
+        return None if status == 0 else f"{name} returned CUDA error {status}" + \
+            (" (no CUDA context on this thread yet)" if status in (6, 201) else "")
+
+    def enable(self) -> str | None:
+        return self._call("cuProfilerStart")
+
+    def disable(self) -> str | None:
+        return self._call("cuProfilerStop")
+
+
+RECORDERS: dict[str, Callable[[], Recorder]] = {"cupti": CuptiRecorder, "profiler": ProfilerRecorder,
+                                                 "self": Recorder}
+
+
+# ----------------------------------------------------------------------------------------------- the window
+
+class Controller:
+    """The window of one process: waiting → open → closed (never reopened)."""
+
+    def __init__(self, spec: str, recorder: Recorder, record: Callable[[dict], None]) -> None:
+        self.spec = spec
+        self.kind, self.lo, self.hi = parse(spec)
+        self.recorder, self.record = recorder, record
+        self.state = "waiting"
+        self.source: str | None = None  # the step source that claimed the count
+        self.last: dict[str, int] = {}  # the last step each source said began
+        self.opened = False
+        self.pid = os.getpid()
+        self.retry = False  # opening failed for a reason the next step may not have (no CUDA context yet)
+        self.lock = threading.RLock()
+
+    # -- steps -------------------------------------------------------------------------------------------
+
+    def step(self, n: int, source: str) -> None:
+        """Step n begins, by this source (one of SOURCES). Never raises."""
+        try:
+            with self.lock:
+                rank = SOURCES.index(source)
+                if self.source is not None and rank > SOURCES.index(self.source):
+                    return  # a source the job's own count outranks
+                claims = source == SOURCES[0] or n > 0  # optimizer step 0 is only torch's import
+                if claims and (self.source is None or rank < SOURCES.index(self.source)):
+                    self.source = source
+                self.last[source] = n
+                if self.kind != "steps":
+                    return
+                if self.state == "waiting" and (self.lo <= n < self.hi):
+                    self._open(step=n, source=source)
+                elif self.state == "open" and not (self.lo <= n < self.hi):
+                    self._close(step=n, source=source)
+        except Exception as e:
+            _warn(f"step {n} not handled ({type(e).__name__}: {e})")
+
+    # -- time --------------------------------------------------------------------------------------------
+
+    def start_timers(self, t0: float) -> None:
+        """Open at t0 + start, close at t0 + end (Unix seconds), on one daemon thread."""
+        def wait_and(at: float, action: Callable[[], None]) -> None:
+            delay = at - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            action()
+
+        def run() -> None:
+            wait_and(t0 + self.lo, lambda: self._timed("open"))
+            if math.isfinite(self.hi):
+                wait_and(t0 + self.hi, lambda: self._timed("close"))
+
+        threading.Thread(target=run, name="nvprof-wrap-window", daemon=True).start()
+
+    def _timed(self, what: str) -> None:
+        try:
+            with self.lock:
+                if what == "open" and self.state == "waiting":
+                    self._open()
+                elif what == "close" and self.state == "open":
+                    self._close()
+        except Exception as e:
+            _warn(f"could not {what} the window ({type(e).__name__}: {e})")
+
+    # -- open and close ----------------------------------------------------------------------------------
+
+    def _open(self, step: int | None = None, source: str | None = None) -> None:
+        why = self.recorder.enable()
+        if why is not None:
+            retry = "no CUDA context" in why or "not loaded the CUDA driver" in why
+            if not (retry and self.retry):  # said once
+                self.record({"event": "failed", "step": step, "source": source, "why": why})
+            if retry and self.kind == "steps":
+                self.retry = True  # try again when the next step begins
+                return
+            self.state = "closed"
+            _warn(f"the window could not open ({why}); nothing of this process is recorded")
+            return
+        self.state, self.opened = "open", True
+        self.record({"event": "open", "step": step, "source": source})
+
+    def _close(self, step: int | None = None, source: str | None = None, at: str | None = None) -> None:
+        self.state = "closed"
+        why = self.recorder.disable()
+        self.record({"event": "close", "step": step, "source": source, **({"at": at} if at else {}),
+                     **({"why": why} if why else {})})
+
+    def end(self) -> None:
+        """At the process's exit: close an open window, say the last step seen."""
+        if os.getpid() != self.pid:
+            return  # a fork child exiting through atexit: the parent's window is not its to end
+        try:
+            with self.lock:
+                if self.state == "open":
+                    self._close(at="end")
+                source = self.source or next((s for s in SOURCES if s in self.last), None)
+                self.record({"event": "end", "state": "closed" if self.opened else "never opened",
+                             "source": source, "step": self.last.get(source) if source else None})
+        except Exception:
+            pass
+
+
+def _writer(folder: str | None, spec: str) -> Callable[[dict], None]:
+    """One line per event, appended with one write (atomic for lines this short on a local file system)."""
+    host, pid = socket.gethostname(), os.getpid()
+
+    def record(event: dict) -> None:
+        if not folder:
+            return
+        line = {"window": spec, "pid": pid, "host": host, "unix_ns": time.time_ns(), **event}
+        try:
+            fd = os.open(os.path.join(folder, FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, (json.dumps(line) + "\n").encode())
+            finally:
+                os.close(fd)
+        except OSError as e:
+            _warn(f"cannot write {FILE} ({e})")
+
+    return record
+
+
+# ------------------------------------------------------------------------------------------ the step sources
+
+def _named_step(name: Any) -> int | None:
+    m = _STEP_NAME.match(name) if isinstance(name, str) else None
+    return int(m.group(1)) if m else None
+
+
+def _watch_nvtx(module: Any, names: tuple[str, ...]) -> None:
+    """Wrap the NVTX functions that open a range so a 'step N' range tells the window first."""
+    for attr in names:
+        original = getattr(module, attr, None)
+        if original is None or getattr(original, "_nvprof_wrap_window", False):
+            continue
+
+        def opened(*args: Any, _original: Callable = original, **kwargs: Any) -> Any:
+            n = _named_step(args[0] if args else kwargs.get("message", kwargs.get("msg")))
+            if n is not None and _CONTROLLER is not None:
+                _CONTROLLER.step(n, SOURCES[0])
+            return _original(*args, **kwargs)
+
+        opened._nvprof_wrap_window = True  # type: ignore[attr-defined]
+        opened.__wrapped__ = original  # type: ignore[attr-defined]
+        setattr(module, attr, opened)
+
+
+def _watch_torch(torch_module: Any) -> None:
+    nvtx = getattr(getattr(torch_module, "cuda", None), "nvtx", None)
+    if nvtx is not None:
+        _watch_nvtx(nvtx, ("range_push", "range_start"))
+
+
+def _watch_nvtx_package(module: Any) -> None:
+    _watch_nvtx(module, ("push_range", "start_range"))
+
+
+def _watch_keras(keras_module: Any) -> None:
+    """Keras training batches: CallbackList.on_train_batch_begin, which Model.fit calls before every batch."""
+    callbacks = getattr(keras_module, "callbacks", None)
+    cls = getattr(callbacks, "CallbackList", None)
+    original = getattr(cls, "on_train_batch_begin", None)
+    if original is None or getattr(original, "_nvprof_wrap_window", False):
+        return
+    count = [0]
+
+    def on_train_batch_begin(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _CONTROLLER is not None:
+            _CONTROLLER.step(count[0], SOURCES[2])
+        count[0] += 1
+        return original(self, *args, **kwargs)
+
+    on_train_batch_begin._nvprof_wrap_window = True  # type: ignore[attr-defined]
+    cls.on_train_batch_begin = on_train_batch_begin
+
+
+def optimizer_step(n: int) -> None:
+    """annotate.patch_steps: optimizer step n begins (0 at torch's import)."""
+    if _CONTROLLER is not None:
+        _CONTROLLER.step(n, SOURCES[1])
+
+
+# ------------------------------------------------------------------------------------------------- install
+
+def install() -> None:
+    """The window of this process, from the environment; nothing when it asks for none. Never raises."""
+    global _CONTROLLER
+    spec = os.environ.get(ENV)
+    if not spec or _CONTROLLER is not None:
+        return
+    try:
+        by = os.environ.get(ENV_BY, "self")
+        controller = Controller(spec, RECORDERS.get(by, Recorder)(), _writer(os.environ.get("NVPROF_WRAP_RUN_DIR"),
+                                                                               spec))
+    except ValueError:
+        _warn(f"{ENV}={spec!r} is not a window (steps:A:B or seconds:AFTER:END); this process records everything")
+        if os.environ.get(ENV_BY) == "cupti":
+            CuptiRecorder().enable()  # the tracer waits idle for a window: record from now on instead
+        return
+    _CONTROLLER = controller
+    atexit.register(controller.end)  # after the tracer's own atexit (registered first): runs before it
+    os.register_at_fork(after_in_child=_forget)
+    if controller.kind == "seconds":
+        try:
+            t0 = float(os.environ.get(ENV_T0) or time.time())
+        except ValueError:
+            t0 = time.time()
+        controller.start_timers(t0)
+        return
+    from nvprof_wrap.tracer import annotate
+
+    annotate.when_imported("torch", _watch_torch)
+    annotate.when_imported("nvtx", _watch_nvtx_package)
+    annotate.when_imported("keras", _watch_keras)
+
+
+def _forget() -> None:
+    """A fork child has no window of its own (its tracer does not call CUPTI; it marks no steps of the parent's)."""
+    global _CONTROLLER
+    _CONTROLLER = None
