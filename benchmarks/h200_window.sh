@@ -15,7 +15,7 @@
 #   python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl .
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/h200_window.sh A   (then B)
 set -u
-PART=${1:-A}
+PART=${1:-A}; START=$(date +%s)
 REPO=$PWD
 unset PYTHONPATH
 S=/tmp/win27; R=$S/runs; LOG=${OUT:-/tmp}/window-$PART.log
@@ -43,7 +43,7 @@ rng = np.random.default_rng(0)
 for split, n in (('train', 1_000_000), ('val', 100_000)):
     rng.integers(0, 65, n, dtype=np.uint16).tofile(f'$S/nanogpt/data/shakespeare_char/{split}.bin')
 pickle.dump({'vocab_size': 65}, open('$S/nanogpt/data/shakespeare_char/meta.pkl', 'wb'))"
-cp $REPO/benchmarks/window_compare.py $REPO/benchmarks/window_ab.py $S/ 2>/dev/null
+cp $REPO/benchmarks/window_compare.py $S/
 cd $S/nanogpt
 nano() { echo "config/train_shakespeare_char.py --compile=False --max_iters=$1 --eval_interval=100000 --eval_iters=2 --log_interval=100 --always_save_checkpoint=False"; }
 wall() { $V/python -c "import json,sys; m=json.load(open(sys.argv[1])); print('job', sys.argv[2], m['wall_s'], 'exit', m['exit_code'])" $1/manifest.json $2 >> $LOG 2>&1; }
@@ -82,24 +82,32 @@ if [ "$PART" = A ]; then
   cp $S/win_cupti.json $S/win_nsys.json ${OUT:-/tmp}/ 2>/dev/null
 fi
 
-if [ "$PART" = B ]; then
+if [ "$PART" = B ] || [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; ROUNDS=${ROUNDS:-3}
   N=$(nano $ITERS)
   VARIANTS=(none cupti_win nsys_win cupti_whole)
+  [ "$PART" = B2 ] && ROUNDS=0
   for round in $(seq 1 $ROUNDS); do
     for i in 0 1 2 3; do
+      [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-530} ] || { step "budget: round $round stopped"; break 2; }
       v=${VARIANTS[$(( (i + round) % 4 ))]}
       name=${v}_$round
       step "round $round $v"
       case $v in
-        none) s=$EPOCHREALTIME; $V/python train.py $N > $R/$name.txt 2>&1
-              echo "job $name $(awk "BEGIN{print $EPOCHREALTIME - $s}") exit $?" >> $LOG ;;
+        none) s=$EPOCHREALTIME; $V/python train.py $N > $R/$name.txt 2>&1; rc=$?
+              echo "job $name $(awk "BEGIN{print $EPOCHREALTIME - $s}") exit $rc" >> $LOG ;;
         cupti_win) TAIL=3 t $name $W run --backend cupti --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N; wall $R/$name $name ;;
         nsys_win) TAIL=3 t $name $W run --backend nsys --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N; wall $R/$name $name ;;
         cupti_whole) TAIL=3 t $name $W run --backend cupti --no-report -o $R/$name -- $V/python train.py $N; wall $R/$name $name ;;
       esac
     done
   done
+  grep -h "^job " $LOG
+fi
+if [ "$PART" = B2 ]; then
+  ITERS=${ITERS:-1000}; N=$(nano $ITERS)
+  step "the threads a window may open from"
+  for v in plain push main; do PYTHONPATH=$REPO timeout 60 $V/python $REPO/benchmarks/window_thread_probe.py $v >> $LOG 2>&1; done
   step "nsys whole job, once"
   TAIL=3 t nsys_whole $W run --backend nsys --no-report -o $R/nsys_whole -- $V/python train.py $N; wall $R/nsys_whole nsys_whole
   step "the windowed runs reported"
@@ -116,7 +124,7 @@ if [ "$PART" = B ]; then
     done
   done
   step "in-process: the tracer inside a window vs CUPTI's floor (same kinds)"
-  cd $REPO; PYTHONPATH=$REPO timeout 240 $V/python $S/window_ab.py --steps 800 --rounds 7 >> $LOG 2>&1
+  cd $REPO; PYTHONPATH=$REPO timeout 240 $V/python benchmarks/window_ab.py --steps 800 --rounds 7 >> $LOG 2>&1
   grep -h "^job " $LOG
 fi
 step done

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    whole, window = (json.load(open(p)) for p in argv[:2])
+    whole, window = (json.loads(Path(p).read_text()) for p in argv[:2])
     a = {k["name"]: k["launches"] for k in whole["kernels"]}
     b = {k["name"]: k["launches"] for k in window["kernels"]}
     print(f"whole --steps: {len(a)} kernels, {sum(a.values()):,} launches; window: {len(b)} kernels, "

@@ -59,7 +59,8 @@ def capture_args(spec: RunSpec) -> tuple[list[str], dict[str, str]]:
         return [], {}
     if capture.kind == "steps":
         return ["--capture-range=cudaProfilerApi", "--capture-range-end=stop"], window_env(spec, "profiler")
-    duration = [f"--duration={capture.end - capture.start:g}"] if capture.end is not None else []
+    # --kill=none: at the end of --duration nsys sends the job SIGTERM by default (measured on the H200: exit 143)
+    duration = [f"--duration={capture.end - capture.start:g}", "--kill=none"] if capture.end is not None else []
     return [f"--delay={capture.start:g}", *duration], window_env(spec, "self")
 
 

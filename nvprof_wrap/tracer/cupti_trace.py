@@ -493,11 +493,23 @@ def _start(out_dir: str) -> None:
     if other:  # nsys/ncu inject at CUDA start-up, after us: subscribing now would lock them out instead
         _warn(BUSY_LINE.format(f"CUDA_INJECTION64_PATH={other}"))
         return
-    tracer = _set_up(out_dir)
+    windowed = bool(os.environ.get(ENV_CAPTURE)) and os.environ.get(ENV_CAPTURE_BY) == "cupti"
+    # Measured on an H200 (CUPTI 13.0): launch-call records enabled per callback id before the CUDA context exists
+    # and switched off and on again once it does yield no record at all (a window of nanoGPT: kernels all there,
+    # none attributed to an op). A windowed process takes the RUNTIME and DRIVER kinds instead, on inside the window
+    # only: more records per launch there, none outside it.
+    previous = os.environ.get(ENV_RUNTIME)
+    if windowed and previous is None:
+        os.environ[ENV_RUNTIME] = "kinds"
+    try:
+        tracer = _set_up(out_dir)
+    finally:
+        if windowed and previous is None:
+            os.environ.pop(ENV_RUNTIME, None)
     if tracer is None:
         return
     tracer.enable_nvtx_injection()
-    if os.environ.get(ENV_CAPTURE) and os.environ.get(ENV_CAPTURE_BY) == "cupti":
+    if windowed:
         tracer.idle()  # tracer/window.py resumes it when the window opens; the file is created then
         return
     try:

@@ -97,11 +97,55 @@ class CuptiRecorder(Recorder):
 
     def enable(self) -> str | None:
         tracer = self._tracer()
-        return "this process is not traced" if tracer is None else tracer.resume()
+        if tracer is None:
+            return "this process is not traced"
+        with _job_context():
+            return tracer.resume()
 
     def disable(self) -> str | None:
         tracer = self._tracer()
-        return None if tracer is None else tracer.pause()
+        if tracer is None:
+            return None
+        with _job_context():
+            return tracer.pause()
+
+
+class _job_context:
+    """On a thread with no CUDA context current (the timer of a seconds window), the job's primary contexts made
+    current for the duration: measured on an H200, CUPTI enabled from such a thread recorded no kernel of the job's
+    own threads. Nothing is created: only contexts the job already made active are pushed."""
+
+    def __enter__(self) -> None:
+        self.pushed: list[tuple[Any, int]] = []
+        try:
+            cuda = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            current = ctypes.c_void_p()
+            if cuda.cuCtxGetCurrent(ctypes.byref(current)) != 0 or current.value:
+                return  # the driver not initialized (nothing to push), or this thread has its context
+            count = ctypes.c_int(0)
+            if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+                return
+            for dev in range(count.value):
+                flags, active, ctx = ctypes.c_uint(0), ctypes.c_int(0), ctypes.c_void_p()
+                if cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active)) or not active.value:
+                    continue
+                if cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0:
+                    if cuda.cuCtxPushCurrent(ctx) == 0:
+                        self.pushed.append((cuda, dev))
+                    else:
+                        cuda.cuDevicePrimaryCtxRelease(dev)
+                break  # one current context is what CUPTI asks for
+        except (OSError, AttributeError):
+            pass
+
+    def __exit__(self, *exc: object) -> None:
+        for cuda, dev in self.pushed:
+            try:
+                popped = ctypes.c_void_p()
+                cuda.cuCtxPopCurrent(ctypes.byref(popped))
+                cuda.cuDevicePrimaryCtxRelease(dev)
+            except Exception:
+                pass
 
 
 class ProfilerRecorder(Recorder):
@@ -114,8 +158,10 @@ class ProfilerRecorder(Recorder):
         except OSError:
             return "the process has not loaded the CUDA driver yet"
         status = getattr(cuda, name)()
+        # 3: CUDA_ERROR_NOT_INITIALIZED (torch imported, CUDA not yet used: step 0 of a 0:B window under nsys);
+        # 201: CUDA_ERROR_INVALID_CONTEXT. Both pass by the next step: the window opens there.
         return None if status == 0 else f"{name} returned CUDA error {status}" + \
-            (" (no CUDA context on this thread yet)" if status in (6, 201) else "")
+            {3: " (CUDA not initialized yet)", 201: " (no CUDA context on this thread yet)"}.get(status, "")
 
     def enable(self) -> str | None:
         return self._call("cuProfilerStart")
@@ -199,7 +245,7 @@ class Controller:
     def _open(self, step: int | None = None, source: str | None = None) -> None:
         why = self.recorder.enable()
         if why is not None:
-            retry = "no CUDA context" in why or "not loaded the CUDA driver" in why
+            retry = "no CUDA context" in why or "not loaded the CUDA driver" in why or "not initialized" in why
             if not (retry and self.retry):  # said once
                 self.record({"event": "failed", "step": step, "source": source, "why": why})
             if retry and self.kind == "steps":
