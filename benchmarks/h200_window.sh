@@ -35,6 +35,7 @@ if [ ! -x $W ]; then
   echo "$TORCH_SITE" > $VSITE/the-users-torch.pth
   python3 -m pip --python $V/python install -q --no-index --no-deps --no-compile .whl/*.whl >> $LOG 2>&1
 fi
+python3 -m pip --python $V/python install -q --no-index --no-deps --no-compile --force-reinstall .whl/nvprof_wrap-*.whl >> $LOG 2>&1
 $V/python -c "import nvprof_wrap; print('nvprof_wrap from', nvprof_wrap.__file__)" >> $LOG 2>&1
 rm -rf $S/nanogpt; cp -r $REPO/.gpu/nanogpt $S/nanogpt; mkdir -p $S/nanogpt/data/shakespeare_char
 $V/python -c "
@@ -48,11 +49,9 @@ cd $S/nanogpt
 nano() { echo "config/train_shakespeare_char.py --compile=False --max_iters=$1 --eval_interval=100000 --eval_iters=2 --log_interval=100 --always_save_checkpoint=False"; }
 wall() { $V/python -c "import json,sys; m=json.load(open(sys.argv[1])); print('job', sys.argv[2], m['wall_s'], 'exit', m['exit_code'])" $1/manifest.json $2 >> $LOG 2>&1; }
 
-if [ "$PART" = A ]; then
-  step "nsys' own capture options"
-  $NSYS profile --help 2>&1 | grep -A12 -E "capture-range-end|^ *-y, --delay|--duration=" | head -60 >> $LOG
+compare() {  # compare BACKEND...: whole job vs window 20:30, launches per kernel name and ops
   N=$(nano 60)
-  for b in cupti nsys; do
+  for b in "$@"; do
     step "$b: whole job vs window 20:30 (--annotate torch)"
     t whole_$b $W run --backend $b --annotate torch --no-report -o $R/whole_$b -- $V/python train.py $N
     t win_$b $W run --backend $b --annotate torch --capture-steps 20:30 -o $R/win_$b -- $V/python train.py $N
@@ -61,13 +60,21 @@ if [ "$PART" = A ]; then
     $W report $R/whole_$b --steps 20:30 --format json -o $S/whole_$b.json >> $LOG 2>&1
     $W report $R/win_$b --format json -o $S/win_$b.json >> $LOG 2>&1
     $V/python $S/window_compare.py $S/whole_$b.json $S/win_$b.json >> $LOG 2>&1
-    for f in $R/win_$b/cupti-*.sqlite; do [ -f "$f" ] && sqlite3 "$f" "select key, value from meta where key in ('api_records','kinds','capture_window','window_opened_ns','window_closed_ns','records','binding')" >> $LOG 2>&1; done
+    for f in $R/win_$b/cupti-*.sqlite; do [ -f "$f" ] && $V/python -c "import sqlite3,sys; print(dict(sqlite3.connect(sys.argv[1]).execute(\"select key, value from meta where key in ('api_records','kinds','capture_window','window_opened_ns','window_closed_ns')\")))" "$f" >> $LOG 2>&1; done
   done
+}
+times() {
   step "time windows"
   N=$(nano 400)
   t time_nsys $W run --backend nsys --capture-after 6.5 --capture-for 2 -o $R/time_nsys -- $V/python train.py $N
   t time_cupti $W run --backend cupti --capture-after 6.5 --capture-for 2 -o $R/time_cupti -- $V/python train.py $N
   cat $R/time_nsys/windows.jsonl $R/time_cupti/windows.jsonl >> $LOG 2>&1
+}
+if [ "$PART" = A ]; then
+  step "nsys' own capture options"
+  $NSYS profile --help 2>&1 | grep -A12 -E "capture-range-end|^ *-y, --delay|--duration=" | head -60 >> $LOG
+  compare cupti nsys
+  times
   step "windows that never open"
   N=$(nano 30)
   TAIL=6 t never_steps_cupti $W run --backend cupti --capture-steps 500:520 -o $R/never_steps_cupti -- $V/python train.py $N
@@ -82,11 +89,10 @@ if [ "$PART" = A ]; then
   cp $S/win_cupti.json $S/win_nsys.json ${OUT:-/tmp}/ 2>/dev/null
 fi
 
-if [ "$PART" = B ] || [ "$PART" = B2 ]; then
+if [ "$PART" = B ]; then
   ITERS=${ITERS:-1000}; ROUNDS=${ROUNDS:-3}
   N=$(nano $ITERS)
   VARIANTS=(none cupti_win nsys_win cupti_whole)
-  [ "$PART" = B2 ] && ROUNDS=0
   for round in $(seq 1 $ROUNDS); do
     for i in 0 1 2 3; do
       [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-530} ] || { step "budget: round $round stopped"; break 2; }
@@ -102,18 +108,21 @@ if [ "$PART" = B ] || [ "$PART" = B2 ]; then
       esac
     done
   done
+  step "nsys whole job, once"
+  N=$(nano $ITERS)
+  TAIL=3 t nsys_whole $W run --backend nsys --no-report -o $R/nsys_whole -- $V/python train.py $N; wall $R/nsys_whole nsys_whole
+  step "the windowed runs reported"
+  TAIL=12 t rep_cupti_win $W report $R/cupti_win_1
+  TAIL=12 t rep_nsys_win $W report $R/nsys_win_1
+  du -sh $R/*_1 $R/nsys_whole >> $LOG 2>&1
   grep -h "^job " $LOG
 fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"
   for v in plain push main; do PYTHONPATH=$REPO timeout 60 $V/python $REPO/benchmarks/window_thread_probe.py $v >> $LOG 2>&1; done
-  step "nsys whole job, once"
-  TAIL=3 t nsys_whole $W run --backend nsys --no-report -o $R/nsys_whole -- $V/python train.py $N; wall $R/nsys_whole nsys_whole
-  step "the windowed runs reported"
-  TAIL=30 t rep_cupti_win $W report $R/cupti_win_1
-  TAIL=30 t rep_nsys_win $W report $R/nsys_win_1
-  du -sh $R/*_1 $R/nsys_whole >> $LOG 2>&1
+  TAIL=4 compare cupti
+  TAIL=12 times
   step "fresh processes: CUPTI attached but idle (a window never reached) vs no profiler, launch-heavy job"
   cp $REPO/workloads/launch_rate.py $S/
   for round in 1 2 3; do
