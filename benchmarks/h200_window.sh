@@ -117,6 +117,25 @@ if [ "$PART" = B ]; then
   du -sh $R/*_1 $R/nsys_whole >> $LOG 2>&1
   grep -h "^job " $LOG
 fi
+if [ "$PART" = C ]; then
+  step "in-process: the tracer inside a window vs CUPTI's floor (same kinds), launch calls kept only"
+  ( cd $REPO; PYTHONPATH=$REPO timeout 200 $V/python benchmarks/window_ab.py --steps 800 --rounds 7 >> $LOG 2>&1 )
+  step "a seconds window inside the training loop (cupti, nsys), and 0:5 under nsys (retried at step 1)"
+  N=$(nano 700)
+  TAIL=12 t time2_cupti $W run --backend cupti --capture-after 13 --capture-for 2 -o $R/time2_cupti -- $V/python train.py $N
+  cat $R/time2_cupti/windows.jsonl >> $LOG 2>&1
+  N=$(nano 30)
+  TAIL=8 t zero2_nsys $W run --backend nsys --capture-steps 0:5 -o $R/zero2_nsys -- $V/python train.py $N
+  cat $R/zero2_nsys/windows.jsonl >> $LOG 2>&1
+  step "fresh processes: CUPTI attached but idle vs no profiler, launch-heavy job, 5 rounds"
+  for round in 1 2 3 4 5; do
+    for v in none idle; do
+      if [ $v = none ]; then $V/python $REPO/workloads/launch_rate.py --kind launch --steps 800 >> $LOG 2>&1
+      else $W run --backend cupti --no-report --capture-steps 100000:100001 -o $R/idle2_$round -- \
+        $V/python $REPO/workloads/launch_rate.py --kind launch --steps 800 > /dev/null 2>&1; echo "idle $(grep -h '"loop_s"' $R/idle2_$round/stdout.log)" >> $LOG; fi
+    done
+  done
+fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"

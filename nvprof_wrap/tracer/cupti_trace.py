@@ -33,6 +33,7 @@ from nvprof_wrap.tracer._util import (
     _cupti_version,
     _describe,
     _is_busy,
+    _launch_cbids,
     _loaded_libcupti,
     _quietly,
     _warn,
@@ -226,6 +227,24 @@ class Tracer(CuptiSetup):
             return None
         except Exception as e:
             return f"CUPTI could not be paused ({_describe(self.cupti, e)})"
+
+    def keep_launch_calls_only(self) -> None:
+        """Where the RUNTIME and DRIVER kinds record every API call (a windowed process), write only the launch
+        calls' records: what per-callback enabling gives a whole-job trace, at a fraction of the writing (the
+        records are still parsed: a numpy mask per buffer). Raw buffers only; cupti-python's objects keep all."""
+        from nvprof_wrap.tracer import layouts as L
+
+        c = self.cupti
+        cbids = {L.RUNTIME: _launch_cbids(c, "RuntimeApiTraceCbid", "cuda"),
+                 L.DRIVER: _launch_cbids(c, "DriverApiTraceCbid", "cu")}
+        if self.parser is None or not all(cbids.values()) or self.api_cbids:
+            return
+        import numpy as np
+
+        self.parser.keep_cbids = {kind: np.array(ids, dtype=np.uint32) for kind, ids in cbids.items()}
+        n = sum(len(ids) for ids in cbids.values())
+        self.notes["api_records"] = f"kernel launch calls only ({n} callback ids, kept from the RUNTIME and DRIVER " \
+                                    "kinds: a windowed process)"
 
     def _switch(self, *, on: bool) -> None:
         """Enable or disable every kind and launch-call record this tracer set up."""
@@ -510,6 +529,7 @@ def _start(out_dir: str) -> None:
         return
     tracer.enable_nvtx_injection()
     if windowed:
+        tracer.keep_launch_calls_only()
         tracer.idle()  # tracer/window.py resumes it when the window opens; the file is created then
         return
     try:

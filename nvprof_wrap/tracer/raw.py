@@ -262,6 +262,7 @@ def gather(mem: np.ndarray, offsets: np.ndarray, field: L.Field) -> np.ndarray:
     return mem.view(dtype)[(offsets + field.offset) // dtype.itemsize]
 
 
+_CBID = next(f for f in L.API_LAYOUT.fields if f.column == "cbid")
 _DEVICE_COLUMN = 2  # device_id is the third column of the kernel, memcpy and memset tables
 
 
@@ -274,6 +275,9 @@ class Parser:
         self.devices_seen: set[int] = set()
         self.devices_described: set[int] = set()
         self.slow_walks = self.skipped = 0
+        # {RUNTIME or DRIVER: the callback ids kept}: where CUPTI records every API call (a windowed process), only
+        # the launch calls are written — the records per-callback enabling would have given (cupti_trace.py)
+        self.keep_cbids: dict[int, np.ndarray] = {}
         self._by_kind: dict[int, Callable[[np.ndarray, np.ndarray, int], list[tuple]]] = {
             L.KERNEL: self._table, L.CONCURRENT_KERNEL: self._table, L.MEMCPY: self._table,
             L.MEMCPY2: self._table, L.MEMSET: self._table, L.RUNTIME: self._api, L.DRIVER: self._api,
@@ -303,6 +307,11 @@ class Parser:
         return [("cols", layout.table, columns)]
 
     def _api(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[tuple]:
+        keep = self.keep_cbids.get(kind)
+        if keep is not None:
+            offsets = offsets[np.isin(gather(mem, offsets, _CBID), keep)]
+            if not len(offsets):
+                return []
         return [("cols", L.API_TABLES[kind], [gather(mem, offsets, f) for f in L.API_LAYOUT.fields])]
 
     def _markers(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[tuple]:
