@@ -119,7 +119,7 @@ if [ "$PART" = B ]; then
 fi
 if [ "$PART" = C ]; then
   step "in-process: the tracer inside a window vs CUPTI's floor (same kinds), launch calls kept only"
-  ( cd $REPO; PYTHONPATH=$REPO timeout 200 $V/python benchmarks/window_ab.py --steps 800 --rounds 7 >> $LOG 2>&1 )
+  ( cd $REPO; PYTHONPATH=$REPO timeout 200 $V/python benchmarks/window_ab.py --steps 800 --rounds 5 >> $LOG 2>&1 )
   step "a seconds window inside the training loop (cupti, nsys), and 0:5 under nsys (retried at step 1)"
   N=$(nano 700)
   TAIL=12 t time2_cupti $W run --backend cupti --capture-after 13 --capture-for 2 -o $R/time2_cupti -- $V/python train.py $N
@@ -128,13 +128,28 @@ if [ "$PART" = C ]; then
   TAIL=8 t zero2_nsys $W run --backend nsys --capture-steps 0:5 -o $R/zero2_nsys -- $V/python train.py $N
   cat $R/zero2_nsys/windows.jsonl >> $LOG 2>&1
   step "fresh processes: CUPTI attached but idle vs no profiler, launch-heavy job, 5 rounds"
-  for round in 1 2 3 4 5; do
+  for round in 1 2 3; do
     for v in none idle; do
       if [ $v = none ]; then $V/python $REPO/workloads/launch_rate.py --kind launch --steps 800 >> $LOG 2>&1
       else $W run --backend cupti --no-report --capture-steps 100000:100001 -o $R/idle2_$round -- \
         $V/python $REPO/workloads/launch_rate.py --kind launch --steps 800 > /dev/null 2>&1; echo "idle $(grep -h '"loop_s"' $R/idle2_$round/stdout.log)" >> $LOG; fi
     done
   done
+fi
+if [ "$PART" = C ] || [ "$PART" = D ]; then
+  step "nanoGPT's own iteration times (--log_interval=1), 3 rounds: unprofiled, cupti window 100:120, nsys window"
+  N="$(nano 1000) --log_interval=1"
+  for round in 1 2 3; do
+    for i in 0 1 2; do
+      v=$(echo none cupti nsys | cut -d' ' -f$(( (i + round) % 3 + 1 )))
+      name=it_${v}_$round
+      if [ $v = none ]; then $V/python train.py $N > $R/$name.txt 2>&1; out=$R/$name.txt
+      else $W run --backend $v --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1
+        out=$R/$name/stdout.log; wall $R/$name $name; fi
+      $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 >> $LOG 2>&1
+    done
+  done
+  grep -h "^iters " $LOG
 fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
