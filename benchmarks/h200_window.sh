@@ -151,6 +151,17 @@ if [ "$PART" = C ] || [ "$PART" = D ]; then
   done
   grep -h "^iters " $LOG
 fi
+if [ "$PART" = E ]; then
+  step "what costs outside the window: the hardware sampler? nanoGPT iteration times, one round"
+  N="$(nano 1000) --log_interval=1"
+  $V/python train.py $N > $R/e_none.txt 2>&1; $V/python $REPO/benchmarks/nano_iters.py e_none $R/e_none.txt --window 100:120 >> $LOG 2>&1
+  for v in "cupti --no-hardware" "cupti" "nsys --no-hardware"; do
+    name=e_$(echo $v | tr -d ' -')
+    $W run --backend $v --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1
+    $V/python $REPO/benchmarks/nano_iters.py "$name" $R/$name/stdout.log --window 100:120 >> $LOG 2>&1
+  done
+  $V/python train.py $N > $R/e_none2.txt 2>&1; $V/python $REPO/benchmarks/nano_iters.py e_none2 $R/e_none2.txt --window 100:120 >> $LOG 2>&1
+fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"
