@@ -87,11 +87,12 @@ def add_window(p: argparse.ArgumentParser) -> None:
     g.add_argument("--capture-steps", metavar="A:B", type=step_range,
                    help="record only steps A to B-1: the job's own NVTX 'step N' ranges, else its torch optimizer "
                         "steps, else its Keras training batches, counted from 0 (no change to the script); the "
-                        "profiler stays idle before and after")
+                        "profiler stays idle before and after (default: the whole job)")
     g.add_argument("--capture-after", metavar="S", type=between(0, 1e7, "seconds"),
-                   help="record only from S seconds after the job started")
+                   help="record only from S seconds after the job started (default: from its start)")
     g.add_argument("--capture-for", metavar="S", type=between(0.001, 1e7, "seconds"),
-                   help="with --capture-after (default 0): record for S seconds, then no more")
+                   help="record for S seconds from --capture-after (default 0), then no more (default: to the job's "
+                        "end)")
 
 
 def step_range(text: str) -> tuple[int, int]:

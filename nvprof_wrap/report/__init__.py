@@ -578,7 +578,15 @@ def with_jobs(report: Report, job: JobEnd | None, groups: tuple[JobGroup, ...]) 
 
 
 def with_capture(report: Report, capture: CaptureScope | None) -> Report:
-    return replace(report, capture=capture)
+    """The window a windowed run recorded; a window that opened but holds no kernel says so, not "did the job run on
+    the GPU?" (measured on the H200: nanoGPT under cupti was still starting up 6.5 s to 8.5 s into the job)."""
+    verdict = report.verdict
+    if capture is not None and capture.opened and verdict.tensor_cores == "no-kernels":
+        hint = (" — it may still have been starting up: --capture-steps A:B follows the training loop instead"
+                if capture.kind == "seconds" else "")
+        verdict = replace(verdict, message=f"No GPU kernels ran inside the capture window (run {capture.option}): "
+                                           f"the job launched none then{hint}.")
+    return replace(report, capture=capture, verdict=verdict)
 
 
 def with_hints(report: Report, hints: tuple[str, ...]) -> Report:

@@ -385,11 +385,11 @@ def install() -> None:
             t0 = time.time()
         controller.start_timers(t0)
         return
-    from nvprof_wrap.tracer import annotate
+    from nvprof_wrap.tracer.imports import when_imported
 
-    annotate.when_imported("torch", _watch_torch)
-    annotate.when_imported("nvtx", _watch_nvtx_package)
-    annotate.when_imported("keras", _watch_keras)
+    when_imported("torch", _watch_torch)
+    when_imported("nvtx", _watch_nvtx_package)
+    when_imported("keras", _watch_keras)
 
 
 def _forget() -> None:
