@@ -162,6 +162,32 @@ if [ "$PART" = E ]; then
   done
   $V/python train.py $N > $R/e_none2.txt 2>&1; $V/python $REPO/benchmarks/nano_iters.py e_none2 $R/e_none2.txt --window 100:120 >> $LOG 2>&1
 fi
+if [ "$PART" = F ]; then
+  # Owed from session 8 (no GPU time left): parts D and E found nanoGPT's iterations 10-30% slower OUTSIDE a
+  # window under both cupti (subscribed, idle) and nsys (capture range), with or without the hardware sampler.
+  # Which part costs: our in-job hooks alone (no profiler), the idle subscription, or CUPTI at all (attach mode:
+  # subscribed only while the window is open, detached by cuptiFinalize after)?
+  step "what costs outside the window, 3 rounds of nanoGPT iteration times"
+  N="$(nano 1000) --log_interval=1"
+  INJECT=$($V/python -c "import nvprof_wrap, os; print(os.path.dirname(nvprof_wrap.__file__))")/tracer/inject
+  VARIANTS=(none hooks cupti_idle cupti_attach nsys)
+  for round in 1 2 3; do
+    for i in 0 1 2 3 4; do
+      v=${VARIANTS[$(( (i + round) % 5 ))]}; name=f_${v}_$round; out=$R/$name/stdout.log
+      case $v in
+        none) mkdir -p $R/$name; $V/python train.py $N > $out 2>&1 ;;
+        hooks) mkdir -p $R/$name; env PYTHONPATH=$INJECT NVPROF_WRAP_ANNOTATE=steps NVPROF_WRAP_CAPTURE=steps:100:120 \
+                 NVPROF_WRAP_CAPTURE_BY=self NVPROF_WRAP_RUN_DIR=$R/$name $V/python train.py $N > $out 2>&1 ;;
+        cupti_idle) $W run --backend cupti --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > /dev/null 2>&1 ;;
+        cupti_attach) NVPROF_WRAP_CUPTI_WINDOW=attach $W run --backend cupti --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > /dev/null 2>&1 ;;
+        nsys) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > /dev/null 2>&1 ;;
+      esac
+      $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 >> $LOG 2>&1
+    done
+  done
+  TAIL=12 t rep_attach $W report $R/f_cupti_attach_1
+  grep -h "^iters " $LOG
+fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"

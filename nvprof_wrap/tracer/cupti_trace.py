@@ -506,13 +506,31 @@ def start() -> None:
         _warn(f"CUPTI tracer failed to start ({type(e).__name__}: {e}); this process is not traced")
 
 
-def _start(out_dir: str) -> None:
-    global _STATE
+# "attach": a windowed process subscribes to CUPTI only when its window opens and detaches it (cuptiFinalize) when
+# the window closes, instead of staying subscribed and idle outside it. For measuring which costs the job less
+# outside its window (benchmarks/h200_window.sh F); the default stays the subscribed, idle tracer, measured on the
+# H200 to record the same launches as nsys inside the window.
+ENV_WINDOW_MODE = "NVPROF_WRAP_CUPTI_WINDOW"
+_ATTACH_LATER: str | None = None  # the folder of a process that attaches when its window opens
+
+
+def _start(out_dir: str, *, now: bool = False) -> None:
+    global _STATE, _ATTACH_LATER
     other = os.environ.get("CUDA_INJECTION64_PATH")
     if other:  # nsys/ncu inject at CUDA start-up, after us: subscribing now would lock them out instead
         _warn(BUSY_LINE.format(f"CUDA_INJECTION64_PATH={other}"))
         return
     windowed = bool(os.environ.get(ENV_CAPTURE)) and os.environ.get(ENV_CAPTURE_BY) == "cupti"
+    if windowed and os.environ.get(ENV_WINDOW_MODE) == "attach" and not now:
+        try:  # libcupti loaded (not initialized) now, so NVTX reaches it once the window opens
+            ccupti.load()
+        except ccupti.Unavailable:
+            _import_cupti()
+        lib = _loaded_libcupti()
+        if lib and "NVTX_INJECTION64_PATH" not in os.environ:
+            os.environ["NVTX_INJECTION64_PATH"] = lib
+        _ATTACH_LATER = out_dir
+        return
     # Measured on an H200 (CUPTI 13.0): launch-call records enabled per callback id before the CUDA context exists
     # and switched off and on again once it does yield no record at all (a window of nanoGPT: kernels all there,
     # none attributed to an op). A windowed process takes the RUNTIME and DRIVER kinds instead, on inside the window
@@ -585,3 +603,43 @@ def _import_cupti(why_not_ctypes: str | None = None) -> Any | None:
         first = f"no libcupti for the ctypes binding ({why_not_ctypes}), and " if why_not_ctypes else ""
         _warn(f"{first}cupti-python is not usable here ({type(e).__name__}: {e}); this process is not traced")
         return None
+
+
+def attach() -> str | None:
+    """Attach mode (ENV_WINDOW_MODE): subscribe and start recording now, the window having opened; None, else why
+    not."""
+    global _ATTACH_LATER
+    out_dir, _ATTACH_LATER = _ATTACH_LATER, None
+    if out_dir is None:
+        return "this process is not traced"
+    said: list[str] = []
+    printing, globals()["_warn"] = _warn, said.append
+    try:
+        _start(out_dir, now=True)
+    finally:
+        globals()["_warn"] = printing
+    if _STATE is None:
+        return " ".join(said) or "CUPTI could not be started"
+    from nvprof_wrap.tracer import hooks
+
+    hooks.install()
+    return _STATE.resume()
+
+
+def detach() -> str | None:
+    """Attach mode: the window closed — finish the capture and detach CUPTI from the process (cuptiFinalize)."""
+    tracer = _STATE
+    if tracer is None:
+        return None
+    tracer.pause()
+    tracer.finalize("window closed")
+    lib = getattr(tracer.cupti, ccupti.LIBRARY_ATTR, None)
+    try:
+        status = lib.cuptiFinalize() if lib is not None else None
+    except Exception as e:
+        return f"cuptiFinalize failed ({e})"
+    return None if status in (None, 0) else f"cuptiFinalize returned {status}"
+
+
+def attaching() -> bool:
+    return _ATTACH_LATER is not None

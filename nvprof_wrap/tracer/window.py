@@ -96,18 +96,23 @@ class CuptiRecorder(Recorder):
         return cupti_trace._STATE
 
     def enable(self) -> str | None:
-        tracer = self._tracer()
-        if tracer is None:
-            return "this process is not traced"
+        from nvprof_wrap.tracer import cupti_trace
+
         with _job_context():
-            return tracer.resume()
+            if cupti_trace.attaching():
+                self.attached = True
+                return cupti_trace.attach()
+            tracer = self._tracer()
+            return "this process is not traced" if tracer is None else tracer.resume()
 
     def disable(self) -> str | None:
+        from nvprof_wrap.tracer import cupti_trace
+
         tracer = self._tracer()
         if tracer is None:
             return None
         with _job_context():
-            return tracer.pause()
+            return cupti_trace.detach() if getattr(self, "attached", False) else tracer.pause()
 
 
 class _job_context:

@@ -165,7 +165,7 @@ print("done", flush=True)
 
 
 def _job(tmp_path: Path, spec: str, steps: int = 6, by: str = "cupti", job: str = JOB,
-         torch: str = TORCH) -> tuple[subprocess.CompletedProcess, Path]:
+         torch: str = TORCH, **extra: str) -> tuple[subprocess.CompletedProcess, Path]:
     (tmp_path / "torch").mkdir(exist_ok=True)
     (tmp_path / "torch" / "__init__.py").write_text(torch)
     run = tmp_path / "run"
@@ -174,7 +174,7 @@ def _job(tmp_path: Path, spec: str, steps: int = 6, by: str = "cupti", job: str 
     env.update(PYTHONPATH=os.pathsep.join(map(str, [INJECT, ROOT, tmp_path, FAKES])), NVPROF_WRAP_CUPTI_DIR=str(run),
                NVPROF_WRAP_RUN_DIR=str(run), NVPROF_WRAP_CAPTURE=spec, NVPROF_WRAP_CAPTURE_BY=by,
                NVPROF_WRAP_ANNOTATE="steps", NVPROF_WRAP_CUPTI_BINDING="python",
-               STAND_IN_LOG=str(tmp_path / "nvtx.jsonl"))
+               STAND_IN_LOG=str(tmp_path / "nvtx.jsonl"), **extra)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(job.format(steps=steps))], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     return proc, run
@@ -207,6 +207,21 @@ def test_the_tracer_records_only_the_steps_of_its_window(tmp_path):
     assert meta["capture_window"] == "steps:2:4" and "window_opened_ns" in meta and "window_closed_ns" in meta
     assert meta["api_records"].startswith("kernel launch calls only")
     assert [(e["event"], e.get("step")) for e in _events(run)] == [("open", 2), ("close", 4), ("end", 6)]
+
+
+def test_attach_mode_subscribes_only_when_the_window_opens(tmp_path):
+    """NVPROF_WRAP_CUPTI_WINDOW=attach (for the H200 A/B of what idling costs): CUPTI is subscribed when the window
+    opens and the capture finished and CUPTI detached when it closes; the same steps are recorded."""
+    job = JOB.replace("opt = torch.optim.Optimizer()\n", "opt = torch.optim.Optimizer()\n"
+                      "from nvprof_wrap.tracer import cupti_trace as ct\n"
+                      "print('subscribed at start:', c._state['subscriber'] is not None, flush=True)\n")
+    job = job.replace('print("done", flush=True)', 'print("subscribed at end:", c._state["subscriber"] is not None)')
+    proc, run = _job(tmp_path, "steps:2:4", job=job, NVPROF_WRAP_CUPTI_WINDOW="attach")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.splitlines() == ["subscribed at start: False", "subscribed at end: False"]
+    cap = _capture(run)
+    assert cap["kernels"] == ["_Z7kernel2v"] * 3 + ["_Z7kernel3v"] * 3 and cap["runtime"] == [211] * 6
+    assert cap["meta"]["exit"] == "window closed"
 
 
 def test_a_process_whose_window_never_opens_writes_no_capture(tmp_path):
