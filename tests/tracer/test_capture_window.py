@@ -342,3 +342,40 @@ def test_nvprof_cannot_start_late(monkeypatch):
     plan = BACKEND.plan(RunSpec(["python", "x.py"], capture=CaptureWindow("steps", 3, 9)), Path("/nonexistent"), [])
     assert plan.argv[1:3] == ["--profile-from-start", "off"]
     assert plan.env == {"NVPROF_WRAP_CAPTURE": "steps:3:9", "NVPROF_WRAP_CAPTURE_BY": "profiler"}
+
+
+@pytest.mark.tf
+def test_keras_fit_batches_drive_the_window(tmp_path):
+    """Real Keras 3 (TensorFlow backend, on the CPU): Model.fit calls CallbackList.on_train_batch_begin before every
+    training batch, counted over epochs — 2 epochs of 8 batches are batches 0..15; a window of 5:9 opens at batch 5
+    and closes at batch 9 (the recorder the controller drives here notes the calls)."""
+    pytest.importorskip("keras")
+    code = textwrap.dedent("""
+        import json, os
+        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+        from nvprof_wrap.tracer import window
+
+        class Noting(window.Recorder):
+            def enable(self):
+                print("enable at", window._CONTROLLER.last, flush=True)
+            def disable(self):
+                print("disable at", window._CONTROLLER.last, flush=True)
+
+        window.RECORDERS["self"] = Noting
+        window.install()
+        import numpy as np
+        import keras
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+        model.compile("sgd", "mse")
+        model.fit(np.zeros((64, 8)), np.zeros((64, 4)), batch_size=8, epochs=2, verbose=0)
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NVPROF_WRAP_")}
+    env.update(PYTHONPATH=str(ROOT), NVPROF_WRAP_CAPTURE="steps:5:9", NVPROF_WRAP_CAPTURE_BY="self",
+               NVPROF_WRAP_RUN_DIR=str(tmp_path), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["enable at {'keras batches': 5}", "disable at {'keras batches': 9}"]
+    events = _events(tmp_path)
+    assert [(e["event"], e.get("step"), e.get("source")) for e in events] == [
+        ("open", 5, "keras batches"), ("close", 9, "keras batches"), ("end", 15, "keras batches")]
