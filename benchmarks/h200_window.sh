@@ -21,29 +21,9 @@ unset PYTHONPATH
 S=/tmp/win27; R=$S/runs; LOG=${OUT:-/tmp}/window-$PART.log
 mkdir -p $R
 export NO_COLOR=1 COLUMNS=160 NVPROF_WRAP_NSYS=$NSYS NVPROF_WRAP_HISTORY=$S/history.sqlite PYTHONUNBUFFERED=1
-step() { echo "=== $(date +%T) $*" >> $LOG; }
-t() {
-  local name=$1; shift; local s=$EPOCHREALTIME
-  "$@" > $R/$name.txt 2>&1; local rc=$?
-  echo "wall $name $(awk "BEGIN{print $EPOCHREALTIME - $s}") rc $rc" >> $LOG; tail -${TAIL:-25} $R/$name.txt >> $LOG
-}
-V=$S/venv/bin; W=$V/nvprof-wrap
-if [ ! -x $W ]; then
-  python3 -m venv --without-pip $S/venv
-  TORCH_SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  VSITE=$($V/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo "$TORCH_SITE" > $VSITE/the-users-torch.pth
-  python3 -m pip --python $V/python install -q --no-index --no-deps --no-compile .whl/*.whl >> $LOG 2>&1
-fi
-python3 -m pip --python $V/python install -q --no-index --no-deps --no-compile --force-reinstall .whl/nvprof_wrap-*.whl >> $LOG 2>&1
+source $REPO/benchmarks/h200_venv.sh
 $V/python -c "import nvprof_wrap; print('nvprof_wrap from', nvprof_wrap.__file__)" >> $LOG 2>&1
-rm -rf $S/nanogpt; cp -r $REPO/.gpu/nanogpt $S/nanogpt; mkdir -p $S/nanogpt/data/shakespeare_char
-$V/python -c "
-import numpy as np, pickle
-rng = np.random.default_rng(0)
-for split, n in (('train', 1_000_000), ('val', 100_000)):
-    rng.integers(0, 65, n, dtype=np.uint16).tofile(f'$S/nanogpt/data/shakespeare_char/{split}.bin')
-pickle.dump({'vocab_size': 65}, open('$S/nanogpt/data/shakespeare_char/meta.pkl', 'wb'))"
+nanogpt_copy
 cp $REPO/benchmarks/window_compare.py $S/
 cd $S/nanogpt
 nano() { echo "config/train_shakespeare_char.py --compile=False --max_iters=$1 --eval_interval=100000 --eval_iters=2 --log_interval=100 --always_save_checkpoint=False"; }

@@ -42,6 +42,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from nvprof_wrap.tracer import _util
+
 ENV = "NVPROF_WRAP_CAPTURE"
 ENV_T0 = "NVPROF_WRAP_CAPTURE_T0"
 ENV_BY = "NVPROF_WRAP_CAPTURE_BY"
@@ -54,13 +56,7 @@ _CONTROLLER: Controller | None = None
 
 
 def _warn(message: str) -> None:
-    try:
-        import sys
-
-        sys.stderr.write("nvprof-wrap: capture window: " + " ".join(str(message).split()) + "\n")
-        sys.stderr.flush()
-    except Exception:
-        pass
+    _util._warn(f"capture window: {message}")
 
 
 def parse(text: str) -> tuple[str, float, float]:
