@@ -24,6 +24,7 @@ from nvprof_wrap.readers._sqlite import (
     connect_ro,
     in_window,
     tables,
+    uri_of,
     window_bounds,
 )
 from nvprof_wrap.readers._window import Window
@@ -138,9 +139,17 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
                   FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
                     ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) {{rslice}}
                   WHERE {where} {{slice}}"""
+    # The same, for the compiled pass: launch calls (correlation id, join key, tid, t, process), kernels
+    # (correlation id, join key, pid, dev, key, dur).
+    native = (uri_of(path),
+              f"""SELECT r.correlationId, r.globalTid >> 24, r.globalTid, r.start, (r.globalTid >> 24) & 16777215
+                  FROM {RUNTIME} r WHERE true {{rslice}}""",
+              f"""SELECT k.correlationId, k.globalPid >> 24, (k.globalPid >> 24) & 16777215, k.deviceId,
+                         k.demangledName, {dur}
+                  FROM {KERNEL} k WHERE {where} {{slice}}""")
     # a globalTid holds its process id: each process has its own main thread
     rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path), kernel_table=KERNEL,
-                     process_of_tid="((tid >> 24) & 16777215)", borrowed=lent)
+                     process_of_tid="((tid >> 24) & 16777215)", borrowed=lent, native=native)
     if not rows:
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
