@@ -86,6 +86,15 @@ static int read_row(sqlite3_stmt *st, Val *out, int n, Err *err) {
     return 0;
 }
 
+static int read_row_at(sqlite3_stmt *st, int i, Val *out, Err *err) {
+    int t = S.column_type(st, i);
+    if (t == SQLITE_NULL) { out->v = 0; out->null = 1; return 0; }
+    if (t != SQLITE_INTEGER) { err->unsupported = 1; snprintf(err->msg, sizeof err->msg, "column %d", i); return -1; }
+    out->v = S.column_int64(st, i);
+    out->null = 0;
+    return 0;
+}
+
 static uint64_t mix(uint64_t x) {
     x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL; x ^= x >> 33;
     return x;
@@ -150,14 +159,15 @@ oom:
  * Ranges are read in the sweep's order (thread, start, the longest first) with their names interned; the caller
  * gives each name's op and each op's kind (a layer range, torch.profiler's step range); the sweep labels each
  * moment with a (scope, op) pair of op ids, numbered in the order the Python sweep would first meet them. */
+typedef struct { int64_t tid, p, sum; char p_null; } Total;  /* a thread's ranges: its process, their length */
 typedef struct { int64_t *tid, *s, *e; int32_t *name; size_t n, cap; char **text; Py_ssize_t *len; int32_t nnames,
-                 tcap; int32_t *slot; size_t slots; int null_name; } Ranges;
+                 tcap; int32_t *slot; size_t slots; Total *totals; size_t ntotals, totcap; } Ranges;
 
 static void ranges_free(Ranges *r) {
     if (!r) return;
     free(r->tid); free(r->s); free(r->e); free(r->name);
     for (int32_t i = 0; i < r->nnames; i++) free(r->text[i]);
-    free(r->text); free(r->len); free(r->slot);
+    free(r->text); free(r->len); free(r->slot); free(r->totals);
     free(r);
 }
 
@@ -215,7 +225,7 @@ static Ranges *ranges_read(const char *uri, const char *sql, Err *err) {
     sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
     Ranges *r = calloc(1, sizeof *r);
     int rc;
-    Val v[3];
+    Val v[3], p;
     const int64_t far = (int64_t)1 << 62;
     if (!r) goto oom;
     if (S.open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK
@@ -230,6 +240,14 @@ static Ranges *ranges_read(const char *uri, const char *sql, Err *err) {
         const unsigned char *text = t == SQLITE_TEXT ? S.column_text(st, 3) : NULL;
         int32_t name = intern(r, text, text ? (size_t)S.column_bytes(st, 3) : 0);
         if (name < 0) goto oom;
+        if (read_row_at(st, 4, &p, err) < 0) goto fail;
+        if (!r->ntotals || r->totals[r->ntotals - 1].tid != v[0].v) {  /* rows come by thread */
+            if (grow((void **)&r->totals, &r->totcap, r->ntotals + 1, sizeof *r->totals)) goto oom;
+            r->totals[r->ntotals++] = (Total){v[0].v, p.v, 0, (char)p.null};
+        }
+        if (__builtin_add_overflow(r->totals[r->ntotals - 1].sum, v[2].v - v[1].v, &r->totals[r->ntotals - 1].sum)) {
+            err->unsupported = 1; goto fail;  /* SQLite's SUM raises there: the Python path says so */
+        }
         if (r->n == r->cap) {
             size_t cap = r->cap ? r->cap * 2 : 4096;
             int64_t *a = realloc(r->tid, cap * 8), *b, *c;
@@ -550,7 +568,7 @@ static Group *group_of(Groups *gs, int64_t pid, int64_t dev, int32_t outcome, in
 /* The whole pass. calls_sql: (correlation id, join key, tid, t, process) per launch call; kernels_sql: (correlation
  * id, join key, pid, dev, key, dur) per kernel. A kernel matches the calls of equal correlation id and join key. */
 static int attribute_all(const char *uri, const char *calls_sql, const char *kernels_sql, Segments *g,
-                         Mains *mains, Outcomes *oc, Groups *gs, Err *err) {
+                         Mains *mains, Outcomes *oc, Groups *gs, int64_t *no_duration, Err *err) {
     sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
     Calls cs = {0};
     int rc, out = -1;
@@ -576,6 +594,7 @@ static int attribute_all(const char *uri, const char *calls_sql, const char *ker
     while ((rc = S.step(st)) == SQLITE_ROW) {
         if (read_row(st, v, 6, err) < 0) goto done;
         int64_t pid = v[2].null ? -1 : v[2].v, dev = v[3].null ? -1 : v[3].v, dur = v[5].null ? 0 : v[5].v;
+        *no_duration += v[5].null;
         int matched = 0;
         if (!v[0].null && !v[1].null) {
             for (int32_t i = cs.head[bucket(&cs, v[0].v)]; i >= 0; i = cs.c[i].next) {
@@ -825,8 +844,9 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
         goto done;
     }
     if (!gs.g || !mains.p || !mains.tid) { PyErr_NoMemory(); goto done; }
+    int64_t no_duration = 0;
     Py_BEGIN_ALLOW_THREADS
-    rc = attribute_all(uri, calls_sql, kernels_sql, g, &mains, &oc, &gs, &err);
+    rc = attribute_all(uri, calls_sql, kernels_sql, g, &mains, &oc, &gs, &no_duration, &err);
     Py_END_ALLOW_THREADS
     if (rc == 0) {
         result = PyList_New(0);
@@ -839,6 +859,7 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
             if (!row || PyList_Append(result, row) < 0) { Py_XDECREF(row); Py_CLEAR(result); break; }
             Py_DECREF(row);
         }
+        if (result) result = Py_BuildValue("(NL)", result, no_duration);
     } else if (err.unsupported) {
         result = Py_NewRef(Py_None);
     } else {
@@ -930,6 +951,26 @@ static PyObject *py_busy_all(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* (process, tid) of each process's main thread: the one whose ranges last longest in all, the smallest id of those
+ * with as long (readers/_nvtx._main_threads, which says why). */
+static PyObject *main_threads(Ranges *r) {
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && i < r->ntotals; i++) {
+        Total *a = &r->totals[i];
+        int best = 1;
+        for (size_t j = 0; best && j < r->ntotals; j++) {
+            Total *b = &r->totals[j];
+            if (j != i && b->p_null == a->p_null && (a->p_null || b->p == a->p)
+                && (b->sum > a->sum || (b->sum == a->sum && b->tid < a->tid))) best = 0;
+        }
+        if (!best) continue;
+        PyObject *pair = Py_BuildValue("(NL)", a->p_null ? Py_NewRef(Py_None) : PyLong_FromLongLong(a->p), a->tid);
+        if (!pair || PyList_Append(out, pair) < 0) Py_CLEAR(out);
+        Py_XDECREF(pair);
+    }
+    return out;
+}
+
 static PyObject *py_sweep(PyObject *self, PyObject *args) {
     const char *uri, *sql;
     PyObject *op_of;
@@ -983,8 +1024,9 @@ static PyObject *py_sweep(PyObject *self, PyObject *args) {
         if (!pair) { Py_CLEAR(pairs); break; }
         PyList_SET_ITEM(pairs, (Py_ssize_t)i, pair);
     }
-    result = pairs ? Py_BuildValue("(NN)", held, pairs) : NULL;
-    if (!pairs) Py_XDECREF(held);
+    PyObject *main = pairs ? main_threads(r) : NULL;
+    result = main ? Py_BuildValue("(NNN)", held, pairs, main) : NULL;
+    if (!main) { Py_XDECREF(held); Py_XDECREF(pairs); }
 done:
     ranges_free(r);
     free(name_op); free(is_layer); free(is_step); free(L.pairs); free(L.pslot);
@@ -993,9 +1035,9 @@ done:
 
 static PyMethodDef methods[] = {
     {"sweep", py_sweep, METH_VARARGS,
-     "sweep(capture_uri, ranges_sql, op_of) -> (segments, [(scope op id, op id)] by label id) of the (tid, start, "
-     "end, name) ranges in the sweep's order; op_of(name) -> (op id, layer?, step?) once per distinct name. None when "
-     "a value is not an integer, or a name not text (the Python sweep decides)"},
+     "sweep(capture_uri, ranges_sql, op_of) -> (segments, [(scope op id, op id)] by label id, [(process, main "
+     "thread)]) of the (tid, start, end, name, process) ranges in the sweep's order; op_of(name) -> (op id, layer?, "
+     "step?) once per distinct name. None when a value is not an integer, or a name not text (the Python decides)"},
     {"busy_all", py_busy_all, METH_VARARGS,
      "busy_all(capture_uri, sqls) -> [(group, dev, busy_part's result)] over the (group, dev, start, end, kernel) rows "
      "of every SQL, in no order; None for a value that is not an integer (the SQL and Python path decides)"},
@@ -1003,8 +1045,8 @@ static PyMethodDef methods[] = {
      "busy(capture_uri, sql, params) -> (busy_part's result,) of the (start, end, kernel) rows sql yields in start "
      "order; None for a value that is not an integer (the Python loop decides)"},
     {"attribute", py_attribute, METH_VARARGS,
-     "attribute(capture_uri, calls_sql, kernels_sql, segments, main_threads) -> [(pid, dev, lab, key, via, n, total)] "
-     "or None (a value that is not an integer or NULL: the SQL path decides)"},
+     "attribute(capture_uri, calls_sql, kernels_sql, segments, main_threads) -> ([(pid, dev, lab, key, via, n, "
+     "total)], kernels whose duration is NULL), or None (a value that is not an integer or NULL: the SQL decides)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cattr", NULL, -1, methods};

@@ -23,19 +23,20 @@ def available() -> bool:
     return _cattr is not None and os.environ.get("NVPROF_WRAP_NATIVE", "").lower() not in ("0", "off", "no")
 
 
-def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int]]] | None:
+def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int]], list[tuple]] | None:
     """readers/_nvtx._segments compiled: (the segments, held here for attribute(); the (scope, op) pairs of op ids,
-    by label id) of the (tid, start, end, name) ranges that ranges_sql yields in the sweep's order. op_of(name) ->
-    (op id, a layer range?, a step range?), asked once per distinct name. None when a value is not an integer or a
-    name not text (the caller runs the Python sweep)."""
+    by label id; (process, tid) of each process's main thread, as _nvtx._main_threads finds them) of the (tid,
+    start, end, name, process) ranges that ranges_sql yields in the sweep's order. op_of(name) -> (op id, a layer
+    range?, a step range?), asked once per distinct name. None when a value is not an integer or a name not text
+    (the caller runs the Python sweep)."""
     return _cattr.sweep(uri, ranges_sql, op_of)
 
 
 def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
-              main: list[tuple[int, int]]) -> list[tuple] | None:
-    """(pid, dev, label, key, via, launches, total) rows as _attribute_slice returns them, NULLs as -1 / '', in no
-    order; None when a value is not an integer or NULL (the caller runs the SQL). held: sweep()'s segments; main:
-    (process, tid) of each process's main thread."""
+              main: list[tuple]) -> tuple[list[tuple], int] | None:
+    """((pid, dev, label, key, via, launches, total) rows as _attribute_slice returns them, NULLs as -1 / '', in no
+    order; how many kernels had a NULL duration), or None when a value is not an integer or NULL (the caller runs
+    the SQL). held: sweep()'s segments; main: (process, tid) of each process's main thread."""
     return _cattr.attribute(uri, calls_sql, kernels_sql, held, main)
 
 

@@ -42,7 +42,8 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     training loop's thread sits in loss.backward() inside its 'step N' range) is attributed to the ranges open at
     that moment on its process's main thread: the thread whose ranges last longest. process_of_tid: an SQL expression
     over a thread id column `tid` giving its process (Nsight Systems' globalTid holds the pid); "0": one process.
-    borrowed, when given, gets {"launches": n, "ns": total} of the launches attributed so (a reader's note).
+    borrowed, when given, gets {"launches": n, "ns": total} of the launches attributed so (a reader's note), and from
+    the compiled pass "no_duration": how many of the launches had a NULL duration.
 
     ranges_sql yields (tid, start, end, name) of push/pop or start/end ranges; launches_sql yields
     (pid, dev, tid, t, key, dur) per kernel launch: process, device, the launching thread and the CPU time of
@@ -131,16 +132,16 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         op = op_name(names(name))
         return ops.setdefault(op, len(ops)), op.startswith(LAYER_PREFIXES), op.startswith(STEP_PREFIX)
 
-    swept = _native.sweep(uri, f"SELECT tid, s, e, name FROM ({ranges_sql}) WHERE {_CLOSED} "
+    swept = _native.sweep(uri, f"SELECT tid, s, e, name, {process_of_tid} AS p FROM ({ranges_sql}) WHERE {_CLOSED} "
                                "ORDER BY tid, s, e DESC", op_of)
     if swept is None:
         return None
-    held, pairs = swept
+    held, pairs, main = swept  # main: _main_threads' answer, from the same rows
     if not pairs:
         return []
     by_id, labels = list(ops), _Labels()
     ids = [labels.add((by_id[scope], by_id[op])) for scope, op in pairs]  # the Python sweep's ids, in its order
-    how = (uri, calls, kernels, held, _main_threads(conn, ranges_sql, None, process_of_tid), ids)
+    how = (uri, calls, kernels, held, main, ids)
     slices = _slices(conn, kernel_table, correlation)
     others = [Forked(_compiled_alone, reopen, how, sl) for sl in slices[1:]]
     try:
@@ -149,10 +150,12 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         parts += [other.result() for other in others]  # always reaped, even when this slice failed
     if any(part is None for part in parts):
         return None
-    return _grouped(parts, labels, borrowed)
+    if borrowed is not None:
+        borrowed["no_duration"] = sum(n for _rows, n in parts)
+    return _grouped([rows for rows, _n in parts], labels, borrowed)
 
 
-def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: tuple, where: dict[str, str]) -> list | None:
+def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: tuple, where: dict[str, str]) -> tuple | None:
     conn = reopen()
     try:
         return _compiled_slice(conn, how, where)
@@ -160,18 +163,21 @@ def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: tuple, where:
         conn.close()
 
 
-def _compiled_slice(conn: sqlite3.Connection, how: tuple, where: dict[str, str]) -> list[tuple] | None:
-    """_attribute_slice's rows, with its label ids and in its order, by the compiled pass; None where it declines.
-    The compiled labels are numbered 0, 1, … in the order the sweep met them; ids gives each its Python id."""
+def _compiled_slice(conn: sqlite3.Connection, how: tuple, where: dict[str, str]) -> tuple[list[tuple], int] | None:
+    """(_attribute_slice's rows, with its label ids and in its order; how many kernels had no duration) by the
+    compiled pass; None where it declines. The compiled labels are numbered 0, 1, … in the order the sweep met them;
+    ids gives each its Python id."""
     uri, calls, kernels, held, main, ids = how
     filled = _fill_slice(conn, where)
     try:
-        rows = _native.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main)
+        got = _native.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main)
     except (RuntimeError, MemoryError):  # SQLite refused it there, or memory ran out: the SQL decides
         return None
-    if rows is None:
+    if got is None:
         return None
-    return sorted(((pid, dev, -1 if lab == -1 else ids[lab], *rest) for pid, dev, lab, *rest in rows), key=_sql_order)
+    rows, no_duration = got
+    return sorted(((pid, dev, -1 if lab == -1 else ids[lab], *rest) for pid, dev, lab, *rest in rows),
+                  key=_sql_order), no_duration
 
 
 def _sql_order(row: tuple) -> tuple:
@@ -383,24 +389,21 @@ def borrowed_note(lent: dict, kernel_ns: int) -> tuple[str, ...]:
     return (text,)
 
 
-def _main_threads(conn: sqlite3.Connection, ranges_sql: str, seg: str | None, process_of_tid: str) -> list[tuple]:
-    """(p, tid): each process's main thread, the one whose ranges last longest in all (the smallest id of those with
-    as long), also written as nvw.main(p, tid) to the segment file seg when given. Longest, not most: a training
-    loop's few 'step N' ranges span the steps, while libraries mark many short ones (CUB's CCCL ranges on PyTorch's
-    autograd thread)."""
+def _main_threads(conn: sqlite3.Connection, ranges_sql: str, seg: str, process_of_tid: str) -> None:
+    """nvw.main(p, tid): each process's main thread, the one whose ranges last longest in all (the smallest id of
+    those with as long), in the segment file. Longest, not most: a training loop's few 'step N' ranges span the
+    steps, while libraries mark many short ones (CUB's CCCL ranges on PyTorch's autograd thread). The compiled
+    sweep finds the same (readers/_cattr.c main_threads)."""
     counts = conn.execute(f"SELECT {process_of_tid} AS p, tid, SUM(e - s) FROM ({ranges_sql}) "
                           f"WHERE {_CLOSED} GROUP BY tid").fetchall()
     main: dict[object, tuple] = {}
     for p, tid, n in counts:
         if p not in main or (-n, tid) < (-main[p][1], main[p][0]):
             main[p] = (tid, n)
-    pairs = [(p, tid) for p, (tid, _n) in main.items()]
-    if seg is not None:
-        with contextlib.closing(sqlite3.connect(seg)) as w:
-            w.execute("CREATE TABLE main(p INTEGER PRIMARY KEY, tid INTEGER)")
-            w.executemany("INSERT INTO main VALUES (?, ?)", pairs)
-            w.commit()
-    return pairs
+    with contextlib.closing(sqlite3.connect(seg)) as w:
+        w.execute("CREATE TABLE main(p INTEGER PRIMARY KEY, tid INTEGER)")
+        w.executemany("INSERT INTO main VALUES (?, ?)", [(p, tid) for p, (tid, _n) in main.items()])
+        w.commit()
 
 
 def _fill(sql: str, values: dict[str, str]) -> str:
