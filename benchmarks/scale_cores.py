@@ -22,6 +22,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import sysconfig
 import time
 
 from benchmarks.scale import FLOOR_ATTRIBUTION, FLOOR_NSYS, ROOT, measure
@@ -33,8 +34,13 @@ def compiled() -> str:
         probe = [sys.executable, "-c", "from nvprof_wrap.readers import _native; print(_native.available())"]
         return subprocess.run(probe, check=False, cwd=ROOT, capture_output=True, text=True).stdout.strip() == "True"
 
-    if not runs():
+    if not runs():  # setup.py, else the compiler itself where setuptools is missing (Python 3.12 has none of its own)
         subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], check=False, cwd=ROOT,
+                       capture_output=True)
+    if not runs():
+        out = ROOT / "nvprof_wrap" / "readers" / f"_cattr{sysconfig.get_config_var('EXT_SUFFIX')}"
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                        str(ROOT / "nvprof_wrap" / "readers" / "_cattr.c"), "-o", str(out), "-ldl"], check=False,
                        capture_output=True)
     return "on" if runs() else "off (not built: no C compiler or Python headers?)"
 
