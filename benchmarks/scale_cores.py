@@ -42,6 +42,8 @@ def compiled() -> str:
         subprocess.run(["cc", "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
                         str(ROOT / "nvprof_wrap" / "readers" / "_cattr.c"), "-o", str(out), "-ldl"], check=False,
                        capture_output=True)
+    if os.environ.get("NVPROF_WRAP_NATIVE", "").lower() in ("0", "off", "no"):
+        return "off (NVPROF_WRAP_NATIVE)"
     return "on" if runs() else "off (not built: no C compiler or Python headers?)"
 
 

@@ -454,25 +454,48 @@ static int64_t *main_of(Mains *m, int64_t p) {
     return NULL;
 }
 
-/* ---- outcomes: the (label, via) pair a launch call gets, numbered ---- */
-typedef struct { int64_t lab; int via; } Outcome;
-typedef struct { Outcome *o; size_t n, cap; } Outcomes;
+/* ---- outcomes: what a launch call gives its kernels — its label, whether borrowed (via), its join key — numbered.
+ * A call keeps only its correlation id and its outcome: 16 bytes, where its join key kept beside it took 24 (the
+ * launch calls of a slice are the pass's memory: 2.5M of them at 5M launches on 2 cores). ---- */
+typedef struct { int64_t lab, jk; int via; } Outcome;
+typedef struct { Outcome *o; size_t n, cap; int32_t *slot; size_t slots; int32_t last; } Outcomes;
 
-static int32_t outcome_id(Outcomes *oc, int64_t lab, int via) {
-    for (size_t i = 0; i < oc->n; i++)  /* labels are few (distinct (scope, op) pairs); the last one is the usual */
-        if (oc->o[oc->n - 1 - i].lab == lab && oc->o[oc->n - 1 - i].via == via) return (int32_t)(oc->n - 1 - i);
+static size_t outcome_hash(int64_t lab, int64_t jk, int via, size_t mask) {
+    return mix((uint64_t)lab * 0x9E3779B97F4A7C15ULL ^ mix((uint64_t)jk) ^ (uint64_t)via) & mask;
+}
+
+static int32_t outcome_id(Outcomes *oc, int64_t lab, int64_t jk, int via) {
+    if (oc->n && oc->o[oc->last].lab == lab && oc->o[oc->last].jk == jk && oc->o[oc->last].via == via) return oc->last;
+    if ((oc->n + 1) * 2 > oc->slots) {  /* open addressing over the ids, kept half empty */
+        size_t slots = oc->slots ? oc->slots * 2 : 256;
+        int32_t *slot = malloc(slots * sizeof *slot);
+        if (!slot) return -1;
+        memset(slot, 0xff, slots * sizeof *slot);
+        for (size_t i = 0; i < oc->n; i++) {
+            size_t j = outcome_hash(oc->o[i].lab, oc->o[i].jk, oc->o[i].via, slots - 1);
+            while (slot[j] >= 0) j = (j + 1) & (slots - 1);
+            slot[j] = (int32_t)i;
+        }
+        free(oc->slot); oc->slot = slot; oc->slots = slots;
+    }
+    size_t j = outcome_hash(lab, jk, via, oc->slots - 1);
+    for (; oc->slot[j] >= 0; j = (j + 1) & (oc->slots - 1)) {
+        Outcome *o = &oc->o[oc->slot[j]];
+        if (o->lab == lab && o->jk == jk && o->via == via) return oc->last = oc->slot[j];
+    }
     if (grow((void **)&oc->o, &oc->cap, oc->n + 1, sizeof *oc->o)) return -1;
-    oc->o[oc->n] = (Outcome){lab, via};
-    return (int32_t)oc->n++;
+    oc->o[oc->n] = (Outcome){lab, jk, via};
+    oc->slot[j] = (int32_t)oc->n;
+    return oc->last = (int32_t)oc->n++;
 }
 
 /* The label of a launch call made at t on thread tid (NULL flags as in SQL): its own thread's segment, else (via) the
  * segment of its process's main thread, else -1 — _attribute_slice's IFNULL(own, IFNULL(main thread's, -1)). */
-static int32_t label_call(Segments *g, Mains *mains, Outcomes *oc, Val tid, Val t, Val proc) {
+static int32_t label_call(Segments *g, Mains *mains, Outcomes *oc, int64_t jk, Val tid, Val t, Val proc) {
     if (!tid.null && !t.null) {
         Thread *th = thread_of(g, tid.v);
         ptrdiff_t i = th ? seg_at(g, th, t.v) : -1;
-        if (i >= 0 && !g->lab_null[i]) return outcome_id(oc, g->lab[i], 0);
+        if (i >= 0 && !g->lab_null[i]) return outcome_id(oc, g->lab[i], jk, 0);
     }
     int64_t lab = -1;
     int64_t *m = proc.null ? NULL : main_of(mains, proc.v);
@@ -481,7 +504,7 @@ static int32_t label_call(Segments *g, Mains *mains, Outcomes *oc, Val tid, Val 
         ptrdiff_t i = th ? seg_at(g, th, t.v) : -1;
         if (i >= 0 && !g->lab_null[i]) lab = g->lab[i];
     }
-    return outcome_id(oc, lab, 1);
+    return outcome_id(oc, lab, jk, 1);
 }
 
 /* ---- launch calls by correlation id (chained: a LEFT JOIN gives one row per matching call) ----
@@ -489,7 +512,7 @@ static int32_t label_call(Segments *g, Mains *mains, Outcomes *oc, Val tid, Val 
  * pick its bucket, so that both passes walk the table in order (a mixing hash made the join three times slower,
  * from cache misses). Ids that crowd a few buckets instead (long chains: measured once all calls are in) are
  * placed again with the mixing hash. */
-typedef struct { int64_t corr, jk; int32_t outcome, next; } Call;
+typedef struct { int64_t corr; int32_t outcome, next; } Call;
 typedef struct { Call *c; size_t n, cap; int32_t *head; size_t mask; int mixed; } Calls;
 
 static size_t bucket(const Calls *cs, int64_t corr) {
@@ -511,10 +534,10 @@ static int calls_place(Calls *cs, size_t buckets, int mixed) {
     return 0;
 }
 
-static int calls_add(Calls *cs, int64_t corr, int64_t jk, int32_t outcome) {
+static int calls_add(Calls *cs, int64_t corr, int32_t outcome) {
     if (cs->n >= INT32_MAX) return -1;
     if (grow((void **)&cs->c, &cs->cap, cs->n + 1, sizeof *cs->c)) return -1;
-    cs->c[cs->n++] = (Call){corr, jk, outcome, -1};
+    cs->c[cs->n++] = (Call){corr, outcome, -1};
     return 0;
 }
 
@@ -581,13 +604,14 @@ static int attribute_all(const char *uri, const char *calls_sql, const char *ker
     while ((rc = S.step(st)) == SQLITE_ROW) {
         if (read_row(st, v, 5, err) < 0) goto done;
         if (v[0].null || v[1].null) continue;  /* a NULL correlation id or join key never matches (NULL = x) */
-        int32_t o = label_call(g, mains, oc, v[2], v[3], v[4]);
-        if (o < 0 || calls_add(&cs, v[0].v, v[1].v, o) < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+        int32_t o = label_call(g, mains, oc, v[1].v, v[2], v[3], v[4]);
+        if (o < 0 || calls_add(&cs, v[0].v, o) < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
     }
     if (rc != SQLITE_DONE) { sql_error(err, db, "launch calls"); goto done; }
     S.finalize(st); st = NULL;
     if (calls_index(&cs) < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
-    int32_t unmatched = outcome_id(oc, -1, 1);  /* no launch call: outside any range (own IS NULL, no thread) */
+    /* no launch call: outside any range (own IS NULL, no thread); its join key is never compared */
+    int32_t unmatched = outcome_id(oc, -1, INT64_MIN, 1);
     if (unmatched < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
     if (S.prepare_v2(db, kernels_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "kernels"); goto done; }
     if (S.column_count(st) != 6) { snprintf(err->msg, sizeof err->msg, "kernels: 6 columns"); goto done; }
@@ -598,7 +622,7 @@ static int attribute_all(const char *uri, const char *calls_sql, const char *ker
         int matched = 0;
         if (!v[0].null && !v[1].null) {
             for (int32_t i = cs.head[bucket(&cs, v[0].v)]; i >= 0; i = cs.c[i].next) {
-                if (cs.c[i].corr != v[0].v || cs.c[i].jk != v[1].v) continue;
+                if (cs.c[i].corr != v[0].v || oc->o[cs.c[i].outcome].jk != v[1].v) continue;
                 Group *x = group_of(gs, pid, dev, cs.c[i].outcome, v[4].v, (char)v[4].null);
                 if (!x) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
                 x->n++; x->tot += dur; matched = 1;
@@ -866,7 +890,7 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, err.msg);
     }
 done:
-    free(mains.p); free(mains.tid); free(oc.o); free(gs.g);
+    free(mains.p); free(mains.tid); free(oc.o); free(oc.slot); free(gs.g);
     return result;
 }
 

@@ -35,8 +35,9 @@ def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int
 def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
               main: list[tuple]) -> tuple[list[tuple], int] | None:
     """((pid, dev, label, key, via, launches, total) rows as _attribute_slice returns them, NULLs as -1 / '', in no
-    order; how many kernels had a NULL duration), or None when a value is not an integer or NULL (the caller runs
-    the SQL). held: sweep()'s segments; main: (process, tid) of each process's main thread."""
+    order and a key once per join key of its launch calls (the caller sums them); how many kernels had a NULL
+    duration), or None when a value is not an integer or NULL (the caller runs the SQL). held: sweep()'s segments;
+    main: (process, tid) of each process's main thread."""
     return _cattr.attribute(uri, calls_sql, kernels_sql, held, main)
 
 

@@ -176,8 +176,12 @@ def _compiled_slice(conn: sqlite3.Connection, how: tuple, where: dict[str, str])
     if got is None:
         return None
     rows, no_duration = got
-    return sorted(((pid, dev, -1 if lab == -1 else ids[lab], *rest) for pid, dev, lab, *rest in rows),
-                  key=_sql_order), no_duration
+    summed: dict[tuple, list[int]] = {}  # a key comes once per join key of its launch calls (processes): summed
+    for pid, dev, lab, key, via, n, tot in rows:
+        agg = summed.setdefault((pid, dev, -1 if lab == -1 else ids[lab], key, via), [0, 0])
+        agg[0] += n
+        agg[1] += tot
+    return sorted(((*k, n, tot) for k, (n, tot) in summed.items()), key=_sql_order), no_duration
 
 
 def _sql_order(row: tuple) -> tuple:
