@@ -818,6 +818,7 @@ done:
 }
 
 /* ---- the Python face ---- */
+static int bind_now(void);
 static const char CAPSULE[] = "nvprof_wrap.readers._cattr.segments";
 
 static void capsule_free(PyObject *c) { segments_free(PyCapsule_GetPointer(c, CAPSULE)); }
@@ -840,6 +841,7 @@ static int64_t int_of(PyObject *o, char *null, int *bad) {
 }
 
 static PyObject *py_attribute(PyObject *self, PyObject *args) {
+    if (bind_now() < 0) return NULL;
     const char *uri, *calls_sql, *kernels_sql;
     PyObject *capsule, *main_pairs;
     if (!PyArg_ParseTuple(args, "sssOO", &uri, &calls_sql, &kernels_sql, &capsule, &main_pairs)) return NULL;
@@ -895,6 +897,7 @@ done:
 }
 
 static PyObject *py_busy(PyObject *self, PyObject *args) {
+    if (bind_now() < 0) return NULL;
     const char *uri, *sql;
     PyObject *params;
     if (!PyArg_ParseTuple(args, "ssO", &uri, &sql, &params)) return NULL;
@@ -930,6 +933,7 @@ static PyObject *py_busy(PyObject *self, PyObject *args) {
 static PyObject *value_or_none(int64_t v, char null) { return null ? Py_NewRef(Py_None) : PyLong_FromLongLong(v); }
 
 static PyObject *py_busy_all(PyObject *self, PyObject *args) {
+    if (bind_now() < 0) return NULL;
     const char *uri;
     PyObject *list;
     if (!PyArg_ParseTuple(args, "sO", &uri, &list)) return NULL;
@@ -996,6 +1000,7 @@ static PyObject *main_threads(Ranges *r) {
 }
 
 static PyObject *py_sweep(PyObject *self, PyObject *args) {
+    if (bind_now() < 0) return NULL;
     const char *uri, *sql;
     PyObject *op_of;
     if (!PyArg_ParseTuple(args, "ssO", &uri, &sql, &op_of)) return NULL;
@@ -1075,17 +1080,25 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cattr", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__cattr(void) {
-    /* The libsqlite3 Python's sqlite3 module loaded (readers/_native.py imports sqlite3 first); else the one the
-     * system has; a static build of Python exports the functions from its _sqlite3 module, found by the caller. */
+/* Which SQLite to call, decided at each call: a process may hold two. TensorFlow's libtensorflow_cc exports a
+ * whole SQLite of its own and is loaded RTLD_GLOBAL: from then on the calls the system libsqlite3 makes to its own
+ * exported functions bind to TensorFlow's copy, so calling the system library by its handle mixes the two (measured:
+ * a NULL allocator, a segfault, in a Keras process). So: the copy in the global scope when it has every function
+ * (the one Python's sqlite3 module then calls too), else the libsqlite3 that module loaded, else any other. */
+static int bind_now(void) {
+    if (bind_sqlite(RTLD_DEFAULT) == 0) return 0;
     void *lib = dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_NOLOAD);
     if (!lib) lib = dlopen("libsqlite3.so.0", RTLD_NOW);
-    if (!lib || bind_sqlite(lib) < 0) {
-        void *self_process = dlopen(NULL, RTLD_NOW);
-        if (!self_process || bind_sqlite(self_process) < 0) {
-            PyErr_SetString(PyExc_ImportError, "no libsqlite3 to bind to");
-            return NULL;
-        }
+    if (lib && bind_sqlite(lib) == 0) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "no SQLite library to call");
+    return -1;
+}
+
+PyMODINIT_FUNC PyInit__cattr(void) {
+    if (bind_now() < 0) {  /* readers/_native.py imports sqlite3 first: its libsqlite3 is loaded */
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "no SQLite library to bind to");
+        return NULL;
     }
     return PyModule_Create(&module);
 }

@@ -3,10 +3,10 @@ that any per-op attribution pays (benchmarks/scale.py FLOOR_ATTRIBUTION: the GRO
 their launch calls), both measured in this run, interleaved, on the same generated capture of 500k launches with
 NVTX ranges (benchmarks.generate). A ratio, not a time: CI machines differ, and a loaded one slows both.
 
-The bound is generous, to fail only on a real slowdown. Measured on the 2-core development machine (5 rounds,
-docs/performance.md "Attribution floor"): 2.2-2.5x with the compiled passes (readers/_native.py; a fixed ~1.2 s
-of start-up and classification dominates at this size), 3.3-4.3x without them. A report twice as slow per launch
-as that, or one that lost the compiled passes where they are built, fails; noise of ±40% on either side does not.
+The bound is generous, to fail only on a real slowdown. Measured on the 2-core development machine (9 rounds,
+docs/performance.md "Attribution floor"): 1.9-2.5x with the compiled passes (readers/_native.py; a fixed ~1.2 s
+of start-up and classification dominates at this size), 3.3-4.4x without them. A report 1.7x as slow as that, or
+one that lost the compiled passes where they are built, fails; noise of ±40% on either side does not.
 """
 from __future__ import annotations
 
