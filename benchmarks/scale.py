@@ -26,6 +26,15 @@ FLOOR_NSYS = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
               "rows = c.execute('SELECT s.value, g.n, g.t FROM (SELECT demangledName AS nid, COUNT(*) AS n, "
               "SUM(\"end\" - start) AS t FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY demangledName) g "
               "JOIN StringIds s ON s.id = g.nid').fetchall(); print(len(rows))")
+# The floor any per-op attribution must pay (docs/performance.md, "Attribution floor"): FLOOR_NSYS's GROUP BY over
+# the kernels, each joined to its launch call by correlation id — one scan of the launch-call table (SQLite indexes
+# it once, automatically) and one seek per kernel. benchmarks/native/corr_join.c is the same work compiled.
+FLOOR_ATTRIBUTION = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                     "rows = c.execute('SELECT s.value, g.n, g.t, g.calls FROM (SELECT k.demangledName AS nid, "
+                     "COUNT(*) AS n, SUM(k.\"end\" - k.start) AS t, COUNT(r.start) AS calls "
+                     "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
+                     "ON r.correlationId = k.correlationId GROUP BY k.demangledName) g "
+                     "JOIN StringIds s ON s.id = g.nid').fetchall(); print(len(rows))")
 STREAM_JSON = ("import gzip, ijson, sys, collections; agg = collections.Counter(); "
                "[agg.update({e['name']: e.get('dur', 0)}) for e in "
                "ijson.items((gzip.open if sys.argv[1].endswith('.gz') else open)(sys.argv[1], 'rb'), "

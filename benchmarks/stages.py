@@ -47,12 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     import nvprof_wrap
     from nvprof_wrap import report as report_mod
     from nvprof_wrap.pipeline import compose, evidence
-    from nvprof_wrap.readers import _nvtx, _sqlite, nsys_sqlite
+    from nvprof_wrap.readers import _native, _nvtx, _sqlite, nsys_sqlite
     imported = time.perf_counter() - t
     _timed(_nvtx, "_all_segments", "NVTX segment sweep (+ insert)")
     _timed(_nvtx, "_main_threads", "main thread per process")
     _timed(_nvtx, "_slices", "attribution slices planned")
     _timed(_nvtx, "_attribute_slice", "attribution, this process's slice")
+    _timed(_native, "sweep", "NVTX segment sweep (compiled)")
+    _timed(_nvtx, "_compiled_slice", "attribution, this process's slice (compiled)")
     _timed(nsys_sqlite, "attribute", "attribution in all (sweep + join + group, workers waited for)")
     _timed(_sqlite.BusyTime, "result", "busy-time union, wait after the rest")
     _timed(nsys_sqlite, "_memops", "copies and sets")

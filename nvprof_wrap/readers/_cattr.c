@@ -1,0 +1,1104 @@
+/* The per-launch passes of the Nsight Systems reader, compiled (readers/_native.py is their Python face; each stands in
+ * for Python or SQL that stays the fallback and the reference it is tested against, tests/readers/test_native.py):
+ *   - the NVTX segment sweep (readers/_nvtx._segments), on ranges read and interned here;
+ *   - the per-op attribution of one slice of kernels (readers/_nvtx._attribute_slice's SQL);
+ *   - the busy-time union (readers/_sqlite.busy_part's loop; busy_time's plan, sorts and loops at once).
+ *
+ * Why: every launch is joined to its launch call by correlation id and looked up in its thread's NVTX segments. In
+ * SQL that is an automatic index built on the launch calls, a seek per kernel, two correlated subqueries and an
+ * upsert per launch: about 2 us per launch, twice the GROUP BY floor before any range is looked at; and the busy
+ * time's Python loop over every interval cost more than the whole floor. Here the launch calls of a slice are read
+ * once in rowid order, each labelled at once (its own thread's segment, else its process's main thread's: the rules
+ * of the SQL) and kept in a hash table of correlation ids; the kernels are then read once in rowid order, matched
+ * and summed into a small table of groups. A value that is not an integer (or, for range names, text) makes a pass
+ * decline: the Python path decides what such a capture means.
+ *
+ * No sqlite3.h is needed to build this (a fresh machine has Python's headers and a C compiler, not libsqlite3-dev):
+ * the handful of SQLite C API functions used are declared below (their ABI is stable since SQLite 3.0) and looked
+ * up at import in the libsqlite3 that Python's own sqlite3 module has loaded.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sqlite3 sqlite3;
+typedef struct sqlite3_stmt sqlite3_stmt;
+#define SQLITE_OK 0
+#define SQLITE_ROW 100
+#define SQLITE_DONE 101
+#define SQLITE_INTEGER 1
+#define SQLITE_TEXT 3
+#define SQLITE_NULL 5
+#define SQLITE_OPEN_READONLY 0x00000001
+#define SQLITE_OPEN_URI 0x00000040
+
+static struct {
+    int (*open_v2)(const char *, sqlite3 **, int, const char *);
+    int (*close)(sqlite3 *);
+    int (*prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
+    int (*step)(sqlite3_stmt *);
+    int (*finalize)(sqlite3_stmt *);
+    int64_t (*column_int64)(sqlite3_stmt *, int);
+    int (*column_type)(sqlite3_stmt *, int);
+    int (*column_count)(sqlite3_stmt *);
+    const char *(*errmsg)(sqlite3 *);
+    int (*bind_int64)(sqlite3_stmt *, int, int64_t);
+    int (*bind_null)(sqlite3_stmt *, int);
+    const unsigned char *(*column_text)(sqlite3_stmt *, int);
+    int (*column_bytes)(sqlite3_stmt *, int);
+} S;
+
+static int bind_sqlite(void *lib) {
+#define FIND(field, name) if (!(*(void **)&S.field = dlsym(lib, name))) return -1;
+    FIND(open_v2, "sqlite3_open_v2") FIND(close, "sqlite3_close") FIND(prepare_v2, "sqlite3_prepare_v2")
+    FIND(step, "sqlite3_step") FIND(finalize, "sqlite3_finalize") FIND(column_int64, "sqlite3_column_int64")
+    FIND(column_type, "sqlite3_column_type") FIND(column_count, "sqlite3_column_count") FIND(errmsg, "sqlite3_errmsg")
+    FIND(bind_int64, "sqlite3_bind_int64") FIND(bind_null, "sqlite3_bind_null")
+    FIND(column_text, "sqlite3_column_text") FIND(column_bytes, "sqlite3_column_bytes")
+#undef FIND
+    return 0;
+}
+
+/* ---- errors: a message for RuntimeError, or "unsupported" (a value that is not an integer or NULL: the SQL path
+ * decides what such a capture means) ---- */
+typedef struct { char msg[512]; int unsupported; } Err;
+
+static int sql_error(Err *err, sqlite3 *db, const char *what) {
+    snprintf(err->msg, sizeof err->msg, "%s: %s", what, db ? S.errmsg(db) : "cannot open");
+    return -1;
+}
+
+/* ---- one value of a row: integer or NULL ---- */
+typedef struct { int64_t v; int null; } Val;
+
+static int read_row(sqlite3_stmt *st, Val *out, int n, Err *err) {
+    for (int i = 0; i < n; i++) {
+        int t = S.column_type(st, i);
+        if (t == SQLITE_NULL) { out[i].v = 0; out[i].null = 1; continue; }
+        if (t != SQLITE_INTEGER) { err->unsupported = 1; snprintf(err->msg, sizeof err->msg, "column %d", i); return -1; }
+        out[i].v = S.column_int64(st, i);
+        out[i].null = 0;
+    }
+    return 0;
+}
+
+static int read_row_at(sqlite3_stmt *st, int i, Val *out, Err *err) {
+    int t = S.column_type(st, i);
+    if (t == SQLITE_NULL) { out->v = 0; out->null = 1; return 0; }
+    if (t != SQLITE_INTEGER) { err->unsupported = 1; snprintf(err->msg, sizeof err->msg, "column %d", i); return -1; }
+    out->v = S.column_int64(st, i);
+    out->null = 0;
+    return 0;
+}
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL; x ^= x >> 33;
+    return x;
+}
+
+/* ---- segments: each thread's time line cut where its (scope, op) label changes, sorted by (tid, s) ---- */
+typedef struct { int64_t tid; size_t lo, hi, last; } Thread;
+typedef struct { int64_t *s, *lab; char *lab_null; size_t n; Thread *threads; size_t nthreads; } Segments;
+typedef struct { int64_t tid, s, lab; char lab_null; } Bound;
+typedef struct { int64_t *p, *tid; size_t n; } Mains;  /* each process's main thread (nvw.main) */
+
+static void segments_free(Segments *g) {
+    if (!g) return;
+    free(g->s); free(g->lab); free(g->lab_null); free(g->threads);
+    free(g);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q) return -1;
+    *p = q; *cap = c;
+    return 0;
+}
+
+static int bound_cmp(const void *a, const void *b) {
+    const Bound *x = a, *y = b;
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* The segments of boundaries in any order; NULL when two share a thread and start (the SQL's primary key refuses
+ * them: the SQL path says what that is) or memory ran out (*oom set). Takes the boundaries. */
+static Segments *segments_of(Bound *b, size_t n, int *oom) {
+    int sorted = 1;
+    for (size_t i = 1; i < n && sorted; i++) sorted = bound_cmp(&b[i - 1], &b[i]) < 0;
+    if (!sorted) qsort(b, n, sizeof *b, bound_cmp);
+    Segments *g = calloc(1, sizeof *g);
+    size_t tcap = 0;
+    if (!g || !(g->s = malloc((n + 1) * sizeof *g->s)) || !(g->lab = malloc((n + 1) * sizeof *g->lab))
+        || !(g->lab_null = malloc(n + 1))) goto oom;
+    for (size_t i = 0; i < n; i++) {
+        if (i && b[i].tid == b[i - 1].tid && b[i].s == b[i - 1].s) { free(b); segments_free(g); return NULL; }
+        if (!g->nthreads || g->threads[g->nthreads - 1].tid != b[i].tid) {
+            if (grow((void **)&g->threads, &tcap, g->nthreads + 1, sizeof *g->threads)) goto oom;
+            g->threads[g->nthreads++] = (Thread){b[i].tid, i, i, i};
+        }
+        g->s[i] = b[i].s; g->lab[i] = b[i].lab; g->lab_null[i] = b[i].lab_null;
+        g->threads[g->nthreads - 1].hi = i + 1;
+    }
+    g->n = n;
+    free(b);
+    return g;
+oom:
+    free(b); segments_free(g); *oom = 1;
+    return NULL;
+}
+
+/* ---- the NVTX segment sweep (readers/_nvtx._segments, whose Python loop this is, line for line) ----
+ * Ranges are read in the sweep's order (thread, start, the longest first) with their names interned; the caller
+ * gives each name's op and each op's kind (a layer range, torch.profiler's step range); the sweep labels each
+ * moment with a (scope, op) pair of op ids, numbered in the order the Python sweep would first meet them. */
+typedef struct { int64_t tid, p, sum; char p_null; } Total;  /* a thread's ranges: its process, their length */
+typedef struct { int64_t *tid, *s, *e; int32_t *name; size_t n, cap; char **text; Py_ssize_t *len; int32_t nnames,
+                 tcap; int32_t *slot; size_t slots; Total *totals; size_t ntotals, totcap; } Ranges;
+
+static void ranges_free(Ranges *r) {
+    if (!r) return;
+    free(r->tid); free(r->s); free(r->e); free(r->name);
+    for (int32_t i = 0; i < r->nnames; i++) free(r->text[i]);
+    free(r->text); free(r->len); free(r->slot); free(r->totals);
+    free(r);
+}
+
+static uint64_t bytes_hash(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+/* The name's index (NULL: index of a NULL name, text NULL), added when new; -1 when memory ran out. */
+static int32_t intern(Ranges *r, const unsigned char *text, size_t n) {
+    if (r->nnames * 2 + 2 > (int64_t)r->slots) {  /* open addressing over the names, kept half empty */
+        size_t slots = r->slots ? r->slots * 2 : 1024;
+        int32_t *slot = malloc(slots * sizeof *slot);
+        if (!slot) return -1;
+        memset(slot, 0xff, slots * sizeof *slot);
+        for (int32_t i = 0; i < r->nnames; i++) {
+            if (!r->text[i]) continue;
+            size_t j = bytes_hash((unsigned char *)r->text[i], r->len[i]) & (slots - 1);
+            while (slot[j] >= 0) j = (j + 1) & (slots - 1);
+            slot[j] = i;
+        }
+        free(r->slot); r->slot = slot; r->slots = slots;
+    }
+    if (!text) {
+        for (int32_t i = 0; i < r->nnames; i++) if (!r->text[i]) return i;
+    } else {
+        size_t j = bytes_hash(text, n) & (r->slots - 1);
+        for (; r->slot[j] >= 0; j = (j + 1) & (r->slots - 1)) {
+            int32_t i = r->slot[j];
+            if ((size_t)r->len[i] == n && !memcmp(r->text[i], text, n)) return i;
+        }
+        r->slot[j] = r->nnames;
+    }
+    if (r->nnames >= r->tcap) {
+        int32_t cap = r->tcap ? r->tcap * 2 : 64;
+        char **t = realloc(r->text, cap * sizeof *t);
+        if (!t) return -1;
+        r->text = t;
+        Py_ssize_t *l = realloc(r->len, cap * sizeof *l);
+        if (!l) return -1;
+        r->len = l; r->tcap = cap;
+    }
+    char *copy = NULL;
+    if (text) {
+        if (!(copy = malloc(n + 1))) return -1;
+        memcpy(copy, text, n); copy[n] = 0;
+    }
+    r->text[r->nnames] = copy; r->len[r->nnames] = (Py_ssize_t)n;
+    return r->nnames++;
+}
+
+
+static Ranges *ranges_read(const char *uri, const char *sql, Err *err) {
+    sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
+    Ranges *r = calloc(1, sizeof *r);
+    int rc;
+    Val v[3], p;
+    const int64_t far = (int64_t)1 << 62;
+    if (!r) goto oom;
+    if (S.open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK
+        || S.prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "ranges"); goto fail; }
+    while ((rc = S.step(st)) == SQLITE_ROW) {
+        if (read_row(st, v, 3, err) < 0) goto fail;
+        if (v[0].null || v[1].null || v[2].null || v[1].v < -far || v[1].v > far || v[2].v < -far || v[2].v > far) {
+            err->unsupported = 1; goto fail;  /* the query keeps only closed ranges of a thread: never here */
+        }
+        int t = S.column_type(st, 3);
+        if (t != SQLITE_TEXT && t != SQLITE_NULL) { err->unsupported = 1; goto fail; }
+        const unsigned char *text = t == SQLITE_TEXT ? S.column_text(st, 3) : NULL;
+        int32_t name = intern(r, text, text ? (size_t)S.column_bytes(st, 3) : 0);
+        if (name < 0) goto oom;
+        if (read_row_at(st, 4, &p, err) < 0) goto fail;
+        if (!r->ntotals || r->totals[r->ntotals - 1].tid != v[0].v) {  /* rows come by thread */
+            if (grow((void **)&r->totals, &r->totcap, r->ntotals + 1, sizeof *r->totals)) goto oom;
+            r->totals[r->ntotals++] = (Total){v[0].v, p.v, 0, (char)p.null};
+        }
+        if (__builtin_add_overflow(r->totals[r->ntotals - 1].sum, v[2].v - v[1].v, &r->totals[r->ntotals - 1].sum)) {
+            err->unsupported = 1; goto fail;  /* SQLite's SUM raises there: the Python path says so */
+        }
+        if (r->n == r->cap) {
+            size_t cap = r->cap ? r->cap * 2 : 4096;
+            int64_t *a = realloc(r->tid, cap * 8), *b, *c;
+            if (!a) goto oom;
+            r->tid = a;
+            if (!(b = realloc(r->s, cap * 8))) goto oom;
+            r->s = b;
+            if (!(c = realloc(r->e, cap * 8))) goto oom;
+            r->e = c;
+            int32_t *d = realloc(r->name, cap * 4);
+            if (!d) goto oom;
+            r->name = d; r->cap = cap;
+        }
+        r->tid[r->n] = v[0].v; r->s[r->n] = v[1].v; r->e[r->n] = v[2].v; r->name[r->n++] = name;
+    }
+    if (rc != SQLITE_DONE) { sql_error(err, db, "ranges"); goto fail; }
+    S.finalize(st); S.close(db);
+    return r;
+oom:
+    snprintf(err->msg, sizeof err->msg, "out of memory");
+fail:
+    if (st) S.finalize(st);
+    if (db) S.close(db);
+    ranges_free(r);
+    return NULL;
+}
+
+/* An open range, as readers/_nvtx._open keeps it: op, the innermost layer range below and its own, the outermost
+ * non-step range, the bottom range (op ids, -1 for None), and its label (a pair index). */
+typedef struct { int64_t seq; int32_t op, layer, outer, bottom, lab; } Open;
+typedef struct { int32_t scope, op; } Pair;
+typedef struct {
+    const int32_t *name_op; const char *is_layer, *is_step;
+    Pair *pairs; size_t npairs, pcap; int32_t *pslot; size_t pslots;
+} Labels;
+
+static int32_t label_of(Labels *L, int32_t scope, int32_t op) {
+    if (L->npairs * 2 + 2 > L->pslots) {
+        size_t slots = L->pslots ? L->pslots * 2 : 256;
+        int32_t *slot = malloc(slots * sizeof *slot);
+        if (!slot) return -2;
+        memset(slot, 0xff, slots * sizeof *slot);
+        for (size_t i = 0; i < L->npairs; i++) {
+            size_t j = mix(((uint64_t)(uint32_t)L->pairs[i].scope << 32) | (uint32_t)L->pairs[i].op) & (slots - 1);
+            while (slot[j] >= 0) j = (j + 1) & (slots - 1);
+            slot[j] = (int32_t)i;
+        }
+        free(L->pslot); L->pslot = slot; L->pslots = slots;
+    }
+    size_t j = mix(((uint64_t)(uint32_t)scope << 32) | (uint32_t)op) & (L->pslots - 1);
+    for (; L->pslot[j] >= 0; j = (j + 1) & (L->pslots - 1)) {
+        Pair p = L->pairs[L->pslot[j]];
+        if (p.scope == scope && p.op == op) return L->pslot[j];
+    }
+    if (grow((void **)&L->pairs, &L->pcap, L->npairs + 1, sizeof *L->pairs)) return -2;
+    L->pairs[L->npairs] = (Pair){scope, op};
+    L->pslot[j] = (int32_t)L->npairs;
+    return (int32_t)L->npairs++;
+}
+
+static int open_range(Labels *L, int64_t seq, int32_t op, const Open *below, Open *out) {
+    int32_t layer = L->is_layer[op] ? op : (below ? below->layer : -1);
+    int32_t outer = below && below->outer >= 0 ? below->outer : (L->is_step[op] ? -1 : op);
+    int32_t bottom = below ? below->bottom : op;
+    int32_t lab = label_of(L, layer >= 0 ? layer : outer >= 0 ? outer : bottom, op);
+    if (lab < 0) return -1;
+    *out = (Open){seq, op, layer, outer, bottom, lab};
+    return 0;
+}
+
+typedef struct { int64_t e, negseq; } End;  /* heapq's (e, -seq): the smallest first */
+
+static int end_less(End a, End b) { return a.e < b.e || (a.e == b.e && a.negseq < b.negseq); }
+
+static void heap_push(End *h, size_t *n, End x) {
+    size_t i = (*n)++;
+    while (i > 0 && end_less(x, h[(i - 1) / 2])) { h[i] = h[(i - 1) / 2]; i = (i - 1) / 2; }
+    h[i] = x;
+}
+
+static End heap_pop(End *h, size_t *n) {
+    End top = h[0], x = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && end_less(h[c + 1], h[c])) c++;
+        if (!end_less(h[c], x)) break;
+        h[i] = h[c]; i = c;
+    }
+    if (*n) h[i] = x;
+    return top;
+}
+
+typedef struct {
+    Labels *L; Open *active; size_t nactive; End *ends; size_t nends;
+    Bound *out; size_t nout, ocap;
+    int64_t tid, pend_t; int pend_set; int32_t pend_lab; int32_t last; int last_set;
+} Sweep;
+
+/* _close: the open range that ends first closes; *t and *lab: when that takes effect, the label from then on. */
+static int close_first(Sweep *w, int64_t *t, int32_t *lab) {
+    End x = heap_pop(w->ends, &w->nends);
+    int64_t seq = -x.negseq;
+    if (w->active[w->nactive - 1].seq == seq) {
+        w->nactive--;
+    } else {
+        size_t i = w->nactive - 1;
+        while (w->active[i].seq != seq) i--;
+        memmove(&w->active[i], &w->active[i + 1], (w->nactive - i - 1) * sizeof *w->active);
+        w->nactive--;
+        for (size_t j = i; j < w->nactive; j++)
+            if (open_range(w->L, w->active[j].seq, w->active[j].op, j ? &w->active[j - 1] : NULL, &w->active[j]) < 0)
+                return -1;
+    }
+    *t = x.e + 1;
+    *lab = w->nactive ? w->active[w->nactive - 1].lab : -1;
+    return 0;
+}
+
+static int emit(Sweep *w) {  /* the held-back boundary, when its label differs from the last emitted */
+    if (w->pend_set && (!w->last_set || w->pend_lab != w->last)) {
+        if (grow((void **)&w->out, &w->ocap, w->nout + 1, sizeof *w->out)) return -1;
+        w->out[w->nout++] = (Bound){w->tid, w->pend_t, w->pend_lab, (char)(w->pend_lab < 0)};
+        w->last = w->pend_lab; w->last_set = 1;
+    }
+    return 0;
+}
+
+static int at(Sweep *w, int64_t t, int32_t lab) {  /* a boundary at t: of several at one time the last holds */
+    if (!w->pend_set || t != w->pend_t) {
+        if (emit(w) < 0) return -1;
+        w->pend_t = t; w->pend_set = 1;
+    }
+    w->pend_lab = lab;
+    return 0;
+}
+
+static int close_all(Sweep *w) {
+    while (w->nends) {
+        int64_t t; int32_t lab;
+        if (close_first(w, &t, &lab) < 0 || at(w, t, lab) < 0) return -1;
+    }
+    return emit(w);
+}
+
+static int sweep_all(Ranges *r, Labels *L, Bound **out, size_t *nout) {
+    Sweep w = {L, malloc((r->n + 1) * sizeof(Open)), 0, malloc((r->n + 1) * sizeof(End)), 0, NULL, 0, 0, 0, 0, 0, -1,
+               -1, 0};
+    int started = 0, rc = -1;
+    if (!w.active || !w.ends) goto done;
+    for (size_t seq = 0; seq < r->n; seq++) {
+        if (!started || r->tid[seq] != w.tid) {
+            if (started && close_all(&w) < 0) goto done;
+            started = 1;
+            w.tid = r->tid[seq]; w.pend_set = 0; w.pend_lab = -1; w.last_set = 0;
+        }
+        while (w.nends && w.ends[0].e < r->s[seq]) {
+            int64_t t; int32_t lab;
+            if (close_first(&w, &t, &lab) < 0 || at(&w, t, lab) < 0) goto done;
+        }
+        int32_t op = L->name_op[r->name[seq]];
+        if (open_range(L, (int64_t)seq, op, w.nactive ? &w.active[w.nactive - 1] : NULL, &w.active[w.nactive]) < 0)
+            goto done;
+        w.nactive++;
+        heap_push(w.ends, &w.nends, (End){r->e[seq], -(int64_t)seq});
+        if (at(&w, r->s[seq], w.active[w.nactive - 1].lab) < 0) goto done;
+    }
+    if (started && close_all(&w) < 0) goto done;
+    rc = 0;
+done:
+    free(w.active); free(w.ends);
+    if (rc == 0) { *out = w.out; *nout = w.nout; } else free(w.out);
+    return rc;
+}
+
+static Thread *thread_of(Segments *g, int64_t tid) {
+    size_t lo = 0, hi = g->nthreads;  /* threads are in tid order */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (g->threads[mid].tid < tid) lo = mid + 1; else hi = mid;
+    }
+    return lo < g->nthreads && g->threads[lo].tid == tid ? &g->threads[lo] : NULL;
+}
+
+/* The last segment of the thread starting at or before t (SQL: g.tid = ? AND g.s <= ? ORDER BY g.s DESC LIMIT 1):
+ * its index, or -1. Launch calls come nearly in time order per thread, so the previous answer is tried first. */
+static ptrdiff_t seg_at(Segments *g, Thread *th, int64_t t) {
+    size_t i = th->last;
+    if (i < th->hi && g->s[i] <= t && (i + 1 == th->hi || g->s[i + 1] > t)) return (ptrdiff_t)i;
+    size_t lo = th->lo, hi = th->hi;  /* first index with s > t */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (g->s[mid] <= t) lo = mid + 1; else hi = mid;
+    }
+    if (lo == th->lo) return -1;
+    th->last = lo - 1;
+    return (ptrdiff_t)(lo - 1);
+}
+
+static int64_t *main_of(Mains *m, int64_t p) {
+    for (size_t i = 0; i < m->n; i++)  /* one row per process: a handful */
+        if (m->p[i] == p) return &m->tid[i];
+    return NULL;
+}
+
+/* ---- outcomes: what a launch call gives its kernels — its label, whether borrowed (via), its join key — numbered.
+ * A call keeps only its correlation id and its outcome: 16 bytes, where its join key kept beside it took 24 (the
+ * launch calls of a slice are the pass's memory: 2.5M of them at 5M launches on 2 cores). ---- */
+typedef struct { int64_t lab, jk; int via; } Outcome;
+typedef struct { Outcome *o; size_t n, cap; int32_t *slot; size_t slots; int32_t last; } Outcomes;
+
+static size_t outcome_hash(int64_t lab, int64_t jk, int via, size_t mask) {
+    return mix((uint64_t)lab * 0x9E3779B97F4A7C15ULL ^ mix((uint64_t)jk) ^ (uint64_t)via) & mask;
+}
+
+static int32_t outcome_id(Outcomes *oc, int64_t lab, int64_t jk, int via) {
+    if (oc->n && oc->o[oc->last].lab == lab && oc->o[oc->last].jk == jk && oc->o[oc->last].via == via) return oc->last;
+    if ((oc->n + 1) * 2 > oc->slots) {  /* open addressing over the ids, kept half empty */
+        size_t slots = oc->slots ? oc->slots * 2 : 256;
+        int32_t *slot = malloc(slots * sizeof *slot);
+        if (!slot) return -1;
+        memset(slot, 0xff, slots * sizeof *slot);
+        for (size_t i = 0; i < oc->n; i++) {
+            size_t j = outcome_hash(oc->o[i].lab, oc->o[i].jk, oc->o[i].via, slots - 1);
+            while (slot[j] >= 0) j = (j + 1) & (slots - 1);
+            slot[j] = (int32_t)i;
+        }
+        free(oc->slot); oc->slot = slot; oc->slots = slots;
+    }
+    size_t j = outcome_hash(lab, jk, via, oc->slots - 1);
+    for (; oc->slot[j] >= 0; j = (j + 1) & (oc->slots - 1)) {
+        Outcome *o = &oc->o[oc->slot[j]];
+        if (o->lab == lab && o->jk == jk && o->via == via) return oc->last = oc->slot[j];
+    }
+    if (grow((void **)&oc->o, &oc->cap, oc->n + 1, sizeof *oc->o)) return -1;
+    oc->o[oc->n] = (Outcome){lab, jk, via};
+    oc->slot[j] = (int32_t)oc->n;
+    return oc->last = (int32_t)oc->n++;
+}
+
+/* The label of a launch call made at t on thread tid (NULL flags as in SQL): its own thread's segment, else (via) the
+ * segment of its process's main thread, else -1 — _attribute_slice's IFNULL(own, IFNULL(main thread's, -1)). */
+static int32_t label_call(Segments *g, Mains *mains, Outcomes *oc, int64_t jk, Val tid, Val t, Val proc) {
+    if (!tid.null && !t.null) {
+        Thread *th = thread_of(g, tid.v);
+        ptrdiff_t i = th ? seg_at(g, th, t.v) : -1;
+        if (i >= 0 && !g->lab_null[i]) return outcome_id(oc, g->lab[i], jk, 0);
+    }
+    int64_t lab = -1;
+    int64_t *m = proc.null ? NULL : main_of(mains, proc.v);
+    if (m && !tid.null && *m != tid.v && !t.null) {
+        Thread *th = thread_of(g, *m);
+        ptrdiff_t i = th ? seg_at(g, th, t.v) : -1;
+        if (i >= 0 && !g->lab_null[i]) lab = g->lab[i];
+    }
+    return outcome_id(oc, lab, jk, 1);
+}
+
+/* ---- launch calls by correlation id (chained: a LEFT JOIN gives one row per matching call) ----
+ * Correlation ids count up through a capture, and both tables come nearly in their order: the low bits of the id
+ * pick its bucket, so that both passes walk the table in order (a mixing hash made the join three times slower,
+ * from cache misses). Ids that crowd a few buckets instead (long chains: measured once all calls are in) are
+ * placed again with the mixing hash. */
+typedef struct { int64_t corr; int32_t outcome, next; } Call;
+typedef struct { Call *c; size_t n, cap; int32_t *head; size_t mask; int mixed; } Calls;
+
+static size_t bucket(const Calls *cs, int64_t corr) {
+    uint64_t x = (uint64_t)corr;
+    return (cs->mixed ? mix(x) : x ^ (x >> 32)) & cs->mask;
+}
+
+static int calls_place(Calls *cs, size_t buckets, int mixed) {
+    int32_t *head = malloc(buckets * sizeof *head);
+    if (!head) return -1;
+    memset(head, 0xff, buckets * sizeof *head);
+    free(cs->head);
+    cs->head = head; cs->mask = buckets - 1; cs->mixed = mixed;
+    for (size_t i = cs->n; i-- > 0;) {  /* from the last: each chain lists its calls in rowid order */
+        size_t b = bucket(cs, cs->c[i].corr);
+        cs->c[i].next = head[b];
+        head[b] = (int32_t)i;
+    }
+    return 0;
+}
+
+static int calls_add(Calls *cs, int64_t corr, int32_t outcome) {
+    if (cs->n >= INT32_MAX) return -1;
+    if (grow((void **)&cs->c, &cs->cap, cs->n + 1, sizeof *cs->c)) return -1;
+    cs->c[cs->n++] = (Call){corr, outcome, -1};
+    return 0;
+}
+
+/* The buckets, once every call is in: as many as calls (a power of two); mixed when the plain ones crowd. */
+static int calls_index(Calls *cs) {
+    size_t buckets = 1024;
+    while (buckets < cs->n) buckets *= 2;
+    if (calls_place(cs, buckets, 0) < 0) return -1;
+    uint64_t walk = 0;  /* the steps of finding every call: chain length squared, summed */
+    for (size_t b = 0; b < buckets; b++) {
+        uint64_t len = 0;
+        for (int32_t i = cs->head[b]; i >= 0; i = cs->c[i].next) len++;
+        walk += len * len;
+    }
+    return walk > 4 * (uint64_t)cs->n + 1024 ? calls_place(cs, buckets, 1) : 0;
+}
+
+/* ---- groups: (pid, dev, outcome, key) → launches, total ns ---- */
+typedef struct { int64_t pid, dev, key; int32_t outcome; char key_null, used; int64_t n, tot; } Group;
+typedef struct { Group *g; size_t n, mask; } Groups;
+
+static Group *group_of(Groups *gs, int64_t pid, int64_t dev, int32_t outcome, int64_t key, char key_null) {
+    uint64_t h = mix((uint64_t)pid * 0x9E3779B97F4A7C15ULL ^ mix((uint64_t)dev + 0x632BE59BD9B4E019ULL)
+                     ^ mix((uint64_t)key * 31 + (uint64_t)outcome * 1000003ULL + (uint64_t)key_null));
+    size_t i = h & gs->mask;
+    while (gs->g[i].used) {
+        Group *x = &gs->g[i];
+        if (x->pid == pid && x->dev == dev && x->outcome == outcome && x->key == key && x->key_null == key_null)
+            return x;
+        i = (i + 1) & gs->mask;
+    }
+    if ((gs->n + 1) * 2 > gs->mask + 1) {  /* keep it half empty: grow and place everything again */
+        size_t cap = (gs->mask + 1) * 2;
+        Group *old = gs->g, *g = calloc(cap, sizeof *g);
+        if (!g) return NULL;
+        size_t oldcap = gs->mask + 1;
+        gs->g = g; gs->mask = cap - 1; gs->n = 0;
+        for (size_t j = 0; j < oldcap; j++)
+            if (old[j].used) {
+                Group *y = group_of(gs, old[j].pid, old[j].dev, old[j].outcome, old[j].key, old[j].key_null);
+                y->n = old[j].n; y->tot = old[j].tot;
+            }
+        free(old);
+        return group_of(gs, pid, dev, outcome, key, key_null);
+    }
+    gs->g[i] = (Group){pid, dev, key, outcome, key_null, 1, 0, 0};
+    gs->n++;
+    return &gs->g[i];
+}
+
+/* The whole pass. calls_sql: (correlation id, join key, tid, t, process) per launch call; kernels_sql: (correlation
+ * id, join key, pid, dev, key, dur) per kernel. A kernel matches the calls of equal correlation id and join key. */
+static int attribute_all(const char *uri, const char *calls_sql, const char *kernels_sql, Segments *g,
+                         Mains *mains, Outcomes *oc, Groups *gs, int64_t *no_duration, Err *err) {
+    sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
+    Calls cs = {0};
+    int rc, out = -1;
+    if (S.open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+        sql_error(err, db, "capture"); goto done;
+    }
+    if (S.prepare_v2(db, calls_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "launch calls"); goto done; }
+    if (S.column_count(st) != 5) { snprintf(err->msg, sizeof err->msg, "launch calls: 5 columns"); goto done; }
+    Val v[6];
+    while ((rc = S.step(st)) == SQLITE_ROW) {
+        if (read_row(st, v, 5, err) < 0) goto done;
+        if (v[0].null || v[1].null) continue;  /* a NULL correlation id or join key never matches (NULL = x) */
+        int32_t o = label_call(g, mains, oc, v[1].v, v[2], v[3], v[4]);
+        if (o < 0 || calls_add(&cs, v[0].v, o) < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+    }
+    if (rc != SQLITE_DONE) { sql_error(err, db, "launch calls"); goto done; }
+    S.finalize(st); st = NULL;
+    if (calls_index(&cs) < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+    /* no launch call: outside any range (own IS NULL, no thread); its join key is never compared */
+    int32_t unmatched = outcome_id(oc, -1, INT64_MIN, 1);
+    if (unmatched < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+    if (S.prepare_v2(db, kernels_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "kernels"); goto done; }
+    if (S.column_count(st) != 6) { snprintf(err->msg, sizeof err->msg, "kernels: 6 columns"); goto done; }
+    while ((rc = S.step(st)) == SQLITE_ROW) {
+        if (read_row(st, v, 6, err) < 0) goto done;
+        int64_t pid = v[2].null ? -1 : v[2].v, dev = v[3].null ? -1 : v[3].v, dur = v[5].null ? 0 : v[5].v;
+        *no_duration += v[5].null;
+        int matched = 0;
+        if (!v[0].null && !v[1].null) {
+            for (int32_t i = cs.head[bucket(&cs, v[0].v)]; i >= 0; i = cs.c[i].next) {
+                if (cs.c[i].corr != v[0].v || oc->o[cs.c[i].outcome].jk != v[1].v) continue;
+                Group *x = group_of(gs, pid, dev, cs.c[i].outcome, v[4].v, (char)v[4].null);
+                if (!x) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+                x->n++; x->tot += dur; matched = 1;
+            }
+        }
+        if (!matched) {
+            Group *x = group_of(gs, pid, dev, unmatched, v[4].v, (char)v[4].null);
+            if (!x) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+            x->n++; x->tot += dur;
+        }
+    }
+    if (rc != SQLITE_DONE) { sql_error(err, db, "kernels"); goto done; }
+    out = 0;
+done:
+    if (st) S.finalize(st);
+    if (db) S.close(db);
+    free(cs.c); free(cs.head);
+    return out;
+}
+
+/* ---- the busy-time union of one group's intervals (readers/_sqlite.busy_part, whose Python loop this is) ----
+ * sql yields (start, end, kernel flag) in start order; the result is busy_part's 7 values, or 0 rows. */
+typedef struct { int64_t busy, first, reach, kfirst, below, klast, upto; int has_kfirst, has_klast, rows; } Busy;
+
+static int busy_merge(const char *uri, const char *sql, const int64_t *params, const char *nulls, int nparams,
+                      Busy *b, Err *err) {
+    sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
+    int rc, out = -1;
+    Val v[3];
+    memset(b, 0, sizeof *b);
+    if (S.open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+        sql_error(err, db, "capture"); goto done;
+    }
+    if (S.prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "busy time"); goto done; }
+    for (int i = 0; i < nparams; i++)
+        if ((nulls[i] ? S.bind_null(st, i + 1) : S.bind_int64(st, i + 1, params[i])) != SQLITE_OK) {
+            sql_error(err, db, "busy time"); goto done;
+        }
+    while ((rc = S.step(st)) == SQLITE_ROW) {
+        if (read_row(st, v, 3, err) < 0) goto done;
+        if (v[0].null || v[1].null || v[2].null) { err->unsupported = 1; goto done; }
+        int64_t start = v[0].v, end = v[1].v;
+        const int64_t far = (int64_t)1 << 62;  /* beyond: differences could overflow, where Python's cannot */
+        if (start < -far || start > far || end < -far || end > far) { err->unsupported = 1; goto done; }
+        int k = v[2].v != 0;
+        if (!b->rows++) {
+            b->first = start; b->reach = end; b->busy = end - start;
+            if (k) { b->kfirst = start; b->has_kfirst = 1; b->below = 0; b->klast = end; b->has_klast = 1; b->upto = b->busy; }
+            continue;
+        }
+        if (k && !b->has_kfirst) {
+            b->kfirst = start; b->has_kfirst = 1;
+            b->below = b->busy - (b->reach - start > 0 ? b->reach - start : 0);
+        }
+        if (start >= b->reach) { b->busy += end - start; b->reach = end; }
+        else if (end > b->reach) { b->busy += end - b->reach; b->reach = end; }
+        if (k && (!b->has_klast || end > b->klast)) {
+            b->klast = end; b->has_klast = 1; b->upto = b->busy - (b->reach - end);
+        }
+    }
+    if (rc != SQLITE_DONE) { sql_error(err, db, "busy time"); goto done; }
+    out = 0;
+done:
+    if (st) S.finalize(st);
+    if (db) S.close(db);
+    return out;
+}
+
+/* ---- the busy-time union of every group at once (readers/_sqlite.busy_time): one scan of each table, the
+ * intervals sorted here (in place: no second copy of them) instead of by SQLite per group ---- */
+typedef struct { int64_t s, e2k; } Span;  /* e2k: end * 2 + kernel flag (|end| <= 2^62) */
+typedef struct { int64_t g, d; char gnull, dnull; Span *v; size_t n, cap; } Lane;
+
+static void span_sift(Span *a, size_t n, size_t i) {
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) return;
+        if (c + 1 < n && a[c + 1].s > a[c].s) c++;
+        if (a[c].s <= a[i].s) return;
+        Span t = a[i]; a[i] = a[c]; a[c] = t;
+        i = c;
+    }
+}
+
+static void span_heapsort(Span *a, size_t n) {
+    for (size_t i = n / 2; i-- > 0;) span_sift(a, n, i);
+    for (size_t k = n; k-- > 1;) { Span t = a[0]; a[0] = a[k]; a[k] = t; span_sift(a, k, 0); }
+}
+
+/* Introsort by start: quicksort (median of three; rows come nearly in start order, where that is quick), heapsort
+ * where it recurses too deep, insertion sort for short runs. Equal starts may come in any order: the union, the
+ * first kernel's start and the last kernel's end do not depend on it (busy_part says why). */
+static void span_sort(Span *a, size_t n, int depth) {
+    while (n > 16) {
+        if (depth-- == 0) { span_heapsort(a, n); return; }
+        size_t m = n / 2;
+        if (a[m].s < a[0].s) { Span t = a[m]; a[m] = a[0]; a[0] = t; }
+        if (a[n - 1].s < a[0].s) { Span t = a[n - 1]; a[n - 1] = a[0]; a[0] = t; }
+        if (a[n - 1].s < a[m].s) { Span t = a[n - 1]; a[n - 1] = a[m]; a[m] = t; }
+        int64_t pivot = a[m].s;
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (a[i].s < pivot) i++;
+            while (a[j].s > pivot) j--;
+            if (i >= j) break;
+            Span t = a[i]; a[i] = a[j]; a[j] = t;
+            i++; j--;
+        }
+        size_t left = j + 1;  /* [0, left) <= pivot <= [left, n) */
+        if (left == 0 || left >= n) { span_heapsort(a, n); return; }  /* cannot happen; never loops if it does */
+        if (left < n - left) { span_sort(a, left, depth); a += left; n -= left; }
+        else { span_sort(a + left, n - left, depth); n = left; }
+    }
+    for (size_t i = 1; i < n; i++) {
+        Span x = a[i];
+        size_t j = i;
+        while (j > 0 && a[j - 1].s > x.s) { a[j] = a[j - 1]; j--; }
+        a[j] = x;
+    }
+}
+
+static void busy_of_lane(Lane *l, Busy *b) {
+    int depth = 2;
+    for (size_t n = l->n; n > 1; n >>= 1) depth += 2;
+    span_sort(l->v, l->n, depth);
+    memset(b, 0, sizeof *b);
+    for (size_t i = 0; i < l->n; i++) {
+        int64_t start = l->v[i].s, end = l->v[i].e2k >> 1;  /* arithmetic shift: floor division by 2 */
+        int k = (int)(l->v[i].e2k & 1);
+        if (!b->rows++) {
+            b->first = start; b->reach = end; b->busy = end - start;
+            if (k) { b->kfirst = start; b->has_kfirst = 1; b->klast = end; b->has_klast = 1; b->upto = b->busy; }
+            continue;
+        }
+        if (k && !b->has_kfirst) {
+            b->kfirst = start; b->has_kfirst = 1;
+            b->below = b->busy - (b->reach - start > 0 ? b->reach - start : 0);
+        }
+        if (start >= b->reach) { b->busy += end - start; b->reach = end; }
+        else if (end > b->reach) { b->busy += end - b->reach; b->reach = end; }
+        if (k && (!b->has_klast || end > b->klast)) { b->klast = end; b->has_klast = 1; b->upto = b->busy - (b->reach - end); }
+    }
+}
+
+typedef struct { Lane *l; size_t n, cap; } Lanes;
+
+static Lane *lane_of(Lanes *ls, Val g, Val d) {
+    for (size_t i = ls->n; i-- > 0;) {  /* a handful: (process, device) pairs; the last one is the usual */
+        Lane *l = &ls->l[i];
+        if (l->gnull == g.null && l->dnull == d.null && (g.null || l->g == g.v) && (d.null || l->d == d.v)) return l;
+    }
+    if (grow((void **)&ls->l, &ls->cap, ls->n + 1, sizeof *ls->l)) return NULL;
+    Lane *l = &ls->l[ls->n++];
+    *l = (Lane){g.v, d.v, (char)g.null, (char)d.null, NULL, 0, 0};
+    return l;
+}
+
+/* sqls: per table, (group, dev, start, end, kernel flag) of its usable intervals, cut to the window. */
+static int busy_lanes(const char *uri, const char **sqls, int nsql, Lanes *ls, Err *err) {
+    sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
+    int rc, out = -1;
+    Val v[5];
+    const int64_t far = (int64_t)1 << 62;
+    if (S.open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+        sql_error(err, db, "capture"); goto done;
+    }
+    for (int q = 0; q < nsql; q++) {
+        if (S.prepare_v2(db, sqls[q], -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "busy time"); goto done; }
+        Lane *l = NULL;
+        while ((rc = S.step(st)) == SQLITE_ROW) {
+            if (read_row(st, v, 5, err) < 0) goto done;
+            if (v[2].null || v[3].null || v[4].null || v[2].v < -far || v[2].v > far || v[3].v < -far || v[3].v > far) {
+                err->unsupported = 1; goto done;
+            }
+            if (!l || l->gnull != v[0].null || l->dnull != v[1].null || (!v[0].null && l->g != v[0].v)
+                || (!v[1].null && l->d != v[1].v)) {
+                if (!(l = lane_of(ls, v[0], v[1]))) goto oom;
+            }
+            if (grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) goto oom;
+            l->v[l->n++] = (Span){v[2].v, v[3].v * 2 + (v[4].v != 0)};
+        }
+        if (rc != SQLITE_DONE) { sql_error(err, db, "busy time"); goto done; }
+        S.finalize(st); st = NULL;
+    }
+    out = 0;
+    goto done;
+oom:
+    snprintf(err->msg, sizeof err->msg, "out of memory");
+done:
+    if (st) S.finalize(st);
+    if (db) S.close(db);
+    return out;
+}
+
+/* ---- the Python face ---- */
+static int bind_now(void);
+static const char CAPSULE[] = "nvprof_wrap.readers._cattr.segments";
+
+static void capsule_free(PyObject *c) { segments_free(PyCapsule_GetPointer(c, CAPSULE)); }
+
+static PyObject *wrap(Segments *g) {
+    PyObject *c = PyCapsule_New(g, CAPSULE, capsule_free);
+    if (!c) segments_free(g);
+    return c;
+}
+
+/* An int64 from an int, or *bad when it is anything else (None is NULL where null is given). */
+static int64_t int_of(PyObject *o, char *null, int *bad) {
+    if (null) *null = o == Py_None;
+    if (o == Py_None && null) return 0;
+    if (!PyLong_CheckExact(o)) { *bad = 1; return 0; }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); *bad = 1; }
+    return v;
+}
+
+static PyObject *py_attribute(PyObject *self, PyObject *args) {
+    if (bind_now() < 0) return NULL;
+    const char *uri, *calls_sql, *kernels_sql;
+    PyObject *capsule, *main_pairs;
+    if (!PyArg_ParseTuple(args, "sssOO", &uri, &calls_sql, &kernels_sql, &capsule, &main_pairs)) return NULL;
+    Segments *g = PyCapsule_GetPointer(capsule, CAPSULE);
+    if (!g) return NULL;
+    PyObject *pairs = PySequence_Fast(main_pairs, "main threads: a sequence of (process, tid)");
+    if (!pairs) return NULL;
+    Py_ssize_t np = PySequence_Fast_GET_SIZE(pairs);
+    Mains mains = {malloc((np + 1) * sizeof(int64_t)), malloc((np + 1) * sizeof(int64_t)), 0};
+    int bad = 0;
+    for (Py_ssize_t i = 0; mains.p && mains.tid && i < np; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(pairs, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) { bad = 1; break; }
+        char pn, tn;
+        int64_t p = int_of(PyTuple_GET_ITEM(pair, 0), &pn, &bad), tid = int_of(PyTuple_GET_ITEM(pair, 1), &tn, &bad);
+        if (!pn && !tn) { mains.p[mains.n] = p; mains.tid[mains.n++] = tid; }  /* a NULL never matches */
+    }
+    Py_DECREF(pairs);
+    Outcomes oc = {0};
+    Groups gs = {calloc(1024, sizeof(Group)), 0, 1023};
+    Err err = {{0}, 0};
+    int rc = -1;
+    PyObject *result = NULL;
+    if (bad) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (!gs.g || !mains.p || !mains.tid) { PyErr_NoMemory(); goto done; }
+    int64_t no_duration = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = attribute_all(uri, calls_sql, kernels_sql, g, &mains, &oc, &gs, &no_duration, &err);
+    Py_END_ALLOW_THREADS
+    if (rc == 0) {
+        result = PyList_New(0);
+        for (size_t i = 0; result && i <= gs.mask; i++) {
+            Group *x = &gs.g[i];
+            if (!x->used) continue;
+            Outcome o = oc.o[x->outcome];
+            PyObject *row = x->key_null ? Py_BuildValue("(LLLsiLL)", x->pid, x->dev, o.lab, "", o.via, x->n, x->tot)
+                                        : Py_BuildValue("(LLLLiLL)", x->pid, x->dev, o.lab, x->key, o.via, x->n, x->tot);
+            if (!row || PyList_Append(result, row) < 0) { Py_XDECREF(row); Py_CLEAR(result); break; }
+            Py_DECREF(row);
+        }
+        if (result) result = Py_BuildValue("(NL)", result, no_duration);
+    } else if (err.unsupported) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyErr_SetString(PyExc_RuntimeError, err.msg);
+    }
+done:
+    free(mains.p); free(mains.tid); free(oc.o); free(oc.slot); free(gs.g);
+    return result;
+}
+
+static PyObject *py_busy(PyObject *self, PyObject *args) {
+    if (bind_now() < 0) return NULL;
+    const char *uri, *sql;
+    PyObject *params;
+    if (!PyArg_ParseTuple(args, "ssO", &uri, &sql, &params)) return NULL;
+    PyObject *seq = PySequence_Fast(params, "busy: parameters");
+    if (!seq) return NULL;
+    int n = (int)PySequence_Fast_GET_SIZE(seq), bad = 0;
+    int64_t *vals = malloc((n + 1) * sizeof *vals);
+    char *nulls = malloc(n + 1);
+    for (int i = 0; vals && nulls && i < n; i++) vals[i] = int_of(PySequence_Fast_GET_ITEM(seq, i), &nulls[i], &bad);
+    Py_DECREF(seq);
+    if (!vals || !nulls) { free(vals); free(nulls); return PyErr_NoMemory(); }
+    if (bad) { free(vals); free(nulls); Py_RETURN_NONE; }
+    Busy b;
+    Err err = {{0}, 0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = busy_merge(uri, sql, vals, nulls, n, &b, &err);
+    Py_END_ALLOW_THREADS
+    free(vals); free(nulls);
+    if (rc < 0) {
+        if (err.unsupported) Py_RETURN_NONE;
+        PyErr_SetString(PyExc_RuntimeError, err.msg);
+        return NULL;
+    }
+    if (!b.rows) return Py_BuildValue("(O)", Py_None);  /* no interval: busy_part's None */
+    PyObject *kfirst = b.has_kfirst ? PyLong_FromLongLong(b.kfirst) : Py_NewRef(Py_None);
+    PyObject *klast = b.has_klast ? PyLong_FromLongLong(b.klast) : Py_NewRef(Py_None);
+    if (!kfirst || !klast) { Py_XDECREF(kfirst); Py_XDECREF(klast); return NULL; }
+    PyObject *part = Py_BuildValue("(LLLNLNL)", b.busy, b.first, b.reach, kfirst, b.below, klast, b.busy - b.upto);
+    return part ? Py_BuildValue("(N)", part) : NULL;
+}
+
+static PyObject *value_or_none(int64_t v, char null) { return null ? Py_NewRef(Py_None) : PyLong_FromLongLong(v); }
+
+static PyObject *py_busy_all(PyObject *self, PyObject *args) {
+    if (bind_now() < 0) return NULL;
+    const char *uri;
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "sO", &uri, &list)) return NULL;
+    PyObject *seq = PySequence_Fast(list, "busy_all: a sequence of SQL");
+    if (!seq) return NULL;
+    int nsql = (int)PySequence_Fast_GET_SIZE(seq);
+    const char **sqls = calloc(nsql + 1, sizeof *sqls);
+    if (!sqls) { Py_DECREF(seq); return PyErr_NoMemory(); }
+    for (int i = 0; i < nsql; i++) {
+        sqls[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+        if (!sqls[i]) { free(sqls); Py_DECREF(seq); return NULL; }
+    }
+    Lanes ls = {0};
+    Err err = {{0}, 0};
+    int rc;
+    Busy *parts = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = busy_lanes(uri, sqls, nsql, &ls, &err);
+    if (rc == 0 && !(parts = calloc(ls.n + 1, sizeof *parts))) { rc = -1; snprintf(err.msg, sizeof err.msg, "out of memory"); }
+    for (size_t i = 0; rc == 0 && i < ls.n; i++) { busy_of_lane(&ls.l[i], &parts[i]); free(ls.l[i].v); ls.l[i].v = NULL; }
+    Py_END_ALLOW_THREADS
+    free(sqls);
+    Py_DECREF(seq);
+    PyObject *result = NULL;
+    if (rc == 0) {
+        result = PyList_New(0);
+        for (size_t i = 0; result && i < ls.n; i++) {
+            Lane *l = &ls.l[i];
+            Busy *b = &parts[i];
+            PyObject *row = Py_BuildValue("(NN(LLLNLNL))", value_or_none(l->g, l->gnull), value_or_none(l->d, l->dnull),
+                                          b->busy, b->first, b->reach, value_or_none(b->kfirst, !b->has_kfirst),
+                                          b->below, value_or_none(b->klast, !b->has_klast), b->busy - b->upto);
+            if (!row || PyList_Append(result, row) < 0) { Py_XDECREF(row); Py_CLEAR(result); }
+            else Py_DECREF(row);
+        }
+    } else if (err.unsupported) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyErr_SetString(PyExc_RuntimeError, err.msg);
+    }
+    for (size_t i = 0; i < ls.n; i++) free(ls.l[i].v);
+    free(ls.l); free(parts);
+    return result;
+}
+
+/* (process, tid) of each process's main thread: the one whose ranges last longest in all, the smallest id of those
+ * with as long (readers/_nvtx._main_threads, which says why). */
+static PyObject *main_threads(Ranges *r) {
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && i < r->ntotals; i++) {
+        Total *a = &r->totals[i];
+        int best = 1;
+        for (size_t j = 0; best && j < r->ntotals; j++) {
+            Total *b = &r->totals[j];
+            if (j != i && b->p_null == a->p_null && (a->p_null || b->p == a->p)
+                && (b->sum > a->sum || (b->sum == a->sum && b->tid < a->tid))) best = 0;
+        }
+        if (!best) continue;
+        PyObject *pair = Py_BuildValue("(NL)", a->p_null ? Py_NewRef(Py_None) : PyLong_FromLongLong(a->p), a->tid);
+        if (!pair || PyList_Append(out, pair) < 0) Py_CLEAR(out);
+        Py_XDECREF(pair);
+    }
+    return out;
+}
+
+static PyObject *py_sweep(PyObject *self, PyObject *args) {
+    if (bind_now() < 0) return NULL;
+    const char *uri, *sql;
+    PyObject *op_of;
+    if (!PyArg_ParseTuple(args, "ssO", &uri, &sql, &op_of)) return NULL;
+    Err err = {{0}, 0};
+    Ranges *r;
+    Py_BEGIN_ALLOW_THREADS
+    r = ranges_read(uri, sql, &err);
+    Py_END_ALLOW_THREADS
+    if (!r) {
+        if (err.unsupported) Py_RETURN_NONE;
+        PyErr_SetString(PyExc_RuntimeError, err.msg);
+        return NULL;
+    }
+    Labels L = {0};
+    int32_t *name_op = malloc((r->nnames + 1) * sizeof *name_op);
+    size_t kcap = 0, nkinds = 0;
+    char *is_layer = NULL, *is_step = NULL;
+    PyObject *result = NULL;
+    if (!name_op) { PyErr_NoMemory(); goto done; }
+    for (int32_t i = 0; i < r->nnames; i++) {  /* each distinct name's op: (op id, layer range?, step range?) */
+        PyObject *name = r->text[i] ? PyUnicode_DecodeUTF8(r->text[i], r->len[i], "replace") : Py_NewRef(Py_None);
+        PyObject *got = name ? PyObject_CallOneArg(op_of, name) : NULL;
+        Py_XDECREF(name);
+        long op; int layer, step;
+        if (!got || !PyArg_ParseTuple(got, "lpp", &op, &layer, &step) || op < 0 || op > INT32_MAX) {
+            Py_XDECREF(got);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "op_of: (op id, layer, step)");
+            goto done;
+        }
+        Py_DECREF(got);
+        size_t need = (size_t)op + 1, cap = kcap;
+        if (grow((void **)&is_layer, &cap, need, 1) || grow((void **)&is_step, &kcap, need, 1)) { PyErr_NoMemory(); goto done; }
+        for (; nkinds < need; nkinds++) is_layer[nkinds] = is_step[nkinds] = 0;
+        name_op[i] = (int32_t)op; is_layer[op] = (char)layer; is_step[op] = (char)step;
+    }
+    L.name_op = name_op; L.is_layer = is_layer; L.is_step = is_step;
+    Bound *bounds = NULL;
+    size_t nb = 0;
+    int rc, oom = 0;
+    Segments *g = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = sweep_all(r, &L, &bounds, &nb);
+    if (rc == 0) g = segments_of(bounds, nb, &oom);  /* takes the boundaries */
+    Py_END_ALLOW_THREADS
+    if (rc < 0 || oom) { PyErr_NoMemory(); goto done; }
+    if (!g) { result = Py_NewRef(Py_None); goto done; }  /* two boundaries at one time of a thread: never here */
+    PyObject *held = wrap(g), *pairs = held ? PyList_New((Py_ssize_t)L.npairs) : NULL;
+    for (size_t i = 0; pairs && i < L.npairs; i++) {
+        PyObject *pair = Py_BuildValue("(ii)", L.pairs[i].scope, L.pairs[i].op);
+        if (!pair) { Py_CLEAR(pairs); break; }
+        PyList_SET_ITEM(pairs, (Py_ssize_t)i, pair);
+    }
+    PyObject *main = pairs ? main_threads(r) : NULL;
+    result = main ? Py_BuildValue("(NNN)", held, pairs, main) : NULL;
+    if (!main) { Py_XDECREF(held); Py_XDECREF(pairs); }
+done:
+    ranges_free(r);
+    free(name_op); free(is_layer); free(is_step); free(L.pairs); free(L.pslot);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"sweep", py_sweep, METH_VARARGS,
+     "sweep(capture_uri, ranges_sql, op_of) -> (segments, [(scope op id, op id)] by label id, [(process, main "
+     "thread)]) of the (tid, start, end, name, process) ranges in the sweep's order; op_of(name) -> (op id, layer?, "
+     "step?) once per distinct name. None when a value is not an integer, or a name not text (the Python decides)"},
+    {"busy_all", py_busy_all, METH_VARARGS,
+     "busy_all(capture_uri, sqls) -> [(group, dev, busy_part's result)] over the (group, dev, start, end, kernel) rows "
+     "of every SQL, in no order; None for a value that is not an integer (the SQL and Python path decides)"},
+    {"busy", py_busy, METH_VARARGS,
+     "busy(capture_uri, sql, params) -> (busy_part's result,) of the (start, end, kernel) rows sql yields in start "
+     "order; None for a value that is not an integer (the Python loop decides)"},
+    {"attribute", py_attribute, METH_VARARGS,
+     "attribute(capture_uri, calls_sql, kernels_sql, segments, main_threads) -> ([(pid, dev, lab, key, via, n, "
+     "total)], kernels whose duration is NULL), or None (a value that is not an integer or NULL: the SQL decides)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cattr", NULL, -1, methods};
+
+/* Which SQLite to call, decided at each call: a process may hold two. TensorFlow's libtensorflow_cc exports a
+ * whole SQLite of its own and is loaded RTLD_GLOBAL: from then on the calls the system libsqlite3 makes to its own
+ * exported functions bind to TensorFlow's copy, so calling the system library by its handle mixes the two (measured:
+ * a NULL allocator, a segfault, in a Keras process). So: the copy in the global scope when it has every function
+ * (the one Python's sqlite3 module then calls too), else the libsqlite3 that module loaded, else any other. */
+static int bind_now(void) {
+    if (bind_sqlite(RTLD_DEFAULT) == 0) return 0;
+    void *lib = dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libsqlite3.so.0", RTLD_NOW);
+    if (lib && bind_sqlite(lib) == 0) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "no SQLite library to call");
+    return -1;
+}
+
+PyMODINIT_FUNC PyInit__cattr(void) {
+    if (bind_now() < 0) {  /* readers/_native.py imports sqlite3 first: its libsqlite3 is loaded */
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "no SQLite library to bind to");
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,53 @@
+"""The compiled passes of the Nsight Systems reader (readers/_cattr.c), when they were built: the NVTX segment sweep,
+the per-op attribution of a slice of kernels, the busy-time union.
+
+Each gives exactly what the Python and SQL it stands in for give (tests/readers/test_native.py compares them on
+real and generated captures and on random ranges); measured on this project's 2-core machine, reading a generated
+2M-launch capture took 8.1-9.6 s by those and 3.1-3.4 s compiled. They are optional: `pip install` builds them
+where a C compiler and Python's headers are present (setup.py; no libsqlite3-dev needed), and without them — or
+with NVPROF_WRAP_NATIVE=off, or on a capture holding values of another type than they expect — the Python and SQL
+run instead.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3  # noqa: F401 - loads the libsqlite3 that the helper binds to
+
+try:
+    from nvprof_wrap.readers import _cattr
+except ImportError:  # not built here (no compiler at install time), or no libsqlite3 to bind to
+    _cattr = None
+
+
+def available() -> bool:
+    return _cattr is not None and os.environ.get("NVPROF_WRAP_NATIVE", "").lower() not in ("0", "off", "no")
+
+
+def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int]], list[tuple]] | None:
+    """readers/_nvtx._segments compiled: (the segments, held here for attribute(); the (scope, op) pairs of op ids,
+    by label id; (process, tid) of each process's main thread, as _nvtx._main_threads finds them) of the (tid,
+    start, end, name, process) ranges that ranges_sql yields in the sweep's order. op_of(name) -> (op id, a layer
+    range?, a step range?), asked once per distinct name. None when a value is not an integer or a name not text
+    (the caller runs the Python sweep)."""
+    return _cattr.sweep(uri, ranges_sql, op_of)
+
+
+def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
+              main: list[tuple]) -> tuple[list[tuple], int] | None:
+    """((pid, dev, label, key, via, launches, total) rows as _attribute_slice returns them, NULLs as -1 / '', in no
+    order and a key once per join key of its launch calls (the caller sums them); how many kernels had a NULL
+    duration), or None when a value is not an integer or NULL (the caller runs the SQL). held: sweep()'s segments;
+    main: (process, tid) of each process's main thread."""
+    return _cattr.attribute(uri, calls_sql, kernels_sql, held, main)
+
+
+def busy(uri: str, sql: str, params: tuple) -> tuple | None:
+    """(busy_part's result,) — (None,) without intervals — of the (start, end, kernel flag) rows that sql yields in
+    start order, merged compiled; None when a value is not an integer (the caller runs its loop)."""
+    return _cattr.busy(uri, sql, params)
+
+
+def busy_all(uri: str, sqls: list[str]) -> list[tuple] | None:
+    """(group, dev, busy_part's result) of each group of the (group, dev, start, end, kernel flag) rows of every SQL,
+    in no order; None when a value is not an integer (the caller runs the SQL)."""
+    return _cattr.busy_all(uri, sqls)

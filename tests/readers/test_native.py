@@ -1,0 +1,183 @@
+"""The compiled helper of the Nsight Systems reader (readers/_cattr.c through readers/_native.py) against the Python
+and SQL path it stands in for, which stays the fallback: the same Capture, to the order of its rows, from every real
+Nsight Systems export here and in the fixtures, and from generated captures made to reach every branch (slices in
+forked workers, several processes and devices, launches without launch calls, correlation ids used twice, a window,
+a value it declines); the same attribution as the SQL's, and as the brute-force oracle's, on random ranges."""
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import sysconfig
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks import generate, replicate
+from nvprof_wrap import readers
+from nvprof_wrap.readers import _native, _nvtx, _sqlite
+from nvprof_wrap.readers._window import make
+from tests._paths import FIXTURES, ROOT, RUNS
+from tests.readers.test_attribution import oracle
+
+built = pytest.mark.skipif(_native._cattr is None, reason="the compiled helper is not built here (no C compiler or "
+                           "Python headers when it was installed; python3 setup.py build_ext --inplace builds it)")
+
+
+def test_the_helper_is_built_where_it_can_be() -> None:
+    """CI installs with a C compiler and Python's headers: there the helper must have been built (setup.py marks it
+    optional, so a failed build would otherwise pass unnoticed, every test below skipped)."""
+    headers = Path(sysconfig.get_paths()["include"], "Python.h").is_file()
+    if not (headers and (shutil.which("cc") or shutil.which("gcc"))):
+        pytest.skip("no C compiler or no Python headers here: the SQL path runs")
+    assert _native._cattr is not None, "pip install -e . (or python3 setup.py build_ext --inplace) builds it"
+
+
+class Spy:
+    """Counts the compiled calls, so that a test knows the compiled path ran and did not decline."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.calls: dict[str, int] = {}
+        for name in ("sweep", "attribute", "busy_all"):
+            inner = getattr(_native, name)
+            monkeypatch.setattr(_native, name, self._counting(name, inner))
+
+    def _counting(self, name, inner):
+        def call(*a, **k):
+            got = inner(*a, **k)
+            self.calls[name] = self.calls.get(name, 0) + (got is not None)
+            return got
+        return call
+
+
+def both(monkeypatch, path: Path, window=None):
+    """(the capture read by the SQL and Python path, the same by the compiled one, the compiled calls that ran)."""
+    monkeypatch.setenv("NVPROF_WRAP_NATIVE", "off")
+    plain = readers.read(path, window)
+    monkeypatch.setenv("NVPROF_WRAP_NATIVE", "on")
+    spy = Spy(monkeypatch)
+    return plain, readers.read(path, window), spy.calls
+
+
+def _exports() -> list[Path]:
+    own = [*RUNS.glob("*/*.sqlite*"), *(ROOT / "nvprof_wrap" / "samples").glob("*/nsys*.sqlite")]
+    shared = [*(FIXTURES / "h200").glob("nsys*.sqlite"), *(FIXTURES / "wild").glob("nsys-*.sqlite")]
+    return sorted(p for p in own + shared if "cupti" not in p.name and not p.name.endswith(".partial"))
+
+
+@built
+@pytest.mark.parametrize("path", _exports(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_real_export_reads_the_same(monkeypatch, path) -> None:
+    try:
+        plain, compiled, calls = both(monkeypatch, path)
+    except readers.BadInput:  # refused (no kernels, say): the same refusal either way
+        monkeypatch.setenv("NVPROF_WRAP_NATIVE", "on")
+        with pytest.raises(readers.BadInput):
+            readers.read(path)
+        return
+    assert compiled == plain
+    if plain.ops:
+        assert calls.get("attribute"), "the compiled attribution did not run"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> dict[str, Path]:
+    """Small captures in the real schema that reach the branches: 2 processes on 2 devices; kernels replicated past
+    their launch calls (benchmarks.replicate); correlation ids used twice; a launch call's time that is not an integer
+    (the compiled pass declines it); kernels that end before they start (counted, without their time, and noted)."""
+    folder = tmp_path_factory.mktemp("native")
+    out = {"two": folder / "two.sqlite", "replicated": folder / "replicated.sqlite"}
+    generate.nsys(20_000, out["two"], processes=2, devices=2, seed=3)
+    replicate.replicate(RUNS / "gpt_fp32_nsys" / "nsys.sqlite.gz", out["replicated"], 30_000)
+    for name, edit in (("twice", "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = correlationId / 2"),
+                       ("real", "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start + 0.5 WHERE rowid = 7"),
+                       ("unusable", 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5 WHERE rowid % 997 = 0')):
+        out[name] = folder / f"{name}.sqlite"
+        shutil.copy(out["two"], out[name])
+        with sqlite3.connect(out[name]) as conn:
+            conn.execute(edit)
+    return out
+
+
+@built
+@pytest.mark.parametrize("name", ["two", "replicated", "twice", "real", "unusable"])
+@pytest.mark.parametrize("windowed", [False, True])
+def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name, windowed) -> None:
+    """Sliced as a big capture is: one slice per core, the others in forked workers (the busy time here, where
+    the calls can be counted). The window: seconds from the first GPU activity (the real GPT run's first kernel
+    comes 4.4 s after its first copy)."""
+    monkeypatch.setattr(_nvtx, "MIN_SLICED_LAUNCHES", 1000)
+    monkeypatch.setattr(_nvtx, "cores", lambda: 3)
+    win = make((4.5, 6.5) if name == "replicated" else (0.02, 0.1), None) if windowed else None
+    plain, compiled, calls = both(monkeypatch, generated[name], win)
+    assert compiled == plain
+    assert plain.ops and plain.activity
+    assert (name == "unusable") == any("without a usable time" in n for n in plain.notes)
+    assert calls.get("busy_all") and calls.get("sweep")
+    assert bool(calls.get("attribute")) == (name != "real")  # declined there: the SQL decided
+
+
+@built
+@pytest.mark.parametrize("window", [None, (0.02, 0.1)])
+def test_busy_time_in_windows_of_time_reads_the_same(monkeypatch, generated, window) -> None:
+    """On 4 cores and more, a big capture's busy time is cut into windows of time, each merged in a forked child."""
+    monkeypatch.setattr(_sqlite, "BIG", 0)
+    monkeypatch.setattr(_sqlite, "cores", lambda: 4)
+    plain, compiled, _ = both(monkeypatch, generated["two"], make(window, None) if window else None)
+    assert compiled == plain
+
+
+def _tables(file: str, ranges: list[tuple], launches: list[tuple]) -> None:
+    """ranges (tid, s, e, name); launches (tid, t) as kernel k(corr, key, dur) and, where tid is known, its launch
+    call c(corr, tid, t)."""
+    conn = sqlite3.connect(file)
+    conn.execute("CREATE TABLE r(tid, s, e, name)")
+    conn.execute("CREATE TABLE c(corr, tid, t)")
+    conn.execute("CREATE TABLE k(corr, key, dur)")
+    conn.executemany("INSERT INTO r VALUES (?,?,?,?)", ranges)
+    conn.executemany("INSERT INTO c VALUES (?,?,?)", [(i, tid, t) for i, (tid, t) in enumerate(launches) if tid])
+    conn.executemany("INSERT INTO k VALUES (?,?,?)", [(i, 7, 10) for i in range(len(launches))])
+    conn.commit()
+    conn.close()
+
+
+def attributed(file: str, compiled: bool) -> list[tuple]:
+    conn = sqlite3.connect(file)
+    try:
+        lent: dict = {}
+        rows = _nvtx.attribute(
+            conn, "SELECT tid, s, e, name FROM r",
+            "SELECT 1 AS pid, 0 AS dev, r.tid AS tid, r.t AS t, k.key AS key, k.dur AS dur "
+            "FROM k LEFT JOIN c r ON r.corr = k.corr {rslice} WHERE true {slice}",
+            reopen=lambda: sqlite3.connect(file), kernel_table="k", correlation="corr", borrowed=lent,
+            native=(_sqlite.uri_of(Path(file)), "SELECT r.corr, 0, r.tid, r.t, 0 FROM c r WHERE true {rslice}",
+                    "SELECT k.corr, 0, 1, 0, k.key, k.dur FROM k WHERE true {slice}") if compiled else None)
+        lent.pop("no_duration", None)  # counted by the compiled pass only (what spares the reader a scan)
+        return [*rows, lent]
+    finally:
+        conn.close()
+
+
+names = st.sampled_from(["keras:a", "keras:b", "torch:m", "aten::mm", "aten::add", "step", "ProfilerStep#1"])
+span = st.tuples(st.integers(0, 60), st.integers(0, 30)).map(lambda p: (p[0], p[0] + p[1]))
+
+
+@built
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), span, names), max_size=10),
+       st.lists(st.tuples(st.sampled_from([None, 1, 2, 3]), st.integers(0, 95)), max_size=14))
+def test_the_compiled_attribution_is_the_sqls_and_the_oracles(tmp_path_factory, raw_ranges, raw_launches) -> None:
+    """Ranges that nest or overlap without nesting, on three threads; launches on threads with and without ranges
+    open (borrowing the main thread's), and without a launch call."""
+    kept: list[tuple] = []
+    for tid, (s, e), name in raw_ranges:
+        if not any(rt == tid and (rs == s or re_ == e) for rt, rs, re_, _n in kept):  # an order the oracle can tell
+            kept.append((tid, s, e, name))
+    file = str(tmp_path_factory.mktemp("fuzz") / "c.sqlite")
+    _tables(file, kept, raw_launches)
+    compiled = attributed(file, True)
+    assert compiled == attributed(file, False)
+    got = {(scope, op, key, n) for _p, _d, scope, op, key, n, _t in compiled[:-1]}
+    assert got == (oracle(kept, [(tid, t, 7) for tid, t in raw_launches]) if kept else set())
