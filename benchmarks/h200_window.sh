@@ -12,7 +12,8 @@
 #      per-launch cost of the tracer inside a window against CUPTI's floor for the same kinds
 #      (benchmarks/window_ab.py).
 # Here first: bash ../shared/device/prep.sh; rm -f .whl/nvprof_wrap-*.whl;
-#   python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl .
+#   NVPROF_WRAP_NO_NATIVE=1 python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl .   (pure: the GPU
+#   machine's Python is 3.12)
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/h200_window.sh A   (then B)
 set -u
 PART=${1:-A}; START=$(date +%s)
