@@ -620,10 +620,7 @@ def attach() -> str | None:
         globals()["_warn"] = printing
     if _STATE is None:
         return " ".join(said) or "CUPTI could not be started"
-    from nvprof_wrap.tracer import hooks
-
-    hooks.install()
-    return _STATE.resume()
+    return _STATE.resume()  # (the caller installs the process hooks: tracer/window.py)
 
 
 def detach() -> str | None:

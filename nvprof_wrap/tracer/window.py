@@ -97,7 +97,12 @@ class CuptiRecorder(Recorder):
         with _job_context():
             if cupti_trace.attaching():
                 self.attached = True
-                return cupti_trace.attach()
+                why = cupti_trace.attach()
+                if cupti_trace._STATE is not None:
+                    from nvprof_wrap.tracer import hooks
+
+                    hooks.install()  # atexit, signals, fork: the capture is finished on every exit
+                return why
             tracer = self._tracer()
             return "this process is not traced" if tracer is None else tracer.resume()
 

@@ -279,6 +279,7 @@ def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, m
     monkeypatch.setattr(_nvtx, "MIN_SPLIT_RANGES", 1000)  # the capture has 25,000 ranges
     monkeypatch.setattr(_nvtx, "cores", lambda: 3)
     monkeypatch.setattr(_fork, "cores", lambda: 2)
+    monkeypatch.setenv("NVPROF_WRAP_NATIVE", "off")  # the SQL/Python path's pieces (test_native: the compiled one)
     forked = nsys_sqlite.read(path)
     assert len(slices[0]) == 3 and len(cuts[0]) == 1  # 3 (pretended) cores: 3 slices; 2 pieces beside the busy time
     monkeypatch.setattr(_fork, "can_fork", lambda: False)
