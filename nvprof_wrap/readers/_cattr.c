@@ -647,6 +647,22 @@ done:
  * sql yields (start, end, kernel flag) in start order; the result is busy_part's 7 values, or 0 rows. */
 typedef struct { int64_t busy, first, reach, kfirst, below, klast, upto; int has_kfirst, has_klast, rows; } Busy;
 
+/* One interval (start order) into the union: busy_part's merge, line for line (b zeroed before the first). */
+static inline void busy_add(Busy *b, int64_t start, int64_t end, int k) {
+    if (!b->rows++) {
+        b->first = start; b->reach = end; b->busy = end - start;
+        if (k) { b->kfirst = start; b->has_kfirst = 1; b->below = 0; b->klast = end; b->has_klast = 1; b->upto = b->busy; }
+        return;
+    }
+    if (k && !b->has_kfirst) {
+        b->kfirst = start; b->has_kfirst = 1;
+        b->below = b->busy - (b->reach - start > 0 ? b->reach - start : 0);
+    }
+    if (start >= b->reach) { b->busy += end - start; b->reach = end; }
+    else if (end > b->reach) { b->busy += end - b->reach; b->reach = end; }
+    if (k && (!b->has_klast || end > b->klast)) { b->klast = end; b->has_klast = 1; b->upto = b->busy - (b->reach - end); }
+}
+
 static int busy_merge(const char *uri, const char *sql, const int64_t *params, const char *nulls, int nparams,
                       Busy *b, Err *err) {
     sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
@@ -667,21 +683,7 @@ static int busy_merge(const char *uri, const char *sql, const int64_t *params, c
         int64_t start = v[0].v, end = v[1].v;
         const int64_t far = (int64_t)1 << 62;  /* beyond: differences could overflow, where Python's cannot */
         if (start < -far || start > far || end < -far || end > far) { err->unsupported = 1; goto done; }
-        int k = v[2].v != 0;
-        if (!b->rows++) {
-            b->first = start; b->reach = end; b->busy = end - start;
-            if (k) { b->kfirst = start; b->has_kfirst = 1; b->below = 0; b->klast = end; b->has_klast = 1; b->upto = b->busy; }
-            continue;
-        }
-        if (k && !b->has_kfirst) {
-            b->kfirst = start; b->has_kfirst = 1;
-            b->below = b->busy - (b->reach - start > 0 ? b->reach - start : 0);
-        }
-        if (start >= b->reach) { b->busy += end - start; b->reach = end; }
-        else if (end > b->reach) { b->busy += end - b->reach; b->reach = end; }
-        if (k && (!b->has_klast || end > b->klast)) {
-            b->klast = end; b->has_klast = 1; b->upto = b->busy - (b->reach - end);
-        }
+        busy_add(b, start, end, v[2].v != 0);
     }
     if (rc != SQLITE_DONE) { sql_error(err, db, "busy time"); goto done; }
     out = 0;
@@ -751,19 +753,7 @@ static void busy_of_lane(Lane *l, Busy *b) {
     memset(b, 0, sizeof *b);
     for (size_t i = 0; i < l->n; i++) {
         int64_t start = l->v[i].s, end = l->v[i].e2k >> 1;  /* arithmetic shift: floor division by 2 */
-        int k = (int)(l->v[i].e2k & 1);
-        if (!b->rows++) {
-            b->first = start; b->reach = end; b->busy = end - start;
-            if (k) { b->kfirst = start; b->has_kfirst = 1; b->klast = end; b->has_klast = 1; b->upto = b->busy; }
-            continue;
-        }
-        if (k && !b->has_kfirst) {
-            b->kfirst = start; b->has_kfirst = 1;
-            b->below = b->busy - (b->reach - start > 0 ? b->reach - start : 0);
-        }
-        if (start >= b->reach) { b->busy += end - start; b->reach = end; }
-        else if (end > b->reach) { b->busy += end - b->reach; b->reach = end; }
-        if (k && (!b->has_klast || end > b->klast)) { b->klast = end; b->has_klast = 1; b->upto = b->busy - (b->reach - end); }
+        busy_add(b, start, end, (int)(l->v[i].e2k & 1));
     }
 }
 
