@@ -86,6 +86,9 @@ class Recorder:
 class CuptiRecorder(Recorder):
     """This process's CUPTI tracer (cupti_trace._STATE): its activity kinds on inside the window only."""
 
+    def __init__(self) -> None:
+        self.attached = False  # attach mode: subscribed when the window opened (cupti_trace.attach)
+
     def _tracer(self) -> Any:
         from nvprof_wrap.tracer import cupti_trace
 
@@ -113,7 +116,7 @@ class CuptiRecorder(Recorder):
         if tracer is None:
             return None
         with _job_context():
-            return cupti_trace.detach() if getattr(self, "attached", False) else tracer.pause()
+            return cupti_trace.detach() if self.attached else tracer.pause()
 
 
 class _job_context:
