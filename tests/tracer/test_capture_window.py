@@ -195,8 +195,10 @@ def _events(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "windows.jsonl").read_text().splitlines()]
 
 
-def test_the_tracer_records_only_the_steps_of_its_window(tmp_path):
-    proc, run = _job(tmp_path, "steps:2:4")
+@pytest.mark.parametrize("mode", ["attach", "idle"])
+def test_the_tracer_records_only_the_steps_of_its_window(tmp_path, mode):
+    """Both ways of waiting for the window: attached only while it is open (the default) or subscribed and idle."""
+    proc, run = _job(tmp_path, "steps:2:4", NVPROF_WRAP_CUPTI_WINDOW=mode)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     cap = _capture(run)
     assert cap["kernels"] == ["_Z7kernel2v"] * 3 + ["_Z7kernel3v"] * 3  # steps 2 and 3, nothing else
@@ -209,14 +211,14 @@ def test_the_tracer_records_only_the_steps_of_its_window(tmp_path):
     assert [(e["event"], e.get("step")) for e in _events(run)] == [("open", 2), ("close", 4), ("end", 6)]
 
 
-def test_attach_mode_subscribes_only_when_the_window_opens(tmp_path):
-    """NVPROF_WRAP_CUPTI_WINDOW=attach (for the H200 A/B of what idling costs): CUPTI is subscribed when the window
-    opens and the capture finished and CUPTI detached when it closes; the same steps are recorded."""
+def test_a_window_subscribes_only_while_it_is_open(tmp_path):
+    """The default (NVPROF_WRAP_CUPTI_WINDOW unset): CUPTI is subscribed when the window opens and the capture
+    finished and CUPTI detached (cuptiFinalize) when it closes; the same steps are recorded."""
     job = JOB.replace("opt = torch.optim.Optimizer()\n", "opt = torch.optim.Optimizer()\n"
                       "from nvprof_wrap.tracer import cupti_trace as ct\n"
                       "print('subscribed at start:', c._state['subscriber'] is not None, flush=True)\n")
     job = job.replace('print("done", flush=True)', 'print("subscribed at end:", c._state["subscriber"] is not None)')
-    proc, run = _job(tmp_path, "steps:2:4", job=job, NVPROF_WRAP_CUPTI_WINDOW="attach")
+    proc, run = _job(tmp_path, "steps:2:4", job=job)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert proc.stdout.splitlines() == ["subscribed at start: False", "subscribed at end: False"]
     cap = _capture(run)

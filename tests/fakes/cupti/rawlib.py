@@ -127,8 +127,16 @@ class FakeLibcupti:
             _target(dropped).value, state["dropped"] = state["dropped"], 0
             return 0
 
+        def cuptiFinalize() -> int:
+            # libcupti: detach from the process — every kind off, the subscriber and the buffer callbacks gone
+            # (any later CUPTI call initializes it again, lazily)
+            state["enabled"].clear()
+            state["api_cbids"].clear()
+            state["subscriber"] = state["callbacks"] = state["raw_callbacks"] = None
+            return 0
+
         for fn in (cuptiGetVersion, cuptiActivityRegisterCallbacks, cuptiActivityGetNextRecord,
-                   cuptiActivityGetNumDroppedRecords):
+                   cuptiActivityGetNumDroppedRecords, cuptiFinalize):
             setattr(self, fn.__name__, fn)
 
 
