@@ -49,7 +49,8 @@ from nvprof_wrap.tracer.capture_file import (
 )
 from nvprof_wrap.tracer.devices import _device_rows, _synchronize_current_context
 from nvprof_wrap.tracer.objects import ObjectConverter
-from nvprof_wrap.tracer.setup import ENV_RUNTIME, ENV_TUNE, CuptiSetup
+from nvprof_wrap.text import cuda_calls
+from nvprof_wrap.tracer.setup import ENV_RUNTIME, ENV_TUNE, HOST_CALLS, CuptiSetup
 
 __all__ = ["ENV_DIR", "ENV_RUNTIME", "NvtxPairer", "Tracer", "_claim_path", "_hostname", "format_uuid", "start"]
 
@@ -241,10 +242,13 @@ class Tracer(CuptiSetup):
             return
         import numpy as np
 
-        self.parser.keep_cbids = {kind: np.array(ids, dtype=np.uint32) for kind, ids in cbids.items()}
+        launches = sum(len(ids) for ids in cbids.values())
+        cbids[L.RUNTIME] += list(cuda_calls.RUNTIME_HOST_CBIDS)
+        cbids[L.DRIVER] += list(cuda_calls.DRIVER_HOST_CBIDS)
+        self.parser.keep_cbids = {kind: np.array(sorted(ids), dtype=np.uint32) for kind, ids in cbids.items()}
         n = sum(len(ids) for ids in cbids.values())
-        self.notes["api_records"] = f"kernel launch calls only ({n} callback ids, kept from the RUNTIME and DRIVER " \
-                                    "kinds: a windowed process)"
+        self.notes["api_records"] = f"{HOST_CALLS} ({launches} launch and {n - launches} other callback ids, kept " \
+                                    "from the RUNTIME and DRIVER kinds: a windowed process)"
 
     def _switch(self, *, on: bool) -> None:
         """Enable or disable every kind and launch-call record this tracer set up."""

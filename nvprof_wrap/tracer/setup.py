@@ -8,9 +8,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from nvprof_wrap.text import cuda_calls
 from nvprof_wrap.tracer._util import _describe, _is_busy, _launch_cbids, _loaded_libcupti, _quietly, _warn
 from nvprof_wrap.tracer.capture_file import _text
 
+# meta 'api_records' of a capture that recorded the launch calls and the calls that make a step's host time
+# (readers/_series.py reads it: only then is the time outside CUDA calls known)
+HOST_CALLS = "kernel launch calls, copies, waits and allocations"
 ENV_RUNTIME = "NVPROF_WRAP_CUPTI_RUNTIME"  # "0": no runtime-API records (lower overhead, no per-op table)
 # For measuring CUPTI's own cost (benchmarks/h200_tune.sh; cupti-python only): "NAME=VALUE,…" with NAME an
 # ActivityAttribute member without its ATTR_ prefix (DEVICE_BUFFER_SIZE=67108864, PER_THREAD_BUFFER=1),
@@ -109,15 +113,25 @@ class CuptiSetup:
             return
         picked = [(c.activity_enable_runtime_api, cbid) for cbid in _launch_cbids(c, "RuntimeApiTraceCbid", "cuda")]
         picked += [(c.activity_enable_driver_api, cbid) for cbid in _launch_cbids(c, "DriverApiTraceCbid", "cu")]
+        launches = len(picked)
+        # the calls that shape a step's host time besides launches: copies, waits, allocations (report --per-step)
+        picked += [(c.activity_enable_runtime_api, cbid) for cbid in cuda_calls.RUNTIME_HOST_CBIDS]
+        picked += [(c.activity_enable_driver_api, cbid) for cbid in cuda_calls.DRIVER_HOST_CBIDS]
         done: list[tuple[Callable, int]] = []
         try:
-            if not picked:
+            if not launches:
                 raise AttributeError("this cupti-python has no callback-id enums")
-            for enable, cbid in picked:
-                enable(cbid, 1)
+            for i, (enable, cbid) in enumerate(picked):
+                try:
+                    enable(cbid, 1)
+                except Exception as e:
+                    if i < launches or _is_busy(c, e):
+                        raise
+                    continue  # a copy/wait/alloc call this CUPTI does not know (an id newer than it): not recorded
                 done.append((enable, cbid))
             self.api_cbids = done
-            self.notes["api_records"] = f"kernel launch calls only ({len(done)} callback ids)"
+            self.notes["api_records"] = f"{HOST_CALLS} ({launches} launch and {len(done) - launches} other " \
+                                        "callback ids)"
             return
         except Exception as e:
             if _is_busy(c, e):
