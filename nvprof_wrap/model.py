@@ -142,6 +142,47 @@ class HwPoint:
 
 
 @dataclass(frozen=True)
+class StepAgg:
+    """One step (or time bucket) of one process: its span on the host's clock, what the GPU did that started in
+    it, and the host's time inside CUDA calls (readers/_series.py)."""
+
+    pid: int | None
+    step: int
+    start_ns: int
+    end_ns: int
+    launches: int = 0
+    kernel_ns: int = 0
+    copy_ns: int = 0  # memcpy and memset
+    busy_ns: int = 0  # union of the GPU intervals that started in the step, cut at its end
+    api_ns: tuple[tuple[str, int], ...] = ()  # (kind, union of that kind's calls inside the step): text/cuda_calls
+    api_union_ns: int | None = None  # union of every recorded CUDA call inside the step; None: not all recorded
+
+
+@dataclass(frozen=True)
+class StepKernel:
+    """Launches of one kernel name that started in one step of one process."""
+
+    pid: int | None
+    step: int
+    name: str
+    launches: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
+class StepSeries:
+    """A capture's per-step series: steps as the capture marks them, else fixed time buckets."""
+
+    kind: str  # "steps" | "buckets"
+    source: str  # "step marks" | "optimizer steps" | "keras batches" | "time"
+    bucket_ns: int | None
+    host: str  # which CUDA calls were recorded: "all" | "launch, sync, alloc" | "launch" | "none"
+    steps: tuple[StepAgg, ...]
+    kernels: tuple[StepKernel, ...]
+    folded: int = 1  # steps per row: consecutive steps merged when there are more than readers/_series.MAX_STEPS
+
+
+@dataclass(frozen=True)
 class Capture:
     """What a reader extracted from one profiler file."""
 
@@ -166,6 +207,7 @@ class Capture:
     hw_devices: tuple[HwDevice, ...] = ()
     hw_kernels: tuple[HwKernel, ...] = ()
     hw_series: tuple[HwPoint, ...] = ()
+    series: StepSeries | None = None  # per step (or time bucket): readers/_series.py
 
 
 @dataclass(frozen=True)

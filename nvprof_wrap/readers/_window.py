@@ -116,6 +116,20 @@ def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple]) -> tuple[int, i
 def _steps(ranges: Iterable[tuple]) -> tuple[dict[int, int], dict[int, int]]:
     """{step: earliest start}, {step: latest end}: the job's named steps when there are any, else the optimizer
     steps run marked, else Keras batches."""
+    return marked_steps(ranges)[1:]
+
+
+def spans(ranges: Iterable[tuple]) -> tuple[str | None, list[tuple[int, int, int]]]:
+    """(what marked them, [(step, start, end)] in step order): a step runs from its start to the next step's start,
+    the last one to its range's end. (None, []) without steps."""
+    source, starts, ends = marked_steps(ranges)
+    order = sorted(starts)
+    return source, [(n, starts[n], starts[order[i + 1]] if i + 1 < len(order) else max(ends[n], starts[n] + 1))
+                    for i, n in enumerate(order)]
+
+
+def marked_steps(ranges: Iterable[tuple]) -> tuple[str | None, dict[int, int], dict[int, int]]:
+    """_steps, with what marked them: "step marks" | "optimizer steps" | "keras batches" (None: no steps)."""
     named: tuple[dict[int, int], dict[int, int]] = ({}, {})
     optimizer: tuple[dict[int, int], dict[int, int]] = ({}, {})
     keras: list[tuple] = []
@@ -133,10 +147,10 @@ def _steps(ranges: Iterable[tuple]) -> tuple[dict[int, int], dict[int, int]]:
             ends[n] = max(e if e is not None else s, ends.get(n, s))
         elif (name or "").startswith(KERAS_PREFIX):
             keras.append((tid, s, e if e is not None else s, name))
-    for found in (named, optimizer):
+    for source, found in (("step marks", named), ("optimizer steps", optimizer)):
         if found[0]:
-            return found
-    return _keras_batches(keras) if keras else ({}, {})
+            return source, *found
+    return ("keras batches", *_keras_batches(keras)) if keras else (None, {}, {})
 
 
 def _keras_batches(keras: list[tuple]) -> tuple[dict[int, int], dict[int, int]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
-from nvprof_wrap.readers import _hw_sources
+from nvprof_wrap.readers import _hw_sources, _series
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
@@ -25,6 +25,7 @@ from nvprof_wrap.readers._sqlite import (
 from nvprof_wrap.readers._window import Window
 from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.fork import BIG
+from nvprof_wrap.text import cuda_calls
 from nvprof_wrap.text.demangle import demangle
 
 
@@ -121,6 +122,33 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: 
 
 RANGES = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
 
+# meta 'api_records' (tracer/setup.py) → which CUDA calls the capture holds (readers/_series.py's host)
+_HOST = (("kernel launch calls, copies, waits and allocations", "launch, sync, alloc"),
+         ("every runtime and driver call", "all"), ("kernel launch calls only", "launch"), ("none", "none"))
+_KINDS = {"runtime": (RUNTIME_LAUNCH_CBIDS, cuda_calls.RUNTIME_HOST_CBIDS),
+          "driver": (DRIVER_LAUNCH_CBIDS, cuda_calls.DRIVER_HOST_CBIDS)}
+
+
+def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict, launches: int,
+           span: tuple[int, int]):
+    """(the per-step series, notes): readers/_series.py over the kernel, copy and set tables and the API calls."""
+    if not launches or (why := _series.too_big(launches)):
+        return None, (why,) if launches else ()
+    records = meta.get("api_records") or ""
+    host = next((h for prefix, h in _HOST if records.startswith(prefix)), "launch" if records else "none")
+    p = "NULL" if pid is None else str(int(pid))
+    gpu = [_series.Gpu("kernel", p, "name"), _series.Gpu("memcpy", p), _series.Gpu("memset", p)]
+    api = [_series.Api(t, p, "cbid", lambda keys, t=t: _call_kinds(t, keys)) for t in ("runtime", "driver")
+           if t in have]
+    series = _series.measure(conn, gpu, api, RANGES if "nvtx" in have else None, host if api else "none",
+                             lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)}, span)
+    return series, ()
+
+
+def _call_kinds(table: str, keys: list) -> dict:
+    launches, host = _KINDS[table]
+    return {k: "launch" if k in launches else host[k][1] if k in host else "other" for k in keys}
+
 
 def _unix_offset(meta: dict) -> int | None:
     """Unix time minus the capture's clock: the tracer stamps its start in both (meta started_ns and
@@ -173,8 +201,9 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
         hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
             conn, have, path, "kernel", "device_id", "name", _unix_offset(meta), None if window is None else span,
             lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)})
-        return Capture(str(path), "cupti", kernels, memops, activity, devices, procs,
-                       ops=ops, notes=notes + hw_notes, partial=partial, started_ns=_int(meta.get("started_ns")),
+        series, series_notes = _steps(conn, have, pid, meta, sum(k.launches for k in kernels), span)
+        return Capture(str(path), "cupti", kernels, memops, activity, devices, procs, series=series,
+                       ops=ops, notes=notes + hw_notes + series_notes, partial=partial, started_ns=_int(meta.get("started_ns")),
                        ended_ns=_int(meta.get("ended_ns")), command=_command(meta.get("argv")),
                        ppid=_int(meta.get("ppid")), hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s)
     finally:

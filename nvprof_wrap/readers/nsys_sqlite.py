@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
-from nvprof_wrap.readers import _gpu_metrics, _hw_sources
+from nvprof_wrap.readers import _gpu_metrics, _hw_sources, _series
 from nvprof_wrap.readers._durations import SOUND, note, on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import refuse_launches
@@ -28,6 +28,7 @@ from nvprof_wrap.readers._sqlite import (
     window_bounds,
 )
 from nvprof_wrap.readers._window import Window
+from nvprof_wrap.text.cuda_calls import kind_of
 from nvprof_wrap.text.demangle import demangle
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -228,6 +229,24 @@ def _session(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, int 
     return start, None if length is None else start + length
 
 
+def _steps(conn: sqlite3.Connection, have: set[str], launches: int, span: tuple[int, int]):
+    """(the per-step series, notes): readers/_series.py over the kernel, copy and set tables and the runtime calls."""
+    if not launches or (why := _series.too_big(launches)):
+        return None, (why,) if launches else ()
+    gpu = [_series.Gpu(t, _pid_expr(columns(conn, t)), _name_col(conn) if t == KERNEL else None)
+           for t in (KERNEL, MEMCPY, MEMSET) if t in have]
+    api = [_series.Api(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId", lambda keys: _call_kinds(conn, keys))] \
+        if RUNTIME in have and {"nameId", "globalTid"} <= columns(conn, RUNTIME) else []
+    series = _series.measure(conn, gpu, api, _ranges_sql(conn, have), "all" if api else "none",
+                             lambda keys: _gpu_metrics._names(conn, keys), span)
+    return series, ()
+
+
+def _call_kinds(conn: sqlite3.Connection, keys: list) -> dict:
+    ids = ",".join(str(int(k)) for k in keys if isinstance(k, int)) or "NULL"
+    return {i: kind_of(name) for i, name in conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({ids})")}
+
+
 def read(path: Path, window: Window | None = None) -> Capture:
     conn = connect_ro(path)
     try:
@@ -263,9 +282,11 @@ def read(path: Path, window: Window | None = None) -> Capture:
         hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
             conn, have, path, KERNEL, "deviceId", _name_col(conn), started, None if window is None else span,
             lambda keys: _gpu_metrics._names(conn, keys))
+        series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span)
         return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
-                       _processes(conn, have, pids), ops=ops, notes=notes + hw_notes, started_ns=started,
-                       ended_ns=ended, hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s)
+                       _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
+                       started_ns=started, ended_ns=ended, hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s,
+                       series=series)
     except BadInput as e:
         raise BadInput(path, e.why) from None
     finally:

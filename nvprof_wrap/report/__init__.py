@@ -18,6 +18,8 @@ from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
 from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.model import NO_RANGE, HealthVerdict
+from nvprof_wrap.report import series as series_mod
+from nvprof_wrap.report.series import Series, StepRow  # noqa: F401 - part of the Report's types
 from nvprof_wrap.store import Store
 from nvprof_wrap.text.names import shorten
 from nvprof_wrap.text.units import pct_or_less as _pct_or_less
@@ -265,6 +267,7 @@ class Report:
     hardware_checks: tuple[HardwareCheck, ...] = ()
     hardware_series: tuple[HardwarePoint, ...] = ()
     capture: CaptureScope | None = None  # of a run that recorded only a window of its job
+    series: Series | None = None  # per step (or time bucket): report/series.py
 
     @property
     def headline(self) -> tuple[str, ...]:
@@ -286,7 +289,8 @@ class Report:
 
     def to_pandas(self) -> dict:
         """The report's tables as pandas DataFrames (needs pandas): kernels, split, devices, processes, ops, scopes,
-        and the hardware's tensor-pipe activity: hardware (per device), hardware_checks, hardware_series."""
+        the hardware's tensor-pipe activity: hardware (per device), hardware_checks, hardware_series, and the
+        per-step series (one row per step, docs/json.md "series")."""
         try:
             import pandas as pd
         except ImportError:
@@ -294,7 +298,7 @@ class Report:
         d = self.to_dict()
         return {key: pd.DataFrame(d.get(key) or []) for key in
                 ("kernels", "time_split", "devices", "processes", "ops", "scopes", "hardware", "hardware_checks",
-                 "hardware_series")}
+                 "hardware_series", "series")}
 
 
 def _display(name: str) -> Callable:
@@ -447,7 +451,8 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
                   sources, skipped, disagreements, ops, scopes, gpus=_gpus(store),
                   hardware=_hardware(store, devices, checks), hardware_checks=checks,
-                  hardware_series=_hardware_series(store))
+                  hardware_series=_hardware_series(store),
+                  series=series_mod.build(store, kernels, COMMUNICATION_FAMILIES))
 
 
 def _hardware(store: Store, devices: tuple[GroupRow, ...],

@@ -52,5 +52,52 @@ class Series:
     bucket_s: float | None  # a bucket's length (kind "buckets")
     rows: tuple[StepRow, ...]
     host: str  # where the host's split comes from: "runtime API records" | "none" (the capture has none)
-    folded: int = 0  # steps beyond the cap (MAX_STEPS) merged into their neighbours' rows; 0: one row per step
+    folded: int = 1  # steps per row: more steps than readers/_series.MAX_STEPS are merged, consecutive ones
     notes: tuple[str, ...] = ()
+
+
+# which CUDA calls a capture recorded (StepSeries.host) → what the report says of the host's side
+HOST_SAYS = {"all": "every CUDA call recorded", "launch, sync, alloc":
+             "launches, copies, waits and allocations recorded (other CUDA calls count as outside)",
+             "launch": "only kernel launch calls recorded: the time outside CUDA calls is not known",
+             "none": "no CUDA API records: the host's side is not known"}
+
+
+def build(store, kernels, communication: frozenset[str]) -> Series | None:
+    """The Report's series from the run store: the captures whose steps were marked (else the time-bucketed
+    ones), per step summed over processes. kernels: the Report's KernelRows (their verdicts and families)."""
+    captures = store.series_kinds()
+    if not captures:
+        return None
+    stepped = [c for c in captures if c["kind"] == "steps"]
+    chosen = stepped or captures
+    ids = [c["capture_id"] for c in chosen]
+    rows = store.step_rows(ids)
+    if not rows:
+        return None
+    verdict = {k.name: (k.tensor_core, k.family in communication) for k in kernels}
+    per_step: dict[int, list[int]] = {}
+    for r in store.step_kernel_rows(ids):
+        tc, comm = verdict.get(r["name"], ("unknown", False))
+        acc = per_step.setdefault(r["step"], [0, 0, 0])
+        acc[0] += r["total_ns"] if tc == "yes" else 0
+        acc[1] += r["total_ns"] if tc == "unknown" else 0
+        acc[2] += r["total_ns"] if comm else 0
+    hw = store.step_hardware(ids)
+    hosts = {c["host"] for c in chosen}
+    host = next((h for h in ("none", "launch", "launch, sync, alloc", "all") if h in hosts), "none")
+    t0 = rows[0]["start_ns"]
+    out = tuple(_row(r, per_step.get(r["step"], (0, 0, 0)), hw.get(r["step"]), t0, host) for r in rows)
+    first = chosen[0]
+    notes = (HOST_SAYS[host],) + (("steps of several captures summed by number",) if len(chosen) > 1 else ())
+    return Series(first["kind"], first["source"], first["bucket_ns"] / 1e9 if first["bucket_ns"] else None, out,
+                  host, max(c["folded"] or 1 for c in chosen), notes)
+
+
+def _row(r: dict, acc, hw: float | None, t0: int, host: str) -> StepRow:
+    api = None if host == "none" or r["launch"] is None else {k: r[k] or 0 for k in API_KINDS}
+    outside = None if api is None or host == "launch" or r["api_union_ns"] is None else \
+        max(r["mean_duration_ns"] - r["api_union_ns"], 0)
+    return StepRow(r["step"], (r["start_ns"] - t0) / 1e9, r["duration_ns"], r["processes"], r["launches"],
+                   r["kernel_ns"], acc[0], acc[1], r["copy_ns"], acc[2], min(r["busy_ns"], r["mean_duration_ns"]),
+                   api, outside, hw)

@@ -66,7 +66,8 @@ SCHEMA_VERSION = 2
 # GPUs named by headings), ncu rows without their rule columns (Duration of section exports), tensor-pipe totals as
 # counter evidence (issue 26).
 # 2026.12.01-19: both of the above, merged (issue 26).
-DATA_VERSION = "2026.12.01-19"
+# 2026.12.01-20: the per-step series (tables series, steps, step_kernels; issue 28).
+DATA_VERSION = "2026.12.01-20"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES = {
@@ -88,6 +89,11 @@ _TABLES = {
     "hw_kernels": {"capture_id": int, "device_id": int, "name": str, "source": str, "interval_ns": int,
                    "samples": int, "tensor": float, "hmma": float, "imma": float, "dfma": float},
     "hw_series": {"capture_id": int, "device_id": int, "t_ns": int, "dt_ns": int, "sm": float, "tensor": float},
+    "series": {"capture_id": int, "kind": str, "source": str, "bucket_ns": int, "host": str, "folded": int},
+    "steps": {"capture_id": int, "pid": int, "step": int, "start_ns": int, "end_ns": int, "launches": int,
+              "kernel_ns": int, "copy_ns": int, "busy_ns": int, "api_launch_ns": int, "api_sync_ns": int,
+              "api_alloc_ns": int, "api_other_ns": int, "api_union_ns": int},
+    "step_kernels": {"capture_id": int, "pid": int, "step": int, "name": str, "launches": int, "total_ns": int},
     "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
@@ -98,6 +104,7 @@ _INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
 _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
 _CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "hw_devices", "hw_kernels",
              "hw_series")
+_SERIES = ("series", "steps", "step_kernels")  # a capture's StepSeries (Store._insert_series)
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
 BUSY_TIMEOUT_S = 60
 
@@ -205,7 +212,7 @@ class Store(Queries):
         if gone:
             with self._writing():
                 marks = ",".join("?" * len(gone))
-                for table in _CHILDREN:
+                for table in (*_CHILDREN, *_SERIES):
                     self.db.conn.execute(f"DELETE FROM {table} WHERE capture_id IN ({marks})", gone)
                 self.db.conn.execute(f"DELETE FROM captures WHERE id IN ({marks})", gone)
         return len(gone)
@@ -229,7 +236,23 @@ class Store(Queries):
             cid = cur.lastrowid
             for table in _CHILDREN:  # each child table is named after its Capture field
                 self._insert(table, cid, getattr(capture, table))
+            if capture.series is not None:
+                self._insert_series(cid, capture.series)
         return cid
+
+    def _insert_series(self, cid: int, series) -> None:
+        conn = self.db.conn
+        conn.execute("INSERT INTO series (capture_id, kind, source, bucket_ns, host, folded) VALUES (?, ?, ?, ?, ?, ?)",
+                     (cid, series.kind, series.source, series.bucket_ns, series.host, series.folded))
+        kinds, known = ("launch", "sync", "alloc", "other"), series.host != "none"
+        conn.executemany(
+            "INSERT INTO steps (capture_id, pid, step, start_ns, end_ns, launches, kernel_ns, copy_ns, busy_ns, "
+            "api_launch_ns, api_sync_ns, api_alloc_ns, api_other_ns, api_union_ns) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ((cid, r.pid, r.step, r.start_ns, r.end_ns, r.launches, r.kernel_ns, r.copy_ns, r.busy_ns,
+              *((dict(r.api_ns).get(k, 0) if known else None) for k in kinds),
+              r.api_union_ns) for r in series.steps))
+        self._insert("step_kernels", cid, series.kernels)
 
     @contextlib.contextmanager
     def _writing(self):

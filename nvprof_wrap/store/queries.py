@@ -91,6 +91,36 @@ class Queries:
                  ON h.device_id = k.device_id AND h.name = k.name
             WHERE k.device_id IN (SELECT device_id FROM hw_devices) GROUP BY k.device_id""")}
 
+    def series_kinds(self) -> list[dict]:
+        """Each capture's series: kind, what marked its steps, bucket length, which CUDA calls it recorded."""
+        return self.rows("SELECT capture_id, kind, source, bucket_ns, host, folded FROM series ORDER BY capture_id")
+
+    def step_rows(self, captures: list[int]) -> list[dict]:
+        """Per step over the given captures' processes: sums of the GPU side, host times as means per process."""
+        marks = ",".join(str(int(c)) for c in captures) or "NULL"
+        return self.rows(f"""
+            SELECT step, MIN(start_ns) AS start_ns, MAX(end_ns - start_ns) AS duration_ns, COUNT(*) AS processes,
+                   SUM(launches) AS launches, SUM(kernel_ns) AS kernel_ns, SUM(copy_ns) AS copy_ns,
+                   CAST(AVG(busy_ns) AS INTEGER) AS busy_ns,
+                   CAST(AVG(api_launch_ns) AS INTEGER) AS launch, CAST(AVG(api_sync_ns) AS INTEGER) AS sync,
+                   CAST(AVG(api_alloc_ns) AS INTEGER) AS alloc, CAST(AVG(api_other_ns) AS INTEGER) AS other,
+                   CAST(AVG(api_union_ns) AS INTEGER) AS api_union_ns,
+                   CAST(AVG(end_ns - start_ns) AS INTEGER) AS mean_duration_ns
+            FROM steps WHERE capture_id IN ({marks}) GROUP BY step ORDER BY step""")
+
+    def step_kernel_rows(self, captures: list[int]) -> list[dict]:
+        marks = ",".join(str(int(c)) for c in captures) or "NULL"
+        return self.rows(f"""SELECT step, name, SUM(launches) AS launches, SUM(total_ns) AS total_ns
+                             FROM step_kernels WHERE capture_id IN ({marks}) GROUP BY step, name""")
+
+    def step_hardware(self, captures: list[int]) -> dict[int, float]:
+        """Per step: the mean tensor-pipe activity (%) of the hardware samples taken inside it (same capture)."""
+        marks = ",".join(str(int(c)) for c in captures) or "NULL"
+        return {r["step"]: r["tensor"] for r in self.rows(f"""
+            SELECT s.step, AVG(h.tensor) AS tensor FROM steps s
+            JOIN hw_series h ON h.capture_id = s.capture_id AND h.t_ns >= s.start_ns AND h.t_ns < s.end_ns
+            WHERE s.capture_id IN ({marks}) GROUP BY s.step""")}
+
     def hardware_series(self) -> list[dict]:
         return self.rows("SELECT device_id, t_ns, dt_ns, sm, tensor FROM hw_series ORDER BY device_id, t_ns")
 

@@ -1,0 +1,214 @@
+"""The per-step series of a SQLite capture (Nsight Systems exports, our CUPTI tracer), measured in SQL.
+
+Steps are the ranges a `--steps` window counts (readers/_window.py: the job's `step N` / `ProfilerStep#N`, else the
+optimizer steps `run` marks, else Keras batches); a step runs from its start to the next one's on the host's clock.
+Without steps the capture's GPU activity is cut into BUCKETS fixed time buckets. Per step and process:
+- what the GPU did: kernels, copies and sets that START in the step (as a `--steps` window counts them, so the
+  steps' rows add up to the capture's totals), and the union of their busy intervals, cut at the step's end;
+- the host's time inside CUDA calls, by kind (text/cuda_calls.py: launches, copies and waits, allocations, other),
+  each the union over the process's threads, and the union of all of them: the step's time outside any CUDA call
+  is what is left (Python, the framework, data loading) — only where the capture recorded every call that can
+  block (host != "launch").
+A few SQL passes over temporary tables (the capture itself is never written): one GROUP BY per table and two
+window-function passes for the unions. Big captures skip it (MAX_LAUNCHES; the report says so).
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
+from nvprof_wrap.readers import _window
+from nvprof_wrap.readers._sqlite import EVERYTHING
+
+MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
+BUCKETS = 60  # time buckets of a capture without steps
+ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
+MAX_LAUNCHES = 1_000_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX)
+_NICE = (1, 2, 5)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A table of GPU work: kernels (name: the SQL of the name's key) or copies / sets (name None)."""
+
+    table: str
+    pid: str  # SQL of the process id
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Api:
+    """A table of CUDA API calls: key is the SQL of what names the call (nameId, cbid); kinds maps those keys to
+    text/cuda_calls kinds."""
+
+    table: str
+    pid: str
+    key: str
+    kinds: Callable[[list], dict]
+
+
+def limit() -> int:
+    try:
+        return int(os.environ.get(ENV_MAX, MAX_LAUNCHES))
+    except ValueError:
+        return MAX_LAUNCHES
+
+
+def too_big(launches: int) -> str | None:
+    """The note a capture too big for the series gets; None when it is measured."""
+    most = limit()
+    if 0 <= most < launches:
+        return (f"per-step series not measured: {launches:,} kernel launches (more than {most:,}; "
+                f"{ENV_MAX}=-1 measures any size)")
+    return None
+
+
+def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql: str | None, host: str,
+            names: Callable[[Iterable], dict], span: tuple[int, int] = EVERYTHING) -> StepSeries | None:
+    """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names."""
+    spans, source, bucket = _spans(conn, gpu, ranges_sql, span)
+    if not spans:
+        return None
+    folded = max(1, -(-len(spans) // MAX_STEPS))
+    if folded > 1:
+        spans = [(spans[i][0], spans[i][1], spans[min(i + folded, len(spans)) - 1][2])
+                 for i in range(0, len(spans), folded)]
+    lo, hi = spans[0][1], spans[-1][2]
+    conn.execute("DROP TABLE IF EXISTS temp._nvw_steps")
+    conn.execute("CREATE TEMP TABLE _nvw_steps(n INTEGER PRIMARY KEY, lo INTEGER, hi INTEGER)")
+    conn.executemany("INSERT INTO _nvw_steps VALUES (?, ?, ?)", spans)
+    conn.execute("CREATE INDEX temp._nvw_steps_lo ON _nvw_steps(lo)")
+    try:
+        steps = _gpu_side(conn, gpu, lo, hi)
+        kernels = _kernels(conn, names)
+        if api and host != "none":
+            _host_side(conn, api, lo, hi, steps, whole=host != "launch")
+    finally:
+        for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_steps"):
+            conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
+    _fill(steps, spans, host != "none" and bool(api))
+    rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
+        steps.items(), key=lambda kv: (kv[0][1], -1 if kv[0][0] is None else kv[0][0])))
+    return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded)
+
+
+def _fill(steps: dict, spans: list[tuple[int, int, int]], host: bool) -> None:
+    """Every step (bucket) of every process that ran any: a step in which nothing started is idle, not absent."""
+    for pid in {pid for pid, _ in steps}:
+        for n, lo, hi in spans:
+            if (pid, n) not in steps:
+                steps[(pid, n)] = (lo, hi, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0})
+                if host:
+                    steps[(pid, n)][2].update(api_ns=(), api_union_ns=None)
+
+
+def _spans(conn: sqlite3.Connection, gpu: list[Gpu], ranges_sql: str | None,
+           span: tuple[int, int]) -> tuple[list[tuple[int, int, int]], str, int | None]:
+    """[(step, lo, hi)], what marked them, the bucket's length (None: steps)."""
+    if ranges_sql is not None:
+        like = " OR ".join(f"name LIKE '{p}'" for p in _window.STEP_LIKE)
+        source, spans = _window.spans(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}"))
+        spans = [s for s in spans if span[0] <= s[1] < span[1]]
+        if len(spans) >= 1 and source is not None:
+            return spans, source, None
+    inside = "" if span == EVERYTHING else f" WHERE start >= {span[0]} AND start < {span[1]}"
+    extents = [conn.execute(f'SELECT MIN(start), MAX("end") FROM {g.table}{inside}').fetchone() for g in gpu]
+    starts = [a for a, _ in extents if a is not None]
+    if not starts:
+        return [], "time", None
+    t0, t1 = min(starts), max(max(b for _, b in extents if b is not None), min(starts) + 1)
+    width = _nice(-(-(t1 - t0) // BUCKETS))
+    return [(i, t0 + i * width, t0 + (i + 1) * width) for i in range(-(-(t1 - t0) // width))], "time", width
+
+
+def _nice(ns: int) -> int:
+    """The smallest 1, 2 or 5 × 10^k ns at least ns long."""
+    scale = 1
+    while True:
+        for m in _NICE:
+            if m * scale >= ns:
+                return m * scale
+        scale *= 10
+
+
+_STEP_OF = "(SELECT n FROM _nvw_steps WHERE lo <= {t} ORDER BY lo DESC LIMIT 1)"
+
+
+def _gpu_side(conn: sqlite3.Connection, gpu: list[Gpu], lo: int, hi: int) -> dict:
+    """{(pid, step): (lo, hi, values)} of every step a process ran GPU work in; _nvw_iv holds the intervals."""
+    parts = " UNION ALL ".join(
+        f'''SELECT {g.pid} AS pid, start AS s, "end" AS e, {1 if g.name else 0} AS k, {g.name or "NULL"} AS key
+            FROM {g.table} WHERE start >= {lo} AND start < {hi} AND "end" >= start''' for g in gpu)
+    conn.execute(f"""CREATE TEMP TABLE _nvw_iv AS SELECT iv.pid, t.n, iv.s, MIN(iv.e, t.hi) AS e, iv.e - iv.s AS d,
+                            iv.k, iv.key
+                     FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) iv
+                     JOIN _nvw_steps t ON t.n = iv.n AND iv.s < t.hi""")
+    steps: dict = {}
+    bounds = dict((n, (a, b)) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps"))
+    for pid, n, launches, kernel_ns, copy_ns in conn.execute(
+            "SELECT pid, n, SUM(k), SUM(CASE WHEN k = 1 THEN d ELSE 0 END), SUM(CASE WHEN k = 0 THEN d ELSE 0 END) "
+            "FROM _nvw_iv GROUP BY 1, 2"):
+        steps[(pid, n)] = (*bounds[n], {"launches": launches, "kernel_ns": kernel_ns, "copy_ns": copy_ns,
+                                        "busy_ns": 0})
+    for pid, n, _k, busy in conn.execute(_union("_nvw_iv", "NULL")):
+        steps[(pid, n)][2]["busy_ns"] = busy
+    return steps
+
+
+def _union(table: str, by: str) -> str:
+    """Per (pid, n, by): the length of the union of [s, e) (gaps and islands: an interval starts an island when it
+    begins after every earlier one ended)."""
+    return f"""
+    SELECT pid, n, b, SUM(ie - ib) FROM (
+      SELECT pid, n, b, g, MIN(s) AS ib, MAX(e) AS ie FROM (
+        SELECT pid, n, b, s, e, SUM(fresh) OVER (PARTITION BY pid, n, b ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS g
+        FROM (SELECT pid, n, {by} AS b, s, e,
+                     CASE WHEN s <= MAX(e) OVER (PARTITION BY pid, n, {by} ORDER BY s, e
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                          THEN 0 ELSE 1 END AS fresh
+              FROM {table} WHERE e > s))
+      GROUP BY pid, n, b, g)
+    GROUP BY pid, n, b"""
+
+
+def _kernels(conn: sqlite3.Connection, names: Callable[[Iterable], dict]) -> tuple[StepKernel, ...]:
+    rows = conn.execute("SELECT pid, n, key, COUNT(*), SUM(d) FROM _nvw_iv WHERE k = 1 GROUP BY 1, 2, 3").fetchall()
+    named = names({key for _, _, key, _, _ in rows})
+    merged: dict[tuple, list[int]] = {}
+    for pid, n, key, launches, total in rows:
+        m = merged.setdefault((pid, n, named.get(key) or "<unnamed kernel>"), [0, 0])
+        m[0] += launches
+        m[1] += total
+    return tuple(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
+
+
+def _host_side(conn: sqlite3.Connection, api: list[Api], lo: int, hi: int, steps: dict, *, whole: bool) -> None:
+    """Add the host's CUDA-call time to the steps; whole: every call that can block was recorded, so the union of
+    all of them says how much of the step ran outside CUDA calls."""
+    conn.execute("CREATE TEMP TABLE _nvw_kinds(t INTEGER, key, kind TEXT, PRIMARY KEY (t, key))")
+    for i, a in enumerate(api):
+        keys = [k for (k,) in conn.execute(f"SELECT DISTINCT {a.key} FROM {a.table}")]
+        conn.executemany("INSERT INTO _nvw_kinds VALUES (?, ?, ?)",
+                         [(i, k, kind) for k, kind in a.kinds(keys).items()])
+    parts = " UNION ALL ".join(
+        f'''SELECT {a.pid} AS pid, r.start AS s, r."end" AS e, COALESCE(m.kind, 'other') AS kind
+            FROM {a.table} r LEFT JOIN _nvw_kinds m ON m.t = {i} AND m.key = r.{a.key}
+            WHERE r.start >= {lo} AND r.start < {hi} AND r."end" >= r.start''' for i, a in enumerate(api))
+    conn.execute(f"""CREATE TEMP TABLE _nvw_api AS SELECT c.pid, t.n, c.s, MIN(c.e, t.hi) AS e, c.kind
+                     FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) c
+                     JOIN _nvw_steps t ON t.n = c.n AND c.s < t.hi""")
+    bounds = dict((n, (a, b)) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps"))
+    by_kind: dict[tuple, dict[str, int]] = {}
+    for pid, n, kind, ns in conn.execute(_union("_nvw_api", "kind")):
+        by_kind.setdefault((pid, n), {})[kind] = ns
+    union = {(pid, n): ns for pid, n, _b, ns in conn.execute(_union("_nvw_api", "NULL"))} if whole else {}
+    for key in set(by_kind) | set(union):
+        if key not in steps:  # a step with CUDA calls and no GPU work that started in it
+            steps[key] = (*bounds[key[1]], {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0})
+    for key, (_a, _b, vals) in steps.items():
+        vals["api_ns"] = tuple(sorted(by_kind.get(key, {}).items()))
+        if whole:
+            vals["api_union_ns"] = union.get(key, 0)
