@@ -50,6 +50,9 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--table", choices=CSV_TABLES, default="kernels",
                    help="with --format csv: which table to write, one per file (default: kernels)")
     p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
+    p.add_argument("--per-step", action="store_true",
+                   help="one row per step (or time bucket): step time, GPU busy, kernels, tensor-core share, copies, "
+                        "the host's time in CUDA calls by kind and outside them (JSON and CSV always carry them)")
     p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
@@ -71,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     rep = build(args.paths, args)
     limit = args.limit or (None if args.format in ("json", "csv") else 15)
     results = gates(args, rep)
-    opts = render_options(args, wide=args.wide, limit=limit, table=args.table, gates=tuple(results) or None)
+    opts = render_options(args, wide=args.wide, limit=limit, table=args.table, gates=tuple(results) or None,
+                          per_step=args.per_step)
     deliver(render(args.format, rep, opts), args.output, f"{args.format} report")
     if len(args.paths) == 1 and (args.paths[0] / "manifest.json").is_file():
         remember(args.paths[0], rep, say)

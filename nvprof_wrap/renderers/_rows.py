@@ -6,6 +6,7 @@ from dataclasses import asdict, replace
 
 from nvprof_wrap.model import Classification, HealthVerdict
 from nvprof_wrap.report import GroupRow, KernelRow, PrecisionShare, Report, SplitRow, job_line
+from nvprof_wrap.report.series import API_KINDS
 from nvprof_wrap.system.limits import SKIPPED_SHOWN
 from nvprof_wrap.text.names import numbered_family
 from nvprof_wrap.text.sanitize import clean
@@ -103,7 +104,22 @@ def report(r: Report) -> dict:
         "hardware": [hardware_row(h) for h in r.hardware],
         "hardware_checks": [asdict(c) for c in r.hardware_checks],
         "hardware_series": [asdict(p) for p in r.hardware_series],
+        "series": [step_row(x) for x in r.series.rows] if r.series else [],
+        "series_info": None if r.series is None else {
+            "kind": r.series.kind, "source": r.series.source, "bucket_s": r.series.bucket_s, "host": r.series.host,
+            "steps_per_row": r.series.folded, "notes": list(r.series.notes)},
     }
+
+
+def step_row(x) -> dict:
+    """One step of the series, flat (a CSV row, a DataFrame row): docs/json.md "series"."""
+    api = x.api_ns or {}
+    return {"step": x.step, "start_s": round(x.start_s, 9), "duration_ns": x.duration_ns, "processes": x.processes,
+            "launches": x.launches, "kernel_ns": x.kernel_ns, "tensor_core_ns": x.tc_ns,
+            "tensor_core_share": round(x.tc_share, 6), "unknown_ns": x.unknown_ns, "copy_ns": x.copy_ns,
+            "communication_ns": x.comm_ns, "gpu_busy_ns": x.gpu_busy_ns, "gpu_idle_ns": x.idle_ns,
+            **{f"api_{k}_ns": (api.get(k) if x.api_ns is not None else None) for k in API_KINDS},
+            "outside_api_ns": x.outside_api_ns, "hw_tensor": x.hw_tensor}
 
 
 def hardware_row(h) -> dict:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from nvprof_wrap.renderers import _compare, _doctor, _experiment
+from nvprof_wrap.renderers import _compare, _doctor, _experiment, _steps
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.renderers._options import Options
@@ -158,7 +158,7 @@ def render(subject, options: Options) -> str:
     o = options
     match subject:
         case Report():
-            return _report(subject, o.width, o.color, o.wide, o.limit or 15)
+            return _report(subject, o.width, o.color, o.wide, o.limit or 15, o.per_step)
         case Comparison():
             return _comparison(subject, o.width, o.color, o.limit or 15)
         case Kernels():
@@ -176,7 +176,7 @@ def render(subject, options: Options) -> str:
     raise TypeError(f"the table renderer has no form for {type(subject).__name__}")
 
 
-def _report(report: Report, width: int, color: bool, wide: bool, limit: int) -> str:
+def _report(report: Report, width: int, color: bool, wide: bool, limit: int, per_step: bool = False) -> str:
     report = deep(report)  # no control character from a capture reaches the terminal (sanitize.py)
     v = report.verdict
     parts: list = [Text(line, style="bold red") for line in report.headline]
@@ -188,6 +188,8 @@ def _report(report: Report, width: int, color: bool, wide: bool, limit: int) -> 
     parts.append(Text(""))
     if report.kernels or report.split:
         parts += [_split(report), Text("")]
+    if report.series and len(report.series.rows) > 1:
+        parts += [*_over_time(report, width, per_step), Text("")]
     if report.devices:
         parts += [_groups(report.devices, "Per device", "device", width), Text("")]
     if len(report.processes) > 1:
@@ -216,6 +218,27 @@ def _report(report: Report, width: int, color: bool, wide: bool, limit: int) -> 
         parts += [text, Text("")]
     parts.append(_sources(report))
     return _to_text(Group(*parts), width, color)
+
+
+def _over_time(report: Report, width: int, per_step: bool) -> list:
+    """The series: a sparkline of step times and the median step's breakdown; --per-step: one row per step."""
+    series = report.series
+    head = f"Over time: {_steps.what(series)}, step time "
+    spark = _steps.sparkline(series.rows, max(10, width - len(head) - 1))
+    out: list = [Text(head + spark, style="bold")]
+    line = _steps.steady_line(series)
+    if line:
+        out.append(Text(line))
+    if series.notes:
+        out.append(Text("  " + "; ".join(series.notes), style="dim"))
+    if per_step:
+        t = Table(show_edge=False, pad_edge=False, box=None if width < 100 else None)
+        for i, col in enumerate(_steps.COLUMNS):
+            t.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
+        for row in _steps.table_rows(series):
+            t.add_row(*row)
+        out.append(t)
+    return out
 
 
 def _sources(report: Report) -> Text:

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 # The host's CUDA calls, by what they do to a step's time (readers/_series.py maps callback ids / API names).
 API_KINDS = ("launch", "sync", "alloc", "other")
-API_LABELS = {"launch": "kernel launches", "sync": "synchronising copies and waits", "alloc": "allocations",
-              "other": "other CUDA calls"}
+API_LABELS = {"launch": "launches", "sync": "copies and waits", "alloc": "allocations", "other": "other calls"}
 
 
 @dataclass(frozen=True)
@@ -101,3 +100,52 @@ def _row(r: dict, acc, hw: float | None, t0: int, host: str) -> StepRow:
     return StepRow(r["step"], (r["start_ns"] - t0) / 1e9, r["duration_ns"], r["processes"], r["launches"],
                    r["kernel_ns"], acc[0], acc[1], r["copy_ns"], acc[2], min(r["busy_ns"], r["mean_duration_ns"]),
                    api, outside, hw)
+
+
+@dataclass(frozen=True)
+class Steady:
+    """The median step of the steady state (steps after the first, which holds the warm-up; every bucket that saw
+    GPU work): what a step costs once the job runs. Medians field by field, so they need not add up exactly."""
+
+    rows: int  # steps (buckets) it is the median of
+    first: int  # their first and last step numbers
+    last: int
+    duration_ns: int
+    gpu_busy_ns: int
+    kernel_ns: int
+    tc_ns: int
+    copy_ns: int
+    comm_ns: int
+    launches: int
+    api_ns: dict[str, int] | None
+    outside_api_ns: int | None
+
+    @property
+    def idle_share(self) -> float:
+        return max(self.duration_ns - self.gpu_busy_ns, 0) / self.duration_ns if self.duration_ns else 0.0
+
+    @property
+    def in_api_ns(self) -> int | None:
+        return None if self.outside_api_ns is None else max(self.duration_ns - self.outside_api_ns, 0)
+
+
+def steady(series: Series | None) -> Steady | None:
+    """The median step after the first (the warm-up: compiling, allocating, loading); None with fewer than 3 steps
+    (buckets: those with GPU work, at least 3)."""
+    if series is None:
+        return None
+    rows = [r for r in series.rows if r.launches or r.copy_ns] if series.kind == "buckets" else list(series.rows[1:])
+    if len(rows) < (3 if series.kind == "buckets" else 2):
+        return None
+
+    def med(values: list[int]) -> int:
+        values = sorted(values)
+        n = len(values)
+        return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) // 2
+
+    api = None if any(r.api_ns is None for r in rows) else {k: med([r.api_ns[k] for r in rows]) for k in API_KINDS}
+    outside = None if any(r.outside_api_ns is None for r in rows) else med([r.outside_api_ns for r in rows])
+    return Steady(len(rows), rows[0].step, rows[-1].step, med([r.duration_ns for r in rows]),
+                  med([r.gpu_busy_ns for r in rows]), med([r.kernel_ns for r in rows]), med([r.tc_ns for r in rows]),
+                  med([r.copy_ns for r in rows]), med([r.comm_ns for r in rows]), med([r.launches for r in rows]),
+                  api, outside)
