@@ -25,9 +25,10 @@ from nvprof_wrap.errors import BadInput
 NS = 1_000_000_000
 _STEP = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
 _OPTIMIZER_STEP = re.compile(r"^optimizer step (\d+)$")  # annotate.STEP_NAME
+_KERAS_BATCH = re.compile(r"^train batch (\d+)$")  # annotate.BATCH_NAME
 KERAS_PREFIX = "keras:"
 # SQL LIKE patterns that select the ranges a step window can come from (the reader's NVTX text column).
-STEP_LIKE = ("step %", "ProfilerStep#%", "optimizer step %", "keras:%")
+STEP_LIKE = ("step %", "ProfilerStep#%", "optimizer step %", "train batch %", "keras:%")
 NO_STEPS = ("--steps: no step ranges in this capture (NVTX 'step N', torch.profiler 'ProfilerStep#N', the optimizer "
             "steps `nvprof-wrap run` marks in PyTorch jobs, or Keras batches with --annotate keras)")
 
@@ -60,7 +61,7 @@ class Window:
 
 def could_mark_a_step(name: str) -> bool:
     """Whether a range of this name can mark a step or a Keras batch (what STEP_LIKE selects in SQL)."""
-    return bool(_STEP.match(name)) or name.startswith(KERAS_PREFIX)
+    return any(p.match(name) for p in (_STEP, _OPTIMIZER_STEP, _KERAS_BATCH)) or name.startswith(KERAS_PREFIX)
 
 
 def make(window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None) -> Window | None:
@@ -132,22 +133,23 @@ def marked_steps(ranges: Iterable[tuple]) -> tuple[str | None, dict[int, int], d
     """_steps, with what marked them: "step marks" | "optimizer steps" | "keras batches" (None: no steps)."""
     named: tuple[dict[int, int], dict[int, int]] = ({}, {})
     optimizer: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    batches: tuple[dict[int, int], dict[int, int]] = ({}, {})
     keras: list[tuple] = []
     for name, tid, s, e in ranges:
         if s is None:
             continue
-        m = _STEP.match(name or "")
-        starts, ends = named
-        if not m:
-            m = _OPTIMIZER_STEP.match(name or "")
-            starts, ends = optimizer
+        m = None
+        for pattern, (starts, ends) in ((_STEP, named), (_OPTIMIZER_STEP, optimizer), (_KERAS_BATCH, batches)):
+            m = pattern.match(name or "")
+            if m:
+                break
         if m:
             n = int(m.group(1))
             starts[n] = min(s, starts.get(n, s))
             ends[n] = max(e if e is not None else s, ends.get(n, s))
         elif (name or "").startswith(KERAS_PREFIX):
             keras.append((tid, s, e if e is not None else s, name))
-    for source, found in (("step marks", named), ("optimizer steps", optimizer)):
+    for source, found in (("step marks", named), ("optimizer steps", optimizer), ("keras batches", batches)):
         if found[0]:
             return source, *found
     return ("keras batches", *_keras_batches(keras)) if keras else (None, {}, {})

@@ -13,6 +13,8 @@ imported eagerly: an import hook patches keras / torch right after the job impor
                                    is marked. Step 0 runs from torch's import to the end of the first step; only the
                                    first optimizer that steps counts (a GAN's second optimizer would double every
                                    step). Start/end ranges, not push/pop: they never unbalance the job's own ranges.
+  train batch <N>                  (kind "steps") around each Keras training batch, from the callbacks' batch
+                                   begin to its end: Keras jobs (any backend) have steps too.
 """
 from __future__ import annotations
 
@@ -148,10 +150,53 @@ def patch_steps(torch_module: Any) -> None:
     _state["patched"].add("steps")
 
 
+BATCH_NAME = "train batch {}"  # readers/_window.py reads it (after 'step N' and optimizer steps)
+
+
+def patch_keras_batches(keras_module: Any) -> None:
+    """Marks Keras training batches (kind "steps"): a range from CallbackList.on_train_batch_begin to
+    on_train_batch_end, which Model.fit calls around every batch; counted over epochs from 0. The Keras torch
+    backend steps no torch optimizer, so without these a Keras job has no steps."""
+    cls = getattr(getattr(keras_module, "callbacks", None), "CallbackList", None)
+    fns = _nvtx()
+    if cls is None or fns is None or "keras batches" in _state["patched"]:
+        return
+    push, pop = fns
+    begin, end = cls.on_train_batch_begin, cls.on_train_batch_end
+    count, open_ = [0], [False]
+
+    def on_train_batch_begin(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            if open_[0]:
+                pop()
+            push(BATCH_NAME.format(count[0]))
+            open_[0] = True
+            count[0] += 1
+        except Exception:  # noqa: BLE001, S110 - never break the user's training step
+            pass
+        return begin(self, *args, **kwargs)
+
+    def on_train_batch_end(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return end(self, *args, **kwargs)
+        finally:
+            if open_[0]:
+                open_[0] = False
+                try:
+                    pop()
+                except Exception:  # noqa: BLE001, S110
+                    pass
+
+    cls.on_train_batch_begin, cls.on_train_batch_end = on_train_batch_begin, on_train_batch_end
+    _state["patched"].add("keras batches")
+
+
 def install(kinds: str | None = None) -> None:
     wanted = {k.strip() for k in (kinds if kinds is not None else os.environ.get(ENV, "")).split(",") if k.strip()}
     if "keras" in wanted:
         when_imported("keras", patch_keras)
+    if "steps" in wanted:
+        when_imported("keras", patch_keras_batches)
     for kind, patch in (("steps", patch_steps), ("torch", patch_torch)):
         if kind in wanted:
             when_imported("torch", patch)
