@@ -64,6 +64,7 @@ def add_parser(sub, name: str) -> None:
                    help="also write the report as one self-contained page, RUN_DIR/report.html (docs/html.md)")
     p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
     p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
+    p.add_argument("--per-step", action="store_true", help="the report's one row per step (see report --per-step)")
     add_format(p)
     add_save(p)
     add_gates(p)
@@ -178,8 +179,8 @@ def run(args: argparse.Namespace) -> int:
                 say(f"nvprof-wrap: HTML report → {page}")
             results = gates(args, rep)
             if not args.no_report:
-                text = render(args.format, rep, render_options(args, wide=args.wide, limit=args.limit,
-                                                               gates=tuple(results) or None))
+                text = render(args.format, rep, render_options(args, wide=args.wide, per_step=args.per_step,
+                                                               limit=args.limit, gates=tuple(results) or None))
                 try:
                     put(args, text, "report")
                 except CannotWrite as e:  # our stdout is full or closed: said, and the job's code still counts
