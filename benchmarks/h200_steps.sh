@@ -28,7 +28,10 @@ cd $S/nanogpt
 step "nanoGPT 40 iterations under cupti, --per-step"
 TAIL=60 t nano_cupti $W run --backend cupti -o $R/nano_cupti --per-step -- $V/python train.py config/train_shakespeare_char.py --compile=False --max_iters=40 --eval_interval=100000 --eval_iters=2 --log_interval=10 --always_save_checkpoint=False
 cd $S
-tar czf ${OUT:-/tmp}/steps_runs.tgz -C $R exp_cupti exp_nsys 2>> $LOG
+for b in cupti nsys; do for p in fp32 fp16; do  # the captures, gzipped, where small enough to come back
+  f=$(ls $R/exp_$b/$p/*.sqlite 2>/dev/null | head -1); [ -n "$f" ] && gzip -c "$f" > ${OUT:-/tmp}/${b}_${p}_$(basename $f).gz
+done; done
+find ${OUT:-/tmp} -name "*.gz" -size +15M -delete
 cp $S/*.json ${OUT:-/tmp}/ 2>/dev/null
 ls -la ${OUT:-/tmp} >> $LOG
 step "done in $(( $(date +%s) - START )) s"

@@ -150,7 +150,9 @@ def marked_steps(ranges: Iterable[tuple]) -> tuple[str | None, dict[int, int], d
         elif (name or "").startswith(KERAS_PREFIX):
             keras.append((tid, s, e if e is not None else s, name))
     for source, found in (("step marks", named), ("optimizer steps", optimizer), ("keras batches", batches)):
-        if found[0]:
+        # optimizer step 0 alone is the range annotate opens at torch's import: no optimizer ever stepped (a Keras
+        # job on the torch backend), so it marks no step
+        if found[0] and (source != "optimizer steps" or len(found[0]) > 1):
             return source, *found
     return ("keras batches", *_keras_batches(keras)) if keras else (None, {}, {})
 
