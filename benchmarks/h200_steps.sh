@@ -23,10 +23,12 @@ for b in cupti nsys; do for p in fp32 fp16; do
   step "report --per-step $b $p ($d)"; TAIL=45 t per_step_${b}_$p $W report $d --per-step
   $W report $d --format json -o $S/${b}_$p.json >> $LOG 2>&1
 done; done
+if [ "${NANO:-1}" = 1 ]; then
 nanogpt_copy
 cd $S/nanogpt
 step "nanoGPT 40 iterations under cupti, --per-step"
 TAIL=60 t nano_cupti $W run --backend cupti -o $R/nano_cupti --per-step -- $V/python train.py config/train_shakespeare_char.py --compile=False --max_iters=40 --eval_interval=100000 --eval_iters=2 --log_interval=10 --always_save_checkpoint=False
+fi
 cd $S
 for b in cupti nsys; do for p in fp32 fp16; do  # the captures, gzipped, where small enough to come back
   f=$(ls $R/exp_$b/$p/*.sqlite 2>/dev/null | head -1); [ -n "$f" ] && gzip -c "$f" > ${OUT:-/tmp}/${b}_${p}_$(basename $f).gz
