@@ -41,6 +41,11 @@ class ExperimentRow:
     step_launch_ms: float | None = None
     step_sync_ms: float | None = None  # copies and waits
     steps_counted_by: str | None = None
+    step_mean_ms: float | None = None  # outliers included
+    slow_steps: int = 0  # steps over 3x the median (report/series.SLOW)
+    slow_steps_ms: float | None = None  # their time in all
+    slow_steps_outside_cuda_ms: float | None = None
+    slow_step_numbers: tuple[int, ...] = ()  # the first of them
 
 
 def read_metrics(path: Path) -> tuple[int | None, float | None]:
@@ -75,7 +80,9 @@ def row(precision: str, folder: Path, manifest: Manifest, report: Report, health
         "step_ms": ms(s.duration_ns), "step_gpu_busy_ms": ms(s.gpu_busy_ns), "step_kernel_ms": ms(s.kernel_ns),
         "step_in_cuda_ms": ms(s.in_api_ns), "step_outside_cuda_ms": ms(s.outside_api_ns),
         "step_launch_ms": ms((s.api_ns or {}).get("launch")), "step_sync_ms": ms((s.api_ns or {}).get("sync")),
-        "steps_counted_by": report.series.source}
+        "steps_counted_by": report.series.source, "step_mean_ms": ms(s.mean_duration_ns), "slow_steps": len(s.slow),
+        "slow_steps_ms": ms(s.slow_ns), "slow_steps_outside_cuda_ms": ms(s.slow_outside_api_ns),
+        "slow_step_numbers": s.slow[:8]}
     return ExperimentRow(
         precision, manifest.exit_code, manifest.wall_s, steps,
         1000 * epoch_s / steps if steps and epoch_s else None,
@@ -101,6 +108,18 @@ def where_the_time_went(rows: list[ExperimentRow]) -> list[str]:
             ("kernels", "step_kernel_ms"))]
         said = [f"{label} {a - b:+.2f} ms" for label, a, b in parts if a is not None and b is not None]
         d = r.step_ms - base.step_ms
-        out.append(f"Where the step time went, {r.precision} vs {base.precision}: {d:+.2f} ms per step ({r.step_ms:.2f} vs {base.step_ms:.2f} "
-                   f"ms, median step after the first)" + (": " + ", ".join(said) if said else ""))
+        line = (f"Where the step time went, {r.precision} vs {base.precision}: median step {d:+.2f} ms ({r.step_ms:.2f} "
+                f"vs {base.step_ms:.2f} ms, after the first)" + (": " + ", ".join(said) if said else ""))
+        if r.step_mean_ms is not None and base.step_mean_ms is not None:
+            line += f"; mean step {r.step_mean_ms - base.step_mean_ms:+.2f} ms ({r.step_mean_ms:.2f} vs " \
+                    f"{base.step_mean_ms:.2f} ms)"
+        out.append(line)
+        for x in (base, r):
+            if x.slow_steps and x.slow_steps_ms:
+                outside = f", {x.slow_steps_outside_cuda_ms:,.0f} ms of it outside CUDA calls" \
+                    if x.slow_steps_outside_cuda_ms is not None else ""
+                which = ", ".join(map(str, x.slow_step_numbers)) + (", …" if x.slow_steps > len(x.slow_step_numbers)
+                                                                     else "")
+                out.append(f"  {x.precision}: {x.slow_steps} step(s) over 3x its median took {x.slow_steps_ms:,.0f} ms "
+                           f"in all{outside} (steps {which}): the median leaves them out")
     return out

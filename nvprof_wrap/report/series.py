@@ -102,6 +102,9 @@ def _row(r: dict, acc, hw: float | None, t0: int, host: str) -> StepRow:
                    api, outside, hw)
 
 
+SLOW = 3  # a step this many times the median step is an outlier the median hides (Steady.slow)
+
+
 @dataclass(frozen=True)
 class Steady:
     """The median step of the steady state (steps after the first, which holds the warm-up; every bucket that saw
@@ -119,6 +122,10 @@ class Steady:
     launches: int
     api_ns: dict[str, int] | None
     outside_api_ns: int | None
+    mean_duration_ns: int = 0  # the mean, outliers included: what the steps cost on average
+    slow: tuple[int, ...] = ()  # steps over SLOW × the median (e.g. each epoch's last batch, holding validation)
+    slow_ns: int = 0  # their time, in all
+    slow_outside_api_ns: int | None = None  # of it, outside CUDA calls
 
     @property
     def idle_share(self) -> float:
@@ -145,7 +152,11 @@ def steady(series: Series | None) -> Steady | None:
 
     api = None if any(r.api_ns is None for r in rows) else {k: med([r.api_ns[k] for r in rows]) for k in API_KINDS}
     outside = None if any(r.outside_api_ns is None for r in rows) else med([r.outside_api_ns for r in rows])
-    return Steady(len(rows), rows[0].step, rows[-1].step, med([r.duration_ns for r in rows]),
+    typical = med([r.duration_ns for r in rows])
+    slow = [r for r in rows if r.duration_ns > SLOW * typical]
+    return Steady(len(rows), rows[0].step, rows[-1].step, typical,
                   med([r.gpu_busy_ns for r in rows]), med([r.kernel_ns for r in rows]), med([r.tc_ns for r in rows]),
                   med([r.copy_ns for r in rows]), med([r.comm_ns for r in rows]), med([r.launches for r in rows]),
-                  api, outside)
+                  api, outside, sum(r.duration_ns for r in rows) // len(rows), tuple(r.step for r in slow),
+                  sum(r.duration_ns for r in slow),
+                  None if outside is None else sum(r.outside_api_ns or 0 for r in slow))
