@@ -1,0 +1,134 @@
+"""The per-step series (readers/_series.py, report/series.py) on real captures, checked against the capture's own
+rows read independently here (plain Python over the kernel table, bisect on the step starts)."""
+from __future__ import annotations
+
+import bisect
+import gzip
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import nvprof_wrap as nw
+from nvprof_wrap.readers import _series
+from nvprof_wrap.report.experiment import ExperimentRow, where_the_time_went
+from nvprof_wrap.report.series import steady
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = ROOT / "tests" / "data" / "h200_runs"
+SAMPLES = ROOT / "nvprof_wrap" / "samples"
+
+
+def _unpacked(src: Path, tmp: Path) -> Path:
+    out = tmp / src.name.removesuffix(".gz")
+    out.write_bytes(gzip.decompress(src.read_bytes()))
+    return out
+
+
+def test_step_marks_of_a_real_nsys_capture_match_its_rows(tmp_path):
+    """nanoGPT (fp32, H200) with its own 'step N' ranges: per step, the kernels that start in it, counted here
+    from the capture's rows, equal the series'; every step's busy time is at most its wall time."""
+    cap = _unpacked(RUNS / "gpt_fp32_nsys_steps" / "nsys.sqlite.gz", tmp_path)
+    rep = nw.analyze(cap)
+    s = rep.series
+    assert (s.kind, s.source, s.host, len(s.rows)) == ("steps", "step marks", "all", 30)
+    conn = sqlite3.connect(cap)
+    steps = sorted((int(t.split()[1]), a) for t, a in conn.execute(
+        "SELECT COALESCE(n.text, s.value), n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE COALESCE(n.text, s.value) LIKE 'step %' AND n.eventType IN (59, 60)"))
+    starts = [a for _, a in steps]
+    last_end = conn.execute(
+        "SELECT MAX(n.\"end\") FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        f"WHERE COALESCE(n.text, s.value) = 'step {steps[-1][0]}'").fetchone()[0]
+    counts = [0] * len(starts)
+    for (t,) in conn.execute("SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+        i = bisect.bisect_right(starts, t) - 1
+        if i >= 0 and t < (starts[i + 1] if i + 1 < len(starts) else last_end):
+            counts[i] += 1
+    assert [r.launches for r in s.rows] == counts
+    assert all(0 < r.gpu_busy_ns <= r.duration_ns for r in s.rows)
+    assert all(r.api_ns is not None and r.outside_api_ns is not None for r in s.rows)
+    # tensor-core time per step sums to at most the report's tensor-core time
+    assert sum(r.tc_ns for r in s.rows) <= rep.verdict.tc_ns
+
+
+def test_a_capture_without_steps_is_cut_into_time_buckets():
+    rep = nw.analyze(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite")
+    s = rep.series
+    assert s.kind == "buckets" and s.source == "time" and s.bucket_s > 0
+    assert [r.step for r in s.rows] == list(range(len(s.rows)))  # idle buckets are rows too
+    assert sum(r.kernel_ns for r in s.rows) == rep.verdict.kernel_ns
+    assert sum(r.launches for r in s.rows) == rep.verdict.launches
+
+
+def test_host_time_adds_up_where_every_call_was_recorded():
+    """nsys records every runtime call: per step, the time in CUDA calls plus the time outside them is the step."""
+    s = nw.analyze(SAMPLES / "keras_reuters_fp16").series
+    assert s.source == "keras batches" and s.host == "all"
+    for r in s.rows:
+        assert r.outside_api_ns is not None and 0 <= r.outside_api_ns <= r.duration_ns
+        assert max(r.api_ns.values()) <= r.duration_ns - r.outside_api_ns  # each kind inside the union
+
+
+def test_an_older_capture_with_launch_calls_only_does_not_guess_the_time_outside_them(tmp_path):
+    """keras_fp16_cupti_ops was traced when the tracer recorded kernel launch calls only."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    _unpacked(RUNS / "keras_fp16_cupti_ops" / "cupti-vm-559.sqlite.gz", folder)
+    s = nw.analyze(folder).series
+    assert s.host == "launch"
+    assert all(r.outside_api_ns is None and set(r.api_ns) >= {"launch"} for r in s.rows)
+    assert "not known" in s.notes[0]
+
+
+def _folder(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    for f in (RUNS / name).glob("*.gz"):
+        _unpacked(f, folder)
+    return folder
+
+
+def test_the_seeds_question_fp16_is_slower_in_each_epochs_last_batch_not_in_its_steps(tmp_path):
+    """The seed's workload on the H200 (reuters_mlp, Keras on torch, 20 epochs of 16 batches, our CUPTI tracer):
+    fp16's median training batch is faster than fp32's, but each epoch's last batch (holding the epoch's end and
+    validation) takes hundreds of ms, nearly all outside CUDA calls — where the fp16 run's extra time went."""
+    fp32 = steady(nw.analyze(_folder(tmp_path, "keras_steps_fp32_cupti")).series)
+    fp16 = steady(nw.analyze(_folder(tmp_path, "keras_steps_fp16_cupti")).series)
+    assert fp32.rows == fp16.rows == 319
+    assert fp16.duration_ns < fp32.duration_ns and fp16.kernel_ns < fp32.kernel_ns
+    assert fp16.mean_duration_ns > 2 * fp32.mean_duration_ns
+    # every epoch's last batch but the job's last (a step ends at the next one's start, the last one at its own end)
+    assert fp16.slow == tuple(range(15, 319, 16))
+    assert fp16.slow_outside_api_ns > 0.95 * fp16.slow_ns
+    rows = [ExperimentRow(p, 0, 0.0, None, None, 0, 0.0, "", 0.0, None, 0, None, None, None, None, "healthy", (),
+                          "", step_ms=s.duration_ns / 1e6, step_outside_cuda_ms=s.outside_api_ns / 1e6,
+                          step_mean_ms=s.mean_duration_ns / 1e6, slow_steps=len(s.slow),
+                          slow_steps_ms=s.slow_ns / 1e6, slow_steps_outside_cuda_ms=s.slow_outside_api_ns / 1e6,
+                          slow_step_numbers=s.slow[:8])
+            for p, s in (("fp32", fp32), ("fp16", fp16))]
+    said = where_the_time_went(rows)
+    assert said[0].startswith("Where the step time went, fp16 vs fp32: median step -")
+    assert "mean step +" in said[0]
+    assert any(line.strip().startswith("fp16: 19 step(s) over 3x its median") for line in said)
+
+
+def test_the_series_is_not_measured_past_its_size_limit(monkeypatch):
+    monkeypatch.setenv(_series.ENV_MAX, "100")
+    rep = nw.analyze(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite")
+    assert rep.series is None
+    assert any("per-step series not measured" in n for src in rep.sources for n in src.notes)
+
+
+@pytest.mark.parametrize("per_step", [False, True])
+def test_the_terminal_shows_the_series(per_step):
+    from nvprof_wrap.renderers import console
+    from nvprof_wrap.renderers._options import Options
+
+    rep = nw.analyze(SAMPLES / "keras_reuters_fp16")
+    text = console.render(rep, Options(width=120, per_step=per_step))
+    assert "Over time: 17 steps (keras batches), step time " in text
+    assert "Median step (steps 1-16):" in text
+    rows = [line for line in text.splitlines() if line.split()[:1] and line.split()[0].isdigit()
+            and "ms" in line and line.split()[0] in {str(i) for i in range(17)}]
+    assert (len(rows) >= 17) == per_step
