@@ -38,6 +38,9 @@ class Lanes:
 
     def lane(self, key: tuple, start: int, end: int) -> int:
         busy, free, count = self.streams.setdefault(key, ([], [], [0]))
+        if len(busy) == 1 and busy[0][0] <= start and not free:  # the usual case: the stream's one track is free
+            busy[0] = (end, busy[0][1])
+            return busy[0][1]
         while busy and busy[0][0] <= start:
             heapq.heappush(free, heapq.heappop(busy)[1])
         if free:
@@ -51,26 +54,43 @@ class Lanes:
 def gpu(trace: Trace, verdicts: Verdicts, rows: Iterable[tuple], clock: Clock,
         pid_of: Callable[[object], int], raw_name: Callable[[object], str]) -> None:
     """Rows (start, end, process key, device, stream, kind, name key, correlation, bytes, copy kind), in start
-    order, as slices on their stream's tracks. pid_of: the trace pid of a process key; raw_name: a name key's name."""
-    lanes, write, shift = Lanes(), trace.write, clock.shift
-    track = trace.gpu.get
+    order, as slices on their stream's tracks. pid_of: the trace pid of a process key; raw_name: a name key's name.
+    (The loop runs once per launch: lookups are cached in dicts, times formatted inline.)"""
+    lanes, shift, buf = Lanes(), clock.shift, []
+    track, pids, prefixes, write = trace.gpu.get, {}, {}, buf.append
     for start, end, proc, dev, stream, kind, key, corr, nbytes, copy_kind in rows:
         if start is None or end is None or not 0 <= end - start <= MAX_DURATION_NS:
             trace.count("skipped (no usable time)")
             continue
-        pid = pid_of(proc)
+        if len(buf) >= 2048:  # one write of many events: the text stream's per-call cost, paid once per batch
+            trace.write("".join(buf))
+            buf.clear()
+        pid = pids.get(proc)
+        if pid is None:
+            pid = pids[proc] = pid_of(proc)
         lane = lanes.lane((pid, dev, stream), start, end)
         tid = track((pid, dev, stream, lane)) or trace.gpu_track(pid, dev, stream, lane)
-        where = f',"pid":{pid},"tid":{tid},"ts":{us(start + shift)},"dur":{us(end - start)}}},\n'
+        sq, sr = divmod(start + shift, 1000)
+        dq, dr = divmod(end - start, 1000)
+        where = f',"pid":{pid},"tid":{tid},"ts":{sq}.{sr:03d},"dur":{dq}.{dr:03d}}},\n'
         if kind == KERNEL:
-            write(f"{verdicts.prefix(key, lambda k=key: raw_name(k))}{dumps(corr)}}}{where}")
+            head = prefixes.get(key)
+            if head is None:
+                head = prefixes[key] = verdicts.prefix(key, lambda k=key: raw_name(k))
+            write(f"{head}{corr if type(corr) is int else 'null'}}}{where}")
             continue
-        what = "memcpy" if kind == MEMCPY else "memset"
-        args = {"bytes": nbytes, "correlation": corr}
-        if kind == MEMCPY:
-            args["direction"] = MEMCPY_DIRECTION.get(copy_kind, "other")
-        name = f"memcpy {args['direction']}" if kind == MEMCPY else "memset"
-        write(f'{{"ph":"X","cat":"{what}","name":"{name}","cname":"{MEM_CNAME[what]}","args":{dumps(args)}{where}')
+        write(_memop(kind, nbytes, corr, copy_kind) + where)
+    trace.write("".join(buf))
+
+
+def _memop(kind: int, nbytes: object, corr: object, copy_kind: object) -> str:
+    """A copy's or a set's event, up to its place."""
+    what = "memcpy" if kind == MEMCPY else "memset"
+    args: dict = {"bytes": nbytes, "correlation": corr}
+    if kind == MEMCPY:
+        args["direction"] = MEMCPY_DIRECTION.get(copy_kind, "other")  # type: ignore[arg-type]
+    name = f"memcpy {args['direction']}" if kind == MEMCPY else "memset"
+    return f'{{"ph":"X","cat":"{what}","name":"{name}","cname":"{MEM_CNAME[what]}","args":{dumps(args)}'
 
 
 def ranges(trace: Trace, rows: Iterable[tuple], clock: Clock, thread_of: Callable[[object], tuple[int, int]]) -> None:
