@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from nvprof_wrap import __version__
+from nvprof_wrap._version import __version__
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.export import _counters
 from nvprof_wrap.export._events import Trace, Verdicts
