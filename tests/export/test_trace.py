@@ -257,3 +257,9 @@ def test_memory_stays_bounded_on_a_big_capture(tmp_path):
         grew[n] = (int(out[1]) - int(out[0])) / 1024  # MiB over the report's own peak
         assert load(tmp_path / "t.json").kernels() if n == 50_000 else True
     assert grew[500_000] < 32, grew
+
+
+def test_kineto_steps_window_keeps_the_windowed_reports_kernels(tmp_path):
+    rep, parsed = traced(tmp_path, RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz", strings=True, steps=(2, 4))
+    assert 0 < len(parsed.kernels()) == rep.verdict.launches
+    same_kernels(per_name(parsed.kernels()), report_per_name(rep))
