@@ -7,8 +7,9 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from nvprof_wrap.cli._args import output_file
 from nvprof_wrap.errors import BadInput, CannotWrite, NvprofWrapError
@@ -155,19 +156,46 @@ def _owned(folder: Path, real: Path) -> str | None:
     return "a capture" if str(rel) in named or _capture(real) else None
 
 
+def _mode(path: Path) -> int | None:
+    """The file type bits of what ``path`` names now (None: nothing); a folder is refused."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise BadInput(path, f"cannot write ({e.strerror or e})") from None
+    if stat.S_ISDIR(mode):
+        raise BadInput(path, "is a directory: name the file to write")
+    return mode
+
+
+def write_stream(path: Path, fill: Callable[[BinaryIO], None]) -> None:
+    """write_text's rule for an output too big to hold (a trace): ``fill`` writes it to a binary file — a
+    temporary file beside ``path``, renamed over it once whole (removed if anything fails), or ``path`` itself
+    where it is a device, a FIFO or a symlink, written through and never replaced."""
+    mode = _mode(path)
+    try:
+        if mode is not None and not stat.S_ISREG(mode):
+            with open(path, "wb") as f:
+                fill(f)
+            return
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as f:
+                fill(f)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError as e:
+        raise CannotWrite(path, f"cannot write ({_why(e)})") from None
+
+
 def write_text(path: Path, text: str) -> None:
     """Whole or not at all where ``path`` is absent or a regular file: written beside it, then renamed over it.
     Anything else is written through, never replaced: a device (/dev/null), a FIFO, a symlink (/dev/stdout; its
     target is written)."""
     data = text.encode("utf-8", errors="replace")
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as e:
-        raise BadInput(path, f"cannot write ({e.strerror or e})") from None
-    if mode is not None and stat.S_ISDIR(mode):
-        raise BadInput(path, "is a directory: name the file to write")
+    mode = _mode(path)
     if mode is not None and not stat.S_ISREG(mode):
         _write_through(path, data)
         return

@@ -4,6 +4,8 @@ PATH is a capture (nvprof .nvvp, Nsight Systems .sqlite/.nsys-rep, nvprof/nsys-s
 TensorBoard trace JSON / .xplane.pb, nvprof/nsys/ncu console output: docs/formats.md)
 or a folder: every capture in it, as one run.
 
+--format trace -o run.json.gz writes the captures' timeline as a Chrome trace-event JSON to open in ui.perfetto.dev
+or chrome://tracing: kernels coloured by verdict (docs/trace-export.md).
 -o report.html writes one self-contained page (no scripts, no network) to share (docs/html.md): the format is the
 one the file's extension names (.html, .json, .csv, .md, .txt; any other: the table text) unless --format says.
 Two runs are not one: given two run folders, or a folder holding several, report refuses and points to `compare`.
@@ -13,6 +15,7 @@ examples:
   nvprof-wrap report runs/train-fp16
   nvprof-wrap report capture.nsys-rep --format json | jq .verdict
   nvprof-wrap report runs/train-fp16 -o report.html
+  nvprof-wrap report runs/train-fp16 --format trace -o train.json.gz
   nvprof-wrap report runs/train-fp16 --format csv --table ops --limit 20 > ops.csv
   nvprof-wrap report runs/train-bf16 --min-tensor-core-share 0.3 --expect-precision bf16   # a CI gate
 """
@@ -22,8 +25,9 @@ import argparse
 from pathlib import Path
 
 from nvprof_wrap import report
-from nvprof_wrap.cli import _exit
+from nvprof_wrap.cli import _exit, _trace
 from nvprof_wrap.cli._args import (
+    FORMATS,
     add_format,
     add_gates,
     add_output,
@@ -57,7 +61,7 @@ def add_parser(sub, name: str) -> None:
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
     add_window(p)
-    add_format(p)
+    add_format(p, (*FORMATS, "trace"))
     add_output(p)
     add_store(p)
     add_gates(p)
@@ -71,7 +75,12 @@ def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
 
 def run(args: argparse.Namespace) -> int:
     check_output(args.output, [*args.paths, args.store])
+    if args.format == "trace":
+        _trace.refuse_without_output(args)
     rep = build(args.paths, args)
+    if args.format == "trace":
+        _trace.write(args, rep)
+        return gate(args, rep, gates(args, rep))
     limit = args.limit or (None if args.format in ("json", "csv") else 15)
     results = gates(args, rep)
     opts = render_options(args, wide=args.wide, limit=limit, table=args.table, gates=tuple(results) or None,

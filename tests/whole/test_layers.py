@@ -32,7 +32,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("readers", "launch", "tracer"),
     ("store",),
     ("report",),  # types and build (__init__), then hints, gates, health, compare, experiment, jobs: read reports
-    ("renderers",),
+    # renderers (a Report → text) and export (a Report and its captures → a trace, streamed), side by side
+    ("renderers", "export"),
     ("pipeline",),  # ingest, evidence (classify ranked into the store), and compose: the one analyze()
     ("api",),
     ("keras", "magic"),

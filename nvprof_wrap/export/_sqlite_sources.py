@@ -1,0 +1,125 @@
+"""The SQLite captures a trace is made of: Nsight Systems exports and nvprof-wrap's CUPTI tracer's files. Each
+says when its first event was and how its clock maps to Unix time, finds a window's bounds as its reader does, and
+streams its rows into the trace (readers/nsys_sqlite.py and readers/cupti_sqlite.py read the same tables)."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from nvprof_wrap.export import _counters
+from nvprof_wrap.export._events import Trace, Verdicts
+from nvprof_wrap.export._timeline import START_END, Clock, gpu, ranges
+from nvprof_wrap.readers import cupti_sqlite, nsys_sqlite
+from nvprof_wrap.readers._sqlite import EVERYTHING, columns, in_window, tables, window_bounds
+from nvprof_wrap.readers._window import Window
+
+NSYS_GPU = (nsys_sqlite.KERNEL, nsys_sqlite.MEMCPY, nsys_sqlite.MEMSET)
+CUPTI_GPU = ("kernel", "memcpy", "memset")
+
+
+def _overlaps(span: tuple[int, int], alias: str = "") -> str:
+    """Ranges that overlap [lo, hi) ('true' for the whole capture)."""
+    if span == EVERYTHING:
+        return "true"
+    a = f"{alias}." if alias else ""
+    return f'{a}start < {span[1]} AND {a}"end" >= {span[0]}'
+
+
+def _first(conn: sqlite3.Connection, names: list[str]) -> int | None:
+    firsts = [conn.execute(f"SELECT MIN(start) FROM {t}").fetchone()[0] for t in names]
+    return min((f for f in firsts if f is not None), default=None)
+
+
+class Nsys:
+    """An Nsight Systems SQLite export: timestamps in ns from the session's start, which
+    TARGET_INFO_SESSION_START_TIME gives in Unix time: exports of one run share that clock."""
+
+    FORMAT = "nsys-sqlite"
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn, self.path, self.have = conn, path, tables(conn)
+        self.gpu_tables = [t for t in NSYS_GPU if t in self.have]
+        self.first_ns = _first(conn, self.gpu_tables + (["NVTX_EVENTS"] if "NVTX_EVENTS" in self.have else []))
+        self.unix_offset = nsys_sqlite._session(conn, self.have)[0]
+
+    def span(self, window: Window | None) -> tuple[int, int]:
+        return window_bounds(self.conn, window, self.gpu_tables, nsys_sqlite._ranges_sql(self.conn, self.have))
+
+    def _col(self, table: str, name: str) -> str:
+        return name if name in columns(self.conn, table) else "NULL"
+
+    def emit(self, trace: Trace, verdicts: Verdicts, index: int, clock: Clock, span: tuple[int, int]) -> None:
+        conn, have = self.conn, self.have
+        names = dict(conn.execute("SELECT pid, name FROM PROCESSES")) if "PROCESSES" in have else {}
+
+        def pid_of(gp: object) -> int:
+            pid = (gp >> 24) & 0xFFFFFF if isinstance(gp, int) else None
+            return trace.process(index, pid, f"{names.get(pid) or 'process'} (pid {pid if pid else '?'})")
+
+        parts = []
+        for table, kind in zip(NSYS_GPU, range(3)):
+            if table not in have:
+                continue
+            c = lambda col, t=table: self._col(t, col)
+            name = nsys_sqlite._name_col(conn) if kind == 0 else "NULL"
+            parts.append(f'SELECT start, "end", {c("globalPid")}, {c("deviceId")}, {c("streamId")}, {kind}, {name}, '
+                         f'{c("correlationId")}, {c("bytes") if kind else "NULL"}, '
+                         f'{c("copyKind") if kind == 1 else "NULL"} FROM {table} WHERE {in_window(span)}')
+        if parts:
+            gpu(trace, verdicts, conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1"), clock, pid_of,
+                lambda key: (conn.execute("SELECT value FROM StringIds WHERE id = ?", (key,)).fetchone() or [""])[0])
+        self._ranges(trace, clock, span, pid_of)
+        _counters.gpu_metrics(trace, conn, have, index, clock, span)
+
+    def _ranges(self, trace: Trace, clock: Clock, span: tuple[int, int], pid_of) -> None:
+        conn, have = self.conn, self.have
+        if "NVTX_EVENTS" not in have:
+            return
+        threads = dict(conn.execute("SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s "
+                                    "ON s.id = t.nameId")) if "ThreadNames" in have else {}
+        text, join = ("COALESCE(n.text, s.value)", "LEFT JOIN StringIds s ON s.id = n.textId") \
+            if "textId" in columns(conn, "NVTX_EVENTS") else ("n.text", "")
+        rows = conn.execute(f"""SELECT n.globalTid, n.start, n."end", {text},
+                                       CASE n.eventType WHEN 60 THEN {START_END} ELSE 0 END
+                                FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60) AND {_overlaps(span, "n")}
+                                ORDER BY 1, 2, 3 DESC""")
+
+        def thread_of(gt: object) -> tuple[int, int]:
+            pid = pid_of(gt)
+            tid = gt & 0xFFFFFF if isinstance(gt, int) else None
+            return pid, trace.thread(pid, tid, threads.get(gt) and f"{threads[gt]} ({tid})")
+
+        ranges(trace, rows, clock, thread_of)
+
+
+class Cupti:
+    """A capture of nvprof-wrap's CUPTI tracer (one process): CUPTI's clock, which its meta maps to Unix time
+    (cupti_sqlite._unix_offset): the captures of one run's processes share it."""
+
+    FORMAT = "cupti"
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn, self.path, self.have = conn, path, tables(conn)
+        self.meta = cupti_sqlite._meta(conn)
+        self.gpu_tables = [t for t in CUPTI_GPU if t in self.have]
+        self.first_ns = _first(conn, self.gpu_tables + (["nvtx"] if "nvtx" in self.have else []))
+        self.unix_offset = cupti_sqlite._unix_offset(self.meta)
+
+    def span(self, window: Window | None) -> tuple[int, int]:
+        return window_bounds(self.conn, window, self.gpu_tables, cupti_sqlite.RANGES if "nvtx" in self.have else None)
+
+    def emit(self, trace: Trace, verdicts: Verdicts, index: int, clock: Clock, span: tuple[int, int]) -> None:
+        conn, meta = self.conn, self.meta
+        rank = f" rank {meta['rank']}" if meta.get("rank") not in (None, "") else ""
+        own = cupti_sqlite._int(meta.get("pid"))
+        pid = trace.process(index, own, f"{cupti_sqlite._command(meta.get('argv')) or 'process'}{rank} "
+                                        f"(pid {own if own is not None else '?'})")
+        parts = [f'SELECT start, "end", NULL, device_id, stream_id, {kind}, {"name" if kind == 0 else "NULL"}, '
+                 f'correlation_id, {"bytes" if kind else "NULL"}, {"copy_kind" if kind == 1 else "NULL"} '
+                 f"FROM {table} WHERE {in_window(span)}" for kind, table in enumerate(CUPTI_GPU) if table in self.have]
+        if parts:
+            gpu(trace, verdicts, conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1"), clock, lambda _: pid, str)
+        if "nvtx" in self.have:
+            rows = conn.execute(f'SELECT tid, start, "end", name, 0 FROM nvtx WHERE {_overlaps(span)} '
+                                "ORDER BY 1, 2, 3 DESC")
+            ranges(trace, rows, clock, lambda tid: (pid, trace.thread(pid, tid)))

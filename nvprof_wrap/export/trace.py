@@ -1,0 +1,160 @@
+"""A report's captures as one Chrome trace-event JSON (docs/trace-export.md): what ui.perfetto.dev and
+chrome://tracing open. Kernels are slices on their process's GPU stream tracks, coloured and annotated with the
+Report's verdict for their name; copies and sets beside them; NVTX ranges (steps included) on the CPU threads that
+pushed them; hardware counters as counter tracks.
+
+``export(report, out)`` streams: SQL cursors row by row (Kineto: the events in batches), each event written as it
+comes, each distinct kernel name looked up in the Report once. Only the captures are read here, never the run store.
+
+The clock: times are microseconds from the trace's first event. Captures that can be placed in Unix time (nsys:
+the session's start; our CUPTI tracer: its start stamp in both clocks; Kineto: baseTimeNanoseconds) share that clock
+when all of them can, so the processes of one run line up; otherwise each capture starts at its own first event,
+and the trace's metadata (otherData.clock) says which.
+"""
+from __future__ import annotations
+
+import contextlib
+import shutil
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from nvprof_wrap._version import __version__
+from nvprof_wrap.errors import BadInput, ToolMissing
+from nvprof_wrap.export import _counters
+from nvprof_wrap.export._events import Trace, Verdicts
+from nvprof_wrap.export._kineto import Kineto
+from nvprof_wrap.export._sqlite_sources import Cupti, Nsys
+from nvprof_wrap.export._timeline import Clock
+from nvprof_wrap.readers import _gpm, cupti_sqlite
+from nvprof_wrap.readers._bounded import gunzip_to
+from nvprof_wrap.readers._head import SQLITE_MAGIC
+from nvprof_wrap.readers._sqlite import connect_ro
+from nvprof_wrap.readers._window import make
+from nvprof_wrap.report import Report
+from nvprof_wrap.system import tempdirs, tools
+from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
+from nvprof_wrap.text.demangle import demangle
+
+Source = Nsys | Cupti | Kineto
+SQLITE = {"nsys-sqlite": Nsys, "nsys-rep": Nsys, "cupti": Cupti}
+FORMATS = (*SQLITE, Kineto.FORMAT)
+Warn = Callable[[str], None]
+
+
+def check(report: Report) -> None:
+    """Refuse, before any output, a report none of whose captures has a timeline this exporter writes."""
+    if not any(s.format in FORMATS for s in report.sources):
+        first = report.sources[0] if report.sources else None
+        raise BadInput(first.path if first else None,
+                       f"{first.format if first else 'this'} capture has no timeline to export as a trace (--format "
+                       "trace writes Nsight Systems exports, nvprof-wrap CUPTI captures and PyTorch profiler traces; "
+                       "CSV summaries, ncu and console output hold totals, not events)")
+
+
+def export(report: Report, out: TextIO, *, window: tuple[float, float] | None = None,
+           steps: tuple[int, int] | None = None, warn: Warn = lambda _: None) -> dict:
+    """Write the trace of ``report``'s captures to ``out`` (text); returns its metadata (otherData)."""
+    check(report)
+    win = make(window, steps)
+    notes: list[str] = []
+    with contextlib.ExitStack() as stack:
+        sources: list[tuple[Source, tuple[int, int]]] = []
+        for s in report.sources:
+            if s.format not in FORMATS:
+                notes.append(f"{s.path}: a {s.format} capture has no timeline: not in the trace")
+                continue
+            source = _open(Path(s.path), s.format, stack)
+            try:
+                sources.append((source, source.span(win)))
+            except BadInput as e:  # no activity in the window, or no step ranges in this capture
+                notes.append(f"{s.path}: {e.why}: not in the trace")
+        clocks, clock_note = _clocks([src for src, _ in sources])
+        trace = Trace(out)
+        verdicts = Verdicts.of(report.kernels, demangle)
+        for index, ((source, span), clock) in enumerate(zip(sources, clocks)):
+            source.emit(trace, verdicts, index, clock, span)
+        notes += _gpm_counters(trace, sources, clocks)
+        for note in notes:
+            warn(f"nvprof-wrap: warning: {note}")
+        other = {"exporter": f"nvprof-wrap {__version__}", "clock": clock_note, "verdicts": "tensor_core arg; "
+                 "cname: good = tensor cores, terrible = not, grey = unknown", "captures": [
+                     {"path": str(src.path), "format": src.FORMAT, "shift_ns": c.shift} for (src, _), c in
+                     zip(sources, clocks)], "notes": notes}
+        if win is not None:
+            other["window"] = win.describe()
+        trace.finish(other)
+    return other
+
+
+def _clocks(sources: list[Source]) -> tuple[list[Clock], str]:
+    """Each capture's shift onto the trace's clock, and what that clock is."""
+    timed = [s for s in sources if s.first_ns is not None]
+    if len(timed) > 1 and all(s.unix_offset is not None for s in timed):
+        origin = min(s.first_ns + s.unix_offset for s in timed)  # type: ignore[operator]
+        return [Clock((s.unix_offset or 0) - origin) for s in sources], \
+            f"shared: Unix time, from the first event ({origin} ns since the epoch)"
+    why = "one capture" if len(timed) <= 1 else "not every capture can be placed in Unix time"
+    return [Clock(-(s.first_ns or 0)) for s in sources], f"each capture from its own first event ({why})"
+
+
+def _gpm_counters(trace: Trace, sources: list[tuple[Source, tuple[int, int]]], clocks: list[Clock]) -> list[str]:
+    """A run's GPM samples, once per samples file, on the clock of the first capture of the run that can be placed
+    in Unix time."""
+    done: set[Path] = set()
+    notes = []
+    for (source, span), clock in zip(sources, clocks):
+        found = _gpm.beside(source.path)
+        if found is None or found in done:
+            continue
+        if source.unix_offset is None:
+            notes.append(f"{found}: {source.path} records no start time to place the GPM samples on: not in the trace")
+            continue
+        done.add(found)
+        _counters.gpm(trace, found, source.unix_offset, clock, span)
+    return notes
+
+
+def _open(path: Path, fmt: str, stack: contextlib.ExitStack) -> Source:
+    """The capture as the exporter reads it: a gzipped SQLite file unpacked into a temporary folder, an .nsys-rep
+    through its export, a CUPTI capture cut short by a kill rolled back on a private copy (as the readers do)."""
+    if fmt == Kineto.FORMAT:
+        return Kineto(path)
+    conn = connect_ro(_sqlite_file(path, fmt, stack))
+    stack.callback(conn.close)
+    return SQLITE[fmt](conn, path)
+
+
+def _sqlite_file(path: Path, fmt: str, stack: contextlib.ExitStack) -> Path:
+    if fmt == "nsys-rep":
+        export = path.with_suffix(".sqlite")
+        if tools.export_problem(export, path) is None:
+            return export
+        nsys = tools.find_nsys()
+        if nsys is None:
+            raise ToolMissing(f"{path}: an .nsys-rep file is exported through Nsight Systems (nsys export); install "
+                              "it or pass the .sqlite export")
+        tmp = Path(stack.enter_context(tempdirs.folder("export")))
+        return tools.nsys_export(path, nsys, tmp / (path.stem + ".sqlite"))
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    if gz:
+        tmp = Path(stack.enter_context(tempdirs.folder("gz")))
+        plain = tmp / path.name.removesuffix(".gz")
+        try:
+            written = gunzip_to(path, plain, MAX_GUNZIPPED_SQLITE_BYTES)
+        except (OSError, EOFError, zlib.error) as e:
+            raise BadInput(path, f"corrupt gzip file ({e})") from None
+        with open(plain, "rb") as f:
+            magic = f.read(len(SQLITE_MAGIC))
+        if written is None or magic != SQLITE_MAGIC:
+            raise BadInput(path, "gzipped file is not a SQLite capture within the size bound")
+        path = plain
+    if fmt == "cupti":
+        copy = cupti_sqlite._rolled_back_copy(path)
+        if copy is not None:
+            stack.callback(shutil.rmtree, copy.parent, ignore_errors=True)
+            return copy
+    return path
+
