@@ -172,7 +172,7 @@ def _bars(chart: Chart, f: _Frame) -> list[str]:
             if v:
                 y0, y1 = f.y(base), f.y(base + v)
                 rects.append(f'<rect x="{x:.2f}" y="{y1:.2f}" width="{max(w - gap, 0.5):.2f}" '
-                             f'height="{y0 - y1:.2f}" fill="{lay.colour}" data-value="{v:g}"/>')
+                             f'height="{y0 - y1:.2f}" fill="{lay.colour}" data-value="{v:f}"/>')
             base += v
         if base > f.y_top * (1 + 1e-9):  # cut at the axis' top: two light strokes across the bar say so
             rects.append(f'<path class="cut" d="M{x:.2f},{f.top + 7:.2f}l{w - gap:.2f},-4M{x:.2f},{f.top + 12:.2f}'
