@@ -117,15 +117,16 @@ def _y_ticks(chart: Chart) -> tuple[tuple[float, str], ...]:
 
 def _legend(chart: Chart) -> tuple[list[str], float]:
     """Swatch and label per layer and line, in rows that fit the width; (SVG parts, the y below the legend)."""
-    items = [(lay.label, lay.colour, False) for lay in chart.layers] + \
-            [(ln.label, ln.colour, True) for ln in chart.lines]
+    items = [(lay.label, lay.colour, None) for lay in chart.layers] + \
+            [(ln.label, ln.colour, ln) for ln in chart.lines]
     out, x, y = [], float(LEFT), 42.0
-    for label, colour, is_line in items:
+    for label, colour, line in items:
         w = 18 + CHAR_W * len(label) + 16
         if x > LEFT and x + w > WIDTH - RIGHT:
             x, y = float(LEFT), y + 18
-        mark = (f'<line x1="{x:.1f}" x2="{x + 12:.1f}" y1="{y - 4:.1f}" y2="{y - 4:.1f}" stroke="{colour}" '
-                'stroke-width="3"/>' if is_line else
+        dash = ' stroke-dasharray="4 2"' if line and line.dashed else ""
+        mark = (f'<line x1="{x:.1f}" x2="{x + 14:.1f}" y1="{y - 4:.1f}" y2="{y - 4:.1f}" stroke="{colour}" '
+                f'stroke-width="3"{dash}/>' if line else
                 f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="12" height="12" fill="{colour}"/>')
         out.append(f'<g class="legend-item">{mark}<text x="{x + 18:.1f}" y="{y:.1f}" fill="{FG}" '
                    f'font-size="{FONT}">{_t(label)}</text></g>')

@@ -103,6 +103,10 @@ def _positions(labels: list[str]) -> tuple[tuple, tuple]:
             tuple((i + 0.5, label) for i, label in enumerate(labels) if i % every == 0))
 
 
+def _each(series: Series) -> str:
+    return "step" if series.kind == "steps" else "bucket"
+
+
 def _where(b: Bin, kind: str) -> str:
     return f"{'step' if kind == 'steps' else 'bucket'} {_label(b)}"
 
@@ -117,7 +121,8 @@ def wall_chart(series: Series, bars: tuple[Bin, ...], size: int, ident: str, tit
     wall = sum(b.row.duration_ns for b in bars)
     desc = (f"Wall time of each of {len(bars)} bars, split into GPU busy and idle; the GPU was busy "
             f"{_pct(sum(busy) / wall if wall else 0)} of it.")
-    return _svg.Chart(ident, title or "Step wall time: GPU busy and idle", desc, spans, ticks, xlabel,
+    title = title or ("Step wall time" if series.kind == "steps" else "Wall time per bucket") + ": GPU busy and idle"
+    return _svg.Chart(ident, title, desc, spans, ticks, xlabel,
                       layers=(_svg.Layer("GPU busy", P["c-h2d"], busy),
                               _svg.Layer("GPU idle", P["c-other"], tuple(b.row.idle_ns for b in bars))),
                       tips=tips, y_max=y_max)
@@ -133,7 +138,7 @@ def host_chart(series: Series, bars: tuple[Bin, ...], size: int, ident: str) -> 
     outside = _svg.Layer("outside CUDA calls", P["c-other"], tuple(b.row.outside_api_ns or 0 for b in bars))
     tips = tuple(f"{_where(b, series.kind)}: " + ", ".join(f"{lay.label} {_ns(lay.values[i])}"
                                                           for lay in (*layers, outside)) for i, b in enumerate(bars))
-    return _svg.Chart(ident, "The host's time per step: CUDA calls and outside them",
+    return _svg.Chart(ident, f"The host's time per {_each(series)}: CUDA calls and outside them",
                       "The host's wall time of each bar by kind of CUDA runtime call (kernel launches, synchronising "
                       "copies and waits, allocations, other calls) and the time outside any CUDA call.",
                       spans, ticks, xlabel, layers=(*layers, outside), tips=tips)
@@ -153,8 +158,8 @@ def tc_chart(series: Series, bars: tuple[Bin, ...], size: int, ident: str) -> _s
     kernel = sum(b.row.kernel_ns for b in bars)
     desc = (f"Share of each bar's kernel time in tensor-core kernels; over all of them "
             f"{_pct(sum(b.row.tc_ns for b in bars) / kernel if kernel else 0)}.")
-    return _svg.Chart(ident, "Tensor-core share of kernel time per step", desc, spans, ticks, xlabel, unit="share",
-                      lines=tuple(lines), tips=tips)
+    return _svg.Chart(ident, f"Tensor-core share of kernel time per {_each(series)}", desc, spans, ticks, xlabel,
+                      unit="share", lines=tuple(lines), tips=tips)
 
 
 def work_chart(series: Series, bars: tuple[Bin, ...], size: int, ident: str) -> _svg.Chart:
@@ -167,7 +172,7 @@ def work_chart(series: Series, bars: tuple[Bin, ...], size: int, ident: str) -> 
     layers = tuple(_svg.Layer(label, colour, tuple(get(b.row) for b in bars)) for label, colour, get in parts)
     tips = tuple(f"{_where(b, series.kind)}: " + ", ".join(f"{lay.label} {_ns(lay.values[i])}" for lay in layers)
                  + f", {b.row.launches:,} launches" for i, b in enumerate(bars))
-    return _svg.Chart(ident, "GPU work per step: kernels, communication, copies",
+    return _svg.Chart(ident, f"GPU work per {_each(series)}: kernels, communication, copies",
                       "Summed GPU time of each bar's kernels (by verdict), communication kernels and copies.",
                       spans, ticks, xlabel, layers=layers, tips=tips)
 
@@ -186,7 +191,7 @@ def caption(series: Series, size: int) -> str:
         parts.append("GPU busy and the host's times are the mean of the processes; kernel times their sum")
     if series.host == "none":
         parts.append("the captures hold no CUDA API records, so the host's side is not shown")
-    return ". ".join(parts + list(series.notes)) + "."
+    return " ".join(f"{p[0].upper()}{p[1:]}{'' if p.endswith('.') else '.'}" for p in parts + list(series.notes) if p)
 
 
 def cap(totals: list[float]) -> float | None:
@@ -201,8 +206,9 @@ def cap(totals: list[float]) -> float | None:
 
 def _totals(chart: _svg.Chart) -> list[float]:
     """Each position's height: its stacked bars, else its highest line."""
-    return _svg.stacks(chart) or [max((_svg.finite(v) for v in vals), default=0.0)
-                                  for vals in zip(*(line.values for line in chart.lines))]
+    if chart.layers:
+        return _svg.stacks(chart)
+    return [max((_svg.finite(v) for v in vals), default=0.0) for vals in zip(*(line.values for line in chart.lines))]
 
 
 def _cut(chart: _svg.Chart, labels: list[str], y_cap: float | None) -> tuple[_svg.Chart, str]:
@@ -212,7 +218,8 @@ def _cut(chart: _svg.Chart, labels: list[str], y_cap: float | None) -> tuple[_sv
     cut = [(label, v) for label, v in zip(labels, _totals(chart)) if v > y_cap]
     named = ", ".join(f"{label} ({_ns(v)})" for label, v in cut[:3]) + (f" and {len(cut) - 3:,} more"
                                                                         if len(cut) > 3 else "")
-    return replace(chart, y_cap=y_cap), f"Cut at the top of the axis (two white strokes): {named}." if cut else ""
+    how = "cut at its top (two white strokes)" if chart.layers else "drawn at its top"
+    return replace(chart, y_cap=y_cap), f"Taller than the axis, {how}: {named}." if cut else ""
 
 
 def _figure(chart: _svg.Chart | None, labels: list[str], note: str = "", y_cap: float | None = None,

@@ -89,7 +89,7 @@ def test_the_tensor_core_line_is_each_steps_share(runs):
 def test_a_start_up_step_is_cut_and_named(runs):
     _, got = runs
     html = _timeview.section(got["gpt_fp32_nsys"])
-    assert "Cut at the top of the axis (two white strokes): step 0 (491 ms)." in html
+    assert "Taller than the axis, cut at its top (two white strokes): step 0 (491 ms)." in html
     wall = by_title(html)["Step wall time: GPU busy and idle"]
     assert [len(g.findall("s:path[@class='cut']", NS)) for g in bars(wall)][:3] == [1, 0, 0]
 
@@ -134,10 +134,15 @@ def test_hardware_tensor_activity_is_a_second_line():
 def test_buckets_have_an_axis_in_seconds():
     s = series(20, kind="buckets", source="time", bucket_s=0.5, rows=tuple(row(i, i * 0.5, duration_ns=500_000_000)
                                                                            for i in range(20)))
-    wall = by_title(_timeview.section(s))["Step wall time: GPU busy and idle"]
-    ticks = [t.text for t in wall.iterfind(".//s:text[@class='v xtick']", NS)]
+    html = _timeview.section(s)
+    assert list(by_title(html)) == ["Wall time per bucket: GPU busy and idle",
+                                    "The host's time per bucket: CUDA calls and outside them",
+                                    "Tensor-core share of kernel time per bucket",
+                                    "GPU work per bucket: kernels, communication, copies"]
+    ticks = [t.text for t in by_title(html)["Wall time per bucket: GPU busy and idle"].iterfind(
+        ".//s:text[@class='v xtick']", NS)]
     assert ticks[0] == "0" and all(t.endswith(" s") for t in ticks[1:]) and ticks[-1] == "10 s"
-    assert "No steps were marked: 20 buckets of 0.5 s" in _timeview.section(s)
+    assert "No steps were marked: 20 buckets of 0.5 s of the capture&#x27;s time." in html
 
 
 def test_folded_steps_keep_their_numbers():
@@ -206,6 +211,7 @@ def test_the_compare_page_has_before_and_after_charts(runs):
     assert len(bars(b)) == len(bars(a)) == 30
     lines = charts["Step wall time, before and after"].findall(".//s:polyline", NS)
     assert [len(p.get("points").split()) for p in lines] == [30, 30]
+    assert "Taller than the axis, drawn at its top: step 1 (672 ms)." in page  # the higher of the two first steps
     assert Page(page).count("script") == 0
     without = compare(attached(analyze(unpacked("gpt_fp32_nsys", folder)), None), after)
     assert "Over time" not in render("html", without, Options())
