@@ -8,7 +8,7 @@ name stays text."""
 from __future__ import annotations
 
 from nvprof_wrap._version import __version__
-from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
+from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows, _timeview
 from nvprof_wrap.renderers._frame import t as _t
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report import Report
@@ -268,12 +268,14 @@ def _sources(d: dict) -> str:
     return out
 
 
-def _report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2) -> str:
-    """The sections of one report (a dict in the JSON shape), verdict first; ``level`` is their heading level."""
+def _report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2, series=None) -> str:
+    """The sections of one report (a dict in the JSON shape), verdict first, then its series over time (when it has
+    one); ``level`` is their heading level."""
     def h(text: str) -> str:
         return f"<h{level}>{_t(text)}</h{level}>\n"
 
-    parts = [_verdict(d), _totals(d), h("Where GPU time went"), _chart(d["time_split"], ident), _CHART_NOTE]
+    parts = [_verdict(d), _totals(d), _timeview.section(series, ident, level), h("Where GPU time went"),
+             _chart(d["time_split"], ident), _CHART_NOTE]
     if d["ops"]:
         parts += [h("Framework ops (NVTX or profiler ranges): which ran on tensor cores, in which precision"),
                   _ops(d["ops"], limit)]
@@ -297,17 +299,19 @@ def _report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2) ->
     return "".join(parts)
 
 
-def _page(reports: list[tuple[str | None, dict]], limit: int = 15) -> str:
-    """One document for one or more reports in the JSON shape: (title or None, dict)."""
+def _page(reports: list[tuple[str | None, dict]], limit: int = 15, series: list | None = None) -> str:
+    """One document for one or more reports in the JSON shape: (title or None, dict); ``series``: each one's
+    report/series.py Series (or None)."""
+    series = series or [None] * len(reports)
     if len(reports) == 1:
         title, d = reports[0]
-        body = f"<h1>{_t(title or 'nvprof-wrap report')}</h1>\n" + _report_body(d, limit)
+        body = f"<h1>{_t(title or 'nvprof-wrap report')}</h1>\n" + _report_body(d, limit, series=series[0])
         head_title = f"{title or 'nvprof-wrap report'} — {d['message']}"
     else:
         toc = "".join(f'<li><a href="#r{i}">{_t(t)}</a></li>' for i, (t, _) in enumerate(reports, 1))
         body = f"<h1>nvprof-wrap reports</h1>\n<nav><ol>{toc}</ol></nav>\n" + "".join(
-            f'<section id="r{i}"><h2>{_t(t)}</h2>\n{_report_body(d, limit, f"r{i}", 3)}</section>\n'
-            for i, (t, d) in enumerate(reports, 1))
+            f'<section id="r{i}"><h2>{_t(t)}</h2>\n{_report_body(d, limit, f"r{i}", 3, s)}</section>\n'
+            for i, ((t, d), s) in enumerate(zip(reports, series), 1))
         head_title = "nvprof-wrap reports"
     rules = reports[0][1].get("rules_version", "") if reports else ""
     return _document(head_title, body, f"rules {rules} · schema {_rows.SCHEMA}")
@@ -317,7 +321,7 @@ def _document(title: str, body: str, about: str = "") -> str:
     return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{_t(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}</main>\n"
+            f"<title>{_t(title)}</title>\n<style>{CSS}{_timeview.CSS}</style>\n</head>\n<body>\n<main>\n{body}</main>\n"
             f"<footer>nvprof-wrap {_t(__version__)}{' · ' + _t(about) if about else ''} · a self-contained page: "
             "no scripts, nothing loaded from the network.</footer>\n</body>\n</html>\n")
 
@@ -327,7 +331,7 @@ def render(subject, options: Options) -> str:
     limit = options.limit
     match subject:
         case Report():
-            return _page([(None, _rows.report(subject))], limit or 15)
+            return _page([(None, _rows.report(subject))], limit or 15, [_timeview.series_of(subject)])
         case Comparison():
             return _comparison(subject)
         case Kernels():
@@ -345,7 +349,8 @@ def render(subject, options: Options) -> str:
                                                                      [_compare.run_cells(r) for r in rows])
             return _document("nvprof-wrap: runs", body)
         case Reports():  # one page, each report under its title
-            return _page([(item.title, _rows.report(item.report)) for item in subject.items], limit or 15)
+            return _page([(item.title, _rows.report(item.report)) for item in subject.items], limit or 15,
+                         [_timeview.series_of(item.report) for item in subject.items])
     raise TypeError(f"the html renderer has no form for {type(subject).__name__}")
 
 
@@ -376,6 +381,7 @@ def _experiment_page(rows: list) -> str:
 def _comparison(comparison) -> str:
     body = "<h1>Before and after</h1>\n<ul>" + "".join(f"<li>{_t(x)}</li>" for x in _compare.headline(comparison))
     body += "</ul>\n<ul>" + "".join(f"<li>{_t(f)}</li>" for f in comparison.findings) + "</ul>\n"
+    body += _timeview.compare_section(*comparison.series, (comparison.before.label, comparison.after.label))
     for key, what in _compare.TABLES:
         rows = getattr(comparison, key)
         if rows:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nvprof_wrap.report import Report
 from nvprof_wrap.report.experiment import read_metrics
+from nvprof_wrap.report.series import Series
 from nvprof_wrap.text.names import numbered_family
 from nvprof_wrap.text.units import pct as _pct
 
@@ -58,6 +59,7 @@ class Comparison:
     precisions: tuple[DeltaRow, ...]
     split: tuple[DeltaRow, ...]
     findings: tuple[str, ...]  # what changed, in words, most important first
+    series: tuple[Series | None, Series | None] = (None, None)  # each report's series over time (report/series.py)
 
     @property
     def tc_share_delta(self) -> float:
@@ -124,7 +126,9 @@ def compare(before: Report, after: Report, labels: tuple[str, str] = ("before", 
     ops = _rows(_ops(before), _ops(after), sum(o.total_ns for o in before.ops), sum(o.total_ns for o in after.ops))
     bs, as_ = sum(s.total_ns for s in before.split), sum(s.total_ns for s in after.split)
     split = _rows(_split(before), _split(after), bs, as_, with_tc=False)
-    return Comparison(b, a, families, ops, precisions, split, _findings(b, a, families))
+    # TODO(issue 28): before.series, after.series once the Report has the field
+    series = (getattr(before, "series", None), getattr(after, "series", None))
+    return Comparison(b, a, families, ops, precisions, split, _findings(b, a, families), series)
 
 
 

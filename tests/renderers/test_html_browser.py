@@ -11,9 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from nvprof_wrap import analyze
 from nvprof_wrap.cli import main
+from nvprof_wrap.renderers import Options, render
+from nvprof_wrap.report.compare import compare
 from tests._paths import RUNS
+from tests.renderers._steps import real_series, unpacked
 from tests.renderers.test_html import HOSTILE, HOSTILE_OP, HOSTILE_PROCESS, SAMPLES, hostile_capture
+from tests.renderers.test_timeview import attached
 
 pytestmark = pytest.mark.browser
 
@@ -43,13 +48,13 @@ def browser():
 class Visit:
     """One page in a fresh context, with everything it logged, requested or tried to pop up."""
 
-    def __init__(self, browser, path: Path, bypass_csp: bool = False) -> None:
+    def __init__(self, browser, path: Path, bypass_csp: bool = False, width: int = 1400) -> None:
         self.url = path.resolve().as_uri()
         self.console: list[tuple[str, str]] = []
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.dialogs: list[str] = []
-        self.context = browser.new_context(bypass_csp=bypass_csp, viewport={"width": 1400, "height": 900},
+        self.context = browser.new_context(bypass_csp=bypass_csp, viewport={"width": width, "height": 900},
                                            service_workers="block")
         # nothing may leave the machine: every request but the page itself is recorded and aborted
         self.context.route("**/*", lambda route: route.continue_() if route.request.url == self.url else route.abort())
@@ -126,7 +131,8 @@ def test_hostile_names_stay_text_in_the_browser(browser, tmp_path, bypass_csp):
         v.assert_quiet()  # no alert, no request for src=x or //example.com, no CSP violation logged
         injected = page.evaluate("""() => ({
             elements: document.querySelectorAll(
-                'body script, body img, body iframe, body marquee, body style, body b, body svg:not(.chart)').length,
+                'body script, body img, body iframe, body marquee, body style, body b, '
+                + 'body svg:not(.chart):not(.ts)').length,
             handlers: [...document.querySelectorAll('*')].filter(
                 e => [...e.attributes].some(a => a.name.startsWith('on'))).length,
             hidden: getComputedStyle(document.querySelector('main')).display})""")
@@ -165,5 +171,98 @@ def test_compare_page_of_the_fp32_and_bf16_runs_renders_quietly(browser, tmp_pat
         tables = v.page.locator("table")
         assert tables.count() == 4 and all(t.locator("tbody tr").count() > 0 for t in tables.all())
         v.assert_quiet()
+    finally:
+        v.close()
+
+
+# The time view's layout, measured in the page: boxes as [left, top, right, bottom] in CSS pixels.
+LAYOUT = """() => {
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const all = (root, sel) => [...root.querySelectorAll(sel)].map(box);
+  const section = document.querySelector('section.timeview');
+  const lines = r => r.getBoundingClientRect().height / parseFloat(getComputedStyle(r.querySelector('td')).lineHeight);
+  const rows = sel => [...document.querySelectorAll(sel)].filter(r => r.offsetParent !== null).map(lines);
+  return {
+    width: document.documentElement.clientWidth, scroll: document.documentElement.scrollWidth,
+    section: box(section), before: box(section.previousElementSibling), after: box(section.nextElementSibling),
+    charts: all(document, 'svg.ts'), figures: all(document, '.ts-fig'),
+    inside: [...document.querySelectorAll('svg.ts')].map(s => ({
+      title: all(s, 'text.ts-title'), legend: all(s, '.legend-item'), bars: all(s, 'g.bar rect'),
+      labels: all(s, 'text.xtick, text.ytick, text.xlabel')})),
+    rows: rows('table:not(.kernels) tbody tr'), kernel_rows: rows('table.kernels tbody tr')};
+}"""
+# A row of the compare page's tables is one line (two where a key wraps); the report page's tables, measured on the
+# nanoGPT captures at 800 px: op rows with their precision mixes ~5.5 lines, the sources row ~6.5 (its notes).
+COMPARE_ROW_LINES, REPORT_ROW_LINES, KERNEL_ROW_LINES = 2, 8, 3
+
+
+def overlap(a: list[float], b: list[float], tol: float = 0.5) -> bool:
+    return a[0] < b[2] - tol and b[0] < a[2] - tol and a[1] < b[3] - tol and b[1] < a[3] - tol
+
+
+@pytest.fixture(scope="module")
+def series_pages(tmp_path_factory) -> dict[str, Path]:
+    """The fp32 nanoGPT report with its steps, and the compare page of the fp32 and bf16 runs with theirs."""
+    folder = tmp_path_factory.mktemp("series")
+    reports = {run: attached(analyze(unpacked(run, folder)), real_series(run, folder))
+               for run in ("gpt_fp32_nsys", "gpt_bf16_nsys")}
+    pages = {"report": render("html", reports["gpt_fp32_nsys"], Options()),
+             "compare": render("html", compare(*reports.values(), labels=("gpt_fp32_nsys", "gpt_bf16_nsys")),
+                               Options())}
+    for name, text in pages.items():
+        (folder / f"{name}.html").write_text(text, encoding="utf-8")
+    return {name: folder / f"{name}.html" for name in pages}
+
+
+def assert_time_view_laid_out(d: dict, width: int) -> None:
+    assert d["width"] == width and d["scroll"] <= width  # nothing pushes the page sideways
+    assert len(d["charts"]) == 4
+    for left, top, right, bottom in d["charts"]:
+        assert 0 <= left and right <= width and right - left > 300 and bottom - top > 130
+    # the section sits between its neighbours, and its figures beside or under each other, never on each other
+    assert d["before"][3] <= d["section"][1] + 0.5 and d["section"][3] <= d["after"][1] + 0.5
+    figs = d["figures"]
+    assert not [(i, j) for i in range(len(figs)) for j in range(i) if overlap(figs[i], figs[j])]
+    columns = len({round(f[0]) for f in figs})
+    assert columns == (2 if width >= 1280 else 1)
+    for chart in d["inside"]:
+        legend, others = chart["legend"], chart["title"] + chart["labels"] + chart["bars"]
+        assert legend and not [(a, b) for a in legend for b in others if overlap(a, b)]
+        assert not [(i, j) for i in range(len(legend)) for j in range(i) if overlap(legend[i], legend[j])]
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_time_view_at_1280_and_800_px(browser, series_pages, tmp_path, width):
+    v = Visit(browser, series_pages["report"], width=width)
+    try:
+        d = v.page.evaluate(LAYOUT)
+        assert_time_view_laid_out(d, width)
+        assert d["section"][1] < v.page.get_by_role("heading", name="Where GPU time went").bounding_box()["y"]
+        assert max(d["rows"]) <= REPORT_ROW_LINES
+        v.page.screenshot(path=str(tmp_path / f"time-view-{width}.png"), full_page=True)
+        v.assert_quiet()
+    finally:
+        v.close()
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_compare_page_charts_at_1280_and_800_px(browser, series_pages, tmp_path, width):
+    v = Visit(browser, series_pages["compare"], width=width)
+    try:
+        d = v.page.evaluate(LAYOUT)
+        assert_time_view_laid_out(d, width)
+        assert d["rows"] and max(d["rows"]) <= COMPARE_ROW_LINES
+        v.page.screenshot(path=str(tmp_path / f"compare-{width}.png"), full_page=True)
+        v.assert_quiet()
+    finally:
+        v.close()
+
+
+@pytest.mark.xfail(reason="kernel names wrap to ~34 lines in their cells (measured: nanoGPT's templated ATen "
+                          "names); the name cells are being reworked separately (issue 28)", strict=False)
+def test_kernel_rows_are_at_most_three_lines(browser, series_pages):
+    v = Visit(browser, series_pages["report"], width=800)
+    try:
+        assert max(v.page.evaluate(LAYOUT)["kernel_rows"]) <= KERNEL_ROW_LINES
     finally:
         v.close()
