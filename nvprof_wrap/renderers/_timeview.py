@@ -33,9 +33,18 @@ svg.ts line.grid{stroke:var(--line)}
 """
 
 
-def series_of(report: object) -> Series | None:
-    """The report's series. TODO(issue 28): `report.series` once the Report has the field."""
-    return getattr(report, "series", None)
+def series_of(d: dict) -> Series | None:
+    """The series of a report's JSON form (docs/json.md "series", "series_info"): the page is made from the JSON
+    contract alone."""
+    info, rows = d.get("series_info"), d.get("series") or []
+    if not info:
+        return None
+    steps = tuple(StepRow(r["step"], r["start_s"], r["duration_ns"], r["processes"], r["launches"], r["kernel_ns"],
+                          r["tensor_core_ns"], r["unknown_ns"], r["copy_ns"], r["communication_ns"], r["gpu_busy_ns"],
+                          None if r["api_launch_ns"] is None else {k: r[f"api_{k}_ns"] or 0 for k in API_KINDS},
+                          r["outside_api_ns"], r["hw_tensor"]) for r in rows)
+    return Series(info["kind"], info["source"], info["bucket_s"], steps, info["host"], info["steps_per_row"],
+                  tuple(info["notes"]))
 
 
 def usable(series: Series | None) -> bool:
@@ -184,9 +193,9 @@ def caption(series: Series, size: int) -> str:
     else:
         what = f"{len(rows):,} steps ({series.source}), steps {rows[0].step}-{rows[-1].step}"
     parts = [what + (f", in bins of {size}: each bar is the mean of its bin" if size > 1 else "")]
-    if series.folded:
-        parts.append(f"{series.folded:,} steps beyond the cap were folded into their neighbours' rows: the x axis "
-                     "labels each row's step number")
+    if series.folded > 1:
+        parts.append(f"{series.folded:,} consecutive steps per row (more steps than the series keeps): the x axis "
+                     "labels each row's first step")
     if max(r.processes for r in rows) > 1:
         parts.append("GPU busy and the host's times are the mean of the processes; kernel times their sum")
     if series.host == "none":

@@ -299,10 +299,9 @@ def _report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2, se
     return "".join(parts)
 
 
-def _page(reports: list[tuple[str | None, dict]], limit: int = 15, series: list | None = None) -> str:
-    """One document for one or more reports in the JSON shape: (title or None, dict); ``series``: each one's
-    report/series.py Series (or None)."""
-    series = series or [None] * len(reports)
+def _page(reports: list[tuple[str | None, dict]], limit: int = 15) -> str:
+    """One document for one or more reports in the JSON shape: (title or None, dict)."""
+    series = [_timeview.series_of(d) for _, d in reports]
     if len(reports) == 1:
         title, d = reports[0]
         body = f"<h1>{_t(title or 'nvprof-wrap report')}</h1>\n" + _report_body(d, limit, series=series[0])
@@ -331,7 +330,7 @@ def render(subject, options: Options) -> str:
     limit = options.limit
     match subject:
         case Report():
-            return _page([(None, _rows.report(subject))], limit or 15, [_timeview.series_of(subject)])
+            return _page([(None, _rows.report(subject))], limit or 15)
         case Comparison():
             return _comparison(subject)
         case Kernels():
@@ -349,8 +348,7 @@ def render(subject, options: Options) -> str:
                                                                      [_compare.run_cells(r) for r in rows])
             return _document("nvprof-wrap: runs", body)
         case Reports():  # one page, each report under its title
-            return _page([(item.title, _rows.report(item.report)) for item in subject.items], limit or 15,
-                         [_timeview.series_of(item.report) for item in subject.items])
+            return _page([(item.title, _rows.report(item.report)) for item in subject.items], limit or 15)
     raise TypeError(f"the html renderer has no form for {type(subject).__name__}")
 
 

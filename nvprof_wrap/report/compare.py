@@ -126,9 +126,7 @@ def compare(before: Report, after: Report, labels: tuple[str, str] = ("before", 
     ops = _rows(_ops(before), _ops(after), sum(o.total_ns for o in before.ops), sum(o.total_ns for o in after.ops))
     bs, as_ = sum(s.total_ns for s in before.split), sum(s.total_ns for s in after.split)
     split = _rows(_split(before), _split(after), bs, as_, with_tc=False)
-    # TODO(issue 28): before.series, after.series once the Report has the field
-    series = (getattr(before, "series", None), getattr(after, "series", None))
-    return Comparison(b, a, families, ops, precisions, split, _findings(b, a, families), series)
+    return Comparison(b, a, families, ops, precisions, split, _findings(b, a, families), (before.series, after.series))
 
 
 

@@ -3,7 +3,9 @@ strings were made hostile. The structure is checked with html.parser here; a rea
 driven by Playwright) checks it renders, runs nothing and fetches nothing (tests/renderers/test_html_browser.py)."""
 from __future__ import annotations
 
+import html as html_mod
 import json
+import re
 import shutil
 import sqlite3
 from html import escape
@@ -109,7 +111,8 @@ def assert_self_contained(p: Page) -> None:
             assert value.startswith("width:") and value.endswith("%"), value  # the share bars
     csp = [a["content"] for t, a in p.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
     assert csp == ["default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"]
-    low = p.raw.lower()
+    # the SVG namespace is a name, not something fetched: the only URL allowed
+    low = p.raw.lower().replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "http://" not in low and "https://" not in low and "url(" not in low and "@import" not in low
 
 
@@ -122,8 +125,15 @@ def test_every_bundled_sample_is_one_self_contained_page_with_every_kernel(capsy
     assert p.text["p"][0] == d["message"] and html.index('class="verdict') < html.index("<svg")
     assert p.text["li"][:len(d["hints"])] == d["hints"]
     # the chart: one stacked bar + one bar per category of the time split, each labelled
-    assert p.count("svg") == 1 and p.count("rect") == 2 * len(d["time_split"])
-    assert [c for c in p.text["text"] if not c[0].isdigit()] == [s["category"] for s in d["time_split"]]
+    # (and the time view's charts, tests/renderers/test_timeview.py, each an <svg class="ts">)
+    charts = html.count('<svg class="ts"')
+    assert charts == (4 if d["series"] and any(r["api_launch_ns"] is not None for r in d["series"]) else 3) \
+        if len(d["series"]) > 1 else charts == 0
+    split = html[html.index("Where GPU time went"):]
+    split = split[:split.index("</svg>")]
+    assert split.count("<svg") == 1 and split.count("<rect") == 2 * len(d["time_split"])
+    labels = [html_mod.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", split)]
+    assert [c for c in labels if not c[0].isdigit()] == [s["category"] for s in d["time_split"]]
     # every kernel appears, whole and exactly once in the kernel tables (top rows + the rest under <details>)
     code = p.text["code"]
     assert all(code.count(k["name"]) == 1 for k in d["kernels"])
@@ -225,10 +235,13 @@ def test_a_run_folder_report_html_is_not_taken_for_a_capture(capsys, tmp_path):
 
 def test_demo_is_one_page_with_every_sample(capsys):
     assert main(["demo", "--format", "html"]) == 0
-    p = Page(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    p = Page(out)
     assert_self_contained(p)
-    assert p.count("section") == 3 and p.count("svg") == 3 and [a["href"] for t, a in p.tags if t == "a"] == [
-        "#r1", "#r2", "#r3"]
+    views, charts = out.count('<section class="timeview"'), out.count('<svg class="ts"')  # the time views
+    assert views == 3 and charts >= 3 * views
+    assert p.count("section") - views == 3 and p.count("svg") - charts == 3 and \
+        [a["href"] for t, a in p.tags if t == "a"] == ["#r1", "#r2", "#r3"]
     assert len({a["id"] for t, a in p.tags if "id" in a}) == sum("id" in a for t, a in p.tags)  # ids unique
 
 
