@@ -24,6 +24,7 @@ from pathlib import Path
 from nvprof_wrap import report
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._args import (
+    WIDE_HELP,
     add_format,
     add_gates,
     add_output,
@@ -49,7 +50,7 @@ def add_parser(sub, name: str) -> None:
                    help="kernels (and ops) to list (default: 15 in table, markdown and html; all in json and csv)")
     p.add_argument("--table", choices=CSV_TABLES, default="kernels",
                    help="with --format csv: which table to write, one per file (default: kernels)")
-    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
+    p.add_argument("--wide", action="store_true", help=WIDE_HELP)
     p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
