@@ -14,6 +14,11 @@ from nvprof_wrap.renderers import BY_EXTENSION, RENDERERS, Options
 FORMATS = tuple(RENDERERS)
 
 
+# --wide, the same on every command that prints tables (docs/html.md#names)
+WIDE_HELP = ("whole names in every table (kernels, ops, ranges) and reasons, wrapped (default: shortened: framework "
+             "wrappers dropped, cut in the middle)")
+
+
 def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -> None:
     p.add_argument("--format", choices=formats, default=None,
                    help="output format (default: the one the extension of the output FILE names — .html, .json, "

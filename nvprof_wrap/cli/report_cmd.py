@@ -28,6 +28,7 @@ from nvprof_wrap import report
 from nvprof_wrap.cli import _exit, _trace
 from nvprof_wrap.cli._args import (
     FORMATS,
+    WIDE_HELP,
     add_format,
     add_gates,
     add_output,
@@ -53,7 +54,7 @@ def add_parser(sub, name: str) -> None:
                    help="kernels (and ops) to list (default: 15 in table, markdown and html; all in json and csv)")
     p.add_argument("--table", choices=CSV_TABLES, default="kernels",
                    help="with --format csv: which table to write, one per file (default: kernels)")
-    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
+    p.add_argument("--wide", action="store_true", help=WIDE_HELP)
     p.add_argument("--per-step", action="store_true",
                    help="one row per step (or time bucket): step time, GPU busy, kernels, tensor-core share, copies, "
                         "the host's time in CUDA calls by kind and outside them (JSON and CSV always carry them)")

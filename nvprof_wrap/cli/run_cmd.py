@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_format, add_gates, add_save, between, positive, render_options
+from nvprof_wrap.cli._args import WIDE_HELP, add_format, add_gates, add_save, between, positive, render_options
 from nvprof_wrap.cli._exit import internal_error
 from nvprof_wrap.cli._gates import gate, gates
 from nvprof_wrap.cli._progress import reading
@@ -63,7 +63,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--html", action="store_true",
                    help="also write the report as one self-contained page, RUN_DIR/report.html (docs/html.md)")
     p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
-    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
+    p.add_argument("--wide", action="store_true", help=WIDE_HELP)
     p.add_argument("--per-step", action="store_true", help="the report's one row per step (see report --per-step)")
     add_format(p)
     add_save(p)

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_format, add_save, positive, render_options
+from nvprof_wrap.cli._args import WIDE_HELP, add_format, add_save, positive, render_options
 from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.pipeline.verify import counters_of, report_with_counters
@@ -38,7 +38,7 @@ def add_parser(sub, name: str) -> None:
     p.add_argument("--ncu", help="path of the ncu executable (default: $NVPROF_WRAP_NCU, else ncu on PATH)")
     p.add_argument("-o", "--output", help="verify folder (default runs/verify-NAME-TIMESTAMP)")
     p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
-    p.add_argument("--wide", action="store_true", help="whole kernel names and reasons (default: shortened)")
+    p.add_argument("--wide", action="store_true", help=WIDE_HELP)
     add_format(p)
     add_save(p)
     p.add_argument("paths", nargs="*", metavar="PATH", help="with --from: captures to attach the verdicts to")

@@ -147,7 +147,7 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[Gpu], lo: int, hi: int) -> dic
                      FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) iv
                      JOIN _nvw_steps t ON t.n = iv.n AND iv.s < t.hi""")
     steps: dict = {}
-    bounds = dict((n, (a, b)) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps"))
+    bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}
     for pid, n, launches, kernel_ns, copy_ns in conn.execute(
             "SELECT pid, n, SUM(k), SUM(CASE WHEN k = 1 THEN d ELSE 0 END), SUM(CASE WHEN k = 0 THEN d ELSE 0 END) "
             "FROM _nvw_iv GROUP BY 1, 2"):
@@ -200,7 +200,7 @@ def _host_side(conn: sqlite3.Connection, api: list[Api], lo: int, hi: int, steps
     conn.execute(f"""CREATE TEMP TABLE _nvw_api AS SELECT c.pid, t.n, c.s, MIN(c.e, t.hi) AS e, c.kind
                      FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) c
                      JOIN _nvw_steps t ON t.n = c.n AND c.s < t.hi""")
-    bounds = dict((n, (a, b)) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps"))
+    bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}
     by_kind: dict[tuple, dict[str, int]] = {}
     for pid, n, kind, ns in conn.execute(_union("_nvw_api", "kind")):
         by_kind.setdefault((pid, n), {})[kind] = ns

@@ -203,7 +203,8 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
             lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)})
         series, series_notes = _steps(conn, have, pid, meta, sum(k.launches for k in kernels), span)
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs, series=series,
-                       ops=ops, notes=notes + hw_notes + series_notes, partial=partial, started_ns=_int(meta.get("started_ns")),
+                       ops=ops, notes=notes + hw_notes + series_notes, partial=partial,
+                       started_ns=_int(meta.get("started_ns")),
                        ended_ns=_int(meta.get("ended_ns")), command=_command(meta.get("argv")),
                        ppid=_int(meta.get("ppid")), hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s)
     finally:

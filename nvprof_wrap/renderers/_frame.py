@@ -32,3 +32,23 @@ def notebook(page_html: str, title: str) -> str:
     return (f'<iframe srcdoc="{_html.escape(page_html, quote=True)}" sandbox="" title="{t(title)}" width="100%" '
             f'height="{FRAME_HEIGHT_PX}" style="display:block;width:100%;max-width:100%;height:{FRAME_HEIGHT_PX}px;'
             'border:1px solid rgba(127,127,127,.35);border-radius:4px;resize:vertical;overflow:auto"></iframe>')
+
+
+def name_cell(full: str, short: str) -> str:
+    """A name as a table cell shows it: the short form, the whole name on hover (title) and one click away
+    (<details>: to read or copy it); a name shown whole is just itself."""
+    if short == full:
+        return f"<code>{t(full)}</code>"
+    return (f'<details class="whole"><summary><code title="{t(full)}">{t(short)}</code></summary>'
+            f'<code class="whole">{t(full)}</code></details>')
+
+
+PROSE_CHARS = 80  # longer prose in a cell (a kernel's reason and evidence) is clamped to three lines
+
+
+def prose_cell(markup: str, length: int) -> str:
+    """Prose in a table cell (``markup``: already escaped, ``length`` characters of text): when long, three lines
+    of it, and the whole in place a click away (<details> holding only its summary: CSS lifts the clamp when open)."""
+    if length <= PROSE_CHARS:
+        return markup
+    return f'<details class="more"><summary><span class="clamp">{markup}</span></summary></details>'

@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import asdict, replace
 
 from nvprof_wrap.model import Classification, HealthVerdict
-from nvprof_wrap.report import GroupRow, KernelRow, PrecisionShare, Report, SplitRow, job_line
+from nvprof_wrap.report import GroupRow, KernelRow, OpRow, PrecisionShare, Report, SplitRow, job_line
 from nvprof_wrap.report.series import API_KINDS
 from nvprof_wrap.system.limits import SKIPPED_SHOWN
 from nvprof_wrap.text.names import numbered_family
@@ -224,6 +224,14 @@ def numbered_merged(rows) -> list:
                                             sorted(mix.items(), key=lambda kv: -kv[1])),
                            hw_tensor=_weighted_hw(members)))
     return sorted(out, key=lambda o: -o.total_ns)
+
+
+def numbered_merged_dicts(rows: list[dict]) -> list[dict]:
+    """numbered_merged for ops in the JSON shape (op()): what a page made from the JSON alone shows (HTML)."""
+    back = [OpRow(o["op"], o["kernels"], o["launches"], o["total_ns"], o["share"], o["tensor_core_share"],
+                  tuple(PrecisionShare(p["precision"], p["share"]) for p in o["precisions"]),
+                  o.get("hardware_tensor_pct")) for o in rows]
+    return [op(o) for o in numbered_merged(back)]
 
 
 def _weighted_hw(members) -> float | None:

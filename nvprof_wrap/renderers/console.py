@@ -27,7 +27,7 @@ from nvprof_wrap.renderers._rows import (
 from nvprof_wrap.report import GroupRow, KernelRow, Report
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
-from nvprof_wrap.text.names import shorten_all
+from nvprof_wrap.text.names import inner, shorten_all, shorten_ops
 from nvprof_wrap.text.sanitize import clean_lines, deep
 from nvprof_wrap.text.units import duration as _ns
 from nvprof_wrap.text.units import pct as _pct
@@ -64,7 +64,7 @@ def _caption(table: str) -> dict:
     return {"caption": BASES[table], "caption_justify": "left", "caption_style": "dim"}
 
 
-def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120) -> Table:
+def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120, wide: bool = False) -> Table:
     """Per device / per process, fitted to the width (renderers/_fit.py): numbers and the GPU's name whole when
     there is room; the precision mix is cut first (it stays whole in JSON)."""
     cols = [Col(key, justify="left"), Col("", justify="left", cut=12, drop=1), Col("launches"),
@@ -72,7 +72,7 @@ def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120) 
             Col("TC precision", short="TC prec.", justify="left", cut=8, drop=2), Col("GPU idle", short="idle")]
     cells = [[shown_key(g.key), g.label, f"{g.launches:,}", _ns(g.kernel_ns), _pct(g.tc_share),
               " + ".join(g.precisions) or "-", _pct(g.idle_share)] for g in rows]
-    return fitted(cols, cells, width, title=title, title_justify="left", **_caption("groups"))
+    return fitted(cols, cells, width, wide, title=title, title_justify="left", **_caption("groups"))
 
 
 def _kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernels", width: int = 120) -> Table:
@@ -115,8 +115,13 @@ def _kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kerne
     return t
 
 
-def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
-    cols = [Col("op / range", justify="left", cut=12, most=48), Col("kernels", short="k", drop=1),
+def _op_col(head: str, most: int) -> Col:
+    """An op / range name column: framework wrappers dropped, cut in the middle, no two rows alike (text/names.py)."""
+    return Col(head, justify="left", cut=12, most=most, names=shorten_ops, measure=inner)
+
+
+def _op_table(rows, title: str, limit: int, width: int = 120, wide: bool = False) -> Table:
+    cols = [_op_col("op / range", 48), Col("kernels", short="k", drop=1),
             Col("launches", short="n"),
             Col("GPU time", short="time"), Col("% time", short="%"), Col("tensor core", short="TC"),
             Col("precision of its kernels", short="precisions", justify="left", cut=10, drop=2)]
@@ -126,20 +131,21 @@ def _op_table(rows, title: str, limit: int, width: int = 120) -> Table:
         cols.insert(6, Col("tensor pipes (hardware)", short="HW", drop=3))
     cells = [[o.op, str(o.kernels), f"{o.launches:,}", _ns(o.total_ns), _pct(o.share), _pct(o.tc_share),
               *([_hw(o.hw_tensor)] if hw else []), mix_text(o.precisions)] for o in shown]
-    return fitted(cols, cells, width, title=title, title_justify="left", **_caption("ops"))
+    return fitted(cols, cells, width, wide, title=title, title_justify="left", **_caption("ops"))
 
 
 def _hw(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}%"
 
 
-def _hardware(report: Report) -> Text:
+def _hardware(report: Report, wide: bool = False) -> Text:
     """The hardware's own tensor-pipe activity per device, and the kernels whose samples contradict their name."""
     t = Text("Hardware: tensor-pipe activity sampled during the run (% of SM time)", style="bold")
     for h in report.hardware:
         t.append(f"\n  {hardware_text(h)}", style="")
     for c in report.hardware_checks:
-        t.append(f"\n  ⚠ {shorten_all([c.name], 70)[0]}: {c.message} ({c.samples:,} samples)", style="yellow")
+        name = c.name if wide else shorten_all([c.name], 70)[0]
+        t.append(f"\n  ⚠ {name}: {c.message} ({c.samples:,} samples)", style="yellow")
     return t
 
 
@@ -160,7 +166,7 @@ def render(subject, options: Options) -> str:
         case Report():
             return _report(subject, o.width, o.color, o.wide, o.limit or 15, o.per_step)
         case Comparison():
-            return _comparison(subject, o.width, o.color, o.limit or 15)
+            return _comparison(subject, o.width, o.color, o.limit or 15, o.wide)
         case Kernels():
             return _kernels(list(subject.rows), o.width, o.color, o.wide)
         case Classifications():
@@ -191,11 +197,11 @@ def _report(report: Report, width: int, color: bool, wide: bool, limit: int, per
     if report.series and len(report.series.rows) > 1:
         parts += [*_over_time(report, width, per_step), Text("")]
     if report.devices:
-        parts += [_groups(report.devices, "Per device", "device", width), Text("")]
+        parts += [_groups(report.devices, "Per device", "device", width, wide), Text("")]
     if len(report.processes) > 1:
-        parts += [_groups(report.processes, "Per process", "pid", width), Text("")]
+        parts += [_groups(report.processes, "Per process", "pid", width, wide), Text("")]
     if report.hardware:
-        parts += [_hardware(report), Text("")]
+        parts += [_hardware(report, wide), Text("")]
     if report.kernels:
         shown = list(report.kernels[:limit])
         title = f"Top {len(shown)} of {len(report.kernels)} kernels by GPU time"
@@ -203,9 +209,9 @@ def _report(report: Report, width: int, color: bool, wide: bool, limit: int, per
     if report.ops:
         parts += [_op_table(report.ops,
                             "Framework ops (NVTX or profiler ranges): which ran on tensor cores, in which precision",
-                            limit, width), Text("")]
+                            limit, width, wide), Text("")]
     if report.scopes:
-        parts += [_op_table(report.scopes, "Outer ranges (layers / modules)", limit, width), Text("")]
+        parts += [_op_table(report.scopes, "Outer ranges (layers / modules)", limit, width, wide), Text("")]
     if report.disagreements:
         parts += [_kernel_table(list(report.disagreements), wide, "Counters disagree with the name rules", width),
                   Text("")]
@@ -232,7 +238,7 @@ def _over_time(report: Report, width: int, per_step: bool) -> list:
     if series.notes:
         out.append(Text("  " + "; ".join(series.notes), style="dim"))
     if per_step:
-        t = Table(show_edge=False, pad_edge=False, box=None if width < 100 else None)
+        t = Table(show_edge=False, pad_edge=False, box=None)
         for i, col in enumerate(_steps.COLUMNS):
             t.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
         for row in _steps.table_rows(series):
@@ -272,7 +278,7 @@ def _classifications(items: list, width: int, color: bool) -> str:
     return _to_text(t, width, color)
 
 
-def _comparison(comparison, width: int, color: bool, limit: int) -> str:
+def _comparison(comparison, width: int, color: bool, limit: int, wide: bool = False) -> str:
     comparison = deep(comparison)
     parts: list = [Text(line) for line in _compare.headline(comparison)]
     parts += [Text(f, style="bold" if i == 0 else "") for i, f in enumerate(comparison.findings)]
@@ -280,10 +286,11 @@ def _comparison(comparison, width: int, color: bool, limit: int) -> str:
         rows = getattr(comparison, key)
         if not rows:
             continue
-        cols = [Col(what, justify="left", cut=12, most=60), *(Col(h, short=short, drop=drop) for h, short, drop in
+        name = _op_col(what, 60) if key == "ops" else Col(what, justify="left", cut=12, most=60)
+        cols = [name, *(Col(h, short=short, drop=drop) for h, short, drop in
                 (("before", "", 0), ("after", "", 0), ("Δ time", "Δ", 0), ("before %", "b %", 1), ("after %", "a %", 1),
                  ("TC before", "TC b", 2), ("TC after", "TC a", 0)))]
-        parts += [Text(""), fitted(cols, [_compare.cells(r) for r in rows[:limit]], width,
+        parts += [Text(""), fitted(cols, [_compare.cells(r) for r in rows[:limit]], width, wide,
                                    title=_compare.title(key, what), title_justify="left")]
     return _to_text(Group(*parts), width, color)
 

@@ -9,11 +9,21 @@ from __future__ import annotations
 
 from nvprof_wrap._version import __version__
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows, _timeview
+from nvprof_wrap.renderers._frame import name_cell, prose_cell
 from nvprof_wrap.renderers._frame import t as _t
+from nvprof_wrap.renderers._html_tables import KERNEL_CHARS, TC_MARK
+from nvprof_wrap.renderers._html_tables import Raw as _Raw
+from nvprof_wrap.renderers._html_tables import groups as _groups
+from nvprof_wrap.renderers._html_tables import kernels as _kernels
+from nvprof_wrap.renderers._html_tables import n as _n
+from nvprof_wrap.renderers._html_tables import ops as _ops
+from nvprof_wrap.renderers._html_tables import sources as _sources
+from nvprof_wrap.renderers._html_tables import table as _table
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report import Report
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
+from nvprof_wrap.text.names import shorten_all
 from nvprof_wrap.text.units import duration as _ns
 from nvprof_wrap.text.units import pct as _pct
 
@@ -24,7 +34,6 @@ ALIASES = (".htm",)
 CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 VERDICT_CLASS = {"yes": "yes", "no": "no", "unknown": "unknown", "no-kernels": "unknown"}
-TC_MARK = {"yes": ("✓", "yes"), "no": ("✗", "no"), "unknown": ("?", "unknown")}
 # The colour (CSS class) of each kind of GPU time in the split (its `kind` and, for copies, its `direction` fields —
 # never its label, which is words for people)
 KIND_CLASS = {"tensor_core": "c-tc", "cuda_core": "c-cuda", "unknown": "c-unk", "communication": "c-comm",
@@ -56,7 +65,14 @@ table{border-collapse:collapse;margin:.3rem 0;font-size:.88rem;width:100%}
 th,td{border-bottom:1px solid var(--line);padding:.3rem .55rem;text-align:left;vertical-align:top}
 th{background:var(--head);position:sticky;top:0}td.n,th.n{text-align:right;white-space:nowrap}
 td code{font:.82rem/1.35 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
-td.name{min-width:20rem;max-width:40rem}td.why{min-width:18rem;max-width:34rem}.scroll{overflow-x:auto}
+td.name{min-width:20rem;max-width:40rem}td.name details,details.more{margin:0}
+td.name summary,details.more summary{color:inherit;list-style:none}td.name code.whole{display:block;margin-top:.2rem}
+td.name summary::-webkit-details-marker,details.more summary::-webkit-details-marker{display:none}
+td.name summary code::before,details.more .clamp::before{content:"▸\\00a0"}
+td.name details[open] summary code::before,details.more[open] .clamp::before{content:"▾\\00a0"}
+.clamp{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:3;overflow:hidden}
+details.more[open] .clamp{display:block}td.label{min-width:9rem}td.mix{min-width:13rem}
+td.why{min-width:18rem;max-width:34rem}.scroll{overflow-x:auto}
 .tc{font-weight:650;white-space:nowrap}.tc-yes{color:var(--yes)}.tc-no{color:var(--no)}.tc-unknown{color:var(--unk)}
 .flag{color:var(--no);font-weight:600}.detail{color:var(--muted)}.share,.nw{white-space:nowrap}
 .bar{display:inline-block;width:4rem;height:.6rem;background:var(--line);border-radius:3px;margin-right:.4rem;
@@ -70,43 +86,6 @@ details{margin:.4rem 0}summary{cursor:pointer;color:var(--muted)}.muted,footer{c
 nav ol{margin:.2rem 0 1rem}footer{margin-top:3rem;font-size:.8rem;border-top:1px solid var(--line);padding-top:.6rem}
 @media (max-width:1000px){th.n{white-space:normal}table.ops td.name{min-width:14rem}}
 """
-
-
-class _Raw(str):
-    """HTML built here from escaped parts and numbers — never from input — inserted as is."""
-
-
-def _n(x: int | None) -> str:
-    return "-" if x is None else f"{x:,}"
-
-
-def _share_bar(x: float) -> _Raw:
-    return _Raw(f'<span class="share"><span class="bar"><span style="width:{100 * min(max(x, 0.0), 1.0):.1f}%">'
-                f"</span></span>{_pct(x)}</span>")
-
-
-def _table(head: tuple[str, ...], rows: list[list], numeric: frozenset[int] = frozenset(), cls: str = "") -> str:
-    th = "".join(f'<th scope="col"{" class=n" if i in numeric else ""}>{_t(h)}</th>' for i, h in enumerate(head))
-    body = "".join("<tr>" + "".join(_td(c, i in numeric) for i, c in enumerate(r)) + "</tr>\n" for r in rows)
-    return (f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead>\n<tbody>\n{body}</tbody></table>'
-            '</div>\n')
-
-
-def _td(cell: object, numeric: bool) -> str:
-    if isinstance(cell, tuple):  # (css class, content)
-        cls, cell = cell
-        return f'<td class="{cls}">{cell if isinstance(cell, _Raw) else _t(cell)}</td>'
-    return f'<td{" class=n" if numeric else ""}>{cell if isinstance(cell, _Raw) else _t(cell)}</td>'
-
-
-def _limited(head: tuple[str, ...], rows: list[list], limit: int, what: str, numeric: frozenset[int],
-             cls: str = "") -> str:
-    """The first `limit` rows in view, the rest one click away: the page keeps every row."""
-    out = _table(head, rows[:limit], numeric, cls)
-    if len(rows) > limit:
-        out += (f"<details><summary>the other {len(rows) - limit:,} {_t(what)}</summary>\n"
-                f"{_table(head, rows[limit:], numeric, cls)}</details>\n")
-    return out
 
 
 def _verdict(d: dict) -> str:
@@ -171,8 +150,10 @@ def _hardware(d: dict, ident: str) -> str:
     checks = d.get("hardware_checks") or []
     if checks:
         out += _table(("kernel", "device", "name says", "tensor pipes", "samples", "what the hardware says"),
-                      [[("name", _Raw(f"<code>{_t(c['name'])}</code>")), c["device_id"], c["name_verdict"],
-                        f"{c['tensor']:.1f}%", _n(c["samples"]), ("why", c["message"])] for c in checks],
+                      [[("name", _Raw(name_cell(c["name"], n))), c["device_id"], c["name_verdict"],
+                        f"{c['tensor']:.1f}%", _n(c["samples"]),
+                        ("why", _Raw(prose_cell(_t(c["message"]), len(c["message"]))))]
+                       for c, n in zip(checks, shorten_all([c["name"] for c in checks], KERNEL_CHARS))],
                       frozenset({1, 3, 4}), cls="kernels")
     return out
 
@@ -202,70 +183,10 @@ def _timeline(points: list[dict], ident: str, device: int) -> str:
 
 _CHART_NOTE = ('<p class="muted">Shares of summed GPU operation time (kernels, copies, memsets); × counts launches '
                "or operations.</p>\n")
-_OP_HEAD = ("op / range", "kernels", "launches", "GPU time", "% of kernel time", "tensor-core share of its kernel time",
-            "precision of its kernels")
-_GROUP_HEAD = ("launches", "kernel time", "tensor-core share of its kernel time", "tensor-core precisions", "GPU busy",
-               "span (first kernel start to last kernel end)", "GPU idle (of the span)")
-KERNEL_HEAD = ("kernel", "launches", "total", "mean", "% of kernel time", "tensor core", "precision", "family",
-               "evidence", "why (reason · counter or code detail · flag)")
-
-
-def _ops(rows: list[dict], limit: int) -> str:
-    hw = any(o.get("hardware_tensor_pct") is not None for o in rows)
-    head = (*_OP_HEAD[:6], "tensor pipes (hardware, % of SM time)", _OP_HEAD[6]) if hw else _OP_HEAD
-    return _limited(head, [[("name", _Raw(f"<code>{_t(o['op'])}</code>")), _n(o["kernels"]), _n(o["launches"]),
-                            _ns(o["total_ns"]), _pct(o["share"]), _share_bar(o["tensor_core_share"]),
-                            *([_hw_pct(o.get("hardware_tensor_pct"))] if hw else []),
-                            _Raw(" + ".join(f'<span class="nw">{_t(p["precision"])} {_pct(p["share"])}</span>'
-                                            for p in o["precisions"]))]
-                           for o in rows], limit, "ops", frozenset({1, 2, 3, 4, 6} if hw else {1, 2, 3, 4}), "ops")
-
-
-def _hw_pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1f}%"
-
-
-def _groups(rows: list[dict], key: str, head: tuple[str, str]) -> str:
-    return _table((*head, *_GROUP_HEAD),
-                  [["-" if g[key] is None else g[key], g["label"], _n(g["launches"]), _ns(g["kernel_ns"]),
-                    _share_bar(g["tensor_core_share"]), " + ".join(g["tensor_core_precisions"]) or "-",
-                    _ns(g["busy_ns"]), _ns(g["span_ns"]), _pct(g["idle_share"])] for g in rows],
-                  frozenset({2, 3, 6, 7, 8}))
-
-
-def _kernel_cells(k: dict) -> list:
-    mark, cls = TC_MARK.get(k["tensor_core"], ("?", "unknown"))
-    evidence = k["evidence"] + (f" (name rules: {k['name_verdict']})"
-                                if k.get("name_verdict") not in (None, k["tensor_core"]) else "")
-    why = f'<span class="reason">{_t(k["reason"])}</span>'
-    if k["counter_detail"]:
-        why += f'<br><span class="detail">{_t(k["evidence"])}: {_t(k["counter_detail"])}</span>'
-    if k["flag"]:
-        why += f'<br><span class="flag">⚠ {_t(k["flag"])}</span>'
-    return [("name", _Raw(f"<code>{_t(k['name'])}</code>")), _n(k["launches"]), _ns(k["total_ns"]), _ns(k["mean_ns"]),
-            _pct(k["share"]), _Raw(f'<span class="tc tc-{cls}">{mark} {_t(k["tensor_core"])}</span>'),
-            k["precision"] or "-", k["family"], evidence, ("why", _Raw(why))]
-
-
-def _kernels(rows: list[dict], limit: int) -> str:
-    return _limited(KERNEL_HEAD, [_kernel_cells(k) for k in rows], limit, "kernels", frozenset({1, 2, 3, 4}),
-                    "kernels")
-
-
 def _health(h: dict) -> str:
     findings = "".join(f"<li>{_t(f)}</li>" for f in h["findings"])
     return (f"<p><strong>{_t(h['status'])}</strong> ({_n(h['epochs'])} epochs)</p>"
             + (f"<ul>{findings}</ul>" if findings else "") + "\n")
-
-
-def _sources(d: dict) -> str:
-    out = _table(("capture", "format", "partial", "notes"),
-                 [[("name", _Raw(f"<code>{_t(s['path'])}</code>")), s["format"], "yes" if s["partial"] else "no",
-                   "; ".join(s["notes"]) or "-"] for s in d["sources"]])
-    if d["skipped"]:
-        out += "<h4>Skipped files</h4>\n" + _table(
-            ("file", "why"), [[("name", _Raw(f"<code>{_t(s['path'])}</code>")), s["why"]] for s in d["skipped"]])
-    return out
 
 
 def _report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2, series=None) -> str:

@@ -9,7 +9,7 @@ from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
-from nvprof_wrap.text.names import shorten_all
+from nvprof_wrap.text.names import shorten_all, shorten_ops
 from nvprof_wrap.text.sanitize import clean
 
 NAME = "markdown"
@@ -81,23 +81,25 @@ def _report(report: Report, wide: bool, limit: int) -> str:
     if report.hardware:
         out += ["\n## Hardware: tensor-pipe activity sampled during the run\n"]
         out += [f"- {_esc(_rows.hardware_text(h))}" for h in report.hardware]
-        out += [f"- ⚠ {_esc(c.name)}: {_esc(c.message)} ({c.samples:,} samples)" for c in report.hardware_checks]
+        out += [f"- ⚠ {_esc(c.name if wide else shorten_all([c.name], 90)[0])}: {_esc(c.message)} "
+                f"({c.samples:,} samples)" for c in report.hardware_checks]
     out += [f"\n## Top {min(limit, len(report.kernels))} of {len(report.kernels)} kernels by GPU time\n",
             _kernel_rows(list(report.kernels[:limit]), wide)]
     for title, rows in (("Framework ops (NVTX or profiler ranges): which ran on tensor cores, in which precision",
                          report.ops), ("Outer ranges (layers / modules)", report.scopes)):
         if rows:
             shown = _rows.numbered_merged(rows)[:limit]
+            names = [o.op for o in shown] if wide else shorten_ops([o.op for o in shown], 60)
             hw = any(o.hw_tensor is not None for o in shown)
             out += [f"\n## {title}\n",
                     _table(["op / range", "kernels", "launches", "ms", "% of kernel time",
                             "tensor core (of its kernel time)",
                             *(["tensor pipes (hardware, % of SM time)"] if hw else []), "precision of its kernels"],
-                           [[o.op, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.share:.1f}%",
+                           [[name, o.kernels, o.launches, f"{o.total_ns / 1e6:.3f}", f"{100 * o.share:.1f}%",
                              f"{100 * o.tc_share:.1f}%",
                              *([("-" if o.hw_tensor is None else f"{o.hw_tensor:.1f}%")] if hw else []),
                              _rows.mix_text(o.precisions)]
-                            for o in shown])]
+                            for o, name in zip(shown, names)])]
     if report.disagreements:
         out += ["\n## Counters disagree with the name rules\n", _kernel_rows(list(report.disagreements), wide)]
     health = report.health

@@ -108,7 +108,8 @@ def where_the_time_went(rows: list[ExperimentRow]) -> list[str]:
             ("kernels", "step_kernel_ms"))]
         said = [f"{label} {a - b:+.2f} ms" for label, a, b in parts if a is not None and b is not None]
         d = r.step_ms - base.step_ms
-        line = (f"Where the step time went, {r.precision} vs {base.precision}: median step {d:+.2f} ms ({r.step_ms:.2f} "
+        line = (f"Where the step time went, {r.precision} vs {base.precision}: median step {d:+.2f} ms "
+                f"({r.step_ms:.2f} "
                 f"vs {base.step_ms:.2f} ms, after the first)" + (": " + ", ".join(said) if said else ""))
         if r.step_mean_ms is not None and base.step_mean_ms is not None:
             line += f"; mean step {r.step_mean_ms - base.step_mean_ms:+.2f} ms ({r.step_mean_ms:.2f} vs " \

@@ -15,7 +15,8 @@ import re
 KIND_OF: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("launch", re.compile(r"^cu(?:da)?\w*Launch\w*Kernel|^cu(?:da)?GraphLaunch|^cudaLaunch(?:_|$)|^cuLaunch(?:Grid)?")),
     ("sync", re.compile(r"^cu(?:da)?(?:\w*Synchronize|Memcpy)")),
-    ("alloc", re.compile(r"^cu(?:da)?(?:Malloc|Free|HostAlloc|HostRegister|HostUnregister|MemAlloc|MemFree|MemHostAlloc|"
+    ("alloc", re.compile(r"^cu(?:da)?(?:Malloc|Free|HostAlloc|HostRegister|HostUnregister|MemAlloc|MemFree|"
+                         r"MemHostAlloc|"
                          r"MemHostRegister|MemHostUnregister|MemCreate|MemRelease|MemMap|MemUnmap|MemAddressReserve|"
                          r"MemAddressFree|MemPoolTrimTo)")),
 )

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import NamedTuple
 
 
 def without_parameters(name: str, whole_if_all: bool = False) -> str:
@@ -150,3 +151,146 @@ def numbered_family(name: str) -> str | None:
     m = _NUMBERED.match(name)
     return m.group(1).rstrip() if m else None
 
+
+
+class Wrapper(NamedTuple):
+    pattern: re.Pattern[str]  # what is kept is its group "name"
+    tag: str  # marks an unwrapped name where another row would otherwise print alike
+    source: str  # where the wrapper comes from, and a capture that has it
+
+
+def _wrapper(pattern: str, tag: str, source: str) -> Wrapper:
+    return Wrapper(re.compile(pattern), tag, source)
+
+
+# Wrappers a framework puts around the name that matters in op and range names: tables show what is inside (the
+# whole name stays in --wide, JSON and CSV). The first that matches applies.
+OP_WRAPPERS: tuple[Wrapper, ...] = (
+    _wrapper(r"^autograd::engine::evaluate_function: (?P<name>.+)$", "autograd: ",
+             "PyTorch torch/csrc/autograd/engine.cpp: thread_main wraps every backward node in RECORD_FUNCTION("
+             "\"autograd::engine::evaluate_function: \" + node name); every torch.profiler / Kineto capture of a "
+             "backward pass (tests/data/h200_runs/kineto_gpt_bf16, samples/keras_reuters_fp16)"),
+    _wrapper(r"^torch::autograd::(?P<name>(?:AccumulateGrad\b|CppNode<|GraphRoot\b).*)$", "torch::autograd::",
+             "PyTorch torch/csrc/autograd/functions/accumulate_grad.h, custom_function.h: these C++ nodes' name() "
+             "carries the namespace ('torch::autograd::AccumulateGrad'; HTA's traces, kineto-deepseek-train-h800)"),
+    _wrapper(r"^Optimizer\.step#(?P<name>.+)$", "Optimizer.step#",
+             "PyTorch torch/optim/optimizer.py profile_hook_step: record_function(f\"Optimizer.step#{class}.step\")"),
+    _wrapper(r"^Optimizer\.zero_grad#(?P<name>.+)$", "Optimizer.zero_grad#",
+             "PyTorch torch/optim/optimizer.py zero_grad: record_function(f\"Optimizer.zero_grad#{class}.zero_grad\")"),
+    _wrapper(r"^## (?P<name>.+) ##$", "## ",
+             "the PyTorch profiler recipe's and torchrec train_pipelines.py's record_function(\"## forward ##\") "
+             "convention (HTA's traces, kineto-hta-trace-diff-a100)"),
+)
+
+
+def unwrapped(name: str) -> tuple[str, str]:
+    """(the name without its framework wrappers, the outermost one's tag) — (name, "") for a name in none. A wrapper
+    inside another goes too ('autograd::engine::evaluate_function: torch::autograd::AccumulateGrad')."""
+    tags = []
+    for _ in range(len(OP_WRAPPERS)):
+        found = next(((w, m) for w in OP_WRAPPERS if (m := w.pattern.match(name))), None)
+        if found is None:
+            break
+        tags.append(found[0].tag)
+        name = found[1].group("name")
+    return name, tags[0] if tags else ""
+
+
+def inner(name: str) -> str:
+    """The name without its framework wrapper (OP_WRAPPERS)."""
+    return unwrapped(name)[0]
+
+
+def middle(text: str, width: int) -> str:
+    """The text in ``width`` characters, cut in the middle: the head says what kind of thing it is, the tail (two
+    thirds) which one — 'gradient_tape/model_1/conv2_block2_2_conv/Conv2D' → 'gradient_t…ck2_2_conv/Conv2D'."""
+    if len(text) <= width:
+        return text
+    if width < 2:
+        return "…"[:width]
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def shorten_ops(names: list[str], width: int) -> list[str]:
+    """Op and range names for a table column ``width`` wide: unwrapped (OP_WRAPPERS) and cut in the middle, and
+    never two alike unless the whole names are. Where two still print alike: an unwrapped one shows its wrapper's
+    tag; then names of one pattern ('replica_4/…/layer_13/…') keep the parts where they differ; then each shows the
+    part around where it differs from its nearest look-alike; then #1, #2, … in table order. Deterministic."""
+    inner = [unwrapped(n) for n in names]
+    short = [middle(s, width) for s, _ in inner]
+    full = [s for s, _ in inner]
+    for idx in _alike(short, names):
+        for i in idx:
+            s, tag = inner[i]
+            full[i] = tag + s
+            short[i] = middle(full[i], width)
+    shapes: dict[int, dict[int, str]] = {}  # every row still alike another, by its number of tokens
+    for i in sorted(i for idx in _alike(short, names) for i in idx):
+        shapes.setdefault(len(_TOKEN.findall(full[i])), {})[i] = full[i]
+    for texts in shapes.values():
+        for i, cell in _differences(texts, width).items():
+            short[i] = cell
+    for idx in _alike(short, names):
+        nearest = _nearest_prefix([full[i] for i in idx])
+        for i in idx:
+            short[i] = _around(full[i], nearest.get(full[i], 0), width)
+    count: dict[str, int] = {}
+    for idx in _alike(short, names):
+        for i in idx:
+            base = middle(short[i], max(width - 3, 1))
+            count[base] = count.get(base, 0) + 1
+            short[i] = f"{base} #{count[base]}"
+    return short
+
+
+_TOKEN = re.compile(r"[A-Za-z]+|\d+|[^A-Za-z\d]")
+
+
+def _differences(texts: dict[int, str], width: int) -> dict[int, str]:
+    """Texts of one pattern (as many words, numbers and marks each) shown by what differs between them, each with
+    the two tokens before it, the first token and the end: 'replica_4/bert…/layer_13/self_attention/…/dropout' →
+    'replica_4…layer_13…3/dropout'. {} when they are not of one pattern or that does not fit."""
+    tokens = {i: _TOKEN.findall(t) for i, t in texts.items()}
+    if len({len(t) for t in tokens.values()}) != 1:
+        return {}
+    n = len(next(iter(tokens.values())))
+    vary = [j for j in range(n) if len({t[j] for t in tokens.values()}) > 1]
+    for context in (2, 1, 0):
+        keep = {0} | {k for j in vary for k in range(j - context, j + 1)}
+        cells = {i: _kept(t, keep, max(width // 4, 4)) for i, t in tokens.items()}
+        if all(len(c) <= width for c in cells.values()) and len(set(cells.values())) == len(set(texts.values())):
+            return cells
+    return {}
+
+
+def _kept(tokens: list[str], keep: set[int], tail: int) -> str:
+    """The tokens kept, and the last ones up to ``tail`` characters, with one '…' for each run of others."""
+    end, room = len(tokens), tail
+    while end > 0 and len(tokens[end - 1]) <= room:
+        end -= 1
+        room -= len(tokens[end])
+    out, gap = [], False
+    for j, tok in enumerate(tokens):
+        if j in keep or j >= end:
+            out.append(("…" if gap else "") + tok)
+            gap = False
+        else:
+            gap = True
+    return "".join(out) + ("…" if gap else "")
+
+
+def _around(text: str, at: int, width: int) -> str:
+    """The text in ``width`` characters showing its head, its tail and the part from just before ``at`` (where it
+    differs from a look-alike): 'FSDP::pre_forward (blocks.21._checkpoint_wrapped_module)' →
+    'FSDP::…(blocks.21._che…d_module)'."""
+    if len(text) <= width:
+        return text
+    head, tail = max(width // 5, 1), max(width // 4, 1)
+    room = width - head - tail - 2
+    if room < 3:
+        return middle(text, width)
+    start = min(max(head, at - room // 3), len(text) - tail - room)
+    if start <= head:
+        return middle(text, width)
+    return text[:head] + "…" + text[start:start + room] + "…" + text[len(text) - tail:]

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from nvprof_wrap.text import cuda_calls
 from nvprof_wrap.tracer import ccupti
 from nvprof_wrap.tracer._util import (
     _cupti_version,
@@ -49,7 +50,6 @@ from nvprof_wrap.tracer.capture_file import (
 )
 from nvprof_wrap.tracer.devices import _device_rows, _synchronize_current_context
 from nvprof_wrap.tracer.objects import ObjectConverter
-from nvprof_wrap.text import cuda_calls
 from nvprof_wrap.tracer.setup import ENV_RUNTIME, ENV_TUNE, HOST_CALLS, CuptiSetup
 
 __all__ = ["ENV_DIR", "ENV_RUNTIME", "NvtxPairer", "Tracer", "_claim_path", "_hostname", "format_uuid", "start"]
@@ -611,7 +611,8 @@ def _import_cupti(why_not_ctypes: str | None = None) -> Any | None:
 
 
 def attach() -> str | None:
-    """Attach mode (ENV_WINDOW_MODE, the default for a window): subscribe and start recording now, the window having opened; None, else why
+    """Attach mode (ENV_WINDOW_MODE, the default for a window): subscribe and start recording now, the window having
+    opened; None, else why
     not."""
     global _ATTACH_LATER
     out_dir, _ATTACH_LATER = _ATTACH_LATER, None

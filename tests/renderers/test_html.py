@@ -90,6 +90,12 @@ def tables(html: str, cls: str) -> list[str]:
     return [t.split("</table>", 1)[0] for t in html.split(f'<table class="{cls}">')[1:]]
 
 
+def kernel_row(html: str, name: str) -> str:
+    """The markup of the kernel's row: its name whole in the cell, or cut with the whole one a click away."""
+    return next(r for r in html.split("<tr>")
+                if f"<code>{escape(name)}</code>" in r or f'<code class="whole">{escape(name)}</code>' in r)
+
+
 def render(capsys, *argv: str) -> tuple[str, dict]:
     """The page and the JSON of the same report (the page renders that shape)."""
     assert main(["report", *argv, "--format", "json"]) == 0
@@ -150,12 +156,13 @@ def test_kernel_rows_carry_the_evidence(capsys, tmp_path):
     """torch_ops has Nsight Compute counters beside the nsys timeline: rows show 'counters' and the counter detail."""
     html, d = render(capsys, str(SAMPLES / "torch_ops"), "--limit", "40")
     k = next(k for k in d["kernels"] if k["evidence"] == "counters" and k["counter_detail"])
-    row = next(r for r in html.split("<tr>") if f"<code>{escape(k['name'])}</code>" in r)
+    row = kernel_row(html, k["name"])
     cells = [c.split("</td>")[0].split(">", 1)[1] for c in row.split("<td")[1:]]
     assert cells[5].endswith(f"{k['tensor_core']}</span>") and cells[6] == (k["precision"] or "-")
     assert cells[7] == k["family"] and cells[8].startswith("counters") and len(cells) == 10
-    assert cells[9] == (f'<span class="reason">{escape(k["reason"])}</span><br>'
-                        f'<span class="detail">counters: {escape(k["counter_detail"])}</span>')
+    why = (f'<span class="reason">{escape(k["reason"])}</span><br>'
+           f'<span class="detail">counters: {escape(k["counter_detail"])}</span>')
+    assert cells[9] in (why, f'<details class="more"><summary><span class="clamp">{why}</span></summary></details>')
 
 
 def test_limit_keeps_every_row_one_click_away(capsys):
@@ -249,7 +256,8 @@ def test_kernels_and_classify_pages(capsys):
     assert main(["kernels", str(SAMPLES / "torch_ops"), "--tc", "yes", "--format", "html"]) == 0
     p = Page(capsys.readouterr().out)
     assert_self_contained(p)
-    assert len(p.text["code"]) == 12
+    titled = sum(1 for tag, a in p.tags if tag == "code" and "title" in a)  # a cut name: short, whole in <details>
+    assert len(p.text["code"]) - titled == 12
     assert main(["classify", "<script>alert(1)</script>", "volta_h884gemm_64x64_ldg8_nn", "--format", "html"]) == 0
     p = Page(capsys.readouterr().out)
     assert_self_contained(p)
@@ -309,7 +317,7 @@ def test_flags_are_shown_beside_the_reason(capsys, tmp_path):
     flagged = [k for k in d["kernels"] if k["flag"]]
     assert len(flagged) >= 3 and any("bf16" in k["flag"] for k in flagged)
     for k in flagged:
-        row = next(r for r in html.split("<tr>") if f"<code>{escape(k['name'])}</code>" in r)
+        row = kernel_row(html, k["name"])
         assert f'<span class="flag">⚠ {escape(k["flag"])}</span>' in row
     assert html.count('<span class="flag">') == len(flagged)
 

@@ -48,13 +48,15 @@ def browser():
 class Visit:
     """One page in a fresh context, with everything it logged, requested or tried to pop up."""
 
-    def __init__(self, browser, path: Path, bypass_csp: bool = False, width: int = 1400) -> None:
+    def __init__(self, browser, path: Path, bypass_csp: bool = False, width: int = 1400,
+                 viewport: dict | None = None) -> None:
         self.url = path.resolve().as_uri()
         self.console: list[tuple[str, str]] = []
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.dialogs: list[str] = []
-        self.context = browser.new_context(bypass_csp=bypass_csp, viewport={"width": width, "height": 900},
+        self.context = browser.new_context(bypass_csp=bypass_csp,
+                                           viewport=viewport or {"width": width, "height": 900},
                                            service_workers="block")
         # nothing may leave the machine: every request but the page itself is recorded and aborted
         self.context.route("**/*", lambda route: route.continue_() if route.request.url == self.url else route.abort())
@@ -115,7 +117,11 @@ def test_sample_report_renders_verdict_chart_and_tables(browser, tmp_path, capsy
         assert not rest.is_visible()
         page.get_by_text(f"the other {len(d['kernels']) - 15} kernels").click()
         assert rest.is_visible() and rest.locator("tbody tr").count() == len(d["kernels"]) - 15
-        assert page.locator("table.kernels code").all_text_contents() == [k["name"] for k in d["kernels"]]
+        # each kernel's whole name: the cell itself, or on hover (title) and a click away (<details>) where it is cut
+        whole = page.evaluate("""() => [...document.querySelectorAll('table.kernels td.name')].map(td => {
+            const w = td.querySelector('code.whole'), c = td.querySelector('code');
+            return w ? [w.textContent, c.title] : [c.textContent, c.textContent]; })""")
+        assert whole == [[k["name"], k["name"]] for k in d["kernels"]]
         page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
         assert (tmp_path / "page.png").stat().st_size > 50_000
         v.assert_quiet()
@@ -264,5 +270,72 @@ def test_kernel_rows_are_at_most_three_lines(browser, series_pages):
     v = Visit(browser, series_pages["report"], width=800)
     try:
         assert max(v.page.evaluate(LAYOUT)["kernel_rows"]) <= KERNEL_ROW_LINES
+    finally:
+        v.close()
+
+
+# Layout (issue 28): at a desktop and a narrow window, no cell lies over another or spills out of itself, nothing is
+# wider than the window but inside a scroll box of its own, and no row is taller than MAX_ROW_LINES lines of its text
+# (names are cut in the middle, whole on hover and a click away; long prose is clamped). Ranges numbered per step
+# are one row, as in the terminal.
+MAX_ROW_LINES = 3
+_ROWS = """() => {
+  const box = e => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; };
+  const lh = e => { const s = getComputedStyle(e); const v = parseFloat(s.lineHeight);
+                    return isNaN(v) ? 1.2 * parseFloat(s.fontSize) : v; };
+  const rows = [...document.querySelectorAll('tbody tr')].filter(tr => tr.checkVisibility()).map(tr => {
+    const td = tr.children[0], s = getComputedStyle(td);
+    return {text: tr.textContent.slice(0, 80), cells: [...tr.children].map(box),
+            spill: [...tr.children].filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent.slice(0, 40)),
+            lines: (tr.getBoundingClientRect().height - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom) - 1)
+                   / lh(td)};
+  });
+  const wide = [...document.querySelectorAll('table')].filter(t => t.checkVisibility()).filter(t => {
+    const r = t.getBoundingClientRect(), sc = t.closest('.scroll');
+    const scrolls = sc && getComputedStyle(sc).overflowX === 'auto' && sc.getBoundingClientRect().right
+                    <= document.documentElement.clientWidth + 1;
+    return r.right > document.documentElement.clientWidth + 1 && !scrolls; }).map(t => t.className);
+  const de = document.documentElement;
+  return {rows, wide, scrollWidth: de.scrollWidth, clientWidth: de.clientWidth,
+          steps: [...document.querySelectorAll('table.ops td.name code')].map(c => c.textContent)
+                 .filter(t => t.startsWith('step *'))};
+}"""
+
+
+def layout_problems(got: dict) -> list[str]:
+    from tests.renderers.test_notebook import _overlaps
+
+    problems = []
+    for r in got["rows"]:
+        cells = r["cells"]
+        if any(_overlaps(a, b) for i, a in enumerate(cells) for b in cells[:i]):
+            problems.append(f"cells overlap in the row {r['text']!r}")
+        if r["spill"]:
+            problems.append(f"text spills out of its cell: {r['spill']}")
+        if r["lines"] > MAX_ROW_LINES + 0.25:
+            problems.append(f"a row {r['lines']:.1f} lines tall: {r['text']!r}")
+    if got["wide"] or got["scrollWidth"] > got["clientWidth"]:
+        problems.append(f"wider than the window ({got['scrollWidth']} px in {got['clientWidth']}): {got['wide']}")
+    return problems
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+@pytest.mark.parametrize("source", [SAMPLES / "keras_reuters_fp16", RUNS / "gpt_fp32_nsys_steps",
+                                    RUNS / "kineto_gpt_bf16"], ids=lambda p: p.name)
+def test_tables_are_laid_out_at_a_desktop_and_a_narrow_width(browser, tmp_path, source, width):
+    v = Visit(browser, write_report(tmp_path, source), viewport={"width": width, "height": 900})
+    try:
+        got = v.page.evaluate(_ROWS)
+        assert len(got["rows"]) > 20
+        problems = layout_problems(got)
+        if source.name == "gpt_fp32_nsys_steps":  # 30 ranges `step 0` … `step 29`: one row
+            assert got["steps"] == ["step * (30 ranges)"]
+        assert not problems, f"{len(problems)} layout problems at {width} px:\n" + "\n".join(problems[:20])
+        # a cut name: whole on hover, and a click shows it in full; the row grows only then
+        cut = v.page.locator("table.kernels td.name details").first
+        title = cut.locator("summary code").get_attribute("title")
+        cut.locator("summary").click()
+        assert cut.locator("code.whole").is_visible() and cut.locator("code.whole").text_content() == title
+        v.assert_quiet()
     finally:
         v.close()

@@ -108,7 +108,8 @@ def test_normal_exit_writes_a_complete_capture(tmp_path: Path) -> None:
     assert json.loads(meta["kinds"]) == ["CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "DEVICE", "MARKER"]
     # launch calls only: cudaLaunchKernel(_ptsz), cudaGraphLaunch; cuLaunchKernel(_ptsz), cuGraphLaunch,
     # cuLaunchKernelEx
-    assert meta["api_records"] == "kernel launch calls, copies, waits and allocations (7 launch and 189 other callback ids)"
+    assert meta["api_records"] == \
+        "kernel launch calls, copies, waits and allocations (7 launch and 189 other callback ids)"
     assert [r["cbid"] for r in cap["runtime"]] == [211] * 5 and cap["driver"] == []  # no cudaGetDevice records
     assert len(cap["kernel"]) == 5
     k = cap["kernel"][0]
