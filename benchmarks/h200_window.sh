@@ -23,7 +23,7 @@ S=/tmp/win27; R=$S/runs; LOG=${OUT:-/tmp}/window-$PART.log
 mkdir -p $R
 export NO_COLOR=1 COLUMNS=160 NVPROF_WRAP_NSYS=$NSYS NVPROF_WRAP_HISTORY=$S/history.sqlite PYTHONUNBUFFERED=1
 source $REPO/benchmarks/h200_venv.sh
-$V/python -c "import nvprof_wrap; print('nvprof_wrap from', nvprof_wrap.__file__)" >> $LOG 2>&1
+(cd / && $V/python -c "import nvprof_wrap; print('nvprof_wrap from', nvprof_wrap.__file__)") >> $LOG 2>&1  # not the checkout
 nanogpt_copy
 cp $REPO/benchmarks/window_compare.py $S/
 cd $S/nanogpt

@@ -89,20 +89,21 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
     finally:
         for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_steps"):
             conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
-    _fill(steps, spans, host != "none" and bool(api))
+    _fill(steps, spans, host if api else "none")
     rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
         steps.items(), key=lambda kv: (kv[0][1], -1 if kv[0][0] is None else kv[0][0])))
     return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded)
 
 
-def _fill(steps: dict, spans: list[tuple[int, int, int]], host: bool) -> None:
-    """Every step (bucket) of every process that ran any: a step in which nothing started is idle, not absent."""
+def _fill(steps: dict, spans: list[tuple[int, int, int]], host: str) -> None:
+    """Every step (bucket) of every process that ran any: a step in which nothing started is idle, not absent —
+    and, where every blocking call was recorded, spent wholly outside CUDA calls."""
     for pid in {pid for pid, _ in steps}:
         for n, lo, hi in spans:
             if (pid, n) not in steps:
                 steps[(pid, n)] = (lo, hi, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0})
-                if host:
-                    steps[(pid, n)][2].update(api_ns=(), api_union_ns=None)
+                if host != "none":
+                    steps[(pid, n)][2].update(api_ns=(), api_union_ns=None if host == "launch" else 0)
 
 
 def _spans(conn: sqlite3.Connection, gpu: list[Gpu], ranges_sql: str | None,

@@ -59,6 +59,8 @@ def test_a_capture_without_steps_is_cut_into_time_buckets():
     assert [r.step for r in s.rows] == list(range(len(s.rows)))  # idle buckets are rows too
     assert sum(r.kernel_ns for r in s.rows) == rep.verdict.kernel_ns
     assert sum(r.launches for r in s.rows) == rep.verdict.launches
+    idle = [r for r in s.rows if not r.launches and not r.copy_ns and not any(r.api_ns.values())]
+    assert idle and all(r.outside_api_ns == r.duration_ns for r in idle)  # nothing in CUDA: all of it outside
 
 
 def test_host_time_adds_up_where_every_call_was_recorded():
