@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._sqlite import EVERYTHING
@@ -82,12 +83,14 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
     conn.executemany("INSERT INTO _nvw_steps VALUES (?, ?, ?)", spans)
     conn.execute("CREATE INDEX temp._nvw_steps_lo ON _nvw_steps(lo)")
     try:
-        steps = _gpu_side(conn, gpu, lo, hi)
-        kernels = _kernels(conn, names)
+        named = names({key for (key,) in conn.execute("SELECT DISTINCT key FROM _nvw_iv WHERE k = 1")}) \
+            if _gpu_intervals(conn, gpu, lo, hi) else {}
+        steps = _gpu_side(conn, named)
+        kernels = _kernels(conn, named)
         if api and host != "none":
             _host_side(conn, api, lo, hi, steps, whole=host != "launch")
     finally:
-        for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_steps"):
+        for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_comm", "_nvw_steps"):
             conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
     _fill(steps, spans, host if api else "none")
     rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
@@ -101,7 +104,8 @@ def _fill(steps: dict, spans: list[tuple[int, int, int]], host: str) -> None:
     for pid in {pid for pid, _ in steps}:
         for n, lo, hi in spans:
             if (pid, n) not in steps:
-                steps[(pid, n)] = (lo, hi, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0})
+                steps[(pid, n)] = (lo, hi, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0,
+                                            "compute_busy_ns": 0})
                 if host != "none":
                     steps[(pid, n)][2].update(api_ns=(), api_union_ns=None if host == "launch" else 0)
 
@@ -138,8 +142,8 @@ def _nice(ns: int) -> int:
 _STEP_OF = "(SELECT n FROM _nvw_steps WHERE lo <= {t} ORDER BY lo DESC LIMIT 1)"
 
 
-def _gpu_side(conn: sqlite3.Connection, gpu: list[Gpu], lo: int, hi: int) -> dict:
-    """{(pid, step): (lo, hi, values)} of every step a process ran GPU work in; _nvw_iv holds the intervals."""
+def _gpu_intervals(conn: sqlite3.Connection, gpu: list[Gpu], lo: int, hi: int) -> bool:
+    """_nvw_iv: every GPU interval that starts in a step, with its step (cut at the step's end); False: none."""
     parts = " UNION ALL ".join(
         f'''SELECT {g.pid} AS pid, start AS s, "end" AS e, {1 if g.name else 0} AS k, {g.name or "NULL"} AS key
             FROM {g.table} WHERE start >= {lo} AND start < {hi} AND "end" >= start''' for g in gpu)
@@ -147,15 +151,30 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[Gpu], lo: int, hi: int) -> dic
                             iv.k, iv.key
                      FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) iv
                      JOIN _nvw_steps t ON t.n = iv.n AND iv.s < t.hi""")
+    return conn.execute("SELECT 1 FROM _nvw_iv LIMIT 1").fetchone() is not None
+
+
+def _gpu_side(conn: sqlite3.Connection, named: dict) -> dict:
+    """{(pid, step): (lo, hi, values)} of every step a process ran GPU work in. named: kernel keys → names, whose
+    communication kernels (classify: NCCL's families, each distinct name once) the compute-only union leaves out."""
     steps: dict = {}
     bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}
     for pid, n, launches, kernel_ns, copy_ns in conn.execute(
             "SELECT pid, n, SUM(k), SUM(CASE WHEN k = 1 THEN d ELSE 0 END), SUM(CASE WHEN k = 0 THEN d ELSE 0 END) "
             "FROM _nvw_iv GROUP BY 1, 2"):
         steps[(pid, n)] = (*bounds[n], {"launches": launches, "kernel_ns": kernel_ns, "copy_ns": copy_ns,
-                                        "busy_ns": 0})
+                                        "busy_ns": 0, "compute_busy_ns": 0})
     for pid, n, _k, busy in conn.execute(_union("_nvw_iv", "NULL")):
-        steps[(pid, n)][2]["busy_ns"] = busy
+        steps[(pid, n)][2]["busy_ns"] = steps[(pid, n)][2]["compute_busy_ns"] = busy
+    comm = [key for key, name in named.items() if classify(name).family in COMMUNICATION_FAMILIES]
+    if comm:
+        conn.execute("CREATE TEMP TABLE _nvw_comm(key PRIMARY KEY)")
+        conn.executemany("INSERT INTO _nvw_comm VALUES (?)", [(k,) for k in comm])
+        for vals in (v for _a, _b, v in steps.values()):
+            vals["compute_busy_ns"] = 0
+        compute = "(SELECT * FROM _nvw_iv WHERE k = 0 OR key NOT IN (SELECT key FROM _nvw_comm))"
+        for pid, n, _k, busy in conn.execute(_union(compute, "NULL")):
+            steps[(pid, n)][2]["compute_busy_ns"] = busy
     return steps
 
 
@@ -175,9 +194,8 @@ def _union(table: str, by: str) -> str:
     GROUP BY pid, n, b"""
 
 
-def _kernels(conn: sqlite3.Connection, names: Callable[[Iterable], dict]) -> tuple[StepKernel, ...]:
+def _kernels(conn: sqlite3.Connection, named: dict) -> tuple[StepKernel, ...]:
     rows = conn.execute("SELECT pid, n, key, COUNT(*), SUM(d) FROM _nvw_iv WHERE k = 1 GROUP BY 1, 2, 3").fetchall()
-    named = names({key for _, _, key, _, _ in rows})
     merged: dict[tuple, list[int]] = {}
     for pid, n, key, launches, total in rows:
         m = merged.setdefault((pid, n, named.get(key) or "<unnamed kernel>"), [0, 0])
@@ -208,7 +226,8 @@ def _host_side(conn: sqlite3.Connection, api: list[Api], lo: int, hi: int, steps
     union = {(pid, n): ns for pid, n, _b, ns in conn.execute(_union("_nvw_api", "NULL"))} if whole else {}
     for key in set(by_kind) | set(union):
         if key not in steps:  # a step with CUDA calls and no GPU work that started in it
-            steps[key] = (*bounds[key[1]], {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0})
+            steps[key] = (*bounds[key[1]], {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0,
+                                            "compute_busy_ns": 0})
     for key, (_a, _b, vals) in steps.items():
         vals["api_ns"] = tuple(sorted(by_kind.get(key, {}).items()))
         if whole:

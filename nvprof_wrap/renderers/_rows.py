@@ -74,7 +74,8 @@ def report(r: Report) -> dict:
               for s in r.split if s.kind == "memcpy"}
     return {
         "schema": SCHEMA, "rules_version": r.rules_version,
-        "tensor_cores_used": v.tensor_cores == "yes", "verdict": v.tensor_cores, "message": v.message,
+        "tensor_cores_used": v.tensor_cores == "yes", "verdict": v.tensor_cores, "verdict_tone": r.tone,
+        "message": v.message,
         "hints": list(r.hints),
         "tensor_core_time_fraction": round(v.tc_fraction, 6), "tensor_core_precisions": list(v.precisions),
         "kernel_time_ns": v.kernel_ns, "launches": v.launches, "distinct_kernels": v.kernels,
@@ -117,7 +118,8 @@ def step_row(x) -> dict:
     return {"step": x.step, "start_s": round(x.start_s, 9), "duration_ns": x.duration_ns, "processes": x.processes,
             "launches": x.launches, "kernel_ns": x.kernel_ns, "tensor_core_ns": x.tc_ns,
             "tensor_core_share": round(x.tc_share, 6), "unknown_ns": x.unknown_ns, "copy_ns": x.copy_ns,
-            "communication_ns": x.comm_ns, "gpu_busy_ns": x.gpu_busy_ns, "gpu_idle_ns": x.idle_ns,
+            "communication_ns": x.comm_ns, "exposed_communication_ns": x.exposed_comm_ns,
+            "gpu_busy_ns": x.gpu_busy_ns, "gpu_idle_ns": x.idle_ns,
             **{f"api_{k}_ns": (api.get(k) if x.api_ns is not None else None) for k in API_KINDS},
             "outside_api_ns": x.outside_api_ns, "hw_tensor": x.hw_tensor}
 

@@ -42,7 +42,7 @@ def series_of(d: dict) -> Series | None:
     steps = tuple(StepRow(r["step"], r["start_s"], r["duration_ns"], r["processes"], r["launches"], r["kernel_ns"],
                           r["tensor_core_ns"], r["unknown_ns"], r["copy_ns"], r["communication_ns"], r["gpu_busy_ns"],
                           None if r["api_launch_ns"] is None else {k: r[f"api_{k}_ns"] or 0 for k in API_KINDS},
-                          r["outside_api_ns"], r["hw_tensor"]) for r in rows)
+                          r["outside_api_ns"], r["hw_tensor"], r["exposed_communication_ns"]) for r in rows)
     return Series(info["kind"], info["source"], info["bucket_s"], steps, info["host"], info["steps_per_row"],
                   tuple(info["notes"]))
 

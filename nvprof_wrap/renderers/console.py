@@ -35,7 +35,7 @@ from nvprof_wrap.text.units import pct as _pct
 NAME = "table"
 EXTENSION = ".txt"
 TC_MARK = {"yes": Text("✓", style="bold green"), "no": Text("✗", style="red"), "unknown": Text("?", style="yellow")}
-VERDICT_STYLE = {"yes": "bold green", "no": "bold red", "unknown": "bold yellow", "no-kernels": "bold yellow"}
+VERDICT_STYLE = {"good": "bold green", "bad": "bold red", "partial": "bold yellow", "unknown": "bold yellow"}  # by tone
 
 
 def _to_text(renderable, width: int, color: bool) -> str:
@@ -186,7 +186,7 @@ def _report(report: Report, width: int, color: bool, wide: bool, limit: int, per
     report = deep(report)  # no control character from a capture reaches the terminal (sanitize.py)
     v = report.verdict
     parts: list = [Text(line, style="bold red") for line in report.headline]
-    parts.append(Text(v.message, style=VERDICT_STYLE[v.tensor_cores]))
+    parts.append(Text(v.message, style=VERDICT_STYLE[report.tone]))
     if report.scope:
         parts.append(Text(scope_text(report.scope), style="bold"))
     for hint in report.hints:

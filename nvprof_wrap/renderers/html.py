@@ -33,7 +33,8 @@ ALIASES = (".htm",)
 # Defence in depth: even if some text escaped the escaping, nothing could run and nothing could be fetched.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
-VERDICT_CLASS = {"yes": "yes", "no": "no", "unknown": "unknown", "no-kernels": "unknown"}
+# the verdict box's colour, by the report's tone (Report.tone: the share and the hints, not "yes" alone)
+VERDICT_CLASS = {"good": "yes", "bad": "no", "partial": "unknown", "unknown": "unknown"}
 # The colour (CSS class) of each kind of GPU time in the split (its `kind` and, for copies, its `direction` fields —
 # never its label, which is words for people)
 KIND_CLASS = {"tensor_core": "c-tc", "cuda_core": "c-cuda", "unknown": "c-unk", "communication": "c-comm",
@@ -90,7 +91,7 @@ nav ol{margin:.2rem 0 1rem}footer{margin-top:3rem;font-size:.8rem;border-top:1px
 
 def _verdict(d: dict) -> str:
     hints = "".join(f"<li>{_t(h)}</li>" for h in d["hints"])
-    return (f'<div class="verdict v-{VERDICT_CLASS.get(d["verdict"], "unknown")}" role="status">'
+    return (f'<div class="verdict v-{VERDICT_CLASS.get(d.get("verdict_tone", ""), "unknown")}" role="status">'
             + "".join(f'<p class="headline">{_t(line)}</p>' for line in d.get("headline") or ())
             + f'<p class="message">{_t(d["message"])}</p>'
             + (f'<p class="scope"><strong>{_t(d["scope"]["description"])}</strong></p>' if d.get("scope") else "")

@@ -28,6 +28,9 @@ MEM_ORDER = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "other")
 # Kinds of GPU time in the split, in the order reports show them.
 SPLIT_KINDS = ("tensor_core", "cuda_core", "unknown", "communication", "memcpy", "memset")
 
+# A "yes" reads as good only when tensor cores ran at least this share of the kernel time (Report.tone)
+GOOD_SHARE = 0.5
+
 # Renderers register themselves here (report → text is the renderers' job; this layer only calls them).
 DISPLAY: dict[str, Callable] = {}
 
@@ -268,6 +271,19 @@ class Report:
     hardware_series: tuple[HardwarePoint, ...] = ()
     capture: CaptureScope | None = None  # of a run that recorded only a window of its job
     series: Series | None = None  # per step (or time bucket): report/series.py
+
+    @property
+    def tone(self) -> str:
+        """How the verdict should read at a glance — from the share and the hints, not from "yes" alone: "good"
+        (tensor cores ran most of the kernel time, GOOD_SHARE, and no hint says why not), "partial" (they ran, but
+        for less, or a hint stands: host-bound, copies, communication, matrix math off them), "bad" (they did not
+        run), "unknown". Every renderer colours the verdict by it (docs/json.md "verdict_tone")."""
+        v = self.verdict
+        if v.tensor_cores == "no":
+            return "bad"
+        if v.tensor_cores != "yes":
+            return "unknown"
+        return "good" if v.tc_fraction >= GOOD_SHARE and not self.hints else "partial"
 
     @property
     def headline(self) -> tuple[str, ...]:

@@ -12,9 +12,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvprof_wrap.report import Report
+from nvprof_wrap.report import Report, Scope
 from nvprof_wrap.report.experiment import read_metrics
-from nvprof_wrap.report.series import Series
+from nvprof_wrap.report.hints import host_bound
+from nvprof_wrap.report.series import Series, steady
 from nvprof_wrap.text.names import numbered_family
 from nvprof_wrap.text.units import pct as _pct
 
@@ -29,8 +30,13 @@ class Side:
     launches: int
     tc_share: float  # of kernel time
     precisions: tuple[str, ...]  # tensor-core precisions, most time first
-    step_ms: float | None  # wall time per training step (metrics JSONL), None when unknown
+    step_ms: float | None  # wall time per training step: the median step (series), else the metrics JSONL
     steps: int | None
+    step_from: str = "metrics"  # "median step" (the capture's series) | "metrics" (each run's metrics JSONL)
+    spread: float | None = None  # the steps' own noise: median absolute deviation / median (series), None unknown
+    idle: float | None = None  # GPU idle share of the steady state (median step), else first kernel to last
+    host_bound: bool = False  # hints.host_bound says so
+    window: str | None = None  # the part of the run compared (--steps / --window), None: all of it
 
 
 @dataclass(frozen=True)
@@ -75,8 +81,33 @@ class Comparison:
 def _side(label: str, r: Report, folder: Path | None) -> Side:
     steps, secs = read_metrics(folder / "metrics.jsonl") if folder is not None else (None, None)
     v = r.verdict
+    s = steady(r.series) if r.series is not None and r.series.kind == "steps" else None
+    spans = [d for d in r.devices if d.idle_share is not None]
+    idle = s.idle_share if s is not None else max((d.idle_share for d in spans), default=None)
+    common = {"idle": idle, "host_bound": host_bound(r) is not None, "window": _window(r.scope)}
+    if s is not None:
+        return Side(label, v.tensor_cores, v.kernel_ns, v.launches, v.tc_fraction, v.precisions,
+                    s.duration_ns / 1e6, s.rows + 1, "median step", _spread(r.series.rows[1:]), **common)
     return Side(label, v.tensor_cores, v.kernel_ns, v.launches, v.tc_fraction, v.precisions,
-                1000 * secs / steps if steps and secs else None, steps)
+                1000 * secs / steps if steps and secs else None, steps, **common)
+
+
+def _window(scope: Scope | None) -> str | None:
+    if scope is None:
+        return None
+    what = f"steps {int(scope.start)} to {int(scope.end) - 1}" if scope.kind == "steps" else \
+        f"{scope.start:g} s to {scope.end:g} s after the first GPU activity"
+    return f"{what} of each run ({scope.option})"
+
+
+def _spread(rows) -> float | None:
+    """The steps' noise: their median absolute deviation over their median."""
+    d = sorted(r.duration_ns for r in rows)
+    if len(d) < 3:
+        return None
+    mid = d[len(d) // 2]
+    dev = sorted(abs(x - mid) for x in d)
+    return dev[len(dev) // 2] / mid if mid else None
 
 
 def _rows(before: dict[str, list[int]], after: dict[str, list[int]], b_total: int, a_total: int,
@@ -131,6 +162,22 @@ def compare(before: Report, after: Report, labels: tuple[str, str] = ("before", 
 
 
 
+NOISE = 0.02  # step times closer than this (or than the steps' own spread) are "no change"
+
+
+def _step_time(b: Side, a: Side) -> str:
+    """'step time (median step): 35.70 → 50.10 ms (1.40× slower)'; within the noise: 'no change'."""
+    ratio = b.step_ms / a.step_ms
+    source = "median step of each capture" if b.step_from == a.step_from == "median step" else \
+        "wall, from each run's metrics" if b.step_from == a.step_from else "median step / metrics"
+    noise = max([NOISE] + [x.spread for x in (b, a) if x.spread is not None])
+    if abs(ratio - 1) <= noise:
+        how = f"no change: within ±{100 * noise:.0f}%" + (", the steps' own spread" if noise > NOISE else "")
+    else:
+        how = f"{ratio:.2f}× faster" if ratio >= 1 else f"{1 / ratio:.2f}× slower"
+    return f"step time ({source}): {b.step_ms:.2f} → {a.step_ms:.2f} ms ({how})"
+
+
 def _findings(b: Side, a: Side, families: tuple[DeltaRow, ...]) -> tuple[str, ...]:
     out = [(f"tensor-core share of kernel time: {_pct(b.tc_share)} → {_pct(a.tc_share)} "
             f"({'+' if a.tc_share >= b.tc_share else '−'}{abs(100 * (a.tc_share - b.tc_share)):.1f} points)")]
@@ -138,10 +185,17 @@ def _findings(b: Side, a: Side, families: tuple[DeltaRow, ...]) -> tuple[str, ..
     if gained or lost:
         out.append("tensor-core precisions: " + (" + ".join(b.precisions) or "none") + " → "
                    + (" + ".join(a.precisions) or "none"))
+    if b.window or a.window:
+        same = b.window == a.window
+        out.insert(0, "compared: " + (b.window if same else f"{b.window or 'all'} → {a.window or 'all'}"))
     if b.step_ms and a.step_ms:
-        ratio = b.step_ms / a.step_ms
-        how = f"{ratio:.2f}× faster" if ratio >= 1 else f"{1 / ratio:.2f}× slower"
-        out.append(f"step time (wall, from each run's metrics): {b.step_ms:.2f} → {a.step_ms:.2f} ms ({how})")
+        out.append(_step_time(b, a))
+    if b.idle is not None and a.idle is not None:
+        what = "GPU idle in the median step" if b.step_from == a.step_from == "median step" else \
+            "GPU idle from the first kernel to the last"
+        bound = {(True, True): "host-bound before and after", (True, False): "host-bound before, not after",
+                 (False, True): "not host-bound before, host-bound after", (False, False): "not host-bound"}
+        out.append(f"{what}: {_pct(b.idle)} → {_pct(a.idle)} ({bound[(b.host_bound, a.host_bound)]})")
     out.append(f"GPU kernel time: {b.kernel_ns / 1e6:.1f} → {a.kernel_ns / 1e6:.1f} ms "
                f"({b.launches:,} → {a.launches:,} launches)")
     moved = [f for f in families if f.before_tc_share is not None and f.after_tc_share is not None

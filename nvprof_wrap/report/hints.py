@@ -18,6 +18,8 @@ import re
 from collections import Counter
 
 from nvprof_wrap.report import Gpu, KernelRow, Report
+from nvprof_wrap.report.series import steady
+from nvprof_wrap.text.units import duration as _ns
 from nvprof_wrap.text.units import pct_whole as _pct
 
 # Rules of the classifier whose "no" means matrix math on CUDA cores (rules.toml ids).
@@ -30,12 +32,15 @@ _TF32_SINCE = 8.0  # TF32 and bf16 tensor cores: Ampere (classify/rank.py _PRECI
 _SM80_CODE = re.compile(r"^(?:ampere|nvjet)_|sm(?<![a-z0-9]sm)_?(?:8\d|9\d|1[0-2]\d)[a-f]?(?!\d)"
                         r"|cutlass_(?:8\d|9\d|1[0-2]\d)_", re.IGNORECASE)
 _ARCH_WITHIN = 400
+_IDLE = 0.8  # GPU idle in the steady state at or above this: host-bound
+_MIN_BUSY_NS = 50_000_000  # without steps, less GPU work than this is too little to call host-bound
+_COMM_SHARE = 0.2  # communication at or above this share of GPU time: a line
 _FP16_ADVICE = "Keras mixed_float16; PyTorch torch.autocast('cuda', dtype=torch.float16) with a GradScaler"
 
 
 def hints(report: Report) -> tuple[str, ...]:
     """The "if not, why?" lines of a report, from its numbers and its GPUs only."""
-    kernels, split, devices = list(report.kernels), list(report.split), list(report.devices)
+    kernels, split = list(report.kernels), list(report.split)
     total = sum(k.total_ns for k in kernels) or 1
     out: list[str] = []
     gpus = _job_gpus(report)
@@ -55,14 +60,58 @@ def hints(report: Report) -> tuple[str, ...]:
     if copies >= 0.5:
         out.append(f"{_pct(copies)} of GPU time is memory copies, mostly {_top_copy(split)}: tensor cores cannot "
                    "speed that up; keep data on the GPU or make the copies asynchronous (pinned memory).")
-    idle = [d for d in devices if d.idle_share is not None and d.idle_share >= 0.8]
-    if idle:
-        worst = max(idle, key=lambda d: d.idle_share)
-        within = f", within {report.scope.option}" if report.scope else ""
-        out.append(f"The GPU was idle {_pct(worst.idle_share)} of the time from its first kernel to its last (start-up "
-                   f"excluded{within}): the job is host-bound (Python, "
-                   "data loading, framework overhead), so faster kernels — fp16 included — will not make it faster.")
+    out += [line for line in (_host_bound(report), _communication(report, split)) if line]
     return tuple(out)
+
+
+def host_bound(report: Report) -> tuple[float, str] | None:
+    """(the GPU's idle share, what it was measured over) where the job's steady state shows it host-bound: the
+    median step after the first (a job that marks steps), else the span from the first kernel to the last with at
+    least _MIN_BUSY_NS of GPU work in it (less is a probe or a test binary, too little to call anything). None: not
+    host-bound, or too little to tell."""
+    s = steady(report.series)
+    if s is not None and report.series.kind == "steps":
+        unit = "step" if s.first == s.last else f"steps {s.first}-{s.last}"
+        return (s.idle_share, f"the median step ({unit})") if s.idle_share >= _IDLE else None
+    spans = [d for d in report.devices if d.idle_share is not None and d.busy_ns]
+    if not spans or sum(d.busy_ns for d in spans) < _MIN_BUSY_NS:
+        return None
+    worst = max(spans, key=lambda d: d.idle_share)
+    return (worst.idle_share, "the time from its first kernel to its last") if worst.idle_share >= _IDLE else None
+
+
+def _host_bound(report: Report) -> str | None:
+    found = host_bound(report)
+    if found is None:
+        return None
+    idle, over = found
+    within = f", within {report.scope.option}" if report.scope else ""
+    s = steady(report.series) if over.startswith("the median step") else None
+    if s is not None:
+        outside = f"; {_ns(s.outside_api_ns)} of it outside any CUDA call" if s.outside_api_ns is not None else ""
+        said = (f"the median step ({over[len('the median step ('):-1]}{within}) takes {_ns(s.duration_ns)} and the "
+                f"GPU is busy {_ns(s.gpu_busy_ns)} of it ({_pct(1 - idle)}){outside}")
+    else:
+        busy = sum(d.busy_ns or 0 for d in report.devices)
+        said = f"the GPU was busy {_ns(busy)} and idle {_pct(idle)} of {over} (start-up excluded{within})"
+    return (f"Host-bound: {said} — the host (Python, data loading, framework overhead) sets the pace, so faster "
+            "kernels — fp16 included — will not make it faster.")
+
+
+def _communication(report: Report, split: list) -> str | None:
+    """NCCL's share of GPU time; per step, how much of it the GPU spent on nothing else (exposed)."""
+    ops = sum(x.total_ns for x in split) or 1
+    comm = sum(x.total_ns for x in split if x.kind == "communication")
+    if comm / ops < _COMM_SHARE:
+        return None
+    line = f"{_pct(comm / ops)} of GPU time is communication (NCCL kernels)"
+    s = steady(report.series)
+    if s is not None and s.comm_ns and s.exposed_comm_ns is not None:
+        unit = "step" if report.series.kind == "steps" else f"{_ns(report.series.bucket_s * 1e9)} bucket with GPU work"
+        line += (f"; in the median {unit} {_ns(s.comm_ns)} of it, {_ns(s.exposed_comm_ns)} exposed (the GPU doing "
+                 f"nothing else), {_ns(max(s.comm_ns - s.exposed_comm_ns, 0))} overlapped with compute")
+    return line + (": bucket gradients and overlap them with the backward pass (DDP's bucket_cap_mb, FSDP's "
+                   "prefetch), or communicate less often (gradient accumulation).")
 
 
 def _job_gpus(report: Report) -> list[Gpu]:

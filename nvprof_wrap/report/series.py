@@ -34,6 +34,7 @@ class StepRow:
     api_ns: dict[str, int] | None = None
     outside_api_ns: int | None = None
     hw_tensor: float | None = None  # mean tensor-pipe activity (%) of the hardware samples inside the step
+    exposed_comm_ns: int = 0  # GPU busy with communication (NCCL) and nothing else: not overlapped with compute
 
     @property
     def tc_share(self) -> float:
@@ -99,7 +100,7 @@ def _row(r: dict, acc, hw: float | None, t0: int, host: str) -> StepRow:
         max(r["mean_duration_ns"] - r["api_union_ns"], 0)
     return StepRow(r["step"], (r["start_ns"] - t0) / 1e9, r["duration_ns"], r["processes"], r["launches"],
                    r["kernel_ns"], acc[0], acc[1], r["copy_ns"], acc[2], min(r["busy_ns"], r["mean_duration_ns"]),
-                   api, outside, hw)
+                   api, outside, hw, max(r["exposed_comm_ns"] or 0, 0))
 
 
 SLOW = 3  # a step this many times the median step is an outlier the median hides (Steady.slow)
@@ -126,6 +127,7 @@ class Steady:
     slow: tuple[int, ...] = ()  # steps over SLOW × the median (e.g. each epoch's last batch, holding validation)
     slow_ns: int = 0  # their time, in all
     slow_outside_api_ns: int | None = None  # of it, outside CUDA calls
+    exposed_comm_ns: int | None = None  # median communication time not overlapped with compute
 
     @property
     def idle_share(self) -> float:
@@ -159,4 +161,5 @@ def steady(series: Series | None) -> Steady | None:
                   med([r.copy_ns for r in rows]), med([r.comm_ns for r in rows]), med([r.launches for r in rows]),
                   api, outside, sum(r.duration_ns for r in rows) // len(rows), tuple(r.step for r in slow),
                   sum(r.duration_ns for r in slow),
-                  None if outside is None else sum(r.outside_api_ns or 0 for r in slow))
+                  None if outside is None else sum(r.outside_api_ns or 0 for r in slow),
+                  med([r.exposed_comm_ns for r in rows]))

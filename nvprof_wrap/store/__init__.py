@@ -66,8 +66,8 @@ SCHEMA_VERSION = 2
 # GPUs named by headings), ncu rows without their rule columns (Duration of section exports), tensor-pipe totals as
 # counter evidence (issue 26).
 # 2026.12.01-19: both of the above, merged (issue 26).
-# 2026.12.01-20: the per-step series (tables series, steps, step_kernels; issue 28).
-DATA_VERSION = "2026.12.01-20"
+# 2026.12.01-20: the per-step series (tables series, steps, step_kernels; issue 28). -21: steps.compute_busy_ns.
+DATA_VERSION = "2026.12.01-21"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES = {
@@ -91,8 +91,8 @@ _TABLES = {
     "hw_series": {"capture_id": int, "device_id": int, "t_ns": int, "dt_ns": int, "sm": float, "tensor": float},
     "series": {"capture_id": int, "kind": str, "source": str, "bucket_ns": int, "host": str, "folded": int},
     "steps": {"capture_id": int, "pid": int, "step": int, "start_ns": int, "end_ns": int, "launches": int,
-              "kernel_ns": int, "copy_ns": int, "busy_ns": int, "api_launch_ns": int, "api_sync_ns": int,
-              "api_alloc_ns": int, "api_other_ns": int, "api_union_ns": int},
+              "kernel_ns": int, "copy_ns": int, "busy_ns": int, "compute_busy_ns": int, "api_launch_ns": int,
+              "api_sync_ns": int, "api_alloc_ns": int, "api_other_ns": int, "api_union_ns": int},
     "step_kernels": {"capture_id": int, "pid": int, "step": int, "name": str, "launches": int, "total_ns": int},
     "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
@@ -247,9 +247,10 @@ class Store(Queries):
         kinds, known = ("launch", "sync", "alloc", "other"), series.host != "none"
         conn.executemany(
             "INSERT INTO steps (capture_id, pid, step, start_ns, end_ns, launches, kernel_ns, copy_ns, busy_ns, "
-            "api_launch_ns, api_sync_ns, api_alloc_ns, api_other_ns, api_union_ns) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "compute_busy_ns, api_launch_ns, api_sync_ns, api_alloc_ns, api_other_ns, api_union_ns) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             ((cid, r.pid, r.step, r.start_ns, r.end_ns, r.launches, r.kernel_ns, r.copy_ns, r.busy_ns,
+              r.compute_busy_ns,
               *((dict(r.api_ns).get(k, 0) if known else None) for k in kinds),
               r.api_union_ns) for r in series.steps))
         self._insert("step_kernels", cid, series.kernels)

@@ -102,6 +102,7 @@ class Queries:
             SELECT step, MIN(start_ns) AS start_ns, MAX(end_ns - start_ns) AS duration_ns, COUNT(*) AS processes,
                    SUM(launches) AS launches, SUM(kernel_ns) AS kernel_ns, SUM(copy_ns) AS copy_ns,
                    CAST(AVG(busy_ns) AS INTEGER) AS busy_ns,
+                   CAST(AVG(busy_ns - compute_busy_ns) AS INTEGER) AS exposed_comm_ns,
                    CAST(AVG(api_launch_ns) AS INTEGER) AS launch, CAST(AVG(api_sync_ns) AS INTEGER) AS sync,
                    CAST(AVG(api_alloc_ns) AS INTEGER) AS alloc, CAST(AVG(api_other_ns) AS INTEGER) AS other,
                    CAST(AVG(api_union_ns) AS INTEGER) AS api_union_ns,

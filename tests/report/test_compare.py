@@ -66,7 +66,7 @@ def test_compare_in_every_format_carries_the_same_numbers(tmp_path):
     cublas = next(r for r in rows if r["table"] == "families" and r["key"] == "cublas")
     assert int(cublas["before_ns"]) == 220404225 and float(cublas["after_tc_share"]) == 1.0
     assert "9.5% → 33.5%" in out["table"] and "9\\.5% → 33\\.5%" in out["markdown"]
-    assert "&#x27;" not in out["markdown"] and "run's metrics" in out["markdown"].replace("\\", "")
+    assert "&#x27;" not in out["markdown"] and "median step of each capture" in out["markdown"].replace("\\", "")
     assert "<script" not in out["html"] and "cublas" in out["html"]
 
 

@@ -134,3 +134,43 @@ def test_the_terminal_shows_the_series(per_step):
     rows = [line for line in text.splitlines() if line.split()[:1] and line.split()[0].isdigit()
             and "ms" in line and line.split()[0] in {str(i) for i in range(17)}]
     assert (len(rows) >= 17) == per_step
+
+
+def test_hints_stand_on_the_steady_state():
+    """host-bound only where the steady state shows it, with the busy time said; a capture with too little GPU work
+    gets no host-bound line; a DDP run gets the communication line; the verdict's tone follows share and hints."""
+    from nvprof_wrap.report.hints import host_bound
+
+    seed = nw.analyze(SAMPLES / "keras_reuters_fp16")
+    idle, over = host_bound(seed)
+    assert idle > 0.9 and over == "the median step (steps 1-16)" and seed.tone == "partial"
+    fp32 = nw.analyze(RUNS / "gpt_fp32_nsys_steps")  # nanoGPT fp32: the GPU busy 92% of its median step
+    assert host_bound(fp32) is None and not any(h.startswith("Host-bound") for h in fp32.hints)
+    assert fp32.tone == "partial"  # tensor cores ran 9.5% of the kernel time: a "yes" that is not green
+    two = nw.analyze(SAMPLES / "two_children")  # 95% on tensor cores, no hint
+    assert two.hints == () and two.tone == "good"
+    ddp = nw.analyze(RUNS / "ddp_cupti")
+    assert any(h.startswith("28% of GPU time is communication (NCCL kernels); in the median") and "exposed" in h
+               for h in ddp.hints)
+
+
+def test_exposed_communication_is_busy_time_without_the_nccl_kernels():
+    s = nw.analyze(RUNS / "ddp_cupti").series
+    assert any(r.comm_ns for r in s.rows)
+    for r in s.rows:
+        assert 0 <= r.exposed_comm_ns <= min(r.comm_ns, r.gpu_busy_ns)
+        assert r.comm_ns or not r.exposed_comm_ns
+
+
+def test_compare_says_idle_host_bound_noise_and_the_window():
+    from nvprof_wrap.report.compare import compare
+
+    fp32, bf16 = nw.analyze(RUNS / "gpt_fp32_nsys"), nw.analyze(RUNS / "gpt_bf16_nsys")
+    found = compare(fp32, bf16).findings
+    assert "step time (median step of each capture): 17.77 → 25.13 ms (1.41× slower)" in found
+    assert any(f.startswith("GPU idle in the median step: 7.7% → 84.3% (not host-bound before, host-bound after)")
+               for f in found)
+    same = compare(nw.analyze(RUNS / "gpt_fp32_nsys", steps=(5, 25)),
+                   nw.analyze(RUNS / "gpt_fp32_nsys_steps", steps=(5, 25))).findings
+    assert same[0] == "compared: steps 5 to 24 of each run (--steps 5:25)"
+    assert any(f.endswith("(no change: within ±2%)") for f in same)
