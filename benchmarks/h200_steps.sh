@@ -16,9 +16,12 @@ source $REPO/benchmarks/h200_venv.sh
 cp -r $REPO/workloads $S/
 step "experiment reuters_mlp fp32,fp16 under cupti"
 TAIL=30 t exp_cupti $W experiment reuters_mlp --backend cupti --precisions fp32,fp16 -o $R/exp_cupti
-step "experiment reuters_mlp fp32,fp16 under nsys"
-TAIL=30 t exp_nsys $W experiment reuters_mlp --backend nsys --precisions fp32,fp16 -o $R/exp_nsys
-for b in cupti nsys; do for p in fp32 fp16; do
+BACKENDS=${BACKENDS:-cupti nsys}
+if [[ " $BACKENDS " == *" nsys "* ]]; then
+  step "experiment reuters_mlp fp32,fp16 under nsys"
+  TAIL=30 t exp_nsys $W experiment reuters_mlp --backend nsys --precisions fp32,fp16 -o $R/exp_nsys
+fi
+for b in $BACKENDS; do for p in fp32 fp16; do
   d=$(ls -d $R/exp_$b/*$p* 2>/dev/null | head -1)
   step "report --per-step $b $p ($d)"; TAIL=45 t per_step_${b}_$p $W report $d --per-step
   $W report $d --format json -o $S/${b}_$p.json >> $LOG 2>&1
@@ -30,7 +33,7 @@ step "nanoGPT 40 iterations under cupti, --per-step"
 TAIL=60 t nano_cupti $W run --backend cupti -o $R/nano_cupti --per-step -- $V/python train.py config/train_shakespeare_char.py --compile=False --max_iters=40 --eval_interval=100000 --eval_iters=2 --log_interval=10 --always_save_checkpoint=False
 fi
 cd $S
-for b in cupti nsys; do for p in fp32 fp16; do  # the captures, gzipped, where small enough to come back
+for b in $BACKENDS; do for p in fp32 fp16; do  # the captures, gzipped, where small enough to come back
   f=$(ls $R/exp_$b/$p/*.sqlite 2>/dev/null | head -1); [ -n "$f" ] && gzip -c "$f" > ${OUT:-/tmp}/${b}_${p}_$(basename $f).gz
 done; done
 find ${OUT:-/tmp} -name "*.gz" -size +15M -delete
