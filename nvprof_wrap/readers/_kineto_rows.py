@@ -23,6 +23,7 @@ from nvprof_wrap.readers._trace_events import NotFast, TraceEvents, split_points
 from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.text.cuda_calls import kind_of
 
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
@@ -69,12 +70,14 @@ class Rows:
         self.gpu_pids: set = set()  # processes a process_name event calls a GPU: their events are GPU work
         self.on_gpu = 0  # events on those processes that no category above made a kernel or a copy
         self.api: dict[str, int] = {}  # CUDA runtime / driver calls by name (launch calls without kernels: refused)
+        self.call_kinds: dict[object, str] = {}  # a call's name → launch / sync / alloc / other (text/cuda_calls)
         self.db = sqlite3.connect(db)
         self.db.execute("PRAGMA journal_mode=OFF")
         self.db.execute("PRAGMA synchronous=OFF")
         for sql in ('CREATE TABLE kl(corr INTEGER, dev INTEGER, nid INTEGER, start INTEGER, "end" INTEGER, dur)',
                     'CREATE TABLE mem(dev INTEGER, kind, dir, start INTEGER, "end" INTEGER, dur, bytes INTEGER)',
-                    "CREATE TABLE rt(corr INTEGER, tid INTEGER, t INTEGER)",
+                    # kind: the call's text/cuda_calls kind, looked up once per distinct name (call_kinds)
+                    'CREATE TABLE rt(corr INTEGER, tid INTEGER, t INTEGER, "end" INTEGER, kind TEXT)',
                     "CREATE TABLE rng(tid INTEGER, s INTEGER, e INTEGER, name INTEGER)"):
             self.db.execute(sql)
         self.rows: dict[str, list[tuple]] = {"kl": [], "mem": [], "rt": [], "rng": []}
@@ -121,15 +124,20 @@ class Rows:
                 if ev.get("pid") in self.gpu_pids:
                     self.on_gpu += 1
             elif cat in RUNTIME_CATS:
-                args, t, name = ev.get("args"), ev.get("ts"), ev.get("name")
+                args, t, name, d = ev.get("args"), ev.get("ts"), ev.get("name"), ev.get("dur")
                 if type(name) is str:
                     api[name] = api.get(name, 0) + 1
                 thread = (ev.get("pid"), ev.get("tid"))
                 tid = threads.get(thread)
                 if tid is None:
                     tid = self._id(threads, thread)
-                rt.append((args.get("correlation") if type(args) is dict else None, tid,
-                           int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)))
+                s = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
+                kind = self.call_kinds.get(name) if type(name) is str else "other"
+                if kind is None:
+                    kind = self.call_kinds[name] = kind_of(name)
+                rt.append((args.get("correlation") if type(args) is dict else None, tid, s,
+                           s + int(d * 1000) if s is not None and type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US
+                           else None, kind))
             elif cat in KERNEL_CATS:
                 kl.append(self._kernel(ev))
             elif cat in MEM_CATS:

@@ -23,11 +23,14 @@ from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._sqlite import EVERYTHING
+from nvprof_wrap.system.limits import MAX_DURATION_NS
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 BUCKETS = 60  # time buckets of a capture without steps
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
-MAX_LAUNCHES = 1_000_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX)
+MAX_LAUNCHES = 100_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX): it
+# costs about 25 µs per launch (measured: +5.2 s on 200k generated launches, 2 cores): the unions in SQL window
+# functions
 _NICE = (1, 2, 5)
 
 
@@ -124,7 +127,8 @@ def _spans(conn: sqlite3.Connection, gpu: list[Gpu], ranges_sql: str | None,
     starts = [a for a, _ in extents if a is not None]
     if not starts:
         return [], "time", None
-    t0, t1 = min(starts), max(max(b for _, b in extents if b is not None), min(starts) + 1)
+    t0 = min(starts)
+    t1 = min(max([b for _, b in extents if b is not None] + [t0 + 1]), t0 + MAX_DURATION_NS)  # damaged ends: cut
     width = _nice(-(-(t1 - t0) // BUCKETS))
     return [(i, t0 + i * width, t0 + (i + 1) * width) for i in range(-(-(t1 - t0) // width))], "time", width
 
@@ -139,6 +143,9 @@ def _nice(ns: int) -> int:
         scale *= 10
 
 
+# a row's times usable here: an end at or after its start, at most MAX_DURATION_NS later (a damaged row's times
+# would overflow SQLite's SUM; the readers count such rows in their notes)
+_SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)
 _STEP_OF = "(SELECT n FROM _nvw_steps WHERE lo <= {t} ORDER BY lo DESC LIMIT 1)"
 
 
@@ -146,7 +153,8 @@ def _gpu_intervals(conn: sqlite3.Connection, gpu: list[Gpu], lo: int, hi: int) -
     """_nvw_iv: every GPU interval that starts in a step, with its step (cut at the step's end); False: none."""
     parts = " UNION ALL ".join(
         f'''SELECT {g.pid} AS pid, start AS s, "end" AS e, {1 if g.name else 0} AS k, {g.name or "NULL"} AS key
-            FROM {g.table} WHERE start >= {lo} AND start < {hi} AND "end" >= start''' for g in gpu)
+            FROM {g.table} WHERE start >= {lo} AND start < {hi} AND {_SOUND.format(s="start", e='"end"')}'''
+        for g in gpu)
     conn.execute(f"""CREATE TEMP TABLE _nvw_iv AS SELECT iv.pid, t.n, iv.s, MIN(iv.e, t.hi) AS e, iv.e - iv.s AS d,
                             iv.k, iv.key
                      FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) iv
@@ -215,7 +223,8 @@ def _host_side(conn: sqlite3.Connection, api: list[Api], lo: int, hi: int, steps
     parts = " UNION ALL ".join(
         f'''SELECT {a.pid} AS pid, r.start AS s, r."end" AS e, COALESCE(m.kind, 'other') AS kind
             FROM {a.table} r LEFT JOIN _nvw_kinds m ON m.t = {i} AND m.key = r.{a.key}
-            WHERE r.start >= {lo} AND r.start < {hi} AND r."end" >= r.start''' for i, a in enumerate(api))
+            WHERE r.start >= {lo} AND r.start < {hi} AND {_SOUND.format(s="r.start", e='r."end"')}'''
+        for i, a in enumerate(api))
     conn.execute(f"""CREATE TEMP TABLE _nvw_api AS SELECT c.pid, t.n, c.s, MIN(c.e, t.hi) AS e, c.kind
                      FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) c
                      JOIN _nvw_steps t ON t.n = c.n AND c.s < t.hi""")

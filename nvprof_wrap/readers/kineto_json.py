@@ -18,7 +18,7 @@ import ijson
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
-from nvprof_wrap.readers import _window
+from nvprof_wrap.readers import _series, _window
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
@@ -130,8 +130,28 @@ def _capture(path: Path, rows: Rows, header: dict, cut: int, window: Window | No
     notes = rows.kernel_time.notes() + rows.mem_time.notes() + \
         ((f"{cut:,} JSON string(s) longer than {MAX_JSON_STRING_BYTES >> 20} MiB were cut there",) if cut else ()) + \
         borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
+    series, series_notes = _steps(rows, names, sum(k.launches for k in kernels), span)
     return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
-                   (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes)
+                   (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes + series_notes,
+                   series=series)
+
+
+def _steps(rows: Rows, names: dict[int, str], launches: int, span: tuple[int, int]):
+    """(the per-step series, notes): readers/_series.py over the trace's tables (its ProfilerStep#N ranges; every
+    CUDA runtime and driver call the trace holds, with its kind from the scan)."""
+    if not launches or (why := _series.too_big(launches)):
+        return None, (why,) if launches else ()
+    db, p = rows.db, "NULL" if rows.host_pid is None else str(int(rows.host_pid))
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS _nvw_rnames(id INTEGER PRIMARY KEY, name TEXT)")
+    db.executemany("INSERT OR REPLACE INTO _nvw_rnames VALUES (?, ?)",
+                   [(i, n) for n, i in rows.range_names.items() if _window.could_mark_a_step(n)])
+    db.execute('CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", kind FROM rt')
+    ranges = "SELECT r.tid AS tid, r.s AS s, r.e AS e, n.name AS name FROM rng r JOIN _nvw_rnames n ON n.id = r.name"
+    api = [_series.Api("_nvw_calls", p, "kind", lambda keys: {k: k for k in keys})] if rows.api else []
+    series = _series.measure(db, [_series.Gpu("kl", p, "nid"), _series.Gpu("mem", p)], api, ranges,
+                             "all" if api else "none",
+                             lambda keys: {k: demangle(names.get(k) or "<unnamed kernel>") for k in keys}, span)
+    return series, ()
 
 
 def _span(agg: Rows, window: Window) -> tuple[int, int]:

@@ -4,7 +4,8 @@ host until the GPU catches up: cudaMemcpy*, *Synchronize), allocations (cudaMall
 One place for the tracer (which records these calls' ids) and the readers (which split a step's host time by them).
 The callback ids are CUPTI's (cupti_runtime_cbid.h, cupti_driver_cbid.h of CUDA 13.0; ids never change), generated
 from the headers: every runtime/driver call whose name says it copies, synchronises, allocates or frees;
-tests/text/test_cuda_calls.py keeps them equal to the headers where a machine has them and to KIND_OF's patterns.
+tests/tracer/test_host_calls.py keeps them equal to the headers where a machine has them, to KIND_OF's patterns and
+to the tracer's own copy of the ids (tracer/host_calls.py: the injected code imports only itself).
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ KIND_OF: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("sync", re.compile(r"^cu(?:da)?(?:\w*Synchronize|Memcpy)")),
     ("alloc", re.compile(r"^cu(?:da)?(?:Malloc|Free|HostAlloc|HostRegister|HostUnregister|MemAlloc|MemFree|"
                          r"MemHostAlloc|"
-                         r"MemHostRegister|MemHostUnregister|MemCreate|MemRelease|MemMap|MemUnmap|MemAddressReserve|"
+                         r"MemHostRegister|MemHostUnregister|MemCreate|MemRelease|MemMap(?!Array)|MemUnmap|"
+                         r"MemAddressReserve|"
                          r"MemAddressFree|MemPoolTrimTo)")),
 )
 

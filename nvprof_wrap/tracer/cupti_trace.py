@@ -28,8 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from nvprof_wrap.text import cuda_calls
-from nvprof_wrap.tracer import ccupti
+from nvprof_wrap.tracer import ccupti, host_calls
 from nvprof_wrap.tracer._util import (
     _cupti_version,
     _describe,
@@ -243,8 +242,8 @@ class Tracer(CuptiSetup):
         import numpy as np
 
         launches = sum(len(ids) for ids in cbids.values())
-        cbids[L.RUNTIME] += list(cuda_calls.RUNTIME_HOST_CBIDS)
-        cbids[L.DRIVER] += list(cuda_calls.DRIVER_HOST_CBIDS)
+        cbids[L.RUNTIME] += list(host_calls.RUNTIME_HOST_CBIDS)
+        cbids[L.DRIVER] += list(host_calls.DRIVER_HOST_CBIDS)
         self.parser.keep_cbids = {kind: np.array(sorted(ids), dtype=np.uint32) for kind, ids in cbids.items()}
         n = sum(len(ids) for ids in cbids.values())
         self.notes["api_records"] = f"{HOST_CALLS} ({launches} launch and {n - launches} other callback ids, kept " \

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from nvprof_wrap.text import cuda_calls
+from nvprof_wrap.tracer import host_calls
 from nvprof_wrap.tracer._util import _describe, _is_busy, _launch_cbids, _loaded_libcupti, _quietly, _warn
 from nvprof_wrap.tracer.capture_file import _text
 
@@ -115,8 +115,8 @@ class CuptiSetup:
         picked += [(c.activity_enable_driver_api, cbid) for cbid in _launch_cbids(c, "DriverApiTraceCbid", "cu")]
         launches = len(picked)
         # the calls that shape a step's host time besides launches: copies, waits, allocations (report --per-step)
-        picked += [(c.activity_enable_runtime_api, cbid) for cbid in cuda_calls.RUNTIME_HOST_CBIDS]
-        picked += [(c.activity_enable_driver_api, cbid) for cbid in cuda_calls.DRIVER_HOST_CBIDS]
+        picked += [(c.activity_enable_runtime_api, cbid) for cbid in host_calls.RUNTIME_HOST_CBIDS]
+        picked += [(c.activity_enable_driver_api, cbid) for cbid in host_calls.DRIVER_HOST_CBIDS]
         done: list[tuple[Callable, int]] = []
         try:
             if not launches:
