@@ -94,8 +94,8 @@ def test_report_display_methods():
 def test_to_pandas_is_one_frame_per_table_of_the_json(monkeypatch):
     """to_pandas(): the JSON's tables (kernels, time_split, devices, processes, ops, scopes, and the hardware's
     tensor-pipe activity: hardware, hardware_checks, hardware_series; the per-step series) as DataFrames, row for
-    row — checked with pandas where it is installed, else with a stand-in that records what it was given; and one error naming pandas
-    where it is missing."""
+    row — checked with pandas where it is installed, else with a stand-in that records what it was given; and one
+    error naming pandas where it is missing."""
     import sys
     import types
 
