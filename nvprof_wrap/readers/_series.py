@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
+from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._sqlite import EVERYTHING
@@ -174,7 +175,8 @@ def _gpu_side(conn: sqlite3.Connection, named: dict) -> dict:
                                         "busy_ns": 0, "compute_busy_ns": 0})
     for pid, n, _k, busy in conn.execute(_union("_nvw_iv", "NULL")):
         steps[(pid, n)][2]["busy_ns"] = steps[(pid, n)][2]["compute_busy_ns"] = busy
-    comm = [key for key, name in named.items() if classify(name).family in COMMUNICATION_FAMILIES]
+    comm = [key for key, name in named.items()
+            if may_communicate(name) and classify(name).family in COMMUNICATION_FAMILIES]
     if comm:
         conn.execute("CREATE TEMP TABLE _nvw_comm(key PRIMARY KEY)")
         conn.executemany("INSERT INTO _nvw_comm VALUES (?)", [(k,) for k in comm])
