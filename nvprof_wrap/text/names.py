@@ -32,8 +32,11 @@ _ANGLES = re.compile(r"([<>])")
 
 
 def _collapse_templates(name: str, keep_depth: int) -> str:
+    """The name with template arguments deeper than keep_depth levels folded: 'a<b<c>>' at 1 → 'a<b<…>>'."""
     if "<" not in name and ">" not in name:
         return name
+    if len(name) > _VECTOR_FROM and _SPARE not in name:
+        return _collapse_vectorised(name, keep_depth)
     out, depth = [], 0
     for c in _ANGLES.split(name):  # a piece between angle brackets at a time, not a character
         if c == "<":
@@ -51,6 +54,23 @@ def _collapse_templates(name: str, keep_depth: int) -> str:
         if depth <= keep_depth:
             out.append(c)
     return "".join(out)
+
+
+_VECTOR_FROM = 4096  # longer names: one numpy pass (a bracket-heavy 100k-character name took 50 ms in the loop)
+_SPARE = "\ue000"  # a private-use character standing for '<…' in the vectorised pass
+
+
+def _collapse_vectorised(name: str, keep_depth: int) -> str:
+    """_collapse_templates' loop as array arithmetic, equal to it: a character stays where the bracket depth after
+    it is at most keep_depth, and a '<' that opens level keep_depth + 1 becomes '<…'."""
+    import numpy as np
+
+    codes = np.frombuffer(name.encode("utf-32-le"), dtype=np.uint32).copy()
+    opens = codes == ord("<")
+    after = np.cumsum(opens.astype(np.int64) - (codes == ord(">")))
+    folded = opens & (after == keep_depth + 1)
+    codes[folded] = ord(_SPARE)
+    return codes[(after <= keep_depth) | folded].tobytes().decode("utf-32-le").replace(_SPARE, "<…")
 
 
 # An identifier is tried only where a word starts (and read possessively): at every letter of a 100,000-character name

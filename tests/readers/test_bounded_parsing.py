@@ -415,3 +415,19 @@ def test_bidi_and_zero_width_characters_never_reach_table_markdown_or_csv(fmt, t
             names = [k["name"] for k in json.loads(out)["kernels"]] if cmd == "report" else \
                 [k["name"] for k in json.loads(out)]
             assert name in names  # JSON keeps the exact text, escaped the JSON way
+
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="<<>>ab:, (…\ue001", max_size=300), st.integers(0, 3))
+def test_the_vectorised_template_folding_equals_the_loop(name, depth):
+    """Names over names._VECTOR_FROM characters fold in one numpy pass; it must give the loop's result exactly (the
+    pass itself works at any length, so short names test it)."""
+    from nvprof_wrap.text import names
+
+    got = names._collapse_vectorised(name, depth)
+    old, names._VECTOR_FROM = names._VECTOR_FROM, 10**9  # the loop, whatever the length
+    try:
+        assert got == names._collapse_templates(name, depth)
+    finally:
+        names._VECTOR_FROM = old
