@@ -31,6 +31,19 @@ def add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, default=None,
                    help="run store to keep the aggregates in (default: RUN_DIR/run.sqlite for a run folder made by "
                         "'nvprof-wrap run', else in memory)")
+    p.add_argument("--jobs", "-j", type=positive, default=None, metavar="N",
+                   help="read up to N captures side by side in local processes (default: one per core; 1: one by one)")
+    p.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help="read the captures on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786; "
+                        "default: $DASK_SCHEDULER_ADDRESS where set; 'none': on this machine): its workers need "
+                        "nvprof-wrap and the captures at the same paths (docs/ranks.md)")
+
+
+def reading_args(args: argparse.Namespace) -> dict:
+    """report_on()'s dask= and workers= from --dask / $DASK_SCHEDULER_ADDRESS and --jobs."""
+    from nvprof_wrap.pipeline.reading import dask_address
+
+    return {"dask": dask_address(getattr(args, "dask", None)), "workers": getattr(args, "jobs", None)}
 
 
 def add_window(p: argparse.ArgumentParser) -> None:

@@ -35,6 +35,7 @@ from nvprof_wrap.cli._args import (
     add_store,
     add_window,
     positive,
+    reading_args,
     render_options,
     window_args,
 )
@@ -71,7 +72,7 @@ def add_parser(sub, name: str) -> None:
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     with reading() as progress:
         return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
-                         progress=progress, **window_args(args))
+                         progress=progress, **window_args(args), **reading_args(args))
 
 
 def run(args: argparse.Namespace) -> int:

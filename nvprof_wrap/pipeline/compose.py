@@ -23,7 +23,8 @@ from nvprof_wrap.text.names import shorten
 def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             triton_cache: Iterable[Path] | None = None, health: bool = True,
             progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
-            steps: tuple[int, int] | None = None) -> report_mod.Report:
+            steps: tuple[int, int] | None = None, dask: str | None = None,
+            workers: int | None = None) -> report_mod.Report:
     """The report of captures, run folders or folders of captures (read as one run). Refused (BadInput): two runs,
     a folder holding several, a folder without a capture. The report says how a run's job ended (its manifest) and
     whether captures of different jobs were summed (report/jobs.py).
@@ -34,6 +35,9 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     window: (start_s, end_s) — only what the GPU did then, in seconds from each capture's first GPU activity;
     steps: (A, B) — only steps A..B-1 (NVTX 'step N', torch.profiler's ProfilerStep#N, Keras batches with --annotate
     keras). docs/performance.md#steady-state says what a window keeps.
+    dask: the address of a Dask scheduler to read the captures on (its workers must see them at the same paths;
+    docs/ranks.md); workers: local processes reading captures side by side (1: one by one here; None: one per core).
+    Either way the report is the same.
     """
     if not paths:
         raise BadInput(None, "analyze() needs at least one capture or run folder")
@@ -47,7 +51,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         runs = jobs.manifests(folders)
         capture = jobs.capture_scope(runs)
         try:
-            skipped = ingest(st, folders, progress, window=window, steps=steps)
+            skipped = ingest(st, folders, progress, workers, window=window, steps=steps, dask=dask)
         except BadInput as e:  # no capture yet, or one being written: a run still running says so first
             running = jobs.in_progress(folders)
             never = jobs.never_opened(capture)

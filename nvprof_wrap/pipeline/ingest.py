@@ -1,18 +1,17 @@
 """Paths → run store: read each capture once, skip what is already in, collect what had to be skipped."""
 from __future__ import annotations
 
-import functools
-import multiprocessing
 import os
-import time
+import re
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from pathlib import Path
 
 from nvprof_wrap import readers
-from nvprof_wrap.errors import BadInput, Terminated, ToolMissing
+from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch.manifest import read_manifest
+from nvprof_wrap.model import Process
+from nvprof_wrap.pipeline import reading
 from nvprof_wrap.readers._window import Window, make
 from nvprof_wrap.store import DATA_VERSION, Store, file_identity
 from nvprof_wrap.system import fork as _fork
@@ -24,16 +23,18 @@ Progress = Callable[[Path], None]
 PARALLEL_MIN_BYTES = 64 << 20
 
 
-def _pending(store: Store, paths: list[Path], skipped: list, present: set[str],
-             window: Window | None = None) -> list[tuple[Path, bool, str, os.stat_result]]:
+def _pending(store: Store, paths: list[Path], skipped: list, present: dict[str, Path],
+             window: Window | None = None, hash_here: bool = True,
+             ) -> list[tuple[Path, bool, str | None, os.stat_result]]:
     """(path, explicit, identity, stat) of every capture not in the store yet; ``present`` gets the identity of
     every capture found. A file is hashed only when it looks like a capture (its first bytes) and the store does
     not know it unchanged (path, size, mtime, inode). Read through a window, a capture's identity is its content's
-    and the window's: the store holds each file through one window at a time (_one_version)."""
+    and the window's: the store holds each file through one window at a time (_one_version). hash_here False
+    (reading on a cluster): a capture the store does not know gets identity None, its worker fingerprints it."""
     todo = []
     for root in paths:
         before = len(skipped)
-        found = _pending_in(store, root, skipped, present, window, todo)
+        found = _pending_in(store, root, skipped, present, window, todo, hash_here)
         if not found:  # a folder (a file named is a capture or refused) without one capture in it
             raise BadInput(None, f"no profiler capture in {root}" + _what_was_there(root, skipped[before:]))
     return todo
@@ -72,8 +73,8 @@ def _hardware_beside(path: Path) -> str:
     return f";gpm{st.st_size}-{st.st_mtime_ns}"
 
 
-def _pending_in(store: Store, root: Path, skipped: list, present: set[str], window: Window | None,
-                todo: list) -> int:
+def _pending_in(store: Store, root: Path, skipped: list, present: dict[str, Path], window: Window | None,
+                todo: list, hash_here: bool = True) -> int:
     """Adds the captures below ``root`` not in the store yet to ``todo``; returns how many captures it holds."""
     found = 0
     for path, explicit in readers.expand([root], skipped):
@@ -95,26 +96,39 @@ def _pending_in(store: Store, root: Path, skipped: list, present: set[str], wind
         if identity is None:
             try:
                 readers.detect(path)
-                identity = file_identity(path)
+                identity = file_identity(path) if hash_here else None
             except BadInput as e:
                 _refuse_or_skip(path, explicit, skipped, e.why)
                 continue
             except OSError as e:
                 _refuse_or_skip(path, explicit, skipped, f"cannot read ({e.strerror})")
                 continue
-        # what was read, by which data version, through which window: any other version of it is re-read
-        identity += f"{_WINDOW_SEP}{_VERSION_TAG}" + (f";{window.key}" if window is not None else "")
-        identity += _hardware_beside(path)
         found += 1
-        if identity in present:  # x.sqlite beside x.sqlite.gz, trace.json beside trace.json.gz: one capture
-            same = next((t[0] for t in todo if t[2] == identity), None)
-            why = f"the same capture as {same.name if same else 'another file read'} (identical content): read once"
-            skipped.append((str(path), why))
+        if identity is None:  # fingerprinted where it is read (reading.on_dask), then checked like below
+            todo.append((path, explicit, None, st))
             continue
-        present.add(identity)
-        if not store.has(identity):
-            todo.append((path, explicit, identity, st))
+        identity = _tagged(identity, path, window)
+        if not _first_time(store, path, identity, present, skipped):
+            continue
+        todo.append((path, explicit, identity, st))
     return found
+
+
+def _tagged(content: str, path: Path, window: Window | None) -> str:
+    """What was read, by which data version, through which window: any other version of it is re-read."""
+    return content + f"{_WINDOW_SEP}{_VERSION_TAG}" + (f";{window.key}" if window is not None else "") + \
+        _hardware_beside(path)
+
+
+def _first_time(store: Store, path: Path, identity: str, present: dict[str, Path], skipped: list) -> bool:
+    """Whether the capture is to be read: not the same content as another file of this reading (x.sqlite beside
+    x.sqlite.gz, trace.json beside trace.json.gz: one capture, said in skipped), nor in the store already.
+    present: the identity of every capture found so far → its first file."""
+    if identity in present:
+        skipped.append((str(path), f"the same capture as {present[identity].name} (identical content): read once"))
+        return False
+    present[identity] = path
+    return not store.has(identity)
 
 
 _WINDOW_SEP = "@"
@@ -122,82 +136,42 @@ _WINDOW_SEP = "@"
 _VERSION_TAG = f"data={DATA_VERSION}"
 
 
-def _read(path: Path, window: Window | None = None):
-    """Read in a worker process: errors come back as values, so one bad file does not stop the others."""
-    try:
-        return readers.read(path, window)
-    except (BadInput, ToolMissing) as e:
-        return e
-
-
-def _read_in_pool(path: Path, window: Window | None = None):
-    """_read in a pool worker; SIGTERM (sent by _stop) ends it after its ``finally`` blocks ran."""
-    try:
-        return _read(path, window)
-    except Terminated as e:
-        os._exit(128 + e.signum)
-
-
-def _stop(pool: ProcessPoolExecutor, grace_s: float = 10.0) -> None:
-    """No more reads: the queued ones cancelled, the running ones ended (SIGTERM: they clean up, then exit). They
-    are given ``grace_s`` to do so: if this process ended first, they would get SIGKILL (lifeline.py) mid-cleanup."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        try:
-            proc.terminate()
-        except (OSError, ValueError, AttributeError):
-            pass
-    deadline = time.monotonic() + grace_s
-    for proc in procs:
-        try:
-            proc.join(max(0.0, deadline - time.monotonic()))
-        except (OSError, ValueError, AttributeError, AssertionError):
-            pass
-
-
 def ingest(store: Store, paths: list[Path], progress: Progress | None = None, workers: int | None = None,
            window: tuple[float, float] | None = None,
-           steps: tuple[int, int] | None = None) -> tuple[tuple[str, str], ...]:
+           steps: tuple[int, int] | None = None, dask: str | None = None) -> tuple[tuple[str, str], ...]:
     """Ingest every capture under ``paths``.
 
     A file named explicitly must be readable (BadInput otherwise); a file found inside a folder
     that cannot be read is skipped and returned as (path, why), so the good ones still report.
-    Several big captures (one per process or rank) are read in parallel, one process each; the store is
-    written from this process only. window=(start_s, end_s) / steps=(A, B): only that part of each capture's
+    Several big captures (one per process or rank) are read in parallel, one process each (workers: how many; 1
+    reads here), or on the Dask cluster whose scheduler is at ``dask`` (pipeline/reading.py); the store is
+    written from this process only, as the results arrive, in the order of the captures: the same store whichever
+    way they were read. window=(start_s, end_s) / steps=(A, B): only that part of each capture's
     timeline (readers/_window.py); a format without a timeline is refused (or skipped, inside a folder).
     """
     win = make(window, steps)
     skipped: list[tuple[str, str]] = []
-    present: set[str] = set()
-    todo = _pending(store, paths, skipped, present, win)
-    workers = workers or min(len(todo), _fork.cores())
-    results = None
-    if workers > 1 and sum(t[3].st_size for t in todo) >= PARALLEL_MIN_BYTES:
-        # fork: workers need no re-import of __main__ (a REPL or notebook has none to re-import); but not while
-        # another thread might be inside SQLite (readers/_fork.py), nor on macOS
-        fork = "fork" in multiprocessing.get_all_start_methods() and _fork.fork_is_safe()
-        method = "fork" if fork else "spawn"
-        try:
-            # Each capture already has its own process here: its reader does not fork workers of its own.
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
-                                     initializer=_fork.pool_worker, initargs=(os.getpid(),)) as pool:
-                try:
-                    results = list(pool.map(functools.partial(_read_in_pool, window=win), [t[0] for t in todo]))
-                except BaseException:  # Ctrl-C or SIGTERM here only: leaving the `with` would wait for every read
-                    _stop(pool)
-                    raise
-        except BrokenProcessPool:
-            results = None  # a worker died (e.g. out of memory): read them here, one by one
+    present: dict[str, Path] = {}
+    todo = _pending(store, paths, skipped, present, win, hash_here=dask is None)
     failed: list[tuple[str, str]] = []  # captures (by their content) that could not be read
-    if results is not None:
-        for (path, explicit, identity, st), result in zip(todo, results):
-            _store_one(store, path, explicit, identity, st, result, failed, progress)
+    if dask is not None:
+        remote = reading.on_dask(dask, [(t[0], t[2] is None) for t in todo], win, progress)
+        for (path, explicit, identity, st), got in zip(todo, remote):
+            if identity is None:
+                if isinstance(got.result, BadInput) and got.identity is None:  # the worker could not see it
+                    _store_one(store, path, explicit, "", st, got.result, failed, None)
+                    continue
+                identity = _tagged(got.identity, path, win)
+                if not _first_time(store, path, identity, present, skipped):
+                    continue
+            _store_one(store, path, explicit, identity, st, got.result, failed, None)
     else:
-        for path, explicit, identity, st in todo:
-            if progress:
-                progress(path)
-            _store_one(store, path, explicit, identity, st, _read(path, win), failed, None)
+        workers = workers or min(len(todo), _fork.cores())
+        if sum(t[3].st_size for t in todo) < PARALLEL_MIN_BYTES:
+            workers = 1
+        results = reading.locally([t[0] for t in todo], win, workers, progress)
+        for (path, explicit, identity, st), result in zip(todo, results):
+            _store_one(store, path, explicit, identity, st, result, failed, None)
     skipped += failed
     _never_only_damage(store, paths, present, failed, win)
     if win is not None and skipped and not any(store.has(i) for i in present):
@@ -211,7 +185,7 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
     return tuple(skipped)
 
 
-def _never_only_damage(store: Store, paths: list[Path], present: set[str], failed: list[tuple[str, str]],
+def _never_only_damage(store: Store, paths: list[Path], present: dict[str, Path], failed: list[tuple[str, str]],
                        window: Window | None) -> None:
     """Captures were found but none could be read: the damage, named (exit 2), instead of a report without kernels
     ("did the job run on the GPU?" of a file that may hold all of its GPU work). With a window, the window says it."""
@@ -243,7 +217,30 @@ def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.s
         skipped.append((str(path), getattr(result, "why", str(result))))
         return
     _one_version(store, identity)
-    store.ingest(result, identity, st, str(path.resolve()))
+    store.ingest(_ranked(result, path), identity, st, str(path.resolve()))
+
+
+# 'rank37-nsys.sqlite' (what `run` writes per rank), 'trace_rank_3.json', 'RUN/rank12/…': a capture of one process
+# whose file or folder names its rank (torchrun/srun users name them so: nsys -o report_rank%q{RANK})
+_RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_.]?(\d{1,7})(?![0-9])", re.IGNORECASE)
+
+
+def _ranked(capture, path: Path):
+    """The capture with its one process's rank from the file's (else its folder's) name, where the capture itself
+    records no rank; a capture of several processes is left as it is (which of them would it be?)."""
+    pids = {k.pid for k in capture.kernels} | {p.pid for p in capture.processes}
+    if len(pids) != 1 or any(p.rank is not None for p in capture.processes):
+        return capture
+    for name in (path.name, path.parent.name):
+        m = _RANK_IN_NAME.search(name)
+        if m:
+            pid = next(iter(pids))
+            if pid is None:
+                return capture
+            rank = int(m.group(1))
+            procs = [replace(p, rank=rank) for p in capture.processes] or [Process(pid, None, rank)]
+            return replace(capture, processes=tuple(procs))
+    return capture
 
 
 def _one_version(store: Store, identity: str) -> None:

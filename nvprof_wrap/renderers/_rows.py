@@ -106,10 +106,25 @@ def report(r: Report) -> dict:
         "hardware_checks": [asdict(c) for c in r.hardware_checks],
         "hardware_series": [asdict(p) for p in r.hardware_series],
         "series": [step_row(x) for x in r.series.rows] if r.series else [],
+        "ranks": [rank_row(x) for x in r.ranks.rows] if r.ranks else [],
+        "rank_spread": [asdict(s) for s in r.ranks.spread] if r.ranks else [],
+        "rank_outliers": [asdict(o) for o in r.ranks.outliers] if r.ranks else [],
         "series_info": None if r.series is None else {
             "kind": r.series.kind, "source": r.series.source, "bucket_s": r.series.bucket_s, "host": r.series.host,
             "steps_per_row": r.series.folded, "notes": list(r.series.notes)},
     }
+
+
+def rank_row(x) -> dict:
+    """One rank, flat (a CSV row, a DataFrame row): docs/json.md "ranks"."""
+    return {"rank": x.rank, "processes": x.processes, "launches": x.launches, "kernel_ns": x.kernel_ns,
+            "tensor_core_ns": x.tc_ns, "tensor_core_share": round(x.tc_share, 6),
+            "tensor_core_precisions": " + ".join(x.precisions),
+            "precision_mix": " + ".join(f"{p} {100 * s:.1f}%" for p, s in x.mix),
+            "communication_ns": x.comm_ns, "communication_share": round(x.comm_share, 6),
+            "gpu_busy_ns": x.busy_ns, "span_ns": x.span_ns,
+            "idle_share": None if x.idle_share is None else round(x.idle_share, 6),
+            "steps": x.steps, "median_step_ns": x.step_ns}
 
 
 def step_row(x) -> dict:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from nvprof_wrap.renderers import _compare, _doctor, _experiment, _steps
+from nvprof_wrap.renderers import _compare, _doctor, _experiment, _ranks, _steps
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.renderers._options import Options
@@ -198,7 +198,9 @@ def _report(report: Report, width: int, color: bool, wide: bool, limit: int, per
         parts += [*_over_time(report, width, per_step), Text("")]
     if report.devices:
         parts += [_groups(report.devices, "Per device", "device", width, wide), Text("")]
-    if len(report.processes) > 1:
+    if report.ranks:
+        parts += [*_ranks.console(report.ranks, width, wide), Text("")]
+    if len(report.processes) > 1 and not _ranks.folds_processes(report):
         parts += [_groups(report.processes, "Per process", "pid", width, wide), Text("")]
     if report.hardware:
         parts += [_hardware(report, wide), Text("")]

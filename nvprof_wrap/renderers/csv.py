@@ -28,7 +28,7 @@ def _table(dicts: list[dict]) -> str:
 
 # report --format csv --table T: one table per file, the same rows and fields as that table of the JSON report
 TABLES = ("kernels", "time_split", "devices", "processes", "ops", "scopes", "disagreements", "sources", "skipped",
-          "hardware", "hardware_checks", "hardware_series", "series")
+          "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_outliers")
 
 
 def render(subject, options: Options) -> str:

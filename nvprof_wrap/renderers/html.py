@@ -8,7 +8,7 @@ name stays text."""
 from __future__ import annotations
 
 from nvprof_wrap._version import __version__
-from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows, _timeview
+from nvprof_wrap.renderers import _compare, _doctor, _experiment, _ranks, _rows, _timeview
 from nvprof_wrap.renderers._frame import name_cell, prose_cell
 from nvprof_wrap.renderers._frame import t as _t
 from nvprof_wrap.renderers._html_tables import KERNEL_CHARS, TC_MARK
@@ -207,7 +207,10 @@ def _report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2, se
         parts += [h("Per device"), _groups(d["devices"], "device_id", ("device", "GPU"))]
     if d.get("hardware"):
         parts += [h("Hardware: tensor-pipe activity sampled during the run"), _hardware(d, ident)]
-    if d["processes"]:
+    ranks = _ranks.from_dict(d)
+    if ranks:
+        parts += [h(_ranks.title(ranks)), _rank_table(ranks)]
+    if d["processes"] and not (ranks and len(d["processes"]) > _ranks.ALL_ROWS):
         parts += [h("Per process"), _groups(d["processes"], "pid", ("pid", "process"))]
     if d["kernels"]:
         parts += [h(f"Kernels by GPU time ({len(d['kernels']):,}), with the evidence for each verdict"),
@@ -219,6 +222,19 @@ def _report_body(d: dict, limit: int = 15, ident: str = "r1", level: int = 2, se
         parts += [h("Training health"), _health(health)]
     parts += [h("Sources"), _sources(d)]
     return "".join(parts)
+
+
+def _rank_table(ranks) -> str:
+    """Every rank up to _ranks.ALL_ROWS (else the spread), then the ranks that stand out, each a line."""
+    if len(ranks.rows) <= _ranks.ALL_ROWS:
+        out = _table(_ranks.ROW_HEADS, _ranks.row_cells(ranks), frozenset(range(1, 8)) - {4})
+    else:
+        out = _table(_ranks.SPREAD_HEADS, _ranks.spread_cells(ranks), frozenset({1, 2, 3}))
+    lines = _ranks.outlier_lines(ranks)
+    if lines:
+        cls = "hints" if ranks.outliers else "note"
+        out += f'<ul class="{cls}">' + "".join(f"<li>{_t(line)}</li>" for line in lines) + "</ul>\n"
+    return out
 
 
 def _page(reports: list[tuple[str | None, dict]], limit: int = 15) -> str:

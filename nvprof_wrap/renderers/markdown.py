@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
+from nvprof_wrap.renderers import _compare, _doctor, _experiment, _ranks, _rows
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.report.compare import Comparison
@@ -76,7 +76,13 @@ def _report(report: Report, wide: bool, limit: int) -> str:
     # every table the terminal shows, in the same order (renderers/console.py)
     if report.devices:
         out += ["\n## Per device\n", _groups(report.devices, "device")]
-    if len(report.processes) > 1:
+    if report.ranks:
+        r = report.ranks
+        heads, cells = (_ranks.ROW_HEADS, _ranks.row_cells(r)) if len(r.rows) <= _ranks.ALL_ROWS else \
+            (_ranks.SPREAD_HEADS, _ranks.spread_cells(r))
+        out += [f"\n## {_ranks.title(r)}\n", _table(list(heads), cells),
+                *[f"\n- {_esc(line)}" for line in _ranks.outlier_lines(r)]]
+    if len(report.processes) > 1 and not _ranks.folds_processes(report):
         out += ["\n## Per process\n", _groups(report.processes, "pid")]
     if report.hardware:
         out += ["\n## Hardware: tensor-pipe activity sampled during the run\n"]

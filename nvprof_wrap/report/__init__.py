@@ -18,7 +18,9 @@ from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
 from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.model import NO_RANGE, HealthVerdict
+from nvprof_wrap.report import ranks as ranks_mod
 from nvprof_wrap.report import series as series_mod
+from nvprof_wrap.report.ranks import RankOutlier, RankRow, Ranks, RankSpread  # noqa: F401 - part of the Report's types
 from nvprof_wrap.report.series import Series, StepRow  # noqa: F401 - part of the Report's types
 from nvprof_wrap.store import Store
 from nvprof_wrap.text.names import shorten
@@ -271,6 +273,7 @@ class Report:
     hardware_series: tuple[HardwarePoint, ...] = ()
     capture: CaptureScope | None = None  # of a run that recorded only a window of its job
     series: Series | None = None  # per step (or time bucket): report/series.py
+    ranks: Ranks | None = None  # of a distributed run, per rank: report/ranks.py
 
     @property
     def tone(self) -> str:
@@ -305,8 +308,8 @@ class Report:
 
     def to_pandas(self) -> dict:
         """The report's tables as pandas DataFrames (needs pandas): kernels, split, devices, processes, ops, scopes,
-        the hardware's tensor-pipe activity: hardware (per device), hardware_checks, hardware_series, and the
-        per-step series (one row per step, docs/json.md "series")."""
+        the hardware's tensor-pipe activity: hardware (per device), hardware_checks, hardware_series, the
+        per-step series (one row per step, docs/json.md "series") and the ranks (one row per rank, "ranks")."""
         try:
             import pandas as pd
         except ImportError:
@@ -314,7 +317,7 @@ class Report:
         d = self.to_dict()
         return {key: pd.DataFrame(d.get(key) or []) for key in
                 ("kernels", "time_split", "devices", "processes", "ops", "scopes", "hardware", "hardware_checks",
-                 "hardware_series", "series")}
+                 "hardware_series", "series", "ranks", "rank_outliers")}
 
 
 def _display(name: str) -> Callable:
@@ -468,7 +471,8 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   sources, skipped, disagreements, ops, scopes, gpus=_gpus(store),
                   hardware=_hardware(store, devices, checks), hardware_checks=checks,
                   hardware_series=_hardware_series(store),
-                  series=series_mod.build(store, kernels, COMMUNICATION_FAMILIES))
+                  series=series_mod.build(store, kernels, COMMUNICATION_FAMILIES),
+                  ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES))
 
 
 def _hardware(store: Store, devices: tuple[GroupRow, ...],

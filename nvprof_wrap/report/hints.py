@@ -60,8 +60,21 @@ def hints(report: Report) -> tuple[str, ...]:
     if copies >= 0.5:
         out.append(f"{_pct(copies)} of GPU time is memory copies, mostly {_top_copy(split)}: tensor cores cannot "
                    "speed that up; keep data on the GPU or make the copies asynchronous (pinned memory).")
-    out += [line for line in (_host_bound(report), _communication(report, split)) if line]
+    out += [line for line in (_host_bound(report), _communication(report, split), _ranks(report)) if line]
     return tuple(out)
+
+
+def _ranks(report: Report) -> str | None:
+    """Ranks that stand out (report/ranks.py): one rank slower, off tensor cores or in another precision holds
+    every other rank back at each collective."""
+    found = report.ranks.outliers if report.ranks else ()
+    if not found:
+        return None
+    ranks = sorted({o.rank for o in found})
+    shown = ", ".join(str(r) for r in ranks[:8]) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+    return (f"{len(ranks)} of {len(report.ranks.rows)} ranks stand out ({'rank' if len(ranks) == 1 else 'ranks'} "
+            f"{shown}): {found[0].message}" + ("; the others under Ranks" if len(found) > 1 else "") +
+            " — in a synchronous job every rank waits for the slowest at each collective.")
 
 
 def host_bound(report: Report) -> tuple[float, str] | None:

@@ -197,6 +197,59 @@ class Queries:
               (SELECT capture_id, {key} AS g, SUM(busy_ns) AS busy, MAX(last_ns) - MIN(first_ns) AS span
                FROM activity GROUP BY capture_id, {key}) GROUP BY g""")}
 
+    # -- per rank -----------------------------------------------------------------------------------------
+    # A process's rank is its launcher's (RANK, SLURM_PROCID, …: the capture, the run's manifest, or the capture's
+    # file name, pipeline/ingest.py); a rank is all of its processes' captures. Processes of no rank are left out.
+    _RANKED = "(SELECT capture_id, pid, MAX(rank) AS rank FROM processes WHERE rank IS NOT NULL GROUP BY 1, 2)"
+
+    def rank_rows(self, communication: Iterable[str]) -> list[dict]:
+        """Per rank: processes, launches, kernel, tensor-core and communication time (families ``communication``)."""
+        fams = list(communication)
+        marks = ",".join("?" * len(fams)) or "NULL"
+        return self.rows(f"""
+            SELECT r.rank, COUNT(DISTINCT r.capture_id || '/' || r.pid) AS processes, SUM(k.launches) AS launches,
+                   COALESCE(SUM(k.total_ns), 0) AS ns,
+                   COALESCE(SUM(CASE WHEN v.tensor_core = 'yes' THEN k.total_ns END), 0) AS tc_ns,
+                   COALESCE(SUM(CASE WHEN v.family IN ({marks}) THEN k.total_ns END), 0) AS comm_ns
+            FROM {_TIMED} k JOIN {_V} v ON {_ON_K}
+            JOIN {self._RANKED} r ON r.capture_id = k.capture_id AND r.pid = k.pid
+            GROUP BY r.rank ORDER BY r.rank""", fams)
+
+    def rank_precisions(self) -> list[dict]:
+        """Per rank, precision and tensor-core verdict: kernel time, the most first."""
+        return self.rows(f"""
+            SELECT r.rank, COALESCE(NULLIF(v.precision, ''), 'unstated') AS precision, v.tensor_core,
+                   COALESCE(SUM(k.total_ns), 0) AS ns
+            FROM {_TIMED} k JOIN {_V} v ON {_ON_K}
+            JOIN {self._RANKED} r ON r.capture_id = k.capture_id AND r.pid = k.pid
+            GROUP BY 1, 2, 3 ORDER BY 1, 4 DESC, 2""")
+
+    def rank_activity(self) -> dict:
+        """Per rank: GPU busy time and span, summed over its processes' captures (each has its own clock)."""
+        return {r["rank"]: r for r in self.rows(f"""
+            SELECT r.rank, SUM(a.busy) AS busy, SUM(a.span) AS span FROM
+              (SELECT capture_id, pid, SUM(busy_ns) AS busy, MAX(last_ns) - MIN(first_ns) AS span
+               FROM activity GROUP BY capture_id, pid) a
+            JOIN {self._RANKED} r ON r.capture_id = a.capture_id AND r.pid = a.pid GROUP BY r.rank""")}
+
+    def rank_step_times(self) -> list[dict]:
+        """Per rank and step: its wall time (of a steps series; time buckets are not steps), rank by rank."""
+        return self.rows(f"""
+            SELECT r.rank, s.end_ns - s.start_ns AS ns FROM steps s
+            JOIN series c ON c.capture_id = s.capture_id AND c.kind = 'steps' AND c.folded = 1
+            JOIN {self._RANKED} r ON r.capture_id = s.capture_id AND r.pid = s.pid ORDER BY r.rank""")
+
+    def rank_top_kernel(self, rank: int, tensor_core: str, other_than: Iterable[str] = ()) -> dict | None:
+        """The rank's kernel with the most time among those of the given verdict, of no family in other_than."""
+        fams = list(other_than)
+        marks = ",".join("?" * len(fams)) or "NULL"
+        rows = self.rows(f"""
+            SELECT k.name, v.precision, v.family, SUM(k.total_ns) AS ns FROM {_TIMED} k JOIN {_V} v ON {_ON_K}
+            JOIN {self._RANKED} r ON r.capture_id = k.capture_id AND r.pid = k.pid
+            WHERE r.rank = ? AND v.tensor_core = ? AND v.family NOT IN ({marks})
+            GROUP BY k.name ORDER BY ns DESC LIMIT 1""", [rank, tensor_core, *fams])
+        return rows[0] if rows else None
+
     def devices(self) -> list[dict]:
         return self.rows("SELECT device_id AS g, MAX(name) AS name, MAX(cc_major) AS ma, MAX(cc_minor) AS mi "
                          "FROM devices GROUP BY device_id")
