@@ -1,6 +1,7 @@
 """`report --format trace`: real captures exported, then read back by an independent strict parser of the Chrome
 trace-event format (tests/export/_chrome_trace.py) — and, where a trace_processor_shell is at hand, by Perfetto's own
-trace processor. The correctness check: kernel launches and kernel time per name in the trace equal the Report's."""
+trace processor. The correctness check: kernel launches and kernel time per name in the trace equal the Report's.
+tests/export/test_devtools.py loads the exports in a real parser too: Chrome DevTools' trace engine."""
 from __future__ import annotations
 
 import os
