@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from nvprof_wrap.export._events import Trace, dumps, us
-from nvprof_wrap.export._timeline import Clock
+from nvprof_wrap.export._timeline import FIRST_NS, Clock
 from nvprof_wrap.readers import _gpm, _gpu_metrics
 from nvprof_wrap.readers._sqlite import EVERYTHING
 
@@ -40,7 +40,7 @@ def gpu_metrics(trace: Trace, conn: sqlite3.Connection, have: set[str], index: i
     write, n, shift = trace.write, 0, clock.shift
     for ts, t, m, value in conn.execute(f"SELECT timestamp, typeId, metricId, value FROM GPU_METRICS WHERE {where}"):
         head = prefix.get((t, m))
-        if head is None or ts + shift < 0 or not _number(value):
+        if head is None or ts + shift < FIRST_NS or not _number(value):
             continue
         write(f'{head}{value}}},"ts":{us(ts + shift)}}},\n')
         n += 1
@@ -65,7 +65,7 @@ def gpm(trace: Trace, path: Path, unix_offset: int, clock: Clock, span: tuple[in
         if cuda is None or not isinstance(t0, int):
             continue
         at = t0 - unix_offset
-        if not lo <= at < hi or at + clock.shift < 0:
+        if not lo <= at < hi or at + clock.shift < FIRST_NS:
             continue
         for key, value in row.items():
             if key in _NOT_METRICS or not _number(value):

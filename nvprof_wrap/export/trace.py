@@ -6,10 +6,11 @@ pushed them; hardware counters as counter tracks.
 ``export(report, out)`` streams: SQL cursors row by row (Kineto: the events in batches), each event written as it
 comes, each distinct kernel name looked up in the Report once. Only the captures are read here, never the run store.
 
-The clock: times are microseconds from the trace's first event. Captures that can be placed in Unix time (nsys:
-the session's start; our CUPTI tracer: its start stamp in both clocks; Kineto: baseTimeNanoseconds) share that clock
-when all of them can, so the processes of one run line up; otherwise each capture starts at its own first event,
-and the trace's metadata (otherData.clock) says which.
+The clock: times are microseconds from 1 µs before the trace's first event (so that it is at ts 1: Chrome DevTools
+takes ts 0 for no time). Captures that can be placed in Unix time (nsys: the session's start; our CUPTI tracer: its
+start stamp in both clocks; Kineto: baseTimeNanoseconds) share that clock when all of them can, so the processes of
+one run line up; otherwise each capture starts at its own first event, and the trace's metadata (otherData.clock)
+says which.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from nvprof_wrap.export import _counters
 from nvprof_wrap.export._events import Trace, Verdicts
 from nvprof_wrap.export._kineto import Kineto
 from nvprof_wrap.export._sqlite_sources import Cupti, Nsys
-from nvprof_wrap.export._timeline import Clock
+from nvprof_wrap.export._timeline import FIRST_NS, Clock
 from nvprof_wrap.readers import _gpm, cupti_sqlite
 from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._head import SQLITE_MAGIC
@@ -92,11 +93,12 @@ def _clocks(sources: list[Source]) -> tuple[list[Clock], str]:
     """Each capture's shift onto the trace's clock, and what that clock is."""
     timed = [s for s in sources if s.first_ns is not None]
     if len(timed) > 1 and all(s.unix_offset is not None for s in timed):
-        origin = min(s.first_ns + s.unix_offset for s in timed)  # type: ignore[operator]
+        origin = min(s.first_ns + s.unix_offset for s in timed) - FIRST_NS  # type: ignore[operator]
         return [Clock((s.unix_offset or 0) - origin) for s in sources], \
-            f"shared: Unix time, from the first event ({origin} ns since the epoch)"
+            f"shared: Unix time, from {FIRST_NS} ns before the first event ({origin} ns since the epoch)"
     why = "one capture" if len(timed) <= 1 else "not every capture can be placed in Unix time"
-    return [Clock(-(s.first_ns or 0)) for s in sources], f"each capture from its own first event ({why})"
+    return [Clock(FIRST_NS - (s.first_ns or 0)) for s in sources], \
+        f"each capture from {FIRST_NS} ns before its own first event ({why})"
 
 
 def _gpm_counters(trace: Trace, sources: list[tuple[Source, tuple[int, int]]], clocks: list[Clock]) -> list[str]:

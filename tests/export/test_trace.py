@@ -1,6 +1,7 @@
 """`report --format trace`: real captures exported, then read back by an independent strict parser of the Chrome
 trace-event format (tests/export/_chrome_trace.py) — and, where a trace_processor_shell is at hand, by Perfetto's own
-trace processor. The correctness check: kernel launches and kernel time per name in the trace equal the Report's."""
+trace processor. The correctness check: kernel launches and kernel time per name in the trace equal the Report's.
+tests/export/test_devtools.py loads the exports in a real parser too: Chrome DevTools' trace engine."""
 from __future__ import annotations
 
 import os
@@ -12,6 +13,7 @@ import pytest
 
 from nvprof_wrap.cli import main
 from nvprof_wrap.export._events import CNAME
+from nvprof_wrap.export._timeline import FIRST_NS
 from nvprof_wrap.export.trace import export
 from nvprof_wrap.pipeline import analyze
 from tests._paths import PUBLIC, ROOT, RUNS
@@ -113,7 +115,7 @@ def test_processes_of_one_run_share_the_unix_clock(tmp_path):
     assert len({c["shift_ns"] for c in parsed.other["captures"]}) == 1
     ranks = {pid for pid, _ in gpu_tracks(parsed)}
     assert len(ranks) == 2  # two ranks, each its own process with its own GPU
-    assert min(round(e["ts"] * 1000) for e in parsed.events if "ts" in e and e["ph"] != "M") == 0
+    assert min(round(e["ts"] * 1000) for e in parsed.events if "ts" in e and e["ph"] != "M") == FIRST_NS
 
 
 def test_nsys_gpu_metrics_become_counter_tracks(tmp_path):
