@@ -68,7 +68,7 @@ def write_rank(out: Path, rank: int, world: int, kernels: int, program, to_fp32:
     names = {n: json.dumps(n) for n in {p[0] for p in program} | set(to_fp32.values()) | set(to_fp16.values())}
     with gzip.open(out, "wt", compresslevel=6) as f:
         f.write(head)
-        ts, ext, step_at = 5_201_672_287_889.719, 0, None
+        ts, step_at = 5_201_672_287_889.719, None
         parts: list[str] = []
         for corr in range(kernels):
             if corr % STEP_KERNELS == 0:
@@ -82,8 +82,7 @@ def write_rank(out: Path, rank: int, world: int, kernels: int, program, to_fp32:
                 name = to_fp16[name]
             elif kind == "nccl" and plant == "slow collectives":
                 dur *= 6
-            tid = 11372
-            ext += 1
+            tid, ext = 11372, corr + 1
             parts.append(_CPU_OP.format(cat="cpu_op", name=_OPS[corr % len(_OPS)], tid=tid, ts=ts, dur=10.0,
                                         ext=ext, seq=corr, idx=ext))
             parts.append(_LAUNCH.format(ts=ts + 0.5, ext=ext, corr=corr, tid=tid))
@@ -120,23 +119,28 @@ def generate(folder: Path, ranks: int = 256, kernels: int = 2000, plants: dict[i
 
 def _timed(cmd: list[str], env: dict) -> tuple[float, float, float, str]:
     """(wall s, peak RSS of the reading process MB, peak RSS of it and its children together MB, stdout)."""
+    import tempfile
+
     import psutil
 
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-    ps, main_peak, tree_peak = psutil.Process(proc.pid), 0, 0
-    while proc.poll() is None:
-        try:
-            own = ps.memory_info().rss
-            kids = sum(c.memory_info().rss for c in ps.children(recursive=True))
-            main_peak, tree_peak = max(main_peak, own), max(tree_peak, own + kids)
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
-    out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {err[-2000:]}")
-    return time.perf_counter() - t, main_peak / 2**20, tree_peak / 2**20, out
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:  # a pipe would fill and block it
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, text=True)
+        ps, main_peak, tree_peak = psutil.Process(proc.pid), 0, 0
+        while proc.poll() is None:
+            try:
+                own = ps.memory_info().rss
+                kids = sum(c.memory_info().rss for c in ps.children(recursive=True))
+                main_peak, tree_peak = max(main_peak, own), max(tree_peak, own + kids)
+            except psutil.Error:
+                pass
+            time.sleep(0.05)
+        wall = time.perf_counter() - t
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {err.read()[-2000:]}")
+        return wall, main_peak / 2**20, tree_peak / 2**20, out.read()
 
 
 def bench(folder: Path, workers: int, rounds: int, modes: list[str]) -> int:

@@ -30,6 +30,7 @@ from nvprof_wrap.cli import (
     report_cmd,
     run_cmd,
     runs_cmd,
+    summarize_cmd,
     verify_cmd,
 )
 from nvprof_wrap.cli._args import resolve_format
@@ -44,7 +45,8 @@ _TAKE_A_COMMAND = {"run", "experiment", "verify"}  # the commands that use what 
 # Every subcommand, once: name → its module (add_parser(sub, name), run(args) -> int), in the order of --help.
 # A command whose module does not import is a broken install, and says so with its traceback.
 COMMANDS = {"report": report_cmd, "kernels": kernels, "compare": compare_cmd, "classify": classify_cmd, "demo": demo,
-            "run": run_cmd, "runs": runs_cmd, "doctor": doctor, "verify": verify_cmd, "experiment": experiment_cmd}
+            "run": run_cmd, "runs": runs_cmd, "doctor": doctor, "verify": verify_cmd, "experiment": experiment_cmd,
+            "summarize": summarize_cmd}
 
 
 def parser() -> argparse.ArgumentParser:

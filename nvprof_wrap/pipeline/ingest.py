@@ -12,6 +12,7 @@ from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch.manifest import read_manifest
 from nvprof_wrap.model import Process
 from nvprof_wrap.pipeline import reading
+from nvprof_wrap.readers import summary
 from nvprof_wrap.readers._window import Window, make
 from nvprof_wrap.store import DATA_VERSION, Store, file_identity
 from nvprof_wrap.system import fork as _fork
@@ -95,7 +96,12 @@ def _pending_in(store: Store, root: Path, skipped: list, present: dict[str, Path
         identity = identity.split(_WINDOW_SEP)[0] if identity is not None else None
         if identity is None:
             try:
-                readers.detect(path)
+                if readers.detect(path) == summary.FORMAT:  # a capture read elsewhere: the reading's identity
+                    found += 1
+                    summarised = _summarised(path, window)
+                    if _first_time(store, path, summarised, present, skipped):
+                        todo.append((path, explicit, summarised, st))
+                    continue
                 identity = file_identity(path) if hash_here else None
             except BadInput as e:
                 _refuse_or_skip(path, explicit, skipped, e.why)
@@ -112,6 +118,18 @@ def _pending_in(store: Store, root: Path, skipped: list, present: dict[str, Path
             continue
         todo.append((path, explicit, identity, st))
     return found
+
+
+def _summarised(path: Path, window: Window | None) -> str:
+    """A summary's identity: the capture's content and its reading's, as `summarize` wrote it — refused when
+    another data version wrote it (what it holds would be another reader's aggregates) or through another window."""
+    full, _key, _capture = summary.load(path)
+    version = full.partition(_WINDOW_SEP)[2].split(";")[0]
+    if version != _VERSION_TAG:
+        raise BadInput(path, f"a summary written by another nvprof-wrap ({version or 'unknown'}; this one reads "
+                             f"{_VERSION_TAG}): summarise the capture again with this version")
+    summary.read(path, window)  # refused when summarised through another window than this reading's
+    return full
 
 
 def _tagged(content: str, path: Path, window: Window | None) -> str:

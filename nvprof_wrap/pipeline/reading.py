@@ -153,7 +153,7 @@ def on_dask(address: str, todo: list[tuple[Path, bool]], window,
     """Remote results in the order of ``todo`` ((path, fingerprint it)), read on the Dask cluster at ``address``."""
     client = connect(address)
     try:
-        workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
+        workers = same_software(client, address)
         fingerprint = dict(todo)
 
         def submit(path: Path):
@@ -165,6 +165,39 @@ def on_dask(address: str, todo: list[tuple[Path, bool]], window,
             raise NvprofWrapError(f"the Dask cluster at {address} stopped answering while reading: {e}") from None
     finally:
         client.close()
+
+
+# Evaluated on every worker (eval travels by reference: a function of ours would need nvprof-wrap there to arrive):
+# None where nvprof-wrap is not importable, else the versions that decide what a reading gives.
+_PROBE = ("(lambda u: None if u.find_spec('nvprof_wrap') is None else "
+          "(__import__('nvprof_wrap.store', fromlist=['DATA_VERSION']).DATA_VERSION, "
+          "__import__('nvprof_wrap.classify', fromlist=['RULES_VERSION']).RULES_VERSION))"
+          "(__import__('importlib.util', fromlist=['find_spec']))")
+
+
+def same_software(client, address: str, wait_s: float = 60.0) -> int:
+    """The cluster's workers (how many), each with this nvprof-wrap's data and rules versions; or one line saying
+    which workers lack it or read differently (a report mixing versions would be true of neither)."""
+    from nvprof_wrap.classify import RULES_VERSION
+    from nvprof_wrap.store import DATA_VERSION
+
+    try:
+        client.wait_for_workers(1, timeout=wait_s)
+    except (TimeoutError, OSError):
+        raise NvprofWrapError(f"the Dask cluster at {address} has no workers (waited {wait_s:g} s)") from None
+    found = client.run(eval, _PROBE)
+    missing = [w for w, v in found.items() if v is None]
+    if missing:
+        raise ToolMissing(f"nvprof-wrap is not installed on {len(missing)} of the {len(found)} workers of the Dask "
+                          f"cluster at {address} (e.g. {missing[0]}): install the same version there")
+    here = (DATA_VERSION, RULES_VERSION)
+    other = {w: tuple(v) for w, v in found.items() if tuple(v) != here}
+    if other:
+        w, (data, rules) = next(iter(other.items()))
+        raise NvprofWrapError(f"{len(other)} of the {len(found)} Dask workers at {address} run another nvprof-wrap "
+                              f"(e.g. {w}: data {data}, rules {rules}; here: data {here[0]}, rules {here[1]}): "
+                              "install the same version on the cluster")
+    return len(found)
 
 
 def connect(address: str):

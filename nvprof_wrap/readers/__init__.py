@@ -32,6 +32,7 @@ from nvprof_wrap.readers import (
     nvprof_csv,
     nvprof_sqlite,
     pyprof_csv,
+    summary,
     tf_trace_json,
     xplane,
 )
@@ -46,6 +47,7 @@ from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
 # Adding a format: one module, one line here.
 _FORMATS: tuple[tuple[str, Callable[[Head], bool], Callable[[Path], Capture]], ...] = tuple(
     (m.FORMAT, sniff, m.read) for m, sniff in (
+        (summary, summary.sniff),
         (nsys_sqlite, nsys_sqlite.sniff), (nvprof_sqlite, nvprof_sqlite.sniff), (cupti_sqlite, cupti_sqlite.sniff),
         (xplane, xplane.sniff), (tf_trace_json, tf_trace_json.sniff), (kineto_json, kineto_json.sniff),
         (nsys_rep, nsys_rep.sniff),
@@ -115,6 +117,8 @@ def read(path: Path, window: tuple[float, float] | Window | None = None,
     if fmt == "sqlite-gz":
         return _read_gunzipped_sqlite(path, win)
     try:
+        if fmt == summary.FORMAT:  # read through its window when it was summarised (readers/summary.py)
+            return validate(summary.read(path, win))
         if win is None:
             return validate(READERS[fmt](path))
         if fmt not in TIMELINE:

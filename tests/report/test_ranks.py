@@ -209,3 +209,47 @@ def test_the_dask_path_gives_the_local_report_exactly(ranks12, monkeypatch, caps
     assert outs["dask"] == outs["1"] == outs["2"]
     assert {o["rank"] for o in outs["dask"]["rank_outliers"]} == set(PLANTED)
     assert ran is not None  # the captures were read on the cluster, not here
+
+
+def test_summaries_merge_into_the_captures_report(ranks12, tmp_path, capsys):
+    """A Slurm array's way: each task summarises its ranks; one report of the summaries is the captures' report."""
+    out = tmp_path / "summaries"
+    files = sorted(ranks12.iterdir())
+    for part in (files[:5], files[5:]):  # two "array tasks"
+        assert main(["summarize", *map(str, part), "-o", str(out)]) == 0
+    summaries = sorted(out.iterdir())
+    assert len(summaries) == 12 and all(s.name.endswith(".summary.json.gz") for s in summaries)
+    assert sum(s.stat().st_size for s in summaries) < sum(f.stat().st_size for f in files) / 5  # 600-kernel ranks
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "json"]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert main(["report", str(ranks12), "--format", "json"]) == 0
+    assert merged == json.loads(capsys.readouterr().out)
+    # a capture and its summary together are one capture, read once
+    both = nw.analyze(files[0], summaries[[s.name.startswith(files[0].name) for s in summaries].index(True)])
+    assert len(both.sources) == 1 and any("the same capture as" in why for _, why in both.skipped)
+
+
+def test_summaries_of_another_version_or_window_are_refused(ranks12, tmp_path, capsys):
+    import gzip
+
+    from nvprof_wrap.readers import summary
+
+    out = tmp_path / "s"
+    assert main(["summarize", str(min(ranks12.iterdir())), "-o", str(out), "--steps", "0:1"]) == 0
+    one = next(out.iterdir())
+    capsys.readouterr()
+    assert main(["report", str(one)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "summarised through steps" in err and str(one) in err
+    assert main(["report", str(one), "--steps", "0:1", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["launches"] == 500  # step 0 of 600 kernels, 500 a step
+    body = gzip.decompress(one.read_bytes()).replace(b"data=", b"data=1999.01.01-1;was-")
+    one.write_bytes(gzip.compress(body))
+    assert main(["report", str(one), "--steps", "0:1"]) == 2
+    assert "a summary written by another nvprof-wrap" in capsys.readouterr().err
+    # a file in the way that is not a summary is never replaced
+    mine = out / (sorted(ranks12.iterdir())[1].name + summary.SUFFIX)
+    mine.write_text("my notes")
+    assert main(["summarize", str(sorted(ranks12.iterdir())[1]), "-o", str(out)]) == 2
+    assert mine.read_text() == "my notes" and "is not an nvprof-wrap summary" in capsys.readouterr().err

@@ -62,7 +62,23 @@ FIELD_TYPES = {"kernels": KernelAgg, "memops": MemAgg, "activity": Activity, "de
 
 
 def test_every_reader_has_a_real_file_here():
-    assert set(REAL) | {"nsys-rep"} == set(readers.READERS)
+    assert set(REAL) | {"nsys-rep", "nvprof-wrap-summary"} == set(readers.READERS)
+
+
+@pytest.mark.parametrize("fmt", sorted(REAL))
+def test_a_summary_gives_back_the_capture_field_for_field(fmt, tmp_path):
+    """`summarize` keeps what reading a capture gave (readers/summary.py); reading the summary gives it back, every
+    field equal — the path too: a report of summaries names the captures, as a report of the captures does."""
+    from nvprof_wrap.readers import summary
+
+    path = REAL[fmt]
+    if not path.is_file():
+        pytest.skip(f"needs {path}")
+    cap = readers.read(path)
+    out = tmp_path / ("x" + summary.SUFFIX)
+    summary.write(cap, "content@data=x", None, out)
+    assert readers.detect(out) == summary.FORMAT and out.stat().st_size < max(4096, path.stat().st_size)
+    assert readers.read(out) == cap
 
 
 @pytest.mark.parametrize("fmt", sorted(REAL))

@@ -1,0 +1,97 @@
+"""A capture's summary: what reading it gave (model.Capture, its aggregates), kept in a small file, gzipped JSON.
+
+`nvprof-wrap summarize CAPTURE -o DIR` writes one per capture — in a Slurm array, each task summarises its own
+rank's capture where it lies — and `nvprof-wrap report DIR` merges them as it merges the captures themselves: the
+same report as from the captures (docs/ranks.md). A summary carries the identity of the capture's content and of the
+reading (data version, window), so that the capture and its summary are one capture to the store, and a summary
+written by another data version, or through another window, is refused instead of mixed in.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+from pathlib import Path
+
+from nvprof_wrap import model
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.readers._head import Head
+from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES
+
+FORMAT = "nvprof-wrap-summary"
+MAGIC = b'{"nvprof_wrap_summary": 1'
+SUFFIX = ".summary.json.gz"
+_CLASSES = {c.__name__: c for c in vars(model).values() if dataclasses.is_dataclass(c) and isinstance(c, type)}
+MAX_BYTES = 1 << 30  # unpacked: a summary is aggregates (a few MB for a big capture); more is not one of ours
+
+
+def sniff(head: Head) -> bool:
+    return head.raw.startswith(MAGIC)
+
+
+def write(capture: model.Capture, identity: str, window_key: str | None, out: Path) -> None:
+    """The summary of a capture read as identity says (ingest's tagged identity), through window_key, into out —
+    written beside and renamed over: a reader never sees half of one."""
+    body = json.dumps({"identity": identity, "window": window_key, "capture": _encode(capture)},
+                      separators=(",", ":"))
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
+            f.write(MAGIC.decode() + ', "body": ' + body + "}")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def load(path: Path) -> tuple[str, str | None, model.Capture]:
+    """(identity, window key, capture) of a summary file."""
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except (OSError, EOFError) as e:
+        raise BadInput(path, f"unreadable summary ({e})") from None
+    if len(raw) > MAX_BYTES:
+        raise BadInput(path, f"a summary unpacks to more than {MAX_BYTES >> 20} MiB: not one nvprof-wrap wrote")
+    try:
+        body = json.loads(raw)["body"]
+        return body["identity"], body["window"], _decode(body["capture"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise BadInput(path, f"damaged summary ({type(e).__name__}: {e})") from None
+
+
+def identity(path: Path) -> str:
+    return load(path)[0]
+
+
+def read(path: Path, window=None) -> model.Capture:
+    """The summarised capture; refused when it was summarised through another window than the one asked for."""
+    _identity, key, capture = load(path)
+    asked = window.key if window is not None else None
+    if key != asked:
+        through = f"through {key}" if key else "whole"
+        now = f"through {asked}" if asked else "whole"
+        raise BadInput(path, f"summarised {through}, read {now}: report summaries with the window they were "
+                             "summarised through (or summarise the capture again)")
+    return capture
+
+
+def _encode(v):
+    if dataclasses.is_dataclass(v):
+        return {"_": type(v).__name__, **{f.name: _encode(getattr(v, f.name)) for f in dataclasses.fields(v)}}
+    if isinstance(v, (tuple, list)):
+        return [_encode(x) for x in v]
+    if isinstance(v, str) and len(v) > MAX_JSON_STRING_BYTES:
+        raise BadInput(None, "a name longer than the readers take")
+    return v
+
+
+def _decode(v):
+    if isinstance(v, dict):
+        cls = _CLASSES.get(v.get("_"))
+        if cls is None:
+            raise ValueError(f"unknown record {v.get('_')!r}")
+        return cls(**{k: _decode(x) for k, x in v.items() if k != "_"})
+    if isinstance(v, list):  # every sequence of the model is a tuple
+        return tuple(_decode(x) for x in v)
+    return v
