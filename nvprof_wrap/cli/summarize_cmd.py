@@ -28,7 +28,7 @@ def add_parser(sub, name: str) -> None:
                        description=__doc__, epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="CAPTURE")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR",
-                   help="the folder to write the summaries into (made when missing)")
+                   help="the folder to write the summaries into (made when missing; required: no default)")
     p.add_argument("--jobs", "-j", type=positive, default=None, metavar="N",
                    help="summarise up to N captures side by side (default: one per core)")
     add_window(p)

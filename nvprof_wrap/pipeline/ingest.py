@@ -20,8 +20,10 @@ from nvprof_wrap.system import fork as _fork
 Progress = Callable[[Path], None]
 
 
-# Reading in parallel pays once captures are big: a process per capture costs ~0.3 s to start.
+# Reading in parallel pays once captures are big, or many: starting the pool's processes costs ~0.3 s. (256 rank
+# captures of 160 KB each, 41 MB: 86 s one by one on 2 cores; benchmarks/ranks.py.)
 PARALLEL_MIN_BYTES = 64 << 20
+PARALLEL_MIN_CAPTURES = 8
 
 
 def _pending(store: Store, paths: list[Path], skipped: list, present: dict[str, Path],
@@ -174,7 +176,7 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
     failed: list[tuple[str, str]] = []  # captures (by their content) that could not be read
     if dask is not None:
         remote = reading.on_dask(dask, [(t[0], t[2] is None) for t in todo], win, progress)
-        for (path, explicit, identity, st), got in zip(todo, remote):
+        for got, (path, explicit, identity, st) in zip(remote, todo):  # the results first: run to their end
             if identity is None:
                 if isinstance(got.result, BadInput) and got.identity is None:  # the worker could not see it
                     _store_one(store, path, explicit, "", st, got.result, failed, None)
@@ -184,11 +186,11 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
                     continue
             _store_one(store, path, explicit, identity, st, got.result, failed, None)
     else:
-        workers = workers or min(len(todo), _fork.cores())
-        if sum(t[3].st_size for t in todo) < PARALLEL_MIN_BYTES:
-            workers = 1
+        if workers is None:  # asked for (--jobs), or where it pays
+            big = sum(t[3].st_size for t in todo) >= PARALLEL_MIN_BYTES or len(todo) >= PARALLEL_MIN_CAPTURES
+            workers = min(len(todo), _fork.cores()) if big else 1
         results = reading.locally([t[0] for t in todo], win, workers, progress)
-        for (path, explicit, identity, st), result in zip(todo, results):
+        for result, (path, explicit, identity, st) in zip(results, todo):  # the results first: run to their end
             _store_one(store, path, explicit, identity, st, result, failed, None)
     skipped += failed
     _never_only_damage(store, paths, present, failed, win)

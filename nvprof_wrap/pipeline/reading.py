@@ -103,7 +103,10 @@ def locally(paths: list[Path], window, workers: int, progress: Callable[[Path], 
                 for result in _in_order(paths, submit, workers * AHEAD, progress):
                     done += 1
                     yield result
-            except BaseException:  # Ctrl-C, SIGTERM, a closed generator: leaving the `with` would wait for every read
+            except GeneratorExit:  # the merge stopped early (a capture refused): the reads under way end, no more
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            except BaseException:  # Ctrl-C, SIGTERM: leaving the `with` would wait for every read
                 _stop(pool)
                 raise
     except BrokenProcessPool:

@@ -36,7 +36,7 @@ def summarize(paths: list[Path], out: Path, *, window: tuple[float, float] | Non
         _replaceable(t)
     written = []
     results = reading.locally([t[0] for t in todo], win, workers or min(len(todo), _fork.cores()), progress)
-    for (path, explicit, identity, _st), target, result in zip(todo, targets, results):
+    for result, (path, explicit, identity, _st), target in zip(results, todo, targets):
         if isinstance(result, (BadInput, ToolMissing)):
             if explicit:
                 raise result

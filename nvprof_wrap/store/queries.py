@@ -143,7 +143,9 @@ class Queries:
         """(capture_id, device_id, name, *VERDICT_COLUMNS) rows into temp.t_verdicts (replaced)."""
         db = self.db.conn  # type: ignore[attr-defined]
         db.execute("DROP TABLE IF EXISTS temp.t_verdicts")
-        db.execute(f"CREATE TEMP TABLE t_verdicts (capture_id, device_id, name, {', '.join(VERDICT_COLUMNS)})")
+        # typed as the kernels table: an untyped column would not use its index against kernels (an O(ranks²) join)
+        db.execute(f"CREATE TEMP TABLE t_verdicts (capture_id INTEGER, device_id INTEGER, name TEXT, "
+                   f"{', '.join(VERDICT_COLUMNS)})")
         db.executemany(f"INSERT INTO temp.t_verdicts VALUES ({', '.join('?' * (3 + len(VERDICT_COLUMNS)))})", rows)
         db.execute("CREATE INDEX temp.t_verdicts_key ON t_verdicts (capture_id, name, device_id)")
 
