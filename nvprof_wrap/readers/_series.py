@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
+from nvprof_wrap.readers import _series_np as _fast
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._sqlite import EVERYTHING
 from nvprof_wrap.system.limits import MAX_DURATION_NS
@@ -33,6 +34,7 @@ MAX_LAUNCHES = 100_000  # beyond this many kernel launches in a capture the seri
 # costs about 25 µs per launch (measured: +5.2 s on 200k generated launches, 2 cores): the unions in SQL window
 # functions
 _NICE = (1, 2, 5)
+REFERENCE = False  # True: measured in SQL only (the reference tests compare the numpy path with)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,18 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
     if folded > 1:
         spans = [(spans[i][0], spans[i][1], spans[min(i + folded, len(spans)) - 1][2])
                  for i in range(0, len(spans), folded)]
+    measured = None if REFERENCE else _fast.measure(conn, gpu, api, spans, host, names)
+    steps, kernels = measured if measured is not None else _in_sql(conn, gpu, api, spans, host, names)
+    _fill(steps, spans, host if api else "none")
+    rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
+        steps.items(), key=lambda kv: (kv[0][1], -1 if kv[0][0] is None else kv[0][0])))
+    return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded)
+
+
+def _in_sql(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: list[tuple[int, int, int]], host: str,
+            names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]]:
+    """(the steps' values, the kernels per step) measured in SQL: the reference readers/_series_np.py is checked
+    against (tests/report/test_series_np.py), and what measures a capture whose times are not all integers."""
     lo, hi = spans[0][1], spans[-1][2]
     conn.execute("DROP TABLE IF EXISTS temp._nvw_steps")
     conn.execute("CREATE TEMP TABLE _nvw_steps(n INTEGER PRIMARY KEY, lo INTEGER, hi INTEGER)")
@@ -96,10 +110,7 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
     finally:
         for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_comm", "_nvw_steps"):
             conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
-    _fill(steps, spans, host if api else "none")
-    rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
-        steps.items(), key=lambda kv: (kv[0][1], -1 if kv[0][0] is None else kv[0][0])))
-    return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded)
+    return steps, kernels
 
 
 def _fill(steps: dict, spans: list[tuple[int, int, int]], host: str) -> None:
