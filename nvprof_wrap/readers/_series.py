@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
-from nvprof_wrap.readers import _series_np as _fast
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._sqlite import EVERYTHING
 from nvprof_wrap.system.limits import MAX_DURATION_NS
@@ -34,7 +33,9 @@ MAX_LAUNCHES = 100_000  # beyond this many kernel launches in a capture the seri
 # costs about 25 µs per launch (measured: +5.2 s on 200k generated launches, 2 cores): the unions in SQL window
 # functions
 _NICE = (1, 2, 5)
-REFERENCE = False  # True: measured in SQL only (the reference tests compare the numpy path with)
+REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
+NUMPY_FROM = 10_000  # launches from which the numpy path measures (readers/_series_np.py): importing numpy costs
+# ~0.2 s, what the SQL costs for ~8k launches
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,10 @@ def too_big(launches: int) -> str | None:
 
 
 def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql: str | None, host: str,
-            names: Callable[[Iterable], dict], span: tuple[int, int] = EVERYTHING) -> StepSeries | None:
-    """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names."""
+            names: Callable[[Iterable], dict], span: tuple[int, int] = EVERYTHING,
+            launches: int = 0) -> StepSeries | None:
+    """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names;
+    launches: the capture's kernel launches (from NUMPY_FROM on, numpy measures; else SQL)."""
     spans, source, bucket = _spans(conn, gpu, ranges_sql, span)
     if not spans:
         return None
@@ -83,7 +86,10 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
     if folded > 1:
         spans = [(spans[i][0], spans[i][1], spans[min(i + folded, len(spans)) - 1][2])
                  for i in range(0, len(spans), folded)]
-    measured = None if REFERENCE else _fast.measure(conn, gpu, api, spans, host, names)
+    measured = None
+    if not REFERENCE and launches >= NUMPY_FROM:
+        from nvprof_wrap.readers import _series_np
+        measured = _series_np.measure(conn, gpu, api, spans, host, names)
     steps, kernels = measured if measured is not None else _in_sql(conn, gpu, api, spans, host, names)
     _fill(steps, spans, host if api else "none")
     rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(

@@ -47,6 +47,15 @@ class _Codes:
         of = self.of
         return np.array([of.setdefault(v, len(of)) for v in values], dtype=np.int64)
 
+    def code_ints(self, values: np.ndarray) -> np.ndarray:
+        """code() of integers: by their distinct values, in numpy."""
+        of = self.of
+        distinct, where = np.unique(values, return_inverse=True)
+        return np.array([of.setdefault(v, len(of)) for v in distinct.tolist()], dtype=np.int64)[where]
+
+    def constant(self, value: object, rows: int) -> np.ndarray:
+        return np.full(rows, self.of.setdefault(value, len(self.of)), dtype=np.int64)
+
     def values(self) -> list:
         return list(self.of)
 
@@ -87,22 +96,50 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: lis
     return out, kernels
 
 
-def _read(conn: sqlite3.Connection, sql: str, coded: tuple[_Codes | None, ...]) -> list[np.ndarray]:
-    """The int64 columns of sql's rows, chunk by chunk: a column with codes holds its values' codes, the others
-    their values (every one an integer, else _Odd)."""
-    parts: list[list[np.ndarray]] = [[] for _ in coded]
-    cur = conn.execute(sql)
+def _read(conn: sqlite3.Connection, pid: str, columns: tuple[str, ...], rest: str, pids: _Codes,
+          coded: tuple[_Codes | None, ...]) -> list[np.ndarray]:
+    """The int64 columns of `SELECT pid, columns FROM rest`: the process's code, then each column's — its values'
+    codes where it has codes, else its values (every one an integer, else _Odd). A process id that is a constant
+    (one process per capture: our tracer, Kineto) is not read per row. Where every value is an integer (asked
+    first: one scan, no rows kept), each chunk of rows becomes one array at once; else column by column."""
+    const = pid == "NULL" or pid.isdigit()
+    cols, codes_of = (columns, coded) if const else ((pid, *columns), (pids, *coded))
+    other = " OR ".join(f"typeof({c}) != 'integer'" for c in cols)
+    ints = conn.execute(f"SELECT 1 FROM {rest} AND ({other}) LIMIT 1").fetchone() is None
+    parts: list[list[np.ndarray]] = [[] for _ in cols]
+    rows = 0
+    cur = conn.execute(f"SELECT {', '.join(cols)} FROM {rest}")
     while chunk := cur.fetchmany(CHUNK):
-        for col, codes, out in zip(zip(*chunk), coded, parts):
-            out.append(codes.code(col) if codes is not None else _ints(col))
-    return [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
+        rows += len(chunk)
+        if ints:
+            block = np.array(chunk, dtype=np.int64)
+            for j, (codes, out) in enumerate(zip(codes_of, parts)):
+                out.append(_near(block[:, j]) if codes is None else codes.code_ints(block[:, j]))
+        else:
+            for col, codes, out in zip(zip(*chunk), codes_of, parts):
+                out.append(_ints(col) if codes is None else codes.code(col))
+    read = [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
+    return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
 
 
 def _ints(col: tuple) -> np.ndarray:
     a = np.array(col)  # floats, text, NULLs or integers past int64: another dtype
-    if a.dtype != np.int64 or (len(a) and (a.min() < -_FAR or a.max() > _FAR)):
+    if a.dtype != np.int64:
+        raise _Odd
+    return _near(a)
+
+
+def _near(a: np.ndarray) -> np.ndarray:
+    """a, whose times are near enough to 0 for the unions' offsets not to overflow (else _Odd)."""
+    if len(a) and (a.min() < -_FAR or a.max() > _FAR):
         raise _Odd
     return a
+
+
+def _rows_of(table: str, steps: _Steps) -> str:
+    """FROM what: the table's rows that start within the steps, with sound times (readers/_series._SOUND)."""
+    return f'''{table} WHERE start >= {steps.first} AND start < {steps.last}
+              AND {_SOUND.format(s="start", e='"end"')}'''
 
 
 def _gpu_rows(conn: sqlite3.Connection, gpu: list[Gpu], steps: _Steps, pids: _Codes,
@@ -111,9 +148,8 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[Gpu], steps: _Steps, pids: _Co
     a step, table by table."""
     cols: list[list[np.ndarray]] = [[] for _ in range(7)]
     for g in gpu:
-        p, s, e, key = _read(conn, f'''SELECT {g.pid}, start, "end", {g.name or "NULL"} FROM {g.table}
-                                       WHERE start >= {steps.first} AND start < {steps.last}
-                                       AND {_SOUND.format(s="start", e='"end"')}''', (pids, None, None, keys))
+        p, s, e, key = _read(conn, g.pid, ("start", '"end"', g.name or "NULL"), _rows_of(g.table, steps), pids,
+                             (None, None, keys))
         inside, i, cut = steps.assign(s, e)
         s = s[inside]
         for out, a in zip(cols, (p[inside], i, s, cut, e[inside] - s,
@@ -242,9 +278,8 @@ def _host_side(conn: sqlite3.Connection, api: list[Api], steps: _Steps, pids: _C
         keys = [k for (k,) in conn.execute(f"SELECT DISTINCT {a.key} FROM {a.table}")]
         kind_of = {k: kind or "other" for k, kind in a.kinds(keys).items()}
         codes = _Codes()
-        p, s, e, key = _read(conn, f'''SELECT {a.pid}, start, "end", {a.key} FROM {a.table}
-                                       WHERE start >= {steps.first} AND start < {steps.last}
-                                       AND {_SOUND.format(s="start", e='"end"')}''', (pids, None, None, codes))
+        p, s, e, key = _read(conn, a.pid, ("start", '"end"', a.key), _rows_of(a.table, steps), pids,
+                             (None, None, codes))
         names = [kind_of.get(v, "other") for v in codes.values()]
         kinds += sorted(set(names) - set(kinds))
         kind = np.array([kinds.index(x) for x in names], dtype=np.int64)[key] if len(key) else key

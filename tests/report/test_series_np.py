@@ -36,7 +36,7 @@ class Spy:
             self.declined += out is None
             return out
         monkeypatch.setattr(_series_np, "measure", spy)
-        monkeypatch.setattr(_series, "_fast", _series_np)
+        monkeypatch.setattr(_series, "NUMPY_FROM", 0)  # the small captures here too
 
 
 def _both(monkeypatch, path: Path) -> tuple[list, list]:
@@ -113,6 +113,7 @@ def test_random_captures_get_the_sqls_series(kernels, copies, calls, marks, host
     for reference in (True, False):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(_series, "REFERENCE", reference)
+            m.setattr(_series, "NUMPY_FROM", 0)
             out.append(_measure(db, bool(marks), host))
     assert out[1] == out[0]
 
