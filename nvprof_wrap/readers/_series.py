@@ -9,8 +9,11 @@ Without steps the capture's GPU activity is cut into BUCKETS fixed time buckets.
   each the union over the process's threads, and the union of all of them: the step's time outside any CUDA call
   is what is left (Python, the framework, data loading) — only where the capture recorded every call that can
   block (host != "launch").
-A few SQL passes over temporary tables (the capture itself is never written): one GROUP BY per table and two
-window-function passes for the unions. Big captures skip it (MAX_LAUNCHES; the report says so).
+From NUMPY_FROM launches on, numpy measures it (readers/_series_np.py: one read of the columns it needs, the unions
+by a sort and a running maximum); below that, and where a time is not an integer, a few SQL passes over temporary
+tables (the capture itself is never written): one GROUP BY per table and two window-function passes for the unions
+— the reference the numpy path is tested against, value for value. Big captures skip it (MAX_LAUNCHES; the report
+says so).
 """
 from __future__ import annotations
 
@@ -29,9 +32,10 @@ from nvprof_wrap.system.limits import MAX_DURATION_NS
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 BUCKETS = 60  # time buckets of a capture without steps
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
-MAX_LAUNCHES = 100_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX): it
-# costs about 25 µs per launch (measured: +5.2 s on 200k generated launches, 2 cores): the unions in SQL window
-# functions
+MAX_LAUNCHES = 300_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX): in
+# numpy (readers/_series_np.py) it costs about 7 µs per launch with its launch call, nearly all of it SQLite handing
+# the rows to Python (measured, 2 cores: `report` 1.9 → 3.6 s on 200k generated launches, 2.9 → 10.1 s on 1M); the
+# SQL it replaced cost ~25-29 µs (+5.2 s on 200k), its window functions' unions most of it
 _NICE = (1, 2, 5)
 REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
 NUMPY_FROM = 10_000  # launches from which the numpy path measures (readers/_series_np.py): importing numpy costs
