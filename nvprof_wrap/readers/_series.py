@@ -9,8 +9,11 @@ Without steps the capture's GPU activity is cut into BUCKETS fixed time buckets.
   each the union over the process's threads, and the union of all of them: the step's time outside any CUDA call
   is what is left (Python, the framework, data loading) — only where the capture recorded every call that can
   block (host != "launch").
-A few SQL passes over temporary tables (the capture itself is never written): one GROUP BY per table and two
-window-function passes for the unions. Big captures skip it (MAX_LAUNCHES; the report says so).
+From NUMPY_FROM launches on, numpy measures it (readers/_series_np.py: one read of the columns it needs, the unions
+by a sort and a running maximum); below that, and where a time is not an integer, a few SQL passes over temporary
+tables (the capture itself is never written): one GROUP BY per table and two window-function passes for the unions
+— the reference the numpy path is tested against, value for value. Big captures skip it (MAX_LAUNCHES; the report
+says so).
 """
 from __future__ import annotations
 
@@ -29,10 +32,14 @@ from nvprof_wrap.system.limits import MAX_DURATION_NS
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 BUCKETS = 60  # time buckets of a capture without steps
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
-MAX_LAUNCHES = 100_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX): it
-# costs about 25 µs per launch (measured: +5.2 s on 200k generated launches, 2 cores): the unions in SQL window
-# functions
+MAX_LAUNCHES = 300_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX): in
+# numpy (readers/_series_np.py) it costs about 7 µs per launch with its launch call, nearly all of it SQLite handing
+# the rows to Python (measured, 2 cores: `report` 1.9 → 3.6 s on 200k generated launches, 2.9 → 10.1 s on 1M); the
+# SQL it replaced cost ~25-29 µs (+5.2 s on 200k), its window functions' unions most of it
 _NICE = (1, 2, 5)
+REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
+NUMPY_FROM = 10_000  # launches from which the numpy path measures (readers/_series_np.py): importing numpy costs
+# ~0.2 s, what the SQL costs for ~8k launches
 
 
 @dataclass(frozen=True)
@@ -72,8 +79,10 @@ def too_big(launches: int) -> str | None:
 
 
 def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql: str | None, host: str,
-            names: Callable[[Iterable], dict], span: tuple[int, int] = EVERYTHING) -> StepSeries | None:
-    """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names."""
+            names: Callable[[Iterable], dict], span: tuple[int, int] = EVERYTHING,
+            launches: int = 0) -> StepSeries | None:
+    """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names;
+    launches: the capture's kernel launches (from NUMPY_FROM on, numpy measures; else SQL)."""
     spans, source, bucket = _spans(conn, gpu, ranges_sql, span)
     if not spans:
         return None
@@ -81,6 +90,21 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
     if folded > 1:
         spans = [(spans[i][0], spans[i][1], spans[min(i + folded, len(spans)) - 1][2])
                  for i in range(0, len(spans), folded)]
+    measured = None
+    if not REFERENCE and launches >= NUMPY_FROM:
+        from nvprof_wrap.readers import _series_np
+        measured = _series_np.measure(conn, gpu, api, spans, host, names)
+    steps, kernels = measured if measured is not None else _in_sql(conn, gpu, api, spans, host, names)
+    _fill(steps, spans, host if api else "none")
+    rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
+        steps.items(), key=lambda kv: (kv[0][1], -1 if kv[0][0] is None else kv[0][0])))
+    return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded)
+
+
+def _in_sql(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: list[tuple[int, int, int]], host: str,
+            names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]]:
+    """(the steps' values, the kernels per step) measured in SQL: the reference readers/_series_np.py is checked
+    against (tests/report/test_series_np.py), and what measures a capture whose times are not all integers."""
     lo, hi = spans[0][1], spans[-1][2]
     conn.execute("DROP TABLE IF EXISTS temp._nvw_steps")
     conn.execute("CREATE TEMP TABLE _nvw_steps(n INTEGER PRIMARY KEY, lo INTEGER, hi INTEGER)")
@@ -96,10 +120,7 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
     finally:
         for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_comm", "_nvw_steps"):
             conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
-    _fill(steps, spans, host if api else "none")
-    rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
-        steps.items(), key=lambda kv: (kv[0][1], -1 if kv[0][0] is None else kv[0][0])))
-    return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded)
+    return steps, kernels
 
 
 def _fill(steps: dict, spans: list[tuple[int, int, int]], host: str) -> None:

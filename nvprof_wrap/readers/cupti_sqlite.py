@@ -141,7 +141,7 @@ def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict
     api = [_series.Api(t, p, "cbid", lambda keys, t=t: _call_kinds(t, keys)) for t in ("runtime", "driver")
            if t in have]
     series = _series.measure(conn, gpu, api, RANGES if "nvtx" in have else None, host if api else "none",
-                             lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)}, span)
+                             lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)}, span, launches)
     return series, ()
 
 

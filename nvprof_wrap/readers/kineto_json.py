@@ -150,7 +150,8 @@ def _steps(rows: Rows, names: dict[int, str], launches: int, span: tuple[int, in
     api = [_series.Api("_nvw_calls", p, "kind", lambda keys: {k: k for k in keys})] if rows.api else []
     series = _series.measure(db, [_series.Gpu("kl", p, "nid"), _series.Gpu("mem", p)], api, ranges,
                              "all" if api else "none",
-                             lambda keys: {k: demangle(names.get(k) or "<unnamed kernel>") for k in keys}, span)
+                             lambda keys: {k: demangle(names.get(k) or "<unnamed kernel>") for k in keys}, span,
+                             launches)
     return series, ()
 
 

@@ -238,7 +238,7 @@ def _steps(conn: sqlite3.Connection, have: set[str], launches: int, span: tuple[
     api = [_series.Api(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId", lambda keys: _call_kinds(conn, keys))] \
         if RUNTIME in have and {"nameId", "globalTid"} <= columns(conn, RUNTIME) else []
     series = _series.measure(conn, gpu, api, _ranges_sql(conn, have), "all" if api else "none",
-                             lambda keys: _gpu_metrics._names(conn, keys), span)
+                             lambda keys: _gpu_metrics._names(conn, keys), span, launches)
     return series, ()
 
 

@@ -1,0 +1,309 @@
+"""The per-step series (readers/_series.py) measured in numpy: the same values as its SQL, at a fraction of the cost.
+
+SQLite reads each table once, in its own order, the columns the series needs (process, start, end, the name's or
+the call's key) and nothing else; numpy does the rest. A row's step: np.searchsorted over the steps' starts (the step
+with the latest start at or before the row's, as the SQL's `ORDER BY lo DESC LIMIT 1`), kept where it starts before
+that step's end. The unions per (process, step[, kind]): one stable sort by group and start, then gaps and islands —
+an interval opens an island where it starts after every earlier interval of its group ended (a running maximum of
+the ends, restarted per group by offsetting each group's times past the previous group's); an island's length is
+its largest end minus its first start. Keys (names, call ids) and processes become small integer codes per chunk of
+rows, so nothing per launch stays a Python object: per row only int64 columns, read in chunks of CHUNK rows.
+
+Where a value is not an integer, or a sum could overflow int64, measure() returns None and the caller measures in
+SQL (the reference, which tests/report/test_series_np.py checks this against on real and generated captures).
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
+from nvprof_wrap.classify.engine import may_communicate
+from nvprof_wrap.model import StepKernel
+from nvprof_wrap.system.limits import MAX_DURATION_NS
+
+if TYPE_CHECKING:
+    from nvprof_wrap.readers._series import Api, Gpu
+
+CHUNK = 65_536  # rows per fetchmany: the Python tuples of one chunk at a time
+_FAR = 1 << 62  # offsets and sums stay below this (int64's limit is 2^63)
+_SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)  # readers/_series._SOUND
+
+
+class _Odd(Exception):
+    """A value the int64 columns cannot hold as SQLite compares it: the SQL measures this capture."""
+
+
+class _Codes:
+    """Small integer codes of a column's distinct values (processes, keys), in first-seen order."""
+
+    def __init__(self) -> None:
+        self.of: dict = {}
+
+    def code(self, values: tuple) -> np.ndarray:
+        of = self.of
+        return np.array([of.setdefault(v, len(of)) for v in values], dtype=np.int64)
+
+    def code_ints(self, values: np.ndarray) -> np.ndarray:
+        """code() of integers: by their distinct values, in numpy."""
+        of = self.of
+        distinct, where = np.unique(values, return_inverse=True)
+        return np.array([of.setdefault(v, len(of)) for v in distinct.tolist()], dtype=np.int64)[where]
+
+    def constant(self, value: object, rows: int) -> np.ndarray:
+        return np.full(rows, self.of.setdefault(value, len(self.of)), dtype=np.int64)
+
+    def values(self) -> list:
+        return list(self.of)
+
+
+class _Steps:
+    """The steps sorted by (start, number): a row's step is the last one starting at or before it."""
+
+    def __init__(self, spans: list[tuple[int, int, int]]) -> None:
+        order = sorted(range(len(spans)), key=lambda i: (spans[i][1], spans[i][0]))
+        self.n = [spans[i][0] for i in order]
+        self.lo = np.array([spans[i][1] for i in order], dtype=np.int64)
+        self.hi = np.array([spans[i][2] for i in order], dtype=np.int64)
+        self.bounds = {n: (a, b) for n, a, b in spans}
+        self.first, self.last = spans[0][1], spans[-1][2]  # where the SQL's WHERE cuts (the list's ends)
+
+    def assign(self, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(which rows have a step, their step's index, their ends cut at its end)."""
+        i = np.searchsorted(self.lo, s, side="right") - 1
+        inside = i >= 0
+        inside[inside] = s[inside] < self.hi[i[inside]]
+        i = i[inside]
+        return inside, i, np.minimum(e[inside], self.hi[i])
+
+
+def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: list[tuple[int, int, int]], host: str,
+            names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]] | None:
+    """(the steps' values, the kernels per step) as readers/_series._in_sql gives them; None: measure in SQL."""
+    try:
+        steps = _Steps(spans)
+        pids = _Codes()
+        values, kernels = _gpu_side(conn, gpu, steps, pids, names)
+        if api and host != "none":
+            _host_side(conn, api, steps, pids, values, whole=host != "launch")
+    except _Odd:
+        return None
+    decoded = pids.values()
+    out = {(decoded[p], steps.n[i]): (*steps.bounds[steps.n[i]], vals) for (p, i), vals in values.items()}
+    return out, kernels
+
+
+def _read(conn: sqlite3.Connection, pid: str, columns: tuple[str, ...], rest: str, pids: _Codes,
+          coded: tuple[_Codes | None, ...]) -> list[np.ndarray]:
+    """The int64 columns of `SELECT pid, columns FROM rest`: the process's code, then each column's — its values'
+    codes where it has codes, else its values (every one an integer, else _Odd). A process id that is a constant
+    (one process per capture: our tracer, Kineto) is not read per row. Where every value is an integer (asked
+    first: one scan, no rows kept), each chunk of rows becomes one array at once; else column by column."""
+    const = pid == "NULL" or pid.isdigit()
+    cols, codes_of = (columns, coded) if const else ((pid, *columns), (pids, *coded))
+    other = " OR ".join(f"typeof({c}) != 'integer'" for c in cols)
+    ints = conn.execute(f"SELECT 1 FROM {rest} AND ({other}) LIMIT 1").fetchone() is None
+    parts: list[list[np.ndarray]] = [[] for _ in cols]
+    rows = 0
+    cur = conn.execute(f"SELECT {', '.join(cols)} FROM {rest}")
+    while chunk := cur.fetchmany(CHUNK):
+        rows += len(chunk)
+        if ints:
+            block = np.array(chunk, dtype=np.int64)
+            for j, (codes, out) in enumerate(zip(codes_of, parts)):
+                out.append(_near(block[:, j]) if codes is None else codes.code_ints(block[:, j]))
+        else:
+            for col, codes, out in zip(zip(*chunk), codes_of, parts):
+                out.append(_ints(col) if codes is None else codes.code(col))
+    read = [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
+    return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
+
+
+def _ints(col: tuple) -> np.ndarray:
+    a = np.array(col)  # floats, text, NULLs or integers past int64: another dtype
+    if a.dtype != np.int64:
+        raise _Odd
+    return _near(a)
+
+
+def _near(a: np.ndarray) -> np.ndarray:
+    """a, whose times are near enough to 0 for the unions' offsets not to overflow (else _Odd)."""
+    if len(a) and (a.min() < -_FAR or a.max() > _FAR):
+        raise _Odd
+    return a
+
+
+def _rows_of(table: str, steps: _Steps) -> str:
+    """FROM what: the table's rows that start within the steps, with sound times (readers/_series._SOUND)."""
+    return f'''{table} WHERE start >= {steps.first} AND start < {steps.last}
+              AND {_SOUND.format(s="start", e='"end"')}'''
+
+
+def _gpu_rows(conn: sqlite3.Connection, gpu: list[Gpu], steps: _Steps, pids: _Codes,
+              keys: _Codes) -> tuple[np.ndarray, ...]:
+    """(process code, step index, start, cut end, duration, kernel?, key code) of every GPU interval that starts in
+    a step, table by table."""
+    cols: list[list[np.ndarray]] = [[] for _ in range(7)]
+    for g in gpu:
+        p, s, e, key = _read(conn, g.pid, ("start", '"end"', g.name or "NULL"), _rows_of(g.table, steps), pids,
+                             (None, None, keys))
+        inside, i, cut = steps.assign(s, e)
+        s = s[inside]
+        for out, a in zip(cols, (p[inside], i, s, cut, e[inside] - s,
+                                 np.full(len(s), g.name is not None), key[inside])):
+            out.append(a)
+    return tuple(np.concatenate(c) for c in cols)
+
+
+def _gpu_side(conn: sqlite3.Connection, gpu: list[Gpu], steps: _Steps, pids: _Codes,
+              names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]]:
+    """({(process code, step index): values}, the kernels per step) of the GPU's work."""
+    keys = _Codes()
+    p, i, s, e, d, k, key = _gpu_rows(conn, gpu, steps, pids, keys)
+    if not len(s):
+        return {}, ()
+    decoded = keys.values()
+    named = names({decoded[c] for c in np.unique(key[k])})
+    group = p * len(steps.n) + i
+    o = _by_group(group, s)
+    group, s, e, d, k, key = group[o], s[o], e[o], d[o], k[o], key[o]
+    firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    launches = np.add.reduceat(k.astype(np.int64), firsts)
+    kernel_ns = np.add.reduceat(np.where(k, d, 0), firsts)
+    copy_ns = np.add.reduceat(np.where(k, 0, d), firsts)
+    values = {divmod(int(g), len(steps.n)): {"launches": int(a), "kernel_ns": int(b), "copy_ns": int(c),
+                                             "busy_ns": 0, "compute_busy_ns": 0}
+              for g, a, b, c in zip(group[firsts], launches, kernel_ns, copy_ns)}
+    if float(d.sum(dtype=np.float64)) >= _FAR:  # SQLite's SUM would overflow (and raise); numpy's would wrap
+        raise _Odd
+    busy = e > s
+    for g, ns in zip(*_unions(group[busy], s[busy], e[busy])):
+        values[divmod(int(g), len(steps.n))]["busy_ns"] = values[divmod(int(g), len(steps.n))][
+            "compute_busy_ns"] = int(ns)
+    comm = {c for c, v in enumerate(decoded) if v in named and may_communicate(named[v])
+            and classify(named[v]).family in COMMUNICATION_FAMILIES}
+    if comm:
+        for vals in values.values():
+            vals["compute_busy_ns"] = 0
+        # SQL's `key NOT IN (...)`: a kernel without a key (NULL) is left out too
+        keep = busy & (~k | (np.isin(key, sorted(comm), invert=True) & _not_null(key, decoded)))
+        for g, ns in zip(*_unions(group[keep], s[keep], e[keep])):
+            values[divmod(int(g), len(steps.n))]["compute_busy_ns"] = int(ns)
+    return values, _kernels(pids, steps, keys, group[k], key[k], d[k], named)
+
+
+def _not_null(key: np.ndarray, decoded: list) -> np.ndarray:
+    nulls = [c for c, v in enumerate(decoded) if v is None]
+    return np.isin(key, nulls, invert=True) if nulls else np.ones(len(key), dtype=bool)
+
+
+def _by_group(group: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The order of the rows by (group, start): two stable sorts (rows come nearly in start order: quick)."""
+    o = np.argsort(s, kind="stable")
+    return o[np.argsort(group[o], kind="stable")]
+
+
+def _unions(group: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each group, the length of the union of its [s, e)) of rows sorted by (group, s), each with e > s. A row opens
+    an island where it starts after every earlier row of its group ended; each group's times are offset past the
+    previous group's, so one running maximum of the ends serves every group."""
+    if not len(s):
+        return group, s
+    first = np.r_[True, group[1:] != group[:-1]]
+    firsts = np.flatnonzero(first)
+    gi = np.cumsum(first) - 1
+    base = s[firsts][gi]  # each group's first start: times relative to it are >= 0
+    width = np.maximum.reduceat(e - base, firsts) + 1
+    if float(width.astype(np.float64).sum()) >= _FAR:
+        raise _Odd
+    offset = (np.cumsum(width) - width)[gi] - base
+    reach = np.maximum.accumulate(e + offset)
+    fresh = first.copy()
+    fresh[1:] |= s[1:] + offset[1:] > reach[:-1]
+    opens = np.flatnonzero(fresh)
+    lengths = np.maximum.reduceat(e, opens) - s[opens]
+    return group[firsts], np.add.reduceat(lengths, np.flatnonzero(first[opens]))
+
+
+def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: np.ndarray, d: np.ndarray,
+             named: dict) -> tuple[StepKernel, ...]:
+    """The kernels per (process, step, name), in the order of the SQL's GROUP BY process, step, key (SQLite's
+    order of values: NULL, numbers, text, blobs) merged by name."""
+    if not len(key):
+        return ()
+    pid_rank, key_rank = _sqlite_ranks(pids.values()), _sqlite_ranks(keys.values())
+    n_rank = np.argsort(np.argsort(np.array(steps.n, dtype=np.int64), kind="stable"))
+    n_steps, n_keys = len(steps.n), len(key_rank)
+    if float(len(pid_rank)) * n_steps * n_keys >= _FAR:
+        raise _Odd
+    p, i = np.divmod(group, n_steps)
+    order_key = (pid_rank[p] * n_steps + n_rank[i]) * n_keys + key_rank[key]
+    triples, where = np.unique(order_key, return_inverse=True)
+    launches = np.bincount(where, minlength=len(triples))
+    o = np.argsort(where, kind="stable")
+    totals = np.add.reduceat(d[o], np.flatnonzero(np.r_[True, np.diff(where[o]) != 0]))
+    first = np.unique(where, return_index=True)[1]
+    pid_values, key_values = pids.values(), keys.values()
+    merged: dict[tuple, list[int]] = {}
+    for j, at in enumerate(first):
+        pid, n = pid_values[p[at]], steps.n[i[at]]
+        m = merged.setdefault((pid, n, named.get(key_values[key[at]]) or "<unnamed kernel>"), [0, 0])
+        m[0] += int(launches[j])
+        m[1] += int(totals[j])
+    return tuple(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
+
+
+def _sqlite_ranks(values: list) -> np.ndarray:
+    """Each value's rank (by code) in SQLite's order: NULL, then numbers, then text (by its bytes), then blobs."""
+    def order(v):
+        if v is None:
+            return (0, 0)
+        if isinstance(v, (int, float)):
+            return (1, v)
+        return (2, v) if isinstance(v, str) else (3, bytes(v))
+    ranks = np.zeros(len(values), dtype=np.int64)
+    ranks[sorted(range(len(values)), key=lambda c: order(values[c]))] = np.arange(len(values))
+    return ranks
+
+
+def _host_side(conn: sqlite3.Connection, api: list[Api], steps: _Steps, pids: _Codes, values: dict, *,
+               whole: bool) -> None:
+    """Add the host's CUDA-call time to values, as readers/_series._host_side does."""
+    kinds: list[str] = []
+    cols: list[list[np.ndarray]] = [[] for _ in range(5)]
+    for a in api:
+        keys = [k for (k,) in conn.execute(f"SELECT DISTINCT {a.key} FROM {a.table}")]
+        kind_of = {k: kind or "other" for k, kind in a.kinds(keys).items()}
+        codes = _Codes()
+        p, s, e, key = _read(conn, a.pid, ("start", '"end"', a.key), _rows_of(a.table, steps), pids,
+                             (None, None, codes))
+        names = [kind_of.get(v, "other") for v in codes.values()]
+        kinds += sorted(set(names) - set(kinds))
+        kind = np.array([kinds.index(x) for x in names], dtype=np.int64)[key] if len(key) else key
+        inside, i, cut = steps.assign(s, e)
+        for out, x in zip(cols, (p[inside], i, s[inside], cut, kind[inside])):
+            out.append(x)
+    p, i, s, e, kind = (np.concatenate(c) for c in cols)
+    busy = e > s
+    p, i, s, e, kind = p[busy], i[busy], s[busy], e[busy], kind[busy]
+    n_steps, n_kinds = len(steps.n), max(1, len(kinds))
+    group = (p * n_steps + i) * n_kinds + kind
+    o = _by_group(group, s)
+    by_kind: dict[tuple, dict[str, int]] = {}
+    for g, ns in zip(*_unions(group[o], s[o], e[o])):
+        step, c = divmod(int(g), n_kinds)
+        by_kind.setdefault(divmod(step, n_steps), {})[kinds[c]] = int(ns)
+    union: dict[tuple, int] = {}
+    if whole:
+        group = p * n_steps + i
+        o = _by_group(group, s)
+        union = {divmod(int(g), n_steps): int(ns) for g, ns in zip(*_unions(group[o], s[o], e[o]))}
+    for key in set(by_kind) | set(union):
+        values.setdefault(key, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0, "compute_busy_ns": 0})
+    for key, vals in values.items():
+        vals["api_ns"] = tuple(sorted(by_kind.get(key, {}).items()))
+        if whole:
+            vals["api_union_ns"] = union.get(key, 0)

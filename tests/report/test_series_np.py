@@ -1,0 +1,142 @@
+"""The per-step series measured in numpy (readers/_series_np.py) against the SQL it replaced (readers/_series._in_sql,
+kept as the reference and the fallback): the same StepSeries, to the order of its rows, from every real capture
+here, from generated Nsight Systems exports (several processes, NCCL kernels among the names, overlapping kernels),
+and from random small captures made to reach every branch (processes without an id, keys without a value, text and
+integer keys, zero-length and damaged rows, steps with equal starts and out of order); the unions against a
+brute-force union on random intervals."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks import generate
+from nvprof_wrap import readers
+from nvprof_wrap.readers import _series, _series_np
+from tests._paths import ROOT
+
+CAPTURES = sorted(p for d in (ROOT / "nvprof_wrap" / "samples", ROOT / "tests" / "data" / "h200_runs")
+                  for p in d.iterdir() if p.is_dir() and p.name not in ("triton_ptx", "verify_compile"))
+
+
+class Spy:
+    """Records whether the numpy path measured (not declined to the SQL)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.measured = self.declined = 0
+        real = _series_np.measure
+
+        def spy(*a, **k):
+            out = real(*a, **k)
+            self.measured += out is not None
+            self.declined += out is None
+            return out
+        monkeypatch.setattr(_series_np, "measure", spy)
+        monkeypatch.setattr(_series, "NUMPY_FROM", 0)  # the small captures here too
+
+
+def _both(monkeypatch, path: Path) -> tuple[list, list]:
+    """The series of each capture under path: in SQL, then in numpy."""
+    monkeypatch.setenv(_series.ENV_MAX, "-1")
+    out = []
+    for reference in (True, False):
+        monkeypatch.setattr(_series, "REFERENCE", reference)
+        out.append([readers.read(p).series for p, _ in readers.expand([path])])
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("folder", CAPTURES, ids=lambda p: p.name)
+def test_real_captures_get_the_sqls_series(monkeypatch, folder: Path) -> None:
+    spy = Spy(monkeypatch)
+    sql, fast = _both(monkeypatch, folder)
+    assert fast == sql
+    assert spy.declined == 0 and spy.measured == sum(s is not None for s in sql)
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+def test_generated_exports_get_the_sqls_series(monkeypatch, tmp_path: Path, processes: int) -> None:
+    """Kernels up to 400 µs long launched every 9 µs overlap; the generator's names include NCCL's kernels (the
+    random captures below and ddp_* above show them left out of the compute-only union)."""
+    cap = tmp_path / "nsys.sqlite"
+    generate.nsys(20_000, cap, processes=processes, devices=2)
+    spy = Spy(monkeypatch)
+    (sql,), (fast,) = _both(monkeypatch, cap)
+    assert fast == sql and spy.measured == 1
+    assert len({r.pid for r in sql.steps}) == processes
+    assert any(k.name.startswith("nccl") for k in sql.kernels)  # so the compute-only union ran (without them)
+
+
+# ---- random small captures, through _series.measure itself ----
+
+_NAMES = ["ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm *, unsigned long, ncclWork *)", "gemm_kernel",
+          "elementwise", "ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)", None]
+_KEY = st.one_of(st.sampled_from(_NAMES), st.integers(0, 3))
+_T = st.integers(0, 400)
+_ROW = st.tuples(st.sampled_from([None, 7, 9]), _T, st.integers(-5, 120), _KEY)
+_MARK = st.tuples(st.integers(0, 6), _T, st.integers(0, 60))
+
+
+def _capture(kernels, copies, calls, marks) -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:")
+    db.execute('CREATE TABLE k(pid, start, "end", name)')
+    db.execute('CREATE TABLE m(pid, start, "end")')
+    db.execute('CREATE TABLE c(pid, start, "end", id)')
+    db.execute("CREATE TABLE r(tid, s, e, name)")
+    db.executemany("INSERT INTO k VALUES (?, ?, ?, ?)", [(p, s, s + d, key) for p, s, d, key in kernels])
+    db.executemany("INSERT INTO m VALUES (?, ?, ?)", [(p, s, s + d) for p, s, d, _ in copies])
+    db.executemany("INSERT INTO c VALUES (?, ?, ?, ?)", [(p, s, s + d, key) for p, s, d, key in calls])
+    db.executemany("INSERT INTO r VALUES (1, ?, ?, ?)", [(s, s + d, f"step {n}") for n, s, d in marks])
+    return db
+
+
+def _kinds(keys: list) -> dict:
+    return {k: ("launch", "sync", None)[k % 3] if isinstance(k, int) else "alloc" for k in keys if k is not None}
+
+
+def _measure(db: sqlite3.Connection, marks: bool, host: str) -> _series.StepSeries | None:
+    gpu = [_series.Gpu("k", "pid", "name"), _series.Gpu("m", "pid")]
+    api = [_series.Api("c", "pid", "id", _kinds)]
+    return _series.measure(db, gpu, api, "SELECT tid, s, e, name FROM r" if marks else None, host,
+                           lambda keys: {k: k if isinstance(k, str) else f"kernel {k}" for k in keys})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ROW, max_size=40), st.lists(_ROW, max_size=8), st.lists(_ROW, max_size=30),
+       st.lists(_MARK, max_size=6), st.sampled_from(["all", "launch", "none"]))
+def test_random_captures_get_the_sqls_series(kernels, copies, calls, marks, host) -> None:
+    db = _capture(kernels, copies, calls, marks)
+    out = []
+    for reference in (True, False):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(_series, "REFERENCE", reference)
+            m.setattr(_series, "NUMPY_FROM", 0)
+            out.append(_measure(db, bool(marks), host))
+    assert out[1] == out[0]
+
+
+def test_a_time_that_is_not_an_integer_is_measured_in_sql(monkeypatch) -> None:
+    db = _capture([(1, 10, 5, "gemm_kernel"), (1, 12, 30, "elementwise")], [], [], [(0, 0, 100)])
+    db.execute("UPDATE k SET \"end\" = 40.5 WHERE start = 12")
+    spy = Spy(monkeypatch)
+    series = _measure(db, True, "none")
+    assert spy.declined == 1 and series is not None and sum(r.busy_ns for r in series.steps) == 30.5
+
+
+def _brute(intervals: list[tuple[int, int, int]]) -> dict[int, int]:
+    covered: dict[int, set[int]] = {}
+    for g, s, e in intervals:
+        covered.setdefault(g, set()).update(range(s, e))
+    return {g: len(ts) for g, ts in covered.items()}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(-50, 200), st.integers(1, 80)), max_size=60))
+def test_the_unions_are_the_covered_time(rows) -> None:
+    rows = sorted((g, s, s + d) for g, s, d in rows)
+    group, s, e = (np.array(c, dtype=np.int64) for c in zip(*rows)) if rows else [np.zeros(0, np.int64)] * 3
+    groups, totals = _series_np._unions(group, s, e)
+    assert dict(zip(groups.tolist(), totals.tolist())) == _brute(rows)
