@@ -143,8 +143,10 @@ def _timed(cmd: list[str], env: dict) -> tuple[float, float, float, str]:
         return wall, main_peak / 2**20, tree_peak / 2**20, out.read()
 
 
-def bench(folder: Path, workers: int, rounds: int, modes: list[str]) -> int:
-    """Each mode once per round, interleaved; the JSON reports must be equal."""
+def bench(folder: Path, workers: int, rounds: int, modes: list[str], save: Path | None = None,
+          expect: Path | None = None) -> int:
+    """Each mode once per round, interleaved; the JSON reports must be equal (to each other, and to the report in
+    ``expect``, saved by an earlier run with ``save``)."""
     env = dict(os.environ, NO_COLOR="1")
     env.pop("DASK_SCHEDULER_ADDRESS", None)
     report = [sys.executable, "-m", "nvprof_wrap", "report", str(folder), "--format", "json"]
@@ -178,6 +180,11 @@ def bench(folder: Path, workers: int, rounds: int, modes: list[str]) -> int:
               f"merge peak {statistics.median(t[1] for t in times[m]):6.0f} MB")
     first = json.loads(outputs[modes[0]])
     same = all(json.loads(o) == first for o in outputs.values())
+    if save:
+        save.write_text(outputs[modes[0]])
+    if expect:
+        same = same and json.loads(expect.read_text()) == first
+        print("equal to the saved report:", json.loads(expect.read_text()) == first)
     print("reports identical across modes:", same)
     outl = first.get("rank_outliers", [])
     print(f"outliers named ({len(outl)}):")
@@ -202,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     b.add_argument("--rounds", type=int, default=1)
     b.add_argument("--modes", default="serial,pool,dask")
+    b.add_argument("--save", type=Path, help="write the first mode's JSON report here")
+    b.add_argument("--expect", type=Path, help="a JSON report (--save) every mode's must equal")
     a = p.parse_args(argv)
     if a.what == "generate":
         t = time.perf_counter()
@@ -209,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         size = sum(q.stat().st_size for q in paths)
         print(f"{len(paths)} rank captures, {size / 2**20:.1f} MB, in {time.perf_counter() - t:.1f} s")
         return 0
-    return bench(a.folder, a.workers, a.rounds, a.modes.split(","))
+    return bench(a.folder, a.workers, a.rounds, a.modes.split(","), a.save, a.expect)
 
 
 if __name__ == "__main__":
