@@ -79,6 +79,7 @@ _WORDS = {"tc_share": "tensor-core share", "idle_share": "GPU idle", "comm_share
 def build(store: Store, communication: Iterable[str]) -> Ranks | None:
     """The ranks of the store's processes; None when fewer than two ranks are known."""
     communication = tuple(communication)
+    store.index_ranks()
     base = store.rank_rows(communication)
     if len(base) < 2:
         return None
