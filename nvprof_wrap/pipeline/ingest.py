@@ -238,6 +238,7 @@ def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.s
         return
     _one_version(store, identity)
     store.ingest(_ranked(result, path), identity, st, str(path.resolve()))
+    store.spill()  # many ranks: the merged aggregates on disk, not in memory
 
 
 # 'rank37-nsys.sqlite' (what `run` writes per rank), 'trace_rank_3.json', 'RUN/rank12/…': a capture of one process

@@ -109,6 +109,10 @@ _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these ta
 BUSY_TIMEOUT_S = 60
 
 
+# An in-memory store larger than this moves to a temporary file while captures are merged (Store.spill).
+SPILL_BYTES = 48 << 20
+
+
 class Store(Queries):
     """A run store on disk, or in memory for a one-off report.
 
@@ -121,6 +125,7 @@ class Store(Queries):
         self.path = Path(path) if path is not None else None
         self.mirror = mirror  # the run folder whose captures this store holds, exactly (ingest prunes the rest)
         self.rebuilt_from: Path | None = None
+        self.spilled: str | None = None  # the temporary folder an in-memory store moved to (spill)
         if self.path is None:
             self.db = sqlite_utils.Database(sqlite3.connect(":memory:"))
             self._prepare()
@@ -193,6 +198,38 @@ class Store(Queries):
 
     def close(self) -> None:
         self.db.conn.close()
+        if self.spilled is not None:
+            import shutil
+
+            shutil.rmtree(self.spilled, ignore_errors=True)
+            self.spilled = None
+
+    def spill(self, most: int = SPILL_BYTES) -> bool:
+        """An in-memory store past ``most`` bytes moves to a temporary file (SQLite's backup), so that merging many
+        ranks' aggregates holds SQLite's page cache, not every rank's rows, in memory (256 generated ranks: 32 MB of
+        aggregates). True when it moved. Between ingests only: temporary tables do not move."""
+        if self.path is not None or self.spilled is not None:
+            return False
+        conn = self.db.conn
+        if conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0] < most:
+            return False
+        from nvprof_wrap.system import tempdirs
+
+        folder = tempdirs.make("store")
+        disk = sqlite3.connect(os.path.join(folder, "store.sqlite"))
+        try:
+            conn.backup(disk)
+        except BaseException:
+            disk.close()
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        conn.close()
+        disk.execute("PRAGMA journal_mode=OFF")  # a scratch copy: nothing to recover after a crash
+        disk.execute("PRAGMA synchronous=OFF")
+        self.db, self.spilled = sqlite_utils.Database(disk), folder
+        return True
 
     # ------------------------------------------------------------------ ingest
     def has(self, identity: str) -> bool:

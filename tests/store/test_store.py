@@ -215,3 +215,27 @@ def test_a_store_written_by_an_older_reader_is_read_again_not_summed(tmp_path, c
     again = json.loads(capsys.readouterr().out)
     assert again["launches"] == fresh["launches"] == 10_532
     assert again["devices"][0]["busy_ns"] == fresh["devices"][0]["busy_ns"] > 1
+
+
+def test_a_big_in_memory_store_moves_to_a_temporary_file_and_gives_the_same_report(tmp_path):
+    """Many ranks' aggregates: past SPILL_BYTES the in-memory store goes to a temporary file (SQLite's backup)
+    while the merge goes on; the report is the same, and the file goes with the store."""
+    import nvprof_wrap as nw
+    from nvprof_wrap.pipeline import evidence
+    from nvprof_wrap.report import build
+
+    folder = tmp_path / "caps"
+    folder.mkdir()
+    for f in ("cupti-vm-5269.sqlite", "cupti-vm-5270.sqlite"):
+        shutil.copy(RUNS / "ddp_cupti" / f, folder / f)
+    want = nw.analyze(folder)
+    st = Store()
+    ingest(st, [folder], workers=1)
+    assert st.spill(most=10**12) is False and st.spilled is None
+    assert st.spill(most=0) is True and os.path.isfile(os.path.join(st.spilled, "store.sqlite"))
+    where = st.spilled
+    evidence.prepare(st, None)
+    got = build(st)
+    assert got.kernels == want.kernels and got.processes == want.processes and got.ranks == want.ranks
+    st.close()
+    assert not os.path.exists(where)
