@@ -20,12 +20,12 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
 from nvprof_wrap.readers import _window
+from nvprof_wrap.readers._series_tables import Api, Gpu
 from nvprof_wrap.readers._sqlite import EVERYTHING
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 
@@ -40,26 +40,6 @@ _NICE = (1, 2, 5)
 REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
 NUMPY_FROM = 10_000  # launches from which the numpy path measures (readers/_series_np.py): importing numpy costs
 # ~0.2 s, what the SQL costs for ~8k launches
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """A table of GPU work: kernels (name: the SQL of the name's key) or copies / sets (name None)."""
-
-    table: str
-    pid: str  # SQL of the process id
-    name: str | None = None
-
-
-@dataclass(frozen=True)
-class Api:
-    """A table of CUDA API calls: key is the SQL of what names the call (nameId, cbid); kinds maps those keys to
-    text/cuda_calls kinds."""
-
-    table: str
-    pid: str
-    key: str
-    kinds: Callable[[list], dict]
 
 
 def limit() -> int:

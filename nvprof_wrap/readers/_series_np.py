@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepKernel
+from nvprof_wrap.readers._series_tables import Api, Gpu
 from nvprof_wrap.system.limits import MAX_DURATION_NS
-
-if TYPE_CHECKING:
-    from nvprof_wrap.readers._series import Api, Gpu
 
 CHUNK = 65_536  # rows per fetchmany: the Python tuples of one chunk at a time
 _FAR = 1 << 62  # offsets and sums stay below this (int64's limit is 2^63)
