@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import signal
 import sqlite3
 import sys
@@ -117,4 +118,18 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 — a bug: one line and where to report it, exit 70 (not 1: a missed gate)
         return internal_error(e)
     finally:
+        if args.command in _JOBS:
+            _flush_or_leave(terminals)
         restore(previous)
+
+
+def _flush_or_leave(terminals: tuple[int, ...]) -> None:
+    """A job's command keeps the job's exit code even when its terminal hung up before the SIGHUP arrived: what is
+    still buffered for it would fail to flush at exit (EIO) and Python would exit 120 instead (seen under load)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            leave_terminal(terminals)
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - stands for the stream until exit

@@ -102,7 +102,7 @@ def test_to_pandas_is_one_frame_per_table_of_the_json(monkeypatch):
     rep = nvprof_wrap.analyze(SAMPLES / "keras_reuters_fp16")
     d = rep.to_dict()
     tables = ("kernels", "time_split", "devices", "processes", "ops", "scopes", "hardware", "hardware_checks",
-              "hardware_series", "series")
+              "hardware_series", "series", "ranks", "rank_outliers")
     try:
         import pandas  # noqa: F401
     except ImportError:
