@@ -11,13 +11,20 @@ from rich.text import Text
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.report import Report
-from nvprof_wrap.report.ranks import MIN_RANKS, OUTLIER_RATIO, OUTLIER_SHARE, RankOutlier, RankRow, Ranks, RankSpread
+from nvprof_wrap.report.ranks import (
+    MIN_RANKS,
+    OUTLIER_RATIO,
+    OUTLIER_SHARE,
+    WORDS,
+    RankOutlier,
+    RankRow,
+    Ranks,
+    RankSpread,
+)
 from nvprof_wrap.text.units import duration, pct
 
 ALL_ROWS = 16  # ranks shown one row each; more: the spread
 SHOWN_OUTLIERS = 10  # outlier lines in the terminal (all in JSON)
-WORDS = {"tc_share": "tensor-core share", "idle_share": "GPU idle", "comm_share": "communication",
-         "kernel_ns": "kernel time", "step_ns": "median step"}
 ROW_HEADS = ("rank", "launches", "kernel time", "tensor core", "TC precision", "communication", "GPU idle",
              "median step")
 

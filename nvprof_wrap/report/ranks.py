@@ -72,8 +72,9 @@ class Ranks:
 
 MEASURES = ("tc_share", "idle_share", "comm_share", "kernel_ns", "step_ns")
 _SHARES = ("tc_share", "idle_share", "comm_share")
-_WORDS = {"tc_share": "tensor-core share", "idle_share": "GPU idle", "comm_share": "communication",
-          "kernel_ns": "kernel time", "step_ns": "median step"}
+WORDS = {  # each measure in words (every renderer's too)
+    "tc_share": "tensor-core share", "idle_share": "GPU idle", "comm_share": "communication",
+    "kernel_ns": "kernel time", "step_ns": "median step"}
 
 
 def build(store: Store, communication: Iterable[str]) -> Ranks | None:
@@ -165,7 +166,7 @@ def _stands_out(measure: str, v: float, median: float, mad: float) -> bool:
 def _message(r: RankRow, s: RankSpread, rows: tuple[RankRow, ...], store: Store | None,
              communication: tuple[str, ...]) -> str:
     v = getattr(r, s.measure)
-    word = _WORDS[s.measure]
+    word = WORDS[s.measure]
     if s.measure in _SHARES:
         head = f"rank {r.rank}: {word} {100 * v:.1f}% vs median {100 * s.median:.1f}%"
     else:
