@@ -169,6 +169,49 @@ if [ "$PART" = F ]; then
   TAIL=12 t rep_attach $W report $R/f_cupti_attach_1
   grep -h "^iters " $LOG
 fi
+if [ "$PART" = G ]; then
+  # Session 11: the tracer's cost inside a window (candidate walk vs stepwise, against CUPTI's floor); whether
+  # per-callback launch records work when CUPTI is attached only once the window opens; nsys' options.
+  step "nsys' options that may cost outside a capture range"
+  $NSYS --version >> $LOG 2>&1
+  $NSYS profile --help 2>&1 | grep -E -A4 "cuda-event-trace|cuda-graph-trace|cudabacktrace|^ *-t, --trace=|cuda-flush-interval|cuda-memory-usage|capture-range=" | head -90 >> $LOG
+  step "in-process: the tracer inside a window vs CUPTI's floor; the candidate walk vs the stepwise one"
+  ( cd $REPO; PYTHONPATH=$REPO timeout 300 $V/python benchmarks/window_ab.py --steps 800 --rounds 5 >> $LOG 2>&1 )
+  step "attach mode: every API call recorded (default) vs per-callback launch records (NVPROF_WRAP_CUPTI_RUNTIME=1)"
+  N=$(nano 60)
+  for v in kinds cbids; do
+    if [ $v = cbids ]; then export NVPROF_WRAP_CUPTI_RUNTIME=1; fi
+    TAIL=6 t g_$v $W run --backend cupti --annotate torch --capture-steps 20:30 -o $R/g_$v -- $V/python train.py $N
+    unset NVPROF_WRAP_CUPTI_RUNTIME
+    $W report $R/g_$v --format json -o $S/g_$v.json >> $LOG 2>&1
+    for f in $R/g_$v/cupti-*.sqlite; do [ -f "$f" ] && $V/python -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(dict(c.execute(\"select key, value from meta where key in ('api_records','records')\")), {t: c.execute(f'select count(*) from {t}').fetchone()[0] for t in ('kernel','runtime','driver')})" "$f" >> $LOG 2>&1; done
+  done
+  $V/python $S/window_compare.py $S/g_kinds.json $S/g_cbids.json >> $LOG 2>&1
+fi
+if [ "$PART" = H ]; then
+  # Session 11: which nsys option costs outside a capture range: nanoGPT iteration times (window 100:120), rounds
+  # rotated, every variant pinned to the same cores (less drift between processes).
+  ITERS=${ITERS:-600}; ROUNDS=${ROUNDS:-3}
+  N="$(nano $ITERS) --log_interval=1"
+  PIN="taskset -c ${CORES:-2-9}"
+  EVT=""; $NSYS profile --help 2>&1 | grep -q -- "--cuda-event-trace" && EVT="--cuda-event-trace=false"
+  VARIANTS=(none nsys_full nsys_cuda_nvtx nsys_cuda)
+  for round in $(seq 1 $ROUNDS); do
+    for i in 0 1 2 3; do
+      [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-540} ] || { step "budget: round $round stopped"; break 2; }
+      v=${VARIANTS[$(( (i + round) % 4 ))]}; name=h_${v}_$round; out=$R/$name/stdout.log
+      case $v in
+        none) mkdir -p $R/$name; $PIN $V/python train.py $N > $out 2>&1 ;;
+        nsys_full) $PIN $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > /dev/null 2>&1 ;;
+        nsys_cuda_nvtx) NVPROF_WRAP_NSYS_TRACE=cuda,nvtx $PIN $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > /dev/null 2>&1 ;;
+        nsys_cuda) NVPROF_WRAP_NSYS_TRACE=cuda NVPROF_WRAP_NSYS_EXTRA="$EVT" $PIN $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > /dev/null 2>&1 ;;
+      esac
+      $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 >> $LOG 2>&1
+    done
+  done
+  echo "nsys_cuda extra: $EVT" >> $LOG
+  grep -h "^iters " $LOG
+fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"

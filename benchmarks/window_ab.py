@@ -9,7 +9,9 @@ every kernel tiny) in loops, rounds rotating the order:
   idle    — the tracer waiting for its window (CUPTI attached, no kind enabled): what a job pays outside the window;
   floor   — the window open (the tracer's kinds and launch-call records on) with every buffer handed back to CUPTI
             unread (cupti_trace._DISCARD): CUPTI's own cost for those kinds;
-  tracer  — the window open, records parsed and written to the capture file: what `run --capture-steps` costs inside.
+  tracer  — the window open, records parsed and written to the capture file: what `run --capture-steps` costs inside;
+  stepwise — the tracer with its buffers walked record by record (raw.FAST_WALK off: the walk before issue 27's
+            last change), to show what the candidate walk saves in the same process.
 Each loop opens the window (tracer.resume), runs, closes it (tracer.pause) and flushes, so the parsing and writing of
 its records are inside its time. Kernel launches per loop: counted from the capture file afterwards (kernel rows of
 one tracer loop). Prints per variant: median loop seconds, × idle, µs per launch over idle, the rounds; then tracer
@@ -35,9 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=7)
     a = p.parse_args(argv)
     out = tempfile.mkdtemp(prefix="window_ab-")
+    # idle mode: subscribed from the start (attach mode, the default, would subscribe only when a window opens)
     os.environ.update(NVPROF_WRAP_CUPTI_DIR=out, NVPROF_WRAP_CAPTURE="steps:1000000:1000001",
-                      NVPROF_WRAP_CAPTURE_BY="cupti")
+                      NVPROF_WRAP_CAPTURE_BY="cupti", NVPROF_WRAP_CUPTI_WINDOW="idle")
     from nvprof_wrap.tracer import cupti_trace as ct
+    from nvprof_wrap.tracer import raw
 
     ct.start()
     tracer = ct._STATE
@@ -56,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     def loop(variant: str) -> float:
         if variant != "idle":
             ct._DISCARD = variant == "floor"
+            raw.FAST_WALK = variant != "stepwise"
             assert tracer.resume() is None
         torch.cuda.synchronize()
         t = time.perf_counter()
@@ -69,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         ct._DISCARD = False
         return took
 
-    names = ["idle", "floor", "tracer"]
+    names = ["idle", "floor", "tracer", "stepwise"]
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(a.rounds):
         for i in range(len(names)):
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     with sqlite3.connect(path) as conn:
         kernels = conn.execute("SELECT COUNT(*) FROM kernel").fetchone()[0]
         meta = dict(conn.execute("SELECT key, value FROM meta"))
-    launches = kernels // a.rounds  # the tracer's loops are the only ones whose records were written
+    launches = kernels // (2 * a.rounds)  # the tracer's loops (both walks) are the only ones whose records were written
     idle = statistics.median(times["idle"])
     print(f"{torch.cuda.get_device_name()}, {meta.get('binding', '?')}; {meta.get('records')}; api records: "
           f"{meta.get('api_records')}; {a.steps} steps per loop, {launches:,} kernel launches per loop, "
@@ -92,9 +97,15 @@ def main(argv: list[str] | None = None) -> int:
         m = med[name] = statistics.median(times[name])
         print(f"| {name} | {m:.3f} | {m / idle:.3f} | {(m - idle) / max(launches, 1) * 1e6:.2f} | "
               f"{', '.join(f'{x:.3f}' for x in times[name])} |")
+    walked = tracer.parser.tables if tracer.parser is not None else None
+    if walked is not None:
+        print(f"\ncandidate walk: {walked.runs:,} runs taken whole, {walked.stepped:,} records stepped alone; "
+              f"{tracer.parser.slow_walks} buffers walked by libcupti")
     floor, ours = med["floor"] - idle, med["tracer"] - idle
     print(f"\ntracer over idle / floor over idle: {ours / floor:.2f}x (per launch {ours / launches * 1e6:.2f} vs "
           f"{floor / launches * 1e6:.2f} µs); tracer / floor loop time {med['tracer'] / med['floor']:.3f}")
+    step = med["stepwise"] - idle
+    print(f"stepwise walk over idle / floor over idle: {step / floor:.2f}x (per launch {step / launches * 1e6:.2f} µs)")
     os.remove(path)
     return 0
 

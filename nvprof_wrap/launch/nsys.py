@@ -2,12 +2,20 @@
 exported to SQLite once the job ended."""
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag, window_env
 from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.system import tools
+
+
+TRACE = "cuda,nvtx,cublas,cudnn"
+# For measuring what nsys' options cost (benchmarks/h200_window.sh G): --trace's value instead of TRACE, and more
+# `nsys profile` options (shell words) before the job's command. Not needed for any report.
+TRACE_VAR, EXTRA_VAR = "NVPROF_WRAP_NSYS_TRACE", "NVPROF_WRAP_NSYS_EXTRA"
 
 
 class Nsys:
@@ -34,8 +42,9 @@ class Nsys:
                               "/opt/nvidia/nsight-systems*, /usr/local/cuda*/bin and the copy inside Nsight Compute)")
         metrics = gpu_metrics_args(nsys, spec.gpu_metrics_hz) if spec.hardware else []
         window, env = capture_args(spec)
-        argv = [nsys, "profile", "--trace=cuda,nvtx,cublas,cudnn", "--sample=none", "--cpuctxsw=none", *metrics,
-                *window, "--force-overwrite=true", "--output", str(folder / f"{capture_tag()}nsys"), *spec.command]
+        argv = [nsys, "profile", f"--trace={os.environ.get(TRACE_VAR) or TRACE}", "--sample=none", "--cpuctxsw=none",
+                *metrics, *window, *shlex.split(os.environ.get(EXTRA_VAR, "")), "--force-overwrite=true", "--output",
+                str(folder / f"{capture_tag()}nsys"), *spec.command]
         return Plan(self.name, argv, env, tool=nsys, version=self.version(nsys))
 
     def collect(self, folder: Path, spec: RunSpec) -> list[str]:

@@ -25,7 +25,8 @@ from nvprof_wrap.tracer.ccupti import LIBRARY_ATTR
 
 BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for
 MAX_BUFFERS = 8  # at most 64 MiB in CUPTI's hands or being written; past that CUPTI drops records (counted)
-GALLOP_AFTER = 8  # records of one kind in a row before the rest of the run is found with numpy
+GALLOP_AFTER = 8  # records of one kind in a row before the rest of the run is found with numpy (stepwise walk)
+FAST_WALK = True  # False: every buffer walked stepwise (benchmarks/window_ab.py compares the two in one process)
 
 REQUESTED = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
                              ctypes.POINTER(ctypes.c_size_t))
@@ -173,9 +174,140 @@ def _c_string(address: int) -> str | None:
     return ctypes.string_at(address).decode("utf-8", "replace") or None
 
 
-def walk(mem: np.ndarray, valid: int, sizes: dict[int, int]) -> dict[int, np.ndarray] | None:
-    """Record offsets by kind; None when the headers do not add up (unknown kind, a record running past
-    validSize): the caller then walks with libcupti. A Python loop reads record heads one by one until a
+# Where a record of each kind keeps two timestamps, in 8-byte slots from its start (layouts.py: start and end; a
+# marker has one). A position whose kind word names such a kind and whose timestamps lie near the buffer's own
+# clock is a candidate record start; walk() checks that the candidates chain from record to record.
+_STAMPS = {L.RUNTIME: (1, 2), L.DRIVER: (1, 2), L.KERNEL: (2, 3), L.CONCURRENT_KERNEL: (2, 3), L.MEMCPY: (2, 3),
+           L.MEMCPY2: (2, 3), L.MEMSET: (2, 3), L.MARKER: (1, 1)}
+STAMPS_BEFORE, STAMPS_AFTER = 3600 * 10**9, 7 * 86400 * 10**9  # around the buffer's first timestamp, in ns
+FIRST_STAMP_WITHIN = 64  # records stepped from the buffer's start to find its first timestamp
+
+
+class _Tables:
+    """Per kind (indexed by the kind word, clipped): record size in slots, and the slots of its two timestamps
+    (0: not a kind walk() finds by candidates — it steps over those one by one)."""
+
+    def __init__(self, sizes: dict[int, int]) -> None:
+        top = max(sizes) + 2
+        self.top = top - 1  # kind words past the table's end land here: no kind
+        self.slots = np.zeros(top, np.int64)
+        self.first, self.second = np.zeros(top, np.int64), np.zeros(top, np.int64)
+        self.stamped = np.zeros(256, bool)  # by a kind word's first byte: may be a kind with timestamps
+        self.runs = self.stepped = 0  # what walks with these tables took whole and stepped alone (benchmarks)
+        self.ok = all(size % 8 == 0 and size > 0 for size in sizes.values())
+        for kind, size in sizes.items():
+            self.slots[kind] = size // 8
+            if kind in _STAMPS:
+                self.first[kind], self.second[kind] = _STAMPS[kind]
+                self.stamped[kind & 0xFF] = True
+
+
+def walk(mem: np.ndarray, valid: int, sizes: dict[int, int],
+         tables: _Tables | None = None) -> dict[int, np.ndarray] | None:
+    """Record offsets by kind, in buffer order; None when the headers do not add up (unknown kind, a record running
+    past validSize): the caller then walks with libcupti.
+
+    Records sit one after the other, each starting on an 8-byte slot with its kind, so the walk is a chain: the
+    next record starts one record size further. Stepping it in Python costs ~0.3 µs a record (RUNTIME and DRIVER
+    records, every API call of a windowed process, made that most of the tracer's cost there). Instead: every slot
+    whose kind word and timestamps look like a record's is a candidate (numpy, over the whole buffer); a run of
+    candidates each one record size after the one before is taken whole once its first is reached; where the chain
+    meets a record that is no candidate (a device record, a timestamp of 0), that record is stepped over alone. The
+    result is the exact chain from the buffer's start — a false candidate inside a record is never reached, only
+    where a reached record's size says the next one starts counts."""
+    t = tables or _Tables(sizes)
+    if not t.ok or valid % 8 or not FAST_WALK:
+        return _walk_stepwise(mem, valid, sizes)
+    n = valid // 8
+    if n == 0:
+        return {}
+    slots = mem[:valid].view("<u8")
+    kinds = slots.view("<u4")[::2]  # the first 4 bytes of a record are its kind
+    ref = _first_stamp(kinds, slots, sizes, n)
+    cand = nxt = np.zeros(0, np.int64)
+    if ref is not None:
+        cand, nxt = _candidates(mem, slots, kinds, valid, ref, t)
+    ends = np.flatnonzero(nxt[:-1] != cand[1:])  # a run of chained candidates ends at these
+    runs: list[np.ndarray] = []
+    singles: list[int] = []
+    pos, last = 0, len(cand) - 1
+    while pos < n:
+        i = int(np.searchsorted(cand, pos))
+        if i <= last and cand[i] == pos:
+            e = int(np.searchsorted(ends, i))
+            j = int(ends[e]) if e < len(ends) else last
+            runs.append(cand[i:j + 1])
+            pos = int(nxt[j])
+            continue
+        size = sizes.get(int(kinds[pos]))
+        if size is None:
+            return None
+        singles.append(pos)
+        pos += size // 8
+    if pos != n:
+        return None
+    t.runs, t.stepped = t.runs + len(runs), t.stepped + len(singles)
+    found = np.concatenate([*runs, np.array(singles, np.int64)]) if singles else (
+        np.concatenate(runs) if len(runs) > 1 else runs[0])
+    if singles and runs:
+        found.sort()
+    of_kind = kinds[found]
+    present = np.flatnonzero(np.bincount(np.minimum(of_kind, t.top), minlength=t.top + 1))
+    return {int(kind): found[of_kind == kind] * 8 for kind in present if int(kind) in sizes}
+
+
+def _candidates(mem: np.ndarray, slots: np.ndarray, kinds: np.ndarray, valid: int, ref: int,
+                t: _Tables) -> tuple[np.ndarray, np.ndarray]:
+    """Slots that look like record starts (kind word of a timestamped kind, both timestamps near ``ref``, the record
+    inside the buffer) and that some other candidate ends at, with where each would end."""
+    n = len(slots)
+    lo, hi = np.uint64(max(ref - STAMPS_BEFORE, 0)), np.uint64(min(ref + STAMPS_AFTER, 2**64 - 1))
+    at = np.flatnonzero(t.stamped[mem[:valid:8]])  # by the kind word's first byte (a 256-entry table)
+    kk = np.minimum(kinds[at], t.top)
+    for stamp in (t.first, t.second):  # the first timestamp leaves few false candidates for the second
+        where = at + stamp[kk]
+        if len(where) and at[-1] + 3 >= n:  # a candidate in the buffer's last slots: its timestamps may lie past it
+            np.minimum(where, n - 1, out=where)
+        a = slots[where]
+        ok = a >= lo
+        ok &= a <= hi
+        at, kk = at[ok], kk[ok]
+    nxt = at + t.slots[kk]
+    ok = (nxt <= n) & (t.first[kk] > 0)
+    cand, nxt = at[ok], nxt[ok]
+    # A true record is where the record before it ends; a false candidate (a slot inside a record that looks like
+    # one: Kernel's partitionedGlobalCacheRequested is a small number followed by its end and completed timestamps)
+    # is almost never where another candidate ends. Keeping only the candidates some candidate ends at leaves runs
+    # that break only where the chain really meets a non-candidate (which walk() steps over alone).
+    ends_here = np.zeros(n + 1, bool)
+    ends_here[nxt] = True
+    ends_here[0] = True  # the buffer's first record
+    pointed = ends_here[cand]
+    return cand[pointed], nxt[pointed]
+
+
+def _first_stamp(kinds: np.ndarray, slots: np.ndarray, sizes: dict[int, int], n: int) -> int | None:
+    """The first plausible timestamp of the buffer (the records' clock), stepping from its start."""
+    pos = 0
+    for _ in range(FIRST_STAMP_WITHIN):
+        if pos >= n:
+            return None
+        kind = int(kinds[pos])
+        size = sizes.get(kind)
+        if size is None or size % 8:
+            return None
+        stamps = _STAMPS.get(kind)
+        if stamps is not None and pos + stamps[1] < n:
+            value = int(slots[pos + stamps[0]])
+            if 0 < value < 2**63:
+                return value
+        pos += size // 8
+    return None
+
+
+def _walk_stepwise(mem: np.ndarray, valid: int, sizes: dict[int, int]) -> dict[int, np.ndarray] | None:
+    """The walk one record head at a time (the reference walk() is tested against, and what it does where record
+    sizes are not whole slots). A Python loop reads record heads one by one until a
     pattern shows, GALLOP_AFTER records of one kind in a row or as many pairs of two kinds alternating (API
     and kernel records); numpy then finds where the pattern ends in a few strided steps."""
     heads = memoryview(mem[:valid]).cast("I")  # the first 4 bytes of a record are its kind
@@ -278,6 +410,7 @@ class Parser:
         # {RUNTIME or DRIVER: the callback ids kept}: where CUPTI records every API call (a windowed process), only
         # the launch calls are written — the records per-callback enabling would have given (cupti_trace.py)
         self.keep_cbids: dict[int, np.ndarray] = {}
+        self.tables = _Tables(sizes)
         self._by_kind: dict[int, Callable[[np.ndarray, np.ndarray, int], list[tuple]]] = {
             L.KERNEL: self._table, L.CONCURRENT_KERNEL: self._table, L.MEMCPY: self._table,
             L.MEMCPY2: self._table, L.MEMSET: self._table, L.RUNTIME: self._api, L.DRIVER: self._api,
@@ -286,7 +419,7 @@ class Parser:
     def parse(self, address: int, valid: int) -> tuple[list[tuple], int]:
         """(items, records) of the buffer at address with valid bytes."""
         mem = np.ctypeslib.as_array((ctypes.c_uint8 * valid).from_address(address)) if valid else np.zeros(0, np.uint8)
-        offsets = walk(mem, valid, self.sizes)
+        offsets = walk(mem, valid, self.sizes, self.tables)
         if offsets is None:
             self.slow_walks += 1
             offsets, skipped = walk_fallback(self.lib, address, valid, self.sizes)

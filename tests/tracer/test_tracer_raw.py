@@ -19,6 +19,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nvprof_wrap.tracer import layouts as L
 from nvprof_wrap.tracer import raw
@@ -472,3 +474,85 @@ def test_the_writer_turns_column_items_into_rows(tmp_path: Path) -> None:
     cap = read(Path(w.final_path))
     assert [(k["start"], k["end"], k["name"]) for k in cap["kernel"]] == [(10, 15, "_Z1kv"), (20, None, None)]
     assert cap["nvtx"] == [{"start": 5, "end": 50, "name": "step", "domain": None, "tid": 77}]
+
+
+# ------------------------------------------------------- the candidate walk against the stepwise one
+
+NOW = 1_764_000_000_000_000_000  # a CUPTI timestamp of late 2025, in ns
+
+
+def adversarial_buffer(rng: np.random.Generator, n: int, sizes: dict[int, int], *,
+                       lookalikes: float) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """n records of random kinds, every field random, a share of 8-byte slots made to look like record starts
+    (a kind word followed by timestamps near NOW), timestamps sometimes 0 or unknown (all ones). Returns the buffer
+    and the (offset, kind) chain a walk must find."""
+    kinds = sorted(sizes)
+    out, chain, pos = [], [], 0
+    for _ in range(n):
+        kind = int(rng.choice(kinds))
+        size = sizes[kind]
+        rec = rng.integers(0, 2**63, size // 8, dtype=np.uint64)
+        for slot in range(1, size // 8):
+            if rng.random() < lookalikes:  # a slot that looks like a record start, with its timestamps after it
+                rec[slot] = np.uint64(int(rng.choice(kinds)) | int(rng.integers(0, 2**32)) << 32)
+                for after in (1, 2, 3):
+                    if slot + after < size // 8:
+                        rec[slot + after] = np.uint64(NOW + int(rng.integers(0, 10**9)))
+        stamps = raw._STAMPS.get(kind, ())
+        how = rng.random()
+        for slot in set(stamps):
+            rec[slot] = np.uint64(0 if how < 0.05 else 2**64 - 1 if how < 0.1 else NOW + int(rng.integers(0, 10**9)))
+        rec[0] = np.uint64(kind | int(rng.integers(0, 2**32)) << 32)
+        out.append(rec)
+        chain.append((pos, kind))
+        pos += size
+    return np.concatenate(out).view(np.uint8), chain
+
+
+@settings(max_examples=120, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 400), lookalikes=st.sampled_from([0.0, 0.02, 0.3, 1.0]),
+       version=st.sampled_from(VERSIONS))
+def test_the_candidate_walk_finds_exactly_the_chain(seed: int, n: int, lookalikes: float, version: str) -> None:
+    """However many slots inside records look like records (Kernel's partitionedGlobalCacheRequested followed by
+    its end and completed timestamps does, in every real kernel record), the walk returns the chain the records'
+    sizes give from the buffer's start, as the stepwise walk does; a buffer whose chain does not end at its end
+    (an unknown kind, a last record cut short) is refused by both."""
+    sizes = sizes_for(version)
+    rng = np.random.default_rng(seed)
+    mem, chain = adversarial_buffer(rng, n, sizes, lookalikes=lookalikes)
+    want = {k: np.array([o for o, kind in chain if kind == k]) for k in {kind for _, kind in chain}}
+    for tables in (None, raw._Tables(sizes)):
+        got = raw.walk(mem, len(mem), sizes, tables)
+        assert got is not None and got.keys() == want.keys()
+        assert all(np.array_equal(got[k], want[k]) for k in want)
+    step = raw._walk_stepwise(mem, len(mem), sizes)
+    assert step is not None and all(np.array_equal(step[k], want[k]) for k in want)
+    cut = len(mem) - 8
+    assert raw.walk(mem, cut, sizes) is None and raw._walk_stepwise(mem, cut, sizes) is None
+    unknown = mem.copy()
+    unknown.view("<u4")[chain[-1][0] // 4] = 99  # the last record's kind: none the walk knows
+    assert raw.walk(unknown, len(mem), sizes) is None and raw._walk_stepwise(unknown, len(mem), sizes) is None
+
+
+def test_a_real_looking_buffer_is_walked_in_one_run() -> None:
+    """Records as a windowed process's buffers hold them (RUNTIME and DRIVER records around each launch, kernels
+    with the fields CUPTI fills): one run taken whole, no record stepped alone, as the stepwise walk finds them."""
+    recs, cid = [], 0
+    for i in range(500):
+        for kind in (5, 5, 5, 4, 4, 4, 5):
+            cid += 1
+            recs.append(SimpleNamespace(kind=kind, cbid=211 if kind == 5 else 307, start=NOW + i * 5000,
+                                        end=NOW + i * 5000 + 900, process_id=5, thread_id=4242,
+                                        correlation_id=cid, return_value=0))
+        recs.append(kernel_record(i, start=NOW + i * 5000 + 1000, end=NOW + i * 5000 + 3000, correlation_id=cid,
+                                  partitioned_global_cache_requested=1, partitioned_global_cache_executed=1,
+                                  completed=NOW + i * 5000 + 3000, device_id=0, stream_id=7))
+    buf, valid = build("13.0", recs)
+    sizes = sizes_for("13.0")
+    mem = np.frombuffer(buf, np.uint8)
+    tables = raw._Tables(sizes)
+    got = raw.walk(mem, valid, sizes, tables)
+    step = raw._walk_stepwise(mem, valid, sizes)
+    assert got.keys() == step.keys() == {4, 5, 10}
+    assert all(np.array_equal(got[k], step[k]) for k in got) and len(got[10]) == 500
+    assert (tables.runs, tables.stepped) == (1, 0)
