@@ -11,7 +11,6 @@ from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag, window_env
 from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.system import tools
 
-
 TRACE = "cuda,nvtx,cublas,cudnn"
 # For measuring what nsys' options cost (benchmarks/h200_window.sh G): --trace's value instead of TRACE, and more
 # `nsys profile` options (shell words) before the job's command. Not needed for any report.

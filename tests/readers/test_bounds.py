@@ -563,10 +563,13 @@ def _terminate_while_reading(target: Path, tmp: Path, signum: int, folders: int,
     """`report target` with its own TMPDIR, sent ``signum`` once ``folders`` temporary folders exist in it (under
     ``nohup``: SIGHUP ignored from the start, as `nohup nvprof-wrap report ...` starts it)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), "NVPROF_WRAP_HISTORY": "off"}
-    hangup = signal.SIG_IGN if nohup else signal.SIG_DFL
-    p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "report", str(target), "--format", "json"], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGHUP, hangup))
+    # an ignored signal stays ignored across exec, any other starts at its default: set ours for the child's start
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN if nohup else signal.SIG_DFL)
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "report", str(target), "--format", "json"],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGHUP, before)
     deadline = time.time() + 60
     while time.time() < deadline and len(list(tmp.iterdir())) < folders and p.poll() is None:
         time.sleep(0.005)
