@@ -212,6 +212,32 @@ if [ "$PART" = H ]; then
   echo "nsys_cuda extra: $EVT" >> $LOG
   grep -h "^iters " $LOG
 fi
+if [ "$PART" = I ]; then
+  # Session 11, the issue's "done when": `run --capture-steps 100:120` (default options: the hardware sampler on) on
+  # nanoGPT, 1,000 steps, unprofiled / cupti / nsys, ROUNDS rounds rotated. Per run: nanoGPT's own iteration times
+  # (median outside the window, the window's edges, the slowest) and the job's wall time (manifest wall_s; the
+  # unprofiled job's as timed here), then the command's whole wall time.
+  step "in-process: the tracer inside a window vs CUPTI's floor, short loops, paired within rounds"
+  ( cd $REPO; PYTHONPATH=$REPO timeout 200 $V/python benchmarks/window_ab.py --steps 200 --rounds 16 >> $LOG 2>&1 )
+  ITERS=${ITERS:-1000}; ROUNDS=${ROUNDS:-4}
+  N="$(nano $ITERS) --log_interval=1"
+  VARIANTS=(none cupti nsys)
+  for round in $(seq 1 $ROUNDS); do
+    for i in 0 1 2; do
+      [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-540} ] || { step "budget: round $round stopped"; break 2; }
+      v=${VARIANTS[$(( (i + round) % 3 ))]}; name=i_${v}_$round; out=$R/$name/stdout.log
+      s=$EPOCHREALTIME
+      if [ $v = none ]; then mkdir -p $R/$name; $V/python train.py $N > $out 2>&1; job=$(awk "BEGIN{print $EPOCHREALTIME - $s}")
+      else $W run --backend $v --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1
+        job=$($V/python -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" $R/$name/manifest.json); fi
+      echo "command $name $(awk "BEGIN{print $EPOCHREALTIME - $s}")" >> $LOG
+      $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 --wall $job >> $LOG 2>&1
+    done
+  done
+  TAIL=14 t rep_i_cupti $W report $R/i_cupti_1
+  TAIL=14 t rep_i_nsys $W report $R/i_nsys_1
+  grep -h "^iters \|^command " $LOG
+fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"

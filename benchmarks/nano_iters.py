@@ -2,13 +2,16 @@
 from a job's output, split at a capture window: robust to the GPU machine's start-up noise, which moves whole-job wall
 times by ±20% between runs of one command.
 
-    python3 benchmarks/nano_iters.py LABEL STDOUT_FILE [--window 100:120]
+    python3 benchmarks/nano_iters.py LABEL STDOUT_FILE [--window 100:120] [--wall SECONDS]
 
-Prints: LABEL, iterations, their summed time (the training loop), the median iteration outside the window (after
-iteration 20: warm-up and the first-iteration CUDA set-up left out), and inside it.
+Prints one line: LABEL, iterations, their summed time (the training loop; after iteration 20: warm-up and the
+first-iteration CUDA set-up left out), the median iteration outside the window and inside it, the iterations at the
+window's edges (where a profiler starts and stops recording), the slowest iterations outside it, and the job's wall
+time when given.
 """
 from __future__ import annotations
 
+import argparse
 import re
 import statistics
 import sys
@@ -18,17 +21,27 @@ ITER = re.compile(r"^iter (\d+): loss [^,]+, time ([0-9.]+)ms")
 
 
 def main(argv: list[str]) -> int:
-    label, path = argv[0], Path(argv[1])
-    lo, hi = (int(x) for x in argv[3].split(":")) if len(argv) > 3 and argv[2] == "--window" else (-1, -1)
-    times = {int(m.group(1)): float(m.group(2)) for m in map(ITER.match, path.read_text().splitlines()) if m}
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("label")
+    p.add_argument("stdout", type=Path)
+    p.add_argument("--window", default="-1:-1")
+    p.add_argument("--wall", type=float)
+    a = p.parse_args(argv)
+    lo, hi = (int(x) for x in a.window.split(":"))
+    times = {int(m.group(1)): float(m.group(2)) for m in map(ITER.match, a.stdout.read_text().splitlines()) if m}
     if not times:
-        print(f"{label}: no iteration times in {path}")
+        print(f"{a.label}: no iteration times in {a.stdout}")
         return 1
-    outside = [t for i, t in times.items() if i > 20 and not lo <= i < hi]
+    outside = {i: t for i, t in times.items() if i > 20 and not lo <= i < hi}
     inside = [t for i, t in times.items() if lo <= i < hi]
-    print(f"iters {label}: {len(times)} iterations, loop {sum(times.values()) / 1000:.2f} s (after 20: "
+    edges = ", ".join(f"{i}: {times[i]:.1f}" for i in (lo - 1, lo, hi - 1, hi, hi + 1) if i in times)
+    slowest = ", ".join(f"{i}: {t:.1f}" for i, t in sorted(outside.items(), key=lambda it: -it[1])[:3])
+    print(f"iters {a.label}: {len(times)} iterations, loop {sum(times.values()) / 1000:.2f} s (after 20: "
           f"{sum(t for i, t in times.items() if i > 20) / 1000:.2f} s), median outside the window "
-          f"{statistics.median(outside):.2f} ms" + (f", inside {statistics.median(inside):.2f} ms" if inside else ""))
+          f"{statistics.median(outside.values()):.2f} ms" + (f", inside {statistics.median(inside):.2f} ms" if inside
+                                                              else "")
+          + (f"; edges (ms) {edges}" if lo >= 0 else "") + f"; slowest outside {slowest}"
+          + (f"; wall {a.wall:.2f} s" if a.wall is not None else ""))
     return 0
 
 

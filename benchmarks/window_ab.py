@@ -12,6 +12,7 @@ every kernel tiny) in loops, rounds rotating the order:
   tracer  — the window open, records parsed and written to the capture file: what `run --capture-steps` costs inside;
   stepwise — the tracer with its buffers walked record by record (raw.FAST_WALK off: the walk before issue 27's
             last change), to show what the candidate walk saves in the same process.
+Prints the ratios per round too (the loops of a round ran side by side: the machine drifts between rounds).
 Each loop opens the window (tracer.resume), runs, closes it (tracer.pause) and flushes, so the parsing and writing of
 its records are inside its time. Kernel launches per loop: counted from the capture file afterwards (kernel rows of
 one tracer loop). Prints per variant: median loop seconds, × idle, µs per launch over idle, the rounds; then tracer
@@ -106,6 +107,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{floor / launches * 1e6:.2f} µs); tracer / floor loop time {med['tracer'] / med['floor']:.3f}")
     step = med["stepwise"] - idle
     print(f"stepwise walk over idle / floor over idle: {step / floor:.2f}x (per launch {step / launches * 1e6:.2f} µs)")
+    # The machine drifts by 10-30% between loops of one process: the loops of a round ran next to each other, so
+    # ratios taken within a round, then their median, are what says more than the medians above.
+    per_round = [((times["tracer"][r] - times["idle"][r]) / (times["floor"][r] - times["idle"][r]),
+                  times["tracer"][r] / times["floor"][r], times["stepwise"][r] / times["tracer"][r])
+                 for r in range(a.rounds) if times["floor"][r] > times["idle"][r]]
+    if per_round:
+        over, loops, walks = (statistics.median(x) for x in zip(*per_round))
+        print(f"paired within rounds ({len(per_round)} of {a.rounds}: floor above idle), medians: tracer over idle / "
+              f"floor over idle {over:.2f}x; tracer / floor loop time {loops:.3f}; stepwise / tracer loop time "
+              f"{walks:.3f}")
     os.remove(path)
     return 0
 

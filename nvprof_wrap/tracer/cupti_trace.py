@@ -318,6 +318,9 @@ class Tracer(CuptiSetup):
         mode = os.environ.get(ENV_WRITER, "auto")
         if not isinstance(self.writer, Writer) or mode == "inline" or self.fork_child or "writer" in self.notes:
             return
+        if mode != "process" and (self.window == "idle" or self.finalizing):
+            return  # the window closed or the process ends: few buffers will follow, and one write here is cheaper
+            # than starting a process at the window's edge (where the job waits for it)
         if mode != "process" and records < HAND_OVER_RECORDS:
             return
         from nvprof_wrap.tracer import sink

@@ -165,7 +165,7 @@ print("done", flush=True)
 
 
 def _job(tmp_path: Path, spec: str, steps: int = 6, by: str = "cupti", job: str = JOB,
-         torch: str = TORCH, **extra: str) -> tuple[subprocess.CompletedProcess, Path]:
+         torch: str = TORCH, binding: str = "python", **extra: str) -> tuple[subprocess.CompletedProcess, Path]:
     (tmp_path / "torch").mkdir(exist_ok=True)
     (tmp_path / "torch" / "__init__.py").write_text(torch)
     run = tmp_path / "run"
@@ -173,7 +173,7 @@ def _job(tmp_path: Path, spec: str, steps: int = 6, by: str = "cupti", job: str 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NVPROF_WRAP_", "FAKE_CUPTI", "NVTX_", "CUDA_"))}
     env.update(PYTHONPATH=os.pathsep.join(map(str, [INJECT, ROOT, tmp_path, FAKES])), NVPROF_WRAP_CUPTI_DIR=str(run),
                NVPROF_WRAP_RUN_DIR=str(run), NVPROF_WRAP_CAPTURE=spec, NVPROF_WRAP_CAPTURE_BY=by,
-               NVPROF_WRAP_ANNOTATE="steps", NVPROF_WRAP_CUPTI_BINDING="python",
+               NVPROF_WRAP_ANNOTATE="steps", NVPROF_WRAP_CUPTI_BINDING=binding,
                STAND_IN_LOG=str(tmp_path / "nvtx.jsonl"), **extra)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(job.format(steps=steps))], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
@@ -224,6 +224,18 @@ def test_a_window_subscribes_only_while_it_is_open(tmp_path):
     cap = _capture(run)
     assert cap["kernels"] == ["_Z7kernel2v"] * 3 + ["_Z7kernel3v"] * 3 and cap["runtime"] == [211] * 6
     assert cap["meta"]["exit"] == "window closed"
+
+
+def test_the_buffers_a_closing_window_flushes_are_written_in_the_job_not_by_a_new_process(tmp_path):
+    """A window's records mostly arrive in the flush at its close. A buffer that full once started the writer
+    process (sink.py) there — the job waited for a new interpreter at the window's edge to write one buffer. Now
+    the writer process is started only while the window records (raw buffers)."""
+    job = JOB.replace('for _ in range(3):', 'for _ in range(12_000 if step == 1 else 3):')
+    proc, run = _job(tmp_path, "steps:1:2", steps=3, job=job)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    cap = _capture(run)
+    assert cap["meta"]["records"].startswith("raw buffers") and len(cap["kernels"]) == 12_000
+    assert "writer" not in cap["meta"]  # written here: no process was started
 
 
 def test_a_process_whose_window_never_opens_writes_no_capture(tmp_path):
