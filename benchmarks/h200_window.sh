@@ -238,6 +238,26 @@ if [ "$PART" = I ]; then
   TAIL=14 t rep_i_nsys $W report $R/i_nsys_1
   grep -h "^iters \|^command " $LOG
 fi
+if [ "$PART" = J ]; then
+  # Session 11: what the window's edges hold the job (windows.jsonl held_ms, measured by the job's process), under
+  # cupti and nsys (GPU metrics on, the default, and off): is nsys' ~3 s at the close its GPU-metrics sampler?
+  N="$(nano ${ITERS:-1000}) --log_interval=1"
+  for v in none cupti nsys nsys_nohw; do
+    [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-240} ] || { step "budget: $v not run"; break; }
+    name=j_$v; out=$R/$name/stdout.log; s=$EPOCHREALTIME
+    case $v in
+      none) mkdir -p $R/$name; $V/python train.py $N > $out 2>&1; job=$(awk "BEGIN{print $EPOCHREALTIME - $s}") ;;
+      nsys_nohw) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+      *) $W run --backend $v --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+    esac
+    [ $v = none ] || job=$($V/python -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" $R/$name/manifest.json)
+    $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 --wall $job >> $LOG 2>&1
+    [ -f $R/$name/windows.jsonl ] && grep -h '"open"\|"close"' $R/$name/windows.jsonl >> $LOG
+  done
+  TAIL=3 t rep_j_cupti $W report $R/j_cupti
+  TAIL=3 t rep_j_nsys $W report $R/j_nsys
+  grep -h "^iters \|held\|Capture window" $LOG | cut -c1-400
+fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"

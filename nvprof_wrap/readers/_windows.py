@@ -26,6 +26,7 @@ class Seen:
     last_step: int | None  # the last step any process began
     source: str | None  # what counted the steps: "step marks" | "optimizer steps" | "keras batches"
     problems: tuple[str, ...]  # "failed" events: why a window could not open or close
+    held_ms: float | None = None  # the longest any process was held opening and closing its window (None: unsaid)
 
 
 def summary(path: Path) -> Seen | None:
@@ -46,9 +47,12 @@ def summary(path: Path) -> Seen | None:
     if not by_process:
         return None
     opened = ended_inside = 0
-    open_steps, close_steps, last_steps, sources, problems = [], [], [], [], []
+    open_steps, close_steps, last_steps, sources, problems, held = [], [], [], [], [], []
     for events in by_process.values():
         kinds = [e["event"] for e in events]
+        edges = [e["held_ms"] for e in events if e["event"] in ("open", "close") and _is_ms(e.get("held_ms"))]
+        if edges:
+            held.append(sum(edges))
         if "open" in kinds:
             opened += 1
         for e in events:
@@ -70,5 +74,10 @@ def summary(path: Path) -> Seen | None:
                 problems.append(e["why"])
     return Seen(len(by_process), opened, min(open_steps) if open_steps else None,
                 max(close_steps) if close_steps else None, ended_inside, max(last_steps) if last_steps else None,
-                max(sorted(set(sources)), key=sources.count) if sources else None, tuple(dict.fromkeys(problems)))
+                max(sorted(set(sources)), key=sources.count) if sources else None, tuple(dict.fromkeys(problems)),
+                max(held) if held else None)
+
+
+def _is_ms(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9
 

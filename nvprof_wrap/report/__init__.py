@@ -173,6 +173,9 @@ class CaptureScope:
     job_steps: int | None = None  # the steps the job ran (all of them, not the window's)
     source: str | None = None  # what counted the steps: "step marks" | "optimizer steps" | "keras batches"
     problems: tuple[str, ...] = ()
+    # the longest a process was held opening and closing its window, in seconds (None: its processes did not say):
+    # what the profiler cost at the window's edges, on the job's own thread for a steps window
+    held_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -561,8 +564,10 @@ def capture_line(c: CaptureScope | None) -> str | None:
         counted = job = ""
     some = (f"; it opened in {c.opened} of {c.processes} processes" if 0 < c.opened < c.processes else "")
     problems = f"; {'; '.join(c.problems[:2])}" if c.problems else ""
-    return (f"Capture window: {what} (run {c.option}{counted}{job}{some}{problems}) — only what ran inside it was "
-            "recorded; the job's exit and health are of all of it")
+    held = f"; opening and closing it held the job {c.held_s:.2f} s" if c.held_s is not None and c.held_s >= 0.005 \
+        else ""
+    return (f"Capture window: {what} (run {c.option}{counted}{job}{some}{problems}{held}) — only what ran inside it "
+            "was recorded; the job's exit and health are of all of it")
 
 
 def jobs_line(groups: tuple[JobGroup, ...]) -> str | None:

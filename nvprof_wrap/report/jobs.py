@@ -249,12 +249,14 @@ def capture_scope(runs: list[tuple[Path, Manifest]]) -> CaptureScope | None:
     source = next((s.source for s in seen if s.source), None)
     opens = [s.open_step for s in seen if s.open_step is not None]
     closes = [s.close_step for s in seen if s.close_step is not None]
+    held = [s.held_ms for s in seen if s.held_ms is not None]
     # optimizer step N begins when the N-th optimizer.step() returns: N steps ran; 'step N' and batch N: N + 1
     steps = None if last is None else last if source == "optimizer steps" else last + 1
     return replace(scope, processes=sum(s.processes for s in seen), opened=sum(s.opened for s in seen),
                    open_step=min(opens) if opens else None, close_step=max(closes) if closes else None,
                    ended_inside=sum(s.ended_inside for s in seen), last_step=last, job_steps=steps, source=source,
-                   problems=tuple(dict.fromkeys(p for s in seen for p in s.problems)))
+                   problems=tuple(dict.fromkeys(p for s in seen for p in s.problems)),
+                   held_s=round(max(held) / 1e3, 4) if held else None)
 
 
 def never_opened(scope: CaptureScope | None) -> str | None:

@@ -21,8 +21,10 @@ begins, or when the process ends.
 
 Each process appends what happened to $NVPROF_WRAP_RUN_DIR/windows.jsonl, one JSON object per line, written with one
 O_APPEND write (lines of several processes never interleave): {"window": "steps:100:120", "pid", "host", "event":
-"open" | "close" | "end" | "failed", "unix_ns", "step", "source", "why"}. "end" comes at the process's exit with the
-last step seen; the report reads the file (readers/_windows.py).
+"open" | "close" | "end" | "failed", "unix_ns", "step", "source", "why", "held_ms"}. "end" comes at the process's exit
+with the last step seen; "held_ms" (open, close) is how long opening or closing held the thread that did it — for a
+steps window the job's own: the profiler's cost at the window's edges. The report reads the file
+(readers/_windows.py).
 
 Runs inside the user's process: standard library only, never raises into the job, says things only as single
 ``nvprof-wrap:`` lines on stderr.
@@ -252,7 +254,9 @@ class Controller:
     # -- open and close ----------------------------------------------------------------------------------
 
     def _open(self, step: int | None = None, source: str | None = None) -> None:
+        began = time.perf_counter()
         why = self.recorder.enable()
+        held = _ms_since(began)
         if why is not None:
             retry = "no CUDA context" in why or "not loaded the CUDA driver" in why or "not initialized" in why
             if not (retry and self.retry):  # said once
@@ -264,13 +268,14 @@ class Controller:
             _warn(f"the window could not open ({why}); nothing of this process is recorded")
             return
         self.state, self.opened = "open", True
-        self.record({"event": "open", "step": step, "source": source})
+        self.record({"event": "open", "step": step, "source": source, "held_ms": held})
 
     def _close(self, step: int | None = None, source: str | None = None, at: str | None = None) -> None:
         self.state = "closed"
+        began = time.perf_counter()
         why = self.recorder.disable()
-        self.record({"event": "close", "step": step, "source": source, **({"at": at} if at else {}),
-                     **({"why": why} if why else {})})
+        self.record({"event": "close", "step": step, "source": source, "held_ms": _ms_since(began),
+                     **({"at": at} if at else {}), **({"why": why} if why else {})})
 
     def end(self) -> None:
         """At the process's exit: close an open window, say the last step seen."""
@@ -285,6 +290,12 @@ class Controller:
                              "source": source, "step": self.last.get(source) if source else None})
         except Exception:
             pass
+
+
+def _ms_since(began: float) -> float:
+    """Milliseconds since ``began`` (perf_counter): how long opening or closing the window held the thread that
+    did it — the job's own thread for a steps window (the profiler's cost at the window's edges)."""
+    return round((time.perf_counter() - began) * 1e3, 3)
 
 
 def _writer(folder: str | None, spec: str) -> Callable[[dict], None]:

@@ -282,10 +282,16 @@ def test_run_capture_steps_reports_the_window_it_covers(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert {k["name"]: k["launches"] for k in report["kernels"]} == {"kernel2()": 3, "kernel3()": 3}
-    assert report["headline"] == [(
-        "Capture window: steps 2 to 3 (run --capture-steps 2:4, counted by optimizer steps; the job ran 6 steps) — "
-        "only what ran inside it was recorded; the job's exit and health are of all of it")]
     capture = report["capture"]
+    # what opening and closing the window cost the job, as its process measured it on its own thread
+    assert isinstance(capture["held_s"], float) and 0 < capture["held_s"] < 30
+    held = f"; opening and closing it held the job {capture['held_s']:.2f} s" if capture["held_s"] >= 0.005 else ""
+    assert report["headline"] == [(
+        f"Capture window: steps 2 to 3 (run --capture-steps 2:4, counted by optimizer steps; the job ran 6 steps{held})"
+        " — only what ran inside it was recorded; the job's exit and health are of all of it")]
+    events = _events(run)
+    assert [e["event"] for e in events] == ["open", "close", "end"]
+    assert capture["held_s"] == round((events[0]["held_ms"] + events[1]["held_ms"]) / 1e3, 4)
     assert (capture["kind"], capture["start"], capture["end"], capture["opened"], capture["processes"]) == \
         ("steps", 2, 4, 1, 1)
     assert report["job"]["steps"] == 6  # the job's steps, not the window's two
