@@ -179,6 +179,7 @@ def _c_string(address: int) -> str | None:
 # clock is a candidate record start; walk() checks that the candidates chain from record to record.
 _STAMPS = {L.RUNTIME: (1, 2), L.DRIVER: (1, 2), L.KERNEL: (2, 3), L.CONCURRENT_KERNEL: (2, 3), L.MEMCPY: (2, 3),
            L.MEMCPY2: (2, 3), L.MEMSET: (2, 3), L.MARKER: (1, 1)}
+_LAST_STAMP = max(slot for slots in _STAMPS.values() for slot in slots)
 STAMPS_BEFORE, STAMPS_AFTER = 3600 * 10**9, 7 * 86400 * 10**9  # around the buffer's first timestamp, in ns
 FIRST_STAMP_WITHIN = 64  # records stepped from the buffer's start to find its first timestamp
 
@@ -266,7 +267,7 @@ def _candidates(mem: np.ndarray, slots: np.ndarray, kinds: np.ndarray, valid: in
     kk = np.minimum(kinds[at], t.top)
     for stamp in (t.first, t.second):  # the first timestamp leaves few false candidates for the second
         where = at + stamp[kk]
-        if len(where) and at[-1] + 3 >= n:  # a candidate in the buffer's last slots: its timestamps may lie past it
+        if len(where) and at[-1] + _LAST_STAMP >= n:  # a candidate in the buffer's last slots: its timestamps may lie past it
             np.minimum(where, n - 1, out=where)
         a = slots[where]
         ok = a >= lo
