@@ -267,7 +267,7 @@ def _candidates(mem: np.ndarray, slots: np.ndarray, kinds: np.ndarray, valid: in
     kk = np.minimum(kinds[at], t.top)
     for stamp in (t.first, t.second):  # the first timestamp leaves few false candidates for the second
         where = at + stamp[kk]
-        if len(where) and at[-1] + _LAST_STAMP >= n:  # a candidate in the buffer's last slots: its timestamps may lie past it
+        if len(where) and at[-1] + _LAST_STAMP >= n:  # a candidate in the last slots: its stamps may lie past them
             np.minimum(where, n - 1, out=where)
         a = slots[where]
         ok = a >= lo
