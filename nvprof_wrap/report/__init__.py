@@ -564,8 +564,10 @@ def capture_line(c: CaptureScope | None) -> str | None:
         counted = job = ""
     some = (f"; it opened in {c.opened} of {c.processes} processes" if 0 < c.opened < c.processes else "")
     problems = f"; {'; '.join(c.problems[:2])}" if c.problems else ""
-    held = f"; opening and closing it held the job {c.held_s:.2f} s" if c.held_s is not None and c.held_s >= 0.005 \
-        else ""
+    held = ""
+    if c.held_s is not None and c.held_s >= 0.005:  # a seconds window opens and closes on its timer thread
+        held = (f"; opening and closing it held the job {c.held_s:.2f} s" if c.kind == "steps" else
+                f"; opening and closing it took {c.held_s:.2f} s on its timer thread")
     return (f"Capture window: {what} (run {c.option}{counted}{job}{some}{problems}{held}) — only what ran inside it "
             "was recorded; the job's exit and health are of all of it")
 

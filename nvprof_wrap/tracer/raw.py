@@ -225,9 +225,9 @@ def walk(mem: np.ndarray, valid: int, sizes: dict[int, int],
     slots = mem[:valid].view("<u8")
     kinds = slots.view("<u4")[::2]  # the first 4 bytes of a record are its kind
     ref = _first_stamp(kinds, slots, sizes, n)
-    cand = nxt = np.zeros(0, np.int64)
-    if ref is not None:
-        cand, nxt = _candidates(mem, slots, kinds, valid, ref, t)
+    if ref is None:  # no timestamp to find candidates by (none in the first records): the stepwise walk gallops
+        return _walk_stepwise(mem, valid, sizes)
+    cand, nxt = _candidates(mem, slots, kinds, valid, ref, t)
     ends = np.flatnonzero(nxt[:-1] != cand[1:])  # a run of chained candidates ends at these
     runs: list[np.ndarray] = []
     singles: list[int] = []

@@ -39,3 +39,17 @@ def test_without_held_times_or_with_damaged_ones_the_cost_is_unsaid(tmp_path):
                                           {"pid": 3, "event": "end", "step": 130, "held_ms": 50.0}])
     assert _windows.summary(bad).held_ms is None
     assert _windows.summary(tmp_path / "absent.jsonl") is None
+
+
+def test_the_window_line_says_what_the_edges_held_and_whose_thread():
+    """A steps window opens and closes on the job's own thread (the job waited); a seconds window on its timer's."""
+    from nvprof_wrap.report import CaptureScope, capture_line
+
+    steps = CaptureScope("steps", 100, 120, "--capture-steps 100:120", processes=1, opened=1, open_step=100,
+                         close_step=120, last_step=1000, job_steps=1000, source="optimizer steps", held_s=0.234)
+    assert "; opening and closing it held the job 0.23 s)" in capture_line(steps)
+    seconds = CaptureScope("seconds", 60, 70, "--capture-after 60 --capture-for 10", processes=1, opened=1,
+                           held_s=4.1)
+    assert "; opening and closing it took 4.10 s on its timer thread)" in capture_line(seconds)
+    quick = CaptureScope("steps", 100, 120, "--capture-steps 100:120", processes=1, opened=1, held_s=0.001)
+    assert "held" not in capture_line(quick)  # under 5 ms: not worth a word
