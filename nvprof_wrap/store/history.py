@@ -6,7 +6,8 @@ Where: $NVPROF_WRAP_HISTORY (a file), else $XDG_DATA_HOME/nvprof-wrap/history.sq
 written never fails the command that reports (one warning line at most, from the CLI).
 
 One row per run folder and scope: the whole captures ("whole"), or the part a `--steps` / `--window` report covered
-("steps 10:40", "window 30:90"), so that a steady-state report never overwrites the whole run's row. Times are ISO
+("steps 10:40", "window 30:90"), so that a steady-state report never overwrites the whole run's row; a run that
+recorded only a window of its job (`run --capture-steps 100:120`) is "capture steps 100:120", never "whole". Times are ISO
 8601 strings (UTC), precisions JSON arrays (how sqlite-utils stores a list), so that Datasette shows them as such.
 A history written before these (one row per folder, Unix seconds, "fp16 + bf16") is migrated when first opened.
 """
@@ -79,8 +80,15 @@ def precisions_list(value) -> list[str]:
 
 
 def scope_of(report) -> str:
+    """"whole"; "steps 10:40" / "window 30:90" for a report of part of the captures; "capture steps 100:120" /
+    "capture seconds 60:70" (… 60:end) for a run that recorded only that window of its job."""
     s = getattr(report, "scope", None)
-    return WHOLE if s is None else f"{s.kind} {s.start:g}:{s.end:g}"
+    if s is not None:
+        return f"{s.kind} {s.start:g}:{s.end:g}"
+    c = getattr(report, "capture", None)
+    if c is None:
+        return WHOLE
+    return f"capture {c.kind} {c.start:g}:{'end' if c.end is None else format(c.end, 'g')}"
 
 
 def _db(p: Path):

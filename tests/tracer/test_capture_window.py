@@ -304,6 +304,20 @@ def test_run_capture_steps_reports_the_window_it_covers(tmp_path):
     assert again.returncode == 0 and again.stdout.startswith("Capture window: steps 2 to 3"), again.stdout[:300]
 
 
+def test_a_windowed_runs_history_row_says_its_window_not_whole(tmp_path):
+    """The run history keyed a windowed run's report as "whole"; it covers the window only."""
+    proc, run = _run(tmp_path, "--capture-steps", "2:4", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    env = {**os.environ, "NVPROF_WRAP_HISTORY": str(tmp_path / "history.sqlite"), "PYTHONPATH": str(ROOT)}
+    for argv in (["report", str(run)], ["report", str(run), "--window", "0:1"]):
+        done = subprocess.run([sys.executable, "-m", "nvprof_wrap", *argv], capture_output=True, text=True, env=env,
+                              timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+    listed = subprocess.run([sys.executable, "-m", "nvprof_wrap", "runs", "--format", "json"], capture_output=True,
+                            text=True, env=env, timeout=60, check=False)
+    assert sorted(r["scope"] for r in json.loads(listed.stdout)) == ["capture steps 2:4", "window 0:1"]
+
+
 def test_run_whose_window_never_opens_says_why_and_exits_nonzero(tmp_path):
     proc, run = _run(tmp_path, "--capture-steps", "500:520", steps=3)
     assert proc.returncode == 1
