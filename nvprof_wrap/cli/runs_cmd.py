@@ -3,8 +3,8 @@
 The history is one SQLite database (sqlite-utils; browsable with Datasette): $NVPROF_WRAP_HISTORY, else
 $XDG_DATA_HOME/nvprof-wrap/history.sqlite or ~/.local/share/nvprof-wrap/history.sqlite; NVPROF_WRAP_HISTORY=off
 records nothing. One row per run folder and scope: a `report --steps 10:40` of a run is its own row ("steps 10:40"),
-beside the whole run's ("whole"); a run that recorded only a window of its job is "capture steps 100:120". `compare` accepts the names listed here (a name several folders carry: refused,
-give the folder).
+beside the whole run's ("whole"); a run that recorded only a window of its job is "capture steps 100:120".
+`compare` accepts the names listed here (a name several folders carry: refused, give the folder).
 
 examples:
   nvprof-wrap runs

@@ -7,8 +7,9 @@ written never fails the command that reports (one warning line at most, from the
 
 One row per run folder and scope: the whole captures ("whole"), or the part a `--steps` / `--window` report covered
 ("steps 10:40", "window 30:90"), so that a steady-state report never overwrites the whole run's row; a run that
-recorded only a window of its job (`run --capture-steps 100:120`) is "capture steps 100:120", never "whole". Times are ISO
-8601 strings (UTC), precisions JSON arrays (how sqlite-utils stores a list), so that Datasette shows them as such.
+recorded only a window of its job (`run --capture-steps 100:120`) is "capture steps 100:120", never "whole". Times
+are ISO 8601 strings (UTC), precisions JSON arrays (how sqlite-utils stores a list), so that Datasette shows them as
+such.
 A history written before these (one row per folder, Unix seconds, "fp16 + bf16") is migrated when first opened.
 """
 from __future__ import annotations
