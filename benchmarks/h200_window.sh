@@ -258,6 +258,17 @@ if [ "$PART" = J ]; then
   TAIL=3 t rep_j_nsys $W report $R/j_nsys
   grep -h "^iters \|held\|Capture window" $LOG | cut -c1-400
 fi
+if [ "$PART" = K ]; then
+  # Session 11: does nsys' cuProfilerStop (~3 s) hold the job if called from a helper thread? (NVPROF_WRAP_PROFILER_STOP)
+  N="$(nano ${ITERS:-300}) --log_interval=1"
+  NVPROF_WRAP_PROFILER_STOP=thread $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/k_nsys -- $V/python train.py $N > $R/k_nsys.txt 2>&1
+  echo "rc $?" >> $LOG; tail -3 $R/k_nsys.txt >> $LOG
+  $V/python $REPO/benchmarks/nano_iters.py k_nsys $R/k_nsys/stdout.log --window 100:120 >> $LOG 2>&1
+  grep -h '"open"\|"close"' $R/k_nsys/windows.jsonl >> $LOG
+  $W report $R/k_nsys --format json -o $S/k.json >> $LOG 2>&1
+  $V/python -c "import json,sys; r=json.load(open(sys.argv[1])); print('launches', sum(k['launches'] for k in r['kernels']), 'headline', r['headline'])" $S/k.json >> $LOG 2>&1
+  cat $LOG | tail -12
+fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"
