@@ -248,9 +248,8 @@ def walk(mem: np.ndarray, valid: int, sizes: dict[int, int],
     if pos != n:
         return None
     t.runs, t.stepped = t.runs + len(runs), t.stepped + len(singles)
-    found = np.concatenate([*runs, np.array(singles, np.int64)]) if singles else (
-        np.concatenate(runs) if len(runs) > 1 else runs[0])
-    if singles and runs:
+    found = np.concatenate([*runs, np.array(singles, np.int64)])
+    if singles:  # records stepped alone go back to their place in the buffer
         found.sort()
     of_kind = kinds[found]
     present = np.flatnonzero(np.bincount(np.minimum(of_kind, t.top), minlength=t.top + 1))
@@ -295,7 +294,7 @@ def _first_stamp(kinds: np.ndarray, slots: np.ndarray, sizes: dict[int, int], n:
             return None
         kind = int(kinds[pos])
         size = sizes.get(kind)
-        if size is None or size % 8:
+        if size is None:
             return None
         stamps = _STAMPS.get(kind)
         if stamps is not None and pos + stamps[1] < n:
