@@ -258,16 +258,113 @@ if [ "$PART" = J ]; then
   TAIL=3 t rep_j_nsys $W report $R/j_nsys
   grep -h "^iters \|held\|Capture window" $LOG | cut -c1-400
 fi
-if [ "$PART" = K ]; then
-  # Session 11: does nsys' cuProfilerStop (~3 s) hold the job if called from a helper thread? (NVPROF_WRAP_PROFILER_STOP)
-  N="$(nano ${ITERS:-300}) --log_interval=1"
-  NVPROF_WRAP_PROFILER_STOP=thread $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/k_nsys -- $V/python train.py $N > $R/k_nsys.txt 2>&1
-  echo "rc $?" >> $LOG; tail -3 $R/k_nsys.txt >> $LOG
-  $V/python $REPO/benchmarks/nano_iters.py k_nsys $R/k_nsys/stdout.log --window 100:120 >> $LOG 2>&1
-  grep -h '"open"\|"close"' $R/k_nsys/windows.jsonl >> $LOG
-  $W report $R/k_nsys --format json -o $S/k.json >> $LOG 2>&1
-  $V/python -c "import json,sys; r=json.load(open(sys.argv[1])); print('launches', sum(k['launches'] for k in r['kernels']), 'headline', r['headline'])" $S/k.json >> $LOG 2>&1
-  cat $LOG | tail -12
+if [ "$PART" = K ] || [ "$PART" = L ]; then
+  # Session 12: nsys' cuProfilerStop (~3 s) beside the job (a helper thread with the job's context: the default for
+  # nsys steps windows) against on the job's thread (NVPROF_WRAP_PROFILER_STOP=job) and unprofiled; ROUNDS rounds,
+  # order rotated. K: ITERS 400, each window's launches, steps, the stop's time and the report's window line; a window
+  # closing at the job's last step (the exit waits for the stop). L: ITERS 1000, the whole job's cost.
+  [ $PART = K ] && ITERS=${ITERS:-400} || ITERS=${ITERS:-1000}
+  N="$(nano $ITERS) --log_interval=1"
+  vs=(none job aside)
+  for round in $(seq 1 ${ROUNDS:-2}); do
+    for k in 0 1 2; do
+      [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-480} ] || { step "budget: round $round not run"; break 2; }
+      v=${vs[$(( (k + round - 1) % 3 ))]}; name=${PART,,}_${v}_$round; out=$R/$name/stdout.log; s=$EPOCHREALTIME
+      case $v in
+        none) mkdir -p $R/$name; $V/python train.py $N > $out 2>&1; job=$(awk "BEGIN{print $EPOCHREALTIME - $s}") ;;
+        job) NVPROF_WRAP_PROFILER_STOP=job $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+        aside) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+      esac
+      echo "rc $name $? command $(awk "BEGIN{print $EPOCHREALTIME - $s}")" >> $LOG
+      [ $v = none ] || job=$($V/python -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" $R/$name/manifest.json)
+      $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 --wall $job >> $LOG 2>&1
+      [ $v = none ] && continue
+      grep -h "window's close" $R/$name.txt >> $LOG
+      grep -h '"open"\|"close"\|"stopped"' $R/$name/windows.jsonl >> $LOG
+      $W report $R/$name --format json -o $S/$name.json >> $LOG 2>&1
+      $V/python $REPO/benchmarks/window_json.py $S/$name.json $name >> $LOG 2>&1
+    done
+  done
+  if [ $PART = K ]; then
+    step "a window closing at the job's last step: the exit waits for nsys' stop"
+    $W run --backend nsys --no-hardware --capture-steps 100:120 -o $R/k_last -- $V/python train.py $(nano 120) --log_interval=1 > $R/k_last.txt 2>&1
+    echo "rc k_last $?" >> $LOG; grep -h "Capture window\|exit" $R/k_last.txt | cut -c1-600 >> $LOG
+    grep -h '"close"\|"stopped"\|"end"' $R/k_last/windows.jsonl >> $LOG
+    $W report $R/k_last --format json -o $S/k_last.json >> $LOG 2>&1; $V/python $REPO/benchmarks/window_json.py $S/k_last.json k_last >> $LOG 2>&1
+    # a real capture of a window stopped aside, for tests/data (the capture gzipped, its run's records)
+    mkdir -p ${OUT:-/tmp}/k_aside && for f in manifest.json windows.jsonl; do cp $R/k_aside_1/$f ${OUT:-/tmp}/k_aside/; done
+    gzip -9 -c $R/k_aside_1/*.sqlite > ${OUT:-/tmp}/k_aside/nsys.sqlite.gz
+    ls -la $R/k_aside_1 >> $LOG
+  fi
+  grep -h "^iters \|^window \|stopped\|^rc " $LOG | cut -c1-600
+fi
+if [ "$PART" = M ]; then
+  # Session 12: what nsys' presence costs the job outside any window (a window that never opens: nsys injected,
+  # cudaProfilerApi never called) against unprofiled and against a 20-step window (default options: GPU metrics on,
+  # the stop beside the job); ROUNDS rounds of ITERS (1000), order rotated; nanoGPT's own iteration times.
+  N="$(nano ${ITERS:-1000}) --log_interval=1"
+  vs=(none idle aside)
+  for round in $(seq 1 ${ROUNDS:-3}); do
+    for k in 0 1 2; do
+      [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-480} ] || { step "budget: round $round not run"; break 2; }
+      v=${vs[$(( (k + round - 1) % 3 ))]}; name=m_${v}_$round; out=$R/$name/stdout.log; s=$EPOCHREALTIME
+      case $v in
+        none) mkdir -p $R/$name; $V/python train.py $N > $out 2>&1; job=$(awk "BEGIN{print $EPOCHREALTIME - $s}") ;;
+        idle) $W run --backend nsys --no-report --capture-steps 100000:100001 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+        aside) $W run --backend nsys --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+      esac
+      echo "rc $name $? command $(awk "BEGIN{print $EPOCHREALTIME - $s}")" >> $LOG
+      [ $v = none ] || job=$($V/python -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" $R/$name/manifest.json)
+      $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 --wall $job >> $LOG 2>&1
+      [ $v = aside ] && grep -h '"open"\|"close"\|"stopped"' $R/$name/windows.jsonl >> $LOG
+      [ $v = none ] || { echo "log $name: $(grep -c '^iter ' $out) iteration lines, $(grep -c 'Capture range' $out) nsys lines"; grep -n 'Capture range' $out | head -4; } >> $LOG
+    done
+  done
+  grep -h "^iters \|stopped\|^rc \|^log " $LOG | cut -c1-600
+fi
+if [ "$PART" = N ]; then
+  # Session 12: who writes into the job's stdout.log under nsys (a windowed job loses lines while nsys prints
+  # "Capture range ..."): every process holding it open, its fd's flags and offset, sampled through the run.
+  $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/n_diag -- $V/python train.py $(nano 300) --log_interval=1 > $R/n_diag.txt 2>&1 &
+  for i in $(seq 1 40); do
+    sleep 0.5
+    for fd in /proc/[0-9]*/fd/*; do
+      case $(readlink $fd 2>/dev/null) in *n_diag/stdout.log)
+        pid=${fd#/proc/}; pid=${pid%%/*}; n=${fd##*/}
+        echo "t$i pid $pid $(cat /proc/$pid/comm 2>/dev/null) fd $n $(tr '\n' ' ' < /proc/$pid/fdinfo/$n 2>/dev/null | cut -c1-60)" >> $LOG ;;
+      esac
+    done
+  done
+  wait
+  echo "lines $(grep -c '^iter ' $R/n_diag/stdout.log) of 301"; grep -n "Capture range" $R/n_diag/stdout.log >> $LOG
+  sort -k2 -u $LOG | grep "^t" | sort -u -k3,6 | head -30
+  grep -n "Capture range" -B2 -A2 $R/n_diag/stdout.log | cat -A | cut -c1-120
+fi
+if [ "$PART" = O ]; then
+  # Session 12: is the slower stepping after an nsys window lasting (nsys still hooked after its capture range) or
+  # passing (nsys generating its report beside the job right after the stop: measured, that ends ~0.3 s after the
+  # stop)? Median iteration per 50 steps; VARIANTS (default "none aside"; also "job": the stop on the job's thread,
+  # "idle": a window that never opens), ROUNDS rounds, the order rotated.
+  N="$(nano ${ITERS:-1000}) --log_interval=1"
+  read -ra vs <<< "${VARIANTS:-none aside}"
+  for round in $(seq 1 ${ROUNDS:-2}); do
+    for k in $(seq 0 $(( ${#vs[@]} - 1 ))); do
+      v=${vs[$(( (k + round - 1) % ${#vs[@]} ))]}
+      [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-240} ] || { step "budget: round $round not run"; break 2; }
+      name=o_${v}_$round; out=$R/$name/stdout.log; s=$EPOCHREALTIME
+      case $v in
+        none) mkdir -p $R/$name; $V/python train.py $N > $out 2>&1; job=$(awk "BEGIN{print $EPOCHREALTIME - $s}") ;;
+        aside) $W run --backend nsys --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+        job) NVPROF_WRAP_PROFILER_STOP=job $W run --backend nsys --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+        idle) $W run --backend nsys --no-report --capture-steps 100000:100001 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+      esac
+      if [ $v != none ]; then job=$($V/python -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" $R/$name/manifest.json)
+        grep -h '"stopped"' $R/$name/windows.jsonl >> $LOG; fi
+      $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 --wall $job --buckets 50 >> $LOG 2>&1
+      gzip -c $out > ${OUT:-/tmp}/$name.stdout.log.gz
+    done
+  done
+  grep -h "^iters \|^buckets \|stopped" $LOG | cut -c1-900
 fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)

@@ -17,7 +17,9 @@ import statistics
 import sys
 from pathlib import Path
 
-ITER = re.compile(r"^iter (\d+): loss [^,]+, time ([0-9.]+)ms")
+# anywhere in a line: under nsys a window's stop is followed by nsys' "[1/1] [0% ] nsys.nsys-rep" progress bar,
+# written by its nsys-tee into the job's stdout while the job runs on (the next line joins the bar's)
+ITER = re.compile(r"iter (\d+): loss [^,]+, time ([0-9.]+)ms")
 
 
 def main(argv: list[str]) -> int:
@@ -26,9 +28,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("stdout", type=Path)
     p.add_argument("--window", default="-1:-1")
     p.add_argument("--wall", type=float)
+    p.add_argument("--buckets", type=int, default=0, help="also the median iteration per N steps")
     a = p.parse_args(argv)
     lo, hi = (int(x) for x in a.window.split(":"))
-    times = {int(m.group(1)): float(m.group(2)) for m in map(ITER.match, a.stdout.read_text().splitlines()) if m}
+    times = {int(m.group(1)): float(m.group(2)) for m in map(ITER.search, a.stdout.read_text().splitlines()) if m}
     if not times:
         print(f"{a.label}: no iteration times in {a.stdout}")
         return 1
@@ -42,6 +45,14 @@ def main(argv: list[str]) -> int:
                                                               else "")
           + (f"; edges (ms) {edges}" if lo >= 0 else "") + f"; slowest outside {slowest}"
           + (f"; wall {a.wall:.2f} s" if a.wall is not None else ""))
+    if a.buckets:  # the median iteration per bucket of steps: is a cost after the window lasting or passing?
+        last = max(times)
+        cells = []
+        for b in range(0, last + 1, a.buckets):
+            got = [t for i, t in times.items() if b <= i < b + a.buckets and i > 20 and not lo <= i < hi]
+            if got:
+                cells.append(f"{b}: {statistics.median(got):.2f}")
+        print(f"buckets {a.label} (median ms per {a.buckets} steps, window excluded): " + ", ".join(cells))
     return 0
 
 

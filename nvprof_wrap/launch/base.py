@@ -68,7 +68,8 @@ class Plan:
 
 def window_env(spec: RunSpec, by: str) -> dict[str, str]:
     """The job's environment for its capture window (tracer/window.py): what it is, and who records inside it —
-    "cupti" (our tracer), "profiler" (cuProfilerStart/Stop for nsys or nvprof), "self" (the profiler keeps the time)."""
+    "cupti" (our tracer), "profiler" (cuProfilerStart/Stop: nvprof), "profiler-aside" (the same, the stop on a helper
+    thread: nsys), "self" (the profiler keeps the time)."""
     if spec.capture is None:
         return {}
     return {"NVPROF_WRAP_CAPTURE": spec.capture.env, "NVPROF_WRAP_CAPTURE_BY": by}

@@ -59,14 +59,15 @@ class Nsys:
 
 def capture_args(spec: RunSpec) -> tuple[list[str], dict[str, str]]:
     """nsys' own capture range for the run's window, and the job's environment for it: steps through
-    cudaProfilerApi (the job calls cuProfilerStart/Stop where its steps begin: tracer/window.py) ending with "stop" —
-    the job runs on to its end, nsys records no more (its default, stop-shutdown, would end the job); seconds through
+    cudaProfilerApi (the job calls cuProfilerStart/Stop where its steps begin: tracer/window.py; the stop on a helper
+    thread, as nsys holds its caller ~3 s) ending with "stop" — the job runs on to its end, nsys records no more (its
+    default, stop-shutdown, would end the job); seconds through
     --delay / --duration, counted by nsys from the job's start."""
     capture = spec.capture
     if capture is None:
         return [], {}
     if capture.kind == "steps":
-        return ["--capture-range=cudaProfilerApi", "--capture-range-end=stop"], window_env(spec, "profiler")
+        return ["--capture-range=cudaProfilerApi", "--capture-range-end=stop"], window_env(spec, "profiler-aside")
     # --kill=none: at the end of --duration nsys sends the job SIGTERM by default (measured on the H200: exit 143)
     duration = [f"--duration={capture.end - capture.start:g}", "--kill=none"] if capture.end is not None else []
     return [f"--delay={capture.start:g}", *duration], window_env(spec, "self")

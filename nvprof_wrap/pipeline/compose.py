@@ -51,7 +51,8 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         runs = jobs.manifests(folders)
         capture = jobs.capture_scope(runs)
         try:
-            skipped = ingest(st, folders, progress, workers, window=window, steps=steps, dask=dask)
+            skipped = ingest(st, folders, progress, workers, window=window, steps=steps, dask=dask,
+                             cut=jobs.capture_cut(capture))
         except BadInput as e:  # no capture yet, or one being written: a run still running says so first
             running = jobs.in_progress(folders)
             never = jobs.never_opened(capture)

@@ -158,7 +158,8 @@ _VERSION_TAG = f"data={DATA_VERSION}"
 
 def ingest(store: Store, paths: list[Path], progress: Progress | None = None, workers: int | None = None,
            window: tuple[float, float] | None = None,
-           steps: tuple[int, int] | None = None, dask: str | None = None) -> tuple[tuple[str, str], ...]:
+           steps: tuple[int, int] | None = None, dask: str | None = None,
+           cut: int | None = None) -> tuple[tuple[str, str], ...]:
     """Ingest every capture under ``paths``.
 
     A file named explicitly must be readable (BadInput otherwise); a file found inside a folder
@@ -167,9 +168,10 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
     reads here), or on the Dask cluster whose scheduler is at ``dask`` (pipeline/reading.py); the store is
     written from this process only, as the results arrive, in the order of the captures: the same store whichever
     way they were read. window=(start_s, end_s) / steps=(A, B): only that part of each capture's
-    timeline (readers/_window.py); a format without a timeline is refused (or skipped, inside a folder).
+    timeline (readers/_window.py); a format without a timeline is refused (or skipped, inside a folder). cut: a
+    capture window's end, where nsys recorded on while it stopped (readers/_window.py Window.cut).
     """
-    win = make(window, steps)
+    win = make(window, steps, cut)
     skipped: list[tuple[str, str]] = []
     present: dict[str, Path] = {}
     todo = _pending(store, paths, skipped, present, win, hash_here=dask is None)
@@ -193,8 +195,9 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
         for result, (path, explicit, identity, st) in zip(results, todo):  # the results first: run to their end
             _store_one(store, path, explicit, identity, st, result, failed, None)
     skipped += failed
-    _never_only_damage(store, paths, present, failed, win)
-    if win is not None and skipped and not any(store.has(i) for i in present):
+    asked = win.asked() if win is not None else None
+    _never_only_damage(store, paths, present, failed, asked)
+    if asked is not None and skipped and not any(store.has(i) for i in present):
         # nothing could be read through the window: an empty report would look like a job without GPU work
         raise BadInput(paths[0], f"{win.describe()}: none of its captures could be read through it "
                                  f"({len(skipped)} skipped; {Path(skipped[0][0]).name}: {skipped[0][1]})")

@@ -16,6 +16,7 @@ from nvprof_wrap.pipeline import reading
 from nvprof_wrap.pipeline.ingest import _pending
 from nvprof_wrap.readers import summary
 from nvprof_wrap.readers._window import make
+from nvprof_wrap.report import jobs
 from nvprof_wrap.store import Store
 from nvprof_wrap.system import fork as _fork
 
@@ -26,7 +27,8 @@ def summarize(paths: list[Path], out: Path, *, window: tuple[float, float] | Non
     """(summaries written into out, captures skipped with why). A capture named explicitly that cannot be read is
     refused (BadInput); one found in a folder is skipped. Nothing but the summaries is written, each beside and
     renamed over (summary.write); a file of that name that is not a summary is never replaced."""
-    win = make(window, steps)
+    # a windowed nsys run's captures are summarised as its report reads them: cut where its window ended
+    win = make(window, steps, jobs.capture_cut(jobs.capture_scope(jobs.manifests(paths))))
     skipped: list[tuple[str, str]] = []
     todo = _pending(Store(), paths, skipped, {}, win)
     names = _names([t[0] for t in todo])

@@ -56,6 +56,9 @@ _FORMATS: tuple[tuple[str, Callable[[Head], bool], Callable[[Path], Capture]], .
 READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _FORMATS}
 # The formats with a timeline of GPU activity: their read(path, window) applies --window / --steps.
 TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
+# What a capture window's cut (Window.cut) applies to: what nsys recorded while its stop ran beside the job. Other
+# captures in the run folder (a trace the job's own torch.profiler wrote) are read as they are.
+CUT = {nsys_sqlite.FORMAT, nsys_rep.FORMAT}
 # When a reader's output changes, change the data version (store.DATA_VERSION, the one knob): run stores kept beside
 # run folders then read their captures again instead of going on reporting what an older reader made of them.
 
@@ -119,6 +122,8 @@ def read(path: Path, window: tuple[float, float] | Window | None = None,
     try:
         if fmt == summary.FORMAT:  # read through its window when it was summarised (readers/summary.py)
             return validate(summary.read(path, win))
+        if win is not None and win.cut is not None and fmt not in CUT:
+            win = win.asked()
         if win is None:
             return validate(READERS[fmt](path))
         if fmt not in TIMELINE:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _native
-from nvprof_wrap.readers._window import STEP_LIKE, Window, bounds, step_bounds
+from nvprof_wrap.readers._window import OPEN_ENDS, STEP_LIKE, Window, bounds
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 
@@ -42,7 +42,7 @@ def columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"SELECT * FROM pragma_table_info('{table}')")}
 
 
-WINDOW_MIN, WINDOW_MAX = -(1 << 62), 1 << 62  # the open ends of the first and the last time window
+WINDOW_MIN, WINDOW_MAX = OPEN_ENDS  # the open ends of the first and the last time window
 EVERYTHING = (WINDOW_MIN, WINDOW_MAX)
 
 
@@ -227,22 +227,21 @@ def window_bounds(conn: sqlite3.Connection, window: Window | None, gpu_tables: l
     capture's NVTX ranges, None when it has none."""
     if window is None:
         return EVERYTHING
-    if window.seconds is not None:
-        extents = [conn.execute(f"SELECT MIN(start), MAX(end) FROM {t}").fetchone() for t in gpu_tables]
-        origin = min((s for s, _ in extents if s is not None), default=None)
-        lo, hi = bounds(window, origin, ())
-        last = max((e for _, e in extents if e is not None), default=lo)
-        if lo >= last:  # after everything: say how long the capture's GPU activity lasts, and where its kernels are
-            first_kernel = extents[0][0] if gpu_tables and "kernel" in gpu_tables[0].lower() else None
-            kernels = f"; its first kernel starts at {(first_kernel - origin) / 1e9:.3g} s" if first_kernel else ""
-            raise BadInput(None, f"no GPU activity in {window.describe()}: the capture's GPU activity lasts "
-                                 f"{(last - origin) / 1e9:.3g} s from its first copy, set or kernel{kernels}")
-        return lo, hi
-    if ranges_sql is None:
-        return step_bounds(window.steps, ())  # type: ignore[arg-type]
     like = " OR ".join(f"name LIKE '{p}'" for p in STEP_LIKE)
-    return step_bounds(window.steps, conn.execute(  # type: ignore[arg-type]
-        f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}"))
+    ranges = () if ranges_sql is None or window.seconds is not None and window.cut is None else \
+        conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}")
+    if window.seconds is None:
+        return bounds(window, None, ranges)
+    extents = [conn.execute(f"SELECT MIN(start), MAX(end) FROM {t}").fetchone() for t in gpu_tables]
+    origin = min((s for s, _ in extents if s is not None), default=None)
+    lo, hi = bounds(window, origin, ranges)
+    last = max((e for _, e in extents if e is not None), default=lo)
+    if lo >= last:  # after everything: say how long the capture's GPU activity lasts, and where its kernels are
+        first_kernel = extents[0][0] if gpu_tables and "kernel" in gpu_tables[0].lower() else None
+        kernels = f"; its first kernel starts at {(first_kernel - origin) / 1e9:.3g} s" if first_kernel else ""
+        raise BadInput(None, f"no GPU activity in {window.describe()}: the capture's GPU activity lasts "
+                             f"{(last - origin) / 1e9:.3g} s from its first copy, set or kernel{kernels}")
+    return lo, hi
 
 
 def in_window(bounds: tuple[int, int], alias: str = "") -> str:

@@ -35,28 +35,55 @@ NO_STEPS = ("--steps: no step ranges in this capture (NVTX 'step N', torch.profi
 
 @dataclass(frozen=True)
 class Window:
-    """seconds: (start, end) from the first GPU activity; steps: (A, B) for steps A..B-1. One of the two."""
+    """seconds: (start, end) from the first GPU activity; steps: (A, B) for steps A..B-1. One of the two — or
+    neither, with ``cut`` alone.
+
+    cut: B, a capture window's end where the profiler went on recording while it stopped (nsys, its stop beside the
+    job: tracer/window.py): nothing from the start of the first step >= B on is kept, whatever else is asked. Not
+    the user's window: a capture without step marks is read whole, a format without a timeline as it is."""
 
     seconds: tuple[float, float] | None = None
     steps: tuple[int, int] | None = None
+    cut: int | None = None
 
     def __post_init__(self) -> None:
-        if (self.seconds is None) == (self.steps is None):
+        if self.seconds is not None and self.steps is not None or \
+                self.seconds is None and self.steps is None and self.cut is None:
             raise BadInput(None, "a window is either seconds (--window) or steps (--steps), one of them")
+        if self.cut is not None and self.cut < 0:
+            raise BadInput(None, f"a capture window's end is a step number (got {self.cut})")
+        if self.cuts_only:
+            return
         lo, hi = self.seconds if self.seconds is not None else self.steps  # type: ignore[misc]
         if not lo < hi or lo < 0:
             what = "--window START:END" if self.seconds is not None else "--steps A:B"
             raise BadInput(None, f"{what}: needs 0 <= start < end (got {lo}:{hi})")
 
     @property
+    def cuts_only(self) -> bool:
+        """Only a capture window's end: what the user asked is the whole capture."""
+        return self.seconds is None and self.steps is None
+
+    @property
     def key(self) -> str:
         """What the run store adds to a capture's identity: one file read through two windows is two captures."""
-        return f"window={self.seconds[0]!r}:{self.seconds[1]!r}" if self.seconds is not None else \
-            f"steps={self.steps[0]}:{self.steps[1]}"  # type: ignore[index]
+        asked = [] if self.cuts_only else [
+            f"window={self.seconds[0]!r}:{self.seconds[1]!r}" if self.seconds is not None else
+            f"steps={self.steps[0]}:{self.steps[1]}"]  # type: ignore[index]
+        return ";".join(asked + ([f"{CUT_KEY}{self.cut}"] if self.cut is not None else []))
 
     def describe(self) -> str:
+        if self.cuts_only:
+            return f"the capture window's end (step {self.cut})"
         return f"--window {self.seconds[0]:g}:{self.seconds[1]:g}" if self.seconds is not None else \
             f"--steps {self.steps[0]}:{self.steps[1]}"  # type: ignore[index]
+
+    def asked(self) -> Window | None:
+        """The window the user asked for, without the cut (None: the whole capture)."""
+        return None if self.cuts_only else Window(self.seconds, self.steps)
+
+
+CUT_KEY = "cut-at-step="
 
 
 def could_mark_a_step(name: str) -> bool:
@@ -64,16 +91,18 @@ def could_mark_a_step(name: str) -> bool:
     return any(p.match(name) for p in (_STEP, _OPTIMIZER_STEP, _KERAS_BATCH)) or name.startswith(KERAS_PREFIX)
 
 
-def make(window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None) -> Window | None:
-    """The Window for readers.read / ingest / analyze's ``window=(start_s, end_s)`` and ``steps=(A, B)``."""
+def make(window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None,
+         cut: int | None = None) -> Window | None:
+    """The Window for readers.read / ingest / analyze's ``window=(start_s, end_s)`` and ``steps=(A, B)``; cut: a
+    capture window's end to cut at (Window.cut)."""
     if window is None and steps is None:
-        return None
+        return None if cut is None else Window(cut=int(cut))
     if window is not None and steps is not None:
         raise BadInput(None, "--window and --steps together: give one of them")
     try:
         if window is not None:
-            return Window(seconds=(float(window[0]), float(window[1])))
-        return Window(steps=(int(steps[0]), int(steps[1])))  # type: ignore[index]
+            return Window(seconds=(float(window[0]), float(window[1])), cut=cut)
+        return Window(steps=(int(steps[0]), int(steps[1])), cut=cut)  # type: ignore[index]
     except (TypeError, ValueError, IndexError):
         raise BadInput(None, f"a window is two numbers (start, end); got {window if window is not None else steps!r}") \
             from None
@@ -91,25 +120,44 @@ def parse(text: str, what: str, integer: bool = False) -> tuple:
         raise BadInput(None, f"{what} {text!r}: expected START:END, e.g. {what} {example}") from None
 
 
+OPEN_ENDS = (-(1 << 62), 1 << 62)  # a window's open ends (readers/_sqlite.py EVERYTHING)
+
+
 def bounds(window: Window, origin_ns: int | None, ranges: Iterable[tuple]) -> tuple[int, int]:
     """[lo, hi) in ns of the capture's clock. origin_ns: the first GPU activity (None: the capture has none);
     ranges: (name, tid, start, end) of the NVTX / annotation ranges that may mark steps (STEP_LIKE)."""
+    ranges = list(ranges) if window.cut is not None else ranges
     if window.seconds is not None:
         if origin_ns is None:
             raise BadInput(None, "no GPU activity to count the window from")
         a, b = window.seconds
-        return origin_ns + round(a * NS), origin_ns + round(b * NS)
-    return step_bounds(window.steps, ranges)  # type: ignore[arg-type]
+        lo, hi = origin_ns + round(a * NS), origin_ns + round(b * NS)
+    elif window.steps is not None:
+        lo, hi = step_bounds(window.steps, ranges, window.cut)
+    else:
+        lo, hi = OPEN_ENDS
+    return (lo, min(hi, cut_at(window.cut, ranges))) if window.cut is not None else (lo, hi)
 
 
-def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple]) -> tuple[int, int]:
+def cut_at(step: int, ranges: Iterable[tuple]) -> int:
+    """The start of the first step >= ``step`` the ranges mark (the open end where they mark none)."""
+    starts, _ = _steps(ranges)
+    later = [n for n in starts if n >= step]
+    return starts[min(later)] if later else OPEN_ENDS[1]
+
+
+def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple], cut: int | None = None) -> tuple[int, int]:
+    """cut: steps from this one on are not the capture's (Window.cut): asked for, they are missing (step B still
+    ends the window where the capture marks where it began)."""
     a, b = steps
     starts, ends = _steps(ranges)
-    if not starts:
+    ours = {n: t for n, t in starts.items() if n < cut} if cut is not None and any(n < cut for n in starts) \
+        else starts
+    if not ours:
         raise BadInput(None, NO_STEPS)
-    missing = [n for n in (a, b - 1) if n not in starts]
+    missing = [n for n in (a, b - 1) if n not in ours]
     if missing:
-        have = sorted(starts)
+        have = sorted(ours)
         raise BadInput(None, f"--steps {a}:{b}: no step {missing[0]} in this capture (steps {have[0]}..{have[-1]})")
     return starts[a], starts[b] if b in starts else ends[b - 1]
 

@@ -1,5 +1,6 @@
 """What a windowed run's processes say of their capture window: RUN/windows.jsonl (tracer/window.py writes it, one
-JSON object per event per process: "open", "close", "end", "failed").
+JSON object per event per process: "open", "close", "end", "failed", "stopped" — the profiler's stop, done on a
+helper thread after a "close" with "stop": "aside").
 
 ``summary(path)`` folds the file into one ``Seen``: how many processes had a window, how many opened it, the steps it
 opened and closed at, the last step any process began (the whole job's count, not just the window's), which step
@@ -27,6 +28,8 @@ class Seen:
     source: str | None  # what counted the steps: "step marks" | "optimizer steps" | "keras batches"
     problems: tuple[str, ...]  # "failed" events: why a window could not open or close
     held_ms: float | None = None  # the longest any process was held opening and closing its window (None: unsaid)
+    aside: int = 0  # processes whose profiler stopped on a helper thread (nsys: it recorded on while stopping)
+    stop_ms: float | None = None  # the longest such a stop took there
 
 
 def summary(path: Path) -> Seen | None:
@@ -46,8 +49,8 @@ def summary(path: Path) -> Seen | None:
             by_process.setdefault((event.get("host"), event.get("pid")), []).append(event)
     if not by_process:
         return None
-    opened = ended_inside = 0
-    open_steps, close_steps, last_steps, sources, problems, held = [], [], [], [], [], []
+    opened = ended_inside = aside = 0
+    open_steps, close_steps, last_steps, sources, problems, held, stops = [], [], [], [], [], [], []
     for events in by_process.values():
         kinds = [e["event"] for e in events]
         edges = [e["held_ms"] for e in events if e["event"] in ("open", "close") and _is_ms(e.get("held_ms"))]
@@ -55,6 +58,8 @@ def summary(path: Path) -> Seen | None:
             held.append(sum(edges))
         if "open" in kinds:
             opened += 1
+        aside += any(e["event"] == "close" and e.get("stop") == "aside" for e in events)
+        stops += [e["held_ms"] for e in events if e["event"] == "stopped" and _is_ms(e.get("held_ms"))]
         for e in events:
             step = e.get("step") if isinstance(e.get("step"), int) and not isinstance(e.get("step"), bool) else None
             if e["event"] == "open" and step is not None:
@@ -70,12 +75,12 @@ def summary(path: Path) -> Seen | None:
                     sources.append(e["source"])
             elif e["event"] == "failed" and isinstance(e.get("why"), str) and "open" not in kinds:
                 problems.append(e["why"])  # (one that opened at a later step after all is not a problem)
-            if e["event"] == "close" and isinstance(e.get("why"), str):
+            if e["event"] in ("close", "stopped") and isinstance(e.get("why"), str):
                 problems.append(e["why"])
     return Seen(len(by_process), opened, min(open_steps) if open_steps else None,
                 max(close_steps) if close_steps else None, ended_inside, max(last_steps) if last_steps else None,
                 max(sorted(set(sources)), key=sources.count) if sources else None, tuple(dict.fromkeys(problems)),
-                max(held) if held else None)
+                max(held) if held else None, aside, max(stops) if stops else None)
 
 
 def _is_ms(value: object) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nvprof_wrap import model
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES
 
@@ -68,12 +69,20 @@ def read(path: Path, window=None) -> model.Capture:
     """The summarised capture; refused when it was summarised through another window than the one asked for."""
     _identity, key, capture = load(path)
     asked = window.key if window is not None else None
-    if key != asked:
+    if _asked(key) != _asked(asked):  # a capture window's cut is the capture's, not a window asked for
         through = f"through {key}" if key else "whole"
         now = f"through {asked}" if asked else "whole"
         raise BadInput(path, f"summarised {through}, read {now}: report summaries with the window they were "
                              "summarised through (or summarise the capture again)")
     return capture
+
+
+def _asked(key: str | None) -> str | None:
+    """A window's key without a capture window's cut (readers/_window.py Window.key)."""
+    if key is None:
+        return None
+    kept = ";".join(part for part in key.split(";") if not part.startswith(_window.CUT_KEY))
+    return kept or None
 
 
 def _encode(v):

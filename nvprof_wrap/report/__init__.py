@@ -176,6 +176,10 @@ class CaptureScope:
     # the longest a process was held opening and closing its window, in seconds (None: its processes did not say):
     # what the profiler cost at the window's edges, on the job's own thread for a steps window
     held_s: float | None = None
+    # processes whose profiler stopped beside the job (nsys: cuProfilerStop on a helper thread): what it recorded
+    # while stopping, from step B on, is cut from the report; stop_s, the longest such a stop took
+    stopped_aside: int = 0
+    stop_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -568,6 +572,10 @@ def capture_line(c: CaptureScope | None) -> str | None:
     if c.held_s is not None and c.held_s >= 0.005:  # a seconds window opens and closes on its timer thread
         held = (f"; opening and closing it held the job {c.held_s:.2f} s" if c.kind == "steps" else
                 f"; opening and closing it took {c.held_s:.2f} s on its timer thread")
+    if c.stopped_aside and c.kind == "steps":
+        took = f" ({c.stop_s:.1f} s)" if c.stop_s is not None else ""
+        held += (f"; the profiler's stop{took} ran beside the job, what it recorded meanwhile from step "
+                 f"{int(c.end or 0)} on is left out")
     return (f"Capture window: {what} (run {c.option}{counted}{job}{some}{problems}{held}) — only what ran inside it "
             "was recorded; the job's exit and health are of all of it")
 

@@ -256,7 +256,17 @@ def capture_scope(runs: list[tuple[Path, Manifest]]) -> CaptureScope | None:
                    open_step=min(opens) if opens else None, close_step=max(closes) if closes else None,
                    ended_inside=sum(s.ended_inside for s in seen), last_step=last, job_steps=steps, source=source,
                    problems=tuple(dict.fromkeys(p for s in seen for p in s.problems)),
-                   held_s=round(max(held) / 1e3, 4) if held else None)
+                   held_s=round(max(held) / 1e3, 4) if held else None,
+                   stopped_aside=sum(s.aside for s in seen),
+                   stop_s=max((round(s.stop_ms / 1e3, 4) for s in seen if s.stop_ms is not None), default=None))
+
+
+def capture_cut(scope: CaptureScope | None) -> int | None:
+    """Step B of a steps window whose profiler stopped beside the job (it recorded on while stopping): the report
+    keeps nothing from that step's start on (readers/_window.py Window.cut); None otherwise."""
+    if scope is None or scope.kind != "steps" or not scope.stopped_aside or scope.end is None:
+        return None
+    return int(scope.end)
 
 
 def never_opened(scope: CaptureScope | None) -> str | None:

@@ -7,9 +7,10 @@ $NVPROF_WRAP_CAPTURE is set). The launcher (launch/window.py) sets:
                           from NVPROF_WRAP_CAPTURE_T0 (Unix time, when `run` started the job)
   NVPROF_WRAP_CAPTURE_BY  who records: "cupti" (this process's CUPTI tracer: its activity kinds are enabled only
                           inside the window, CUPTI stays subscribed but idle outside it), "profiler"
-                          (cuProfilerStart/Stop: nsys --capture-range=cudaProfilerApi, nvprof
-                          --profile-from-start off), "self" (the profiler keeps the time itself: nsys
-                          --delay/--duration; here the window is only recorded)
+                          (cuProfilerStart/Stop: nvprof --profile-from-start off), "profiler-aside" (the same, the
+                          stop on a helper thread: nsys --capture-range=cudaProfilerApi, whose stop holds its
+                          caller ~3 s), "self" (the profiler keeps the time itself: nsys --delay/--duration; here
+                          the window is only recorded)
 
 Steps are the marks readers/_window.py reads, told apart live in the same order of preference: the job's own NVTX
 'step N' ranges (pushed or started through torch.cuda.nvtx or the nvtx package), else torch optimizer steps (the
@@ -21,10 +22,12 @@ begins, or when the process ends.
 
 Each process appends what happened to $NVPROF_WRAP_RUN_DIR/windows.jsonl, one JSON object per line, written with one
 O_APPEND write (lines of several processes never interleave): {"window": "steps:100:120", "pid", "host", "event":
-"open" | "close" | "end" | "failed", "unix_ns", "step", "source", "why", "held_ms"}. "end" comes at the process's exit
-with the last step seen; "held_ms" (open, close) is how long opening or closing held the thread that did it — for a
-steps window the job's own: the profiler's cost at the window's edges. The report reads the file
-(readers/_windows.py).
+"open" | "close" | "end" | "failed" | "stopped", "unix_ns", "step", "source", "why", "held_ms", "stop"}. "end" comes at
+the process's exit with the last step seen; "held_ms" (open, close) is how long opening or closing held the thread
+that did it — for a steps window the job's own: the profiler's cost at the window's edges. A close whose profiler
+stop ran on a helper thread says "stop": "aside"; "stopped" follows when that stop returned, its "held_ms" how long
+it took there (the report then cuts the capture at step B: readers/_window.py Window.cut). The report reads the
+file (readers/_windows.py).
 
 Runs inside the user's process: standard library only, never raises into the job, says things only as single
 ``nvprof-wrap:`` lines on stderr.
@@ -55,6 +58,7 @@ SOURCES = ("step marks", "optimizer steps", "keras batches")
 _STEP_NAME = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
 
 _CONTROLLER: Controller | None = None
+STOP_JOIN_S = 120.0  # at the process's exit, the longest it waits for a stop running aside
 
 
 def _warn(message: str) -> None:
@@ -159,14 +163,22 @@ class _job_context:
                 pass
 
 
-# For measuring whether nsys' ~3 s cuProfilerStop must hold the job: "thread" calls it from a helper thread with the
-# job's context pushed, the job running on (what nsys then records after the window is not cut from the report).
+# nsys: cuProfilerStop holds its caller while nsys stops collecting (measured on the H200: 2.9-3.5 s, 3.2 s with
+# --no-hardware); called from a helper thread it holds the job ~1 ms, nsys records a few hundred launches more (the
+# report cuts its captures at step B: readers/_window.py). "job": on the job's thread all the same.
 ENV_STOP = "NVPROF_WRAP_PROFILER_STOP"
+# The step sources whose marks are NVTX ranges in the capture (the job's 'step N', annotate's 'optimizer step N'):
+# the report can cut there, so only these stop aside. Keras batches are ranges only with --annotate keras.
+CUT_AT_MARKS = ("step marks", "optimizer steps")
 
 
 class ProfilerRecorder(Recorder):
     """cuProfilerStart / cuProfilerStop of the CUDA driver, on the calling thread's current context (the thread that
-    marks the steps is the one that launches the work). A process that never loaded libcuda has nothing to start."""
+    marks the steps is the one that launches the work). A process that never loaded libcuda has nothing to start.
+    aside: the stop may run on a helper thread with the job's context (nsys; nvprof's stop is left as it was)."""
+
+    def __init__(self, aside: bool = False) -> None:
+        self.aside = aside and os.environ.get(ENV_STOP) != "job"
 
     def _call(self, name: str) -> str | None:
         try:
@@ -183,19 +195,43 @@ class ProfilerRecorder(Recorder):
         return self._call("cuProfilerStart")
 
     def disable(self) -> str | None:
-        if os.environ.get(ENV_STOP) == "thread":  # measuring only (benchmarks/h200_window.sh K)
-            threading.Thread(target=self._stop_aside, name="nvprof-wrap-profiler-stop", daemon=True).start()
-            return None
         return self._call("cuProfilerStop")
 
-    def _stop_aside(self) -> None:
-        with _job_context():
-            why = self._call("cuProfilerStop")
-        if why:
-            _warn(f"the window's close: {why}")
+    def stop_aside(self, record: Callable[[dict], None]) -> threading.Thread | None:
+        """cuProfilerStop on a helper thread, with the context current on this (the job's) thread made current
+        there; it records {"event": "stopped", "held_ms": how long the stop took there, "why"}. None (nothing
+        started) where this thread has no context to hand over: the caller stops here instead."""
+        try:
+            cuda = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            ctx = ctypes.c_void_p()
+            if cuda.cuCtxGetCurrent(ctypes.byref(ctx)) != 0 or not ctx.value:
+                return None
+        except (OSError, AttributeError):
+            return None
+
+        def stop() -> None:
+            began, why = time.perf_counter(), None
+            try:
+                if cuda.cuCtxPushCurrent_v2(ctx) != 0:
+                    why = "cuProfilerStop not called: the job's context could not be made current on a helper thread"
+                else:
+                    try:
+                        why = self._call("cuProfilerStop")
+                    finally:
+                        cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+            except Exception as e:
+                why = f"cuProfilerStop on a helper thread failed ({type(e).__name__}: {e})"
+            record({"event": "stopped", "held_ms": _ms_since(began), **({"why": why} if why else {})})
+            if why:
+                _warn(f"the window's close: {why}")
+
+        thread = threading.Thread(target=stop, name="nvprof-wrap-profiler-stop", daemon=True)
+        thread.start()
+        return thread
 
 
 RECORDERS: dict[str, Callable[[], Recorder]] = {"cupti": CuptiRecorder, "profiler": ProfilerRecorder,
+                                                 "profiler-aside": lambda: ProfilerRecorder(aside=True),
                                                  "self": Recorder}
 
 
@@ -214,6 +250,7 @@ class Controller:
         self.opened = False
         self.pid = os.getpid()
         self.retry = False  # opening failed for a reason the next step may not have (no CUDA context yet)
+        self.stopping: threading.Thread | None = None  # the profiler's stop, running on a helper thread
         self.lock = threading.RLock()
 
     # -- steps -------------------------------------------------------------------------------------------
@@ -287,8 +324,12 @@ class Controller:
     def _close(self, step: int | None = None, source: str | None = None, at: str | None = None) -> None:
         self.state = "closed"
         began = time.perf_counter()
-        why = self.recorder.disable()
+        aside = isinstance(self.recorder, ProfilerRecorder) and self.recorder.aside and at is None and \
+            self.kind == "steps" and self.source in CUT_AT_MARKS
+        self.stopping = self.recorder.stop_aside(self.record) if aside else None  # type: ignore[union-attr]
+        why = None if self.stopping is not None else self.recorder.disable()
         self.record({"event": "close", "step": step, "source": source, "held_ms": _ms_since(began),
+                     **({"stop": "aside"} if self.stopping is not None else {}),
                      **({"at": at} if at else {}), **({"why": why} if why else {})})
 
     def end(self) -> None:
@@ -296,6 +337,8 @@ class Controller:
         if os.getpid() != self.pid:
             return  # a fork child exiting through atexit: the parent's window is not its to end
         try:
+            if self.stopping is not None:  # a stop still running aside: the process ends once nsys has stopped
+                self.stopping.join(STOP_JOIN_S)
             with self.lock:
                 if self.state == "open":
                     self._close(at="end")

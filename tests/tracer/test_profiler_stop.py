@@ -1,0 +1,106 @@
+"""A capture window's cuProfilerStop beside the job (nsys): tracer/window.py, on a stand-in libcuda.
+
+nsys holds cuProfilerStop's caller while it stops collecting (measured on an H200: 2.9-3.5 s per window, the job
+stalled at step B). Under nsys a steps window stops on a helper thread, with the job's own context made current
+there; the report cuts what nsys recorded meanwhile (tests/readers/test_window_cut.py). The stand-in
+(tests/fakes/libcuda/fake_cuda.c, compiled here) keeps the driver's rules that matter: contexts current per thread,
+none on a new thread, the profiler calls refused (201) without one, and the stop holding its caller.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "tests" / "fakes" / "libcuda" / "fake_cuda.c"
+STOP_MS = 600
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc here to build the stand-in libcuda")
+
+
+@pytest.fixture(scope="module")
+def libcuda(tmp_path_factory) -> Path:
+    lib = tmp_path_factory.mktemp("libcuda") / "libcuda.so.1"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(lib), str(SOURCE), "-lpthread"],
+                   check=True, capture_output=True, timeout=120)
+    return lib
+
+
+JOB = textwrap.dedent("""
+    import ctypes, json, os, sys, threading, time
+    lib = ctypes.CDLL(sys.argv[1], mode=os.RTLD_GLOBAL)  # the job's CUDA, loaded before the window needs it
+    from nvprof_wrap.tracer import window
+    window.install()
+    lib.fake_make_current()  # the job's first CUDA call made its context current on this thread
+    source, last = sys.argv[2], int(sys.argv[3])
+    at = {}
+    for n in range(last + 1):
+        if source == "optimizer steps":
+            window.optimizer_step(n)
+        else:
+            window._CONTROLLER.step(n, source)
+        at[n] = time.perf_counter()
+    print(json.dumps({"main": threading.get_ident(), "after_close_s": at[last] - at[min(9, last)]}))
+""")
+
+
+def _job(tmp_path: Path, libcuda: Path, *, by: str = "profiler-aside", source: str = "optimizer steps",
+         last: int = 11, stop: str | None = None) -> tuple[dict, list[dict], list[list[str]]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NVPROF_WRAP_")}
+    env.update(PYTHONPATH=str(ROOT), NVPROF_WRAP_CAPTURE="steps:3:9", NVPROF_WRAP_CAPTURE_BY=by,
+               NVPROF_WRAP_RUN_DIR=str(tmp_path), FAKE_CUDA_LOG=str(tmp_path / "cuda.log"),
+               FAKE_CUDA_STOP_MS=str(STOP_MS), **({"NVPROF_WRAP_PROFILER_STOP": stop} if stop else {}))
+    proc = subprocess.run([sys.executable, "-c", JOB, str(libcuda), source, str(last)], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    events = [json.loads(line) for line in (tmp_path / "windows.jsonl").read_text().splitlines()]
+    calls = [line.split() for line in (tmp_path / "cuda.log").read_text().splitlines()]
+    return json.loads(proc.stdout), events, calls
+
+
+def test_under_nsys_the_stop_runs_beside_the_job_with_its_context(tmp_path, libcuda):
+    out, events, calls = _job(tmp_path, libcuda)
+    assert [(e["event"], e.get("step")) for e in events] == [("open", 3), ("close", 9), ("stopped", None),
+                                                             ("end", 11)]
+    close, stopped = events[1], events[2]
+    assert close["stop"] == "aside" and close["held_ms"] < STOP_MS / 4  # the job was not held
+    assert stopped["held_ms"] >= STOP_MS and "why" not in stopped  # the stop took its time on the helper
+    assert out["after_close_s"] < STOP_MS / 2e3  # steps 10 and 11 ran while nsys stopped
+    (start, main, ctx, ok), (stop, helper, ctx2, ok2) = calls
+    assert (start, stop, ok, ok2) == ("cuProfilerStart", "cuProfilerStop", "0", "0")
+    assert helper != main and ctx2 == ctx  # another thread, the job's context
+    # the process ended only once the stop had returned: nsys is not left stopping at the exit
+    assert events[3]["unix_ns"] >= stopped["unix_ns"]
+
+
+def test_a_job_ending_right_after_the_close_waits_for_the_stop(tmp_path, libcuda):
+    _out, events, _calls = _job(tmp_path, libcuda, last=9)
+    assert [e["event"] for e in events] == ["open", "close", "stopped", "end"]
+    assert events[3]["unix_ns"] - events[1]["unix_ns"] >= STOP_MS * 1e6
+
+
+@pytest.mark.parametrize(("case", "kwargs"), [
+    ("asked to stop on the job's thread", {"stop": "job"}),
+    ("nvprof", {"by": "profiler"}),
+    ("keras batches: no marks in the capture to cut at", {"source": "keras batches"}),
+])
+def test_the_stop_stays_on_the_jobs_thread(tmp_path, libcuda, case, kwargs):
+    out, events, calls = _job(tmp_path, libcuda, **kwargs)
+    close = next(e for e in events if e["event"] == "close")
+    assert "stop" not in close and close["held_ms"] >= STOP_MS, case
+    assert not any(e["event"] == "stopped" for e in events)
+    assert calls[1][0] == "cuProfilerStop" and calls[1][1] == str(out["main"]) and calls[1][3] == "0"
+
+
+def test_a_window_the_job_ends_inside_stops_at_its_end_on_its_thread(tmp_path, libcuda):
+    out, events, calls = _job(tmp_path, libcuda, last=6)
+    close = next(e for e in events if e["event"] == "close")
+    assert close.get("at") == "end" and "stop" not in close
+    assert calls[1][:2] == ["cuProfilerStop", str(out["main"])]
