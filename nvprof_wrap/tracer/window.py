@@ -168,8 +168,19 @@ class _job_context:
 # report cuts its captures at step B: readers/_window.py). "job": on the job's thread all the same.
 ENV_STOP = "NVPROF_WRAP_PROFILER_STOP"
 # The step sources whose marks are NVTX ranges in the capture (the job's 'step N', annotate's 'optimizer step N'):
-# the report can cut there, so only these stop aside. Keras batches are ranges only with --annotate keras.
+# the report can cut there, so only these stop aside; Keras batches where annotate marks them ('train batch N',
+# counted as here: run's step marks, unless --no-step-marks).
 CUT_AT_MARKS = ("step marks", "optimizer steps")
+
+
+def _marked_in_capture(source: str | None) -> bool:
+    if source in CUT_AT_MARKS:
+        return True
+    if source == SOURCES[2]:
+        from nvprof_wrap.tracer import annotate
+
+        return "keras batches" in annotate._state["patched"]
+    return False
 
 
 class ProfilerRecorder(Recorder):
@@ -325,7 +336,7 @@ class Controller:
         self.state = "closed"
         began = time.perf_counter()
         aside = isinstance(self.recorder, ProfilerRecorder) and self.recorder.aside and at is None and \
-            self.kind == "steps" and self.source in CUT_AT_MARKS
+            self.kind == "steps" and _marked_in_capture(self.source)
         self.stopping = self.recorder.stop_aside(self.record) if aside else None  # type: ignore[union-attr]
         why = None if self.stopping is not None else self.recorder.disable()
         self.record({"event": "close", "step": step, "source": source, "held_ms": _ms_since(began),

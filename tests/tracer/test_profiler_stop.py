@@ -40,6 +40,9 @@ JOB = textwrap.dedent("""
     window.install()
     lib.fake_make_current()  # the job's first CUDA call made its context current on this thread
     source, last = sys.argv[2], int(sys.argv[3])
+    if sys.argv[4] == "keras batches marked":  # what annotate.patch_keras_batches leaves once it marks them
+        from nvprof_wrap.tracer import annotate
+        annotate._state["patched"].add("keras batches")
     at = {}
     for n in range(last + 1):
         if source == "optimizer steps":
@@ -52,21 +55,23 @@ JOB = textwrap.dedent("""
 
 
 def _job(tmp_path: Path, libcuda: Path, *, by: str = "profiler-aside", source: str = "optimizer steps",
-         last: int = 11, stop: str | None = None) -> tuple[dict, list[dict], list[list[str]]]:
+         last: int = 11, stop: str | None = None, marks: str = "") -> tuple[dict, list[dict], list[list[str]]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NVPROF_WRAP_")}
     env.update(PYTHONPATH=str(ROOT), NVPROF_WRAP_CAPTURE="steps:3:9", NVPROF_WRAP_CAPTURE_BY=by,
                NVPROF_WRAP_RUN_DIR=str(tmp_path), FAKE_CUDA_LOG=str(tmp_path / "cuda.log"),
                FAKE_CUDA_STOP_MS=str(STOP_MS), **({"NVPROF_WRAP_PROFILER_STOP": stop} if stop else {}))
-    proc = subprocess.run([sys.executable, "-c", JOB, str(libcuda), source, str(last)], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    proc = subprocess.run([sys.executable, "-c", JOB, str(libcuda), source, str(last), marks], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     events = [json.loads(line) for line in (tmp_path / "windows.jsonl").read_text().splitlines()]
     calls = [line.split() for line in (tmp_path / "cuda.log").read_text().splitlines()]
     return json.loads(proc.stdout), events, calls
 
 
-def test_under_nsys_the_stop_runs_beside_the_job_with_its_context(tmp_path, libcuda):
-    out, events, calls = _job(tmp_path, libcuda)
+@pytest.mark.parametrize("kwargs", [{}, {"source": "keras batches", "marks": "keras batches marked"}],
+                         ids=["optimizer steps", "keras batches, marked by run"])
+def test_under_nsys_the_stop_runs_beside_the_job_with_its_context(tmp_path, libcuda, kwargs):
+    out, events, calls = _job(tmp_path, libcuda, **kwargs)
     assert [(e["event"], e.get("step")) for e in events] == [("open", 3), ("close", 9), ("stopped", None),
                                                              ("end", 11)]
     close, stopped = events[1], events[2]
@@ -89,7 +94,7 @@ def test_a_job_ending_right_after_the_close_waits_for_the_stop(tmp_path, libcuda
 @pytest.mark.parametrize(("case", "kwargs"), [
     ("asked to stop on the job's thread", {"stop": "job"}),
     ("nvprof", {"by": "profiler"}),
-    ("keras batches: no marks in the capture to cut at", {"source": "keras batches"}),
+    ("keras batches not marked (no NVTX): none in the capture to cut at", {"source": "keras batches"}),
 ])
 def test_the_stop_stays_on_the_jobs_thread(tmp_path, libcuda, case, kwargs):
     out, events, calls = _job(tmp_path, libcuda, **kwargs)
