@@ -171,16 +171,11 @@ ENV_STOP = "NVPROF_WRAP_PROFILER_STOP"
 # the report can cut there, so only these stop aside; Keras batches where annotate marks them ('train batch N',
 # counted as here: run's step marks, unless --no-step-marks).
 CUT_AT_MARKS = ("step marks", "optimizer steps")
+MARKED: set[str] = set()  # the other sources annotate marks in this process (annotate.patch_keras_batches says so)
 
 
 def _marked_in_capture(source: str | None) -> bool:
-    if source in CUT_AT_MARKS:
-        return True
-    if source == SOURCES[2]:
-        from nvprof_wrap.tracer import annotate
-
-        return "keras batches" in annotate._state["patched"]
-    return False
+    return source in CUT_AT_MARKS or source in MARKED
 
 
 class ProfilerRecorder(Recorder):
