@@ -23,15 +23,6 @@ KERAS = ROOT / "nvprof_wrap" / "samples" / "keras_reuters_fp16" / "nsys_annotate
 KINETO = RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
 
 
-@pytest.fixture(scope="module")
-def gpt(tmp_path_factory):
-    """The GPT trainer (workloads/gpt_train.py, fp32, 30 steps) under nsys: NVTX ranges 'step 0'..'step 29'."""
-    path = tmp_path_factory.mktemp("gpt") / "nsys.sqlite"
-    with gzip.open(RUNS / "gpt_fp32_nsys_steps" / "nsys.sqlite.gz") as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
-
-
 def launches(capture) -> int:
     return sum(k.launches for k in capture.kernels)
 

@@ -98,15 +98,6 @@ def test_a_window_is_something(bad):
         Window(**bad)
 
 
-@pytest.fixture(scope="module")
-def gpt(tmp_path_factory):
-    """The GPT trainer under nsys (tests/readers/test_window.py): NVTX ranges 'step 0'..'step 29'."""
-    path = tmp_path_factory.mktemp("gpt") / "nsys.sqlite"
-    with gzip.open(RUNS / "gpt_fp32_nsys_steps" / "nsys.sqlite.gz") as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
-
-
 def _counts(capture) -> list[tuple[str, int, int]]:
     return sorted((k.name, k.launches, k.total_ns) for k in capture.kernels)
 
