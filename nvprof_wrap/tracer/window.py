@@ -88,6 +88,10 @@ class Recorder:
     def disable(self) -> str | None:
         return None
 
+    def stop_aside(self, record: Callable[[dict], None]) -> threading.Thread | None:
+        """disable() on a helper thread, the job running on; None where this recorder does not (disable() then)."""
+        return None
+
 
 class CuptiRecorder(Recorder):
     """This process's CUPTI tracer (cupti_trace._STATE): its activity kinds on inside the window only."""
@@ -206,7 +210,10 @@ class ProfilerRecorder(Recorder):
     def stop_aside(self, record: Callable[[dict], None]) -> threading.Thread | None:
         """cuProfilerStop on a helper thread, with the context current on this (the job's) thread made current
         there; it records {"event": "stopped", "held_ms": how long the stop took there, "why"}. None (nothing
-        started) where this thread has no context to hand over: the caller stops here instead."""
+        started) where this thread has no context to hand over, or the stop is asked on the job's thread: the caller
+        stops here instead."""
+        if not self.aside:
+            return None
         try:
             cuda = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
             ctx = ctypes.c_void_p()
@@ -330,9 +337,8 @@ class Controller:
     def _close(self, step: int | None = None, source: str | None = None, at: str | None = None) -> None:
         self.state = "closed"
         began = time.perf_counter()
-        aside = isinstance(self.recorder, ProfilerRecorder) and self.recorder.aside and at is None and \
-            self.kind == "steps" and _marked_in_capture(self.source)
-        self.stopping = self.recorder.stop_aside(self.record) if aside else None  # type: ignore[union-attr]
+        aside = at is None and self.kind == "steps" and _marked_in_capture(self.source)
+        self.stopping = self.recorder.stop_aside(self.record) if aside else None
         why = None if self.stopping is not None else self.recorder.disable()
         self.record({"event": "close", "step": step, "source": source, "held_ms": _ms_since(began),
                      **({"stop": "aside"} if self.stopping is not None else {}),
