@@ -571,9 +571,13 @@ def _terminate_while_reading(target: Path, tmp: Path, signum: int, folders: int,
     finally:
         signal.signal(signal.SIGHUP, before)
     deadline = time.time() + 60
-    while time.time() < deadline and len(list(tmp.iterdir())) < folders and p.poll() is None:
+    seen = 0  # what the wait saw: a quick read may remove its folder again before a second look
+    while time.time() < deadline and p.poll() is None:
+        seen = max(seen, len(list(tmp.iterdir())))
+        if seen >= folders:
+            break
         time.sleep(0.005)
-    if len(list(tmp.iterdir())) < folders:  # say what the child was doing: it ended, or it never got that far
+    if seen < folders:  # say what the child was doing: it ended, or it never got that far
         alive = p.poll() is None
         if alive:
             p.kill()
@@ -608,9 +612,9 @@ def test_under_nohup_a_hangup_does_not_end_a_read(tmp_path):
     """`nohup nvprof-wrap report ...`: SIGHUP was set to be ignored before we started; we keep it so — the read goes
     on to its own end (here: the capture is no database, one line, exit 2) instead of ending on the hang-up."""
     comp = zlib.compressobj(1, zlib.DEFLATED, 31)
-    with open(tmp_path / "big.sqlite.gz", "wb") as f:
+    with open(tmp_path / "big.sqlite.gz", "wb") as f:  # 1 GiB unpacked, as above: the hang-up comes mid-read
         f.write(comp.compress(b"SQLite format 3\x00" + bytes(84)))
-        f.writelines(comp.compress(bytes(1 << 20)) for _ in range(256))
+        f.writelines(comp.compress(bytes(1 << 20)) for _ in range(1024))
         f.write(comp.flush())
     tmp = tmp_path / "tmp"
     tmp.mkdir()
