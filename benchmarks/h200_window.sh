@@ -366,6 +366,37 @@ if [ "$PART" = O ]; then
   done
   grep -h "^iters \|^buckets \|stopped" $LOG | cut -c1-900
 fi
+if [ "$PART" = P ]; then
+  # Session 13: is the slower stepping after a capture range nsys' own? nsys run directly, no nvprof-wrap in the job
+  # ("raw": benchmarks/profiler_range.py calls cudaProfilerStart/Stop on the job's thread at optimizer steps 100 and
+  # 120, as a user's script does; "raw_cuda": the same with --trace=cuda only) against `run --capture-steps 100:120`
+  # ("aside") and the unprofiled job, all without GPU metrics (the raw runs have none). Median iteration per 50
+  # steps; VARIANTS, ROUNDS rounds, the order rotated.
+  cp $REPO/benchmarks/profiler_range.py $S/
+  N="$(nano ${ITERS:-1000}) --log_interval=1"
+  RAW="$NSYS profile --sample=none --cpuctxsw=none --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite=true"
+  read -ra vs <<< "${VARIANTS:-none raw aside raw_cuda}"
+  for round in $(seq 1 ${ROUNDS:-3}); do
+    for k in $(seq 0 $(( ${#vs[@]} - 1 ))); do
+      v=${vs[$(( (k + round - 1) % ${#vs[@]} ))]}
+      [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-500} ] || { step "budget: round $round not run"; break 2; }
+      name=p_${v}_$round; out=$R/$name/stdout.log; mkdir -p $R/$name; s=$EPOCHREALTIME
+      # what runs beside the job after its window: the busiest processes over one second, 20 s in
+      (sleep 20; echo "top $name"; top -b -n 2 -d 1 -w 160 | awk '/^top -/{n++} n==2' | sed -n '7,14p') >> $LOG 2>&1 &
+      case $v in
+        none) $V/python train.py $N > $out 2>&1 ;;
+        raw) $RAW --trace=cuda,nvtx,cublas,cudnn -o $R/$name/nsys $V/python $S/profiler_range.py 100:120 train.py $N > $out 2>&1 ;;
+        raw_cuda) $RAW --trace=cuda -o $R/$name/nsys $V/python $S/profiler_range.py 100:120 train.py $N > $out 2>&1 ;;
+        aside) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+      esac
+      job=$(awk "BEGIN{print $EPOCHREALTIME - $s}")
+      grep -h '"edge"' $out >> $LOG; [ -f $R/$name/windows.jsonl ] && grep -h '"stopped"' $R/$name/windows.jsonl >> $LOG
+      $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 --wall $job --buckets 50 >> $LOG 2>&1
+    done
+  done
+  (cd $R && tar -czf ${OUT:-/tmp}/p_stdout.tgz p_*/stdout.log p_*/windows.jsonl 2>/dev/null)
+  wait; grep -h "^iters \|^buckets \|stopped\|edge" $LOG | cut -c1-900
+fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"
