@@ -397,6 +397,50 @@ if [ "$PART" = P ]; then
   (cd $R && tar -czf ${OUT:-/tmp}/p_stdout.tgz p_*/stdout.log p_*/windows.jsonl 2>/dev/null)
   wait; grep -h "^iters \|^buckets \|stopped\|edge" $LOG | cut -c1-900
 fi
+if [ "$PART" = Q ]; then
+  # Session 13: is it the CUPTI nsys leaves subscribed after its capture range that slows the job's steps? "detach":
+  # our window, and once nsys' stop returned, cuptiFinalize on nsys' libcupti at the job's next step mark
+  # (tracer/window.py; first run as a knob, NVPROF_WRAP_NSYS_DETACH=1, now the default) — against "attached"
+  # (NVPROF_WRAP_NSYS_DETACH=0; "aside" in the first run: then the default) and the unprofiled job, all
+  # --no-hardware, ROUNDS rounds rotated; then is anything lost or broken: each detach run's exit, its job's output
+  # searched for errors, its report's launches and steps (7,560 in steps 100-119 when whole); DATA=1: one more
+  # default run of 400 steps for tests/data.
+  N="$(nano ${ITERS:-1000}) --log_interval=1"
+  read -ra vs <<< "${VARIANTS:-none attached detach}"
+  for round in $(seq 1 ${ROUNDS:-3}); do
+    for k in $(seq 0 $(( ${#vs[@]} - 1 ))); do
+      v=${vs[$(( (k + round - 1) % ${#vs[@]} ))]}
+      [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-400} ] || { step "budget: round $round not run"; break 2; }
+      name=q_${v}_$round; out=$R/$name/stdout.log; mkdir -p $R/$name
+      case $v in
+        none) $V/python train.py $N > $out 2>&1 ;;
+        aside) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+        attached) NVPROF_WRAP_NSYS_DETACH=0 $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+        detach) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1; echo "rc $name $?" >> $LOG ;;
+      esac
+      [ -f $R/$name/windows.jsonl ] && grep -h '"stopped"\|"detached"' $R/$name/windows.jsonl | cut -c1-600 >> $LOG
+      $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 --buckets 100 >> $LOG 2>&1
+    done
+  done
+  step "what the detach runs kept"
+  for d in $R/q_detach_*; do
+    [ -d $d ] || continue; n=$(basename $d)
+    $V/python -c "import json,sys; m=json.load(open(sys.argv[1])); print('manifest', sys.argv[2], 'exit', m.get('exit_code'), 'wall', m.get('wall_s'))" $d/manifest.json $n >> $LOG 2>&1
+    grep -i -n "error\|segmentation\|fault\|abort\|cupti" $d/stdout.log | grep -v FutureWarning | head -5 >> $LOG
+    tail -3 $R/$n.txt >> $LOG
+    $W report $d --format json -o $S/$n.json >> $LOG 2>&1 && $V/python $REPO/benchmarks/window_json.py $S/$n.json $n >> $LOG 2>&1
+  done
+  if [ "${DATA:-0}" = 1 ]; then
+    step "a real run whose nsys CUPTI was detached, for tests/data (the capture gzipped, its run's records)"
+    $W run --backend nsys --no-hardware --capture-steps 100:120 -o $R/q_data -- $V/python train.py $(nano 400) > $R/q_data.txt 2>&1
+    echo "rc q_data $?" >> $LOG; grep -h "Capture window" $R/q_data.txt | cut -c1-700 >> $LOG; cat $R/q_data/windows.jsonl >> $LOG
+    mkdir -p ${OUT:-/tmp}/q_data && cp $R/q_data/manifest.json $R/q_data/windows.jsonl ${OUT:-/tmp}/q_data/
+    gzip -9 -c $R/q_data/*.sqlite > ${OUT:-/tmp}/q_data/nsys.sqlite.gz
+  fi
+  (cd $REPO && python3 -m benchmarks.window_rounds $R) >> $LOG 2>&1
+  (cd $R && tar -czf ${OUT:-/tmp}/q_stdout.tgz q_*/stdout.log q_*/windows.jsonl 2>/dev/null)
+  grep -h "^iters \|^buckets \|stopped\|detached\|^rc \|^manifest\|^window \|^headline \|^| \|Capture window" $LOG | cut -c1-700
+fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
   step "the threads a window may open from"

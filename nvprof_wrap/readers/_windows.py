@@ -1,6 +1,7 @@
 """What a windowed run's processes say of their capture window: RUN/windows.jsonl (tracer/window.py writes it, one
 JSON object per event per process: "open", "close", "end", "failed", "stopped" — the profiler's stop, done on a
-helper thread after a "close" with "stop": "aside").
+helper thread after a "close" with "stop": "aside" — and "detached": nsys' CUPTI detached from the job after that
+stop).
 
 ``summary(path)`` folds the file into one ``Seen``: how many processes had a window, how many opened it, the steps it
 opened and closed at, the last step any process began (the whole job's count, not just the window's), which step
@@ -30,6 +31,7 @@ class Seen:
     held_ms: float | None = None  # the longest any process was held opening and closing its window (None: unsaid)
     aside: int = 0  # processes whose profiler stopped on a helper thread (nsys: it recorded on while stopping)
     stop_ms: float | None = None  # the longest such a stop took there
+    detached: int = 0  # processes from which the profiler's CUPTI was detached after its stop (every call status 0)
 
 
 def summary(path: Path) -> Seen | None:
@@ -49,7 +51,7 @@ def summary(path: Path) -> Seen | None:
             by_process.setdefault((event.get("host"), event.get("pid")), []).append(event)
     if not by_process:
         return None
-    opened = ended_inside = aside = 0
+    opened = ended_inside = aside = detached = 0
     open_steps, close_steps, last_steps, sources, problems, held, stops = [], [], [], [], [], [], []
     for events in by_process.values():
         kinds = [e["event"] for e in events]
@@ -60,6 +62,7 @@ def summary(path: Path) -> Seen | None:
             opened += 1
         aside += any(e["event"] == "close" and e.get("stop") == "aside" for e in events)
         stops += [e["held_ms"] for e in events if e["event"] == "stopped" and _is_ms(e.get("held_ms"))]
+        detached += any(e["event"] == "detached" and _all_detached(e.get("cupti")) for e in events)
         for e in events:
             step = e.get("step") if isinstance(e.get("step"), int) and not isinstance(e.get("step"), bool) else None
             if e["event"] == "open" and step is not None:
@@ -80,7 +83,13 @@ def summary(path: Path) -> Seen | None:
     return Seen(len(by_process), opened, min(open_steps) if open_steps else None,
                 max(close_steps) if close_steps else None, ended_inside, max(last_steps) if last_steps else None,
                 max(sorted(set(sources)), key=sources.count) if sources else None, tuple(dict.fromkeys(problems)),
-                max(held) if held else None, aside, max(stops) if stops else None)
+                max(held) if held else None, aside, max(stops) if stops else None, detached)
+
+
+def _all_detached(calls: object) -> bool:
+    """[[path, status], ...] with at least one call and every status 0."""
+    return isinstance(calls, list) and bool(calls) and all(
+        isinstance(c, list) and len(c) == 2 and c[1] == 0 and not isinstance(c[1], bool) for c in calls)
 
 
 def _is_ms(value: object) -> bool:

@@ -180,6 +180,9 @@ class CaptureScope:
     # while stopping, from step B on, is cut from the report; stop_s, the longest such a stop took
     stopped_aside: int = 0
     stop_s: float | None = None
+    # processes from which nsys' CUPTI was detached once it had stopped (nsys records nothing after its stop; left
+    # attached, it slowed the job's later steps: docs/backends.md)
+    profiler_detached: int = 0
 
 
 @dataclass(frozen=True)
@@ -576,6 +579,8 @@ def capture_line(c: CaptureScope | None) -> str | None:
         took = f" ({c.stop_s:.1f} s)" if c.stop_s is not None else ""
         held += (f"; the profiler's stop{took} ran beside the job, what it recorded meanwhile from step "
                  f"{int(c.end or 0)} on is left out")
+        if c.profiler_detached:
+            held += ", then its CUPTI was detached from the job"
     return (f"Capture window: {what} (run {c.option}{counted}{job}{some}{problems}{held}) — only what ran inside it "
             "was recorded; the job's exit and health are of all of it")
 

@@ -258,7 +258,8 @@ def capture_scope(runs: list[tuple[Path, Manifest]]) -> CaptureScope | None:
                    problems=tuple(dict.fromkeys(p for s in seen for p in s.problems)),
                    held_s=round(max(held) / 1e3, 4) if held else None,
                    stopped_aside=sum(s.aside for s in seen),
-                   stop_s=max((round(s.stop_ms / 1e3, 4) for s in seen if s.stop_ms is not None), default=None))
+                   stop_s=max((round(s.stop_ms / 1e3, 4) for s in seen if s.stop_ms is not None), default=None),
+                   profiler_detached=sum(s.detached for s in seen))
 
 
 def capture_cut(scope: CaptureScope | None) -> int | None:

@@ -9,8 +9,8 @@ $NVPROF_WRAP_CAPTURE is set). The launcher (launch/window.py) sets:
                           inside the window, CUPTI stays subscribed but idle outside it), "profiler"
                           (cuProfilerStart/Stop: nvprof --profile-from-start off), "profiler-aside" (the same, the
                           stop on a helper thread: nsys --capture-range=cudaProfilerApi, whose stop holds its
-                          caller ~3 s), "self" (the profiler keeps the time itself: nsys --delay/--duration; here
-                          the window is only recorded)
+                          caller ~3 s; then nsys' CUPTI detached from the job), "self" (the profiler keeps the
+                          time itself: nsys --delay/--duration; here the window is only recorded)
 
 Steps are the marks readers/_window.py reads, told apart live in the same order of preference: the job's own NVTX
 'step N' ranges (pushed or started through torch.cuda.nvtx or the nvtx package), else torch optimizer steps (the
@@ -22,12 +22,14 @@ begins, or when the process ends.
 
 Each process appends what happened to $NVPROF_WRAP_RUN_DIR/windows.jsonl, one JSON object per line, written with one
 O_APPEND write (lines of several processes never interleave): {"window": "steps:100:120", "pid", "host", "event":
-"open" | "close" | "end" | "failed" | "stopped", "unix_ns", "step", "source", "why", "held_ms", "stop"}. "end" comes at
+"open" | "close" | "end" | "failed" | "stopped" | "detached", "unix_ns", "step", "source", "why", "held_ms", "stop",
+"cupti"}. "end" comes at
 the process's exit with the last step seen; "held_ms" (open, close) is how long opening or closing held the thread
 that did it — for a steps window the job's own: the profiler's cost at the window's edges. A close whose profiler
 stop ran on a helper thread says "stop": "aside"; "stopped" follows when that stop returned, its "held_ms" how long
-it took there (the report then cuts the capture at step B: readers/_window.py Window.cut). The report reads the
-file (readers/_windows.py).
+it took there (the report then cuts the capture at step B: readers/_window.py Window.cut); "detached" once nsys'
+CUPTI was detached from the job after that stop, "cupti" each cuptiFinalize call's [path, status]. The report reads
+the file (readers/_windows.py).
 
 Runs inside the user's process: standard library only, never raises into the job, says things only as single
 ``nvprof-wrap:`` lines on stderr.
@@ -80,7 +82,9 @@ def parse(text: str) -> tuple[str, float, float]:
 
 class Recorder:
     """Who records inside the window: enable() at its start, disable() at its end; each returns None when done,
-    else why not."""
+    else why not. later: what is left to do on the job's thread, run at its next step mark (then None)."""
+
+    later: Callable[[], None] | None = None
 
     def enable(self) -> str | None:
         return None
@@ -167,6 +171,45 @@ class _job_context:
                 pass
 
 
+# nsys leaves its CUPTI attached after its capture range: measured on the H200 (benchmarks/h200_window.sh P, Q), the
+# job's steps then ran 12-50% slower to its end, with nsys run directly as much as under `run`; with that CUPTI
+# detached once nsys' stop returned, 4-6%, the capture whole. nsys records nothing after its stop
+# (--capture-range-end=stop), so nothing is lost. Only nsys' own copy of libcupti is detached: the one in the folder
+# of its injection library (libToolsInjection*), never torch's or another tool's. "0": leave it attached.
+ENV_DETACH = "NVPROF_WRAP_NSYS_DETACH"
+_INJECTION = "libToolsInjection"
+
+
+def _mapped(*names: str) -> list[str]:
+    """The files mapped into this process whose name starts with one of names."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(None, 5)[-1].strip() for line in maps if any(n in line for n in names)}
+    except OSError:
+        return []
+    return sorted(p for p in paths if p.startswith("/") and os.path.basename(p).startswith(names))
+
+
+def _detach_profilers_cupti(record: Callable[[dict], None]) -> None:
+    """cuptiFinalize on the libcupti beside nsys' injection library, on the calling (the job's) thread, between its
+    CUDA calls; records {"event": "detached", "cupti": [[path, status], ...], "held_ms"} (status 0: detached), with
+    "why" where there was none to detach."""
+    began, done = time.perf_counter(), []
+    mapped = _mapped("libcupti.so", _INJECTION)
+    folders = {os.path.dirname(p) for p in mapped if os.path.basename(p).startswith(_INJECTION)}
+    for path in (p for p in mapped if os.path.basename(p).startswith("libcupti.so")):
+        if os.path.dirname(path) not in folders:
+            continue
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            done.append([path, int(lib.cuptiFinalize())])
+        except (OSError, AttributeError) as e:
+            done.append([path, f"{type(e).__name__}: {e}"])
+    why = {} if done else {"why": "no libcupti beside a profiler's injection library in this process",
+                           "mapped": mapped}
+    record({"event": "detached", "cupti": done, "held_ms": _ms_since(began), **why})
+
+
 # nsys: cuProfilerStop holds its caller while nsys stops collecting (measured on the H200: 2.9-3.5 s, 3.2 s with
 # --no-hardware); called from a helper thread it holds the job ~1 ms, nsys records a few hundred launches more (the
 # report cuts its captures at step B: readers/_window.py). "job": on the job's thread all the same.
@@ -237,6 +280,8 @@ class ProfilerRecorder(Recorder):
             record({"event": "stopped", "held_ms": _ms_since(began), **({"why": why} if why else {})})
             if why:
                 _warn(f"the window's close: {why}")
+            elif os.environ.get(ENV_DETACH) != "0":  # on the job's thread at its next step mark
+                self.later = lambda: _detach_profilers_cupti(record)
 
         thread = threading.Thread(target=stop, name="nvprof-wrap-profiler-stop", daemon=True)
         thread.start()
@@ -272,6 +317,10 @@ class Controller:
         """Step n begins, by this source (one of SOURCES). Never raises."""
         try:
             with self.lock:
+                later = self.recorder.later
+                if later is not None:
+                    self.recorder.later = None
+                    later()
                 rank = SOURCES.index(source)
                 if self.source is not None and rank > SOURCES.index(self.source):
                     return  # a source the job's own count outranks

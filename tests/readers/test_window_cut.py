@@ -113,3 +113,35 @@ def test_a_cut_at_step_b_is_the_steps_window_that_ends_there(gpt, cut, steps):
 def test_steps_past_the_cut_are_not_the_captures(gpt):
     with pytest.raises(BadInput, match=r"--steps 2:9: no step 8 in this capture \(steps 0..4\)"):
         readers.read(gpt, Window(steps=(2, 9), cut=5))
+
+
+# tests/data/h200_runs/nsys_window_detached: the same job and window (session 13, benchmarks/h200_window.sh Q, DATA=1),
+# run with the default since then: once nsys' stop returned (3.18 s, beside the job), its CUPTI was detached from the
+# job (cuptiFinalize on nsys' own libcupti, status 0, 12.6 ms on the job's thread). nsys recorded 241 launches of
+# step 120 while stopping, and nothing after.
+DETACHED = RUNS / "nsys_window_detached"
+
+
+def test_a_run_whose_nsys_cupti_was_detached_says_so_and_is_cut_the_same(tmp_path, capsys):
+    folder = tmp_path / "run"
+    shutil.copytree(DETACHED, folder)
+    alone = _json(capsys, folder / "nsys.sqlite.gz")
+    assert alone["launches"] == 20 * PER_STEP + 241
+    r = _json(capsys, folder)
+    assert r["launches"] == 20 * PER_STEP and [row["step"] for row in r["series"]] == list(range(100, 120))
+    c = r["capture"]
+    assert (c["stopped_aside"], c["profiler_detached"], c["stop_s"], c["job_steps"]) == (1, 1, 3.1793, 401)
+    assert "from step 120 on is left out, then its CUPTI was detached from the job)" in r["headline"][0]
+
+
+def test_a_detach_that_failed_is_not_said(tmp_path, capsys):
+    """A finalize that did not return 0 (or found nothing to detach) leaves the report's line as without it."""
+    folder = tmp_path / "run"
+    shutil.copytree(DETACHED, folder)
+    lines = (folder / "windows.jsonl").read_text().splitlines()
+    failed = [line.replace('.so.13.0", 0]]', '.so.13.0", 15]]') for line in lines]
+    assert failed != lines
+    (folder / "windows.jsonl").write_text("\n".join(failed) + "\n")
+    r = _json(capsys, folder)
+    assert r["capture"]["profiler_detached"] == 0 and "detached" not in r["headline"][0]
+    assert r["launches"] == 20 * PER_STEP

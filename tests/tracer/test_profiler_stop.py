@@ -36,6 +36,9 @@ def libcuda(tmp_path_factory) -> Path:
 JOB = textwrap.dedent("""
     import ctypes, json, os, sys, threading, time
     lib = ctypes.CDLL(sys.argv[1], mode=os.RTLD_GLOBAL)  # the job's CUDA, loaded before the window needs it
+    for other in filter(None, os.environ.get("FAKE_LOAD", "").split(":")):  # what nsys and torch load beside it
+        ctypes.CDLL(other, mode=os.RTLD_GLOBAL)
+    pace = float(os.environ.get("FAKE_PACE", "0"))  # seconds per step: the job still stepping when nsys has stopped
     from nvprof_wrap.tracer import window
     window.install()
     lib.fake_make_current()  # the job's first CUDA call made its context current on this thread
@@ -49,16 +52,19 @@ JOB = textwrap.dedent("""
         else:
             window._CONTROLLER.step(n, source)
         at[n] = time.perf_counter()
+        time.sleep(pace)
     print(json.dumps({"main": threading.get_ident(), "after_close_s": at[last] - at[min(9, last)]}))
 """)
 
 
 def _job(tmp_path: Path, libcuda: Path, *, by: str = "profiler-aside", source: str = "optimizer steps",
-         last: int = 11, stop: str | None = None, marks: str = "") -> tuple[dict, list[dict], list[list[str]]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NVPROF_WRAP_")}
+         last: int = 11, stop: str | None = None, marks: str = "",
+         env_more: dict[str, str] | None = None) -> tuple[dict, list[dict], list[list[str]]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NVPROF_WRAP_", "FAKE_"))}
     env.update(PYTHONPATH=str(ROOT), NVPROF_WRAP_CAPTURE="steps:3:9", NVPROF_WRAP_CAPTURE_BY=by,
                NVPROF_WRAP_RUN_DIR=str(tmp_path), FAKE_CUDA_LOG=str(tmp_path / "cuda.log"),
-               FAKE_CUDA_STOP_MS=str(STOP_MS), **({"NVPROF_WRAP_PROFILER_STOP": stop} if stop else {}))
+               FAKE_CUDA_STOP_MS=str(STOP_MS), **({"NVPROF_WRAP_PROFILER_STOP": stop} if stop else {}),
+               **(env_more or {}))
     proc = subprocess.run([sys.executable, "-c", JOB, str(libcuda), source, str(last), marks], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -108,3 +114,67 @@ def test_a_window_the_job_ends_inside_stops_at_its_end_on_its_thread(tmp_path, l
     close = next(e for e in events if e["event"] == "close")
     assert close.get("at") == "end" and "stop" not in close
     assert calls[1][:2] == ["cuProfilerStop", str(out["main"])]
+
+
+# ------------------------------------------------------------------------------------ nsys' CUPTI detached
+
+CUPTI_SOURCE = ROOT / "tests" / "fakes" / "libcupti" / "fake_cupti.c"
+
+
+@pytest.fixture(scope="module")
+def profilers(tmp_path_factory) -> dict[str, Path]:
+    """nsys' folder (its injection library and its libcupti) and torch's own libcupti elsewhere, as on the H200:
+    /opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/libcupti.so.13.0 beside nsys' libraries, and
+    site-packages/nvidia/cu13/lib/libcupti.so.13 (both mapped in the job, measured there)."""
+    top = tmp_path_factory.mktemp("profilers")
+    libs = {"nsys": top / "nsys" / "target-linux-x64" / "libcupti.so.13.0",
+            "injection": top / "nsys" / "target-linux-x64" / "libToolsInjection64.so",
+            "torch": top / "site-packages" / "nvidia" / "cu13" / "lib" / "libcupti.so.13"}
+    for tag, lib in libs.items():
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        flags = ["-DINJECTION"] if tag == "injection" else [f'-DTAG="{tag}"']
+        subprocess.run(["gcc", "-shared", "-fPIC", *flags, "-o", str(lib), str(CUPTI_SOURCE), "-lpthread"],
+                       check=True, capture_output=True, timeout=120)
+    return libs
+
+
+def _stepping(profilers: dict[str, Path], *names: str, **more: str) -> dict[str, str]:
+    """The job loads these libraries and goes on stepping (0.1 s a step) until nsys' stop (0.6 s) has returned."""
+    return {"FAKE_LOAD": ":".join(str(profilers[n]) for n in names), "FAKE_PACE": "0.1", **more}
+
+
+def test_once_nsys_stopped_its_cupti_is_detached_on_the_jobs_thread(tmp_path, libcuda, profilers):
+    out, events, calls = _job(tmp_path, libcuda, last=19, env_more=_stepping(profilers, "nsys", "injection", "torch"))
+    assert [e["event"] for e in events] == ["open", "close", "stopped", "detached", "end"]
+    detached = events[3]
+    assert detached["cupti"] == [[str(profilers["nsys"]), 0]] and "why" not in detached  # nsys' copy, not torch's
+    assert detached["held_ms"] < 100
+    finalize = [c for c in calls if c[0] == "cuptiFinalize"]
+    assert finalize == [["cuptiFinalize", str(out["main"]), "nsys", "0"]]  # once, between the job's steps
+    assert calls.index(finalize[0]) > [c[0] for c in calls].index("cuProfilerStop")  # after nsys stopped
+    # nothing waits for it: the job's steps after the close kept their pace (0.1 s, 10 of them)
+    assert out["after_close_s"] < 1.0 + STOP_MS / 2e3
+
+
+@pytest.mark.parametrize(("case", "names", "more"), [
+    ("asked to leave it attached", ("nsys", "injection", "torch"), {"NVPROF_WRAP_NSYS_DETACH": "0"}),
+    ("the stop failed (201): nsys may not have stopped", ("nsys", "injection"), {"FAKE_CUDA_PUSH_FAILS": "1"}),
+])
+def test_nsys_cupti_left_attached(tmp_path, libcuda, profilers, case, names, more):
+    _out, events, calls = _job(tmp_path, libcuda, last=19, env_more=_stepping(profilers, *names, **more))
+    assert "detached" not in [e["event"] for e in events], case
+    assert not any(c[0] == "cuptiFinalize" for c in calls), case
+
+
+def test_no_profilers_cupti_no_detach(tmp_path, libcuda, profilers):
+    """Only a libcupti beside a profiler's injection library counts as the profiler's: torch's is never touched,
+    and a failed finalize is said with its status."""
+    _out, events, calls = _job(tmp_path, libcuda, last=19, env_more=_stepping(profilers, "torch"))
+    detached = next(e for e in events if e["event"] == "detached")
+    assert detached["cupti"] == [] and "no libcupti beside" in detached["why"]
+    assert str(profilers["torch"]) in detached["mapped"]
+    assert not any(c[0] == "cuptiFinalize" for c in calls)
+    (tmp_path / "again").mkdir()
+    _out, events, _calls = _job(tmp_path / "again", libcuda, last=19,
+                                env_more=_stepping(profilers, "nsys", "injection", FAKE_CUPTI_STATUS="15"))
+    assert next(e for e in events if e["event"] == "detached")["cupti"] == [[str(profilers["nsys"]), 15]]

@@ -3,6 +3,7 @@
  * made current on another thread (cuCtxPushCurrent_v2), cuProfilerStart/Stop need one (CUDA_ERROR_INVALID_CONTEXT,
  * 201, without), and cuProfilerStop holds its caller FAKE_CUDA_STOP_MS ms, as nsys does while it stops collecting
  * (measured on an H200: ~3 s). Each profiler call appends "name thread context status" to $FAKE_CUDA_LOG.
+ * $FAKE_CUDA_PUSH_FAILS set: cuCtxPushCurrent_v2 refuses (201), so a stop on a helper thread cannot be made.
  * Built by tests/tracer/test_profiler_stop.py: gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o libcuda.so.1 */
 #include <pthread.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@ CUresult fake_make_current(void) { current = &the_context; return 0; }
 CUresult cuCtxGetCurrent(CUcontext *ctx) { *ctx = current; return 0; }
 
 CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
-    if (!ctx || depth == 8) return 201;
+    if (!ctx || depth == 8 || getenv("FAKE_CUDA_PUSH_FAILS")) return 201;
     stack[depth++] = current;
     current = ctx;
     return 0;
