@@ -403,7 +403,8 @@ if [ "$PART" = Q ]; then
   # (tracer/window.py; first run as a knob, NVPROF_WRAP_NSYS_DETACH=1, now the default) — against "attached"
   # (NVPROF_WRAP_NSYS_DETACH=0; "aside" in the first run: then the default) and the unprofiled job, all
   # --no-hardware, ROUNDS rounds rotated; then is anything lost or broken: each detach run's exit, its job's output
-  # searched for errors, its report's launches and steps (7,560 in steps 100-119 when whole); DATA=1: one more
+  # searched for errors, its report's launches and steps (7,560 in steps 100-119 when whole); "idle": nsys injected,
+  # its window never opened (what nsys' presence alone costs); DATA=1: one more
   # default run of 400 steps for tests/data.
   N="$(nano ${ITERS:-1000}) --log_interval=1"
   read -ra vs <<< "${VARIANTS:-none attached detach}"
@@ -417,6 +418,7 @@ if [ "$PART" = Q ]; then
         aside) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
         attached) NVPROF_WRAP_NSYS_DETACH=0 $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
         detach) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1; echo "rc $name $?" >> $LOG ;;
+        idle) $W run --backend nsys --no-hardware --no-report --capture-steps 100000:100001 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
       esac
       [ -f $R/$name/windows.jsonl ] && grep -h '"stopped"\|"detached"' $R/$name/windows.jsonl | cut -c1-600 >> $LOG
       $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 --buckets 100 >> $LOG 2>&1
