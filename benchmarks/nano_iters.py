@@ -22,6 +22,11 @@ from pathlib import Path
 ITER = re.compile(r"iter (\d+): loss [^,]+, time ([0-9.]+)ms")
 
 
+def iterations(stdout: Path) -> dict[int, float]:
+    """nanoGPT's iteration number -> its time (ms), from a job's output."""
+    return {int(m.group(1)): float(m.group(2)) for m in map(ITER.search, stdout.read_text().splitlines()) if m}
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("label")
@@ -31,7 +36,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--buckets", type=int, default=0, help="also the median iteration per N steps")
     a = p.parse_args(argv)
     lo, hi = (int(x) for x in a.window.split(":"))
-    times = {int(m.group(1)): float(m.group(2)) for m in map(ITER.search, a.stdout.read_text().splitlines()) if m}
+    times = iterations(a.stdout)
     if not times:
         print(f"{a.label}: no iteration times in {a.stdout}")
         return 1

@@ -13,13 +13,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks.nano_iters import ITER
+from benchmarks.nano_iters import iterations
 
 RUN = re.compile(r"^[a-z0-9]+_(?P<variant>.+)_(?P<round>\d+)$")
-
-
-def iterations(stdout: Path) -> dict[int, float]:
-    return {int(m.group(1)): float(m.group(2)) for m in map(ITER.search, stdout.read_text().splitlines()) if m}
 
 
 def main(argv: list[str]) -> int:
