@@ -11,6 +11,7 @@
 #      one); the job's wall time from each run's manifest (the wrapper's own exit excluded), and the in-process
 #      per-launch cost of the tracer inside a window against CUPTI's floor for the same kinds
 #      (benchmarks/window_ab.py).
+#   Later parts (K-R): the cost of an nsys window, each described where it begins below.
 # Here first: bash ../shared/device/prep.sh; rm -f .whl/nvprof_wrap-*.whl;
 #   NVPROF_WRAP_NO_NATIVE=1 python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl .   (pure: the GPU
 #   machine's Python is 3.12)
@@ -404,21 +405,25 @@ if [ "$PART" = Q ]; then
   # (NVPROF_WRAP_NSYS_DETACH=0; "aside" in the first run: then the default) and the unprofiled job, all
   # --no-hardware, ROUNDS rounds rotated; then is anything lost or broken: each detach run's exit, its job's output
   # searched for errors, its report's launches and steps (7,560 in steps 100-119 when whole); "idle": nsys injected,
-  # its window never opened (what nsys' presence alone costs); DATA=1: one more
-  # default run of 400 steps for tests/data.
+  # its window never opened (what nsys' presence alone costs); "idle_cn" / "detach_cn": the same with
+  # --trace=cuda,nvtx (no cuBLAS/cuDNN trace, which no report reads); "twin": the unprofiled job again
+  # (what two identical runs differ by on this machine); FIRST: the first round's number (runs of a
+  # later call keep their own names); DATA=1: one more default run of 400 steps for tests/data.
   N="$(nano ${ITERS:-1000}) --log_interval=1"
   read -ra vs <<< "${VARIANTS:-none attached detach}"
-  for round in $(seq 1 ${ROUNDS:-3}); do
+  for round in $(seq ${FIRST:-1} $(( ${FIRST:-1} + ${ROUNDS:-3} - 1 ))); do
     for k in $(seq 0 $(( ${#vs[@]} - 1 ))); do
       v=${vs[$(( (k + round - 1) % ${#vs[@]} ))]}
       [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-400} ] || { step "budget: round $round not run"; break 2; }
       name=q_${v}_$round; out=$R/$name/stdout.log; mkdir -p $R/$name
       case $v in
-        none) $V/python train.py $N > $out 2>&1 ;;
+        none|twin) $V/python train.py $N > $out 2>&1 ;;
         aside) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
         attached) NVPROF_WRAP_NSYS_DETACH=0 $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
         detach) $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1; echo "rc $name $?" >> $LOG ;;
         idle) $W run --backend nsys --no-hardware --no-report --capture-steps 100000:100001 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+        idle_cn) NVPROF_WRAP_NSYS_TRACE=cuda,nvtx $W run --backend nsys --no-hardware --no-report --capture-steps 100000:100001 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1 ;;
+        detach_cn) NVPROF_WRAP_NSYS_TRACE=cuda,nvtx $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/$name -- $V/python train.py $N > $R/$name.txt 2>&1; echo "rc $name $?" >> $LOG ;;
       esac
       [ -f $R/$name/windows.jsonl ] && grep -h '"stopped"\|"detached"' $R/$name/windows.jsonl | cut -c1-600 >> $LOG
       $V/python $REPO/benchmarks/nano_iters.py $name $out --window 100:120 --buckets 100 >> $LOG 2>&1
@@ -442,6 +447,36 @@ if [ "$PART" = Q ]; then
   (cd $REPO && python3 -m benchmarks.window_rounds $R) >> $LOG 2>&1
   (cd $R && tar -czf ${OUT:-/tmp}/q_stdout.tgz q_*/stdout.log q_*/windows.jsonl 2>/dev/null)
   grep -h "^iters \|^buckets \|stopped\|detached\|^rc \|^manifest\|^window \|^headline \|^| \|Capture window" $LOG | cut -c1-700
+fi
+if [ "$PART" = R ]; then
+  # Session 14: per CUDA call, in one process, before / inside / after nsys' capture range
+  # (benchmarks/nsys_after_range.py: an elementwise kernel, a cuBLAS matmul, a cuDNN conv2d), nsys run directly:
+  # "none" unprofiled; "full" nsys' default trace set as run uses it (cuda,nvtx,cublas,cudnn), left attached;
+  # "full_detach" the same with the window's detach after the stop; "cn" / "cn_detach" --trace=cuda,nvtx. VARIANTS,
+  # ROUNDS rounds, the order rotated; then the table (benchmarks/nsys_after_summary.py).
+  cp $REPO/benchmarks/nsys_after_range.py $S/
+  RAW="$NSYS profile --sample=none --cpuctxsw=none --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite=true"
+  read -ra vs <<< "${VARIANTS:-none full full_detach cn cn_detach}"
+  for round in $(seq 1 ${ROUNDS:-4}); do
+    for k in $(seq 0 $(( ${#vs[@]} - 1 ))); do
+      v=${vs[$(( (k + round - 1) % ${#vs[@]} ))]}
+      [ $(( $(date +%s) - START )) -lt ${BUDGET_S:-400} ] || { step "budget: round $round not run"; break 2; }
+      name=r_${v}_$round; mkdir -p $R/$name; out=$R/$name/stdout.log
+      P="$V/python $S/nsys_after_range.py --name $name"
+      case $v in
+        none) $P > $out 2>&1 ;;
+        full) $RAW --trace=cuda,nvtx,cublas,cudnn -o $R/$name/nsys $P > $out 2>&1 ;;
+        full_detach) $RAW --trace=cuda,nvtx,cublas,cudnn -o $R/$name/nsys $P --detach > $out 2>&1 ;;
+        cn) $RAW --trace=cuda,nvtx -o $R/$name/nsys $P > $out 2>&1 ;;
+        cn_detach) $RAW --trace=cuda,nvtx -o $R/$name/nsys $P --detach > $out 2>&1 ;;
+      esac
+      echo "rc $name $?" >> $LOG
+      grep -h '^{"run"' $out | grep -v '"warmup"' >> $LOG
+    done
+  done
+  (cd $R && tar -czf ${OUT:-/tmp}/r_stdout.tgz r_*/stdout.log 2>/dev/null)
+  (cd $REPO && python3 -m benchmarks.nsys_after_summary $LOG) >> $LOG 2>&1
+  grep -h "^rc \|^| \|detached" $LOG | cut -c1-400
 fi
 if [ "$PART" = B2 ]; then
   ITERS=${ITERS:-1000}; N=$(nano $ITERS)
