@@ -173,7 +173,8 @@ class _job_context:
 
 # nsys leaves its CUPTI attached after its capture range: measured on the H200 (benchmarks/h200_window.sh P, Q), the
 # job's steps then ran 12-50% slower to its end, with nsys run directly as much as under `run`; with that CUPTI
-# detached once nsys' stop returned, 4-11%, the capture whole. nsys records nothing after its stop
+# detached once nsys' stop returned, a CUDA call costs what it costs unprofiled (h200_window.sh R: 0.93-1.03x per call,
+# 1.20-1.40x attached), the capture whole. nsys records nothing after its stop
 # (--capture-range-end=stop), so nothing is lost. Only nsys' own copy of libcupti is detached: the one in the folder
 # of its injection library (libToolsInjection*), never torch's or another tool's. "0": leave it attached.
 ENV_DETACH = "NVPROF_WRAP_NSYS_DETACH"
