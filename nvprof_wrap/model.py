@@ -240,8 +240,15 @@ class HealthVerdict:
 
     status: str  # healthy | collapsed | nan | diverged | unknown
     findings: tuple[str, ...]
-    epochs: int
+    epochs: int  # the records judged: epochs, or logged steps where unit is "step"
     final: EpochMetrics | None
+    unit: str = "epoch"  # "step": from per-step loss lines (nanoGPT's "iter N: loss L"), no epochs in the job's output
+
+    @property
+    def counted(self) -> str:
+        """'20 epochs', '1,001 steps logged'."""
+        return f"{self.epochs:,} epoch{'s' * (self.epochs != 1)}" if self.unit == "epoch" else \
+            f"{self.epochs:,} {self.unit}{'s' * (self.epochs != 1)} logged"
 
 
 def merge_kernels(aggs: Iterable[KernelAgg]) -> tuple[KernelAgg, ...]:

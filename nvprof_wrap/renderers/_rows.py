@@ -65,7 +65,7 @@ def mix_text(precisions: tuple[PrecisionShare, ...]) -> str:
 
 def health(h: HealthVerdict | None) -> dict | None:
     return None if h is None else {"status": h.status, "findings": list(h.findings), "epochs": h.epochs,
-                                   "final": asdict(h.final) if h.final else None}
+                                   "unit": h.unit, "final": asdict(h.final) if h.final else None}
 
 
 def report(r: Report) -> dict:

@@ -220,7 +220,7 @@ def _report(report: Report, width: int, color: bool, wide: bool, limit: int, per
     health = report.health
     if health:
         style = "green" if health.status == "healthy" else "bold red" if health.status != "unknown" else "yellow"
-        text = Text(f"Training health: {health.status} ({health.epochs} epochs)", style=style)
+        text = Text(f"Training health: {health.status} ({health.counted})", style=style)
         for finding in health.findings:
             text.append(f"\n  {finding}", style="")
         parts += [text, Text("")]

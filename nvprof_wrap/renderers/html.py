@@ -186,7 +186,9 @@ _CHART_NOTE = ('<p class="muted">Shares of summed GPU operation time (kernels, c
                "or operations.</p>\n")
 def _health(h: dict) -> str:
     findings = "".join(f"<li>{_t(f)}</li>" for f in h["findings"])
-    return (f"<p><strong>{_t(h['status'])}</strong> ({_n(h['epochs'])} epochs)</p>"
+    unit, n = h.get("unit", "epoch"), h["epochs"]
+    counted = f"{_n(n)} {unit}{'s' * (n != 1)}" + (" logged" if unit != "epoch" else "")
+    return (f"<p><strong>{_t(h['status'])}</strong> ({counted})</p>"
             + (f"<ul>{findings}</ul>" if findings else "") + "\n")
 
 

@@ -110,7 +110,7 @@ def _report(report: Report, wide: bool, limit: int) -> str:
         out += ["\n## Counters disagree with the name rules\n", _kernel_rows(list(report.disagreements), wide)]
     health = report.health
     if health:
-        out += [f"\n**Training health: {_esc(health.status)}** ({health.epochs} epochs)\n"]
+        out += [f"\n**Training health: {_esc(health.status)}** ({_esc(health.counted)})\n"]
         out += [f"- {_esc(f)}" for f in health.findings]
     fmts: dict[str, int] = {}
     for src in report.sources:
