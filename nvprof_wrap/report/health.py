@@ -25,6 +25,7 @@ import json
 import math
 import re
 import statistics
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -269,8 +270,6 @@ class StepLosses:
     later loss kept; validation losses, printed at a few steps, beside them."""
 
     def __init__(self) -> None:
-        from array import array
-
         self.steps, self.losses = array("d"), array("d")
         self.val: dict[int, float] = {}
 
@@ -337,8 +336,10 @@ def parse_step_log(text: str) -> StepLosses:
 
 
 def assess_steps(found: StepLosses) -> HealthVerdict:
-    """Judge a job from its per-step losses: a NaN/inf loss, or a loss stuck at exactly 0.0 to the end, at the step
-    it began; trend and divergence over the medians of up to STEP_SPANS spans of its steps, named by their steps."""
+    """Judge a job from its per-step losses: a NaN/inf loss at its last logged step (where it began), or a loss stuck
+    at exactly 0.0 to the end (where that began); trend and divergence over the medians of up to STEP_SPANS spans of
+    its finite steps, named by their steps. NaN/inf losses the job got past (finite again at its end: a loss
+    scaler's skipped steps, say) are said first and left out of the spans."""
     n = len(found)
     if not n:
         return HealthVerdict("unknown", ("no per-epoch or per-step loss found",), 0, None, unit="step")
@@ -348,21 +349,30 @@ def assess_steps(found: StepLosses) -> HealthVerdict:
     def verdict(status: str, *findings: str | None) -> HealthVerdict:
         return HealthVerdict(status, tuple(f for f in findings if f), n, final, unit="step")
 
-    for i, loss in enumerate(losses):
-        if not math.isfinite(loss):
-            return verdict("nan", f"loss became {_bad_word(loss)} at step {int(steps[i])}")
+    bad = [i for i, loss in enumerate(losses) if not math.isfinite(loss)]
+    passed = None
+    if bad and not math.isfinite(losses[-1]):
+        return verdict("nan", f"loss became {_bad_word(losses[bad[0]])} at step {int(steps[bad[0]])}")
+    if bad:  # and finite again by the end: judged on its finite steps, saying so first
+        words = " / ".join(sorted({_bad_word(losses[i]) for i in bad}))
+        passed = (f"loss was {words} at {len(bad):,} step{'s' * (len(bad) > 1)} (first step {int(steps[bad[0]])}, "
+                  f"last step {int(steps[bad[-1]])}) and finite after: judged on its finite steps")
+        keep = [i for i in range(n) if math.isfinite(losses[i])]
+        steps, losses = array("d", (steps[i] for i in keep)), array("d", (losses[i] for i in keep))
     for step, val in sorted(found.val.items()):
         if not math.isfinite(val):
             return verdict("nan", f"val_loss became {_bad_word(val)} at step {step}")
-    zero_from = n
+    m = len(losses)
+    zero_from = m
     while zero_from and losses[zero_from - 1] == 0.0:
         zero_from -= 1
-    if zero_from < n:
-        return verdict("unknown", f"loss stuck at exactly 0.0 from step {int(steps[zero_from])} to the job's last "
-                                  f"logged step ({n - zero_from:,} steps) and no accuracy is printed to tell a "
-                                  "perfect fit from a collapse: a loss that no longer measures the model is what "
-                                  "pure fp16 training gave the seed (docs/seed-collapse.md)")
-    spans, bounds = [], [round(k * n / min(STEP_SPANS, n)) for k in range(min(STEP_SPANS, n) + 1)]
+    if zero_from < m:
+        return verdict("unknown", passed,
+                       f"loss stuck at exactly 0.0 from step {int(steps[zero_from])} to the job's last logged step "
+                       f"({m - zero_from:,} steps) and no accuracy is printed to tell a perfect fit from a collapse: "
+                       "a loss that no longer measures the model is what pure fp16 training gave the seed "
+                       "(docs/seed-collapse.md)")
+    spans, bounds = [], [round(k * m / min(STEP_SPANS, m)) for k in range(min(STEP_SPANS, m) + 1)]
     for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         first, last = int(steps[lo]), int(steps[hi - 1])
         vals = [v for s, v in found.val.items() if first <= s <= last]
@@ -375,11 +385,11 @@ def assess_steps(found: StepLosses) -> HealthVerdict:
         return named[id(e)]
     diverged = _divergence_finding(items, at)
     if diverged:
-        return verdict("diverged", diverged)
+        return verdict("diverged", passed, diverged)
     fell, trend = _trend_finding(items, at, unit="step", flat=STEP_FLAT)
     zero = ("the loss was exactly 0.0 at some steps: suspicious unless the model fits perfectly"
             if any(loss == 0.0 for loss in losses) else None)
-    return verdict("healthy" if fell else "unknown", trend, zero, _overfit_finding(items, at))
+    return verdict("healthy" if fell else "unknown", passed, trend, zero, _overfit_finding(items, at))
 
 
 def _parse_segments(segments: Iterable[str]) -> list[EpochMetrics]:

@@ -166,3 +166,19 @@ def test_verdict_counts_its_unit():
     assert HealthVerdict("healthy", (), 1, None).counted == "1 epoch"
     assert HealthVerdict("healthy", (), 20, None).counted == "20 epochs"
     assert HealthVerdict("healthy", (), 1001, None, unit="step").counted == "1,001 steps logged"
+
+
+def test_nan_steps_the_job_got_past_are_said_first_and_left_out_of_the_trend():
+    """A loss scaler's skipped steps print inf/NaN and the job trains on: judged on its finite steps, saying so."""
+    losses = [3.0 - i / 50 if not 10 <= i < 13 else (math.inf if i < 12 else math.nan) for i in range(100)]
+    h = assess_steps(parse_step_log("\n".join(f"iter {i}: loss {v:.4f}" for i, v in enumerate(losses))))
+    assert h.status == "healthy" and h.epochs == 100
+    assert h.findings[0] == ("loss was NaN / inf at 3 steps (first step 10, last step 12) and finite after: judged on "
+                             "its finite steps")
+    assert h.findings[1].startswith("loss fell from 2.9") and "(median of steps 0-9)" in h.findings[1]
+
+
+def test_a_loss_non_finite_at_the_end_is_nan_from_where_it_began():
+    lines = [f"iter {i}: loss {v}" for i, v in enumerate([3.0, 2.5, "nan", 2.4, "inf", "nan"])]
+    h = assess_steps(parse_step_log("\n".join(lines)))
+    assert (h.status, h.findings) == ("nan", ("loss became NaN at step 2",))
