@@ -24,7 +24,11 @@ ITER = re.compile(r"iter (\d+): loss [^,]+, time ([0-9.]+)ms")
 
 def iterations(stdout: Path) -> dict[int, float]:
     """nanoGPT's iteration number -> its time (ms), from a job's output."""
-    return {int(m.group(1)): float(m.group(2)) for m in map(ITER.search, stdout.read_text().splitlines()) if m}
+    return iterations_of(stdout.read_text().splitlines())
+
+
+def iterations_of(lines: list[str]) -> dict[int, float]:
+    return {int(m.group(1)): float(m.group(2)) for m in map(ITER.search, lines) if m}
 
 
 def main(argv: list[str]) -> int:

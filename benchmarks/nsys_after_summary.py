@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 
-RUN = re.compile(r"^[a-z0-9]+_(?P<variant>.+)_(?P<round>\d+)$")
+from benchmarks.window_rounds import RUN
 
 
 def read(paths: list[str]) -> dict[tuple[str, int], dict[tuple[str, str], float]]:

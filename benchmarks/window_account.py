@@ -20,9 +20,8 @@ import sys
 import tarfile
 from pathlib import Path
 
-from benchmarks.nano_iters import ITER
-
-RUN = re.compile(r"^(?P<run>[a-z0-9]+_(?P<variant>.+)_(?P<round>\d+))/stdout\.log$")
+from benchmarks.nano_iters import iterations_of
+from benchmarks.window_rounds import RUN
 
 
 def outputs(paths: list[Path]):
@@ -30,21 +29,20 @@ def outputs(paths: list[Path]):
     for path in paths:
         if path.is_dir():
             for log in sorted(path.glob("*/stdout.log")):
-                m = RUN.match(f"{log.parent.name}/stdout.log")
-                if m:
-                    yield m["run"], m["variant"], log.read_text(errors="replace").splitlines()
+                if m := RUN.match(log.parent.name):
+                    yield m[0], m["variant"], log.read_text(errors="replace").splitlines()
             continue
         with tarfile.open(path) as tar:
             for member in tar.getmembers():
-                m = RUN.match(member.name)
-                if m and member.isfile():
+                run, _, name = member.name.partition("/")
+                if (m := RUN.match(run)) and name == "stdout.log" and member.isfile():
                     text = io.TextIOWrapper(tar.extractfile(member), errors="replace").read()
-                    yield m["run"], m["variant"], text.splitlines()
+                    yield run, m["variant"], text.splitlines()
 
 
 def account(lines: list[str], lo: int, hi: int) -> tuple[float, float] | None:
     """(seconds the window's steps took over their neighbours' median, the loop after step 20 in seconds)."""
-    times = {int(m.group(1)): float(m.group(2)) for m in map(ITER.search, lines) if m}
+    times = iterations_of(lines)
     near = [times[i] for i in (*range(lo - 31, lo - 1), *range(hi + 2, hi + 32)) if i in times]
     if len(near) < 30 or any(i not in times for i in range(lo - 1, hi + 2)):
         return None

@@ -246,9 +246,12 @@ class HealthVerdict:
 
     @property
     def counted(self) -> str:
-        """'20 epochs', '1,001 steps logged'."""
-        return f"{self.epochs:,} epoch{'s' * (self.epochs != 1)}" if self.unit == "epoch" else \
-            f"{self.epochs:,} {self.unit}{'s' * (self.epochs != 1)} logged"
+        return counted(self.epochs, self.unit)
+
+
+def counted(n: int, unit: str) -> str:
+    """What a health verdict judged: '20 epochs', '1,001 steps logged'."""
+    return f"{n:,} {unit}{'s' * (n != 1)}" + (" logged" if unit != "epoch" else "")
 
 
 def merge_kernels(aggs: Iterable[KernelAgg]) -> tuple[KernelAgg, ...]:

@@ -8,6 +8,7 @@ name stays text."""
 from __future__ import annotations
 
 from nvprof_wrap._version import __version__
+from nvprof_wrap.model import counted
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _ranks, _rows, _timeview
 from nvprof_wrap.renderers._frame import name_cell, prose_cell
 from nvprof_wrap.renderers._frame import t as _t
@@ -186,9 +187,7 @@ _CHART_NOTE = ('<p class="muted">Shares of summed GPU operation time (kernels, c
                "or operations.</p>\n")
 def _health(h: dict) -> str:
     findings = "".join(f"<li>{_t(f)}</li>" for f in h["findings"])
-    unit, n = h.get("unit", "epoch"), h["epochs"]
-    counted = f"{_n(n)} {unit}{'s' * (n != 1)}" + (" logged" if unit != "epoch" else "")
-    return (f"<p><strong>{_t(h['status'])}</strong> ({counted})</p>"
+    return (f"<p><strong>{_t(h['status'])}</strong> ({_t(counted(h['epochs'], h.get('unit', 'epoch')))})</p>"
             + (f"<ul>{findings}</ul>" if findings else "") + "\n")
 
 

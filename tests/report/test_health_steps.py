@@ -85,8 +85,7 @@ def test_epochs_come_first():
     ("Step 7/100, loss = inf", 7, math.inf, None),
 ])
 def test_step_lines(line, step, loss, val):
-    found = StepLosses()
-    found.add(line)
+    found = parse_step_log(line)
     assert list(found.steps) == [step] and str(found.losses[0]) == str(loss)
     assert found.val == ({step: val} if val is not None else {})
 
@@ -99,8 +98,7 @@ def test_step_lines(line, step, loss, val):
     "iter 3: lossy compression ratio 2.0",
 ])
 def test_not_step_losses(line):
-    found = StepLosses()
-    found.add(line)
+    found = parse_step_log(line)
     assert len(found) == 0
 
 
