@@ -7,6 +7,8 @@ from pathlib import Path
 # An unexpected exception, a bug of ours: the command line exits with this (sysexits' EX_SOFTWARE), never 1, which
 # is a missed gate (cli/_exit.py).
 INTERNAL = 70
+# The machine's storage failed us, not the input (sysexits' EX_IOERR): IOFailure.
+IO_ERROR = 74
 
 
 class NvprofWrapError(Exception):
@@ -28,6 +30,24 @@ class BadInput(NvprofWrapError):
         super().__init__(f"{self.path}: {self.why}" if self.path else self.why)
 
     def __reduce__(self):  # crosses process boundaries (parallel reading) with its two fields
+        return (type(self), (self.path, self.why))
+
+
+class IOFailure(NvprofWrapError):
+    """The machine failed, not the file: the disk or the temporary folder is full, a read or a write gave an I/O
+    error (exit code 74, sysexits' EX_IOERR). Never a reason to call a capture damaged or to skip it: the same file
+    reads once space is freed. Not a BadInput, so that no reader's `except BadInput` (skip a bad file, go on)
+    swallows it."""
+
+    exit_code = IO_ERROR
+
+    def __init__(self, path: Path | str | None, why: str) -> None:
+        self.path = None if path is None else str(path)
+        why = " ".join(str(why).split())
+        self.why = why if len(why) <= 300 else why[:297] + "..."
+        super().__init__(f"{self.path}: {self.why}" if self.path else self.why)
+
+    def __reduce__(self):
         return (type(self), (self.path, self.why))
 
 
