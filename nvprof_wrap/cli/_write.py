@@ -20,8 +20,8 @@ def emit(text: str) -> None:
     """Write a rendered report to stdout. A reader that went away (`| head`) stops the printing, not the
     command: stdout is pointed at /dev/null, so that neither this nor Python's flush at exit fails, and the
     command ends with the exit code it would have had. A stdout that cannot take it (`> /dev/full`, a closed
-    stdout) is CannotWrite, after stdout is pointed at /dev/null the same way: `run` says it and goes on with the
-    job's code, the other commands exit 2 with that line."""
+    stdout) is IOFailure for a full disk or an I/O error (exit 74), else CannotWrite (2), after stdout is pointed at
+    /dev/null the same way: `run` says it and goes on with the job's code, the other commands exit with that line."""
     out = sys.stdout
     if out is None:
         raise CannotWrite("stdout", "is closed: nothing was printed (-o FILE writes to a file)")
