@@ -18,10 +18,10 @@ class Profile:
 
     def __init__(self, folder: str | Path | None = None, *, steps: tuple[int, int] | None = None,
                  nvtx_steps: bool = True) -> None:
-        if steps is not None and not (isinstance(steps, (tuple, list)) and len(steps) == 2
-                                      and all(isinstance(s, int) and not isinstance(s, bool) for s in steps)
-                                      and 0 <= steps[0] < steps[1]):
-            raise NvprofWrapError(f"steps must be (first, stop), two integers with 0 <= first < stop; got {steps!r}")
+        if steps is not None:  # checked as analyze() checks it: (10, 20), [10, 20] or '10:20'
+            from nvprof_wrap.pipeline.arguments import span
+
+            steps = span(steps, "steps", True)
         if folder is not None and not isinstance(folder, (str, Path)):
             raise NvprofWrapError(f"folder must be a path (str or Path), got {type(folder).__name__}")
         if folder is not None and not str(folder).strip():

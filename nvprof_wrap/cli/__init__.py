@@ -13,7 +13,6 @@ How to add a command: a module here whose docstring is its --help (ending with "
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import signal
 import sqlite3
@@ -37,8 +36,8 @@ from nvprof_wrap.cli import (
 from nvprof_wrap.cli._args import resolve_format
 from nvprof_wrap.cli._exit import internal_error
 from nvprof_wrap.cli._write import say, stdout_gone
-from nvprof_wrap.errors import NvprofWrapError, Terminated, terminate
-from nvprof_wrap.system import tempdirs
+from nvprof_wrap.errors import IO_ERROR, NvprofWrapError, Terminated, terminate
+from nvprof_wrap.system import environ, storage, tempdirs
 from nvprof_wrap.system.lifeline import end_on, leave_terminal, restore, terminal_fds
 
 _JOBS = {"run", "experiment"}  # the commands whose work is a job's run (SIGHUP: see main)
@@ -94,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     on_hangup = (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate
     previous.update(end_on((signal.SIGHUP,), on_hangup))
     try:
+        for warning in environ.check():
+            say(f"nvprof-wrap: warning: {warning}")
         resolve_format(args)
         return COMMANDS[args.command].run(args)
     except NvprofWrapError as e:
@@ -111,10 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     except sqlite3.Error as e:  # SQLite outside the readers and the store's own mapping: one line all the same
         say(f"nvprof-wrap: error: SQLite: {e}")
         return 2
-    except OSError as e:  # the machine, not the input: disk full, a file gone, a permission changed under us
-        say(f"nvprof-wrap: error: {'disk full' if e.errno == errno.ENOSPC else e.strerror or e}"
-            + (f": {e.filename}" if e.filename else ""))
-        return 2
+    except OSError as e:  # a full disk or an I/O error is the machine's (74); a file gone or a permission changed
+        say(f"nvprof-wrap: error: {storage.why(e)}" + (f": {e.filename}" if e.filename else ""))
+        return IO_ERROR if storage.machine_failed(e) else 2
     except Exception as e:  # noqa: BLE001 — a bug: one line and where to report it, exit 70 (not 1: a missed gate)
         return internal_error(e)
     finally:

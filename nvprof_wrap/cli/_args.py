@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import BY_EXTENSION, RENDERERS, Options
+from nvprof_wrap.system import environ
 
 FORMATS = tuple(RENDERERS)
 
@@ -24,7 +24,8 @@ def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -
                    help="output format (default: the one the extension of the output FILE names — .html, .json, "
                         ".csv, .md, .txt —, else table)")
     p.set_defaults(formats_allowed=formats)
-    p.add_argument("--width", type=int, default=None, help="table width (default: the terminal's, or $COLUMNS)")
+    p.add_argument("--width", type=between(1, environ.MAX_WIDTH, "a width", integer=True), default=None,
+                   help="table width (default: the terminal's, or $COLUMNS)")
 
 
 def add_store(p: argparse.ArgumentParser) -> None:
@@ -66,8 +67,8 @@ def window_args(args: argparse.Namespace) -> dict:
 def render_options(args: argparse.Namespace, **more) -> Options:
     """How to render for this command line: --width (else $COLUMNS, else the terminal's), colour on a terminal
     unless NO_COLOR / TERM=dumb and never in a file, and ``more`` (wide=, limit=, table=, gates=)."""
-    width = args.width or int(os.environ.get("COLUMNS") or 0) or shutil.get_terminal_size((120, 24)).columns
-    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb" \
+    width = args.width or environ.width()
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" \
         and output_file(args) is None  # never colour in a file
     return Options(width=width, color=color, **more)
 

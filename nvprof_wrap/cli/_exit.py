@@ -1,4 +1,5 @@
-"""Exit codes, one table per kind of command: shown in each command's --help and in docs/reliability.md."""
+"""Exit codes, one table per kind of command: shown in each command's --help; the whole table, with an example and
+a test per class, is docs/exit-codes.md."""
 from __future__ import annotations
 
 import os
@@ -6,8 +7,10 @@ import sys
 
 from nvprof_wrap.cli._write import say
 
-_FAIL = """  2    bad input or usage: a file that is not a capture, a run store that is not one, a file that cannot be
-       written (disk full, read-only, locked), a missing profiler; one line on stderr names the file and why
+_FAIL = """  2    bad input or usage: a file that is not a capture, a run store that is not one, an output that cannot
+       be written (read-only, locked, under a file), a missing profiler, an NVPROF_WRAP_* variable that cannot be
+       used; one line on stderr names the file (or variable) and why
+  74   the machine's storage failed: disk or quota full, an I/O error (one line says which file)
   130  interrupted (Ctrl-C)
   143  terminated (SIGTERM; 129: SIGHUP, a closed terminal): ended like Ctrl-C, temporary files removed
   70   an internal error: a bug; one line says where to report it (NVPROF_WRAP_DEBUG=1 prints the traceback)"""
@@ -20,8 +23,9 @@ GATED = """exit codes:
   0    done, and every gate given (--min-tensor-core-share, --expect-precision) is met
   1    a gate is not met: one line on stderr says what fell short (the report is still printed)
   2    bad input or usage: a file that is not a capture, a folder without one, two runs given to `report` or a
-       folder holding several (use compare), a run store that is not one, a file that cannot be written; one line
-       on stderr names the file and why
+       folder holding several (use compare), a run store that is not one, an output that cannot be written
+       (read-only, locked); one line on stderr names the file and why
+  74   the machine's storage failed: disk or quota full, an I/O error (one line says which file)
   130  interrupted (Ctrl-C)
   143  terminated (SIGTERM; 129: SIGHUP, a closed terminal): ended like Ctrl-C, temporary files removed
   70   an internal error: a bug; one line says where to report it (NVPROF_WRAP_DEBUG=1 prints the traceback)"""
@@ -32,8 +36,9 @@ RUN = """exit codes:
        the job and exits with its code
   1    the job exited 0 but a gate (--min-tensor-core-share, --expect-precision) is not met: one line says which
   2    nvprof-wrap could not start the job (bad options, a --name that is not one folder name, a run folder
-       that already holds a run, no profiler), or the job succeeded but its run could not be recorded or read,
-       or its --save FILE written (disk full, say): one line on stderr
+       that already holds a run, no profiler), or the job succeeded but its run could not be recorded or read
+       (the profiler left no capture, say), or its --save FILE written: one line on stderr
+  74   the job succeeded but the machine's storage failed recording it (disk or quota full, an I/O error)
   130  interrupted before the job started
   143  SIGTERM before the job started or after it ended (while the job runs, SIGINT and SIGTERM go to it and its
        code is the exit code; SIGHUP, a closed terminal, is not passed on: the job and the run go on)
@@ -46,9 +51,9 @@ EXPERIMENT = f"""exit codes:
 {_FAIL}"""
 
 GENERAL = """exit codes: run and experiment exit with the job's code; every other command with 0 when done, 2 for bad
-input or a file that cannot be written (one line on stderr), 130 when interrupted, 143 when terminated
-(SIGTERM), 70 for an internal error (a bug: one line; NVPROF_WRAP_DEBUG=1 prints the traceback); 1 only for a
-missed gate (--min-tensor-core-share, --expect-precision).
+input or a file that cannot be written (one line on stderr), 74 when the disk is full or fails, 130 when
+interrupted, 143 when terminated (SIGTERM), 70 for an internal error (a bug: one line; NVPROF_WRAP_DEBUG=1 prints
+the traceback); 1 only for a missed gate (--min-tensor-core-share, --expect-precision).
 `nvprof-wrap COMMAND --help` gives each command's table."""
 
 

@@ -3,7 +3,6 @@ FILE that -o / --save names — checked before any work (never an input, never a
 or not at all, and never renamed over a device, a FIFO or a symlink; one line on stderr for what a command says."""
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import sys
@@ -13,6 +12,7 @@ from typing import BinaryIO
 
 from nvprof_wrap.cli._args import output_file
 from nvprof_wrap.errors import BadInput, CannotWrite, NvprofWrapError
+from nvprof_wrap.system import storage
 from nvprof_wrap.text.sanitize import clean
 
 
@@ -20,8 +20,8 @@ def emit(text: str) -> None:
     """Write a rendered report to stdout. A reader that went away (`| head`) stops the printing, not the
     command: stdout is pointed at /dev/null, so that neither this nor Python's flush at exit fails, and the
     command ends with the exit code it would have had. A stdout that cannot take it (`> /dev/full`, a closed
-    stdout) is CannotWrite, after stdout is pointed at /dev/null the same way: `run` says it and goes on with the
-    job's code, the other commands exit 2 with that line."""
+    stdout) is IOFailure for a full disk or an I/O error (exit 74), else CannotWrite (2), after stdout is pointed at
+    /dev/null the same way: `run` says it and goes on with the job's code, the other commands exit with that line."""
     out = sys.stdout
     if out is None:
         raise CannotWrite("stdout", "is closed: nothing was printed (-o FILE writes to a file)")
@@ -32,8 +32,9 @@ def emit(text: str) -> None:
         stdout_gone()
     except (OSError, ValueError) as e:
         stdout_gone()
-        why = "disk full" if getattr(e, "errno", None) == errno.ENOSPC else getattr(e, "strerror", None) or e
-        raise CannotWrite("stdout", f"cannot write the output ({why})") from None
+        if isinstance(e, OSError):  # a full disk is the machine's (74), a closed stream ours to say (2)
+            raise storage.write_error("stdout", e, "cannot write the output") from None
+        raise CannotWrite("stdout", f"cannot write the output ({e})") from None
 
 
 def stdout_gone() -> None:
@@ -187,7 +188,7 @@ def write_stream(path: Path, fill: Callable[[BinaryIO], None]) -> None:
         finally:
             tmp.unlink(missing_ok=True)
     except OSError as e:
-        raise CannotWrite(path, f"cannot write ({_why(e)})") from None
+        raise storage.write_error(path, e) from None
 
 
 def write_text(path: Path, text: str) -> None:
@@ -208,23 +209,19 @@ def write_text(path: Path, text: str) -> None:
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
-        raise CannotWrite(path, f"cannot write ({_why(e)})") from None
+        raise storage.write_error(path, e) from None
 
 
 def _write_through(path: Path, data: bytes) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o666)
     except OSError as e:
-        raise CannotWrite(path, f"cannot write ({_why(e)})") from None
+        raise storage.write_error(path, e) from None
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
     except OSError as e:
-        raise CannotWrite(path, f"cannot write ({_why(e)})") from None
+        raise storage.write_error(path, e) from None
     finally:
         os.close(fd)
-
-
-def _why(e: OSError) -> str:
-    return "disk full" if e.errno == errno.ENOSPC else e.strerror or str(e)

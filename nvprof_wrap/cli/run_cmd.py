@@ -28,7 +28,7 @@ from nvprof_wrap.cli._exit import internal_error
 from nvprof_wrap.cli._gates import gate, gates
 from nvprof_wrap.cli._progress import reading
 from nvprof_wrap.cli._write import check_output, put, say, write_text
-from nvprof_wrap.errors import INTERNAL, BadInput, CannotWrite, NvprofWrapError
+from nvprof_wrap.errors import INTERNAL, IO_ERROR, BadInput, CannotWrite, IOFailure, NvprofWrapError
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import CaptureWindow, RunSpec
 from nvprof_wrap.launch.runner import check_name, execute, expand_output, no_capture_reason
@@ -164,10 +164,11 @@ def run(args: argparse.Namespace) -> int:
         why = window_never_opened(folder) or no_capture_reason(folder, manifest)
         say(f"nvprof-wrap: error: the {manifest.backend} run wrote no capture in {folder}: "
             f"{' '.join(why.split())[:300]}")
-        return manifest.exit_code or 1
+        return manifest.exit_code or 2  # the job succeeded, its run was not recorded: not a missed gate (1)
     for problem in manifest.problems:
         say(f"nvprof-wrap: {'warning' if recorded else 'error'}: {problem}")
     gated, internal = 0, False
+    unrecorded = IO_ERROR if manifest.storage_failed else 2  # the code of a job that succeeded, not recorded
     gated_on = args.min_tensor_core_share is not None or args.expect_precision
     if recorded and (not args.no_report or args.html or gated_on):
         try:
@@ -183,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
                                                                limit=args.limit, gates=tuple(results) or None))
                 try:
                     put(args, text, "report")
-                except CannotWrite as e:  # our stdout is full or closed: said, and the job's code still counts
+                except (CannotWrite, IOFailure) as e:  # our stdout full or closed: said; the job's code counts
                     if args.save is not None:
                         raise
                     say(f"nvprof-wrap: error: {e}; the run is recorded: nvprof-wrap report {folder} prints it")
@@ -191,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             gated = gate(args, rep, results)
         except NvprofWrapError as e:  # the job ran: its code still counts (below)
             say(f"nvprof-wrap: error: {e}")
-            recorded = False
+            recorded, unrecorded = False, e.exit_code
         except Exception as e:  # noqa: BLE001 — a bug of ours after the job ran: one line; the job's code counts
             internal_error(e)
             internal = True
@@ -201,4 +202,4 @@ def run(args: argparse.Namespace) -> int:
     code = manifest.exit_code
     if code != 0:
         return code
-    return INTERNAL if internal else 2 if not recorded else gated
+    return INTERNAL if internal else unrecorded if not recorded else gated

@@ -41,6 +41,9 @@ class Process:
     rank: int | None = None  # the distributed rank its launcher gave it (RANK, SLURM_PROCID, …)
 
 
+_NOT_WRITTEN = ("recorded", "storage_failed")  # what this process knows of its run, never in the file
+
+
 @dataclass(frozen=True, kw_only=True)
 class Manifest:
     # The fields in the order of the file's keys.
@@ -72,6 +75,8 @@ class Manifest:
     # False when the run's end could not be written (problems say why; exit_code is still the job's). Never in
     # the file: a manifest read back was recorded.
     recorded: bool = True
+    # True when it was the machine's storage that failed (disk full, EIO: `run` exits 74, not 2). Never in the file.
+    storage_failed: bool = False
 
     @property
     def ranks(self) -> dict[int, int]:
@@ -79,7 +84,7 @@ class Manifest:
         return {p.pid: p.rank for p in self.processes if p.rank is not None}
 
     def to_json(self) -> dict:
-        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "recorded"
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in _NOT_WRITTEN
                and not (f.name in ("format", "version", "capture") and getattr(self, f.name) is None)}
         # (format, version: an older one's keys; capture: only a windowed run's)
         return out if self.recorded else {**out, "recorded": False}

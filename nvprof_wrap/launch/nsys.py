@@ -3,13 +3,12 @@ exported to SQLite once the job ended."""
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag, window_env
 from nvprof_wrap.launch.gpus import Gpu
-from nvprof_wrap.system import tools
+from nvprof_wrap.system import environ, tools
 
 TRACE = "cuda,nvtx,cublas,cudnn"
 # For measuring what nsys' options cost (benchmarks/h200_window.sh G): --trace's value instead of TRACE, and more
@@ -42,7 +41,7 @@ class Nsys:
         metrics = gpu_metrics_args(nsys, spec.gpu_metrics_hz) if spec.hardware else []
         window, env = capture_args(spec)
         argv = [nsys, "profile", f"--trace={os.environ.get(TRACE_VAR) or TRACE}", "--sample=none", "--cpuctxsw=none",
-                *metrics, *window, *shlex.split(os.environ.get(EXTRA_VAR, "")), "--force-overwrite=true", "--output",
+                *metrics, *window, *environ.value(EXTRA_VAR, []), "--force-overwrite=true", "--output",
                 str(folder / f"{capture_tag()}nsys"), *spec.command]
         return Plan(self.name, argv, env, tool=nsys, version=self.version(nsys))
 

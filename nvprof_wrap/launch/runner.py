@@ -2,7 +2,6 @@
 backend collect its captures, write the manifest. Pure orchestration: the CLI prints and reads the captures."""
 from __future__ import annotations
 
-import errno
 import json
 import os
 import platform
@@ -22,7 +21,7 @@ from nvprof_wrap.launch.folder import LOCK, claim
 from nvprof_wrap.launch.gpus import Gpu, list_gpus
 from nvprof_wrap.launch.job import JobResult, run_job
 from nvprof_wrap.launch.manifest import FORMAT, FORMAT_VERSION, Host, Manifest
-from nvprof_wrap.system import tools
+from nvprof_wrap.system import storage, tools
 
 
 def expand_output(pattern: str) -> str:
@@ -200,8 +199,8 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
         try:
             return folder, write_manifest(folder, ended)
         except OSError as e:
-            why = "disk full" if e.errno == errno.ENOSPC else e.strerror
-            return folder, replace(ended, recorded=False, problems=(
+            why = storage.why(e)
+            return folder, replace(ended, recorded=False, storage_failed=storage.machine_failed(e), problems=(
                 *problems, (f"{why}: the run's manifest could not be written ({e}); the one written at the "
                             "start says \"running\"")))
     finally:

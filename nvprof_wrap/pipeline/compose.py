@@ -11,7 +11,7 @@ from pathlib import Path
 from nvprof_wrap import renderers  # noqa: F401 - registers Report's display methods (str, to_dict, HTML)
 from nvprof_wrap import report as report_mod
 from nvprof_wrap.errors import BadInput, NvprofWrapError
-from nvprof_wrap.pipeline import evidence
+from nvprof_wrap.pipeline import arguments, evidence
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.readers._no_kernels import copies_only
 from nvprof_wrap.report import jobs
@@ -41,6 +41,9 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     """
     if not paths:
         raise BadInput(None, "analyze() needs at least one capture or run folder")
+    window, steps = arguments.span(window, "window", False), arguments.span(steps, "steps", True)
+    workers, dask, progress = arguments.workers(workers), arguments.address(dask), arguments.callback(progress)
+    health = arguments.flag(health, "health")
     folders = [_path_arg(p, "a capture or run folder") for p in paths]
     if store is not None and not isinstance(store, Store):
         store = _path_arg(store, "store")

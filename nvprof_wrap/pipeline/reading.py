@@ -84,6 +84,7 @@ def _read_on_worker(path: str, window, fingerprint: bool) -> Remote:
 def locally(paths: list[Path], window, workers: int, progress: Callable[[Path], None] | None) -> Iterator:
     """The readers' results in the order of ``paths``: in ``workers`` local processes (one per capture), or here
     one by one when workers is 1 or the pool broke (a worker died, e.g. out of memory: the rest is read here)."""
+    workers = _fork.pool_size(workers, len(paths))  # every local pool is sized here
     if workers <= 1:
         for path in paths:
             if progress:

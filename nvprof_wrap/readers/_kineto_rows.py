@@ -322,8 +322,11 @@ def _parts(path: Path, folder: Path, rows: Rows) -> tuple[dict, int, bytes]:
     others = [Forked(_part, path, folder / f"part{i}.sqlite", span) for i, span in enumerate(spans[1:], 1)]
     try:
         header, cut, _ = _one(path, rows, True, spans[0])
-    finally:
-        results = [_result(other) for other in others]  # always reaped, even when part 0 failed
+    except BaseException:  # the parts are of no use: ended and reaped, not waited for (Ctrl-C, SIGTERM)
+        for other in others:
+            other.cancel()
+        raise
+    results = [_result(other) for other in others]
     for i, result in enumerate(results, 1):
         if isinstance(result, BaseException):
             raise result

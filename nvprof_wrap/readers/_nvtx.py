@@ -13,7 +13,7 @@ from collections.abc import Callable
 from nvprof_wrap.model import NO_RANGE
 from nvprof_wrap.readers import _native
 from nvprof_wrap.system import tempdirs
-from nvprof_wrap.system.fork import Forked, can_fork, cores
+from nvprof_wrap.system.fork import Forked, alongside, can_fork, cores
 
 # torch.autograd.profiler.emit_nvtx appends ", seq = N", ", op_id = N", ", sizes = [...]" to each op.
 _DECOR = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$")
@@ -86,10 +86,7 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
         slices = _slices(conn, kernel_table, correlation) if reopen is not None and kernel_table else [{}]
         slices = [sl | {"{process}": process_of_tid.replace("tid", "o.tid")} for sl in slices]
         others = [Forked(_on_new_connection, reopen, seg, launches_sql, sl) for sl in slices[1:]]
-        try:
-            parts = [_attribute_slice(conn, seg, launches_sql, slices[0])]
-        finally:
-            parts += [other.result() for other in others]  # always reaped, even when this slice failed
+        parts = alongside(lambda: _attribute_slice(conn, seg, launches_sql, slices[0]), others)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _grouped(parts, labels, borrowed)
@@ -144,10 +141,7 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
     how = (uri, calls, kernels, held, main, ids)
     slices = _slices(conn, kernel_table, correlation)
     others = [Forked(_compiled_alone, reopen, how, sl) for sl in slices[1:]]
-    try:
-        parts = [_compiled_slice(conn, how, slices[0])]
-    finally:
-        parts += [other.result() for other in others]  # always reaped, even when this slice failed
+    parts = alongside(lambda: _compiled_slice(conn, how, slices[0]), others)
     if any(part is None for part in parts):
         return None
     if borrowed is not None:

@@ -17,7 +17,6 @@ says so).
 """
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Iterable
 
@@ -27,6 +26,7 @@ from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._series_tables import Api, Gpu
 from nvprof_wrap.readers._sqlite import EVERYTHING
+from nvprof_wrap.system import environ
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
@@ -43,10 +43,7 @@ NUMPY_FROM = 10_000  # launches from which the numpy path measures (readers/_ser
 
 
 def limit() -> int:
-    try:
-        return int(os.environ.get(ENV_MAX, MAX_LAUNCHES))
-    except ValueError:
-        return MAX_LAUNCHES
+    return environ.value(ENV_MAX, MAX_LAUNCHES)  # checked before the command (system/environ.py)
 
 
 def too_big(launches: int) -> str | None:

@@ -191,17 +191,18 @@ class BusyTime:
             {piece: Forked(_busy_part_alone, path, sources, piece) for piece in busy_plan(conn, sources, parts, window)}
 
     def result(self) -> list[tuple]:
-        if self.whole is not None:
-            return self.whole.result()
-        return busy_combine((piece, window.result()) for piece, window in self.windows.items())
+        try:
+            if self.whole is not None:
+                return self.whole.result()
+            return busy_combine([(piece, window.result()) for piece, window in self.windows.items()])
+        except BaseException:  # Ctrl-C or SIGTERM while waiting, a child's error: the rest are ended
+            self.abandon()
+            raise
 
     def abandon(self) -> None:
         for window in [self.whole, *self.windows.values()]:
-            try:
-                if window is not None:
-                    window.result()
-            except Exception:  # noqa: BLE001, S110 - the caller's error is the one to report
-                pass
+            if window is not None:  # ended, not waited for: the caller's error is the one to report
+                window.cancel()
 
 
 def _busy_time_alone(path: Path, sources: list[tuple[str, str, str, str]], window: tuple[int, int]) -> list[tuple]:

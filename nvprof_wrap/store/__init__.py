@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from nvprof_wrap.errors import BadInput, CannotWrite
+from nvprof_wrap.errors import BadInput, CannotWrite, IOFailure
 from nvprof_wrap.model import Capture
 from nvprof_wrap.store.queries import Queries
 
@@ -484,9 +484,14 @@ _STORE_ERRORS = {
 }
 
 
-def store_error(path: Path | None, e: sqlite3.Error) -> BadInput:
+# The machine's storage failed, not the store or the path chosen for it: IOFailure (exit 74).
+_MACHINE = ("SQLITE_FULL", "SQLITE_IOERR")
+
+
+def store_error(path: Path | None, e: sqlite3.Error) -> BadInput | IOFailure:
     """An SQLite error on the store as what it is, one line; never a reason to call the store damaged."""
-    why = _STORE_ERRORS.get("_".join(_code(e).split("_")[:2]))  # SQLITE_IOERR_WRITE → SQLITE_IOERR
+    code = "_".join(_code(e).split("_")[:2])  # SQLITE_IOERR_WRITE → SQLITE_IOERR
+    why = _STORE_ERRORS.get(code)
     if why is None:
         return BadInput(path, f"run store: {e}")
-    return CannotWrite(path, f"{why} ({e})")
+    return (IOFailure if code in _MACHINE else CannotWrite)(path, f"{why} ({e})")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +45,16 @@ def can_fork() -> bool:
     Not macOS: forking a process that loaded Apple's frameworks can crash the child, which is why Python itself
     stopped forking there by default."""
     return not _STAY and cores() > 1 and fork_is_safe()
+
+
+OVERSUBSCRIBE = 2  # processes per core at most: reading is CPU-bound, more only adds memory and switching
+
+
+def pool_size(asked: int | None, work: int) -> int:
+    """How many processes a pool gets: what was asked (None: one per core), never more than the pieces of work
+    (`--jobs 64` for 2 captures started 64 processes) nor OVERSUBSCRIBE per core; at least 1."""
+    most = cores() * OVERSUBSCRIBE
+    return max(1, min(cores() if asked is None else asked, work, most))
 
 
 def cores() -> int:
@@ -97,6 +108,40 @@ class Forked:
         if not ok:
             raise value
         return value
+
+
+    def cancel(self, grace_s: float = 1.0) -> None:
+        """The caller is giving up (an error, Ctrl-C, SIGTERM): end the child and reap it, without its answer.
+        result() would wait for the whole of its work, or, for a child that died of the same Ctrl-C, do it again
+        here. SIGTERM first (it runs its `finally` blocks), SIGKILL after ``grace_s``."""
+        if self._done is not None or self.pid <= 0:
+            return
+        self._done = (False, RuntimeError("cancelled"))
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+                if time.monotonic() > deadline:
+                    os.kill(self.pid, signal.SIGKILL)
+                    os.waitpid(self.pid, 0)
+                    break
+                time.sleep(0.01)
+        except (ChildProcessError, ProcessLookupError):
+            pass
+        finally:
+            os.close(self.fd)
+
+
+def alongside(here: Callable[[], Any], others: list[Forked]) -> list[Any]:
+    """[here(), *each other's result()]: here() runs in this process while the others run in theirs. However it
+    ends, every child is reaped: on an error (or Ctrl-C, SIGTERM) the rest are cancelled, and the error is the one
+    raised (a result bound inside a `try` and used by its `finally` turned Ctrl-C into UnboundLocalError)."""
+    try:
+        return [here(), *(other.result() for other in others)]
+    except BaseException:
+        for other in others:
+            other.cancel()
+        raise
 
 
 def _call(fn: Callable[..., Any], args: tuple) -> tuple[bool, Any]:

@@ -30,6 +30,32 @@ def _describe(cupti: Any, exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+# cuInit's answers that say the machine cannot be traced (CUDA's driver API, cuda.h): CUPTI says only
+# CUPTI_ERROR_UNKNOWN or NOT_INITIALIZED for each.
+_CU_INIT = {100: "no NVIDIA GPU here (the driver sees none; CUDA_VISIBLE_DEVICES may hide them)",
+            35: "the NVIDIA driver is older than this CUDA's CUPTI needs (update the driver)",
+            3: "the NVIDIA driver could not be initialised",
+            999: "the NVIDIA driver could not be initialised (is the kernel module loaded? nvidia-smi says)"}
+
+
+def no_gpu_reason() -> str | None:
+    """Why CUDA cannot run on this machine, in plain words, or None when the driver starts and sees a GPU."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no NVIDIA GPU/driver here: libcuda.so.1 not found"
+    try:
+        status = cuda.cuInit(0)
+        count = ctypes.c_int(0)
+        if status == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value == 0:
+            status = 100
+    except Exception:
+        return None
+    return _CU_INIT.get(status, f"the NVIDIA driver failed to start (cuInit error {status})") if status else None
+
+
 def _is_busy(cupti: Any, exc: BaseException) -> bool:
     """True for CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler holds CUPTI."""
     try:

@@ -37,6 +37,7 @@ from nvprof_wrap.tracer._util import (
     _loaded_libcupti,
     _quietly,
     _warn,
+    no_gpu_reason,
 )
 from nvprof_wrap.tracer.capture_file import (
     NvtxPairer,
@@ -126,7 +127,9 @@ class Tracer(CuptiSetup):
             if _is_busy(self.cupti, e):
                 _warn(BUSY_LINE.format(self.other_profiler or _describe(self.cupti, e)))
             else:
-                _warn(f"CUPTI could not be started ({_describe(self.cupti, e)}); this process is not traced")
+                # CUPTI's own status for a machine without GPU or driver is UNKNOWN: the driver says which
+                why = (no_gpu_reason() if getattr(e, "status", None) is not None else None) or _describe(self.cupti, e)
+                _warn(f"CUPTI could not be started ({why}); this process is not traced")
             return False
 
     def _register_buffers(self) -> None:

@@ -123,7 +123,7 @@ def test_a_bug_after_the_job_ran_never_hides_the_jobs_code(capsys, monkeypatch, 
     from nvprof_wrap.cli import run_cmd
 
     manifest = SimpleNamespace(backend="nsys", exit_code=job_code, wall_s=0.1, recorded=True, captures=["x"],
-                               problems=(), hardware=None, gpus=())
+                               problems=(), hardware=None, gpus=(), storage_failed=False)
     monkeypatch.setattr(run_cmd, "execute", lambda spec: (tmp_path, manifest))
     monkeypatch.setattr(run_cmd, "report_run", _bug)
     code, _, err = run(capsys, "run", "--", "true")
@@ -136,8 +136,9 @@ def test_every_exit_code_table_names_70_for_a_bug_and_1_only_for_a_gate():
     for table in (_exit.READ, _exit.GATED, _exit.RUN, _exit.EXPERIMENT, _exit.GENERAL):
         assert "70" in table and "internal error" in table
         assert "1    an internal" not in table
-    doc = (ROOT / "docs" / "reliability.md").read_text()
-    assert "| every command | 70 |" in doc and "| every command | 1 |" not in doc
+    doc = (ROOT / "docs" / "exit-codes.md").read_text()
+    assert "| 70 |" in doc and "a bug" in doc and "nothing else is 1 | 1 |" in doc
+    assert "(exit-codes.md)" in (ROOT / "docs" / "reliability.md").read_text()
 
 
 # gates in the JSON --------------------------------------------------------------------------------------------------

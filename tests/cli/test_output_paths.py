@@ -191,10 +191,11 @@ def test_run_exits_with_the_jobs_code_when_our_stdout_is_full(tmp_path, job_code
     assert json.loads((tmp_path / "r" / "manifest.json").read_text())["exit_code"] == job_code
 
 
-def test_report_to_a_full_stdout_is_one_line_exit_2(capture):
+def test_report_to_a_full_stdout_is_one_line_exit_74(capture):
+    """A full disk is the machine's failure (74, EX_IOERR; issue 44), not bad input (2)."""
     with open("/dev/full", "w") as full:
         proc = wrapper(["report", str(capture)], stdout=full)
-    assert proc.returncode == 2 and one_line(proc.stderr) and "stdout" in proc.stderr and "disk full" in proc.stderr
+    assert proc.returncode == 74 and one_line(proc.stderr) and "stdout" in proc.stderr and "disk full" in proc.stderr
 
 
 @pytest.mark.parametrize("name", ["../../x", "/abs/p", "a/b", "..", ".", ""])

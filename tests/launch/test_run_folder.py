@@ -131,11 +131,12 @@ def test_a_read_only_output_and_a_mode_000_run_folder_are_one_line(tmp_path):
 def test_disk_full_at_the_end_is_reported_as_such_and_the_first_manifest_stays(tmp_path):
     """The job succeeds; writing the final manifest meets a full disk (/dev/full, a real ENOSPC): the manifest
     written before the job started stays, one line says "disk full" and that the job exited 0, and the exit code
-    is 2 — the run was not recorded (before: a traceback, and the job's success reported as a failure)."""
+    is 74 — the run was not recorded, the machine's storage failed (before: a traceback, and the job's success
+    reported as a failure; then 2, issue 44 made it EX_IOERR)."""
     out = tmp_path / "full"
     job = "import os; os.symlink('/dev/full', os.path.join(os.environ['NVPROF_WRAP_RUN_DIR'], 'manifest.json.tmp'))"
     proc = wrapper("-o", out, "--", sys.executable, "-c", job)
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 74, proc.stderr
     assert "Traceback" not in proc.stderr and "(exit 0," in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and "disk full: the run's manifest could not be written" in errors[0]

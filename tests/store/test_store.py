@@ -15,7 +15,7 @@ import pytest
 
 from nvprof_wrap import store as store_mod
 from nvprof_wrap.cli import main
-from nvprof_wrap.errors import BadInput, CannotWrite
+from nvprof_wrap.errors import BadInput, CannotWrite, IOFailure
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.store import Store
 from tests._paths import H200, PUBLIC, ROOT, RUNS
@@ -147,7 +147,7 @@ def test_a_full_disk_is_reported_as_such(tmp_path):
     s = Store(tmp_path / "run.sqlite")
     pages = s.db.execute("PRAGMA page_count").fetchone()[0]
     s.db.execute(f"PRAGMA max_page_count = {pages}")
-    with pytest.raises(CannotWrite, match="disk full while writing the run store"):
+    with pytest.raises(IOFailure, match="disk full while writing the run store"):  # the machine's: exit 74
         ingest(s, [PUBLIC / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite"])
     assert s.rows("SELECT COUNT(*) AS n FROM captures")[0]["n"] == 0
     s.close()
@@ -196,6 +196,11 @@ def test_store_errors_say_what_they_are():
         assert words in str(store_mod.store_error(Path("s.sqlite"), e))
     e = sqlite3.DatabaseError("odd")
     assert isinstance(store_mod.store_error(None, e), BadInput)
+    for name, kind in (("SQLITE_FULL", IOFailure), ("SQLITE_IOERR_WRITE", IOFailure), ("SQLITE_BUSY", CannotWrite),
+                       ("SQLITE_READONLY", CannotWrite)):  # the machine's storage: 74; the path chosen: 2
+        e = sqlite3.OperationalError("x")
+        e.sqlite_errorname = name
+        assert type(store_mod.store_error(Path("s.sqlite"), e)) is kind, name
 
 
 def test_a_store_written_by_an_older_reader_is_read_again_not_summed(tmp_path, capsys):

@@ -201,7 +201,9 @@ def _expected_refusal() -> str:
         ccupti.load()
     except ccupti.Unavailable:
         return "cannot profile this process: no libcupti for the ctypes binding"
-    return "cannot profile this process: CUPTI could not be started (CUPTI_ERROR_"
+    from nvprof_wrap.tracer._util import no_gpu_reason
+
+    return f"cannot profile this process: CUPTI could not be started ({no_gpu_reason() or 'CUPTI_ERROR_'}"
 
 
 def test_profile_without_a_usable_cupti_raises_one_typed_error_with_the_reason(tmp_path):

@@ -1,0 +1,89 @@
+"""The environment variables a user sets for nvprof-wrap, each read and checked here: one line naming the
+variable and what it takes, instead of a traceback deep in a reader (COLUMNS=abc was an internal error, exit 70).
+
+Two kinds: the terminal's own (COLUMNS, TMPDIR) are ignored when they make no sense, as Python's
+shutil.get_terminal_size, tempfile and Rich do — another program set them for every program, and a report must
+not fail for it — with a warning line; nvprof-wrap's own (NVPROF_WRAP_*) are the user's intent, so a value that
+cannot be used refuses the command (BadInput, exit 2) before any work. The tracer's variables, which `run` sets
+for the job's processes, are not the user's and are read in tracer/.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import tempfile
+from collections.abc import Callable
+
+from nvprof_wrap.errors import BadInput
+
+MAX_WIDTH = 10_000  # columns: wider is no terminal (COLUMNS=99999999999 made Rich allocate until MemoryError)
+
+
+def _whole(lo: int, hi: int) -> Callable[[str], object]:
+    def parse(text: str) -> int:
+        value = int(text.strip())  # ValueError: not a whole number
+        if not lo <= value <= hi:
+            raise ValueError
+        return value
+    return parse
+
+
+def _words(text: str) -> list[str]:
+    return shlex.split(text)  # ValueError: an unbalanced quote, a lone backslash at the end
+
+
+# name → (parse, what it takes). Each parse raises ValueError for a value it cannot use.
+OWN: dict[str, tuple[Callable[[str], object], str]] = {
+    "NVPROF_WRAP_NSYS_EXTRA": (_words, "extra nsys profile arguments, quoted as in a shell"),
+    "NVPROF_WRAP_SERIES_MAX_LAUNCHES": (_whole(-1, 1 << 62), "a whole number of launches (-1: no limit)"),
+}
+TERMINAL: dict[str, tuple[Callable[[str], object], str]] = {
+    "COLUMNS": (_whole(1, MAX_WIDTH), f"a width in columns, 1 to {MAX_WIDTH}"),
+}
+
+
+def value(name: str, default: object = None) -> object:
+    """The variable's value as its parser makes it; ``default`` when unset or empty. A value that does not parse
+    is BadInput for our own variables, ``default`` for the terminal's (check() warned about it)."""
+    text = os.environ.get(name, "")
+    if not text.strip():
+        return default
+    parse, takes = OWN.get(name) or TERMINAL[name]
+    try:
+        return parse(text)
+    except ValueError:
+        if name in TERMINAL:
+            return default
+        raise BadInput(None, f"${name}={_shown(text)}: expected {takes}") from None
+
+
+def width(fallback: int = 120) -> int:
+    """Columns to render for: $COLUMNS when it is a width, else the terminal's, else ``fallback`` (never
+    shutil.get_terminal_size, which takes any number in $COLUMNS)."""
+    columns = value("COLUMNS")
+    if columns is None:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, OSError, ValueError):
+            columns = 0
+    return min(columns, MAX_WIDTH) if columns > 0 else fallback
+
+
+def check() -> list[str]:
+    """Every variable checked before a command starts: BadInput for the first of ours that cannot be used; the
+    warnings for the terminal's that are ignored (and for a TMPDIR that is no folder: Python's tempfile then uses
+    /tmp, as it would anyway)."""
+    for name in OWN:
+        value(name)
+    warnings = [f"${name}={_shown(os.environ[name])} ignored: expected {takes}" for name, (_p, takes) in
+                TERMINAL.items() if os.environ.get(name, "").strip() and value(name) is None]
+    tmp = os.environ.get("TMPDIR")
+    if tmp and not (os.path.isdir(tmp) and os.access(tmp, os.W_OK | os.X_OK)):
+        warnings.append(f"$TMPDIR={_shown(tmp)} is not a writable folder: temporary files go to "
+                        f"{tempfile.gettempdir()}")
+    return warnings
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
