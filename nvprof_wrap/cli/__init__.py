@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     on_hangup = (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate
     previous.update(end_on((signal.SIGHUP,), on_hangup))
     try:
-        for warning in environ.check():
+        for warning in environ.check(args.command):
             say(f"nvprof-wrap: warning: {warning}")
         resolve_format(args)
         return COMMANDS[args.command].run(args)

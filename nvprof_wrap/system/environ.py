@@ -38,6 +38,12 @@ OWN: dict[str, tuple[Callable[[str], object], str]] = {
     "NVPROF_WRAP_NSYS_EXTRA": (_words, "extra nsys profile arguments, quoted as in a shell"),
     "NVPROF_WRAP_SERIES_MAX_LAUNCHES": (_whole(-1, 1 << 62), "a whole number of launches (-1: no limit)"),
 }
+# The commands that use each of our variables (None: every command): a `report` never runs nsys, so a broken
+# NVPROF_WRAP_NSYS_EXTRA left in the shell must not refuse it.
+USED_BY: dict[str, frozenset[str] | None] = {
+    "NVPROF_WRAP_NSYS_EXTRA": frozenset({"run", "experiment", "verify", "doctor"}),
+    "NVPROF_WRAP_SERIES_MAX_LAUNCHES": None,
+}
 TERMINAL: dict[str, tuple[Callable[[str], object], str]] = {
     "COLUMNS": (_whole(1, MAX_WIDTH), f"a width in columns, 1 to {MAX_WIDTH}"),
 }
@@ -70,12 +76,14 @@ def width(fallback: int = 120) -> int:
     return min(columns, MAX_WIDTH) if columns > 0 else fallback
 
 
-def check() -> list[str]:
-    """Every variable checked before a command starts: BadInput for the first of ours that cannot be used; the
-    warnings for the terminal's that are ignored (and for a TMPDIR that is no folder: Python's tempfile then uses
-    /tmp, as it would anyway)."""
+def check(command: str | None = None) -> list[str]:
+    """Every variable checked before a command starts: BadInput for the first of ours that `command` uses (every one
+    without a command) and that cannot be used; the warnings for the terminal's that are ignored (and for a TMPDIR
+    that is no folder: Python's tempfile then uses /tmp, as it would anyway)."""
     for name in OWN:
-        value(name)
+        users = USED_BY.get(name)
+        if command is None or users is None or command in users:
+            value(name)
     warnings = [f"${name}={_shown(os.environ[name])} ignored: expected {takes}" for name, (_p, takes) in
                 TERMINAL.items() if os.environ.get(name, "").strip() and value(name) is None]
     tmp = os.environ.get("TMPDIR")

@@ -53,7 +53,7 @@ def _bug(monkeypatch):
     ("done", ["report", CAPTURE], None, 0),
     ("gate missed", ["report", CAPTURE, "--min-tensor-core-share", "0.9"], None, 1),
     ("bad input", ["report", "{tmp}/notes.txt"], lambda tmp, mp: (tmp / "notes.txt").write_text("hello\n"), 2),
-    ("bad environment", ["report", CAPTURE], lambda tmp, mp: mp.setenv("NVPROF_WRAP_NSYS_EXTRA", "--x 'y"), 2),
+    ("bad environment", ["report", CAPTURE], lambda tmp, mp: mp.setenv("NVPROF_WRAP_SERIES_MAX_LAUNCHES", "x"), 2),
     ("output under a file", ["report", CAPTURE, "-o", "{tmp}/f/out.json"],
      lambda tmp, mp: (tmp / "f").write_text(""), 2),
     ("internal error", ["report", CAPTURE], lambda tmp, mp: _bug(mp), 70),
@@ -122,6 +122,14 @@ def test_our_own_variables_that_cannot_be_used_are_one_line_exit_2(tmp_path, nam
     proc = wrapper(["run", "--backend", "nsys", "-o", tmp_path / "r", "--", "true"], **{name: value})
     assert proc.returncode == 2 and one_line(proc.stderr) and f"${name}=" in proc.stderr, proc.stderr
     assert not (tmp_path / "r").exists()  # refused before anything ran
+
+
+def test_a_variable_only_run_uses_does_not_refuse_a_report(capsys, monkeypatch):
+    """A broken NVPROF_WRAP_NSYS_EXTRA left in the shell refuses `run` (above), never a `report`, which runs no nsys."""
+    monkeypatch.setenv("NVPROF_WRAP_NSYS_EXTRA", "--x 'y")
+    monkeypatch.setenv("NVPROF_WRAP_HISTORY", "off")
+    code, out, err = run(capsys, "report", CAPTURE)
+    assert code == 0 and "Tensor cores used" in out and "NSYS_EXTRA" not in err
 
 
 def test_a_tmpdir_that_is_no_folder_is_said(capsys, monkeypatch, tmp_path):

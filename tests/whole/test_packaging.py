@@ -115,6 +115,7 @@ def test_the_installed_wheel_runs_every_path_a_user_walks(tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True, system_site_packages=True)
     py, bin_ = env_dir / "bin" / "python", env_dir / "bin"
+    _see_the_outer_venv(py)
     # --ignore-installed: the venv sees this machine's packages, where nvprof-wrap of the same version may be installed
     pip = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
                           str(_wheel(tmp_path))], capture_output=True, text=True, timeout=600, check=False)
@@ -163,6 +164,20 @@ def test_the_installed_wheel_runs_every_path_a_user_walks(tmp_path):
     api = run(py, "-c", "import nvprof_wrap; nvprof_wrap.analyze; nvprof_wrap.profile; from nvprof_wrap import magic; "
                         "from nvprof_wrap.keras import ProfileSteps; print(ProfileSteps.__mro__[1].__module__)")
     assert api.returncode == 0 and api.stdout.startswith("keras"), api.stderr[-1500:]
+
+
+def _see_the_outer_venv(py: Path) -> None:
+    """Where the tests run inside a virtual environment (how most people run README's command), a nested venv's
+    system site is the base interpreter's, which lacks what the outer venv installed (sqlite_utils, Keras): list the
+    outer venv's site folders in a .pth of the nested one, after its own. Their .pth files are not processed, so the
+    outer venv's editable nvprof-wrap stays out and the wheel's copy is the one imported."""
+    if sys.prefix == sys.base_prefix:
+        return
+    import site
+
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "_outer_venv.pth").write_text("".join(f"{d}\n" for d in site.getsitepackages()))
 
 
 def importlib_missing(name: str) -> bool:

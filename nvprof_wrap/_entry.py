@@ -1,0 +1,20 @@
+"""The command line's entry (`nvprof-wrap`, `python -m nvprof_wrap`): Ctrl-C or SIGTERM while the command line is
+still being imported (a second or so on a busy machine) ends it with one line and 128+signal — nothing is made yet
+to clean up. It was a KeyboardInterrupt traceback, or a death by SIGTERM with no line. cli.main() then puts its own
+handlers in place. Only the standard library is imported before the handlers are set."""
+import os
+import signal
+
+
+def _before_main(signum: int, _frame) -> None:
+    os.write(2, b"nvprof-wrap: interrupted\n" if signum == signal.SIGINT else b"nvprof-wrap: terminated (SIGTERM)\n")
+    os._exit(128 + signum)
+
+
+def main() -> int:
+    previous = {s: signal.signal(s, _before_main) for s in (signal.SIGINT, signal.SIGTERM)}
+    from nvprof_wrap.cli import main as cli_main
+
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+    return cli_main()
