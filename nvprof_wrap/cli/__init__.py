@@ -39,6 +39,7 @@ from nvprof_wrap.cli._exit import internal_error
 from nvprof_wrap.cli._write import say, stdout_gone
 from nvprof_wrap.errors import NvprofWrapError, Terminated, terminate
 from nvprof_wrap.system import tempdirs
+from nvprof_wrap.system.failures import machine_failure
 from nvprof_wrap.system.lifeline import end_on, leave_terminal, restore, terminal_fds
 
 _JOBS = {"run", "experiment"}  # the commands whose work is a job's run (SIGHUP: see main)
@@ -109,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         stdout_gone()
         return 0
     except sqlite3.Error as e:  # SQLite outside the readers and the store's own mapping: one line all the same
-        say(f"nvprof-wrap: error: SQLite: {e}")
-        return 2
+        failure = machine_failure(None, e)  # a full TMPDIR under the report's own queries: 74, like the readers'
+        say(f"nvprof-wrap: error: {failure or f'SQLite: {e}'}")
+        return failure.exit_code if failure else 2
     except OSError as e:  # the machine, not the input: disk full, a file gone, a permission changed under us
         say(f"nvprof-wrap: error: {'disk full' if e.errno == errno.ENOSPC else e.strerror or e}"
             + (f": {e.filename}" if e.filename else ""))

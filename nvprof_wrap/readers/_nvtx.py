@@ -86,10 +86,13 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
         slices = _slices(conn, kernel_table, correlation) if reopen is not None and kernel_table else [{}]
         slices = [sl | {"{process}": process_of_tid.replace("tid", "o.tid")} for sl in slices]
         others = [Forked(_on_new_connection, reopen, seg, launches_sql, sl) for sl in slices[1:]]
+        first: list[tuple] = []
         try:
-            parts = [_attribute_slice(conn, seg, launches_sql, slices[0])]
+            first = _attribute_slice(conn, seg, launches_sql, slices[0])
         finally:
-            parts += [other.result() for other in others]  # always reaped, even when this slice failed
+            # always reaped, even when this slice failed (its error, e.g. a full TMPDIR, is the one raised: this
+            # assigned to the list it was to extend, and an UnboundLocalError hid the error)
+            parts = [first, *(other.result() for other in others)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _grouped(parts, labels, borrowed)
