@@ -19,6 +19,7 @@ import os
 import shutil
 import sqlite3
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,30 +32,33 @@ JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")  # the first bytes of a rollba
 WAL_HEADER = 32  # a WAL of its header alone holds no commit
 
 _held: dict[str, list] = {}  # the capture's resolved path -> [its recovered copy, how many reads hold it]
+_lock = threading.Lock()  # reads of one capture on threads (a Dask worker's) share one copy
 
 
 @contextlib.contextmanager
 def readable(path: Path) -> Iterator[Path]:
     """Within the block, the capture at `path` opens (source()) as its committed content: the file itself, or a
-    recovered copy of it with its pending side files. Nested blocks of one capture share one copy."""
+    recovered copy of it with its pending side files. Nested (or concurrent) reads of one capture share one copy."""
     key = _key(path)
-    if key in _held:
-        _held[key][1] += 1
-        try:
-            yield _held[key][0]
-        finally:
-            _held[key][1] -= 1
-        return
-    sides = pending(path)
-    if not sides:
+    with _lock:
+        held = _held.get(key)
+        if held is None:
+            sides = pending(path)
+            if sides:
+                held = _held[key] = [_recovered(path, sides), 0]
+        if held is not None:
+            held[1] += 1
+    if held is None:
         yield Path(path)
         return
-    with tempdirs.folder("recover") as tmp:
-        _held[key] = [_recovered(path, sides, Path(tmp)), 1]
-        try:
-            yield _held[key][0]
-        finally:
-            del _held[key]
+    try:
+        yield held[0]
+    finally:
+        with _lock:
+            held[1] -= 1
+            if held[1] == 0:
+                del _held[key]
+                shutil.rmtree(held[0].parent, ignore_errors=True)
 
 
 def source(path: Path) -> Path:
@@ -95,9 +99,19 @@ def pending(path: Path) -> list[Path]:
     return sides
 
 
-def _recovered(path: Path, sides: list[Path], tmp: Path) -> Path:
-    """A copy of the capture in `tmp` with its pending writes rolled back (journal) or checkpointed (WAL) by SQLite,
-    checked; refused in one line when SQLite cannot recover it, IOFailure when the temporary folder is full."""
+def _recovered(path: Path, sides: list[Path]) -> Path:
+    """A copy of the capture, in a temporary folder of its own, with its pending writes rolled back (journal) or
+    checkpointed (WAL) by SQLite, checked; refused in one line when SQLite cannot recover it, IOFailure when the
+    temporary folder is full. The folder goes with the error."""
+    tmp = Path(tempdirs.make("recover"))
+    try:
+        return _recover_in(path, sides, tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _recover_in(path: Path, sides: list[Path], tmp: Path) -> Path:
     real = Path(path).resolve()
     copy = tmp / "capture.sqlite"
     try:
