@@ -370,3 +370,35 @@ def test_any_damage_to_a_capture_or_its_side_files_reads_as_sqlite_recovers_it_o
     assert my_recover_folders() == []
     if got is not None:
         assert got == truth
+
+
+def test_the_machines_failures_are_told_apart_from_bad_input(tmp_path, monkeypatch):
+    """system/failures.py: full, over quota and I/O errors (OS or SQLite, also after crossing a fork's pickle) are
+    IOFailure naming the capture; anything else stays the caller's to judge (None)."""
+    import errno
+    import pickle
+
+    from nvprof_wrap.system.failures import machine_failure
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    cap = tmp_path / "c.sqlite"
+    full = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "nvprof-wrap-gz-x" / "c"))
+    assert str(machine_failure(cap, full)) == \
+        f"{cap}: temporary space full in TMPDIR={tmp_path}: free space or set TMPDIR"
+    quota = OSError(errno.EDQUOT, "Disk quota exceeded", "/elsewhere/out.sqlite")
+    assert "disk full writing /elsewhere/out.sqlite" in str(machine_failure(cap, quota))
+    assert "I/O error on /dev/sdz" in str(machine_failure(cap, OSError(errno.EIO, "Input/output error", "/dev/sdz")))
+    assert machine_failure(cap, OSError(errno.EACCES, "Permission denied")) is None
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("SELECT * FROM nowhere")
+    except sqlite3.Error as e:
+        assert machine_failure(cap, e) is None
+    disk = sqlite3.OperationalError("database or disk is full")
+    disk.sqlite_errorcode = 13
+    for e in (disk, pickle.loads(pickle.dumps(disk)), sqlite3.OperationalError("database or disk is full")):
+        failure = machine_failure(cap, e)
+        assert isinstance(failure, IOFailure) and failure.exit_code == 74 and f"TMPDIR={tmp_path}" in str(failure)
+    ioerr = sqlite3.OperationalError("disk I/O error")
+    ioerr.sqlite_errorcode = 10 | (3 << 8)  # SQLITE_IOERR_WRITE: the extended code keeps the primary in its low byte
+    assert "I/O error while reading" in str(machine_failure(cap, ioerr))
