@@ -39,6 +39,7 @@ from nvprof_wrap.cli._write import say, stdout_gone
 from nvprof_wrap.errors import IO_ERROR, NvprofWrapError, Terminated, terminate
 from nvprof_wrap.system import environ, storage, tempdirs
 from nvprof_wrap.system.lifeline import end_on, leave_terminal, restore, terminal_fds
+from nvprof_wrap.system.storage import machine_failure
 
 _JOBS = {"run", "experiment"}  # the commands whose work is a job's run (SIGHUP: see main)
 _TAKE_A_COMMAND = {"run", "experiment", "verify"}  # the commands that use what follows "--"
@@ -110,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         stdout_gone()
         return 0
     except sqlite3.Error as e:  # SQLite outside the readers and the store's own mapping: one line all the same
-        say(f"nvprof-wrap: error: SQLite: {e}")
-        return 2
+        failure = machine_failure(None, e)  # a full TMPDIR under the report's own queries: 74, like the readers'
+        say(f"nvprof-wrap: error: {failure or f'SQLite: {e}'}")
+        return failure.exit_code if failure else 2
     except OSError as e:  # a full disk or an I/O error is the machine's (74); a file gone or a permission changed
         say(f"nvprof-wrap: error: {storage.why(e)}" + (f": {e.filename}" if e.filename else ""))
         return IO_ERROR if storage.machine_failed(e) else 2

@@ -15,7 +15,6 @@ says which.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +27,7 @@ from nvprof_wrap.export._events import Trace, Verdicts
 from nvprof_wrap.export._kineto import Kineto
 from nvprof_wrap.export._sqlite_sources import Cupti, Nsys
 from nvprof_wrap.export._timeline import FIRST_NS, Clock
-from nvprof_wrap.readers import _gpm, cupti_sqlite
+from nvprof_wrap.readers import _gpm, _recover
 from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._head import SQLITE_MAGIC
 from nvprof_wrap.readers._sqlite import connect_ro
@@ -36,6 +35,7 @@ from nvprof_wrap.readers._window import make
 from nvprof_wrap.report import Report
 from nvprof_wrap.system import tempdirs, tools
 from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
+from nvprof_wrap.system.storage import machine_failure
 from nvprof_wrap.text.demangle import demangle
 
 Source = Nsys | Cupti | Kineto
@@ -146,17 +146,17 @@ def _sqlite_file(path: Path, fmt: str, stack: contextlib.ExitStack) -> Path:
         plain = tmp / path.name.removesuffix(".gz")
         try:
             written = gunzip_to(path, plain, MAX_GUNZIPPED_SQLITE_BYTES)
-        except (OSError, EOFError, zlib.error) as e:
+        except OSError as e:  # a full TMPDIR is not a corrupt gzip file
+            raise machine_failure(path, e) or BadInput(path, f"corrupt gzip file ({e})") from None
+        except (EOFError, zlib.error) as e:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
         with open(plain, "rb") as f:
             magic = f.read(len(SQLITE_MAGIC))
         if written is None or magic != SQLITE_MAGIC:
             raise BadInput(path, "gzipped file is not a SQLite capture within the size bound")
         path = plain
-    if fmt == "cupti":
-        copy = cupti_sqlite._rolled_back_copy(path)
-        if copy is not None:
-            stack.callback(shutil.rmtree, copy.parent, ignore_errors=True)
-            return copy
+    # writes pending beside it (a journal, a WAL): connect_ro opens the copy recovered with them, held as long as
+    # the export reads
+    stack.enter_context(_recover.readable(path))
     return path
 

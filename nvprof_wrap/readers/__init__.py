@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from nvprof_wrap.errors import BadInput
+from nvprof_wrap.errors import BadInput, IOFailure
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (
     _dlprof,
     _gpm,
+    _recover,
     console_text,
     cupti_sqlite,
     kineto_json,
@@ -42,6 +43,7 @@ from nvprof_wrap.readers._validate import validate
 from nvprof_wrap.readers._window import Window, make, refuse
 from nvprof_wrap.system import tempdirs, tools
 from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
+from nvprof_wrap.system.storage import machine_failure
 
 # The formats, in the order their sniffs are tried: each reader module declares FORMAT, sniff(head) and read(path).
 # Adding a format: one module, one line here.
@@ -78,7 +80,7 @@ def _head(path: Path) -> Head:
                 raise BadInput(path, "is a directory" if stat.S_ISDIR(st.st_mode) else _special(st.st_mode))
             raw = f.read(65536)
     except OSError as e:
-        raise BadInput(path, f"cannot read ({e.strerror})") from None
+        raise machine_failure(path, e) or BadInput(path, f"cannot read ({e.strerror})") from None
     if not raw:
         raise BadInput(path, "empty file")
     if raw[:2] == b"\x1f\x8b":
@@ -86,7 +88,7 @@ def _head(path: Path) -> Head:
             with gzip.open(path, "rb") as g:
                 return Head(path, g.read(65536), st.st_size, gz=True)
         except (OSError, EOFError, zlib.error) as e:
-            raise BadInput(path, f"corrupt gzip file ({e})") from None
+            raise machine_failure(path, e) or BadInput(path, f"corrupt gzip file ({e})") from None
     return Head(path, raw, st.st_size)
 
 
@@ -116,6 +118,11 @@ def read(path: Path, window: tuple[float, float] | Window | None = None,
     window=(start_s, end_s): only what the GPU did in that window, in seconds from the capture's first GPU activity;
     steps=(A, B): only steps A..B-1 (readers/_window.py says which ranges are steps and what a window keeps)."""
     win = window if isinstance(window, Window) else make(window, steps)
+    with _recover.readable(path):  # an SQLite file with writes pending beside it: its committed content
+        return _read(path, win)
+
+
+def _read(path: Path, win: Window | None) -> Capture:
     fmt = detect(path)
     if fmt == "sqlite-gz":
         return _read_gunzipped_sqlite(path, win)
@@ -131,10 +138,12 @@ def read(path: Path, window: tuple[float, float] | Window | None = None,
         return _windowed(validate(READERS[fmt](path, win)), win)
     except BadInput as e:
         raise BadInput(path, e.why) from None
-    except sqlite3.DatabaseError as e:
-        raise BadInput(path, f"corrupt or unexpected SQLite content ({e})") from None
-    except (MemoryError, RecursionError):
+    except (IOFailure, MemoryError, RecursionError):
         raise
+    except (sqlite3.Error, OSError) as e:  # the machine (a full TMPDIR under SQLite's sorts, EIO) or the content
+        raise machine_failure(path, e) or BadInput(path, f"corrupt or unexpected SQLite content ({e})"
+                                                   if isinstance(e, sqlite3.DatabaseError) else
+                                                   f"unreadable {fmt} capture ({type(e).__name__}: {e})") from None
     except Exception as e:  # noqa: BLE001 - any failure on malformed content is bad input, named with the file
         raise BadInput(path, f"unreadable {fmt} capture ({type(e).__name__}: {e})") from None
 
@@ -146,7 +155,9 @@ def _read_gunzipped_sqlite(path: Path, window: Window | None = None) -> Capture:
         plain = Path(tmp) / path.name.removesuffix(".gz")
         try:
             written = gunzip_to(path, plain, MAX_GUNZIPPED_SQLITE_BYTES)
-        except (OSError, EOFError, zlib.error) as e:
+        except OSError as e:  # a full TMPDIR is not a corrupt gzip file
+            raise machine_failure(path, e) or BadInput(path, f"corrupt gzip file ({e})") from None
+        except (EOFError, zlib.error) as e:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
         if written is None:
             raise BadInput(path, f"gzipped SQLite unpacks to more than {MAX_GUNZIPPED_SQLITE_BYTES >> 30} GiB")

@@ -8,7 +8,9 @@ from functools import cached_property
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.readers import _recover
 from nvprof_wrap.readers._sqlite import connect_ro, tables
+from nvprof_wrap.system.storage import machine_failure
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -29,13 +31,14 @@ class Head:
     def sqlite_tables(self) -> set[str]:
         if not self.is_sqlite:
             return set()
-        conn = connect_ro(self.path)
-        try:
-            return tables(conn)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-            raise BadInput(self.path, f"corrupt SQLite file ({e})") from None
-        finally:
-            conn.close()
+        with _recover.readable(self.path):
+            conn = connect_ro(self.path)
+            try:
+                return tables(conn)
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+                raise machine_failure(self.path, e) or BadInput(self.path, f"corrupt SQLite file ({e})") from None
+            finally:
+                conn.close()
 
     @cached_property
     def binary(self) -> bool:

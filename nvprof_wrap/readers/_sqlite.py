@@ -7,10 +7,11 @@ import urllib.parse
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers import _native
+from nvprof_wrap.readers import _native, _recover
 from nvprof_wrap.readers._window import OPEN_ENDS, STEP_LIKE, Window, bounds
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.system.storage import machine_failure
 
 # CUPTI_ActivityMemcpyKind → the direction users know (A = CUDA array, P = peer device).
 MEMCPY_DIRECTION = {1: "HtoD", 3: "HtoD", 2: "DtoH", 4: "DtoH", 5: "DtoD", 6: "DtoD", 7: "DtoD",
@@ -18,20 +19,23 @@ MEMCPY_DIRECTION = {1: "HtoD", 3: "HtoD", 2: "DtoH", 4: "DtoH", 5: "DtoD", 6: "D
 
 
 def connect_ro(path: Path) -> sqlite3.Connection:
-    """Open a capture read-only and immutable: works in read-only folders and never writes a journal."""
+    """Open a capture read-only and immutable: works in read-only folders and never writes a journal. What opens is
+    the capture's committed content (uri_of): with writes pending beside it, the copy a read recovered them on."""
     try:
         conn = sqlite3.connect(uri_of(path), uri=True)
         # Damaged text (invalid UTF-8 in names or even in the schema) must not raise while reading.
         conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # SQLite's message may quote damaged bytes
-        raise BadInput(path, f"not a readable SQLite database ({e})") from None
+        raise machine_failure(path, e) or BadInput(path, f"not a readable SQLite database ({e})") from None
     return conn
 
 
 def uri_of(path: Path) -> str:
-    """The URI that opens a capture read-only and immutable (connect_ro; the compiled reader, readers/_native.py)."""
-    return "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro&immutable=1"
+    """The URI that opens a capture read-only and immutable (connect_ro; the compiled reader, readers/_native.py):
+    immutable ignores side files, so it names the copy recovered with them while a read holds one
+    (readers/_recover.py) and refuses a capture that has them outside such a read."""
+    return "file:" + urllib.parse.quote(str(Path(_recover.source(path)).resolve())) + "?mode=ro&immutable=1"
 
 
 def tables(conn: sqlite3.Connection) -> set[str]:

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
-from nvprof_wrap.readers import _hw_sources, _series
+from nvprof_wrap.readers import _hw_sources, _recover, _series
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
@@ -23,7 +22,6 @@ from nvprof_wrap.readers._sqlite import (
     window_bounds,
 )
 from nvprof_wrap.readers._window import Window
-from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.fork import BIG
 from nvprof_wrap.text import cuda_calls
 from nvprof_wrap.text.demangle import demangle
@@ -69,21 +67,6 @@ def _memops(conn: sqlite3.Connection, pid: int | None, where: str) -> tuple[tupl
     return merge_memops(out), tuple(n for n in (cnote, snote) if n)
 
 
-def _rolled_back_copy(path: Path) -> Path | None:
-    """A process killed mid-commit leaves '<file>-journal' beside the .partial file: SQLite must roll it
-    back before the file is consistent. Do that on a private copy, never on the capture itself."""
-    journal = Path(str(path) + "-journal")
-    if not journal.is_file():
-        return None
-    tmp = Path(tempdirs.make("partial"))
-    shutil.copy2(path, tmp / path.name)
-    shutil.copy2(journal, tmp / journal.name)
-    conn = sqlite3.connect(tmp / path.name)
-    conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # the read triggers the rollback
-    conn.close()
-    return tmp / path.name
-
-
 FORMAT = "cupti"
 
 
@@ -92,12 +75,9 @@ def sniff(head: Head) -> bool:
 
 
 def read(path: Path, window: Window | None = None) -> Capture:
-    copy = _rolled_back_copy(path)
-    try:
-        return _read(copy or path, path, window)
-    finally:
-        if copy is not None:
-            shutil.rmtree(copy.parent, ignore_errors=True)
+    # A process killed mid-commit leaves '<file>-journal' beside the .partial file: read as rolled back.
+    with _recover.readable(path):
+        return _read(path, window)
 
 
 def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: Path | None,
@@ -160,8 +140,8 @@ def _unix_offset(meta: dict) -> int | None:
     return unix - started if unix is not None else 0
 
 
-def _read(source: Path, path: Path, window: Window | None) -> Capture:
-    conn = connect_ro(source)
+def _read(path: Path, window: Window | None) -> Capture:
+    conn = connect_ro(path)
     try:
         have = tables(conn)
         missing = {"meta", "kernel", "memcpy", "memset", "device"} - have
@@ -172,15 +152,15 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
         # Busy time side by side with the rest (forked workers for a big capture, like the nsys reader).
         span = window_bounds(conn, window, ["kernel", "memcpy", "memset"], RANGES if "nvtx" in have else None) \
             if window else EVERYTHING
-        busy_time = BusyTime(conn, source, [(t, "0", "device_id", "1" if t == "kernel" else "0")
+        busy_time = BusyTime(conn, path, [(t, "0", "device_id", "1" if t == "kernel" else "0")
                                             for t in ("kernel", "memcpy", "memset")], span)
         try:
             dur, kernel_note = sql_duration(conn, "kernel", "kernel")
             kernels = _kernels(conn, pid, dur, in_window(span))
             memops, mem_notes = _memops(conn, pid, in_window(span))
-            big = source.stat().st_size >= BIG
+            big = path.stat().st_size >= BIG
             lent: dict = {}
-            ops = _ops(conn, have, pid, source if big else None, dur, in_window(span, "k"), lent)
+            ops = _ops(conn, have, pid, path if big else None, dur, in_window(span, "k"), lent)
         except BaseException:
             busy_time.abandon()
             raise

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
-from nvprof_wrap.readers import _gpu_metrics, _hw_sources, _series
+from nvprof_wrap.readers import _gpu_metrics, _hw_sources, _recover, _series
 from nvprof_wrap.readers._durations import SOUND, note, on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import refuse_launches
@@ -248,6 +248,11 @@ def _call_kinds(conn: sqlite3.Connection, keys: list) -> dict:
 
 
 def read(path: Path, window: Window | None = None) -> Capture:
+    with _recover.readable(path):  # writes pending beside it (a journal, a WAL): read as SQLite would recover them
+        return _read(path, window)
+
+
+def _read(path: Path, window: Window | None) -> Capture:
     conn = connect_ro(path)
     try:
         have = tables(conn)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.readers import _recover
 from nvprof_wrap.readers._durations import PLAIN, SOUND, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
@@ -111,6 +112,11 @@ def sniff(head: Head) -> bool:
 
 
 def read(path: Path, window: Window | None = None) -> Capture:
+    with _recover.readable(path):  # writes pending beside it (a journal, a WAL): read as SQLite would recover them
+        return _read(path, window)
+
+
+def _read(path: Path, window: Window | None) -> Capture:
     conn = connect_ro(path)
     try:
         have = tables(conn)
