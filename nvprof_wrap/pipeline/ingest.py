@@ -134,10 +134,31 @@ def _summarised(path: Path, window: Window | None) -> str:
     return full
 
 
+def _pending_beside(path: Path) -> str:
+    """Writes pending beside an SQLite capture (a hot journal, a WAL with commits) are part of what it reads as
+    (readers/_recover.py): new commits in a WAL leave the file's size, mtime and inode as they were, so without
+    this the store kept the aggregates of the capture before them."""
+    from nvprof_wrap.readers._recover import pending
+
+    try:
+        sides = pending(path)
+    except (BadInput, OSError):
+        return ""  # the read says what is wrong with them
+    tags = []
+    for side in sides:
+        try:
+            st = side.stat()
+        except OSError:
+            continue
+        tags.append(f";{side.name.rpartition('-')[2]}{st.st_size}-{st.st_mtime_ns}")
+    return "".join(tags)
+
+
 def _tagged(content: str, path: Path, window: Window | None) -> str:
-    """What was read, by which data version, through which window: any other version of it is re-read."""
+    """What was read, by which data version, through which window, with which pending writes and hardware samples
+    beside it: any other version of it is re-read."""
     return content + f"{_WINDOW_SEP}{_VERSION_TAG}" + (f";{window.key}" if window is not None else "") + \
-        _hardware_beside(path)
+        _pending_beside(path) + _hardware_beside(path)
 
 
 def _first_time(store: Store, path: Path, identity: str, present: dict[str, Path], skipped: list) -> bool:

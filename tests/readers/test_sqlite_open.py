@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -402,3 +403,20 @@ def test_the_machines_failures_are_told_apart_from_bad_input(tmp_path, monkeypat
     ioerr = sqlite3.OperationalError("disk I/O error")
     ioerr.sqlite_errorcode = 10 | (3 << 8)  # SQLITE_IOERR_WRITE: the extended code keeps the primary in its low byte
     assert "I/O error while reading" in str(machine_failure(cap, ioerr))
+
+
+def test_new_commits_in_a_wal_are_read_again_not_taken_from_the_store(tmp_path, capsys):
+    """Commits that land only in the WAL leave the capture's size, mtime and inode as they were: the store must not
+    answer with the aggregates it kept of the capture before them."""
+    db = uncheckpointed(NSYS, tmp_path / "run", "CREATE TABLE extra(x)")
+    store = tmp_path / "store.db"
+
+    def launches() -> int:
+        assert main(["report", str(db), "--format", "json", "--store", str(store)]) == 0
+        return json.loads(capsys.readouterr().out)["launches"]
+
+    first = launches()
+    st = db.stat()
+    _child(db, "c.execute('PRAGMA wal_autocheckpoint=0')", DOUBLE["nsys"])
+    assert (db.stat().st_size, db.stat().st_mtime_ns, db.stat().st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+    assert launches() == 2 * first
