@@ -27,7 +27,7 @@ def base_parser(description: str, steps: int, batch_size: int) -> argparse.Argum
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--seed", type=int, default=0, help="default 0")
     p.add_argument("--torch-profiler", metavar="DIR",
-                   help="also write a torch.profiler (Kineto) trace of steps 2..4 into DIR")
+                   help="also write a torch.profiler (Kineto) trace of steps 2..4, with op shapes, into DIR")
     return p
 
 
@@ -87,6 +87,9 @@ def train(name: str, args: argparse.Namespace, model, optimizer, batch, loss_fn,
 
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
                        schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
+                       # op shapes: what a FLOP count of the trace's matrix ops needs (torch 2.11's trace has no
+                       # `flops` arg even with with_flops=True, measured on the H200)
+                       record_shapes=True,
                        on_trace_ready=tensorboard_trace_handler(args.torch_profiler))
         prof.start()
     nvtx = torch.cuda.nvtx if dev == "cuda" else None

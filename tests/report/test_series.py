@@ -154,6 +154,19 @@ def test_hints_stand_on_the_steady_state():
                for h in ddp.hints)
 
 
+def test_a_loop_whose_kernels_queue_behind_the_host_is_not_host_bound():
+    """20 bf16 8192³ matmuls under torch.profiler on the H200, one ProfilerStep each: each step is ~37 µs on the host
+    while its matmul runs 1.4 ms later, queued; the steps' own GPU time is 0, yet the GPU was busy 99.9% of the time
+    from its first kernel to its last (the loop's own timing: 787 TFLOP/s). It was called host-bound."""
+    from nvprof_wrap.report.hints import host_bound
+
+    loop = nw.analyze(RUNS / "kineto_matmul_bf16_shapes")
+    s = steady(loop.series)
+    assert loop.series.kind == "steps" and s is not None and s.idle_share > 0.9  # what the host's steps alone say
+    assert sum(d.busy_ns for d in loop.devices) / sum(d.span_ns for d in loop.devices) > 0.99
+    assert host_bound(loop) is None and not any("Host-bound" in h for h in loop.hints)
+
+
 def test_exposed_communication_is_busy_time_without_the_nccl_kernels():
     s = nw.analyze(RUNS / "ddp_cupti").series
     assert any(r.comm_ns for r in s.rows)
