@@ -133,7 +133,9 @@ def read(path: Path, window: tuple[float, float] | Window | None = None,
         raise BadInput(path, e.why) from None
     except sqlite3.DatabaseError as e:
         raise BadInput(path, f"corrupt or unexpected SQLite content ({e})") from None
-    except (MemoryError, RecursionError):
+    except RecursionError:  # any parser of any reader, on input nested past what it can follow: that file's fault
+        raise BadInput(path, f"unreadable {fmt} capture: nested deeper than the parser follows") from None
+    except MemoryError:
         raise
     except Exception as e:  # noqa: BLE001 - any failure on malformed content is bad input, named with the file
         raise BadInput(path, f"unreadable {fmt} capture ({type(e).__name__}: {e})") from None

@@ -10,9 +10,10 @@ objects are skipped (a process killed mid-write leaves half a line).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from nvprof_wrap.system import bounded
 
 FILE = "windows.jsonl"  # tracer/window.py FILE (the readers never import the tracer)
 MAX_BYTES = 8 << 20
@@ -44,7 +45,7 @@ def summary(path: Path) -> Seen | None:
     by_process: dict[tuple, list[dict]] = {}
     for line in data.splitlines():
         try:
-            event = json.loads(line)
+            event = bounded.loads(line)
         except ValueError:
             continue
         if isinstance(event, dict) and isinstance(event.get("event"), str):
