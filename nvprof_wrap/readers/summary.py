@@ -54,7 +54,10 @@ def load(path: Path) -> tuple[str, str | None, model.Capture]:
     a nesting bomb is one line, BadInput, never a gigabyte read or a RecursionError."""
     try:
         body = json.loads(_unpacked(path))["body"]
-        return body["identity"], body["window"], _decode(body["capture"])
+        identity, key = body["identity"], body["window"]
+        if not isinstance(identity, str) or not (key is None or isinstance(key, str)):
+            raise TypeError("its identity or window is not text")
+        return identity, key, _decode(body["capture"])
     except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise BadInput(path, f"damaged summary ({type(e).__name__}: {e})") from None
 

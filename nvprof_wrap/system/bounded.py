@@ -79,7 +79,8 @@ def open_bytes(path: Path, limit: int | None = None, free: int | None = None) ->
 
 def loads(data: str | bytes):
     """json.loads for a record of a file: nesting past the parser's recursion limit is a ValueError like any other
-    damage, never a RecursionError."""
+    damage, never a RecursionError (an integer of more than 4,300 digits is a ValueError already: catch ValueError,
+    not only JSONDecodeError)."""
     try:
         return json.loads(data)
     except RecursionError:

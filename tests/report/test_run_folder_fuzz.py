@@ -3,9 +3,10 @@ manifest.json, windows.jsonl, metrics.jsonl, gpm.jsonl, stdout.log, stderr.log a
 damaged — cut at any byte, bytes flipped, nested thousands of levels deep, numbers past any type, values of the
 wrong type — gives a report (exit 0) or one line (exit 2) in bounded time: never a traceback, never exit 70.
 
-The folder is built from real H200 runs (tests/data/h200_runs): hw_phases_cupti's capture, manifest, GPM samples
-and logs, nsys_window_aside's windows.jsonl, keras_fp16_cupti_ops' metrics.jsonl and stderr.log, and the summary of
-gemm_cupti's capture. FUZZ_EXAMPLES scales the budget (CI: 40 examples, ~20 s)."""
+The folders are built from real H200 runs (tests/data/h200_runs): hw_phases_cupti (capture, manifest, GPM samples,
+logs) with keras_fp16_cupti_ops' metrics.jsonl and stderr.log and the summary of gemm_cupti's capture beside it;
+nsys_window_aside (a windowed run: windows.jsonl) with gpt_bf16_nsys' stdout.log. FUZZ_EXAMPLES scales the budget
+(CI: 15 examples per file, ~15 s)."""
 from __future__ import annotations
 
 import gzip
@@ -23,26 +24,33 @@ from hypothesis import strategies as st
 from nvprof_wrap.cli import main
 from tests._paths import RUNS
 
-EXAMPLES = max(10, int(os.environ.get("FUZZ_EXAMPLES", "60")) * 2 // 3)
+EXAMPLES = max(6, int(os.environ.get("FUZZ_EXAMPLES", "60")) // 4)  # per file: 9 files, ~15 s in all
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 SUMMARY = "cupti-vm-4574.sqlite.summary.json.gz"
-FILES = ("manifest.json", "windows.jsonl", "metrics.jsonl", "gpm.jsonl", "stdout.log", "stderr.log", SUMMARY)
+FILES = [("cupti", name) for name in ("manifest.json", "metrics.jsonl", "gpm.jsonl", "stdout.log", "stderr.log",
+                                      SUMMARY)] + [("nsys", name) for name in ("manifest.json", "windows.jsonl",
+                                                                                "stdout.log")]
 PER_EXAMPLE_S = 20
 
 
 @pytest.fixture(scope="module")
-def run_folder(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("fuzz") / "run"
-    shutil.copytree(RUNS / "hw_phases_cupti", folder)
-    shutil.copy(RUNS / "nsys_window_aside" / "windows.jsonl", folder)
+def run_folders(tmp_path_factory) -> dict[str, Path]:
+    """A CUPTI run with GPM samples, logs, metrics and a summary beside its capture; an nsys run with a capture
+    window (windows.jsonl is read only for a windowed run)."""
+    cupti = tmp_path_factory.mktemp("fuzz") / "cupti"
+    shutil.copytree(RUNS / "hw_phases_cupti", cupti)
     for name in ("metrics.jsonl", "stderr.log"):
-        shutil.copy(RUNS / "keras_fp16_cupti_ops" / name, folder)
+        shutil.copy(RUNS / "keras_fp16_cupti_ops" / name, cupti)
     summaries = tmp_path_factory.mktemp("summary")
     assert main(["summarize", str(next((RUNS / "gemm_cupti").glob("cupti-*.sqlite"))), "-o", str(summaries)]) == 0
-    shutil.copy(summaries / SUMMARY, folder)
-    assert main(["report", str(folder), "--format", "json"]) == 0  # the run store kept: examples read only what changed
-    return folder
+    shutil.copy(summaries / SUMMARY, cupti)
+    nsys = tmp_path_factory.mktemp("fuzz") / "nsys"
+    shutil.copytree(RUNS / "nsys_window_aside", nsys)
+    shutil.copy(RUNS / "gpt_bf16_nsys" / "stdout.log", nsys)
+    for folder in (cupti, nsys):  # the run store kept: examples read again only what changed
+        assert main(["report", str(folder), "--format", "json"]) == 0
+    return {"cupti": cupti, "nsys": nsys}
 
 
 _JSON_VALUES = st.recursive(
@@ -65,8 +73,9 @@ def damaged(draw, data: bytes) -> bytes:
             if out:
                 out[draw(st.integers(0, len(out) - 1))] ^= 1 << draw(st.integers(0, 7))
         return bytes(out)
-    if kind == "deep":
-        at = draw(st.integers(0, len(data)))
+    if kind == "deep":  # where a value starts (a parser reaches the nesting), or anywhere
+        starts = [0, *(m.end() for m in re.finditer(rb"\n|: ?|\[", data[:1 << 20]))]
+        at = draw(st.sampled_from(starts) | st.integers(0, len(data)))
         levels = draw(st.sampled_from([101, 999, 1001, 5000, 200_000]))
         opener = draw(st.sampled_from([b"[", b'{"a":']))
         closer = b"]" if opener == b"[" else b"}"
@@ -113,11 +122,12 @@ def _plain(path: Path) -> bytes:
     return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
 
 
+@pytest.mark.parametrize("run, name", FILES)
 @FUZZ
 @given(data=st.data())
-def test_a_damaged_file_of_a_run_folder_gives_a_report_or_one_line(run_folder, capsys, data):
-    name = data.draw(st.sampled_from(FILES), label="file")
-    path = run_folder / name
+def test_a_damaged_file_of_a_run_folder_gives_a_report_or_one_line(run_folders, capsys, run, name, data):
+    folder = run_folders[run]
+    path = folder / name
     pristine = path.read_bytes()
     bad = data.draw(damaged(_plain(path)), label="damage")
     if name == SUMMARY and data.draw(st.booleans(), label="gzip the damage"):
@@ -126,7 +136,7 @@ def test_a_damaged_file_of_a_run_folder_gives_a_report_or_one_line(run_folder, c
         path.write_bytes(bad)
         capsys.readouterr()
         t = time.monotonic()
-        code = main(["report", str(run_folder), "--format", "json"])
+        code = main(["report", str(folder), "--format", "json"])
         took = time.monotonic() - t
         out, err = capsys.readouterr()
     finally:
