@@ -213,7 +213,7 @@ def _with_breaks(src: str, name_col: str, header_first: str) -> tuple[str, int]:
         elif len(row) > col and row[col] and not row[col].startswith(("[", "CUDA ")):
             name = row[col]
             if name not in renamed:
-                renamed[name] = name + breaks[len(renamed) % 3] if len(renamed) % 2 == 0 else name
+                renamed[name] = name + breaks[len(renamed) // 2 % 3] if len(renamed) % 2 == 0 else name
             row = [*row[:col], renamed[name], *row[col + 1:]]
         if row:
             w.writerow(row)
