@@ -262,3 +262,20 @@ def test_an_unclosed_quote_is_one_line_in_bounded_memory(tmp_path, capsys):
     path.write_text("".join(lines[:3]) + '"9","' + "x\n" * 200_000 + "".join(lines[3:]))
     err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
     assert "CSV not readable at line" in err and str(path) in err
+
+
+@pytest.mark.parametrize("edit", [
+    lambda body: {**body, "capture": [1, 2]},
+    lambda body: {**body, "capture": {**body["capture"], "kernels": ["not a kernel"]}},
+    lambda body: {**body, "capture": {**body["capture"], "devices": [body["capture"]["kernels"][0]]}},
+    lambda body: {**body, "capture": {**body["capture"], "series": "steps"}},
+    lambda body: {**body, "identity": None},
+])
+def test_a_summary_holding_the_wrong_records_is_one_line(tmp_path, real_summary, capsys, edit):
+    """Every record where the model has one must be that record (readers/_validate.py): a capture that was a
+    list, or kernels that were text, ended the report with a TypeError (exit 70)."""
+    doc = json.loads(gzip.decompress(real_summary.read_bytes()))
+    bad = tmp_path / real_summary.name
+    bad.write_bytes(gzip.compress(summary.MAGIC + b', "body": ' + json.dumps(edit(doc["body"])).encode() + b"}"))
+    err = _one_line_exit_2(capsys, ["report", str(bad), "--format", "json"])
+    assert str(bad) in err
