@@ -78,6 +78,10 @@ def _record_class(hint: object) -> type | None:
 
 def _record(v: object, cls: type | None, where: str):
     """A record where the model has one must be that record (a summary edited by hand can hold anything)."""
+    if cls is None and isinstance(v, tuple):  # StepAgg.api_ns: (kind, ns) pairs
+        if len(v) != 2:
+            raise ValueError(f"{where} holds a tuple of {len(v)}, not a (name, number) pair")
+        return _text(v[0]), _int(v[1])
     if cls is None:
         return _clean(v) if dataclasses.is_dataclass(v) else _text(v)
     if type(v) is not cls:
@@ -96,10 +100,8 @@ def _clean(obj):
             if not isinstance(v, tuple):
                 raise ValueError(f"{type(obj).__name__}.{name} is not a sequence")
             values[name] = tuple(_record(x, cls, f"{type(obj).__name__}.{name}") for x in v)
-        elif cls is not None and v is not None:  # a record kept as it is (a step series), but of its class
-            if type(v) is not cls:
-                raise ValueError(f"{type(obj).__name__}.{name} holds {type(v).__name__}, not {cls.__name__}")
-            values[name] = v
+        elif cls is not None and v is not None:  # a step series: its numbers go to the store too
+            values[name] = _record(v, cls, f"{type(obj).__name__}.{name}")
         elif kind == "str?":
             values[name] = _text(v)
         elif kind == "str":

@@ -279,3 +279,18 @@ def test_a_summary_holding_the_wrong_records_is_one_line(tmp_path, real_summary,
     bad.write_bytes(gzip.compress(summary.MAGIC + b', "body": ' + json.dumps(edit(doc["body"])).encode() + b"}"))
     err = _one_line_exit_2(capsys, ["report", str(bad), "--format", "json"])
     assert str(bad) in err
+
+
+@pytest.mark.parametrize("field, value", [("launches", 10**30), ("kernel_ns", "12"), ("api_ns", [["launch", 10**30]]),
+                                          ("api_ns", [["launch", 1, 2]])])
+def test_a_summary_step_series_is_validated_like_the_rest(tmp_path, real_summary, capsys, field, value):
+    """A step series went to the store unchecked: a number past 64 bits was an OverflowError (exit 70)."""
+    doc = json.loads(gzip.decompress(real_summary.read_bytes()))
+    doc["body"]["capture"]["series"]["steps"][0][field] = value
+    bad = tmp_path / real_summary.name
+    bad.write_bytes(gzip.compress(summary.MAGIC + b', "body": ' + json.dumps(doc["body"]).encode() + b"}"))
+    capsys.readouterr()
+    code = main(["report", str(bad), "--format", "json"])
+    err = capsys.readouterr().err
+    assert code in (0, 2) and (code == 0 or err.count("\n") == 1), err
+    assert code == 2 or field == "kernel_ns"  # "12" is read as the number it says
