@@ -9,6 +9,7 @@ docs/reliability.md (size, nesting).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -182,8 +183,11 @@ def _record(cls: type, kinds: dict[str, Read], required: tuple[str, ...]) -> Rea
 
 
 _STR = _scalar(lambda v: isinstance(v, str), "a string")
-_INT = _scalar(lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
-_NUM = _scalar(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
+# Numbers as SQLite and datetime take them (an exit code of 10**30 stopped the history's write: OverflowError).
+_INT = _scalar(lambda v: isinstance(v, int) and not isinstance(v, bool) and -2**63 <= v < 2**63,
+               "an integer")
+_NUM = _scalar(lambda v: (isinstance(v, int) and not isinstance(v, bool) and -2**63 <= v < 2**63)
+               or (isinstance(v, float) and math.isfinite(v)), "a number")
 _STRINGS = _list_of(_STR)
 _GPU = _record(Gpu, {"index": _INT, "name": _STR, "compute_capability": _STR, "driver": _STR},
                ("index", "name", "compute_capability", "driver"))

@@ -138,8 +138,10 @@ def _read(path: Path, win: Window | None) -> Capture:
         return _windowed(validate(READERS[fmt](path, win)), win)
     except BadInput as e:
         raise BadInput(path, e.why) from None
-    except (IOFailure, MemoryError, RecursionError):
+    except (IOFailure, MemoryError):
         raise
+    except RecursionError:  # any parser of any reader, on input nested past what it can follow: that file's fault
+        raise BadInput(path, f"unreadable {fmt} capture: nested deeper than the parser follows") from None
     except (sqlite3.Error, OSError) as e:  # the machine (a full TMPDIR under SQLite's sorts, EIO) or the content
         raise machine_failure(path, e) or BadInput(path, f"corrupt or unexpected SQLite content ({e})"
                                                    if isinstance(e, sqlite3.DatabaseError) else

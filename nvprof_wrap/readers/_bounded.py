@@ -12,13 +12,14 @@ of the stream are kept for keys written after the events (``tail``).
 from __future__ import annotations
 
 import collections
-import gzip
 import itertools
 import re
 from pathlib import Path
 from typing import IO, Self
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.system import limits as limit_values
+from nvprof_wrap.system.bounded import Gunzip, open_bytes
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_JSON_STRING_BYTES
 
 CHUNK = 1 << 16
@@ -70,7 +71,7 @@ class BoundedJSON:
 
     def close(self) -> None:
         self._raw.close()
-        for f in self._also_close:  # the file under a GzipFile, which does not close it
+        for f in self._also_close:
             f.close()
 
     def read(self, size: int = -1) -> bytes:
@@ -207,26 +208,18 @@ def _max_level(brackets: bytes, depth: int) -> int:
     return max(itertools.accumulate(memoryview(brackets.translate(_SIGNS)).cast("b"), initial=depth))
 
 
-def open_json(path: Path, **limits: int) -> BoundedJSON:
-    """A JSON file or a gzip of one, streamed through the bounds."""
-    f: IO[bytes] = open(path, "rb")  # noqa: SIM115 - owned by the returned stream, closed with it
-    try:
-        gz = f.read(2) == b"\x1f\x8b"
-        f.seek(0)
-    except OSError:
-        f.close()
-        raise
-    if gz:
-        return BoundedJSON(gzip.GzipFile(fileobj=f, mode="rb"), path, also_close=(f,), **limits)
-    return BoundedJSON(f, path, **limits)
+def open_json(path: Path, unpacked: int | None = None, **limits: int) -> BoundedJSON:
+    """A JSON file or a gzip of one, streamed through the bounds (and the gzip budget: system/bounded.py; unpacked:
+    a limit on what the gzip unpacks to)."""
+    return BoundedJSON(open_bytes(path, unpacked, limit_values.GUNZIP_FREE_JSON_BYTES), path, **limits)
 
 
 def gunzip_to(src: Path, dst: Path, limit: int) -> int | None:
     """Unpack the gzip file src into dst, streaming; the bytes written, or None (and no dst) when it unpacks to more
-    than limit bytes. A damaged gzip raises (OSError, EOFError, zlib.error), dst removed."""
+    than limit bytes. A damaged gzip raises (OSError, EOFError, zlib.error), a gzip bomb BadInput; dst removed."""
     written = 0
-    try:
-        with gzip.open(src, "rb") as inp, open(dst, "wb") as out:
+    try:  # a gzip bomb is refused (BadInput) as it unpacks, whatever the limit
+        with Gunzip(src, free=limit_values.GUNZIP_FREE_JSON_BYTES) as inp, open(dst, "wb") as out:
             while chunk := inp.read(1 << 20):
                 written += len(chunk)
                 if written > limit:

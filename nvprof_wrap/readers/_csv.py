@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.system.bounded import open_bytes
 from nvprof_wrap.system.limits import MAX_LINE_BYTES
 
 TIME_UNITS_NS = {"ns": 1, "nsecond": 1, "us": 1_000, "usecond": 1_000, "ms": 1_000_000, "msecond": 1_000_000,
@@ -30,13 +30,9 @@ def number(text: str | None) -> float | None:
 
 
 def open_text(path: Path) -> io.TextIOWrapper:
-    """A text file, or a gzipped one (decompressed as it is read, never whole)."""
+    """A text file, or a gzipped one (decompressed as it is read, never whole, within the gzip budget)."""
     try:
-        with open(path, "rb") as f:
-            gz = f.read(2) == b"\x1f\x8b"
-        if gz:
-            return io.TextIOWrapper(gzip.open(path, "rb"), newline="", encoding="utf-8", errors="replace")
-        return open(path, newline="", encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(open_bytes(path), newline="", encoding="utf-8", errors="replace")
     except OSError as e:
         raise BadInput(path, f"cannot open ({e.strerror})") from None
 
@@ -47,12 +43,46 @@ def split_preamble(f: io.TextIOBase, path: Path | None = None) -> tuple[list[str
     Profiler messages can also appear between rows (ncu prints ==PROF== lines as it goes); the
     iterator drops them.
     """
-    lines = (line for line in bounded_lines(f, path) if line.strip() and not line.startswith("=="))
-    reader = csv.reader(lines)
+    reader = rows(bounded_lines(f, path), lambda first: bool(first.strip()) and not first.startswith("=="), path)
     header = next(reader, None)
     if header is None:
         raise BadInput(path, "empty CSV")
     return [h.strip() for h in header], reader
+
+
+def rows(lines: Iterable[str], keep: Callable[[str], bool], path: Path | None = None) -> Iterator[list[str]]:
+    """The CSV rows of ``lines`` as the csv module reads them (RFC 4180: a quoted field may hold line breaks, and
+    its lines are one row), those whose first line ``keep`` accepts. Filtering lines before the parser (profiler
+    messages, the program's output) dropped the second line of a quoted kernel name holding a line break, and the
+    parser then took the rows after it into the name: half the launches lost. A field is bounded by the csv
+    module's field size limit, a line by the caller's line reader."""
+    source = _FirstLine(lines)
+    reader = csv.reader(source)
+    try:
+        for row in reader:
+            if keep(source.first):
+                yield row
+            source.first = None
+    except csv.Error as e:
+        raise BadInput(path, f"CSV not readable at line {reader.line_num:,} ({e})") from None
+
+
+class _FirstLine:
+    """Lines for csv.reader, remembering the first line of the row being read (the reader asks for a line only
+    when it needs one: after a row, the next line asked for starts the next row)."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = iter(lines)
+        self.first: str | None = None
+
+    def __iter__(self) -> _FirstLine:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        if self.first is None:
+            self.first = line
+        return line
 
 
 def bounded_lines(f: io.TextIOBase, path: Path | None = None) -> Iterator[str]:

@@ -5,13 +5,13 @@ its place among the GPUs the job could see (the header's list, CUDA_VISIBLE_DEVI
 device id the capture records."""
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
 from nvprof_wrap.readers import _hardware
+from nvprof_wrap.system import bounded
 from nvprof_wrap.system.limits import MAX_LINE_BYTES
 
 FILE = "gpm.jsonl"  # launch/gpm.py FILE (the readers never import the launcher)
@@ -39,7 +39,7 @@ def _lines(path: Path) -> Iterator[dict]:
             if len(raw) > MAX_LINE_BYTES:
                 continue
             try:
-                row = json.loads(raw)
+                row = bounded.loads(raw)
             except ValueError:  # a line cut by a killed launcher: the rest still counts
                 continue
             if isinstance(row, dict):

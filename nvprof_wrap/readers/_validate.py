@@ -66,8 +66,27 @@ def _plan(cls: type) -> tuple[tuple[str, str], ...]:
         kind = next((k for k in ("tuple", "str", "float", "int", "bool") if k in hint), "any")
         optional = "None" in hint
         plan.append((f.name, "str?" if kind == "str" and optional else "int!" if kind == "int" and not optional
-                     else kind))
+                     else kind, _record_class(hints[f.name])))
     return tuple(plan)
+
+
+def _record_class(hint: object) -> type | None:
+    """The model record a field holds (tuple[KernelAgg, ...] → KernelAgg; StepSeries | None → StepSeries)."""
+    return next((a for a in typing.get_args(hint) if dataclasses.is_dataclass(a)),
+                hint if dataclasses.is_dataclass(hint) else None)
+
+
+def _record(v: object, cls: type | None, where: str):
+    """A record where the model has one must be that record (a summary edited by hand can hold anything)."""
+    if cls is None and isinstance(v, tuple):  # StepAgg.api_ns: (kind, ns) pairs
+        if len(v) != 2:
+            raise ValueError(f"{where} holds a tuple of {len(v)}, not a (name, number) pair")
+        return _text(v[0]), _int(v[1])
+    if cls is None:
+        return _clean(v) if dataclasses.is_dataclass(v) else _text(v)
+    if type(v) is not cls:
+        raise ValueError(f"{where} holds {type(v).__name__}, not {cls.__name__}")
+    return _clean(v)
 
 
 _COUNTS = frozenset({"launches", "count"})
@@ -75,10 +94,14 @@ _COUNTS = frozenset({"launches", "count"})
 
 def _clean(obj):
     values = {}
-    for name, kind in _plan(type(obj)):
+    for name, kind, cls in _plan(type(obj)):
         v = getattr(obj, name)
         if kind == "tuple":
-            values[name] = tuple(_clean(x) if dataclasses.is_dataclass(x) else _text(x) for x in v)
+            if not isinstance(v, tuple):
+                raise ValueError(f"{type(obj).__name__}.{name} is not a sequence")
+            values[name] = tuple(_record(x, cls, f"{type(obj).__name__}.{name}") for x in v)
+        elif cls is not None and v is not None:  # a step series: its numbers go to the store too
+            values[name] = _record(v, cls, f"{type(obj).__name__}.{name}")
         elif kind == "str?":
             values[name] = _text(v)
         elif kind == "str":
@@ -107,6 +130,8 @@ def validate(capture: Capture) -> Capture:
     """Raises ValueError (reported as bad input) when a field cannot be what the model says it is."""
     global _cut
     _cut = 0
+    if type(capture) is not Capture:
+        raise ValueError(f"a {type(capture).__name__} where a capture belongs")
     clean = _clean(capture)
     negative = sum(any((getattr(a, t, 0) or 0) < 0 for t in _TIMES) for a in (*clean.kernels, *clean.memops))
     if negative:  # a reader that passed negative times through (summary CSVs): their time is not counted

@@ -10,9 +10,10 @@ objects are skipped (a process killed mid-write leaves half a line).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from nvprof_wrap.system import bounded
 
 FILE = "windows.jsonl"  # tracer/window.py FILE (the readers never import the tracer)
 MAX_BYTES = 8 << 20
@@ -34,6 +35,11 @@ class Seen:
     detached: int = 0  # processes from which the profiler's CUPTI was detached after its stop (every call status 0)
 
 
+def _scalars(*values: object) -> bool:
+    """Whether values can name a process (a record whose pid is a list or an object is not one of ours)."""
+    return all(v is None or isinstance(v, (str, int, float)) for v in values)
+
+
 def summary(path: Path) -> Seen | None:
     """None when the file is absent or holds no window record."""
     try:
@@ -44,10 +50,11 @@ def summary(path: Path) -> Seen | None:
     by_process: dict[tuple, list[dict]] = {}
     for line in data.splitlines():
         try:
-            event = json.loads(line)
+            event = bounded.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict) and isinstance(event.get("event"), str):
+        if isinstance(event, dict) and isinstance(event.get("event"), str) and _scalars(event.get("host"),
+                                                                                      event.get("pid")):
             by_process.setdefault((event.get("host"), event.get("pid")), []).append(event)
     if not by_process:
         return None

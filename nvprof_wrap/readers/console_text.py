@@ -6,7 +6,6 @@ the last 64 KiB are what detection looks at; reading streams the whole file once
 from __future__ import annotations
 
 import functools
-import gzip
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -17,6 +16,7 @@ from nvprof_wrap.model import Capture, CounterVerdict, KernelAgg, MemAgg, Proces
 from nvprof_wrap.readers import _log_gpus, console_nsight, console_nvprof, ncu_csv
 from nvprof_wrap.readers._csv import cut_lines, open_text
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.system.bounded import open_bytes
 
 _WINDOW = 65536
 # kind → (what marks it, in order of precedence)
@@ -64,8 +64,10 @@ def _tail(path: Path, head_bytes: int) -> str:
                 return ""
             f.seek(max(head_bytes, size - _WINDOW))
             return f.read().decode("utf-8", errors="replace")
-    with gzip.open(path, "rb") as g:
-        g.seek(head_bytes)
+    with open_bytes(path) as g:  # within the gzip budget
+        skip = head_bytes
+        while skip > 0 and (chunk := g.read(min(skip, 1 << 20))):
+            skip -= len(chunk)
         window = b""
         while chunk := g.read(1 << 20):
             window = (window + chunk)[-_WINDOW:]

@@ -1,7 +1,6 @@
 """Captures written by nvprof-wrap's own CUPTI tracer (one SQLite file per process; docs/cupti-tracer.md)."""
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from nvprof_wrap.readers._sqlite import (
     window_bounds,
 )
 from nvprof_wrap.readers._window import Window
+from nvprof_wrap.system import bounded
 from nvprof_wrap.system.fork import BIG
 from nvprof_wrap.text import cuda_calls
 from nvprof_wrap.text.demangle import demangle
@@ -41,7 +41,7 @@ def _int(v: str | None) -> int | None:
 def _command(argv_json: str | None) -> str | None:
     """'["/opt/venv/bin/python", "-u", "train.py", ...]' → 'python -u train.py ...'."""
     try:
-        argv = json.loads(argv_json or "null")
+        argv = bounded.loads(argv_json or "null")
     except ValueError:
         return argv_json
     if not isinstance(argv, list) or not argv:

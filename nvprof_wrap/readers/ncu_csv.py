@@ -10,7 +10,6 @@ launch's wall-clock time, not a duration) and no Device / CC columns. Without a 
 time (KernelAgg.total_ns None) and the report says so."""
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 from nvprof_wrap.classify.counters import DURATION, Evidence, combine, launch_verdict
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, Process, merge_kernels
-from nvprof_wrap.readers._csv import TIME_UNITS_NS, cut_lines, number, open_text
+from nvprof_wrap.readers._csv import TIME_UNITS_NS, cut_lines, number, open_text, rows
 from nvprof_wrap.readers._durations import note
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.system.limits import MAX_DURATION_NS
@@ -115,9 +114,10 @@ def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:
     return CounterVerdict(name, e.tensor_core, len(per_launch), e.metric, e.value, e.detail)
 
 
-def _quoted(f) -> Iterator[str]:
-    """The CSV rows among the program's output: ncu quotes every field, the program's lines rarely start with one."""
-    return (line for line in cut_lines(f) if line.startswith('"'))
+def _quoted(f, path: Path) -> Iterator[list[str]]:
+    """The CSV rows among the program's output: ncu quotes every field, the program's lines rarely start with one.
+    Rows are told apart by their first line (a kernel name can hold a line break: _csv.rows)."""
+    return rows(cut_lines(f), lambda first: first.startswith('"'), path)
 
 
 FORMAT = "ncu-csv"
@@ -138,13 +138,13 @@ def sniff_late(head: Head) -> bool:
     """ncu's CSV header after more than 64 KiB of the program's own output (ncu prints the rows at the end)."""
     if "==PROF==" not in head.text:
         return False
-    with open(head.path, encoding="utf-8", errors="replace") as f:
-        return any(map(_ncu_header, f))
+    with open_text(head.path) as f:  # gzipped too; a program's endless line is not held
+        return any(map(_ncu_header, cut_lines(f)))
 
 
 def read(path: Path) -> Capture:
     with open_text(path) as f:
-        reader = csv.reader(_quoted(f))
+        reader = _quoted(f, path)
         header = [h.strip() for h in next(reader, [])]
         if not _REQUIRED <= set(header):
             raise BadInput(path, "ncu CSV without a header row with ID and Kernel Name columns")

@@ -12,19 +12,20 @@ import dataclasses
 import gzip
 import json
 import os
+import zlib
 from pathlib import Path
 
 from nvprof_wrap import model
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _window
+from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._head import Head
-from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES
+from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES, MAX_SUMMARY_BYTES
 
 FORMAT = "nvprof-wrap-summary"
 MAGIC = b'{"nvprof_wrap_summary": 1'
 SUFFIX = ".summary.json.gz"
 _CLASSES = {c.__name__: c for c in vars(model).values() if dataclasses.is_dataclass(c) and isinstance(c, type)}
-MAX_BYTES = 1 << 30  # unpacked: a summary is aggregates (a few MB for a big capture); more is not one of ours
 
 
 def sniff(head: Head) -> bool:
@@ -36,6 +37,8 @@ def write(capture: model.Capture, identity: str, window_key: str | None, out: Pa
     written beside and renamed over: a reader never sees half of one."""
     body = json.dumps({"identity": identity, "window": window_key, "capture": _encode(capture)},
                       separators=(",", ":"))
+    if len(body) + len(MAGIC) + 12 > MAX_SUMMARY_BYTES:  # it could not be read back (load's bound)
+        raise BadInput(None, f"a summary larger than {MAX_SUMMARY_BYTES >> 20} MiB: report the capture itself")
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
@@ -46,19 +49,33 @@ def write(capture: model.Capture, identity: str, window_key: str | None, out: Pa
 
 
 def load(path: Path) -> tuple[str, str | None, model.Capture]:
-    """(identity, window key, capture) of a summary file."""
+    """(identity, window key, capture) of a summary file. Unpacked within MAX_SUMMARY_BYTES, checked as the bytes
+    come out, and nested at most MAX_JSON_DEPTH levels (checked in the stream, before the parser): a gzip bomb or
+    a nesting bomb is one line, BadInput, never a gigabyte read or a RecursionError."""
     try:
-        with gzip.open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except (OSError, EOFError) as e:
-        raise BadInput(path, f"unreadable summary ({e})") from None
-    if len(raw) > MAX_BYTES:
-        raise BadInput(path, f"a summary unpacks to more than {MAX_BYTES >> 20} MiB: not one nvprof-wrap wrote")
-    try:
-        body = json.loads(raw)["body"]
-        return body["identity"], body["window"], _decode(body["capture"])
-    except (ValueError, KeyError, TypeError) as e:
+        body = json.loads(_unpacked(path))["body"]
+        identity, key = body["identity"], body["window"]
+        if not isinstance(identity, str) or not (key is None or isinstance(key, str)):
+            raise TypeError("its identity or window is not text")
+        return identity, key, _decode(body["capture"])
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise BadInput(path, f"damaged summary ({type(e).__name__}: {e})") from None
+
+
+def _unpacked(path: Path) -> bytes:
+    """The summary's JSON, read through the bounds: strings are never cut (the size bounds them)."""
+    parts, size = [], 0
+    try:
+        with open_json(path, unpacked=MAX_SUMMARY_BYTES, max_string=MAX_SUMMARY_BYTES) as f:
+            while piece := f.read(1 << 16):
+                size += len(piece)
+                if size > MAX_SUMMARY_BYTES:  # a plain file that sniffs as a summary: the same bound
+                    raise BadInput(path, f"a summary larger than {MAX_SUMMARY_BYTES >> 20} MiB: not one "
+                                         "nvprof-wrap wrote")
+                parts.append(piece)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise BadInput(path, f"unreadable summary ({e})") from None
+    return b"".join(parts)
 
 
 def identity(path: Path) -> str:

@@ -9,7 +9,6 @@ into words. Only the verdict sentence and the hints (report/hints.py) are text, 
 from __future__ import annotations
 
 import datetime
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -23,6 +22,7 @@ from nvprof_wrap.report import series as series_mod
 from nvprof_wrap.report.ranks import RankOutlier, RankRow, Ranks, RankSpread  # noqa: F401 - part of the Report's types
 from nvprof_wrap.report.series import Series, StepRow  # noqa: F401 - part of the Report's types
 from nvprof_wrap.store import Store
+from nvprof_wrap.system import bounded
 from nvprof_wrap.text.names import shorten
 from nvprof_wrap.text.units import pct_or_less as _pct_or_less
 
@@ -681,7 +681,7 @@ def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
 
 def _json_list(text: str | None) -> list[str]:
     try:
-        v = json.loads(text or "[]")
+        v = bounded.loads(text or "[]")
         return [str(x) for x in v] if isinstance(v, list) else []
     except ValueError:
         return []

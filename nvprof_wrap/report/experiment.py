@@ -1,7 +1,6 @@
 """Side-by-side precision experiments: one row per precision from its report, metrics and health. Pure."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from nvprof_wrap.model import HealthVerdict
 from nvprof_wrap.report import Report
 from nvprof_wrap.report.health import lines_of
 from nvprof_wrap.report.series import steady
+from nvprof_wrap.system import bounded
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ def read_metrics(path: Path) -> tuple[int | None, float | None]:
     steps, secs = 0, 0.0
     for line in lines_of(path):  # streamed, each line bounded: the job wrote it
         try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
+            rec = bounded.loads(line)
+        except ValueError:  # damage of any kind, a number past Python's, nesting past the parser's
             continue
         if isinstance(rec, dict) and "epoch" in rec:
             try:

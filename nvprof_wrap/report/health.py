@@ -21,7 +21,6 @@ Statuses:
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 import statistics
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from nvprof_wrap.model import EpochMetrics, HealthVerdict
+from nvprof_wrap.system import bounded
 from nvprof_wrap.system.limits import MAX_LINE_BYTES
 from nvprof_wrap.text.units import pct as _pct
 
@@ -62,8 +62,10 @@ def _to_float(value: Any) -> float | None:
     """JSON value -> float; the workloads write non-finite floats as strings."""
     if value is None or isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):  # past a float's range (a loss of 10**400): infinite, as 1e400 already reads
+        return float(value) if abs(value) < 2**1023 else (math.inf if value > 0 else -math.inf)
     if isinstance(value, str):
         text = value.strip().lower()
         if text in _NONFINITE:
@@ -130,8 +132,8 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
         if not line:
             continue
         try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+            record = bounded.loads(line)
+        except ValueError:  # damage of any kind, a number past Python's, nesting past the parser's
             continue  # a killed job can leave a truncated last line
         if isinstance(record, dict):
             yield record

@@ -393,20 +393,19 @@ def file_identity(path: Path, chunk: int = 1 << 20) -> str:
 
 
 def _gunzipped_identity(path: Path, chunk: int) -> str | None:
-    import gzip
+    """None past the gzip budget (a bomb: unpacked up to MAX_GUNZIPPED_SQLITE_BYTES, 32 GiB, it cost minutes
+    before its reader was asked) or for a damaged stream."""
     import zlib
 
-    from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
+    from nvprof_wrap.system.bounded import Gunzip
+    from nvprof_wrap.system.limits import GUNZIP_FREE_JSON_BYTES, MAX_GUNZIPPED_SQLITE_BYTES
 
-    h, total = hashlib.sha256(), 0
+    h = hashlib.sha256()
     try:
-        with gzip.open(path, "rb") as g:
+        with Gunzip(path, MAX_GUNZIPPED_SQLITE_BYTES, GUNZIP_FREE_JSON_BYTES) as g:
             while block := g.read(chunk):
-                total += len(block)
-                if total > MAX_GUNZIPPED_SQLITE_BYTES:
-                    return None
                 h.update(block)
-    except (OSError, EOFError, zlib.error):
+    except (OSError, EOFError, zlib.error, BadInput):
         return None
     return h.hexdigest()[:32]
 

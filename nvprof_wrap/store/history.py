@@ -25,6 +25,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.store import sqlite_utils
+from nvprof_wrap.system import bounded
 
 TABLE = "runs"
 PK = ("folder", "scope")
@@ -72,7 +73,7 @@ def precisions_list(value) -> list[str]:
         return []
     if isinstance(value, str) and value.startswith("["):
         try:
-            got = json.loads(value)
+            got = bounded.loads(value)
             if isinstance(got, list):
                 return [str(p) for p in got]
         except ValueError:

@@ -43,3 +43,16 @@ SKIPPED_SHOWN = 5
 # A gzipped SQLite capture (nsys.sqlite.gz) is unpacked to a temporary file to be read; past this it is refused (a
 # real 5M-launch nsys export is ~600 MB).
 MAX_GUNZIPPED_SQLITE_BYTES = 32 << 30
+
+# Every gzip stream (system/bounded.py Gunzip): past its free allowance unpacked, more than GUNZIP_MAX_RATIO times the
+# compressed bytes read is a gzip bomb, refused as the bytes come out. Real captures unpack 3-50x (SQLite 3-6x, JSON
+# traces 15-30x, ncu CSV 40-50x); whitespace and blank lines ~1000x. The allowance is what the reader gets through
+# in seconds: text is read line by line in Python (64 MiB of blank lines: 17-35 s in a CSV reader), JSON through a
+# filter at C speed (~200 MB/s), SQLite by SQL once unpacked.
+GUNZIP_FREE_BYTES = 16 << 20
+GUNZIP_FREE_JSON_BYTES = 1 << 30
+GUNZIP_MAX_RATIO = 200
+
+# A capture's summary (readers/summary.py) is its aggregates: KBs to a few MB. Unpacked, more is not one of ours
+# (it was read whole up to 1 GiB before being refused); parsed, it costs a few times its size in memory.
+MAX_SUMMARY_BYTES = 64 << 20

@@ -1,0 +1,296 @@
+"""Issue 44: every decompression and parse bounded. A gzip stream is refused as it passes its budget (a summary bomb
+was read 1 GiB deep first; blank lines of gzip cost a CSV reader a minute per 256 MiB); JSON nested past the
+parser's recursion is one line naming the file, never a RecursionError that ends the whole report (exit 70); a
+quoted CSV field holding a line break is one field, as the csv module reads it, in every CSV reader."""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import sqlite3
+import zlib
+from pathlib import Path
+
+import pytest
+
+from benchmarks.pathological import measure_one
+from nvprof_wrap import readers
+from nvprof_wrap.cli import main
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.readers import summary
+from nvprof_wrap.system import bounded, limits
+from nvprof_wrap.system.limits import MAX_SUMMARY_BYTES
+from tests._paths import H200, PUBLIC, ROOT, RUNS
+
+CUPTI = next((RUNS / "gemm_cupti").glob("cupti-*.sqlite"))
+
+
+def _gzip_of(path: Path, pieces: list[tuple[bytes, int]]) -> Path:
+    """A gzip stream of each piece repeated, written without ever holding the whole."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    with open(path, "wb") as f:
+        for piece, times in pieces:
+            f.writelines(z.compress(piece) for _ in range(times))
+        f.write(z.flush())
+    return path
+
+
+@pytest.fixture(scope="module")
+def real_summary(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("summaries")
+    assert main(["summarize", str(CUPTI), "-o", str(out)]) == 0
+    return next(out.iterdir())
+
+
+def _one_line_exit_2(capsys, argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "Traceback" not in err and out == "", err
+    return err
+
+
+# --- 1. gzip budgets -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_gzip_bomb_summary_is_refused_as_it_unpacks(tmp_path):
+    """The summary's magic, then 1.2 GiB of spaces (1.2 MB of gzip): refused once 64 MiB are out, in a fresh
+    process under 2 GB — it was read whole to 1 GiB first (6.5 s, 1.1 GB)."""
+    bomb = _gzip_of(tmp_path / "rank0.summary.json.gz",
+                    [(summary.MAGIC + b', "body": ', 1), (b" " * (1 << 20), 1200), (b"null}", 1)])
+    r = measure_one(bomb, 60, 2, ROOT)
+    assert r["rc"] == 2 and r["stderr_lines"] == 1 and "gzip" in r["last"], r
+    assert r["peak_rss_mb"] < 400 and r["wall_s"] < 30, r
+
+
+def test_a_bomb_beside_good_summaries_is_skipped_without_reading_it_whole(tmp_path, real_summary, capsys):
+    folder = tmp_path / "summaries"
+    folder.mkdir()
+    (folder / real_summary.name).write_bytes(real_summary.read_bytes())
+    _gzip_of(folder / "rank1.summary.json.gz",
+             [(summary.MAGIC + b', "body": ', 1), (b" " * (1 << 20), MAX_SUMMARY_BYTES // (1 << 20) + 8)])
+    assert main(["report", str(folder), "--format", "json"]) == 0
+    (skipped,) = json.loads(capsys.readouterr().out)["skipped"]
+    assert skipped["path"].endswith("rank1.summary.json.gz")
+
+
+_BOMB_HEADS = {
+    "blank.ncu.csv.gz": b'"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n',
+    "spaces.json.gz": b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}]',
+    "blank.nvprof.csv.gz": b'"Type","Time(%)","Time","Calls","Avg","Min","Max","Name"\n',
+    "blank.pyprof.csv.gz": b'"Kernel","Module","Op","Direction","Sil(ns)","TC","FLOPs","Bytes","Device"\n',
+    "blank.console.log.gz": b"==PROF== Connected to process 1\n==1== Profiling result:\n",
+}
+
+
+def _bomb(tmp_path: Path, case: str, free: int) -> Path:
+    filler = b" " if case.endswith(".json.gz") else b"\n"
+    return _gzip_of(tmp_path / case, [(_BOMB_HEADS[case], 1), (filler * (1 << 20), free // (1 << 20) + 8)])
+
+
+@pytest.mark.parametrize("case", sorted(_BOMB_HEADS))
+def test_gzip_that_unpacks_past_the_ratio_is_refused_while_unpacking(tmp_path, capsys, monkeypatch, case):
+    """Blank lines or spaces at ~1000x: 256 MiB of them took an ncu CSV 68 s before 'no kernel rows'. Refused past
+    the free allowance (lowered here to 1 MiB; 16 MiB of text, 1 GiB of JSON), whatever the reader."""
+    monkeypatch.setattr(limits, "GUNZIP_FREE_BYTES", 1 << 20)
+    monkeypatch.setattr(limits, "GUNZIP_FREE_JSON_BYTES", 1 << 20)
+    bomb = _bomb(tmp_path, case, 1 << 20)
+    err = _one_line_exit_2(capsys, ["report", str(bomb), "--format", "json"])
+    assert "gzip bomb" in err and str(bomb) in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["blank.ncu.csv.gz", "spaces.json.gz"])
+def test_gzip_bombs_at_the_real_allowance_in_bounded_time_and_memory(tmp_path, case):
+    """In a fresh process under 2 GB: refused within 30 s (1 GiB of JSON: 5-11 s; 16 MiB of blank lines: 5-8 s)."""
+    bomb = _bomb(tmp_path, case, limits.GUNZIP_FREE_JSON_BYTES if case.endswith(".json.gz") else
+                 limits.GUNZIP_FREE_BYTES)
+    r = measure_one(bomb, 60, 2, ROOT)
+    assert r["rc"] == 2 and r["stderr_lines"] == 1 and "gzip unpacks to more than" in r["last"], r
+    assert r["peak_rss_mb"] < 400 and r["wall_s"] < 30, r
+
+
+def test_real_gzipped_captures_are_within_the_ratio():
+    """Every gzipped capture of the tests and the shared fixtures unpacks below the ratio (they are 3-52x)."""
+    found = [*RUNS.rglob("*.gz"), *H200.parent.rglob("*.gz")]
+    assert found
+    for path in found:
+        with bounded.open_bytes(path) as f:
+            while f.read(1 << 20):
+                pass
+
+
+def test_gunzip_checks_as_bytes_come_out(tmp_path):
+    """The budget stops the stream within one read of it, whatever the reader asks for at once."""
+    bomb = _gzip_of(tmp_path / "x.gz", [(b"\0" * (1 << 20), 200)])
+    with bounded.Gunzip(bomb, limit=8 << 20) as g:
+        got = 0
+        with pytest.raises(BadInput, match="more than 8.0 MiB"):
+            while chunk := g.read(1 << 20):
+                got += len(chunk)
+    assert got <= 8 << 20
+
+
+# --- 2. nesting: never RecursionError ------------------------------------------------------------------------
+
+
+def _deep_summary(path: Path, levels: int = 200_000) -> Path:
+    return _gzip_of(path, [(summary.MAGIC + b', "body": ', 1), (b"[", levels), (b"]", levels), (b"}", 1)])
+
+
+def test_a_deeply_nested_summary_is_skipped_and_the_folder_read(tmp_path, real_summary, capsys):
+    """It was RecursionError, exit 70, for the whole folder."""
+    folder = tmp_path / "summaries"
+    folder.mkdir()
+    (folder / real_summary.name).write_bytes(real_summary.read_bytes())
+    _deep_summary(folder / "rank1.summary.json.gz")
+    assert main(["report", str(folder), "--format", "json"]) == 0
+    (skipped,) = json.loads(capsys.readouterr().out)["skipped"]
+    assert skipped["path"].endswith("rank1.summary.json.gz") and "nested deeper" in skipped["why"]
+    err = _one_line_exit_2(capsys, ["report", str(folder / "rank1.summary.json.gz")])
+    assert "nested deeper" in err
+
+
+@pytest.mark.parametrize("levels", [99, 101, 990, 1100, 100_000])
+def test_summary_nesting_at_every_depth_is_read_or_one_line(tmp_path, levels):
+    deep = _deep_summary(tmp_path / "x.summary.json.gz", levels)
+    with pytest.raises(BadInput):
+        summary.load(deep)
+
+
+def test_a_capture_with_a_deeply_nested_json_field_reads(tmp_path, capsys):
+    """A CUPTI capture's argv is JSON in its meta table: 100,000 levels made the reader raise RecursionError."""
+    cap = tmp_path / CUPTI.name
+    cap.write_bytes(CUPTI.read_bytes())
+    with sqlite3.connect(cap) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'argv'", ("[" * 100_000 + "]" * 100_000,))
+    conn.close()
+    assert main(["report", str(cap), "--format", "json"]) == 0
+
+
+def test_recursion_in_any_reader_is_bad_input_naming_the_file(tmp_path, monkeypatch):
+    """The reader boundary: whatever parser recursed, the file is refused (a folder skips it)."""
+    cap = tmp_path / CUPTI.name
+    cap.write_bytes(CUPTI.read_bytes())
+
+    def recurse(path, *a):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setitem(readers.READERS, "cupti", recurse)
+    with pytest.raises(BadInput, match="nested deeper") as e:
+        readers.read(cap)
+    assert e.value.path == str(cap)
+
+
+@pytest.mark.parametrize("levels", [10, 900, 5000, 10**6])
+def test_bounded_loads_never_raises_recursion_error(levels):
+    for text in ("[" * levels + "]" * levels, '{"a":' * levels + "1" + "}" * levels):
+        try:
+            bounded.loads(text)
+        except ValueError:
+            assert levels > 100
+
+
+# --- 3. CSV: quoted fields holding line breaks ---------------------------------------------------------------
+
+
+def _with_breaks(src: str, name_col: str, header_first: str) -> tuple[str, int]:
+    """The CSV with a line break (and a line a line filter would drop: blank, '==', unquoted) in every other kernel
+    name (every row of it), written by the csv module, quoted as ncu quotes. Returns the text and how many names
+    changed. Copies ('[CUDA memcpy HtoD]') keep their names: they are told apart by them."""
+    rows = list(csv.reader(io.StringIO(src, newline="")))
+    out, col, renamed = io.StringIO(), None, {}
+    w = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    breaks = ["\nsecond line", "\n\n== not a message", "\nx\n"]
+    for row in rows:
+        if row and row[0] == header_first:
+            col = row.index(name_col)
+        elif col is None:  # the profiler's own lines before the header ('==PID== …') stay as they were
+            out.write(",".join(row) + "\n")
+            continue
+        elif len(row) > col and row[col] and not row[col].startswith(("[", "CUDA ")):
+            name = row[col]
+            if name not in renamed:
+                renamed[name] = name + breaks[len(renamed) // 2 % 3] if len(renamed) % 2 == 0 else name
+            row = [*row[:col], renamed[name], *row[col + 1:]]
+        if row:
+            w.writerow(row)
+        else:
+            out.write("\n")
+    return out.getvalue(), sum(k != v for k, v in renamed.items())
+
+
+def _launches(path: Path) -> tuple[int, int]:
+    c = readers.read(path)
+    return sum(k.launches for k in c.kernels), len(c.kernels)
+
+
+@pytest.mark.parametrize("src, name_col, first", [
+    (H200 / "ncu_tensor_metrics.csv", "Kernel Name", "ID"),
+    (RUNS / "train_counters" / "gpt_fp32.ncu.csv.gz", "Kernel Name", "ID"),
+    (PUBLIC / "nanzifan__nvprof-result__print-gpu-summary.csv", "Name", "Type"),
+    (PUBLIC / "josiahdavis__profiling-lm__lm.csv", "Kernel", None),
+    (RUNS / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv", "Name", "Time (%)"),
+])
+def test_a_line_break_in_a_quoted_kernel_name_loses_no_launch(tmp_path, src, name_col, first):
+    """Every CSV reader: the same launches and as many kernels as without the line breaks (an ncu CSV lost rows into
+    the names: 71 kernels for 64, wrong names, exit 0)."""
+    raw = src.read_bytes()
+    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    header = next(csv.reader(io.StringIO(text)))
+    first = first or header[0]
+    plain = tmp_path / ("plain" + src.name.removesuffix(".gz"))
+    plain.write_text(text)
+    broken_text, changed = _with_breaks(text, name_col, first)
+    assert changed > 1
+    broken = tmp_path / ("broken" + src.name.removesuffix(".gz"))
+    broken.write_text(broken_text)
+    assert readers.detect(broken) == readers.detect(plain)
+    assert _launches(broken) == _launches(plain)
+    gz = tmp_path / (broken.name + ".gz")
+    gz.write_bytes(gzip.compress(broken_text.encode()))
+    assert _launches(gz) == _launches(plain)
+
+
+def test_an_unclosed_quote_is_one_line_in_bounded_memory(tmp_path, capsys):
+    """A quote never closed: the csv module's field limit refuses it, naming the line (not the whole file read)."""
+    path = tmp_path / "open.csv"
+    text = (H200 / "ncu_tensor_metrics.csv").read_text()
+    lines = text.splitlines(keepends=True)
+    path.write_text("".join(lines[:3]) + '"9","' + "x\n" * 200_000 + "".join(lines[3:]))
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert "CSV not readable at line" in err and str(path) in err
+
+
+@pytest.mark.parametrize("edit", [
+    lambda body: {**body, "capture": [1, 2]},
+    lambda body: {**body, "capture": {**body["capture"], "kernels": ["not a kernel"]}},
+    lambda body: {**body, "capture": {**body["capture"], "devices": [body["capture"]["kernels"][0]]}},
+    lambda body: {**body, "capture": {**body["capture"], "series": "steps"}},
+    lambda body: {**body, "identity": None},
+])
+def test_a_summary_holding_the_wrong_records_is_one_line(tmp_path, real_summary, capsys, edit):
+    """Every record where the model has one must be that record (readers/_validate.py): a capture that was a
+    list, or kernels that were text, ended the report with a TypeError (exit 70)."""
+    doc = json.loads(gzip.decompress(real_summary.read_bytes()))
+    bad = tmp_path / real_summary.name
+    bad.write_bytes(gzip.compress(summary.MAGIC + b', "body": ' + json.dumps(edit(doc["body"])).encode() + b"}"))
+    err = _one_line_exit_2(capsys, ["report", str(bad), "--format", "json"])
+    assert str(bad) in err
+
+
+@pytest.mark.parametrize("field, value", [("launches", 10**30), ("kernel_ns", "12"), ("api_ns", [["launch", 10**30]]),
+                                          ("api_ns", [["launch", 1, 2]])])
+def test_a_summary_step_series_is_validated_like_the_rest(tmp_path, real_summary, capsys, field, value):
+    """A step series went to the store unchecked: a number past 64 bits was an OverflowError (exit 70)."""
+    doc = json.loads(gzip.decompress(real_summary.read_bytes()))
+    doc["body"]["capture"]["series"]["steps"][0][field] = value
+    bad = tmp_path / real_summary.name
+    bad.write_bytes(gzip.compress(summary.MAGIC + b', "body": ' + json.dumps(doc["body"]).encode() + b"}"))
+    capsys.readouterr()
+    code = main(["report", str(bad), "--format", "json"])
+    err = capsys.readouterr().err
+    assert code in (0, 2) and (code == 0 or err.count("\n") == 1), err
+    assert code == 2 or field == "kernel_ns"  # "12" is read as the number it says
