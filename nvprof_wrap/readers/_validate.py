@@ -14,11 +14,12 @@ from nvprof_wrap.model import Capture
 from nvprof_wrap.system.limits import MAX_NAME_CHARS
 from nvprof_wrap.text import demangle
 
-_cut = 0  # texts cut in the capture being validated (one capture at a time per process)
+# texts cut in the capture being validated (one capture at a time per process), by their hash: a name the capture
+# holds in several records (its kernels, its step series) is one name cut
+_cut: set[int] = set()
 
 
 def _text(v: object) -> str | None:
-    global _cut
     if v is None:
         return None
     if isinstance(v, bytes):
@@ -26,7 +27,7 @@ def _text(v: object) -> str | None:
     s = str(v).replace("\x00", "\\0")
     if len(s) <= MAX_NAME_CHARS:
         return s
-    _cut += 1
+    _cut.add(hash(s))
     return s[:MAX_NAME_CHARS] + "…"
 
 
@@ -128,8 +129,7 @@ _TIMES = ("total_ns", "min_ns", "max_ns")
 
 def validate(capture: Capture) -> Capture:
     """Raises ValueError (reported as bad input) when a field cannot be what the model says it is."""
-    global _cut
-    _cut = 0
+    _cut.clear()
     if type(capture) is not Capture:
         raise ValueError(f"a {type(capture).__name__} where a capture belongs")
     clean = _clean(capture)
@@ -141,7 +141,7 @@ def validate(capture: Capture) -> Capture:
     kept = sorted({k.name for k in clean.kernels} & demangle.over_budget)
     notes = list(clean.notes)
     if _cut:
-        notes.append(f"{_cut:,} name(s) longer than {MAX_NAME_CHARS:,} characters were cut there")
+        notes.append(f"{len(_cut):,} name(s) longer than {MAX_NAME_CHARS:,} characters were cut there")
     if kept:
         notes.append(f"{len(kept):,} kernel name(s) left mangled: demangling them went past its budget (time, "
                      f"memory or {MAX_NAME_CHARS:,} characters), e.g. {kept[0][:60]}…")
