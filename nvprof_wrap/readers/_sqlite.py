@@ -1,6 +1,7 @@
 """Shared helpers for readers of SQLite captures: read-only opening, schema probing, SQL aggregates."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sqlite3
 import urllib.parse
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _native
+from nvprof_wrap.readers._guard import guard, reading
 from nvprof_wrap.readers._window import OPEN_ENDS, STEP_LIKE, Window, bounds
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
@@ -26,6 +28,27 @@ def connect_ro(path: Path) -> sqlite3.Connection:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # SQLite's message may quote damaged bytes
         raise BadInput(path, f"not a readable SQLite database ({e})") from None
+    return conn
+
+
+@contextlib.contextmanager
+def opened(path: Path, profiler: str | None = None):
+    """connect_ro, then every query under readers/_guard.py's budget (and, given the profiler, its schema checked):
+    the connection, closed at the end; what stopped a query (a signal, the budget) is raised as itself."""
+    conn = connect_ro(path)
+    try:
+        budget = guard(conn, path, profiler)
+    except BaseException:
+        conn.close()
+        raise
+    with reading(conn, budget):
+        yield conn
+
+
+def bounded(path: Path) -> sqlite3.Connection:
+    """A second connection to a capture already opened(): under its own budget (the caller closes it)."""
+    conn = connect_ro(path)
+    guard(conn, path, None)
     return conn
 
 
@@ -185,19 +208,13 @@ class BusyTime:
 
 
 def _busy_time_alone(path: Path, sources: list[tuple[str, str, str, str]], window: tuple[int, int]) -> list[tuple]:
-    conn = connect_ro(path)
-    try:
+    with opened(path) as conn:
         return busy_time(conn, sources, window, uri_of(path))
-    finally:
-        conn.close()
 
 
 def _busy_part_alone(path: Path, sources: list[tuple[str, str, str, str]], piece: tuple[int, int]) -> list[tuple]:
-    conn = connect_ro(path)
-    try:
+    with opened(path) as conn:
         return busy_part(conn, sources, piece, uri_of(path))
-    finally:
-        conn.close()
 
 
 def window_bounds(conn: sqlite3.Connection, window: Window | None, gpu_tables: list[str],

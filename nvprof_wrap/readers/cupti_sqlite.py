@@ -17,8 +17,9 @@ from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
     MEMCPY_DIRECTION,
     BusyTime,
-    connect_ro,
+    bounded,
     in_window,
+    opened,
     tables,
     window_bounds,
 )
@@ -114,7 +115,7 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: 
                    FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{rslice}}
                    WHERE {where} {{slice}}"""
     # split_over: a big capture's path, reopened by each attribution slice running side by side
-    split = {"reopen": lambda: connect_ro(split_over), "kernel_table": "kernel", "correlation": "correlation_id"} \
+    split = {"reopen": lambda: bounded(split_over), "kernel_table": "kernel", "correlation": "correlation_id"} \
         if split_over is not None else {}
     return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
                  for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches, borrowed=lent, **split))
@@ -161,8 +162,7 @@ def _unix_offset(meta: dict) -> int | None:
 
 
 def _read(source: Path, path: Path, window: Window | None) -> Capture:
-    conn = connect_ro(source)
-    try:
+    with opened(source, "nvprof-wrap's CUPTI tracer") as conn:
         have = tables(conn)
         missing = {"meta", "kernel", "memcpy", "memset", "device"} - have
         if missing:
@@ -207,5 +207,3 @@ def _read(source: Path, path: Path, window: Window | None) -> Capture:
                        started_ns=_int(meta.get("started_ns")),
                        ended_ns=_int(meta.get("ended_ns")), command=_command(meta.get("argv")),
                        ppid=_int(meta.get("ppid")), hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s)
-    finally:
-        conn.close()

@@ -20,9 +20,10 @@ from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
     MEMCPY_DIRECTION,
     BusyTime,
+    bounded,
     columns,
-    connect_ro,
     in_window,
+    opened,
     tables,
     uri_of,
     window_bounds,
@@ -149,7 +150,7 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
                          k.demangledName, {dur}
                   FROM {KERNEL} k WHERE {where} {{slice}}""")
     # a globalTid holds its process id: each process has its own main thread
-    rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path), kernel_table=KERNEL,
+    rows = attribute(conn, ranges, launches, reopen=lambda: bounded(path), kernel_table=KERNEL,
                      process_of_tid="((tid >> 24) & 16777215)", borrowed=lent, native=native)
     if not rows:
         return None
@@ -248,46 +249,48 @@ def _call_kinds(conn: sqlite3.Connection, keys: list) -> dict:
 
 
 def read(path: Path, window: Window | None = None) -> Capture:
-    conn = connect_ro(path)
     try:
-        have = tables(conn)
-        if KERNEL not in have:
-            _no_kernels(path, conn, have)
-            raise BadInput(path, _without_kernel_table(conn, have))
-        span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have],
-                             _ranges_sql(conn, have)) if window else EVERYTHING
-        busy_time = BusyTime(conn, path, _busy_sources(conn, have), span)  # side by side with the rest
-        try:
-            memops, mem_notes = _memops(conn, have, in_window(span))
-            lent: dict = {}
-            # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
-            attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent)
-            if attributed is not None and window is None and "no_duration" in lent:
-                # the compiled pass counted them while reading every kernel: no scan of its own (1.8 s at 5M)
-                kernel_note = note(lent["no_duration"], "kernel") if lent["no_duration"] else None
-            else:
-                dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
-            kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
-        except BaseException:
-            busy_time.abandon()
-            raise
-        busy = _activity(busy_time.result())
-        if not kernels and window is None:  # (a window without kernels: readers.read says so)
-            _no_kernels(path, conn, have, sum(m.count for m in memops))
-        pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
-        notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
-            ((kernel_note,) if kernel_note else ()) + mem_notes + \
-            borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
-        started, ended = _session(conn, have)
-        hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
-            conn, have, path, KERNEL, "deviceId", _name_col(conn), started, None if window is None else span,
-            lambda keys: _gpu_metrics._names(conn, keys))
-        series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span)
-        return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
-                       _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
-                       started_ns=started, ended_ns=ended, hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s,
-                       series=series)
+        with opened(path, "Nsight Systems") as conn:
+            return _read(conn, path, window)
     except BadInput as e:
         raise BadInput(path, e.why) from None
-    finally:
-        conn.close()
+
+
+def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Capture:
+    have = tables(conn)
+    if KERNEL not in have:
+        _no_kernels(path, conn, have)
+        raise BadInput(path, _without_kernel_table(conn, have))
+    span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have],
+                         _ranges_sql(conn, have)) if window else EVERYTHING
+    busy_time = BusyTime(conn, path, _busy_sources(conn, have), span)  # side by side with the rest
+    try:
+        memops, mem_notes = _memops(conn, have, in_window(span))
+        lent: dict = {}
+        # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
+        attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent)
+        if attributed is not None and window is None and "no_duration" in lent:
+            # the compiled pass counted them while reading every kernel: no scan of its own (1.8 s at 5M)
+            kernel_note = note(lent["no_duration"], "kernel") if lent["no_duration"] else None
+        else:
+            dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
+        kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
+    except BaseException:
+        busy_time.abandon()
+        raise
+    busy = _activity(busy_time.result())
+    if not kernels and window is None:  # (a window without kernels: readers.read says so)
+        _no_kernels(path, conn, have, sum(m.count for m in memops))
+    pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
+    notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
+        ((kernel_note,) if kernel_note else ()) + mem_notes + \
+        borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
+    started, ended = _session(conn, have)
+    hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
+        conn, have, path, KERNEL, "deviceId", _name_col(conn), started, None if window is None else span,
+        lambda keys: _gpu_metrics._names(conn, keys))
+    series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span)
+    return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
+                   _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
+                   started_ns=started, ended_ns=ended, hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s,
+                   series=series)

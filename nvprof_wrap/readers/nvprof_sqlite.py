@@ -19,8 +19,8 @@ from nvprof_wrap.readers._sqlite import (
     MEMCPY_DIRECTION,
     busy_time,
     columns,
-    connect_ro,
     in_window,
+    opened,
     tables,
     window_bounds,
 )
@@ -111,8 +111,7 @@ def sniff(head: Head) -> bool:
 
 
 def read(path: Path, window: Window | None = None) -> Capture:
-    conn = connect_ro(path)
-    try:
+    with opened(path, "nvprof") as conn:
         have = tables(conn)
         if not any(t in have for t in KERNEL_TABLES) or "StringTable" not in have:
             raise BadInput(path, "nvprof file without kernel tables (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL / _KERNEL)")
@@ -126,5 +125,3 @@ def read(path: Path, window: Window | None = None) -> Capture:
         procs = (Process(pid),) if pid is not None else ()
         return Capture(str(path), "nvprof", kernels, memops, _activity(conn, have, pid, span),
                        _devices(conn, have), procs, notes=tuple(notes + mem_notes))
-    finally:
-        conn.close()
