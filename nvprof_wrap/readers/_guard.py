@@ -14,17 +14,13 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import sys
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.system import limits  # SQL_FLOOR_STEPS, SQL_STEPS_PER_BYTE, SQL_STEP_GRAIN: read at each use
 
-# VM instructions between two calls of the progress handler (about 1 ms here: 70M instructions/s on 2 busy cores).
-GRAIN = 50_000
-# The budget: far above what any real read takes (measured: under 200 instructions per byte of capture for a
-# whole read, every query added up), far below minutes: 4 s of VM work at least, 4,000 instructions per byte.
-FLOOR_STEPS = 300_000_000
-STEPS_PER_BYTE = 4_000
 # (table, id column) of each lookup table whose ids name things: a duplicate id multiplies every row joined to it.
 LOOKUPS = (("StringIds", "id"), ("StringTable", "_id_"))
 
@@ -33,7 +29,7 @@ class Budget:
     """The progress handler of one connection: counts VM work, and keeps a signal's exception raised inside it."""
 
     def __init__(self, path: Path, steps: int) -> None:
-        self.path, self.left = path, steps // GRAIN
+        self.path, self.left = path, steps // limits.SQL_STEP_GRAIN
         self.pending: BaseException | None = None
 
     def __call__(self) -> int:
@@ -47,7 +43,7 @@ class Budget:
         return 0
 
 
-_budgets: dict[int, Budget] = {}  # id(budget) → budget, for the unraisable hook
+_budgets: weakref.WeakValueDictionary[int, Budget] = weakref.WeakValueDictionary()  # id → budget, for _keep_signal
 
 
 def _keep_signal(unraisable) -> None:
@@ -69,14 +65,25 @@ def guard(conn: sqlite3.Connection, path: Path, profiler: str | None) -> Budget:
     profiler (a second connection to a capture already checked), only the budget."""
     if profiler is not None:
         _schema(conn, path, profiler)
-    steps = FLOOR_STEPS + STEPS_PER_BYTE * Path(path).stat().st_size
-    budget = Budget(Path(path), steps)
-    _budgets[id(budget)] = budget
+    b = budget(path)
+    conn.set_progress_handler(b, limits.SQL_STEP_GRAIN)
+    return b
+
+
+def budget(path: Path) -> Budget:
+    """A fresh budget for one connection to the capture at path (a Python one, guard(); or the compiled helper's,
+    readers/_native.py, which calls it every SQL_STEP_GRAIN instructions too). The caller forgets it (done())."""
+    steps = limits.SQL_FLOOR_STEPS + limits.SQL_STEPS_PER_BYTE * Path(path).stat().st_size
+    b = Budget(Path(path), steps)
+    _budgets[id(b)] = b
     if sys.unraisablehook is not _keep_signal:
         sys.unraisablehook = _keep_signal
         sqlite3.enable_callback_tracebacks(True)
-    conn.set_progress_handler(budget, GRAIN)
-    return budget
+    return b
+
+
+def done(b: Budget) -> None:
+    _budgets.pop(id(b), None)
 
 
 def _schema(conn: sqlite3.Connection, path: Path, profiler: str) -> None:
@@ -113,6 +120,6 @@ def reading(conn: sqlite3.Connection, budget: Budget) -> Iterator[sqlite3.Connec
         raise
     finally:
         conn.close()
-        _budgets.pop(id(budget), None)
+        done(budget)
     if budget.pending is not None:
         raise budget.pending

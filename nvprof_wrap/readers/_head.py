@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers._sqlite import connect_ro, tables
+from nvprof_wrap.readers._sqlite import opened, tables
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -29,13 +29,11 @@ class Head:
     def sqlite_tables(self) -> set[str]:
         if not self.is_sqlite:
             return set()
-        conn = connect_ro(self.path)
-        try:
-            return tables(conn)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-            raise BadInput(self.path, f"corrupt SQLite file ({e})") from None
-        finally:
-            conn.close()
+        with opened(self.path) as conn:  # under a budget: a signal ends it as itself (readers/_guard.py)
+            try:
+                return tables(conn)
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+                raise BadInput(self.path, f"corrupt SQLite file ({e})") from None
 
     @cached_property
     def binary(self) -> bool:

@@ -12,7 +12,7 @@ from nvprof_wrap.readers import _native
 from nvprof_wrap.readers._guard import guard, reading
 from nvprof_wrap.readers._window import OPEN_ENDS, STEP_LIKE, Window, bounds
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
-from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.system.limits import MAX_DURATION_NS, MAX_NAME_CHARS
 
 # CUPTI_ActivityMemcpyKind → the direction users know (A = CUDA array, P = peer device).
 MEMCPY_DIRECTION = {1: "HtoD", 3: "HtoD", 2: "DtoH", 4: "DtoH", 5: "DtoD", 6: "DtoD", 7: "DtoD",
@@ -50,6 +50,13 @@ def bounded(path: Path) -> sqlite3.Connection:
     conn = connect_ro(path)
     guard(conn, path, None)
     return conn
+
+
+def cut(expr: str) -> str:
+    """A name (kernel, device, process, NVTX range) cut in SQL to one character more than readers/_validate.py keeps:
+    a capture's name of 100 MB never reaches Python whole (only SQLite holds it, one row at a time), and _validate
+    still sees it is longer than MAX_NAME_CHARS — it cuts it and its note says so. NULL stays NULL."""
+    return f"substr({expr}, 1, {MAX_NAME_CHARS + 1})"
 
 
 def uri_of(path: Path) -> str:

@@ -22,6 +22,7 @@ from nvprof_wrap.readers._sqlite import (
     BusyTime,
     bounded,
     columns,
+    cut,
     in_window,
     opened,
     tables,
@@ -56,7 +57,8 @@ def _kernels(conn: sqlite3.Connection, dur: str, where: str = "true") -> tuple[K
     # SUM: per-launch expressions and MIN/MAX made this scan 1.7x slower than a plain GROUP BY at 1M launches.
     gpid = "globalPid" if "globalPid" in cols else "NULL"
     sql = f"""
-    SELECT {_pid_expr(cols).replace("globalPid", "g.gp")}, g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot
+    SELECT {_pid_expr(cols).replace("globalPid", "g.gp")}, g.dev, COALESCE({cut("s.value")}, '<unnamed kernel>'), g.n,
+           g.tot
     FROM (SELECT {name_col} AS nid, {gpid} AS gp, deviceId AS dev, COUNT(*) AS n, SUM({dur}) AS tot
           FROM {KERNEL} WHERE {where} GROUP BY {name_col}, {gpid}, deviceId) g
     LEFT JOIN StringIds s ON s.id = g.nid"""
@@ -102,7 +104,8 @@ def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
         return ()
     cols = columns(conn, "TARGET_INFO_GPU")
     dev = "cuDevice" if "cuDevice" in cols else "id"  # cuDevice is the CUDA ordinal that kernels' deviceId uses
-    pick = [c if c in cols else "NULL" for c in ("name", "computeMajor", "computeMinor", "smCount")]
+    pick = [(cut(c) if c == "name" else c) if c in cols else "NULL"
+            for c in ("name", "computeMajor", "computeMinor", "smCount")]
     rows = conn.execute(f"SELECT {dev}, {', '.join(pick)} FROM TARGET_INFO_GPU")
     return tuple(Device(*row) for row in rows)
 
@@ -110,7 +113,7 @@ def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
 def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tuple[Process, ...]:
     names: dict[int, str] = {}
     if "PROCESSES" in have:
-        names = {pid: name for pid, name in conn.execute("SELECT pid, name FROM PROCESSES")}
+        names = {pid: name for pid, name in conn.execute(f"SELECT pid, {cut('name')} FROM PROCESSES")}
     return tuple(Process(pid, names.get(pid)) for pid in sorted(pids))
 
 
@@ -119,8 +122,8 @@ def _ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
     if "NVTX_EVENTS" not in have:
         return None
     # Registered strings (nvtxDomainRegisterString) are in StringIds through textId, in exports that have it.
-    text, join = ("COALESCE(n.text, s.value)", "LEFT JOIN StringIds s ON s.id = n.textId") \
-        if "textId" in columns(conn, "NVTX_EVENTS") else ("n.text", "")
+    text, join = (cut("COALESCE(n.text, s.value)"), "LEFT JOIN StringIds s ON s.id = n.textId") \
+        if "textId" in columns(conn, "NVTX_EVENTS") else (cut("n.text"), "")
     return f"""SELECT n.globalTid AS tid, n.start AS s, n."end" AS e, {text} AS name
                FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60)"""
 
@@ -155,7 +158,7 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
     if not rows:
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
-    names = dict(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({ids})"))
+    names = dict(conn.execute(f"SELECT id, {cut('value')} FROM StringIds WHERE id IN ({ids})"))
     ops = tuple(OpAgg(pid, scope, op, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
                 for pid, _dev, scope, op, key, n, tot in rows)
     kernels = merge_kernels(KernelAgg(pid, dev, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
@@ -194,11 +197,11 @@ def _without_kernel_table(conn: sqlite3.Connection, have: set[str]) -> str:
     if not calls:
         return ("Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table (was CUDA tracing on? nsys profile "
                 "--trace=cuda)")
-    names = conn.execute(f"SELECT s.value, COUNT(*) FROM {RUNTIME} r LEFT JOIN StringIds s ON s.id = r.nameId "
+    names = conn.execute(f"SELECT {cut('s.value')}, COUNT(*) FROM {RUNTIME} r LEFT JOIN StringIds s ON s.id = r.nameId "
                          "GROUP BY 1 ORDER BY 2 DESC, 1").fetchall()
     top = ", ".join(_VERSION.sub("", n or "?") + (f" ×{c:,}" if c > 1 else "") for n, c in names[:3]) + \
         (", …" if len(names) > 3 else "")
-    gpu_rows = conn.execute("SELECT name FROM TARGET_INFO_GPU").fetchall() \
+    gpu_rows = conn.execute(f"SELECT {cut('name')} FROM TARGET_INFO_GPU").fetchall() \
         if "TARGET_INFO_GPU" in have and "name" in columns(conn, "TARGET_INFO_GPU") else []
     gpu = gpu_rows[0][0] if len(gpu_rows) == 1 and gpu_rows[0][0] else "the GPU"
     found = [f"{n:,} {what}{'s' if n > 1 else ''}" for table, what in ((MEMCPY, "copy"), (MEMSET, "memset"))
@@ -245,7 +248,8 @@ def _steps(conn: sqlite3.Connection, have: set[str], launches: int, span: tuple[
 
 def _call_kinds(conn: sqlite3.Connection, keys: list) -> dict:
     ids = ",".join(str(int(k)) for k in keys if isinstance(k, int)) or "NULL"
-    return {i: kind_of(name) for i, name in conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({ids})")}
+    rows = conn.execute(f"SELECT id, {cut('value')} FROM StringIds WHERE id IN ({ids})")
+    return {i: kind_of(name) for i, name in rows}
 
 
 def read(path: Path, window: Window | None = None) -> Capture:

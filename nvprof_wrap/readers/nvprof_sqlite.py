@@ -19,6 +19,7 @@ from nvprof_wrap.readers._sqlite import (
     MEMCPY_DIRECTION,
     busy_time,
     columns,
+    cut,
     in_window,
     opened,
     tables,
@@ -48,7 +49,7 @@ def _kernels(conn: sqlite3.Connection, have: set[str], pid: int | None,
     dur = PLAIN if all(expr == PLAIN for expr, _ in checked) else SOUND
     union = " UNION ALL ".join(f'SELECT deviceId AS dev, name, start, "end" FROM {t} WHERE {where}' for t in present)
     sql = f"""
-    SELECT g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot, g.mn, g.mx FROM
+    SELECT g.dev, COALESCE({cut("s.value")}, '<unnamed kernel>'), g.n, g.tot, g.mn, g.mx FROM
       (SELECT dev, name, COUNT(*) AS n, SUM({dur}) AS tot, MIN({dur}) AS mn, MAX({dur}) AS mx
        FROM ({union}) GROUP BY dev, name) g
     LEFT JOIN StringTable s ON s._id_ = g.name"""
@@ -97,7 +98,7 @@ def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str], copies: in
 def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
     if "CUPTI_ACTIVITY_KIND_DEVICE" not in have:
         return ()
-    sql = """SELECT d.id, s.value, d.computeCapabilityMajor, d.computeCapabilityMinor, d.numMultiprocessors
+    sql = f"""SELECT d.id, {cut("s.value")}, d.computeCapabilityMajor, d.computeCapabilityMinor, d.numMultiprocessors
              FROM CUPTI_ACTIVITY_KIND_DEVICE d LEFT JOIN StringTable s ON s._id_ = d.name"""
     return tuple(Device(*row) for row in conn.execute(sql))
 

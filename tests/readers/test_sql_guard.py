@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,9 @@ from hypothesis import strategies as st
 
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, Terminated, terminate
-from nvprof_wrap.readers import _guard
-from nvprof_wrap.readers._sqlite import opened
+from nvprof_wrap.readers import _guard, _native
+from nvprof_wrap.readers._sqlite import opened, uri_of
+from nvprof_wrap.system import limits
 from tests._paths import PUBLIC, RUNS
 
 NSYS = RUNS / "ddp_nsys" / "nsys.sqlite"
@@ -93,8 +95,8 @@ def test_a_duplicated_lookup_id_is_refused_not_counted_twice(tmp_path, src, tabl
 
 
 def test_queries_past_the_budget_stop_with_one_line(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(_guard, "FLOOR_STEPS", 0)
-    monkeypatch.setattr(_guard, "STEPS_PER_BYTE", 1)
+    monkeypatch.setattr(limits, "SQL_FLOOR_STEPS", 0)
+    monkeypatch.setattr(limits, "SQL_STEPS_PER_BYTE", 1)
     monkeypatch.setenv("NVPROF_WRAP_NATIVE", "off")
     with pytest.raises(BadInput, match="queries ran past their budget"):
         readers.read(copy(NSYS, tmp_path))
@@ -112,7 +114,7 @@ def test_real_captures_read_well_inside_the_budget() -> None:
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(_guard.Budget, "__call__", count)
             readers.read(src)
-        allowed = (_guard.FLOOR_STEPS + _guard.STEPS_PER_BYTE * src.stat().st_size) // _guard.GRAIN
+        allowed = (limits.SQL_FLOOR_STEPS + limits.SQL_STEPS_PER_BYTE * src.stat().st_size) // limits.SQL_STEP_GRAIN
         assert len(used) < allowed / 20
 
 
@@ -135,6 +137,47 @@ def test_a_signal_ends_a_running_query_as_itself(signum) -> None:
         timer.cancel()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+    assert time.monotonic() - t < 5
+
+
+# A compiled query that runs until stopped and yields nothing (nothing held meanwhile), for each pass.
+FOREVER = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT {cols} FROM r WHERE i < 0"
+PASSES = {
+    "busy_all": lambda uri: _native.busy_all(uri, [FOREVER.format(cols="1, 1, i, i, 1")]),
+    "busy": lambda uri: _native.busy(uri, FOREVER.format(cols="i, i, 1"), ()),
+    "sweep": lambda uri: _native.sweep(uri, FOREVER.format(cols="i, i, i, 'n', 1"), lambda name: (0, False, False)),
+}
+needs_native = pytest.mark.skipif(not _native.available(), reason="the compiled helper is not built here")
+
+
+@needs_native
+@pytest.mark.parametrize("name", sorted(PASSES))
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_a_compiled_query_as_itself(name, signum) -> None:
+    """The compiled helper's connections had no progress handler: a signal waited for the query to end (never,
+    here). Now its handler runs within a grain and what it raised comes out of the pass."""
+    previous = signal.signal(signal.SIGTERM, terminate) if signum == signal.SIGTERM else None
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signum))
+    t = time.monotonic()
+    try:
+        timer.start()
+        with pytest.raises(Terminated if signum == signal.SIGTERM else KeyboardInterrupt):
+            PASSES[name](uri_of(NSYS))
+    finally:
+        timer.cancel()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    assert time.monotonic() - t < 5
+
+
+@needs_native
+@pytest.mark.parametrize("name", sorted(PASSES))
+def test_a_compiled_query_past_the_budget_stops_with_one_line(monkeypatch, name) -> None:
+    monkeypatch.setattr(limits, "SQL_FLOOR_STEPS", 20_000_000)
+    monkeypatch.setattr(limits, "SQL_STEPS_PER_BYTE", 0)
+    t = time.monotonic()
+    with pytest.raises(BadInput, match="queries ran past their budget"):
+        PASSES[name](uri_of(NSYS))
     assert time.monotonic() - t < 5
 
 
@@ -187,3 +230,72 @@ def test_mutated_captures_read_right_or_are_refused_in_one_line(tmp_path_factory
     if mutation in SAME:
         assert sum(k.total_ns for k in capture.kernels) == sum(k.total_ns for k in clean.kernels)
     assert all(len(k.name) <= 100_001 for k in capture.kernels)
+
+
+# ---- names cut in SQL: a huge one never reaches Python whole ----
+HUGE = 20_000_000  # characters: whole, a Python string of 20 MB and its copies
+HUGE_NAMES = {
+    NSYS: [(f"UPDATE StringIds SET value = printf('%.*c', {HUGE}, 'k') WHERE id = "
+           f"(SELECT MIN(demangledName) FROM {KERNEL})"),
+           (f"UPDATE NVTX_EVENTS SET text = printf('%.*c', {HUGE}, 'n') WHERE rowid = "
+           "(SELECT MIN(rowid) FROM NVTX_EVENTS WHERE eventType = 59)")],
+    NVPROF: [(f"UPDATE StringTable SET value = printf('%.*c', {HUGE}, 'k') WHERE _id_ = "
+             "(SELECT MIN(name) FROM CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)")],
+    CUPTI: [f"UPDATE kernel SET name = printf('%.*c', {HUGE}, 'k') WHERE rowid % 2 = 0",
+            f"UPDATE device SET name = printf('%.*c', {HUGE}, 'd')"],
+}
+
+
+@pytest.mark.parametrize("src", list(HUGE_NAMES), ids=lambda p: p.name)
+def test_a_huge_name_is_cut_in_sql_and_said_so(tmp_path, monkeypatch, src) -> None:
+    """Names reached Python whole (143 MB of Python memory for two 50M-character names) and were cut only by
+    readers/_validate.py. Now SQLite hands over MAX_NAME_CHARS + 1 characters; the note still says a name was cut."""
+    monkeypatch.setenv("NVPROF_WRAP_NATIVE", "on")
+    path = copy(src, tmp_path, *HUGE_NAMES[src])
+    tracemalloc.start()
+    try:
+        capture = readers.read(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"{peak:,} bytes of Python memory"
+    assert max(len(k.name) for k in capture.kernels) == limits.MAX_NAME_CHARS + 1  # the cut one, with its "…"
+    assert any(f"longer than {limits.MAX_NAME_CHARS:,} characters were cut there" in n for n in capture.notes)
+
+
+# ---- the other openers of a capture: the trace export, sniffing ----
+def test_the_trace_export_reads_under_the_guard(tmp_path, monkeypatch) -> None:
+    """It opened captures with connect_ro alone: a view, a huge name, an endless query went through it."""
+    from nvprof_wrap.export.trace import export
+    from nvprof_wrap.pipeline import analyze
+    path = copy(NSYS, tmp_path)
+    report = analyze(path, health=False)
+    with sqlite3.connect(path) as conn:  # changed after the report was made: the export reads it again
+        conn.execute(HUGE_NAMES[NSYS][0])
+    conn.close()
+    out = tmp_path / "trace.json"
+    with open(out, "w", encoding="utf-8") as f:
+        export(report, f)
+    assert "k" * 100_001 in out.read_text() and "k" * 100_002 not in out.read_text()
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE VIEW v AS SELECT 1")
+    conn.close()
+    with open(out, "w", encoding="utf-8") as f, pytest.raises(BadInput, match="v is a view, not a table"):
+        export(report, f)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP VIEW v")
+    conn.close()
+    monkeypatch.setattr(limits, "SQL_FLOOR_STEPS", 0)
+    monkeypatch.setattr(limits, "SQL_STEPS_PER_BYTE", 0)
+    with open(out, "w", encoding="utf-8") as f, pytest.raises(BadInput, match=f"{path}: its queries ran past"):
+        export(report, f)
+
+
+def test_sniffing_reads_under_the_budget(tmp_path, monkeypatch) -> None:
+    from nvprof_wrap.readers._head import Head
+    monkeypatch.setattr(limits, "SQL_FLOOR_STEPS", 0)
+    monkeypatch.setattr(limits, "SQL_STEPS_PER_BYTE", 0)
+    monkeypatch.setattr(limits, "SQL_STEP_GRAIN", 1)  # its one query is short: every instruction counted
+    path = copy(NSYS, tmp_path)
+    with pytest.raises(BadInput, match="queries ran past their budget"):
+        Head(path, path.read_bytes()[:100], path.stat().st_size).sqlite_tables  # noqa: B018 - the read is the test
