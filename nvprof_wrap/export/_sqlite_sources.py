@@ -10,7 +10,7 @@ from nvprof_wrap.export import _counters
 from nvprof_wrap.export._events import Trace, Verdicts
 from nvprof_wrap.export._timeline import START_END, Clock, gpu, ranges
 from nvprof_wrap.readers import cupti_sqlite, nsys_sqlite
-from nvprof_wrap.readers._sqlite import EVERYTHING, columns, in_window, tables, window_bounds
+from nvprof_wrap.readers._sqlite import EVERYTHING, columns, cut, in_window, tables, window_bounds
 from nvprof_wrap.readers._window import Window
 
 NSYS_GPU = (nsys_sqlite.KERNEL, nsys_sqlite.MEMCPY, nsys_sqlite.MEMSET)
@@ -50,7 +50,8 @@ class Nsys:
 
     def emit(self, trace: Trace, verdicts: Verdicts, index: int, clock: Clock, span: tuple[int, int]) -> None:
         conn, have = self.conn, self.have
-        names = dict(conn.execute("SELECT pid, name FROM PROCESSES")) if "PROCESSES" in have else {}
+        # names cut in SQL as the readers cut them (readers/_sqlite.cut): a huge one never reaches the trace whole
+        names = dict(conn.execute(f"SELECT pid, {cut('name')} FROM PROCESSES")) if "PROCESSES" in have else {}
 
         def pid_of(gp: object) -> int:
             pid = (gp >> 24) & 0xFFFFFF if isinstance(gp, int) else None
@@ -67,7 +68,8 @@ class Nsys:
                          f'{c("copyKind") if kind == 1 else "NULL"} FROM {table} WHERE {in_window(span)}')
         if parts:
             gpu(trace, verdicts, conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1"), clock, pid_of,
-                lambda key: (conn.execute("SELECT value FROM StringIds WHERE id = ?", (key,)).fetchone() or [""])[0])
+                lambda key: (conn.execute(f"SELECT {cut('value')} FROM StringIds WHERE id = ?", (key,)).fetchone()
+                             or [""])[0])
         self._ranges(trace, clock, span, pid_of)
         _counters.gpu_metrics(trace, conn, have, index, clock, span)
 
@@ -75,10 +77,10 @@ class Nsys:
         conn, have = self.conn, self.have
         if "NVTX_EVENTS" not in have:
             return
-        threads = dict(conn.execute("SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s "
+        threads = dict(conn.execute(f"SELECT t.globalTid, {cut('s.value')} FROM ThreadNames t JOIN StringIds s "
                                     "ON s.id = t.nameId")) if "ThreadNames" in have else {}
-        text, join = ("COALESCE(n.text, s.value)", "LEFT JOIN StringIds s ON s.id = n.textId") \
-            if "textId" in columns(conn, "NVTX_EVENTS") else ("n.text", "")
+        text, join = (cut("COALESCE(n.text, s.value)"), "LEFT JOIN StringIds s ON s.id = n.textId") \
+            if "textId" in columns(conn, "NVTX_EVENTS") else (cut("n.text"), "")
         rows = conn.execute(f"""SELECT n.globalTid, n.start, n."end", {text},
                                        CASE n.eventType WHEN 60 THEN {START_END} ELSE 0 END
                                 FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60) AND {_overlaps(span, "n")}
@@ -114,12 +116,12 @@ class Cupti:
         own = cupti_sqlite._int(meta.get("pid"))
         pid = trace.process(index, own, f"{cupti_sqlite._command(meta.get('argv')) or 'process'}{rank} "
                                         f"(pid {own if own is not None else '?'})")
-        parts = [f'SELECT start, "end", NULL, device_id, stream_id, {kind}, {"name" if kind == 0 else "NULL"}, '
+        parts = [f'SELECT start, "end", NULL, device_id, stream_id, {kind}, {cut("name") if kind == 0 else "NULL"}, '
                  f'correlation_id, {"bytes" if kind else "NULL"}, {"copy_kind" if kind == 1 else "NULL"} '
                  f"FROM {table} WHERE {in_window(span)}" for kind, table in enumerate(CUPTI_GPU) if table in self.have]
         if parts:
             gpu(trace, verdicts, conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1"), clock, lambda _: pid, str)
         if "nvtx" in self.have:
-            rows = conn.execute(f'SELECT tid, start, "end", name, 0 FROM nvtx WHERE {_overlaps(span)} '
+            rows = conn.execute(f'SELECT tid, start, "end", {cut("name")}, 0 FROM nvtx WHERE {_overlaps(span)} '
                                 "ORDER BY 1, 2, 3 DESC")
             ranges(trace, rows, clock, lambda tid: (pid, trace.thread(pid, tid)))

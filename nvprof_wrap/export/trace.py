@@ -30,7 +30,7 @@ from nvprof_wrap.export._timeline import FIRST_NS, Clock
 from nvprof_wrap.readers import _gpm, _recover
 from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._head import SQLITE_MAGIC
-from nvprof_wrap.readers._sqlite import connect_ro
+from nvprof_wrap.readers._sqlite import opened
 from nvprof_wrap.readers._window import make
 from nvprof_wrap.report import Report
 from nvprof_wrap.system import tempdirs, tools
@@ -40,6 +40,8 @@ from nvprof_wrap.text.demangle import demangle
 
 Source = Nsys | Cupti | Kineto
 SQLITE = {"nsys-sqlite": Nsys, "nsys-rep": Nsys, "cupti": Cupti}
+# Whose schema each is, for readers/_guard.py's check (the readers' own words)
+PROFILER = {"nsys-sqlite": "Nsight Systems", "nsys-rep": "Nsight Systems", "cupti": "nvprof-wrap's CUPTI tracer"}
 FORMATS = (*SQLITE, Kineto.FORMAT)
 Warn = Callable[[str], None]
 
@@ -120,11 +122,16 @@ def _gpm_counters(trace: Trace, sources: list[tuple[Source, tuple[int, int]]], c
 
 def _open(path: Path, fmt: str, stack: contextlib.ExitStack) -> Source:
     """The capture as the exporter reads it: a gzipped SQLite file unpacked into a temporary folder, an .nsys-rep
-    through its export, a CUPTI capture cut short by a kill rolled back on a private copy (as the readers do)."""
+    through its export, a CUPTI capture cut short by a kill rolled back on a private copy (as the readers do). Its
+    queries run as the readers' do (readers/_guard.py): a schema not as the profiler writes it (a view, a trigger,
+    a duplicated lookup id) refused in one line, every query under a budget, a signal ending a query as itself."""
     if fmt == Kineto.FORMAT:
         return Kineto(path)
-    conn = connect_ro(_sqlite_file(path, fmt, stack))
-    stack.callback(conn.close)
+    file = _sqlite_file(path, fmt, stack)
+    try:
+        conn = stack.enter_context(opened(file, PROFILER[fmt]))
+    except BadInput as e:  # named by the file the user gave, not a temporary copy or export of it
+        raise BadInput(path, e.why) from None
     return SQLITE[fmt](conn, path)
 
 

@@ -14,6 +14,7 @@ import statistics
 
 from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
 from nvprof_wrap.readers import _hardware
+from nvprof_wrap.readers._sqlite import cut
 from nvprof_wrap.text.demangle import demangle
 
 SOURCE = "nsys gpu metrics"
@@ -126,5 +127,5 @@ def _names(conn: sqlite3.Connection, keys: set) -> dict:
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
         out.update((k, demangle(v)) for k, v in conn.execute(
-            f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+            f"SELECT id, {cut('value')} FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk))
     return out

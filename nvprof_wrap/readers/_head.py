@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _recover
-from nvprof_wrap.readers._sqlite import connect_ro, tables
+from nvprof_wrap.readers._sqlite import opened, tables
 from nvprof_wrap.system.storage import machine_failure
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -31,14 +31,11 @@ class Head:
     def sqlite_tables(self) -> set[str]:
         if not self.is_sqlite:
             return set()
-        with _recover.readable(self.path):
-            conn = connect_ro(self.path)
+        with _recover.readable(self.path), opened(self.path) as conn:  # under a budget (readers/_guard.py)
             try:
                 return tables(conn)
             except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
                 raise machine_failure(self.path, e) or BadInput(self.path, f"corrupt SQLite file ({e})") from None
-            finally:
-                conn.close()
 
     @cached_property
     def binary(self) -> bool:

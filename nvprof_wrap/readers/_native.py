@@ -10,8 +10,15 @@ run instead.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3  # noqa: F401 - loads the libsqlite3 that the helper binds to
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+from nvprof_wrap.readers import _guard
+from nvprof_wrap.system import limits
 
 try:
     from nvprof_wrap.readers import _cattr
@@ -29,7 +36,8 @@ def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int
     start, end, name, process) ranges that ranges_sql yields in the sweep's order. op_of(name) -> (op id, a layer
     range?, a step range?), asked once per distinct name. None when a value is not an integer or a name not text
     (the caller runs the Python sweep)."""
-    return _cattr.sweep(uri, ranges_sql, op_of)
+    with _budget(uri) as b:
+        return _cattr.sweep(uri, ranges_sql, op_of, b, limits.SQL_STEP_GRAIN)
 
 
 def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
@@ -38,16 +46,35 @@ def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
     order and a key once per join key of its launch calls (the caller sums them); how many kernels had a NULL
     duration), or None when a value is not an integer or NULL (the caller runs the SQL). held: sweep()'s segments;
     main: (process, tid) of each process's main thread."""
-    return _cattr.attribute(uri, calls_sql, kernels_sql, held, main)
+    with _budget(uri) as b:
+        return _cattr.attribute(uri, calls_sql, kernels_sql, held, main, b, limits.SQL_STEP_GRAIN)
 
 
 def busy(uri: str, sql: str, params: tuple) -> tuple | None:
     """(busy_part's result,) — (None,) without intervals — of the (start, end, kernel flag) rows that sql yields in
     start order, merged compiled; None when a value is not an integer (the caller runs its loop)."""
-    return _cattr.busy(uri, sql, params)
+    with _budget(uri) as b:
+        return _cattr.busy(uri, sql, params, b, limits.SQL_STEP_GRAIN)
 
 
 def busy_all(uri: str, sqls: list[str]) -> list[tuple] | None:
     """(group, dev, busy_part's result) of each group of the (group, dev, start, end, kernel flag) rows of every SQL,
     in no order; None when a value is not an integer (the caller runs the SQL)."""
-    return _cattr.busy_all(uri, sqls)
+    with _budget(uri) as b:
+        return _cattr.busy_all(uri, sqls, b, limits.SQL_STEP_GRAIN)
+
+
+@contextlib.contextmanager
+def _budget(uri: str) -> Iterator[_guard.Budget]:
+    """The budget of the connection a compiled pass opens (readers/_guard.py: as each Python connection has its
+    own): it calls it every SQL_STEP_GRAIN instructions. A signal's exception comes out of the pass itself; a pass
+    stopped by the budget fails as SQLite's 'interrupted' (RuntimeError), raised here as the budget's one line."""
+    b = _guard.budget(Path(urllib.parse.unquote(uri.removeprefix("file:").partition("?")[0])))
+    try:
+        yield b
+    except RuntimeError:
+        if b.pending is not None:
+            raise b.pending from None
+        raise
+    finally:
+        _guard.done(b)

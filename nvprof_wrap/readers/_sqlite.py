@@ -1,6 +1,7 @@
 """Shared helpers for readers of SQLite captures: read-only opening, schema probing, SQL aggregates."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sqlite3
 import urllib.parse
@@ -8,9 +9,10 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _native, _recover
+from nvprof_wrap.readers._guard import guard, reading
 from nvprof_wrap.readers._window import OPEN_ENDS, STEP_LIKE, Window, bounds
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
-from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.system.limits import MAX_DURATION_NS, MAX_NAME_CHARS
 from nvprof_wrap.system.storage import machine_failure
 
 # CUPTI_ActivityMemcpyKind → the direction users know (A = CUDA array, P = peer device).
@@ -29,6 +31,34 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # SQLite's message may quote damaged bytes
         raise machine_failure(path, e) or BadInput(path, f"not a readable SQLite database ({e})") from None
     return conn
+
+
+@contextlib.contextmanager
+def opened(path: Path, profiler: str | None = None):
+    """connect_ro, then every query under readers/_guard.py's budget (and, given the profiler, its schema checked):
+    the connection, closed at the end; what stopped a query (a signal, the budget) is raised as itself."""
+    conn = connect_ro(path)
+    try:
+        budget = guard(conn, path, profiler)
+    except BaseException:
+        conn.close()
+        raise
+    with reading(conn, budget):
+        yield conn
+
+
+def reopened(path: Path) -> sqlite3.Connection:
+    """A second connection to a capture already opened(): under its own budget (the caller closes it)."""
+    conn = connect_ro(path)
+    guard(conn, path, None)
+    return conn
+
+
+def cut(expr: str) -> str:
+    """A name (kernel, device, process, NVTX range) cut in SQL to one character more than readers/_validate.py keeps:
+    a capture's name of 100 MB never reaches Python whole (only SQLite holds it, one row at a time), and _validate
+    still sees it is longer than MAX_NAME_CHARS — it cuts it and its note says so. NULL stays NULL."""
+    return f"substr({expr}, 1, {MAX_NAME_CHARS + 1})"
 
 
 def uri_of(path: Path) -> str:
@@ -59,91 +89,71 @@ def busy_time(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]]
     The span [first, last] runs from the first kernel's start to the last kernel's end (start-up copies before the
     first kernel are not idle GPU time); busy is the length of the union of the kernel and copy intervals inside
     it (busy_part says how). A group with copies but no kernel spans its copies. `window` [lo, hi) cuts every
-    interval first (readers/_window.py). uri: the capture's, for the compiled union (_busy_compiled)."""
-    compiled = _busy_compiled(uri, sources, window) if uri is not None and _native.available() else None
-    if compiled is not None:
-        return compiled
-    return busy_combine((piece, busy_part(conn, sources, piece)) for piece in busy_plan(conn, sources, 1, window))
+    interval first (readers/_window.py). uri: the capture's, for the compiled union (readers/_native.py)."""
+    return busy_combine([(window, busy_part(conn, sources, window, uri))])
 
 
-def _busy_compiled(uri: str, sources: list[tuple[str, str, str, str]], window: tuple[int, int]) -> list[tuple] | None:
-    """busy_time by the compiled helper (readers/_native.py): each table read once, every group's intervals sorted
-    and merged there — where the plan's scans of every table, SQLite's sort per group and busy_part's loop took
-    3.6 s of CPU at 2M launches, about 1 s. The same rows, in the plan's group order; None where it declines."""
+def _cut_sqls(sources: list[tuple[str, str, str, str]], window: tuple[int, int]) -> list[str]:
+    """(group, dev, start, end, kernel flag) of each source's intervals cut to [lo, hi); intervals without a usable
+    duration (readers/_durations.py) are left out of the union too."""
     whole = window == EVERYTHING
     s, e, cut = ('start', '"end"', "") if whole else \
         (f"MAX(start, {window[0]})", f'MIN("end", {window[1]})', f'AND start < {window[1]} AND "end" >= {window[0]}')
-    sqls = [f'SELECT {group}, {dev}, {s}, {e}, {kernel} FROM {table} WHERE "end" >= start '
+    return [f'SELECT {group}, {dev}, {s}, {e}, {kernel} FROM {table} WHERE "end" >= start '
             f'AND "end" - start <= {MAX_DURATION_NS} {cut}' for table, group, dev, kernel in sources]
-    try:
-        lanes = _native.busy_all(uri, sqls)
-    except (RuntimeError, MemoryError):
-        return None
-    if lanes is None:
-        return None
-    lanes.sort(key=lambda lane: tuple((v is None, v or 0) for v in lane[:2]))  # busy_plan's order
-    return busy_combine(((g, d, *window), part) for g, d, part in lanes)
 
 
 def busy_plan(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]], parts: int,
-              window: tuple[int, int] = EVERYTHING) -> list[tuple]:
-    """Pieces (group, dev, lo, hi) of the work: each group and device, and its time cut into `parts` windows
-    [lo, hi) that are measured independently (busy_part) and added up (busy_combine). The cuts spread the
-    time between the first and the last rows of the tables (within `window`) evenly: cheap to find, and where rows
-    are not in time order the windows are only less even, never wrong."""
-    groups: set[tuple] = set()
+              window: tuple[int, int] = EVERYTHING) -> list[tuple[int, int]]:
+    """The work cut into `parts` windows [lo, hi) of time, measured independently (busy_part, every group and
+    device at once) and added up (busy_combine). The cuts spread the time between the first and the last rows of
+    the tables (within `window`) evenly: cheap to find, and where rows are not in time order the windows are only
+    less even, never wrong."""
     lo, hi = None, None
-    for table, group, dev, _kernel in sources:
-        groups.update(conn.execute(f"SELECT DISTINCT {group}, {dev} FROM {table}"))
+    for table, _group, _dev, _kernel in sources:
         for (t,) in (conn.execute(f"SELECT start FROM {table} ORDER BY rowid LIMIT 1").fetchall() +
                      conn.execute(f'SELECT "end" FROM {table} ORDER BY rowid DESC LIMIT 1').fetchall()):
-            if t is not None:
+            if isinstance(t, int):
                 t = min(max(t, window[0]), window[1])
                 lo, hi = (t, t) if lo is None else (min(lo, t), max(hi, t))
     cuts = [lo + (hi - lo) * i // parts for i in range(1, parts)] if lo is not None and parts > 1 else []
     bounds = [window[0], *sorted({c for c in cuts if window[0] < c < window[1]}), window[1]]
-    return [(g, d, a, b) for g, d in sorted(groups, key=lambda k: tuple((v is None, v or 0) for v in k))
-            for a, b in itertools.pairwise(bounds)]
+    return list(itertools.pairwise(bounds))
 
 
-def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]], piece: tuple,
-              uri: str | None = None) -> tuple | None:
-    """(busy, first, last, kernel_first, below, kernel_last, above) of one group's intervals cut to the window
-    [lo, hi) of `piece`; None if none. busy, first and last are over every interval; kernel_first / kernel_last
+def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]], piece: tuple[int, int],
+              uri: str | None = None) -> list[tuple]:
+    """(group, dev, (busy, first, last, kernel_first, below, kernel_last, above)) of every group's intervals cut
+    to the window [lo, hi) of `piece`. busy, first and last are over every interval; kernel_first / kernel_last
     the first kernel start and last kernel end (None without kernels); below and above the parts of the union
     before kernel_first and after kernel_last.
 
-    The cut intervals are streamed in start order (one SQL sort, three integers per row, nothing held) and
-    merged in one pass: an interval adds only the part past the furthest end seen so far. Their union is the
-    whole union's part in [lo, hi), so windows add up exactly. Since later rows start no earlier, the union before
-    the first kernel's start is final when that kernel is met, and the union up to a kernel's end is final once
-    that kernel is merged (the kernel itself covers up to there): so the span's edges cost no second pass.
-    Measured at 1M launches: 0.45 s per half, where a window function (MAX OVER ... PARTITION BY) took 2.0 s for
-    the whole. With uri (the capture's, readers/_native.py) the merge runs compiled on its own connection where
-    it is built: at 2M launches 3.6 s of Python loop over 2.1M rows became the sort alone (about 1 s)."""
-    g, d, lo, hi = piece
-    whole = lo == WINDOW_MIN and hi == WINDOW_MAX
-    s, e, window = ('start', '"end"', "") if whole else \
-        (f"MAX(start, {lo})", f'MIN("end", {hi})', f'AND start < {hi} AND "end" >= {lo}')
-    # Intervals without a usable duration (readers/_durations.py) are left out of the union too.
-    union = " UNION ALL ".join(f"SELECT {s}, {e}, {kernel} FROM {table} WHERE {group} IS ? AND {dev} IS ? "
-                               f'AND "end" >= start AND "end" - start <= {MAX_DURATION_NS} {window}'
-                               for table, group, dev, kernel in sources)
+    One query for every group at once, in (group, dev, start) order (one SQL sort, nothing held but the group
+    being merged): a query per group and device scanned every table once per device (20,000 device ids: 24 s).
+    With uri (the capture's, readers/_native.py) the sort and the merge run compiled: at 2M launches 3.6 s of
+    Python loop over 2.1M rows became about 1 s."""
+    sqls = _cut_sqls(sources, piece)
     if uri is not None and _native.available():
         try:
-            merged = _native.busy(uri, union + " ORDER BY 1", (g, d) * len(sources))
+            lanes = _native.busy_all(uri, sqls)
         except (RuntimeError, MemoryError):  # SQLite refused it there: the loop below decides
-            merged = None
-        if merged is not None:
-            return merged[0]
-    rows = conn.execute(union + " ORDER BY 1", (g, d) * len(sources))
-    first_row = rows.fetchone()
-    if first_row is None:
-        return None
-    first, reach, k = first_row
+            lanes = None
+        if lanes is not None:
+            return lanes
+    rows = conn.execute(" UNION ALL ".join(sqls) + " ORDER BY 1, 2, 3")
+    return [(g, d, _merge(lane)) for (g, d), lane in itertools.groupby(rows, key=lambda r: (r[0], r[1]))]
+
+
+def _merge(rows) -> tuple:
+    """busy_part's 7 values of one group's (group, dev, start, end, kernel flag) rows in start order, merged in
+    one pass: an interval adds only the part past the furthest end seen so far. Their union is the whole union's
+    part in [lo, hi), so windows add up exactly. Since later rows start no earlier, the union before the first
+    kernel's start is final when that kernel is met, and the union up to a kernel's end is final once that kernel
+    is merged (the kernel itself covers up to there): so the span's edges cost no second pass."""
+    _g, _d, first, reach, k = next(rows)
     busy = reach - first
     kfirst, below, klast, upto = (first, 0, reach, busy) if k else (None, 0, None, 0)
-    for start, end, k in rows:
+    for _g, _d, start, end, k in rows:
         if k and kfirst is None:
             kfirst, below = start, busy - max(0, reach - start)
         if start >= reach:
@@ -158,14 +168,14 @@ def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]]
 
 
 def busy_combine(measured) -> list[tuple]:
-    """(group, dev, first, last, busy) from (piece, busy_part result) pairs: the union between the first kernel's
-    start and the last kernel's end (over every interval where the group has no kernel)."""
+    """(group, dev, first, last, busy) from (window, busy_part result) pairs: the union between the first kernel's
+    start and the last kernel's end (over every interval where the group has no kernel), in group order."""
     by_group: dict[tuple, list] = {}
-    for (g, d, lo, _hi), part in measured:
-        if part is not None:
+    for (lo, _hi), lanes in measured:
+        for g, d, part in lanes:
             by_group.setdefault((g, d), []).append((lo, part))
     out = []
-    for (g, d), parts in by_group.items():
+    for (g, d), parts in sorted(by_group.items(), key=lambda kv: tuple((v is None, v or 0) for v in kv[0])):
         parts.sort(key=lambda p: p[0])
         kernels = [p for _, p in parts if p[3] is not None]
         if not kernels:
@@ -210,19 +220,13 @@ class BusyTime:
 
 
 def _busy_time_alone(path: Path, sources: list[tuple[str, str, str, str]], window: tuple[int, int]) -> list[tuple]:
-    conn = connect_ro(path)
-    try:
+    with opened(path) as conn:
         return busy_time(conn, sources, window, uri_of(path))
-    finally:
-        conn.close()
 
 
-def _busy_part_alone(path: Path, sources: list[tuple[str, str, str, str]], piece: tuple) -> tuple | None:
-    conn = connect_ro(path)
-    try:
+def _busy_part_alone(path: Path, sources: list[tuple[str, str, str, str]], piece: tuple[int, int]) -> list[tuple]:
+    with opened(path) as conn:
         return busy_part(conn, sources, piece, uri_of(path))
-    finally:
-        conn.close()
 
 
 def window_bounds(conn: sqlite3.Connection, window: Window | None, gpu_tables: list[str],

@@ -15,8 +15,10 @@ from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
     MEMCPY_DIRECTION,
     BusyTime,
-    connect_ro,
+    cut,
     in_window,
+    opened,
+    reopened,
     tables,
     window_bounds,
 )
@@ -49,8 +51,11 @@ def _command(argv_json: str | None) -> str | None:
     return " ".join([Path(str(argv[0])).name, *map(str, argv[1:])])
 
 
+NAME = cut("name")  # a kernel's or device's name, as read: cut in SQL (readers/_sqlite.cut)
+
+
 def _kernels(conn: sqlite3.Connection, pid: int | None, dur: str, where: str) -> tuple[KernelAgg, ...]:
-    sql = f"""SELECT device_id, name, COUNT(*), SUM({dur}), MIN({dur}), MAX({dur})
+    sql = f"""SELECT device_id, {NAME}, COUNT(*), SUM({dur}), MIN({dur}), MAX({dur})
              FROM kernel WHERE {where} GROUP BY 1, 2"""
     return merge_kernels(KernelAgg(pid, dev, demangle(name or "<unnamed kernel>"), n, tot, mn, mx)
                          for dev, name, n, tot, mn, mx in conn.execute(sql))
@@ -90,17 +95,17 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: 
     calls = " UNION ALL ".join(f"SELECT correlation_id, tid, start FROM {t}" for t in api)
     ranges = RANGES
     launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.device_id AS dev, r.tid AS tid,
-                          r.start AS t, k.name AS key, {on(dur, "k")} AS dur
+                          r.start AS t, {cut("k.name")} AS key, {on(dur, "k")} AS dur
                    FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{rslice}}
                    WHERE {where} {{slice}}"""
     # split_over: a big capture's path, reopened by each attribution slice running side by side
-    split = {"reopen": lambda: connect_ro(split_over), "kernel_table": "kernel", "correlation": "correlation_id"} \
+    split = {"reopen": lambda: reopened(split_over), "kernel_table": "kernel", "correlation": "correlation_id"} \
         if split_over is not None else {}
     return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
                  for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches, borrowed=lent, **split))
 
 
-RANGES = 'SELECT tid, start AS s, "end" AS e, name FROM nvtx'
+RANGES = f'SELECT tid, start AS s, "end" AS e, {cut("name")} AS name FROM nvtx'
 
 # meta 'api_records' (tracer/setup.py) → which CUDA calls the capture holds (readers/_series.py's host)
 _HOST = (("kernel launch calls, copies, waits and allocations", "launch, sync, alloc"),
@@ -117,7 +122,7 @@ def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict
     records = meta.get("api_records") or ""
     host = next((h for prefix, h in _HOST if records.startswith(prefix)), "launch" if records else "none")
     p = "NULL" if pid is None else str(int(pid))
-    gpu = [_series.Gpu("kernel", p, "name"), _series.Gpu("memcpy", p), _series.Gpu("memset", p)]
+    gpu = [_series.Gpu("kernel", p, NAME), _series.Gpu("memcpy", p), _series.Gpu("memset", p)]
     api = [_series.Api(t, p, "cbid", lambda keys, t=t: _call_kinds(t, keys)) for t in ("runtime", "driver")
            if t in have]
     series = _series.measure(conn, gpu, api, RANGES if "nvtx" in have else None, host if api else "none",
@@ -141,8 +146,7 @@ def _unix_offset(meta: dict) -> int | None:
 
 
 def _read(path: Path, window: Window | None) -> Capture:
-    conn = connect_ro(path)
-    try:
+    with opened(path, "nvprof-wrap's CUPTI tracer") as conn:
         have = tables(conn)
         missing = {"meta", "kernel", "memcpy", "memset", "device"} - have
         if missing:
@@ -171,7 +175,7 @@ def _read(path: Path, window: Window | None) -> Capture:
             refuse_launches(path, sum(c for c, _ in found), sum(n for _, n in found), sum(m.count for m in memops),
                             "a process that ended before the tracer flushed its buffers loses them")
         devices = tuple(Device(*r) for r in conn.execute(
-            "SELECT device_id, name, cc_major, cc_minor, sm_count FROM device"))
+            f"SELECT device_id, {NAME}, cc_major, cc_minor, sm_count FROM device"))
         procs = (Process(pid, _command(meta.get("argv")), _int(meta.get("rank")), meta.get("hostname")),) \
             if pid is not None else ()
         partial = meta.get("status") != "complete" or str(path).endswith(".partial")
@@ -179,7 +183,7 @@ def _read(path: Path, window: Window | None) -> Capture:
             ((kernel_note,) if kernel_note else ()) + mem_notes + \
             borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
         hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
-            conn, have, path, "kernel", "device_id", "name", _unix_offset(meta), None if window is None else span,
+            conn, have, path, "kernel", "device_id", NAME, _unix_offset(meta), None if window is None else span,
             lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)})
         series, series_notes = _steps(conn, have, pid, meta, sum(k.launches for k in kernels), span)
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs, series=series,
@@ -187,5 +191,3 @@ def _read(path: Path, window: Window | None) -> Capture:
                        started_ns=_int(meta.get("started_ns")),
                        ended_ns=_int(meta.get("ended_ns")), command=_command(meta.get("argv")),
                        ppid=_int(meta.get("ppid")), hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s)
-    finally:
-        conn.close()

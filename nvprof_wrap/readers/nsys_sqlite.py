@@ -21,8 +21,10 @@ from nvprof_wrap.readers._sqlite import (
     MEMCPY_DIRECTION,
     BusyTime,
     columns,
-    connect_ro,
+    cut,
     in_window,
+    opened,
+    reopened,
     tables,
     uri_of,
     window_bounds,
@@ -55,7 +57,8 @@ def _kernels(conn: sqlite3.Connection, dur: str, where: str = "true") -> tuple[K
     # SUM: per-launch expressions and MIN/MAX made this scan 1.7x slower than a plain GROUP BY at 1M launches.
     gpid = "globalPid" if "globalPid" in cols else "NULL"
     sql = f"""
-    SELECT {_pid_expr(cols).replace("globalPid", "g.gp")}, g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot
+    SELECT {_pid_expr(cols).replace("globalPid", "g.gp")}, g.dev, COALESCE({cut("s.value")}, '<unnamed kernel>'), g.n,
+           g.tot
     FROM (SELECT {name_col} AS nid, {gpid} AS gp, deviceId AS dev, COUNT(*) AS n, SUM({dur}) AS tot
           FROM {KERNEL} WHERE {where} GROUP BY {name_col}, {gpid}, deviceId) g
     LEFT JOIN StringIds s ON s.id = g.nid"""
@@ -101,7 +104,8 @@ def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
         return ()
     cols = columns(conn, "TARGET_INFO_GPU")
     dev = "cuDevice" if "cuDevice" in cols else "id"  # cuDevice is the CUDA ordinal that kernels' deviceId uses
-    pick = [c if c in cols else "NULL" for c in ("name", "computeMajor", "computeMinor", "smCount")]
+    pick = [(cut(c) if c == "name" else c) if c in cols else "NULL"
+            for c in ("name", "computeMajor", "computeMinor", "smCount")]
     rows = conn.execute(f"SELECT {dev}, {', '.join(pick)} FROM TARGET_INFO_GPU")
     return tuple(Device(*row) for row in rows)
 
@@ -109,7 +113,7 @@ def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
 def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tuple[Process, ...]:
     names: dict[int, str] = {}
     if "PROCESSES" in have:
-        names = {pid: name for pid, name in conn.execute("SELECT pid, name FROM PROCESSES")}
+        names = {pid: name for pid, name in conn.execute(f"SELECT pid, {cut('name')} FROM PROCESSES")}
     return tuple(Process(pid, names.get(pid)) for pid in sorted(pids))
 
 
@@ -118,8 +122,8 @@ def _ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
     if "NVTX_EVENTS" not in have:
         return None
     # Registered strings (nvtxDomainRegisterString) are in StringIds through textId, in exports that have it.
-    text, join = ("COALESCE(n.text, s.value)", "LEFT JOIN StringIds s ON s.id = n.textId") \
-        if "textId" in columns(conn, "NVTX_EVENTS") else ("n.text", "")
+    text, join = (cut("COALESCE(n.text, s.value)"), "LEFT JOIN StringIds s ON s.id = n.textId") \
+        if "textId" in columns(conn, "NVTX_EVENTS") else (cut("n.text"), "")
     return f"""SELECT n.globalTid AS tid, n.start AS s, n."end" AS e, {text} AS name
                FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60)"""
 
@@ -149,12 +153,12 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
                          k.demangledName, {dur}
                   FROM {KERNEL} k WHERE {where} {{slice}}""")
     # a globalTid holds its process id: each process has its own main thread
-    rows = attribute(conn, ranges, launches, reopen=lambda: connect_ro(path), kernel_table=KERNEL,
+    rows = attribute(conn, ranges, launches, reopen=lambda: reopened(path), kernel_table=KERNEL,
                      process_of_tid="((tid >> 24) & 16777215)", borrowed=lent, native=native)
     if not rows:
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
-    names = dict(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({ids})"))
+    names = dict(conn.execute(f"SELECT id, {cut('value')} FROM StringIds WHERE id IN ({ids})"))
     ops = tuple(OpAgg(pid, scope, op, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
                 for pid, _dev, scope, op, key, n, tot in rows)
     kernels = merge_kernels(KernelAgg(pid, dev, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
@@ -193,11 +197,11 @@ def _without_kernel_table(conn: sqlite3.Connection, have: set[str]) -> str:
     if not calls:
         return ("Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table (was CUDA tracing on? nsys profile "
                 "--trace=cuda)")
-    names = conn.execute(f"SELECT s.value, COUNT(*) FROM {RUNTIME} r LEFT JOIN StringIds s ON s.id = r.nameId "
+    names = conn.execute(f"SELECT {cut('s.value')}, COUNT(*) FROM {RUNTIME} r LEFT JOIN StringIds s ON s.id = r.nameId "
                          "GROUP BY 1 ORDER BY 2 DESC, 1").fetchall()
     top = ", ".join(_VERSION.sub("", n or "?") + (f" ×{c:,}" if c > 1 else "") for n, c in names[:3]) + \
         (", …" if len(names) > 3 else "")
-    gpu_rows = conn.execute("SELECT name FROM TARGET_INFO_GPU").fetchall() \
+    gpu_rows = conn.execute(f"SELECT {cut('name')} FROM TARGET_INFO_GPU").fetchall() \
         if "TARGET_INFO_GPU" in have and "name" in columns(conn, "TARGET_INFO_GPU") else []
     gpu = gpu_rows[0][0] if len(gpu_rows) == 1 and gpu_rows[0][0] else "the GPU"
     found = [f"{n:,} {what}{'s' if n > 1 else ''}" for table, what in ((MEMCPY, "copy"), (MEMSET, "memset"))
@@ -244,55 +248,53 @@ def _steps(conn: sqlite3.Connection, have: set[str], launches: int, span: tuple[
 
 def _call_kinds(conn: sqlite3.Connection, keys: list) -> dict:
     ids = ",".join(str(int(k)) for k in keys if isinstance(k, int)) or "NULL"
-    return {i: kind_of(name) for i, name in conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({ids})")}
+    rows = conn.execute(f"SELECT id, {cut('value')} FROM StringIds WHERE id IN ({ids})")
+    return {i: kind_of(name) for i, name in rows}
 
 
 def read(path: Path, window: Window | None = None) -> Capture:
-    with _recover.readable(path):  # writes pending beside it (a journal, a WAL): read as SQLite would recover them
-        return _read(path, window)
-
-
-def _read(path: Path, window: Window | None) -> Capture:
-    conn = connect_ro(path)
     try:
-        have = tables(conn)
-        if KERNEL not in have:
-            _no_kernels(path, conn, have)
-            raise BadInput(path, _without_kernel_table(conn, have))
-        span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have],
-                             _ranges_sql(conn, have)) if window else EVERYTHING
-        busy_time = BusyTime(conn, path, _busy_sources(conn, have), span)  # side by side with the rest
-        try:
-            memops, mem_notes = _memops(conn, have, in_window(span))
-            lent: dict = {}
-            # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
-            attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent)
-            if attributed is not None and window is None and "no_duration" in lent:
-                # the compiled pass counted them while reading every kernel: no scan of its own (1.8 s at 5M)
-                kernel_note = note(lent["no_duration"], "kernel") if lent["no_duration"] else None
-            else:
-                dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
-            kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
-        except BaseException:
-            busy_time.abandon()
-            raise
-        busy = _activity(busy_time.result())
-        if not kernels and window is None:  # (a window without kernels: readers.read says so)
-            _no_kernels(path, conn, have, sum(m.count for m in memops))
-        pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
-        notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
-            ((kernel_note,) if kernel_note else ()) + mem_notes + \
-            borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
-        started, ended = _session(conn, have)
-        hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
-            conn, have, path, KERNEL, "deviceId", _name_col(conn), started, None if window is None else span,
-            lambda keys: _gpu_metrics._names(conn, keys))
-        series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span)
-        return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
-                       _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
-                       started_ns=started, ended_ns=ended, hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s,
-                       series=series)
+        # writes pending beside it (a journal, a WAL): read as SQLite would recover them
+        with _recover.readable(path), opened(path, "Nsight Systems") as conn:
+            return _read(conn, path, window)
     except BadInput as e:
         raise BadInput(path, e.why) from None
-    finally:
-        conn.close()
+
+def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Capture:
+    have = tables(conn)
+    if KERNEL not in have:
+        _no_kernels(path, conn, have)
+        raise BadInput(path, _without_kernel_table(conn, have))
+    span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have],
+                         _ranges_sql(conn, have)) if window else EVERYTHING
+    busy_time = BusyTime(conn, path, _busy_sources(conn, have), span)  # side by side with the rest
+    try:
+        memops, mem_notes = _memops(conn, have, in_window(span))
+        lent: dict = {}
+        # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
+        attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent)
+        if attributed is not None and window is None and "no_duration" in lent:
+            # the compiled pass counted them while reading every kernel: no scan of its own (1.8 s at 5M)
+            kernel_note = note(lent["no_duration"], "kernel") if lent["no_duration"] else None
+        else:
+            dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
+        kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
+    except BaseException:
+        busy_time.abandon()
+        raise
+    busy = _activity(busy_time.result())
+    if not kernels and window is None:  # (a window without kernels: readers.read says so)
+        _no_kernels(path, conn, have, sum(m.count for m in memops))
+    pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
+    notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
+        ((kernel_note,) if kernel_note else ()) + mem_notes + \
+        borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
+    started, ended = _session(conn, have)
+    hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
+        conn, have, path, KERNEL, "deviceId", _name_col(conn), started, None if window is None else span,
+        lambda keys: _gpu_metrics._names(conn, keys))
+    series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span)
+    return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
+                   _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
+                   started_ns=started, ended_ns=ended, hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s,
+                   series=series)

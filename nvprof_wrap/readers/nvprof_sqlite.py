@@ -20,8 +20,9 @@ from nvprof_wrap.readers._sqlite import (
     MEMCPY_DIRECTION,
     busy_time,
     columns,
-    connect_ro,
+    cut,
     in_window,
+    opened,
     tables,
     window_bounds,
 )
@@ -49,7 +50,7 @@ def _kernels(conn: sqlite3.Connection, have: set[str], pid: int | None,
     dur = PLAIN if all(expr == PLAIN for expr, _ in checked) else SOUND
     union = " UNION ALL ".join(f'SELECT deviceId AS dev, name, start, "end" FROM {t} WHERE {where}' for t in present)
     sql = f"""
-    SELECT g.dev, COALESCE(s.value, '<unnamed kernel>'), g.n, g.tot, g.mn, g.mx FROM
+    SELECT g.dev, COALESCE({cut("s.value")}, '<unnamed kernel>'), g.n, g.tot, g.mn, g.mx FROM
       (SELECT dev, name, COUNT(*) AS n, SUM({dur}) AS tot, MIN({dur}) AS mn, MAX({dur}) AS mx
        FROM ({union}) GROUP BY dev, name) g
     LEFT JOIN StringTable s ON s._id_ = g.name"""
@@ -98,7 +99,7 @@ def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str], copies: in
 def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
     if "CUPTI_ACTIVITY_KIND_DEVICE" not in have:
         return ()
-    sql = """SELECT d.id, s.value, d.computeCapabilityMajor, d.computeCapabilityMinor, d.numMultiprocessors
+    sql = f"""SELECT d.id, {cut("s.value")}, d.computeCapabilityMajor, d.computeCapabilityMinor, d.numMultiprocessors
              FROM CUPTI_ACTIVITY_KIND_DEVICE d LEFT JOIN StringTable s ON s._id_ = d.name"""
     return tuple(Device(*row) for row in conn.execute(sql))
 
@@ -112,13 +113,8 @@ def sniff(head: Head) -> bool:
 
 
 def read(path: Path, window: Window | None = None) -> Capture:
-    with _recover.readable(path):  # writes pending beside it (a journal, a WAL): read as SQLite would recover them
-        return _read(path, window)
-
-
-def _read(path: Path, window: Window | None) -> Capture:
-    conn = connect_ro(path)
-    try:
+    # writes pending beside it (a journal, a WAL): read as SQLite would recover them
+    with _recover.readable(path), opened(path, "nvprof") as conn:
         have = tables(conn)
         if not any(t in have for t in KERNEL_TABLES) or "StringTable" not in have:
             raise BadInput(path, "nvprof file without kernel tables (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL / _KERNEL)")
@@ -132,5 +128,3 @@ def _read(path: Path, window: Window | None) -> Capture:
         procs = (Process(pid),) if pid is not None else ()
         return Capture(str(path), "nvprof", kernels, memops, _activity(conn, have, pid, span),
                        _devices(conn, have), procs, notes=tuple(notes + mem_notes))
-    finally:
-        conn.close()

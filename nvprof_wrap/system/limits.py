@@ -30,6 +30,15 @@ DEMANGLE_MAX_CHARS = MAX_NAME_CHARS
 DEMANGLE_MEMORY_BYTES = 1 << 30
 DEMANGLE_MAX_OVERRUNS = 3
 
+# Queries on a SQLite capture (readers/_guard.py): each connection, the compiled helper's too, gets a budget of
+# SQLite VM instructions, SQL_FLOOR_STEPS + SQL_STEPS_PER_BYTE per byte of the file, counted every SQL_STEP_GRAIN
+# instructions (about 1 ms here: 70M instructions/s on 2 busy cores; a pending SIGTERM / SIGINT is seen there too).
+# Far above any real read (measured: under 200 instructions per byte of capture for a whole read, every query added
+# up), far below minutes: 4 s of VM work at least.
+SQL_FLOOR_STEPS = 300_000_000
+SQL_STEPS_PER_BYTE = 4_000
+SQL_STEP_GRAIN = 50_000
+
 # A kernel, copy or set that lasted less than nothing or longer than this is counted without its time.
 MAX_DURATION_NS = 7 * 24 * 3600 * 10**9
 
