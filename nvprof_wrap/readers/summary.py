@@ -18,6 +18,7 @@ from nvprof_wrap import model
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.system import files
 from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES
 
 FORMAT = "nvprof-wrap-summary"
@@ -36,11 +37,12 @@ def write(capture: model.Capture, identity: str, window_key: str | None, out: Pa
     written beside and renamed over: a reader never sees half of one."""
     body = json.dumps({"identity": identity, "window": window_key, "capture": _encode(capture)},
                       separators=(",", ":"))
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    files.refuse_odd(out, "summary")
+    fd, tmp = files.temp_beside(out)
     try:
-        with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
+        with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=6) as f:
             f.write(MAGIC.decode() + ', "body": ' + body + "}")
-        os.replace(tmp, out)
+        files.replace(tmp, out, "summary")
     finally:
         tmp.unlink(missing_ok=True)
 
