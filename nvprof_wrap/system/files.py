@@ -31,7 +31,11 @@ def _kind(mode: int) -> str:
                        (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
         if test(mode):
             return name
-    return "not a regular file"
+    return "something else"
+
+
+def _refusal(what: str, mode: int) -> str:
+    return f"the {what} is not a regular file but {_kind(mode)}: nvprof-wrap writes nothing through it (remove it)"
 
 
 def refuse_odd(path: Path | str, what: str = "file") -> None:
@@ -43,8 +47,7 @@ def refuse_odd(path: Path | str, what: str = "file") -> None:
     except OSError as e:
         raise CannotWrite(path, f"cannot write the {what} ({e.strerror or e})") from None
     if not stat.S_ISREG(mode):
-        raise CannotWrite(path, f"the {what} is {_kind(mode)}: nvprof-wrap writes only regular files of its own "
-                                "there (remove it)")
+        raise CannotWrite(path, _refusal(what, mode))
 
 
 def _checked_fd(path: Path | str, fd: int, what: str) -> int:
@@ -52,8 +55,7 @@ def _checked_fd(path: Path | str, fd: int, what: str) -> int:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise CannotWrite(path, f"the {what} is {_kind(mode)}: nvprof-wrap writes only regular files of its own "
-                                "there (remove it)")
+        raise CannotWrite(path, _refusal(what, mode))
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
     return fd
 
@@ -142,7 +144,8 @@ def open_regular(path: Path | str, max_bytes: int) -> int:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
         os.close(fd)
-        raise BadInput(path, f"{_kind(st.st_mode)}, not read" if not stat.S_ISREG(st.st_mode) else
+        kind = _kind(st.st_mode)
+        raise BadInput(path, f"not a regular file but {kind}; not read" if not stat.S_ISREG(st.st_mode) else
                        f"{st.st_size:,} bytes, over the {max_bytes:,} read from one such file; not read")
     return fd
 
