@@ -133,21 +133,29 @@ def refuse_sqlite_names(path: Path | str, what: str = "database") -> None:
         refuse_odd(f"{path}{suffix}", what)
 
 
-def open_regular(path: Path | str, max_bytes: int) -> int:
-    """A file descriptor to read ``path`` when it is a regular file of at most ``max_bytes``: never follows a link,
-    never blocks on a FIFO, never opens a device. BadInput says why not."""
+def open_regular(path: Path | str, max_bytes: int, follow: bool = False) -> int:
+    """A file descriptor to read ``path`` when it is a regular file of at most ``max_bytes``: never blocks on a
+    FIFO, never opens a device, and follows a link only when ``follow`` (a scan never does). BadInput says why
+    not."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | (0 if follow else _NOFOLLOW) | _NONBLOCK | _CLOEXEC)
     except OSError as e:
-        raise BadInput(path, "a symbolic link, not read" if _is_link(path) else f"cannot read ({e.strerror})") \
-            from None
+        raise BadInput(path, "a symbolic link, not read" if not follow and _is_link(path) else
+                       f"cannot read ({e.strerror})") from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
         os.close(fd)
         kind = _kind(st.st_mode)
         raise BadInput(path, f"not a regular file but {kind}; not read" if not stat.S_ISREG(st.st_mode) else
                        f"{st.st_size:,} bytes, over the {max_bytes:,} read from one such file; not read")
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
     return fd
+
+
+def read_regular(path: Path | str, max_bytes: int, follow: bool = False) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (open_regular), read with a bound."""
+    with os.fdopen(open_regular(path, max_bytes, follow), "rb") as f:
+        return f.read(max_bytes + 1)[:max_bytes]
 
 
 def _is_link(path: Path | str) -> bool:
