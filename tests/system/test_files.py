@@ -193,3 +193,18 @@ def test_a_planted_fifo_lock_does_not_hang_the_run_folder_check(tmp_path):
     os.mkfifo(tmp_path / run_folder.LOCK)
     assert run_folder.held(tmp_path) is None  # it blocked in open() before
 
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "link to a file outside", "FIFO"])
+def test_the_tracers_window_log_is_not_written_through_a_link_or_fifo(tmp_path, kind, capsys):
+    """windows.jsonl is appended to from inside the job: a link or FIFO there is left alone, with a warning."""
+    from nvprof_wrap.tracer import window
+
+    folder, outside = tmp_path / "run", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (outside / "kept.txt").write_text("the user's")
+    _plant(folder / window.FILE, kind, outside)
+    before = _snapshot(outside)
+    window._writer(str(folder), "steps 1:2")({"event": "opened"})
+    assert _snapshot(outside) == before and stat.S_IFMT((folder / window.FILE).lstat().st_mode) != stat.S_IFREG
