@@ -6,11 +6,16 @@ them does. Evidence rank: counters > compiled code > name rules.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.system import files
+from nvprof_wrap.system.limits import MAX_PTX_BYTES, MAX_PTX_DEPTH, MAX_PTX_ENTRIES, MAX_PTX_FILES, MAX_PTX_TOTAL_BYTES
 
 # PTX tensor-core instructions: mma.sync (Volta+), wgmma.mma_async (Hopper), tcgen05.mma (Blackwell),
 # and the legacy wmma.mma.
@@ -34,18 +39,49 @@ def cache_dirs() -> list[Path]:
 
 
 def _ptx_files(dirs: Iterable[Path]) -> Iterable[Path]:
-    for d in dirs:
-        yield from d.rglob("*.ptx")
+    """The ``*.ptx`` names under ``dirs``: no link to a folder followed, at most MAX_PTX_DEPTH folders deep and
+    MAX_PTX_FILES names and MAX_PTX_ENTRIES entries in all (a cache folder can be anything the user points at:
+    ``/``)."""
+    count, seen = 0, 0
+    stack = [(Path(d), 0) for d in reversed(list(dirs))]
+    while stack and count < MAX_PTX_FILES and seen < MAX_PTX_ENTRIES:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(itertools.islice(it, MAX_PTX_ENTRIES - seen), key=lambda e: e.name)
+        except OSError:
+            continue  # unreadable, or not a folder: nothing of it is evidence
+        seen += len(entries)
+        for e in entries:
+            if e.is_dir(follow_symlinks=False) and depth < MAX_PTX_DEPTH:
+                stack.append((Path(e.path), depth + 1))
+            elif e.name.endswith(".ptx") and count < MAX_PTX_FILES:
+                count += 1
+                yield Path(e.path)
+
+
+def _read_ptx(path: Path, budget: int) -> bytes | None:
+    """A regular file's bytes (open_regular: no link, FIFO or device; at most MAX_PTX_BYTES), or None."""
+    try:
+        fd = files.open_regular(path, min(MAX_PTX_BYTES, budget))
+    except BadInput:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            return f.read(MAX_PTX_BYTES + 1)[:MAX_PTX_BYTES]  # bounded even if the file grew since fstat
+        except OSError:
+            return None
 
 
 def scan(names: set[str], dirs: Iterable[Path] | None = None) -> list[StaticVerdict]:
     """Verdicts for those of ``names`` (kernel entry names) found as PTX entries in the cache folders."""
     found: dict[str, list[tuple[str, str]]] = {}
+    budget = MAX_PTX_TOTAL_BYTES
     for ptx in _ptx_files(cache_dirs() if dirs is None else [Path(d) for d in dirs]):
-        try:
-            text = ptx.read_bytes()
-        except OSError:
+        text = _read_ptx(ptx, budget)
+        if text is None:
             continue
+        budget -= len(text)
         entries = {m.decode() for m in _ENTRY.findall(text)}
         hit = entries & names
         if not hit:

@@ -3,6 +3,7 @@ FILE that -o / --save names — checked before any work (never an input, never a
 or not at all, and never renamed over a device, a FIFO or a symlink; one line on stderr for what a command says."""
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -12,7 +13,7 @@ from typing import BinaryIO
 
 from nvprof_wrap.cli._args import output_file
 from nvprof_wrap.errors import BadInput, CannotWrite, NvprofWrapError
-from nvprof_wrap.system import storage
+from nvprof_wrap.system import files, storage
 from nvprof_wrap.text.sanitize import clean
 
 
@@ -180,36 +181,41 @@ def write_stream(path: Path, fill: Callable[[BinaryIO], None]) -> None:
             with open(path, "wb") as f:
                 fill(f)
             return
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd, tmp = files.temp_beside(path)  # O_EXCL|O_NOFOLLOW: never a name someone left there
         try:
-            with open(tmp, "wb") as f:
+            with os.fdopen(fd, "wb") as f:
                 fill(f)
-            os.replace(tmp, path)
+            files.replace(tmp, path, "output")
         finally:
             tmp.unlink(missing_ok=True)
     except OSError as e:
         raise storage.write_error(path, e) from None
 
 
-def write_text(path: Path, text: str) -> None:
+def write_text(path: Path, text: str, run_file: bool = False) -> None:
     """Whole or not at all where ``path`` is absent or a regular file: written beside it, then renamed over it.
-    Anything else is written through, never replaced: a device (/dev/null), a FIFO, a symlink (/dev/stdout; its
-    target is written)."""
+    Anything else the user named is written through, never replaced: a device (/dev/null), a FIFO, a symlink
+    (/dev/stdout; its target is written). A ``run_file`` (a file nvprof-wrap names in a run folder, report.html)
+    is never written through: anything but a regular file there is refused (system/files.py)."""
     data = text.encode("utf-8", errors="replace")
     mode = _mode(path)
     if mode is not None and not stat.S_ISREG(mode):
+        if run_file:
+            files.refuse_odd(path, "report")
         _write_through(path, data)
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = None
     try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        fd, tmp = files.temp_beside(path)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        files.replace(tmp, path, "output")
     except OSError as e:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
         raise storage.write_error(path, e) from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
 
 
 def _write_through(path: Path, data: bytes) -> None:

@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
                 rep = report_run(folder, warn=say, progress=progress)
             if args.html:
                 page = folder / f"report{RENDERERS['html'].EXTENSION}"
-                write_text(page, render("html", rep, Options(limit=args.limit)))
+                write_text(page, render("html", rep, Options(limit=args.limit)), run_file=True)
                 say(f"nvprof-wrap: HTML report → {page}")
             results = gates(args, rep)
             if not args.no_report:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.manifest import FORMAT, Manifest
-from nvprof_wrap.system import tools
+from nvprof_wrap.system import files, tools
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 
 LOCK = ".nvprof-wrap.lock"
@@ -105,7 +105,7 @@ def _make(folder: Path) -> None:
 
 def _open(path: Path, flags: int) -> int:
     try:
-        return os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+        return files.open_fd(path, flags, what="run folder's lock")
     except FileExistsError:
         raise
     except OSError as e:
@@ -126,8 +126,8 @@ def held(folder: Path) -> bool | None:
     the lock file is there and no process holds it (the run's wrapper and job are gone); None without a lock file
     (a run folder of a version before it) or when it cannot be told. Asks with a shared lock, released at once."""
     try:
-        fd = os.open(folder / LOCK, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        fd = files.open_regular(folder / LOCK, 1 << 10)  # a FIFO planted there hung every report of the folder
+    except BadInput:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -142,8 +142,9 @@ def held(folder: Path) -> bool | None:
 
 def _owner(folder: Path) -> str:
     try:
-        pid = (folder / LOCK).read_text().strip()
-    except OSError:
+        with os.fdopen(files.open_regular(folder / LOCK, 1 << 10), "rb") as f:
+            pid = f.read(64).decode("ascii", "replace").strip()
+    except (OSError, BadInput):
         return ""
     return f" (nvprof-wrap pid {pid})" if pid.isdigit() else ""
 

@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 
+from nvprof_wrap.system import files
+
 FILE = "gpm.jsonl"
 DEFAULT_INTERVAL_S = 0.1
 # NVML_GPM_METRIC_* ids (nvml.h) → the short names of gpm.jsonl and the run store
@@ -136,7 +138,7 @@ class Sampler:
                     pci = b""
                 ids.append((u.decode() if isinstance(u, bytes) else u, pci.decode() if isinstance(pci, bytes) else pci))
             bufs = [[nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()] for _ in handles]
-            with open(self.path, "w", buffering=1) as out:
+            with files.open_file(self.path, "w", "GPM samples", buffering=1) as out:
                 out.write(json.dumps({"gpm": 1, "interval_s": self.interval_s,
                                       "devices": [{"device": i, "uuid": u, "pci": p}
                                                   for i, (u, p) in zip(self.devices, ids)]}) + "\n")

@@ -25,6 +25,7 @@ import psutil
 from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.launch.base import RANK_VARS
 from nvprof_wrap.launch.manifest import Process
+from nvprof_wrap.system import files
 from nvprof_wrap.system.lifeline import leave_terminal, terminal_fds
 
 
@@ -142,7 +143,7 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
     full_env = {**os.environ, **env}
     logs = [outdir / "stdout.log", outdir / "stderr.log"]
     try:
-        with open(logs[0], "wb") as out, open(logs[1], "wb") as err:
+        with files.open_file(logs[0], "wb", "log") as out, files.open_file(logs[1], "wb", "log") as err:
             # A new session: the job and all its children form one process group we can signal together.
             proc = subprocess.Popen(argv, env=full_env, stdout=out, stderr=err, pass_fds=keep_fds,
                                     stdin=sys.stdin if sys.stdin and sys.stdin.isatty() else subprocess.DEVNULL,

@@ -17,6 +17,7 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.base import CaptureWindow
 from nvprof_wrap.launch.gpus import Gpu
+from nvprof_wrap.system import files
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 
 FORMAT, FORMAT_VERSION = "nvprof-wrap-run", 1
@@ -110,7 +111,8 @@ def read_manifest(path: Path) -> Manifest:
     try:
         if path.stat().st_size > MAX_MANIFEST_BYTES:
             raise BadInput(path, f"a run manifest of more than {MAX_MANIFEST_BYTES >> 20} MiB is not one `run` wrote")
-        data = json.loads(path.read_text(errors="replace"))
+        # a FIFO or device named manifest.json is refused, not opened (a FIFO hung report RUN_DIR)
+        data = json.loads(files.read_regular(path, MAX_MANIFEST_BYTES, follow=True).decode(errors="replace"))
     except (OSError, ValueError, RecursionError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
         raise BadInput(path, f"unreadable run manifest ({why})") from None

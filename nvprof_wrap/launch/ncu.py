@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput, ToolMissing
-from nvprof_wrap.system import tools
+from nvprof_wrap.system import files, tools
 
 _BASE = re.compile(r"^\s*([a-z0-9_]+__[a-z0-9_]+)", re.MULTILINE)
 
@@ -67,7 +67,7 @@ def profile_argv(ncu: str, cmd: list[str], out_stem: Path, metrics: list[str], n
 
 def export_csv(ncu: str, report: Path, out: Path) -> Path:
     """ncu --import REPORT --csv (long format, one row per kernel × metric) into OUT."""
-    with open(out, "w") as f:
+    with files.open_file(out, "w", "Nsight Compute export") as f:
         proc = subprocess.run([ncu, "--import", str(report), "--csv", "--print-units", "base"], stdout=f,
                               stderr=subprocess.PIPE, text=True, check=False)
     if proc.returncode != 0:

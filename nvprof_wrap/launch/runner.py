@@ -14,14 +14,14 @@ from pathlib import Path
 import psutil
 
 from nvprof_wrap._version import __version__
-from nvprof_wrap.errors import BadInput
+from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.launch import BY_NAME, choose, gpm
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
 from nvprof_wrap.launch.folder import LOCK, claim
 from nvprof_wrap.launch.gpus import Gpu, list_gpus
 from nvprof_wrap.launch.job import JobResult, run_job
 from nvprof_wrap.launch.manifest import FORMAT, FORMAT_VERSION, Host, Manifest
-from nvprof_wrap.system import storage, tools
+from nvprof_wrap.system import files, storage, tools
 
 
 def expand_output(pattern: str) -> str:
@@ -131,13 +131,15 @@ def write_manifest(folder: Path, manifest: Manifest) -> Manifest:
     """Written before the job starts (status "running": a wrapper killed later leaves at least this) and again
     when it ended. Raises OSError (disk full, say) from the writing."""
     tmp = folder / "manifest.json.tmp"
+    # A link, FIFO or device at either name is refused (CannotWrite), never written through nor removed.
+    fd = files.open_fd(tmp, what="manifest's temporary")
     try:
-        with open(tmp, "w") as f:  # written and synced before it replaces the last one: a full disk loses neither
+        with os.fdopen(fd, "w") as f:  # written and synced before it replaces the last one: a full disk loses neither
             f.write(json.dumps(manifest.to_json(), indent=2))
             f.flush()
             os.fsync(f.fileno())
-        tmp.replace(folder / "manifest.json")
-    except OSError:
+        files.replace(tmp, folder / "manifest.json", "manifest")
+    except (OSError, CannotWrite):
         try:
             tmp.unlink(missing_ok=True)  # a full disk leaves the last manifest, not a half-written copy beside it
         except OSError:
@@ -198,9 +200,10 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
         ended = replace(manifest_of(folder, spec, plan, gpus, job, problems), hardware=hardware)
         try:
             return folder, write_manifest(folder, ended)
-        except OSError as e:
-            why = storage.why(e)
-            return folder, replace(ended, recorded=False, storage_failed=storage.machine_failed(e), problems=(
+        except (OSError, CannotWrite) as e:
+            why = storage.why(e) if isinstance(e, OSError) else "refused"
+            failed = isinstance(e, OSError) and storage.machine_failed(e)
+            return folder, replace(ended, recorded=False, storage_failed=failed, problems=(
                 *problems, (f"{why}: the run's manifest could not be written ({e}); the one written at the "
                             "start says \"running\"")))
     finally:

@@ -13,6 +13,7 @@ from nvprof_wrap.launch import ncu
 from nvprof_wrap.launch.folder import claim
 from nvprof_wrap.launch.job import run_job
 from nvprof_wrap.launch.manifest import read_manifest
+from nvprof_wrap.system import files
 
 
 def earlier_run(cmd: list[str], runs: Path) -> Path | None:
@@ -36,9 +37,9 @@ def measure(exe: str, cmd: list[str], folder: Path, numbered: bool, metrics: lis
     try:
         argv = ncu.profile_argv(exe, cmd, folder / "ncu", metrics, names, launch_count)
         job = run_job(argv, {}, folder, quiet_stdout=quiet_stdout, keep_fds=(lock,), chatter=False)
-        (folder / "verify.json").write_text(json.dumps({"command": cmd, "ncu_argv": argv, "metrics": metrics,
-                                                        "earlier_run": str(earlier) if earlier else None,
-                                                        "exit_code": job.exit_code}, indent=2))
+        files.write_whole(folder / "verify.json", json.dumps(
+            {"command": cmd, "ncu_argv": argv, "metrics": metrics, "earlier_run": str(earlier) if earlier else None,
+             "exit_code": job.exit_code}, indent=2).encode(), "verify record")
     finally:
         os.close(lock)
     rep = folder / "ncu.ncu-rep"

@@ -5,6 +5,7 @@ stages.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from nvprof_wrap.text.names import shorten
 
 
 def analyze(*paths: str | Path, store: Store | str | Path | None = None,
-            triton_cache: Iterable[Path] | None = None, health: bool = True,
+            triton_cache: str | os.PathLike | Iterable[str | os.PathLike] | None = None, health: bool = True,
             progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
             steps: tuple[int, int] | None = None, dask: str | None = None,
             workers: int | None = None) -> report_mod.Report:
@@ -30,7 +31,8 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     whether captures of different jobs were summed (report/jobs.py).
 
     store: a run store (a path, or an open Store) to keep the aggregates in; in memory when None.
-    triton_cache: folders of compiled Triton kernels for kernels the names leave unknown (default: the usual cache).
+    triton_cache: a folder, or folders, of compiled Triton kernels for kernels the names leave unknown (default: the
+    usual cache).
     health: add the training health of a run folder (its metrics.jsonl or Keras log lines).
     window: (start_s, end_s) — only what the GPU did then, in seconds from each capture's first GPU activity;
     steps: (A, B) — only steps A..B-1 (NVTX 'step N', torch.profiler's ProfilerStep#N, Keras batches with --annotate
@@ -47,6 +49,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     folders = [_path_arg(p, "a capture or run folder") for p in paths]
     if store is not None and not isinstance(store, Store):
         store = _path_arg(store, "store")
+    triton = _triton_arg(triton_cache)
     _one_run(folders)
     own = not isinstance(store, Store)
     st = Store(Path(store)) if isinstance(store, (str, Path)) else (store or Store())
@@ -62,7 +65,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             if running is None and never is None:
                 raise
             raise BadInput(e.path, f"{running or never}: {e.why}") from None
-        evidence.prepare(st, triton_cache)
+        evidence.prepare(st, triton)
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
         if window is None and steps is None:
             _never_a_silent_nothing(rep, folders)
@@ -92,6 +95,20 @@ def _path_arg(value: object, what: str) -> Path:
         raise NvprofWrapError(f"analyze(): {what} is an empty path" + (" (give '.' for the current folder)"
                                                                          if what != "store" else ""))
     return Path(value)
+
+
+def _triton_arg(value: object) -> list[Path] | None:
+    """triton_cache as a list of folders: one path (str or os.PathLike) or a list, tuple or set of them. A str was
+    iterated as its characters (triton_cache="dir" scanned "d", "i", "r" and "/"), an int was a TypeError."""
+    if value is None:
+        return None
+    many = [value] if isinstance(value, (str, os.PathLike)) else value
+    if not isinstance(many, (list, tuple, set, frozenset)) or not all(
+            isinstance(d, (str, os.PathLike)) and not isinstance(os.fspath(d), bytes) and str(os.fspath(d)).strip()
+            for d in many):
+        raise BadInput(None, "analyze(): triton_cache must be a folder (str or Path) or a list of them, got "
+                             f"{type(value).__name__} {str(value)[:60]!r}")
+    return [Path(d) for d in many]
 
 
 def _never_a_silent_nothing(rep: report_mod.Report, paths: list[Path]) -> None:

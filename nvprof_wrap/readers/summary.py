@@ -20,6 +20,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.system import files
 from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES, MAX_SUMMARY_BYTES
 
 FORMAT = "nvprof-wrap-summary"
@@ -39,11 +40,12 @@ def write(capture: model.Capture, identity: str, window_key: str | None, out: Pa
                       separators=(",", ":"))
     if len(body) + len(MAGIC) + 12 > MAX_SUMMARY_BYTES:  # it could not be read back (load's bound)
         raise BadInput(None, f"a summary larger than {MAX_SUMMARY_BYTES >> 20} MiB: report the capture itself")
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    files.refuse_odd(out, "summary")
+    fd, tmp = files.temp_beside(out)
     try:
-        with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
+        with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=6) as f:
             f.write(MAGIC.decode() + ', "body": ' + body + "}")
-        os.replace(tmp, out)
+        files.replace(tmp, out, "summary")
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from nvprof_wrap.errors import BadInput, CannotWrite, IOFailure
 from nvprof_wrap.model import Capture
 from nvprof_wrap.store.queries import Queries
+from nvprof_wrap.system import files
 
 
 def _import_sqlite_utils():
@@ -130,6 +131,7 @@ class Store(Queries):
             self.db = sqlite_utils.Database(sqlite3.connect(":memory:"))
             self._prepare()
             return
+        files.refuse_sqlite_names(self.path, "run store")  # a link, FIFO or device there is refused, not followed
         if _ownership(self.path) == "damaged":
             self._set_aside()
         try:
@@ -145,7 +147,8 @@ class Store(Queries):
                 raise store_error(self.path, e2) from None
 
     def _open(self) -> None:
-        self.db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S))
+        self.db = sqlite_utils.Database(sqlite3.connect(files.sqlite_uri(self.path, "run store"), uri=True,
+                                                        timeout=BUSY_TIMEOUT_S))
         self.db.execute("PRAGMA journal_mode=WAL")  # concurrent ingests and readers of one run store
         self._prepare()
 
@@ -153,7 +156,7 @@ class Store(Queries):
         """The store only holds what the captures hold: move the damaged file aside (nothing is deleted)."""
         aside = Path(f"{self.path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
         try:
-            self.path.replace(aside)
+            files.replace(self.path, aside, "damaged run store's new name")
             for suffix in ("-wal", "-shm", "-journal"):
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         except OSError as e:
@@ -413,7 +416,7 @@ def _gunzipped_identity(path: Path, chunk: int) -> str | None:
 def _ownership(path: Path) -> str:
     """'new', 'ours' or 'damaged' (ours, with damaged pages) — or BadInput: not a store, or not readable."""
     try:
-        st = path.stat()
+        st = path.lstat()
     except FileNotFoundError:
         return "new"
     except OSError as e:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.store import sqlite_utils
-from nvprof_wrap.system import bounded
+from nvprof_wrap.system import bounded, files
 
 TABLE = "runs"
 PK = ("folder", "scope")
@@ -95,7 +95,7 @@ def scope_of(report) -> str:
 
 def _db(p: Path):
     p.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite_utils.Database(p)
+    db = sqlite_utils.Database(sqlite3.connect(files.sqlite_uri(p, "run history"), uri=True))
     db.conn.execute("PRAGMA busy_timeout = 10000")
     if TABLE not in db.table_names():
         db[TABLE].create(COLUMNS, pk=PK, if_not_exists=True)
@@ -178,6 +178,7 @@ def _discard(p: Path) -> bool:
         raise BadInput(p, f"cannot use as the run history ({e.strerror})") from None
     if stat.S_ISCHR(mode):
         return True
+    files.refuse_sqlite_names(p, "run history")  # a link is not followed (one to /dev/null was, above: nothing kept)
     if not stat.S_ISREG(mode):
         raise BadInput(p, "the run history is not a regular file; nothing recorded")
     return False

@@ -65,3 +65,14 @@ GUNZIP_MAX_RATIO = 200
 # A capture's summary (readers/summary.py) is its aggregates: KBs to a few MB. Unpacked, more is not one of ours
 # (it was read whole up to 1 GiB before being refused); parsed, it costs a few times its size in memory.
 MAX_SUMMARY_BYTES = 64 << 20
+
+# The Triton cache scan (classify/static.py): a .ptx file bigger than this is not read (the real ones in the fixtures
+# are 11-42 KB; a large autotuned kernel's PTX is a few MB); at most this many .ptx files and bytes are read in all,
+# and folders are walked this deep, never through a link (Triton's cache is CACHE/HASH/FILE: 2 levels). A symlink
+# to /dev/zero named x.ptx was read until MemoryError; a FIFO hung the report.
+MAX_PTX_BYTES = 16 << 20
+MAX_PTX_FILES = 100_000
+MAX_PTX_TOTAL_BYTES = 1 << 30
+MAX_PTX_DEPTH = 8
+# ... and at most this many folder entries looked at (a real cache holds 6-8 files per kernel; `/` holds millions).
+MAX_PTX_ENTRIES = 2_000_000

@@ -15,13 +15,14 @@ import glob
 import os
 import shutil
 import sqlite3
+import stat
 import subprocess
 import time
 import urllib.parse
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput, CannotWrite
-from nvprof_wrap.system import lifeline
+from nvprof_wrap.system import files, lifeline
 
 NSYS_GLOBS = ("/opt/nvidia/nsight-systems/*/bin/nsys", "/opt/nvidia/nsight-systems-cli/*/bin/nsys",
               "/usr/local/cuda*/bin/nsys", "/usr/local/cuda*/nsight-systems*/bin/nsys",
@@ -105,7 +106,9 @@ def export_problem(out: Path, rep: Path | None = None) -> str | None:
     full disk, a killed export or an export still being written leaves: no file, an empty one, one cut short (its
     header counts more pages than the file holds), one without the tables every nsys export has."""
     try:
-        st = out.stat()
+        st = out.lstat()
+        if not stat.S_ISREG(st.st_mode):  # a link or FIFO there is never followed, opened or replaced
+            return "not a regular file"
         with open(out, "rb") as f:
             header = f.read(100)
     except FileNotFoundError:
@@ -144,7 +147,10 @@ def replaceable_export(out: Path) -> bool:
     """Whether ``out`` may be replaced by a fresh export: absent, empty, or an SQLite file that is an nsys export
     (stale or cut short). Any other file of that name (a database of the user's) is left alone."""
     try:
-        if out.stat().st_size == 0:
+        st = out.lstat()
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if st.st_size == 0:
             return True
         with open(out, "rb") as f:
             if not f.read(16).startswith(b"SQLite format 3\x00"):
@@ -170,7 +176,7 @@ def nsys_export(path: Path, nsys: str, out: Path | None = None) -> Path:
     if export_problem(out, path) is None:
         return out
     try:
-        lock = os.open(export_lock(out), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        lock = files.open_fd(export_lock(out), os.O_RDWR | os.O_CREAT, what="export's lock")
     except OSError as e:
         raise CannotWrite(out, f"cannot export {path.name} beside it ({e.strerror})") from None
     try:
@@ -189,7 +195,7 @@ def nsys_export(path: Path, nsys: str, out: Path | None = None) -> Path:
                 raise BadInput(path, f"nsys export wrote an unusable export: {why}")
             made = max(time.time(), path.stat().st_mtime)  # a report dated ahead (a skewed clock) is exported once
             os.utime(tmp, (made, made))
-            os.replace(tmp, out)
+            files.replace(tmp, out, "export")
         finally:
             tmp.unlink(missing_ok=True)
         return out

@@ -12,8 +12,10 @@ import os
 import re
 import socket
 import sqlite3
+import stat
 import sys
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -252,7 +254,9 @@ class Writer:
         self.conn = conn
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.partial_path, check_same_thread=False, isolation_level=None)
+        # nofollow: SQLite refuses the file, or its -journal, when it is a link planted in the run folder
+        uri = f"file:{urllib.parse.quote(os.path.abspath(self.partial_path))}?nofollow=1"
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA cache_size=-16384")  # 16 MiB: one buffer's rows fit, no spill mid-transaction
@@ -334,6 +338,8 @@ class Writer:
                                ("rows", "meta", list(meta.items()))])
             self.conn.close()
             self.closed = True
+            if not _replaceable(self.final_path):
+                return self.partial_path  # never renamed over a link, FIFO or device: the capture stays .partial
             os.rename(self.partial_path, self.final_path)
             return self.final_path
 
@@ -374,16 +380,26 @@ def _column_rows(columns: list[Any], names: dict[int, str] | None) -> Iterable[l
         yield list(zip(*lists))
 
 
+def _replaceable(path: str) -> bool:
+    """Absent or a regular file (lstat); the tracer runs in the user's process, so it says no rather than raise."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def _claim_path(out_dir: str, base: str) -> tuple[str, str]:
     """(partial, final) paths for a new capture; a pid seen before on this host gets a -N suffix."""
     for n in range(10000):
         name = base if n == 0 else f"{base}-{n}"
         final = os.path.join(out_dir, name + ".sqlite")
         partial = final + ".partial"
-        if os.path.exists(final):
+        if os.path.lexists(final):  # a dangling link counts: it is never written through
             continue
         try:
-            os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o644))
         except FileExistsError:
             continue
         return partial, final

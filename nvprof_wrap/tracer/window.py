@@ -49,6 +49,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from nvprof_wrap.errors import CannotWrite
+from nvprof_wrap.system import files
 from nvprof_wrap.tracer import _util
 
 ENV = "NVPROF_WRAP_CAPTURE"
@@ -426,12 +428,12 @@ def _writer(folder: str | None, spec: str) -> Callable[[dict], None]:
             return
         line = {"window": spec, "pid": pid, "host": host, "unix_ns": time.time_ns(), **event}
         try:
-            fd = os.open(os.path.join(folder, FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = files.open_fd(os.path.join(folder, FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, what=FILE)
             try:
                 os.write(fd, (json.dumps(line) + "\n").encode())
             finally:
                 os.close(fd)
-        except OSError as e:
+        except (OSError, CannotWrite) as e:
             _warn(f"cannot write {FILE} ({e})")
 
     return record

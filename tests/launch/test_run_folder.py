@@ -134,13 +134,35 @@ def test_disk_full_at_the_end_is_reported_as_such_and_the_first_manifest_stays(t
     is 74 — the run was not recorded, the machine's storage failed (before: a traceback, and the job's success
     reported as a failure; then 2, issue 44 made it EX_IOERR)."""
     out = tmp_path / "full"
-    job = "import os; os.symlink('/dev/full', os.path.join(os.environ['NVPROF_WRAP_RUN_DIR'], 'manifest.json.tmp'))"
-    proc = wrapper("-o", out, "--", sys.executable, "-c", job)
+    # The wrapper's second fsync (the final manifest's) meets a full disk; the job is another process. (It was a
+    # link to /dev/full planted by the job at manifest.json.tmp, which is now refused as a link: below.)
+    wrapper_with_full_disk = ("import errno, os, sys\ncalls = []\n"
+                              "def full(fd):\n    calls.append(fd)\n"
+                              "    if len(calls) > 1:\n        raise OSError(errno.ENOSPC, 'No space left on device')\n"
+                              "os.fsync = full\nfrom nvprof_wrap.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    proc = subprocess.run([sys.executable, "-c", wrapper_with_full_disk, "run", "--backend", "nsys", "-o", str(out),
+                           "--", sys.executable, "-c", "pass"], capture_output=True, text=True, env=env(),
+                          timeout=120, check=False)
     assert proc.returncode == 74, proc.stderr
     assert "Traceback" not in proc.stderr and "(exit 0," in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and "disk full: the run's manifest could not be written" in errors[0]
     assert json.loads((out / "manifest.json").read_text())["status"] == "running"
+    assert not (out / "manifest.json.tmp").exists()
+
+
+def test_a_link_planted_at_the_manifests_temporary_is_refused_not_written_through(tmp_path):
+    """The job links manifest.json.tmp to /dev/full: the final manifest is not written through it (it was: a
+    device replaced or written, outside the run folder for a link elsewhere); one line says so, exit 2, the first
+    manifest and the link stay."""
+    out = tmp_path / "linked"
+    job = "import os; os.symlink('/dev/full', os.path.join(os.environ['NVPROF_WRAP_RUN_DIR'], 'manifest.json.tmp'))"
+    proc = wrapper("-o", out, "--", sys.executable, "-c", job)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "(exit 0," in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "not a regular file but a symbolic link" in errors[0], proc.stderr
+    assert json.loads((out / "manifest.json").read_text())["status"] == "running"
+    assert (out / "manifest.json.tmp").is_symlink()
 
 
 def test_q_variables_expand_to_one_folder_name_only(tmp_path, monkeypatch):
