@@ -87,28 +87,35 @@ def make(folder: Path, whitespace_mb: int = 3000) -> None:
 CASES = ("nested.json.gz", "whitespace.json.gz", "longname.json.gz", "mangled_bomb.json", "with_fifo", "junk")
 
 
-def measure_one(path: Path, timeout: float, mem_gb: float, repo: Path) -> dict:
-    """In a child of a fresh process, so that ru_maxrss of the children is this case's alone."""
+def measure_one(path: Path, timeout: float, mem_gb: float, repo: Path, python: str | None = None) -> dict:
+    """In a child of a fresh process, so that ru_maxrss of the children is this case's alone. python: another
+    interpreter whose installed nvprof-wrap runs (a fresh venv with the wheel: what users get), without PYTHONPATH."""
     code = f"""
 import json, resource, subprocess, sys, time
 t = time.time()
 try:
-    p = subprocess.run({[sys.executable, "-m", "nvprof_wrap", "report", str(path), "--format", "json"]!r},
+    p = subprocess.run({[python or sys.executable, "-m", "nvprof_wrap", "report", str(path), "--format", "json"]!r},
                        capture_output=True, text=True, timeout={timeout},
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, ({int(mem_gb * 2**30)},) * 2))
     rc, err, out = p.returncode, p.stderr.strip().splitlines(), p.stdout
 except subprocess.TimeoutExpired as e:
     rc, err, out = "timeout", [f"killed after {timeout} s"], ""
 wall = time.time() - t
-print(json.dumps({{"wall_s": round(wall, 2),
+try:
+    launches = json.loads(out)["launches"] if rc == 0 else None
+except (ValueError, KeyError, TypeError):
+    launches = None
+print(json.dumps({{"wall_s": round(wall, 2), "launches": launches,
                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
                   "rc": rc, "stderr_lines": len(err), "last": (err[-1] if err else "")[:160],
                   "stdout_bytes": len(out)}}))
 """
-    env = dict(os.environ, PYTHONPATH=str(repo), NO_COLOR="1")
+    env = dict(os.environ, PYTHONPATH=str(repo), NO_COLOR="1", NVPROF_WRAP_HISTORY="off")
+    if python is not None:
+        env.pop("PYTHONPATH")
     # cwd: `python -m` puts the current folder first on sys.path, before PYTHONPATH
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False,
-                          timeout=timeout + 60, cwd=repo)
+                          timeout=timeout + 60, cwd=repo if python is None else path.parent)
     return json.loads(proc.stdout)
 
 
