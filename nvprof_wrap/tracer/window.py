@@ -44,13 +44,12 @@ import math
 import os
 import re
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from nvprof_wrap.errors import CannotWrite
-from nvprof_wrap.system import files
 from nvprof_wrap.tracer import _util
 
 ENV = "NVPROF_WRAP_CAPTURE"
@@ -419,6 +418,18 @@ def _ms_since(began: float) -> float:
     return round((time.perf_counter() - began) * 1e3, 3)
 
 
+def _append_only_to_a_file(path: str) -> int:
+    """An fd appending to path, never through a link (O_NOFOLLOW), never blocking on a FIFO (O_NONBLOCK) and never
+    onto anything but a regular file (what system/files.py does for the rest of the package; the tracer imports only
+    itself inside the job's processes)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file: nothing is written through it")
+    return fd
+
+
 def _writer(folder: str | None, spec: str) -> Callable[[dict], None]:
     """One line per event, appended with one write (atomic for lines this short on a local file system)."""
     host, pid = socket.gethostname(), os.getpid()
@@ -428,12 +439,12 @@ def _writer(folder: str | None, spec: str) -> Callable[[dict], None]:
             return
         line = {"window": spec, "pid": pid, "host": host, "unix_ns": time.time_ns(), **event}
         try:
-            fd = files.open_fd(os.path.join(folder, FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, what=FILE)
+            fd = _append_only_to_a_file(os.path.join(folder, FILE))
             try:
                 os.write(fd, (json.dumps(line) + "\n").encode())
             finally:
                 os.close(fd)
-        except (OSError, CannotWrite) as e:
+        except OSError as e:
             _warn(f"cannot write {FILE} ({e})")
 
     return record

@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("keras", "magic"),
     ("",),  # the package itself: the public facade; %load_ext loads the magic
     ("cli",),
+    ("_entry",),  # the command line's entry: its own signal handlers, then cli
     ("__main__",),
 )
 
