@@ -9,7 +9,6 @@ import gzip
 import io
 import json
 import sqlite3
-import zlib
 from pathlib import Path
 
 import pytest
@@ -22,18 +21,14 @@ from nvprof_wrap.readers import summary
 from nvprof_wrap.system import bounded, limits
 from nvprof_wrap.system.limits import MAX_SUMMARY_BYTES
 from tests._paths import H200, PUBLIC, ROOT, RUNS
+from tests.readers.test_bounds import gz
 
 CUPTI = next((RUNS / "gemm_cupti").glob("cupti-*.sqlite"))
 
 
 def _gzip_of(path: Path, pieces: list[tuple[bytes, int]]) -> Path:
-    """A gzip stream of each piece repeated, written without ever holding the whole."""
-    z = zlib.compressobj(9, zlib.DEFLATED, 31)
-    with open(path, "wb") as f:
-        for piece, times in pieces:
-            f.writelines(z.compress(piece) for _ in range(times))
-        f.write(z.flush())
-    return path
+    """A gzip stream of each piece repeated, written without ever holding the whole (test_bounds.gz)."""
+    return gz(path, *pieces)
 
 
 @pytest.fixture(scope="module")
