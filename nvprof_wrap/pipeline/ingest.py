@@ -16,6 +16,7 @@ from nvprof_wrap.readers import summary
 from nvprof_wrap.readers._window import Window, make
 from nvprof_wrap.store import DATA_VERSION, Store, file_identity
 from nvprof_wrap.system import fork as _fork
+from nvprof_wrap.system.storage import machine_failure
 
 Progress = Callable[[Path], None]
 
@@ -61,6 +62,15 @@ def _refuse_or_skip(path: Path, explicit: bool, skipped: list, why: str) -> None
         raise BadInput(path, why) from None
     skipped.append((str(path), why))
 
+def _unreadable(path: Path, explicit: bool, skipped: list, e: OSError) -> None:
+    """A file that cannot be read: the machine's failure (a full disk, EIO) ends the read with exit 74 — never a
+    file skipped for it; anything else (a permission, a file gone) is refused or skipped as a bad input."""
+    failure = machine_failure(path, e)
+    if failure is not None:
+        raise failure from None
+    _refuse_or_skip(path, explicit, skipped, f"cannot read ({e.strerror})")
+
+
 def _hardware_beside(path: Path) -> str:
     """The run's GPM samples are part of what is read with a capture of that run: another file of them (the run
     re-sampled, or a folder copied without them) is another reading."""
@@ -89,7 +99,7 @@ def _pending_in(store: Store, root: Path, skipped: list, present: dict[str, Path
             skipped.append((str(path), "vanished while reading the folder"))
             continue
         except OSError as e:
-            _refuse_or_skip(path, explicit, skipped, f"cannot read ({e.strerror})")
+            _unreadable(path, explicit, skipped, e)
             continue
         file = str(path.resolve())
         identity = store.known_identity(file, st)
@@ -109,7 +119,7 @@ def _pending_in(store: Store, root: Path, skipped: list, present: dict[str, Path
                 _refuse_or_skip(path, explicit, skipped, e.why)
                 continue
             except OSError as e:
-                _refuse_or_skip(path, explicit, skipped, f"cannot read ({e.strerror})")
+                _unreadable(path, explicit, skipped, e)
                 continue
         found += 1
         if identity is None:  # fingerprinted where it is read (reading.on_dask), then checked like below

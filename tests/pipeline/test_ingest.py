@@ -3,6 +3,7 @@ file that cannot be read refused, ranks from a run's manifest, and the parallel 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,32 @@ def test_the_parallel_path_gives_the_serial_result(tmp_path, monkeypatch):
     ingest(parallel, [folder], workers=2)
     q = "SELECT name, pid, device_id, launches, total_ns FROM kernels ORDER BY 1, 2, 3"
     assert serial.rows(q) == parallel.rows(q) and len(serial.rows(q)) > 40
+
+
+def test_an_io_error_reading_a_capture_in_a_folder_is_the_machines_never_a_skip(tmp_path, monkeypatch):
+    """EIO (or a full disk) while a folder's capture is fingerprinted ends the read with IOFailure (exit 74); it
+    was a file skipped as 'cannot read' and a report of the rest, exit 0. A permission stays a skip."""
+    import errno
+    import os
+
+    from nvprof_wrap.errors import IOFailure
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copy(RUNS / "gemm_nsys" / "nsys.sqlite", folder / "a.sqlite")
+    shutil.copy(RUNS / "ddp_nsys" / "nsys.sqlite", folder / "b.sqlite")
+    real = ingest_mod.file_identity
+
+    def failing(code: int):
+        def identity(path, *a, **k):
+            if Path(path).name == "b.sqlite":
+                raise OSError(code, os.strerror(code), str(path))
+            return real(path, *a, **k)
+        return identity
+
+    monkeypatch.setattr(ingest_mod, "file_identity", failing(errno.EIO))
+    with pytest.raises(IOFailure, match="I/O error"):
+        ingest(Store(), [folder])
+    monkeypatch.setattr(ingest_mod, "file_identity", failing(errno.EACCES))
+    skipped = ingest(Store(), [folder])
+    assert [(Path(p).name, why) for p, why in skipped] == [("b.sqlite", "cannot read (Permission denied)")]
