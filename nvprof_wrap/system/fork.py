@@ -84,6 +84,11 @@ class Forked:
             pid = os.fork()
         if pid == 0:  # the child: never returns into the caller's code
             os.close(r)
+            # Ctrl-C and SIGTERM are the parent's to answer: it cancels this child (cancel(): SIGTERM), which then
+            # ends at once and in silence. A Python handler here raised inside the child's SQLite callbacks and
+            # printed "Exception ignored in sys.unraisablehook" and a traceback onto the command's stderr.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             try:
                 die_with_parent(parent)
                 try:
@@ -113,7 +118,8 @@ class Forked:
     def cancel(self, grace_s: float = 1.0) -> None:
         """The caller is giving up (an error, Ctrl-C, SIGTERM): end the child and reap it, without its answer.
         result() would wait for the whole of its work, or, for a child that died of the same Ctrl-C, do it again
-        here. SIGTERM first (it runs its `finally` blocks), SIGKILL after ``grace_s``."""
+        here. SIGTERM, which ends the child at once (its default action: the child holds nothing to clean up, only
+        its read-only connections and the pipe), SIGKILL after ``grace_s`` should it still be there."""
         if self._done is not None or self.pid <= 0:
             return
         self._done = (False, RuntimeError("cancelled"))

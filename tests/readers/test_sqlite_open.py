@@ -42,6 +42,8 @@ DOUBLE = {"nsys": "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_AC
           "cupti": "INSERT INTO kernel SELECT * FROM kernel",
           "nvprof": "UPDATE CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL SET deviceId = deviceId + 1"}
 AFTER = {"nsys": lambda d, n: (d, 2 * n), "cupti": lambda d, n: (d, 2 * n), "nvprof": lambda d, n: (d + 1, n)}
+# the nvprof capture is one of the shared fixtures (public/): its cases skip, saying why, where they are absent
+FORMATS = ["cupti", pytest.param("nvprof", marks=pytest.mark.needs_fixtures), "nsys"]
 
 
 # Written after the interrupted write, in its transaction: enough pages to spill the page cache into the file.
@@ -132,7 +134,7 @@ def native(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("fmt", sorted(WRITES))
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_an_interrupted_write_is_read_rolled_back(fmt, native, tmp_path):
     src, sql = WRITES[fmt]
     db = interrupted(src, tmp_path / "capture", sql)
@@ -146,7 +148,7 @@ def test_an_interrupted_write_is_read_rolled_back(fmt, native, tmp_path):
     assert my_recover_folders() == []
 
 
-@pytest.mark.parametrize("fmt", sorted(DOUBLE))
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_commits_only_in_the_wal_are_read(fmt, native, tmp_path):
     src = WRITES[fmt][0]
     db = uncheckpointed(src, tmp_path / "capture", DOUBLE[fmt])
