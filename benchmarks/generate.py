@@ -171,7 +171,7 @@ def nvprof(n: int, out: Path, seed: int = 0) -> None:
 
 def kineto(n: int, out: Path, seed: int = 0) -> None:
     """A lean PyTorch-profiler-style trace: N kernel events plus their runtime calls, one line each (the shape
-    of the first sessions' benchmark; `torch` below is the realistic one)."""
+    of the earliest scale benchmark; `torch` below is the realistic one)."""
     rng = random.Random(seed)
     names = real_names()
     pick = _zipf_picker(len(names), rng)

@@ -14,7 +14,7 @@
 #    binding) / cupti_python, 3 rounds, order rotated, on cores 2-3 (benchmarks/h200_floor.py summary).
 # $OUT: session.log, summary.md, importtime.txt.
 set -u
-rm -rf /tmp/nvw-session  # a warm machine keeps the last session's captures
+rm -rf /tmp/nvw-session  # a warm machine keeps the last run's captures
 source benchmarks/h200_common.sh
 LR="python3 workloads/launch_rate.py"
 INJ="env PYTHONPATH=$PWD/nvprof_wrap/tracer/inject:$PYTHONPATH"

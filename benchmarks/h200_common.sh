@@ -1,7 +1,7 @@
-# Before a GPU session, here: bash ../shared/device/prep.sh orjson ijson — the readers import orjson and ijson,
+# Before a GPU run, here: bash ../shared/device/prep.sh orjson ijson — the readers import orjson and ijson,
 # which the GPU machine lacks (without them `python3 -m nvprof_wrap` fails to import there).
-# Sourced by the GPU session scripts (h200_session.sh, h200_overhead.sh) on the device machine, from the repo root
-# with .whl and .debs carried: environment, and the step / timed-run helpers that write the session log.
+# Sourced by the GPU scripts (h200_backends_survey.sh, h200_overhead.sh) on the device machine, from the repo root
+# with .whl and .debs carried: environment, and the step / timed-run helpers that write the run's log ($S/session.log).
 S=/tmp/nvw-session; R=$S/runs; LOG=$S/session.log
 mkdir -p $R
 [ -n "${NSYS:-}" ] || source .debs/gpu-env.sh  # the device command may have sourced it already

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU session B of 2026-11-30 (issues 12, 13, 15): on an H200, with .whl (+ ipython wheels) and .debs carried:
+# Issues 12, 13 and 15 on the GPU machine (run on 2026-11-30; its log: benchmarks/results/h200_final.log): on an H200, with .whl (+ ipython wheels) and .debs carried:
 #   source .debs/gpu-env.sh; bash benchmarks/h200_final.sh        (results: $OUT/final.tgz, $OUT/session.log)
 # 1. issue 12: `verify` on an fp32 transformer step of another shape than the labelled runs (out of sample):
 #    counters against the final name rules;

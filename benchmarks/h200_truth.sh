@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU session of 2026-11-30 (issues 12, 13, 16, 17): real training workloads on an H200, labelled by Nsight Compute
+# Run on 2026-11-30 (issues 12, 13, 16, 17; its log: benchmarks/results/h200_truth.log): real training workloads on an H200, labelled by Nsight Compute
 # matrix-instruction counters (`nvprof-wrap verify`), plus Nsight Systems captures of the same GPT trainer in fp32
 # and bf16, a torch.profiler trace and a JAX XSpace trace. Run on the device machine from the repo root with
 # .whl and .debs carried:  bash benchmarks/h200_truth.sh   (results: $OUT/truth.tgz*, `cat truth.tgz* | tar xz`)

@@ -21,7 +21,7 @@
 # Each setting's CUPTI answer and the attribute's previous value are in the capture's meta 'tune' (tune.txt).
 # $OUT: session.log, summary.md, tune.txt.
 set -u
-rm -rf /tmp/nvw-session  # a warm machine keeps the last session's captures
+rm -rf /tmp/nvw-session  # a warm machine keeps the last run's captures
 source benchmarks/h200_common.sh
 INJ="env PYTHONPATH=$PWD/nvprof_wrap/tracer/inject:$PYTHONPATH NVPROF_WRAP_CUPTI_DISCARD=1"
 LR="taskset -c ${CORES:-2,3} python3 workloads/launch_rate.py --kind launch --steps ${STEPS:-800}"

@@ -1,5 +1,5 @@
-# Sourced by the GPU session scripts that test what a user gets (h200_window.sh, h200_hw_truth.sh), from the repo
-# root on the device machine with .whl carried, after setting S (the session folder) and LOG: step / t (timed run,
+# Sourced by the GPU scripts that test what a user gets (h200_window.sh, h200_hw_truth.sh), from the repo
+# root on the device machine with .whl carried, after setting S (the run's scratch folder) and LOG: step / t (timed run,
 # its tail into the log) helpers, and a fresh venv at $S/venv with our wheel and its dependencies from .whl, the
 # machine's own torch beside (a .pth), nvprof_wrap reinstalled from the newest wheel each time. Sets V (its bin/) and W
 # (its nvprof-wrap).

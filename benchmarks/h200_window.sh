@@ -145,7 +145,7 @@ if [ "$PART" = E ]; then
   $V/python train.py $N > $R/e_none2.txt 2>&1; $V/python $REPO/benchmarks/nano_iters.py e_none2 $R/e_none2.txt --window 100:120 >> $LOG 2>&1
 fi
 if [ "$PART" = F ]; then
-  # Owed from session 8 (no GPU time left): parts D and E found nanoGPT's iterations 10-30% slower OUTSIDE a
+  # Owed from parts D and E (no GPU time was left for more there): they found nanoGPT's iterations 10-30% slower OUTSIDE a
   # window under both cupti (subscribed, idle) and nsys (capture range), with or without the hardware sampler.
   # Which part costs: our in-job hooks alone (no profiler), the idle subscription, or CUPTI at all (attach mode:
   # subscribed only while the window is open, detached by cuptiFinalize after)?
@@ -171,7 +171,7 @@ if [ "$PART" = F ]; then
   grep -h "^iters " $LOG
 fi
 if [ "$PART" = G ]; then
-  # Session 11: the tracer's cost inside a window (candidate walk vs stepwise, against CUPTI's floor); whether
+  # Part G: the tracer's cost inside a window (candidate walk vs stepwise, against CUPTI's floor); whether
   # per-callback launch records work when CUPTI is attached only once the window opens; nsys' options.
   step "nsys' options that may cost outside a capture range"
   $NSYS --version >> $LOG 2>&1
@@ -190,7 +190,7 @@ if [ "$PART" = G ]; then
   $V/python $S/window_compare.py $S/g_kinds.json $S/g_cbids.json >> $LOG 2>&1
 fi
 if [ "$PART" = H ]; then
-  # Session 11: which nsys option costs outside a capture range: nanoGPT iteration times (window 100:120), rounds
+  # Part H: which nsys option costs outside a capture range: nanoGPT iteration times (window 100:120), rounds
   # rotated, every variant pinned to the same cores (less drift between processes).
   ITERS=${ITERS:-600}; ROUNDS=${ROUNDS:-3}
   N="$(nano $ITERS) --log_interval=1"
@@ -214,7 +214,7 @@ if [ "$PART" = H ]; then
   grep -h "^iters " $LOG
 fi
 if [ "$PART" = I ]; then
-  # Session 11, the issue's "done when": `run --capture-steps 100:120` (default options: the hardware sampler on) on
+  # Part I, the issue's "done when": `run --capture-steps 100:120` (default options: the hardware sampler on) on
   # nanoGPT, 1,000 steps, unprofiled / cupti / nsys, ROUNDS rounds rotated. Per run: nanoGPT's own iteration times
   # (median outside the window, the window's edges, the slowest) and the job's wall time (manifest wall_s; the
   # unprofiled job's as timed here), then the command's whole wall time.
@@ -240,7 +240,7 @@ if [ "$PART" = I ]; then
   grep -h "^iters \|^command " $LOG
 fi
 if [ "$PART" = J ]; then
-  # Session 11: what the window's edges hold the job (windows.jsonl held_ms, measured by the job's process), under
+  # Part J: what the window's edges hold the job (windows.jsonl held_ms, measured by the job's process), under
   # cupti and nsys (GPU metrics on, the default, and off): is nsys' ~3 s at the close its GPU-metrics sampler?
   N="$(nano ${ITERS:-1000}) --log_interval=1"
   for v in none cupti nsys nsys_nohw; do
@@ -260,7 +260,7 @@ if [ "$PART" = J ]; then
   grep -h "^iters \|held\|Capture window" $LOG | cut -c1-400
 fi
 if [ "$PART" = K ] || [ "$PART" = L ]; then
-  # Session 12: nsys' cuProfilerStop (~3 s) beside the job (a helper thread with the job's context: the default for
+  # Parts K and L: nsys' cuProfilerStop (~3 s) beside the job (a helper thread with the job's context: the default for
   # nsys steps windows) against on the job's thread (NVPROF_WRAP_PROFILER_STOP=job) and unprofiled; ROUNDS rounds,
   # order rotated. K: ITERS 400, each window's launches, steps, the stop's time and the report's window line; a window
   # closing at the job's last step (the exit waits for the stop). L: ITERS 1000, the whole job's cost.
@@ -300,7 +300,7 @@ if [ "$PART" = K ] || [ "$PART" = L ]; then
   grep -h "^iters \|^window \|stopped\|^rc " $LOG | cut -c1-600
 fi
 if [ "$PART" = M ]; then
-  # Session 12: what nsys' presence costs the job outside any window (a window that never opens: nsys injected,
+  # Part M: what nsys' presence costs the job outside any window (a window that never opens: nsys injected,
   # cudaProfilerApi never called) against unprofiled and against a 20-step window (default options: GPU metrics on,
   # the stop beside the job); ROUNDS rounds of ITERS (1000), order rotated; nanoGPT's own iteration times.
   N="$(nano ${ITERS:-1000}) --log_interval=1"
@@ -324,7 +324,7 @@ if [ "$PART" = M ]; then
   grep -h "^iters \|stopped\|^rc \|^log " $LOG | cut -c1-600
 fi
 if [ "$PART" = N ]; then
-  # Session 12: who writes into the job's stdout.log under nsys (a windowed job loses lines while nsys prints
+  # Part N: who writes into the job's stdout.log under nsys (a windowed job loses lines while nsys prints
   # "Capture range ..."): every process holding it open, its fd's flags and offset, sampled through the run.
   $W run --backend nsys --no-hardware --no-report --capture-steps 100:120 -o $R/n_diag -- $V/python train.py $(nano 300) --log_interval=1 > $R/n_diag.txt 2>&1 &
   for i in $(seq 1 40); do
@@ -342,7 +342,7 @@ if [ "$PART" = N ]; then
   grep -n "Capture range" -B2 -A2 $R/n_diag/stdout.log | cat -A | cut -c1-120
 fi
 if [ "$PART" = O ]; then
-  # Session 12: is the slower stepping after an nsys window lasting (nsys still hooked after its capture range) or
+  # Part O: is the slower stepping after an nsys window lasting (nsys still hooked after its capture range) or
   # passing (nsys generating its report beside the job right after the stop: measured, that ends ~0.3 s after the
   # stop)? Median iteration per 50 steps; VARIANTS (default "none aside"; also "job": the stop on the job's thread,
   # "idle": a window that never opens), ROUNDS rounds, the order rotated.
@@ -368,7 +368,7 @@ if [ "$PART" = O ]; then
   grep -h "^iters \|^buckets \|stopped" $LOG | cut -c1-900
 fi
 if [ "$PART" = P ]; then
-  # Session 13: is the slower stepping after a capture range nsys' own? nsys run directly, no nvprof-wrap in the job
+  # Part P: is the slower stepping after a capture range nsys' own? nsys run directly, no nvprof-wrap in the job
   # ("raw": benchmarks/profiler_range.py calls cudaProfilerStart/Stop on the job's thread at optimizer steps 100 and
   # 120, as a user's script does; "raw_cuda": the same with --trace=cuda only) against `run --capture-steps 100:120`
   # ("aside") and the unprofiled job, all without GPU metrics (the raw runs have none). Median iteration per 50
@@ -399,7 +399,7 @@ if [ "$PART" = P ]; then
   wait; grep -h "^iters \|^buckets \|stopped\|edge" $LOG | cut -c1-900
 fi
 if [ "$PART" = Q ]; then
-  # Session 13: is it the CUPTI nsys leaves subscribed after its capture range that slows the job's steps? "detach":
+  # Part Q: is it the CUPTI nsys leaves subscribed after its capture range that slows the job's steps? "detach":
   # our window, and once nsys' stop returned, cuptiFinalize on nsys' libcupti at the job's next step mark
   # (tracer/window.py; first run as a knob, NVPROF_WRAP_NSYS_DETACH=1, now the default) — against "attached"
   # (NVPROF_WRAP_NSYS_DETACH=0; "aside" in the first run: then the default) and the unprofiled job, all
@@ -449,7 +449,7 @@ if [ "$PART" = Q ]; then
   grep -h "^iters \|^buckets \|stopped\|detached\|^rc \|^manifest\|^window \|^headline \|^| \|Capture window" $LOG | cut -c1-700
 fi
 if [ "$PART" = R ]; then
-  # Session 14: per CUDA call, in one process, before / inside / after nsys' capture range
+  # Part R: per CUDA call, in one process, before / inside / after nsys' capture range
   # (benchmarks/nsys_after_range.py: an elementwise kernel, a cuBLAS matmul, a cuDNN conv2d), nsys run directly:
   # "none" unprofiled; "full" nsys' default trace set as run uses it (cuda,nvtx,cublas,cudnn), left attached;
   # "full_detach" the same with the window's detach after the stop; "cn" / "cn_detach" --trace=cuda,nvtx. VARIANTS,

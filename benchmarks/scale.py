@@ -4,7 +4,7 @@ against Holistic Trace Analysis' kernel breakdown on the equal Kineto JSON, side
     python -m benchmarks.scale [--sizes 100000,1000000,5000000] [--hta-max 1000000] [--dir /tmp/nvw-scale]
     python -m benchmarks.scale --torch 100000,300000 [--sizes ''] [--rounds 2] [--hta-python VENV/bin/python]
 
---sizes: Nsight Systems captures with NVTX ranges (floor: the GROUP BY) and lean Kineto traces (the first sessions'
+--sizes: Nsight Systems captures with NVTX ranges (floor: the GROUP BY) and lean Kineto traces (the earliest benchmark's
 shape). --torch: traces as torch.profiler writes them (benchmarks.generate torch: CPU ops, runtime calls and flow
 events, ~1.6 KB per kernel; floor: an ijson stream summing kernel time by name), with HTA beside them. Each
 measurement is a fresh process (wall time, and peak memory (PSS) of its process tree by psutil polling), rounds

@@ -130,9 +130,10 @@ def test_name_rules_on_counter_labels_from_this_projects_gpu_runs():
 
 
 def test_cupti_backend_attributes_kernels_to_ops_like_nsys(tmp_path):
-    """Second H200 session: `run --backend cupti --annotate keras,torch` on the seed workload (fp16, 3 epochs).
+    """The H200 re-run with driver records (2026-11-29): `run --backend cupti --annotate keras,torch` on the seed
+    workload (fp16, 3 epochs).
     Every kernel is linked to its launch call — cuBLAS GEMMs through driver records — and the per-op table
-    matches the nsys run of the same job in that session (aten::mm: 14 kernels, 501 launches, 90.0% tensor core)
+    matches the nsys run of the same job in that re-run (aten::mm: 14 kernels, 501 launches, 90.0% tensor core)
     and the nsys sample's op set and tensor-core shares."""
     capture = tmp_path / "cupti-vm-559.sqlite"
     with gzip.open(RUNS / "keras_fp16_cupti_ops" / "cupti-vm-559.sqlite.gz") as src, open(capture, "wb") as dst:

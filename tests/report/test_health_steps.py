@@ -28,7 +28,7 @@ NAN = NANO / "shakespeare_char_lr1e6_nan.stdout.log"
 
 def _h200_random_tokens(tmp_path: Path) -> Path:
     """nanoGPT on random tokens, 1,000 steps on the H200, unprofiled (the benchmark's archived job output)."""
-    archive = ROOT / "benchmarks" / "results" / "h200_window-Q4_session14.stdout.tgz"
+    archive = ROOT / "benchmarks" / "results" / "capture_window" / "Q4-unprofiled_twin.stdout.tgz"
     with tarfile.open(archive) as tar:
         text = tar.extractfile("q_none_1/stdout.log").read()  # type: ignore[union-attr]
     (out := tmp_path / "stdout.log").write_bytes(text)

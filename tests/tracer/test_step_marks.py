@@ -4,7 +4,7 @@ is not installed on the CPU machines (CI, developers): a stand-in package named 
 offers the two calls the marks use with torch's own signatures and module layout (torch/optim/optimizer.py
 register_optimizer_step_post_hook: hook(optimizer, args, kwargs), a handle with remove(); torch/cuda/nvtx.py
 range_start(msg) -> id, range_end(id)) and records what it is asked. On the H200 the same path runs on real torch
-(benchmarks/h200_session6.sh)."""
+(benchmarks/h200_public_scripts.sh)."""
 from __future__ import annotations
 
 import json

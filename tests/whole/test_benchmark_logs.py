@@ -9,12 +9,12 @@ import tarfile
 from benchmarks import nsys_after_summary, window_account, window_rounds
 from tests._paths import ROOT
 
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "benchmarks" / "results" / "capture_window"  # benchmarks/h200_window.sh's parts
 
 
 def test_window_rounds_table_is_the_archived_jobs_own(tmp_path):
-    log = (RESULTS / "h200_window-P_session13.log").read_text()
-    with tarfile.open(RESULTS / "h200_window-P_session13.stdout.tgz") as tar:
+    log = (RESULTS / "P-raw_nsys_range.log").read_text()
+    with tarfile.open(RESULTS / "P-raw_nsys_range.stdout.tgz") as tar:
         tar.extractall(tmp_path, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -44,9 +44,9 @@ def _log_table(name: str) -> str:
     return "\n".join(line for line in lines if not line.startswith("=== "))
 
 
-def test_session14_rounds_tables_are_the_archived_jobs_own(tmp_path):
-    for log, archive, runs in (("h200_window-Q3b_session14.log", "h200_window-Q3_session14.stdout.tgz", 25),
-                               ("h200_window-Q4_session14.log", "h200_window-Q4_session14.stdout.tgz", 6)):
+def test_q3_q4_rounds_tables_are_the_archived_jobs_own(tmp_path):
+    for log, archive, runs in (("Q3b-nsys_detach_vs_idle.log", "Q3-nsys_detach_vs_idle.stdout.tgz", 25),
+                               ("Q4-unprofiled_twin.log", "Q4-unprofiled_twin.stdout.tgz", 6)):
         folder = tmp_path / archive
         with tarfile.open(RESULTS / archive) as tar:
             tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
@@ -61,8 +61,8 @@ def test_window_account_tells_a_window_from_the_noise():
     """The direct account of what a window's own steps cost: the unprofiled runs' (no window) is the noise, every
     nsys window run's sits above all of it, and raw nsys' stop on the job's thread (~3.3 s) shows whole."""
     out = _run(window_account.main, [str(RESULTS / n) for n in (
-        "h200_window-Q3_session14.stdout.tgz", "h200_window-Q1_session13.stdout.tgz",
-        "h200_window-Q2_session13.stdout.tgz", "h200_window-P_session13.stdout.tgz")])
+        "Q3-nsys_detach_vs_idle.stdout.tgz", "Q1-nsys_detach_knob.stdout.tgz",
+        "Q2-nsys_detach_default.stdout.tgz", "P-raw_nsys_range.stdout.tgz")])
     share = []  # (run, its share of the loop, %): the archives' runs share names
     for line in out.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -80,7 +80,7 @@ def test_window_account_tells_a_window_from_the_noise():
 
 def test_nsys_after_range_table_is_the_logs_own():
     """h200_window.sh R's table (per CUDA call before / after nsys' range) is what its JSON lines give."""
-    for log in ("h200_window-R1_session14.log", "h200_window-R2_session14.log"):
+    for log in ("R1-per_call_after_range.log", "R2-per_call_after_range_per_reference.log"):
         table = _run(nsys_after_summary.main, [str(RESULTS / log)])
         rows = table.rstrip().split("\n", 1)[1]  # R1 ran before the header named the per-reference kinds
         assert _log_table(log).endswith(rows)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# GPU session A of 2026-11-30 (issues 13, 15, 17), one device command (.whl and .debs carried):
-#   source .debs/gpu-env.sh; bash benchmarks/h200_session_a.sh
+# Issues 13, 15 and 17 on the GPU machine (run on 2026-11-30; its log: benchmarks/results/h200_overhead_raw.log),
+# one device command (.whl and .debs carried):
+#   source .debs/gpu-env.sh; bash benchmarks/h200_stats_records_overhead.sh
 # 1. `nsys stats --format csv` of a real capture (issue 13's nsys stats CSV reader);
 # 2. API records of an in-process profiling window, three ways (issue 15: per-op tables from profile());
-# 3. the tracer's overhead session (issue 17, benchmarks/h200_overhead.sh) in what is left of the budget.
+# 3. the tracer's overhead run (issue 17, benchmarks/h200_overhead.sh) in what is left of the budget.
 set -u
 source benchmarks/h200_common.sh
 mkdir -p $R/gpt_stats

@@ -4,17 +4,17 @@
 #   python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl .     (our wheel beside the dependencies')
 #   and the unmodified public scripts in .gpu/ (git-ignored): .gpu/nanogpt/{train,model,configurator}.py and
 #   config/train_shakespeare_char.py (karpathy/nanoGPT), .gpu/imagenet/main.py (pytorch/examples).
-# There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/h200_session6.sh A   (then B)
+# There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/h200_public_scripts.sh A   (then B)
 #   A: the venv; doctor; the API, the cell magic and the Keras callback (no cupti-python); nanoGPT and the HF
 #      Trainer, each under nsys and cupti, reported with --steps 10:40.   B: experiment reuters_mlp (all
 #      precisions); pytorch/examples ImageNet (--dummy, stopped by SIGINT after 80 s) under nsys and cupti.
 #   C: experiment reuters_mlp --precisions bf16.
-# $OUT: session6-A.log / session6-B.log and the JSON reports.
+# $OUT: public_scripts-A.log / public_scripts-B.log and the JSON reports (committed: benchmarks/results/public_scripts/).
 set -u
 PART=${1:-A}
 REPO=$PWD
 unset PYTHONPATH  # gpu-env.sh's /tmp/site holds our wheel too: nothing but the venv may provide nvprof_wrap
-S=/tmp/s6; R=$S/runs; LOG=${OUT:-/tmp}/session6-$PART.log
+S=/tmp/s6; R=$S/runs; LOG=${OUT:-/tmp}/public_scripts-$PART.log
 mkdir -p $R
 export KERAS_BACKEND=torch NO_COLOR=1 COLUMNS=150 NVPROF_WRAP_NSYS=$NSYS NVPROF_WRAP_HISTORY=$S/history.sqlite
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Fifth session: the tracer on its ctypes binding where the job is more than one plain script, on the GPU machine,
+# The tracer on its ctypes binding where the job is more than one plain script, on the GPU machine,
 # ONE device command of about 3 minutes (carry .whl and .debs):
 #
-#   source .debs/gpu-env.sh; bash benchmarks/h200_session5_check.sh
+#   source .debs/gpu-env.sh; bash benchmarks/h200_binding_jobs.sh
 #
 # 1. the Python API in this process (benchmarks/h200_api_check.py): profile block and steps, the cell magic, the
 #    Keras callback; the capture's meta 'binding';
 # 2. a job whose Python spawns a second Python (multiprocessing, spawn) that runs its own GEMMs, under
 #    `run --backend cupti`: one capture per process, each on the binding, and the report's per-process table.
-# $OUT: session.log.
+# $OUT: session.log (committed as benchmarks/results/h200_binding_jobs.log).
 set -u
 rm -rf /tmp/nvw-session
 source benchmarks/h200_common.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The GPU session behind docs/backends.md, docs/results-h200.md, docs/accuracy.md and docs/performance.md.
+# Every backend on an H200 (2026-11-29): launchers, crashes, experiments, overhead rounds, verify and DDP; the runs
+# behind docs/backends.md, docs/results-h200.md, docs/accuracy.md and docs/performance.md.
 # Runs on the device machine from the repo root, with .whl and .debs carried. Started in the background
-# (setsid) so that it outlives one call; `bash benchmarks/h200_session.sh wait SECONDS` waits for it and
+# (setsid) so that it outlives one call; `bash benchmarks/h200_backends_survey.sh wait SECONDS` waits for it and
 # copies what is done to $OUT
 # (runs.tgz in 15 MiB parts: `cat runs.tgz.part-* | tar xz`).
 set -u
