@@ -89,12 +89,12 @@ class Profile:
 
     # -- internals ---------------------------------------------------------------------------------------
     def _begin(self) -> None:
-        from nvprof_wrap.tracer import session
+        from nvprof_wrap.tracer import this_process
 
         _check_folder(self.folder)
         try:
-            session.begin(self.folder)
-        except session.TracingUnavailable as e:
+            this_process.begin(self.folder)
+        except this_process.TracingUnavailable as e:
             raise ToolMissing(f"cannot profile this process: {e}") from None
         except OSError as e:  # the folder cannot be made or written: one line, not a traceback
             raise NvprofWrapError(f"{self.folder}: cannot write the capture there ({e.strerror or e})") from None
@@ -103,10 +103,10 @@ class Profile:
     def _end(self) -> None:
         if not self._tracing:
             return
-        from nvprof_wrap.tracer import session
+        from nvprof_wrap.tracer import this_process
 
         self._tracing = False
-        self.capture = session.end()
+        self.capture = this_process.end()
 
     def _push_step(self) -> None:
         if self.nvtx_steps and self._tracing:
