@@ -131,7 +131,8 @@ def export_problem(out: Path, rep: Path | None = None) -> str | None:
         except OSError:
             pass
     try:
-        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(out.resolve()))}?mode=ro", uri=True)
+        # immutable: nothing is written beside the export (mode=ro alone made a -shm beside a WAL)
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(out.resolve()))}?mode=ro&immutable=1", uri=True)
         try:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
         finally:

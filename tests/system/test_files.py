@@ -208,3 +208,24 @@ def test_the_tracers_window_log_is_not_written_through_a_link_or_fifo(tmp_path, 
     before = _snapshot(outside)
     window._writer(str(folder), "steps 1:2")({"event": "opened"})
     assert _snapshot(outside) == before and stat.S_IFMT((folder / window.FILE).lstat().st_mode) != stat.S_IFREG
+
+
+def test_checking_an_export_writes_nothing_beside_it(tmp_path):
+    """system/tools.export_problem looks into an existing nsys export before it is reused: with a WAL beside it,
+    opening it mode=ro alone made SQLite create a -shm file beside the user's export."""
+    import shutil
+    import subprocess
+    import sys
+
+    from nvprof_wrap.system.tools import export_problem
+    from tests._paths import RUNS
+
+    out = Path(shutil.copy(RUNS / "ddp_nsys" / "nsys.sqlite", tmp_path / "report1.sqlite"))
+    code = (f"import os, sqlite3\nc = sqlite3.connect({str(out)!r}, isolation_level=None)\n"
+            "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA wal_autocheckpoint=0')\n"
+            "c.execute('CREATE TABLE extra(x)')\nos._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    (tmp_path / "report1.sqlite-shm").unlink()  # what the writer left: the test looks for a new one
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert export_problem(out) is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
