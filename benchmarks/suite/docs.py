@@ -18,6 +18,7 @@ from benchmarks.suite.types import Case, Figure, Result
 
 DOC = ROOT / "docs" / "performance.md"
 RESULTS = ROOT / "benchmarks" / "results"
+UNKNOWN = "not recorded"
 BLOCK = re.compile(r"(<!-- benchmarks:table (?P<stem>[\w.-]+) -->\n)(?P<body>.*?)(<!-- benchmarks:end -->)", re.S)
 
 
@@ -37,7 +38,9 @@ def generate(text: str, found: dict[str, Result]) -> str:
 
 def table(r: Result) -> str:
     m = r.machine
-    where = f"{m.cores} cores ({m.cpu}), Python {m.python}, nvprof-wrap {m.version} at {m.commit}"
+    known = [f"{m.cores} cores ({m.cpu})", *(f"{k} {v}" for k, v in (("Python", m.python), ("nvprof-wrap", m.version),
+                                                                    ("commit", m.commit)) if v != UNKNOWN)]
+    where = ", ".join(known)
     lines = [f"*`{r.command}`{' (quick sizes)' if r.quick else ''} — {where}"
              + (f"; {m.note}" if m.note else "") + (f". {r.recorded}" if r.recorded else "") + ".*", ""]
     names = list(dict.fromkeys(f.name for c in r.cases for f in c.figures))
@@ -57,7 +60,7 @@ def table(r: Result) -> str:
             f = c.figure(n)
             row.append(cell(f) if f else "—")
             if n in ratios:
-                row.append(ratio(c, f) if f else "—")
+                row.append(ratio(c, f, paired=r.extra.get("paired") != "no") if f else "—")
         if noted:
             row.append(c.note)
         lines.append("| " + " | ".join(row) + " |")
@@ -65,13 +68,13 @@ def table(r: Result) -> str:
 
 
 def number(v: float, unit: str) -> str:
-    if unit == "MB":
+    if unit in ("MB", "MiB"):
         return f"{v:,.0f}"
     if unit == "×":
         return f"{v:.2f}" if v < 10 else f"{v:.1f}"
     if abs(v) < 10:
         return f"{v:.2f}"
-    return f"{v:.1f}" if abs(v) < 1000 else f"{v:,.0f}"
+    return f"{v:.1f}" if abs(v) < 100 else f"{v:,.0f}"
 
 
 def span(vs: tuple[float, ...] | list[float], unit: str) -> str:
@@ -84,17 +87,17 @@ def cell(f: Figure) -> str:
     if not f.values:
         return f.note or "—"
     text = span(f.values, f.unit)
-    if len(f.values) >= 3 and f.unit != "×":
+    if len(f.values) >= 3 and f.unit == "s":
         text += f" (median {number(statistics.median(f.values), f.unit)})"
     return text + (f" ({f.note})" if f.note else "")
 
 
-def ratio(c: Case, f: Figure) -> str:
+def ratio(c: Case, f: Figure, paired: bool = True) -> str:
     """Each repeat over its own floor where both have every repeat (rounds interleaved), else median over median."""
     base = c.figure(f.versus)
     if base is None or not base.values or not f.values:
         return "—"
-    if len(base.values) == len(f.values) and all(base.values):
+    if paired and len(base.values) == len(f.values) and all(base.values):
         each = [a / b for a, b in zip(f.values, base.values)]
         text = span(each, "×")
         return text + (f" (median {number(statistics.median(each), '×')}×)" if len(each) >= 3 else "")
