@@ -20,7 +20,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from benchmarks.suite.floors import FLOOR_NSYS
 from benchmarks.suite.machine import ROOT
@@ -38,8 +39,8 @@ SPENT: dict[str, list[float]] = defaultdict(list)
 
 
 def run(args: RunArgs) -> Result:
-    db = generated("nsys", QUICK if args.quick else FULL, args.work_dir / f"nsys_{QUICK if args.quick else FULL}.sqlite",
-                   "--seed", "1")
+    n = QUICK if args.quick else FULL
+    db = generated("nsys", n, args.work_dir / f"nsys_{n}.sqlite", "--seed", "1")
     out = subprocess.run([sys.executable, "-m", "benchmarks.report_stages", str(db), "--rounds", str(args.rounds),
                           "--json"], cwd=ROOT, check=True, capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))

@@ -22,6 +22,6 @@ FULL = (100_000, 300_000)
 
 def run(args: RunArgs) -> Result:
     sizes = QUICK if args.quick else FULL
-    cases = [measure_trace(f"{n:,} kernels", generated("torch", n, args.work_dir / f"torch_{n}" / "rank0.pt.trace.json"),
-                           args.rounds, hta=n <= HTA_MAX) for n in sizes]
+    traces = [(n, generated("torch", n, args.work_dir / f"torch_{n}" / "rank0.pt.trace.json")) for n in sizes]
+    cases = [measure_trace(f"{n:,} kernels", trace, args.rounds, hta=n <= HTA_MAX) for n, trace in traces]
     return args.result(tuple(cases))

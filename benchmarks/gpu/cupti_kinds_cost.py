@@ -3,12 +3,12 @@
     python3 benchmarks/gpu/cupti_kinds_cost.py [--steps 300] [--rounds 5]      (GPU machine; prints a markdown table)
 
 Process-to-process noise on the shared GPU machine (rounds of one variant 1.6x apart) hid differences of a few µs
-between CUPTI configurations (benchmarks/gpu/cupti_attributes_tune.sh). Here one process times the launch-heavy training step of
-workloads/launch_rate.py (small-MLP steps, every kernel tiny) with CUPTI off and with each set of kinds enabled
-in turn — enabled before its loop, disabled and flushed after it — rounds rotating the order. Every buffer CUPTI
-fills goes back unread (as NVPROF_WRAP_CUPTI_DISCARD=1): the cost is CUPTI's own. Kernel launches per loop: the
-kernel records CUPTI delivered in one counting loop before the rounds. Prints per variant: median loop seconds,
-× off, µs per launch over off, the rounds.
+between CUPTI configurations (benchmarks/gpu/cupti_attributes_tune.sh). Here one process times the launch-heavy
+training step of workloads/launch_rate.py (small-MLP steps, every kernel tiny) with CUPTI off and with each set of
+kinds enabled in turn — enabled before its loop, disabled and flushed after it — rounds rotating the order. Every
+buffer CUPTI fills goes back unread (as NVPROF_WRAP_CUPTI_DISCARD=1): the cost is CUPTI's own. Kernel launches per
+loop: the kernel records CUPTI delivered in one counting loop before the rounds. Prints per variant: median loop
+seconds, × off, µs per launch over off, the rounds.
 """
 from __future__ import annotations
 

@@ -54,8 +54,8 @@ def rows(old: Result, new: Result, by_floor: bool = False) -> list[Row]:
 def render(old: Result, new: Result, by_floor: bool = False) -> tuple[str, int]:
     """The table, and how many figures are slower than the bar."""
     found = rows(old, new, by_floor)
-    lines = [f"{old.benchmark}: old {old.machine.commit} ({old.machine.cores} cores{', quick' if old.quick else ''})"
-             f" -> new {new.machine.commit} ({new.machine.cores} cores{', quick' if new.quick else ''})"]
+    lines = [(f"{old.benchmark}: old {old.machine.commit} ({old.machine.cores} cores{', quick' if old.quick else ''})"
+             f" -> new {new.machine.commit} ({new.machine.cores} cores{', quick' if new.quick else ''})")]
     if old.benchmark != new.benchmark:
         lines.append(f"warning: different benchmarks ({old.benchmark} vs {new.benchmark})")
     width = max((len(f"{r.case} | {r.figure}") for r in found), default=10)

@@ -19,7 +19,7 @@ from benchmarks.suite.types import Case, Figure, Result
 DOC = ROOT / "docs" / "performance.md"
 RESULTS = ROOT / "benchmarks" / "results"
 UNKNOWN = "not recorded"
-BLOCK = re.compile(r"(<!-- benchmarks:table (?P<stem>[\w.-]+) -->\n)(?P<body>.*?)(<!-- benchmarks:end -->)", re.S)
+BLOCK = re.compile(r"(<!-- benchmarks:table (?P<stem>[\w.-]+) -->\n)(?P<body>.*?)(<!-- benchmarks:end -->)", re.DOTALL)
 
 
 def results(folder: Path = RESULTS) -> dict[str, Result]:

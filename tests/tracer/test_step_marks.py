@@ -123,7 +123,8 @@ def test_step_names_are_the_ones_the_readers_look_for():
 
 
 def test_the_optimizer_steps_run_marks_are_counted_as_the_jobs_steps(tmp_path):
-    """A real H200 cupti run (tests/data/h200_runs/hw_phases_cupti: benchmarks/gpu/hardware_phases.py) marks no 'step N' of
+    """A real H200 cupti run (tests/data/h200_runs/hw_phases_cupti: benchmarks/gpu/hardware_phases.py) marks no
+    'step N' of
     its own; run's step marks opened 'optimizer step 0' at torch's import, and the job never called
     optimizer.step(), so all its kernels ran in that one range. The steps a job ran are then the 'optimizer step N'
     ranges run marked — what a failed job's headline counts ("failed after N steps"); a job's own step ranges win
