@@ -37,7 +37,7 @@ cd $S
 $V/python -c "import nvprof_wrap, keras, torch, sys; print('nvprof_wrap from', nvprof_wrap.__file__, 'keras', keras.__version__, 'torch', torch.__version__); import importlib.util as u; print('cupti-python importable:', u.find_spec('cupti') is not None)" >> $LOG 2>&1
 if [ "$PART" = A ]; then
   step doctor; t doctor $W doctor
-  step api; cp $REPO/benchmarks/gpu/python_api_check.py $S/; TAIL=12 t api timeout 300 $V/python $S/h200_api_check.py $R/api
+  step api; cp $REPO/benchmarks/gpu/python_api_check.py $S/; TAIL=12 t api timeout 300 $V/python $S/python_api_check.py $R/api
   step nanogpt
   rm -rf $S/nanogpt; cp -r $REPO/.gpu/nanogpt $S/nanogpt; mkdir -p $S/nanogpt/data/shakespeare_char
   $V/python -c "
@@ -56,7 +56,7 @@ pickle.dump({'vocab_size': 65}, open('$S/nanogpt/data/shakespeare_char/meta.pkl'
   cd $S
   step hf_trainer; cp $REPO/benchmarks/gpu/hf_trainer_job.py $S/
   for b in cupti nsys; do
-    t hf_$b $W run --backend $b -o $R/hf_$b -- $V/python $S/h200_hf_trainer.py $S/hfout
+    t hf_$b $W run --backend $b -o $R/hf_$b -- $V/python $S/hf_trainer_job.py $S/hfout
     t hf_${b}_steps $W report $R/hf_$b --steps 10:40
     $W report $R/hf_$b --steps 10:40 --format json -o ${OUT:-/tmp}/hf_${b}_steps.json >> $LOG 2>&1
   done
