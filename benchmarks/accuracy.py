@@ -478,7 +478,7 @@ Built by: python -m benchmarks.accuracy --rebuild-labels
 """)
     training = out / "h200_training_runs.tsv"
     write_labels(training, build_training_labels(TRAINING_COUNTERS), """
-Kernels of PyTorch training steps on an NVIDIA H200 (sm_90, torch 2.11, 2026-11-30, benchmarks/h200_truth.sh):
+Kernels of PyTorch training steps on an NVIDIA H200 (sm_90, torch 2.11, 2026-11-30, benchmarks/gpu/training_truth.sh):
 a GPT trainer in fp32 / bf16 (fused AdamW) / fp16 (AMP), ResNet-50 fp32 and an LSTM language model fp32
 (workloads/), each measured with `nvprof-wrap verify` (Nsight Compute). Truth: matrix instructions net of HFMA2
 (nvprof_wrap.classify.counters) > 0 on any launch. Raw counters: tests/data/h200_runs/train_counters/*.ncu.csv.gz.

@@ -1,4 +1,4 @@
-"""Issue 27: the table of benchmarks/nsys_after_range.py's runs (h200_window.sh R). Reads the JSON lines of every
+"""Issue 27: the table of benchmarks/gpu/nsys_after_range.py's runs (capture_window.sh R). Reads the JSON lines of every
 run (named PREFIX_VARIANT_ROUND) from one or more files and prints, per variant and kind of call, the median over
 rounds of: µs per call before the capture range, after it / before it (the same process: what the range left
 behind), and before it / the same round's BASE run before (what nsys' presence costs from the job's start); a kind

@@ -1,9 +1,9 @@
-"""Trim a real capture of benchmarks/hw_phases.py to KEEP seconds of each phase (its NVTX range): kernels, GPU
+"""Trim a real capture of benchmarks/gpu/hardware_phases.py to KEEP seconds of each phase (its NVTX range): kernels, GPU
 metrics and launch calls outside are deleted (nothing is added or changed), for a test fixture under 2 MB.
 
     python benchmarks/trim_capture.py SRC DST KEEP_S nsys|cupti     (then gzip -9 DST)
 
-tests/data/h200_runs/hw_phases_nsys: the nsys export of benchmarks/h200_hw_explore.sh, KEEP_S 0.3;
+tests/data/h200_runs/hw_phases_nsys: the nsys export of benchmarks/gpu/hardware_metrics_explore.sh, KEEP_S 0.3;
 tests/data/h200_runs/hw_phases_cupti: its cupti run folder (capture trimmed with KEEP_S 0.6, gpm.jsonl whole)."""
 import shutil
 import sqlite3

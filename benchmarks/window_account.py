@@ -7,7 +7,7 @@ no window (the unprofiled job) get the same account: their sum is the account's 
 
     python3 -m benchmarks.window_account DIR_OR_TGZ... [--window 100:120] [--runs REGEX]
 
-DIR: sub-folders PREFIX_VARIANT_ROUND holding stdout.log (benchmarks/h200_window.sh writes them); a .tgz of them
+DIR: sub-folders PREFIX_VARIANT_ROUND holding stdout.log (benchmarks/gpu/capture_window.sh writes them); a .tgz of them
 (its *_stdout.tgz) is read in place.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from benchmarks.nano_iters import iterations_of
+from benchmarks.gpu.nano_iterations import iterations_of
 from benchmarks.window_rounds import RUN
 
 

@@ -1,7 +1,7 @@
 """Issue 27: rounds of nanoGPT runs side by side, from their own per-iteration times (train.py --log_interval=1):
 per run the median iteration before the window (steps 21 to A-1), after it (B on) and the training loop after
 step 20, each as a ratio to the same round's BASE run. A folder holds one sub-folder per run, named
-PREFIX_VARIANT_ROUND, each with the job's stdout.log (benchmarks/h200_window.sh P writes them; its p_stdout.tgz).
+PREFIX_VARIANT_ROUND, each with the job's stdout.log (benchmarks/gpu/capture_window.sh P writes them; its p_stdout.tgz).
 
     python3 -m benchmarks.window_rounds DIR [--window 100:120] [--base none]
 """
@@ -13,7 +13,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks.nano_iters import iterations
+from benchmarks.gpu.nano_iterations import iterations
 
 RUN = re.compile(r"^[a-z0-9]+_(?P<variant>.+)_(?P<round>\d+)$")
 

@@ -1,7 +1,7 @@
 /* Issue 17.3 prototype (benchmark only, not shipped): how fast can a compiled pass join every kernel of an Nsight
  * Systems export to its launch call by correlation id and sum kernel time per (launching thread, kernel name)?
  * Reads both tables once in rowid order through SQLite's C API, matches correlation ids in an open-addressing hash
- * table, aggregates in another. Compare with the GROUP BY floor (benchmarks/scale.py FLOOR_NSYS).
+ * table, aggregates in another. Compare with the GROUP BY floor (benchmarks/suite/floors.py FLOOR_NSYS).
  *
  *   cc -O2 -o /tmp/corr_join benchmarks/native/corr_join.c -lsqlite3 && /tmp/corr_join CAPTURE.sqlite
  */

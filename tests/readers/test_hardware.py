@@ -1,7 +1,8 @@
 """The hardware's own tensor-pipe activity (issue "Hardware truth"): nsys GPU metrics read from a capture, NVML GPM
 samples a run's launcher took, matched to the kernels, deciding kernels the names leave unknown and cross-checking
-the others. The captures are real, made on the H200 by benchmarks/h200_hw_explore.sh running
-benchmarks/hw_phases.py (phases of known truth) and trimmed to a part of each phase (benchmarks/trim_capture.py):
+the others. The captures are real, made on the H200 by
+benchmarks/gpu/hardware_metrics_explore.sh running benchmarks/gpu/hardware_phases.py (phases of known truth) and
+trimmed to a part of each phase (benchmarks/trim_capture.py):
 - hw_phases_nsys: `nsys profile --gpu-metrics-devices=0 --gpu-metrics-frequency=10000` (100 µs samples);
 - hw_phases_cupti: `nvprof-wrap run --backend cupti` with GPM sampled beside it every 100 ms (gpm.jsonl).
 """

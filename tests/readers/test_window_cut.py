@@ -1,7 +1,7 @@
 """A capture window whose nsys stop ran beside the job (tracer/window.py): the report cuts what nsys recorded while
 stopping (readers/_window.py Window.cut).
 
-tests/data/h200_runs/nsys_window_aside: a real run on the H200 (benchmarks/h200_window.sh part K) —
+tests/data/h200_runs/nsys_window_aside: a real run on the H200 (benchmarks/gpu/capture_window.sh part K) —
 `nvprof-wrap run --backend nsys --no-hardware --capture-steps 100:120 -- python train.py …` of karpathy/nanoGPT,
 unmodified (shakespeare_char config, 400 iterations, --compile=False). The job was held 0.66 ms at the close, nsys'
 stop took 3.07 s on a helper thread, and nsys recorded 208 launches of step 120 meanwhile; each step of this loop
@@ -115,7 +115,7 @@ def test_steps_past_the_cut_are_not_the_captures(gpt):
         readers.read(gpt, Window(steps=(2, 9), cut=5))
 
 
-# tests/data/h200_runs/nsys_window_detached: the same job and window (benchmarks/h200_window.sh part Q2, DATA=1),
+# tests/data/h200_runs/nsys_window_detached: the same job and window (benchmarks/gpu/capture_window.sh part Q2, DATA=1),
 # run with the default since then: once nsys' stop returned (3.18 s, beside the job), its CUPTI was detached from the
 # job (cuptiFinalize on nsys' own libcupti, status 0, 12.6 ms on the job's thread). nsys recorded 241 launches of
 # step 120 while stopping, and nothing after.

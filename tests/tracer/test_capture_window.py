@@ -4,7 +4,8 @@ The window inside the job (nvprof_wrap/tracer/window.py) is driven here three wa
 recorder that notes what it is asked; real Python processes traced by the CUPTI tracer on the faked cupti-python
 (tests/fakes/cupti, which records only the kinds enabled, as CUPTI does) and a stand-in torch with torch's optimizer
 step hook (as in test_step_marks.py); and `nvprof-wrap run` end to end on both. On the H200 the same paths ran on
-nanoGPT (benchmarks/h200_window.sh, results of parts A to E in benchmarks/results/capture_window/): launches per kernel
+nanoGPT
+(benchmarks/gpu/capture_window.sh, results of parts A to E in benchmarks/results/capture_window/): launches per kernel
 name inside a window equal to the same steps cut out of a whole-job capture, under cupti and nsys."""
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Without a GPU driver CUPTI refuses the subscription, which is what a traced job on such a machine must say in one
 line. The tables the binding carries (activity kinds, launch-call ids) are checked against CUPTI's own headers
 where a CUDA toolkit or an NVIDIA wheel provides them. What needs a GPU (a whole traced run on this binding) is
-checked on the H200: benchmarks/h200_binding.sh, docs/cupti-tracer.md.
+checked on the H200: benchmarks/gpu/tracer_binding_cost.sh, docs/cupti-tracer.md.
 """
 from __future__ import annotations
 

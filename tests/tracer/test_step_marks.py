@@ -4,7 +4,7 @@ is not installed on the CPU machines (CI, developers): a stand-in package named 
 offers the two calls the marks use with torch's own signatures and module layout (torch/optim/optimizer.py
 register_optimizer_step_post_hook: hook(optimizer, args, kwargs), a handle with remove(); torch/cuda/nvtx.py
 range_start(msg) -> id, range_end(id)) and records what it is asked. On the H200 the same path runs on real torch
-(benchmarks/h200_public_scripts.sh)."""
+(benchmarks/gpu/public_scripts_steps.sh)."""
 from __future__ import annotations
 
 import json
@@ -123,7 +123,8 @@ def test_step_names_are_the_ones_the_readers_look_for():
 
 
 def test_the_optimizer_steps_run_marks_are_counted_as_the_jobs_steps(tmp_path):
-    """A real H200 cupti run (tests/data/h200_runs/hw_phases_cupti: benchmarks/hw_phases.py) marks no 'step N' of
+    """A real H200 cupti run (tests/data/h200_runs/hw_phases_cupti: benchmarks/gpu/hardware_phases.py) marks no
+    'step N' of
     its own; run's step marks opened 'optimizer step 0' at torch's import, and the job never called
     optimizer.step(), so all its kernels ran in that one range. The steps a job ran are then the 'optimizer step N'
     ranges run marked — what a failed job's headline counts ("failed after N steps"); a job's own step ranges win

@@ -145,7 +145,7 @@ MEASURED = {
         "nsys-ai": (92, 10, 0, 370, 0),
         "apex.pyprof": (54, 0, 38, 380, 0),
     },
-    # PyTorch training steps on the H200, labelled by matrix-instruction counters (benchmarks/h200_truth.sh)
+    # PyTorch training steps on the H200, labelled by matrix-instruction counters (benchmarks/gpu/training_truth.sh)
     "h200_training_runs.tsv": {
         "nvprof-wrap": (66, 0, 0, 183, 0),
         "xprof/tensorboard": (26, 16, 40, 167, 0),

@@ -143,7 +143,7 @@ def test_profile_block(tmp_path):
 
     meta = dict(sqlite3.connect(got["capture"]).execute("SELECT key, value FROM meta"))
     # A window opens after the process has a CUDA context: per-call API records then never came on the H200, so
-    # windows record the RUNTIME and DRIVER kinds (benchmarks/h200_api_records.py, docs/api.md)
+    # windows record the RUNTIME and DRIVER kinds (benchmarks/gpu/window_api_records.py, docs/api.md)
     assert meta["api_records"].startswith("every runtime and driver call")
     assert meta["exit"] == "profile window end"
 

@@ -9,7 +9,7 @@ import tarfile
 from benchmarks import nsys_after_summary, window_account, window_rounds
 from tests._paths import ROOT
 
-RESULTS = ROOT / "benchmarks" / "results" / "capture_window"  # benchmarks/h200_window.sh's parts
+RESULTS = ROOT / "benchmarks" / "results" / "capture_window"  # benchmarks/gpu/capture_window.sh's parts
 
 
 def test_window_rounds_table_is_the_archived_jobs_own(tmp_path):
@@ -79,7 +79,7 @@ def test_window_account_tells_a_window_from_the_noise():
 
 
 def test_nsys_after_range_table_is_the_logs_own():
-    """h200_window.sh R's table (per CUDA call before / after nsys' range) is what its JSON lines give."""
+    """capture_window.sh R's table (per CUDA call before / after nsys' range) is what its JSON lines give."""
     for log in ("R1-per_call_after_range.log", "R2-per_call_after_range_per_reference.log"):
         table = _run(nsys_after_summary.main, [str(RESULTS / log)])
         rows = table.rstrip().split("\n", 1)[1]  # R1 ran before the header named the per-reference kinds

@@ -1,5 +1,5 @@
 """A guard against silent slowdowns of `report` on a big Nsight Systems export: its time as a ratio to the floor
-that any per-op attribution pays (benchmarks/scale.py FLOOR_ATTRIBUTION: the GROUP BY over the kernels, joined to
+that any per-op attribution pays (benchmarks/suite/floors.py FLOOR_ATTRIBUTION: the GROUP BY over the kernels, joined to
 their launch calls), both measured in this run, interleaved, on the same generated capture of 500k launches with
 NVTX ranges (benchmarks.generate). A ratio, not a time: CI machines differ, and a loaded one slows both.
 
@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from benchmarks.scale import FLOOR_ATTRIBUTION
+from benchmarks.suite.floors import FLOOR_ATTRIBUTION
 from nvprof_wrap.readers import _native
 from tests._paths import ROOT
 
