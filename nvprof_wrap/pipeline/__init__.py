@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = ["analyze"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name == "analyze":
         from nvprof_wrap.pipeline.compose import analyze
 
