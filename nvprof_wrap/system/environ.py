@@ -77,6 +77,18 @@ def width(fallback: int = 120) -> int:
     return min(columns, MAX_WIDTH) if columns > 0 else fallback
 
 
+def words(name: str) -> list[str]:
+    """A variable of words (``_words``) as a list; [] when unset."""
+    got = value(name, [])
+    return [str(w) for w in got] if isinstance(got, list) else []
+
+
+def whole(name: str, default: int) -> int:
+    """A variable of a whole number (``_whole``); ``default`` when unset."""
+    got = value(name, default)
+    return got if isinstance(got, int) else default
+
+
 def check(command: str | None = None) -> list[str]:
     """Every variable checked before a command starts: BadInput for the first of ours that `command` uses (every one
     without a command) and that cannot be used; the warnings for the terminal's that are ignored (and for a TMPDIR
