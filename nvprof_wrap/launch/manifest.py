@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any, TypeVar
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.base import CaptureWindow

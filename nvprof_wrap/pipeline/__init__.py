@@ -7,6 +7,11 @@ the Python API call.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the checker sees its signature; at run time it is imported on first use (below)
+    from nvprof_wrap.pipeline.compose import analyze
+
 __all__ = ["analyze"]
 
 
