@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
 
     @torch.compile(mode="max-autotune-no-cudagraphs")
-    def f(a, b, c):
+    def f(a: Any, b: Any, c: Any) -> Any:  # type: ignore[untyped-decorator]  # torch is not type-checked
         return torch.relu(a @ b + c)
 
     a = torch.randn(args.size, args.size, device="cuda", dtype=dtype)
