@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
                 h = jax.nn.relu(h)
         return -jnp.mean(jnp.sum(yb * jax.nn.log_softmax(h.astype(jnp.float32)), axis=-1))
 
-    @jax.jit
-    def step(ps: Any, acc: Any, xb: Any, yb: Any) -> Any:  # type: ignore[untyped-decorator]  # jax is not type-checked
+    @jax.jit  # type: ignore[untyped-decorator]  # jax is not type-checked here
+    def step(ps: Any, acc: Any, xb: Any, yb: Any) -> Any:  # jax arrays and pytrees
         loss, grads = jax.value_and_grad(loss_fn)(ps, xb, yb)
         acc = jax.tree_util.tree_map(lambda a, g: 0.9 * a + 0.1 * g.astype(jnp.float32) ** 2, acc, grads)
         ps = jax.tree_util.tree_map(lambda p_, g, a: (p_ - 1e-3 * g / (jnp.sqrt(a) + 1e-7)).astype(p_.dtype),
