@@ -16,12 +16,20 @@ traced jobs and must stay light.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from nvprof_wrap._version import __version__
+
+if TYPE_CHECKING:  # the checker sees the names; at run time they are imported on first use (__getattr__)
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from nvprof_wrap.api import Profile, profile
+    from nvprof_wrap.pipeline import analyze
 
 __all__ = ["Profile", "__version__", "analyze", "load_ipython_extension", "profile"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name == "analyze":
         from nvprof_wrap.pipeline import analyze
 
@@ -33,7 +41,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'nvprof_wrap' has no attribute {name!r}")
 
 
-def load_ipython_extension(ipython) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """``%load_ext nvprof_wrap``: registers the ``%%nvprof_wrap`` cell magic (nvprof_wrap/magic.py)."""
     from nvprof_wrap.magic import load_ipython_extension as load
 

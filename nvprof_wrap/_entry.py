@@ -4,9 +4,10 @@ to clean up. It was a KeyboardInterrupt traceback, or a death by SIGTERM with no
 handlers in place. Only the standard library is imported before the handlers are set."""
 import os
 import signal
+from types import FrameType
 
 
-def _before_main(signum: int, _frame) -> None:
+def _before_main(signum: int, _frame: FrameType | None) -> None:
     os.write(2, b"nvprof-wrap: interrupted\n" if signum == signal.SIGINT else b"nvprof-wrap: terminated (SIGTERM)\n")
     os._exit(128 + signum)
 

@@ -7,10 +7,13 @@ and ``p.report`` is ``nvprof_wrap.analyze`` of it: the same Report as ``nvprof-w
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from nvprof_wrap.errors import NvprofWrapError, ToolMissing
 from nvprof_wrap.system import tempdirs
+
+if TYPE_CHECKING:
+    from nvprof_wrap.report import Report
 
 
 class Profile:
@@ -34,12 +37,12 @@ class Profile:
         self.nvtx_steps = nvtx_steps
         self.step_count = 0
         self.capture: Path | None = None
-        self._report = None
+        self._report: Report | None = None
         self._tracing = False
         self._range_open = False
 
     # -- the window ------------------------------------------------------------------------------------
-    def start(self) -> Profile:
+    def start(self) -> Self:
         if self.folder is None:
             self.folder = Path(tempdirs.make("profile"))
         if self.steps is None or self.steps[0] == 0:
@@ -72,7 +75,7 @@ class Profile:
 
     # -- results ---------------------------------------------------------------------------------------
     @property
-    def report(self):
+    def report(self) -> Report:
         """The report of the window (read once, then kept)."""
         if self._report is None:
             if self._tracing:
@@ -85,15 +88,18 @@ class Profile:
         return self._report
 
     def _repr_html_(self) -> str:
-        return self.report._repr_html_()
+        html: str = self.report._repr_html_()  # set on Report by the renderers
+        return html
 
     # -- internals ---------------------------------------------------------------------------------------
     def _begin(self) -> None:
         from nvprof_wrap.tracer import this_process
 
-        _check_folder(self.folder)
+        folder = self.folder
+        assert folder is not None  # start() made one
+        _check_folder(folder)
         try:
-            this_process.begin(self.folder)
+            this_process.begin(folder)
         except this_process.TracingUnavailable as e:
             raise ToolMissing(f"cannot profile this process: {e}") from None
         except OSError as e:  # the folder cannot be made or written: one line, not a traceback

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
+from types import FrameType
 
 # An unexpected exception, a bug of ours: the command line exits with this (sysexits' EX_SOFTWARE), never 1, which
 # is a missed gate (cli/_exit.py).
@@ -29,7 +30,8 @@ class BadInput(NvprofWrapError):
         self.why = why if len(why) <= 300 else why[:297] + "..."
         super().__init__(f"{self.path}: {self.why}" if self.path else self.why)
 
-    def __reduce__(self):  # crosses process boundaries (parallel reading) with its two fields
+    # crosses process boundaries (parallel reading) with its two fields
+    def __reduce__(self) -> tuple[type[NvprofWrapError], tuple[object, str]]:
         return (type(self), (self.path, self.why))
 
 
@@ -47,7 +49,7 @@ class IOFailure(NvprofWrapError):
         self.why = why if len(why) <= 300 else why[:297] + "..."
         super().__init__(f"{self.path}: {self.why}" if self.path else self.why)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[NvprofWrapError], tuple[object, str]]:
         return (type(self), (self.path, self.why))
 
 
@@ -72,7 +74,7 @@ class Terminated(BaseException):
         self.signum = signum
 
 
-def terminate(signum: int, _frame) -> None:
+def terminate(signum: int, _frame: FrameType | None) -> None:
     """A signal handler (lifeline.end_on): raise Terminated where the process is — once. The same signal again is
     ignored from then on: it would cut the cleanup short (a pool worker got a second SIGTERM from the pool, which
     took its sibling's exit for a crash, in the middle of removing its temporary folder)."""

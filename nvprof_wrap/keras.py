@@ -14,15 +14,20 @@ fallback). Where tracing cannot start, one line says why and ``fit`` runs unprof
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import keras
 
 from nvprof_wrap.api import Profile
 from nvprof_wrap.errors import NvprofWrapError
 
+if TYPE_CHECKING:
+    from nvprof_wrap.report import Report
 
-class ProfileSteps(keras.callbacks.Callback):
+
+class ProfileSteps(keras.callbacks.Callback):  # type: ignore[misc]  # keras ships no types: Callback is Any
     """Profile training batches ``start`` to ``stop - 1`` (counted over the whole fit, across epochs)."""
 
     def __init__(self, start: int = 10, stop: int = 20, folder: str | Path | None = None) -> None:
@@ -35,20 +40,20 @@ class ProfileSteps(keras.callbacks.Callback):
         self._started = False
         self.failed: NvprofWrapError | None = None
 
-    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if not self._started:
             self._started = True
             self._guarded(self.profile.start)
 
-    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self.seen += 1
         self._guarded(self.profile.step)
 
-    def on_train_end(self, logs: dict | None = None) -> None:
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         if self._started:
             self._guarded(self.profile.stop)
 
-    def _guarded(self, call) -> None:
+    def _guarded(self, call: Callable[[], object]) -> None:
         """Profiling never aborts ``fit``: where tracing cannot start, one line says why, training goes on
         unprofiled, and ``report`` raises with that reason."""
         if self.failed is not None:
@@ -60,7 +65,7 @@ class ProfileSteps(keras.callbacks.Callback):
             print(f"nvprof-wrap: ProfileSteps: not profiling this fit: {e}", file=sys.stderr)
 
     @property
-    def report(self):
+    def report(self) -> Report:
         if self.failed is not None:
             raise self.failed
         return self.profile.report

@@ -12,6 +12,10 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell  # IPython's types are not read: Any
 
 from nvprof_wrap.api import Profile
 from nvprof_wrap.errors import NvprofWrapError
@@ -24,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def nvprof_wrap_cell(line: str, cell: str, shell) -> object:
+def nvprof_wrap_cell(line: str, cell: str, shell: InteractiveShell) -> object:
     """Run ``cell`` in ``shell`` under a profiling window; return the report (displayed by IPython).
 
     Profiling never stops the cell: where tracing cannot start, or the capture cannot be read, one
@@ -63,8 +67,8 @@ def nvprof_wrap_cell(line: str, cell: str, shell) -> object:
     return rep
 
 
-def load_ipython_extension(ipython) -> None:
-    def magic(line: str, cell: str):
+def load_ipython_extension(ipython: InteractiveShell) -> None:
+    def magic(line: str, cell: str) -> object:
         return nvprof_wrap_cell(line, cell, ipython)
 
     magic.__doc__ = __doc__

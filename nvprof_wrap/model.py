@@ -6,7 +6,7 @@ does not grow with the number of launches.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 # The op of kernels launched outside any NVTX / profiler range.
@@ -256,7 +256,7 @@ def counted(n: int, unit: str) -> str:
 
 def merge_kernels(aggs: Iterable[KernelAgg]) -> tuple[KernelAgg, ...]:
     """Combine aggregates with the same (pid, device, name): demangling can map two raw names to one."""
-    merged: dict[tuple, KernelAgg] = {}
+    merged: dict[tuple[int | None, int | None, str], KernelAgg] = {}
     for a in aggs:
         key = (a.pid, a.device_id, a.name)
         b = merged.get(key)
@@ -272,7 +272,7 @@ def merge_kernels(aggs: Iterable[KernelAgg]) -> tuple[KernelAgg, ...]:
 def merge_memops(aggs: Iterable[MemAgg]) -> tuple[MemAgg, ...]:
     """Combine memory-operation aggregates with the same (pid, device, kind, direction): several CUPTI copy
     kinds map to one direction (HtoD and HtoA are both host-to-device)."""
-    merged: dict[tuple, MemAgg] = {}
+    merged: dict[tuple[int | None, int | None, str, str], MemAgg] = {}
     for a in aggs:
         key = (a.pid, a.device_id, a.kind, a.direction)
         b = merged.get(key)
@@ -285,6 +285,6 @@ def _add(a: int | None, b: int | None) -> int | None:
     return None if a is None and b is None else (a or 0) + (b or 0)
 
 
-def _pick(f, a: int | None, b: int | None) -> int | None:
+def _pick(f: Callable[[list[int]], int], a: int | None, b: int | None) -> int | None:
     vals = [v for v in (a, b) if v is not None]
     return f(vals) if vals else None

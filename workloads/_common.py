@@ -40,7 +40,7 @@ from typing import Any, TextIO
 # lines still show).  Warnings and errors are kept.  Must precede the TF import.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-import keras
+import keras as keras  # noqa: PLC0414 - re-exported: the Keras workloads import it from here, after the line above
 import numpy as np
 
 METRICS_ENV = "NVPROF_WRAP_METRICS"
@@ -104,7 +104,7 @@ def make_optimizer(name: str, precision: str) -> keras.optimizers.Optimizer:
     return optimizer
 
 
-class Keras2RMSprop(keras.optimizers.RMSprop):
+class Keras2RMSprop(keras.optimizers.RMSprop):  # type: ignore[misc]  # keras ships no types: RMSprop is Any
     """RMSprop with Keras 2.x's update rule, for reproducing the seed.
 
     Keras 2 (keras/optimizers.py) did ``p - lr * g / (sqrt(a) + epsilon)``;
@@ -114,7 +114,7 @@ class Keras2RMSprop(keras.optimizers.RMSprop):
     sqrt(epsilon) (3.45e-4).  Momentum/centered variants are not needed here.
     """
 
-    def update_step(self, gradient, variable, learning_rate):  # type: ignore[override]
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:  # keras tensors and variables
         ops = keras.ops
         lr = ops.cast(learning_rate, variable.dtype)
         gradient = ops.cast(gradient, variable.dtype)
@@ -226,7 +226,7 @@ class MetricsFile:
             self._stream = None
 
 
-class EpochMetricsCallback(keras.callbacks.Callback):
+class EpochMetricsCallback(keras.callbacks.Callback):  # type: ignore[misc]  # keras ships no types: Callback is Any
     """Per-epoch metrics (and step counts) into a MetricsFile."""
 
     def __init__(self, sink: MetricsFile) -> None:
@@ -235,14 +235,14 @@ class EpochMetricsCallback(keras.callbacks.Callback):
         self._epoch_start = 0.0
         self._steps = 0
 
-    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch_start = time.perf_counter()
         self._steps = 0
 
-    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self._steps += 1
 
-    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         logs = logs or {}
         record: dict[str, Any] = {"epoch": epoch + 1}
         for key in ("loss", "accuracy", "val_loss", "val_accuracy"):

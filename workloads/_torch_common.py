@@ -12,7 +12,9 @@ import json
 import math
 import os
 import time
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 
@@ -45,7 +47,7 @@ class Metrics:
         self.write({"event": "start", "workload": workload, "precision": args.precision, "backend": "torch",
                     "data": "synthetic", "epochs": args.steps, "batch_size": args.batch_size})
 
-    def write(self, obj: dict) -> None:
+    def write(self, obj: dict[str, Any]) -> None:  # one JSON object per line
         if self.f:
             self.f.write(json.dumps(obj) + "\n")
             self.f.flush()
@@ -58,7 +60,7 @@ class Metrics:
         self.write({"event": "end", "wall_s": time.perf_counter() - self.t0})
 
 
-def setup(args: argparse.Namespace):
+def setup(args: argparse.Namespace) -> tuple[str, Callable[[], AbstractContextManager[Any]], Any]:
     """(device, autocast context factory, GradScaler or None) for the chosen precision."""
     import torch
 
@@ -67,14 +69,15 @@ def setup(args: argparse.Namespace):
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
 
-    def autocast():
+    def autocast() -> AbstractContextManager[Any]:
         return torch.autocast(dev, dtype=dtype) if dtype is not None else nullcontext()
 
     scaler = torch.amp.GradScaler(dev) if args.precision == "fp16" else None
     return dev, autocast, scaler
 
 
-def train(name: str, args: argparse.Namespace, model, optimizer, batch, loss_fn, clip: float | None = None) -> int:
+def train(name: str, args: argparse.Namespace, model: Any, optimizer: Any, batch: Callable[[int], tuple[Any, Any]],
+          loss_fn: Callable[[Any, Any, Any], Any], clip: float | None = None) -> int:  # torch objects: Any
     """The training loop every workload shares: NVTX step ranges, autocast, loss scaling, gradient clipping,
     metrics per step, an optional torch.profiler window."""
     import torch

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,8 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
     torch.backends.cuda.matmul.allow_tf32 = False
 
-    @torch.compile(mode="max-autotune-no-cudagraphs")
-    def f(a, b, c):
+    @torch.compile(mode="max-autotune-no-cudagraphs")  # type: ignore[untyped-decorator]  # torch is not type-checked here
+    def f(a: Any, b: Any, c: Any) -> Any:  # torch tensors
         return torch.relu(a @ b + c)
 
     a = torch.randn(args.size, args.size, device="cuda", dtype=dtype)

@@ -9,17 +9,19 @@ tensor cores on sm80+ even though the data is fp32; in fp16/bf16 through flash o
 """
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import Any
 
 from nvprof_wrap.workloads._torch_common import base_parser, train
 
 
-def build(args):
+def build(args: argparse.Namespace) -> Any:  # a torch Module
     import torch
     import torch.nn.functional as F
     from torch import nn
 
-    class Block(nn.Module):
+    class Block(nn.Module):  # type: ignore[misc]  # torch is not type-checked here: Module is Any
         def __init__(self, d: int, heads: int, p: float) -> None:
             super().__init__()
             self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
@@ -27,7 +29,7 @@ def build(args):
             self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
             self.heads, self.p, self.drop = heads, p, nn.Dropout(p)
 
-        def forward(self, x):
+        def forward(self, x: Any) -> Any:
             b, t, d = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
             q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
@@ -35,7 +37,7 @@ def build(args):
             x = x + self.drop(self.proj(y.transpose(1, 2).contiguous().view(b, t, d)))
             return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
 
-    class GPT(nn.Module):
+    class GPT(nn.Module):  # type: ignore[misc]  # torch is not type-checked here: Module is Any
         def __init__(self, vocab: int, block: int, layers: int, d: int, heads: int, p: float) -> None:
             super().__init__()
             self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(block, d)
@@ -46,7 +48,7 @@ def build(args):
             for emb in (self.wte, self.wpe):
                 nn.init.normal_(emb.weight, std=0.02)
 
-        def forward(self, idx):
+        def forward(self, idx: Any) -> Any:
             pos = torch.arange(idx.shape[1], device=idx.device)
             x = self.drop(self.wte(idx) + self.wpe(pos))
             for blk in self.blocks:
@@ -76,11 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     fwd = torch.compile(model) if args.compile else model
     g = torch.Generator(device=dev).manual_seed(args.seed)
 
-    def batch(step: int):
+    def batch(step: int) -> tuple[Any, Any]:
         idx = torch.randint(0, args.vocab, (args.batch_size, args.block + 1), device=dev, generator=g)
         return idx[:, :-1], idx[:, 1:]
 
-    def loss_fn(_m, x, y):
+    def loss_fn(_m: Any, x: Any, y: Any) -> Any:
         logits = fwd(x)
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), y.reshape(-1))
 

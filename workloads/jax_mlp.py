@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     x = (jax.random.uniform(keys[-1], (args.batch_size, sizes[0])) < 0.01).astype(dtype)
     y = jax.nn.one_hot(jnp.arange(args.batch_size) % sizes[-1], sizes[-1])
 
-    def loss_fn(ps, xb, yb):
+    def loss_fn(ps: Any, xb: Any, yb: Any) -> Any:  # jax arrays and pytrees of them
         h = xb
         for i, (w, b) in enumerate(ps):
             h = h @ w + b
@@ -36,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
                 h = jax.nn.relu(h)
         return -jnp.mean(jnp.sum(yb * jax.nn.log_softmax(h.astype(jnp.float32)), axis=-1))
 
-    @jax.jit
-    def step(ps, acc, xb, yb):
+    @jax.jit  # type: ignore[untyped-decorator]  # jax is not type-checked here
+    def step(ps: Any, acc: Any, xb: Any, yb: Any) -> Any:  # jax arrays and pytrees
         loss, grads = jax.value_and_grad(loss_fn)(ps, xb, yb)
         acc = jax.tree_util.tree_map(lambda a, g: 0.9 * a + 0.1 * g.astype(jnp.float32) ** 2, acc, grads)
         ps = jax.tree_util.tree_map(lambda p_, g, a: (p_ - 1e-3 * g / (jnp.sqrt(a) + 1e-7)).astype(p_.dtype),
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             loss.block_until_ready()
             jax.profiler.stop_trace()
     print(f"jax_mlp {args.precision} on {jax.devices()[0].device_kind}: {args.steps} steps, "
-          f"loss {float(loss):.4f}", flush=True)
+          f"loss {float(loss):.4f}" if loss is not None else "no step run", flush=True)
     return 0
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 
 T0 = time.perf_counter()
 
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def launch_step():
+def launch_step() -> Callable[[], None]:
     import torch
 
     torch.manual_seed(0)
@@ -69,7 +70,7 @@ def launch_step():
     return step
 
 
-def compute_step():
+def compute_step() -> Callable[[], None]:
     import torch
 
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)

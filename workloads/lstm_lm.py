@@ -6,6 +6,7 @@ dropout, tied decoder, SGD with gradient clipping), on random tokens.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from nvprof_wrap.workloads._torch_common import base_parser, train
 
@@ -20,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch.nn.functional as F
     from torch import nn
 
-    class LM(nn.Module):
+    class LM(nn.Module):  # type: ignore[misc]  # torch is not type-checked here: Module is Any
         def __init__(self) -> None:
             super().__init__()
             self.drop = nn.Dropout(0.5)
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
             self.dec = nn.Linear(args.hidden, args.vocab)
             self.dec.weight = self.enc.weight
 
-        def forward(self, x):
+        def forward(self, x: Any) -> Any:
             out, _ = self.rnn(self.drop(self.enc(x)))
             return self.dec(self.drop(out))
 
@@ -40,11 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     opt = torch.optim.SGD(model.parameters(), lr=20.0)
     g = torch.Generator(device=dev).manual_seed(args.seed)
 
-    def batch(step: int):
+    def batch(step: int) -> tuple[Any, Any]:
         idx = torch.randint(0, args.vocab, (args.bptt + 1, args.batch_size), device=dev, generator=g)
         return idx[:-1], idx[1:]
 
-    def loss_fn(_m, x, y):
+    def loss_fn(_m: Any, x: Any, y: Any) -> Any:
         return F.cross_entropy(fwd(x).view(-1, args.vocab), y.reshape(-1))
 
     return train("lstm_lm", args, model, opt, batch, loss_fn, clip=0.25)

@@ -8,6 +8,7 @@ fp32 convolutions use TF32 tensor cores by default in PyTorch (``torch.backends.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from nvprof_wrap.workloads._torch_common import base_parser, train
 
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     x = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=dev).to(memory_format=fmt)
     y = torch.randint(0, 1000, (args.batch_size,), device=dev)
 
-    def loss_fn(_m, xb, yb):
+    def loss_fn(_m: Any, xb: Any, yb: Any) -> Any:  # torch tensors
         return F.cross_entropy(fwd(xb), yb)
 
     return train("resnet_train", args, model, opt, lambda step: (x, y), loss_fn)

@@ -159,7 +159,9 @@ def launch_verdict(metrics: Mapping[str, float | None], cc: str | float | None =
     pipe_mma = (None if pipe is None else max(pipe - hfma2, 0.0) if hfma2 is not None
                 else pipe if pipe == 0 or (gpu is not None and gpu < 7.5) else None)
     if pipe_mma:
-        why = "" if hfma2 is not None else f": the tensor pipe of sm_{gpu * 10:.0f} runs matrix instructions only"
+        # without HFMA2 counted, a pipe count is taken whole only on a GPU named below sm_75 (pipe_mma above)
+        why = "" if hfma2 is not None or gpu is None else \
+            f": the tensor pipe of sm_{gpu * 10:.0f} runs matrix instructions only"
         return Evidence("yes", metric, pipe_mma, f"{_n(pipe_mma)} matrix instructions{counted}{why}{cyc}")
     if pipe_mma == 0 and whole:
         why = (" — the tensor-pipe work was HFMA2.MMA (fp16x2 FMA), not matrix math" if pipe else

@@ -42,7 +42,7 @@ def _lowered(pattern: str) -> str:
     return re.sub(r"\\.|[A-Z]", lambda m: m.group() if m.group().startswith("\\") else m.group().lower(), pattern)
 
 
-def _compile(table: list[dict], value_key: str) -> tuple[Rule, ...]:
+def _compile(table: list[dict[str, str]], value_key: str) -> tuple[Rule, ...]:  # rules.toml's [[…]] tables
     """Rules match case-insensitively. They run on the lower-cased name without re.IGNORECASE, which keeps the
     regex engine's literal-prefix search: 0.13 s instead of 0.33 s for every rule on the 546 distinct names of
     the real captures (the same matches; tests/classify/test_classify.py checks it on them)."""

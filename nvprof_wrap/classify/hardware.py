@@ -34,14 +34,15 @@ def _pipe(hmma: float | None, imma: float | None, dfma: float | None) -> str:
     return f", mostly {max(pipes)[1]}" if pipes else ""
 
 
-def describe(samples: int, interval_ns: int, tensor: float, source: str, hmma=None, imma=None, dfma=None) -> str:
+def describe(samples: int, interval_ns: int, tensor: float, source: str, hmma: float | None = None,
+             imma: float | None = None, dfma: float | None = None) -> str:
     every = f"{interval_ns / 1e6:g} ms" if interval_ns >= 1_000_000 else f"{interval_ns / 1e3:g} µs"
     return (f"{source}: tensor pipes {tensor:.1f}% active{_pipe(hmma, imma, dfma)} over {samples:,} samples "
             f"of {every} it filled alone")
 
 
-def judge(samples: int, interval_ns: int, tensor: float | None, source: str, hmma=None, imma=None,
-          dfma=None) -> tuple[str, str] | None:
+def judge(samples: int, interval_ns: int, tensor: float | None, source: str, hmma: float | None = None,
+          imma: float | None = None, dfma: float | None = None) -> tuple[str, str] | None:
     """("yes" | "no" | "unknown", detail) from a kernel's samples; None when there are too few to say anything."""
     t = thresholds()
     if tensor is None or samples < t.min_samples or samples * interval_ns < t.min_filled_ms * 1e6:

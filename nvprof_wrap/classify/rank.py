@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypedDict
 
 from nvprof_wrap.classify import gpus
 from nvprof_wrap.model import Classification
@@ -36,6 +37,16 @@ class Verdict:
     counter_verdict: str | None = None
     counter_detail: str | None = None
     flag: str = ""  # the name claims something this GPU cannot run
+
+
+class _FromName(TypedDict):
+    """What every verdict of one kernel name on one GPU carries, whichever evidence decided it."""
+
+    precision: str
+    family: str
+    name_verdict: str
+    counter_verdict: str | None
+    flag: str
 
 
 def _sm(cc: float) -> str:
@@ -73,7 +84,7 @@ def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] 
     """The verdict for kernel name ``c`` on a GPU of compute capability ``cc`` named ``gpu_name`` (either may be
     None), given counter, compiled-code and sampled-hardware evidence as (tensor_core, detail)."""
     cc, has_tensor_cores = gpu_facts(cc, gpu_name)
-    base = {"precision": c.precision, "family": c.family, "name_verdict": c.tensor_core,
+    base: _FromName = {"precision": c.precision, "family": c.family, "name_verdict": c.tensor_core,
                 "counter_verdict": counter[0] if counter else None,
                 "flag": _flag(c, cc) or ("the name says tensor cores, but this GPU has none"
                                       if not has_tensor_cores and c.tensor_core == "yes" else "")}
@@ -81,7 +92,9 @@ def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] 
         return Verdict(counter[0], reason=c.reason, rule=c.rule, evidence="counters", counter_detail=counter[1],
                        **base)
     if not has_tensor_cores:
-        gpu = f"{gpu_name} ({_sm(cc)})" if gpu_name and cc is not None else (gpu_name or _sm(cc))
+        # cc is known here: a GPU without tensor cores is one of a known compute capability (gpu_facts)
+        sm = _sm(cc) if cc is not None else "sm_?"
+        gpu = f"{gpu_name} ({sm})" if gpu_name and cc is not None else (gpu_name or sm)
         why = ("they arrived with Volta (sm_70)" if cc is not None and cc < FIRST_TENSOR_CORE_CC
                else "its chip (Turing TU116/TU117) has none")
         return Verdict("no", reason=f"the GPU, {gpu}, has no tensor cores: {why}", rule="device-no-tensor-cores",

@@ -17,6 +17,7 @@ import os
 import signal
 import sqlite3
 import sys
+from typing import Protocol
 
 from nvprof_wrap._version import __version__
 from nvprof_wrap.cli import (
@@ -33,7 +34,7 @@ from nvprof_wrap.cli import (
     summarize_cmd,
     verify_cmd,
 )
-from nvprof_wrap.cli._args import resolve_format
+from nvprof_wrap.cli._args import Subcommands, resolve_format
 from nvprof_wrap.cli._exit import internal_error
 from nvprof_wrap.cli._write import say, stdout_gone
 from nvprof_wrap.errors import IO_ERROR, NvprofWrapError, Terminated, terminate
@@ -41,13 +42,21 @@ from nvprof_wrap.system import environ, storage, tempdirs
 from nvprof_wrap.system.lifeline import end_on, leave_terminal, restore, terminal_fds
 from nvprof_wrap.system.storage import machine_failure
 
+
+class Command(Protocol):  # a subcommand's module
+    def add_parser(self, sub: Subcommands, name: str) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
 _JOBS = {"run", "experiment"}  # the commands whose work is a job's run (SIGHUP: see main)
 _TAKE_A_COMMAND = {"run", "experiment", "verify"}  # the commands that use what follows "--"
 # Every subcommand, once: name → its module (add_parser(sub, name), run(args) -> int), in the order of --help.
 # A command whose module does not import is a broken install, and says so with its traceback.
-COMMANDS = {"report": report_cmd, "kernels": kernels, "compare": compare_cmd, "classify": classify_cmd, "demo": demo,
-            "run": run_cmd, "runs": runs_cmd, "doctor": doctor, "verify": verify_cmd, "experiment": experiment_cmd,
-            "summarize": summarize_cmd}
+COMMANDS: dict[str, Command] = {
+    "report": report_cmd, "kernels": kernels, "compare": compare_cmd, "classify": classify_cmd, "demo": demo,
+    "run": run_cmd, "runs": runs_cmd, "doctor": doctor, "verify": verify_cmd, "experiment": experiment_cmd,
+    "summarize": summarize_cmd}
 
 
 def parser() -> argparse.ArgumentParser:

@@ -5,13 +5,32 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeAlias, TypedDict
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import BY_EXTENSION, RENDERERS, Options
 from nvprof_wrap.system import environ
 
 FORMATS = tuple(RENDERERS)
+# What ArgumentParser.add_subparsers gives: each command's module adds its parser to it (a string: the class is
+# generic only to the type checker).
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class Reading(TypedDict):
+    """analyze()'s dask= and workers=."""
+
+    dask: str | None
+    workers: int | None
+
+
+class Span(TypedDict):
+    """analyze()'s window= and steps=."""
+
+    window: tuple[float, float] | None
+    steps: tuple[int, int] | None
 
 
 # --wide, the same on every command that prints tables (docs/html.md#names)
@@ -40,11 +59,11 @@ def add_store(p: argparse.ArgumentParser) -> None:
                         "nvprof-wrap and the captures at the same paths (docs/ranks.md)")
 
 
-def reading_args(args: argparse.Namespace) -> dict:
+def reading_args(args: argparse.Namespace) -> Reading:
     """report_on()'s dask= and workers= from --dask / $DASK_SCHEDULER_ADDRESS and --jobs."""
     from nvprof_wrap.pipeline.reading import dask_address
 
-    return {"dask": dask_address(getattr(args, "dask", None)), "workers": getattr(args, "jobs", None)}
+    return Reading(dask=dask_address(getattr(args, "dask", None)), workers=getattr(args, "jobs", None))
 
 
 def add_window(p: argparse.ArgumentParser) -> None:
@@ -56,15 +75,15 @@ def add_window(p: argparse.ArgumentParser) -> None:
                         "ProfilerStep#N, or Keras batches with --annotate keras (default: every step)")
 
 
-def window_args(args: argparse.Namespace) -> dict:
+def window_args(args: argparse.Namespace) -> Span:
     """analyze()'s window= and steps= from --window / --steps."""
     from nvprof_wrap.readers._window import parse
 
-    return {"window": parse(args.window, "--window") if getattr(args, "window", None) else None,
-            "steps": parse(args.steps, "--steps", integer=True) if getattr(args, "steps", None) else None}
+    return Span(window=parse(args.window, "--window") if getattr(args, "window", None) else None,
+                steps=parse(args.steps, "--steps", integer=True) if getattr(args, "steps", None) else None)
 
 
-def render_options(args: argparse.Namespace, **more) -> Options:
+def render_options(args: argparse.Namespace, **more: Any) -> Options:  # Options' fields by name
     """How to render for this command line: --width (else $COLUMNS, else the terminal's), colour on a terminal
     unless NO_COLOR / TERM=dumb and never in a file, and ``more`` (wide=, limit=, table=, gates=)."""
     width = args.width or environ.width()
@@ -120,7 +139,7 @@ def add_gates(p: argparse.ArgumentParser) -> None:
                         "(default: no gate)")
 
 
-def between(lo: float, hi: float, what: str, integer: bool = False, note: str = ""):
+def between(lo: float, hi: float, what: str, integer: bool = False, note: str = "") -> Callable[[str], float]:
     """An argument type: a number (a whole one with ``integer``) from lo to hi, else argparse's usage line."""
     def parse(text: str) -> float | int:
         try:

@@ -3,6 +3,7 @@ FILE that -o / --save names — checked before any work (never an input, never a
 or not at all, and never renamed over a device, a FIFO or a symlink; one line on stderr for what a command says."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import stat
@@ -54,7 +55,7 @@ def say(line: str) -> None:
         pass
 
 
-def put(args, text: str, what: str = "output") -> None:
+def put(args: argparse.Namespace, text: str, what: str = "output") -> None:
     """A command's rendered output to its -o / --save FILE, else stdout."""
     deliver(text, output_file(args), f"{args.format} {what}")
 

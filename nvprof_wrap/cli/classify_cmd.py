@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TextIO
 
 from nvprof_wrap.classify import classify_many
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_format, add_output, render_options
+from nvprof_wrap.cli._args import Subcommands, add_format, add_output, render_options
 from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import Classifications, render
@@ -20,7 +21,7 @@ from nvprof_wrap.system.limits import MAX_NAME_CHARS
 from nvprof_wrap.text.demangle import demangle
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="classify kernel names (mangled names are demangled first)", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("names", nargs="*", metavar="NAME")
@@ -48,7 +49,7 @@ def _read_names(path: Path) -> list[str]:
         raise BadInput(path, f"cannot read ({e.strerror})") from None
 
 
-def _cut(line: str, f) -> str:
+def _cut(line: str, f: TextIO) -> str:
     if len(line) < MAX_NAME_CHARS or line.endswith("\n"):
         return line
     while (rest := f.readline(MAX_NAME_CHARS)) and not rest.endswith("\n"):

@@ -18,7 +18,16 @@ from __future__ import annotations
 import argparse
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_format, add_gates, add_output, add_window, positive, render_options, window_args
+from nvprof_wrap.cli._args import (
+    Subcommands,
+    add_format,
+    add_gates,
+    add_output,
+    add_window,
+    positive,
+    render_options,
+    window_args,
+)
 from nvprof_wrap.cli._gates import gate, gates
 from nvprof_wrap.cli._progress import reading
 from nvprof_wrap.cli._write import check_output, deliver
@@ -26,7 +35,7 @@ from nvprof_wrap.pipeline.stores import compare_runs, resolve_run
 from nvprof_wrap.renderers import render
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="two runs side by side: tensor-core share, precisions, ops, step time",
                        description=__doc__, epilog=_exit.GATED, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("before", metavar="BEFORE", help="a capture, a run folder or a recorded run's name")

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import WIDE_HELP, add_format, add_output, positive, render_options
+from nvprof_wrap.cli._args import WIDE_HELP, Subcommands, add_format, add_output, positive, render_options
 from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import Named, Reports, render
@@ -33,7 +33,7 @@ TITLES = {
 }
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="report on the bundled real H200 captures", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--limit", type=positive, default=10, help="kernels per report (default 10)")

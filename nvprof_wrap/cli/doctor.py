@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_format, add_save, render_options
+from nvprof_wrap.cli._args import Subcommands, add_format, add_save, render_options
 from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.pipeline.doctor import PROBE, facts, probe
 from nvprof_wrap.renderers import Doctor, render
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="what GPUs, profilers and Keras backends this machine has", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--no-probe", action="store_true", help="do not run the matmul probe")

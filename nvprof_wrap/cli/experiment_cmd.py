@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_format, add_save, render_options
+from nvprof_wrap.cli._args import Subcommands, add_format, add_save, render_options
 from nvprof_wrap.cli._write import check_output, put, say
 from nvprof_wrap.cli.run_cmd import add_hardware, annotate_kinds
 from nvprof_wrap.errors import BadInput
@@ -30,7 +30,7 @@ from nvprof_wrap.launch.manifest import Manifest, read_manifest
 from nvprof_wrap.launch.runner import execute
 from nvprof_wrap.pipeline.stores import report_run
 from nvprof_wrap.renderers import Experiment, render
-from nvprof_wrap.report.experiment import row
+from nvprof_wrap.report.experiment import ExperimentRow, row
 from nvprof_wrap.report.health import health_from_run
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # a link to ../../workloads; a copy when installed
@@ -38,7 +38,7 @@ CLASSES = {"reuters_mlp": 46}
 PRECISIONS = ("fp32", "fp16", "bf16", "mixed")  # workloads/_common.py: the --precision every workload accepts
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="run a workload per precision and compare side by side", description=__doc__,
                        epilog=_exit.EXPERIMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workload")
@@ -69,7 +69,7 @@ def resolve(workload: str) -> Path:
     raise BadInput(workload, f"no such workload (a script path, or one of: {', '.join(known)})")
 
 
-def _row(precision: str, folder: Path, manifest: Manifest, script_stem: str):
+def _row(precision: str, folder: Path, manifest: Manifest, script_stem: str) -> ExperimentRow:
     rep = report_run(folder, warn=say, health=False)
     return row(precision, folder, manifest, rep,
                health_from_run(folder / "metrics.jsonl", None, CLASSES.get(script_stem),

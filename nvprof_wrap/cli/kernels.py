@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_format, add_output, add_store, add_window, positive, render_options
+from nvprof_wrap.cli._args import Subcommands, add_format, add_output, add_store, add_window, positive, render_options
 from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.cli.report_cmd import build
 from nvprof_wrap.errors import BadInput
@@ -21,7 +21,7 @@ from nvprof_wrap.renderers import Kernels, render
 SORTS = {"time": lambda k: (-k.total_ns, k.name), "launches": lambda k: (-k.launches, k.name), "name": lambda k: k.name}
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="list kernels with their tensor-core verdict", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")

@@ -29,6 +29,7 @@ from nvprof_wrap.cli import _exit, _trace
 from nvprof_wrap.cli._args import (
     FORMATS,
     WIDE_HELP,
+    Subcommands,
     add_format,
     add_gates,
     add_output,
@@ -47,7 +48,7 @@ from nvprof_wrap.renderers import render
 from nvprof_wrap.renderers.csv import TABLES as CSV_TABLES
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="report on captures: were tensor cores used, where GPU time went",
                        description=__doc__, epilog=_exit.GATED, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")

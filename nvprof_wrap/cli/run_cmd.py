@@ -23,7 +23,16 @@ from __future__ import annotations
 import argparse
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import WIDE_HELP, add_format, add_gates, add_save, between, positive, render_options
+from nvprof_wrap.cli._args import (
+    WIDE_HELP,
+    Subcommands,
+    add_format,
+    add_gates,
+    add_save,
+    between,
+    positive,
+    render_options,
+)
 from nvprof_wrap.cli._exit import internal_error
 from nvprof_wrap.cli._gates import gate, gates
 from nvprof_wrap.cli._progress import reading
@@ -36,7 +45,7 @@ from nvprof_wrap.pipeline.stores import remember, report_run, window_never_opene
 from nvprof_wrap.renderers import RENDERERS, Options, render
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="run a command under a profiler and report", description=__doc__,
                        epilog=_exit.RUN, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=CHOICES, default="auto",
@@ -143,7 +152,7 @@ def _command(args: argparse.Namespace) -> list[str]:
     cmd = args.passthrough if args.passthrough is not None else args.cmd
     if not cmd:
         raise BadInput(None, "no command to run: nvprof-wrap run [options] -- CMD ARGS...")
-    return cmd
+    return [str(word) for word in cmd]  # argparse's words, or the list main() kept after "--"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -200,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
     # read is not a success of `run`; a job that succeeded and was read but missed a gate exits 1; a job that
     # succeeded but whose report met a bug of ours exits with the internal error's code.
     code = manifest.exit_code
+    assert code is not None  # execute() waited for the job: its code is known
     if code != 0:
         return code
     return INTERNAL if internal else unrecorded if not recorded else gated

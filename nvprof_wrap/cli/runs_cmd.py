@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_format, add_output, positive, render_options
+from nvprof_wrap.cli._args import Subcommands, add_format, add_output, positive, render_options
 from nvprof_wrap.cli._write import check_output, put, say
 from nvprof_wrap.pipeline.stores import history_path, recorded_runs
 from nvprof_wrap.renderers import Runs, render
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="list recorded runs (name, date, command, verdict, tensor-core share)",
                        description=__doc__, epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--limit", type=positive, default=None, help="the newest N only (default: all)")

@@ -17,13 +17,13 @@ import argparse
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import add_window, positive, window_args
+from nvprof_wrap.cli._args import Subcommands, add_window, positive, window_args
 from nvprof_wrap.cli._progress import reading
 from nvprof_wrap.cli._write import say
 from nvprof_wrap.pipeline.summarize import summarize
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="summarise captures into small files that `report` merges (per rank, per task)",
                        description=__doc__, epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path, metavar="CAPTURE")

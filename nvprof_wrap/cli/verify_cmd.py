@@ -19,14 +19,14 @@ import sys
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import WIDE_HELP, add_format, add_save, positive, render_options
+from nvprof_wrap.cli._args import WIDE_HELP, Subcommands, add_format, add_save, positive, render_options
 from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.pipeline.verify import counters_of, report_with_counters
 from nvprof_wrap.renderers import render
 
 
-def add_parser(sub, name: str) -> None:
+def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="measure tensor-core use with Nsight Compute counters", description=__doc__,
                        epilog=_exit.READ, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--top", type=positive, default=20, help="kernels to measure from an earlier run (default 20)")

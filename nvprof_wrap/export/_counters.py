@@ -32,7 +32,7 @@ def gpu_metrics(trace: Trace, conn: sqlite3.Connection, have: set[str], index: i
     metrics = {(t, m): name for t, m, name in conn.execute(
         "SELECT DISTINCT typeId, metricId, metricName FROM TARGET_INFO_GPU_METRICS")}
     devices = _gpu_metrics._device_ids(conn, have, sorted({t for t, _ in metrics}))
-    prefix: dict[tuple, str] = {}
+    prefix: dict[tuple[object, ...], str] = {}
     for (t, m), name in metrics.items():
         pid = _device_pid(trace, devices.get(t), _gpu_metrics.SOURCE)
         prefix[(t, m)] = f'{{"ph":"C","name":{dumps(name)},"pid":{pid},"tid":{pid},"args":{{"value":'
@@ -58,7 +58,7 @@ def gpm(trace: Trace, path: Path, unix_offset: int, clock: Clock, span: tuple[in
     order = {d.get("device"): i for i, d in enumerate(header.get("devices", [])) if isinstance(d, dict)}
     lo, hi = span
     write, n = trace.write, 0
-    heads: dict[tuple, str] = {}
+    heads: dict[tuple[object, ...], str] = {}
     for row in lines:
         cuda = order.get(row.get("device"))
         t0 = row.get("t0_ns")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, NotRequired, TextIO, TypedDict
 
 from nvprof_wrap.report import KernelRow
 
@@ -32,6 +32,18 @@ def dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+class KernelArgs(TypedDict):
+    """A kernel event's args: its name's verdict in the report, and its launches there."""
+
+    tensor_core: str
+    precision: str
+    family: str
+    reason: str
+    evidence: str
+    launches: int
+    verdicts: NotRequired[list[str]]  # the name's verdict differs by device
+
+
 @dataclass
 class Verdicts:
     """Each kernel name's verdict args, looked up in the Report once per distinct name (demangled, as the Report
@@ -40,7 +52,7 @@ class Verdicts:
     rows: dict[str, list[KernelRow]]
     demangle: Callable[[str], str]
     cache: dict[object, str] = field(default_factory=dict)
-    named: dict[str, dict] = field(default_factory=dict)
+    named: dict[str, KernelArgs] = field(default_factory=dict)
 
     @classmethod
     def of(cls, kernels: tuple[KernelRow, ...], demangle: Callable[[str], str]) -> Verdicts:
@@ -60,17 +72,17 @@ class Verdicts:
                                      f'"cname":"{CNAME[args["tensor_core"]]}","args":{dumps(args)[:-1]},"correlation":')
         return got
 
-    def args(self, name: str) -> dict:
+    def args(self, name: str) -> KernelArgs:
         """The verdict args of a (demangled) kernel name."""
         got = self.named.get(name)
         if got is None:
             got = self.named[name] = self._args(name)
         return got
 
-    def _args(self, name: str) -> dict:
+    def _args(self, name: str) -> KernelArgs:
         rows = self.rows.get(name, [])
         first = rows[0] if rows else None
-        args = {"tensor_core": first.tensor_core if first else "unknown",
+        args: KernelArgs = {"tensor_core": first.tensor_core if first else "unknown",
                 "precision": first.precision if first else "", "family": first.family if first else "",
                 "reason": first.reason if first else "not in the report (outside its window or scope)",
                 "evidence": first.evidence if first else "", "launches": sum(r.launches for r in rows)}
@@ -85,10 +97,10 @@ class Trace:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.write = out.write
-        self.procs: dict[tuple, int] = {}  # (capture, pid) → trace pid
+        self.procs: dict[tuple[object, object], int] = {}  # (capture, pid) → trace pid
         self.names: dict[int, tuple[str, int]] = {}  # trace pid → (name, sort index)
         self.threads: dict[tuple[int, int], tuple[str, int]] = {}  # (pid, tid) → (name, sort index)
-        self.gpu: dict[tuple, int] = {}  # (pid, device, stream, lane) → tid
+        self.gpu: dict[tuple[object, ...], int] = {}  # (pid, device, stream, lane) → tid; (pid, "thread", tid)
         self.taken: set[int] = set()
         self.next_id = SYNTHETIC
         self.counts: dict[str, int] = {}
@@ -116,7 +128,7 @@ class Trace:
             self.names[got] = (name, len(self.names))
         return got
 
-    def remap(self, key: tuple) -> int:
+    def remap(self, key: tuple[object, ...]) -> int:
         """A stable made-up id for ``key`` (an id Perfetto would not take as it is)."""
         got = self.gpu.get(key)
         if got is None:
@@ -127,12 +139,14 @@ class Trace:
         """A CPU thread's tid: its own, or a made-up one where it is not a plain 32-bit id below SYNTHETIC (CUPTI's
         thread ids can be any 32-bit value)."""
         own = tid
-        if not isinstance(tid, int) or not 0 < tid < SYNTHETIC:
-            tid = self.gpu.get((pid, "thread", own)) or self.gpu.setdefault((pid, "thread", own), self.new_id())
-        if (pid, tid) not in self.threads:
+        if isinstance(tid, int) and 0 < tid < SYNTHETIC:
+            made = tid
+        else:
+            made = self.gpu.get((pid, "thread", own)) or self.gpu.setdefault((pid, "thread", own), self.new_id())
+        if (pid, made) not in self.threads:
             cpu = sum(1 for p, t in self.threads if p == pid and self.threads[(p, t)][1] < GPU_SORT)
-            self.threads[(pid, tid)] = (name or f"thread {own}", cpu)
-        return tid  # type: ignore[return-value]
+            self.threads[(pid, made)] = (name or f"thread {own}", cpu)
+        return made
 
     def gpu_track(self, pid: int, device: int | None, stream: int | None, lane: int) -> int:
         key = (pid, device, stream, lane)
@@ -147,7 +161,7 @@ class Trace:
     def count(self, what: str, n: int = 1) -> None:
         self.counts[what] = self.counts.get(what, 0) + n
 
-    def finish(self, other: dict) -> None:
+    def finish(self, other: dict[str, Any]) -> None:  # the trace's otherData: a JSON object
         """The metadata events (names and sort indices), then the trace's own metadata (otherData)."""
         meta = []
         for pid, (name, order) in self.names.items():

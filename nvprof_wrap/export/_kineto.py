@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.export._events import CNAME, Trace, Verdicts, dumps
 from nvprof_wrap.export._timeline import Clock
@@ -28,7 +29,7 @@ _GPU_CATS = KERNEL_CATS | MEM_CATS
 def _ns(value: object) -> int | None:
     if type(value) not in _NUMBER:
         return None
-    ns = value * 1000  # type: ignore[operator]
+    ns = value * 1000  # type: ignore[operator]  # an int or a float (type(), not isinstance: a bool is no time)
     return round(ns) if abs(ns) < 2**62 else None  # also False for nan
 
 
@@ -39,21 +40,22 @@ class Kineto:
         self.path, self.fast = path, True
         self.first_ns: int | None = None
         self.gpu_first: int | None = None
-        self.steps: list[tuple] = []
+        self.steps: list[tuple[str, tuple[object, object], int, int]] = []  # (name, (pid, tid), start, end)
+        self.header: dict[str, Any] = {}  # the trace's JSON members other than its events
         try:
             self._scan()
         except NotFast:
             self.fast, self.first_ns, self.gpu_first, self.steps = False, None, None, []
             self._scan()
 
-    def _batches(self) -> Iterator[list]:
+    def _batches(self) -> Iterator[list[Any]]:  # events: JSON values
         events = TraceEvents(self.path, self.fast)
         yield from events
         self.header = events.header
 
     def _scan(self) -> None:
         first, gpu_first, steps = None, None, self.steps
-        self.header: dict = {}
+        self.header = {}
         for batch in self._batches():
             for ev in batch:
                 if type(ev) is not dict:

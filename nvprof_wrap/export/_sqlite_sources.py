@@ -4,6 +4,8 @@ streams its rows into the trace (readers/nsys_sqlite.py and readers/cupti_sqlite
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from nvprof_wrap.export import _counters
@@ -61,7 +63,7 @@ class Nsys:
         for table, kind in zip(NSYS_GPU, range(3)):
             if table not in have:
                 continue
-            c = lambda col, t=table: self._col(t, col)
+            c = partial(self._col, table)
             name = nsys_sqlite._name_col(conn) if kind == 0 else "NULL"
             parts.append(f'SELECT start, "end", {c("globalPid")}, {c("deviceId")}, {c("streamId")}, {kind}, {name}, '
                          f'{c("correlationId")}, {c("bytes") if kind else "NULL"}, '
@@ -73,7 +75,7 @@ class Nsys:
         self._ranges(trace, clock, span, pid_of)
         _counters.gpu_metrics(trace, conn, have, index, clock, span)
 
-    def _ranges(self, trace: Trace, clock: Clock, span: tuple[int, int], pid_of) -> None:
+    def _ranges(self, trace: Trace, clock: Clock, span: tuple[int, int], pid_of: Callable[[object], int]) -> None:
         conn, have = self.conn, self.have
         if "NVTX_EVENTS" not in have:
             return

@@ -13,6 +13,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from nvprof_wrap.export._events import MEM_CNAME, Trace, Verdicts, dumps, us
 from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION
@@ -38,9 +40,10 @@ class Lanes:
     number (interval partitioning: a heap each, so a row costs O(log tracks))."""
 
     def __init__(self) -> None:
-        self.streams: dict[tuple, tuple[list, list, list[int]]] = {}
+        # per stream: (busy tracks as (end, track), free tracks, how many tracks)
+        self.streams: dict[tuple[object, ...], tuple[list[tuple[int, int]], list[int], list[int]]] = {}
 
-    def lane(self, key: tuple, start: int, end: int) -> int:
+    def lane(self, key: tuple[object, ...], start: int, end: int) -> int:
         busy, free, count = self.streams.setdefault(key, ([], [], [0]))
         if len(busy) == 1 and busy[0][0] <= start and not free:  # the usual case: the stream's one track is free
             busy[0] = (end, busy[0][1])
@@ -55,13 +58,15 @@ class Lanes:
         return lane
 
 
-def gpu(trace: Trace, verdicts: Verdicts, rows: Iterable[tuple], clock: Clock,
+def gpu(trace: Trace, verdicts: Verdicts, rows: Iterable[tuple[Any, ...]], clock: Clock,
         pid_of: Callable[[object], int], raw_name: Callable[[object], str]) -> None:
     """Rows (start, end, process key, device, stream, kind, name key, correlation, bytes, copy kind), in start
     order, as slices on their stream's tracks. pid_of: the trace pid of a process key; raw_name: a name key's name.
     (The loop runs once per launch: lookups are cached in dicts, times formatted inline.)"""
-    lanes, shift, buf = Lanes(), clock.shift, []
-    track, pids, prefixes, write = trace.gpu.get, {}, {}, buf.append
+    lanes, shift, buf = Lanes(), clock.shift, list[str]()
+    pids: dict[object, int] = {}
+    prefixes: dict[object, str] = {}
+    track, write = trace.gpu.get, buf.append
     for start, end, proc, dev, stream, kind, key, corr, nbytes, copy_kind in rows:
         if start is None or end is None or not 0 <= end - start <= MAX_DURATION_NS:
             trace.count("skipped (no usable time)")
@@ -80,28 +85,30 @@ def gpu(trace: Trace, verdicts: Verdicts, rows: Iterable[tuple], clock: Clock,
         if kind == KERNEL:
             head = prefixes.get(key)
             if head is None:
-                head = prefixes[key] = verdicts.prefix(key, lambda k=key: raw_name(k))
+                head = prefixes[key] = verdicts.prefix(key, partial(raw_name, key))
             write(f"{head}{corr if type(corr) is int else 'null'}}}{where}")
             continue
         write(_memop(kind, nbytes, corr, copy_kind) + where)
     trace.write("".join(buf))
 
 
-def _memop(kind: int, nbytes: object, corr: object, copy_kind: object) -> str:
+def _memop(kind: int, nbytes: object, corr: object, copy_kind: Any) -> str:  # copy_kind: an SQLite value
     """A copy's or a set's event, up to its place."""
     what = "memcpy" if kind == MEMCPY else "memset"
-    args: dict = {"bytes": nbytes, "correlation": corr}
+    args: dict[str, object] = {"bytes": nbytes, "correlation": corr}
     if kind == MEMCPY:
-        args["direction"] = MEMCPY_DIRECTION.get(copy_kind, "other")  # type: ignore[arg-type]
+        args["direction"] = MEMCPY_DIRECTION.get(copy_kind, "other")
     name = f"memcpy {args['direction']}" if kind == MEMCPY else "memset"
     return f'{{"ph":"X","cat":"{what}","name":"{name}","cname":"{MEM_CNAME[what]}","args":{dumps(args)}'
 
 
-def ranges(trace: Trace, rows: Iterable[tuple], clock: Clock, thread_of: Callable[[object], tuple[int, int]]) -> None:
+def ranges(trace: Trace, rows: Iterable[tuple[Any, ...]], clock: Clock,
+           thread_of: Callable[[object], tuple[int, int]]) -> None:
     """Rows (thread key, start, end, name, kind), ordered by thread, start, and end descending, as slices on the
     thread (nested ones) or async slices of its process (the others). thread_of: (pid, tid) of a thread key."""
     write, shift = trace.write, clock.shift
-    now, stack, where = object(), [], (0, 0)
+    now, where = object(), (0, 0)
+    stack: list[int] = []
     for thread, start, end, name, kind in rows:
         if start is None or end is None or end < start:
             trace.count("skipped ranges (not closed)")

@@ -18,7 +18,7 @@ import contextlib
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from nvprof_wrap._version import __version__
 from nvprof_wrap.errors import BadInput, ToolMissing
@@ -39,7 +39,7 @@ from nvprof_wrap.system.storage import machine_failure
 from nvprof_wrap.text.demangle import demangle
 
 Source = Nsys | Cupti | Kineto
-SQLITE = {"nsys-sqlite": Nsys, "nsys-rep": Nsys, "cupti": Cupti}
+SQLITE: dict[str, type[Nsys | Cupti]] = {"nsys-sqlite": Nsys, "nsys-rep": Nsys, "cupti": Cupti}
 # Whose schema each is, for readers/_guard.py's check (the readers' own words)
 PROFILER = {"nsys-sqlite": "Nsight Systems", "nsys-rep": "Nsight Systems", "cupti": "nvprof-wrap's CUPTI tracer"}
 FORMATS = (*SQLITE, Kineto.FORMAT)
@@ -57,7 +57,7 @@ def check(report: Report) -> None:
 
 
 def export(report: Report, out: TextIO, *, window: tuple[float, float] | None = None,
-           steps: tuple[int, int] | None = None, warn: Warn = lambda _: None) -> dict:
+           steps: tuple[int, int] | None = None, warn: Warn = lambda _: None) -> dict[str, Any]:  # otherData
     """Write the trace of ``report``'s captures to ``out`` (text); returns its metadata (otherData)."""
     check(report)
     win = make(window, steps)
@@ -95,7 +95,8 @@ def _clocks(sources: list[Source]) -> tuple[list[Clock], str]:
     """Each capture's shift onto the trace's clock, and what that clock is."""
     timed = [s for s in sources if s.first_ns is not None]
     if len(timed) > 1 and all(s.unix_offset is not None for s in timed):
-        origin = min(s.first_ns + s.unix_offset for s in timed) - FIRST_NS  # type: ignore[operator]
+        origin = min(s.first_ns + s.unix_offset for s in timed
+                     if s.first_ns is not None and s.unix_offset is not None) - FIRST_NS  # every one, as checked
         return [Clock((s.unix_offset or 0) - origin) for s in sources], \
             f"shared: Unix time, from {FIRST_NS} ns before the first event ({origin} ns since the epoch)"
     why = "one capture" if len(timed) <= 1 else "not every capture can be placed in Unix time"

@@ -44,7 +44,7 @@ class RunSpec:
     output: str | None = None
     name: str | None = None
     nsys: str | None = None
-    env: dict | None = None
+    env: dict[str, str] | None = None
     quiet_stdout: bool = False
     silent: bool = False  # the job's output only in the run folder's logs
     annotate: str | None = None  # "keras", "torch" or "keras,torch": NVTX ranges per layer / module / op

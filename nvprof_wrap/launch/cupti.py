@@ -57,7 +57,7 @@ def _ask_libcupti(python: str, *_search: str | None) -> tuple[bool, str]:
 
 class Cupti:
     name = "cupti"
-    silence = "no traced process used CUDA (the cupti backend traces the job's Python processes)"
+    silence: str | None = "no traced process used CUDA (the cupti backend traces the job's Python processes)"
 
     def find(self, explicit: str | None = None) -> str | None:
         """Where this interpreter imports cupti-python from (None when it cannot)."""

@@ -23,6 +23,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.manifest import FORMAT, Manifest
@@ -162,7 +163,7 @@ _CAPTURE_NAMES = {
 }
 
 
-def _manifest_data(folder: Path) -> dict | str:
+def _manifest_data(folder: Path) -> dict[str, Any] | str:  # the manifest's JSON object, or why there is none
     path = folder / "manifest.json"
     try:
         if path.stat().st_size > MAX_MANIFEST_BYTES:
@@ -214,7 +215,8 @@ def written(folder: Path) -> set[str]:
         entries = os.listdir(folder)
     except OSError:
         entries = []
-    pattern = _CAPTURE_NAMES.get(data.get("backend")) if data.get("status") == "running" else None
+    backend = data.get("backend")
+    pattern = _CAPTURE_NAMES.get(backend) if isinstance(backend, str) and data.get("status") == "running" else None
     for name in entries:
         if _SET_ASIDE.fullmatch(name) or (pattern is not None and pattern.fullmatch(name)):
             names.add(name)

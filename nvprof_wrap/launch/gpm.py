@@ -21,6 +21,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from types import ModuleType
 
 from nvprof_wrap.system import files
 
@@ -30,13 +31,14 @@ DEFAULT_INTERVAL_S = 0.1
 METRICS = {"sm": 2, "tensor": 5, "dfma": 6, "hmma": 7, "dmma": 8, "imma": 9}
 
 
-def _nvml():
+def _nvml() -> ModuleType:  # nvidia-ml-py ships no types: what it holds is Any to the checker
     import pynvml  # nvidia-ml-py
 
-    return pynvml
+    module: ModuleType = pynvml
+    return module
 
 
-def _visible(nvml, count: int) -> list[int]:
+def _visible(nvml: ModuleType, count: int) -> list[int]:
     """The NVML indices of the GPUs the job can use: CUDA_VISIBLE_DEVICES' (indices or GPU-/MIG- UUIDs), else all."""
     spec = os.environ.get("CUDA_VISIBLE_DEVICES")
     if spec is None or not spec.strip():
@@ -93,7 +95,7 @@ def available(devices: list[int] | None = None) -> tuple[list[int], str | None]:
             nvml.nvmlShutdown()
 
 
-def _mig(nvml, handle) -> bool:
+def _mig(nvml: ModuleType, handle: object) -> bool:
     try:
         return bool(nvml.nvmlDeviceGetMigMode(handle)[0])
     except Exception:  # noqa: BLE001 - no MIG on this GPU
@@ -108,7 +110,8 @@ class Sampler:
         self.path, self.devices, self.interval_s = Path(path), devices, interval_s
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, name="nvprof-wrap-gpm", daemon=True)
-        self.samples, self.problem = 0, None
+        self.samples = 0
+        self.problem: str | None = None
 
     def start(self) -> Sampler:
         self.thread.start()
@@ -145,7 +148,10 @@ class Sampler:
                 # One clock for every sample: monotonic, placed in Unix time once (a clock step during the run moves
                 # no sample), the time every capture's start is mapped to.
                 unix0, mono0 = time.time_ns(), time.monotonic_ns()
-                now_ns = lambda: unix0 + time.monotonic_ns() - mono0
+
+                def now_ns() -> int:
+                    return unix0 + time.monotonic_ns() - mono0
+
                 prev = []
                 for h, b in zip(handles, bufs):
                     nvml.nvmlGpmSampleGet(h, b[0])
@@ -168,7 +174,7 @@ class Sampler:
             nvml.nvmlShutdown()
 
 
-def _metrics(nvml, s1, s2) -> dict[str, float]:
+def _metrics(nvml: ModuleType, s1: object, s2: object) -> dict[str, float]:
     get = nvml.c_nvmlGpmMetricsGet_t()
     get.version = nvml.NVML_GPM_METRICS_GET_VERSION
     get.numMetrics = len(METRICS)

@@ -9,6 +9,7 @@ wrapper SIGHUP: that one is not forwarded (it was, and the job died with the ter
 printing to the terminal, waits for the job and records its end as usual. Ctrl-C and SIGTERM are forwarded."""
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import IO
 
 import psutil
@@ -169,7 +171,7 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
     for t in threads:
         t.start()
 
-    def forward(signum: int, _frame) -> None:
+    def forward(signum: int, _frame: FrameType | None) -> None:
         result.signal_received = signal.Signals(signum).name
         try:
             os.killpg(proc.pid, signum)
@@ -178,7 +180,7 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
 
     terminals = terminal_fds()
 
-    def hangup(signum: int, _frame) -> None:
+    def hangup(signum: int, _frame: FrameType | None) -> None:
         result.hung_up = True
         leave_terminal(terminals)
 
@@ -202,5 +204,5 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
             t.join(timeout=10)
     result.exit_code = exit_code_of(returncode)
     result.ended = time.time()
-    result.processes = sorted(seen.values(), key=lambda p: p.started)
+    result.processes = sorted(seen.values(), key=lambda p: p.started if p.started is not None else math.inf)
     return result

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.base import CaptureWindow
@@ -85,7 +86,7 @@ class Manifest:
         """pid → distributed rank, for the processes that had one."""
         return {p.pid: p.rank for p in self.processes if p.rank is not None}
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:  # a JSON object
         out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in _NOT_WRITTEN
                and not (f.name in ("format", "version", "capture") and getattr(self, f.name) is None)}
         # (format, version: an older one's keys; capture: only a windowed run's)
@@ -141,6 +142,7 @@ class _Wrong(Exception):
 
 
 Read = Callable[[object], object]
+T = TypeVar("T")
 
 
 def _scalar(check: Callable[[object], bool], what: str) -> Read:
@@ -152,7 +154,7 @@ def _scalar(check: Callable[[object], bool], what: str) -> Read:
 
 
 def _list_of(read_one: Read) -> Read:
-    def read(v: object) -> tuple:
+    def read(v: object) -> tuple[object, ...]:
         if not isinstance(v, list):
             raise _Wrong("a list")
         out = []
@@ -165,15 +167,15 @@ def _list_of(read_one: Read) -> Read:
     return read
 
 
-def _record(cls: type, kinds: dict[str, Read], required: tuple[str, ...]) -> Read:
+def _record(cls: Callable[..., T], kinds: dict[str, Read], required: tuple[str, ...]) -> Callable[[object], T]:
     """An object whose keys read with ``kinds`` into ``cls`` (keys it does not know are ignored; null is absent)."""
-    def read(v: object) -> object:
+    def read(v: object) -> T:
         if not isinstance(v, dict):
             raise _Wrong("an object")
         for key in required:
             if v.get(key) is None:
                 raise _Wrong("present", (key,))
-        values = {}
+        values: dict[str, Any] = {}  # each checked by its reader: what the field of ``cls`` takes
         for key, read_one in kinds.items():
             if v.get(key) is not None:
                 try:
@@ -198,7 +200,11 @@ _PROCESS = _record(Process, {"pid": _INT, "ppid": _INT, "cmdline": _STRINGS, "st
                    ("pid",))
 _CAPTURE = _record(CaptureWindow, {"kind": _scalar(lambda v: v in ("steps", "seconds"), '"steps" or "seconds"'),
                                    "start": _NUM, "end": _NUM}, ("kind", "start"))
-_MANIFEST = _record(dict, {
+def _fields(**values: Any) -> dict[str, Any]:
+    return values
+
+
+_MANIFEST = _record(_fields, {
     "format": _STR, "version": _INT, "nvprof_wrap": _STR, "status": _STR, "command": _STRINGS,
     "profiler_argv": _STRINGS, "backend": _STR, "backend_tool": _STR, "backend_version": _STR,
     "gpus": _list_of(_GPU), "host": _HOST, "rank": _INT,

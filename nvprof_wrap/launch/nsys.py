@@ -18,7 +18,7 @@ TRACE_VAR, EXTRA_VAR = "NVPROF_WRAP_NSYS_TRACE", "NVPROF_WRAP_NSYS_EXTRA"
 
 class Nsys:
     name = "nsys"
-    silence = None
+    silence: str | None = None
 
     def find(self, explicit: str | None = None) -> str | None:
         return tools.find_nsys(explicit)
@@ -41,7 +41,7 @@ class Nsys:
         metrics = gpu_metrics_args(nsys, spec.gpu_metrics_hz) if spec.hardware else []
         window, env = capture_args(spec)
         argv = [nsys, "profile", f"--trace={os.environ.get(TRACE_VAR) or TRACE}", "--sample=none", "--cpuctxsw=none",
-                *metrics, *window, *environ.value(EXTRA_VAR, []), "--force-overwrite=true", "--output",
+                *metrics, *window, *environ.words(EXTRA_VAR), "--force-overwrite=true", "--output",
                 str(folder / f"{capture_tag()}nsys"), *spec.command]
         return Plan(self.name, argv, env, tool=nsys, version=self.version(nsys))
 

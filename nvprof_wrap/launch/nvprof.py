@@ -14,7 +14,7 @@ NEWEST_CC = 8.0  # nvprof supports compute capability below this only
 
 class Nvprof:
     name = "nvprof"
-    silence = None
+    silence: str | None = None
 
     def find(self, explicit: str | None = None) -> str | None:
         return tools.find_nvprof(explicit)

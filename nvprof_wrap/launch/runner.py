@@ -28,7 +28,7 @@ def expand_output(pattern: str) -> str:
     """%p → wrapper pid, %h → host name, %q{VAR} → $VAR, %% → %: the conventions of nvprof and nsys.
     What a variable or the host name brings is one folder name, never a path: '-o %q{HOME}' must not write into
     the home folder, nor '%q{X}' with X='../..' climb out of where the user pointed."""
-    def sub(m: re.Match) -> str:
+    def sub(m: re.Match[str]) -> str:
         tok = m.group(0)
         if tok == "%%":
             return "%"

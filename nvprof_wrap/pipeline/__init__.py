@@ -7,10 +7,15 @@ the Python API call.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the checker sees its signature; at run time it is imported on first use (below)
+    from nvprof_wrap.pipeline.compose import analyze
+
 __all__ = ["analyze"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name == "analyze":
         from nvprof_wrap.pipeline.compose import analyze
 

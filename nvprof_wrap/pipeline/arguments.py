@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
+from typing import Literal, cast, overload
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _window
@@ -15,7 +17,11 @@ def _refuse(name: str, takes: str, value: object) -> BadInput:
     return BadInput(None, f"{name}= takes {takes}; got {shown if len(shown) <= 80 else shown[:77] + '...'}")
 
 
-def span(value: object, name: str, integer: bool) -> tuple | None:
+@overload
+def span(value: object, name: str, integer: Literal[True]) -> tuple[int, int] | None: ...
+@overload
+def span(value: object, name: str, integer: Literal[False]) -> tuple[float, float] | None: ...
+def span(value: object, name: str, integer: bool) -> tuple[int, int] | tuple[float, float] | None:
     """steps=(A, B) / window=(start_s, end_s), or 'A:B' as on the command line; None: none."""
     if value is None:
         return None
@@ -58,7 +64,7 @@ def address(value: object) -> str | None:
     return value
 
 
-def callback(value: object) -> Callable | None:
+def callback(value: object) -> Callable[[Path], None] | None:
     if value is not None and not callable(value):
         raise _refuse("progress", "a function called with each capture's path, or None", value)
-    return value
+    return cast("Callable[[Path], None] | None", value)  # a callable: what it takes is the caller's to get right

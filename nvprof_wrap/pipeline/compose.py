@@ -16,13 +16,14 @@ from nvprof_wrap.pipeline import arguments, evidence
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.readers._no_kernels import copies_only
 from nvprof_wrap.report import jobs
+from nvprof_wrap.report.health import HealthVerdict
 from nvprof_wrap.report.hints import hints
 from nvprof_wrap.store import Store
 from nvprof_wrap.text.names import shorten
 
 
 def analyze(*paths: str | Path, store: Store | str | Path | None = None,
-            triton_cache: str | os.PathLike | Iterable[str | os.PathLike] | None = None, health: bool = True,
+            triton_cache: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None, health: bool = True,
             progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
             steps: tuple[int, int] | None = None, dask: str | None = None,
             workers: int | None = None) -> report_mod.Report:
@@ -154,7 +155,7 @@ def _is_dir(p: Path) -> bool:
         return False
 
 
-def _health(paths: list[Path]):
+def _health(paths: list[Path]) -> HealthVerdict | None:
     """Training health of the one run folder among ``paths`` (None when there is no such folder or no metrics)."""
     from nvprof_wrap.report.health import health_from_run
 

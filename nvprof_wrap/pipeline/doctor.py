@@ -7,6 +7,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Any, Protocol
 
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.launch import BACKENDS, cupti, ncu
@@ -18,11 +19,23 @@ from nvprof_wrap.store import Store
 from nvprof_wrap.system import tempdirs
 
 PROBE = Path(__file__).resolve().parents[1] / "workloads" / "matmul_probe.py"  # a link; a copy when installed
+# What doctor finds, as `doctor --format json` writes it: a JSON object whose members differ by machine (a profiler
+# found or not, the probe run or not), read only by the renderers.
+Facts = dict[str, Any]
 
 
-def facts() -> dict:
+class _Profiler(Protocol):  # a backend of launch.BACKENDS, or Nsight Compute
+    name: str
+
+    def find(self, explicit: str | None = None) -> str | None: ...
+
+    def version(self, exe: str | None = None) -> str: ...
+
+
+def facts() -> Facts:
     # Every backend of the table and Nsight Compute; cupti-python is a package, not a program on the machine.
-    programs = [b for b in (*BACKENDS, ncu.NCU) if b is not cupti.BACKEND]
+    every: tuple[_Profiler, ...] = (*BACKENDS, ncu.NCU)
+    programs = [b for b in every if b is not cupti.BACKEND]
     found = {b.name: (b, b.find()) for b in programs}
     return {
         "gpus": [vars(g) for g in list_gpus()],
@@ -36,7 +49,7 @@ def facts() -> dict:
     }
 
 
-def _gpm() -> dict:
+def _gpm() -> Facts:
     """Whether `run` can sample the tensor pipes with NVML GPM here (launch/gpm.py), and on which GPUs, or why not."""
     from nvprof_wrap.launch import gpm
 
@@ -44,7 +57,7 @@ def _gpm() -> dict:
     return {"gpm_devices": devices, "why": why}
 
 
-def _libcupti() -> dict:
+def _libcupti() -> Facts:
     """The libcupti the tracer's ctypes binding would drive (loaded here, never subscribed), or why none."""
     from nvprof_wrap.tracer import ccupti
 
@@ -55,7 +68,7 @@ def _libcupti() -> dict:
         return {"path": None, "why": str(e)}
 
 
-def probe(folder: str | None) -> dict:
+def probe(folder: str | None) -> Facts:
     """The probe's run: in -o DIR, kept; else in a temporary folder, removed after (doctor leaves nothing in the
     current folder)."""
     if folder:
@@ -67,7 +80,7 @@ def probe(folder: str | None) -> dict:
     return got
 
 
-def _probe(folder: str) -> dict:
+def _probe(folder: str) -> Facts:
     try:
         out, manifest = execute(RunSpec([sys.executable, str(PROBE)], "auto", folder, name="doctor-probe",
                                         silent=True))  # the probe's and the profiler's output: in its folder's logs

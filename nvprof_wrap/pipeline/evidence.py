@@ -42,8 +42,8 @@ def rank(store: Store) -> None:
     names = store.classifications(RULES_VERSION)
     counters, compiled = store.counter_evidence(), store.static_evidence()
     sampled = store.hardware_evidence()
-    cache: dict[tuple, tuple] = {}
-    out = []
+    cache: dict[tuple[str, float | None, str | None, tuple[str, str] | None], tuple[object, ...]] = {}
+    out: list[tuple[object, ...]] = []
     for r in store.kernel_gpus():
         cc = r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None
         hw = sampled.get((r["capture_id"], r["device_id"], r["name"]))

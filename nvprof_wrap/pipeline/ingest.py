@@ -10,7 +10,7 @@ from pathlib import Path
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch.manifest import read_manifest
-from nvprof_wrap.model import Process
+from nvprof_wrap.model import Capture, Process
 from nvprof_wrap.pipeline import reading
 from nvprof_wrap.readers import summary
 from nvprof_wrap.readers._window import Window, make
@@ -19,6 +19,9 @@ from nvprof_wrap.system import fork as _fork
 from nvprof_wrap.system.storage import machine_failure
 
 Progress = Callable[[Path], None]
+Skipped = list[tuple[str, str]]  # (file, why it was not read)
+# (path, named on the command line, identity — None: fingerprinted where it is read —, its stat)
+Pending = tuple[Path, bool, str | None, os.stat_result]
 
 
 # Reading in parallel pays once captures are big, or many: starting the pool's processes costs ~0.3 s. (256 rank
@@ -27,15 +30,14 @@ PARALLEL_MIN_BYTES = 64 << 20
 PARALLEL_MIN_CAPTURES = 8
 
 
-def _pending(store: Store, paths: list[Path], skipped: list, present: dict[str, Path],
-             window: Window | None = None, hash_here: bool = True,
-             ) -> list[tuple[Path, bool, str | None, os.stat_result]]:
+def _pending(store: Store, paths: list[Path], skipped: Skipped, present: dict[str, Path],
+             window: Window | None = None, hash_here: bool = True) -> list[Pending]:
     """(path, explicit, identity, stat) of every capture not in the store yet; ``present`` gets the identity of
     every capture found. A file is hashed only when it looks like a capture (its first bytes) and the store does
     not know it unchanged (path, size, mtime, inode). Read through a window, a capture's identity is its content's
     and the window's: the store holds each file through one window at a time (_one_version). hash_here False
     (reading on a cluster): a capture the store does not know gets identity None, its worker fingerprints it."""
-    todo = []
+    todo: list[Pending] = []
     for root in paths:
         before = len(skipped)
         found = _pending_in(store, root, skipped, present, window, todo, hash_here)
@@ -44,7 +46,7 @@ def _pending(store: Store, paths: list[Path], skipped: list, present: dict[str, 
     return todo
 
 
-def _what_was_there(root: Path, skipped: list) -> str:
+def _what_was_there(root: Path, skipped: Skipped) -> str:
     if skipped:
         return f" ({len(skipped):,} file{'s' if len(skipped) != 1 else ''} skipped; " \
                f"{Path(skipped[0][0]).name}: {skipped[0][1]})"
@@ -56,13 +58,13 @@ def _what_was_there(root: Path, skipped: list) -> str:
 
 
 
-def _refuse_or_skip(path: Path, explicit: bool, skipped: list, why: str) -> None:
+def _refuse_or_skip(path: Path, explicit: bool, skipped: Skipped, why: str) -> None:
     """A file named on the command line is refused; one found inside a folder is skipped, saying why."""
     if explicit:
         raise BadInput(path, why) from None
     skipped.append((str(path), why))
 
-def _unreadable(path: Path, explicit: bool, skipped: list, e: OSError) -> None:
+def _unreadable(path: Path, explicit: bool, skipped: Skipped, e: OSError) -> None:
     """A file that cannot be read: the machine's failure (a full disk, EIO) ends the read with exit 74 — never a
     file skipped for it; anything else (a permission, a file gone) is refused or skipped as a bad input."""
     failure = machine_failure(path, e)
@@ -86,8 +88,8 @@ def _hardware_beside(path: Path) -> str:
     return f";gpm{st.st_size}-{st.st_mtime_ns}"
 
 
-def _pending_in(store: Store, root: Path, skipped: list, present: dict[str, Path], window: Window | None,
-                todo: list, hash_here: bool = True) -> int:
+def _pending_in(store: Store, root: Path, skipped: Skipped, present: dict[str, Path], window: Window | None,
+                todo: list[Pending], hash_here: bool = True) -> int:
     """Adds the captures below ``root`` not in the store yet to ``todo``; returns how many captures it holds."""
     found = 0
     for path, explicit in readers.expand([root], skipped):
@@ -171,7 +173,7 @@ def _tagged(content: str, path: Path, window: Window | None) -> str:
         _pending_beside(path) + _hardware_beside(path)
 
 
-def _first_time(store: Store, path: Path, identity: str, present: dict[str, Path], skipped: list) -> bool:
+def _first_time(store: Store, path: Path, identity: str, present: dict[str, Path], skipped: Skipped) -> bool:
     """Whether the capture is to be read: not the same content as another file of this reading (x.sqlite beside
     x.sqlite.gz, trace.json beside trace.json.gz: one capture, said in skipped), nor in the store already.
     present: the identity of every capture found so far → its first file."""
@@ -214,6 +216,7 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
                 if isinstance(got.result, BadInput) and got.identity is None:  # the worker could not see it
                     _store_one(store, path, explicit, "", st, got.result, failed, None)
                     continue
+                assert got.identity is not None  # the worker fingerprinted it: only a file it could not see has none
                 identity = _tagged(got.identity, path, win)
                 if not _first_time(store, path, identity, present, skipped):
                     continue
@@ -224,11 +227,12 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
             workers = min(len(todo), _fork.cores()) if big else 1
         results = reading.locally([t[0] for t in todo], win, workers, progress)
         for result, (path, explicit, identity, st) in zip(results, todo):  # the results first: run to their end
+            assert identity is not None  # fingerprinted here (hash_here)
             _store_one(store, path, explicit, identity, st, result, failed, None)
     skipped += failed
     asked = win.asked() if win is not None else None
     _never_only_damage(store, paths, present, failed, asked)
-    if asked is not None and skipped and not any(store.has(i) for i in present):
+    if win is not None and asked is not None and skipped and not any(store.has(i) for i in present):
         # nothing could be read through the window: an empty report would look like a job without GPU work
         raise BadInput(paths[0], f"{win.describe()}: none of its captures could be read through it "
                                  f"({len(skipped)} skipped; {Path(skipped[0][0]).name}: {skipped[0][1]})")
@@ -261,8 +265,8 @@ def _is_folder(p: Path) -> bool:
         return False
 
 
-def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.stat_result, result,
-               skipped: list, progress: Progress | None) -> None:
+def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.stat_result, result: reading.Result,
+               skipped: Skipped, progress: Progress | None) -> None:
     if progress:
         progress(path)
     if isinstance(result, (BadInput, ToolMissing)):
@@ -280,7 +284,7 @@ def _store_one(store: Store, path: Path, explicit: bool, identity: str, st: os.s
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_.]?(\d{1,7})(?![0-9])", re.IGNORECASE)
 
 
-def _ranked(capture, path: Path):
+def _ranked(capture: Capture, path: Path) -> Capture:
     """The capture with its one process's rank from the file's (else its folder's) name, where the capture itself
     records no rank; a capture of several processes is left as it is (which of them would it be?)."""
     pids = {k.pid for k in capture.kernels} | {p.pid for p in capture.processes}

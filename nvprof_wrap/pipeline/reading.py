@@ -13,7 +13,6 @@ would read every byte of every rank's capture twice).
 """
 from __future__ import annotations
 
-import functools
 import multiprocessing
 import os
 import time
@@ -23,14 +22,26 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, NvprofWrapError, Terminated, ToolMissing
+from nvprof_wrap.model import Capture
+from nvprof_wrap.readers._window import Window
 from nvprof_wrap.system import fork as _fork
+from nvprof_wrap.system import lifeline
+
+if TYPE_CHECKING:
+    from distributed import Client  # optional (the dask extra): seen as Any by the checker either way
 
 AHEAD = 2  # results in flight per worker: enough to keep every worker busy, few enough to bound the merge's memory
 ENV_DASK = "DASK_SCHEDULER_ADDRESS"  # Dask's own variable: a shell, notebook or job set up for a cluster has it
 LOCAL = ("", "none", "local", "off")  # --dask none: read here even where DASK_SCHEDULER_ADDRESS is set
+# What reading one capture gives: its aggregates, or why it could not be read (an error as a value: one bad file
+# does not stop the others).
+Result = Capture | BadInput | ToolMissing
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 @dataclass(frozen=True)
@@ -38,7 +49,7 @@ class Remote:
     """A capture read elsewhere: its content's fingerprint (None: the store knew it) and the reader's result."""
 
     identity: str | None
-    result: object  # model.Capture | BadInput | ToolMissing
+    result: Result
 
 
 def dask_address(option: str | None) -> str | None:
@@ -49,7 +60,7 @@ def dask_address(option: str | None) -> str | None:
     return address.strip()
 
 
-def read_one(path: Path, window=None):
+def read_one(path: Path, window: Window | None = None) -> Result:
     """Read one capture: errors come back as values, so one bad file does not stop the others."""
     try:
         return readers.read(path, window)
@@ -57,7 +68,7 @@ def read_one(path: Path, window=None):
         return e
 
 
-def _read_in_pool(path: Path, window=None):
+def _read_in_pool(path: Path, window: Window | None = None) -> Result:
     """read_one in a pool worker; SIGTERM (sent by _stop) ends it after its ``finally`` blocks ran."""
     try:
         return read_one(path, window)
@@ -65,7 +76,7 @@ def _read_in_pool(path: Path, window=None):
         os._exit(128 + e.signum)
 
 
-def _read_on_worker(path: str, window, fingerprint: bool) -> Remote:
+def _read_on_worker(path: str, window: Window | None, fingerprint: bool) -> Remote:
     """read_one on a Dask worker, fingerprinting the capture there first when the store did not know it. A worker
     that cannot see the file says so, naming its host (the captures must be on a filesystem every worker shares)."""
     import socket
@@ -81,11 +92,12 @@ def _read_on_worker(path: str, window, fingerprint: bool) -> Remote:
     return Remote(identity, read_one(p, window))
 
 
-def locally(paths: list[Path], window, workers: int, progress: Callable[[Path], None] | None) -> Iterator:
+def locally(paths: list[Path], window: Window | None, workers: int | None,
+            progress: Callable[[Path], None] | None) -> Iterator[Result]:
     """The readers' results in the order of ``paths``: in ``workers`` local processes (one per capture), or here
     one by one when workers is 1 or the pool broke (a worker died, e.g. out of memory: the rest is read here)."""
-    workers = _fork.pool_size(workers, len(paths))  # every local pool is sized here
-    if workers <= 1:
+    size = _fork.pool_size(workers, len(paths))  # every local pool is sized here
+    if size <= 1:
         for path in paths:
             if progress:
                 progress(path)
@@ -93,15 +105,17 @@ def locally(paths: list[Path], window, workers: int, progress: Callable[[Path], 
         return
     # fork: workers need no re-import of __main__ (a REPL or notebook has none to re-import); but not while
     # another thread might be inside SQLite (system/fork.py), nor on macOS
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and _fork.fork_is_safe() else "spawn"
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and lifeline.fork_is_safe() else "spawn"
     done = 0
     try:
         # Each capture already has its own process here: its reader does not fork workers of its own.
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
+        with ProcessPoolExecutor(size, mp_context=multiprocessing.get_context(method),
                                  initializer=_fork.pool_worker, initargs=(os.getpid(),)) as pool:
             try:
-                submit = functools.partial(pool.submit, _read_in_pool, window=window)
-                for result in _in_order(paths, submit, workers * AHEAD, progress):
+                def submit(path: Path) -> Future[Result]:
+                    return pool.submit(_read_in_pool, path, window=window)
+
+                for result in _in_order(paths, submit, size * AHEAD, progress):
                     done += 1
                     yield result
             except GeneratorExit:  # the merge stopped early (a capture refused): the reads under way end, no more
@@ -114,10 +128,16 @@ def locally(paths: list[Path], window, workers: int, progress: Callable[[Path], 
         yield from locally(paths[done:], window, 1, progress)
 
 
-def _in_order(paths: list[Path], submit: Callable[[Path], Future], ahead: int,
-              progress: Callable[[Path], None] | None) -> Iterator:
+class _Pending(Protocol[T_co]):
+    """A result on its way: a concurrent.futures.Future, or a Dask one."""
+
+    def result(self) -> T_co: ...
+
+
+def _in_order(paths: list[Path], submit: Callable[[Path], _Pending[T]], ahead: int,
+              progress: Callable[[Path], None] | None) -> Iterator[T]:
     """submit(path) for each path, at most ``ahead`` unfinished at a time; the results in the order of ``paths``."""
-    queue: deque[tuple[Path, Future]] = deque()
+    queue: deque[tuple[Path, _Pending[T]]] = deque()
     todo = iter(paths)
     for path in todo:
         queue.append((path, submit(path)))
@@ -152,7 +172,7 @@ def _stop(pool: ProcessPoolExecutor, grace_s: float = 10.0) -> None:
             pass
 
 
-def on_dask(address: str, todo: list[tuple[Path, bool]], window,
+def on_dask(address: str, todo: list[tuple[Path, bool]], window: Window | None,
             progress: Callable[[Path], None] | None) -> Iterator[Remote]:
     """Remote results in the order of ``todo`` ((path, fingerprint it)), read on the Dask cluster at ``address``."""
     client = connect(address)
@@ -160,8 +180,9 @@ def on_dask(address: str, todo: list[tuple[Path, bool]], window,
         workers = same_software(client, address)
         fingerprint = dict(todo)
 
-        def submit(path: Path):
-            return client.submit(_read_on_worker, str(path), window, fingerprint[path], pure=False)
+        def submit(path: Path) -> _Pending[Remote]:
+            future: _Pending[Remote] = client.submit(_read_on_worker, str(path), window, fingerprint[path], pure=False)
+            return future
 
         try:
             yield from _in_order([p for p, _ in todo], submit, workers * AHEAD, progress)
@@ -179,7 +200,7 @@ _PROBE = ("(lambda u: None if u.find_spec('nvprof_wrap') is None else "
           "(__import__('importlib.util', fromlist=['find_spec']))")
 
 
-def same_software(client, address: str, wait_s: float = 60.0) -> int:
+def same_software(client: Client, address: str, wait_s: float = 60.0) -> int:
     """The cluster's workers (how many), each with this nvprof-wrap's data and rules versions; or one line saying
     which workers lack it or read differently (a report mixing versions would be true of neither)."""
     from nvprof_wrap.classify import RULES_VERSION
@@ -204,7 +225,7 @@ def same_software(client, address: str, wait_s: float = 60.0) -> int:
     return len(found)
 
 
-def connect(address: str):
+def connect(address: str) -> Client:
     """A client of the user's Dask scheduler, or one line saying why there is none (exit 2)."""
     try:
         from distributed import Client

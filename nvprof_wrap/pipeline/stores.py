@@ -7,11 +7,16 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nvprof_wrap.errors import NvprofWrapError
 from nvprof_wrap.pipeline.compose import analyze
 from nvprof_wrap.report import Report
 from nvprof_wrap.store import Store
+
+if TYPE_CHECKING:  # imported where used: not every command loads them
+    from nvprof_wrap.report.compare import Comparison
+    from nvprof_wrap.store.history import HistoryRow
 
 Warn = Callable[[str], None]
 
@@ -94,7 +99,7 @@ def history_path() -> Path | None:
     return history.path()
 
 
-def recorded_runs(limit: int | None, problems: list[str]) -> list[dict]:
+def recorded_runs(limit: int | None, problems: list[str]) -> list[HistoryRow]:
     """The run history's rows, newest first; rows that cannot be read are named in ``problems`` and left out."""
     from nvprof_wrap.store import history
 
@@ -109,14 +114,15 @@ def resolve_run(name: str) -> Path:
 
 
 def compare_runs(before: Path, after: Path, *, progress: Callable[[Path], None] | None = None,
-                 window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None):
+                 window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None,
+                 ) -> tuple[Comparison, Report]:
     """(the Comparison, AFTER's report) of two captures or run folders, read with the same window or steps."""
     from nvprof_wrap.report.compare import compare
 
     reports = (analyze(before, progress=progress, window=window, steps=steps),
                analyze(after, progress=progress, window=window, steps=steps))
     return compare(*reports, labels=(before.name, after.name),
-                   folders=tuple(p if p.is_dir() else None for p in (before, after))), reports[1]
+                   folders=(before if before.is_dir() else None, after if after.is_dir() else None)), reports[1]
 
 
 def window_never_opened(folder: Path) -> str | None:

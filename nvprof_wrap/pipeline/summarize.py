@@ -44,6 +44,7 @@ def summarize(paths: list[Path], out: Path, *, window: tuple[float, float] | Non
                 raise result
             skipped.append((str(path), getattr(result, "why", str(result))))
             continue
+        assert identity is not None  # fingerprinted here (_pending's hash_here)
         try:
             summary.write(result, identity, win.key if win is not None else None, target)
         except OSError as e:

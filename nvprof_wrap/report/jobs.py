@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.folder import held
 from nvprof_wrap.launch.manifest import Manifest, read_manifest
 from nvprof_wrap.report import CaptureScope, JobEnd, JobGroup
+from nvprof_wrap.store.queries import CaptureJobRow
 
 MANIFEST = "manifest.json"
 # Captures whose spans are this far apart (the end of one to the start of the other) are of different jobs.
@@ -136,7 +138,7 @@ def _metric_steps(path: Path) -> int | None:
         return None
 
 
-def different_jobs(captures: list[dict], paths: list[Path], runs: list[tuple[Path, Manifest]]) \
+def different_jobs(captures: Sequence[CaptureJobRow], paths: list[Path], runs: list[tuple[Path, Manifest]]) \
         -> tuple[JobGroup, ...]:
     """The captures (store.capture_jobs() rows) grouped by job, when some are not of the run among ``paths`` and
     there is evidence that they are of different jobs; () otherwise."""

@@ -10,6 +10,7 @@ from nvprof_wrap.model import Classification
 from nvprof_wrap.report import KernelRow, Report
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.experiment import ExperimentRow
+from nvprof_wrap.store.history import HistoryRow
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Doctor:
 @dataclass(frozen=True)
 class Runs:
     """`runs`: the run history's rows (store/history.py runs()), newest first."""
-    rows: tuple[dict, ...]
+    rows: tuple[HistoryRow, ...]
 
 
 @dataclass(frozen=True)

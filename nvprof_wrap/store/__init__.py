@@ -13,18 +13,25 @@ import sqlite3
 import stat
 import sys
 import time
+import types
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from nvprof_wrap.errors import BadInput, CannotWrite, IOFailure
-from nvprof_wrap.model import Capture
-from nvprof_wrap.store.queries import Queries
+from nvprof_wrap.model import Capture, Classification, StepSeries
+from nvprof_wrap.store.queries import Queries, Row
 from nvprof_wrap.system import files
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance  # model.py's flat row records
 
-def _import_sqlite_utils():
+    from nvprof_wrap.classify.static import StaticVerdict
+
+
+def _import_sqlite_utils() -> types.ModuleType:
     """sqlite-utils imports pandas and numpy when they are installed, for DataFrame support the store does not
     use: 0.27 s of every command's start-up (measured with -X importtime). Keep them out unless something in
     this process already loaded them."""
@@ -40,7 +47,10 @@ def _import_sqlite_utils():
     return sqlite_utils
 
 
-sqlite_utils = _import_sqlite_utils()
+if TYPE_CHECKING:  # the checker reads sqlite-utils' own types; at run time it is imported without pandas
+    import sqlite_utils as sqlite_utils  # re-exported: store/history.py writes through it too
+else:
+    sqlite_utils = _import_sqlite_utils()
 
 SCHEMA_VERSION = 2
 # The one data-version knob: change it whenever what a run store holds of a capture changes (what a reader extracts,
@@ -71,7 +81,7 @@ SCHEMA_VERSION = 2
 DATA_VERSION = "2026.12.01-21"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
-_TABLES = {
+_TABLES: dict[str, dict[str, type]] = {
     "captures": {"id": int, "identity": str, "path": str, "file": str, "format": str, "size": int, "mtime_ns": int,
                  "ino": int, "partial": int, "notes": str, "ingested_at": float, "started_ns": int, "ended_ns": int,
                  "command": str, "ppid": int},
@@ -133,34 +143,34 @@ class Store(Queries):
             return
         files.refuse_sqlite_names(self.path, "run store")  # a link, FIFO or device there is refused, not followed
         if _ownership(self.path) == "damaged":
-            self._set_aside()
+            self._set_aside(self.path)
         try:
-            self._open()
+            self._open(self.path)
         except sqlite3.DatabaseError as e:
             if _code(e) not in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
                 raise store_error(self.path, e) from None
             self.db.conn.close()
-            self._set_aside()
+            self._set_aside(self.path)
             try:
-                self._open()
+                self._open(self.path)
             except sqlite3.DatabaseError as e2:
                 raise store_error(self.path, e2) from None
 
-    def _open(self) -> None:
-        self.db = sqlite_utils.Database(sqlite3.connect(files.sqlite_uri(self.path, "run store"), uri=True,
+    def _open(self, path: Path) -> None:
+        self.db = sqlite_utils.Database(sqlite3.connect(files.sqlite_uri(path, "run store"), uri=True,
                                                         timeout=BUSY_TIMEOUT_S))
         self.db.execute("PRAGMA journal_mode=WAL")  # concurrent ingests and readers of one run store
         self._prepare()
 
-    def _set_aside(self) -> None:
+    def _set_aside(self, path: Path) -> None:
         """The store only holds what the captures hold: move the damaged file aside (nothing is deleted)."""
-        aside = Path(f"{self.path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        aside = Path(f"{path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
         try:
-            files.replace(self.path, aside, "damaged run store's new name")
+            files.replace(path, aside, "damaged run store's new name")
             for suffix in ("-wal", "-shm", "-journal"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
         except OSError as e:
-            raise CannotWrite(self.path, f"damaged run store, and it cannot be set aside ({e.strerror})") from None
+            raise CannotWrite(path, f"damaged run store, and it cannot be set aside ({e.strerror})") from None
         self.rebuilt_from = aside
 
     def _prepare(self) -> None:
@@ -245,7 +255,7 @@ class Store(Queries):
                               [file, st.st_size, st.st_mtime_ns, st.st_ino]).fetchone()
         return row[0] if row else None
 
-    def forget_except(self, identities: set[str]) -> int:
+    def forget_except(self, identities: Container[str]) -> int:
         """Remove every capture whose identity is not in ``identities`` (files overwritten or removed since
         they were ingested); returns how many."""
         gone = [r[0] for r in self.db.execute("SELECT id, identity FROM captures") if r[1] not in identities]
@@ -274,13 +284,14 @@ class Store(Queries):
                  int(capture.partial), json.dumps(list(capture.notes)), time.time(), capture.started_ns,
                  capture.ended_ns, capture.command, capture.ppid))
             cid = cur.lastrowid
+            assert cid is not None  # set by every INSERT
             for table in _CHILDREN:  # each child table is named after its Capture field
                 self._insert(table, cid, getattr(capture, table))
             if capture.series is not None:
                 self._insert_series(cid, capture.series)
         return cid
 
-    def _insert_series(self, cid: int, series) -> None:
+    def _insert_series(self, cid: int, series: StepSeries) -> None:
         conn = self.db.conn
         conn.execute("INSERT INTO series (capture_id, kind, source, bucket_ns, host, folded) VALUES (?, ?, ?, ?, ?, ?)",
                      (cid, series.kind, series.source, series.bucket_ns, series.host, series.folded))
@@ -296,7 +307,7 @@ class Store(Queries):
         self._insert("step_kernels", cid, series.kernels)
 
     @contextlib.contextmanager
-    def _writing(self):
+    def _writing(self) -> Iterator[None]:
         """One IMMEDIATE transaction (the write lock first: concurrent writers queue here)."""
         conn = self.db.conn
         with self._errors():
@@ -310,7 +321,7 @@ class Store(Queries):
                 raise
 
     @contextlib.contextmanager
-    def _errors(self):
+    def _errors(self) -> Iterator[None]:
         """SQLite's errors as what they are: disk full, locked, read-only (store_error)."""
         try:
             yield
@@ -336,7 +347,7 @@ class Store(Queries):
                     "delete it to rebuild it from the captures")
         return None
 
-    def _insert(self, table: str, cid: int, rows) -> None:
+    def _insert(self, table: str, cid: int, rows: Sequence[DataclassInstance]) -> None:
         if not rows:
             return
         cols = ["capture_id", *(f.name for f in fields(rows[0]))]
@@ -352,25 +363,25 @@ class Store(Queries):
             self.db.conn.executemany("UPDATE processes SET rank = ? WHERE pid = ? AND rank IS NULL",
                                      [(r, pid) for pid, r in ranks.items()])
 
-    def add_static(self, verdicts: Iterable) -> None:
+    def add_static(self, verdicts: Iterable[StaticVerdict]) -> None:
         """Compiled-code evidence (classify/static.py), one row per kernel name."""
         with self._errors(), self.db.conn:
-            self.db["static_evidence"].upsert_all((asdict(v) for v in verdicts), pk="name")
+            self.db.table("static_evidence").upsert_all((asdict(v) for v in verdicts), pk="name")
 
-    def add_classifications(self, classifications: Iterable, rules_version: str) -> None:
+    def add_classifications(self, classifications: Iterable[Classification], rules_version: str) -> None:
         """Name-rule verdicts, cached per rules version (pipeline/evidence.py decides what to add)."""
         with self._errors(), self.db.conn:
-            self.db["classifications"].insert_all(
+            self.db.table("classifications").insert_all(
                 ({**_without(asdict(c), "evidence"), "rules_version": rules_version} for c in classifications),
                 ignore=True, batch_size=500)
 
-    def rows(self, sql: str, params: Iterable = ()) -> list[dict]:
+    def rows(self, sql: str, params: Iterable[object] = ()) -> list[Row]:
         cur = self.db.execute(sql, list(params))
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
-def _without(d: dict, key: str) -> dict:
+def _without(d: dict[str, Any], key: str) -> dict[str, Any]:
     d.pop(key, None)
     return d
 

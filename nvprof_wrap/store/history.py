@@ -20,8 +20,10 @@ import os
 import sqlite3
 import stat
 import urllib.parse
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Protocol, TypedDict
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.store import sqlite_utils
@@ -33,6 +35,73 @@ WHOLE = "whole"
 COLUMNS = {"folder": str, "scope": str, "name": str, "recorded_at": str, "started": str, "command": str,
            "backend": str, "exit_code": int, "verdict": str, "tensor_core_share": float, "precisions": str,
            "kernel_time_ns": int, "launches": int, "health": str}
+
+
+class HistoryRow(TypedDict):
+    """One recorded run as runs() gives it (and `runs --format json` prints it): COLUMNS, precisions as a list."""
+
+    folder: str
+    scope: str
+    name: str
+    recorded_at: str
+    started: str
+    command: str
+    backend: str
+    exit_code: int | None
+    verdict: str
+    tensor_core_share: float | None
+    precisions: list[str]
+    kernel_time_ns: int | None
+    launches: int | None
+    health: str
+
+
+# What record() reads of a report (report.Report: the store sits below the report, so it names only these).
+class _Verdict(Protocol):
+    @property
+    def tensor_cores(self) -> str: ...
+    @property
+    def tc_fraction(self) -> float: ...
+    @property
+    def precisions(self) -> Sequence[str]: ...
+    @property
+    def kernel_ns(self) -> int: ...
+    @property
+    def launches(self) -> int: ...
+
+
+class _Health(Protocol):
+    @property
+    def status(self) -> str: ...
+
+
+class _Scope(Protocol):  # the part of the captures a report covered
+    @property
+    def kind(self) -> str: ...
+    @property
+    def start(self) -> float: ...
+    @property
+    def end(self) -> float: ...
+
+
+class _CaptureScope(Protocol):  # the window of its job a run recorded
+    @property
+    def kind(self) -> str: ...
+    @property
+    def start(self) -> float: ...
+    @property
+    def end(self) -> float | None: ...
+
+
+class Recorded(Protocol):
+    @property
+    def verdict(self) -> _Verdict: ...
+    @property
+    def health(self) -> _Health | None: ...
+    @property
+    def scope(self) -> _Scope | None: ...
+    @property
+    def capture(self) -> _CaptureScope | None: ...
 
 
 def path() -> Path | None:
@@ -50,22 +119,25 @@ def default_path() -> Path:
     return Path(base) / "nvprof-wrap" / "history.sqlite"
 
 
-def iso(value) -> str:
+def iso(value: object) -> str:
     """An ISO 8601 time (UTC) from what a history or a manifest holds: Unix seconds, an ISO string, or nothing."""
     if value is None or value == "":
         return ""
     if isinstance(value, str):
+        text = value
         try:
-            value = float(value)
+            value = float(text)
         except ValueError:
-            return value  # already a date (or text we keep as it was)
+            return text  # already a date (or text we keep as it was)
+    if not isinstance(value, (bytes, int, float)):  # what neither SQLite nor a manifest holds
+        return str(value)
     try:
         return datetime.fromtimestamp(float(value), UTC).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):
         return str(value)
 
 
-def precisions_list(value) -> list[str]:
+def precisions_list(value: object) -> list[str]:
     """Precisions from a history row: a JSON array, or the " + " text of older histories."""
     if isinstance(value, (list, tuple)):
         return [str(p) for p in value]
@@ -81,30 +153,30 @@ def precisions_list(value) -> list[str]:
     return [p for p in str(value).split(" + ") if p]
 
 
-def scope_of(report) -> str:
+def scope_of(report: Recorded) -> str:
     """"whole"; "steps 10:40" / "window 30:90" for a report of part of the captures; "capture steps 100:120" /
     "capture seconds 60:70" (… 60:end) for a run that recorded only that window of its job."""
-    s = getattr(report, "scope", None)
+    s = report.scope
     if s is not None:
         return f"{s.kind} {s.start:g}:{s.end:g}"
-    c = getattr(report, "capture", None)
+    c = report.capture
     if c is None:
         return WHOLE
     return f"capture {c.kind} {c.start:g}:{'end' if c.end is None else format(c.end, 'g')}"
 
 
-def _db(p: Path):
+def _db(p: Path) -> sqlite_utils.Database:
     p.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite_utils.Database(sqlite3.connect(files.sqlite_uri(p, "run history"), uri=True))
     db.conn.execute("PRAGMA busy_timeout = 10000")
     if TABLE not in db.table_names():
-        db[TABLE].create(COLUMNS, pk=PK, if_not_exists=True)
-    elif "scope" not in {c.name for c in db[TABLE].columns}:
+        db.table(TABLE).create(COLUMNS, pk=PK, if_not_exists=True)
+    elif "scope" not in {c.name for c in db.table(TABLE).columns}:
         _migrate(db)
     return db
 
 
-def _migrate(db) -> None:
+def _migrate(db: sqlite_utils.Database) -> None:
     """A history from before scopes: rebuilt in one transaction as today's table, every row the whole run's, its
     times ISO 8601, its precisions a JSON array. Concurrent first opens wait for each other (busy timeout)."""
     conn = db.conn
@@ -134,7 +206,7 @@ def _create_sql() -> str:
     return f"CREATE TABLE [{TABLE}] (\n   {cols},\n   PRIMARY KEY ({', '.join(f'[{c}]' for c in PK)})\n)"
 
 
-def _row(r: dict) -> dict:
+def _row(r: Mapping[str, object]) -> dict[str, object]:
     """A row as this version stores it, from one of any version."""
     out = dict(r)
     out["recorded_at"], out["started"] = iso(r.get("recorded_at")), iso(r.get("started"))
@@ -143,7 +215,7 @@ def _row(r: dict) -> dict:
     return out
 
 
-def record(folder: Path, report, manifest: dict | None) -> Path | None:
+def record(folder: Path, report: Recorded, manifest: Mapping[str, Any] | None) -> Path | None:
     """Upsert the row of a run folder and the report's scope (the latest report of each). Returns the history's
     path."""
     p = path()
@@ -161,7 +233,7 @@ def record(folder: Path, report, manifest: dict | None) -> Path | None:
     db = _db(p)
     try:
         with db.conn:
-            db[TABLE].upsert(row, pk=PK)
+            db.table(TABLE).upsert(row, pk=PK)
     finally:
         db.conn.close()
     return p
@@ -184,7 +256,7 @@ def _discard(p: Path) -> bool:
     return False
 
 
-def runs(limit: int | None = None, problems: list[str] | None = None) -> list[dict]:
+def runs(limit: int | None = None, problems: list[str] | None = None) -> list[HistoryRow]:
     """The recorded runs, newest first; precisions as a list, times as ISO 8601 strings. Read-only: reading
     never creates, migrates or locks the file. A row that cannot be read (a history edited by hand, or written
     by another version) is left out, and ``problems`` gets one line naming it."""
@@ -225,39 +297,42 @@ def runs(limit: int | None = None, problems: list[str] | None = None) -> list[di
     return rows[:limit] if limit else rows
 
 
-_TEXT = ("folder", "scope", "name", "command", "backend", "verdict", "health")
-_WHOLE_NUMBERS = ("exit_code", "kernel_time_ns", "launches")
+def _text(v: object) -> str:
+    return "" if v is None else v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
 
 
-def _readable(r: dict) -> dict:
+def _readable(r: Mapping[str, object]) -> HistoryRow:
     """A history row of any version as runs() gives it: every column of COLUMNS, of its type (or None); raises
     ValueError naming the column whose value is not one."""
-    out = {}
-    for c in _TEXT:
-        v = r.get(c)
-        out[c] = "" if v is None else v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
-    out["scope"] = out["scope"] or WHOLE
-    out["name"] = out["name"] or Path(out["folder"]).name or "-"
-    out["recorded_at"], out["started"] = iso(r.get("recorded_at")), iso(r.get("started"))
-    for c in _WHOLE_NUMBERS:
-        out[c] = _number(c, r.get(c), whole=True)
-    out["tensor_core_share"] = _number("tensor_core_share", r.get("tensor_core_share"))
-    out["precisions"] = precisions_list(r.get("precisions"))
-    return {c: out[c] for c in COLUMNS}
+    folder = _text(r.get("folder"))
+    return HistoryRow(  # in the order of COLUMNS
+        folder=folder, scope=_text(r.get("scope")) or WHOLE, name=_text(r.get("name")) or Path(folder).name or "-",
+        recorded_at=iso(r.get("recorded_at")), started=iso(r.get("started")), command=_text(r.get("command")),
+        backend=_text(r.get("backend")), exit_code=_whole("exit_code", r.get("exit_code")),
+        verdict=_text(r.get("verdict")),
+        tensor_core_share=_number("tensor_core_share", r.get("tensor_core_share")),
+        precisions=precisions_list(r.get("precisions")),
+        kernel_time_ns=_whole("kernel_time_ns", r.get("kernel_time_ns")),
+        launches=_whole("launches", r.get("launches")), health=_text(r.get("health")))
 
 
-def _number(column: str, v, whole: bool = False):
+def _whole(column: str, v: object) -> int | None:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v  # exactly, however large (SQLite's integers are 64-bit)
+    x = _number(column, v, whole=True)
+    return None if x is None else int(x)
+
+
+def _number(column: str, v: object, whole: bool = False) -> float | None:
     if v is None or v == "":
         return None
-    if whole and isinstance(v, int) and not isinstance(v, bool):
-        return v  # exactly, however large (SQLite's integers are 64-bit)
     try:
         x = float(v) if isinstance(v, (str, bytes, int, float)) and not isinstance(v, bool) else math.nan
     except ValueError:
         x = math.nan
     if not math.isfinite(x) or (whole and (x != int(x) or abs(x) >= 2 ** 63)):
         raise ValueError(f"{column} is {v!r:.60}, not {'a whole number' if whole else 'a finite number'}")
-    return int(x) if whole else x
+    return x
 
 
 def resolve(name: str) -> Path:

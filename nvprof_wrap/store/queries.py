@@ -8,6 +8,76 @@ fills; the report's queries join it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypedDict, cast
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+# One row of a query, column name → SQLite value (int, float, str, bytes or None): what a SELECT gives is only known
+# at run time, so its values are Any; the rows that stages other than the report read are typed records below.
+Row = dict[str, Any]
+
+
+class ClassificationRow(TypedDict):
+    """A name-rule verdict cached for one rules version (table classifications)."""
+
+    name: str
+    rules_version: str
+    tensor_core: str
+    precision: str | None
+    family: str
+    reason: str
+    rule: str | None
+
+
+class HardwareKernelRow(TypedDict):
+    """The hardware's tensor-pipe samples one kernel filled alone, on one GPU of one capture (table hw_kernels)."""
+
+    capture_id: int
+    device_id: int | None
+    name: str
+    source: str
+    interval_ns: int
+    samples: int
+    tensor: float | None
+    hmma: float | None
+    imma: float | None
+    dfma: float | None
+
+
+class KernelGpuRow(TypedDict):
+    """A distinct (capture, device, kernel name) with its GPU's compute capability (ma.mi) and name, where known."""
+
+    capture_id: int
+    device_id: int | None
+    name: str
+    ma: int | None
+    mi: int | None
+    gpu: str | None
+
+
+class CaptureJobRow(TypedDict):
+    """What a capture says of its job (table captures), and its one process where it holds exactly one."""
+
+    id: int
+    path: str
+    file: str
+    started_ns: int | None
+    ended_ns: int | None
+    command: str | None
+    ppid: int | None
+    pid: int | None
+
+
+class OpKernelRow(TypedDict):
+    """One op (or scope) and kernel name: launches, time (None when no launch was timed) and the name's verdict."""
+
+    op: str
+    name: str
+    launches: int
+    ns: int | None
+    tensor_core: str
+    precision: str
 
 # Kernel time comes from timeline captures; the launches that counter tools (ncu, nvprof --metrics) replayed
 # count only when nothing else was read.
@@ -26,7 +96,9 @@ _OP_COLUMNS = ("op", "scope")
 class Queries:
     """Mixed into Store: ``rows(sql, params)`` is the one primitive they use."""
 
-    def rows(self, sql: str, params: Iterable = ()) -> list[dict]:  # pragma: no cover - Store defines it
+    db: Database  # Store's connection, through sqlite-utils
+
+    def rows(self, sql: str, params: Iterable[object] = ()) -> list[Row]:  # pragma: no cover - Store defines it
         raise NotImplementedError
 
     # -- evidence -------------------------------------------------------------------------------------
@@ -35,9 +107,9 @@ class Queries:
             "SELECT DISTINCT name FROM kernels EXCEPT SELECT name FROM classifications WHERE rules_version = ?",
             [rules_version])]
 
-    def classifications(self, rules_version: str) -> dict[str, dict]:
-        return {r["name"]: r for r in self.rows("SELECT * FROM classifications WHERE rules_version = ?",
-                                                [rules_version])}
+    def classifications(self, rules_version: str) -> dict[str, ClassificationRow]:
+        return {r["name"]: cast(ClassificationRow, r)
+                for r in self.rows("SELECT * FROM classifications WHERE rules_version = ?", [rules_version])}
 
     def unknown_names(self, rules_version: str) -> set[str]:
         return {r["name"] for r in self.rows(
@@ -62,11 +134,12 @@ class Queries:
     def static_evidence(self) -> dict[str, tuple[str, str]]:
         return {r["name"]: (r["tensor_core"], r["detail"]) for r in self.rows("SELECT * FROM static_evidence")}
 
-    def hardware_evidence(self) -> dict[tuple[int, int, str], dict]:
+    def hardware_evidence(self) -> dict[tuple[int, int | None, str], HardwareKernelRow]:
         """Per (capture, device, kernel name): the samples of the hardware's tensor-pipe activity it filled alone."""
-        return {(r["capture_id"], r["device_id"], r["name"]): r for r in self.rows("SELECT * FROM hw_kernels")}
+        return {(r["capture_id"], r["device_id"], r["name"]): cast(HardwareKernelRow, r)
+                for r in self.rows("SELECT * FROM hw_kernels")}
 
-    def hardware_devices(self) -> list[dict]:
+    def hardware_devices(self) -> list[Row]:
         """Per device and source: samples, busy samples and the sample-weighted mean activity over the busy ones."""
         return self.rows("""
             SELECT device_id, source, MIN(interval_ns) AS interval_ns, SUM(samples) AS samples,
@@ -75,7 +148,7 @@ class Queries:
                    SUM(tensor_busy * busy_samples) / NULLIF(SUM(busy_samples), 0) AS tensor_busy
             FROM hw_devices GROUP BY device_id, source ORDER BY device_id, source""")
 
-    def hardware_kernels(self) -> list[dict]:
+    def hardware_kernels(self) -> list[Row]:
         """Per (device, kernel name, source), all captures together: samples filled alone (n), their mean activity."""
         return self.rows("""
             SELECT device_id, name, source, MIN(interval_ns) AS interval_ns, SUM(samples) AS n,
@@ -91,11 +164,11 @@ class Queries:
                  ON h.device_id = k.device_id AND h.name = k.name
             WHERE k.device_id IN (SELECT device_id FROM hw_devices) GROUP BY k.device_id""")}
 
-    def series_kinds(self) -> list[dict]:
+    def series_kinds(self) -> list[Row]:
         """Each capture's series: kind, what marked its steps, bucket length, which CUDA calls it recorded."""
         return self.rows("SELECT capture_id, kind, source, bucket_ns, host, folded FROM series ORDER BY capture_id")
 
-    def step_rows(self, captures: list[int]) -> list[dict]:
+    def step_rows(self, captures: list[int]) -> list[Row]:
         """Per step over the given captures' processes: sums of the GPU side, host times as means per process."""
         marks = ",".join(str(int(c)) for c in captures) or "NULL"
         return self.rows(f"""
@@ -109,7 +182,7 @@ class Queries:
                    CAST(AVG(end_ns - start_ns) AS INTEGER) AS mean_duration_ns
             FROM steps WHERE capture_id IN ({marks}) GROUP BY step ORDER BY step""")
 
-    def step_kernel_rows(self, captures: list[int]) -> list[dict]:
+    def step_kernel_rows(self, captures: list[int]) -> list[Row]:
         marks = ",".join(str(int(c)) for c in captures) or "NULL"
         return self.rows(f"""SELECT step, name, SUM(launches) AS launches, SUM(total_ns) AS total_ns
                              FROM step_kernels WHERE capture_id IN ({marks}) GROUP BY step, name""")
@@ -122,14 +195,14 @@ class Queries:
             JOIN hw_series h ON h.capture_id = s.capture_id AND h.t_ns >= s.start_ns AND h.t_ns < s.end_ns
             WHERE s.capture_id IN ({marks}) GROUP BY s.step""")}
 
-    def hardware_series(self) -> list[dict]:
+    def hardware_series(self) -> list[Row]:
         return self.rows("SELECT device_id, t_ns, dt_ns, sm, tensor FROM hw_series ORDER BY device_id, t_ns")
 
-    def kernel_gpus(self) -> list[dict]:
+    def kernel_gpus(self) -> list[KernelGpuRow]:
         """Each distinct (capture, device, kernel name) with its GPU's compute capability and name. A kernel whose
         capture does not say which device ran it (console summaries) is of the capture's GPU when every device
         the capture names is the same model (a dual-GPU Tesla K80's devices 0 and 1)."""
-        return self.rows("""
+        return cast(list[KernelGpuRow], self.rows("""
             SELECT k.capture_id, k.device_id, k.name, MAX(d.cc_major) AS ma, MAX(d.cc_minor) AS mi,
                    MAX(d.name) AS gpu
             FROM (SELECT DISTINCT capture_id, device_id, name FROM kernels) k
@@ -137,11 +210,11 @@ class Queries:
                 k.device_id IS NULL AND k.capture_id IN (
                     SELECT capture_id FROM devices GROUP BY capture_id HAVING COUNT(DISTINCT
                         COALESCE(name, '?') || '/' || COALESCE(cc_major, '?') || '.' || COALESCE(cc_minor, '?')) = 1)))
-            GROUP BY k.capture_id, k.device_id, k.name""")
+            GROUP BY k.capture_id, k.device_id, k.name"""))
 
-    def write_verdicts(self, rows: list[tuple]) -> None:
+    def write_verdicts(self, rows: list[tuple[object, ...]]) -> None:
         """(capture_id, device_id, name, *VERDICT_COLUMNS) rows into temp.t_verdicts (replaced)."""
-        db = self.db.conn  # type: ignore[attr-defined]
+        db = self.db.conn
         db.execute("DROP TABLE IF EXISTS temp.t_verdicts")
         # typed as the kernels table: an untyped column would not use its index against kernels (an O(ranks²) join)
         db.execute(f"CREATE TEMP TABLE t_verdicts (capture_id INTEGER, device_id INTEGER, name TEXT, "
@@ -154,12 +227,12 @@ class Queries:
 
     # -- the report -------------------------------------------------------------------------------------
     def timed_kernel_ns(self) -> int:
-        return self.rows(f"SELECT COALESCE(SUM(total_ns), 0) AS t FROM {_TIMED}")[0]["t"]
+        return int(self.rows(f"SELECT COALESCE(SUM(total_ns), 0) AS t FROM {_TIMED}")[0]["t"])
 
     def untimed_kernels(self) -> int:
-        return self.rows(f"SELECT COUNT(*) AS n FROM {_TIMED} WHERE total_ns IS NULL")[0]["n"]
+        return int(self.rows(f"SELECT COUNT(*) AS n FROM {_TIMED} WHERE total_ns IS NULL")[0]["n"])
 
-    def kernel_rows(self) -> list[dict]:
+    def kernel_rows(self) -> list[Row]:
         """One row per kernel name (and verdict): launches, time and the ranked verdict, most time first."""
         return self.rows(f"""
             SELECT k.name, SUM(k.launches) AS launches, COALESCE(SUM(k.total_ns), 0) AS total_ns,
@@ -168,11 +241,11 @@ class Queries:
             FROM {_TIMED} k JOIN {_V} v ON {_ON_K}
             GROUP BY k.name, v.tensor_core, v.reason ORDER BY total_ns DESC, launches DESC, k.name""")
 
-    def memop_totals(self) -> list[dict]:
+    def memop_totals(self) -> list[Row]:
         return self.rows("SELECT kind, direction, SUM(total_ns) AS ns, SUM(count) AS n FROM memops "
                          "GROUP BY kind, direction")
 
-    def group_rows(self, key: str) -> list[dict]:
+    def group_rows(self, key: str) -> list[Row]:
         """Per device or per process (key 'device_id' or 'pid'): launches, kernel and tensor-core time."""
         assert key in _GROUP_KEYS
         return self.rows(f"""
@@ -180,17 +253,17 @@ class Queries:
                    COALESCE(SUM(CASE WHEN v.tensor_core = 'yes' THEN k.total_ns END), 0) AS tc_ns
             FROM {_TIMED} k JOIN {_V} v ON {_ON_K} GROUP BY k.{key} ORDER BY k.{key}""")
 
-    def group_precisions(self, key: str) -> dict:
-        """Per group: the tensor-core precisions, the one with the most time first."""
+    def group_precisions(self, key: str) -> dict[int | None, list[str]]:
+        """Per group (a device or process id): the tensor-core precisions, the one with the most time first."""
         assert key in _GROUP_KEYS
-        out: dict = {}
+        out: dict[int | None, list[str]] = {}
         for r in self.rows(f"""
                 SELECT k.{key} AS g, v.precision AS p, SUM(k.total_ns) AS ns FROM {_TIMED} k JOIN {_V} v ON {_ON_K}
                 WHERE v.tensor_core = 'yes' AND v.precision != '' GROUP BY 1, 2 ORDER BY 1, 3 DESC, 2"""):
             out.setdefault(r["g"], []).append(r["p"])
         return out
 
-    def group_activity(self, key: str) -> dict:
+    def group_activity(self, key: str) -> dict[int | None, Row]:
         """Per group: busy time and span, summed per capture (captures of different processes have different
         clocks and lifetimes)."""
         assert key in _GROUP_KEYS
@@ -207,14 +280,14 @@ class Queries:
     def index_ranks(self) -> None:
         """temp.t_ranked: (capture, pid) → rank, keyed — the rank queries join it per kernel row (as a subquery
         it was scanned per row: 2.3 s a query at 256 ranks). Made afresh: the store may have taken captures since."""
-        db = self.db.conn  # type: ignore[attr-defined]
+        db = self.db.conn
         db.execute("DROP TABLE IF EXISTS temp.t_ranked")
         db.execute("CREATE TEMP TABLE t_ranked (capture_id INTEGER, pid INTEGER, rank INTEGER, "
                    "PRIMARY KEY (capture_id, pid))")
         db.execute("INSERT INTO temp.t_ranked SELECT capture_id, pid, MAX(rank) FROM processes "
                    "WHERE rank IS NOT NULL AND pid IS NOT NULL GROUP BY 1, 2")
 
-    def rank_rows(self, communication: Iterable[str]) -> list[dict]:
+    def rank_rows(self, communication: Iterable[str]) -> list[Row]:
         """Per rank: processes, launches, kernel, tensor-core and communication time (families ``communication``)."""
         fams = list(communication)
         marks = ",".join("?" * len(fams)) or "NULL"
@@ -227,7 +300,7 @@ class Queries:
             JOIN {self._RANKED} r ON r.capture_id = k.capture_id AND r.pid = k.pid
             GROUP BY r.rank ORDER BY r.rank""", fams)
 
-    def rank_precisions(self) -> list[dict]:
+    def rank_precisions(self) -> list[Row]:
         """Per rank, precision and tensor-core verdict: kernel time, the most first."""
         return self.rows(f"""
             SELECT r.rank, COALESCE(NULLIF(v.precision, ''), 'unstated') AS precision, v.tensor_core,
@@ -236,7 +309,7 @@ class Queries:
             JOIN {self._RANKED} r ON r.capture_id = k.capture_id AND r.pid = k.pid
             GROUP BY 1, 2, 3 ORDER BY 1, 4 DESC, 2""")
 
-    def rank_activity(self) -> dict:
+    def rank_activity(self) -> dict[int, Row]:
         """Per rank: GPU busy time and span, summed over its processes' captures (each has its own clock)."""
         return {r["rank"]: r for r in self.rows(f"""
             SELECT r.rank, SUM(a.busy) AS busy, SUM(a.span) AS span FROM
@@ -244,14 +317,14 @@ class Queries:
                FROM activity GROUP BY capture_id, pid) a
             JOIN {self._RANKED} r ON r.capture_id = a.capture_id AND r.pid = a.pid GROUP BY r.rank""")}
 
-    def rank_step_times(self) -> list[dict]:
+    def rank_step_times(self) -> list[Row]:
         """Per rank and step: its wall time (of a steps series; time buckets are not steps), rank by rank."""
         return self.rows(f"""
             SELECT r.rank, s.end_ns - s.start_ns AS ns FROM steps s
             JOIN series c ON c.capture_id = s.capture_id AND c.kind = 'steps' AND c.folded = 1
             JOIN {self._RANKED} r ON r.capture_id = s.capture_id AND r.pid = s.pid ORDER BY r.rank""")
 
-    def rank_top_kernel(self, rank: int, tensor_core: str, other_than: Iterable[str] = ()) -> dict | None:
+    def rank_top_kernel(self, rank: int, tensor_core: str, other_than: Iterable[str] = ()) -> Row | None:
         """The rank's kernel with the most time among those of the given verdict, of no family in other_than."""
         fams = list(other_than)
         marks = ",".join("?" * len(fams)) or "NULL"
@@ -262,26 +335,26 @@ class Queries:
             GROUP BY k.name ORDER BY ns DESC LIMIT 1""", [rank, tensor_core, *fams])
         return rows[0] if rows else None
 
-    def devices(self) -> list[dict]:
+    def devices(self) -> list[Row]:
         return self.rows("SELECT device_id AS g, MAX(name) AS name, MAX(cc_major) AS ma, MAX(cc_minor) AS mi "
                          "FROM devices GROUP BY device_id")
 
-    def processes(self) -> list[dict]:
+    def processes(self) -> list[Row]:
         return self.rows("SELECT pid AS g, MAX(name) AS name, MAX(rank) AS rank FROM processes GROUP BY pid")
 
-    def op_kernels(self, column: str) -> list[dict]:
+    def op_kernels(self, column: str) -> list[OpKernelRow]:
         """Per op (column 'op') or scope (column 'scope') and kernel name: launches, time and verdict (of one device:
         the verdict is the name's: of the ops row's capture and name, the lowest device's). SQL groups the ops
         rows; the verdicts (one per distinct name) are joined here by dictionary: in SQL each ops row cost an index
         seek on the long name (0.15 s per call for 6,134 ops rows of a 100k-kernel torch.profiler trace, 0.01 s so)."""
         assert column in _OP_COLUMNS
-        verdicts: dict[tuple, tuple] = {}
+        verdicts: dict[tuple[int, str], tuple[str, str]] = {}
         for v in self.rows(f"SELECT capture_id, name, tensor_core, precision FROM {_V} "
                            "ORDER BY capture_id, name, device_id"):
             verdicts.setdefault((v["capture_id"], v["name"]), (v["tensor_core"], v["precision"]))
-        out: dict[tuple, dict] = {}
+        out: dict[tuple[str, str], OpKernelRow] = {}
         # streamed from the cursor, a tuple at a time: one row per (op, name, capture) is 113k rows at 256 ranks
-        for op, name, capture_id, launches, ns in self.db.execute(  # type: ignore[attr-defined]
+        for op, name, capture_id, launches, ns in self.db.execute(
                 f"SELECT {column}, name, capture_id, SUM(launches), SUM(total_ns) FROM ops "
                 f"GROUP BY {column}, name, capture_id"):
             verdict = verdicts.get((capture_id, name))
@@ -296,16 +369,16 @@ class Queries:
                 row["ns"] = ns if row["ns"] is None else row["ns"] + (ns or 0)
         return list(out.values())
 
-    def sources(self) -> list[dict]:
+    def sources(self) -> list[Row]:
         return self.rows("SELECT path, format, partial, notes FROM captures ORDER BY id")
 
-    def capture_jobs(self) -> list[dict]:
+    def capture_jobs(self) -> list[CaptureJobRow]:
         """Per capture, what it says of its job: file, start and end (UTC ns), command, parent pid, and its process
         (pid, when it holds exactly one)."""
-        return self.rows("""
+        return cast(list[CaptureJobRow], self.rows("""
             SELECT c.id, c.path, c.file, c.started_ns, c.ended_ns, c.command, c.ppid,
                    CASE WHEN COUNT(DISTINCT p.pid) = 1 THEN MIN(p.pid) END AS pid
-            FROM captures c LEFT JOIN processes p ON p.capture_id = c.id GROUP BY c.id ORDER BY c.id""")
+            FROM captures c LEFT JOIN processes p ON p.capture_id = c.id GROUP BY c.id ORDER BY c.id"""))
 
     def steps_marked(self) -> int:
         """How many training steps the captures mark: distinct NVTX ranges 'step N' / 'ProfilerStep#N' that
@@ -316,4 +389,4 @@ class Queries:
         optimizer = "s GLOB 'optimizer step [0-9]*' AND substr(s, 16) NOT GLOB '*[^0-9]*'"
         r = self.rows(f"""SELECT SUM({own}) AS own, SUM({optimizer}) AS opt
                           FROM (SELECT op AS s FROM ops UNION SELECT scope FROM ops)""")[0]
-        return (r["own"] or 0) or (r["opt"] or 0)
+        return int((r["own"] or 0) or (r["opt"] or 0))

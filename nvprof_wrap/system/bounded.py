@@ -13,7 +13,10 @@ import gzip
 import io
 import json
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.system import limits
@@ -37,7 +40,7 @@ class Gunzip(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: WriteableBuffer) -> int:
         n = self._gz.readinto(b)
         self.unpacked += n
         if self.unpacked > self.free or (self.limit is not None and self.unpacked > self.limit):
@@ -77,7 +80,7 @@ def open_bytes(path: Path, limit: int | None = None, free: int | None = None) ->
     return open(path, "rb")
 
 
-def loads(data: str | bytes):
+def loads(data: str | bytes) -> Any:  # a JSON value
     """json.loads for a record of a file: nesting past the parser's recursion limit is a ValueError like any other
     damage, never a RecursionError (an integer of more than 4,300 digits is a ValueError already: catch ValueError,
     not only JSONDecodeError)."""

@@ -68,12 +68,25 @@ def width(fallback: int = 120) -> int:
     """Columns to render for: $COLUMNS when it is a width, else the terminal's, else ``fallback`` (never
     shutil.get_terminal_size, which takes any number in $COLUMNS)."""
     columns = value("COLUMNS")
-    if columns is None:
+    if not isinstance(columns, int):  # unset (its parser makes a width an int)
+        stdout = sys.__stdout__  # None where Python started without one
         try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+            columns = os.get_terminal_size(stdout.fileno()).columns if stdout is not None else 0
         except (AttributeError, OSError, ValueError):
             columns = 0
     return min(columns, MAX_WIDTH) if columns > 0 else fallback
+
+
+def words(name: str) -> list[str]:
+    """A variable of words (``_words``) as a list; [] when unset."""
+    got = value(name, [])
+    return [str(w) for w in got] if isinstance(got, list) else []
+
+
+def whole(name: str, default: int) -> int:
+    """A variable of a whole number (``_whole``); ``default`` when unset."""
+    got = value(name, default)
+    return got if isinstance(got, int) else default
 
 
 def check(command: str | None = None) -> list[str]:

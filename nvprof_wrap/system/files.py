@@ -17,6 +17,7 @@ import os
 import stat
 import urllib.parse
 from pathlib import Path
+from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
 from nvprof_wrap.errors import BadInput, CannotWrite
 
@@ -77,7 +78,11 @@ def open_fd(path: Path | str, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     return fd
 
 
-def open_file(path: Path | str, how: str = "w", what: str = "file", **kwargs):
+@overload
+def open_file(path: Path | str, how: Literal["w", "a"] = "w", what: str = "file", **kwargs: Any) -> TextIO: ...
+@overload
+def open_file(path: Path | str, how: Literal["wb", "ab", "r+b"], what: str = "file", **kwargs: Any) -> BinaryIO: ...
+def open_file(path: Path | str, how: str = "w", what: str = "file", **kwargs: Any) -> IO[Any]:
     """open(path, how) through open_fd: "w", "wb", "a", "ab", "r+b" (with ``buffering`` etc. in kwargs)."""
     flags = {"w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
              "r+": os.O_RDWR}[how.replace("b", "")]

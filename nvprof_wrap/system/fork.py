@@ -150,7 +150,7 @@ def alongside(here: Callable[[], Any], others: list[Forked]) -> list[Any]:
         raise
 
 
-def _call(fn: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
+def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
     try:
         return True, fn(*args)
     except Exception as e:  # noqa: BLE001 - the worker's error crosses back to the reading process

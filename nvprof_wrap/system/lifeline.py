@@ -10,6 +10,11 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import Any
+
+# What signal.signal takes and gives back: a function, SIG_DFL / SIG_IGN, or None (set outside Python).
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 _PR_SET_PDEATHSIG = 1
 try:  # looked up here, in the parent: a forked child should not need the dynamic loader's lock
@@ -40,11 +45,11 @@ def _no_other_threads() -> bool:
     return all(t is me or type(t).__name__ == "_RefreshThread" for t in threading.enumerate())
 
 
-def end_on(signals: Iterable[int], handler: Callable) -> dict[int, object]:
+def end_on(signals: Iterable[int], handler: Callable[[int, FrameType | None], Any]) -> dict[int, Handler]:
     """Handle these signals with ``handler`` (errors.terminate: raise Terminated) in this process — unless the
     process was told to ignore them (nohup); returns the handlers they replaced, for ``restore``. Outside the main
     thread (a library caller's thread) signals cannot be set: nothing changes."""
-    previous: dict[int, object] = {}
+    previous: dict[int, Handler] = {}
     for s in signals:
         try:
             if signal.getsignal(s) is not signal.SIG_IGN:
@@ -54,10 +59,10 @@ def end_on(signals: Iterable[int], handler: Callable) -> dict[int, object]:
     return previous
 
 
-def restore(previous: dict[int, object]) -> None:
+def restore(previous: dict[int, Handler]) -> None:
     for s, h in previous.items():
         try:
-            signal.signal(s, h)  # type: ignore[arg-type]
+            signal.signal(s, h)
         except (ValueError, OSError, TypeError):
             pass
 

@@ -27,7 +27,7 @@ def machine_failed(e: BaseException) -> bool:
 
 def why(e: OSError) -> str:
     """The few words for an OSError: 'disk full' rather than 'No space left on device'."""
-    return MACHINE.get(e.errno) or e.strerror or str(e)  # type: ignore[arg-type]
+    return (MACHINE.get(e.errno) if e.errno is not None else None) or e.strerror or str(e)
 
 
 def write_error(path: Path | str | None, e: OSError, what: str = "cannot write") -> CannotWrite | IOFailure:

@@ -46,7 +46,7 @@ def folder(kind: str) -> Iterator[str]:
 def sweep(root: str | None = None, *, now: float | None = None) -> list[str]:
     """Remove the temporary folders a killed nvprof-wrap left on this host; the paths removed. Never raises."""
     mine = re.compile(rf"^{re.escape(PREFIX)}[a-z]+-{re.escape(_host())}-(\d+)-")
-    removed = []
+    removed: list[str] = []
     now = time.time() if now is None else now
     try:
         entries = list(os.scandir(root or tempfile.gettempdir()))

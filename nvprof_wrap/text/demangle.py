@@ -58,8 +58,9 @@ def demangle(name: str) -> str:
     if len(over_budget) >= DEMANGLE_MAX_OVERRUNS:  # a capture full of name bombs: stop paying for them
         over_budget.add(name)
         return name
-    out = _helper().demangle(name)
-    if out is None and not _HELPER.ran_out:  # the helper had died before this name (not by it): once more
+    helper = _helper()
+    out = helper.demangle(name)
+    if out is None and not helper.ran_out:  # the helper had died before this name (not by it): once more
         out = _helper().demangle(name)
     if out is None:
         over_budget.add(name)
@@ -69,7 +70,7 @@ def demangle(name: str) -> str:
 
 def _in_process(name: str) -> str:
     try:
-        return _cxxfilt.demangle(name, external_only=False)
+        return str(_cxxfilt.demangle(name, external_only=False))
     except Exception:  # noqa: BLE001 - cxxfilt raises its own InvalidName; any failure keeps the raw name
         return name
 
@@ -99,7 +100,8 @@ class _Helper:
     """One process that demangles names sent through a pipe, killed and replaced when a name overruns."""
 
     def __init__(self) -> None:
-        self.pid, self.proc, self.to_child, self.from_child = 0, None, -1, -1
+        self.pid, self.to_child, self.from_child = 0, -1, -1
+        self.proc: subprocess.Popen[bytes] | None = None
         self.ran_out = False  # the last name overran its budget (rather than finding the helper dead)
 
     def _start(self) -> None:
@@ -121,10 +123,11 @@ class _Helper:
             os.close(up_w)
             self.pid, self.to_child, self.from_child = pid, down_w, up_r
         else:  # another thread might hold a lock the child would need: a fresh interpreter instead
-            self.proc = subprocess.Popen([sys.executable, "-c", _HELPER_CODE], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": _package_parent()})
-            self.pid = self.proc.pid
-            self.to_child, self.from_child = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+            proc = subprocess.Popen([sys.executable, "-c", _HELPER_CODE], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": _package_parent()})
+            assert proc.stdin is not None and proc.stdout is not None  # both PIPE
+            self.proc, self.pid = proc, proc.pid
+            self.to_child, self.from_child = proc.stdin.fileno(), proc.stdout.fileno()
 
     def demangle(self, name: str) -> str | None:
         if not self.pid:
@@ -155,8 +158,9 @@ class _Helper:
             pass
         if self.proc is not None:
             self.proc.wait()
-            self.proc.stdin.close()
-            self.proc.stdout.close()
+            for pipe in (self.proc.stdin, self.proc.stdout):  # both PIPE (_start)
+                if pipe is not None:
+                    pipe.close()
         else:
             os.waitpid(self.pid, 0)
             os.close(self.to_child)
@@ -216,7 +220,6 @@ _HELPER: _Helper | None = None
 
 
 def _helper() -> _Helper:
-    global _HELPER
     global _HELPER, _HELPER_OWNER
     if _HELPER is None or _HELPER_OWNER != os.getpid():  # a forked reader gets a helper of its own
         _HELPER, _HELPER_OWNER = _Helper(), os.getpid()

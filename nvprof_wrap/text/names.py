@@ -70,7 +70,8 @@ def _collapse_vectorised(name: str, keep_depth: int) -> str:
     after = np.cumsum(opens.astype(np.int64) - (codes == ord(">")))
     folded = opens & (after == keep_depth + 1)
     codes[folded] = ord(_SPARE)
-    return codes[(after <= keep_depth) | folded].tobytes().decode("utf-32-le").replace(_SPARE, "<…")
+    kept: bytes = codes[(after <= keep_depth) | folded].tobytes()  # numpy's indexing is untyped: Any
+    return kept.decode("utf-32-le").replace(_SPARE, "<…")
 
 
 # An identifier is tried only where a word starts (and read possessively): at every letter of a 100,000-character name
