@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import BY_EXTENSION, RENDERERS, Options
+from nvprof_wrap.run.names import STORE
 from nvprof_wrap.system import environ
 
 FORMATS = tuple(RENDERERS)
@@ -30,7 +31,7 @@ def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -
 
 def add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, default=None,
-                   help="run store to keep the aggregates in (default: RUN_DIR/run.sqlite for a run folder made by "
+                   help=f"run store to keep the aggregates in (default: RUN_DIR/{STORE} for a run folder made by "
                         "'nvprof-wrap run', else in memory)")
     p.add_argument("--jobs", "-j", type=positive, default=None, metavar="N",
                    help="read up to N captures side by side in local processes (default: one per core; 1: one by one)")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput, CannotWrite, IOFailure
 from nvprof_wrap.model import Capture
+from nvprof_wrap.run.names import SET_ASIDE
 from nvprof_wrap.store.queries import Queries
 from nvprof_wrap.system import files
 
@@ -154,7 +155,7 @@ class Store(Queries):
 
     def _set_aside(self) -> None:
         """The store only holds what the captures hold: move the damaged file aside (nothing is deleted)."""
-        aside = Path(f"{self.path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        aside = Path(f"{self.path}{SET_ASIDE}{time.strftime('%Y%m%d-%H%M%S')}")
         try:
             files.replace(self.path, aside, "damaged run store's new name")
             for suffix in ("-wal", "-shm", "-journal"):
