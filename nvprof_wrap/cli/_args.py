@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import BY_EXTENSION, RENDERERS, Options
-from nvprof_wrap.run.names import STORE
+from nvprof_wrap.run.names import REPORT_HTML, STORE
 from nvprof_wrap.system import environ
 
 FORMATS = tuple(RENDERERS)
@@ -77,7 +77,7 @@ def render_options(args: argparse.Namespace, **more) -> Options:
 def add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                    help="write the output to FILE instead of stdout, in the format its extension names unless "
-                        "--format says: -o report.html (default: stdout)")
+                        f"--format says: -o {REPORT_HTML} (default: stdout)")
     p.set_defaults(output_file="output")
 
 
@@ -85,7 +85,7 @@ def add_save(p: argparse.ArgumentParser, what: str = "the report") -> None:
     """For a command whose -o names its folder (run, experiment, doctor, verify): --save FILE is their -o FILE."""
     p.add_argument("--save", type=Path, default=None, metavar="FILE",
                    help=f"write {what} to FILE instead of stdout, in the format its extension names unless --format "
-                        "says: --save report.html (default: stdout)")
+                        f"says: --save {REPORT_HTML} (default: stdout)")
     p.set_defaults(output_file="save")
 
 

@@ -206,7 +206,7 @@ def written(folder: Path) -> set[str]:
         entries = []
     backend = data.get("backend")
     running = isinstance(backend, str) and data.get("status") == "running"
-    pattern = names.CAPTURE_NAMES.get(backend) if running else None
+    pattern = names.CAPTURE_NAMES.get(str(backend)) if running else None
     for name in entries:
         if names.SET_ASIDE_STORE.fullmatch(name) or (pattern is not None and pattern.fullmatch(name)):
             ours.add(name)

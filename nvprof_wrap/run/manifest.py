@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.system import files
@@ -125,7 +126,7 @@ class Manifest:
         """pid → distributed rank, for the processes that had one."""
         return {p.pid: p.rank for p in self.processes if p.rank is not None}
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in _NOT_WRITTEN
                and not (f.name in ("format", "version", "capture") and getattr(self, f.name) is None)}
         # (format, version: an older one's keys; capture: only a windowed run's)
@@ -135,7 +136,7 @@ class Manifest:
     def from_json(cls, data: object, path: Path | str | None = None) -> Manifest:
         """Raises BadInput (naming ``path``) for what is not a manifest `run` wrote."""
         try:
-            values = _MANIFEST(data)
+            values = cast("dict[str, Any]", _MANIFEST(data))  # _MANIFEST reads into a dict
         except _Wrong as e:
             where = "".join(k if k.startswith("[") else f".{k}" for k in e.where).lstrip(".")
             raise BadInput(path, f"not a run manifest: {where or 'it'} is not {e.what}" if e.what != "present"
@@ -192,7 +193,7 @@ def _scalar(check: Callable[[object], bool], what: str) -> Read:
 
 
 def _list_of(read_one: Read) -> Read:
-    def read(v: object) -> tuple:
+    def read(v: object) -> tuple[object, ...]:
         if not isinstance(v, list):
             raise _Wrong("a list")
         out = []
