@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from nvprof_wrap.errors import NvprofWrapError, ToolMissing
+from nvprof_wrap.run.steps import step_name
 from nvprof_wrap.system import tempdirs
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class Profile:
 
     def _push_step(self) -> None:
         if self.nvtx_steps and self._tracing:
-            self._range_open = _nvtx("push", f"step {self.step_count}")
+            self._range_open = _nvtx("push", step_name(self.step_count))
 
     def _pop_step(self) -> None:
         if self._range_open:

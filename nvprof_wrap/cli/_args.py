@@ -11,6 +11,7 @@ from typing import Any, TypeAlias, TypedDict
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.renderers import BY_EXTENSION, RENDERERS, Options
+from nvprof_wrap.run.names import REPORT_HTML, STORE
 from nvprof_wrap.system import environ
 
 FORMATS = tuple(RENDERERS)
@@ -49,7 +50,7 @@ def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -
 
 def add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, default=None,
-                   help="run store to keep the aggregates in (default: RUN_DIR/run.sqlite for a run folder made by "
+                   help=f"run store to keep the aggregates in (default: RUN_DIR/{STORE} for a run folder made by "
                         "'nvprof-wrap run', else in memory)")
     p.add_argument("--jobs", "-j", type=positive, default=None, metavar="N",
                    help="read up to N captures side by side in local processes (default: one per core; 1: one by one)")
@@ -95,7 +96,7 @@ def render_options(args: argparse.Namespace, **more: Any) -> Options:  # Options
 def add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                    help="write the output to FILE instead of stdout, in the format its extension names unless "
-                        "--format says: -o report.html (default: stdout)")
+                        f"--format says: -o {REPORT_HTML} (default: stdout)")
     p.set_defaults(output_file="output")
 
 
@@ -103,7 +104,7 @@ def add_save(p: argparse.ArgumentParser, what: str = "the report") -> None:
     """For a command whose -o names its folder (run, experiment, doctor, verify): --save FILE is their -o FILE."""
     p.add_argument("--save", type=Path, default=None, metavar="FILE",
                    help=f"write {what} to FILE instead of stdout, in the format its extension names unless --format "
-                        "says: --save report.html (default: stdout)")
+                        f"says: --save {REPORT_HTML} (default: stdout)")
     p.set_defaults(output_file="save")
 
 

@@ -14,6 +14,7 @@ from typing import BinaryIO
 
 from nvprof_wrap.cli._args import output_file
 from nvprof_wrap.errors import BadInput, CannotWrite, NvprofWrapError
+from nvprof_wrap.run import Run, names
 from nvprof_wrap.system import files, storage
 from nvprof_wrap.text.sanitize import clean
 
@@ -70,10 +71,7 @@ def deliver(text: str, path: Path | None, what: str = "output") -> None:
 
 
 # The files of a run folder that are the run's own (besides its captures): an output never replaces one.
-RUN_FILES = {"manifest.json": "the manifest", "manifest.json.tmp": "the manifest", "run.sqlite": "the run store",
-             "stdout.log": "a log", "stderr.log": "a log", "metrics.jsonl": "the metrics",
-             "gpm.jsonl": "the GPM samples", "windows.jsonl": "the capture window's record",
-             ".nvprof-wrap.lock": "the lock file", "verify.json": "the record of the verify run"}
+RUN_FILES = names.OWN
 
 
 def check_output(path: Path | None, inputs: Iterable[Path | str | None] = (), into: Path | str | None = None) -> None:
@@ -138,22 +136,22 @@ def _owned(folder: Path, real: Path) -> str | None:
     """What ``real`` is to ``folder`` when ``folder`` is a run folder (one with a manifest.json) and the file is
     the run's: "the manifest", "a capture", …; else None."""
     try:
-        if not (folder / "manifest.json").is_file():
+        if not Run(folder).manifest_file.is_file():
             return None
     except OSError:
         return None
     rel = real.relative_to(folder)
     if len(rel.parts) == 1:
         name = rel.name
-        base = name.removesuffix("-journal").removesuffix("-wal").removesuffix("-shm")
+        base = name
+        for side in names.SQLITE_SIDES:
+            base = base.removesuffix(side)
         if name in RUN_FILES or base in RUN_FILES:
             return RUN_FILES.get(name) or RUN_FILES[base]
         if base != name:
             return "a SQLite side file"
-    from nvprof_wrap.launch.manifest import read_manifest
-
     try:
-        named = set(read_manifest(folder / "manifest.json").captures)
+        named = set(Run(folder).manifest().captures)
     except (OSError, NvprofWrapError):
         named = set()
     return "a capture" if str(rel) in named or _capture(real) else None

@@ -26,12 +26,12 @@ from nvprof_wrap.cli.run_cmd import add_hardware, annotate_kinds
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
-from nvprof_wrap.launch.manifest import Manifest, read_manifest
 from nvprof_wrap.launch.runner import execute
 from nvprof_wrap.pipeline.stores import report_run
 from nvprof_wrap.renderers import Experiment, render
 from nvprof_wrap.report.experiment import ExperimentRow, row
 from nvprof_wrap.report.health import health_from_run
+from nvprof_wrap.run import Manifest, Run, read_manifest
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # a link to ../../workloads; a copy when installed
 CLASSES = {"reuters_mlp": 46}
@@ -72,8 +72,7 @@ def resolve(workload: str) -> Path:
 def _row(precision: str, folder: Path, manifest: Manifest, script_stem: str) -> ExperimentRow:
     rep = report_run(folder, warn=say, health=False)
     return row(precision, folder, manifest, rep,
-               health_from_run(folder / "metrics.jsonl", None, CLASSES.get(script_stem),
-                               log_paths=(folder / "stdout.log", folder / "stderr.log")))
+               health_from_run(Run(folder).metrics_file, None, CLASSES.get(script_stem), log_paths=Run(folder).logs))
 
 
 def _precisions(text: str) -> list[str]:
@@ -95,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         base, stem = Path(args.output), Path(args.workload).stem
         rows = []
         for precision in precisions:
-            mf = base / precision / "manifest.json"
+            mf = Run(base / precision).manifest_file
             if not mf.is_file():
                 raise BadInput(mf, "no run of this precision in the experiment folder")
             manifest = read_manifest(mf)

@@ -46,6 +46,7 @@ from nvprof_wrap.cli._write import check_output, deliver, say
 from nvprof_wrap.pipeline.stores import remember, report_on
 from nvprof_wrap.renderers import render
 from nvprof_wrap.renderers.csv import TABLES as CSV_TABLES
+from nvprof_wrap.run import Run
 
 
 def add_parser(sub: Subcommands, name: str) -> None:
@@ -89,6 +90,6 @@ def run(args: argparse.Namespace) -> int:
     opts = render_options(args, wide=args.wide, limit=limit, table=args.table, gates=tuple(results) or None,
                           per_step=args.per_step)
     deliver(render(args.format, rep, opts), args.output, f"{args.format} report")
-    if len(args.paths) == 1 and (args.paths[0] / "manifest.json").is_file():
+    if len(args.paths) == 1 and Run(args.paths[0]).manifest_file.is_file():
         remember(args.paths[0], rep, say)
     return gate(args, rep, results)

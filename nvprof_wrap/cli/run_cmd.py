@@ -39,10 +39,11 @@ from nvprof_wrap.cli._progress import reading
 from nvprof_wrap.cli._write import check_output, put, say, write_text
 from nvprof_wrap.errors import INTERNAL, IO_ERROR, BadInput, CannotWrite, IOFailure, NvprofWrapError
 from nvprof_wrap.launch import CHOICES
-from nvprof_wrap.launch.base import CaptureWindow, RunSpec
+from nvprof_wrap.launch.base import RunSpec
 from nvprof_wrap.launch.runner import check_name, execute, expand_output, no_capture_reason
 from nvprof_wrap.pipeline.stores import remember, report_run, window_never_opened
-from nvprof_wrap.renderers import RENDERERS, Options, render
+from nvprof_wrap.renderers import Options, render
+from nvprof_wrap.run import CaptureWindow, Run, names
 
 
 def add_parser(sub: Subcommands, name: str) -> None:
@@ -68,9 +69,9 @@ def add_parser(sub: Subcommands, name: str) -> None:
     add_hardware(p)
     p.add_argument("--verbose", action="store_true",
                    help="show the profiler's own output live too (progress bars, 'Generated:' lines); by default it "
-                        "goes only to the run folder's stdout.log / stderr.log")
+                        f"goes only to the run folder's {names.STDOUT_LOG} / {names.STDERR_LOG}")
     p.add_argument("--html", action="store_true",
-                   help="also write the report as one self-contained page, RUN_DIR/report.html (docs/html.md)")
+                   help=f"also write the report as one self-contained page, RUN_DIR/{names.REPORT_HTML} (docs/html.md)")
     p.add_argument("--limit", type=positive, default=15, help="kernels to list (default 15)")
     p.add_argument("--wide", action="store_true", help=WIDE_HELP)
     p.add_argument("--per-step", action="store_true", help="the report's one row per step (see report --per-step)")
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
             with reading() as progress:
                 rep = report_run(folder, warn=say, progress=progress)
             if args.html:
-                page = folder / f"report{RENDERERS['html'].EXTENSION}"
+                page = Run(folder).report_html
                 write_text(page, render("html", rep, Options(limit=args.limit)), run_file=True)
                 say(f"nvprof-wrap: HTML report → {page}")
             results = gates(args, rep)

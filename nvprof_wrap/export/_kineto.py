@@ -21,6 +21,7 @@ from nvprof_wrap.readers._kineto_rows import KERNEL_CATS, MEM_CATS, RANGE_CATS
 from nvprof_wrap.readers._sqlite import EVERYTHING
 from nvprof_wrap.readers._trace_events import NotFast, TraceEvents
 from nvprof_wrap.readers._window import Window
+from nvprof_wrap.run.steps import could_mark_a_step
 
 _NUMBER = (int, float)
 _GPU_CATS = KERNEL_CATS | MEM_CATS
@@ -68,7 +69,7 @@ class Kineto:
                 if cat in _GPU_CATS:
                     gpu_first = t if gpu_first is None or t < gpu_first else gpu_first
                 elif cat in RANGE_CATS and ev.get("ph") == "X" and isinstance(ev.get("name"), str) and \
-                        _window.could_mark_a_step(ev["name"]):
+                        could_mark_a_step(ev["name"]):
                     end = _ns(ev.get("dur"))
                     steps.append((ev["name"], (ev.get("pid"), ev.get("tid")), t, t + (end or 0)))
         self.first_ns, self.gpu_first = first, gpu_first

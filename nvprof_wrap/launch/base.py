@@ -7,34 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from nvprof_wrap.launch.gpus import Gpu
+from nvprof_wrap.run.manifest import CaptureWindow, Gpu
 
 RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
-
-
-@dataclass(frozen=True)
-class CaptureWindow:
-    """What `run --capture-steps A:B` / `--capture-after S [--capture-for S]` asks: record only steps A..B-1, or only
-    from S seconds after the job started (for a while, or to its end). tracer/window.py keeps it inside the job."""
-
-    kind: str  # "steps" | "seconds"
-    start: float
-    end: float | None = None  # steps: B; seconds: when it closes, from the job's start (None: at the job's end)
-
-    @property
-    def option(self) -> str:
-        """The options of `run` that ask for it."""
-        if self.kind == "steps":
-            return f"--capture-steps {int(self.start)}:{int(self.end or 0)}"
-        return f"--capture-after {self.start:g}" + (f" --capture-for {self.end - self.start:g}"
-                                                    if self.end is not None else "")
-
-    @property
-    def env(self) -> str:
-        """$NVPROF_WRAP_CAPTURE (tracer/window.py parse)."""
-        if self.kind == "steps":
-            return f"steps:{int(self.start)}:{int(self.end or 0)}"
-        return f"seconds:{self.start!r}:{'inf' if self.end is None else repr(self.end)}"
 
 
 @dataclass(frozen=True)
@@ -109,12 +84,6 @@ def rank() -> int | None:
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
     return None
-
-
-def capture_tag() -> str:
-    """The prefix of a rank's capture names, so that ranks writing into one folder never collide."""
-    r = rank()
-    return f"rank{r}-" if r is not None else ""
 
 
 def injection_env() -> dict[str, str]:

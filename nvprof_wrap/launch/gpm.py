@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+from nvprof_wrap.run import names
 from nvprof_wrap.system import files
 
-FILE = "gpm.jsonl"
+FILE = names.GPM
 DEFAULT_INTERVAL_S = 0.1
 # NVML_GPM_METRIC_* ids (nvml.h) → the short names of gpm.jsonl and the run store
 METRICS = {"sm": 2, "tensor": 5, "dfma": 6, "hmma": 7, "dmma": 8, "imma": 9}

@@ -3,22 +3,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Gpu:
-    index: int
-    name: str
-    compute_capability: str  # "9.0"
-    driver: str
-
-    @property
-    def cc(self) -> float:
-        try:
-            return float(self.compute_capability)
-        except ValueError:
-            return 0.0
+from nvprof_wrap.run.manifest import Gpu
 
 
 def list_gpus() -> list[Gpu]:

@@ -26,7 +26,8 @@ import psutil
 
 from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.launch.base import RANK_VARS
-from nvprof_wrap.launch.manifest import Process
+from nvprof_wrap.run import Run
+from nvprof_wrap.run.manifest import Process
 from nvprof_wrap.system import files
 from nvprof_wrap.system.lifeline import leave_terminal, terminal_fds
 
@@ -143,7 +144,7 @@ def run_job(argv: list[str], env: dict[str, str], outdir: Path, quiet_stdout: bo
     silent: the job's output goes only to stdout.log / stderr.log (doctor's probe). keep_fds: descriptors the job
     inherits (the run folder's lock: a job outliving its wrapper keeps its folder claimed)."""
     full_env = {**os.environ, **env}
-    logs = [outdir / "stdout.log", outdir / "stderr.log"]
+    logs = Run(outdir).logs
     try:
         with files.open_file(logs[0], "wb", "log") as out, files.open_file(logs[1], "wb", "log") as err:
             # A new session: the job and all its children form one process group we can signal together.

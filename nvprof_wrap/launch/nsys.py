@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 from nvprof_wrap.errors import ToolMissing
-from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag, window_env
-from nvprof_wrap.launch.gpus import Gpu
+from nvprof_wrap.launch.base import Plan, RunSpec, rank, window_env
+from nvprof_wrap.run import Run, names
+from nvprof_wrap.run.manifest import Gpu
 from nvprof_wrap.system import environ, tools
 
 TRACE = "cuda,nvtx,cublas,cudnn"
@@ -42,15 +43,15 @@ class Nsys:
         window, env = capture_args(spec)
         argv = [nsys, "profile", f"--trace={os.environ.get(TRACE_VAR) or TRACE}", "--sample=none", "--cpuctxsw=none",
                 *metrics, *window, *environ.words(EXTRA_VAR), "--force-overwrite=true", "--output",
-                str(folder / f"{capture_tag()}nsys"), *spec.command]
+                str(Run(folder).nsys_output(rank())), *spec.command]
         return Plan(self.name, argv, env, tool=nsys, version=self.version(nsys))
 
     def collect(self, folder: Path, spec: RunSpec) -> list[str]:
         """Nsight Systems writes .nsys-rep; each is exported to SQLite next to it."""
         problems = []
-        for rep in sorted(folder.glob("*.nsys-rep")):
+        for rep in sorted(folder.glob(f"*{names.NSYS_REPORTS[0]}")):
             try:
-                tools.nsys_export(rep, self.find(spec.nsys) or "nsys", rep.with_suffix(".sqlite"))
+                tools.nsys_export(rep, self.find(spec.nsys) or "nsys", rep.with_suffix(names.EXPORT))
             except Exception as e:  # noqa: BLE001 - reported in the manifest, the run's other captures still count
                 problems.append(f"{rep.name}: {e}")
         return problems

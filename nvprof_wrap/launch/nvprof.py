@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput, ToolMissing
-from nvprof_wrap.launch.base import Plan, RunSpec, capture_tag, window_env
-from nvprof_wrap.launch.gpus import Gpu
+from nvprof_wrap.launch.base import Plan, RunSpec, rank, window_env
+from nvprof_wrap.run import Run
+from nvprof_wrap.run.manifest import Gpu
 from nvprof_wrap.system import tools
 
 NEWEST_CC = 8.0  # nvprof supports compute capability below this only
@@ -45,7 +46,7 @@ class Nvprof:
                 raise BadInput(None, f"{spec.capture.option}: nvprof cannot start recording after a delay; give "
                                      "--capture-steps A:B, or use --backend nsys or cupti")
             window = ["--profile-from-start", "off"]  # the job calls cuProfilerStart/Stop (tracer/window.py)
-        argv = [nvprof, *window, "-o", str(folder / f"{capture_tag()}profile%p.nvvp"), "--profile-child-processes",
+        argv = [nvprof, *window, "-o", str(Run(folder).nvprof_output(rank())), "--profile-child-processes",
                 *spec.command]
         return Plan(self.name, argv, window_env(spec, "profiler"), tool=nvprof, version=self.version(nvprof))
 

@@ -17,11 +17,11 @@ from nvprof_wrap._version import __version__
 from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.launch import BY_NAME, choose, gpm
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
-from nvprof_wrap.launch.folder import LOCK, claim
-from nvprof_wrap.launch.gpus import Gpu, list_gpus
+from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.job import JobResult, run_job
-from nvprof_wrap.launch.manifest import FORMAT, FORMAT_VERSION, Host, Manifest
-from nvprof_wrap.system import files, storage, tools
+from nvprof_wrap.run import Run, claim
+from nvprof_wrap.run.manifest import FORMAT, FORMAT_VERSION, Gpu, Host, Manifest
+from nvprof_wrap.system import files, storage
 
 
 def expand_output(pattern: str) -> str:
@@ -53,7 +53,7 @@ def check_name(name: str | None) -> None:
 
 
 def run_folder(spec: RunSpec) -> tuple[Path, int, bool]:
-    """The run folder, claimed for this run (launch/folder.py), the descriptor that holds the claim, and whether
+    """The run folder, claimed for this run (run/lock.py), the descriptor that holds the claim, and whether
     this run created the folder. A path through a symlink is resolved once, here: the logs, the captures and the
     manifest all go to the folder it named at the start, whatever the link names later."""
     check_name(spec.name)
@@ -64,7 +64,7 @@ def run_folder(spec: RunSpec) -> tuple[Path, int, bool]:
         folder = Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     r = rank()
     if r is not None and spec.output:
-        folder = folder / f"rank{r}"  # srun / torchrun / mpirun: one sub-folder per rank, same -o on every node
+        folder = Run(folder).rank(r).folder  # srun / torchrun / mpirun: one sub-folder per rank, same -o on every node
     real = Path(os.path.realpath(folder))
     if real != Path(os.path.abspath(folder)):
         folder = real  # a symlink on the way: from here on, the folder it points to now
@@ -76,7 +76,7 @@ def _unclaim(folder: Path, lock: int, created: bool) -> None:
     """A run refused before its job started leaves nothing behind: its lock goes, and the folder if the run made
     it and nothing else is in it."""
     try:
-        (folder / LOCK).unlink()  # still holding the lock: no other run can have claimed the folder meanwhile
+        Run(folder).lock_file.unlink()  # still holding the lock: no other run can have claimed the folder meanwhile
         if created:
             folder.rmdir()  # OSError if anything else is in it: then it stays
     except OSError:
@@ -86,10 +86,7 @@ def _unclaim(folder: Path, lock: int, created: bool) -> None:
 
 
 def captures(folder: Path) -> list[str]:
-    skip = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
-            "gpm.jsonl", "windows.jsonl"}
-    return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in skip
-                  and not p.name.endswith(("-wal", "-shm", "-journal")) and not tools.is_export_scratch(p.name))
+    return Run(folder).captures()
 
 
 def no_capture_reason(folder: Path, manifest: Manifest) -> str:
@@ -97,7 +94,7 @@ def no_capture_reason(folder: Path, manifest: Manifest) -> str:
     said last on the job's stderr."""
     if manifest.problems:
         return "; ".join(manifest.problems)
-    log = folder / "stderr.log"
+    log = Run(folder).stderr_log
     tail = ""
     if log.is_file():
         with open(log, "rb") as f:
@@ -130,7 +127,7 @@ def manifest_of(folder: Path, spec: RunSpec, plan: Plan, gpus: list[Gpu], job: J
 def write_manifest(folder: Path, manifest: Manifest) -> Manifest:
     """Written before the job starts (status "running": a wrapper killed later leaves at least this) and again
     when it ended. Raises OSError (disk full, say) from the writing."""
-    tmp = folder / "manifest.json.tmp"
+    tmp = Run(folder).manifest_tmp
     # A link, FIFO or device at either name is refused (CannotWrite), never written through nor removed.
     fd = files.open_fd(tmp, what="manifest's temporary")
     try:
@@ -138,7 +135,7 @@ def write_manifest(folder: Path, manifest: Manifest) -> Manifest:
             f.write(json.dumps(manifest.to_json(), indent=2))
             f.flush()
             os.fsync(f.fileno())
-        files.replace(tmp, folder / "manifest.json", "manifest")
+        files.replace(tmp, Run(folder).manifest_file, "manifest")
     except (OSError, CannotWrite):
         try:
             tmp.unlink(missing_ok=True)  # a full disk leaves the last manifest, not a half-written copy beside it
@@ -155,7 +152,7 @@ def _sampler(spec: RunSpec, folder: Path, plan: Plan) -> tuple[gpm.Sampler | Non
     devices, why = gpm.available()
     if not devices:
         return None, f"no GPM sampler: {why}" + _and_nsys(plan)
-    return gpm.Sampler(folder / gpm.FILE, devices, spec.hardware_interval_s).start(), None
+    return gpm.Sampler(Run(folder).gpm_file, devices, spec.hardware_interval_s).start(), None
 
 
 def _and_nsys(plan: Plan) -> str:
@@ -178,14 +175,14 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
         try:
             write_manifest(folder, manifest_of(folder, spec, plan, gpus, None, []))
         except OSError as e:
-            raise BadInput(folder / "manifest.json", f"cannot write the run's manifest ({e.strerror}); the job "
+            raise BadInput(Run(folder).manifest_file, f"cannot write the run's manifest ({e.strerror}); the job "
                                                      "was not started") from None
         steps = spec.step_marks or (spec.capture is not None and spec.capture.kind == "steps")
         kinds = [*(["steps"] if steps else []), *(spec.annotate.split(",") if spec.annotate else [])]
         annotate = {**injection_env(), "NVPROF_WRAP_ANNOTATE": ",".join(kinds)} if kinds else {}
         window = {**injection_env(), "NVPROF_WRAP_CAPTURE_T0": repr(time.time())} if spec.capture else {}
         env = {**annotate, **window, **plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
-               "NVPROF_WRAP_METRICS": str((folder / "metrics.jsonl").resolve())}
+               "NVPROF_WRAP_METRICS": str(Run(folder).metrics_file.resolve())}
         sampler, hardware = _sampler(spec, folder, plan)
         try:
             job = run_job(plan.argv, env, folder, spec.quiet_stdout, spec.silent, keep_fds=(lock,),

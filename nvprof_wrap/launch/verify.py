@@ -10,22 +10,22 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import ncu
-from nvprof_wrap.launch.folder import claim
 from nvprof_wrap.launch.job import run_job
-from nvprof_wrap.launch.manifest import read_manifest
+from nvprof_wrap.run import Run, claim, names, read_manifest
 from nvprof_wrap.system import files
 
 
 def earlier_run(cmd: list[str], runs: Path) -> Path | None:
     """The newest run folder whose manifest has this exact command (and a run store to rank its kernels)."""
     found = []
-    for m in runs.glob("*/manifest.json"):
+    for m in runs.glob(f"*/{names.MANIFEST}"):
+        run = Run(m.parent)
         try:
             manifest = read_manifest(m)
         except BadInput:  # unreadable, or not a run's: not this command's run
             continue
-        if manifest.command == tuple(cmd) and (m.parent / "run.sqlite").is_file():
-            found.append((manifest.started or 0, m.parent))
+        if manifest.command == tuple(cmd) and run.store_file.is_file():
+            found.append((manifest.started or 0, run.folder))
     return max(found)[1] if found else None
 
 
@@ -34,15 +34,16 @@ def measure(exe: str, cmd: list[str], folder: Path, numbered: bool, metrics: lis
     """Run ``cmd`` under ncu in ``folder`` (claimed: new or empty; ``numbered`` takes the next free name) and
     return the CSV export of its report. BadInput when Nsight Compute wrote no report."""
     folder, lock = claim(folder, numbered=numbered)
+    run = Run(folder)
     try:
-        argv = ncu.profile_argv(exe, cmd, folder / "ncu", metrics, names, launch_count)
+        argv = ncu.profile_argv(exe, cmd, run.ncu_output, metrics, names, launch_count)
         job = run_job(argv, {}, folder, quiet_stdout=quiet_stdout, keep_fds=(lock,), chatter=False)
-        files.write_whole(folder / "verify.json", json.dumps(
+        files.write_whole(run.verify_file, json.dumps(
             {"command": cmd, "ncu_argv": argv, "metrics": metrics, "earlier_run": str(earlier) if earlier else None,
              "exit_code": job.exit_code}, indent=2).encode(), "verify record")
     finally:
         os.close(lock)
-    rep = folder / "ncu.ncu-rep"
+    rep = run.ncu_report
     if not rep.is_file():
-        raise BadInput(rep, f"Nsight Compute wrote no report (job exit {job.exit_code}); see {folder}/stderr.log")
-    return ncu.export_csv(exe, rep, folder / "ncu.csv")
+        raise BadInput(rep, f"Nsight Compute wrote no report (job exit {job.exit_code}); see {run.stderr_log}")
+    return ncu.export_csv(exe, rep, run.ncu_csv)

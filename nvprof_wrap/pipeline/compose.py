@@ -18,6 +18,7 @@ from nvprof_wrap.readers._no_kernels import copies_only
 from nvprof_wrap.report import jobs
 from nvprof_wrap.report.health import HealthVerdict
 from nvprof_wrap.report.hints import hints
+from nvprof_wrap.run import Run, is_run, run_of, runs_inside
 from nvprof_wrap.store import Store
 from nvprof_wrap.text.names import shorten
 
@@ -131,17 +132,17 @@ def _one_run(paths: list[Path]) -> None:
     Ranks of one job (RUN/rank0, RUN/rank1, …) are one run."""
     runs = []
     for p in paths:
-        if jobs.is_run(p):
+        if is_run(p):
             runs.append(p)
         elif _is_dir(p):
-            inside = jobs.runs_inside(p)
+            inside = runs_inside(p)
             if len(inside) > 1:
                 names = ", ".join(shorten(q.relative_to(p).as_posix(), 40) for q in inside[:3]) + \
                     (", …" if len(inside) > 3 else "")
                 raise BadInput(p, f"holds {len(inside)} runs ({names}): a report is of one run — name one of them "
                                   "(a folder inside), or set them side by side with `nvprof-wrap compare RUN RUN`")
             runs += inside
-    if len({jobs.run_of(p.resolve()) for p in runs}) < 2:
+    if len({run_of(p.resolve()) for p in runs}) < 2:
         return
     raise BadInput(runs[1], f"{len(runs)} run folders given ({', '.join(str(p) for p in runs[:3])}"
                             f"{', …' if len(runs) > 3 else ''}): a report is of one run; to set runs side by side use "
@@ -159,9 +160,10 @@ def _health(paths: list[Path]) -> HealthVerdict | None:
     """Training health of the one run folder among ``paths`` (None when there is no such folder or no metrics)."""
     from nvprof_wrap.report.health import health_from_run
 
-    folders = [p for p in paths if jobs.is_run(p)]
+    folders = [p for p in paths if is_run(p)]
     if len(folders) != 1:
         return None
     folder = folders[0]
-    h = health_from_run(folder / "metrics.jsonl", None, log_paths=(folder / "stdout.log", folder / "stderr.log"))
+    run = Run(folder)
+    h = health_from_run(run.metrics_file, None, log_paths=run.logs)
     return h if h.epochs else None

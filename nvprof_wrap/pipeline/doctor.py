@@ -15,6 +15,7 @@ from nvprof_wrap.launch.base import RunSpec
 from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.runner import execute
 from nvprof_wrap.pipeline.compose import analyze
+from nvprof_wrap.run import Run
 from nvprof_wrap.store import Store
 from nvprof_wrap.system import tempdirs
 
@@ -86,7 +87,7 @@ def _probe(folder: str) -> Facts:
                                         silent=True))  # the probe's and the profiler's output: in its folder's logs
     except ToolMissing as e:
         return {"ran": False, "why": str(e)}
-    store = Store(out / "run.sqlite", mirror=out)
+    store = Store(Run(out).store_file, mirror=out)
     try:
         rep = analyze(out, store=store)
     finally:

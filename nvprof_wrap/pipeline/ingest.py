@@ -9,11 +9,11 @@ from pathlib import Path
 
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, ToolMissing
-from nvprof_wrap.launch.manifest import read_manifest
 from nvprof_wrap.model import Capture, Process
 from nvprof_wrap.pipeline import reading
 from nvprof_wrap.readers import summary
 from nvprof_wrap.readers._window import Window, make
+from nvprof_wrap.run import Run
 from nvprof_wrap.store import DATA_VERSION, Store, file_identity
 from nvprof_wrap.system import fork as _fork
 from nvprof_wrap.system.storage import machine_failure
@@ -314,7 +314,7 @@ def _one_version(store: Store, identity: str) -> None:
 
 def _ranks_from_manifest(store: Store, folder: Path) -> None:
     try:
-        ranks = read_manifest(folder / "manifest.json").ranks
+        ranks = Run(folder).manifest().ranks
     except BadInput:  # none, unreadable, too big, not one `run` wrote: no ranks to label
         return
     if ranks:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from nvprof_wrap.errors import NvprofWrapError
 from nvprof_wrap.pipeline.compose import analyze
 from nvprof_wrap.report import Report
+from nvprof_wrap.run import Run
 from nvprof_wrap.store import Store
 
 if TYPE_CHECKING:  # imported where used: not every command loads them
@@ -35,8 +36,8 @@ def report_on(paths: list[Path], *, warn: Warn, store: Path | None = None, trito
 
 def report_run(folder: Path, *, warn: Warn, health: bool = True,
                progress: Callable[[Path], None] | None = None) -> Report:
-    """The report of a run folder that a command just filled, kept in the folder's own run.sqlite."""
-    store = checked(Store(folder / "run.sqlite", mirror=folder), warn)
+    """The report of a run folder that a command just filled, kept in the folder's own run store."""
+    store = checked(Store(Run(folder).store_file, mirror=folder), warn)
     try:
         return analyze(folder, store=store, health=health, progress=progress)
     finally:
@@ -44,16 +45,16 @@ def report_run(folder: Path, *, warn: Warn, health: bool = True,
 
 
 def open_store(store: Path | None, paths: list[Path], windowed: bool, warn: Warn) -> Store:
-    """--store FILE; else a run folder's own run.sqlite (which then holds exactly the folder's captures) when it
+    """--store FILE; else a run folder's own run store (which then holds exactly the folder's captures) when it
     can be written; else one in memory. A --window / --steps report keeps its aggregates in memory, unless --store
     says otherwise: a run folder's store holds the whole captures."""
     if store:
         return checked(Store(store), warn)
     if windowed:
         return Store()
-    if len(paths) == 1 and os.path.isfile(paths[0] / "manifest.json") and os.access(paths[0], os.W_OK) \
+    if len(paths) == 1 and os.path.isfile(Run(paths[0]).manifest_file) and os.access(paths[0], os.W_OK) \
             and not bundled(paths[0]):
-        own = paths[0] / "run.sqlite"
+        own = Run(paths[0]).store_file
         if not os.path.exists(own) or os.access(own, os.W_OK):
             return checked(Store(own, mirror=paths[0]), warn)
         warn(f"nvprof-wrap: warning: {own} is read-only: reading the captures in memory instead")
@@ -80,14 +81,12 @@ def checked(store: Store, warn: Warn) -> Store:
 def remember(folder: Path, report: Report, warn: Warn) -> None:
     """Remember a run folder's report in the run history (store/history.py); never fails the command. Not a
     folder of the bundled samples."""
-    from nvprof_wrap.launch.manifest import read_manifest
     from nvprof_wrap.store import history
 
     if bundled(folder):
         return
     try:
-        manifest = read_manifest(folder / "manifest.json").to_json() if (folder / "manifest.json").is_file() else None
-        history.record(folder, report, manifest)
+        history.record(Run(folder).history_row(), report)
     except (OSError, NvprofWrapError, sqlite3.Error) as e:
         warn(f"nvprof-wrap: warning: the run history was not updated ({e})")
 

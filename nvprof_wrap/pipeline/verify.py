@@ -13,6 +13,7 @@ from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.verify import earlier_run, measure
 from nvprof_wrap.pipeline.compose import analyze
 from nvprof_wrap.report import Report
+from nvprof_wrap.run import Run
 from nvprof_wrap.store import Store
 
 
@@ -35,7 +36,7 @@ def counters_of(cmd: list[str], *, ncu_path: str | None, runs: Path, output: str
 
 def top_kernels(folder: Path, n: int) -> list[str]:
     """The names of a run's ``n`` kernels with the most GPU time, from its run store."""
-    store = Store(folder / "run.sqlite")
+    store = Store(Run(folder).store_file)
     try:
         return store.top_kernel_names(n)
     finally:

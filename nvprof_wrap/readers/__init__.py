@@ -41,6 +41,7 @@ from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._head import SQLITE_MAGIC, Head
 from nvprof_wrap.readers._validate import validate
 from nvprof_wrap.readers._window import Window, make, refuse
+from nvprof_wrap.run.names import NOT_CAPTURES, SQLITE_SIDES
 from nvprof_wrap.system import tempdirs, tools
 from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
 from nvprof_wrap.system.storage import machine_failure
@@ -64,9 +65,6 @@ CUT = {nsys_sqlite.FORMAT, nsys_rep.FORMAT}
 # When a reader's output changes, change the data version (store.DATA_VERSION, the one knob): run stores kept beside
 # run folders then read their captures again instead of going on reporting what an older reader made of them.
 
-# Files a run folder holds that are not captures: skipped silently when a folder is read.
-_NOT_CAPTURES = {"manifest.json", "run.sqlite", "stdout.log", "stderr.log", "metrics.jsonl", ".nvprof-wrap.lock",
-                 "report.html", "gpm.jsonl", "windows.jsonl"}
 # What TensorBoard's profile plugin writes beside a run's trace: tool data derived from it, not captures.
 _TENSORBOARD_TOOLS = (".kernel_stats.pb", ".overview_page.pb", ".input_pipeline.pb", ".tensorflow_stats.pb",
                       ".memory_profile.json.gz", ".pod_viewer.json", ".tpu_profile.json")
@@ -190,7 +188,7 @@ def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> I
         for root, dirs, files in os.walk(p, onerror=lambda e, top=p: _walk_error(e, top, skipped)):
             dirs.sort()
             for name in sorted(files):
-                if (name in _NOT_CAPTURES or name.endswith(("-journal", "-wal", "-shm"))
+                if (name in NOT_CAPTURES or name.endswith(SQLITE_SIDES)  # a run folder's own files
                         or tools.is_export_scratch(name)):
                     continue
                 if name.endswith((".nsys-rep", ".qdrep")) and _exported(Path(root) / name, files):

@@ -11,17 +11,18 @@ from pathlib import Path
 
 from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
 from nvprof_wrap.readers import _hardware
+from nvprof_wrap.run.names import GPM as FILE
+from nvprof_wrap.run.names import MANIFEST
 from nvprof_wrap.system import bounded
 from nvprof_wrap.system.limits import MAX_LINE_BYTES
 
-FILE = "gpm.jsonl"  # launch/gpm.py FILE (the readers never import the launcher)
 SOURCE = "nvml gpm"
 
 
 def beside(capture: Path) -> Path | None:
     """The GPM samples of the run folder a capture lies in, if that run took them."""
     f = capture.parent / FILE
-    return f if f.is_file() and (capture.parent / "manifest.json").is_file() else None
+    return f if f.is_file() and (capture.parent / MANIFEST).is_file() else None
 
 
 def keep_beside(capture: Path, copy: Path) -> None:
@@ -29,7 +30,7 @@ def keep_beside(capture: Path, copy: Path) -> None:
     copied beside the copy, so that beside() finds them there (both are small: 10 samples a second)."""
     found = beside(capture)
     if found is not None:
-        for name in (FILE, "manifest.json"):
+        for name in (FILE, MANIFEST):
             shutil.copyfile(capture.parent / name, copy.parent / name)
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from nvprof_wrap.model import NO_RANGE
 from nvprof_wrap.readers import _native
+from nvprof_wrap.run.steps import LAYER_PREFIXES
+from nvprof_wrap.run.steps import PROFILER_STEP_PREFIX as STEP_PREFIX
 from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.fork import Forked, alongside, can_fork, cores
 
@@ -26,8 +28,6 @@ def op_name(text: str | None) -> str:
     return _DECOR.sub("", text).strip() or NO_RANGE
 
 
-LAYER_PREFIXES = ("keras:", "torch:")  # the layer / module ranges that --annotate adds
-STEP_PREFIX = "ProfilerStep#"  # torch.profiler's range around each step
 MIN_SLICED_LAUNCHES = 100_000  # below this, attribution runs in one process
 
 

@@ -15,20 +15,18 @@ in SQL (SQLite formats) or to the rows streamed (Kineto).
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.run import steps as step_names
+from nvprof_wrap.run.steps import BATCHES, KERAS_PREFIX, OPTIMIZER, OWN
 
 NS = 1_000_000_000
-_STEP = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
-_OPTIMIZER_STEP = re.compile(r"^optimizer step (\d+)$")  # annotate.STEP_NAME
-_KERAS_BATCH = re.compile(r"^train batch (\d+)$")  # annotate.BATCH_NAME
-KERAS_PREFIX = "keras:"
+_STEP, _OPTIMIZER_STEP, _KERAS_BATCH = (step_names.PATTERNS[s] for s in step_names.SOURCES)  # run/steps.py
 # SQL LIKE patterns that select the ranges a step window can come from (the reader's NVTX text column).
-STEP_LIKE = ("step %", "ProfilerStep#%", "optimizer step %", "train batch %", "keras:%")
+STEP_LIKE = step_names.LIKE
 NO_STEPS = ("--steps: no step ranges in this capture (NVTX 'step N', torch.profiler 'ProfilerStep#N', the optimizer "
             "steps `nvprof-wrap run` marks in PyTorch jobs, or Keras batches with --annotate keras)")
 
@@ -84,11 +82,6 @@ class Window:
 
 
 CUT_KEY = "cut-at-step="
-
-
-def could_mark_a_step(name: str) -> bool:
-    """Whether a range of this name can mark a step or a Keras batch (what STEP_LIKE selects in SQL)."""
-    return any(p.match(name) for p in (_STEP, _OPTIMIZER_STEP, _KERAS_BATCH)) or name.startswith(KERAS_PREFIX)
 
 
 def make(window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None,
@@ -197,12 +190,12 @@ def marked_steps(ranges: Iterable[tuple]) -> tuple[str | None, dict[int, int], d
             ends[n] = max(e if e is not None else s, ends.get(n, s))
         elif (name or "").startswith(KERAS_PREFIX):
             keras.append((tid, s, e if e is not None else s, name))
-    for source, found in (("step marks", named), ("optimizer steps", optimizer), ("keras batches", batches)):
+    for source, found in ((OWN, named), (OPTIMIZER, optimizer), (BATCHES, batches)):
         # optimizer step 0 alone is the range annotate opens at torch's import: no optimizer ever stepped (a Keras
         # job on the torch backend), so it marks no step
-        if found[0] and (source != "optimizer steps" or len(found[0]) > 1):
+        if found[0] and (source != OPTIMIZER or len(found[0]) > 1):
             return source, *found
-    return ("keras batches", *_keras_batches(keras)) if keras else (None, {}, {})
+    return (BATCHES, *_keras_batches(keras)) if keras else (None, {}, {})
 
 
 def _keras_batches(keras: list[tuple]) -> tuple[dict[int, int], dict[int, int]]:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from nvprof_wrap.system import bounded
 
-FILE = "windows.jsonl"  # tracer/window.py FILE (the readers never import the tracer)
 MAX_BYTES = 8 << 20
 
 

@@ -27,6 +27,7 @@ from nvprof_wrap.readers._nvtx import attribute, borrowed_note
 from nvprof_wrap.readers._sqlite import EVERYTHING, BusyTime, connect_ro, in_window, window_bounds
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
 from nvprof_wrap.readers._window import Window
+from nvprof_wrap.run.steps import could_mark_a_step
 from nvprof_wrap.system.fork import BIG
 from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES
 from nvprof_wrap.text.demangle import demangle
@@ -144,7 +145,7 @@ def _steps(rows: Rows, names: dict[int, str], launches: int, span: tuple[int, in
     db, p = rows.db, "NULL" if rows.host_pid is None else str(int(rows.host_pid))
     db.execute("CREATE TEMP TABLE IF NOT EXISTS _nvw_rnames(id INTEGER PRIMARY KEY, name TEXT)")
     db.executemany("INSERT OR REPLACE INTO _nvw_rnames VALUES (?, ?)",
-                   [(i, n) for n, i in rows.range_names.items() if _window.could_mark_a_step(n)])
+                   [(i, n) for n, i in rows.range_names.items() if could_mark_a_step(n)])
     db.execute('CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", kind FROM rt')
     ranges = "SELECT r.tid AS tid, r.s AS s, r.e AS e, n.name AS name FROM rng r JOIN _nvw_rnames n ON n.id = r.name"
     api = [_series.Api("_nvw_calls", p, "kind", lambda keys: {k: k for k in keys})] if rows.api else []
@@ -159,7 +160,7 @@ def _span(agg: Rows, window: Window) -> tuple[int, int]:
     """[lo, hi) of a window: from the first GPU activity, or from the step ranges (ProfilerStep#N, 'step N')."""
     if window.seconds is not None:
         return window_bounds(agg.db, window, ["kl", "mem"], None)
-    steps = {i: n for n, i in agg.range_names.items() if _window.could_mark_a_step(n)}
+    steps = {i: n for n, i in agg.range_names.items() if could_mark_a_step(n)}
     ids = ",".join(map(str, steps))
     return _window.step_bounds(window.steps, ((steps[nid], tid, s, e) for tid, s, e, nid in  # type: ignore[arg-type]
                                               agg.db.execute(f"SELECT tid, s, e, name FROM rng WHERE name IN ({ids})")))

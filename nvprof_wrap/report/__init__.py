@@ -187,7 +187,7 @@ class CaptureScope:
 
 @dataclass(frozen=True)
 class JobEnd:
-    """How the run's job ended, from its manifest (launch/manifest.py)."""
+    """How the run's job ended, from its manifest (run/manifest.py)."""
 
     # "succeeded" | "failed" (exit code N) | "killed" (by a signal) | "running" (the manifest says so and the run still
     # holds its folder's lock) | "unrecorded" (no end in the manifest, and no run holds the folder)

@@ -16,6 +16,7 @@ from nvprof_wrap.report import Report, Scope
 from nvprof_wrap.report.experiment import read_metrics
 from nvprof_wrap.report.hints import host_bound
 from nvprof_wrap.report.series import Series, steady
+from nvprof_wrap.run import Run
 from nvprof_wrap.text.names import numbered_family
 from nvprof_wrap.text.units import pct as _pct
 
@@ -79,7 +80,7 @@ class Comparison:
 
 
 def _side(label: str, r: Report, folder: Path | None) -> Side:
-    steps, secs = read_metrics(folder / "metrics.jsonl") if folder is not None else (None, None)
+    steps, secs = read_metrics(Run(folder).metrics_file) if folder is not None else (None, None)
     v = r.verdict
     s = steady(r.series) if r.series is not None and r.series.kind == "steps" else None
     spans = [d for d in r.devices if d.idle_share is not None]

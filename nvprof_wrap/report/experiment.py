@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvprof_wrap.launch.manifest import Manifest
 from nvprof_wrap.model import HealthVerdict
 from nvprof_wrap.report import Report
 from nvprof_wrap.report.health import lines_of
 from nvprof_wrap.report.series import steady
+from nvprof_wrap.run import Manifest, Run
 from nvprof_wrap.system import bounded
 
 
@@ -68,7 +68,7 @@ def read_metrics(path: Path) -> tuple[int | None, float | None]:
 
 
 def row(precision: str, folder: Path, manifest: Manifest, report: Report, health: HealthVerdict) -> ExperimentRow:
-    steps, epoch_s = read_metrics(folder / "metrics.jsonl")
+    steps, epoch_s = read_metrics(Run(folder).metrics_file)
     v = report.verdict
     memcpy = sum(s.share for s in report.split if s.kind == "memcpy")
     spans = [d for d in report.devices if d.span_ns]

@@ -1,8 +1,8 @@
 """Which job a report is of, and how it ended: run folders found inside a folder, the job's end from its run's
 manifest, and captures of different jobs among those summed.
 
-- ``runs_inside``: the run folders (a manifest.json each; launch/manifest.py) a folder holds. Ranks of one job
-  (RUN/rank0, RUN/rank1, …) are one run. The pipeline refuses a folder holding several: a report is of one run.
+- ``manifests``: the run folders (a manifest.json each; run/manifest.py) among the paths, and their manifests.
+  Ranks of one job (RUN/rank0, RUN/rank1, …) are one run (run/folder.py finds them).
 - ``job_end``: how the run's job ended (exit code, the signal that ended it, the manifest still saying "running"),
   and after how many steps (the 'step N' ranges of the captures, else the run's metrics.jsonl).
 - ``different_jobs``: the captures grouped by job where they are not of one run, when there is evidence that they
@@ -15,56 +15,20 @@ manifest, and captures of different jobs among those summed.
 """
 from __future__ import annotations
 
-import os
-import re
 import signal
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.launch.folder import held
-from nvprof_wrap.launch.manifest import Manifest, read_manifest
 from nvprof_wrap.report import CaptureScope, JobEnd, JobGroup
+from nvprof_wrap.run import Manifest, Run, held, is_run, rank_folders, runs_inside
+from nvprof_wrap.run.names import MANIFEST, METRICS, STORE
+from nvprof_wrap.run.steps import OPTIMIZER
 from nvprof_wrap.store.queries import CaptureJobRow
 
-MANIFEST = "manifest.json"
 # Captures whose spans are this far apart (the end of one to the start of the other) are of different jobs.
 APART_S = 3600
-_RANK = re.compile(r"rank\d+")
-
-
-def is_run(p: Path) -> bool:
-    try:
-        return p.is_dir() and (p / MANIFEST).is_file()
-    except OSError:  # an unreadable folder: reading it says so, naming the folder
-        return False
-
-
-def run_of(folder: Path) -> Path:
-    """The run a run folder is of: RUN for RUN/rankN (a distributed job's ranks, one sub-folder each)."""
-    return folder.parent if _RANK.fullmatch(folder.name) else folder
-
-
-def runs_inside(folder: Path) -> list[Path]:
-    """The runs below ``folder`` (not the folder itself), in a stable order; a run's own sub-folders are its own."""
-    found: dict[Path, None] = {}
-    for root, dirs, files in os.walk(folder, onerror=lambda _e: None):
-        dirs.sort()
-        here = Path(root)
-        if here != folder and MANIFEST in files:
-            found.setdefault(run_of(here), None)  # the folder itself, when it is a distributed run's
-            dirs[:] = []  # what is inside a run is the run's
-    return list(found)
-
-
-def rank_folders(folder: Path) -> list[Path]:
-    """The rank sub-folders of a distributed run given as RUN (RUN/rank0, RUN/rank1, … each a run folder)."""
-    try:
-        return sorted((p for p in folder.iterdir() if _RANK.fullmatch(p.name) and is_run(p)),
-                      key=lambda p: int(p.name[4:]))
-    except OSError:
-        return []
 
 
 def manifests(paths: list[Path]) -> list[tuple[Path, Manifest]]:
@@ -76,7 +40,7 @@ def manifests(paths: list[Path]) -> list[tuple[Path, Manifest]]:
         for run in [p] if is_run(p) else inside:
             for folder in [run] if is_run(run) else rank_folders(run):
                 try:
-                    out.append((folder, read_manifest(folder / MANIFEST)))
+                    out.append((folder, Run(folder).manifest()))
                 except BadInput:
                     continue
     return out
@@ -84,12 +48,12 @@ def manifests(paths: list[Path]) -> list[tuple[Path, Manifest]]:
 
 def in_progress(paths: list[Path]) -> str | None:
     """'run in progress (…)' when the run among ``paths`` is still running: its manifest says so and a process
-    holds its folder's lock (launch/folder.py) — what its folder holds so far said too; None otherwise."""
+    holds its folder's lock (run/lock.py) — what its folder holds so far said too; None otherwise."""
     for folder, m in manifests(paths):
         if (m.status == "running" or m.exit_code is None) and held(folder):
             pid = f"nvprof-wrap pid {m.wrapper_pid}" if m.wrapper_pid else "nvprof-wrap"
             try:
-                there = sorted(p.name for p in folder.iterdir() if not p.name.startswith((".", "run.sqlite"))
+                there = sorted(p.name for p in folder.iterdir() if not p.name.startswith((".", STORE))
                                and p.name != MANIFEST)
             except OSError:
                 there = []
@@ -107,8 +71,8 @@ def job_end(runs: list[tuple[Path, Manifest]], steps: int | None) -> JobEnd | No
     rank = m.rank if len(runs) > 1 else None
     source = "capture" if steps else None
     if not steps:
-        steps = _metric_steps(folder / "metrics.jsonl")
-        source = "metrics.jsonl" if steps else None
+        steps = _metric_steps(Run(folder).metrics_file)
+        source = METRICS if steps else None
     if m.status == "running" or m.exit_code is None:
         lock = held(folder)
         return JobEnd("running" if lock else "unrecorded", None, None, None, m.signal, steps, source, rank,
@@ -243,7 +207,7 @@ def capture_scope(runs: list[tuple[Path, Manifest]]) -> CaptureScope | None:
     asked = next((m.capture for _, m in runs if m.capture is not None), None)
     if asked is None:
         return None
-    seen = [s for s in (_windows.summary(folder / _windows.FILE) for folder, _ in runs) if s is not None]
+    seen = [s for s in (_windows.summary(Run(folder).windows_file) for folder, _ in runs) if s is not None]
     scope = CaptureScope(asked.kind, asked.start, asked.end, asked.option)
     if not seen:
         return scope
@@ -253,7 +217,7 @@ def capture_scope(runs: list[tuple[Path, Manifest]]) -> CaptureScope | None:
     closes = [s.close_step for s in seen if s.close_step is not None]
     held = [s.held_ms for s in seen if s.held_ms is not None]
     # optimizer step N begins when the N-th optimizer.step() returns: N steps ran; 'step N' and batch N: N + 1
-    steps = None if last is None else last if source == "optimizer steps" else last + 1
+    steps = None if last is None else last if source == OPTIMIZER else last + 1
     return replace(scope, processes=sum(s.processes for s in seen), opened=sum(s.opened for s in seen),
                    open_step=min(opens) if opens else None, close_step=max(closes) if closes else None,
                    ended_inside=sum(s.ended_inside for s in seen), last_step=last, job_steps=steps, source=source,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from nvprof_wrap.errors import BadInput, CannotWrite, IOFailure
 from nvprof_wrap.model import Capture, Classification, StepSeries
+from nvprof_wrap.run.names import SET_ASIDE
 from nvprof_wrap.store.queries import Queries, Row
 from nvprof_wrap.system import files
 
@@ -164,7 +165,7 @@ class Store(Queries):
 
     def _set_aside(self, path: Path) -> None:
         """The store only holds what the captures hold: move the damaged file aside (nothing is deleted)."""
-        aside = Path(f"{path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        aside = Path(f"{path}{SET_ASIDE}{time.strftime('%Y%m%d-%H%M%S')}")
         try:
             files.replace(path, aside, "damaged run store's new name")
             for suffix in ("-wal", "-shm", "-journal"):

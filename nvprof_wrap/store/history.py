@@ -23,9 +23,10 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Protocol, TypedDict
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.run.protocol import RunRow
 from nvprof_wrap.store import sqlite_utils
 from nvprof_wrap.system import bounded, files
 
@@ -215,18 +216,17 @@ def _row(r: Mapping[str, object]) -> dict[str, object]:
     return out
 
 
-def record(folder: Path, report: Recorded, manifest: Mapping[str, Any] | None) -> Path | None:
-    """Upsert the row of a run folder and the report's scope (the latest report of each). Returns the history's
-    path."""
+def record(run: RunRow, report: Recorded) -> Path | None:
+    """Upsert the row of a run folder (run/folder.py Run.history_row) and the report's scope (the latest report of
+    each). Returns the history's path."""
     p = path()
     if p is None or _discard(p):
         return None
-    m = manifest or {}
     v = report.verdict
-    row = _row({"folder": str(folder.resolve()), "scope": scope_of(report), "name": folder.name,
-                "recorded_at": datetime.now(UTC).timestamp(), "started": m.get("started"),
-                "command": " ".join(map(str, m.get("command") or [])), "backend": str(m.get("backend") or ""),
-                "exit_code": m.get("exit_code"), "verdict": v.tensor_cores,
+    row = _row({"folder": run.folder, "scope": scope_of(report), "name": run.name,
+                "recorded_at": datetime.now(UTC).timestamp(), "started": run.started,
+                "command": run.command, "backend": run.backend,
+                "exit_code": run.exit_code, "verdict": v.tensor_cores,
                 "tensor_core_share": round(v.tc_fraction, 6), "precisions": list(v.precisions),
                 "kernel_time_ns": v.kernel_ns, "launches": v.launches,
                 "health": report.health.status if report.health else ""})

@@ -79,6 +79,8 @@ class OpKernelRow(TypedDict):
     tensor_core: str
     precision: str
 
+from nvprof_wrap.run import steps
+
 # Kernel time comes from timeline captures; the launches that counter tools (ncu, nvprof --metrics) replayed
 # count only when nothing else was read.
 COUNTER_ONLY_FORMATS = ("ncu-csv", "ncu-console", "nvprof-metrics")
@@ -384,9 +386,7 @@ class Queries:
         """How many training steps the captures mark: distinct NVTX ranges 'step N' / 'ProfilerStep#N' that
         kernels ran in (readers/_window.py), as the innermost or the outermost range; else the 'optimizer step N'
         ranges `run` marks (tracer/annotate.py), the same order readers/_window.py prefers them in; 0 when none."""
-        own = "s GLOB 'step [0-9]*' AND substr(s, 6) NOT GLOB '*[^0-9]*' OR s GLOB 'ProfilerStep#[0-9]*' " \
-              "AND substr(s, 14) NOT GLOB '*[^0-9]*'"
-        optimizer = "s GLOB 'optimizer step [0-9]*' AND substr(s, 16) NOT GLOB '*[^0-9]*'"
+        own, optimizer = steps.glob_sql("s", steps.OWN), steps.glob_sql("s", steps.OPTIMIZER)
         r = self.rows(f"""SELECT SUM({own}) AS own, SUM({optimizer}) AS opt
                           FROM (SELECT op AS s FROM ops UNION SELECT scope FROM ops)""")[0]
         return int((r["own"] or 0) or (r["opt"] or 0))

@@ -316,7 +316,7 @@ def test_dev_null_as_history_records_nothing_and_creates_nothing_beside_it(capsy
 
 def test_a_full_disk_leaves_no_half_manifest_beside_the_last(tmp_path, monkeypatch):
     from nvprof_wrap.launch import runner
-    from nvprof_wrap.launch.manifest import Manifest
+    from nvprof_wrap.run.manifest import Manifest
 
     def full(_fd):
         raise OSError(errno.ENOSPC, "No space left on device")

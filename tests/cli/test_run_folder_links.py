@@ -19,7 +19,7 @@ from nvprof_wrap.cli import main
 from tests._paths import RUNS
 
 RUN = RUNS / "gemm_nsys"  # manifest.json and nsys.sqlite
-# every name a run folder holds (launch/folder.py _OURS, the capture, what report writes)
+# every name a run folder holds (run/names.py WRITTEN, the capture, what report writes)
 NAMES = ("run.sqlite", "run.sqlite-wal", "run.sqlite-shm", "run.sqlite-journal", "manifest.json",
          "manifest.json.tmp", ".nvprof-wrap.lock", "stdout.log", "stderr.log", "metrics.jsonl", "windows.jsonl",
          "gpm.jsonl", "nsys.sqlite", "report.html")

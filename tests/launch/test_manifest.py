@@ -14,8 +14,8 @@ import pytest
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch.gpus import Gpu
-from nvprof_wrap.launch.manifest import Manifest, Process, read_manifest
 from nvprof_wrap.launch.verify import earlier_run
+from nvprof_wrap.run.manifest import Manifest, Process, read_manifest
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 from tests._paths import FAKE_BIN, ROOT, RUNS
 

@@ -212,7 +212,7 @@ def test_numbered_claims_racing_in_threads_each_get_their_own_folder(tmp_path):
     NAME, NAME-2, …, NAME-8, none refused."""
     import threading
 
-    from nvprof_wrap.launch.folder import claim
+    from nvprof_wrap.run.lock import claim
 
     got, errors = [], []
     start = threading.Barrier(8)

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.launch.folder import LOCK, claim
+from nvprof_wrap.run.lock import LOCK, claim
 from tests._paths import ROOT, RUNS
 from tests.launch.test_run_folder import env, one_line, wrapper
 
@@ -351,7 +351,7 @@ def test_a_report_of_a_run_that_has_written_no_capture_yet_says_run_in_progress(
 
 
 def test_held_tells_a_lock_held_from_a_free_one(tmp_path):
-    from nvprof_wrap.launch.folder import held
+    from nvprof_wrap.run.lock import held
 
     (tmp_path / LOCK).write_text("1\n")
     assert held(tmp_path) is False

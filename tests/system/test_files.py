@@ -26,8 +26,8 @@ def _store(folder: Path) -> None:
 
 
 def _manifest(folder: Path) -> None:
-    from nvprof_wrap.launch.manifest import Manifest
     from nvprof_wrap.launch.runner import write_manifest
+    from nvprof_wrap.run.manifest import Manifest
 
     write_manifest(folder, Manifest(command=("x",), backend="nsys"))
 
@@ -39,7 +39,7 @@ def _logs(folder: Path) -> None:
 
 
 def _lock(folder: Path) -> None:
-    from nvprof_wrap.launch import folder as run_folder
+    from nvprof_wrap.run import lock as run_folder
 
     os.close(run_folder._open(folder / run_folder.LOCK, os.O_WRONLY | os.O_CREAT))
 
@@ -69,10 +69,11 @@ def _report_html(folder: Path) -> None:
 
 
 def _history(folder: Path, monkeypatch) -> None:
+    from nvprof_wrap.run import Run
     from nvprof_wrap.store import history
 
     monkeypatch.setenv("NVPROF_WRAP_HISTORY", str(folder / "history.sqlite"))
-    history.record(folder, _FakeReport(), None)
+    history.record(Run(folder).history_row(), _FakeReport())
 
 
 class _FakeReport:
@@ -188,7 +189,7 @@ def test_the_tracer_never_names_a_capture_over_a_link(tmp_path):
 
 
 def test_a_planted_fifo_lock_does_not_hang_the_run_folder_check(tmp_path):
-    from nvprof_wrap.launch import folder as run_folder
+    from nvprof_wrap.run import lock as run_folder
 
     os.mkfifo(tmp_path / run_folder.LOCK)
     assert run_folder.held(tmp_path) is None  # it blocked in open() before

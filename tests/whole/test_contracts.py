@@ -166,15 +166,17 @@ HOSTILE = "\x1b]0;owned\x07"  # an OSC sequence (sets the terminal's title), in 
 def inputs(tmp_path_factory) -> dict:
     """Real input for every method of the protocol: two real reports, their comparison, the run history's rows."""
     from nvprof_wrap.report.compare import compare
+    from nvprof_wrap.run import HistoryRow
     from nvprof_wrap.store import history
 
     keras, torch_ops = analyze(SAMPLES / "keras_reuters_fp16"), analyze(SAMPLES / "torch_ops")
     old = os.environ.get("NVPROF_WRAP_HISTORY")
     os.environ["NVPROF_WRAP_HISTORY"] = str(tmp_path_factory.mktemp("history") / "h.sqlite")
     try:
-        history.record(SAMPLES / "keras_reuters_fp16", keras, {"command": ["python", "reuters_mlp.py"],
-                                                               "backend": "nsys", "exit_code": 0})
-        history.record(SAMPLES / "torch_ops", torch_ops, {"command": ["python", f"{HOSTILE}ops.py"]})
+        keras_run, ops_run = SAMPLES / "keras_reuters_fp16", SAMPLES / "torch_ops"
+        history.record(HistoryRow(str(keras_run.resolve()), keras_run.name, command="python reuters_mlp.py",
+                                  backend="nsys", exit_code=0), keras)
+        history.record(HistoryRow(str(ops_run.resolve()), ops_run.name, command=f"python {HOSTILE}ops.py"), torch_ops)
         runs = history.runs()
     finally:
         os.environ.pop("NVPROF_WRAP_HISTORY") if old is None else os.environ.update(NVPROF_WRAP_HISTORY=old)

@@ -26,6 +26,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_version", "model"),
     ("system",),  # tools, temporary folders, the life line, forked workers, limits
     ("text",),  # demangle, names, sanitize
+    # the owner of a run folder: its files' names, the manifest, the lock, the steps' names, Run; what every stage
+    # above reads or writes a run folder through (the injected code excepted: it keeps a copy, tests/run checks it)
+    ("run",),
     ("classify",),  # names, counters, compiled code and the GPU: pure functions, no store
     # readers, the launcher and the code that runs inside the job's processes, beside each other: readers never
     # import launch (system/tools.py finds nsys for both), launch never imports readers.
@@ -49,7 +52,8 @@ SIDE_BY_SIDE: set[tuple[str, str]] = set()
 # code injected into the job's processes (the CUPTI tracer, the NVTX annotations) imports only itself, the standard
 # library and what it traces with.
 ONLY = {
-    "launch": {"errors", "_version", "model", "system", "text", "launch"},
+    "run": {"errors", "_version", "model", "system", "text", "run"},
+    "launch": {"errors", "_version", "model", "system", "text", "run", "launch"},
     "tracer": {"tracer"},
 }
 # cuda.bindings: the driver API, a dependency of cupti-python; torch and nvtx: what annotate.py marks steps with
@@ -224,10 +228,10 @@ def test_readers_never_import_the_launcher():
 
 # The command line parses, calls one function of a stage below and renders: it never opens a store (the store
 # policy is pipeline/stores.py's) and never does launch work itself (running under ncu: launch/verify.py; the run
-# folder, the job, the GPUs: launch/). What it may call of launch is the launcher's front: the backends' table, a
-# RunSpec, execute() and its checks, a manifest to read.
+# folder's claim: run/lock.py, the job, the GPUs: launch/). What it may call of launch is the launcher's front: the
+# backends' table, a RunSpec, execute() and its checks; of run/, a Run's files and manifest.
 CLI_MAY_NOT = ("nvprof_wrap.store", "nvprof_wrap.tracer", "nvprof_wrap.launch.job",
-               "nvprof_wrap.launch.folder", "nvprof_wrap.launch.ncu", "nvprof_wrap.launch.gpus",
+               "nvprof_wrap.run.lock", "nvprof_wrap.launch.ncu", "nvprof_wrap.launch.gpus",
                "nvprof_wrap.launch.verify")
 
 
@@ -253,7 +257,9 @@ def test_the_checker_sees_what_it_must():
     assert _allowed("nvprof_wrap.readers.ncu_csv", "nvprof_wrap.classify.counters")
     arrows = set(_arrows())
     assert ("nvprof_wrap.readers.nsys_rep", "nvprof_wrap.system.tools") in arrows
-    assert ("nvprof_wrap.pipeline.ingest", "nvprof_wrap.launch.manifest") in arrows
+    assert ("nvprof_wrap.pipeline.ingest", "nvprof_wrap.run") in arrows
+    assert not _allowed("nvprof_wrap.run.folder", "nvprof_wrap.launch.runner")  # run/ sits below the launcher
+    assert not _allowed("nvprof_wrap.run.steps", "nvprof_wrap.classify")  # run/ imports only what is below it
     assert ("nvprof_wrap.tracer.inject.sitecustomize", "nvprof_wrap.tracer.annotate") in arrows  # inside a function
     assert ("nvprof_wrap.launch.runner", "nvprof_wrap._version") in arrows
     assert ("nvprof_wrap", "nvprof_wrap.pipeline") in arrows  # the facade's lazy analyze, inside a function

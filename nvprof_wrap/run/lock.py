@@ -8,7 +8,7 @@
   starts in the emptied folder. A run folder holding anything else (a file the user put there, a subfolder) is
   refused, with what is there named: nothing is removed;
 - a run folder nvprof-wrap made is known by its manifest: one that says ``"format": "nvprof-wrap-run"`` with
-  its version (launch/manifest.py), or one written before that mark, by the keys every manifest `run` ever
+  its version (run/manifest.py), or one written before that mark, by the keys every manifest `run` ever
   wrote has ("nvprof_wrap", "command", "profiler_argv", "backend", "captures") with the types `run` writes;
   a manifest.json of anything else (a browser extension's, a web app's) is not a run and the folder is refused
   without a word of ``--force``;
@@ -21,17 +21,16 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 from pathlib import Path
-from typing import Any
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.launch.manifest import FORMAT, Manifest
+from nvprof_wrap.run import names
+from nvprof_wrap.run.manifest import FORMAT, Manifest
+from nvprof_wrap.run.names import LOCK, MANIFEST
 from nvprof_wrap.system import files, tools
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 
-LOCK = ".nvprof-wrap.lock"
-_RUN_MARKERS = (LOCK, "manifest.json")
+_RUN_MARKERS = (LOCK, MANIFEST)
 
 
 def claim(folder: Path, force: bool = False, numbered: bool = False) -> tuple[Path, int]:
@@ -150,30 +149,20 @@ def _owner(folder: Path) -> str:
     return f" (nvprof-wrap pid {pid})" if pid.isdigit() else ""
 
 
-# What `run` (and `report`, into its run store) writes into a run folder besides the captures, by name.
-_OURS = {"manifest.json", "manifest.json.tmp", LOCK, "stdout.log", "stderr.log", "metrics.jsonl", "gpm.jsonl",
-         "windows.jsonl", "run.sqlite", "run.sqlite-wal", "run.sqlite-shm", "run.sqlite-journal"}
-_SET_ASIDE = re.compile(r"run\.sqlite\.corrupt-\d{8}-\d{6}")  # a damaged store moved aside (store/__init__.py)
 _LEGACY = {"nvprof_wrap": str, "command": list, "profiler_argv": list, "backend": str, "captures": list}
-# What each backend's job writes before the run's end lists it (a wrapper killed mid-run lists nothing).
-_CAPTURE_NAMES = {
-    "nsys": re.compile(r"(rank\d+-)?nsys(\.nsys-rep|\.qdrep|\.sqlite|\.qdstrm)"),
-    "cupti": re.compile(r"cupti-[^/]+-\d+(-\d+)?\.sqlite(\.partial)?"),
-    "nvprof": re.compile(r"(rank\d+-)?profile\d+\.nvvp"),
-}
 
 
-def _manifest_data(folder: Path) -> dict[str, Any] | str:  # the manifest's JSON object, or why there is none
-    path = folder / "manifest.json"
+def _manifest_data(folder: Path) -> dict[str, object] | str:
+    path = folder / MANIFEST
     try:
         if path.stat().st_size > MAX_MANIFEST_BYTES:
-            return "its manifest.json is too big to be a run's"
+            return f"its {MANIFEST} is too big to be a run's"
         data = json.loads(path.read_text(errors="replace"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError, RecursionError):
-        return "its manifest.json is not a run manifest (unreadable)"
-    return data if isinstance(data, dict) else "its manifest.json is not a run manifest"
+        return f"its {MANIFEST} is not a run manifest (unreadable)"
+    return data if isinstance(data, dict) else f"its {MANIFEST} is not a run manifest"
 
 
 def not_ours(folder: Path) -> str | None:
@@ -184,45 +173,46 @@ def not_ours(folder: Path) -> str | None:
     if isinstance(data, str):
         return data
     if not data:
-        return None if (folder / LOCK).is_file() else "no manifest.json"
+        return None if (folder / LOCK).is_file() else f"no {MANIFEST}"
     marked = data.get("format") == FORMAT and isinstance(data.get("version"), int)
     legacy = "format" not in data and all(isinstance(data.get(k), t) for k, t in _LEGACY.items())
     if not (marked or legacy):
-        return "its manifest.json is not one nvprof-wrap wrote"
+        return f"its {MANIFEST} is not one nvprof-wrap wrote"
     try:
         Manifest.from_json(data)
     except BadInput:
-        return "its manifest.json is not one nvprof-wrap wrote"
-    if not all(_plain_name(c) for c in data.get("captures") or ()):
-        return "its manifest.json lists captures outside the folder"
+        return f"its {MANIFEST} is not one nvprof-wrap wrote"
+    if not all(names.plain_name(c) for c in _names(data.get("captures"))):
+        return f"its {MANIFEST} lists captures outside the folder"
     return None
 
 
-def _plain_name(name: object) -> bool:
-    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+def _names(listed: object) -> list[object]:
+    return list(listed) if isinstance(listed, list) and listed else []
 
 
 def written(folder: Path) -> set[str]:
     """The names of the files the run in ``folder`` (not_ours: None) wrote there: what `run --force` may remove."""
-    data = _manifest_data(folder)
-    data = data if isinstance(data, dict) else {}
-    captures = {c for c in data.get("captures") or () if _plain_name(c)}
+    got = _manifest_data(folder)
+    data = got if isinstance(got, dict) else {}
+    captures = {c for c in _names(data.get("captures")) if isinstance(c, str) and names.plain_name(c)}
     for c in list(captures):
-        if c.endswith((".nsys-rep", ".qdrep")):
-            captures.add(str(Path(c).with_suffix(".sqlite")))  # its export
-    names = _OURS | captures
+        if c.endswith(names.NSYS_REPORTS):
+            captures.add(names.export_of(c))  # its export
+    ours = set(names.WRITTEN) | captures
     try:
         entries = os.listdir(folder)
     except OSError:
         entries = []
     backend = data.get("backend")
-    pattern = _CAPTURE_NAMES.get(backend) if isinstance(backend, str) and data.get("status") == "running" else None
+    running = isinstance(backend, str) and data.get("status") == "running"
+    pattern = names.CAPTURE_NAMES.get(str(backend)) if running else None
     for name in entries:
-        if _SET_ASIDE.fullmatch(name) or (pattern is not None and pattern.fullmatch(name)):
-            names.add(name)
+        if names.SET_ASIDE_STORE.fullmatch(name) or (pattern is not None and pattern.fullmatch(name)):
+            ours.add(name)
         elif tools.is_export_scratch(name):
-            names.add(name)  # an export's lock or temporary file (tools.nsys_export), by its name
-    return names
+            ours.add(name)  # an export's lock or temporary file (tools.nsys_export), by its name
+    return ours
 
 
 def _replace(folder: Path) -> None:

@@ -16,12 +16,52 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.launch.base import CaptureWindow
-from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.system import files
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 
 FORMAT, FORMAT_VERSION = "nvprof-wrap-run", 1
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU of the machine, as nvidia-smi names it (launch/gpus.py lists them) and the manifest records it."""
+
+    index: int
+    name: str
+    compute_capability: str  # "9.0"
+    driver: str
+
+    @property
+    def cc(self) -> float:
+        try:
+            return float(self.compute_capability)
+        except ValueError:
+            return 0.0
+
+
+@dataclass(frozen=True)
+class CaptureWindow:
+    """What `run --capture-steps A:B` / `--capture-after S [--capture-for S]` asks: record only steps A..B-1, or only
+    from S seconds after the job started (for a while, or to its end). tracer/window.py keeps it inside the job."""
+
+    kind: str  # "steps" | "seconds"
+    start: float
+    end: float | None = None  # steps: B; seconds: when it closes, from the job's start (None: at the job's end)
+
+    @property
+    def option(self) -> str:
+        """The options of `run` that ask for it."""
+        if self.kind == "steps":
+            return f"--capture-steps {int(self.start)}:{int(self.end or 0)}"
+        return f"--capture-after {self.start:g}" + (f" --capture-for {self.end - self.start:g}"
+                                                    if self.end is not None else "")
+
+    @property
+    def env(self) -> str:
+        """$NVPROF_WRAP_CAPTURE (tracer/window.py parse)."""
+        if self.kind == "steps":
+            return f"steps:{int(self.start)}:{int(self.end or 0)}"
+        return f"seconds:{self.start!r}:{'inf' if self.end is None else repr(self.end)}"
 
 
 @dataclass(frozen=True)
@@ -86,7 +126,7 @@ class Manifest:
         """pid → distributed rank, for the processes that had one."""
         return {p.pid: p.rank for p in self.processes if p.rank is not None}
 
-    def to_json(self) -> dict[str, Any]:  # a JSON object
+    def to_json(self) -> dict[str, object]:
         out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in _NOT_WRITTEN
                and not (f.name in ("format", "version", "capture") and getattr(self, f.name) is None)}
         # (format, version: an older one's keys; capture: only a windowed run's)
@@ -96,7 +136,7 @@ class Manifest:
     def from_json(cls, data: object, path: Path | str | None = None) -> Manifest:
         """Raises BadInput (naming ``path``) for what is not a manifest `run` wrote."""
         try:
-            values = _MANIFEST(data)
+            values = _MANIFEST(data)  # _MANIFEST reads into a dict
         except _Wrong as e:
             where = "".join(k if k.startswith("[") else f".{k}" for k in e.where).lstrip(".")
             raise BadInput(path, f"not a run manifest: {where or 'it'} is not {e.what}" if e.what != "present"
