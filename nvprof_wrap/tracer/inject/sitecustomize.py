@@ -62,11 +62,12 @@ def _chain_previous_sitecustomize() -> None:
     spec = None
     try:
         spec = _find_previous(here)
-        if spec is None or spec.loader is None:  # none, or a namespace folder: nothing to run
+        if spec is None:
             return
-        module = importlib.util.module_from_spec(spec)
+        module = importlib.util.module_from_spec(spec)  # gives a namespace folder its (no-op) loader
         sys.modules["sitecustomize"] = module  # as a plain import would: the chained one is "the" sitecustomize
-        spec.loader.exec_module(module)
+        if spec.loader is not None:
+            spec.loader.exec_module(module)
     except Exception as e:  # site.py also reports and carries on; SystemExit/KeyboardInterrupt propagate
         if ours is not None:
             sys.modules["sitecustomize"] = ours
