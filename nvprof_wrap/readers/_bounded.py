@@ -15,7 +15,7 @@ import collections
 import itertools
 import re
 from pathlib import Path
-from typing import IO, Self, TypedDict, Unpack
+from typing import IO, Protocol, Self, TypedDict, Unpack
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.system import limits as limit_values
@@ -45,10 +45,17 @@ _NOT_SPECIAL = bytes(b for b in range(256) if b not in b'"[]{}')
 _SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
 
+class Source(Protocol):
+    """What BoundedJSON reads: a binary file, or a range of one (_trace_events.py)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+    def close(self) -> None: ...
+
+
 class BoundedJSON:
     """A read-only byte stream over a JSON file, for ijson."""
 
-    def __init__(self, raw: IO[bytes], path: Path, max_depth: int = MAX_JSON_DEPTH,
+    def __init__(self, raw: Source, path: Path, max_depth: int = MAX_JSON_DEPTH,
                  max_string: int = MAX_JSON_STRING_BYTES, also_close: tuple[IO[bytes], ...] = (),
                  chunk: int | None = None) -> None:
         self._raw, self.path, self._also_close = raw, path, also_close
