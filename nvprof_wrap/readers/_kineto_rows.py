@@ -43,7 +43,7 @@ def _ns(us: object) -> int | None:
     """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number or not
     a time SQLite can hold (beyond ±2^62 ns, 146 years: start + duration must still fit)."""
     try:
-        ns = float(us) * 1000  # type: ignore[arg-type]
+        ns = float(us) * 1000  # type: ignore[arg-type]  # any JSON value: what float() refuses is caught below
     except (TypeError, ValueError):
         return None
     return int(ns) if abs(ns) < 2**62 else None  # also False for nan

@@ -167,9 +167,11 @@ def _span(agg: Rows, window: Window) -> tuple[int, int]:
     """[lo, hi) of a window: from the first GPU activity, or from the step ranges (ProfilerStep#N, 'step N')."""
     if window.seconds is not None:
         return window_bounds(agg.db, window, ["kl", "mem"], None)
+    if window.steps is None:  # a capture window's cut alone: it is nsys's (readers.CUT), this trace is read whole
+        return EVERYTHING
     steps = {i: n for n, i in agg.range_names.items() if _window.could_mark_a_step(n)}
     ids = ",".join(map(str, steps))
-    return _window.step_bounds(window.steps, ((steps[nid], tid, s, e) for tid, s, e, nid in  # type: ignore[arg-type]
+    return _window.step_bounds(window.steps, ((steps[nid], tid, s, e) for tid, s, e, nid in
                                               agg.db.execute(f"SELECT tid, s, e, name FROM rng WHERE name IN ({ids})")))
 
 

@@ -472,6 +472,7 @@ def _watch_nvtx(module: Any, names: tuple[str, ...]) -> None:
                 _CONTROLLER.step(n, SOURCES[0])
             return _original(*args, **kwargs)
 
+        # Markers on the wrapper function (ours, functools' __wrapped__): a function's type has no such attributes.
         opened._nvprof_wrap_window = True  # type: ignore[attr-defined]
         opened.__wrapped__ = original  # type: ignore[attr-defined]
         setattr(module, attr, opened)
@@ -502,7 +503,7 @@ def _watch_keras(keras_module: Any) -> None:
         count[0] += 1
         return original(self, *args, **kwargs)
 
-    on_train_batch_begin._nvprof_wrap_window = True  # type: ignore[attr-defined]
+    on_train_batch_begin._nvprof_wrap_window = True  # type: ignore[attr-defined]  # our marker: see _watch_nvtx
     cls.on_train_batch_begin = on_train_batch_begin
 
 
