@@ -20,8 +20,7 @@ import shutil
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
@@ -32,15 +31,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")  # the first bytes of a rollback journal's header
 WAL_HEADER = 32  # a WAL of its header alone holds no commit
 
-@dataclass
-class _Held:
-    """A capture's recovered copy and how many reads hold it."""
-
-    copy: Path
-    reads: int = 0
-
-
-_held: dict[str, _Held] = {}  # the capture's resolved path -> its recovered copy
+_held: dict[str, list] = {}  # the capture's resolved path -> [its recovered copy, how many reads hold it]
 _lock = threading.Lock()  # reads of one capture on threads (a Dask worker's) share one copy
 
 
@@ -54,20 +45,20 @@ def readable(path: Path) -> Iterator[Path]:
         if held is None:
             sides = pending(path)
             if sides:
-                held = _held[key] = _Held(_recovered(path, sides))
+                held = _held[key] = [_recovered(path, sides), 0]
         if held is not None:
-            held.reads += 1
+            held[1] += 1
     if held is None:
         yield Path(path)
         return
     try:
-        yield held.copy
+        yield held[0]
     finally:
         with _lock:
-            held.reads -= 1
-            if held.reads == 0:
+            held[1] -= 1
+            if held[1] == 0:
                 del _held[key]
-                shutil.rmtree(held.copy.parent, ignore_errors=True)
+                shutil.rmtree(held[0].parent, ignore_errors=True)
 
 
 def source(path: Path) -> Path:
@@ -75,7 +66,7 @@ def source(path: Path) -> Path:
     capture with writes pending beside it and no copy is refused: read as it is, it would be wrong."""
     held = _held.get(_key(path))
     if held is not None:
-        return held.copy
+        return held[0]
     sides = pending(path)
     if sides:
         raise BadInput(path, f"{sides[0].name} appeared beside it while it was read (a write in progress): read it "
@@ -91,9 +82,8 @@ def pending(path: Path) -> list[Path]:
     if not _starts_with(real, SQLITE_MAGIC):
         return []
     sides = []
-    checks: tuple[tuple[str, Callable[[bytes, int], bool]], ...] = (  # (suffix, is it hot? given its head, size)
-        ("-journal", lambda head, size: head[:8] == JOURNAL_MAGIC), ("-wal", lambda head, size: size > WAL_HEADER))
-    for suffix, hot in checks:
+    for suffix, hot in (("-journal", lambda head, size: head[:8] == JOURNAL_MAGIC),
+                        ("-wal", lambda head, size: size > WAL_HEADER)):
         side = real.with_name(real.name + suffix)
         try:
             st = os.lstat(side)

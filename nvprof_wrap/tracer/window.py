@@ -56,8 +56,6 @@ ENV = "NVPROF_WRAP_CAPTURE"
 ENV_T0 = "NVPROF_WRAP_CAPTURE_T0"
 ENV_BY = "NVPROF_WRAP_CAPTURE_BY"
 FILE = "windows.jsonl"
-# One line of FILE: {"event": …} and what that event says (keys vary by event; readers/_windows.py reads them)
-Event = dict[str, object]
 # The step sources, the job's own marks first (readers/_window.py prefers them in this order).
 SOURCES = ("step marks", "optimizer steps", "keras batches")
 _STEP_NAME = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
@@ -82,6 +80,10 @@ def parse(text: str) -> tuple[str, float, float]:
 
 
 # ---------------------------------------------------------------------------------------------- what records
+
+# One line of FILE: {"event": …} and what that event says (keys vary by event; the report reads them)
+Event = dict[str, object]
+
 
 class Recorder:
     """Who records inside the window: enable() at its start, disable() at its end; each returns None when done,
