@@ -8,6 +8,7 @@ and reads each to check the Capture's shape.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import sqlite3
@@ -58,7 +59,8 @@ _FORMATS: tuple[tuple[str, Callable[[Head], bool], Callable[[Path], Capture]], .
         (nsys_stats_csv, nsys_stats_csv.sniff), (console_text, console_text.sniff), (ncu_csv, ncu_csv.sniff_late)))
 READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _FORMATS}
 # The formats with a timeline of GPU activity: their read(path, window) applies --window / --steps.
-TIMELINE = {m.FORMAT for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
+TIMELINE: dict[str, Callable[[Path, Window | None], Capture]] = {
+    m.FORMAT: m.read for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
 # What a capture window's cut (Window.cut) applies to: what nsys recorded while its stop ran beside the job. Other
 # captures in the run folder (a trace the job's own torch.profiler wrote) are read as they are.
 CUT = {nsys_sqlite.FORMAT, nsys_rep.FORMAT}
@@ -133,7 +135,7 @@ def _read(path: Path, win: Window | None) -> Capture:
             return validate(READERS[fmt](path))
         if fmt not in TIMELINE:
             raise refuse(fmt)
-        return _windowed(validate(READERS[fmt](path, win)), win)
+        return _windowed(validate(TIMELINE[fmt](path, win)), win)
     except BadInput as e:
         raise BadInput(path, e.why) from None
     except (IOFailure, MemoryError):
@@ -185,7 +187,7 @@ def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> I
         if not _is_dir(p):
             yield p, True
             continue
-        for root, dirs, files in os.walk(p, onerror=lambda e, top=p: _walk_error(e, top, skipped)):
+        for root, dirs, files in os.walk(p, onerror=functools.partial(_walk_error, top=p, skipped=skipped)):
             dirs.sort()
             for name in sorted(files):
                 if (name in NOT_CAPTURES or name.endswith(SQLITE_SIDES)  # a run folder's own files

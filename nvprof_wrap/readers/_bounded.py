@@ -15,7 +15,7 @@ import collections
 import itertools
 import re
 from pathlib import Path
-from typing import IO, Self
+from typing import IO, Protocol, Self, TypedDict, Unpack
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.system import limits as limit_values
@@ -45,10 +45,17 @@ _NOT_SPECIAL = bytes(b for b in range(256) if b not in b'"[]{}')
 _SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
 
+class Source(Protocol):
+    """What BoundedJSON reads: a binary file, or a range of one (_trace_events.py)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+    def close(self) -> None: ...
+
+
 class BoundedJSON:
     """A read-only byte stream over a JSON file, for ijson."""
 
-    def __init__(self, raw: IO[bytes], path: Path, max_depth: int = MAX_JSON_DEPTH,
+    def __init__(self, raw: Source, path: Path, max_depth: int = MAX_JSON_DEPTH,
                  max_string: int = MAX_JSON_STRING_BYTES, also_close: tuple[IO[bytes], ...] = (),
                  chunk: int | None = None) -> None:
         self._raw, self.path, self._also_close = raw, path, also_close
@@ -113,7 +120,8 @@ class BoundedJSON:
 
     def _string(self, buf: bytes, pos: int, end: int, out: list[bytes]) -> tuple[int, int]:
         """Inside a string: up to its closing quote or the end of the chunk; returns (pos, end)."""
-        stop = (_UNITS_AT_END if self._at_end else _UNITS).match(buf, pos, end).end()
+        units = (_UNITS_AT_END if self._at_end else _UNITS).match(buf, pos, end)  # matches the empty run too
+        stop = units.end() if units else pos
         closed = stop < end and buf[stop] == 0x22
         if not closed and stop < end and self._at_end and end - stop == 1:
             stop += 1  # a lone backslash, the stream's last byte: the parser will say so
@@ -126,7 +134,8 @@ class BoundedJSON:
             stop = end = self._hold_partial_utf8(buf, pos, end)
         room = self.max_string - self._string_len
         if not self._cutting and stop - pos > room:
-            cut = _UNITS.match(buf, pos, pos + room).end()
+            units = _UNITS.match(buf, pos, pos + room)
+            cut = units.end() if units else pos
             while cut > pos and buf[cut - 1] & 0xC0 == 0x80:  # never split a UTF-8 sequence
                 cut -= 1
             if cut > pos and buf[cut - 1] >= 0xC0:
@@ -208,7 +217,15 @@ def _max_level(brackets: bytes, depth: int) -> int:
     return max(itertools.accumulate(memoryview(brackets.translate(_SIGNS)).cast("b"), initial=depth))
 
 
-def open_json(path: Path, unpacked: int | None = None, **limits: int) -> BoundedJSON:
+class JsonLimits(TypedDict, total=False):
+    """BoundedJSON's limits a reader may set (its defaults otherwise)."""
+
+    max_depth: int
+    max_string: int
+    chunk: int | None
+
+
+def open_json(path: Path, unpacked: int | None = None, **limits: Unpack[JsonLimits]) -> BoundedJSON:
     """A JSON file or a gzip of one, streamed through the bounds (and the gzip budget: system/bounded.py; unpacked:
     a limit on what the gzip unpacks to)."""
     return BoundedJSON(open_bytes(path, unpacked, limit_values.GUNZIP_FREE_JSON_BYTES), path, **limits)

@@ -60,7 +60,7 @@ def rows(lines: Iterable[str], keep: Callable[[str], bool], path: Path | None = 
     reader = csv.reader(source)
     try:
         for row in reader:
-            if keep(source.first):
+            if source.first is not None and keep(source.first):  # a row read has its first line
                 yield row
             source.first = None
     except csv.Error as e:

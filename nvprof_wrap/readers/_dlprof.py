@@ -10,7 +10,6 @@ own verdict. The refusal quotes that verdict and points to the Nsight Systems re
 from __future__ import annotations
 
 import csv
-from collections import Counter
 from pathlib import Path
 
 from nvprof_wrap.readers._csv import cut_lines, number, open_text
@@ -77,10 +76,12 @@ def _table(path: Path) -> str:
     if kernels:
         what = "DLProf kernel report: not read"
     else:
-        weight: Counter = Counter()
+        weight: dict[str, float] = {}  # GPU time per op type (a count of rows without a time column)
         for r in body:
-            weight[r[kind] if kind is not None else r[0]] += (number(r[time]) or 0) if time is not None else 1
-        what = f"DLProf op report: not read, it names ops ({', '.join(t for t, _ in weight.most_common(3))}, …), " \
+            op = r[kind] if kind is not None else r[0]
+            weight[op] = weight.get(op, 0) + ((number(r[time]) or 0) if time is not None else 1)
+        heaviest = sorted(weight, key=weight.__getitem__, reverse=True)[:3]  # ties in first-seen order
+        what = f"DLProf op report: not read, it names ops ({', '.join(heaviest)}, …), " \
                "not kernels"
     more = f", {len(eligible)} more eligible" if eligible else ""
     return (f"{what}; its own '{head[tc]}' column: {len(used)} of {len(body)} {'kernels' if kernels else 'ops'} used "

@@ -3,7 +3,7 @@ SQLite file its table names — each computed once, on first use."""
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -21,7 +21,6 @@ class Head:
     raw: bytes  # the first bytes (of the decompressed stream when the file is gzipped)
     size: int  # the file's size on disk
     gz: bool = False
-    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def is_sqlite(self) -> bool:

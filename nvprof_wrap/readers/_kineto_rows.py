@@ -16,6 +16,7 @@ import shutil
 import sqlite3
 import zlib
 from pathlib import Path
+from typing import Any, TypedDict, TypeVar
 
 from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._durations import Durations
@@ -42,10 +43,16 @@ def _ns(us: object) -> int | None:
     """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number or not
     a time SQLite can hold (beyond ±2^62 ns, 146 years: start + duration must still fit)."""
     try:
-        ns = float(us) * 1000  # type: ignore[arg-type]
+        ns = float(us) * 1000  # type: ignore[arg-type]  # any JSON value: what float() refuses is caught below
     except (TypeError, ValueError):
         return None
     return int(ns) if abs(ns) < 2**62 else None  # also False for nan
+
+
+_Key = TypeVar("_Key", str, tuple[object, object])  # what gets an id: a name, a (pid, tid) thread
+
+# An event of traceEvents, as orjson or ijson parse it: its values are whatever the file holds (checked as read).
+Event = dict[str, Any]
 
 
 def _direction(name: str) -> str:
@@ -63,11 +70,11 @@ class Rows:
         self.path, self.hashed = db, hashed
         self.names: dict[str, int] = {}  # kernel names
         self.range_names: dict[str, int] = {}
-        self.threads: dict[tuple, int] = {}
+        self.threads: dict[tuple[object, object], int] = {}  # (pid, tid) as the events give them
         self.taken: dict[int, set[int]] = {id(self.names): set(), id(self.range_names): set(), id(self.threads): set()}
         self.host_pid: int | None = None
         self.ranges = 0  # CPU op / annotation ranges seen: only then are kernels attributed to ops
-        self.gpu_pids: set = set()  # processes a process_name event calls a GPU: their events are GPU work
+        self.gpu_pids: set[object] = set()  # processes a process_name event calls a GPU: their events are GPU work
         self.on_gpu = 0  # events on those processes that no category above made a kernel or a copy
         self.api: dict[str, int] = {}  # CUDA runtime / driver calls by name (launch calls without kernels: refused)
         self.call_kinds: dict[object, str] = {}  # a call's name → launch / sync / alloc / other (text/cuda_calls)
@@ -80,10 +87,10 @@ class Rows:
                     'CREATE TABLE rt(corr INTEGER, tid INTEGER, t INTEGER, "end" INTEGER, kind TEXT)',
                     "CREATE TABLE rng(tid INTEGER, s INTEGER, e INTEGER, name INTEGER)"):
             self.db.execute(sql)
-        self.rows: dict[str, list[tuple]] = {"kl": [], "mem": [], "rt": [], "rng": []}
+        self.rows: dict[str, list[tuple[object, ...]]] = {"kl": [], "mem": [], "rt": [], "rng": []}
         self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
 
-    def add_all(self, events: list) -> None:
+    def add_all(self, events: list[Any]) -> None:
         kl, rt, rng, threads, range_names = self.rows["kl"], self.rows["rt"], self.rows["rng"], self.threads, \
             self.range_names
         api = self.api
@@ -109,10 +116,10 @@ class Rows:
                     s = int(t * 1000)
                     e = s + int(d * 1000)
                 else:
-                    s, e = _ns(t), _ns(d)
-                    if s is None or e is None or not 0 <= e <= MAX_DURATION_NS:
+                    begins, lasts = _ns(t), _ns(d)
+                    if begins is None or lasts is None or not 0 <= lasts <= MAX_DURATION_NS:
                         continue
-                    e += s
+                    s, e = begins, begins + lasts
                 tid = threads.get(thread)
                 if tid is None:
                     tid = self._id(threads, thread)
@@ -124,19 +131,22 @@ class Rows:
                 if ev.get("pid") in self.gpu_pids:
                     self.on_gpu += 1
             elif cat in RUNTIME_CATS:
-                args, t, name, d = ev.get("args"), ev.get("ts"), ev.get("name"), ev.get("dur")
+                args, name = ev.get("args"), ev.get("name")
+                at: Any = ev.get("ts")  # JSON values: the type checks below are the run-time ones
+                lasted: Any = ev.get("dur")
                 if type(name) is str:
                     api[name] = api.get(name, 0) + 1
                 thread = (ev.get("pid"), ev.get("tid"))
                 tid = threads.get(thread)
                 if tid is None:
                     tid = self._id(threads, thread)
-                s = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
+                called = int(at * 1000) if type(at) in _NUMBER and -_MAX_TS_US < at < _MAX_TS_US else _ns(at)
                 kind = self.call_kinds.get(name) if type(name) is str else "other"
                 if kind is None:
                     kind = self.call_kinds[name] = kind_of(name)
-                rt.append((args.get("correlation") if type(args) is dict else None, tid, s,
-                           s + int(d * 1000) if s is not None and type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US
+                rt.append((args.get("correlation") if type(args) is dict else None, tid, called,
+                           called + int(lasted * 1000)
+                           if called is not None and type(lasted) in _NUMBER and 0 <= lasted <= _MAX_DUR_US
                            else None, kind))
             elif cat in KERNEL_CATS:
                 kl.append(self._kernel(ev))
@@ -148,7 +158,7 @@ class Rows:
         if len(kl) + len(rt) + len(rng) >= _BATCH:
             self.flush()
 
-    def _range(self, ev: dict) -> None:
+    def _range(self, ev: Event) -> None:
         """A range event without one of the usual keys: a missing one is None (an empty name)."""
         if ev.get("ph") != "X":
             return
@@ -160,7 +170,7 @@ class Rows:
         self.rows["rng"].append((self._id(self.threads, thread) if tid is None else tid, s, s + e,
                                  self._range_name(ev.get("name", ""))))
 
-    def _host(self, ev: dict) -> None:
+    def _host(self, ev: Event) -> None:
         if isinstance(ev.get("pid"), int):
             self.host_pid = ev["pid"]
 
@@ -169,7 +179,7 @@ class Rows:
         nid = self.range_names.get(name)
         return self._id(self.range_names, name) if nid is None else nid
 
-    def _id(self, ids: dict, value: object) -> int:
+    def _id(self, ids: dict[_Key, int], value: _Key) -> int:
         """A new value's id: its hash (see the module's docstring), or a count in a one-process read."""
         taken = self.taken[id(ids)]
         i = hash(value) if self.hashed else len(taken)
@@ -179,18 +189,20 @@ class Rows:
         ids[value] = i
         return i
 
-    def _other(self, ev: dict) -> None:
+    def _other(self, ev: Event) -> None:
         if ev.get("ph") == "M" and ev.get("name") == "process_name" and \
                 "GPU" in str((ev.get("args") or {}).get("name")):
             self.gpu_pids.add(ev.get("pid"))
         elif ev.get("pid") in self.gpu_pids:
             self.on_gpu += 1
 
-    def _kernel(self, ev: dict) -> tuple:
+    def _kernel(self, ev: Event) -> tuple[object, int | None, int, int | None, int | None, int | None]:
         args = ev.get("args")
         args = args if type(args) is dict else None
         dev = args.get("device", ev.get("pid")) if args is not None else ev.get("pid")
-        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
+        t: Any = ev.get("ts")  # JSON values: the type checks below are the run-time ones
+        d: Any = ev.get("dur")
+        name = str(ev.get("name", ""))
         start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
         nid = self.names.get(name)
@@ -199,17 +211,30 @@ class Rows:
         return (args.get("correlation") if args is not None else None, dev if isinstance(dev, int) else None, nid,
                 start, None if start is None or dur is None else start + dur, dur)
 
-    def _mem(self, ev: dict, cat: str) -> tuple:
+    def _mem(self, ev: Event, cat: str) -> tuple[int | None, str, str, int | None, int | None, int | None, int]:
         args = ev.get("args")
         args = args if isinstance(args, dict) else {}
         dev = args.get("device", ev.get("pid"))
-        t, d, name = ev.get("ts"), ev.get("dur"), str(ev.get("name", ""))
+        t: Any = ev.get("ts")  # JSON values: the type checks below are the run-time ones
+        d: Any = ev.get("dur")
+        name = str(ev.get("name", ""))
         start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
         memcpy = cat in MEMCPY_CATS
         return (dev if isinstance(dev, int) else None, "memcpy" if memcpy else "memset",
                 _direction(name) if memcpy else "", start, None if start is None or dur is None else start + dur,
                 dur, int(args.get("bytes", 0) or 0))
+
+    def _take(self, mine: dict[_Key, int], theirs: dict[_Key, int]) -> None:
+        """A part's ids of values (names, threads) into this one's; one id for two values is a Collision."""
+        taken = self.taken[id(mine)]
+        for value, i in theirs.items():
+            have = mine.get(value)
+            if have is None and i not in taken:
+                mine[value] = i
+                taken.add(i)
+            elif have != i:
+                raise Collision(value)
 
     def flush(self) -> None:
         for table, rows in self.rows.items():
@@ -218,23 +243,17 @@ class Rows:
                 rows.clear()
         self.db.commit()
 
-    def summary(self) -> dict:
+    def summary(self) -> PartSummary:
         """What a worker sends back besides its rows' file."""
-        return {k: getattr(self, k) for k in ("names", "range_names", "threads", "host_pid", "ranges", "gpu_pids",
-                                                "on_gpu", "api")} | {"bad": (self.kernel_time.bad, self.mem_time.bad)}
+        return PartSummary(names=self.names, range_names=self.range_names, threads=self.threads,
+                           host_pid=self.host_pid, ranges=self.ranges, gpu_pids=self.gpu_pids, on_gpu=self.on_gpu,
+                           api=self.api, bad=(self.kernel_time.bad, self.mem_time.bad))
 
-    def absorb(self, part: dict, db: Path) -> None:
+    def absorb(self, part: PartSummary, db: Path) -> None:
         """A later part's rows and values, after this one's (host_pid: the first seen in file order)."""
-        for key in ("names", "range_names", "threads"):
-            mine: dict = getattr(self, key)
-            taken = self.taken[id(mine)]
-            for value, i in part[key].items():
-                have = mine.get(value)
-                if have is None and i not in taken:
-                    mine[value] = i
-                    taken.add(i)
-                elif have != i:
-                    raise Collision(value)
+        self._take(self.names, part["names"])
+        self._take(self.range_names, part["range_names"])
+        self._take(self.threads, part["threads"])
         self.host_pid = self.host_pid if self.host_pid is not None else part["host_pid"]
         self.ranges += part["ranges"]
         self.gpu_pids |= part["gpu_pids"]
@@ -250,6 +269,20 @@ class Rows:
         self.db.execute("DETACH DATABASE part")
 
 
+class PartSummary(TypedDict):
+    """Rows.summary(): a worker's values, sent back (pickled) beside its rows' file."""
+
+    names: dict[str, int]
+    range_names: dict[str, int]
+    threads: dict[tuple[object, object], int]
+    host_pid: int | None
+    ranges: int
+    gpu_pids: set[object]
+    on_gpu: int
+    api: dict[str, int]
+    bad: tuple[int, int]  # (kernel, memcpy/memset) durations counted without their time
+
+
 WAYS = ("parts", "fast", "general")  # tried in this order (tests pin one)
 
 
@@ -257,18 +290,19 @@ class Collision(Exception):
     """Two values with one hash: read again in one process."""
 
 
-def scan(path: Path, folder: Path) -> tuple[Rows, dict, int, bytes]:
+def scan(path: Path, folder: Path) -> tuple[Rows, dict[str, Any], int, bytes]:
     """(rows, the keys around traceEvents on the fast path, strings cut, the stream's last 256 KiB on the general
     path): in parts side by side for a big uncompressed trace, else in one fast pass, else the general one."""
     for how in WAYS:
-        source = path
+        source: Path | None = path
         if how == "parts":
             source = _worth_parts(path, folder)
             if source is None:
                 continue
         rows = Rows(folder / f"{how}.sqlite", hashed=how != "general")
         try:
-            header, cut, tail = _parts(source, folder, rows) if how == "parts" else _one(path, rows, how == "fast")
+            header, cut, tail = _parts(source, folder, rows) if how == "parts" and source is not None \
+                else _one(path, rows, how == "fast")
         except (NotFast, Collision):
             rows.db.close()
             continue
@@ -305,7 +339,8 @@ def _worth_parts(path: Path, folder: Path) -> Path | None:
 GUNZIP_RATIO = 32  # a Kineto trace compresses ~10x; more than this is not a trace worth unpacking
 
 
-def _one(path: Path, rows: Rows, fast: bool, span: tuple[int, int | None] = (0, None)) -> tuple[dict, int, bytes]:
+def _one(path: Path, rows: Rows, fast: bool,
+         span: tuple[int, int | None] = (0, None)) -> tuple[dict[str, Any], int, bytes]:
     events = TraceEvents(path, fast, span)
     for batch in events:
         rows.add_all(batch)
@@ -313,7 +348,7 @@ def _one(path: Path, rows: Rows, fast: bool, span: tuple[int, int | None] = (0, 
     return events.header, events.cut_strings, events.tail
 
 
-def _parts(path: Path, folder: Path, rows: Rows) -> tuple[dict, int, bytes]:
+def _parts(path: Path, folder: Path, rows: Rows) -> tuple[dict[str, Any], int, bytes]:
     """Part 0 here, the others in forked workers, each into its own file; then copied together, in file order."""
     cuts = split_points(path, min(cores(), 8))
     if cuts is None:
@@ -338,7 +373,7 @@ def _parts(path: Path, folder: Path, rows: Rows) -> tuple[dict, int, bytes]:
     return header, cut, b""
 
 
-def _part(path: Path, db: Path, span: tuple[int, int | None]) -> tuple[dict, dict, int]:
+def _part(path: Path, db: Path, span: tuple[int, int | None]) -> tuple[PartSummary, dict[str, Any], int]:
     rows = Rows(db)
     try:
         header, cut, _ = _one(path, rows, True, span)
@@ -347,9 +382,10 @@ def _part(path: Path, db: Path, span: tuple[int, int | None]) -> tuple[dict, dic
         rows.db.close()
 
 
-def _result(other: Forked):
+def _result(other: Forked) -> tuple[PartSummary, dict[str, Any], int] | BaseException:
     try:
-        return other.result()
+        value: tuple[PartSummary, dict[str, Any], int] = other.result()  # _part's, unpickled from the worker
+        return value
     except Exception as e:  # noqa: BLE001 - the caller decides (NotFast, Collision: read again; others: raise)
         return e
 

@@ -10,6 +10,7 @@ calls, none a launch, and the copies or sets the GPU recorded — the job launch
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
@@ -48,7 +49,7 @@ def copies_only(path: Path | str | None, copies: int, what: str = "") -> BadInpu
                           "traced, or none ran while the job was profiled")
 
 
-def api_calls(conn, table: str, cbids: tuple[int, ...]) -> tuple[int, int]:
+def api_calls(conn: sqlite3.Connection, table: str, cbids: tuple[int, ...]) -> tuple[int, int]:
     """(calls, kernel launch calls) of a CUPTI API table with a cbid column (nvprof, the built-in tracer)."""
     marks = ",".join(str(c) for c in cbids)
     calls, launches = conn.execute(f"SELECT COUNT(*), COALESCE(SUM(cbid IN ({marks})), 0) FROM {table}").fetchone()

@@ -6,12 +6,16 @@ Every length is checked against the enclosing span: damaged input raises ValueEr
 """
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator
+
+# What the walk reads: a file mapped whole (xplane.py), or bytes read from its head
+Buf = bytes | bytearray | memoryview | mmap.mmap
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 
 
-def varint(buf, pos: int, end: int) -> tuple[int, int]:
+def varint(buf: Buf, pos: int, end: int) -> tuple[int, int]:
     """(value, position after it) of the varint at pos."""
     value, shift = 0, 0
     while True:
@@ -25,7 +29,7 @@ def varint(buf, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
-def fields(buf, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
+def fields(buf: Buf, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
     """(field number, wire type, start of the field's tag, start of its payload, end of its payload) of each
     field of the message in buf[start:end]. For a VARINT field the payload span holds the varint."""
     pos = start
@@ -52,5 +56,5 @@ def fields(buf, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]
         pos = after
 
 
-def text(buf, start: int, end: int) -> str:
+def text(buf: Buf, start: int, end: int) -> str:
     return bytes(buf[start:end]).decode("utf-8", errors="replace")

@@ -11,6 +11,7 @@ stack: ``op_name:OpType`` scopes joined by ``::``, each with optional ``#key=val
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # Stream-line events that are not kernels, by name, and the direction a copy goes (CuptiTracerEventType names).
 COPY_DIRECTIONS = {"MemcpyH2D": "HtoD", "MemcpyD2H": "DtoH", "MemcpyD2D": "DtoD", "MemcpyP2P": "PtoP",
@@ -42,7 +43,7 @@ def is_stream(line_id: int | None, name: str) -> bool:
     return line_id is not None and not (_DERIVED_ID_MIN <= (line_id & 0xFFFFFFFF) < _DERIVED_ID_MIN + 256)
 
 
-def copy_kind(name: str, stats: dict) -> tuple[str, str] | None:
+def copy_kind(name: str, stats: Mapping[str, object]) -> tuple[str, str] | None:
     """(kind, direction) when a stream event is a copy or a set, None for a kernel."""
     if name in COPY_DIRECTIONS:
         return "memcpy", COPY_DIRECTIONS[name]
@@ -55,7 +56,7 @@ def copy_kind(name: str, stats: dict) -> tuple[str, str] | None:
     return None
 
 
-def copy_bytes(stats: dict) -> int:
+def copy_bytes(stats: Mapping[str, object]) -> int:
     """'size:4096 dest:0 async:1' → 4096."""
     m = re.search(r"size:(\d+)", str(stats.get("memcpy_details") or stats.get("memset_details") or ""))
     return int(m.group(1)) if m else 0
@@ -79,7 +80,7 @@ def _tf(op: str) -> tuple[str, str]:
     return scope or name, typ or name.rpartition("/")[2] or name
 
 
-def op_of(stats: dict) -> tuple[str, str] | None:
+def op_of(stats: Mapping[str, object]) -> tuple[str, str] | None:
     """(scope, op) of the op that launched a GPU event, from its stats; None when none is recorded.
 
     XLA / JAX: op is the HLO instruction without its number ('fusion.12' → 'fusion', 'custom-call.3' →

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import ijson
 import orjson
@@ -34,22 +35,23 @@ class NotFast(Exception):
 
 class TraceEvents:
     """Iterate for batches (lists) of events; afterwards ``header`` holds the other top-level keys (on the fast
-    path; the general path finds them with header_keys) and ``cut_strings`` the strings cut at the bound."""
+    path; the general path finds them with header_keys) and ``cut_strings`` the strings cut at the bound. Events
+    and header values are JSON values as orjson or ijson give them (Any: whatever the file holds)."""
 
     def __init__(self, path: Path, fast: bool, span: tuple[int, int | None] = (0, None)) -> None:
         """span: the byte range [start, end) of an uncompressed file to read (a part; fast path only), cut points
         from split_points: the part from 0 holds the header, the part to the end (None) the trailing keys."""
         self.path, self.fast, self.span = path, fast, span
-        self.header: dict = {}
+        self.header: dict[str, Any] = {}
         self.cut_strings = 0
         self.tail = b""
 
-    def __iter__(self) -> Iterator[list]:
+    def __iter__(self) -> Iterator[list[Any]]:
         return self._fast() if self.fast else self._general()
 
-    def _general(self) -> Iterator[list]:
+    def _general(self) -> Iterator[list[Any]]:
         with open_json(self.path) as f:
-            batch: list = []
+            batch: list[Any] = []
             for ev in ijson.items(f, "traceEvents.item", use_float=True):
                 batch.append(ev)
                 if len(batch) >= 4096:
@@ -58,7 +60,7 @@ class TraceEvents:
             yield batch
             self.tail, self.cut_strings = f.tail(), f.cut_strings
 
-    def _fast(self) -> Iterator[list]:
+    def _fast(self) -> Iterator[list[Any]]:
         start, end = self.span
         with (open_json(self.path, chunk=CHUNK) if self.span == (0, None) else _part(self.path, start, end)) as f:
             buf = self._prefix(f) if start == 0 else b""
@@ -88,7 +90,7 @@ class TraceEvents:
             self.header.update(rest)
             self.cut_strings = f.cut_strings
 
-    def _prefix(self, f) -> bytes:
+    def _prefix(self, f: BoundedJSON) -> bytes:
         """Reads up to the events; the keys before them go to header. Returns what was read past '['."""
         buf = b""
         while (m := _START.search(buf)) is None:
@@ -137,7 +139,7 @@ def _part(path: Path, start: int, end: int | None) -> BoundedJSON:
 class _Range:
     """The next `left` bytes of a file (all of the rest when None)."""
 
-    def __init__(self, f, left: int | None) -> None:
+    def __init__(self, f: IO[bytes], left: int | None) -> None:
         self.f, self.left = f, left
 
     def read(self, size: int = -1) -> bytes:
@@ -164,7 +166,7 @@ def _last_cut(buf: bytes) -> int:
     return -1
 
 
-def _loads(data: bytes):
+def _loads(data: bytes) -> Any:  # a JSON value
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as e:

@@ -9,10 +9,17 @@ import dataclasses
 import functools
 import math
 import typing
+from typing import TYPE_CHECKING, TypeVar
 
-from nvprof_wrap.model import Capture
+from nvprof_wrap.model import Capture, KernelAgg, MemAgg
 from nvprof_wrap.system.limits import MAX_NAME_CHARS
 from nvprof_wrap.text import demangle
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Record = TypeVar("_Record", bound="DataclassInstance")  # a record of the model
+_Agg = TypeVar("_Agg", KernelAgg, MemAgg)
 
 # texts cut in the capture being validated (one capture at a time per process), by their hash: a name the capture
 # holds in several records (its kernels, its step series) is one name cut
@@ -57,11 +64,11 @@ def _float(v: object) -> float | None:
 
 
 @functools.cache
-def _plan(cls: type) -> tuple[tuple[str, str], ...]:
-    """(field, kind) per field of a model dataclass, from its type hints — resolved once per class (resolving
-    them for every object cost 0.17 s per 1,000 kernels). "int!": a count that must be there."""
+def _plan(cls: type[DataclassInstance]) -> tuple[tuple[str, str, type[DataclassInstance] | None], ...]:
+    """(field, kind, record class) per field of a model dataclass, from its type hints — resolved once per class
+    (resolving them for every object cost 0.17 s per 1,000 kernels). "int!": a count that must be there."""
     hints = typing.get_type_hints(cls)
-    plan = []
+    plan: list[tuple[str, str, type[DataclassInstance] | None]] = []
     for f in dataclasses.fields(cls):
         hint = str(hints[f.name])
         kind = next((k for k in ("tuple", "str", "float", "int", "bool") if k in hint), "any")
@@ -71,21 +78,21 @@ def _plan(cls: type) -> tuple[tuple[str, str], ...]:
     return tuple(plan)
 
 
-def _record_class(hint: object) -> type | None:
+def _record_class(hint: object) -> type[DataclassInstance] | None:
     """The model record a field holds (tuple[KernelAgg, ...] → KernelAgg; StepSeries | None → StepSeries)."""
-    return next((a for a in typing.get_args(hint) if dataclasses.is_dataclass(a)),
-                hint if dataclasses.is_dataclass(hint) else None)
+    return next((a for a in typing.get_args(hint) if isinstance(a, type) and dataclasses.is_dataclass(a)),
+                hint if isinstance(hint, type) and dataclasses.is_dataclass(hint) else None)
 
 
-def _record(v: object, cls: type | None, where: str):
+def _record(v: object, cls: type[DataclassInstance] | None, where: str) -> object:
     """A record where the model has one must be that record (a summary edited by hand can hold anything)."""
     if cls is None and isinstance(v, tuple):  # StepAgg.api_ns: (kind, ns) pairs
         if len(v) != 2:
             raise ValueError(f"{where} holds a tuple of {len(v)}, not a (name, number) pair")
         return _text(v[0]), _int(v[1])
     if cls is None:
-        return _clean(v) if dataclasses.is_dataclass(v) else _text(v)
-    if type(v) is not cls:
+        return _clean(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else _text(v)
+    if type(v) is not cls or not dataclasses.is_dataclass(v) or isinstance(v, type):
         raise ValueError(f"{where} holds {type(v).__name__}, not {cls.__name__}")
     return _clean(v)
 
@@ -93,8 +100,8 @@ def _record(v: object, cls: type | None, where: str):
 _COUNTS = frozenset({"launches", "count"})
 
 
-def _clean(obj):
-    values = {}
+def _clean(obj: _Record) -> _Record:
+    values: dict[str, object] = {}
     for name, kind, cls in _plan(type(obj)):
         v = getattr(obj, name)
         if kind == "tuple":
@@ -114,9 +121,9 @@ def _clean(obj):
         elif kind == "int!":
             if v is None:
                 raise ValueError(f"{type(obj).__name__}.{name} is missing")
-            values[name] = _int(v)
-            if name in _COUNTS and values[name] < 0:  # summed into every total: a damaged capture, not a count
-                raise ValueError(f"{type(obj).__name__}.{name} is negative ({values[name]})")
+            n = values[name] = _int(v)
+            if name in _COUNTS and n is not None and n < 0:  # summed into every total: a damaged capture
+                raise ValueError(f"{type(obj).__name__}.{name} is negative ({n})")
         elif kind == "bool":
             values[name] = bool(v)
         else:
@@ -139,7 +146,7 @@ def validate(capture: Capture) -> Capture:
             clean, kernels=tuple(_no_negative(k) for k in clean.kernels),
             memops=tuple(_no_negative(m) for m in clean.memops))
     kept = sorted({k.name for k in clean.kernels} & demangle.over_budget)
-    notes = list(clean.notes)
+    notes = [*clean.notes]
     if _cut:
         notes.append(f"{len(_cut):,} name(s) longer than {MAX_NAME_CHARS:,} characters were cut there")
     if kept:
@@ -147,11 +154,12 @@ def validate(capture: Capture) -> Capture:
                      f"memory or {MAX_NAME_CHARS:,} characters), e.g. {kept[0][:60]}…")
     if negative:
         notes.append(f"{negative:,} aggregate(s) with a negative time: counted without their time")
-    notes = tuple(notes)
-    return dataclasses.replace(clean, notes=notes) if notes != clean.notes else clean
+    return dataclasses.replace(clean, notes=tuple(notes)) if tuple(notes) != clean.notes else clean
 
 
-def _no_negative(agg):
+def _no_negative(agg: _Agg) -> _Agg:
     if not any((getattr(agg, t, 0) or 0) < 0 for t in _TIMES):
         return agg
-    return dataclasses.replace(agg, total_ns=0, **{t: None for t in ("min_ns", "max_ns") if hasattr(agg, t)})
+    if type(agg) is KernelAgg:  # a kernel's min and max went with its time
+        return dataclasses.replace(agg, total_ns=0, min_ns=None, max_ns=None)
+    return dataclasses.replace(agg, total_ns=0)

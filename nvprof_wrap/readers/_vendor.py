@@ -9,7 +9,9 @@ roctracer/hip version keys, AMD device names, and a warp size of 64 (every NVIDI
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any  # the trace's JSON header: values as json gives them
 
 from nvprof_wrap.errors import BadInput
 
@@ -17,7 +19,7 @@ _AMD_NAME = re.compile(r"\b(?:AMD|Radeon|Instinct|MI\d{2,3}[A-Z]?)\b")
 ROCM_KEYS = ("roctracer_version", "hip_runtime_version", "hip_driver_version")
 
 
-def refuse_other_vendor(path: Path, header: dict) -> None:
+def refuse_other_vendor(path: Path, header: Mapping[str, Any]) -> None:
     """BadInput when a trace's header says its GPUs are not NVIDIA's."""
     props = [p for p in header.get("deviceProperties") or [] if isinstance(p, dict)]
     named = next((str(p["name"]) for p in props if _AMD_NAME.search(str(p.get("name") or ""))), None)

@@ -12,7 +12,7 @@ import importlib.util
 import sys
 from functools import cache
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
@@ -24,7 +24,8 @@ SHIPPED = (
     ("tensorboard_plugin_profile.protobuf.xplane_pb2", "tensorboard_plugin_profile", "protobuf/xplane_pb2.py"),
 )
 _F = descriptor_pb2.FieldDescriptorProto
-_MESSAGES = {  # message: [(field, number, type, label, message type)]
+# message: [(field, number, type, label, message type)]
+_MESSAGES: dict[str, list[tuple[str, int, int, int, str | None]]] = {
     "XSpace": [("planes", 1, _F.TYPE_MESSAGE, _F.LABEL_REPEATED, "XPlane"), ("errors", 2, _F.TYPE_STRING, 3, None),
                ("warnings", 3, _F.TYPE_STRING, 3, None), ("hostnames", 4, _F.TYPE_STRING, 3, None)],
     "XPlane": [("id", 1, _F.TYPE_INT64, 1, None), ("name", 2, _F.TYPE_STRING, 1, None),
@@ -88,12 +89,14 @@ def own() -> SimpleNamespace:
         pool.FindMessageTypeByName(f"{_PACKAGE}.{n}")) for n in _MESSAGES})
 
 
-def _load_file(top: str, rel: str):
+def _load_file(top: str, rel: str) -> ModuleType | None:
     spec = importlib.util.find_spec(top)  # a top-level name: found without importing the package
     for base in (spec.submodule_search_locations or []) if spec else []:
         path = Path(base) / rel
         if path.is_file():
             mspec = importlib.util.spec_from_file_location(f"_nvprof_wrap_xplane_pb2_{top}", path)
+            if mspec is None or mspec.loader is None:  # a .py file always has both: never taken
+                continue
             module = importlib.util.module_from_spec(mspec)
             mspec.loader.exec_module(module)
             return module

@@ -130,7 +130,8 @@ def _number(text: str, sep: str) -> float | None:
 class _Table:
     """One table being read: its syntax, kind, columns and rows (cells), flushed at its end."""
 
-    def __init__(self, syntax: str, head: list[str], kind: str | None, spans=None) -> None:
+    def __init__(self, syntax: str, head: list[str], kind: str | None,
+                 spans: list[tuple[int, int]] | None = None) -> None:
         self.syntax, self.head, self.kind, self.spans = syntax, head, kind, spans
         self.idx = {c: i for i, c in enumerate(head)}
         self.rows: list[list[str]] = []
@@ -144,7 +145,7 @@ class _Table:
         elif self.syntax == "csv":
             cells = _csv_cells(line)
         else:
-            cells = _cells(line.rstrip("\n"), self.spans)
+            cells = _cells(line.rstrip("\n"), self.spans or [])
         if len(cells) != len(self.head):
             return None
         total, count = _col(self.idx, "Total Time"), _col(self.idx, *_COUNTS)
@@ -156,9 +157,10 @@ class _Table:
 
 def nsys_tables(lines: Iterable[str]) -> NsysTables:
     out = NsysTables()
-    kernels, mem = [], []
+    kernels: list[KernelAgg] = []
+    mem: list[MemAgg] = []
     title, pending, table = "", None, None
-    seen: set[tuple] = set()
+    seen: set[tuple[str, tuple[tuple[str, ...], ...]]] = set()  # (kind, rows) of the tables read
     repeated = 0
     devices: dict[str, Device] = {}
     device: int | None = None
@@ -256,9 +258,9 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
                 devices[name] = Device(len(devices), name)
             device = devices[name].device_id
         elif device is not None and (cc := _CC_LINE.match(line)):
-            d = next(d for d in devices.values() if d.device_id == device)
+            gpu, d = next((gpu, d) for gpu, d in devices.items() if d.device_id == device)
             if d.cc_major is None:
-                devices[d.name] = Device(d.device_id, d.name, int(cc.group(1)), int(cc.group(2)))
+                devices[gpu] = Device(d.device_id, gpu, int(cc.group(1)), int(cc.group(2)))
     flush()
     out.kernels, out.memops = list(merge_kernels(kernels)), list(merge_memops(mem))
     out.devices = list(devices.values()) if any(k.device_id is not None for k in out.kernels) else []
@@ -319,9 +321,9 @@ _LAUNCH = re.compile(r"^  (\S.*?)(?: \(\d+, \d+, \d+\)x\(\d+, \d+, \d+\))?,(?: [
 _ROW = re.compile(r"^\s{4,}(\S.*?)\s{2,}(?:(\S+)\s+)?(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)\s*$")
 
 
-def ncu_sections(lines: Iterable[str]) -> dict[tuple, _Launch]:
+def ncu_sections(lines: Iterable[str]) -> dict[tuple[str, int], _Launch]:
     """One _Launch per kernel launch (the ncu CSV reader's type, so both share aggregation and verdicts)."""
-    launches: dict[tuple, _Launch] = {}
+    launches: dict[tuple[str, int], _Launch] = {}  # (pid, launch number)
     pid, current = "", None
     for line in lines:
         if line.startswith("=="):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from nvprof_wrap.classify.counters import DECISIVE
 from nvprof_wrap.model import CounterVerdict, Device, KernelAgg, MemAgg, merge_kernels
@@ -39,8 +40,11 @@ def _ns(text: str, unit: str = "") -> int | None:
 
 def summary(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg]]:
     """GPU activity rows of every ``Profiling result:`` block; API calls and other sections end a block."""
-    kernels, mem = [], {}
-    pid, state, units = None, "out", []
+    kernels: list[KernelAgg] = []
+    mem: dict[tuple[int | None, str, str], MemAgg] = {}  # (pid, kind, direction)
+    pid: int | None = None
+    state = "out"
+    units: list[str] = []
     for line in lines:
         if m := _PID.match(line):
             pid = int(m.group(1))
@@ -93,11 +97,12 @@ def _columns(header: str) -> list[tuple[str, int, int]]:
 def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list[Device], tuple[str, ...]]:
     """Kernels, copies and sets of the per-launch listing (--print-gpu-trace), the devices, and notes."""
     kernel_time, mem_time = Durations("kernel"), Durations("memcpy/memset")
-    kern: dict[tuple, list[int]] = {}
-    mem: dict[tuple, list[int]] = {}
+    kern: dict[tuple[int | None, int | None, str], list[Any]] = {}  # (pid, device, name) → _durations.fold's stats
+    # (pid, device, kind, direction) → [count, ns, bytes]
+    mem: dict[tuple[int | None, int | None, str, str], list[int]] = {}
     devices: dict[int, str] = {}
-    cols: list | None = None
-    pid = None
+    cols: list[tuple[str, int, int]] | None = None
+    pid: int | None = None
     for line in lines:
         if m := _PID.match(line):
             pid = int(m.group(1))
@@ -142,7 +147,7 @@ def _level(text: str) -> float | None:
 
 def metrics(lines: Iterable[str]) -> tuple[list[KernelAgg], list[CounterVerdict], list[Device]]:
     """--metrics: launches per kernel (its invocations) without durations, and tensor-unit counter verdicts."""
-    launches: dict[tuple, int] = {}
+    launches: dict[tuple[int | None, int | None, str], int] = {}  # (pid, device, kernel) → invocations
     verdicts: dict[str, CounterVerdict] = {}
     devices: dict[int, str] = {}
     pid, dev, kernel = None, None, None

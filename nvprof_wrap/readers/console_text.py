@@ -8,11 +8,12 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Capture, CounterVerdict, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, MemAgg, Process, merge_kernels
 from nvprof_wrap.readers import _log_gpus, console_nsight, console_nvprof, ncu_csv
 from nvprof_wrap.readers._csv import cut_lines, open_text
 from nvprof_wrap.readers._head import Head
@@ -79,38 +80,48 @@ def _lines(path: Path) -> Iterator[str]:
         yield from cut_lines(f)  # a program's line of gigabytes is not held (MemoryError before)
 
 
-def _nvprof_summary(path: Path) -> dict:
+@dataclass(frozen=True)
+class Part:
+    """What one kind of console output in a text gave."""
+
+    kernels: Sequence[KernelAgg] = ()
+    memops: Sequence[MemAgg] = ()
+    counters: Sequence[CounterVerdict] = ()
+    devices: Sequence[Device] = ()
+    notes: Sequence[str] = ()
+
+
+def _nvprof_summary(path: Path) -> Part:
     kernels, mem = console_nvprof.summary(_lines(path))
-    return {"kernels": kernels, "memops": mem, "notes": ["nvprof summary: no timeline, no idle time"]}
+    return Part(kernels, mem, notes=["nvprof summary: no timeline, no idle time"])
 
 
-def _nvprof_trace(path: Path) -> dict:
+def _nvprof_trace(path: Path) -> Part:
     kernels, mem, devices, notes = console_nvprof.gpu_trace(_lines(path))
-    return {"kernels": kernels, "memops": mem, "devices": devices, "notes": list(notes)}
+    return Part(kernels, mem, devices=devices, notes=notes)
 
 
-def _nvprof_metrics(path: Path) -> dict:
+def _nvprof_metrics(path: Path) -> Part:
     kernels, counters, devices = console_nvprof.metrics(_lines(path))
-    return {"kernels": kernels, "counters": counters, "devices": devices,
-            "notes": ["nvprof --metrics: launches replayed for counters, kernel time not captured"]}
+    return Part(kernels, counters=counters, devices=devices,
+                notes=["nvprof --metrics: launches replayed for counters, kernel time not captured"])
 
 
-def _nsys(path: Path) -> dict:
+def _nsys(path: Path) -> Part:
     t = console_nsight.nsys_tables(_lines(path))
-    return {"kernels": t.kernels, "memops": t.memops, "devices": t.devices,
-            "notes": ["nsys stats tables: no timeline, no idle time", *t.notes]}
+    return Part(t.kernels, t.memops, devices=t.devices,
+                notes=["nsys stats tables: no timeline, no idle time", *t.notes])
 
 
-def _ncu(path: Path) -> dict:
+def _ncu(path: Path) -> Part:
     launches = console_nsight.ncu_sections(_lines(path))
     if not launches:
-        return {}
-    c = ncu_csv._aggregate(path, launches)
-    return {"kernels": list(c.kernels), "counters": list(c.counters), "devices": list(c.devices),
-            "notes": list(c.notes)}
+        return Part()
+    c = ncu_csv._aggregate(path, launches.values())
+    return Part(c.kernels, counters=c.counters, devices=c.devices, notes=c.notes)
 
 
-READERS: dict[str, Callable[[Path], dict]] = {
+READERS: dict[str, Callable[[Path], Part]] = {
     "nvprof-summary": _nvprof_summary, "nvprof-gpu-trace": _nvprof_trace, "nvprof-metrics": _nvprof_metrics,
     "nsys-stats": _nsys, "ncu-console": _ncu,
 }
@@ -121,17 +132,17 @@ def read(path: Path, found: list[str] | None = None) -> Capture:
         head = f.read(_WINDOW)
     present = found or kinds(path, head)
     parts = {kind: READERS[kind](path) for kind in present}
-    kernels: list[KernelAgg] = [k for p in parts.values() for k in p.get("kernels", [])]
+    kernels: list[KernelAgg] = [k for p in parts.values() for k in p.kernels]
     if not kernels:
         raise BadInput(path, f"{' and '.join(present) or 'console text'} found, but no kernel row in it "
                              "(only copies, API calls or other tables)")
-    memops: list[MemAgg] = [m for p in parts.values() for m in p.get("memops", [])]
-    counters: list[CounterVerdict] = [c for p in parts.values() for c in p.get("counters", [])]
-    devices = {d.device_id: d for p in parts.values() for d in p.get("devices", [])}
+    memops: list[MemAgg] = [m for p in parts.values() for m in p.memops]
+    counters: list[CounterVerdict] = [c for p in parts.values() for c in p.counters]
+    devices = {d.device_id: d for p in parts.values() for d in p.devices}
     # GPUs the rest of the log names (TensorFlow's start-up lines, nvprof's 'Device "…"'), where the tables do not
     devices, logged = _log_gpus.fill_in(devices, head + "\n" + _tail(path, len(head.encode())))
     pids = sorted({k.pid for k in kernels if k.pid is not None})
-    notes = tuple(n for p in parts.values() for n in p.get("notes", [])) + logged
+    notes = tuple(n for p in parts.values() for n in p.notes) + logged
     # Counter-only formats keep their own names: the report counts their replayed launches only when nothing
     # timed the kernels (report.py).
     fmt = present[0] if present in (["ncu-console"], ["nvprof-metrics"]) else "console-" + "+".join(present)

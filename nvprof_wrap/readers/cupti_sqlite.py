@@ -1,16 +1,30 @@
 """Captures written by nvprof-wrap's own CUPTI tracer (one SQLite file per process; docs/cupti-tracer.md)."""
 from __future__ import annotations
 
+import functools
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.model import (
+    Activity,
+    Capture,
+    Device,
+    KernelAgg,
+    MemAgg,
+    OpAgg,
+    Process,
+    StepSeries,
+    merge_kernels,
+    merge_memops,
+)
 from nvprof_wrap.readers import _hw_sources, _recover, _series
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
 from nvprof_wrap.readers._nvtx import attribute, borrowed_note
+from nvprof_wrap.readers._series_tables import Api, Gpu
 from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
     MEMCPY_DIRECTION,
@@ -86,7 +100,7 @@ def read(path: Path, window: Window | None = None) -> Capture:
 
 
 def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: Path | None,
-         dur: str, where: str, lent: dict) -> tuple[OpAgg, ...]:
+         dur: str, where: str, lent: dict[str, int]) -> tuple[OpAgg, ...]:
     """Kernels → their launch call (thread, CPU time) by correlation id → the NVTX ranges of that thread.
     Launch calls are runtime (cudaLaunchKernel…) or driver (cuLaunchKernelEx…: cuBLAS) API records."""
     api = [t for t in ("runtime", "driver") if t in have and conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()]
@@ -99,10 +113,11 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: 
                    FROM kernel k LEFT JOIN ({calls}) r ON r.correlation_id = k.correlation_id {{rslice}}
                    WHERE {where} {{slice}}"""
     # split_over: a big capture's path, reopened by each attribution slice running side by side
-    split = {"reopen": lambda: reopened(split_over), "kernel_table": "kernel", "correlation": "correlation_id"} \
-        if split_over is not None else {}
+    reopen = None if split_over is None else functools.partial(reopened, split_over)
+    rows = attribute(conn, ranges, launches, borrowed=lent, reopen=reopen,
+                     kernel_table="kernel" if split_over is not None else None, correlation="correlation_id")
     return tuple(OpAgg(p, scope, op, demangle(key or "<unnamed kernel>"), n, tot)
-                 for p, _dev, scope, op, key, n, tot in attribute(conn, ranges, launches, borrowed=lent, **split))
+                 for p, _dev, scope, op, key, n, tot in rows)
 
 
 RANGES = f'SELECT tid, start AS s, "end" AS e, {cut("name")} AS name FROM nvtx'
@@ -114,28 +129,30 @@ _KINDS = {"runtime": (RUNTIME_LAUNCH_CBIDS, cuda_calls.RUNTIME_HOST_CBIDS),
           "driver": (DRIVER_LAUNCH_CBIDS, cuda_calls.DRIVER_HOST_CBIDS)}
 
 
-def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict, launches: int,
-           span: tuple[int, int]):
+def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict[str, str], launches: int,
+           span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): readers/_series.py over the kernel, copy and set tables and the API calls."""
-    if not launches or (why := _series.too_big(launches)):
-        return None, (why,) if launches else ()
+    if not launches:
+        return None, ()
+    if why := _series.too_big(launches):
+        return None, (why,)
     records = meta.get("api_records") or ""
     host = next((h for prefix, h in _HOST if records.startswith(prefix)), "launch" if records else "none")
     p = "NULL" if pid is None else str(int(pid))
-    gpu = [_series.Gpu("kernel", p, NAME), _series.Gpu("memcpy", p), _series.Gpu("memset", p)]
-    api = [_series.Api(t, p, "cbid", lambda keys, t=t: _call_kinds(t, keys)) for t in ("runtime", "driver")
-           if t in have]
+    gpu = [Gpu("kernel", p, NAME), Gpu("memcpy", p), Gpu("memset", p)]
+    api = [Api(t, p, "cbid", functools.partial(_call_kinds, t)) for t in ("runtime", "driver") if t in have]
     series = _series.measure(conn, gpu, api, RANGES if "nvtx" in have else None, host if api else "none",
                              lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)}, span, launches)
     return series, ()
 
 
-def _call_kinds(table: str, keys: list) -> dict:
+def _call_kinds(table: str, keys: list[Any]) -> dict[Any, str]:
+    """The text/cuda_calls kind of each callback id (a capture's SQL values) of the runtime or driver table."""
     launches, host = _KINDS[table]
     return {k: "launch" if k in launches else host[k][1] if k in host else "other" for k in keys}
 
 
-def _unix_offset(meta: dict) -> int | None:
+def _unix_offset(meta: dict[str, str]) -> int | None:
     """Unix time minus the capture's clock: the tracer stamps its start in both (meta started_ns and
     started_unix_ns). An older capture has only started_ns: CUPTI's clock is Unix time on Linux (measured on the
     H200: the first kernel 0.75 s before the job's own first time.time_ns() stamp, as its warm-up ran), so 0."""
@@ -163,7 +180,7 @@ def _read(path: Path, window: Window | None) -> Capture:
             kernels = _kernels(conn, pid, dur, in_window(span))
             memops, mem_notes = _memops(conn, pid, in_window(span))
             big = path.stat().st_size >= BIG
-            lent: dict = {}
+            lent: dict[str, int] = {}  # attribute's launches lent to the main thread (borrowed_note)
             ops = _ops(conn, have, pid, path if big else None, dur, in_window(span, "k"), lent)
         except BaseException:
             busy_time.abandon()

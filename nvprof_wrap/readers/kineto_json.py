@@ -13,17 +13,19 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import ijson
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
+from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, StepSeries, merge_kernels
 from nvprof_wrap.readers import _series, _window
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME, refuse_launches
 from nvprof_wrap.readers._nvtx import attribute, borrowed_note
+from nvprof_wrap.readers._series_tables import Api, Gpu
 from nvprof_wrap.readers._sqlite import EVERYTHING, BusyTime, connect_ro, in_window, window_bounds
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
 from nvprof_wrap.readers._window import Window
@@ -35,10 +37,11 @@ from nvprof_wrap.text.demangle import demangle
 _HEADER_KEYS = ("deviceProperties", "distributedInfo", *ROCM_KEYS)
 
 
-def _header(path: Path, tail: bytes) -> dict:
+def _header(path: Path, tail: bytes) -> dict[str, Any]:
     """deviceProperties and distributedInfo: usually written before traceEvents, so one short parse
-    that stops at traceEvents finds them; otherwise in the last 256 KiB of the stream (``tail``)."""
-    found: dict = {}
+    that stops at traceEvents finds them; otherwise in the last 256 KiB of the stream (``tail``). Values as JSON
+    has them."""
+    found: dict[str, Any] = {}
     with open_json(path) as f:
         builders: dict[str, ijson.ObjectBuilder] = {}
         for prefix, event, value in ijson.parse(f, use_float=True):
@@ -55,10 +58,10 @@ def _header(path: Path, tail: bytes) -> dict:
     return found
 
 
-def _tail_keys(tail: bytes, keys: list[str]) -> dict:
+def _tail_keys(tail: bytes, keys: list[str]) -> dict[str, Any]:
     """Keys written after traceEvents (inference_rank_1 puts distributedInfo last): looked for in the last
     256 KiB of the stream, which the events' pass kept, instead of parsing the whole trace a second time."""
-    text, out = tail.decode("utf-8", errors="replace"), {}
+    text, out = tail.decode("utf-8", errors="replace"), dict[str, Any]()
     decoder = json.JSONDecoder()
     for key in keys:
         at = text.rfind(f'"{key}"')
@@ -72,9 +75,11 @@ def _tail_keys(tail: bytes, keys: list[str]) -> dict:
     return out
 
 
-def _devices(props: list) -> tuple[Device, ...]:
+def _devices(props: object) -> tuple[Device, ...]:
+    """The GPUs of deviceProperties (a JSON list of objects; anything else names none)."""
     return tuple(Device(int(p.get("id", i)), p.get("name"), p.get("computeMajor"), p.get("computeMinor"),
-                        p.get("numSms")) for i, p in enumerate(props or []) if isinstance(p, dict))
+                        p.get("numSms")) for i, p in enumerate(props if isinstance(props, list) else [])
+                 if isinstance(p, dict))
 
 
 FORMAT = "kineto-json"
@@ -104,7 +109,7 @@ def read(path: Path, window: Window | None = None) -> Capture:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _capture(path: Path, rows: Rows, header: dict, cut: int, window: Window | None) -> Capture:
+def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: Window | None) -> Capture:
     pid, db = rows.host_pid, rows.db
     span = _span(rows, window) if window else EVERYTHING
     # The busy-time union side by side with the rest (a forked worker for a big trace, as for SQLite captures).
@@ -117,7 +122,7 @@ def _capture(path: Path, rows: Rows, header: dict, cut: int, window: Window | No
         memops = tuple(MemAgg(pid, dev, kind, d, n, tot, nbytes) for dev, kind, d, n, tot, nbytes in db.execute(
             f"SELECT dev, kind, dir, COUNT(*), COALESCE(SUM(dur), 0), SUM(bytes) FROM mem WHERE {in_window(span)} "
             "GROUP BY dev, kind, dir"))
-        lent: dict = {}
+        lent: dict[str, int] = {}  # attribute's launches lent to the main thread (borrowed_note)
         ops = _ops(rows, pid, names, span, lent) if rows.ranges else ()
     except BaseException:
         busy_time.abandon()
@@ -137,19 +142,22 @@ def _capture(path: Path, rows: Rows, header: dict, cut: int, window: Window | No
                    series=series)
 
 
-def _steps(rows: Rows, names: dict[int, str], launches: int, span: tuple[int, int]):
+def _steps(rows: Rows, names: dict[int, str], launches: int,
+           span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): readers/_series.py over the trace's tables (its ProfilerStep#N ranges; every
     CUDA runtime and driver call the trace holds, with its kind from the scan)."""
-    if not launches or (why := _series.too_big(launches)):
-        return None, (why,) if launches else ()
+    if not launches:
+        return None, ()
+    if why := _series.too_big(launches):
+        return None, (why,)
     db, p = rows.db, "NULL" if rows.host_pid is None else str(int(rows.host_pid))
     db.execute("CREATE TEMP TABLE IF NOT EXISTS _nvw_rnames(id INTEGER PRIMARY KEY, name TEXT)")
     db.executemany("INSERT OR REPLACE INTO _nvw_rnames VALUES (?, ?)",
                    [(i, n) for n, i in rows.range_names.items() if could_mark_a_step(n)])
     db.execute('CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", kind FROM rt')
     ranges = "SELECT r.tid AS tid, r.s AS s, r.e AS e, n.name AS name FROM rng r JOIN _nvw_rnames n ON n.id = r.name"
-    api = [_series.Api("_nvw_calls", p, "kind", lambda keys: {k: k for k in keys})] if rows.api else []
-    series = _series.measure(db, [_series.Gpu("kl", p, "nid"), _series.Gpu("mem", p)], api, ranges,
+    api = [Api("_nvw_calls", p, "kind", lambda keys: {k: k for k in keys})] if rows.api else []
+    series = _series.measure(db, [Gpu("kl", p, "nid"), Gpu("mem", p)], api, ranges,
                              "all" if api else "none",
                              lambda keys: {k: demangle(names.get(k) or "<unnamed kernel>") for k in keys}, span,
                              launches)
@@ -160,13 +168,16 @@ def _span(agg: Rows, window: Window) -> tuple[int, int]:
     """[lo, hi) of a window: from the first GPU activity, or from the step ranges (ProfilerStep#N, 'step N')."""
     if window.seconds is not None:
         return window_bounds(agg.db, window, ["kl", "mem"], None)
+    if window.steps is None:  # a capture window's cut alone: it is nsys's (readers.CUT), this trace is read whole
+        return EVERYTHING
     steps = {i: n for n, i in agg.range_names.items() if could_mark_a_step(n)}
     ids = ",".join(map(str, steps))
-    return _window.step_bounds(window.steps, ((steps[nid], tid, s, e) for tid, s, e, nid in  # type: ignore[arg-type]
+    return _window.step_bounds(window.steps, ((steps[nid], tid, s, e) for tid, s, e, nid in
                                               agg.db.execute(f"SELECT tid, s, e, name FROM rng WHERE name IN ({ids})")))
 
 
-def _ops(agg: Rows, pid: int | None, names: dict[int, str], span: tuple[int, int], lent: dict) -> tuple[OpAgg, ...]:
+def _ops(agg: Rows, pid: int | None, names: dict[int, str], span: tuple[int, int],
+         lent: dict[str, int]) -> tuple[OpAgg, ...]:
     """Which ops launched which kernels. Each kernel's correlation id leads to the runtime or driver call that
     launched it (thread, CPU time); the op ranges open on that thread at that time are the op and its scope — the
     same attribution as for NVTX ranges (readers/_nvtx.py). Threads are keyed by pid and tid."""
@@ -175,9 +186,9 @@ def _ops(agg: Rows, pid: int | None, names: dict[int, str], span: tuple[int, int
                           k.nid AS key, k.dur AS dur
                    FROM kl k LEFT JOIN rt r ON r.corr = k.corr {{rslice}} WHERE {in_window(span, "k")} {{slice}}"""
     # Big traces: the segment sweep per group of threads and the launches per slice, side by side (readers/_nvtx.py)
-    split = {"reopen": lambda: connect_ro(agg.path), "kernel_table": "kl", "correlation": "corr"} \
-        if agg.path.stat().st_size >= BIG else {}
+    big = agg.path.stat().st_size >= BIG
     rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng", launches, names=range_names.__getitem__, borrowed=lent,
-                     **split)
+                     reopen=(lambda: connect_ro(agg.path)) if big else None, kernel_table="kl" if big else None,
+                     correlation="corr")
     return tuple(OpAgg(p, scope, op, demangle(names.get(nid) or "<unnamed kernel>"), n, tot)
                  for p, _dev, scope, op, nid, n, tot in rows)

@@ -10,8 +10,9 @@ launch's wall-clock time, not a duration) and no Device / CC columns. Without a 
 time (KernelAgg.total_ns None) and the report says so."""
 from __future__ import annotations
 
+import io
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from nvprof_wrap.classify.counters import DURATION, Evidence, combine, launch_verdict
@@ -45,9 +46,9 @@ def _new(row: list[str], idx: dict[str, int]) -> _Launch:
     return _Launch(*(row[idx[k]] if k in idx else "" for k in _KEYS[1:]))
 
 
-def _launches(header: list[str], rows) -> dict[tuple, _Launch]:
+def _launches(header: list[str], rows: Iterator[list[str]]) -> dict[tuple[str, str], _Launch]:
     idx = {h: i for i, h in enumerate(header)}
-    launches: dict[tuple, _Launch] = {}
+    launches: dict[tuple[str, str], _Launch] = {}
     if "Metric Name" in idx:  # long format
         mn, mu, mv = idx["Metric Name"], idx.get("Metric Unit"), idx["Metric Value"]
         # Metric rows end after the value: the rule columns after it ("Rule Name" … "Estimated Speedup") are only
@@ -68,7 +69,7 @@ def _launches(header: list[str], rows) -> dict[tuple, _Launch]:
             la.metrics[metric] = value
         return launches
     metric_cols = [(i, h) for i, h in enumerate(header) if "__" in h or h.endswith("_utilization")]
-    units = next(rows, [])
+    units: list[str] = next(rows, [])
     for row in rows:
         if len(row) < len(header):
             continue
@@ -81,17 +82,19 @@ def _launches(header: list[str], rows) -> dict[tuple, _Launch]:
     return launches
 
 
-def _aggregate(path: Path, launches: dict[tuple, _Launch]) -> Capture:
-    groups: dict[tuple, list[_Launch]] = defaultdict(list)
+def _aggregate(path: Path, launches: Iterable[_Launch]) -> Capture:
+    # (pid, device, name) → its launches
+    groups: dict[tuple[int, int | None, str], list[_Launch]] = defaultdict(list)
     devices: dict[int, Device] = {}
-    for la in launches.values():
+    for la in launches:
         d = number(la.device)
         dev = None if d is None else int(d)  # older exports have no Device column
         cc = la.cc.split(".") if la.cc else []
         if dev is not None and len(cc) == 2 and cc[0].isdigit():
             devices[dev] = Device(dev, None, int(cc[0]), int(cc[1]))
         groups[(int(number(la.pid) or 0), dev, demangle(la.name))].append(la)
-    kernels, counters = [], {}
+    kernels: list[KernelAgg] = []
+    counters: dict[str, list[Evidence]] = {}
     untimed = 0
     for (pid, dev, name), ls in groups.items():
         durs = [la.metrics.get(DURATION) for la in ls]
@@ -101,7 +104,7 @@ def _aggregate(path: Path, launches: dict[tuple, _Launch]) -> Capture:
         kernels.append(KernelAgg(pid, dev, name, len(ls), total))
         counters.setdefault(name, []).extend(launch_verdict(la.metrics, la.cc) for la in ls)
     verdicts = tuple(_verdict(name, v) for name, v in counters.items())
-    pids = sorted({k.pid for k in kernels})
+    pids = sorted({pid for pid, _, _ in groups})  # a kernel per group: the kernels' pids
     # Without a duration (no gpu__time_duration.sum, no SpeedOfLight Duration) total_ns stays None: the report's
     # headline then says kernel time was not captured, unless a timeline capture beside it has the times.
     return Capture(str(path), "ncu-csv", merge_kernels(kernels), devices=tuple(devices.values()),
@@ -114,7 +117,7 @@ def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:
     return CounterVerdict(name, e.tensor_core, len(per_launch), e.metric, e.value, e.detail)
 
 
-def _quoted(f, path: Path) -> Iterator[list[str]]:
+def _quoted(f: io.TextIOBase, path: Path) -> Iterator[list[str]]:
     """The CSV rows among the program's output: ncu quotes every field, the program's lines rarely start with one.
     Rows are told apart by their first line (a kernel name can hold a line break: _csv.rows)."""
     return rows(cut_lines(f), lambda first: first.startswith('"'), path)
@@ -151,4 +154,4 @@ def read(path: Path) -> Capture:
         launches = _launches(header, (row for row in reader if row != header))  # the header repeats per process
     if not launches:
         raise BadInput(path, "ncu CSV with a header but no kernel rows")
-    return _aggregate(path, launches)
+    return _aggregate(path, launches.values())

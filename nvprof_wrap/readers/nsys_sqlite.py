@@ -5,17 +5,31 @@ Kernel names come from ``demangledName`` through ``StringIds`` — never ``short
 """
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.model import (
+    Activity,
+    Capture,
+    Device,
+    KernelAgg,
+    MemAgg,
+    OpAgg,
+    Process,
+    StepSeries,
+    merge_kernels,
+    merge_memops,
+)
 from nvprof_wrap.readers import _gpu_metrics, _hw_sources, _recover, _series
 from nvprof_wrap.readers._durations import SOUND, note, on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import refuse_launches
 from nvprof_wrap.readers._nvtx import attribute, borrowed_note
+from nvprof_wrap.readers._series_tables import Api, Gpu
 from nvprof_wrap.readers._sqlite import (
     EVERYTHING,
     MEMCPY_DIRECTION,
@@ -94,7 +108,8 @@ def _busy_sources(conn: sqlite3.Connection, have: set[str]) -> list[tuple[str, s
             for t in (KERNEL, MEMCPY, MEMSET) if t in have]
 
 
-def _activity(rows: list[tuple]) -> tuple[Activity, ...]:
+def _activity(rows: list[tuple[int | None, int | None, int, int, int]]) -> tuple[Activity, ...]:
+    """BusyTime's rows (globalPid, device, first, last, busy ns) as Activity records."""
     return tuple(Activity(None if gp is None else (gp >> 24) & 0xFFFFFF, dev, first, last, busy)
                  for gp, dev, first, last, busy in rows)
 
@@ -129,7 +144,7 @@ def _ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
 
 
 def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
-         where: str, lent: dict) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
+         where: str, lent: dict[str, int]) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
     """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges.
     One pass gives the kernel aggregates too (every launch counted once, launches without a runtime record
     outside any range), so a capture with NVTX ranges is scanned once, not twice. None without ranges."""
@@ -139,6 +154,8 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
     if not {"demangledName", "globalPid", "correlationId"} <= kcols:
         return None
     ranges = _ranges_sql(conn, have)
+    if ranges is None:  # no NVTX table: checked above, never taken
+        return None
     launches = f"""SELECT (k.globalPid >> 24) & 16777215 AS pid, k.deviceId AS dev, r.globalTid AS tid, r.start AS t,
                          k.demangledName AS key, {dur} AS dur
                   FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
@@ -153,7 +170,7 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
                          k.demangledName, {dur}
                   FROM {KERNEL} k WHERE {where} {{slice}}""")
     # a globalTid holds its process id: each process has its own main thread
-    rows = attribute(conn, ranges, launches, reopen=lambda: reopened(path), kernel_table=KERNEL,
+    rows = attribute(conn, ranges, launches, reopen=functools.partial(reopened, path), kernel_table=KERNEL,
                      process_of_tid="((tid >> 24) & 16777215)", borrowed=lent, native=native)
     if not rows:
         return None
@@ -230,23 +247,27 @@ def _session(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, int 
     except sqlite3.Error:  # an export of another layout: which job it is of stays unknown
         return None, None
     length = row[0] if row and isinstance(row[0], int) and row[0] >= 0 else None
-    return start, None if length is None else start + length
+    return start, None if start is None or length is None else start + length
 
 
-def _steps(conn: sqlite3.Connection, have: set[str], launches: int, span: tuple[int, int]):
+def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
+           span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): readers/_series.py over the kernel, copy and set tables and the runtime calls."""
-    if not launches or (why := _series.too_big(launches)):
-        return None, (why,) if launches else ()
-    gpu = [_series.Gpu(t, _pid_expr(columns(conn, t)), _name_col(conn) if t == KERNEL else None)
+    if not launches:
+        return None, ()
+    if why := _series.too_big(launches):
+        return None, (why,)
+    gpu = [Gpu(t, _pid_expr(columns(conn, t)), _name_col(conn) if t == KERNEL else None)
            for t in (KERNEL, MEMCPY, MEMSET) if t in have]
-    api = [_series.Api(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId", lambda keys: _call_kinds(conn, keys))] \
+    api = [Api(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId", functools.partial(_call_kinds, conn))] \
         if RUNTIME in have and {"nameId", "globalTid"} <= columns(conn, RUNTIME) else []
     series = _series.measure(conn, gpu, api, _ranges_sql(conn, have), "all" if api else "none",
                              lambda keys: _gpu_metrics._names(conn, keys), span, launches)
     return series, ()
 
 
-def _call_kinds(conn: sqlite3.Connection, keys: list) -> dict:
+def _call_kinds(conn: sqlite3.Connection, keys: list[Any]) -> dict[Any, str]:
+    """The text/cuda_calls kind of each runtime call's nameId (the capture's SQL values)."""
     ids = ",".join(str(int(k)) for k in keys if isinstance(k, int)) or "NULL"
     rows = conn.execute(f"SELECT id, {cut('value')} FROM StringIds WHERE id IN ({ids})")
     return {i: kind_of(name) for i, name in rows}
@@ -270,7 +291,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     busy_time = BusyTime(conn, path, _busy_sources(conn, have), span)  # side by side with the rest
     try:
         memops, mem_notes = _memops(conn, have, in_window(span))
-        lent: dict = {}
+        lent: dict[str, int] = {}  # attribute's launches lent to main threads, kernels without a duration
         # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
         attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent)
         if attributed is not None and window is None and "no_duration" in lent:

@@ -7,8 +7,10 @@ the GPU-activity rows; the device it names ("TITAN Xp (0)") is the only GPU reco
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
@@ -35,11 +37,12 @@ def _scale(units: list[str], col: int) -> int:
     return TIME_UNITS_NS.get(units[col].strip(), 1) if col < len(units) else 1
 
 
-def _summary(path: Path, header: list[str], rows, pid: int | None) -> Capture:
+def _summary(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | None) -> Capture:
     idx = {h: i for i, h in enumerate(header)}
-    units = next(rows, [])
+    units: list[str] = next(rows, [])
     t, calls, name, lo, hi = idx["Time"], idx["Calls"], idx["Name"], idx.get("Min"), idx.get("Max")
-    kernels, mem = [], {}
+    kernels: list[KernelAgg] = []
+    mem: dict[tuple[str, str], MemAgg] = {}
     section = ""  # the table after the GPU activities and API calls: "Device" is the Unified Memory section
     devices: dict[int, str] = {}
     for row in rows:
@@ -81,12 +84,12 @@ def _summary(path: Path, header: list[str], rows, pid: int | None) -> Capture:
 _CORRELATION = re.compile(r"\s\[\d+\]$")
 
 
-def _trace(path: Path, header: list[str], rows, pid: int | None) -> Capture:
+def _trace(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | None) -> Capture:
     idx = {h: i for i, h in enumerate(header)}
-    units = next(rows, [])
+    units: list[str] = next(rows, [])
     dur, name, dev, size = idx["Duration"], idx["Name"], idx.get("Device"), idx.get("Size")
-    kern: dict[tuple, list[int]] = {}
-    mem: dict[tuple, list[int]] = {}
+    kern: dict[tuple[int | None, str], list[Any]] = {}  # (device, name) → _durations.fold's stats
+    mem: dict[tuple[int | None, str, str], list[int]] = {}  # (device, kind, direction) → [count, ns, bytes]
     devices: dict[int, str] = {}
     kernel_time, mem_time = Durations("kernel"), Durations("memcpy/memset")
     for row in rows:

@@ -3,6 +3,7 @@ pyprof's own tensor-core flag (column ``TC``: ``1`` or ``-``), which is kept as 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, KernelAgg, merge_kernels
@@ -20,7 +21,7 @@ def sniff(head: Head) -> bool:
 
 
 def read(path: Path) -> Capture:
-    agg: dict[tuple, list[int]] = {}
+    agg: dict[tuple[int | None, str], list[Any]] = {}  # (device, name) → _durations.fold's stats
     tc_flags = 0
     kernel_time = Durations("kernel")
     with open_text(path) as f:
@@ -33,7 +34,8 @@ def read(path: Path) -> Capture:
             if len(row) < len(header):
                 continue
             ns = kernel_time.ns(number(row[t]))  # blank, negative or absurd: counted without its time
-            dev = int(number(row[d])) if number(row[d]) is not None else None
+            device = number(row[d])
+            dev = int(device) if device is not None else None
             agg[(dev, row[k])] = fold(agg.get((dev, row[k])), ns)
             tc_flags += tc is not None and row[tc].strip() == "1"
     # pyprof shortens the names it could demangle; one it could not (CUDA 11+ anonymous namespaces) stays mangled

@@ -59,7 +59,10 @@ def load(path: Path) -> tuple[str, str | None, model.Capture]:
         identity, key = body["identity"], body["window"]
         if not isinstance(identity, str) or not (key is None or isinstance(key, str)):
             raise TypeError("its identity or window is not text")
-        return identity, key, _decode(body["capture"])
+        capture = _decode(body["capture"])
+        if not isinstance(capture, model.Capture):
+            raise TypeError(f"it holds {type(capture).__name__}, not a capture")
+        return identity, key, capture
     except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise BadInput(path, f"damaged summary ({type(e).__name__}: {e})") from None
 
@@ -84,7 +87,7 @@ def identity(path: Path) -> str:
     return load(path)[0]
 
 
-def read(path: Path, window=None) -> model.Capture:
+def read(path: Path, window: _window.Window | None = None) -> model.Capture:
     """The summarised capture; refused when it was summarised through another window than the one asked for."""
     _identity, key, capture = load(path)
     asked = window.key if window is not None else None
@@ -104,7 +107,8 @@ def _asked(key: str | None) -> str | None:
     return kept or None
 
 
-def _encode(v):
+def _encode(v: object) -> object:
+    """The model's records as JSON values: {"_": class name, field: value…}; tuples as lists."""
     if dataclasses.is_dataclass(v):
         return {"_": type(v).__name__, **{f.name: _encode(getattr(v, f.name)) for f in dataclasses.fields(v)}}
     if isinstance(v, (tuple, list)):
@@ -114,11 +118,13 @@ def _encode(v):
     return v
 
 
-def _decode(v):
+def _decode(v: object) -> object:
+    """_encode's JSON values back to the model's records."""
     if isinstance(v, dict):
-        cls = _CLASSES.get(v.get("_"))
+        name = v.get("_")
+        cls = _CLASSES.get(name) if isinstance(name, str) else None
         if cls is None:
-            raise ValueError(f"unknown record {v.get('_')!r}")
+            raise ValueError(f"unknown record {name!r}")
         return cls(**{k: _decode(x) for k, x in v.items() if k != "_"})
     if isinstance(v, list):  # every sequence of the model is a tuple
         return tuple(_decode(x) for x in v)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import ijson
 
@@ -51,31 +52,38 @@ def sniff_bytes(head: bytes) -> bool:
 
 
 class _Agg:
+    """What one pass over the events keeps. Processes and threads are keyed by their pid and tid as the trace has
+    them (JSON values)."""
+
     def __init__(self) -> None:
-        self.procs: dict = {}
-        self.threads: dict = {}
-        self.kernels: dict[tuple, list[int]] = {}
-        self.mem: dict[tuple, list[int]] = {}
-        self.ops: dict[tuple, list[int]] = {}
+        self.procs: dict[object, str] = {}
+        self.threads: dict[tuple[object, object], str] = {}
+        # (pid, tid, name) → [launches, total, min, max, launches without a usable time] (_durations.fold's, and one)
+        self.kernels: dict[tuple[object, object, str], list[Any]] = {}
+        # (pid, tid, kind, direction) → [n, ns, bytes, untimed]
+        self.mem: dict[tuple[object, object, str, str], list[int]] = {}
+        self.ops: dict[tuple[object, object, str, str, str], list[int]] = {}  # (…, scope, op, name) → [n, ns]
         self.with_op = 0
-        self.named_by_op: dict = {}  # pid → [events, events whose name is their args.op] (TensorFlow 1 timelines)
+        self.named_by_op: dict[object, list[int]] = {}  # pid → [events, events whose name is their args.op] (TF 1)
         self.db = sqlite3.connect("")  # a private temporary database: memory stays flat with the trace's size
         self.db.execute('CREATE TABLE iv(pid, tid, start INTEGER, "end" INTEGER, k INTEGER)')
-        self.batch: list[tuple] = []
+        self.batch: list[tuple[object, object, int, int, bool]] = []
 
-    def meta(self, ev: dict) -> None:
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    def meta(self, ev: dict[str, Any]) -> None:
+        given = ev.get("args")
+        args = given if isinstance(given, dict) else {}
         if ev.get("name") == "process_name":
             self.procs[ev.get("pid")] = str(args.get("name", ""))
         elif ev.get("name") == "thread_name":
             self.threads[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
 
-    def add(self, ev: dict) -> None:
+    def add(self, ev: dict[str, Any]) -> None:
         pid, tid = ev.get("pid"), ev.get("tid")
         known = self.procs.get(pid)
         if known is not None and gpu_ordinal(known) is None:
             return  # host events: most of the trace, dropped after one lookup
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        given = ev.get("args")
+        args = given if isinstance(given, dict) else {}
         name = str(ev.get("name", ""))
         by_op = self.named_by_op.setdefault(pid, [0, 0])
         by_op[0] += 1
@@ -109,7 +117,7 @@ class _Agg:
         self.db.executemany("INSERT INTO iv VALUES (?,?,?,?,?)", self.batch)
         self.batch.clear()
 
-    def stream(self, pid, tid) -> int | None:
+    def stream(self, pid: object, tid: object) -> int | None:
         """The GPU ordinal of a stream thread; None for host threads and derived lines."""
         dev = gpu_ordinal(self.procs.get(pid, ""))
         if dev is None or not is_stream(tid if isinstance(tid, int) else None, self.threads.get((pid, tid), "")):
@@ -194,7 +202,7 @@ def read(path: Path) -> Capture:
         activity = _activity(agg)
     finally:
         agg.db.close()
-    gpus = {gpu_ordinal(n) for n in agg.procs.values()} - {None}
+    gpus = {d for n in agg.procs.values() if (d := gpu_ordinal(n)) is not None}
     if not kernels:
         if gpus:
             raise BadInput(path, f"TensorFlow profiler trace with GPU events but no kernel: {_found(agg)}")
@@ -204,7 +212,7 @@ def read(path: Path) -> Capture:
             + " — the job ran on the CPU, or the profiler could not load CUPTI",))
     ops: list[OpAgg] = []
     if agg.with_op:
-        merged: dict[tuple, list[int]] = {}
+        merged: dict[tuple[str, str, str], list[int]] = {}  # (scope, op, name) → [n, ns]
         for (pid, tid, scope, op, name), (n, tot) in agg.ops.items():
             if agg.stream(pid, tid) is not None:
                 m = merged.setdefault((scope, op, demangle(name)), [0, 0])

@@ -16,6 +16,8 @@ from __future__ import annotations
 import mmap
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
@@ -65,15 +67,22 @@ def looks_like_xspace(head: bytes, size: int) -> bool:
     return False
 
 
+# A protobuf message of the XSpace schema: its classes are built at run time (readers/_xplane_schema.py), so no
+# static type describes them.
+Message = Any
+
+
 def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
 class _Agg:
+    """What the walk keeps: aggregates, planes and devices seen, and the kernels' and copies' intervals."""
+
     def __init__(self) -> None:
-        self.kernels: dict[tuple, list[int]] = {}
-        self.mem: dict[tuple, list[int]] = {}
-        self.ops: dict[tuple, list[int]] = {}
+        self.kernels: dict[tuple[int, str], list[Any]] = {}  # (device, name) → _durations.fold's stats
+        self.mem: dict[tuple[int, str, str], list[int]] = {}  # (device, kind, direction) → [n, ns, bytes]
+        self.ops: dict[tuple[str, str, str], list[int]] = {}  # (scope, op, name) → [launches, ns]
         self.with_op = 0
         self.planes: list[str] = []
         self.devices: dict[int, Device] = {}
@@ -81,7 +90,7 @@ class _Agg:
         self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
         self.db = sqlite3.connect("")
         self.db.execute('CREATE TABLE iv(dev, start INTEGER, "end" INTEGER, k INTEGER)')
-        self.batch: list[tuple] = []
+        self.batch: list[tuple[int, int, int, bool]] = []
 
     def interval(self, dev: int, start: int, dur: int, kernel: bool) -> None:
         self.batch.append((dev, start, start + dur, kernel))
@@ -96,17 +105,18 @@ class _Agg:
 class _Plane:
     """One GPU plane's metadata: stat names, event names, and the few stats that say which op ran."""
 
-    def __init__(self, header, dev: int) -> None:
+    def __init__(self, header: Message, dev: int) -> None:
         self.dev = dev
         self.stat_names = {k: v.name for k, v in header.stat_metadata.items()}
         self.wanted = {k: n for k, n in self.stat_names.items() if n in _WANTED}
         self.events = {k: (v.name or v.display_name, self.stats(v.stats)) for k, v in header.event_metadata.items()}
-        self.op_cache: dict[tuple, tuple | None] = {}
-        self.kind_cache: dict[tuple, tuple | None] = {}
+        self.op_cache: dict[tuple[tuple[str, object], ...], tuple[str, str] | None] = {}  # by the event's stats
+        # (event metadata, memcpy details?, memset details?) → copy_kind's answer
+        self.kind_cache: dict[tuple[int, bool, bool], tuple[str, str] | None] = {}
 
-    def stats(self, stats) -> dict:
+    def stats(self, stats: Message) -> dict[str, object]:
         """The wanted stats of an event (runs once per event: one dict lookup per stat for the others)."""
-        out = {}
+        out: dict[str, object] = {}
         wanted = self.wanted
         for st in stats:
             name = wanted.get(st.metadata_id)
@@ -116,14 +126,14 @@ class _Plane:
                 out[name] = self.stat_names.get(v, "") if which == "ref_value" else v
         return out
 
-    def device(self, header) -> Device:
+    def device(self, header: Message) -> Device:
         plane = {self.stat_names.get(s.metadata_id): getattr(s, s.WhichOneof("value") or "int64_value")
                  for s in header.stats}
         return Device(self.dev, None, plane.get("compute_cap_major"), plane.get("compute_cap_minor"),
                       plane.get("core_count"))
 
 
-def _fold(agg: _Agg, plane: _Plane, line_ts: int, events) -> None:
+def _fold(agg: _Agg, plane: _Plane, line_ts: int, events: Message) -> None:
     """Aggregate a chunk of one stream's events: this loop runs once per kernel launch."""
     dev = plane.dev
     for ev in events:
@@ -161,7 +171,7 @@ def _fold(agg: _Agg, plane: _Plane, line_ts: int, events) -> None:
             agg.interval(dev, start, dur, kind is None)
 
 
-def _line(buf, start: int, end: int, agg: _Agg, plane: _Plane, S) -> None:
+def _line(buf: wire.Buf, start: int, end: int, agg: _Agg, plane: _Plane, S: SimpleNamespace) -> None:
     line_id, name, ts, first = None, "", 0, None
     for number, kind, tag, s, e in wire.fields(buf, start, end):
         if number == 4:
@@ -187,7 +197,7 @@ def _line(buf, start: int, end: int, agg: _Agg, plane: _Plane, S) -> None:
     _fold(agg, plane, ts, S.XLine.FromString(bytes(buf[chunk_start:chunk_end])).events)
 
 
-def _plane(buf, start: int, end: int, agg: _Agg, S) -> None:
+def _plane(buf: wire.Buf, start: int, end: int, agg: _Agg, S: SimpleNamespace) -> None:
     name, header_parts, lines = "", [], []
     for number, kind, tag, s, e in wire.fields(buf, start, end):
         if number == 3:
@@ -260,7 +270,7 @@ def _nothing(path: Path, agg: _Agg, errors: list[str]) -> None:
 
 
 def _merge_ops(ops: tuple[OpAgg, ...]) -> tuple[OpAgg, ...]:
-    merged: dict[tuple, list[int]] = {}
+    merged: dict[tuple[str, str, str], list[int]] = {}  # (scope, op, name) → [launches, ns]
     for o in ops:
         m = merged.setdefault((o.scope, o.op, o.name), [0, 0])
         m[0] += o.launches; m[1] += o.total_ns

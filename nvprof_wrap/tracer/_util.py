@@ -24,7 +24,7 @@ def _describe(cupti: Any, exc: BaseException) -> str:
     status = getattr(exc, "status", None)
     if status is not None and cupti is not None:
         try:
-            return "CUPTI_" + cupti.Result(status).name
+            return f"CUPTI_{cupti.Result(status).name}"
         except Exception:
             pass
     return f"{type(exc).__name__}: {exc}"
@@ -59,12 +59,12 @@ def no_gpu_reason() -> str | None:
 def _is_busy(cupti: Any, exc: BaseException) -> bool:
     """True for CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another profiler holds CUPTI."""
     try:
-        return getattr(exc, "status", None) == cupti.Result.ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+        return bool(getattr(exc, "status", None) == cupti.Result.ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
     except Exception:
         return False
 
 
-def _quietly(fn: Callable, *args: Any) -> None:
+def _quietly(fn: Callable[..., object], *args: Any) -> None:
     """Undo a CUPTI setting, ignoring errors (CUPTI may be half set up or gone)."""
     try:
         fn(*args)

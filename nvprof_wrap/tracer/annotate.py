@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from nvprof_wrap.tracer.imports import when_imported
@@ -28,11 +29,15 @@ ENV = "NVPROF_WRAP_ANNOTATE"
 _state: dict[str, Any] = {"patched": set(), "emit_nvtx": None}
 
 
+# (push(name), pop()): what opens and closes an NVTX range; their return values are ignored.
+_PushPop = tuple[Callable[[str], object], Callable[[], object]]
+
+
 def _warn(msg: str) -> None:
     sys.stderr.write(f"nvprof-wrap: annotate: {msg}\n")
 
 
-def _nvtx():
+def _nvtx() -> _PushPop | None:
     """(push, pop): the nvtx package if present, else torch.cuda.nvtx, else None."""
     try:
         import nvtx
@@ -49,18 +54,20 @@ def _nvtx():
         return None
 
 
-def _wrap_call(cls: type, label, push, pop) -> None:
+def _wrap_call(cls: type, label: Callable[[Any], str], push: Callable[[str], object],
+               pop: Callable[[], object]) -> None:
     original = cls.__call__
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
         push(label(self))
         try:
             return original(self, *args, **kwargs)
         finally:
             pop()
 
-    __call__.__wrapped__ = original  # type: ignore[attr-defined]
-    cls.__call__ = __call__
+    __call__.__wrapped__ = original  # type: ignore[attr-defined]  # functools' marker, not in a function's type
+    # Patching the user's framework class in place is the point: its instances are created by the user's code.
+    cls.__call__ = __call__  # type: ignore[method-assign]
 
 
 def patch_keras(keras_module: Any) -> None:
@@ -123,7 +130,7 @@ def patch_steps(torch_module: Any) -> None:
         return
     marks: dict[str, Any] = {"owner": None, "n": 0, "range": first}
 
-    def after_step(optimizer, args, kwargs) -> None:
+    def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         try:
             owner = marks["owner"]() if marks["owner"] is not None else None
             if owner is None:  # the first optimizer to step (or a new one, once that one is gone)

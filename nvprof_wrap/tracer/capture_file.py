@@ -19,6 +19,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from nvprof_wrap.tracer.items import Column, Item, MarkerValues, NvtxRow, OpenRange, Row
+
 FORMAT = "nvprof-wrap-cupti"
 FORMAT_VERSION = "1"
 _LEAKED: list[Any] = []  # SQLite connections inherited over fork: kept alive on purpose, never closed
@@ -125,13 +127,13 @@ def _ranks() -> dict[str, str]:
         out["local_rank"] = local
     return out
 
-def _read_fields(record: Any, fields: tuple[str, ...], getter: Callable[[Any], tuple],
-                 missing: set[str]) -> tuple:
+def _read_fields(record: Any, fields: tuple[str, ...], getter: Callable[[Any], Row],
+                 missing: set[str]) -> Row:
     """The record's attributes in column order; a missing attribute becomes NULL and is noted once."""
     try:
         return getter(record)
     except AttributeError:
-        row = []
+        row: list[Any] = []
         for name in fields:
             value = getattr(record, name, _MISSING)
             if value is _MISSING:
@@ -163,41 +165,40 @@ class NvtxPairer:
     """
 
     def __init__(self) -> None:
-        self.open: dict[int, tuple] = {}  # id → (start, name, domain, tid)
+        self.open: dict[int, OpenRange] = {}  # id → (start, name, domain, tid)
         self.early_ends: dict[int, int] = {}  # id → end timestamp
 
-    def feed(self, record: Any) -> tuple | None:
+    def feed(self, record: Any) -> NvtxRow | None:
         """The nvtx row this record (a cupti-python object) completes, or None (range still open, …)."""
         return self.feed_values(*marker_values(record))
 
     def feed_values(self, flags: int, mid: int, ts: int, name: str | None, domain: str | None,
-                    tid: int | None) -> tuple | None:
+                    tid: int | None) -> NvtxRow | None:
         """The nvtx row this marker completes, or None (range still open, sync marker, …)."""
         if flags & MARKER_START:
-            start = (ts, name, domain, tid)
             end = self.early_ends.pop(mid, None)
             if end is None:
-                self.open[mid] = start
+                self.open[mid] = (ts, name, domain, tid)
                 return None
-            return (start[0], end) + start[1:]
+            return (ts, end, name, domain, tid)
         if flags & MARKER_END:
-            start = self.open.pop(mid, None)
-            if start is None:
+            opened = self.open.pop(mid, None)
+            if opened is None:
                 self.early_ends[mid] = ts
                 return None
-            return (start[0], ts) + start[1:]
+            return (opened[0], ts) + opened[1:]
         if flags & MARKER_INSTANTANEOUS:
             return (ts, None, name, domain, tid)
         return None  # NVTX sync-object markers: not ranges, not recorded
 
-    def leftovers(self) -> list[tuple]:
+    def leftovers(self) -> list[NvtxRow]:
         """Ranges never closed (the process ended inside them): written with end NULL."""
-        rows = [(s, None, name, dom, tid) for s, name, dom, tid in self.open.values()]
+        rows: list[NvtxRow] = [(s, None, name, dom, tid) for s, name, dom, tid in self.open.values()]
         self.open.clear()
         self.early_ends.clear()
         return rows
 
-def marker_values(record: Any) -> tuple:
+def marker_values(record: Any) -> MarkerValues:
     """(flags, id, timestamp, name, domain, tid) of a cupti-python marker object."""
     flags = int(getattr(record, "flags_", getattr(record, "flags", 0)) or 0)
     return (flags, record.id, record.timestamp, _text(getattr(record, "name", None)),
@@ -266,7 +267,7 @@ class Writer:
         """Write to a .partial file another writer created and let go of (the hand-over to sink.py)."""
         self.partial_path, self.final_path = partial_path, final_path
 
-    def write(self, items: Iterable[tuple]) -> bool:
+    def write(self, items: Iterable[Item]) -> bool:
         """Write items in one transaction; False when the file is closed or broken."""
         with self.lock:
             self.owner = threading.get_ident()
@@ -282,52 +283,60 @@ class Writer:
             finally:
                 self.owner = None
 
-    def _transaction(self, items: Iterable[tuple]) -> None:
-        self.conn.execute("BEGIN")
+    def _transaction(self, items: Iterable[Item]) -> None:
+        conn = self._conn()
+        conn.execute("BEGIN")
         try:
             for item in items:
-                self._item(item)
-            self.conn.execute("COMMIT")
+                self._item(conn, item)
+            conn.execute("COMMIT")
         except BaseException:
             try:
-                self.conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
             except sqlite3.Error:  # a failed COMMIT may have ended the transaction already
                 pass
             raise
 
-    def _item(self, item: tuple) -> None:
-        what = item[0]
-        if what == "rows":
-            self._insert(item[1], item[2])
-        elif what == "cols":
+    def _conn(self) -> sqlite3.Connection:
+        """The open connection; callers opened it under the lock (_open_locked), so None here is a bug."""
+        if self.conn is None:
+            raise RuntimeError("the capture file is not open")
+        return self.conn
+
+    def _item(self, conn: sqlite3.Connection, item: Item) -> None:
+        if item[0] == "rows":
+            self._insert(conn, item[1], item[2])
+        elif item[0] == "cols":
             for rows in _column_rows(item[2], self.strings if item[1] == "kernel" else None):
-                self._insert(item[1], rows)
-        elif what == "strings":
+                self._insert(conn, item[1], rows)
+        elif item[0] == "strings":
             self.strings.update(item[1])
-        elif what == "markers":
+        elif item[0] == "markers":
             for rows in _column_rows(item[1], None):
                 s = self.strings.get
-                self._insert("nvtx", [r for f, ts, mid, name, dom, tid in rows if (r := self.nvtx.feed_values(
+                self._insert(conn, "nvtx", [r for f, ts, mid, name, dom, tid in rows if (r := self.nvtx.feed_values(
                     f, mid, ts, s(name), s(dom), None if tid < 0 else tid)) is not None])
-        elif what == "nvtx_state":  # the open ranges, handed over with the file (sink.py)
+        elif item[0] == "nvtx_state":  # the open ranges, handed over with the file (sink.py)
             self.nvtx.open.update(item[1])
             self.nvtx.early_ends.update(item[2])
-        elif what == "marker_rows":
-            self._insert("nvtx", [r for values in item[1] if (r := self.nvtx.feed_values(*values)) is not None])
+        elif item[0] == "marker_rows":
+            self._insert(conn, "nvtx",
+                         [r for values in item[1] if (r := self.nvtx.feed_values(*values)) is not None])
 
-    def _insert(self, table: str, rows: list[tuple]) -> None:
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, table: str, rows: list[Row]) -> None:
         if not rows:
             return
-        self.conn.execute("SAVEPOINT batch")  # executemany stops half-way on a bad value: undo that half
+        conn.execute("SAVEPOINT batch")  # executemany stops half-way on a bad value: undo that half
         try:
-            self.conn.executemany(INSERT[table], rows)
+            conn.executemany(INSERT[table], rows)
         except (sqlite3.InterfaceError, sqlite3.ProgrammingError, OverflowError):
             # A value SQLite cannot bind (an object, a uint64 ≥ 2**63): redo this batch with clean values.
-            self.conn.execute("ROLLBACK TO batch")
-            self.conn.executemany(INSERT[table], [tuple(map(_sql_value, row)) for row in rows])
-        self.conn.execute("RELEASE batch")
+            conn.execute("ROLLBACK TO batch")
+            conn.executemany(INSERT[table], [tuple(map(_sql_value, row)) for row in rows])
+        conn.execute("RELEASE batch")
 
-    def close(self, meta: dict[str, str], tail: Iterable[tuple] = ()) -> str:
+    def close(self, meta: dict[str, str], tail: Iterable[Item] = ()) -> str:
         """Write the tail items, the NVTX ranges still open (end NULL) and the final meta, close and rename
         .partial → .sqlite; returns the final path."""
         with self.lock:
@@ -336,7 +345,7 @@ class Writer:
             self._open_locked()
             self._transaction([*tail, ("rows", "nvtx", self.nvtx.leftovers()),
                                ("rows", "meta", list(meta.items()))])
-            self.conn.close()
+            self._conn().close()
             self.closed = True
             if not _replaceable(self.final_path):
                 return self.partial_path  # never renamed over a link, FIFO or device: the capture stays .partial
@@ -363,12 +372,12 @@ class Writer:
                 pass
         self.conn, self.closed = None, True
 
-def _column_rows(columns: list[Any], names: dict[int, str] | None) -> Iterable[list[tuple]]:
+def _column_rows(columns: list[Column], names: dict[int, str] | None) -> Iterable[list[Row]]:
     """Rows of numpy columns, BATCH_ROWS at a time. names: the kernel table's name column (the 7th) holds
     string ids. Unsigned 64-bit values above int64 (CUPTI_TIMESTAMP_UNKNOWN) become NULL."""
     n = len(columns[0]) if columns else 0
     for lo in range(0, n, BATCH_ROWS):
-        lists = []
+        lists: list[list[Any]] = []
         for col in columns:
             part = col[lo:lo + BATCH_ROWS]
             values = part.tolist()

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from nvprof_wrap.tracer import ccupti, host_calls
+from nvprof_wrap.tracer import ccupti, host_calls, layouts
 from nvprof_wrap.tracer._util import (
     _cupti_version,
     _describe,
@@ -36,9 +36,9 @@ from nvprof_wrap.tracer._util import (
     _launch_cbids,
     _loaded_libcupti,
     _quietly,
-    _warn,
     no_gpu_reason,
 )
+from nvprof_wrap.tracer._util import _warn as _print_line
 from nvprof_wrap.tracer.capture_file import (
     NvtxPairer,
     Writer,
@@ -49,6 +49,7 @@ from nvprof_wrap.tracer.capture_file import (
     format_uuid,
 )
 from nvprof_wrap.tracer.devices import _device_rows, _synchronize_current_context
+from nvprof_wrap.tracer.items import CaptureSink, Item
 from nvprof_wrap.tracer.objects import ObjectConverter
 from nvprof_wrap.tracer.setup import ENV_RUNTIME, ENV_TUNE, HOST_CALLS, CuptiSetup
 
@@ -65,6 +66,9 @@ ENV_CAPTURE, ENV_CAPTURE_BY = "NVPROF_WRAP_CAPTURE", "NVPROF_WRAP_CAPTURE_BY"  #
 ENV_WRITER = "NVPROF_WRAP_CUPTI_WRITER"  # "inline": never a writer process; "process": from the first buffer
 BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for (cupti-python path)
 HAND_OVER_RECORDS = 20_000  # a buffer this full: the process is busy, a writer process pays off
+
+# Where this module's one-line messages go: this_process.py collects them instead while it starts a tracer.
+_warn: Callable[[str], None] = _print_line
 
 BUSY_LINE = "CUPTI is already in use by another profiler ({}); this process is not traced"
 
@@ -83,10 +87,11 @@ class Tracer(CuptiSetup):
                  cupti_version: str | None = None) -> None:
         self.cupti, self.out_dir, self.fork_child = cupti, out_dir, fork_child
         self.cupti_version = cupti_version or _cupti_version(cupti, ask_cupti=False)
-        self.writer: Any = Writer(out_dir, _process_meta(self.cupti_version, fork_child))
+        self.writer: CaptureSink = Writer(out_dir, _process_meta(self.cupti_version, fork_child))
         self.meta: dict[str, str] = self.writer.meta  # the first meta rows (the writer may change, this not)
         self.kinds: list[Any] = []  # the ActivityKind members we enabled
-        self.api_cbids: list[tuple[Callable, int]] = []  # (enable function, cbid) of the launch calls enabled
+        # (enable function, cbid) of the launch calls enabled
+        self.api_cbids: list[tuple[Callable[..., object], int]] = []
         self.notes: dict[str, str] = {}  # extra meta rows (kinds, nvtx, flush result…)
         self.objects = ObjectConverter(cupti.ActivityKind, self._record_error)
         self.parser: Any = None  # raw.Parser when CUPTI's buffers are read raw
@@ -153,7 +158,9 @@ class Tracer(CuptiSetup):
                 if status != 0:
                     raise raw.RawUnavailable(f"cuptiActivityRegisterCallbacks returned {status}")
                 self.lib, self.parser = lib, raw.Parser(lib, sizes)
-                structs = sorted({raw.L.struct_version(kind, size) for kind, size in sizes.items()})
+                # record_sizes kept only sizes of known struct versions: none of these is None
+                structs = sorted({version for kind, size in sizes.items()
+                                  if (version := layouts.struct_version(kind, size)) is not None})
                 self.notes["records"] = f"raw buffers (CUPTI API {raw.api_version(lib)}: {', '.join(structs)})"
                 return
             except Exception as e:
@@ -304,7 +311,7 @@ class Tracer(CuptiSetup):
         if self.lib.cuptiActivityGetNumDroppedRecords(context, stream_id, ctypes.byref(dropped)) == 0:
             self.dropped += dropped.value
 
-    def _write(self, items: Iterable[tuple]) -> None:
+    def _write(self, items: Iterable[Item]) -> None:
         """Through the current writer; if the writer process is gone, write here again (what it had not
         committed is lost and counted)."""
         items = list(items) if not isinstance(self.writer, Writer) else items
@@ -395,7 +402,7 @@ class Tracer(CuptiSetup):
 
     def _close(self, how: str) -> None:
         seen, described = self._devices()
-        tail = [("rows", "device", [] if self.fork_child else _device_rows(sorted(seen - described)))]
+        tail: list[Item] = [("rows", "device", [] if self.fork_child else _device_rows(sorted(seen - described)))]
         meta = self._final_meta(how)
         try:
             self.writer.close(meta, tail)

@@ -9,9 +9,10 @@ import sys
 from typing import Any
 
 from nvprof_wrap.tracer.capture_file import format_uuid
+from nvprof_wrap.tracer.items import DeviceRow
 
 
-def _device_rows(device_ids: list[int]) -> list[tuple]:
+def _device_rows(device_ids: list[int]) -> list[DeviceRow]:
     rows = []
     for dev in device_ids:
         row = _torch_device(dev) or _driver_device(dev)
@@ -19,7 +20,7 @@ def _device_rows(device_ids: list[int]) -> list[tuple]:
             rows.append(row)
     return rows
 
-def _torch_device(dev: int) -> tuple | None:
+def _torch_device(dev: int) -> DeviceRow | None:
     """From torch, only if the job imported it and initialized CUDA (we never import it ourselves)."""
     torch = sys.modules.get("torch")
     try:
@@ -40,7 +41,7 @@ def _libcuda() -> Any | None:
         return None
 
 
-def _driver_device_ctypes(dev_id: int) -> tuple | None:
+def _driver_device_ctypes(dev_id: int) -> DeviceRow | None:
     cuda = _libcuda()
     if cuda is None:
         return None
@@ -64,7 +65,7 @@ def _driver_device_ctypes(dev_id: int) -> tuple | None:
 _SM_COUNT, _CC_MAJOR, _CC_MINOR = 16, 75, 76  # CU_DEVICE_ATTRIBUTE_* (cuda.h)
 
 
-def _driver_device(dev_id: int) -> tuple | None:
+def _driver_device(dev_id: int) -> DeviceRow | None:
     """From the CUDA driver through cuda-bindings (a dependency of cupti-python), else through ctypes; the process
     used CUDA."""
     try:

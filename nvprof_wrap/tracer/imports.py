@@ -5,7 +5,12 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
-from typing import Any
+from collections.abc import Callable, Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
+# A hook's return value is ignored: it patches the module it is given.
+Hook = Callable[[ModuleType], object]
 
 
 def _warn(msg: str) -> None:
@@ -18,9 +23,10 @@ class _AfterImport(importlib.abc.MetaPathFinder):
     asked, the first one answers."""
 
     def __init__(self) -> None:
-        self.hooks: dict[str, list[Any]] = {}
+        self.hooks: dict[str, list[Hook]] = {}
 
-    def find_spec(self, fullname, path, target=None):
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         hooks = self.hooks.pop(fullname, None)
         if not hooks:
             return None
@@ -29,7 +35,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             return spec
         loader, original = spec.loader, spec.loader.exec_module
 
-        def exec_module(module):
+        def exec_module(module: ModuleType) -> None:
             original(module)
             for hook in hooks:  # one failing hook leaves the others in place
                 try:
@@ -38,14 +44,15 @@ class _AfterImport(importlib.abc.MetaPathFinder):
                     _warn(f"could not annotate {fullname} ({getattr(hook, '__name__', hook)}): "
                           f"{type(e).__name__}: {e}")
 
-        loader.exec_module = exec_module
+        # Patching this one loader instance (not its class): other modules it loads keep the original.
+        loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
 _FINDER: _AfterImport | None = None
 
 
-def when_imported(name: str, hook: Any) -> None:
+def when_imported(name: str, hook: Hook) -> None:
     """Run hook(module) once the top-level module ``name`` is imported (now, when it already is)."""
     global _FINDER
     if name in sys.modules:  # already imported (e.g. by a chained sitecustomize)

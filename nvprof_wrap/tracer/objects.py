@@ -27,6 +27,10 @@ from nvprof_wrap.tracer.capture_file import (
     format_uuid,
     marker_values,
 )
+from nvprof_wrap.tracer.items import Item, Row
+
+# (table, row) of one record; a MARKER record's row is its MarkerValues, under the table name "marker_rows"
+Converted = tuple[str, Row]
 
 
 class ObjectConverter:
@@ -39,33 +43,33 @@ class ObjectConverter:
         self.devices_described: set[int] = set()
         self.convert = self._converters(kind_enum)
 
-    def _converters(self, kind_enum: Any) -> dict[int, Callable[[Any], tuple[str, tuple]]]:
+    def _converters(self, kind_enum: Any) -> dict[int, Callable[[Any], Converted]]:
         missing = self.missing
 
-        def kernel(a: Any) -> tuple[str, tuple]:
+        def kernel(a: Any) -> Converted:
             row = _read_fields(a, KERNEL_FIELDS, _KERNEL_GET, missing)
             self.devices_seen.add(row[2])
             return "kernel", row if isinstance(row[6], str) else row[:6] + (_text(row[6]),) + row[7:]
 
-        def copy(table: str, fields: tuple, getter: Callable) -> Callable[[Any], tuple[str, tuple]]:
-            def convert(a: Any) -> tuple[str, tuple]:
+        def copy(table: str, fields: tuple[str, ...], getter: Callable[[Any], Row]) -> Callable[[Any], Converted]:
+            def convert(a: Any) -> Converted:
                 row = _read_fields(a, fields, getter, missing)
                 self.devices_seen.add(row[2])
                 return table, row
             return convert
 
-        def device(a: Any) -> tuple[str, tuple]:
+        def device(a: Any) -> Converted:
             d = _read_fields(a, DEVICE_FIELDS, _DEVICE_GET, missing)
             self.devices_described.add(d[0])
             return "device", (d[0], _text(d[1]), d[2], d[3], d[4], format_uuid(d[5]))
 
-        table = {("CONCURRENT_KERNEL", "KERNEL"): kernel,
+        table: dict[tuple[str, ...], Callable[[Any], Converted]] = {("CONCURRENT_KERNEL", "KERNEL"): kernel,
                  ("MEMCPY", "MEMCPY2"): copy("memcpy", MEMCPY_FIELDS, _MEMCPY_GET),
                  ("MEMSET",): copy("memset", MEMSET_FIELDS, _MEMSET_GET),
                  ("DEVICE",): device, ("MARKER",): lambda a: ("marker_rows", marker_values(a)),
                  ("RUNTIME",): lambda a: ("runtime", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing)),
                  ("DRIVER",): lambda a: ("driver", _read_fields(a, RUNTIME_FIELDS, _RUNTIME_GET, missing))}
-        out = {}
+        out: dict[int, Callable[[Any], Converted]] = {}
         for names, fn in table.items():
             for name in names:
                 member = getattr(kind_enum, name, None)
@@ -73,9 +77,9 @@ class ObjectConverter:
                     out[int(member)] = fn
         return out
 
-    def items(self, activities: Iterable[Any]) -> Iterable[tuple]:
+    def items(self, activities: Iterable[Any]) -> Iterable[Item]:
         """Writer items of at most BATCH_ROWS rows each, produced while the writer inserts them."""
-        pending: dict[str, list[tuple]] = {}
+        pending: dict[str, list[Row]] = {}
         for record in activities:
             try:
                 fn = self.convert.get(int(record.kind))
@@ -95,5 +99,6 @@ class ObjectConverter:
             yield _item(table, rows)
 
 
-def _item(table: str, rows: list[tuple]) -> tuple:
+def _item(table: str, rows: list[Row]) -> Item:
+    # "marker_rows": the rows are MarkerValues (the MARKER converter above); Row's Any fields let them pass
     return ("marker_rows", rows) if table == "marker_rows" else ("rows", table, rows)

@@ -22,6 +22,7 @@ import numpy as np
 
 from nvprof_wrap.tracer import layouts as L
 from nvprof_wrap.tracer.ccupti import LIBRARY_ATTR
+from nvprof_wrap.tracer.items import DeviceRow, Item
 
 BUFFER_BYTES = 8 * 1024 * 1024  # what NVIDIA's samples ask for
 MAX_BUFFERS = 8  # at most 64 MiB in CUPTI's hands or being written; past that CUPTI drops records (counted)
@@ -76,13 +77,13 @@ def record_sizes(lib: Any, kinds: list[int]) -> dict[int, int]:
     sizes = {}
     for kind in kinds:
         scratch = (ctypes.c_uint64 * 128)(*([kind] * 128))  # 1 KiB, 8-aligned; little-endian: kind, then 0
-        rec, first = ctypes.c_void_p(), None
+        rec, starts = ctypes.c_void_p(), []
         for _ in range(2):
             status = lib.cuptiActivityGetNextRecord(scratch, ctypes.sizeof(scratch), ctypes.byref(rec))
-            if status != 0:
+            if status != 0 or rec.value is None:
                 raise RawUnavailable(f"libcupti does not step over kind {kind} records (status {status})")
-            first = rec.value if first is None else first
-        size = int(rec.value - first)
+            starts.append(rec.value)
+        size = starts[1] - starts[0]
         if L.struct_version(kind, size) is None:
             raise RawUnavailable(f"kind {kind} records are {size} bytes, a struct version not checked here")
         sizes[kind] = size
@@ -93,7 +94,7 @@ def walk_with_library(lib: Any, address: int, valid: int) -> list[tuple[int, int
     """(offset, kind) of every record, stepped by libcupti itself: the slow, authoritative walk, used when the
     fast one meets something unexpected."""
     out, rec = [], ctypes.c_void_p()
-    while lib.cuptiActivityGetNextRecord(address, valid, ctypes.byref(rec)) == 0:
+    while lib.cuptiActivityGetNextRecord(address, valid, ctypes.byref(rec)) == 0 and rec.value is not None:
         offset = rec.value - address
         out.append((offset, ctypes.c_uint32.from_address(rec.value).value))
     return out
@@ -310,7 +311,7 @@ def _walk_stepwise(mem: np.ndarray, valid: int, sizes: dict[int, int]) -> dict[i
     sizes are not whole slots). A Python loop reads record heads one by one until a
     pattern shows, GALLOP_AFTER records of one kind in a row or as many pairs of two kinds alternating (API
     and kernel records); numpy then finds where the pattern ends in a few strided steps."""
-    heads = memoryview(mem[:valid]).cast("I")  # the first 4 bytes of a record are its kind
+    heads = mem[:valid].data.cast("I")  # the first 4 bytes of a record are its kind
     kinds32 = mem[:valid].view("<u4")
     singles: dict[int, list[int]] = {k: [] for k in sizes}
     chunks: dict[int, list[np.ndarray]] = {k: [] for k in sizes}
@@ -322,6 +323,7 @@ def _walk_stepwise(mem: np.ndarray, valid: int, sizes: dict[int, int]) -> dict[i
             return None
         same = same + 1 if kind == prev else 1
         alternating = alternating + 1 if kind == prev2 and kind != prev else 0
+        pattern: tuple[tuple[int, int], ...]
         if same >= GALLOP_AFTER:
             pattern = ((kind, size),)
         elif alternating >= 2 * GALLOP_AFTER:
@@ -391,7 +393,8 @@ def walk_fallback(lib: Any, address: int, valid: int, sizes: dict[int, int]) -> 
 def gather(mem: np.ndarray, offsets: np.ndarray, field: L.Field) -> np.ndarray:
     """One field of every record at these offsets (fields are naturally aligned: see layouts.py)."""
     dtype = np.dtype(field.dtype)
-    return mem.view(dtype)[(offsets + field.offset) // dtype.itemsize]
+    column: np.ndarray = mem.view(dtype)[(offsets + field.offset) // dtype.itemsize]  # numpy types a gather as Any
+    return column
 
 
 _CBID = next(f for f in L.API_LAYOUT.fields if f.column == "cbid")
@@ -411,12 +414,12 @@ class Parser:
         # the launch calls are written — the records per-callback enabling would have given (cupti_trace.py)
         self.keep_cbids: dict[int, np.ndarray] = {}
         self.tables = _Tables(sizes)
-        self._by_kind: dict[int, Callable[[np.ndarray, np.ndarray, int], list[tuple]]] = {
+        self._by_kind: dict[int, Callable[[np.ndarray, np.ndarray, int], list[Item]]] = {
             L.KERNEL: self._table, L.CONCURRENT_KERNEL: self._table, L.MEMCPY: self._table,
             L.MEMCPY2: self._table, L.MEMSET: self._table, L.RUNTIME: self._api, L.DRIVER: self._api,
             L.MARKER: self._markers, L.DEVICE: self._devices}
 
-    def parse(self, address: int, valid: int) -> tuple[list[tuple], int]:
+    def parse(self, address: int, valid: int) -> tuple[list[Item], int]:
         """(items, records) of the buffer at address with valid bytes."""
         mem = np.ctypeslib.as_array((ctypes.c_uint8 * valid).from_address(address)) if valid else np.zeros(0, np.uint8)
         offsets = walk(mem, valid, self.sizes, self.tables)
@@ -424,22 +427,23 @@ class Parser:
             self.slow_walks += 1
             offsets, skipped = walk_fallback(self.lib, address, valid, self.sizes)
             self.skipped += skipped
-        items: list[tuple] = []
+        items: list[Item] = []
         for kind in sorted(offsets, key=lambda k: k != L.DEVICE):  # devices first: their names come with them
             items += self._by_kind[kind](mem, offsets[kind], kind)
         new = self.strings.take_new()
-        return ([("strings", new)] if new else []) + items, sum(len(o) for o in offsets.values())
+        head: list[Item] = [("strings", new)] if new else []
+        return head + items, sum(len(o) for o in offsets.values())
 
-    def _table(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[tuple]:
+    def _table(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[Item]:
         layout = L.LAYOUTS[kind]
-        columns = []
+        columns: list[np.ndarray] = []
         for field in layout.fields:
             column = gather(mem, offsets, field)
             columns.append(self.strings.ids_of(column) if field.column == "name" else column)
         self.devices_seen.update(np.unique(columns[_DEVICE_COLUMN]).tolist())
         return [("cols", layout.table, columns)]
 
-    def _api(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[tuple]:
+    def _api(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[Item]:
         keep = self.keep_cbids.get(kind)
         if keep is not None:
             offsets = offsets[np.isin(gather(mem, offsets, _CBID), keep)]
@@ -447,18 +451,19 @@ class Parser:
                 return []
         return [("cols", L.API_TABLES[kind], [gather(mem, offsets, f) for f in L.API_LAYOUT.fields])]
 
-    def _markers(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[tuple]:
+    def _markers(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[Item]:
         flags, ts, mid, obj, tid, name, domain = (gather(mem, offsets, f) for f in L.MARKER_LAYOUT.fields)
         thread = np.where((obj == L.OBJECT_KIND_THREAD) | (obj == L.OBJECT_KIND_PROCESS), tid.astype(np.int64), -1)
         return [("markers", [flags, ts, mid, self.strings.ids_of(name), self.strings.ids_of(domain), thread])]
 
-    def _devices(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[tuple]:
+    def _devices(self, mem: np.ndarray, offsets: np.ndarray, kind: int) -> list[Item]:
         at = {f.column: f.offset for f in L.DEVICE_LAYOUT.fields}
-        rows = []
+        rows: list[DeviceRow] = []
+        buf = mem.data
         for off in offsets.tolist():  # one record per device: struct is fine here
-            dev, major, minor, sms = (struct.unpack_from("<I", mem, off + at[c])[0]
+            dev, major, minor, sms = (struct.unpack_from("<I", buf, off + at[c])[0]
                                       for c in ("device_id", "cc_major", "cc_minor", "sm_count"))
-            name = _c_string(struct.unpack_from("<Q", mem, off + at["name"])[0])
+            name = _c_string(struct.unpack_from("<Q", buf, off + at["name"])[0])
             uuid = bytes(mem[off + at["uuid"]: off + at["uuid"] + 16])
             rows.append((dev, name, major, minor, sms, _uuid_text(uuid)))
             self.devices_described.add(dev)

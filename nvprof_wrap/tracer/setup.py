@@ -29,12 +29,12 @@ class CuptiSetup:
 
     cupti: Any
     kinds: list[Any]  # the ActivityKind members we enabled
-    api_cbids: list[tuple[Callable, int]]  # (enable function, cbid) of the launch calls enabled
+    api_cbids: list[tuple[Callable[..., object], int]]  # (enable function, cbid) of the launch calls enabled
     notes: dict[str, str]  # extra meta rows
     subscriber: Any
     other_profiler: str | None
 
-    def _subscribe(self, callback: Callable) -> None:
+    def _subscribe(self, callback: Callable[..., object]) -> None:
         """Be CUPTI's subscriber first, as NVIDIA recommends: another holder shows up here, by name."""
         c = self.cupti
         if not (hasattr(c, "subscribe_v2") and hasattr(c, "SubscriberParams")):
@@ -117,7 +117,7 @@ class CuptiSetup:
         # the calls that shape a step's host time besides launches: copies, waits, allocations (report --per-step)
         picked += [(c.activity_enable_runtime_api, cbid) for cbid in host_calls.RUNTIME_HOST_CBIDS]
         picked += [(c.activity_enable_driver_api, cbid) for cbid in host_calls.DRIVER_HOST_CBIDS]
-        done: list[tuple[Callable, int]] = []
+        done: list[tuple[Callable[..., object], int]] = []
         try:
             if not launches:
                 raise AttributeError("this cupti-python has no callback-id enums")

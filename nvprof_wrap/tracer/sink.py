@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nvprof_wrap.tracer.capture_file import Writer
+from nvprof_wrap.tracer.items import Item
 
 READY_TIMEOUT_S = 20.0  # a cold numpy import on a busy node can take seconds
 CLOSE_TIMEOUT_S = 120.0  # at most one frame is queued (os.write blocks), so this is never reached normally
@@ -46,14 +47,17 @@ class SinkGone(OSError):
 class ProcessSink:
     """The traced process's end: the same write/close interface as capture_file.Writer."""
 
-    def __init__(self, proc: subprocess.Popen, to_child: int, from_child: int, partial: str, final: str) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], to_child: int, from_child: int, partial: str, final: str) -> None:
         self.proc, self.to_child, self.from_child = proc, to_child, from_child
         self.partial_path, self.final_path = partial, final
         self.lock = threading.Lock()
         self.owner: int | None = None
         self.closed = False
 
-    def write(self, items: Iterable[tuple]) -> bool:
+    def open(self) -> None:
+        """Nothing to do: the file was opened by the writer it was handed over from."""
+
+    def write(self, items: Iterable[Item]) -> bool:
         with self.lock:
             self.owner = threading.get_ident()
             try:
@@ -64,7 +68,7 @@ class ProcessSink:
             finally:
                 self.owner = None
 
-    def close(self, meta: dict[str, str], tail: Iterable[tuple] = ()) -> str:
+    def close(self, meta: dict[str, str], tail: Iterable[Item] = ()) -> str:
         with self.lock:
             if self.closed:
                 return self.final_path
@@ -77,7 +81,7 @@ class ProcessSink:
                 self.proc.wait(timeout=5)
             except Exception:
                 pass
-            if not reply or reply[0] != "closed":
+            if not reply or reply[0] != "closed" or not isinstance(reply[1], str):
                 raise SinkGone(f"the capture writer process did not finish the file ({reply!r})")
             return reply[1]
 
@@ -125,7 +129,7 @@ def start(partial: str, final: str) -> ProcessSink:
 
 # -------------------------------------------------------------------------------------------- frames
 
-def _send(fd: int, message: tuple) -> None:
+def _send(fd: int, message: tuple[object, ...]) -> None:
     data = pickle.dumps(message, protocol=5)
     view = memoryview(_HEADER.pack(len(data)) + data)
     try:

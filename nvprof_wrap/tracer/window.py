@@ -81,6 +81,10 @@ def parse(text: str) -> tuple[str, float, float]:
 
 # ---------------------------------------------------------------------------------------------- what records
 
+# One line of FILE: {"event": …} and what that event says (keys vary by event; the report reads them)
+Event = dict[str, object]
+
+
 class Recorder:
     """Who records inside the window: enable() at its start, disable() at its end; each returns None when done,
     else why not. later: what is left to do on the job's thread, run at its next step mark (then None)."""
@@ -93,7 +97,7 @@ class Recorder:
     def disable(self) -> str | None:
         return None
 
-    def stop_aside(self, record: Callable[[dict], None]) -> threading.Thread | None:
+    def stop_aside(self, record: Callable[[Event], None]) -> threading.Thread | None:
         """disable() on a helper thread, the job running on; None where this recorder does not (disable() then)."""
         return None
 
@@ -192,7 +196,7 @@ def _mapped(*names: str) -> list[str]:
     return sorted(p for p in paths if p.startswith("/") and os.path.basename(p).startswith(names))
 
 
-def _detach_profilers_cupti(record: Callable[[dict], None]) -> None:
+def _detach_profilers_cupti(record: Callable[[Event], None]) -> None:
     """cuptiFinalize on the libcupti beside nsys' injection library, on the calling (the job's) thread, between its
     CUDA calls; records {"event": "detached", "cupti": [[path, status], ...], "held_ms"} (status 0: detached), with
     "why" where there was none to detach."""
@@ -252,7 +256,7 @@ class ProfilerRecorder(Recorder):
     def disable(self) -> str | None:
         return self._call("cuProfilerStop")
 
-    def stop_aside(self, record: Callable[[dict], None]) -> threading.Thread | None:
+    def stop_aside(self, record: Callable[[Event], None]) -> threading.Thread | None:
         """cuProfilerStop on a helper thread, with the context current on this (the job's) thread made current
         there; it records {"event": "stopped", "held_ms": how long the stop took there, "why"}. None (nothing
         started) where this thread has no context to hand over, or the stop is asked on the job's thread: the caller
@@ -300,7 +304,7 @@ RECORDERS: dict[str, Callable[[], Recorder]] = {"cupti": CuptiRecorder, "profile
 class Controller:
     """The window of one process: waiting → open → closed (never reopened)."""
 
-    def __init__(self, spec: str, recorder: Recorder, record: Callable[[dict], None]) -> None:
+    def __init__(self, spec: str, recorder: Recorder, record: Callable[[Event], None]) -> None:
         self.spec = spec
         self.kind, self.lo, self.hi = parse(spec)
         self.recorder, self.record = recorder, record
@@ -430,11 +434,11 @@ def _append_only_to_a_file(path: str) -> int:
     return fd
 
 
-def _writer(folder: str | None, spec: str) -> Callable[[dict], None]:
+def _writer(folder: str | None, spec: str) -> Callable[[Event], None]:
     """One line per event, appended with one write (atomic for lines this short on a local file system)."""
     host, pid = socket.gethostname(), os.getpid()
 
-    def record(event: dict) -> None:
+    def record(event: Event) -> None:
         if not folder:
             return
         line = {"window": spec, "pid": pid, "host": host, "unix_ns": time.time_ns(), **event}
@@ -464,12 +468,13 @@ def _watch_nvtx(module: Any, names: tuple[str, ...]) -> None:
         if original is None or getattr(original, "_nvprof_wrap_window", False):
             continue
 
-        def opened(*args: Any, _original: Callable = original, **kwargs: Any) -> Any:
+        def opened(*args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
             n = _named_step(args[0] if args else kwargs.get("message", kwargs.get("msg")))
             if n is not None and _CONTROLLER is not None:
                 _CONTROLLER.step(n, SOURCES[0])
             return _original(*args, **kwargs)
 
+        # Markers on the wrapper function (ours, functools' __wrapped__): a function's type has no such attributes.
         opened._nvprof_wrap_window = True  # type: ignore[attr-defined]
         opened.__wrapped__ = original  # type: ignore[attr-defined]
         setattr(module, attr, opened)
@@ -490,7 +495,7 @@ def _watch_keras(keras_module: Any) -> None:
     callbacks = getattr(keras_module, "callbacks", None)
     cls = getattr(callbacks, "CallbackList", None)
     original = getattr(cls, "on_train_batch_begin", None)
-    if original is None or getattr(original, "_nvprof_wrap_window", False):
+    if cls is None or original is None or getattr(original, "_nvprof_wrap_window", False):
         return
     count = [0]
 
@@ -500,7 +505,7 @@ def _watch_keras(keras_module: Any) -> None:
         count[0] += 1
         return original(self, *args, **kwargs)
 
-    on_train_batch_begin._nvprof_wrap_window = True  # type: ignore[attr-defined]
+    on_train_batch_begin._nvprof_wrap_window = True  # type: ignore[attr-defined]  # our marker: see _watch_nvtx
     cls.on_train_batch_begin = on_train_batch_begin
 
 

@@ -317,6 +317,17 @@ def test_a_failing_preexisting_sitecustomize_gives_one_line(tmp_path: Path) -> N
     assert only_capture(out)["meta"]["status"] == "complete"
 
 
+def test_a_sitecustomize_folder_without_code_is_passed_over_quietly(tmp_path: Path) -> None:
+    """A folder named sitecustomize is a namespace package: its spec comes without a loader (module_from_spec
+    gives it one that runs nothing), and site.py imports it silently; the chain must not call that a failure."""
+    prev = tmp_path / "prev"
+    (prev / "sitecustomize").mkdir(parents=True)
+    out = tmp_path / "run"
+    r = run_job(WORK.format(n=1), out, extra_path=(prev,))
+    assert (r.returncode, r.stderr) == (0, "") and "work done" in r.stdout
+    assert only_capture(out)["meta"]["status"] == "complete"
+
+
 def test_sigterm_chains_to_a_handler_installed_before_us(tmp_path: Path) -> None:
     prev = tmp_path / "prev"
     prev.mkdir()

@@ -11,8 +11,15 @@ Nothing here may break the user's program: every failure becomes one ``nvprof-wr
 """
 # Broad excepts are the point here: this code runs inside the user's job and must never break it.
 # ruff: noqa: BLE001, S110
+from __future__ import annotations
+
 import os
 import sys
+
+# Type checkers read the import below; at run time this start-up hook imports nothing it does not need.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 
 def _warn(message: str) -> None:
@@ -30,7 +37,7 @@ def _same_dir(entry: str, here: str) -> bool:
         return False
 
 
-def _find_previous(here: str):
+def _find_previous(here: str) -> ModuleSpec | None:
     """The spec of the next sitecustomize along sys.path that is not this very file (or None)."""
     from importlib.machinery import PathFinder
 
@@ -57,9 +64,10 @@ def _chain_previous_sitecustomize() -> None:
         spec = _find_previous(here)
         if spec is None:
             return
-        module = importlib.util.module_from_spec(spec)
+        module = importlib.util.module_from_spec(spec)  # gives a namespace folder its (no-op) loader
         sys.modules["sitecustomize"] = module  # as a plain import would: the chained one is "the" sitecustomize
-        spec.loader.exec_module(module)
+        if spec.loader is not None:
+            spec.loader.exec_module(module)
     except Exception as e:  # site.py also reports and carries on; SystemExit/KeyboardInterrupt propagate
         if ours is not None:
             sys.modules["sitecustomize"] = ours
