@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from nvprof_wrap import report as _report
-from nvprof_wrap.renderers import _frame, _rows, console, csv, html, json, markdown
+from nvprof_wrap.renderers import _frame, console, csv, html, json, markdown
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import KINDS, Classifications, Doctor, Experiment, Kernels, Named, Reports, Runs
@@ -48,8 +48,7 @@ def _notebook(report: _report.Report) -> str:
     return _frame.notebook(html.render(report, Options()), f"nvprof-wrap report: {report.verdict.message}")
 
 
-# The Report's str(), to_dict() and _repr_html_() (report.DISPLAY: the report layer calls down, never imports up).
-_report.DISPLAY.update({"table": lambda r: console.render(r, Options(width=120)), "dict": _rows.report,
-                        "html": _notebook})
+# The Report's str() and _repr_html_() (report.DISPLAY: the report layer calls down, never imports up).
+_report.DISPLAY.update({"table": lambda r: console.render(r, Options(width=120)), "html": _notebook})
 __all__ = ["BY_EXTENSION", "KINDS", "RENDERERS", "Classifications", "Doctor", "Experiment", "Kernels", "Named",
            "Options", "Renderer", "Reports", "Runs", "Subject", "render"]

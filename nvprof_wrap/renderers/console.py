@@ -15,17 +15,16 @@ from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.renderers._rows import (
     BASES,
-    hardware_text,
     mix_text,
     numbered_merged,
     one_after_another,
-    scope_text,
     shown_key,
     skipped_summary,
     split_label,
 )
 from nvprof_wrap.report import GroupRow, KernelRow, Report
 from nvprof_wrap.report.compare import Comparison
+from nvprof_wrap.report.headline import hardware_text, scope_text
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.names import inner, shorten_all, shorten_ops
 from nvprof_wrap.text.sanitize import clean_lines, deep

@@ -1,5 +1,5 @@
 """HTML: one self-contained page to share — inline CSS and an inline SVG chart, no script, nothing fetched (a
-Content-Security-Policy tells the browser so too). It renders the documented JSON shape (``_rows.report``,
+Content-Security-Policy tells the browser so too). It renders the documented JSON shape (``report/serialise.py``,
 docs/json.md), not the Report's internals, so it follows the contract every script already reads.
 
 Every text that comes from a capture (kernel names, NVTX ranges, process names, paths) goes through ``_t``:
@@ -21,7 +21,7 @@ from nvprof_wrap.renderers._html_tables import ops as _ops
 from nvprof_wrap.renderers._html_tables import sources as _sources
 from nvprof_wrap.renderers._html_tables import table as _table
 from nvprof_wrap.renderers._options import Options
-from nvprof_wrap.report import Report
+from nvprof_wrap.report import Report, serialise
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.names import shorten_all
@@ -269,7 +269,7 @@ def render(subject, options: Options) -> str:
     limit = options.limit
     match subject:
         case Report():
-            return _page([(None, _rows.report(subject))], limit or 15)
+            return _page([(None, serialise.to_dict(subject))], limit or 15)
         case Comparison():
             return _comparison(subject)
         case Kernels():
@@ -287,7 +287,7 @@ def render(subject, options: Options) -> str:
                                                                      [_compare.run_cells(r) for r in rows])
             return _document("nvprof-wrap: runs", body)
         case Reports():  # one page, each report under its title
-            return _page([(item.title, _rows.report(item.report)) for item in subject.items], limit or 15)
+            return _page([(item.title, serialise.to_dict(item.report)) for item in subject.items], limit or 15)
     raise TypeError(f"the html renderer has no form for {type(subject).__name__}")
 
 

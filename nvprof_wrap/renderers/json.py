@@ -6,7 +6,7 @@ import json as _json
 
 from nvprof_wrap.renderers import _compare, _experiment, _rows
 from nvprof_wrap.renderers._options import Options
-from nvprof_wrap.report import Report
+from nvprof_wrap.report import Report, serialise
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.sanitize import json_safe
@@ -25,7 +25,7 @@ def render(subject, options: Options) -> str:
     """The subject as one JSON document (docs/json.md); the gates given, with their results, under "gates"."""
     match subject:
         case Report():
-            return _dump(_with_gates(_rows.report(subject), options.gates))
+            return _dump(_with_gates(serialise.to_dict(subject), options.gates))
         case Comparison():
             return _dump(_with_gates(_compare.as_dict(subject), options.gates))
         case Kernels():
@@ -39,7 +39,7 @@ def render(subject, options: Options) -> str:
         case Runs():
             return _dump(list(subject.rows))
         case Reports():  # one object: each report's dict under its key
-            return _dump({item.key: _rows.report(item.report) for item in subject.items})
+            return _dump({item.key: serialise.to_dict(item.report) for item in subject.items})
     raise TypeError(f"the json renderer has no form for {type(subject).__name__}")
 
 

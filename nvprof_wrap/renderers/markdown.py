@@ -6,8 +6,9 @@ import html
 
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _ranks, _rows
 from nvprof_wrap.renderers._options import Options
-from nvprof_wrap.report import KernelRow, Report
+from nvprof_wrap.report import KernelRow, Report, serialise
 from nvprof_wrap.report.compare import Comparison
+from nvprof_wrap.report.headline import hardware_text, scope_text
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.names import shorten_all, shorten_ops
 from nvprof_wrap.text.sanitize import clean
@@ -63,8 +64,8 @@ def _kernel_rows(rows: list[KernelRow], wide: bool) -> str:
 
 
 def _report(report: Report, wide: bool, limit: int) -> str:
-    d = _rows.report(report)
-    scope = _rows.scope_text(report.scope)
+    d = serialise.to_dict(report)
+    scope = scope_text(report.scope)
     out = [*[f"**{_esc(line)}**\n" for line in report.headline],
            f"**{_esc(report.verdict.message)}**\n", *([f"_{_esc(scope)}_\n"] if scope else []),
            *[f"- {_esc(h)}" for h in report.hints],
@@ -86,7 +87,7 @@ def _report(report: Report, wide: bool, limit: int) -> str:
         out += ["\n## Per process\n", _groups(report.processes, "pid")]
     if report.hardware:
         out += ["\n## Hardware: tensor-pipe activity sampled during the run\n"]
-        out += [f"- {_esc(_rows.hardware_text(h))}" for h in report.hardware]
+        out += [f"- {_esc(hardware_text(h))}" for h in report.hardware]
         out += [f"- ⚠ {_esc(c.name if wide else shorten_all([c.name], 90)[0])}: {_esc(c.message)} "
                 f"({c.samples:,} samples)" for c in report.hardware_checks]
     out += [f"\n## Top {min(limit, len(report.kernels))} of {len(report.kernels)} kernels by GPU time\n",

@@ -7,7 +7,10 @@ Readers measure it per capture (readers/_series.py: model.StepAgg, model.StepKer
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from nvprof_wrap.report.fields import js
 
 # The host's CUDA calls, by what they do to a step's time (readers/_series.py maps callback ids / API names).
 API_KINDS = ("launch", "sync", "alloc", "other")
@@ -16,25 +19,32 @@ API_LABELS = {"launch": "launches", "sync": "copies and waits", "alloc": "alloca
 
 @dataclass(frozen=True)
 class StepRow:
-    """One step (or time bucket), summed over the processes that ran it (host times: their mean per process)."""
+    """One step (or time bucket), summed over the processes that ran it (host times: their mean per process). JSON:
+    one flat row (a CSV row, a DataFrame row), docs/json.md "series"."""
+
+    JSON_ORDER: ClassVar[tuple[str, ...]] = (
+        "step", "start_s", "duration_ns", "processes", "launches", "kernel_ns", "tensor_core_ns", "tensor_core_share",
+        "unknown_ns", "copy_ns", "communication_ns", "exposed_communication_ns", "gpu_busy_ns", "gpu_idle_ns",
+        *(f"api_{k}_ns" for k in API_KINDS), "outside_api_ns", "hw_tensor")
 
     step: int  # the step's number (kind "steps"), else the bucket's index from 0
-    start_s: float  # from the series' first step start (the first capture's clock)
+    start_s: float = field(metadata=js(digits=9))  # from the series' first step start (the first capture's clock)
     duration_ns: int  # wall time: from this step's start to the next one's (the last: to its range's end)
     processes: int  # how many processes ran this step
     launches: int
     kernel_ns: int
-    tc_ns: int  # kernel time of tensor-core ("yes") kernels
+    tc_ns: int = field(metadata=js("tensor_core_ns"))  # kernel time of tensor-core ("yes") kernels
     unknown_ns: int  # kernel time of kernels whose verdict is unknown
     copy_ns: int  # memcpy and memset time that started in the step
-    comm_ns: int  # kernel time of communication kernels (NCCL)
+    comm_ns: int = field(metadata=js("communication_ns"))  # kernel time of communication kernels (NCCL)
     gpu_busy_ns: int  # union of the GPU's busy intervals inside the step (per process, mean)
     # host time inside CUDA API calls, by API_KINDS, and outside any CUDA call; None where the capture holds no
     # API records (then the host's side is not known)
-    api_ns: dict[str, int] | None = None
+    api_ns: dict[str, int] | None = field(default=None, metadata=js(omit=True))  # JSON: api_<kind>_ns each
     outside_api_ns: int | None = None
     hw_tensor: float | None = None  # mean tensor-pipe activity (%) of the hardware samples inside the step
-    exposed_comm_ns: int = 0  # GPU busy with communication (NCCL) and nothing else: not overlapped with compute
+    # GPU busy with communication (NCCL) and nothing else: not overlapped with compute
+    exposed_comm_ns: int = field(default=0, metadata=js("exposed_communication_ns"))
 
     @property
     def tc_share(self) -> float:
@@ -47,13 +57,18 @@ class StepRow:
 
 @dataclass(frozen=True)
 class Series:
-    kind: str  # "steps" | "buckets"
-    source: str  # what marked the steps: "step marks" | "optimizer steps" | "keras batches"; "time" for buckets
-    bucket_s: float | None  # a bucket's length (kind "buckets")
-    rows: tuple[StepRow, ...]
-    host: str  # where the host's split comes from: "runtime API records" | "none" (the capture has none)
-    folded: int = 1  # steps per row: more steps than readers/_series.MAX_STEPS are merged, consecutive ones
-    notes: tuple[str, ...] = ()
+    """JSON: its rows are the report's "series", the rest its "series_info" (Report.series is flattened)."""
+
+    kind: str = field(metadata=js(group="series_info"))  # "steps" | "buckets"
+    # what marked the steps: "step marks" | "optimizer steps" | "keras batches"; "time" for buckets
+    source: str = field(metadata=js(group="series_info"))
+    bucket_s: float | None = field(metadata=js(group="series_info"))  # a bucket's length (kind "buckets")
+    rows: tuple[StepRow, ...] = field(metadata=js("series"))
+    # where the host's split comes from: "runtime API records" | "none" (the capture has none)
+    host: str = field(metadata=js(group="series_info"))
+    # steps per row: more steps than readers/_series.MAX_STEPS are merged, consecutive ones
+    folded: int = field(default=1, metadata=js("steps_per_row", group="series_info"))
+    notes: tuple[str, ...] = field(default=(), metadata=js(group="series_info"))
 
 
 # which CUDA calls a capture recorded (StepSeries.host) → what the report says of the host's side
