@@ -162,8 +162,8 @@ def schema() -> dict[str, Any]:
     --expect-precision)."""
     body = _object_schema(Report, {})
     body["properties"]["gates"] = {"type": "array", "items": {"type": "object"}}
-    return {"$schema": SCHEMA_URI, "$id": "https://github.com/nvprof-wrap/nvprof-wrap/docs/report.schema.json",
-            "title": f"nvprof-wrap report ({SCHEMA})",
+    body["properties"]["schema"] = {"const": SCHEMA}
+    return {"$schema": SCHEMA_URI, "title": f"nvprof-wrap report ({SCHEMA})",
             "description": "The JSON of `nvprof-wrap report --format json` (docs/json.md); made by "
                            "nvprof_wrap.report.serialise.schema() from the report's types.", **body}
 
