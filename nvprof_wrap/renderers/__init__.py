@@ -1,7 +1,9 @@
 """Renderers: each turns one subject — a Report, a Comparison, or one of report/kinds.py's kinds (kernel rows,
 classifications, an experiment's rows, doctor's facts, the run history, several reports) — into text. They return
 values and never print or open files; renderers do not import each other (the underscore modules are shared
-helpers: ``_rows`` the documented JSON shape, ``_compare``, ``_experiment``, ``_doctor``, ``_fit``, ``_frame``).
+helpers: ``_outline`` the sections of a report that the terminal, Markdown and HTML walk, with ``_shapes`` and each
+format's ``_sections_*``; ``_rows``, ``_compare``, ``_experiment``, ``_doctor``, ``_fit``, ``_frame``). A report's
+JSON is its own serialisation (report/serialise.py).
 
 How to add an output format: one module here with
     NAME = "yaml"          # the --format value

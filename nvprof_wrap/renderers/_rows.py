@@ -3,11 +3,13 @@ percentages are of, merged numbered ranges, skipped files in one line, several r
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
 from nvprof_wrap.model import Classification
-from nvprof_wrap.report import KernelRow, OpRow, PrecisionShare, SplitRow, serialise
+from nvprof_wrap.report import KernelRow, OpRow, PrecisionShare, Report, SplitRow, serialise
+from nvprof_wrap.report.kinds import Reports
 from nvprof_wrap.system.limits import SKIPPED_SHOWN
 from nvprof_wrap.text.names import numbered_family
 from nvprof_wrap.text.sanitize import clean
@@ -31,7 +33,7 @@ def op(o: OpRow) -> dict[str, Any]:
     return row
 
 
-def classification(c: Classification) -> dict:
+def classification(c: Classification) -> dict[str, Any]:
     d = asdict(c)
     d.pop("evidence")
     return d
@@ -68,12 +70,12 @@ BASES = {
 }
 
 
-def numbered_merged(rows) -> list:
+def numbered_merged(rows: Sequence[OpRow]) -> list[OpRow]:
     """Ops for the tables people read: ranges that differ only in a trailing number (step 0 … step 29, one per
     training step) become one row, ``step * (30 ranges)`` — thirty rows of one step would hide every other op.
     Launches and time add up, tensor-core share and precision mix are time-weighted, kernels is the most of any one
     range. JSON and CSV keep every range."""
-    groups: dict[str, list] = {}
+    groups: dict[str, list[Any]] = {}
     for o in rows:
         family = numbered_family(o.op)
         groups.setdefault(family if family else "\0" + o.op, []).append(o)
@@ -97,7 +99,7 @@ def numbered_merged(rows) -> list:
     return sorted(out, key=lambda o: -o.total_ns)
 
 
-def numbered_merged_dicts(rows: list[dict]) -> list[dict]:
+def numbered_merged_dicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """numbered_merged for ops in the JSON shape (op()): what a page made from the JSON alone shows (HTML)."""
     back = [OpRow(o["op"], o["kernels"], o["launches"], o["total_ns"], o["share"], o["tensor_core_share"],
                   tuple(PrecisionShare(p["precision"], p["share"]) for p in o["precisions"]),
@@ -105,18 +107,18 @@ def numbered_merged_dicts(rows: list[dict]) -> list[dict]:
     return [op(o) for o in numbered_merged(back)]
 
 
-def _weighted_hw(members) -> float | None:
+def _weighted_hw(members: list[OpRow]) -> float | None:
     """Merged ranges' hardware tensor activity: time-weighted over the ranges that have it (None when none does, or
     those that do hold less than half the time)."""
     have = [o for o in members if o.hw_tensor is not None]
     ns = sum(o.total_ns for o in have)
     if not have or ns < 0.5 * sum(o.total_ns for o in members):
         return None
-    return round(sum(o.hw_tensor * o.total_ns for o in have) / ns, 2) if ns else None
+    return round(sum((o.hw_tensor or 0.0) * o.total_ns for o in have) / ns, 2) if ns else None
 
 
 
-def one_after_another(reports, render_one, mark: str = "") -> str:
+def one_after_another(reports: Reports, render_one: Callable[[Report], str], mark: str = "") -> str:
     """Several reports (report/kinds.py Reports) in a format with no one-document form: each under a line with
     its number, title and where it was read from (``mark`` starts that line: Markdown's "# ")."""
     n, parts = len(reports.items), []

@@ -4,6 +4,8 @@ text from a capture goes through ``_t`` (renderers/_frame.py). Each returns the 
 nothing."""
 from __future__ import annotations
 
+from typing import Any
+
 from nvprof_wrap.model import counted
 from nvprof_wrap.renderers import _ranks, _timeview
 from nvprof_wrap.renderers._frame import name_cell, prose_cell
@@ -116,7 +118,7 @@ def sources(s: Shown) -> str:
     return heading(s, "Sources") + _sources(s.data)
 
 
-def _verdict(d: dict) -> str:
+def _verdict(d: dict[str, Any]) -> str:
     hints = "".join(f"<li>{_t(h)}</li>" for h in d["hints"])
     return (f'<div class="verdict v-{VERDICT_CLASS.get(d.get("verdict_tone", ""), "unknown")}" role="status">'
             + "".join(f'<p class="headline">{_t(line)}</p>' for line in d.get("headline") or ())
@@ -126,7 +128,7 @@ def _verdict(d: dict) -> str:
             + "</div>\n")
 
 
-def _totals(d: dict) -> str:
+def _totals(d: dict[str, Any]) -> str:
     items = (("GPU kernel time", _ns(d["kernel_time_ns"])), ("kernel launches", _n(d["launches"])),
              ("distinct kernels", _n(d["distinct_kernels"])), ("tensor-core kernels", _n(d["tensor_core_kernels"])),
              ("tensor-core share of kernel time", _pct(d["tensor_core_time_fraction"])),
@@ -134,14 +136,14 @@ def _totals(d: dict) -> str:
     return '<dl class="totals">' + "".join(f"<div><dt>{_t(k)}</dt><dd>{_t(v)}</dd></div>" for k, v in items) + "</dl>\n"
 
 
-def _kind_class(s: dict) -> str:
+def _kind_class(s: dict[str, Any]) -> str:
     """A time_split row's colour, from its kind and direction."""
     if s["kind"] == "memcpy" and s["direction"] in COPY_CLASS:
         return COPY_CLASS[s["direction"]]
     return KIND_CLASS.get(s["kind"], "c-other")
 
 
-def _chart(split: list[dict], ident: str) -> str:
+def _chart(split: list[dict[str, Any]], ident: str) -> str:
     """Horizontal bars, one per category, under one stacked bar of the whole; every bar has its numbers beside it
     and a tooltip."""
     if not split:
@@ -169,7 +171,7 @@ def _chart(split: list[dict], ident: str) -> str:
     return "\n".join(out) + "\n</svg>\n"
 
 
-def _hardware(d: dict, ident: str) -> str:
+def _hardware(d: dict[str, Any], ident: str) -> str:
     """Per device, the hardware's tensor-pipe activity in words, a line chart of it over time (SM activity behind
     it), and the kernels whose samples contradict their name."""
     out = "<ul>" + "".join(f"<li>{_t(h['message'])}</li>" for h in d["hardware"]) + "</ul>\n"
@@ -186,15 +188,22 @@ def _hardware(d: dict, ident: str) -> str:
     return out
 
 
-def _timeline(points: list[dict], ident: str, device: int) -> str:
+def _timeline(points: list[dict[str, Any]], ident: str, device: int) -> str:
     """Tensor-pipe activity (and SM activity, lighter) over the run: one self-contained SVG, 0-100%."""
     if not points:
         return ""
     width, height, left, bottom = 760, 160, 40, 24
     end = max(p["t_s"] + p["dt_s"] for p in points) or 1.0
-    x = lambda t: left + (width - left - 10) * t / end
-    y = lambda v: 8 + (height - bottom - 8) * (1 - min(max(v, 0.0), 100.0) / 100)
-    line = lambda key: " ".join(f"{x(p['t_s'] + p['dt_s'] / 2):.1f},{y(p[key]):.1f}" for p in points)
+
+    def x(t: float) -> float:
+        return left + (width - left - 10) * t / end
+
+    def y(v: float) -> float:
+        return 8 + (height - bottom - 8) * (1 - min(max(v, 0.0), 100.0) / 100)
+
+    def line(key: str) -> str:
+        return " ".join(f"{x(p['t_s'] + p['dt_s'] / 2):.1f},{y(p[key]):.1f}" for p in points)
+
     mean = sum(p["tensor"] for p in points) / len(points)
     grid = "".join(f'<line x1="{left}" x2="{width - 10}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
                    f'<text class="v" x="0" y="{y(v) + 4:.1f}">{v}%</text>' for v in (0, 50, 100))
@@ -213,7 +222,7 @@ _CHART_NOTE = ('<p class="muted">Shares of summed GPU operation time (kernels, c
                "or operations.</p>\n")
 
 
-def _health(h: dict) -> str:
+def _health(h: dict[str, Any]) -> str:
     findings = "".join(f"<li>{_t(f)}</li>" for f in h["findings"])
     return (f"<p><strong>{_t(h['status'])}</strong> ({_t(counted(h['epochs'], h.get('unit', 'epoch')))})</p>"
             + (f"<ul>{findings}</ul>" if findings else "") + "\n")

@@ -4,6 +4,7 @@ renders as inert text. Each returns the section's pieces (joined by newlines), n
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 from nvprof_wrap.renderers import _ranks, _rows
 from nvprof_wrap.renderers._shapes import Shown
@@ -123,7 +124,7 @@ def esc(text: object) -> str:
     return "".join("\\" + c if c in _MD_SPECIAL and c not in "<>" else c for c in s)
 
 
-def table(header: list[str], rows: list[list[object]]) -> str:
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"

@@ -3,7 +3,9 @@ them): rich tables fitted to the width (renderers/_fit.py), lines styled by what
 renderables, none when the report has nothing for it."""
 from __future__ import annotations
 
-from rich.console import RenderableType
+from typing import Any
+
+from rich.console import JustifyMethod, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -15,6 +17,7 @@ from nvprof_wrap.renderers._rows import BASES, mix_text, numbered_merged, shown_
 from nvprof_wrap.renderers._shapes import Shown
 from nvprof_wrap.report import GroupRow, KernelRow, OpRow, Report
 from nvprof_wrap.report.headline import hardware_text, scope_text
+from nvprof_wrap.report.series import Series
 from nvprof_wrap.text.names import inner, shorten_all, shorten_ops
 from nvprof_wrap.text.units import duration as _ns
 from nvprof_wrap.text.units import pct as _pct
@@ -42,7 +45,7 @@ def split(s: Shown) -> list[RenderableType]:
 
 def over_time(s: Shown) -> list[RenderableType]:
     series = s.report.series
-    return _over_time(s.report, s.view.width, s.view.per_step) if series and len(series.rows) > 1 else []
+    return _over_time(series, s.view.width, s.view.per_step) if series and len(series.rows) > 1 else []
 
 
 def devices(s: Shown) -> list[RenderableType]:
@@ -112,14 +115,16 @@ def _bar(share: float, width: int = 20) -> str:
 
 def _split(report: Report) -> Table:
     t = Table(title="Where GPU time went", title_justify="left", show_edge=False, pad_edge=False, **_caption("split"))
-    for col, j in (("", "left"), ("time", "right"), ("share", "right"), ("count", "right"), ("", "left")):
+    cols: tuple[tuple[str, JustifyMethod], ...] = (("", "left"), ("time", "right"), ("share", "right"),
+                                                   ("count", "right"), ("", "left"))
+    for col, j in cols:
         t.add_column(col, justify=j)
     for s in report.split:
         t.add_row(split_label(s), _ns(s.total_ns), _pct(s.share), f"{s.count:,}", _bar(s.share))
     return t
 
 
-def _caption(table: str) -> dict:
+def _caption(table: str) -> dict[str, Any]:
     return {"caption": BASES[table], "caption_justify": "left", "caption_style": "dim"}
 
 
@@ -218,12 +223,11 @@ def _counter_why(k: KernelRow) -> str:
     return f"measured by counters: {k.counter_detail}"
 
 
-def _over_time(report: Report, width: int, per_step: bool) -> list:
+def _over_time(series: Series, width: int, per_step: bool) -> list[RenderableType]:
     """The series: a sparkline of step times and the median step's breakdown; --per-step: one row per step."""
-    series = report.series
     head = f"Over time: {_steps.what(series)}, step time "
     spark = _steps.sparkline(series.rows, max(10, width - len(head) - 1))
-    out: list = [Text(head + spark, style="bold")]
+    out: list[RenderableType] = [Text(head + spark, style="bold")]
     line = _steps.steady_line(series)
     if line:
         out.append(Text(line))

@@ -27,12 +27,19 @@ class View:
 
 @dataclass
 class Shown:
-    """One report being written: the report, how, and its JSON form, made once when a section first asks (the HTML
-    page is drawn from the documented JSON, docs/json.md)."""
+    """One report being written: the report, how, and its JSON form, made once when a section first asks. The HTML
+    page is drawn from the JSON form alone (docs/json.md): a page can be made from JSON read back, without the
+    Report (``source`` None), and then only the sections written from the JSON appear."""
 
-    report: Report
+    source: Report | None
     view: View = field(default_factory=View)
     _data: dict[str, Any] | None = None
+
+    @property
+    def report(self) -> Report:
+        if self.source is None:
+            raise ValueError("this section is written from the Report, and this page from its JSON alone")
+        return self.source
 
     @property
     def data(self) -> dict[str, Any]:

@@ -4,12 +4,14 @@ where it goes."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from nvprof_wrap.model import Classification
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _outline
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
@@ -26,7 +28,7 @@ NAME = "table"
 EXTENSION = ".txt"
 
 
-def _to_text(renderable, width: int, color: bool) -> str:
+def _to_text(renderable: RenderableType, width: int, color: bool) -> str:
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system="auto" if color else None, force_terminal=color,
                       no_color=not color, highlight=False, soft_wrap=False)
@@ -34,7 +36,7 @@ def _to_text(renderable, width: int, color: bool) -> str:
     return buf.getvalue()
 
 
-def render(subject, options: Options) -> str:
+def render(subject: object, options: Options) -> str:
     """The subject as terminal text, ``options.width`` columns wide."""
     o = options
     match subject:
@@ -91,7 +93,7 @@ def _kernels(rows: list[KernelRow], width: int, color: bool, wide: bool) -> str:
     return _to_text(kernel_table(rows, wide, f"{len(rows)} kernels", width), width, color)
 
 
-def _classifications(items: list, width: int, color: bool) -> str:
+def _classifications(items: list[Classification], width: int, color: bool) -> str:
     items = deep(items)
     t = RichTable(show_edge=False, pad_edge=False)
     for col in ("kernel", "TC", "precision", "family", "reason"):
@@ -101,9 +103,9 @@ def _classifications(items: list, width: int, color: bool) -> str:
     return _to_text(t, width, color)
 
 
-def _comparison(comparison, width: int, color: bool, limit: int, wide: bool = False) -> str:
+def _comparison(comparison: Comparison, width: int, color: bool, limit: int, wide: bool = False) -> str:
     comparison = deep(comparison)
-    parts: list = [Text(line) for line in _compare.headline(comparison)]
+    parts: list[Any] = [Text(line) for line in _compare.headline(comparison)]
     parts += [Text(f, style="bold" if i == 0 else "") for i, f in enumerate(comparison.findings)]
     for key, what in _compare.TABLES:
         rows = getattr(comparison, key)
@@ -118,7 +120,7 @@ def _comparison(comparison, width: int, color: bool, limit: int, wide: bool = Fa
     return _to_text(Group(*parts), width, color)
 
 
-def _runs(rows: list[dict], width: int, color: bool) -> str:
+def _runs(rows: list[dict[str, Any]], width: int, color: bool) -> str:
     """The run history; on a narrow terminal the command, backend and precisions go first (they stay in
     --format json/csv)."""
     rows = deep(rows)

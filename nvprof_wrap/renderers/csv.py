@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv as _csv
 import io
+from typing import Any
 
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
 from nvprof_wrap.renderers._options import Options
@@ -17,7 +18,7 @@ NAME = "csv"
 EXTENSION = ".csv"
 
 
-def _table(dicts: list[dict]) -> str:
+def _table(dicts: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     if dicts:
         w = _csv.DictWriter(buf, fieldnames=list(dicts[0]), lineterminator="\n")
@@ -31,7 +32,7 @@ TABLES = ("kernels", "time_split", "devices", "processes", "ops", "scopes", "dis
           "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_outliers")
 
 
-def render(subject, options: Options) -> str:
+def render(subject: object, options: Options) -> str:
     """The subject as one CSV table with a header row; a report's table is ``options.table`` (TABLES)."""
     match subject:
         case Report():

@@ -7,7 +7,10 @@ HTML-escaped, and control characters (ESC, BEL, NUL, bidi overrides) shown as vi
 name stays text."""
 from __future__ import annotations
 
+from typing import Any
+
 from nvprof_wrap._version import __version__
+from nvprof_wrap.model import Classification
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _outline, _rows, _timeview
 from nvprof_wrap.renderers._frame import t as _t
 from nvprof_wrap.renderers._html_tables import TC_MARK
@@ -18,8 +21,9 @@ from nvprof_wrap.renderers._html_tables import table as _table
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.renderers._sections_html import heading
 from nvprof_wrap.renderers._shapes import Content, Lines, Shown, Table, View
-from nvprof_wrap.report import Report, serialise
+from nvprof_wrap.report import KernelRow, Report, serialise
 from nvprof_wrap.report.compare import Comparison
+from nvprof_wrap.report.experiment import ExperimentRow
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 
 NAME = "html"
@@ -78,8 +82,8 @@ nav ol{margin:.2rem 0 1rem}footer{margin-top:3rem;font-size:.8rem;border-top:1px
 
 def _body(shown: Shown) -> str:
     """The sections of one report the page writes, in its order (renderers/_outline.py)."""
-    return "".join(section.html(shown) if section.html else _draw(section.content(shown) if section.content else None,
-                                                                   shown)
+    return "".join(section.html(shown) if section.html else
+                   _draw(section.content(shown) if section.content and shown.source is not None else None, shown)
                    for section in _outline.arranged("html"))
 
 
@@ -94,9 +98,10 @@ def _draw(content: Content | None, shown: Shown) -> str:
     return ""
 
 
-def _page(reports: list[tuple[str | None, Report]], limit: int = 15) -> str:
-    """One document for one or more reports: (title or None, report)."""
-    shown = [(title, Shown(r, View(limit=limit), serialise.to_dict(r))) for title, r in reports]
+def _page(reports: list[tuple[str | None, Report | dict[str, Any]]], limit: int = 15) -> str:
+    """One document for one or more reports: (title or None, the report or its JSON form, docs/json.md)."""
+    shown = [(title, Shown(r, View(limit=limit), serialise.to_dict(r)) if isinstance(r, Report) else
+              Shown(None, View(limit=limit), r)) for title, r in reports]
     if len(shown) == 1:
         title, one = shown[0]
         body = f"<h1>{_t(title or 'nvprof-wrap report')}</h1>\n" + _body(one)
@@ -105,7 +110,7 @@ def _page(reports: list[tuple[str | None, Report]], limit: int = 15) -> str:
         toc = "".join(f'<li><a href="#r{i}">{_t(t)}</a></li>' for i, (t, _) in enumerate(shown, 1))
         body = f"<h1>nvprof-wrap reports</h1>\n<nav><ol>{toc}</ol></nav>\n" + "".join(
             f'<section id="r{i}"><h2>{_t(t)}</h2>\n'
-            f'{_body(Shown(s.report, View(limit=limit, ident=f"r{i}", level=3), s.data))}</section>\n'
+            f'{_body(Shown(s.source, View(limit=limit, ident=f"r{i}", level=3), s.data))}</section>\n'
             for i, (t, s) in enumerate(shown, 1))
         head_title = "nvprof-wrap reports"
     rules = shown[0][1].data.get("rules_version", "") if shown else ""
@@ -121,7 +126,7 @@ def _document(title: str, body: str, about: str = "") -> str:
             "no scripts, nothing loaded from the network.</footer>\n</body>\n</html>\n")
 
 
-def render(subject, options: Options) -> str:
+def render(subject: object, options: Options) -> str:
     """The subject as one self-contained page."""
     limit = options.limit
     match subject:
@@ -148,13 +153,13 @@ def render(subject, options: Options) -> str:
     raise TypeError(f"the html renderer has no form for {type(subject).__name__}")
 
 
-def _kernel_page(rows: list, limit: int | None) -> str:
+def _kernel_page(rows: list[KernelRow], limit: int | None) -> str:
     dicts = [_rows.kernel(k) for k in rows]
     body = f"<h1>{_n(len(dicts))} kernels</h1>\n" + _kernels(dicts, limit or len(dicts) or 1)
     return _document(f"nvprof-wrap: {len(dicts)} kernels", body)
 
 
-def _classifications(items: list) -> str:
+def _classifications(items: list[Classification]) -> str:
     rows = [[("name", _Raw(f"<code>{_t(c['name'])}</code>")),
              _Raw(f'<span class="tc tc-{TC_MARK.get(c["tensor_core"], ("?", "unknown"))[1]}">'
                   f'{TC_MARK.get(c["tensor_core"], ("?", "unknown"))[0]} {_t(c["tensor_core"])}</span>'),
@@ -165,14 +170,14 @@ def _classifications(items: list) -> str:
     return _document("nvprof-wrap: kernel name verdicts", body)
 
 
-def _experiment_page(rows: list) -> str:
+def _experiment_page(rows: list[ExperimentRow]) -> str:
     body = "<h1>Precision experiment</h1>\n" + _table(_experiment.HEAD, [_experiment.cells(r) for r in rows],
                                                       frozenset(range(1, 10)))
     notes = [f"<li>{_t(r.precision)}: {_t(f)}</li>" for r in rows for f in r.findings]
     return _document("nvprof-wrap: precision experiment", body + (f"<ul>{''.join(notes)}</ul>\n" if notes else ""))
 
 
-def _comparison(comparison) -> str:
+def _comparison(comparison: Comparison) -> str:
     body = "<h1>Before and after</h1>\n<ul>" + "".join(f"<li>{_t(x)}</li>" for x in _compare.headline(comparison))
     body += "</ul>\n<ul>" + "".join(f"<li>{_t(f)}</li>" for f in comparison.findings) + "</ul>\n"
     body += _timeview.compare_section(*comparison.series, (comparison.before.label, comparison.after.label))

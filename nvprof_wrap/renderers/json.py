@@ -3,6 +3,7 @@ character escaped the JSON way (also C1 and bidi overrides, which json.dumps lea
 from __future__ import annotations
 
 import json as _json
+from typing import Any
 
 from nvprof_wrap.renderers import _compare, _experiment, _rows
 from nvprof_wrap.renderers._options import Options
@@ -15,13 +16,13 @@ NAME = "json"
 EXTENSION = ".json"
 
 
-def _with_gates(d: dict, gates: list | None) -> dict:
+def _with_gates(d: dict[str, Any], gates: tuple[dict[str, Any], ...] | None) -> dict[str, Any]:
     """The command line's gates (--min-tensor-core-share, --expect-precision), each with its threshold, the measured
     value and whether it passed; absent when none was given (the JSON is then exactly Report.to_dict())."""
     return d if gates is None else d | {"gates": list(gates)}
 
 
-def render(subject, options: Options) -> str:
+def render(subject: object, options: Options) -> str:
     """The subject as one JSON document (docs/json.md); the gates given, with their results, under "gates"."""
     match subject:
         case Report():

@@ -16,7 +16,7 @@ EXTENSION = ".md"
 ALIASES = (".markdown",)
 
 
-def render(subject, options: Options) -> str:
+def render(subject: object, options: Options) -> str:
     """The subject as Markdown: headings, bullet lists and pipe tables, every cell escaped."""
     o = options
     match subject:
@@ -59,7 +59,7 @@ def _draw(content: Content | None) -> list[str]:
     return []
 
 
-def _comparison(comparison) -> str:
+def _comparison(comparison: Comparison) -> str:
     out = [f"- {esc(line)}" for line in _compare.headline(comparison)] + [""]
     out += [f"**{esc(f)}**" if i == 0 else f"- {esc(f)}" for i, f in enumerate(comparison.findings)]
     for key, what in _compare.TABLES:

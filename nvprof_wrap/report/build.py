@@ -3,7 +3,8 @@ store/queries.py); every number comes from an SQL aggregate. The pipeline then a
 the job's end, the capture window, hints and health (the with_* functions)."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES
 from nvprof_wrap.classify.hardware import disagrees
@@ -51,7 +52,7 @@ def _split(store: Store, kernels: tuple[KernelRow, ...]) -> tuple[SplitRow, ...]
         by[key][0] += k.total_ns
         by[key][1] += k.launches
     mem = store.memop_totals()
-    rows = [(key, "", *by[key]) for key in SPLIT_KINDS[:4]]
+    rows: list[tuple[str, str, int, int]] = [(key, "", by[key][0], by[key][1]) for key in SPLIT_KINDS[:4]]
     for d in MEM_ORDER:
         rows += [("memcpy", d, m["ns"], m["n"]) for m in mem if m["kind"] == "memcpy" and m["direction"] == d]
     rows += [("memset", "", m["ns"], m["n"]) for m in mem if m["kind"] == "memset"]
@@ -76,7 +77,7 @@ def _groups(store: Store, key: str) -> tuple[GroupRow, ...]:
     return tuple(out)
 
 
-def _labels(store: Store, key: str) -> dict:
+def _labels(store: Store, key: str) -> dict[Any, str]:
     if key == "device_id":
         labels = {r["g"]: f"{r['name'] or 'GPU'}" + (f" (sm_{r['ma']}{r['mi'] or 0})" if r["ma"] is not None else "")
                   for r in store.devices()}
@@ -209,31 +210,44 @@ def with_scope(report: Report, window: tuple[float, float] | None, steps: tuple[
     return report
 
 
+@dataclass
+class _OpSum:
+    """One op's kernels, summed (_ops)."""
+
+    kernels: int = 0
+    launches: int = 0
+    ns: int = 0
+    tc: int = 0
+    prec: dict[str, int] = field(default_factory=dict)
+    hw: float = 0.0  # hardware tensor activity x time, over its kernels that have samples
+    hw_ns: int = 0
+
+
 def _ops(store: Store, column: str) -> tuple[OpRow, ...]:
-    by: dict[str, dict] = {}
+    by: dict[str, _OpSum] = {}
     hw: dict[str, list[float]] = {}
     for r in store.hardware_kernels():
         acc = hw.setdefault(r["name"], [0.0, 0])
         acc[0] += r["tensor"] * r["n"]
         acc[1] += r["n"]
     for r in store.op_kernels(column):
-        g = by.setdefault(r["op"], {"kernels": 0, "launches": 0, "ns": 0, "tc": 0, "prec": {}, "hw": 0.0, "hw_ns": 0})
+        g = by.setdefault(r["op"], _OpSum())
         if r["name"] in hw and r["ns"]:
-            g["hw"] += hw[r["name"]][0] / hw[r["name"]][1] * r["ns"]
-            g["hw_ns"] += r["ns"]
-        g["kernels"] += 1
-        g["launches"] += r["launches"]
-        g["ns"] += r["ns"] or 0
-        g["tc"] += (r["ns"] or 0) if r["tensor_core"] == "yes" else 0
+            g.hw += hw[r["name"]][0] / hw[r["name"]][1] * r["ns"]
+            g.hw_ns += r["ns"]
+        g.kernels += 1
+        g.launches += r["launches"]
+        g.ns += r["ns"] or 0
+        g.tc += (r["ns"] or 0) if r["tensor_core"] == "yes" else 0
         p = r["precision"] or "unstated"
-        g["prec"][p] = g["prec"].get(p, 0) + (r["ns"] or 0)
+        g.prec[p] = g.prec.get(p, 0) + (r["ns"] or 0)
     if set(by) <= {NO_RANGE}:  # not one kernel inside a range: a table of one row would say nothing
         return ()
-    total = sum(g["ns"] for g in by.values()) or 1
-    out = [OpRow(op, g["kernels"], g["launches"], g["ns"], g["ns"] / total, g["tc"] / g["ns"] if g["ns"] else 0.0,
-                 tuple(PrecisionShare(p, ns / g["ns"] if g["ns"] else 0.0)
-                       for p, ns in sorted(g["prec"].items(), key=lambda kv: -kv[1])),
-                 round(g["hw"] / g["hw_ns"], 2) if g["hw_ns"] and g["hw_ns"] >= 0.5 * g["ns"] else None)
+    total = sum(g.ns for g in by.values()) or 1
+    out = [OpRow(op, g.kernels, g.launches, g.ns, g.ns / total, g.tc / g.ns if g.ns else 0.0,
+                 tuple(PrecisionShare(p, ns / g.ns if g.ns else 0.0)
+                       for p, ns in sorted(g.prec.items(), key=lambda kv: -kv[1])),
+                 round(g.hw / g.hw_ns, 2) if g.hw_ns and g.hw_ns >= 0.5 * g.ns else None)
            for op, g in by.items()]
     return tuple(sorted(out, key=lambda o: -o.total_ns))
 

@@ -7,10 +7,12 @@ Readers measure it per capture (readers/_series.py: model.StepAgg, model.StepKer
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol
 
 from nvprof_wrap.report.fields import js
+from nvprof_wrap.store import Store
 
 # The host's CUDA calls, by what they do to a step's time (readers/_series.py maps callback ids / API names).
 API_KINDS = ("launch", "sync", "alloc", "other")
@@ -78,7 +80,18 @@ HOST_SAYS = {"all": "every CUDA call recorded", "launch, sync, alloc":
              "none": "no CUDA API records: the host's side is not known"}
 
 
-def build(store, kernels, communication: frozenset[str]) -> Series | None:
+class Verdicted(Protocol):
+    """What the series reads of a kernel row (report/types.py KernelRow, which this module's types are part of)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def tensor_core(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+
+
+def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[str]) -> Series | None:
     """The Report's series from the run store: the captures whose steps were marked (else the time-bucketed
     ones), per step summed over processes. kernels: the Report's KernelRows (their verdicts and families)."""
     captures = store.series_kinds()
@@ -109,7 +122,7 @@ def build(store, kernels, communication: frozenset[str]) -> Series | None:
                   host, max(c["folded"] or 1 for c in chosen), notes)
 
 
-def _row(r: dict, acc, hw: float | None, t0: int, host: str) -> StepRow:
+def _row(r: dict[str, Any], acc: Sequence[int], hw: float | None, t0: int, host: str) -> StepRow:
     api = None if host == "none" or r["launch"] is None else {k: r[k] or 0 for k in API_KINDS}
     outside = None if api is None or host == "launch" or r["api_union_ns"] is None else \
         max(r["mean_duration_ns"] - r["api_union_ns"], 0)
@@ -167,8 +180,10 @@ def steady(series: Series | None) -> Steady | None:
         n = len(values)
         return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) // 2
 
-    api = None if any(r.api_ns is None for r in rows) else {k: med([r.api_ns[k] for r in rows]) for k in API_KINDS}
-    outside = None if any(r.outside_api_ns is None for r in rows) else med([r.outside_api_ns for r in rows])
+    apis = [r.api_ns for r in rows]
+    api = None if any(a is None for a in apis) else {k: med([a[k] for a in apis if a is not None]) for k in API_KINDS}
+    outs = [r.outside_api_ns for r in rows]
+    outside = None if any(o is None for o in outs) else med([o for o in outs if o is not None])
     typical = med([r.duration_ns for r in rows])
     slow = [r for r in rows if r.duration_ns > SLOW * typical]
     return Steady(len(rows), rows[0].step, rows[-1].step, typical,

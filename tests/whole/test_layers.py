@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # import launch (system/tools.py finds nsys for both), launch never imports readers.
     ("readers", "launch", "tracer"),
     ("store",),
-    ("report",),  # types and build (__init__), then hints, gates, health, compare, experiment, jobs: read reports
+    # types, their JSON, build and headline (its core), then hints, gates, health, compare, experiment, jobs
+    ("report",),
     # renderers (a Report → text) and export (a Report and its captures → a trace, streamed), side by side
     ("renderers", "export"),
     ("pipeline",),  # ingest, evidence (classify ranked into the store), and compose: the one analyze()
