@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from nvprof_wrap.model import HealthVerdict
@@ -103,32 +103,68 @@ def to_json(record: object) -> Any:
     return _plain(record, None, {})
 
 
-def _object(obj: Any, root: Report | None, rename: Mapping[str, str]) -> dict[str, Any]:
-    cls = type(obj)
-    out: dict[str, Any] = {}
-    for f in fields(obj):
+@dataclass(frozen=True)
+class _Plan:
+    """How one record type is written, worked out once per type (a report of thousands of rows walks it often)."""
+
+    fields: tuple[tuple[str, str, Key, bool], ...]  # (attribute, JSON key, metadata, written as it is)
+    computed: tuple[tuple[str, Callable[[Any, Report | None], Any]], ...]
+    order: tuple[str, ...] | None
+
+
+_PLANS: dict[type, _Plan] = {}
+
+
+def _plan(cls: type) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = _make_plan(cls)
+    return plan
+
+
+def _make_plan(cls: type) -> _Plan:
+    found = []
+    for f in fields(cls):
         k = key_of(f.metadata)
-        if k.omit:
+        if not k.omit:
+            found.append((f.name, k.name or f.name, k, k == _PLAIN or k == Key(k.name)))
+    order = getattr(cls, "JSON_ORDER", None) or FOREIGN_ORDER.get(cls)
+    return _Plan(tuple(found), tuple(COMPUTED.get(cls, {}).items()), tuple(order) if order else None)
+
+
+_PLAIN = Key()
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _object(obj: Any, root: Report | None, rename: Mapping[str, str]) -> dict[str, Any]:
+    plan = _plan(type(obj))
+    out: dict[str, Any] = {}
+    for attr, name, k, plain in plan.fields:
+        v = getattr(obj, attr)
+        if plain:
+            out[rename.get(name, name) if rename else name] = v if type(v) in _ATOMS else _plain(v, root, _NONE)
             continue
-        v = getattr(obj, f.name)
         if k.flatten:
             out.update({n: list(x) if isinstance(x, list) else x for n, x in (k.when_none or {}).items()}
-                       if v is None else _object(v, root, {}))
+                       if v is None else _object(v, root, _NONE))
             continue
-        name = rename.get(k.name or f.name, k.name or f.name)
+        name = rename.get(name, name) if rename else name
         value = _value(v, k, root)
         if k.group:
             out.setdefault(k.group, {})[name] = value
         else:
             out[name] = value
-    for name, fn in COMPUTED.get(cls, {}).items():
+    for name, fn in plan.computed:
         out[name] = fn(obj, root)
-    order = getattr(cls, "JSON_ORDER", None) or FOREIGN_ORDER.get(cls)
-    if order:
-        if set(order) != set(out):  # a key added to a record without its place in the order: say which
-            raise AssertionError(f"{cls.__name__}.JSON_ORDER vs its keys: {sorted(set(order) ^ set(out))}")
-        out = {n: out[n] for n in order}
+    if plan.order:
+        if len(out) != len(plan.order) or not all(n in out for n in plan.order):
+            # a key added to a record without its place in the order: say which
+            raise AssertionError(f"{type(obj).__name__}.JSON_ORDER vs its keys: {sorted(set(plan.order) ^ set(out))}")
+        out = {n: out[n] for n in plan.order}
     return out
+
+
+_NONE: Mapping[str, str] = {}
 
 
 def _value(v: Any, k: Key, root: Report | None) -> Any:
@@ -140,16 +176,18 @@ def _value(v: Any, k: Key, root: Report | None) -> Any:
         return None
     if k.pairs:
         return [dict(zip(k.pairs, t)) for t in v]
-    return _plain(v, root, k.rename)
+    return v if type(v) in _ATOMS else _plain(v, root, k.rename)
 
 
 def _plain(v: Any, root: Report | None, rename: Mapping[str, str]) -> Any:
+    if type(v) in _ATOMS:
+        return v
+    if isinstance(v, (tuple, list)):
+        return [x if type(x) in _ATOMS else _plain(x, root, rename) for x in v]
+    if isinstance(v, dict):
+        return {n: _plain(x, root, _NONE) for n, x in v.items()}
     if is_dataclass(v) and not isinstance(v, type):
         return _object(v, root, rename)
-    if isinstance(v, (tuple, list)):
-        return [_plain(x, root, rename) for x in v]
-    if isinstance(v, dict):
-        return {n: _plain(x, root, {}) for n, x in v.items()}
     return v
 
 
