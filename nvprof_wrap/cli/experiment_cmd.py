@@ -115,4 +115,5 @@ def run(args: argparse.Namespace) -> int:
                                                gpu_metrics_hz=args.gpu_metrics_frequency))
             rows.append(_row(precision, folder, manifest, script.stem))
     put(args, render(args.format, Experiment(tuple(rows)), render_options(args)), "experiment table")
-    return max((r.exit_code for r in rows), default=0)
+    # a run whose manifest recorded no end (None) did not succeed; it was a TypeError in max() before
+    return max((1 if r.exit_code is None else r.exit_code for r in rows), default=0)

@@ -1,7 +1,9 @@
 """Renderers: each turns one subject — a Report, a Comparison, or one of report/kinds.py's kinds (kernel rows,
 classifications, an experiment's rows, doctor's facts, the run history, several reports) — into text. They return
 values and never print or open files; renderers do not import each other (the underscore modules are shared
-helpers: ``_rows`` the documented JSON shape, ``_compare``, ``_experiment``, ``_doctor``, ``_fit``, ``_frame``).
+helpers: ``_outline`` the sections of a report that the terminal, Markdown and HTML walk, with ``_shapes`` and each
+format's ``_sections_*``; ``_rows``, ``_compare``, ``_experiment``, ``_doctor``, ``_fit``, ``_frame``). A report's
+JSON is its own serialisation (report/serialise.py).
 
 How to add an output format: one module here with
     NAME = "yaml"          # the --format value
@@ -17,7 +19,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from nvprof_wrap import report as _report
-from nvprof_wrap.renderers import _frame, _rows, console, csv, html, json, markdown
+from nvprof_wrap.renderers import _frame, console, csv, html, json, markdown
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import KINDS, Classifications, Doctor, Experiment, Kernels, Named, Reports, Runs
@@ -48,8 +50,7 @@ def _notebook(report: _report.Report) -> str:
     return _frame.notebook(html.render(report, Options()), f"nvprof-wrap report: {report.verdict.message}")
 
 
-# The Report's str(), to_dict() and _repr_html_() (report.DISPLAY: the report layer calls down, never imports up).
-_report.DISPLAY.update({"table": lambda r: console.render(r, Options(width=120)), "dict": _rows.report,
-                        "html": _notebook})
+# The Report's str() and _repr_html_() (report.DISPLAY: the report layer calls down, never imports up).
+_report.DISPLAY.update({"table": lambda r: console.render(r, Options(width=120)), "html": _notebook})
 __all__ = ["BY_EXTENSION", "KINDS", "RENDERERS", "Classifications", "Doctor", "Experiment", "Kernels", "Named",
            "Options", "Renderer", "Reports", "Runs", "Subject", "render"]

@@ -1,8 +1,10 @@
 """What `doctor` found, as lines of text: shared by the renderers (each one's render_doctor)."""
 from __future__ import annotations
 
+from typing import Any
 
-def lines(f: dict) -> list[str]:
+
+def lines(f: dict[str, Any]) -> list[str]:
     out = ["GPUs: " + ("none found (nvidia-smi)" if not f["gpus"] else "; ".join(
         f"{g['index']}: {g['name']}, compute capability {g['compute_capability']}, driver {g['driver']}"
         for g in f["gpus"]))]

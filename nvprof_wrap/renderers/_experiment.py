@@ -11,7 +11,7 @@ from rich.text import Text
 
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
-from nvprof_wrap.report.experiment import where_the_time_went
+from nvprof_wrap.report.experiment import ExperimentRow, where_the_time_went
 from nvprof_wrap.text.sanitize import csv_cell, deep, json_safe
 
 HEAD = ("precision", "ms/step", "step (median)", "outside CUDA", "in CUDA calls", "GPU busy", "GPU kernels",
@@ -20,12 +20,12 @@ _STYLE = {"healthy": "green", "collapsed": "bold red", "nan": "bold red", "diver
           "failed": "bold red"}
 
 
-def _health(r) -> str:
+def _health(r: ExperimentRow) -> str:
     """A workload that exited non-zero says so first: its numbers describe a run that did not finish."""
     return f"failed (exit {r.exit_code})" if r.exit_code else r.health
 
 
-def _f(x, fmt: str) -> str:
+def _f(x: float | None, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
 
@@ -33,7 +33,7 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f} ms"
 
 
-def cells(r) -> list[str]:
+def cells(r: ExperimentRow) -> list[str]:
     return [r.precision, _f(r.wall_per_step_ms, ".2f"), _ms(r.step_ms), _ms(r.step_outside_cuda_ms),
             _ms(r.step_in_cuda_ms), _ms(r.step_gpu_busy_ms),
             f"{r.kernel_ns / 1e6:.1f} ms",
@@ -43,11 +43,11 @@ def cells(r) -> list[str]:
             _f(r.final_val_accuracy, ".4f"), _health(r)]
 
 
-def as_json(rows: list) -> str:
+def as_json(rows: list[ExperimentRow]) -> str:
     return json_safe(json.dumps([asdict(r) for r in rows], indent=2)) + "\n"
 
 
-def as_csv(rows: list) -> str:
+def as_csv(rows: list[ExperimentRow]) -> str:
     rows = deep(rows)  # findings quote the job's own log lines
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(asdict(rows[0])) if rows else [], lineterminator="\n")
@@ -57,7 +57,7 @@ def as_csv(rows: list) -> str:
     return buf.getvalue()
 
 
-def as_markdown(rows: list) -> str:
+def as_markdown(rows: list[ExperimentRow]) -> str:
     rows = deep(rows)
     lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in rows]
@@ -65,7 +65,7 @@ def as_markdown(rows: list) -> str:
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
-def as_table(rows: list, width: int = 120, color: bool = False) -> str:
+def as_table(rows: list[ExperimentRow], width: int = 120, color: bool = False) -> str:
     rows = deep(rows)
     cols = [Col("precision", justify="left"), Col("ms/step"), Col("step (median)", short="step"),
             Col("outside CUDA", short="outside"), Col("in CUDA calls", short="in CUDA", drop=4),

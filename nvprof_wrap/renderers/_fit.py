@@ -14,6 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # rich is loaded when a table is drawn, not when this module is
+    from rich.console import JustifyMethod
+    from rich.table import Table
+    from rich.text import Text
 
 SEPARATOR = 3  # " │ " between two columns (show_edge=False, pad_edge=False)
 
@@ -22,7 +28,7 @@ SEPARATOR = 3  # " │ " between two columns (show_edge=False, pad_edge=False)
 class Col:
     head: str
     short: str = ""  # the header when room is tight ("" = the same)
-    justify: str = "right"
+    justify: JustifyMethod = "right"
     cut: int = 0  # > 0: text that may be cut with an ellipsis, down to this many characters
     most: int = 0  # > 0: never wider than this (a cut column that would take the whole width otherwise)
     drop: int = 0  # > 0: may go when the table does not fit, highest first; 0 = always shown
@@ -31,11 +37,11 @@ class Col:
     measure: Callable[[str], str] | None = None
 
 
-def _len(cell) -> int:
+def _len(cell: str | Text) -> int:
     return len(cell if isinstance(cell, str) else cell.plain)  # text, or a rich Text (styled)
 
 
-def fit(cols: list[Col], rows: list[list], width: int, sep: int = SEPARATOR,
+def fit(cols: list[Col], rows: list[list[Any]], width: int, sep: int = SEPARATOR,
         names_last: bool = False) -> tuple[list[int], list[str], list[int]]:
     """(indexes of the columns kept, their headers, their widths) for a table of ``width`` characters whose
     columns are ``sep`` characters apart; ``names_last``: other text gives up its room before name columns do."""
@@ -50,7 +56,7 @@ def fit(cols: list[Col], rows: list[list], width: int, sep: int = SEPARATOR,
         keep.remove(max(droppable, key=lambda i: cols[i].drop))
 
 
-def _widths(cols: list[Col], rows: list[list], keep: list[int], width: int, sep: int,
+def _widths(cols: list[Col], rows: list[list[Any]], keep: list[int], width: int, sep: int,
             names_last: bool) -> tuple[list[str], list[int]]:
     room = width - sep * (len(keep) - 1)
     heads, widths = _cut([cols[i].head for i in keep], cols, rows, keep, room, names_last)
@@ -59,7 +65,7 @@ def _widths(cols: list[Col], rows: list[list], keep: list[int], width: int, sep:
     return heads, widths
 
 
-def _cut(heads: list[str], cols: list[Col], rows: list[list], keep: list[int],
+def _cut(heads: list[str], cols: list[Col], rows: list[list[Any]], keep: list[int],
          room: int, names_last: bool = False) -> tuple[list[str], list[int]]:
     """Natural widths, then text that may be cut gives up room, the widest first, down to its minimum."""
     widths = []
@@ -77,7 +83,7 @@ def _cut(heads: list[str], cols: list[Col], rows: list[list], keep: list[int],
     return heads, widths
 
 
-def table(cols: list[Col], rows: list[list], width: int, wide: bool = False, **options):
+def table(cols: list[Col], rows: list[list[Any]], width: int, wide: bool = False, **options: Any) -> Table:
     """A rich Table of ``rows`` fitted to ``width``; cells are plain text (escaped here) or rich Text; options go
     to Table (title, caption, …). ``wide``: whole texts, wrapped (a rule between rows), none cut."""
     from rich.markup import escape
@@ -101,7 +107,7 @@ def table(cols: list[Col], rows: list[list], width: int, wide: bool = False, **o
     return t
 
 
-def _named(cols: list[Col], rows: list[list], widths: dict[int, int]) -> list[list]:
+def _named(cols: list[Col], rows: list[list[Any]], widths: dict[int, int]) -> list[list[Any]]:
     """The rows with each shown name column's cells made by its own function for the width it got."""
     rows = [list(r) for r in rows]
     for i, c in enumerate(cols):

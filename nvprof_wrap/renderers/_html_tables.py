@@ -3,6 +3,8 @@ ops, kernel, device / process and source tables in the JSON shape (docs/json.md)
 through ``_t`` (renderers/_frame.py); names show short, whole on hover and a click away."""
 from __future__ import annotations
 
+from typing import Any
+
 from nvprof_wrap.renderers import _rows
 from nvprof_wrap.renderers._frame import name_cell, prose_cell
 from nvprof_wrap.renderers._frame import t as _t
@@ -29,7 +31,7 @@ def share_bar(x: float) -> Raw:
                f"</span></span>{_pct(x)}</span>")
 
 
-def table(head: tuple[str, ...], rows: list[list], numeric: frozenset[int] = frozenset(), cls: str = "") -> str:
+def table(head: tuple[str, ...], rows: list[list[Any]], numeric: frozenset[int] = frozenset(), cls: str = "") -> str:
     th = "".join(f'<th scope="col"{" class=n" if i in numeric else ""}>{_t(h)}</th>' for i, h in enumerate(head))
     body = "".join("<tr>" + "".join(td(c, i in numeric) for i, c in enumerate(r)) + "</tr>\n" for r in rows)
     return (f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead>\n<tbody>\n{body}</tbody></table>'
@@ -43,7 +45,7 @@ def td(cell: object, numeric: bool) -> str:
     return f'<td{" class=n" if numeric else ""}>{cell if isinstance(cell, Raw) else _t(cell)}</td>'
 
 
-def limited(head: tuple[str, ...], rows: list[list], limit: int, what: str, numeric: frozenset[int],
+def limited(head: tuple[str, ...], rows: list[list[Any]], limit: int, what: str, numeric: frozenset[int],
             cls: str = "") -> str:
     """The first `limit` rows in view, the rest one click away: the page keeps every row."""
     out = table(head, rows[:limit], numeric, cls)
@@ -61,7 +63,7 @@ KERNEL_HEAD = ("kernel", "launches", "total", "mean", "% of kernel time", "tenso
                "evidence", "why (reason · counter or code detail · flag)")
 
 
-def ops(rows: list[dict], limit: int) -> str:
+def ops(rows: list[dict[str, Any]], limit: int) -> str:
     """Numbered ranges (step 0 … step 29) as one row, as in the terminal; names short, whole on hover or a click."""
     rows = _rows.numbered_merged_dicts(rows)
     hw = any(o.get("hardware_tensor_pct") is not None for o in rows)
@@ -80,7 +82,7 @@ def hw_pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}%"
 
 
-def groups(rows: list[dict], key: str, head: tuple[str, str]) -> str:
+def groups(rows: list[dict[str, Any]], key: str, head: tuple[str, str]) -> str:
     return table((*head, *GROUP_HEAD),
                  [["-" if g[key] is None else g[key], ("label", g["label"]), n(g["launches"]), _ns(g["kernel_ns"]),
                    share_bar(g["tensor_core_share"]), " + ".join(g["tensor_core_precisions"]) or "-",
@@ -88,7 +90,7 @@ def groups(rows: list[dict], key: str, head: tuple[str, str]) -> str:
                  frozenset({2, 3, 6, 7, 8}))
 
 
-def kernel_cells(k: dict, name: str) -> list:
+def kernel_cells(k: dict[str, Any], name: str) -> list[Any]:
     """One kernel's row: its name short (``name``), whole on hover and a click away; a long why clamped."""
     mark, cls = TC_MARK.get(k["tensor_core"], ("?", "unknown"))
     evidence = k["evidence"] + (f" (name rules: {k['name_verdict']})"
@@ -104,7 +106,7 @@ def kernel_cells(k: dict, name: str) -> list:
             k["precision"] or "-", k["family"], evidence, ("why", Raw(why))]
 
 
-def kernels(rows: list[dict], limit: int) -> str:
+def kernels(rows: list[dict[str, Any]], limit: int) -> str:
     names = shorten_all([k["name"] for k in rows], KERNEL_CHARS)
     return limited(KERNEL_HEAD, [kernel_cells(k, name) for k, name in zip(rows, names)], limit, "kernels",
                    frozenset({1, 2, 3, 4}), "kernels")
@@ -119,7 +121,7 @@ def _notes(notes: list[str]) -> Raw:
     return Raw(prose_cell(_t(text), len(text)))
 
 
-def sources(d: dict) -> str:
+def sources(d: dict[str, Any]) -> str:
     out = table(("capture", "format", "partial", "notes"),
                 [[("name", _path(s["path"])), s["format"], "yes" if s["partial"] else "no", _notes(s["notes"])]
                  for s in d["sources"]])

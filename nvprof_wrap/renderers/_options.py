@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -13,4 +14,4 @@ class Options:
     limit: int | None = None  # rows per table; None: the format's own default (15 in the table and HTML, all in CSV)
     table: str = "kernels"  # CSV writes one table of a report: csv.TABLES
     per_step: bool = False  # one row per step of the series (table, Markdown); JSON and CSV always carry them
-    gates: tuple[dict, ...] | None = None  # the command line's gates with their results (JSON carries them)
+    gates: tuple[dict[str, Any], ...] | None = None  # the command line's gates with their results (JSON carries them)

@@ -5,6 +5,8 @@ help nobody in a terminal; JSON and CSV (--table ranks) keep every rank. The ran
 """
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 from rich.text import Text
 
@@ -39,7 +41,7 @@ def folds_processes(report: Report) -> bool:
     return report.ranks is not None and len(report.processes) > ALL_ROWS
 
 
-def from_dict(d: dict) -> Ranks | None:
+def from_dict(d: dict[str, Any]) -> Ranks | None:
     """The ranks of a report in its JSON shape (renderers that work from it: HTML)."""
     if not d.get("ranks"):
         return None
@@ -81,7 +83,7 @@ def outlier_lines(ranks: Ranks, most: int | None = None) -> list[str]:
 
 def by_rank(ranks: Ranks) -> list[str]:
     """One line per rank that stands out, the worst first: its worst measure's message, then its others in short."""
-    first: dict[int, list] = {}
+    first: dict[int, list[Any]] = {}
     for o in ranks.outliers:
         first.setdefault(o.rank, []).append(o)
     out = []
@@ -91,16 +93,16 @@ def by_rank(ranks: Ranks) -> list[str]:
     return out
 
 
-def _short(o) -> str:
+def _short(o: RankOutlier) -> str:
     if o.value is None:
         return o.message.split(": ", 1)[-1]
     if o.measure.endswith("share"):
-        return f"{WORDS[o.measure]} {100 * o.value:.1f}% (median {100 * o.median:.1f}%)"
+        return f"{WORDS[o.measure]} {100 * o.value:.1f}% (median {100 * (o.median or 0.0):.1f}%)"
     ratio = f", {o.value / o.median:.2f}x" if o.median else ""
     return f"{WORDS[o.measure]} {duration(o.value)} (median {duration(o.median)}{ratio})"
 
 
-def console(ranks: Ranks, width: int, wide: bool) -> list:
+def console(ranks: Ranks, width: int, wide: bool) -> list[Any]:
     if len(ranks.rows) <= ALL_ROWS:
         cols = [Col("rank", justify="left"), Col("launches"), Col("kernel time", short="kernel"),
                 Col("tensor core", short="TC"), Col("TC precision", short="TC prec.", justify="left", cut=8, drop=2),
@@ -113,7 +115,7 @@ def console(ranks: Ranks, width: int, wide: bool) -> list:
     else:
         cols = [Col(h, justify="left" if i == 0 else "right") for i, h in enumerate(SPREAD_HEADS)]
         table = fitted(cols, spread_cells(ranks), width, wide, title=title(ranks), title_justify="left")
-    out: list = [table]
+    out: list[Any] = [table]
     lines = outlier_lines(ranks, SHOWN_OUTLIERS)
     if lines:
         style = "yellow" if ranks.outliers else "dim"

@@ -24,7 +24,7 @@ def steady_line(series: Series | None) -> str | None:
     kernels 16.4 ms (9.5% on tensor cores); host: 5.1 ms in CUDA calls (launches 2.5 ms, copies and waits
     2.2 ms), 12.7 ms outside them"."""
     s = steady(series)
-    if s is None:
+    if s is None or series is None:
         return None
     unit = "bucket" if series.kind == "buckets" else "step"
     span = f"{unit}s {s.first}-{s.last}" if s.first != s.last else f"{unit} {s.first}"

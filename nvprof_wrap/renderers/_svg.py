@@ -72,7 +72,7 @@ def nice_step(span: float, count: int = 4) -> float:
     if span <= 0:
         return 1.0
     raw = span / count
-    power = 10 ** math.floor(math.log10(raw))
+    power: float = 10 ** math.floor(math.log10(raw))  # an int from 10^0 up, as it always was
     return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
 
 

@@ -11,7 +11,9 @@ hardware_series is on each device's own clock and keeps its own chart in the pag
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, TypeGuard
 
 from nvprof_wrap.renderers import _svg
 from nvprof_wrap.renderers._frame import t as _t
@@ -20,6 +22,8 @@ from nvprof_wrap.text.units import duration as _ns
 from nvprof_wrap.text.units import pct as _pct
 
 MAX_BARS = 300
+Spans = tuple[tuple[float, float], ...]  # _svg.Chart's spans and xticks
+Ticks = tuple[tuple[float, str], ...]
 P = _svg.PALETTE
 BEFORE, AFTER = P["c-cuda"], P["c-h2d"]
 HOST_COLOURS = {"launch": P["c-h2d"], "sync": P["c-unk"], "alloc": P["c-mset"], "other": P["c-comm"]}
@@ -33,7 +37,7 @@ svg.ts line.grid{stroke:var(--line)}
 """
 
 
-def series_of(d: dict) -> Series | None:
+def series_of(d: dict[str, Any]) -> Series | None:
     """The series of a report's JSON form (docs/json.md "series", "series_info"): the page is made from the JSON
     contract alone."""
     info, rows = d.get("series_info"), d.get("series") or []
@@ -47,7 +51,7 @@ def series_of(d: dict) -> Series | None:
                   tuple(info["notes"]))
 
 
-def usable(series: Series | None) -> bool:
+def usable(series: Series | None) -> TypeGuard[Series]:
     return series is not None and len(series.rows) >= 2
 
 
@@ -70,7 +74,10 @@ def _bin(rows: tuple[StepRow, ...]) -> Bin:
     if len(rows) == 1:
         r = rows[0]
         return Bin(r.step, r.step, r.start_s, r.start_s + r.duration_ns / 1e9, r)
-    m = lambda key: _mean([getattr(r, key) for r in rows])
+
+    def m(key: str) -> int:
+        return _mean([getattr(r, key) for r in rows])
+
     api = [r.api_ns for r in rows if r.api_ns is not None]
     outside = [r.outside_api_ns for r in rows if r.outside_api_ns is not None]
     hw = [(r.hw_tensor, r.duration_ns or 1) for r in rows if r.hw_tensor is not None]
@@ -93,7 +100,7 @@ def _label(b: Bin) -> str:
     return str(b.first) if b.first == b.last else f"{b.first}-{b.last}"
 
 
-def _axis(series: Series, bars: tuple[Bin, ...], size: int) -> tuple[tuple, tuple, str]:
+def _axis(series: Series, bars: tuple[Bin, ...], size: int) -> tuple[Spans, Ticks, str]:
     """(spans, ticks, x axis name): steps side by side labelled with their numbers, buckets in seconds."""
     if series.kind == "buckets":
         end = max((b.end_s for b in bars), default=1.0) - bars[0].start_s if bars else 1.0
@@ -104,7 +111,7 @@ def _axis(series: Series, bars: tuple[Bin, ...], size: int) -> tuple[tuple, tupl
     return spans, ticks, "step" + (f" (the first of each bin of {size})" if size > 1 else "")
 
 
-def _positions(labels: list[str]) -> tuple[tuple, tuple]:
+def _positions(labels: list[str]) -> tuple[Spans, Ticks]:
     """Positions side by side, one a unit wide; about 8 of them labelled, at a round stride."""
     every = max(1, math.ceil(len(labels) / 8))
     every = int(_svg.nice_step(every, 1)) if every > 2 else every
@@ -142,7 +149,10 @@ def host_chart(series: Series, bars: tuple[Bin, ...], size: int, ident: str) -> 
     if not any(b.row.api_ns is not None for b in bars):
         return None
     spans, ticks, xlabel = _axis(series, bars, size)
-    api = lambda b, k: (b.row.api_ns or {}).get(k, 0)
+
+    def api(b: Bin, k: str) -> int:
+        return (b.row.api_ns or {}).get(k, 0)
+
     layers = tuple(_svg.Layer(API_LABELS[k], HOST_COLOURS[k], tuple(api(b, k) for b in bars)) for k in API_KINDS)
     outside = _svg.Layer("outside CUDA calls", P["c-other"], tuple(b.row.outside_api_ns or 0 for b in bars))
     tips = tuple(f"{_where(b, series.kind)}: " + ", ".join(f"{lay.label} {_ns(lay.values[i])}"
@@ -173,11 +183,14 @@ def tc_chart(series: Series, bars: tuple[Bin, ...], size: int, ident: str) -> _s
 
 def work_chart(series: Series, bars: tuple[Bin, ...], size: int, ident: str) -> _svg.Chart:
     spans, ticks, xlabel = _axis(series, bars, size)
-    other = lambda r: max(r.kernel_ns - r.tc_ns - r.unknown_ns - r.comm_ns, 0)
-    parts = (("tensor-core kernels", P["c-tc"], lambda r: r.tc_ns), ("other kernels", P["c-cuda"], other),
-             ("kernels of unknown kind", P["c-unk"], lambda r: r.unknown_ns),
-             ("communication", P["c-comm"], lambda r: r.comm_ns), ("copies and memsets", P["c-mem"],
-                                                                   lambda r: r.copy_ns))
+
+    def other(r: StepRow) -> int:
+        return max(r.kernel_ns - r.tc_ns - r.unknown_ns - r.comm_ns, 0)
+
+    parts: tuple[tuple[str, str, Callable[[StepRow], int]], ...] = (
+        ("tensor-core kernels", P["c-tc"], lambda r: r.tc_ns), ("other kernels", P["c-cuda"], other),
+        ("kernels of unknown kind", P["c-unk"], lambda r: r.unknown_ns),
+        ("communication", P["c-comm"], lambda r: r.comm_ns), ("copies and memsets", P["c-mem"], lambda r: r.copy_ns))
     layers = tuple(_svg.Layer(label, colour, tuple(get(b.row) for b in bars)) for label, colour, get in parts)
     tips = tuple(f"{_where(b, series.kind)}: " + ", ".join(f"{lay.label} {_ns(lay.values[i])}" for lay in layers)
                  + f", {b.row.launches:,} launches" for i, b in enumerate(bars))
@@ -203,7 +216,7 @@ def caption(series: Series, size: int) -> str:
     return " ".join(f"{p[0].upper()}{p[1:]}{'' if p.endswith('.') else '.'}" for p in parts + list(series.notes) if p)
 
 
-def cap(totals: list[float]) -> float | None:
+def cap(totals: Sequence[float]) -> float | None:
     """An axis top that keeps the typical steps readable when a few (the first: start-up, compilation) are many
     times longer: the round tick above 1.25 × the tallest bar within 4 × the median; None when none stands out."""
     vals = sorted(v for v in totals if v > 0)
@@ -261,7 +274,7 @@ def section(series: Series | None, ident: str = "r1", level: int = 2) -> str:
 
 
 def _overlay(sides: tuple[tuple[str, tuple[Bin, ...]], ...], size: int, ident: str, title: str, unit: str,
-             get) -> _svg.Chart:
+             get: Callable[[StepRow], float]) -> _svg.Chart:
     """A line per side over the n-th step of each run (the runs' own step numbers may differ)."""
     n = max(len(bs) for _, bs in sides)
     spans, ticks = _positions([str(i * size + 1) for i in range(n)])
@@ -278,7 +291,7 @@ def _overlay(sides: tuple[tuple[str, tuple[Bin, ...]], ...], size: int, ident: s
 def compare_section(before: Series | None, after: Series | None, labels: tuple[str, str]) -> str:
     """Before and after over time: step wall time and tensor-core share of both runs on one axis each (runs of
     steps), then each run's busy / idle bars on one shared scale. Empty unless both runs have a series."""
-    if not (usable(before) and usable(after)):
+    if not usable(before) or not usable(after):
         return ""
     size = max(1, math.ceil(max(len(before.rows), len(after.rows)) / MAX_BARS))
     (bb, _), (ab, _) = bins(before.rows, size), bins(after.rows, size)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import csv as _csv
 import io
+from typing import Any
 
 from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
 from nvprof_wrap.renderers._options import Options
-from nvprof_wrap.report import Report
+from nvprof_wrap.report import Report, serialise
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.sanitize import csv_cell
@@ -17,7 +18,7 @@ NAME = "csv"
 EXTENSION = ".csv"
 
 
-def _table(dicts: list[dict]) -> str:
+def _table(dicts: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     if dicts:
         w = _csv.DictWriter(buf, fieldnames=list(dicts[0]), lineterminator="\n")
@@ -31,11 +32,11 @@ TABLES = ("kernels", "time_split", "devices", "processes", "ops", "scopes", "dis
           "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_outliers")
 
 
-def render(subject, options: Options) -> str:
+def render(subject: object, options: Options) -> str:
     """The subject as one CSV table with a header row; a report's table is ``options.table`` (TABLES)."""
     match subject:
         case Report():
-            rows = _rows.report(subject)[options.table]
+            rows = serialise.to_dict(subject)[options.table]
             rows = rows[:options.limit] if options.limit else rows
             return _table([{k: _flat(v) for k, v in r.items()} for r in rows])
         case Comparison():  # one row per (table, key): every table of the comparison, with a column saying which

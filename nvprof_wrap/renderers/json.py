@@ -3,10 +3,11 @@ character escaped the JSON way (also C1 and bidi overrides, which json.dumps lea
 from __future__ import annotations
 
 import json as _json
+from typing import Any
 
 from nvprof_wrap.renderers import _compare, _experiment, _rows
 from nvprof_wrap.renderers._options import Options
-from nvprof_wrap.report import Report
+from nvprof_wrap.report import Report, serialise
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import Classifications, Doctor, Experiment, Kernels, Reports, Runs
 from nvprof_wrap.text.sanitize import json_safe
@@ -15,17 +16,17 @@ NAME = "json"
 EXTENSION = ".json"
 
 
-def _with_gates(d: dict, gates: list | None) -> dict:
+def _with_gates(d: dict[str, Any], gates: tuple[dict[str, Any], ...] | None) -> dict[str, Any]:
     """The command line's gates (--min-tensor-core-share, --expect-precision), each with its threshold, the measured
     value and whether it passed; absent when none was given (the JSON is then exactly Report.to_dict())."""
     return d if gates is None else d | {"gates": list(gates)}
 
 
-def render(subject, options: Options) -> str:
+def render(subject: object, options: Options) -> str:
     """The subject as one JSON document (docs/json.md); the gates given, with their results, under "gates"."""
     match subject:
         case Report():
-            return _dump(_with_gates(_rows.report(subject), options.gates))
+            return _dump(_with_gates(serialise.to_dict(subject), options.gates))
         case Comparison():
             return _dump(_with_gates(_compare.as_dict(subject), options.gates))
         case Kernels():
@@ -39,7 +40,7 @@ def render(subject, options: Options) -> str:
         case Runs():
             return _dump(list(subject.rows))
         case Reports():  # one object: each report's dict under its key
-            return _dump({item.key: _rows.report(item.report) for item in subject.items})
+            return _dump({item.key: serialise.to_dict(item.report) for item in subject.items})
     raise TypeError(f"the json renderer has no form for {type(subject).__name__}")
 
 

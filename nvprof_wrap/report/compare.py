@@ -9,13 +9,14 @@ JSON lines) when both have them.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvprof_wrap.report import Report, Scope
+from nvprof_wrap.report import KernelRow, Report, Scope
 from nvprof_wrap.report.experiment import read_metrics
 from nvprof_wrap.report.hints import host_bound
-from nvprof_wrap.report.series import Series, steady
+from nvprof_wrap.report.series import Series, StepRow, steady
 from nvprof_wrap.run import Run
 from nvprof_wrap.text.names import numbered_family
 from nvprof_wrap.text.units import pct as _pct
@@ -82,15 +83,17 @@ class Comparison:
 def _side(label: str, r: Report, folder: Path | None) -> Side:
     steps, secs = read_metrics(Run(folder).metrics_file) if folder is not None else (None, None)
     v = r.verdict
-    s = steady(r.series) if r.series is not None and r.series.kind == "steps" else None
-    spans = [d for d in r.devices if d.idle_share is not None]
-    idle = s.idle_share if s is not None else max((d.idle_share for d in spans), default=None)
-    common = {"idle": idle, "host_bound": host_bound(r) is not None, "window": _window(r.scope)}
-    if s is not None:
+    series = r.series
+    s = steady(series) if series is not None and series.kind == "steps" else None
+    idle = s.idle_share if s is not None else max((d.idle_share for d in r.devices if d.idle_share is not None),
+                                                  default=None)
+    bound, window = host_bound(r) is not None, _window(r.scope)
+    if s is not None and series is not None:
         return Side(label, v.tensor_cores, v.kernel_ns, v.launches, v.tc_fraction, v.precisions,
-                    s.duration_ns / 1e6, s.rows + 1, "median step", _spread(r.series.rows[1:]), **common)
+                    s.duration_ns / 1e6, s.rows + 1, "median step", _spread(series.rows[1:]), idle=idle,
+                    host_bound=bound, window=window)
     return Side(label, v.tensor_cores, v.kernel_ns, v.launches, v.tc_fraction, v.precisions,
-                1000 * secs / steps if steps and secs else None, steps, **common)
+                1000 * secs / steps if steps and secs else None, steps, idle=idle, host_bound=bound, window=window)
 
 
 def _window(scope: Scope | None) -> str | None:
@@ -101,7 +104,7 @@ def _window(scope: Scope | None) -> str | None:
     return f"{what} of each run ({scope.option})"
 
 
-def _spread(rows) -> float | None:
+def _spread(rows: Sequence[StepRow]) -> float | None:
     """The steps' noise: their median absolute deviation over their median."""
     d = sorted(r.duration_ns for r in rows)
     if len(d) < 3:
@@ -123,7 +126,7 @@ def _rows(before: dict[str, list[int]], after: dict[str, list[int]], b_total: in
     return tuple(sorted(out, key=lambda r: (-abs(r.after_share - r.before_share), r.key)))
 
 
-def _by(r: Report, key) -> dict[str, list[int]]:
+def _by(r: Report, key: Callable[[KernelRow], str]) -> dict[str, list[int]]:
     acc: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for k in r.kernels:
         g = acc[key(k)]
@@ -166,9 +169,9 @@ def compare(before: Report, after: Report, labels: tuple[str, str] = ("before", 
 NOISE = 0.02  # step times closer than this (or than the steps' own spread) are "no change"
 
 
-def _step_time(b: Side, a: Side) -> str:
+def _step_time(b: Side, a: Side, b_ms: float, a_ms: float) -> str:
     """'step time (median step): 35.70 → 50.10 ms (1.40× slower)'; within the noise: 'no change'."""
-    ratio = b.step_ms / a.step_ms
+    ratio = b_ms / a_ms
     source = "median step of each capture" if b.step_from == a.step_from == "median step" else \
         "wall, from each run's metrics" if b.step_from == a.step_from else "median step / metrics"
     noise = max([NOISE] + [x.spread for x in (b, a) if x.spread is not None])
@@ -176,7 +179,7 @@ def _step_time(b: Side, a: Side) -> str:
         how = f"no change: within ±{100 * noise:.0f}%" + (", the steps' own spread" if noise > NOISE else "")
     else:
         how = f"{ratio:.2f}× faster" if ratio >= 1 else f"{1 / ratio:.2f}× slower"
-    return f"step time ({source}): {b.step_ms:.2f} → {a.step_ms:.2f} ms ({how})"
+    return f"step time ({source}): {b_ms:.2f} → {a_ms:.2f} ms ({how})"
 
 
 def _findings(b: Side, a: Side, families: tuple[DeltaRow, ...]) -> tuple[str, ...]:
@@ -188,9 +191,9 @@ def _findings(b: Side, a: Side, families: tuple[DeltaRow, ...]) -> tuple[str, ..
                    + (" + ".join(a.precisions) or "none"))
     if b.window or a.window:
         same = b.window == a.window
-        out.insert(0, "compared: " + (b.window if same else f"{b.window or 'all'} → {a.window or 'all'}"))
+        out.insert(0, "compared: " + ((b.window or "") if same else f"{b.window or 'all'} → {a.window or 'all'}"))
     if b.step_ms and a.step_ms:
-        out.append(_step_time(b, a))
+        out.append(_step_time(b, a, b.step_ms, a.step_ms))
     if b.idle is not None and a.idle is not None:
         what = "GPU idle in the median step" if b.step_from == a.step_from == "median step" else \
             "GPU idle from the first kernel to the last"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.model import HealthVerdict
 from nvprof_wrap.report import Report
@@ -15,8 +16,8 @@ from nvprof_wrap.system import bounded
 @dataclass(frozen=True)
 class ExperimentRow:
     precision: str
-    exit_code: int
-    wall_s: float
+    exit_code: int | None  # None: the manifest recorded no end
+    wall_s: float | None
     steps: int | None
     wall_per_step_ms: float | None
     kernel_ns: int
@@ -72,15 +73,19 @@ def row(precision: str, folder: Path, manifest: Manifest, report: Report, health
     v = report.verdict
     memcpy = sum(s.share for s in report.split if s.kind == "memcpy")
     spans = [d for d in report.devices if d.span_ns]
-    idle = (1 - sum(d.busy_ns or 0 for d in spans) / sum(d.span_ns for d in spans)) if spans else None
+    idle = (1 - sum(d.busy_ns or 0 for d in spans) / sum(d.span_ns or 0 for d in spans)) if spans else None
     final = health.final
     s = steady(report.series)
-    ms = (lambda ns: None if ns is None else round(ns / 1e6, 3))
-    per_step = {} if s is None else {
+
+    def ms(ns: float | None) -> float | None:
+        return None if ns is None else round(ns / 1e6, 3)
+
+    per_step: dict[str, Any] = {} if s is None else {
         "step_ms": ms(s.duration_ns), "step_gpu_busy_ms": ms(s.gpu_busy_ns), "step_kernel_ms": ms(s.kernel_ns),
         "step_in_cuda_ms": ms(s.in_api_ns), "step_outside_cuda_ms": ms(s.outside_api_ns),
         "step_launch_ms": ms((s.api_ns or {}).get("launch")), "step_sync_ms": ms((s.api_ns or {}).get("sync")),
-        "steps_counted_by": report.series.source, "step_mean_ms": ms(s.mean_duration_ns), "slow_steps": len(s.slow),
+        "steps_counted_by": report.series.source if report.series else None, "step_mean_ms": ms(s.mean_duration_ns),
+        "slow_steps": len(s.slow),
         "slow_steps_ms": ms(s.slow_ns), "slow_steps_outside_cuda_ms": ms(s.slow_outside_api_ns),
         "slow_step_numbers": s.slow[:8]}
     return ExperimentRow(
@@ -100,7 +105,7 @@ def where_the_time_went(rows: list[ExperimentRow]) -> list[str]:
     base = next((r for r in rows if r.step_ms is not None), None)
     out = []
     for r in rows:
-        if base is None or r is base or r.step_ms is None or r.exit_code:
+        if base is None or base.step_ms is None or r is base or r.step_ms is None or r.exit_code:
             continue
         parts = [(label, getattr(r, f), getattr(base, f)) for label, f in (
             ("outside CUDA calls", "step_outside_cuda_ms"), ("in CUDA calls", "step_in_cuda_ms"),

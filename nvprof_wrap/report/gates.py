@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 from nvprof_wrap.report import Report
 
 
@@ -12,7 +14,7 @@ def shortfalls(report: Report, min_share: float | None = None, expect: tuple[str
     return [g["message"] for g in evaluate(report, min_share, expect) if not g["passed"]]
 
 
-def evaluate(report: Report, min_share: float | None = None, expect: tuple[str, ...] = ()) -> list[dict]:
+def evaluate(report: Report, min_share: float | None = None, expect: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """One dict per gate given (docs/json.md, "gates"): `gate` (its option), `threshold`, `measured`, `passed`, and
     `message`, the line a missed gate prints (null when it passed)."""
     v = report.verdict

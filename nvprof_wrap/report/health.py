@@ -92,10 +92,10 @@ def pieces_of(path: Path, limit: int | None = None) -> Iterator[tuple[bytes, boo
                     rest = b""
                     continue
                 buf, dropping = buf[end.end():], False
-            end = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
-            if end >= 0:
-                yield buf[:end + 1], False
-            rest = buf[end + 1:]
+            last = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+            if last >= 0:
+                yield buf[:last + 1], False
+            rest = buf[last + 1:]
             if len(rest) > limit:
                 yield rest[:limit], True
                 rest, dropping = b"", True

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
-from nvprof_wrap.report import Gpu, KernelRow, Report
+from nvprof_wrap.report import Gpu, GroupRow, KernelRow, Report, SplitRow
 from nvprof_wrap.report.series import steady
 from nvprof_wrap.text.units import duration as _ns
 from nvprof_wrap.text.units import pct_whole as _pct
@@ -71,12 +72,13 @@ def hints(report: Report) -> tuple[str, ...]:
 def _ranks(report: Report) -> str | None:
     """Ranks that stand out (report/ranks.py): one rank slower, off tensor cores or in another precision holds
     every other rank back at each collective."""
-    found = report.ranks.outliers if report.ranks else ()
-    if not found:
+    ranked = report.ranks
+    found = ranked.outliers if ranked else ()
+    if not found or ranked is None:
         return None
     ranks = sorted({o.rank for o in found})
     shown = ", ".join(str(r) for r in ranks[:8]) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
-    return (f"{len(ranks)} of {len(report.ranks.rows)} ranks stand out ({'rank' if len(ranks) == 1 else 'ranks'} "
+    return (f"{len(ranks)} of {len(ranked.rows)} ranks stand out ({'rank' if len(ranks) == 1 else 'ranks'} "
             f"{shown}): {found[0].message}" + ("; the others under Ranks" if len(found) > 1 else "") +
             " — in a synchronous job every rank waits for the slowest at each collective.")
 
@@ -86,23 +88,24 @@ def host_bound(report: Report) -> tuple[float, str] | None:
     median step after the first (a job that marks steps), else the span from the first kernel to the last with at
     least _MIN_BUSY_NS of GPU work in it (less is a probe or a test binary, too little to call anything). None: not
     host-bound, or too little to tell."""
-    s = steady(report.series)
+    series = report.series
+    s = steady(series)
     spans = [d for d in report.devices if d.idle_share is not None and d.busy_ns]
-    if s is not None and report.series.kind == "steps":
+    if s is not None and series is not None and series.kind == "steps":
         unit = "step" if s.first == s.last else f"steps {s.first}-{s.last}"
         if s.idle_share < _IDLE or _kept_busy(spans):
             return None
         return s.idle_share, f"the median step ({unit})"
-    if not spans or sum(d.busy_ns for d in spans) < _MIN_BUSY_NS:
+    if not spans or sum(d.busy_ns or 0 for d in spans) < _MIN_BUSY_NS:
         return None
-    worst = max(spans, key=lambda d: d.idle_share)
-    return (worst.idle_share, "the time from its first kernel to its last") if worst.idle_share >= _IDLE else None
+    idle = max(d.idle_share or 0.0 for d in spans)  # every span has its idle share
+    return (idle, "the time from its first kernel to its last") if idle >= _IDLE else None
 
 
-def _kept_busy(spans: list) -> bool:
+def _kept_busy(spans: list[GroupRow]) -> bool:
     """Whether the GPUs were busy over _KEPT_BUSY of their spans (first kernel to last), all together."""
     span = sum(d.span_ns or 0 for d in spans)
-    return bool(span) and sum(d.busy_ns for d in spans) / span >= _KEPT_BUSY
+    return bool(span) and sum(d.busy_ns or 0 for d in spans) / span >= _KEPT_BUSY
 
 
 def _host_bound(report: Report) -> str | None:
@@ -123,16 +126,17 @@ def _host_bound(report: Report) -> str | None:
             "kernels — fp16 included — will not make it faster.")
 
 
-def _communication(report: Report, split: list) -> str | None:
+def _communication(report: Report, split: Sequence[SplitRow]) -> str | None:
     """NCCL's share of GPU time; per step, how much of it the GPU spent on nothing else (exposed)."""
     ops = sum(x.total_ns for x in split) or 1
     comm = sum(x.total_ns for x in split if x.kind == "communication")
     if comm / ops < _COMM_SHARE:
         return None
     line = f"{_pct(comm / ops)} of GPU time is communication (NCCL kernels)"
-    s = steady(report.series)
-    if s is not None and s.comm_ns and s.exposed_comm_ns is not None:
-        unit = "step" if report.series.kind == "steps" else f"{_ns(report.series.bucket_s * 1e9)} bucket with GPU work"
+    series = report.series
+    s = steady(series)
+    if s is not None and series is not None and s.comm_ns and s.exposed_comm_ns is not None:
+        unit = "step" if series.kind == "steps" else f"{_ns((series.bucket_s or 0) * 1e9)} bucket with GPU work"
         line += (f"; in the median {unit} {_ns(s.comm_ns)} of it, {_ns(s.exposed_comm_ns)} exposed (the GPU doing "
                  f"nothing else), {_ns(max(s.comm_ns - s.exposed_comm_ns, 0))} overlapped with compute")
     return line + (": bucket gradients and overlap them with the backward pass (DDP's bucket_cap_mb, FSDP's "
@@ -152,8 +156,8 @@ def _generation(report: Report, gpus: list[Gpu], tc_gpus: list[Gpu]) -> str:
     to sm_75), "ampere" (TF32, fp16, bf16: sm_80+) or "unknown"."""
     if gpus and not tc_gpus:
         return "none"
-    ccs = [g.cc for g in tc_gpus]
-    if ccs and None not in ccs:
+    ccs = [g.cc for g in tc_gpus if g.cc is not None]
+    if ccs and len(ccs) == len(tc_gpus):
         return "ampere" if min(ccs) >= _TF32_SINCE else "volta"
     if any(_SM80_CODE.search(k.name[:_ARCH_WITHIN]) for k in report.kernels):
         return "ampere"
@@ -225,6 +229,6 @@ def _label(g: Gpu) -> str:
     return ", ".join(x for x in (g.name, sm) if x) or f"GPU {g.device_id}"
 
 
-def _top_copy(split: list) -> str:
+def _top_copy(split: Sequence[SplitRow]) -> str:
     copies = [s for s in split if s.kind == "memcpy"]
     return max(copies, key=lambda s: s.total_ns).direction if copies else "copies"

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.report import CaptureScope, JobEnd, JobGroup
@@ -102,6 +103,18 @@ def _metric_steps(path: Path) -> int | None:
         return None
 
 
+@dataclass
+class _Unit:
+    """Captures known to be of one job (a run's, or one loose capture), and what tells jobs apart."""
+
+    ids: list[int]
+    commands: set[str]
+    pids: set[int]
+    ppids: set[int]
+    span: tuple[float, float] | None  # ns
+    label: str
+
+
 def different_jobs(captures: Sequence[CaptureJobRow], paths: list[Path], runs: list[tuple[Path, Manifest]]) \
         -> tuple[JobGroup, ...]:
     """The captures (store.capture_jobs() rows) grouped by job, when some are not of the run among ``paths`` and
@@ -112,40 +125,34 @@ def different_jobs(captures: Sequence[CaptureJobRow], paths: list[Path], runs: l
     loose = [c for c in captures if c["id"] not in run_ids]
     if not loose or len(loose) + (1 if of_run else 0) < 2:
         return ()
-    units: list[dict] = []
+    units: list[_Unit] = []
     if of_run:  # the run is one job: its manifest says what it was, its captures which processes it had
         ms = [m for _, m in runs]
         procs = [p for m in ms for p in m.processes]
-        units.append({"ids": [c["id"] for c in of_run],
-                      "commands": {" ".join([Path(ms[0].command[0]).name, *ms[0].command[1:]])}
-                      if ms[0].command else set(),
-                      "pids": {p.pid for p in procs} | {c["pid"] for c in of_run if c["pid"] is not None},
-                      "ppids": {p.ppid for p in procs if p.ppid is not None}
-                      | {c["ppid"] for c in of_run if c["ppid"] is not None},
-                      "span": _span([m.started for m in ms], [m.ended for m in ms], 1e9),
-                      "label": str(runs[0][0])})
-    units += [{"ids": [c["id"]], "commands": {c["command"]} if c["command"] else set(),
-               "pids": {c["pid"]} if c["pid"] is not None else set(),
-               "ppids": {c["ppid"]} if c["ppid"] is not None else set(),
-               "span": _span([c["started_ns"]], [c["ended_ns"]], 1), "label": c["path"]} for c in loose]
+        units.append(_Unit([c["id"] for c in of_run],
+                           {" ".join([Path(ms[0].command[0]).name, *ms[0].command[1:]])} if ms[0].command else set(),
+                           {p.pid for p in procs} | {c["pid"] for c in of_run if c["pid"] is not None},
+                           {p.ppid for p in procs if p.ppid is not None}
+                           | {c["ppid"] for c in of_run if c["ppid"] is not None},
+                           _span([m.started for m in ms], [m.ended for m in ms], 1e9), str(runs[0][0])))
+    units += [_Unit([c["id"]], {c["command"]} if c["command"] else set(),
+                    {c["pid"]} if c["pid"] is not None else set(),
+                    {c["ppid"]} if c["ppid"] is not None else set(),
+                    _span([c["started_ns"]], [c["ended_ns"]], 1), c["path"]) for c in loose]
     # one job: processes that are parent and child or siblings; then the groups left, and evidence between them
     groups = _linked(units)
     if len(groups) < 2 or not any(_apart(a, b) for i, a in enumerate(groups) for b in groups[i + 1:]):
         return ()
     by_id = {c["id"]: c for c in captures}
-    out = []
-    for g in groups:
-        starts = [s for s in (g["span"] or (None,))[:1] if s is not None]
-        out.append(JobGroup(tuple(by_id[i]["path"] for i in g["ids"]), min(g["commands"]) if g["commands"] else None,
-                            int(starts[0]) if starts else None, g["label"]))
-    return tuple(out)
+    return tuple(JobGroup(tuple(by_id[i]["path"] for i in g.ids), min(g.commands) if g.commands else None,
+                          int(g.span[0]) if g.span else None, g.label) for g in groups)
 
 
 def _under(file: str | None, root: Path) -> bool:
-    return bool(file) and Path(file).is_relative_to(root)
+    return bool(file) and Path(file or "").is_relative_to(root)
 
 
-def _span(starts: list, ends: list, scale: float) -> tuple[float, float] | None:
+def _span(starts: list[Any], ends: list[Any], scale: float) -> tuple[float, float] | None:
     """(start, end) in ns; the end is the start when not recorded; None when no start is."""
     s = [x * scale for x in starts if isinstance(x, (int, float))]
     if not s:
@@ -154,7 +161,7 @@ def _span(starts: list, ends: list, scale: float) -> tuple[float, float] | None:
     return min(s), max(e + s)
 
 
-def _linked(units: list[dict]) -> list[dict]:
+def _linked(units: list[_Unit]) -> list[_Unit]:
     """Units merged while two are of one process tree: one's parent is the other, or they share a parent (a number
     among the pids and parent pids of both; a pid of another host taken for one of this tree links, never parts).
     Union-find: a folder of a thousand captures (one per process) is linked in one pass."""
@@ -168,33 +175,33 @@ def _linked(units: list[dict]) -> list[dict]:
 
     first: dict[int, int] = {}
     for i, u in enumerate(units):
-        for pid in u["pids"] | u["ppids"]:
+        for pid in u.pids | u.ppids:
             j = first.setdefault(pid, i)
             parent[find(i)] = find(j)
-    groups: dict[int, dict] = {}
+    groups: dict[int, _Unit] = {}
     for i, u in enumerate(units):
         g = groups.get(find(i))
         if g is None:
-            groups[find(i)] = dict(u, ids=list(u["ids"]), commands=set(u["commands"]))
+            groups[find(i)] = replace(u, ids=list(u.ids), commands=set(u.commands))
         else:
-            g["ids"] += u["ids"]
-            g["commands"] |= u["commands"]
-            g["span"] = _union(g["span"], u["span"])
+            g.ids += u.ids
+            g.commands |= u.commands
+            g.span = _union(g.span, u.span)
     return list(groups.values())
 
 
-def _union(a, b):
+def _union(a: tuple[float, float] | None, b: tuple[float, float] | None) -> tuple[float, float] | None:
     if a is None or b is None:
         return a or b
     return min(a[0], b[0]), max(a[1], b[1])
 
 
-def _apart(a: dict, b: dict) -> bool:
+def _apart(a: _Unit, b: _Unit) -> bool:
     """Evidence that two groups of captures are of different jobs."""
-    if a["commands"] and b["commands"] and not a["commands"] & b["commands"]:
+    if a.commands and b.commands and not a.commands & b.commands:
         return True
-    if a["span"] and b["span"]:
-        first, second = sorted((a["span"], b["span"]))
+    if a.span and b.span:
+        first, second = sorted((a.span, b.span))
         return second[0] - first[1] >= APART_S * 1e9
     return False
 

@@ -5,6 +5,7 @@ one typed value, so that a renderer is one method, ``render(subject, options)``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from nvprof_wrap.model import Classification
 from nvprof_wrap.report import KernelRow, Report
@@ -34,7 +35,7 @@ class Experiment:
 @dataclass(frozen=True)
 class Doctor:
     """`doctor`: what this machine has (GPUs, profilers, packages, the probe's verdict), as cli/doctor.py finds it."""
-    facts: dict
+    facts: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from nvprof_wrap.report.fields import js
 from nvprof_wrap.store import Store
 from nvprof_wrap.text.names import shorten
 from nvprof_wrap.text.units import duration as fmt_ns
@@ -23,23 +24,38 @@ MAD_K = 3.0  # ... and more than 3 scaled median absolute deviations from the me
 _MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of normally spread values
 
 
+def joined(precisions: tuple[str, ...]) -> str:
+    """'fp16 + bf16'."""
+    return " + ".join(precisions)
+
+
+def mix_text(mix: tuple[tuple[str, float], ...]) -> str:
+    """'fp16 78.0% + fp32 22.0%'."""
+    return " + ".join(f"{p} {100 * s:.1f}%" for p, s in mix)
+
+
 @dataclass(frozen=True)
 class RankRow:
+    """JSON: one flat row (a CSV row, a DataFrame row), docs/json.md "ranks"."""
+
     rank: int
     processes: int
     launches: int
     kernel_ns: int
-    tc_ns: int
-    tc_share: float  # of the rank's kernel time
-    precisions: tuple[str, ...]  # tensor-core precisions, most time first
-    mix: tuple[tuple[str, float], ...]  # (precision, share of the rank's kernel time), all kernels, most first
-    comm_ns: int
-    comm_share: float  # of the rank's kernel time: NCCL and other collectives (waiting in them included)
-    busy_ns: int | None
+    tc_ns: int = field(metadata=js("tensor_core_ns"))
+    tc_share: float = field(metadata=js("tensor_core_share", digits=6))  # of the rank's kernel time
+    # tensor-core precisions, most time first
+    precisions: tuple[str, ...] = field(metadata=js("tensor_core_precisions", convert=joined))
+    # (precision, share of the rank's kernel time), all kernels, most first
+    mix: tuple[tuple[str, float], ...] = field(metadata=js("precision_mix", convert=mix_text))
+    comm_ns: int = field(metadata=js("communication_ns"))
+    # of the rank's kernel time: NCCL and other collectives (waiting in them included)
+    comm_share: float = field(metadata=js("communication_share", digits=6))
+    busy_ns: int | None = field(metadata=js("gpu_busy_ns"))
     span_ns: int | None
-    idle_share: float | None  # of the span
+    idle_share: float | None = field(metadata=js(digits=6))  # of the span
     steps: int  # steps of its series (0: no steps marked)
-    step_ns: int | None  # its median step
+    step_ns: int | None = field(metadata=js("median_step_ns"))  # its median step
 
 
 @dataclass(frozen=True)
@@ -65,9 +81,11 @@ class RankOutlier:
 
 @dataclass(frozen=True)
 class Ranks:
-    rows: tuple[RankRow, ...]
-    spread: tuple[RankSpread, ...]
-    outliers: tuple[RankOutlier, ...]
+    """JSON: the report's "ranks", "rank_spread" and "rank_outliers" (Report.ranks is flattened)."""
+
+    rows: tuple[RankRow, ...] = field(metadata=js("ranks"))
+    spread: tuple[RankSpread, ...] = field(metadata=js("rank_spread"))
+    outliers: tuple[RankOutlier, ...] = field(metadata=js("rank_outliers"))
 
 
 MEASURES = ("tc_share", "idle_share", "comm_share", "kernel_ns", "step_ns")

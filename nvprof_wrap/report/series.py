@@ -7,7 +7,12 @@ Readers measure it per capture (readers/_series.py: model.StepAgg, model.StepKer
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from nvprof_wrap.report.fields import js
+from nvprof_wrap.store import Store
 
 # The host's CUDA calls, by what they do to a step's time (readers/_series.py maps callback ids / API names).
 API_KINDS = ("launch", "sync", "alloc", "other")
@@ -16,25 +21,32 @@ API_LABELS = {"launch": "launches", "sync": "copies and waits", "alloc": "alloca
 
 @dataclass(frozen=True)
 class StepRow:
-    """One step (or time bucket), summed over the processes that ran it (host times: their mean per process)."""
+    """One step (or time bucket), summed over the processes that ran it (host times: their mean per process). JSON:
+    one flat row (a CSV row, a DataFrame row), docs/json.md "series"."""
+
+    JSON_ORDER: ClassVar[tuple[str, ...]] = (
+        "step", "start_s", "duration_ns", "processes", "launches", "kernel_ns", "tensor_core_ns", "tensor_core_share",
+        "unknown_ns", "copy_ns", "communication_ns", "exposed_communication_ns", "gpu_busy_ns", "gpu_idle_ns",
+        *(f"api_{k}_ns" for k in API_KINDS), "outside_api_ns", "hw_tensor")
 
     step: int  # the step's number (kind "steps"), else the bucket's index from 0
-    start_s: float  # from the series' first step start (the first capture's clock)
+    start_s: float = field(metadata=js(digits=9))  # from the series' first step start (the first capture's clock)
     duration_ns: int  # wall time: from this step's start to the next one's (the last: to its range's end)
     processes: int  # how many processes ran this step
     launches: int
     kernel_ns: int
-    tc_ns: int  # kernel time of tensor-core ("yes") kernels
+    tc_ns: int = field(metadata=js("tensor_core_ns"))  # kernel time of tensor-core ("yes") kernels
     unknown_ns: int  # kernel time of kernels whose verdict is unknown
     copy_ns: int  # memcpy and memset time that started in the step
-    comm_ns: int  # kernel time of communication kernels (NCCL)
+    comm_ns: int = field(metadata=js("communication_ns"))  # kernel time of communication kernels (NCCL)
     gpu_busy_ns: int  # union of the GPU's busy intervals inside the step (per process, mean)
     # host time inside CUDA API calls, by API_KINDS, and outside any CUDA call; None where the capture holds no
     # API records (then the host's side is not known)
-    api_ns: dict[str, int] | None = None
+    api_ns: dict[str, int] | None = field(default=None, metadata=js(omit=True))  # JSON: api_<kind>_ns each
     outside_api_ns: int | None = None
     hw_tensor: float | None = None  # mean tensor-pipe activity (%) of the hardware samples inside the step
-    exposed_comm_ns: int = 0  # GPU busy with communication (NCCL) and nothing else: not overlapped with compute
+    # GPU busy with communication (NCCL) and nothing else: not overlapped with compute
+    exposed_comm_ns: int = field(default=0, metadata=js("exposed_communication_ns"))
 
     @property
     def tc_share(self) -> float:
@@ -47,13 +59,18 @@ class StepRow:
 
 @dataclass(frozen=True)
 class Series:
-    kind: str  # "steps" | "buckets"
-    source: str  # what marked the steps: "step marks" | "optimizer steps" | "keras batches"; "time" for buckets
-    bucket_s: float | None  # a bucket's length (kind "buckets")
-    rows: tuple[StepRow, ...]
-    host: str  # where the host's split comes from: "runtime API records" | "none" (the capture has none)
-    folded: int = 1  # steps per row: more steps than readers/_series.MAX_STEPS are merged, consecutive ones
-    notes: tuple[str, ...] = ()
+    """JSON: its rows are the report's "series", the rest its "series_info" (Report.series is flattened)."""
+
+    kind: str = field(metadata=js(group="series_info"))  # "steps" | "buckets"
+    # what marked the steps: "step marks" | "optimizer steps" | "keras batches"; "time" for buckets
+    source: str = field(metadata=js(group="series_info"))
+    bucket_s: float | None = field(metadata=js(group="series_info"))  # a bucket's length (kind "buckets")
+    rows: tuple[StepRow, ...] = field(metadata=js("series"))
+    # where the host's split comes from: "runtime API records" | "none" (the capture has none)
+    host: str = field(metadata=js(group="series_info"))
+    # steps per row: more steps than readers/_series.MAX_STEPS are merged, consecutive ones
+    folded: int = field(default=1, metadata=js("steps_per_row", group="series_info"))
+    notes: tuple[str, ...] = field(default=(), metadata=js(group="series_info"))
 
 
 # which CUDA calls a capture recorded (StepSeries.host) → what the report says of the host's side
@@ -63,7 +80,18 @@ HOST_SAYS = {"all": "every CUDA call recorded", "launch, sync, alloc":
              "none": "no CUDA API records: the host's side is not known"}
 
 
-def build(store, kernels, communication: frozenset[str]) -> Series | None:
+class Verdicted(Protocol):
+    """What the series reads of a kernel row (report/types.py KernelRow, which this module's types are part of)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def tensor_core(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+
+
+def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[str]) -> Series | None:
     """The Report's series from the run store: the captures whose steps were marked (else the time-bucketed
     ones), per step summed over processes. kernels: the Report's KernelRows (their verdicts and families)."""
     captures = store.series_kinds()
@@ -94,7 +122,7 @@ def build(store, kernels, communication: frozenset[str]) -> Series | None:
                   host, max(c["folded"] or 1 for c in chosen), notes)
 
 
-def _row(r: dict, acc, hw: float | None, t0: int, host: str) -> StepRow:
+def _row(r: dict[str, Any], acc: Sequence[int], hw: float | None, t0: int, host: str) -> StepRow:
     api = None if host == "none" or r["launch"] is None else {k: r[k] or 0 for k in API_KINDS}
     outside = None if api is None or host == "launch" or r["api_union_ns"] is None else \
         max(r["mean_duration_ns"] - r["api_union_ns"], 0)
@@ -152,8 +180,10 @@ def steady(series: Series | None) -> Steady | None:
         n = len(values)
         return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) // 2
 
-    api = None if any(r.api_ns is None for r in rows) else {k: med([r.api_ns[k] for r in rows]) for k in API_KINDS}
-    outside = None if any(r.outside_api_ns is None for r in rows) else med([r.outside_api_ns for r in rows])
+    apis = [r.api_ns for r in rows]
+    api = None if any(a is None for a in apis) else {k: med([a[k] for a in apis if a is not None]) for k in API_KINDS}
+    outs = [r.outside_api_ns for r in rows]
+    outside = None if any(o is None for o in outs) else med([o for o in outs if o is not None])
     typical = med([r.duration_ns for r in rows])
     slow = [r for r in rows if r.duration_ns > SLOW * typical]
     return Steady(len(rows), rows[0].step, rows[-1].step, typical,

@@ -326,7 +326,7 @@ def test_chart_colours_come_from_kind_and_direction_never_from_the_label(monkeyp
     """Issue 15: the split's kinds and copy directions are fields; the page colours each bar from them, not by parsing
     the words the other renderers show (which may change)."""
     from nvprof_wrap.pipeline import analyze
-    from nvprof_wrap.renderers import _rows
+    from nvprof_wrap.report import types
 
     report = analyze(SAMPLES / "keras_reuters_fp16")  # tensor-core and CUDA-core kernels, copies HtoD, DtoH, DtoD
     want = {("tensor_core", ""): "c-tc", ("cuda_core", ""): "c-cuda", ("unknown", ""): "c-unk",
@@ -335,8 +335,8 @@ def test_chart_colours_come_from_kind_and_direction_never_from_the_label(monkeyp
             ("memcpy", "other"): "c-mem", ("memset", ""): "c-mset"}
     present = {(s.kind, s.direction) for s in report.split}
     assert {("tensor_core", ""), ("memcpy", "HtoD"), ("memcpy", "DtoH")} <= present
-    monkeypatch.setattr(_rows, "SPLIT_LABELS", {k: f"label {i}" for i, k in enumerate(_rows.SPLIT_LABELS)})
+    monkeypatch.setattr(types, "SPLIT_LABELS", {k: f"label {i}" for i, k in enumerate(types.SPLIT_LABELS)})
     page = RENDERERS["html"].render(report, Options())
     for s in report.split:
-        label = _rows.split_label(s)
+        label = s.category
         assert f'>{label}</text><rect class="{want[(s.kind, s.direction)]}"' in page

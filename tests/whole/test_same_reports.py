@@ -6,7 +6,8 @@ the MIT traces of tests/data (always), and the shared fixtures' public/, h200/ a
 them that test is skipped with the reason). The golden file holds both sets; an input without a line in it, or a
 line without its input, fails. Each input is copied into a temporary folder under its same_reports name
 (<folder>__<name>) and rendered by same_reports.render: `report` as table (COLUMNS=120, NO_COLOR), json, csv,
-markdown and html, and `kernels --format json`, the exit code and stderr included.
+markdown and html, and `kernels --format json`, the exit code and stderr included. Each report's JSON is also checked
+against the JSON Schema made from the report's types (docs/report.schema.json, report/serialise.py).
 
 What would differ from one machine to another, and how it does not:
 - the temporary folder. Each input is named relative to it (the command runs there, on `inputs/<name>`): an absolute
@@ -37,6 +38,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 import nvprof_wrap
@@ -44,6 +46,7 @@ from benchmarks import same_reports
 from tests._paths import DATA, FIXTURES, H200, PUBLIC, ROOT, RUNS, WILD, fixtures_absent
 
 GOLDEN = DATA / "golden" / "reports.sha256"
+SCHEMA_FILE = ROOT / "docs" / "report.schema.json"
 REGENERATE = "PYTHONPATH=$PWD python3 -m tests.whole.test_same_reports --regenerate"
 ENV = {"COLUMNS": "120", "NO_COLOR": "1", "NVPROF_WRAP_HISTORY": "off"}  # as same_reports.render sets them
 SHARED_PREFIXES = ("public__", "h200__", "wild__")  # <folder>__: the shared fixtures' folders
@@ -116,6 +119,23 @@ def render(names: list[str], base: Path) -> dict[str, str]:
     assert not leaks, ("outputs name a temporary folder, which differs from machine to machine (normalise it in "
                        f"this test, or find what prints it): {leaks[:10]}")
     return hashes
+
+
+def schema_errors(out: Path) -> list[str]:
+    """Each `report --format json` output of out/ that does not validate against docs/report.schema.json (a folder of
+    several reports is one object of reports: each is checked)."""
+    check = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
+    bad = []
+    for path in sorted(out.glob("*.json")):
+        stdout = path.read_text().split("--- stdout\n", 1)[1]
+        if path.name.endswith(".kernels.json") or not stdout.strip():  # kernel rows; or no report (an error)
+            continue
+        doc = json.loads(stdout)
+        for report in [doc] if "schema" in doc else doc.values():
+            error = next(iter(check.iter_errors(report)), None)
+            if error is not None:
+                bad.append(f"{path.name}: {error.message} at {list(error.absolute_path)}")
+    return bad
 
 
 def read_golden() -> dict[str, str]:
@@ -191,6 +211,7 @@ def test_reports_of_the_samples_and_tests_data_are_unchanged(rendering):
     got = render(names, rendering)
     golden = {name: digest for name, digest in read_golden().items() if not is_shared(name)}
     assert len(got) == len(names) * len(same_reports.KINDS)
+    assert not schema_errors(rendering / "out")
     message = differences(golden, got, rendering / "out")
     if message:
         pytest.fail(message, pytrace=False)
@@ -201,6 +222,7 @@ def test_reports_of_the_shared_fixtures_are_unchanged(rendering):
     names = copy_inputs(shared_sources(), rendering / "inputs")  # PUBLIC, H200, WILD: skipped without them
     got = render(names, rendering)
     golden = {name: digest for name, digest in read_golden().items() if is_shared(name)}
+    assert not schema_errors(rendering / "out")
     message = differences(golden, got, rendering / "out")
     if message:
         pytest.fail(message, pytrace=False)
