@@ -7,7 +7,7 @@ generation included):
 
 The floors (benchmarks/scale.py): FLOOR_ATTRIBUTION, the GROUP BY over the kernels joined to their launch calls by
 correlation id — what any per-op attribution pays, the target's base (docs/performance.md "Attribution floor") —
-and FLOOR_NSYS, the plain GROUP BY. The compiled passes (readers/_native.py) are built in place first where they are
+and FLOOR_NSYS, the plain GROUP BY. The compiled passes (timeline/native.py) are built in place first where they are
 not (a C compiler and Python's headers); the first line says whether they run. Captures come from
 benchmarks.generate (the fixtures' real kernel names, or the repository's own captures' where ../shared/fixtures is
 absent) into OUT_DIR, and are removed at the end. Each measurement is a fresh process (wall time; peak PSS of its
@@ -31,16 +31,16 @@ from benchmarks.scale import FLOOR_ATTRIBUTION, FLOOR_NSYS, ROOT, measure
 def compiled() -> str:
     """Whether the compiled passes run here, after building them in place where they are missing."""
     def runs() -> bool:
-        probe = [sys.executable, "-c", "from nvprof_wrap.readers import _native; print(_native.available())"]
+        probe = [sys.executable, "-c", "from nvprof_wrap.timeline import native; print(native.available())"]
         return subprocess.run(probe, check=False, cwd=ROOT, capture_output=True, text=True).stdout.strip() == "True"
 
     if not runs():  # setup.py, else the compiler itself where setuptools is missing (Python 3.12 has none of its own)
         subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], check=False, cwd=ROOT,
                        capture_output=True)
     if not runs():
-        out = ROOT / "nvprof_wrap" / "readers" / f"_cattr{sysconfig.get_config_var('EXT_SUFFIX')}"
+        out = ROOT / "nvprof_wrap" / "timeline" / f"_cattr{sysconfig.get_config_var('EXT_SUFFIX')}"
         subprocess.run(["cc", "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
-                        str(ROOT / "nvprof_wrap" / "readers" / "_cattr.c"), "-o", str(out), "-ldl"], check=False,
+                        str(ROOT / "nvprof_wrap" / "timeline" / "_cattr.c"), "-o", str(out), "-ldl"], check=False,
                        capture_output=True)
     if os.environ.get("NVPROF_WRAP_NATIVE", "").lower() in ("0", "off", "no"):
         return "off (NVPROF_WRAP_NATIVE)"

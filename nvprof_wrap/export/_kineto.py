@@ -15,11 +15,9 @@ from pathlib import Path
 
 from nvprof_wrap.export._events import CNAME, Trace, Verdicts, dumps
 from nvprof_wrap.export._timeline import Clock
-from nvprof_wrap.readers import _window
-from nvprof_wrap.readers._kineto_rows import KERNEL_CATS, MEM_CATS, RANGE_CATS
-from nvprof_wrap.readers._sqlite import EVERYTHING
-from nvprof_wrap.readers._trace_events import NotFast, TraceEvents
-from nvprof_wrap.readers._window import Window
+from nvprof_wrap.readers import KERNEL_CATS, MEM_CATS, RANGE_CATS, NotFast, TraceEvents
+from nvprof_wrap.timeline.sql import EVERYTHING
+from nvprof_wrap.timeline.window import Window, bounds, could_mark_a_step
 
 _NUMBER = (int, float)
 _GPU_CATS = KERNEL_CATS | MEM_CATS
@@ -66,7 +64,7 @@ class Kineto:
                 if cat in _GPU_CATS:
                     gpu_first = t if gpu_first is None or t < gpu_first else gpu_first
                 elif cat in RANGE_CATS and ev.get("ph") == "X" and isinstance(ev.get("name"), str) and \
-                        _window.could_mark_a_step(ev["name"]):
+                        could_mark_a_step(ev["name"]):
                     end = _ns(ev.get("dur"))
                     steps.append((ev["name"], (ev.get("pid"), ev.get("tid")), t, t + (end or 0)))
         self.first_ns, self.gpu_first = first, gpu_first
@@ -76,7 +74,7 @@ class Kineto:
     def span(self, window: Window | None) -> tuple[int, int]:
         if window is None:
             return EVERYTHING
-        return _window.bounds(window, self.gpu_first, self.steps)
+        return bounds(window, self.gpu_first, self.steps)
 
     def emit(self, trace: Trace, verdicts: Verdicts, index: int, clock: Clock, span: tuple[int, int]) -> None:
         lo, hi = span

@@ -2,14 +2,14 @@
 step's wall time went on the GPU (busy, kernels, tensor-core kernels, copies, communication) and on the host (time
 inside CUDA calls by kind, time outside any CUDA call).
 
-Readers measure it per capture (readers/_series.py: model.StepAgg, model.StepKernel); the store keeps it per
+Readers measure it per capture (timeline/series.py: model.StepAgg, model.StepKernel); the store keeps it per
 (capture, process, step); this module turns it into the Report's `series` (docs/json.md "series").
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# The host's CUDA calls, by what they do to a step's time (readers/_series.py maps callback ids / API names).
+# The host's CUDA calls, by what they do to a step's time (timeline/series.py maps callback ids / API names).
 API_KINDS = ("launch", "sync", "alloc", "other")
 API_LABELS = {"launch": "launches", "sync": "copies and waits", "alloc": "allocations", "other": "other calls"}
 
@@ -52,7 +52,7 @@ class Series:
     bucket_s: float | None  # a bucket's length (kind "buckets")
     rows: tuple[StepRow, ...]
     host: str  # where the host's split comes from: "runtime API records" | "none" (the capture has none)
-    folded: int = 1  # steps per row: more steps than readers/_series.MAX_STEPS are merged, consecutive ones
+    folded: int = 1  # steps per row: more steps than timeline/series.MAX_STEPS are merged, consecutive ones
     notes: tuple[str, ...] = ()
 
 

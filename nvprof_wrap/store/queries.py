@@ -309,8 +309,8 @@ class Queries:
 
     def steps_marked(self) -> int:
         """How many training steps the captures mark: distinct NVTX ranges 'step N' / 'ProfilerStep#N' that
-        kernels ran in (readers/_window.py), as the innermost or the outermost range; else the 'optimizer step N'
-        ranges `run` marks (tracer/annotate.py), the same order readers/_window.py prefers them in; 0 when none."""
+        kernels ran in (timeline/window.py), as the innermost or the outermost range; else the 'optimizer step N'
+        ranges `run` marks (tracer/annotate.py), the same order timeline/window.py prefers them in; 0 when none."""
         own = "s GLOB 'step [0-9]*' AND substr(s, 6) NOT GLOB '*[^0-9]*' OR s GLOB 'ProfilerStep#[0-9]*' " \
               "AND substr(s, 14) NOT GLOB '*[^0-9]*'"
         optimizer = "s GLOB 'optimizer step [0-9]*' AND substr(s, 16) NOT GLOB '*[^0-9]*'"

@@ -93,7 +93,7 @@ def patch_torch(torch_module: Any) -> None:
     _state["patched"].add("torch")
 
 
-STEP_NAME = "optimizer step {}"  # readers/_window.py reads it (after the job's own 'step N' marks, if any)
+STEP_NAME = "optimizer step {}"  # timeline/window.py reads it (after the job's own 'step N' marks, if any)
 
 
 def patch_steps(torch_module: Any) -> None:
@@ -150,7 +150,7 @@ def patch_steps(torch_module: Any) -> None:
     _state["patched"].add("steps")
 
 
-BATCH_NAME = "train batch {}"  # readers/_window.py reads it (after 'step N' and optimizer steps)
+BATCH_NAME = "train batch {}"  # timeline/window.py reads it (after 'step N' and optimizer steps)
 
 
 def patch_keras_batches(keras_module: Any) -> None:

@@ -1,4 +1,4 @@
-"""The per-step series (readers/_series.py) measured in numpy: the same values as its SQL, at a fraction of the cost.
+"""The per-step series (timeline/series.py) measured in numpy: the same values as its SQL, at a fraction of the cost.
 
 SQLite reads each table once, in its own order, the columns the series needs (process, start, end, the name's or
 the call's key) and nothing else; numpy does the rest. A row's step: np.searchsorted over the steps' starts (the step
@@ -22,12 +22,12 @@ import numpy as np
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepKernel
-from nvprof_wrap.readers._series_tables import Api, Gpu
 from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.timeline.series_tables import Api, Gpu
 
 CHUNK = 65_536  # rows per fetchmany: the Python tuples of one chunk at a time
 _FAR = 1 << 62  # offsets and sums stay below this (int64's limit is 2^63)
-_SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)  # readers/_series._SOUND
+_SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)  # timeline/series._SOUND
 
 
 class _Odd(Exception):
@@ -79,7 +79,7 @@ class _Steps:
 
 def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: list[tuple[int, int, int]], host: str,
             names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]] | None:
-    """(the steps' values, the kernels per step) as readers/_series._in_sql gives them; None: measure in SQL."""
+    """(the steps' values, the kernels per step) as timeline/series._in_sql gives them; None: measure in SQL."""
     try:
         steps = _Steps(spans)
         pids = _Codes()
@@ -134,7 +134,7 @@ def _near(a: np.ndarray) -> np.ndarray:
 
 
 def _rows_of(table: str, steps: _Steps) -> str:
-    """FROM what: the table's rows that start within the steps, with sound times (readers/_series._SOUND)."""
+    """FROM what: the table's rows that start within the steps, with sound times (timeline/series._SOUND)."""
     return f'''{table} WHERE start >= {steps.first} AND start < {steps.last}
               AND {_SOUND.format(s="start", e='"end"')}'''
 
@@ -268,7 +268,7 @@ def _sqlite_ranks(values: list) -> np.ndarray:
 
 def _host_side(conn: sqlite3.Connection, api: list[Api], steps: _Steps, pids: _Codes, values: dict, *,
                whole: bool) -> None:
-    """Add the host's CUDA-call time to values, as readers/_series._host_side does."""
+    """Add the host's CUDA-call time to values, as timeline/series._host_side does."""
     kinds: list[str] = []
     cols: list[list[np.ndarray]] = [[] for _ in range(5)]
     for a in api:

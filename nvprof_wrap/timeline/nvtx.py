@@ -11,9 +11,9 @@ import sqlite3
 from collections.abc import Callable
 
 from nvprof_wrap.model import NO_RANGE
-from nvprof_wrap.readers import _native
 from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.fork import Forked, alongside, can_fork, cores
+from nvprof_wrap.timeline import native as native_passes
 
 # torch.autograd.profiler.emit_nvtx appends ", seq = N", ", op_id = N", ", sizes = [...]" to each op.
 _DECOR = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$")
@@ -66,12 +66,12 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     own connections (system/fork.py says why). With reopen, the sweep itself is split too when the ranges are
     many and on several threads: threads in groups of about equal size, one sweep per group side by side.
 
-    native: (capture URI, launch calls SQL, kernels SQL) for the compiled pass (readers/_native.py, _compiled), used
+    native: (capture URI, launch calls SQL, kernels SQL) for the compiled pass (timeline/native.py, _compiled), used
     where it is built: the calls SQL yields (correlation id, join key, tid, t, process) per launch call, "{rslice}"
     after a WHERE condition; the kernels SQL (correlation id, join key, pid, dev, key, dur) per kernel, "{slice}"
     after one. They must say what launches_sql says; a kernel matches the calls of its correlation id and join key.
     """
-    if native is not None and _native.available() and reopen is not None and kernel_table:
+    if native is not None and native_passes.available() and reopen is not None and kernel_table:
         done = _compiled(conn, ranges_sql, native, reopen=reopen, kernel_table=kernel_table, correlation=correlation,
                          names=names or str, process_of_tid=process_of_tid, borrowed=borrowed)
         if done is not None:
@@ -129,8 +129,9 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         op = op_name(names(name))
         return ops.setdefault(op, len(ops)), op.startswith(LAYER_PREFIXES), op.startswith(STEP_PREFIX)
 
-    swept = _native.sweep(uri, f"SELECT tid, s, e, name, {process_of_tid} AS p FROM ({ranges_sql}) WHERE {_CLOSED} "
-                               "ORDER BY tid, s, e DESC", op_of)
+    swept = native_passes.sweep(
+        uri, f"SELECT tid, s, e, name, {process_of_tid} AS p FROM ({ranges_sql}) WHERE {_CLOSED} "
+             "ORDER BY tid, s, e DESC", op_of)
     if swept is None:
         return None
     held, pairs, main = swept  # main: _main_threads' answer, from the same rows
@@ -164,7 +165,7 @@ def _compiled_slice(conn: sqlite3.Connection, how: tuple, where: dict[str, str])
     uri, calls, kernels, held, main, ids = how
     filled = _fill_slice(conn, where)
     try:
-        got = _native.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main)
+        got = native_passes.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main)
     except (RuntimeError, MemoryError):  # SQLite refused it there, or memory ran out: the SQL decides
         return None
     if got is None:
@@ -391,7 +392,7 @@ def _main_threads(conn: sqlite3.Connection, ranges_sql: str, seg: str, process_o
     """nvw.main(p, tid): each process's main thread, the one whose ranges last longest in all (the smallest id of
     those with as long), in the segment file. Longest, not most: a training loop's few 'step N' ranges span the
     steps, while libraries mark many short ones (CUB's CCCL ranges on PyTorch's autograd thread). The compiled
-    sweep finds the same (readers/_cattr.c main_threads)."""
+    sweep finds the same (timeline/_cattr.c main_threads)."""
     counts = conn.execute(f"SELECT {process_of_tid} AS p, tid, SUM(e - s) FROM ({ranges_sql}) "
                           f"WHERE {_CLOSED} GROUP BY tid").fetchall()
     main: dict[object, tuple] = {}

@@ -1,4 +1,4 @@
-"""The compiled passes of the Nsight Systems reader (readers/_cattr.c), when they were built: the NVTX segment sweep,
+"""The compiled passes of the Nsight Systems reader (timeline/_cattr.c), when they were built: the NVTX segment sweep,
 the per-op attribution of a slice of kernels, the busy-time union.
 
 Each gives exactly what the Python and SQL it stands in for give (tests/readers/test_native.py compares them on
@@ -17,11 +17,11 @@ import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
-from nvprof_wrap.readers import _guard
 from nvprof_wrap.system import limits
+from nvprof_wrap.timeline import guard
 
 try:
-    from nvprof_wrap.readers import _cattr
+    from nvprof_wrap.timeline import _cattr
 except ImportError:  # not built here (no compiler at install time), or no libsqlite3 to bind to
     _cattr = None
 
@@ -31,7 +31,7 @@ def available() -> bool:
 
 
 def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int]], list[tuple]] | None:
-    """readers/_nvtx._segments compiled: (the segments, held here for attribute(); the (scope, op) pairs of op ids,
+    """timeline/nvtx._segments compiled: (the segments, held here for attribute(); the (scope, op) pairs of op ids,
     by label id; (process, tid) of each process's main thread, as _nvtx._main_threads finds them) of the (tid,
     start, end, name, process) ranges that ranges_sql yields in the sweep's order. op_of(name) -> (op id, a layer
     range?, a step range?), asked once per distinct name. None when a value is not an integer or a name not text
@@ -65,11 +65,11 @@ def busy_all(uri: str, sqls: list[str]) -> list[tuple] | None:
 
 
 @contextlib.contextmanager
-def _budget(uri: str) -> Iterator[_guard.Budget]:
-    """The budget of the connection a compiled pass opens (readers/_guard.py: as each Python connection has its
+def _budget(uri: str) -> Iterator[guard.Budget]:
+    """The budget of the connection a compiled pass opens (timeline/guard.py: as each Python connection has its
     own): it calls it every SQL_STEP_GRAIN instructions. A signal's exception comes out of the pass itself; a pass
     stopped by the budget fails as SQLite's 'interrupted' (RuntimeError), raised here as the budget's one line."""
-    b = _guard.budget(Path(urllib.parse.unquote(uri.removeprefix("file:").partition("?")[0])))
+    b = guard.budget(Path(urllib.parse.unquote(uri.removeprefix("file:").partition("?")[0])))
     try:
         yield b
     except RuntimeError:
@@ -77,4 +77,4 @@ def _budget(uri: str) -> Iterator[_guard.Budget]:
             raise b.pending from None
         raise
     finally:
-        _guard.done(b)
+        guard.done(b)

@@ -1,6 +1,6 @@
 """What an SQLite capture holds when writes are pending beside it: the committed content, never the half-written.
 
-Captures are opened with ``immutable=1`` (readers/_sqlite.py uri_of): fast, fine in read-only folders, and nothing
+Captures are opened with ``immutable=1`` (timeline/sql.py uri_of): fast, fine in read-only folders, and nothing
 written beside the file. But immutable ignores the side files where SQLite keeps what is not in the file yet: a hot
 rollback journal (``X-journal``, a write interrupted before its commit: the file holds part of it) and a write-ahead
 log (``X-wal``: commits not checkpointed into the file yet). Read immutable, the first gave the interrupted write as
@@ -9,7 +9,7 @@ lost every commit in the log (3,098 launches of 6,196).
 
 So while a capture is read (readable()), a capture with such a side file is copied with it into a private temporary
 folder (system/tempdirs.py: removed when the read ends, or swept after a kill) and SQLite recovers the copy there
-(rollback, or checkpoint) — the user's files are only read. Every opening of the capture (readers/_sqlite.py
+(rollback, or checkpoint) — the user's files are only read. Every opening of the capture (timeline/sql.py
 connect_ro and uri_of, so the compiled helper and the forked workers too) then opens the copy: source().
 """
 from __future__ import annotations

@@ -120,7 +120,7 @@ def parse(text: str, what: str, integer: bool = False) -> tuple:
         raise BadInput(None, f"{what} {text!r}: expected START:END, e.g. {what} {example}") from None
 
 
-OPEN_ENDS = (-(1 << 62), 1 << 62)  # a window's open ends (readers/_sqlite.py EVERYTHING)
+OPEN_ENDS = (-(1 << 62), 1 << 62)  # a window's open ends (timeline/sql.py EVERYTHING)
 
 
 def bounds(window: Window, origin_ns: int | None, ranges: Iterable[tuple]) -> tuple[int, int]:

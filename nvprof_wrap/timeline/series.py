@@ -1,6 +1,6 @@
 """The per-step series of a SQLite capture (Nsight Systems exports, our CUPTI tracer), measured in SQL.
 
-Steps are the ranges a `--steps` window counts (readers/_window.py: the job's `step N` / `ProfilerStep#N`, else the
+Steps are the ranges a `--steps` window counts (timeline/window.py: the job's `step N` / `ProfilerStep#N`, else the
 optimizer steps `run` marks, else Keras batches); a step runs from its start to the next one's on the host's clock.
 Without steps the capture's GPU activity is cut into BUCKETS fixed time buckets. Per step and process:
 - what the GPU did: kernels, copies and sets that START in the step (as a `--steps` window counts them, so the
@@ -9,7 +9,7 @@ Without steps the capture's GPU activity is cut into BUCKETS fixed time buckets.
   each the union over the process's threads, and the union of all of them: the step's time outside any CUDA call
   is what is left (Python, the framework, data loading) — only where the capture recorded every call that can
   block (host != "launch").
-From NUMPY_FROM launches on, numpy measures it (readers/_series_np.py: one read of the columns it needs, the unions
+From NUMPY_FROM launches on, numpy measures it (timeline/series_np.py: one read of the columns it needs, the unions
 by a sort and a running maximum); below that, and where a time is not an integer, a few SQL passes over temporary
 tables (the capture itself is never written): one GROUP BY per table and two window-function passes for the unions
 — the reference the numpy path is tested against, value for value. Big captures skip it (MAX_LAUNCHES; the report
@@ -23,22 +23,22 @@ from collections.abc import Callable, Iterable
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
-from nvprof_wrap.readers import _window
-from nvprof_wrap.readers._series_tables import Api, Gpu
-from nvprof_wrap.readers._sqlite import EVERYTHING
 from nvprof_wrap.system import environ
 from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.timeline import window
+from nvprof_wrap.timeline.series_tables import Api, Gpu
+from nvprof_wrap.timeline.sql import EVERYTHING
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 BUCKETS = 60  # time buckets of a capture without steps
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
 MAX_LAUNCHES = 300_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX): in
-# numpy (readers/_series_np.py) it costs about 7 µs per launch with its launch call, nearly all of it SQLite handing
+# numpy (timeline/series_np.py) it costs about 7 µs per launch with its launch call, nearly all of it SQLite handing
 # the rows to Python (measured, 2 cores: `report` 1.9 → 3.6 s on 200k generated launches, 2.9 → 10.1 s on 1M); the
 # SQL it replaced cost ~25-29 µs (+5.2 s on 200k), its window functions' unions most of it
 _NICE = (1, 2, 5)
 REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
-NUMPY_FROM = 10_000  # launches from which the numpy path measures (readers/_series_np.py): importing numpy costs
+NUMPY_FROM = 10_000  # launches from which the numpy path measures (timeline/series_np.py): importing numpy costs
 # ~0.2 s, what the SQL costs for ~8k launches
 
 
@@ -69,8 +69,8 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
                  for i in range(0, len(spans), folded)]
     measured = None
     if not REFERENCE and launches >= NUMPY_FROM:
-        from nvprof_wrap.readers import _series_np
-        measured = _series_np.measure(conn, gpu, api, spans, host, names)
+        from nvprof_wrap.timeline import series_np
+        measured = series_np.measure(conn, gpu, api, spans, host, names)
     steps, kernels = measured if measured is not None else _in_sql(conn, gpu, api, spans, host, names)
     _fill(steps, spans, host if api else "none")
     rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
@@ -80,7 +80,7 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
 
 def _in_sql(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: list[tuple[int, int, int]], host: str,
             names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]]:
-    """(the steps' values, the kernels per step) measured in SQL: the reference readers/_series_np.py is checked
+    """(the steps' values, the kernels per step) measured in SQL: the reference timeline/series_np.py is checked
     against (tests/report/test_series_np.py), and what measures a capture whose times are not all integers."""
     lo, hi = spans[0][1], spans[-1][2]
     conn.execute("DROP TABLE IF EXISTS temp._nvw_steps")
@@ -116,8 +116,8 @@ def _spans(conn: sqlite3.Connection, gpu: list[Gpu], ranges_sql: str | None,
            span: tuple[int, int]) -> tuple[list[tuple[int, int, int]], str, int | None]:
     """[(step, lo, hi)], what marked them, the bucket's length (None: steps)."""
     if ranges_sql is not None:
-        like = " OR ".join(f"name LIKE '{p}'" for p in _window.STEP_LIKE)
-        source, spans = _window.spans(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}"))
+        like = " OR ".join(f"name LIKE '{p}'" for p in window.STEP_LIKE)
+        source, spans = window.spans(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}"))
         spans = [s for s in spans if span[0] <= s[1] < span[1]]
         if len(spans) >= 1 and source is not None:
             return spans, source, None

@@ -1,4 +1,4 @@
-"""What a reader tells the per-step series (readers/_series.py, readers/_series_np.py) about its tables."""
+"""What a reader tells the per-step series (timeline/series.py, timeline/series_np.py) about its tables."""
 from __future__ import annotations
 
 from collections.abc import Callable
