@@ -2,7 +2,7 @@
  * for Python or SQL that stays the fallback and the reference it is tested against, tests/readers/test_native.py):
  *   - the NVTX segment sweep (timeline/nvtx._segments), on ranges read and interned here;
  *   - the per-op attribution of one slice of kernels (timeline/nvtx._attribute_slice's SQL);
- *   - the busy-time union (timeline/sql.busy_part's loop; busy_time's plan, sorts and loops at once).
+ *   - the busy-time union (timeline/busy.busy_part's loop; busy_time's plan, sorts and loops at once).
  *
  * Why: every launch is joined to its launch call by correlation id and looked up in its thread's NVTX segments. In
  * SQL that is an automatic index built on the launch calls, a seek per kernel, two correlated subqueries and an
@@ -687,7 +687,7 @@ done:
     return out;
 }
 
-/* ---- the busy-time union of one group's intervals (timeline/sql.busy_part, whose Python loop this is) ----
+/* ---- the busy-time union of one group's intervals (timeline/busy.busy_part, whose Python loop this is) ----
  * sql yields (start, end, kernel flag) in start order; the result is busy_part's 7 values, or 0 rows. */
 typedef struct { int64_t busy, first, reach, kfirst, below, klast, upto; int has_kfirst, has_klast, rows; } Busy;
 
@@ -738,7 +738,7 @@ done:
     return out;
 }
 
-/* ---- the busy-time union of every group at once (timeline/sql.busy_time): one scan of each table, the
+/* ---- the busy-time union of every group at once (timeline/busy.busy_time): one scan of each table, the
  * intervals sorted here (in place: no second copy of them) instead of by SQLite per group ---- */
 typedef struct { int64_t s, e2k; } Span;  /* e2k: end * 2 + kernel flag (|end| <= 2^62) */
 typedef struct { int64_t g, d; char gnull, dnull; Span *v; size_t n, cap; } Lane;

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
 from nvprof_wrap.system import bounded
@@ -33,7 +34,7 @@ def keep_beside(capture: Path, copy: Path) -> None:
             shutil.copyfile(capture.parent / name, copy.parent / name)
 
 
-def records(path: Path) -> Iterator[dict]:
+def records(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, "rb") as f:
         for raw in f:
             if len(raw) > MAX_LINE_BYTES:

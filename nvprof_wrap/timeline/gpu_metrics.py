@@ -11,6 +11,8 @@ import itertools
 import re
 import sqlite3
 import statistics
+from collections.abc import Iterable
+from typing import cast
 
 from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
 from nvprof_wrap.text.demangle import demangle
@@ -41,8 +43,11 @@ def read(conn: sqlite3.Connection, have: set[str], kernel_table: str, name_col: 
         return (), (), (), (("GPU metrics without a tensor-pipe metric (its metric set has none): no hardware "
                              "tensor activity"),)
     devices = device_ids(conn, have, types)
-    notes, out_dev, out_k, out_s = [], [], [], []
-    keys: set = set()
+    notes: list[str] = []
+    out_dev: list[HwDevice] = []
+    out_k: list[HwKernel] = []
+    out_s: list[HwPoint] = []
+    keys: set[object] = set()
     for type_id in types:
         m = by_type[type_id]
         tensor_id, tensor_name = m["tensor"]
@@ -58,8 +63,8 @@ def read(conn: sqlite3.Connection, have: set[str], kernel_table: str, name_col: 
             "GROUP BY timestamp ORDER BY timestamp", (sm_id, tensor_id, type_id, *ids))
         device_id = devices.get(type_id)
         launches = _launches(conn, kernel_table, name_col, device_id, type_id, ids, interval)
-        dev, kernels, series = hardware.sweep(
-            device_id, hardware.stream(launches),
+        dev, kernels, series = hardware.sweep(  # device_id None: the export names no GPU for them, kept as read
+            cast(int, device_id), hardware.stream(launches),
             ((t, t + interval, sm, tensor, None, None, None) for t, sm, tensor in hardware.stream(samples)),
             SOURCE_MIXED if mixed else SOURCE, interval, span)
         if dev is None:
@@ -76,7 +81,7 @@ def read(conn: sqlite3.Connection, have: set[str], kernel_table: str, name_col: 
 
 
 def _launches(conn: sqlite3.Connection, kernel_table: str, name_col: str, device_id: int | None, type_id: int,
-              ids: tuple, interval: int) -> sqlite3.Cursor:
+              ids: tuple[int, ...], interval: int) -> sqlite3.Cursor:
     """(start, end, name key) of the device's launches that overlap a sample [t, t + interval), in start order:
     the sweep uses no other. Only those are sorted — a capture's samples may cover a small part of its kernels
     (an export of a long run with the metrics of its first seconds, a real capture replicated for a benchmark):
@@ -120,10 +125,10 @@ def device_ids(conn: sqlite3.Connection, have: set[str], types: list[int]) -> di
     return {t: i for i, t in enumerate(types)}
 
 
-def kernel_names(conn: sqlite3.Connection, keys: set) -> dict:
+def kernel_names(conn: sqlite3.Connection, keys: Iterable[object]) -> dict[object, str]:
     """Each name key (a StringIds id) as the reader's kernels name it (demangled)."""
     ids = [k for k in keys if isinstance(k, int)]
-    out: dict = {}
+    out: dict[object, str] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
         out.update((k, demangle(v)) for k, v in conn.execute(

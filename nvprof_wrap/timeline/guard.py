@@ -46,7 +46,7 @@ class Budget:
 _budgets: weakref.WeakValueDictionary[int, Budget] = weakref.WeakValueDictionary()  # id → budget, for _keep_signal
 
 
-def _keep_signal(unraisable) -> None:
+def _keep_signal(unraisable: sys.UnraisableHookArgs) -> None:
     """A signal's handler runs when the progress handler's Python frame starts, before any try in it: its
     exception leaves the callback, SQLite stops the query ('interrupted') and Python's sqlite3 hands the exception
     here. Kept on the budget whose handler it left, raised by reading(); anything else as before (dropped)."""

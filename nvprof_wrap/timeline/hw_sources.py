@@ -6,14 +6,16 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
 from nvprof_wrap.timeline import gpm, gpu_metrics, hardware
 
-Hardware = tuple[tuple, tuple, tuple, tuple[str, ...]]
+Hardware = tuple[tuple[HwDevice, ...], tuple[HwKernel, ...], tuple[HwPoint, ...], tuple[str, ...]]
 NONE: Hardware = ((), (), (), ())
 
 
 def of(conn: sqlite3.Connection, have: set[str], path: Path, kernel_table: str, device_col: str, name_col: str,
-       offset_ns: int | None, span: tuple[int, int] | None, names: Callable[[set], dict]) -> Hardware:
+       offset_ns: int | None, span: tuple[int, int] | None,
+       names: Callable[[set[object]], dict[object, str]]) -> Hardware:
     """(devices, per-name evidence by kernel name, timeline, notes). ``offset_ns``: GPM's Unix time minus the
     capture's clock (None: the capture cannot be placed in Unix time, so GPM samples are not matched);
     ``names``: the kernels' names of a set of name keys, as the capture's kernels carry them."""

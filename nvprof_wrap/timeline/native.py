@@ -14,8 +14,9 @@ import contextlib
 import os
 import sqlite3  # noqa: F401 - loads the libsqlite3 that the helper binds to
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.system import limits
 from nvprof_wrap.timeline import guard
@@ -23,14 +24,18 @@ from nvprof_wrap.timeline import guard
 try:
     from nvprof_wrap.timeline import _cattr
 except ImportError:  # not built here (no compiler at install time), or no libsqlite3 to bind to
-    _cattr = None
+    _cattr = None  # type: ignore[assignment]  # available() says so before any pass is asked
+
+# a row of a pass's result: the capture's SQL values
+Row = tuple[Any, ...]
 
 
 def available() -> bool:
     return _cattr is not None and os.environ.get("NVPROF_WRAP_NATIVE", "").lower() not in ("0", "off", "no")
 
 
-def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int]], list[tuple]] | None:
+def sweep(uri: str, ranges_sql: str, op_of: Callable[[str], tuple[int, bool, bool]]
+          ) -> tuple[object, list[tuple[int, int]], list[Row]] | None:
     """timeline/nvtx._segments compiled: (the segments, held here for attribute(); the (scope, op) pairs of op ids,
     by label id; (process, tid) of each process's main thread, as _nvtx._main_threads finds them) of the (tid,
     start, end, name, process) ranges that ranges_sql yields in the sweep's order. op_of(name) -> (op id, a layer
@@ -41,7 +46,7 @@ def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int
 
 
 def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
-              main: list[tuple]) -> tuple[list[tuple], int] | None:
+              main: list[Row]) -> tuple[list[Row], int] | None:
     """((pid, dev, label, key, via, launches, total) rows as _attribute_slice returns them, NULLs as -1 / '', in no
     order and a key once per join key of its launch calls (the caller sums them); how many kernels had a NULL
     duration), or None when a value is not an integer or NULL (the caller runs the SQL). held: sweep()'s segments;
@@ -50,14 +55,14 @@ def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
         return _cattr.attribute(uri, calls_sql, kernels_sql, held, main, b, limits.SQL_STEP_GRAIN)
 
 
-def busy(uri: str, sql: str, params: tuple) -> tuple | None:
+def busy(uri: str, sql: str, params: Row) -> Row | None:
     """(busy_part's result,) — (None,) without intervals — of the (start, end, kernel flag) rows that sql yields in
     start order, merged compiled; None when a value is not an integer (the caller runs its loop)."""
     with _budget(uri) as b:
         return _cattr.busy(uri, sql, params, b, limits.SQL_STEP_GRAIN)
 
 
-def busy_all(uri: str, sqls: list[str]) -> list[tuple] | None:
+def busy_all(uri: str, sqls: list[str]) -> list[Row] | None:
     """(group, dev, busy_part's result) of each group of the (group, dev, start, end, kernel flag) rows of every SQL,
     in no order; None when a value is not an integer (the caller runs the SQL)."""
     with _budget(uri) as b:

@@ -18,7 +18,7 @@ says so).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
@@ -26,8 +26,12 @@ from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
 from nvprof_wrap.system import environ
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import window
-from nvprof_wrap.timeline.series_tables import Api, Gpu
+from nvprof_wrap.timeline.series_tables import Api, Gpu, Named, Names, Steps
 from nvprof_wrap.timeline.sql import EVERYTHING
+
+# Api and Gpu too: the readers describe their tables to measure() with them
+__all__ = ["BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM", "REFERENCE", "Api", "Gpu", "limit",
+           "measure", "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 BUCKETS = 60  # time buckets of a capture without steps
@@ -43,7 +47,7 @@ NUMPY_FROM = 10_000  # launches from which the numpy path measures (timeline/ser
 
 
 def limit() -> int:
-    return environ.value(ENV_MAX, MAX_LAUNCHES)  # checked before the command (system/environ.py)
+    return cast(int, environ.value(ENV_MAX, MAX_LAUNCHES))  # checked before the command (system/environ.py)
 
 
 def too_big(launches: int) -> str | None:
@@ -56,7 +60,7 @@ def too_big(launches: int) -> str | None:
 
 
 def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql: str | None, host: str,
-            names: Callable[[Iterable], dict], span: tuple[int, int] = EVERYTHING,
+            names: Names, span: tuple[int, int] = EVERYTHING,
             launches: int = 0) -> StepSeries | None:
     """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names;
     launches: the capture's kernel launches (from NUMPY_FROM on, numpy measures; else SQL)."""
@@ -79,7 +83,7 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
 
 
 def _in_sql(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: list[tuple[int, int, int]], host: str,
-            names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]]:
+            names: Names) -> tuple[Steps, tuple[StepKernel, ...]]:
     """(the steps' values, the kernels per step) measured in SQL: the reference timeline/series_np.py is checked
     against (tests/report/test_series_np.py), and what measures a capture whose times are not all integers."""
     lo, hi = spans[0][1], spans[-1][2]
@@ -100,7 +104,7 @@ def _in_sql(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: lis
     return steps, kernels
 
 
-def _fill(steps: dict, spans: list[tuple[int, int, int]], host: str) -> None:
+def _fill(steps: Steps, spans: list[tuple[int, int, int]], host: str) -> None:
     """Every step (bucket) of every process that ran any: a step in which nothing started is idle, not absent —
     and, where every blocking call was recorded, spent wholly outside CUDA calls."""
     for pid in {pid for pid, _ in steps}:
@@ -161,10 +165,10 @@ def _gpu_intervals(conn: sqlite3.Connection, gpu: list[Gpu], lo: int, hi: int) -
     return conn.execute("SELECT 1 FROM _nvw_iv LIMIT 1").fetchone() is not None
 
 
-def _gpu_side(conn: sqlite3.Connection, named: dict) -> dict:
+def _gpu_side(conn: sqlite3.Connection, named: Named) -> Steps:
     """{(pid, step): (lo, hi, values)} of every step a process ran GPU work in. named: kernel keys → names, whose
     communication kernels (classify: NCCL's families, each distinct name once) the compute-only union leaves out."""
-    steps: dict = {}
+    steps: Steps = {}
     bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}
     for pid, n, launches, kernel_ns, copy_ns in conn.execute(
             "SELECT pid, n, SUM(k), SUM(CASE WHEN k = 1 THEN d ELSE 0 END), SUM(CASE WHEN k = 0 THEN d ELSE 0 END) "
@@ -202,9 +206,9 @@ def _union(table: str, by: str) -> str:
     GROUP BY pid, n, b"""
 
 
-def _kernels(conn: sqlite3.Connection, named: dict) -> tuple[StepKernel, ...]:
+def _kernels(conn: sqlite3.Connection, named: Named) -> tuple[StepKernel, ...]:
     rows = conn.execute("SELECT pid, n, key, COUNT(*), SUM(d) FROM _nvw_iv WHERE k = 1 GROUP BY 1, 2, 3").fetchall()
-    merged: dict[tuple, list[int]] = {}
+    merged: dict[tuple[Any, int, str], list[int]] = {}
     for pid, n, key, launches, total in rows:
         m = merged.setdefault((pid, n, named.get(key) or "<unnamed kernel>"), [0, 0])
         m[0] += launches
@@ -212,7 +216,7 @@ def _kernels(conn: sqlite3.Connection, named: dict) -> tuple[StepKernel, ...]:
     return tuple(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
 
 
-def _host_side(conn: sqlite3.Connection, api: list[Api], lo: int, hi: int, steps: dict, *, whole: bool) -> None:
+def _host_side(conn: sqlite3.Connection, api: list[Api], lo: int, hi: int, steps: Steps, *, whole: bool) -> None:
     """Add the host's CUDA-call time to the steps; whole: every call that can block was recorded, so the union of
     all of them says how much of the step ran outside CUDA calls."""
     conn.execute("CREATE TEMP TABLE _nvw_kinds(t INTEGER, key, kind TEXT, PRIMARY KEY (t, key))")
@@ -229,7 +233,7 @@ def _host_side(conn: sqlite3.Connection, api: list[Api], lo: int, hi: int, steps
                      FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) c
                      JOIN _nvw_steps t ON t.n = c.n AND c.s < t.hi""")
     bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}
-    by_kind: dict[tuple, dict[str, int]] = {}
+    by_kind: dict[tuple[Any, int], dict[str, int]] = {}
     for pid, n, kind, ns in conn.execute(_union("_nvw_api", "kind")):
         by_kind.setdefault((pid, n), {})[kind] = ns
     union = {(pid, n): ns for pid, n, _b, ns in conn.execute(_union("_nvw_api", "NULL"))} if whole else {}

@@ -1,8 +1,16 @@
-"""What a reader tells the per-step series (timeline/series.py, timeline/series_np.py) about its tables."""
+"""What a reader tells the per-step series (timeline/series.py, timeline/series_np.py) about its tables, and the
+types both measure with."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
+
+# the kernels' name keys (a capture's SQL values) → their names
+Named = dict[Any, str]
+Names = Callable[[Iterable[Any]], Named]
+# {(process, step): (lo, hi, values)}: the values by the name of their field of model.StepAgg
+Steps = dict[tuple[Any, int], tuple[int, int, dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -22,4 +30,4 @@ class Api:
     table: str
     pid: str
     key: str
-    kinds: Callable[[list], dict]
+    kinds: Callable[[list[Any]], dict[Any, str]]

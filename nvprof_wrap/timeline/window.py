@@ -22,6 +22,9 @@ from dataclasses import dataclass
 
 from nvprof_wrap.errors import BadInput
 
+# (name, tid, start, end) of an NVTX or annotation range that may mark a step, as a capture holds it (NULLs too)
+Range = tuple[str | None, object, int | None, int | None]
+
 NS = 1_000_000_000
 _STEP = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
 _OPTIMIZER_STEP = re.compile(r"^optimizer step (\d+)$")  # annotate.STEP_NAME
@@ -108,7 +111,7 @@ def make(window: tuple[float, float] | None = None, steps: tuple[int, int] | Non
             from None
 
 
-def parse(text: str, what: str, integer: bool = False) -> tuple:
+def parse(text: str, what: str, integer: bool = False) -> tuple[float, ...]:
     """'START:END' → (start, end); one clear line when it is not that."""
     parts = text.split(":")
     try:
@@ -123,7 +126,7 @@ def parse(text: str, what: str, integer: bool = False) -> tuple:
 OPEN_ENDS = (-(1 << 62), 1 << 62)  # a window's open ends (timeline/sql.py EVERYTHING)
 
 
-def bounds(window: Window, origin_ns: int | None, ranges: Iterable[tuple]) -> tuple[int, int]:
+def bounds(window: Window, origin_ns: int | None, ranges: Iterable[Range]) -> tuple[int, int]:
     """[lo, hi) in ns of the capture's clock. origin_ns: the first GPU activity (None: the capture has none);
     ranges: (name, tid, start, end) of the NVTX / annotation ranges that may mark steps (STEP_LIKE)."""
     ranges = list(ranges) if window.cut is not None else ranges
@@ -139,14 +142,14 @@ def bounds(window: Window, origin_ns: int | None, ranges: Iterable[tuple]) -> tu
     return (lo, min(hi, cut_at(window.cut, ranges))) if window.cut is not None else (lo, hi)
 
 
-def cut_at(step: int, ranges: Iterable[tuple]) -> int:
+def cut_at(step: int, ranges: Iterable[Range]) -> int:
     """The start of the first step >= ``step`` the ranges mark (the open end where they mark none)."""
     starts, _ = _steps(ranges)
     later = [n for n in starts if n >= step]
     return starts[min(later)] if later else OPEN_ENDS[1]
 
 
-def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple], cut: int | None = None) -> tuple[int, int]:
+def step_bounds(steps: tuple[int, int], ranges: Iterable[Range], cut: int | None = None) -> tuple[int, int]:
     """cut: steps from this one on are not the capture's (Window.cut): asked for, they are missing (step B still
     ends the window where the capture marks where it began)."""
     a, b = steps
@@ -162,13 +165,13 @@ def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple], cut: int | None
     return starts[a], starts[b] if b in starts else ends[b - 1]
 
 
-def _steps(ranges: Iterable[tuple]) -> tuple[dict[int, int], dict[int, int]]:
+def _steps(ranges: Iterable[Range]) -> tuple[dict[int, int], dict[int, int]]:
     """{step: earliest start}, {step: latest end}: the job's named steps when there are any, else the optimizer
     steps run marked, else Keras batches."""
     return marked_steps(ranges)[1:]
 
 
-def spans(ranges: Iterable[tuple]) -> tuple[str | None, list[tuple[int, int, int]]]:
+def spans(ranges: Iterable[Range]) -> tuple[str | None, list[tuple[int, int, int]]]:
     """(what marked them, [(step, start, end)] in step order): a step runs from its start to the next step's start,
     the last one to its range's end. (None, []) without steps."""
     source, starts, ends = marked_steps(ranges)
@@ -177,12 +180,12 @@ def spans(ranges: Iterable[tuple]) -> tuple[str | None, list[tuple[int, int, int
                     for i, n in enumerate(order)]
 
 
-def marked_steps(ranges: Iterable[tuple]) -> tuple[str | None, dict[int, int], dict[int, int]]:
+def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], dict[int, int]]:
     """_steps, with what marked them: "step marks" | "optimizer steps" | "keras batches" (None: no steps)."""
     named: tuple[dict[int, int], dict[int, int]] = ({}, {})
     optimizer: tuple[dict[int, int], dict[int, int]] = ({}, {})
     batches: tuple[dict[int, int], dict[int, int]] = ({}, {})
-    keras: list[tuple] = []
+    keras: list[tuple[object, int, int, str | None]] = []
     for name, tid, s, e in ranges:
         if s is None:
             continue
@@ -205,12 +208,13 @@ def marked_steps(ranges: Iterable[tuple]) -> tuple[str | None, dict[int, int], d
     return ("keras batches", *_keras_batches(keras)) if keras else (None, {}, {})
 
 
-def _keras_batches(keras: list[tuple]) -> tuple[dict[int, int], dict[int, int]]:
+def _keras_batches(keras: list[tuple[object, int, int, str | None]]) -> tuple[dict[int, int], dict[int, int]]:
     """Batch N: the N-th call of the model — the Keras layer whose calls are most often outermost (not inside
     another Keras call on their thread; layers built before the first batch are called alone too) — in start order
     over every thread."""
-    outer: list[tuple[str, int, int]] = []
-    tid_now, reach = object(), None
+    outer: list[tuple[str | None, int, int]] = []
+    tid_now: object = object()
+    reach: int | None = None
     for tid, s, e, name in sorted(keras, key=lambda r: (str(r[0]), r[1], -r[2])):
         if tid != tid_now:
             tid_now, reach = tid, None
