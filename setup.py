@@ -1,6 +1,6 @@
 """The optional compiled helper of the Nsight Systems reader (nvprof_wrap/timeline/_cattr.c; timeline/native.py says
 why). Everything else is in pyproject.toml. Where it cannot be built (no C compiler, no Python headers) the install
-still succeeds and the readers use their SQL path: the results are the same (tests/readers/test_native.py)."""
+still succeeds and the readers use their SQL path: the results are the same (tests/timeline/test_native.py)."""
 import os
 
 from setuptools import Extension, setup

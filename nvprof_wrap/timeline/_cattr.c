@@ -1,5 +1,5 @@
 /* The per-launch passes of the Nsight Systems reader, compiled (timeline/native.py is their Python face; each stands in
- * for Python or SQL that stays the fallback and the reference it is tested against, tests/readers/test_native.py):
+ * for Python or SQL that stays the fallback and the reference it is tested against, tests/timeline/test_native.py):
  *   - the NVTX segment sweep (timeline/nvtx._segments), on ranges read and interned here;
  *   - the per-op attribution of one slice of kernels (timeline/nvtx._attribute_slice's SQL);
  *   - the busy-time union (timeline/busy.busy_part's loop; busy_time's plan, sorts and loops at once).

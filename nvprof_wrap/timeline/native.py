@@ -1,7 +1,7 @@
 """The compiled passes of the Nsight Systems reader (timeline/_cattr.c), when they were built: the NVTX segment sweep,
 the per-op attribution of a slice of kernels, the busy-time union.
 
-Each gives exactly what the Python and SQL it stands in for give (tests/readers/test_native.py compares them on
+Each gives exactly what the Python and SQL it stands in for give (tests/timeline/test_native.py compares them on
 real and generated captures and on random ranges); measured on this project's 2-core machine, reading a generated
 2M-launch capture took 8.1-9.6 s by those and 3.1-3.4 s compiled. They are optional: `pip install` builds them
 where a C compiler and Python's headers are present (setup.py; no libsqlite3-dev needed), and without them — or

@@ -85,7 +85,7 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
 def _in_sql(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: list[tuple[int, int, int]], host: str,
             names: Names) -> tuple[Steps, tuple[StepKernel, ...]]:
     """(the steps' values, the kernels per step) measured in SQL: the reference timeline/series_np.py is checked
-    against (tests/report/test_series_np.py), and what measures a capture whose times are not all integers."""
+    against (tests/timeline/test_series_np.py), and what measures a capture whose times are not all integers."""
     lo, hi = spans[0][1], spans[-1][2]
     conn.execute("DROP TABLE IF EXISTS temp._nvw_steps")
     conn.execute("CREATE TEMP TABLE _nvw_steps(n INTEGER PRIMARY KEY, lo INTEGER, hi INTEGER)")

@@ -10,7 +10,7 @@ its largest end minus its first start. Keys (names, call ids) and processes beco
 rows, so nothing per launch stays a Python object: per row only int64 columns, read in chunks of CHUNK rows.
 
 Where a value is not an integer, or a sum could overflow int64, measure() returns None and the caller measures in
-SQL (the reference, which tests/report/test_series_np.py checks this against on real and generated captures).
+SQL (the reference, which tests/timeline/test_series_np.py checks this against on real and generated captures).
 """
 from __future__ import annotations
 
