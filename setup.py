@@ -1,6 +1,6 @@
-"""The optional compiled helper of the Nsight Systems reader (nvprof_wrap/readers/_cattr.c; readers/_native.py says
+"""The optional compiled helper of the Nsight Systems reader (nvprof_wrap/timeline/_cattr.c; timeline/native.py says
 why). Everything else is in pyproject.toml. Where it cannot be built (no C compiler, no Python headers) the install
-still succeeds and the readers use their SQL path: the results are the same (tests/readers/test_native.py)."""
+still succeeds and the readers use their SQL path: the results are the same (tests/timeline/test_native.py)."""
 import os
 
 from setuptools import Extension, setup
@@ -8,6 +8,6 @@ from setuptools import Extension, setup
 # NVPROF_WRAP_NO_NATIVE=1: a pure-Python wheel (py3-none-any) for another interpreter, e.g. the GPU machine's
 # Python 3.12 (benchmarks/h200_*.sh: NVPROF_WRAP_NO_NATIVE=1 python3 -m pip wheel --no-deps -w .whl .)
 NATIVE = [] if os.environ.get("NVPROF_WRAP_NO_NATIVE") == "1" else [
-    Extension("nvprof_wrap.readers._cattr", ["nvprof_wrap/readers/_cattr.c"], optional=True,
+    Extension("nvprof_wrap.timeline._cattr", ["nvprof_wrap/timeline/_cattr.c"], optional=True,
               extra_compile_args=["-O2"], libraries=["dl"])]
 setup(ext_modules=NATIVE)

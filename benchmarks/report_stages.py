@@ -77,25 +77,26 @@ def main(argv: list[str] | None = None) -> int:
     import nvprof_wrap
     from nvprof_wrap import report as report_mod
     from nvprof_wrap.pipeline import compose, evidence
-    from nvprof_wrap.readers import _native, _nvtx, _sqlite, nsys_sqlite
+    from nvprof_wrap.readers import nsys_sqlite
+    from nvprof_wrap.timeline import busy, native, nvtx
     imported = time.perf_counter() - t
-    _timed(_nvtx, "_all_segments", "NVTX segment sweep (+ insert)")
-    _timed(_nvtx, "_main_threads", "main thread per process")
-    _timed(_nvtx, "_slices", "attribution slices planned")
-    _timed(_nvtx, "_attribute_slice", "attribution, this process's slice")
-    _timed(_native, "sweep", "NVTX segment sweep (compiled)")
-    _timed(_nvtx, "_compiled_slice", "attribution, this process's slice (compiled)")
+    _timed(nvtx, "_all_segments", "NVTX segment sweep (+ insert)")
+    _timed(nvtx, "_main_threads", "main thread per process")
+    _timed(nvtx, "_slices", "attribution slices planned")
+    _timed(nvtx, "_attribute_slice", "attribution, this process's slice")
+    _timed(native, "sweep", "NVTX segment sweep (compiled)")
+    _timed(nvtx, "_compiled_slice", "attribution, this process's slice (compiled)")
     _timed(nsys_sqlite, "attribute", "attribution in all (sweep + join + group, workers waited for)")
-    _timed(_sqlite.BusyTime, "result", "busy-time union, wait after the rest")
+    _timed(busy.BusyTime, "result", "busy-time union, wait after the rest")
     _timed(nsys_sqlite, "_memops", "copies and sets")
     _timed(compose, "ingest", "ingest (read + store)")
     _timed(evidence, "prepare", "evidence (classification)")
     _timed(report_mod, "build", "report built from the store")
     if not a.json:
         print(f"cores {len(os.sched_getaffinity(0))}; imports {imported:.2f} s", flush=True)
-    pieces = _nvtx.MIN_SPLIT_RANGES
+    pieces = nvtx.MIN_SPLIT_RANGES
     for r, one_sweep in [(r, v) for r in range(a.rounds) for v in ((False, True) if a.one_sweep_too else (False,))]:
-        _nvtx.MIN_SPLIT_RANGES = 1 << 62 if one_sweep else pieces
+        nvtx.MIN_SPLIT_RANGES = 1 << 62 if one_sweep else pieces
         t = time.perf_counter()
         floor = subprocess.run([sys.executable, "-c", FLOOR_NSYS, a.capture], capture_output=True, check=True)
         floor_s = time.perf_counter() - t

@@ -103,7 +103,7 @@ class OpAgg:
 
 @dataclass(frozen=True)
 class HwDevice:
-    """The hardware's tensor-pipe activity on one device over a capture (readers/_hardware.py): percentages of SM
+    """The hardware's tensor-pipe activity on one device over a capture (timeline/hardware.py): percentages of SM
     time, as the source measures them (nsys GPU metrics' "Tensor Active", NVML GPM's ANY_TENSOR_UTIL)."""
 
     device_id: int
@@ -144,7 +144,7 @@ class HwPoint:
 @dataclass(frozen=True)
 class StepAgg:
     """One step (or time bucket) of one process: its span on the host's clock, what the GPU did that started in
-    it, and the host's time inside CUDA calls (readers/_series.py)."""
+    it, and the host's time inside CUDA calls (timeline/series.py)."""
 
     pid: int | None
     step: int
@@ -180,7 +180,7 @@ class StepSeries:
     host: str  # which CUDA calls were recorded: "all" | "launch, sync, alloc" | "launch" | "none"
     steps: tuple[StepAgg, ...]
     kernels: tuple[StepKernel, ...]
-    folded: int = 1  # steps per row: consecutive steps merged when there are more than readers/_series.MAX_STEPS
+    folded: int = 1  # steps per row: consecutive steps merged when there are more than timeline/series.MAX_STEPS
 
 
 @dataclass(frozen=True)
@@ -208,7 +208,7 @@ class Capture:
     hw_devices: tuple[HwDevice, ...] = ()
     hw_kernels: tuple[HwKernel, ...] = ()
     hw_series: tuple[HwPoint, ...] = ()
-    series: StepSeries | None = None  # per step (or time bucket): readers/_series.py
+    series: StepSeries | None = None  # per step (or time bucket): timeline/series.py
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ def add_window(p: argparse.ArgumentParser) -> None:
 
 def window_args(args: argparse.Namespace) -> Span:
     """analyze()'s window= and steps= from --window / --steps."""
-    from nvprof_wrap.readers._window import parse
+    from nvprof_wrap.timeline.window import parse
 
     return Span(window=parse(args.window, "--window") if getattr(args, "window", None) else None,
                 steps=parse(args.steps, "--steps", integer=True) if getattr(args, "steps", None) else None)

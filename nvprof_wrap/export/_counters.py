@@ -10,8 +10,11 @@ from pathlib import Path
 
 from nvprof_wrap.export._events import Trace, dumps, us
 from nvprof_wrap.export._timeline import FIRST_NS, Clock
-from nvprof_wrap.readers import _gpm, _gpu_metrics
-from nvprof_wrap.readers._sqlite import EVERYTHING
+from nvprof_wrap.timeline.gpm import SOURCE as GPM_SOURCE
+from nvprof_wrap.timeline.gpm import records
+from nvprof_wrap.timeline.gpu_metrics import SOURCE as GPU_METRICS_SOURCE
+from nvprof_wrap.timeline.gpu_metrics import device_ids
+from nvprof_wrap.timeline.sql import EVERYTHING
 
 _NOT_METRICS = {"device", "t0_ns", "t_ns"}
 
@@ -26,15 +29,15 @@ def _device_pid(trace: Trace, device: object, source: str) -> int:
 
 def gpu_metrics(trace: Trace, conn: sqlite3.Connection, have: set[str], index: int, clock: Clock,
                 span: tuple[int, int]) -> None:
-    """GPU_METRICS rows as counters: one track per metric and GPU (readers/_gpu_metrics.py finds the devices)."""
+    """GPU_METRICS rows as counters: one track per metric and GPU (timeline/gpu_metrics.py finds the devices)."""
     if not {"GPU_METRICS", "TARGET_INFO_GPU_METRICS"} <= have:
         return
     metrics = {(t, m): name for t, m, name in conn.execute(
         "SELECT DISTINCT typeId, metricId, metricName FROM TARGET_INFO_GPU_METRICS")}
-    devices = _gpu_metrics._device_ids(conn, have, sorted({t for t, _ in metrics}))
+    devices = device_ids(conn, have, sorted({t for t, _ in metrics}))
     prefix: dict[tuple[object, ...], str] = {}
     for (t, m), name in metrics.items():
-        pid = _device_pid(trace, devices.get(t), _gpu_metrics.SOURCE)
+        pid = _device_pid(trace, devices.get(t), GPU_METRICS_SOURCE)
         prefix[(t, m)] = f'{{"ph":"C","name":{dumps(name)},"pid":{pid},"tid":{pid},"args":{{"value":'
     where = "true" if span == EVERYTHING else f"timestamp >= {span[0]} AND timestamp < {span[1]}"
     write, n, shift = trace.write, 0, clock.shift
@@ -50,7 +53,7 @@ def gpu_metrics(trace: Trace, conn: sqlite3.Connection, have: set[str], index: i
 def gpm(trace: Trace, path: Path, unix_offset: int, clock: Clock, span: tuple[int, int]) -> None:
     """A run's GPM samples (Unix time; ``unix_offset``: Unix minus the capture's clock) as counters, one track per
     metric and GPU; the GPU of a sample is its place in the header's list, the CUDA device id."""
-    lines = _gpm._lines(path)
+    lines = records(path)
     header = next(lines, None)
     if not header or header.get("gpm") != 1:
         trace.count("gpm files not read")
@@ -72,7 +75,7 @@ def gpm(trace: Trace, path: Path, unix_offset: int, clock: Clock, span: tuple[in
                 continue
             head = heads.get((cuda, key))
             if head is None:
-                pid = _device_pid(trace, cuda, _gpm.SOURCE)
+                pid = _device_pid(trace, cuda, GPM_SOURCE)
                 head = heads[(cuda, key)] = (f'{{"ph":"C","name":{dumps(f"GPM {key} %")},"pid":{pid},"tid":{pid},'
                                              '"args":{"value":')
             write(f'{head}{value}}},"ts":{us(at + clock.shift)}}},\n')

@@ -16,12 +16,10 @@ from typing import Any
 
 from nvprof_wrap.export._events import CNAME, Trace, Verdicts, dumps
 from nvprof_wrap.export._timeline import Clock
-from nvprof_wrap.readers import _window
-from nvprof_wrap.readers._kineto_rows import KERNEL_CATS, MEM_CATS, RANGE_CATS
-from nvprof_wrap.readers._sqlite import EVERYTHING
-from nvprof_wrap.readers._trace_events import NotFast, TraceEvents
-from nvprof_wrap.readers._window import Window
+from nvprof_wrap.readers import KERNEL_CATS, MEM_CATS, RANGE_CATS, NotFast, TraceEvents
 from nvprof_wrap.run.steps import could_mark_a_step
+from nvprof_wrap.timeline.sql import EVERYTHING
+from nvprof_wrap.timeline.window import Window, bounds
 
 _NUMBER = (int, float)
 _GPU_CATS = KERNEL_CATS | MEM_CATS
@@ -79,7 +77,7 @@ class Kineto:
     def span(self, window: Window | None) -> tuple[int, int]:
         if window is None:
             return EVERYTHING
-        return _window.bounds(window, self.gpu_first, self.steps)
+        return bounds(window, self.gpu_first, self.steps)
 
     def emit(self, trace: Trace, verdicts: Verdicts, index: int, clock: Clock, span: tuple[int, int]) -> None:
         lo, hi = span

@@ -12,8 +12,8 @@ from nvprof_wrap.export import _counters
 from nvprof_wrap.export._events import Trace, Verdicts
 from nvprof_wrap.export._timeline import START_END, Clock, gpu, ranges
 from nvprof_wrap.readers import cupti_sqlite, nsys_sqlite
-from nvprof_wrap.readers._sqlite import EVERYTHING, columns, cut, in_window, tables, window_bounds
-from nvprof_wrap.readers._window import Window
+from nvprof_wrap.timeline.sql import EVERYTHING, columns, cut, in_window, tables, window_bounds
+from nvprof_wrap.timeline.window import Window
 
 NSYS_GPU = (nsys_sqlite.KERNEL, nsys_sqlite.MEMCPY, nsys_sqlite.MEMSET)
 CUPTI_GPU = ("kernel", "memcpy", "memset")
@@ -42,17 +42,17 @@ class Nsys:
         self.conn, self.path, self.have = conn, path, tables(conn)
         self.gpu_tables = [t for t in NSYS_GPU if t in self.have]
         self.first_ns = _first(conn, self.gpu_tables + (["NVTX_EVENTS"] if "NVTX_EVENTS" in self.have else []))
-        self.unix_offset = nsys_sqlite._session(conn, self.have)[0]
+        self.unix_offset = nsys_sqlite.session_span(conn, self.have)[0]
 
     def span(self, window: Window | None) -> tuple[int, int]:
-        return window_bounds(self.conn, window, self.gpu_tables, nsys_sqlite._ranges_sql(self.conn, self.have))
+        return window_bounds(self.conn, window, self.gpu_tables, nsys_sqlite.nvtx_ranges_sql(self.conn, self.have))
 
     def _col(self, table: str, name: str) -> str:
         return name if name in columns(self.conn, table) else "NULL"
 
     def emit(self, trace: Trace, verdicts: Verdicts, index: int, clock: Clock, span: tuple[int, int]) -> None:
         conn, have = self.conn, self.have
-        # names cut in SQL as the readers cut them (readers/_sqlite.cut): a huge one never reaches the trace whole
+        # names cut in SQL as the readers cut them (timeline/sql.cut): a huge one never reaches the trace whole
         names = dict(conn.execute(f"SELECT pid, {cut('name')} FROM PROCESSES")) if "PROCESSES" in have else {}
 
         def pid_of(gp: object) -> int:
@@ -64,7 +64,7 @@ class Nsys:
             if table not in have:
                 continue
             c = partial(self._col, table)
-            name = nsys_sqlite._name_col(conn) if kind == 0 else "NULL"
+            name = nsys_sqlite.kernel_name_column(conn) if kind == 0 else "NULL"
             parts.append(f'SELECT start, "end", {c("globalPid")}, {c("deviceId")}, {c("streamId")}, {kind}, {name}, '
                          f'{c("correlationId")}, {c("bytes") if kind else "NULL"}, '
                          f'{c("copyKind") if kind == 1 else "NULL"} FROM {table} WHERE {in_window(span)}')
@@ -98,16 +98,16 @@ class Nsys:
 
 class Cupti:
     """A capture of nvprof-wrap's CUPTI tracer (one process): CUPTI's clock, which its meta maps to Unix time
-    (cupti_sqlite._unix_offset): the captures of one run's processes share it."""
+    (cupti_sqlite.unix_offset): the captures of one run's processes share it."""
 
     FORMAT = "cupti"
 
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn, self.path, self.have = conn, path, tables(conn)
-        self.meta = cupti_sqlite._meta(conn)
+        self.meta = cupti_sqlite.read_meta(conn)
         self.gpu_tables = [t for t in CUPTI_GPU if t in self.have]
         self.first_ns = _first(conn, self.gpu_tables + (["nvtx"] if "nvtx" in self.have else []))
-        self.unix_offset = cupti_sqlite._unix_offset(self.meta)
+        self.unix_offset = cupti_sqlite.unix_offset(self.meta)
 
     def span(self, window: Window | None) -> tuple[int, int]:
         return window_bounds(self.conn, window, self.gpu_tables, cupti_sqlite.RANGES if "nvtx" in self.have else None)
@@ -115,8 +115,8 @@ class Cupti:
     def emit(self, trace: Trace, verdicts: Verdicts, index: int, clock: Clock, span: tuple[int, int]) -> None:
         conn, meta = self.conn, self.meta
         rank = f" rank {meta['rank']}" if meta.get("rank") not in (None, "") else ""
-        own = cupti_sqlite._int(meta.get("pid"))
-        pid = trace.process(index, own, f"{cupti_sqlite._command(meta.get('argv')) or 'process'}{rank} "
+        own = cupti_sqlite.int_or_none(meta.get("pid"))
+        pid = trace.process(index, own, f"{cupti_sqlite.command_line(meta.get('argv')) or 'process'}{rank} "
                                         f"(pid {own if own is not None else '?'})")
         parts = [f'SELECT start, "end", NULL, device_id, stream_id, {kind}, {cut("name") if kind == 0 else "NULL"}, '
                  f'correlation_id, {"bytes" if kind else "NULL"}, {"copy_kind" if kind == 1 else "NULL"} '

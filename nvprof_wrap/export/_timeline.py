@@ -17,8 +17,8 @@ from functools import partial
 from typing import Any
 
 from nvprof_wrap.export._events import MEM_CNAME, Trace, Verdicts, dumps, us
-from nvprof_wrap.readers._sqlite import MEMCPY_DIRECTION
 from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.timeline.sql import MEMCPY_DIRECTION
 
 KERNEL, MEMCPY, MEMSET = 0, 1, 2
 PUSH_POP, START_END = 0, 1

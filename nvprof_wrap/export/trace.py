@@ -27,20 +27,20 @@ from nvprof_wrap.export._events import Trace, Verdicts
 from nvprof_wrap.export._kineto import Kineto
 from nvprof_wrap.export._sqlite_sources import Cupti, Nsys
 from nvprof_wrap.export._timeline import FIRST_NS, Clock
-from nvprof_wrap.readers import _gpm, _recover
-from nvprof_wrap.readers._bounded import gunzip_to
-from nvprof_wrap.readers._head import SQLITE_MAGIC
-from nvprof_wrap.readers._sqlite import opened
-from nvprof_wrap.readers._window import make
+from nvprof_wrap.readers import gunzip_to
 from nvprof_wrap.report import Report
 from nvprof_wrap.system import tempdirs, tools
 from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
 from nvprof_wrap.system.storage import machine_failure
 from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline import gpm, recover
+from nvprof_wrap.timeline.recover import SQLITE_MAGIC
+from nvprof_wrap.timeline.sql import opened
+from nvprof_wrap.timeline.window import make
 
 Source = Nsys | Cupti | Kineto
 SQLITE: dict[str, type[Nsys | Cupti]] = {"nsys-sqlite": Nsys, "nsys-rep": Nsys, "cupti": Cupti}
-# Whose schema each is, for readers/_guard.py's check (the readers' own words)
+# Whose schema each is, for timeline/guard.py's check (the readers' own words)
 PROFILER = {"nsys-sqlite": "Nsight Systems", "nsys-rep": "Nsight Systems", "cupti": "nvprof-wrap's CUPTI tracer"}
 FORMATS = (*SQLITE, Kineto.FORMAT)
 Warn = Callable[[str], None]
@@ -110,7 +110,7 @@ def _gpm_counters(trace: Trace, sources: list[tuple[Source, tuple[int, int]]], c
     done: set[Path] = set()
     notes = []
     for (source, span), clock in zip(sources, clocks):
-        found = _gpm.beside(source.path)
+        found = gpm.beside(source.path)
         if found is None or found in done:
             continue
         if source.unix_offset is None:
@@ -124,7 +124,7 @@ def _gpm_counters(trace: Trace, sources: list[tuple[Source, tuple[int, int]]], c
 def _open(path: Path, fmt: str, stack: contextlib.ExitStack) -> Source:
     """The capture as the exporter reads it: a gzipped SQLite file unpacked into a temporary folder, an .nsys-rep
     through its export, a CUPTI capture cut short by a kill rolled back on a private copy (as the readers do). Its
-    queries run as the readers' do (readers/_guard.py): a schema not as the profiler writes it (a view, a trigger,
+    queries run as the readers' do (timeline/guard.py): a schema not as the profiler writes it (a view, a trigger,
     a duplicated lookup id) refused in one line, every query under a budget, a signal ending a query as itself."""
     if fmt == Kineto.FORMAT:
         return Kineto(path)
@@ -165,6 +165,6 @@ def _sqlite_file(path: Path, fmt: str, stack: contextlib.ExitStack) -> Path:
         path = plain
     # writes pending beside it (a journal, a WAL): connect_ro opens the copy recovered with them, held as long as
     # the export reads
-    stack.enter_context(_recover.readable(path))
+    stack.enter_context(recover.readable(path))
     return path
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal, cast, overload
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers import _window
+from nvprof_wrap.timeline import window
 
 
 def _refuse(name: str, takes: str, value: object) -> BadInput:
@@ -29,7 +29,7 @@ def span(value: object, name: str, integer: bool) -> tuple[int, int] | tuple[flo
     takes = f"{'two whole numbers' if integer else 'two numbers of seconds'} 0 <= start < end, e.g. {example}"
     if isinstance(value, str):
         try:
-            value = _window.parse(value, name, integer)
+            value = window.parse(value, name, integer)
         except BadInput:
             raise _refuse(name, takes, value) from None
     if not isinstance(value, (tuple, list)) or len(value) != 2 or not all(_number(v, integer) for v in value) \

@@ -14,7 +14,7 @@ from nvprof_wrap import report as report_mod
 from nvprof_wrap.errors import BadInput, NvprofWrapError
 from nvprof_wrap.pipeline import arguments, evidence
 from nvprof_wrap.pipeline.ingest import ingest
-from nvprof_wrap.readers._no_kernels import copies_only
+from nvprof_wrap.readers import copies_only
 from nvprof_wrap.report import jobs
 from nvprof_wrap.report.health import HealthVerdict
 from nvprof_wrap.report.hints import hints

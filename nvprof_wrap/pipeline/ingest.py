@@ -12,11 +12,11 @@ from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.model import Capture, Process
 from nvprof_wrap.pipeline import reading
 from nvprof_wrap.readers import summary
-from nvprof_wrap.readers._window import Window, make
 from nvprof_wrap.run import Run
 from nvprof_wrap.store import DATA_VERSION, Store, file_identity
 from nvprof_wrap.system import fork as _fork
 from nvprof_wrap.system.storage import machine_failure
+from nvprof_wrap.timeline.window import Window, make
 
 Progress = Callable[[Path], None]
 Skipped = list[tuple[str, str]]  # (file, why it was not read)
@@ -76,7 +76,7 @@ def _unreadable(path: Path, explicit: bool, skipped: Skipped, e: OSError) -> Non
 def _hardware_beside(path: Path) -> str:
     """The run's GPM samples are part of what is read with a capture of that run: another file of them (the run
     re-sampled, or a folder copied without them) is another reading."""
-    from nvprof_wrap.readers._gpm import beside
+    from nvprof_wrap.timeline.gpm import beside
 
     found = beside(path)
     if found is None:
@@ -148,9 +148,9 @@ def _summarised(path: Path, window: Window | None) -> str:
 
 def _pending_beside(path: Path) -> str:
     """Writes pending beside an SQLite capture (a hot journal, a WAL with commits) are part of what it reads as
-    (readers/_recover.py): new commits in a WAL leave the file's size, mtime and inode as they were, so without
+    (timeline/recover.py): new commits in a WAL leave the file's size, mtime and inode as they were, so without
     this the store kept the aggregates of the capture before them."""
-    from nvprof_wrap.readers._recover import pending
+    from nvprof_wrap.timeline.recover import pending
 
     try:
         sides = pending(path)
@@ -201,8 +201,8 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
     reads here), or on the Dask cluster whose scheduler is at ``dask`` (pipeline/reading.py); the store is
     written from this process only, as the results arrive, in the order of the captures: the same store whichever
     way they were read. window=(start_s, end_s) / steps=(A, B): only that part of each capture's
-    timeline (readers/_window.py); a format without a timeline is refused (or skipped, inside a folder). cut: a
-    capture window's end, where nsys recorded on while it stopped (readers/_window.py Window.cut).
+    timeline (timeline/window.py); a format without a timeline is refused (or skipped, inside a folder). cut: a
+    capture window's end, where nsys recorded on while it stopped (timeline/window.py Window.cut).
     """
     win = make(window, steps, cut)
     skipped: list[tuple[str, str]] = []

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, NvprofWrapError, Terminated, ToolMissing
 from nvprof_wrap.model import Capture
-from nvprof_wrap.readers._window import Window
 from nvprof_wrap.system import fork as _fork
 from nvprof_wrap.system import lifeline
+from nvprof_wrap.timeline.window import Window
 
 if TYPE_CHECKING:
     from distributed import Client  # optional (the dask extra): seen as Any by the checker either way

@@ -15,10 +15,10 @@ from nvprof_wrap.errors import BadInput, CannotWrite, ToolMissing
 from nvprof_wrap.pipeline import reading
 from nvprof_wrap.pipeline.ingest import _pending
 from nvprof_wrap.readers import summary
-from nvprof_wrap.readers._window import make
 from nvprof_wrap.report import jobs
 from nvprof_wrap.store import Store
 from nvprof_wrap.system import fork as _fork
+from nvprof_wrap.timeline.window import make
 
 
 def summarize(paths: list[Path], out: Path, *, window: tuple[float, float] | None = None,

@@ -22,8 +22,6 @@ from nvprof_wrap.errors import BadInput, IOFailure
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import (
     _dlprof,
-    _gpm,
-    _recover,
     console_text,
     cupti_sqlite,
     kineto_json,
@@ -38,14 +36,26 @@ from nvprof_wrap.readers import (
     tf_trace_json,
     xplane,
 )
-from nvprof_wrap.readers._bounded import gunzip_to
+from nvprof_wrap.readers._bounded import gunzip_to as gunzip_to
 from nvprof_wrap.readers._head import SQLITE_MAGIC, Head
+from nvprof_wrap.readers._kineto_rows import KERNEL_CATS as KERNEL_CATS
+from nvprof_wrap.readers._kineto_rows import MEM_CATS as MEM_CATS
+from nvprof_wrap.readers._kineto_rows import RANGE_CATS as RANGE_CATS
+from nvprof_wrap.readers._no_kernels import copies_only as copies_only
+from nvprof_wrap.readers._trace_events import NotFast as NotFast
+from nvprof_wrap.readers._trace_events import TraceEvents as TraceEvents
 from nvprof_wrap.readers._validate import validate
-from nvprof_wrap.readers._window import Window, make, refuse
 from nvprof_wrap.run.names import NOT_CAPTURES, SQLITE_SIDES
 from nvprof_wrap.system import tempdirs, tools
 from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
 from nvprof_wrap.system.storage import machine_failure
+from nvprof_wrap.timeline import gpm, recover
+from nvprof_wrap.timeline.window import Window, make, refuse
+
+# Imported "as" themselves: what other stages use of the readers' parsing, by public names (tests/whole/test_layers.py:
+# no stage imports another's _private module) — a gzipped capture unpacked within its bound (export/trace.py), a
+# Kineto trace's event categories and its streamed events (export/_kineto.py), the error for captures with copies
+# but no kernel (pipeline/compose.py).
 
 # The formats, in the order their sniffs are tried: each reader module declares FORMAT, sniff(head) and read(path).
 # Adding a format: one module, one line here.
@@ -116,9 +126,9 @@ def read(path: Path, window: tuple[float, float] | Window | None = None,
     """Read one capture; every failure becomes BadInput naming the file.
 
     window=(start_s, end_s): only what the GPU did in that window, in seconds from the capture's first GPU activity;
-    steps=(A, B): only steps A..B-1 (readers/_window.py says which ranges are steps and what a window keeps)."""
+    steps=(A, B): only steps A..B-1 (timeline/window.py says which ranges are steps and what a window keeps)."""
     win = window if isinstance(window, Window) else make(window, steps)
-    with _recover.readable(path):  # an SQLite file with writes pending beside it: its committed content
+    with recover.readable(path):  # an SQLite file with writes pending beside it: its committed content
         return _read(path, win)
 
 
@@ -163,7 +173,7 @@ def _read_gunzipped_sqlite(path: Path, window: Window | None = None) -> Capture:
             raise BadInput(path, f"corrupt gzip file ({e})") from None
         if written is None:
             raise BadInput(path, f"gzipped SQLite unpacks to more than {MAX_GUNZIPPED_SQLITE_BYTES >> 30} GiB")
-        _gpm.keep_beside(path, plain)  # a run folder's GPM samples still lie beside the capture they belong to
+        gpm.keep_beside(path, plain)  # a run folder's GPM samples still lie beside the capture they belong to
         try:
             capture = read(plain, window)
         except BadInput as e:  # named after the file the user gave, not the temporary copy

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from typing import Any
 
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 
@@ -56,14 +57,14 @@ def from_us(value: object) -> int | None:
     """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number or not a
     time SQLite can hold (beyond ±2^62 ns: start + duration must still fit)."""
     try:
-        ns = float(value) * 1000  # type: ignore[arg-type]
+        ns = float(value) * 1000  # type: ignore[arg-type]  # any value: what float() refuses is caught below
     except (TypeError, ValueError):
         return None
     return int(ns) if abs(ns) < 2**62 else None  # also False for nan
 
 
 
-def fold(stats: list | None, ns: int | None, n: int = 1) -> list:
+def fold(stats: list[Any] | None, ns: int | None, n: int = 1) -> list[Any]:  # [int, int, int | None, int | None]
     """[count, total, min, max] of a Python reader's aggregate with ``n`` more records of duration ``ns`` (None:
     counted without their time; min and max stay None until a record has one)."""
     if stats is None:

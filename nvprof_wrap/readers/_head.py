@@ -8,9 +8,9 @@ from functools import cached_property
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers import _recover
-from nvprof_wrap.readers._sqlite import opened, tables
 from nvprof_wrap.system.storage import machine_failure
+from nvprof_wrap.timeline import recover
+from nvprof_wrap.timeline.sql import opened, tables
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -30,7 +30,7 @@ class Head:
     def sqlite_tables(self) -> set[str]:
         if not self.is_sqlite:
             return set()
-        with _recover.readable(self.path), opened(self.path) as conn:  # under a budget (readers/_guard.py)
+        with recover.readable(self.path), opened(self.path) as conn:  # under a budget (timeline/guard.py)
             try:
                 return tables(conn)
             except (sqlite3.DatabaseError, UnicodeDecodeError) as e:

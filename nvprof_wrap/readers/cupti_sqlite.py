@@ -19,16 +19,20 @@ from nvprof_wrap.model import (
     merge_kernels,
     merge_memops,
 )
-from nvprof_wrap.readers import _hw_sources, _recover, _series
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
-from nvprof_wrap.readers._nvtx import attribute, borrowed_note
-from nvprof_wrap.readers._series_tables import Api, Gpu
-from nvprof_wrap.readers._sqlite import (
+from nvprof_wrap.system import bounded
+from nvprof_wrap.system.fork import BIG
+from nvprof_wrap.text import cuda_calls
+from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline import hw_sources, recover
+from nvprof_wrap.timeline import series as step_series
+from nvprof_wrap.timeline.busy import BusyTime
+from nvprof_wrap.timeline.nvtx import attribute, borrowed_note
+from nvprof_wrap.timeline.sql import (
     EVERYTHING,
     MEMCPY_DIRECTION,
-    BusyTime,
     cut,
     in_window,
     opened,
@@ -36,25 +40,21 @@ from nvprof_wrap.readers._sqlite import (
     tables,
     window_bounds,
 )
-from nvprof_wrap.readers._window import Window
-from nvprof_wrap.system import bounded
-from nvprof_wrap.system.fork import BIG
-from nvprof_wrap.text import cuda_calls
-from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline.window import Window
 
 
-def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
     return {k: v for k, v in conn.execute("SELECT key, value FROM meta")}
 
 
-def _int(v: str | None) -> int | None:
+def int_or_none(v: str | None) -> int | None:
     try:
         return int(v) if v not in (None, "") else None
     except ValueError:
         return None
 
 
-def _command(argv_json: str | None) -> str | None:
+def command_line(argv_json: str | None) -> str | None:
     """'["/opt/venv/bin/python", "-u", "train.py", ...]' → 'python -u train.py ...'."""
     try:
         argv = bounded.loads(argv_json or "null")
@@ -65,7 +65,7 @@ def _command(argv_json: str | None) -> str | None:
     return " ".join([Path(str(argv[0])).name, *map(str, argv[1:])])
 
 
-NAME = cut("name")  # a kernel's or device's name, as read: cut in SQL (readers/_sqlite.cut)
+NAME = cut("name")  # a kernel's or device's name, as read: cut in SQL (timeline/sql.cut)
 
 
 def _kernels(conn: sqlite3.Connection, pid: int | None, dur: str, where: str) -> tuple[KernelAgg, ...]:
@@ -95,7 +95,7 @@ def sniff(head: Head) -> bool:
 
 def read(path: Path, window: Window | None = None) -> Capture:
     # A process killed mid-commit leaves '<file>-journal' beside the .partial file: read as rolled back.
-    with _recover.readable(path):
+    with recover.readable(path):
         return _read(path, window)
 
 
@@ -122,7 +122,7 @@ def _ops(conn: sqlite3.Connection, have: set[str], pid: int | None, split_over: 
 
 RANGES = f'SELECT tid, start AS s, "end" AS e, {cut("name")} AS name FROM nvtx'
 
-# meta 'api_records' (tracer/setup.py) → which CUDA calls the capture holds (readers/_series.py's host)
+# meta 'api_records' (tracer/setup.py) → which CUDA calls the capture holds (timeline/series.py's host)
 _HOST = (("kernel launch calls, copies, waits and allocations", "launch, sync, alloc"),
          ("every runtime and driver call", "all"), ("kernel launch calls only", "launch"), ("none", "none"))
 _KINDS = {"runtime": (RUNTIME_LAUNCH_CBIDS, cuda_calls.RUNTIME_HOST_CBIDS),
@@ -131,17 +131,19 @@ _KINDS = {"runtime": (RUNTIME_LAUNCH_CBIDS, cuda_calls.RUNTIME_HOST_CBIDS),
 
 def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict[str, str], launches: int,
            span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
-    """(the per-step series, notes): readers/_series.py over the kernel, copy and set tables and the API calls."""
+    """(the per-step series, notes): timeline/series.py over the kernel, copy and set tables and the API calls."""
     if not launches:
         return None, ()
-    if why := _series.too_big(launches):
+    if why := step_series.too_big(launches):
         return None, (why,)
     records = meta.get("api_records") or ""
     host = next((h for prefix, h in _HOST if records.startswith(prefix)), "launch" if records else "none")
     p = "NULL" if pid is None else str(int(pid))
-    gpu = [Gpu("kernel", p, NAME), Gpu("memcpy", p), Gpu("memset", p)]
-    api = [Api(t, p, "cbid", functools.partial(_call_kinds, t)) for t in ("runtime", "driver") if t in have]
-    series = _series.measure(conn, gpu, api, RANGES if "nvtx" in have else None, host if api else "none",
+    gpu = [step_series.GpuTable("kernel", p, NAME), step_series.GpuTable("memcpy", p),
+           step_series.GpuTable("memset", p)]
+    api = [step_series.ApiTable(t, p, "cbid", functools.partial(_call_kinds, t)) for t in ("runtime", "driver")
+           if t in have]
+    series = step_series.measure(conn, gpu, api, RANGES if "nvtx" in have else None, host if api else "none",
                              lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)}, span, launches)
     return series, ()
 
@@ -152,11 +154,11 @@ def _call_kinds(table: str, keys: list[Any]) -> dict[Any, str]:
     return {k: "launch" if k in launches else host[k][1] if k in host else "other" for k in keys}
 
 
-def _unix_offset(meta: dict[str, str]) -> int | None:
+def unix_offset(meta: dict[str, str]) -> int | None:
     """Unix time minus the capture's clock: the tracer stamps its start in both (meta started_ns and
     started_unix_ns). An older capture has only started_ns: CUPTI's clock is Unix time on Linux (measured on the
     H200: the first kernel 0.75 s before the job's own first time.time_ns() stamp, as its warm-up ran), so 0."""
-    started, unix = _int(meta.get("started_ns")), _int(meta.get("started_unix_ns"))
+    started, unix = int_or_none(meta.get("started_ns")), int_or_none(meta.get("started_unix_ns"))
     if started is None:
         return None
     return unix - started if unix is not None else 0
@@ -168,8 +170,8 @@ def _read(path: Path, window: Window | None) -> Capture:
         missing = {"meta", "kernel", "memcpy", "memset", "device"} - have
         if missing:
             raise BadInput(path, f"nvprof-wrap CUPTI capture without table(s) {', '.join(sorted(missing))}")
-        meta = _meta(conn)
-        pid = _int(meta.get("pid"))
+        meta = read_meta(conn)
+        pid = int_or_none(meta.get("pid"))
         # Busy time side by side with the rest (forked workers for a big capture, like the nsys reader).
         span = window_bounds(conn, window, ["kernel", "memcpy", "memset"], RANGES if "nvtx" in have else None) \
             if window else EVERYTHING
@@ -193,18 +195,18 @@ def _read(path: Path, window: Window | None) -> Capture:
                             "a process that ended before the tracer flushed its buffers loses them")
         devices = tuple(Device(*r) for r in conn.execute(
             f"SELECT device_id, {NAME}, cc_major, cc_minor, sm_count FROM device"))
-        procs = (Process(pid, _command(meta.get("argv")), _int(meta.get("rank")), meta.get("hostname")),) \
+        procs = (Process(pid, command_line(meta.get("argv")), int_or_none(meta.get("rank")), meta.get("hostname")),) \
             if pid is not None else ()
         partial = meta.get("status") != "complete" or str(path).endswith(".partial")
         notes = (("partial capture: the process ended before the tracer could finish it",) if partial else ()) + \
             ((kernel_note,) if kernel_note else ()) + mem_notes + \
             borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
-        hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
-            conn, have, path, "kernel", "device_id", NAME, _unix_offset(meta), None if window is None else span,
+        hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
+            conn, have, path, "kernel", "device_id", NAME, unix_offset(meta), None if window is None else span,
             lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)})
         series, series_notes = _steps(conn, have, pid, meta, sum(k.launches for k in kernels), span)
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs, series=series,
                        ops=ops, notes=notes + hw_notes + series_notes, partial=partial,
-                       started_ns=_int(meta.get("started_ns")),
-                       ended_ns=_int(meta.get("ended_ns")), command=_command(meta.get("argv")),
-                       ppid=_int(meta.get("ppid")), hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s)
+                       started_ns=int_or_none(meta.get("started_ns")),
+                       ended_ns=int_or_none(meta.get("ended_ns")), command=command_line(meta.get("argv")),
+                       ppid=int_or_none(meta.get("ppid")), hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s)

@@ -19,20 +19,20 @@ import ijson
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, StepSeries, merge_kernels
-from nvprof_wrap.readers import _series, _window
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME, refuse_launches
-from nvprof_wrap.readers._nvtx import attribute, borrowed_note
-from nvprof_wrap.readers._series_tables import Api, Gpu
-from nvprof_wrap.readers._sqlite import EVERYTHING, BusyTime, connect_ro, in_window, window_bounds
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
-from nvprof_wrap.readers._window import Window
 from nvprof_wrap.run.steps import could_mark_a_step
 from nvprof_wrap.system.fork import BIG
 from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES
 from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline import series as step_series
+from nvprof_wrap.timeline.busy import BusyTime
+from nvprof_wrap.timeline.nvtx import attribute, borrowed_note
+from nvprof_wrap.timeline.sql import EVERYTHING, connect_ro, in_window, window_bounds
+from nvprof_wrap.timeline.window import Window, step_bounds
 
 _HEADER_KEYS = ("deviceProperties", "distributedInfo", *ROCM_KEYS)
 
@@ -144,11 +144,11 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
 
 def _steps(rows: Rows, names: dict[int, str], launches: int,
            span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
-    """(the per-step series, notes): readers/_series.py over the trace's tables (its ProfilerStep#N ranges; every
+    """(the per-step series, notes): timeline/series.py over the trace's tables (its ProfilerStep#N ranges; every
     CUDA runtime and driver call the trace holds, with its kind from the scan)."""
     if not launches:
         return None, ()
-    if why := _series.too_big(launches):
+    if why := step_series.too_big(launches):
         return None, (why,)
     db, p = rows.db, "NULL" if rows.host_pid is None else str(int(rows.host_pid))
     db.execute("CREATE TEMP TABLE IF NOT EXISTS _nvw_rnames(id INTEGER PRIMARY KEY, name TEXT)")
@@ -156,8 +156,9 @@ def _steps(rows: Rows, names: dict[int, str], launches: int,
                    [(i, n) for n, i in rows.range_names.items() if could_mark_a_step(n)])
     db.execute('CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", kind FROM rt')
     ranges = "SELECT r.tid AS tid, r.s AS s, r.e AS e, n.name AS name FROM rng r JOIN _nvw_rnames n ON n.id = r.name"
-    api = [Api("_nvw_calls", p, "kind", lambda keys: {k: k for k in keys})] if rows.api else []
-    series = _series.measure(db, [Gpu("kl", p, "nid"), Gpu("mem", p)], api, ranges,
+    api = [step_series.ApiTable("_nvw_calls", p, "kind", lambda keys: {k: k for k in keys})] if rows.api else []
+    tables = [step_series.GpuTable("kl", p, "nid"), step_series.GpuTable("mem", p)]
+    series = step_series.measure(db, tables, api, ranges,
                              "all" if api else "none",
                              lambda keys: {k: demangle(names.get(k) or "<unnamed kernel>") for k in keys}, span,
                              launches)
@@ -172,7 +173,7 @@ def _span(agg: Rows, window: Window) -> tuple[int, int]:
         return EVERYTHING
     steps = {i: n for n, i in agg.range_names.items() if could_mark_a_step(n)}
     ids = ",".join(map(str, steps))
-    return _window.step_bounds(window.steps, ((steps[nid], tid, s, e) for tid, s, e, nid in
+    return step_bounds(window.steps, ((steps[nid], tid, s, e) for tid, s, e, nid in
                                               agg.db.execute(f"SELECT tid, s, e, name FROM rng WHERE name IN ({ids})")))
 
 
@@ -180,12 +181,12 @@ def _ops(agg: Rows, pid: int | None, names: dict[int, str], span: tuple[int, int
          lent: dict[str, int]) -> tuple[OpAgg, ...]:
     """Which ops launched which kernels. Each kernel's correlation id leads to the runtime or driver call that
     launched it (thread, CPU time); the op ranges open on that thread at that time are the op and its scope — the
-    same attribution as for NVTX ranges (readers/_nvtx.py). Threads are keyed by pid and tid."""
+    same attribution as for NVTX ranges (timeline/nvtx.py). Threads are keyed by pid and tid."""
     range_names = {i: name for name, i in agg.range_names.items()}
     launches = f"""SELECT {pid if pid is not None else 'NULL'} AS pid, k.dev AS dev, r.tid AS tid, r.t AS t,
                           k.nid AS key, k.dur AS dur
                    FROM kl k LEFT JOIN rt r ON r.corr = k.corr {{rslice}} WHERE {in_window(span, "k")} {{slice}}"""
-    # Big traces: the segment sweep per group of threads and the launches per slice, side by side (readers/_nvtx.py)
+    # Big traces: the segment sweep per group of threads and the launches per slice, side by side (timeline/nvtx.py)
     big = agg.path.stat().st_size >= BIG
     rows = attribute(agg.db, "SELECT tid, s, e, name FROM rng", launches, names=range_names.__getitem__, borrowed=lent,
                      reopen=(lambda: connect_ro(agg.path)) if big else None, kernel_table="kl" if big else None,

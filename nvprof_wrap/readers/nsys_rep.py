@@ -10,8 +10,8 @@ from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.model import Capture
 from nvprof_wrap.readers import nsys_sqlite
 from nvprof_wrap.readers._head import Head
-from nvprof_wrap.readers._window import Window
 from nvprof_wrap.system import tempdirs, tools
+from nvprof_wrap.timeline.window import Window
 
 
 def _writable(folder: Path) -> bool:

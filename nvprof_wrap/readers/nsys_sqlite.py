@@ -24,16 +24,19 @@ from nvprof_wrap.model import (
     merge_kernels,
     merge_memops,
 )
-from nvprof_wrap.readers import _gpu_metrics, _hw_sources, _recover, _series
 from nvprof_wrap.readers._durations import SOUND, note, on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import refuse_launches
-from nvprof_wrap.readers._nvtx import attribute, borrowed_note
-from nvprof_wrap.readers._series_tables import Api, Gpu
-from nvprof_wrap.readers._sqlite import (
+from nvprof_wrap.text.cuda_calls import kind_of
+from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline import hw_sources, recover
+from nvprof_wrap.timeline import series as step_series
+from nvprof_wrap.timeline.busy import BusyTime
+from nvprof_wrap.timeline.gpu_metrics import kernel_names
+from nvprof_wrap.timeline.nvtx import attribute, borrowed_note
+from nvprof_wrap.timeline.sql import (
     EVERYTHING,
     MEMCPY_DIRECTION,
-    BusyTime,
     columns,
     cut,
     in_window,
@@ -43,9 +46,7 @@ from nvprof_wrap.readers._sqlite import (
     uri_of,
     window_bounds,
 )
-from nvprof_wrap.readers._window import Window
-from nvprof_wrap.text.cuda_calls import kind_of
-from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline.window import Window
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -56,7 +57,7 @@ def _pid_expr(cols: set[str]) -> str:
     return "((globalPid >> 24) & 16777215)" if "globalPid" in cols else "NULL"
 
 
-def _name_col(conn: sqlite3.Connection) -> str:
+def kernel_name_column(conn: sqlite3.Connection) -> str:
     cols = columns(conn, KERNEL)
     name_col = next((c for c in ("demangledName", "mangledName", "shortName") if c in cols), None)
     if name_col is None:
@@ -66,7 +67,7 @@ def _name_col(conn: sqlite3.Connection) -> str:
 
 def _kernels(conn: sqlite3.Connection, dur: str, where: str = "true") -> tuple[KernelAgg, ...]:
     cols = columns(conn, KERNEL)
-    name_col = _name_col(conn)
+    name_col = kernel_name_column(conn)
     # Group by the raw globalPid (the pid is extracted from the few groups afterwards) and keep only COUNT and
     # SUM: per-launch expressions and MIN/MAX made this scan 1.7x slower than a plain GROUP BY at 1M launches.
     gpid = "globalPid" if "globalPid" in cols else "NULL"
@@ -132,7 +133,7 @@ def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tupl
     return tuple(Process(pid, names.get(pid)) for pid in sorted(pids))
 
 
-def _ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
+def nvtx_ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
     """(tid, s, e, name) of the push/pop and start/end NVTX ranges; None without an NVTX table."""
     if "NVTX_EVENTS" not in have:
         return None
@@ -153,7 +154,7 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
     kcols = columns(conn, KERNEL)
     if not {"demangledName", "globalPid", "correlationId"} <= kcols:
         return None
-    ranges = _ranges_sql(conn, have)
+    ranges = nvtx_ranges_sql(conn, have)
     if ranges is None:  # no NVTX table: checked above, never taken
         return None
     launches = f"""SELECT (k.globalPid >> 24) & 16777215 AS pid, k.deviceId AS dev, r.globalTid AS tid, r.start AS t,
@@ -235,7 +236,7 @@ def sniff(head: Head) -> bool:
     return bool(head.sqlite_tables & {"StringIds", "TARGET_INFO_SESSION_START_TIME"})
 
 
-def _session(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, int | None]:
+def session_span(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, int | None]:
     """When the profiling session started and ended (UTC ns since the epoch), where the export says: the start in
     TARGET_INFO_SESSION_START_TIME, the length in ANALYSIS_DETAILS."""
     try:
@@ -252,17 +253,18 @@ def _session(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, int 
 
 def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
            span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
-    """(the per-step series, notes): readers/_series.py over the kernel, copy and set tables and the runtime calls."""
+    """(the per-step series, notes): timeline/series.py over the kernel, copy and set tables and the runtime calls."""
     if not launches:
         return None, ()
-    if why := _series.too_big(launches):
+    if why := step_series.too_big(launches):
         return None, (why,)
-    gpu = [Gpu(t, _pid_expr(columns(conn, t)), _name_col(conn) if t == KERNEL else None)
+    gpu = [step_series.GpuTable(t, _pid_expr(columns(conn, t)), kernel_name_column(conn) if t == KERNEL else None)
            for t in (KERNEL, MEMCPY, MEMSET) if t in have]
-    api = [Api(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId", functools.partial(_call_kinds, conn))] \
+    api = [step_series.ApiTable(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId",
+                                functools.partial(_call_kinds, conn))] \
         if RUNTIME in have and {"nameId", "globalTid"} <= columns(conn, RUNTIME) else []
-    series = _series.measure(conn, gpu, api, _ranges_sql(conn, have), "all" if api else "none",
-                             lambda keys: _gpu_metrics._names(conn, keys), span, launches)
+    series = step_series.measure(conn, gpu, api, nvtx_ranges_sql(conn, have), "all" if api else "none",
+                             lambda keys: kernel_names(conn, keys), span, launches)
     return series, ()
 
 
@@ -276,7 +278,7 @@ def _call_kinds(conn: sqlite3.Connection, keys: list[Any]) -> dict[Any, str]:
 def read(path: Path, window: Window | None = None) -> Capture:
     try:
         # writes pending beside it (a journal, a WAL): read as SQLite would recover them
-        with _recover.readable(path), opened(path, "Nsight Systems") as conn:
+        with recover.readable(path), opened(path, "Nsight Systems") as conn:
             return _read(conn, path, window)
     except BadInput as e:
         raise BadInput(path, e.why) from None
@@ -287,7 +289,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         _no_kernels(path, conn, have)
         raise BadInput(path, _without_kernel_table(conn, have))
     span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have],
-                         _ranges_sql(conn, have)) if window else EVERYTHING
+                         nvtx_ranges_sql(conn, have)) if window else EVERYTHING
     busy_time = BusyTime(conn, path, _busy_sources(conn, have), span)  # side by side with the rest
     try:
         memops, mem_notes = _memops(conn, have, in_window(span))
@@ -310,10 +312,10 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
         ((kernel_note,) if kernel_note else ()) + mem_notes + \
         borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
-    started, ended = _session(conn, have)
-    hw_dev, hw_k, hw_s, hw_notes = _hw_sources.of(
-        conn, have, path, KERNEL, "deviceId", _name_col(conn), started, None if window is None else span,
-        lambda keys: _gpu_metrics._names(conn, keys))
+    started, ended = session_span(conn, have)
+    hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
+        conn, have, path, KERNEL, "deviceId", kernel_name_column(conn), started, None if window is None else span,
+        lambda keys: kernel_names(conn, keys))
     series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span)
     return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,

@@ -11,14 +11,15 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
-from nvprof_wrap.readers import _recover
 from nvprof_wrap.readers._durations import PLAIN, SOUND, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
-from nvprof_wrap.readers._sqlite import (
+from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline import recover
+from nvprof_wrap.timeline.busy import busy_time
+from nvprof_wrap.timeline.sql import (
     EVERYTHING,
     MEMCPY_DIRECTION,
-    busy_time,
     columns,
     cut,
     in_window,
@@ -26,8 +27,7 @@ from nvprof_wrap.readers._sqlite import (
     tables,
     window_bounds,
 )
-from nvprof_wrap.readers._window import Window
-from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline.window import Window
 
 KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -114,7 +114,7 @@ def sniff(head: Head) -> bool:
 
 def read(path: Path, window: Window | None = None) -> Capture:
     # writes pending beside it (a journal, a WAL): read as SQLite would recover them
-    with _recover.readable(path), opened(path, "nvprof") as conn:
+    with recover.readable(path), opened(path, "nvprof") as conn:
         have = tables(conn)
         if not any(t in have for t in KERNEL_TABLES) or "StringTable" not in have:
             raise BadInput(path, "nvprof file without kernel tables (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL / _KERNEL)")

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from nvprof_wrap import model
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers import _window
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.system import files
 from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES, MAX_SUMMARY_BYTES
+from nvprof_wrap.timeline.window import CUT_KEY, Window
 
 FORMAT = "nvprof-wrap-summary"
 MAGIC = b'{"nvprof_wrap_summary": 1'
@@ -87,7 +87,7 @@ def identity(path: Path) -> str:
     return load(path)[0]
 
 
-def read(path: Path, window: _window.Window | None = None) -> model.Capture:
+def read(path: Path, window: Window | None = None) -> model.Capture:
     """The summarised capture; refused when it was summarised through another window than the one asked for."""
     _identity, key, capture = load(path)
     asked = window.key if window is not None else None
@@ -100,10 +100,10 @@ def read(path: Path, window: _window.Window | None = None) -> model.Capture:
 
 
 def _asked(key: str | None) -> str | None:
-    """A window's key without a capture window's cut (readers/_window.py Window.key)."""
+    """A window's key without a capture window's cut (timeline/window.py Window.key)."""
     if key is None:
         return None
-    kept = ";".join(part for part in key.split(";") if not part.startswith(_window.CUT_KEY))
+    kept = ";".join(part for part in key.split(";") if not part.startswith(CUT_KEY))
     return kept or None
 
 

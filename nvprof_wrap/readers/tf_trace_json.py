@@ -27,10 +27,10 @@ from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAg
 from nvprof_wrap.readers._bounded import open_json as _open
 from nvprof_wrap.readers._durations import fold, from_us, note
 from nvprof_wrap.readers._head import Head
-from nvprof_wrap.readers._sqlite import busy_time
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline.busy import busy_time
 
 _BATCH = 20000
 NO_OP = ("(no op recorded)", "(no op recorded)")

@@ -26,11 +26,11 @@ from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAg
 from nvprof_wrap.readers import _protowire as wire
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
-from nvprof_wrap.readers._sqlite import busy_time
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
 from nvprof_wrap.readers._xplane_schema import schema
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline.busy import busy_time
 
 _CHUNK = 4 << 20  # bytes of events parsed at once (~100k events)
 _BATCH = 20000

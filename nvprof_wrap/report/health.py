@@ -472,8 +472,8 @@ def _divergence_finding(epochs: list[EpochMetrics], at: Callable[[EpochMetrics],
     if len(losses) < 2:
         return None
     first, last = losses[0], losses[-1]
-    best = min(losses, key=lambda e: e.loss)  # type: ignore[arg-type, return-value]
-    if last.loss > DIVERGE_FACTOR * best.loss and last.loss > first.loss:  # type: ignore[operator]
+    best = min(losses, key=lambda e: e.loss)  # type: ignore[arg-type, return-value]  # only epochs whose value is finite
+    if last.loss > DIVERGE_FACTOR * best.loss and last.loss > first.loss:  # type: ignore[operator]  # the values compared are finite numbers here
         return (f"loss diverged: {last.loss:.4g} at {at(last)}, more than "
                 f"{DIVERGE_FACTOR:g}x its minimum {best.loss:.4g} ({at(best)}) and above "
                 f"{at(first)}'s {first.loss:.4g}")
@@ -485,9 +485,9 @@ def _overfit_finding(epochs: list[EpochMetrics], at: Callable[[EpochMetrics], st
     vals = [e for e in epochs if _finite(e.val_loss)]
     if len(vals) < 3:
         return None
-    best = min(vals, key=lambda e: e.val_loss)  # type: ignore[arg-type, return-value]
+    best = min(vals, key=lambda e: e.val_loss)  # type: ignore[arg-type, return-value]  # only epochs whose value is finite
     last = vals[-1]
-    if best.epoch < last.epoch and last.val_loss > 1.2 * best.val_loss:  # type: ignore[operator]
+    if best.epoch < last.epoch and last.val_loss > 1.2 * best.val_loss:  # type: ignore[operator]  # the values compared are finite numbers here
         return (f"val_loss rose from {best.val_loss:.4g} ({at(best)}) to {last.val_loss:.4g} "
                 f"({at(last)}): overfitting, training itself is fine")
     return None
@@ -499,7 +499,7 @@ def _trend_finding(epochs: list[EpochMetrics], at: Callable[[EpochMetrics], str]
     first, last = epochs[0], epochs[-1]
     if len(epochs) == 1:
         return True, f"1 {unit} only (loss {last.loss:.4g}): too short to judge a trend"
-    fell = last.loss < first.loss * (1 - flat) if first.loss > 0 else last.loss < first.loss  # type: ignore[operator]
+    fell = last.loss < first.loss * (1 - flat) if first.loss > 0 else last.loss < first.loss  # type: ignore[operator]  # the values compared are finite numbers here
     verb = "fell" if fell else "did not fall" + (f" by more than {flat:.0%}" if flat else "")
     text = f"loss {verb} from {first.loss:.4g} ({at(first)}) to {last.loss:.4g} ({at(last)})"
     if last.accuracy is not None:

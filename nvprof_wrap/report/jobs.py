@@ -209,12 +209,12 @@ def _apart(a: _Unit, b: _Unit) -> bool:
 def capture_scope(runs: list[tuple[Path, Manifest]]) -> CaptureScope | None:
     """The window a windowed run recorded (its manifest's capture and what its processes said in windows.jsonl,
     over every rank folder); None for a run that recorded all of its job."""
-    from nvprof_wrap.readers import _windows
+    from nvprof_wrap.timeline import windows
 
     asked = next((m.capture for _, m in runs if m.capture is not None), None)
     if asked is None:
         return None
-    seen = [s for s in (_windows.summary(Run(folder).windows_file) for folder, _ in runs) if s is not None]
+    seen = [s for s in (windows.summary(Run(folder).windows_file) for folder, _ in runs) if s is not None]
     scope = CaptureScope(asked.kind, asked.start, asked.end, asked.option)
     if not seen:
         return scope
@@ -237,7 +237,7 @@ def capture_scope(runs: list[tuple[Path, Manifest]]) -> CaptureScope | None:
 
 def capture_cut(scope: CaptureScope | None) -> int | None:
     """Step B of a steps window whose profiler stopped beside the job (it recorded on while stopping): the report
-    keeps nothing from that step's start on (readers/_window.py Window.cut); None otherwise."""
+    keeps nothing from that step's start on (timeline/window.py Window.cut); None otherwise."""
     if scope is None or scope.kind != "steps" or not scope.stopped_aside or scope.end is None:
         return None
     return int(scope.end)

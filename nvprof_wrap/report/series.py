@@ -2,7 +2,7 @@
 step's wall time went on the GPU (busy, kernels, tensor-core kernels, copies, communication) and on the host (time
 inside CUDA calls by kind, time outside any CUDA call).
 
-Readers measure it per capture (readers/_series.py: model.StepAgg, model.StepKernel); the store keeps it per
+Readers measure it per capture (timeline/series.py: model.StepAgg, model.StepKernel); the store keeps it per
 (capture, process, step); this module turns it into the Report's `series` (docs/json.md "series").
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Protocol
 from nvprof_wrap.report.fields import js
 from nvprof_wrap.store import Store
 
-# The host's CUDA calls, by what they do to a step's time (readers/_series.py maps callback ids / API names).
+# The host's CUDA calls, by what they do to a step's time (timeline/series.py maps callback ids / API names).
 API_KINDS = ("launch", "sync", "alloc", "other")
 API_LABELS = {"launch": "launches", "sync": "copies and waits", "alloc": "allocations", "other": "other calls"}
 
@@ -68,7 +68,7 @@ class Series:
     rows: tuple[StepRow, ...] = field(metadata=js("series"))
     # where the host's split comes from: "runtime API records" | "none" (the capture has none)
     host: str = field(metadata=js(group="series_info"))
-    # steps per row: more steps than readers/_series.MAX_STEPS are merged, consecutive ones
+    # steps per row: more steps than timeline/series.MAX_STEPS are merged, consecutive ones
     folded: int = field(default=1, metadata=js("steps_per_row", group="series_info"))
     notes: tuple[str, ...] = field(default=(), metadata=js(group="series_info"))
 

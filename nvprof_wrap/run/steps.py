@@ -6,7 +6,7 @@ of the run folder's files: the job's own code marks 'step N' (nvprof_wrap.profil
 workloads) or torch.profiler marks 'ProfilerStep#N'; `run` adds 'optimizer step N' to every PyTorch process and, with
 --annotate keras, 'train batch N' and a 'keras:LAYER' range per layer call (tracer/annotate.py). Readers select the
 ranges that may mark steps (LIKE, could_mark_a_step), the timeline turns them into windows and per-step series
-(readers/_window.py: which steps, where they begin and end), the store counts them (store/queries.py), and the code
+(timeline/window.py: which steps, where they begin and end), the store counts them (store/queries.py), and the code
 inside the job tells them apart live (tracer/window.py, which imports only itself: it keeps a copy of the patterns,
 checked equal to these by tests/run/test_run_folder.py).
 
@@ -52,7 +52,7 @@ def step_name(n: int) -> str:
 
 def marked(name: str) -> tuple[str, int] | None:
     """(the source, the step number) a range of this name marks, by its name alone (a Keras layer's range marks a
-    batch only among the others: readers/_window.py); None for any other name."""
+    batch only among the others: timeline/window.py); None for any other name."""
     for source, pattern in PATTERNS.items():
         m = pattern.match(name)
         if m:

@@ -384,8 +384,8 @@ class Queries:
 
     def steps_marked(self) -> int:
         """How many training steps the captures mark: distinct NVTX ranges 'step N' / 'ProfilerStep#N' that
-        kernels ran in (readers/_window.py), as the innermost or the outermost range; else the 'optimizer step N'
-        ranges `run` marks (tracer/annotate.py), the same order readers/_window.py prefers them in; 0 when none."""
+        kernels ran in (timeline/window.py), as the innermost or the outermost range; else the 'optimizer step N'
+        ranges `run` marks (tracer/annotate.py), the same order timeline/window.py prefers them in; 0 when none."""
         own, optimizer = steps.glob_sql("s", steps.OWN), steps.glob_sql("s", steps.OPTIMIZER)
         r = self.rows(f"""SELECT SUM({own}) AS own, SUM({optimizer}) AS opt
                           FROM (SELECT op AS s FROM ops UNION SELECT scope FROM ops)""")[0]

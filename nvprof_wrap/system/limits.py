@@ -30,7 +30,7 @@ DEMANGLE_MAX_CHARS = MAX_NAME_CHARS
 DEMANGLE_MEMORY_BYTES = 1 << 30
 DEMANGLE_MAX_OVERRUNS = 3
 
-# Queries on a SQLite capture (readers/_guard.py): each connection, the compiled helper's too, gets a budget of
+# Queries on a SQLite capture (timeline/guard.py): each connection, the compiled helper's too, gets a budget of
 # SQLite VM instructions, SQL_FLOOR_STEPS + SQL_STEPS_PER_BYTE per byte of the file, counted every SQL_STEP_GRAIN
 # instructions (about 1 ms here: 70M instructions/s on 2 busy cores; a pending SIGTERM / SIGINT is seen there too).
 # Far above any real read (measured: under 200 instructions per byte of capture for a whole read, every query added

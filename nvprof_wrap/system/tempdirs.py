@@ -1,5 +1,5 @@
 """nvprof-wrap's temporary folders (unpacked gzip captures, NVTX segments, Kineto parts, SQLite captures recovered
-with the journal or WAL beside them: readers/_recover.py), named with the host and process that made them, so that
+with the journal or WAL beside them: timeline/recover.py), named with the host and process that made them, so that
 a later command can remove what a killed one left.
 
 A command removes its folders in ``finally`` blocks, also on SIGTERM/SIGHUP/Ctrl-C (cli/__init__.py). SIGKILL and

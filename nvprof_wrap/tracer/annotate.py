@@ -67,7 +67,7 @@ def _wrap_call(cls: type, label: Callable[[Any], str], push: Callable[[str], obj
 
     __call__.__wrapped__ = original  # type: ignore[attr-defined]  # functools' marker, not in a function's type
     # Patching the user's framework class in place is the point: its instances are created by the user's code.
-    cls.__call__ = __call__  # type: ignore[method-assign]
+    cls.__call__ = __call__  # type: ignore[method-assign]  # patched in place on purpose: see above
 
 
 def patch_keras(keras_module: Any) -> None:
@@ -100,7 +100,7 @@ def patch_torch(torch_module: Any) -> None:
     _state["patched"].add("torch")
 
 
-STEP_NAME = "optimizer step {}"  # readers/_window.py reads it (after the job's own 'step N' marks, if any)
+STEP_NAME = "optimizer step {}"  # timeline/window.py reads it (after the job's own 'step N' marks, if any)
 
 
 def patch_steps(torch_module: Any) -> None:
@@ -157,7 +157,7 @@ def patch_steps(torch_module: Any) -> None:
     _state["patched"].add("steps")
 
 
-BATCH_NAME = "train batch {}"  # readers/_window.py reads it (after 'step N' and optimizer steps)
+BATCH_NAME = "train batch {}"  # timeline/window.py reads it (after 'step N' and optimizer steps)
 
 
 def patch_keras_batches(keras_module: Any) -> None:

@@ -45,7 +45,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
                           f"{type(e).__name__}: {e}")
 
         # Patching this one loader instance (not its class): other modules it loads keep the original.
-        loader.exec_module = exec_module  # type: ignore[method-assign]
+        loader.exec_module = exec_module  # type: ignore[method-assign]  # this instance only, on purpose
         return spec
 
 

@@ -13,7 +13,7 @@ from nvprof_wrap.tracer._util import _describe, _is_busy, _launch_cbids, _loaded
 from nvprof_wrap.tracer.capture_file import _text
 
 # meta 'api_records' of a capture that recorded the launch calls and the calls that make a step's host time
-# (readers/_series.py reads it: only then is the time outside CUDA calls known)
+# (timeline/series.py reads it: only then is the time outside CUDA calls known)
 HOST_CALLS = "kernel launch calls, copies, waits and allocations"
 ENV_RUNTIME = "NVPROF_WRAP_CUPTI_RUNTIME"  # "0": no runtime-API records (lower overhead, no per-op table)
 # For measuring CUPTI's own cost (benchmarks/h200_tune.sh; cupti-python only): "NAME=VALUE,…" with NAME an

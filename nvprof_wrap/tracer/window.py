@@ -12,7 +12,7 @@ $NVPROF_WRAP_CAPTURE is set). The launcher (launch/window.py) sets:
                           caller ~3 s; then nsys' CUPTI detached from the job), "self" (the profiler keeps the
                           time itself: nsys --delay/--duration; here the window is only recorded)
 
-Steps are the marks readers/_window.py reads, told apart live in the same order of preference: the job's own NVTX
+Steps are the marks timeline/window.py reads, told apart live in the same order of preference: the job's own NVTX
 'step N' ranges (pushed or started through torch.cuda.nvtx or the nvtx package), else torch optimizer steps (the
 global step hook of annotate.py: step N begins when optimizer.step() returns for the N-th time; step 0 at torch's
 import), else Keras training batches (keras' CallbackList.on_train_batch_begin, counted over epochs from 0). A source
@@ -27,9 +27,9 @@ O_APPEND write (lines of several processes never interleave): {"window": "steps:
 the process's exit with the last step seen; "held_ms" (open, close) is how long opening or closing held the thread
 that did it — for a steps window the job's own: the profiler's cost at the window's edges. A close whose profiler
 stop ran on a helper thread says "stop": "aside"; "stopped" follows when that stop returned, its "held_ms" how long
-it took there (the report then cuts the capture at step B: readers/_window.py Window.cut); "detached" once nsys'
+it took there (the report then cuts the capture at step B: timeline/window.py Window.cut); "detached" once nsys'
 CUPTI was detached from the job after that stop, "cupti" each cuptiFinalize call's [path, status]. The report reads
-the file (readers/_windows.py).
+the file (timeline/windows.py).
 
 Runs inside the user's process: standard library only, never raises into the job, says things only as single
 ``nvprof-wrap:`` lines on stderr.
@@ -56,7 +56,7 @@ ENV = "NVPROF_WRAP_CAPTURE"
 ENV_T0 = "NVPROF_WRAP_CAPTURE_T0"
 ENV_BY = "NVPROF_WRAP_CAPTURE_BY"
 FILE = "windows.jsonl"
-# The step sources, the job's own marks first (readers/_window.py prefers them in this order).
+# The step sources, the job's own marks first (timeline/window.py prefers them in this order).
 SOURCES = ("step marks", "optimizer steps", "keras batches")
 _STEP_NAME = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
 
@@ -218,7 +218,7 @@ def _detach_profilers_cupti(record: Callable[[Event], None]) -> None:
 
 # nsys: cuProfilerStop holds its caller while nsys stops collecting (measured on the H200: 2.9-3.5 s, 3.2 s with
 # --no-hardware); called from a helper thread it holds the job ~1 ms, nsys records a few hundred launches more (the
-# report cuts its captures at step B: readers/_window.py). "job": on the job's thread all the same.
+# report cuts its captures at step B: timeline/window.py). "job": on the job's thread all the same.
 ENV_STOP = "NVPROF_WRAP_PROFILER_STOP"
 # The step sources whose marks are NVTX ranges in the capture (the job's 'step N', annotate's 'optimizer step N'):
 # the report can cut there, so only these stop aside; Keras batches where annotate marks them ('train batch N',
@@ -475,8 +475,8 @@ def _watch_nvtx(module: Any, names: tuple[str, ...]) -> None:
             return _original(*args, **kwargs)
 
         # Markers on the wrapper function (ours, functools' __wrapped__): a function's type has no such attributes.
-        opened._nvprof_wrap_window = True  # type: ignore[attr-defined]
-        opened.__wrapped__ = original  # type: ignore[attr-defined]
+        opened._nvprof_wrap_window = True  # type: ignore[attr-defined]  # our marker on the wrapper
+        opened.__wrapped__ = original  # type: ignore[attr-defined]  # functools' marker on the wrapper
         setattr(module, attr, opened)
 
 

@@ -219,12 +219,12 @@ def test_an_interrupt_in_this_process_ends_and_reaps_the_children_at_once():
 
 def test_an_interrupt_in_the_nvtx_pass_is_an_interrupt(monkeypatch):
     from nvprof_wrap import readers
-    from nvprof_wrap.readers import _nvtx
+    from nvprof_wrap.timeline import nvtx
 
     def interrupted(*_a, **_k):
         raise KeyboardInterrupt
-    monkeypatch.setattr(_nvtx, "_attribute_slice", interrupted)
-    monkeypatch.setattr(_nvtx, "_compiled_slice", interrupted)
+    monkeypatch.setattr(nvtx, "_attribute_slice", interrupted)
+    monkeypatch.setattr(nvtx, "_compiled_slice", interrupted)
     with pytest.raises(KeyboardInterrupt):
         readers.read(RUNS / "gpt_fp32_nsys_steps" / "nsys.sqlite.gz")
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from nvprof_wrap.readers import kineto_json
-from nvprof_wrap.readers._window import Window
+from nvprof_wrap.timeline.window import Window
 from tests._paths import RUNS
 
 KINETO = RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"

@@ -1,6 +1,6 @@
 """The per-step series of the H200 nanoGPT runs (tests/data/h200_runs/gpt_*_nsys, 'step N' NVTX ranges) as the
-readers measure it (readers/_series.py): the chart tests draw what a user's report holds. The series itself is
-checked against the captures' own rows in tests/report/test_series.py."""
+readers measure it (timeline/series.py): the chart tests draw what a user's report holds. The series itself is
+checked against the captures' own rows in tests/timeline/test_series.py."""
 from __future__ import annotations
 
 import gzip

@@ -2,7 +2,7 @@
 
 nsys holds cuProfilerStop's caller while it stops collecting (measured on an H200: 2.9-3.5 s per window, the job
 stalled at step B). Under nsys a steps window stops on a helper thread, with the job's own context made current
-there; the report cuts what nsys recorded meanwhile (tests/readers/test_window_cut.py). The stand-in
+there; the report cuts what nsys recorded meanwhile (tests/timeline/test_window_cut.py). The stand-in
 (tests/fakes/libcuda/fake_cuda.c, compiled here) keeps the driver's rules that matter: contexts current per thread,
 none on a new thread, the profiler calls refused (201) without one, and the stop holding its caller.
 """

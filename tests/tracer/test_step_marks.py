@@ -115,7 +115,7 @@ def test_annotate_takes_only_the_kinds_it_knows(tmp_path):
 
 
 def test_step_names_are_the_ones_the_readers_look_for():
-    from nvprof_wrap.readers._window import _OPTIMIZER_STEP, STEP_LIKE
+    from nvprof_wrap.timeline.window import _OPTIMIZER_STEP, STEP_LIKE
     from nvprof_wrap.tracer.annotate import STEP_NAME
 
     assert _OPTIMIZER_STEP.match(STEP_NAME.format(12)).group(1) == "12"
@@ -128,7 +128,7 @@ def test_the_optimizer_steps_run_marks_are_counted_as_the_jobs_steps(tmp_path):
     its own; run's step marks opened 'optimizer step 0' at torch's import, and the job never called
     optimizer.step(), so all its kernels ran in that one range. The steps a job ran are then the 'optimizer step N'
     ranges run marked — what a failed job's headline counts ("failed after N steps"); a job's own step ranges win
-    where there are both (store.steps_marked, as readers/_window.py prefers them)."""
+    where there are both (store.steps_marked, as timeline/window.py prefers them)."""
     import shutil
 
     from nvprof_wrap.pipeline import evidence

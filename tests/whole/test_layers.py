@@ -2,7 +2,8 @@
 with ``ast`` and each import of ``nvprof_wrap.*`` it makes (at the top, inside functions, under TYPE_CHECKING alike,
 and by name through ``importlib.import_module`` / ``__import__``) must point to its own group or to a lower layer,
 and no chain of imports between modules leads back to where it started. The layers are data, below; a module that
-fits none fails the test until it is placed."""
+fits none fails the test until it is placed. And no module reaches another package's ``_private`` name: a stage uses
+another by its public names only."""
 from __future__ import annotations
 
 import ast
@@ -21,7 +22,8 @@ PACKAGE = ROOT / "nvprof_wrap"
 # The folders are the stages in flow order (launch, tracer, readers, pipeline, store, classify, report, renderers,
 # cli), layered by what imports what: classify is pure (no store; the counter rules inside) and the readers give each
 # launch its counter verdict with it, so it sits below them; the pipeline composes the store, the evidence and the
-# report, so it sits above them.
+# report, so it sits above them. timeline (captures opened once, windows, steps, NVTX ranges, series, hardware
+# samples) is what the readers read time with: it sits below them and above classify (the series' kernel families).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_version", "model"),
     ("system",),  # tools, temporary folders, the life line, forked workers, limits
@@ -30,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # above reads or writes a run folder through (the injected code excepted: it keeps a copy, tests/run checks it)
     ("run",),
     ("classify",),  # names, counters, compiled code and the GPU: pure functions, no store
+    ("timeline",),  # the public API of time: the readers, the exporter, the pipeline and the report use it
     # readers, the launcher and the code that runs inside the job's processes, beside each other: readers never
     # import launch (system/tools.py finds nsys for both), launch never imports readers.
     ("readers", "launch", "tracer"),
@@ -84,7 +87,7 @@ MODULES = _modules()
 
 
 def _is_module(name: str) -> bool:
-    """One of MODULES, or a compiled one, by its C source (readers/_cattr.c: it imports nothing of ours)."""
+    """One of MODULES, or a compiled one, by its C source (timeline/_cattr.c: it imports nothing of ours)."""
     return name in MODULES or (ROOT / Path(*name.split("."))).with_suffix(".c").is_file()
 
 
@@ -223,6 +226,84 @@ def test_no_import_goes_round_in_a_circle():
     assert _cycles(_arrows()) == []
 
 
+# The private modules at the top of the package that every layer may import: _version (__version__ is its) and
+# _entry (the command line's entry, run by __main__). Any other _name (a module, or a name in one) is its package's
+# own: another package imports it, or reaches it through a module it imported, only by a public name. tests/ and
+# benchmarks/ are not held to this: a test reaches into the module it tests.
+SHARED_PRIVATE = ("nvprof_wrap._version", "nvprof_wrap._entry")
+
+
+def _package(name: str) -> str:
+    """The package of a dotted name under nvprof_wrap: its first folder (readers, timeline …), or "" for a module at
+    the top (errors, model, _version …) and the package itself."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else ""
+
+
+def _private(name: str) -> bool:
+    """A part of the dotted name starts with one underscore (a __dunder__ is public), outside SHARED_PRIVATE."""
+    for shared in SHARED_PRIVATE:
+        if name == shared or name.startswith(shared + "."):  # nvprof_wrap._version.__version__: __version__ is
+            name = "nvprof_wrap" + name[len(shared):]  # what is left to judge
+    return any(p.startswith("_") and not p.startswith("__") for p in name.split(".")[1:])
+
+
+def _reached(module: str, path: Path) -> set[str]:
+    """The dotted names of nvprof_wrap that ``module`` imports (a module, or a name from one) or reaches through a
+    module it imported (``nsys_sqlite._session`` after ``from nvprof_wrap.readers import nsys_sqlite``)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    out, bound = set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "nvprof_wrap":
+                    out.add(a.name)
+                    bound[a.asname or "nvprof_wrap"] = a.name if a.asname else "nvprof_wrap"
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            if base.split(".")[0] != "nvprof_wrap":
+                continue
+            for a in node.names:
+                out.add(f"{base}.{a.name}")
+                if _is_module(f"{base}.{a.name}"):
+                    bound[a.asname or a.name] = f"{base}.{a.name}"
+
+    def dotted(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return bound.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = dotted(node.value)
+            return None if base is None else f"{base}.{node.attr}"
+        return None
+
+    out.update(d for n in ast.walk(tree) if isinstance(n, ast.Attribute) and (d := dotted(n)) is not None)
+    return out
+
+
+def test_no_module_reaches_another_packages_private_name():
+    wrong = sorted(f"{m} -> {name}" for m, p in MODULES.items() for name in _reached(m, p)
+                   if _private(name) and _package(name) != _package(m))
+    assert wrong == []
+
+
+def test_the_private_name_check_sees_what_it_must(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from nvprof_wrap.readers import _head, nsys_sqlite\nfrom nvprof_wrap.timeline.window import _STEP\n"
+                 "from nvprof_wrap._version import __version__\nimport nvprof_wrap.readers.summary as s\n"
+                 "def f():\n    return nsys_sqlite._session, s._x, nsys_sqlite.read, _head.Head\n")
+    reached = {n for n in _reached("nvprof_wrap.export.m", f) if _private(n)}
+    assert reached == {"nvprof_wrap.readers._head", "nvprof_wrap.readers._head.Head",
+                       "nvprof_wrap.timeline.window._STEP", "nvprof_wrap.readers.nsys_sqlite._session",
+                       "nvprof_wrap.readers.summary._x"}
+    assert not _private("nvprof_wrap._entry") and _private("nvprof_wrap._other")
+    assert not _private("nvprof_wrap._version.__version__") and _private("nvprof_wrap._version._x")
+    assert _package("nvprof_wrap.readers._head") == "readers" and _package("nvprof_wrap._version") == ""
+
+
 def test_readers_never_import_the_launcher():
     assert [(s, d) for s, d in _arrows() if _group(s) == "readers" and _group(d) == "launch"] == []
 
@@ -253,6 +334,8 @@ def test_the_checker_sees_what_it_must():
     assert not _allowed("nvprof_wrap.classify.evidence", "nvprof_wrap.store")  # classify stays pure
     assert not _allowed("nvprof_wrap.report", "nvprof_wrap.pipeline.evidence")  # the pipeline ranks, then builds
     assert not _allowed("nvprof_wrap.text.names", "nvprof_wrap.classify")
+    assert not _allowed("nvprof_wrap.timeline.sql", "nvprof_wrap.readers._head")  # time is read below the formats
+    assert _allowed("nvprof_wrap.readers.nsys_sqlite", "nvprof_wrap.timeline.sql")
     assert _allowed("nvprof_wrap.cli.run_cmd", "nvprof_wrap.launch.runner")
     assert _allowed("nvprof_wrap.launch.runner", "nvprof_wrap._version")
     assert _allowed("nvprof_wrap.readers.ncu_csv", "nvprof_wrap.classify.counters")

@@ -263,27 +263,28 @@ def test_forked_workers_give_the_one_process_result_on_a_big_capture(tmp_path, m
     """A 200k-launch Nsight Systems capture (20 MB, real schema) read with forked workers — busy time in a
     child, the NVTX sweep in two pieces of time, attribution in two rowid slices — and in one process: the same
     capture, to the launch."""
-    from nvprof_wrap.readers import _nvtx, nsys_sqlite
+    from nvprof_wrap.readers import nsys_sqlite
     from nvprof_wrap.system import fork as _fork
+    from nvprof_wrap.timeline import nvtx
 
     path = tmp_path / "big.sqlite"
     subprocess.run([sys.executable, "-m", "benchmarks.generate", "nsys", "200000", str(path), "--seed", "3"],
                    cwd=ROOT, check=True, capture_output=True)
     assert path.stat().st_size >= _fork.BIG
     slices = []
-    real = _nvtx._slices
-    monkeypatch.setattr(_nvtx, "_slices", lambda *a: slices.append(real(*a)) or slices[-1])
+    real = nvtx._slices
+    monkeypatch.setattr(nvtx, "_slices", lambda *a: slices.append(real(*a)) or slices[-1])
     cuts = []
-    real_cuts = _nvtx._time_cuts
-    monkeypatch.setattr(_nvtx, "_time_cuts", lambda *a: cuts.append(real_cuts(*a)) or cuts[-1])
-    monkeypatch.setattr(_nvtx, "MIN_SPLIT_RANGES", 1000)  # the capture has 25,000 ranges
-    monkeypatch.setattr(_nvtx, "cores", lambda: 3)
+    real_cuts = nvtx._time_cuts
+    monkeypatch.setattr(nvtx, "_time_cuts", lambda *a: cuts.append(real_cuts(*a)) or cuts[-1])
+    monkeypatch.setattr(nvtx, "MIN_SPLIT_RANGES", 1000)  # the capture has 25,000 ranges
+    monkeypatch.setattr(nvtx, "cores", lambda: 3)
     monkeypatch.setattr(_fork, "cores", lambda: 2)
     monkeypatch.setenv("NVPROF_WRAP_NATIVE", "off")  # the SQL/Python path's pieces (test_native: the compiled one)
     forked = nsys_sqlite.read(path)
     assert len(slices[0]) == 3 and len(cuts[0]) == 1  # 3 (pretended) cores: 3 slices; 2 pieces beside the busy time
     monkeypatch.setattr(_fork, "can_fork", lambda: False)
-    monkeypatch.setattr(_nvtx, "can_fork", lambda: False)
+    monkeypatch.setattr(nvtx, "can_fork", lambda: False)
     alone = nsys_sqlite.read(path)
     assert sum(k.launches for k in forked.kernels) == 200_000
     for field in ("kernels", "memops", "activity", "ops"):
@@ -296,19 +297,20 @@ def test_a_cupti_capture_read_with_forked_workers_matches_the_one_process_read(t
     import gzip
     import shutil
 
-    from nvprof_wrap.readers import _nvtx, _sqlite, cupti_sqlite
+    from nvprof_wrap.readers import cupti_sqlite
     from nvprof_wrap.system import fork as _fork
+    from nvprof_wrap.timeline import busy, nvtx
 
     capture = tmp_path / "cupti-vm-559.sqlite"
     with gzip.open(RUNS / "keras_fp16_cupti_ops/cupti-vm-559.sqlite.gz") as src, \
             open(capture, "wb") as dst:
         shutil.copyfileobj(src, dst)
     alone = cupti_sqlite.read(capture)
-    for module in (_fork, _nvtx, _sqlite):
+    for module in (_fork, nvtx, busy):
         monkeypatch.setattr(module, "cores", lambda: 4, raising=False)
-    monkeypatch.setattr(_sqlite, "BIG", 0)
+    monkeypatch.setattr(busy, "BIG", 0)
     monkeypatch.setattr(cupti_sqlite, "BIG", 0)
-    monkeypatch.setattr(_nvtx, "MIN_SLICED_LAUNCHES", 1000)
+    monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000)
     forked = cupti_sqlite.read(capture)
     for field in ("kernels", "memops", "activity", "ops", "devices", "processes"):
         assert sorted(getattr(forked, field), key=repr) == sorted(getattr(alone, field), key=repr), field

@@ -4,7 +4,7 @@ their launch calls), both measured in this run, interleaved, on the same generat
 NVTX ranges (benchmarks.generate). A ratio, not a time: CI machines differ, and a loaded one slows both.
 
 The bound is generous, to fail only on a real slowdown. Measured on the 2-core development machine (9 rounds,
-docs/performance.md "Attribution floor"): 1.9-2.5x with the compiled passes (readers/_native.py; a fixed ~1.2 s
+docs/performance.md "Attribution floor"): 1.9-2.5x with the compiled passes (timeline/native.py; a fixed ~1.2 s
 of start-up and classification dominates at this size), 3.3-4.4x without them. A report 1.7x as slow as that, or
 one that lost the compiled passes where they are built, fails; noise of ±40% on either side does not.
 """
@@ -19,12 +19,12 @@ import time
 import pytest
 
 from benchmarks.suite.floors import FLOOR_ATTRIBUTION
-from nvprof_wrap.readers import _native
+from nvprof_wrap.timeline import native
 from tests._paths import ROOT
 
 LAUNCHES = 500_000
 ROUNDS = 3
-BOUND = 4.0 if _native.available() else 7.0
+BOUND = 4.0 if native.available() else 7.0
 
 
 def _wall(cmd: list[str]) -> float:
@@ -48,4 +48,4 @@ def test_report_stays_within_a_bound_of_the_attribution_floor(tmp_path) -> None:
         rounds.append(f"floor {floor:.2f} s, report {ours:.2f} s")
     ratio = statistics.median(ratios)
     assert ratio < BOUND, (f"report took {ratio:.2f}x the attribution floor at {LAUNCHES:,} launches (bound {BOUND}x, "
-                           f"compiled passes {'on' if _native.available() else 'off'}): {'; '.join(rounds)}")
+                           f"compiled passes {'on' if native.available() else 'off'}): {'; '.join(rounds)}")

@@ -1,4 +1,4 @@
-"""Every query on a SQLite capture bounded and right (readers/_guard.py, readers/_sqlite.py): views and triggers
+"""Every query on a SQLite capture bounded and right (timeline/guard.py, timeline/sql.py): views and triggers
 refused, duplicated lookup ids refused, a budget of VM steps, signals that end a query as themselves, per-device
 busy time linear in rows — on real captures rewritten in tmp_path."""
 from __future__ import annotations
@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from nvprof_wrap import readers
 from nvprof_wrap.errors import BadInput, Terminated, terminate
-from nvprof_wrap.readers import _guard, _native
-from nvprof_wrap.readers._sqlite import opened, uri_of
 from nvprof_wrap.system import limits
+from nvprof_wrap.timeline import guard, native
+from nvprof_wrap.timeline.sql import opened, uri_of
 from tests._paths import PUBLIC, RUNS
 
 NSYS = RUNS / "ddp_nsys" / "nsys.sqlite"
@@ -106,13 +106,13 @@ def test_real_captures_read_well_inside_the_budget() -> None:
     """The budget is far above a real read: measured here, whole reads under 1/20 of it."""
     for src in (NSYS, NVPROF, CUPTI):
         used = []
-        real = _guard.Budget.__call__
+        real = guard.Budget.__call__
 
         def count(self, real=real, used=used):
             used.append(1)
             return real(self)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(_guard.Budget, "__call__", count)
+            mp.setattr(guard.Budget, "__call__", count)
             readers.read(src)
         allowed = (limits.SQL_FLOOR_STEPS + limits.SQL_STEPS_PER_BYTE * src.stat().st_size) // limits.SQL_STEP_GRAIN
         assert len(used) < allowed / 20
@@ -143,11 +143,11 @@ def test_a_signal_ends_a_running_query_as_itself(signum) -> None:
 # A compiled query that runs until stopped and yields nothing (nothing held meanwhile), for each pass.
 FOREVER = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT {cols} FROM r WHERE i < 0"
 PASSES = {
-    "busy_all": lambda uri: _native.busy_all(uri, [FOREVER.format(cols="1, 1, i, i, 1")]),
-    "busy": lambda uri: _native.busy(uri, FOREVER.format(cols="i, i, 1"), ()),
-    "sweep": lambda uri: _native.sweep(uri, FOREVER.format(cols="i, i, i, 'n', 1"), lambda name: (0, False, False)),
+    "busy_all": lambda uri: native.busy_all(uri, [FOREVER.format(cols="1, 1, i, i, 1")]),
+    "busy": lambda uri: native.busy(uri, FOREVER.format(cols="i, i, 1"), ()),
+    "sweep": lambda uri: native.sweep(uri, FOREVER.format(cols="i, i, i, 'n', 1"), lambda name: (0, False, False)),
 }
-needs_native = pytest.mark.skipif(not _native.available(), reason="the compiled helper is not built here")
+needs_native = pytest.mark.skipif(not native.available(), reason="the compiled helper is not built here")
 
 
 @needs_native

@@ -1,6 +1,6 @@
 """The per-step series of a SQLite capture (Nsight Systems exports, our CUPTI tracer), measured in SQL.
 
-Steps are the ranges a `--steps` window counts (readers/_window.py: the job's `step N` / `ProfilerStep#N`, else the
+Steps are the ranges a `--steps` window counts (timeline/window.py: the job's `step N` / `ProfilerStep#N`, else the
 optimizer steps `run` marks, else Keras batches); a step runs from its start to the next one's on the host's clock.
 Without steps the capture's GPU activity is cut into BUCKETS fixed time buckets. Per step and process:
 - what the GPU did: kernels, copies and sets that START in the step (as a `--steps` window counts them, so the
@@ -9,7 +9,7 @@ Without steps the capture's GPU activity is cut into BUCKETS fixed time buckets.
   each the union over the process's threads, and the union of all of them: the step's time outside any CUDA call
   is what is left (Python, the framework, data loading) — only where the capture recorded every call that can
   block (host != "launch").
-From NUMPY_FROM launches on, numpy measures it (readers/_series_np.py: one read of the columns it needs, the unions
+From NUMPY_FROM launches on, numpy measures it (timeline/series_np.py: one read of the columns it needs, the unions
 by a sort and a running maximum); below that, and where a time is not an integer, a few SQL passes over temporary
 tables (the capture itself is never written): one GROUP BY per table and two window-function passes for the unions
 — the reference the numpy path is tested against, value for value. Big captures skip it (MAX_LAUNCHES; the report
@@ -18,32 +18,37 @@ says so).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
-from nvprof_wrap.readers import _window
-from nvprof_wrap.readers._series_tables import Api, Gpu
-from nvprof_wrap.readers._sqlite import EVERYTHING
 from nvprof_wrap.system import environ
 from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.timeline import window
+from nvprof_wrap.timeline.series_tables import ApiTable, GpuTable, Named, Names, Steps
+from nvprof_wrap.timeline.sql import EVERYTHING
+
+# ApiTable and GpuTable too: the readers describe their tables to measure() with them
+__all__ = ["BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM", "REFERENCE", "ApiTable", "GpuTable",
+           "limit",
+           "measure", "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 BUCKETS = 60  # time buckets of a capture without steps
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
 MAX_LAUNCHES = 300_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX): in
-# numpy (readers/_series_np.py) it costs about 7 µs per launch with its launch call, nearly all of it SQLite handing
+# numpy (timeline/series_np.py) it costs about 7 µs per launch with its launch call, nearly all of it SQLite handing
 # the rows to Python (measured, 2 cores: `report` 1.9 → 3.6 s on 200k generated launches, 2.9 → 10.1 s on 1M); the
 # SQL it replaced cost ~25-29 µs (+5.2 s on 200k), its window functions' unions most of it
 _NICE = (1, 2, 5)
 REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
-NUMPY_FROM = 10_000  # launches from which the numpy path measures (readers/_series_np.py): importing numpy costs
+NUMPY_FROM = 10_000  # launches from which the numpy path measures (timeline/series_np.py): importing numpy costs
 # ~0.2 s, what the SQL costs for ~8k launches
 
 
 def limit() -> int:
-    return environ.value(ENV_MAX, MAX_LAUNCHES)  # checked before the command (system/environ.py)
+    return cast(int, environ.value(ENV_MAX, MAX_LAUNCHES))  # checked before the command (system/environ.py)
 
 
 def too_big(launches: int) -> str | None:
@@ -55,8 +60,8 @@ def too_big(launches: int) -> str | None:
     return None
 
 
-def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql: str | None, host: str,
-            names: Callable[[Iterable], dict], span: tuple[int, int] = EVERYTHING,
+def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], ranges_sql: str | None, host: str,
+            names: Names, span: tuple[int, int] = EVERYTHING,
             launches: int = 0) -> StepSeries | None:
     """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names;
     launches: the capture's kernel launches (from NUMPY_FROM on, numpy measures; else SQL)."""
@@ -69,8 +74,8 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
                  for i in range(0, len(spans), folded)]
     measured = None
     if not REFERENCE and launches >= NUMPY_FROM:
-        from nvprof_wrap.readers import _series_np
-        measured = _series_np.measure(conn, gpu, api, spans, host, names)
+        from nvprof_wrap.timeline import series_np
+        measured = series_np.measure(conn, gpu, api, spans, host, names)
     steps, kernels = measured if measured is not None else _in_sql(conn, gpu, api, spans, host, names)
     _fill(steps, spans, host if api else "none")
     rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
@@ -78,10 +83,10 @@ def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], ranges_sql
     return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded)
 
 
-def _in_sql(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: list[tuple[int, int, int]], host: str,
-            names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]]:
-    """(the steps' values, the kernels per step) measured in SQL: the reference readers/_series_np.py is checked
-    against (tests/report/test_series_np.py), and what measures a capture whose times are not all integers."""
+def _in_sql(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],
+            host: str, names: Names) -> tuple[Steps, tuple[StepKernel, ...]]:
+    """(the steps' values, the kernels per step) measured in SQL: the reference timeline/series_np.py is checked
+    against (tests/timeline/test_series_np.py), and what measures a capture whose times are not all integers."""
     lo, hi = spans[0][1], spans[-1][2]
     conn.execute("DROP TABLE IF EXISTS temp._nvw_steps")
     conn.execute("CREATE TEMP TABLE _nvw_steps(n INTEGER PRIMARY KEY, lo INTEGER, hi INTEGER)")
@@ -100,7 +105,7 @@ def _in_sql(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: lis
     return steps, kernels
 
 
-def _fill(steps: dict, spans: list[tuple[int, int, int]], host: str) -> None:
+def _fill(steps: Steps, spans: list[tuple[int, int, int]], host: str) -> None:
     """Every step (bucket) of every process that ran any: a step in which nothing started is idle, not absent —
     and, where every blocking call was recorded, spent wholly outside CUDA calls."""
     for pid in {pid for pid, _ in steps}:
@@ -112,12 +117,12 @@ def _fill(steps: dict, spans: list[tuple[int, int, int]], host: str) -> None:
                     steps[(pid, n)][2].update(api_ns=(), api_union_ns=None if host == "launch" else 0)
 
 
-def _spans(conn: sqlite3.Connection, gpu: list[Gpu], ranges_sql: str | None,
+def _spans(conn: sqlite3.Connection, gpu: list[GpuTable], ranges_sql: str | None,
            span: tuple[int, int]) -> tuple[list[tuple[int, int, int]], str, int | None]:
     """[(step, lo, hi)], what marked them, the bucket's length (None: steps)."""
     if ranges_sql is not None:
-        like = " OR ".join(f"name LIKE '{p}'" for p in _window.STEP_LIKE)
-        source, spans = _window.spans(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}"))
+        like = " OR ".join(f"name LIKE '{p}'" for p in window.STEP_LIKE)
+        source, spans = window.spans(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}"))
         spans = [s for s in spans if span[0] <= s[1] < span[1]]
         if len(spans) >= 1 and source is not None:
             return spans, source, None
@@ -148,7 +153,7 @@ _SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)
 _STEP_OF = "(SELECT n FROM _nvw_steps WHERE lo <= {t} ORDER BY lo DESC LIMIT 1)"
 
 
-def _gpu_intervals(conn: sqlite3.Connection, gpu: list[Gpu], lo: int, hi: int) -> bool:
+def _gpu_intervals(conn: sqlite3.Connection, gpu: list[GpuTable], lo: int, hi: int) -> bool:
     """_nvw_iv: every GPU interval that starts in a step, with its step (cut at the step's end); False: none."""
     parts = " UNION ALL ".join(
         f'''SELECT {g.pid} AS pid, start AS s, "end" AS e, {1 if g.name else 0} AS k, {g.name or "NULL"} AS key
@@ -161,10 +166,10 @@ def _gpu_intervals(conn: sqlite3.Connection, gpu: list[Gpu], lo: int, hi: int) -
     return conn.execute("SELECT 1 FROM _nvw_iv LIMIT 1").fetchone() is not None
 
 
-def _gpu_side(conn: sqlite3.Connection, named: dict) -> dict:
+def _gpu_side(conn: sqlite3.Connection, named: Named) -> Steps:
     """{(pid, step): (lo, hi, values)} of every step a process ran GPU work in. named: kernel keys → names, whose
     communication kernels (classify: NCCL's families, each distinct name once) the compute-only union leaves out."""
-    steps: dict = {}
+    steps: Steps = {}
     bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}
     for pid, n, launches, kernel_ns, copy_ns in conn.execute(
             "SELECT pid, n, SUM(k), SUM(CASE WHEN k = 1 THEN d ELSE 0 END), SUM(CASE WHEN k = 0 THEN d ELSE 0 END) "
@@ -202,9 +207,9 @@ def _union(table: str, by: str) -> str:
     GROUP BY pid, n, b"""
 
 
-def _kernels(conn: sqlite3.Connection, named: dict) -> tuple[StepKernel, ...]:
+def _kernels(conn: sqlite3.Connection, named: Named) -> tuple[StepKernel, ...]:
     rows = conn.execute("SELECT pid, n, key, COUNT(*), SUM(d) FROM _nvw_iv WHERE k = 1 GROUP BY 1, 2, 3").fetchall()
-    merged: dict[tuple, list[int]] = {}
+    merged: dict[tuple[Any, int, str], list[int]] = {}
     for pid, n, key, launches, total in rows:
         m = merged.setdefault((pid, n, named.get(key) or "<unnamed kernel>"), [0, 0])
         m[0] += launches
@@ -212,7 +217,7 @@ def _kernels(conn: sqlite3.Connection, named: dict) -> tuple[StepKernel, ...]:
     return tuple(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
 
 
-def _host_side(conn: sqlite3.Connection, api: list[Api], lo: int, hi: int, steps: dict, *, whole: bool) -> None:
+def _host_side(conn: sqlite3.Connection, api: list[ApiTable], lo: int, hi: int, steps: Steps, *, whole: bool) -> None:
     """Add the host's CUDA-call time to the steps; whole: every call that can block was recorded, so the union of
     all of them says how much of the step ran outside CUDA calls."""
     conn.execute("CREATE TEMP TABLE _nvw_kinds(t INTEGER, key, kind TEXT, PRIMARY KEY (t, key))")
@@ -229,7 +234,7 @@ def _host_side(conn: sqlite3.Connection, api: list[Api], lo: int, hi: int, steps
                      FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) c
                      JOIN _nvw_steps t ON t.n = c.n AND c.s < t.hi""")
     bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}
-    by_kind: dict[tuple, dict[str, int]] = {}
+    by_kind: dict[tuple[Any, int], dict[str, int]] = {}
     for pid, n, kind, ns in conn.execute(_union("_nvw_api", "kind")):
         by_kind.setdefault((pid, n), {})[kind] = ns
     union = {(pid, n): ns for pid, n, _b, ns in conn.execute(_union("_nvw_api", "NULL"))} if whole else {}

@@ -1,4 +1,4 @@
-"""The per-step series (readers/_series.py, report/series.py) on real captures, checked against the capture's own
+"""The per-step series (timeline/series.py, report/series.py) on real captures, checked against the capture's own
 rows read independently here (plain Python over the kernel table, bisect on the step starts)."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import nvprof_wrap as nw
-from nvprof_wrap.readers import _series
 from nvprof_wrap.report.experiment import ExperimentRow, where_the_time_went
 from nvprof_wrap.report.series import steady
+from nvprof_wrap.timeline import series as step_series
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "data" / "h200_runs"
@@ -116,7 +116,7 @@ def test_the_seeds_question_fp16_is_slower_in_each_epochs_last_batch_not_in_its_
 
 
 def test_the_series_is_not_measured_past_its_size_limit(monkeypatch):
-    monkeypatch.setenv(_series.ENV_MAX, "100")
+    monkeypatch.setenv(step_series.ENV_MAX, "100")
     rep = nw.analyze(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite")
     assert rep.series is None
     assert any("per-step series not measured" in n for src in rep.sources for n in src.notes)

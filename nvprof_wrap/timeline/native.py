@@ -1,7 +1,7 @@
-"""The compiled passes of the Nsight Systems reader (readers/_cattr.c), when they were built: the NVTX segment sweep,
+"""The compiled passes of the Nsight Systems reader (timeline/_cattr.c), when they were built: the NVTX segment sweep,
 the per-op attribution of a slice of kernels, the busy-time union.
 
-Each gives exactly what the Python and SQL it stands in for give (tests/readers/test_native.py compares them on
+Each gives exactly what the Python and SQL it stands in for give (tests/timeline/test_native.py compares them on
 real and generated captures and on random ranges); measured on this project's 2-core machine, reading a generated
 2M-launch capture took 8.1-9.6 s by those and 3.1-3.4 s compiled. They are optional: `pip install` builds them
 where a C compiler and Python's headers are present (setup.py; no libsqlite3-dev needed), and without them — or
@@ -14,24 +14,29 @@ import contextlib
 import os
 import sqlite3  # noqa: F401 - loads the libsqlite3 that the helper binds to
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from nvprof_wrap.readers import _guard
 from nvprof_wrap.system import limits
+from nvprof_wrap.timeline import guard
 
 try:
-    from nvprof_wrap.readers import _cattr
+    from nvprof_wrap.timeline import _cattr
 except ImportError:  # not built here (no compiler at install time), or no libsqlite3 to bind to
-    _cattr = None
+    _cattr = None  # type: ignore[assignment]  # available() says so before any pass is asked
+
+# a row of a pass's result: the capture's SQL values
+Row = tuple[Any, ...]
 
 
 def available() -> bool:
     return _cattr is not None and os.environ.get("NVPROF_WRAP_NATIVE", "").lower() not in ("0", "off", "no")
 
 
-def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int]], list[tuple]] | None:
-    """readers/_nvtx._segments compiled: (the segments, held here for attribute(); the (scope, op) pairs of op ids,
+def sweep(uri: str, ranges_sql: str, op_of: Callable[[str], tuple[int, bool, bool]]
+          ) -> tuple[object, list[tuple[int, int]], list[Row]] | None:
+    """timeline/nvtx._segments compiled: (the segments, held here for attribute(); the (scope, op) pairs of op ids,
     by label id; (process, tid) of each process's main thread, as _nvtx._main_threads finds them) of the (tid,
     start, end, name, process) ranges that ranges_sql yields in the sweep's order. op_of(name) -> (op id, a layer
     range?, a step range?), asked once per distinct name. None when a value is not an integer or a name not text
@@ -41,7 +46,7 @@ def sweep(uri: str, ranges_sql: str, op_of) -> tuple[object, list[tuple[int, int
 
 
 def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
-              main: list[tuple]) -> tuple[list[tuple], int] | None:
+              main: list[Row]) -> tuple[list[Row], int] | None:
     """((pid, dev, label, key, via, launches, total) rows as _attribute_slice returns them, NULLs as -1 / '', in no
     order and a key once per join key of its launch calls (the caller sums them); how many kernels had a NULL
     duration), or None when a value is not an integer or NULL (the caller runs the SQL). held: sweep()'s segments;
@@ -50,14 +55,14 @@ def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
         return _cattr.attribute(uri, calls_sql, kernels_sql, held, main, b, limits.SQL_STEP_GRAIN)
 
 
-def busy(uri: str, sql: str, params: tuple) -> tuple | None:
+def busy(uri: str, sql: str, params: Row) -> Row | None:
     """(busy_part's result,) — (None,) without intervals — of the (start, end, kernel flag) rows that sql yields in
     start order, merged compiled; None when a value is not an integer (the caller runs its loop)."""
     with _budget(uri) as b:
         return _cattr.busy(uri, sql, params, b, limits.SQL_STEP_GRAIN)
 
 
-def busy_all(uri: str, sqls: list[str]) -> list[tuple] | None:
+def busy_all(uri: str, sqls: list[str]) -> list[Row] | None:
     """(group, dev, busy_part's result) of each group of the (group, dev, start, end, kernel flag) rows of every SQL,
     in no order; None when a value is not an integer (the caller runs the SQL)."""
     with _budget(uri) as b:
@@ -65,11 +70,11 @@ def busy_all(uri: str, sqls: list[str]) -> list[tuple] | None:
 
 
 @contextlib.contextmanager
-def _budget(uri: str) -> Iterator[_guard.Budget]:
-    """The budget of the connection a compiled pass opens (readers/_guard.py: as each Python connection has its
+def _budget(uri: str) -> Iterator[guard.Budget]:
+    """The budget of the connection a compiled pass opens (timeline/guard.py: as each Python connection has its
     own): it calls it every SQL_STEP_GRAIN instructions. A signal's exception comes out of the pass itself; a pass
     stopped by the budget fails as SQLite's 'interrupted' (RuntimeError), raised here as the budget's one line."""
-    b = _guard.budget(Path(urllib.parse.unquote(uri.removeprefix("file:").partition("?")[0])))
+    b = guard.budget(Path(urllib.parse.unquote(uri.removeprefix("file:").partition("?")[0])))
     try:
         yield b
     except RuntimeError:
@@ -77,4 +82,4 @@ def _budget(uri: str) -> Iterator[_guard.Budget]:
             raise b.pending from None
         raise
     finally:
-        _guard.done(b)
+        guard.done(b)

@@ -14,7 +14,9 @@ Memory is bounded by the launches running at one instant (the sweep holds only t
 """
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Iterator
+from typing import Any, cast
 
 from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
 
@@ -23,37 +25,41 @@ BUSY = 0.5  # ... and the GPU's busy time when launches (of any kernel) cover th
 SERIES_POINTS = 400
 METRICS = ("tensor", "hmma", "imma", "dfma")
 
+# (start_ns, end_ns, name key) of a launch; (t0_ns, t1_ns, sm, tensor, hmma, imma, dfma) of a sample, in % (None:
+# a metric the source lacks)
+Launch = tuple[int, int, object]
+Sample = tuple[int, int, float | None, float | None, float | None, float | None, float | None]
 
-def sweep(device_id: int, launches: Iterable[tuple[int, int, object]], samples: Iterable[tuple],
+
+def sweep(device_id: int, launches: Iterable[Launch], samples: Iterable[Sample],
           source: str, interval_ns: int, span: tuple[int, int] | None = None
           ) -> tuple[HwDevice | None, list[HwKernel], list[HwPoint]]:
     """``launches``: (start_ns, end_ns, name key) sorted by start; ``samples``: (t0_ns, t1_ns, sm, tensor, hmma,
     imma, dfma) sorted by t0 (None for a metric the source lacks), on the launches' clock. Returns the device's
     summary (None without samples in ``span``), per name key the samples it filled (the caller resolves each
     distinct key to its name once: resolve()), and the timeline."""
-    launches = iter(launches)
-    pending: tuple | None = next(launches, None)
-    active: list[tuple[int, int, object]] = []
+    started = iter(launches)
+    pending: Launch | None = next(started, None)
+    active: list[Launch] = []
     per_name: dict[object, list[float]] = {}  # key → [samples, tensor sum, hmma sum, imma sum, dfma sum, n_hmma...]
     n = busy = 0
     sums = [0.0, 0.0]  # busy: sm, tensor
     tensor_seen = False
     points: list[tuple[int, int, float, float, int]] = []  # (t0, t1, sm sum, tensor sum, count) per raw sample
-    lo, hi = span if span is not None else (None, None)
     for t0, t1, sm, tensor, *pipes in samples:
-        if lo is not None and (t1 <= lo or t0 >= hi):
+        if span is not None and (t1 <= span[0] or t0 >= span[1]):
             continue
         width = t1 - t0
         if width <= 0:
             continue
         while pending is not None and pending[0] < t1:
             active.append(pending)
-            pending = next(launches, None)
+            pending = next(started, None)
         active = [k for k in active if k[1] > t0]
         n += 1
         covered = 0
         by_name: dict[object, int] = {}
-        edges = []
+        edges: list[tuple[int, int]] = []
         for s, e, key in active:
             part = min(e, t1) - max(s, t0)
             if part > 0:
@@ -83,7 +89,8 @@ def sweep(device_id: int, launches: Iterable[tuple[int, int, object]], samples: 
         return None, [], []
     device = HwDevice(device_id, source, interval_ns, n, busy,
                       round(sums[0] / busy, 2) if busy else None, round(sums[1] / busy, 2) if busy else None)
-    kernels = [HwKernel(device_id, key, source, interval_ns, a[0], round(a[1] / a[0], 2),
+    # named by their key until resolve() gives each its kernel's name
+    kernels = [HwKernel(device_id, cast(str, key), source, interval_ns, int(a[0]), round(a[1] / a[0], 2),
                         *(tuple(round(a[k] / a[5], 2) for k in (2, 3, 4)) if a[5] else (None, None, None)))
                for key, a in per_name.items()]
     return device, kernels, _series(device_id, points)
@@ -118,7 +125,7 @@ def _series(device_id: int, points: list[tuple[int, int, float, float, int]]) ->
             for i, b in sorted(buckets.items())]
 
 
-def resolve(kernels: list[HwKernel], names: dict) -> list[HwKernel]:
+def resolve(kernels: list[HwKernel], names: dict[object, str]) -> list[HwKernel]:
     """The per-name evidence with each name key replaced by the kernel's name (as the capture's kernels carry it);
     keys that resolve to the same name are merged, weighted by their samples."""
     merged: dict[tuple[int, str], HwKernel] = {}
@@ -131,16 +138,21 @@ def resolve(kernels: list[HwKernel], names: dict) -> list[HwKernel]:
             continue
         merged[(k.device_id, name)] = HwKernel(
             k.device_id, name, k.source, k.interval_ns, old.samples + k.samples,
-            *(_mix(a, old.samples, b, k.samples) for a, b in ((old.tensor, k.tensor), (old.hmma, k.hmma),
-                                                                (old.imma, k.imma), (old.dfma, k.dfma))))
+            _weighted(old.tensor, old.samples, k.tensor, k.samples),
+            *(_mix(a, old.samples, b, k.samples) for a, b in ((old.hmma, k.hmma), (old.imma, k.imma),
+                                                                (old.dfma, k.dfma))))
     return list(merged.values())
 
 
 def _mix(a: float | None, na: int, b: float | None, nb: int) -> float | None:
-    return None if a is None or b is None else round((a * na + b * nb) / (na + nb), 2)
+    return None if a is None or b is None else _weighted(a, na, b, nb)
 
 
-def stream(cursor) -> Iterator[tuple]:
+def _weighted(a: float, na: int, b: float, nb: int) -> float:
+    return round((a * na + b * nb) / (na + nb), 2)
+
+
+def stream(cursor: sqlite3.Cursor) -> Iterator[Any]:
     """Rows of a cursor, fetched in batches (never all at once)."""
     while rows := cursor.fetchmany(4096):
         yield from rows

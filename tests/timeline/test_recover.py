@@ -1,4 +1,4 @@
-"""Opening SQLite captures honestly (readers/_recover.py, system/storage.py): a capture with writes pending beside it
+"""Opening SQLite captures honestly (timeline/recover.py, system/storage.py): a capture with writes pending beside it
 (a hot rollback journal, a WAL with commits) reads as SQLite recovers it — never the interrupted write, never
 without the WAL's commits — on a private copy, the user's files unchanged; a full TMPDIR is IOFailure (exit 74),
 never "corrupt" and never skipped. Every hostile capture is built here from a real one copied into tmp_path."""
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from nvprof_wrap import readers
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput, IOFailure
-from nvprof_wrap.readers import _recover
 from nvprof_wrap.system import tempdirs
+from nvprof_wrap.timeline import recover
 from tests._paths import PUBLIC, ROOT, RUNS
 
 NSYS = RUNS / "ddp_nsys" / "nsys.sqlite"  # two GPUs, 3,098 launches
@@ -64,7 +64,7 @@ def interrupted(src: Path, folder: Path, sql: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     db = Path(shutil.copy(src, folder / "x.sqlite"))
     _child(db, "c.execute('PRAGMA cache_size=2'); c.execute('BEGIN')", sql, SPILL)
-    assert (folder / "x.sqlite-journal").read_bytes()[:8] == _recover.JOURNAL_MAGIC
+    assert (folder / "x.sqlite-journal").read_bytes()[:8] == recover.JOURNAL_MAGIC
     return db
 
 
@@ -165,8 +165,9 @@ def test_commits_only_in_the_wal_are_read(fmt, native, tmp_path):
 def test_forked_workers_and_attribution_slices_read_the_recovered_copy(tmp_path, monkeypatch):
     """A big capture is read by forked workers that reopen it (busy time, NVTX attribution slices): they must open
     the copy too. BIG lowered so that this small capture takes that path."""
-    from nvprof_wrap.readers import _sqlite, cupti_sqlite
-    monkeypatch.setattr(_sqlite, "BIG", 0)
+    from nvprof_wrap.readers import cupti_sqlite
+    from nvprof_wrap.timeline import busy
+    monkeypatch.setattr(busy, "BIG", 0)
     monkeypatch.setattr(cupti_sqlite, "BIG", 0)
     for name, (src, sql) in WRITES.items():
         if name == "nvprof":
@@ -230,7 +231,7 @@ def test_a_journal_left_committed_is_no_pending_write(tmp_path):
     db = Path(shutil.copy(NSYS, tmp_path / "x.sqlite"))
     (tmp_path / "x.sqlite-journal").write_bytes(bytes(4096))
     (tmp_path / "x.sqlite-wal").write_bytes(b"")
-    assert _recover.pending(db) == []
+    assert recover.pending(db) == []
     assert content(readers.read(db)) == content(readers.read(NSYS))
 
 

@@ -1,6 +1,6 @@
 """What an SQLite capture holds when writes are pending beside it: the committed content, never the half-written.
 
-Captures are opened with ``immutable=1`` (readers/_sqlite.py uri_of): fast, fine in read-only folders, and nothing
+Captures are opened with ``immutable=1`` (timeline/sql.py uri_of): fast, fine in read-only folders, and nothing
 written beside the file. But immutable ignores the side files where SQLite keeps what is not in the file yet: a hot
 rollback journal (``X-journal``, a write interrupted before its commit: the file holds part of it) and a write-ahead
 log (``X-wal``: commits not checkpointed into the file yet). Read immutable, the first gave the interrupted write as
@@ -9,7 +9,7 @@ lost every commit in the log (3,098 launches of 6,196).
 
 So while a capture is read (readable()), a capture with such a side file is copied with it into a private temporary
 folder (system/tempdirs.py: removed when the read ends, or swept after a kill) and SQLite recovers the copy there
-(rollback, or checkpoint) — the user's files are only read. Every opening of the capture (readers/_sqlite.py
+(rollback, or checkpoint) — the user's files are only read. Every opening of the capture (timeline/sql.py
 connect_ro and uri_of, so the compiled helper and the forked workers too) then opens the copy: source().
 """
 from __future__ import annotations
@@ -20,7 +20,8 @@ import shutil
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
@@ -31,7 +32,13 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")  # the first bytes of a rollback journal's header
 WAL_HEADER = 32  # a WAL of its header alone holds no commit
 
-_held: dict[str, list] = {}  # the capture's resolved path -> [its recovered copy, how many reads hold it]
+@dataclass
+class _Held:
+    copy: Path  # the capture's recovered copy
+    reads: int = 0  # how many reads hold it
+
+
+_held: dict[str, _Held] = {}  # by the capture's resolved path
 _lock = threading.Lock()  # reads of one capture on threads (a Dask worker's) share one copy
 
 
@@ -45,20 +52,20 @@ def readable(path: Path) -> Iterator[Path]:
         if held is None:
             sides = pending(path)
             if sides:
-                held = _held[key] = [_recovered(path, sides), 0]
+                held = _held[key] = _Held(_recovered(path, sides))
         if held is not None:
-            held[1] += 1
+            held.reads += 1
     if held is None:
         yield Path(path)
         return
     try:
-        yield held[0]
+        yield held.copy
     finally:
         with _lock:
-            held[1] -= 1
-            if held[1] == 0:
+            held.reads -= 1
+            if held.reads == 0:
                 del _held[key]
-                shutil.rmtree(held[0].parent, ignore_errors=True)
+                shutil.rmtree(held.copy.parent, ignore_errors=True)
 
 
 def source(path: Path) -> Path:
@@ -66,7 +73,7 @@ def source(path: Path) -> Path:
     capture with writes pending beside it and no copy is refused: read as it is, it would be wrong."""
     held = _held.get(_key(path))
     if held is not None:
-        return held[0]
+        return held.copy
     sides = pending(path)
     if sides:
         raise BadInput(path, f"{sides[0].name} appeared beside it while it was read (a write in progress): read it "
@@ -82,8 +89,9 @@ def pending(path: Path) -> list[Path]:
     if not _starts_with(real, SQLITE_MAGIC):
         return []
     sides = []
-    for suffix, hot in (("-journal", lambda head, size: head[:8] == JOURNAL_MAGIC),
-                        ("-wal", lambda head, size: size > WAL_HEADER)):
+    hot_when: tuple[tuple[str, Callable[[bytes, int], bool]], ...] = (
+        ("-journal", lambda head, size: head[:8] == JOURNAL_MAGIC), ("-wal", lambda head, size: size > WAL_HEADER))
+    for suffix, hot in hot_when:
         side = real.with_name(real.name + suffix)
         try:
             st = os.lstat(side)

@@ -1,5 +1,5 @@
 """A capture window whose nsys stop ran beside the job (tracer/window.py): the report cuts what nsys recorded while
-stopping (readers/_window.py Window.cut).
+stopping (timeline/window.py Window.cut).
 
 tests/data/h200_runs/nsys_window_aside: a real run on the H200 (benchmarks/gpu/capture_window.sh part K) —
 `nvprof-wrap run --backend nsys --no-hardware --capture-steps 100:120 -- python train.py …` of karpathy/nanoGPT,
@@ -19,7 +19,7 @@ import pytest
 from nvprof_wrap import readers
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers._window import Window
+from nvprof_wrap.timeline.window import Window
 from tests._paths import RUNS
 
 RUN = RUNS / "nsys_window_aside"

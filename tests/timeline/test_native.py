@@ -1,4 +1,4 @@
-"""The compiled helper of the Nsight Systems reader (readers/_cattr.c through readers/_native.py) against the Python
+"""The compiled helper of the Nsight Systems reader (timeline/_cattr.c through timeline/native.py) against the Python
 and SQL path it stands in for, which stays the fallback: the same Capture, to the order of its rows, from every real
 Nsight Systems export here and in the fixtures, and from generated captures made to reach every branch (slices in
 forked workers, several processes and devices, launches without launch calls, correlation ids used twice, a window,
@@ -17,12 +17,13 @@ from hypothesis import strategies as st
 
 from benchmarks import generate, replicate
 from nvprof_wrap import readers
-from nvprof_wrap.readers import _native, _nvtx, _sqlite
-from nvprof_wrap.readers._window import make
+from nvprof_wrap.timeline import busy, native, nvtx
+from nvprof_wrap.timeline.sql import uri_of
+from nvprof_wrap.timeline.window import make
 from tests._paths import FIXTURES, ROOT, RUNS
-from tests.readers.test_attribution import oracle
+from tests.timeline.test_nvtx import oracle
 
-built = pytest.mark.skipif(_native._cattr is None, reason="the compiled helper is not built here (no C compiler or "
+built = pytest.mark.skipif(native._cattr is None, reason="the compiled helper is not built here (no C compiler or "
                            "Python headers when it was installed; python3 setup.py build_ext --inplace builds it)")
 
 
@@ -32,7 +33,7 @@ def test_the_helper_is_built_where_it_can_be() -> None:
     headers = Path(sysconfig.get_paths()["include"], "Python.h").is_file()
     if not (headers and (shutil.which("cc") or shutil.which("gcc"))):
         pytest.skip("no C compiler or no Python headers here: the SQL path runs")
-    assert _native._cattr is not None, "pip install -e . (or python3 setup.py build_ext --inplace) builds it"
+    assert native._cattr is not None, "pip install -e . (or python3 setup.py build_ext --inplace) builds it"
 
 
 class Spy:
@@ -41,8 +42,8 @@ class Spy:
     def __init__(self, monkeypatch) -> None:
         self.calls: dict[str, int] = {}
         for name in ("sweep", "attribute", "busy_all"):
-            inner = getattr(_native, name)
-            monkeypatch.setattr(_native, name, self._counting(name, inner))
+            inner = getattr(native, name)
+            monkeypatch.setattr(native, name, self._counting(name, inner))
 
     def _counting(self, name, inner):
         def call(*a, **k):
@@ -108,8 +109,8 @@ def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name
     """Sliced as a big capture is: one slice per core, the others in forked workers (the busy time here, where
     the calls can be counted). The window: seconds from the first GPU activity (the real GPT run's first kernel
     comes 4.4 s after its first copy)."""
-    monkeypatch.setattr(_nvtx, "MIN_SLICED_LAUNCHES", 1000)
-    monkeypatch.setattr(_nvtx, "cores", lambda: 3)
+    monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000)
+    monkeypatch.setattr(nvtx, "cores", lambda: 3)
     win = make((4.5, 6.5) if name == "replicated" else (0.02, 0.1), None) if windowed else None
     plain, compiled, calls = both(monkeypatch, generated[name], win)
     assert compiled == plain
@@ -123,8 +124,8 @@ def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name
 @pytest.mark.parametrize("window", [None, (0.02, 0.1)])
 def test_busy_time_in_windows_of_time_reads_the_same(monkeypatch, generated, window) -> None:
     """On 4 cores and more, a big capture's busy time is cut into windows of time, each merged in a forked child."""
-    monkeypatch.setattr(_sqlite, "BIG", 0)
-    monkeypatch.setattr(_sqlite, "cores", lambda: 4)
+    monkeypatch.setattr(busy, "BIG", 0)
+    monkeypatch.setattr(busy, "cores", lambda: 4)
     plain, compiled, _ = both(monkeypatch, generated["two"], make(window, None) if window else None)
     assert compiled == plain
 
@@ -147,12 +148,12 @@ def attributed(file: str, compiled: bool) -> list[tuple]:
     conn = sqlite3.connect(file)
     try:
         lent: dict = {}
-        rows = _nvtx.attribute(
+        rows = nvtx.attribute(
             conn, "SELECT tid, s, e, name FROM r",
             "SELECT 1 AS pid, 0 AS dev, r.tid AS tid, r.t AS t, k.key AS key, k.dur AS dur "
             "FROM k LEFT JOIN c r ON r.corr = k.corr {rslice} WHERE true {slice}",
             reopen=lambda: sqlite3.connect(file), kernel_table="k", correlation="corr", borrowed=lent,
-            native=(_sqlite.uri_of(Path(file)), "SELECT r.corr, 0, r.tid, r.t, 0 FROM c r WHERE true {rslice}",
+            native=(uri_of(Path(file)), "SELECT r.corr, 0, r.tid, r.t, 0 FROM c r WHERE true {rslice}",
                     "SELECT k.corr, 0, 1, 0, k.key, k.dur FROM k WHERE true {slice}") if compiled else None)
         lent.pop("no_duration", None)  # counted by the compiled pass only (what spares the reader a scan)
         return [*rows, lent]

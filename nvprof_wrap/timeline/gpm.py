@@ -1,5 +1,5 @@
 """NVML GPM samples a run's launcher took beside the job (launch/gpm.py writes RUN/gpm.jsonl) matched to the
-kernels of a capture of that run (readers/_hardware.py). GPM's clock is Unix time; ``offset_ns`` maps it to the
+kernels of a capture of that run (timeline/hardware.py). GPM's clock is Unix time; ``offset_ns`` maps it to the
 capture's (nsys: the session's start; our CUPTI tracer: its start stamp in both clocks). The device of a sample is
 its place among the GPUs the job could see (the header's list, CUDA_VISIBLE_DEVICES' order), which is the CUDA
 device id the capture records."""
@@ -8,13 +8,14 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
-from nvprof_wrap.readers import _hardware
 from nvprof_wrap.run.names import GPM as FILE
 from nvprof_wrap.run.names import MANIFEST
 from nvprof_wrap.system import bounded
 from nvprof_wrap.system.limits import MAX_LINE_BYTES
+from nvprof_wrap.timeline import hardware
 
 SOURCE = "nvml gpm"
 
@@ -34,7 +35,7 @@ def keep_beside(capture: Path, copy: Path) -> None:
             shutil.copyfile(capture.parent / name, copy.parent / name)
 
 
-def _lines(path: Path) -> Iterator[dict]:
+def records(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, "rb") as f:
         for raw in f:
             if len(raw) > MAX_LINE_BYTES:
@@ -52,7 +53,7 @@ def read(path: Path, launches: Callable[[int], Iterable[tuple[int, int, object]]
                                                       tuple[HwPoint, ...], tuple[str, ...]]:
     """(devices, per-name evidence keyed as ``launches`` keys its names, timeline, notes). ``launches(device)``:
     (start, end, name key) of that CUDA device's kernels, sorted by start, on the capture's clock."""
-    header = next(_lines(path), None)
+    header = next(records(path), None)
     if not header or header.get("gpm") != 1:
         return (), (), (), (f"{path.name}: not a GPM sample file of nvprof-wrap: not read",)
     order = [d.get("device") for d in header.get("devices", []) if isinstance(d, dict)]
@@ -61,8 +62,8 @@ def read(path: Path, launches: Callable[[int], Iterable[tuple[int, int, object]]
     for cuda_id, nvml_id in enumerate(order):
         samples = ((int(r["t0_ns"]) - offset_ns, int(r["t_ns"]) - offset_ns, r.get("sm"), r.get("tensor"),
                     r.get("hmma"), r.get("imma"), r.get("dfma"))
-                   for r in _lines(path) if r.get("device") == nvml_id and "t0_ns" in r and "t_ns" in r)
-        d, k, s = _hardware.sweep(cuda_id, launches(cuda_id), samples, SOURCE, interval, span)
+                   for r in records(path) if r.get("device") == nvml_id and "t0_ns" in r and "t_ns" in r)
+        d, k, s = hardware.sweep(cuda_id, launches(cuda_id), samples, SOURCE, interval, span)
         if d is not None:
             devs.append(d)
             kernels += k

@@ -1,4 +1,4 @@
-"""The per-step series measured in numpy (readers/_series_np.py) against the SQL it replaced (readers/_series._in_sql,
+"""The per-step series measured in numpy (timeline/series_np.py) against the SQL it replaced (timeline/series._in_sql,
 kept as the reference and the fallback): the same StepSeries, to the order of its rows, from every real capture
 here, from generated Nsight Systems exports (several processes, NCCL kernels among the names, overlapping kernels),
 and from random small captures made to reach every branch (processes without an id, keys without a value, text and
@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from benchmarks import generate
 from nvprof_wrap import readers
-from nvprof_wrap.readers import _series, _series_np
+from nvprof_wrap.timeline import series as step_series
+from nvprof_wrap.timeline import series_np
 from tests._paths import ROOT
 
 CAPTURES = sorted(p for d in (ROOT / "nvprof_wrap" / "samples", ROOT / "tests" / "data" / "h200_runs")
@@ -28,23 +29,23 @@ class Spy:
 
     def __init__(self, monkeypatch) -> None:
         self.measured = self.declined = 0
-        real = _series_np.measure
+        real = series_np.measure
 
         def spy(*a, **k):
             out = real(*a, **k)
             self.measured += out is not None
             self.declined += out is None
             return out
-        monkeypatch.setattr(_series_np, "measure", spy)
-        monkeypatch.setattr(_series, "NUMPY_FROM", 0)  # the small captures here too
+        monkeypatch.setattr(series_np, "measure", spy)
+        monkeypatch.setattr(step_series, "NUMPY_FROM", 0)  # the small captures here too
 
 
 def _both(monkeypatch, path: Path) -> tuple[list, list]:
     """The series of each capture under path: in SQL, then in numpy."""
-    monkeypatch.setenv(_series.ENV_MAX, "-1")
+    monkeypatch.setenv(step_series.ENV_MAX, "-1")
     out = []
     for reference in (True, False):
-        monkeypatch.setattr(_series, "REFERENCE", reference)
+        monkeypatch.setattr(step_series, "REFERENCE", reference)
         out.append([readers.read(p).series for p, _ in readers.expand([path])])
     return out[0], out[1]
 
@@ -70,7 +71,7 @@ def test_generated_exports_get_the_sqls_series(monkeypatch, tmp_path: Path, proc
     assert any(k.name.startswith("nccl") for k in sql.kernels)  # so the compute-only union ran (without them)
 
 
-# ---- random small captures, through _series.measure itself ----
+# ---- random small captures, through step_series.measure itself ----
 
 _NAMES = ["ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm *, unsigned long, ncclWork *)", "gemm_kernel",
           "elementwise", "ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)", None]
@@ -97,10 +98,10 @@ def _kinds(keys: list) -> dict:
     return {k: ("launch", "sync", None)[k % 3] if isinstance(k, int) else "alloc" for k in keys if k is not None}
 
 
-def _measure(db: sqlite3.Connection, marks: bool, host: str) -> _series.StepSeries | None:
-    gpu = [_series.Gpu("k", "pid", "name"), _series.Gpu("m", "pid")]
-    api = [_series.Api("c", "pid", "id", _kinds)]
-    return _series.measure(db, gpu, api, "SELECT tid, s, e, name FROM r" if marks else None, host,
+def _measure(db: sqlite3.Connection, marks: bool, host: str) -> step_series.StepSeries | None:
+    gpu = [step_series.GpuTable("k", "pid", "name"), step_series.GpuTable("m", "pid")]
+    api = [step_series.ApiTable("c", "pid", "id", _kinds)]
+    return step_series.measure(db, gpu, api, "SELECT tid, s, e, name FROM r" if marks else None, host,
                            lambda keys: {k: k if isinstance(k, str) else f"kernel {k}" for k in keys})
 
 
@@ -112,8 +113,8 @@ def test_random_captures_get_the_sqls_series(kernels, copies, calls, marks, host
     out = []
     for reference in (True, False):
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(_series, "REFERENCE", reference)
-            m.setattr(_series, "NUMPY_FROM", 0)
+            m.setattr(step_series, "REFERENCE", reference)
+            m.setattr(step_series, "NUMPY_FROM", 0)
             out.append(_measure(db, bool(marks), host))
     assert out[1] == out[0]
 
@@ -138,5 +139,5 @@ def _brute(intervals: list[tuple[int, int, int]]) -> dict[int, int]:
 def test_the_unions_are_the_covered_time(rows) -> None:
     rows = sorted((g, s, s + d) for g, s, d in rows)
     group, s, e = (np.array(c, dtype=np.int64) for c in zip(*rows)) if rows else [np.zeros(0, np.int64)] * 3
-    groups, totals = _series_np._unions(group, s, e)
+    groups, totals = series_np._unions(group, s, e)
     assert dict(zip(groups.tolist(), totals.tolist())) == _brute(rows)

@@ -1,4 +1,4 @@
-"""Kernel → NVTX range attribution (readers/_nvtx.py), on hand-made ranges whose answer is known, and the same
+"""Kernel → NVTX range attribution (timeline/nvtx.py), on hand-made ranges whose answer is known, and the same
 answer from a brute-force oracle on random ranges (hypothesis)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvprof_wrap.readers._nvtx import attribute, op_name
+from nvprof_wrap.timeline.nvtx import attribute, op_name
 
 NONE = "(no NVTX range)"
 
@@ -144,17 +144,17 @@ def in_pieces(ranges: list[tuple], launches: list[tuple], pieces: int) -> tuple[
     """run() with the segment sweep in pieces of time (forked workers, as for a big capture): (rows, the cuts)."""
     import tempfile
 
-    from nvprof_wrap.readers import _nvtx
+    from nvprof_wrap.timeline import nvtx
 
-    saved = _nvtx.MIN_SPLIT_RANGES, _nvtx.cores, _nvtx._time_cuts
+    saved = nvtx.MIN_SPLIT_RANGES, nvtx.cores, nvtx._time_cuts
     cut: list = []
-    _nvtx.MIN_SPLIT_RANGES, _nvtx.cores = 1, lambda: pieces + 1  # one core for the busy time
-    _nvtx._time_cuts = lambda *a: cut.extend(saved[2](*a)) or cut
+    nvtx.MIN_SPLIT_RANGES, nvtx.cores = 1, lambda: pieces + 1  # one core for the busy time
+    nvtx._time_cuts = lambda *a: cut.extend(saved[2](*a)) or cut
     try:
         with tempfile.TemporaryDirectory() as tmp:
             return run(ranges, launches, file=os.path.join(tmp, "c.sqlite")), cut
     finally:
-        _nvtx.MIN_SPLIT_RANGES, _nvtx.cores, _nvtx._time_cuts = saved
+        nvtx.MIN_SPLIT_RANGES, nvtx.cores, nvtx._time_cuts = saved
 
 
 def test_a_range_ending_just_before_a_cut_closes_on_a_thread_with_nothing_after():

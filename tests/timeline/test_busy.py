@@ -1,4 +1,4 @@
-"""GPU busy time (readers/_sqlite.py): the union of kernel and copy intervals between the first kernel's start and
+"""GPU busy time (timeline/busy.py): the union of kernel and copy intervals between the first kernel's start and
 the last kernel's end, measured in one time window or cut into several (big captures, one window per forked worker),
 optionally inside a user's window (--window / --steps) — checked against a brute-force union."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvprof_wrap.readers._sqlite import EVERYTHING, busy_combine, busy_part, busy_plan, busy_time
+from nvprof_wrap.timeline.busy import busy_combine, busy_part, busy_plan, busy_time
+from nvprof_wrap.timeline.sql import EVERYTHING
 
 SOURCES = [("k", "g", "d", "1"), ("m", "g", "d", "0")]
 

@@ -1,4 +1,4 @@
-"""What every query on a capture runs under, applied to a connection once it is open (readers/_sqlite.connect_ro):
+"""What every query on a capture runs under, applied to a connection once it is open (timeline/sql.connect_ro):
 
 - the capture's schema is what a profiler writes: no view and no trigger (none of the 31 real SQLite captures of
   the fixtures and tests/data has one; a view can hide unbounded work — a recursive view filled 500 MB of temporary
@@ -72,7 +72,7 @@ def guard(conn: sqlite3.Connection, path: Path, profiler: str | None) -> Budget:
 
 def budget(path: Path) -> Budget:
     """A fresh budget for one connection to the capture at path (a Python one, guard(); or the compiled helper's,
-    readers/_native.py, which calls it every SQL_STEP_GRAIN instructions too). The caller forgets it (done())."""
+    timeline/native.py, which calls it every SQL_STEP_GRAIN instructions too). The caller forgets it (done())."""
     steps = limits.SQL_FLOOR_STEPS + limits.SQL_STEPS_PER_BYTE * Path(path).stat().st_size
     b = Budget(Path(path), steps)
     _budgets[id(b)] = b

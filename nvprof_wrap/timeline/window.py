@@ -18,10 +18,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.run import steps as step_names
 from nvprof_wrap.run.steps import BATCHES, KERAS_PREFIX, OPTIMIZER, OWN
+
+# (name, tid, start, end) of an NVTX or annotation range that may mark a step, as a capture holds it (NULLs too)
+Range = tuple[str | None, object, int | None, int | None]
 
 NS = 1_000_000_000
 _STEP, _OPTIMIZER_STEP, _KERAS_BATCH = (step_names.PATTERNS[s] for s in step_names.SOURCES)  # run/steps.py
@@ -52,7 +56,10 @@ class Window:
             raise BadInput(None, f"a capture window's end is a step number (got {self.cut})")
         if self.cuts_only:
             return
-        lo, hi = self.seconds if self.seconds is not None else self.steps  # type: ignore[misc]
+        if self.seconds is not None:
+            lo, hi = self.seconds
+        elif self.steps is not None:
+            lo, hi = self.steps
         if not lo < hi or lo < 0:
             what = "--window START:END" if self.seconds is not None else "--steps A:B"
             raise BadInput(None, f"{what}: needs 0 <= start < end (got {lo}:{hi})")
@@ -65,16 +72,16 @@ class Window:
     @property
     def key(self) -> str:
         """What the run store adds to a capture's identity: one file read through two windows is two captures."""
-        asked = [] if self.cuts_only else [
-            f"window={self.seconds[0]!r}:{self.seconds[1]!r}" if self.seconds is not None else
-            f"steps={self.steps[0]}:{self.steps[1]}"]  # type: ignore[index]
+        asked = [f"window={self.seconds[0]!r}:{self.seconds[1]!r}"] if self.seconds is not None else \
+            [f"steps={self.steps[0]}:{self.steps[1]}"] if self.steps is not None else []
         return ";".join(asked + ([f"{CUT_KEY}{self.cut}"] if self.cut is not None else []))
 
     def describe(self) -> str:
-        if self.cuts_only:
-            return f"the capture window's end (step {self.cut})"
-        return f"--window {self.seconds[0]:g}:{self.seconds[1]:g}" if self.seconds is not None else \
-            f"--steps {self.steps[0]}:{self.steps[1]}"  # type: ignore[index]
+        if self.seconds is not None:
+            return f"--window {self.seconds[0]:g}:{self.seconds[1]:g}"
+        if self.steps is not None:
+            return f"--steps {self.steps[0]}:{self.steps[1]}"
+        return f"the capture window's end (step {self.cut})"
 
     def asked(self) -> Window | None:
         """The window the user asked for, without the cut (None: the whole capture)."""
@@ -95,28 +102,34 @@ def make(window: tuple[float, float] | None = None, steps: tuple[int, int] | Non
     try:
         if window is not None:
             return Window(seconds=(float(window[0]), float(window[1])), cut=cut)
-        return Window(steps=(int(steps[0]), int(steps[1])), cut=cut)  # type: ignore[index]
+        return Window(steps=(int(steps[0]), int(steps[1])), cut=cut)  # type: ignore[index]  # steps is given here: both None returned above
     except (TypeError, ValueError, IndexError):
         raise BadInput(None, f"a window is two numbers (start, end); got {window if window is not None else steps!r}") \
             from None
 
 
-def parse(text: str, what: str, integer: bool = False) -> tuple:
+@overload
+def parse(text: str, what: str, integer: Literal[False] = False) -> tuple[float, float]: ...
+@overload
+def parse(text: str, what: str, integer: Literal[True]) -> tuple[int, int]: ...
+@overload
+def parse(text: str, what: str, integer: bool) -> tuple[float, float] | tuple[int, int]: ...
+def parse(text: str, what: str, integer: bool = False) -> tuple[float, float] | tuple[int, int]:
     """'START:END' → (start, end); one clear line when it is not that."""
     parts = text.split(":")
     try:
         if len(parts) != 2:
             raise ValueError
-        return tuple(int(p) if integer else float(p) for p in parts)
+        return (int(parts[0]), int(parts[1])) if integer else (float(parts[0]), float(parts[1]))
     except ValueError:
         example = "10:20" if integer else "30:90.5"
         raise BadInput(None, f"{what} {text!r}: expected START:END, e.g. {what} {example}") from None
 
 
-OPEN_ENDS = (-(1 << 62), 1 << 62)  # a window's open ends (readers/_sqlite.py EVERYTHING)
+OPEN_ENDS = (-(1 << 62), 1 << 62)  # a window's open ends (timeline/sql.py EVERYTHING)
 
 
-def bounds(window: Window, origin_ns: int | None, ranges: Iterable[tuple]) -> tuple[int, int]:
+def bounds(window: Window, origin_ns: int | None, ranges: Iterable[Range]) -> tuple[int, int]:
     """[lo, hi) in ns of the capture's clock. origin_ns: the first GPU activity (None: the capture has none);
     ranges: (name, tid, start, end) of the NVTX / annotation ranges that may mark steps (STEP_LIKE)."""
     ranges = list(ranges) if window.cut is not None else ranges
@@ -132,14 +145,14 @@ def bounds(window: Window, origin_ns: int | None, ranges: Iterable[tuple]) -> tu
     return (lo, min(hi, cut_at(window.cut, ranges))) if window.cut is not None else (lo, hi)
 
 
-def cut_at(step: int, ranges: Iterable[tuple]) -> int:
+def cut_at(step: int, ranges: Iterable[Range]) -> int:
     """The start of the first step >= ``step`` the ranges mark (the open end where they mark none)."""
     starts, _ = _steps(ranges)
     later = [n for n in starts if n >= step]
     return starts[min(later)] if later else OPEN_ENDS[1]
 
 
-def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple], cut: int | None = None) -> tuple[int, int]:
+def step_bounds(steps: tuple[int, int], ranges: Iterable[Range], cut: int | None = None) -> tuple[int, int]:
     """cut: steps from this one on are not the capture's (Window.cut): asked for, they are missing (step B still
     ends the window where the capture marks where it began)."""
     a, b = steps
@@ -155,13 +168,13 @@ def step_bounds(steps: tuple[int, int], ranges: Iterable[tuple], cut: int | None
     return starts[a], starts[b] if b in starts else ends[b - 1]
 
 
-def _steps(ranges: Iterable[tuple]) -> tuple[dict[int, int], dict[int, int]]:
+def _steps(ranges: Iterable[Range]) -> tuple[dict[int, int], dict[int, int]]:
     """{step: earliest start}, {step: latest end}: the job's named steps when there are any, else the optimizer
     steps run marked, else Keras batches."""
     return marked_steps(ranges)[1:]
 
 
-def spans(ranges: Iterable[tuple]) -> tuple[str | None, list[tuple[int, int, int]]]:
+def spans(ranges: Iterable[Range]) -> tuple[str | None, list[tuple[int, int, int]]]:
     """(what marked them, [(step, start, end)] in step order): a step runs from its start to the next step's start,
     the last one to its range's end. (None, []) without steps."""
     source, starts, ends = marked_steps(ranges)
@@ -170,12 +183,12 @@ def spans(ranges: Iterable[tuple]) -> tuple[str | None, list[tuple[int, int, int
                     for i, n in enumerate(order)]
 
 
-def marked_steps(ranges: Iterable[tuple]) -> tuple[str | None, dict[int, int], dict[int, int]]:
+def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], dict[int, int]]:
     """_steps, with what marked them: "step marks" | "optimizer steps" | "keras batches" (None: no steps)."""
     named: tuple[dict[int, int], dict[int, int]] = ({}, {})
     optimizer: tuple[dict[int, int], dict[int, int]] = ({}, {})
     batches: tuple[dict[int, int], dict[int, int]] = ({}, {})
-    keras: list[tuple] = []
+    keras: list[tuple[object, int, int, str | None]] = []
     for name, tid, s, e in ranges:
         if s is None:
             continue
@@ -198,12 +211,13 @@ def marked_steps(ranges: Iterable[tuple]) -> tuple[str | None, dict[int, int], d
     return (BATCHES, *_keras_batches(keras)) if keras else (None, {}, {})
 
 
-def _keras_batches(keras: list[tuple]) -> tuple[dict[int, int], dict[int, int]]:
+def _keras_batches(keras: list[tuple[object, int, int, str | None]]) -> tuple[dict[int, int], dict[int, int]]:
     """Batch N: the N-th call of the model — the Keras layer whose calls are most often outermost (not inside
     another Keras call on their thread; layers built before the first batch are called alone too) — in start order
     over every thread."""
-    outer: list[tuple[str, int, int]] = []
-    tid_now, reach = object(), None
+    outer: list[tuple[str | None, int, int]] = []
+    tid_now: object = object()
+    reach: int | None = None
     for tid, s, e, name in sorted(keras, key=lambda r: (str(r[0]), r[1], -r[2])):
         if tid != tid_now:
             tid_now, reach = tid, None

@@ -1,6 +1,6 @@
 """Nsight Systems GPU metrics (``nsys profile --gpu-metrics-devices=…``; tables GPU_METRICS and
 TARGET_INFO_GPU_METRICS, Turing and newer) as the hardware's tensor-pipe activity beside the kernels of the same
-export (readers/_hardware.py). The metric names differ by GPU generation and nsys version: "SMs Active" / "SM
+export (timeline/hardware.py). The metric names differ by GPU generation and nsys version: "SMs Active" / "SM
 Active" for the SMs, "Tensor Active" (Ampere and newer; Hopper's "Tensor Active [Throughput %]") for the tensor
 pipes. Turing's "Tensor Active / FP16 Active" counts FP16 arithmetic too: it is read, said so, and never decides a
 kernel (classify/hardware.py). Samples are streamed, never all held: a 50 kHz capture of a training run holds
@@ -11,11 +11,13 @@ import itertools
 import re
 import sqlite3
 import statistics
+from collections.abc import Iterable
+from typing import cast
 
 from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
-from nvprof_wrap.readers import _hardware
-from nvprof_wrap.readers._sqlite import cut
 from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline import hardware
+from nvprof_wrap.timeline.sql import cut
 
 SOURCE = "nsys gpu metrics"
 SOURCE_MIXED = "nsys gpu metrics (tensor or fp16)"
@@ -40,9 +42,12 @@ def read(conn: sqlite3.Connection, have: set[str], kernel_table: str, name_col: 
     if not types:
         return (), (), (), (("GPU metrics without a tensor-pipe metric (its metric set has none): no hardware "
                              "tensor activity"),)
-    devices = _device_ids(conn, have, types)
-    notes, out_dev, out_k, out_s = [], [], [], []
-    keys: set = set()
+    devices = device_ids(conn, have, types)
+    notes: list[str] = []
+    out_dev: list[HwDevice] = []
+    out_k: list[HwKernel] = []
+    out_s: list[HwPoint] = []
+    keys: set[object] = set()
     for type_id in types:
         m = by_type[type_id]
         tensor_id, tensor_name = m["tensor"]
@@ -58,9 +63,9 @@ def read(conn: sqlite3.Connection, have: set[str], kernel_table: str, name_col: 
             "GROUP BY timestamp ORDER BY timestamp", (sm_id, tensor_id, type_id, *ids))
         device_id = devices.get(type_id)
         launches = _launches(conn, kernel_table, name_col, device_id, type_id, ids, interval)
-        dev, kernels, series = _hardware.sweep(
-            device_id, _hardware.stream(launches),
-            ((t, t + interval, sm, tensor, None, None, None) for t, sm, tensor in _hardware.stream(samples)),
+        dev, kernels, series = hardware.sweep(  # device_id None: the export names no GPU for them, kept as read
+            cast(int, device_id), hardware.stream(launches),
+            ((t, t + interval, sm, tensor, None, None, None) for t, sm, tensor in hardware.stream(samples)),
             SOURCE_MIXED if mixed else SOURCE, interval, span)
         if dev is None:
             continue
@@ -71,12 +76,12 @@ def read(conn: sqlite3.Connection, have: set[str], kernel_table: str, name_col: 
         if mixed:
             notes.append(f"device {device_id}: its GPU metrics count tensor and FP16 activity together "
                          f"({tensor_name}): shown, never used to decide a kernel")
-    names = _names(conn, keys)
-    return tuple(out_dev), tuple(_hardware.resolve(out_k, names)), tuple(out_s), tuple(notes)
+    names = kernel_names(conn, keys)
+    return tuple(out_dev), tuple(hardware.resolve(out_k, names)), tuple(out_s), tuple(notes)
 
 
 def _launches(conn: sqlite3.Connection, kernel_table: str, name_col: str, device_id: int | None, type_id: int,
-              ids: tuple, interval: int) -> sqlite3.Cursor:
+              ids: tuple[int, ...], interval: int) -> sqlite3.Cursor:
     """(start, end, name key) of the device's launches that overlap a sample [t, t + interval), in start order:
     the sweep uses no other. Only those are sorted — a capture's samples may cover a small part of its kernels
     (an export of a long run with the metrics of its first seconds, a real capture replicated for a benchmark):
@@ -100,7 +105,7 @@ def _interval(conn: sqlite3.Connection, type_id: int, metric_id: int) -> int | N
     return round(step, -2) if step >= 10_000 else step
 
 
-def _device_ids(conn: sqlite3.Connection, have: set[str], types: list[int]) -> dict[int, int | None]:
+def device_ids(conn: sqlite3.Connection, have: set[str], types: list[int]) -> dict[int, int | None]:
     """The CUDA device of each metrics source: the export's one GPU, else the GPUs in order (nsys numbers both
     the same way; an export that says otherwise is not known to exist)."""
     gpus: list[int] = []
@@ -120,10 +125,10 @@ def _device_ids(conn: sqlite3.Connection, have: set[str], types: list[int]) -> d
     return {t: i for i, t in enumerate(types)}
 
 
-def _names(conn: sqlite3.Connection, keys: set) -> dict:
+def kernel_names(conn: sqlite3.Connection, keys: Iterable[object]) -> dict[object, str]:
     """Each name key (a StringIds id) as the reader's kernels name it (demangled)."""
     ids = [k for k in keys if isinstance(k, int)]
-    out: dict = {}
+    out: dict[object, str] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
         out.update((k, demangle(v)) for k, v in conn.execute(

@@ -8,14 +8,15 @@ import os
 import re
 import shutil
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from nvprof_wrap.model import NO_RANGE
-from nvprof_wrap.readers import _native
 from nvprof_wrap.run.steps import LAYER_PREFIXES
 from nvprof_wrap.run.steps import PROFILER_STEP_PREFIX as STEP_PREFIX
 from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.fork import Forked, alongside, can_fork, cores
+from nvprof_wrap.timeline import native as native_passes
 
 # torch.autograd.profiler.emit_nvtx appends ", seq = N", ", op_id = N", ", sizes = [...]" to each op.
 _DECOR = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$")
@@ -28,14 +29,17 @@ def op_name(text: str | None) -> str:
     return _DECOR.sub("", text).strip() or NO_RANGE
 
 
+# (tid, time, label id or None): where the label of a thread changes
+Boundary = tuple[Any, int, int | None]
+Row = tuple[Any, ...]  # a row of SQL values
 MIN_SLICED_LAUNCHES = 100_000  # below this, attribution runs in one process
 
 
 def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
               reopen: Callable[[], sqlite3.Connection] | None = None, kernel_table: str | None = None,
-              correlation: str = "correlationId", names: Callable[[object], str] | None = None,
-              process_of_tid: str = "0", borrowed: dict | None = None,
-              native: tuple[str, str, str] | None = None) -> list[tuple]:
+              correlation: str = "correlationId", names: Callable[[Any], str] | None = None,
+              process_of_tid: str = "0", borrowed: dict[Any, Any] | None = None,
+              native: tuple[str, str, str] | None = None) -> list[Row]:
     """Kernels attributed to the NVTX ranges open on the thread that launched them.
 
     A launch made on a thread with no range open (PyTorch runs the backward pass on its autograd thread, while the
@@ -66,12 +70,12 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     own connections (system/fork.py says why). With reopen, the sweep itself is split too when the ranges are
     many and on several threads: threads in groups of about equal size, one sweep per group side by side.
 
-    native: (capture URI, launch calls SQL, kernels SQL) for the compiled pass (readers/_native.py, _compiled), used
+    native: (capture URI, launch calls SQL, kernels SQL) for the compiled pass (timeline/native.py, _compiled), used
     where it is built: the calls SQL yields (correlation id, join key, tid, t, process) per launch call, "{rslice}"
     after a WHERE condition; the kernels SQL (correlation id, join key, pid, dev, key, dur) per kernel, "{slice}"
     after one. They must say what launches_sql says; a kernel matches the calls of its correlation id and join key.
     """
-    if native is not None and _native.available() and reopen is not None and kernel_table:
+    if native is not None and native_passes.available() and reopen is not None and kernel_table:
         done = _compiled(conn, ranges_sql, native, reopen=reopen, kernel_table=kernel_table, correlation=correlation,
                          names=names or str, process_of_tid=process_of_tid, borrowed=borrowed)
         if done is not None:
@@ -92,11 +96,11 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     return _grouped(parts, labels, borrowed)
 
 
-def _grouped(parts: list[list[tuple]], labels: dict[tuple[str, str], int], borrowed: dict | None) -> list[tuple]:
+def _grouped(parts: list[list[Row]], labels: dict[tuple[str, str], int], borrowed: dict[Any, Any] | None) -> list[Row]:
     """attribute's rows from the slices' (pid, dev, label, key, via, launches, total) rows."""
     names = {lab: pair for pair, lab in labels.items()}
     none = (NO_RANGE, NO_RANGE)
-    out: dict[tuple, list[int]] = {}
+    out: dict[Row, list[int]] = {}
     lent = [0, 0]
     for part in parts:
         for pid, dev, lab, key, via, n, tot in part:
@@ -114,7 +118,7 @@ def _grouped(parts: list[list[tuple]], labels: dict[tuple[str, str], int], borro
 
 def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str, str], *,
               reopen: Callable[[], sqlite3.Connection], kernel_table: str, correlation: str,
-              names: Callable[[object], str], process_of_tid: str, borrowed: dict | None) -> list[tuple] | None:
+              names: Callable[[Any], str], process_of_tid: str, borrowed: dict[Any, Any] | None) -> list[Row] | None:
     """attribute() by the compiled helper: the same sweep and the same rows, None where it declines the capture (a
     value that is not an integer, a name that is not text): then the SQL decides.
 
@@ -129,8 +133,9 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         op = op_name(names(name))
         return ops.setdefault(op, len(ops)), op.startswith(LAYER_PREFIXES), op.startswith(STEP_PREFIX)
 
-    swept = _native.sweep(uri, f"SELECT tid, s, e, name, {process_of_tid} AS p FROM ({ranges_sql}) WHERE {_CLOSED} "
-                               "ORDER BY tid, s, e DESC", op_of)
+    swept = native_passes.sweep(
+        uri, f"SELECT tid, s, e, name, {process_of_tid} AS p FROM ({ranges_sql}) WHERE {_CLOSED} "
+             "ORDER BY tid, s, e DESC", op_of)
     if swept is None:
         return None
     held, pairs, main = swept  # main: _main_threads' answer, from the same rows
@@ -149,7 +154,7 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
     return _grouped([rows for rows, _n in parts], labels, borrowed)
 
 
-def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: tuple, where: dict[str, str]) -> tuple | None:
+def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: Row, where: dict[str, str]) -> Row | None:
     conn = reopen()
     try:
         return _compiled_slice(conn, how, where)
@@ -157,20 +162,21 @@ def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: tuple, where:
         conn.close()
 
 
-def _compiled_slice(conn: sqlite3.Connection, how: tuple, where: dict[str, str]) -> tuple[list[tuple], int] | None:
+def _compiled_slice(conn: sqlite3.Connection, how: Row, where: dict[str, str]) -> tuple[list[Row], int] | None:
     """(_attribute_slice's rows, with its label ids and in its order; how many kernels had no duration) by the
     compiled pass; None where it declines. The compiled labels are numbered 0, 1, … in the order the sweep met them;
     ids gives each its Python id."""
     uri, calls, kernels, held, main, ids = how
     filled = _fill_slice(conn, where)
     try:
-        got = _native.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main)
+        got = native_passes.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main)
     except (RuntimeError, MemoryError):  # SQLite refused it there, or memory ran out: the SQL decides
         return None
     if got is None:
         return None
     rows, no_duration = got
-    summed: dict[tuple, list[int]] = {}  # a key comes once per join key of its launch calls (processes): summed
+    # a key comes once per join key of its launch calls (processes): summed
+    summed: dict[Row, list[int]] = {}
     for pid, dev, lab, key, via, n, tot in rows:
         agg = summed.setdefault((pid, dev, -1 if lab == -1 else ids[lab], key, via), [0, 0])
         agg[0] += n
@@ -178,7 +184,7 @@ def _compiled_slice(conn: sqlite3.Connection, how: tuple, where: dict[str, str])
     return sorted(((*k, n, tot) for k, (n, tot) in summed.items()), key=_sql_order), no_duration
 
 
-def _sql_order(row: tuple) -> tuple:
+def _sql_order(row: Row) -> Row:
     """The order of the SQL's rows (its table's key: pid, dev, lab, key, via; integers before text, as SQLite sorts),
     so that everything made from them comes out as the SQL path makes it."""
     pid, dev, lab, key, via = row[:5]
@@ -188,7 +194,7 @@ def _sql_order(row: tuple) -> tuple:
 MIN_SPLIT_RANGES = 50_000  # below this, the segment sweep runs in one process
 
 
-def _all_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[object], str],
+def _all_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[Any], str],
                   reopen: Callable[[], sqlite3.Connection] | None) -> dict[tuple[str, str], int]:
     """The segments of every thread in the file seg; returns the labels ((scope, op) → id).
 
@@ -245,7 +251,7 @@ def _time_cuts(conn: sqlite3.Connection, ranges_sql: str) -> list[int]:
 
 
 def _segments_alone(reopen: Callable[[], sqlite3.Connection], ranges_sql: str, seg: str,
-                    names: Callable[[object], str], piece: tuple) -> dict:
+                    names: Callable[[Any], str], piece: Row) -> dict[Any, Any]:
     conn = reopen()
     try:
         return dict(_write_segments(conn, ranges_sql, seg, names, piece))
@@ -253,8 +259,8 @@ def _segments_alone(reopen: Callable[[], sqlite3.Connection], ranges_sql: str, s
         conn.close()
 
 
-def _write_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[object], str],
-                    piece: tuple = (None, None)) -> _Labels:
+def _write_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: Callable[[Any], str],
+                    piece: Row = (None, None)) -> _Labels:
     labels = _Labels()
     t0, t1 = piece
     only = (f" AND s < {int(t1)}" if t1 is not None else "") + (f" AND e >= {int(t0) - 1}" if t0 is not None else "")
@@ -270,11 +276,12 @@ def _write_segments(conn: sqlite3.Connection, ranges_sql: str, seg: str, names: 
     return labels
 
 
-def _within(bounds, t0: int | None, t1: int | None):
+def _within(bounds: Iterable[Boundary], t0: int | None, t1: int | None) -> Iterator[Boundary]:
     """The boundaries (tid, t, label) of one piece of time [t0, t1): those at or before t0 become one at t0 (the
     label from t0 on: no range at all when none started before it), those from t1 on belong to the next piece.
     The piece's ranges are those whose last boundary (end + 1) is at t0 or later."""
-    tid_now, held = _UNSET, None
+    tid_now: object = _UNSET
+    held: Boundary | None = None
     for tid, t, lab in bounds:
         if tid != tid_now:
             if held is not None:
@@ -292,7 +299,7 @@ def _within(bounds, t0: int | None, t1: int | None):
         yield held
 
 
-class _Labels(dict):
+class _Labels(dict[Any, Any]):
     """(scope, op) → label id: the pair's hash, the same in forked workers (they share the parent's hash seed), so
     the segments of several workers go together as they are; a second pair with a taken id gets the next free one
     (and the workers' segments are then swept again in one process)."""
@@ -339,7 +346,7 @@ def _fill_slice(conn: sqlite3.Connection, where: dict[str, str]) -> dict[str, st
 
 
 def _on_new_connection(reopen: Callable[[], sqlite3.Connection], seg: str, launches_sql: str,
-                       where: dict[str, str]) -> list:
+                       where: dict[str, str]) -> list[Any]:
     conn = reopen()
     try:
         return _attribute_slice(conn, seg, launches_sql, where)
@@ -347,7 +354,7 @@ def _on_new_connection(reopen: Callable[[], sqlite3.Connection], seg: str, launc
         conn.close()
 
 
-def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, where: dict[str, str]) -> list[tuple]:
+def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, where: dict[str, str]) -> list[Row]:
     """(pid, dev, label, key, launches, total) of the launches in one slice, NULLs as -1 / ''."""
     conn.execute("ATTACH DATABASE ? AS nvw", (seg,))
     try:
@@ -377,7 +384,7 @@ def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, wher
         conn.execute("DETACH DATABASE nvw")
 
 
-def borrowed_note(lent: dict, kernel_ns: int) -> tuple[str, ...]:
+def borrowed_note(lent: dict[Any, Any], kernel_ns: int) -> tuple[str, ...]:
     """The reader's note on launches attributed to their process's main thread (attribute's borrowed)."""
     if not lent.get("launches"):
         return ()
@@ -391,10 +398,10 @@ def _main_threads(conn: sqlite3.Connection, ranges_sql: str, seg: str, process_o
     """nvw.main(p, tid): each process's main thread, the one whose ranges last longest in all (the smallest id of
     those with as long), in the segment file. Longest, not most: a training loop's few 'step N' ranges span the
     steps, while libraries mark many short ones (CUB's CCCL ranges on PyTorch's autograd thread). The compiled
-    sweep finds the same (readers/_cattr.c main_threads)."""
+    sweep finds the same (timeline/_cattr.c main_threads)."""
     counts = conn.execute(f"SELECT {process_of_tid} AS p, tid, SUM(e - s) FROM ({ranges_sql}) "
                           f"WHERE {_CLOSED} GROUP BY tid").fetchall()
-    main: dict[object, tuple] = {}
+    main: dict[object, Row] = {}
     for p, tid, n in counts:
         if p not in main or (-n, tid) < (-main[p][1], main[p][0]):
             main[p] = (tid, n)
@@ -410,7 +417,8 @@ def _fill(sql: str, values: dict[str, str]) -> str:
     return sql
 
 
-def _segments(ranges, labels: _Labels, names: Callable[[object], str]):
+def _segments(ranges: Iterable[tuple[Any, int, int, Any]], labels: _Labels, names: Callable[[Any], str]
+              ) -> Iterator[Boundary]:
     """(tid, start, label id or None) at each point where the (scope, op) label of a thread changes.
     ranges: (tid, s, e, name) sorted by tid, s, e DESC. Ranges are closed intervals: a range ending at e
     still holds at e; the next segment starts at e + 1 (timestamps are integer ns). One flat loop, no function
@@ -418,7 +426,7 @@ def _segments(ranges, labels: _Labels, names: Callable[[object], str]):
     torch.profiler trace). Each open range keeps the label it gives when innermost (_open), computed once from the
     range below it: no walk down the stack per boundary. Boundaries come in time order per thread; of several at
     one time the last holds, and one is emitted only when its label differs from the last emitted."""
-    active: list[list] = []  # open ranges as _open lists, in start order
+    active: list[list[Any]] = []  # open ranges as _open lists, in start order
     ends: list[tuple[int, int]] = []  # heap of (e, -seq) of the open ranges
     ops: dict[object, str] = {}  # range name → op name (a regular expression per distinct name, not per range)
     tid_now: object = _UNSET
@@ -452,7 +460,7 @@ def _segments(ranges, labels: _Labels, names: Callable[[object], str]):
         yield from _close_all(tid_now, active, ends, labels, pend_t, pend_lab, last)
 
 
-def _close(active: list[list], ends: list[tuple[int, int]], labels: _Labels) -> tuple[int, int | None]:
+def _close(active: list[list[Any]], ends: list[tuple[int, int]], labels: _Labels) -> tuple[int, int | None]:
     """Close the open range that ends first: (the time its end takes effect, the label from then on)."""
     e, seq = heapq.heappop(ends)
     seq = -seq
@@ -466,7 +474,8 @@ def _close(active: list[list], ends: list[tuple[int, int]], labels: _Labels) -> 
     return e + 1, active[-1][_LAB] if active else None
 
 
-def _close_all(tid, active, ends, labels, pend_t, pend_lab, last):
+def _close_all(tid: object, active: list[list[Any]], ends: list[tuple[int, int]], labels: _Labels, pend_t: int | None,
+               pend_lab: int | None, last: object) -> Iterator[Boundary]:
     """The rest of a thread's boundaries: every range still open closes."""
     while ends:
         t, lab = _close(active, ends, labels)
@@ -484,7 +493,7 @@ _UNSET = object()
 _SEQ, _OP, _LAYER, _OUTER, _BOTTOM, _LAB = range(6)
 
 
-def _open(seq: int, op: str, below: list | None, labels: _Labels) -> list:
+def _open(seq: int, op: str, below: list[Any] | None, labels: _Labels) -> list[Any]:
     """An open range: [seq, op, innermost layer range so far, outermost range so far that is not torch.profiler's
     per-step marker, the bottom range, label id]. Its label (scope, op): op its own; scope the innermost layer
     range that --annotate adds, else the outermost range that is not a ProfilerStep#N (which encloses every op of

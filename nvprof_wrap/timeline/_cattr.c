@@ -1,8 +1,8 @@
-/* The per-launch passes of the Nsight Systems reader, compiled (readers/_native.py is their Python face; each stands in
- * for Python or SQL that stays the fallback and the reference it is tested against, tests/readers/test_native.py):
- *   - the NVTX segment sweep (readers/_nvtx._segments), on ranges read and interned here;
- *   - the per-op attribution of one slice of kernels (readers/_nvtx._attribute_slice's SQL);
- *   - the busy-time union (readers/_sqlite.busy_part's loop; busy_time's plan, sorts and loops at once).
+/* The per-launch passes of the Nsight Systems reader, compiled (timeline/native.py is their Python face; each stands in
+ * for Python or SQL that stays the fallback and the reference it is tested against, tests/timeline/test_native.py):
+ *   - the NVTX segment sweep (timeline/nvtx._segments), on ranges read and interned here;
+ *   - the per-op attribution of one slice of kernels (timeline/nvtx._attribute_slice's SQL);
+ *   - the busy-time union (timeline/busy.busy_part's loop; busy_time's plan, sorts and loops at once).
  *
  * Why: every launch is joined to its launch call by correlation id and looked up in its thread's NVTX segments. In
  * SQL that is an automatic index built on the launch calls, a seek per kernel, two correlated subqueries and an
@@ -74,9 +74,9 @@ static int sql_error(Err *err, sqlite3 *db, const char *what) {
     return -1;
 }
 
-/* ---- the budget of each connection opened here (readers/_guard.py, as for the Python connections): every `grain`
+/* ---- the budget of each connection opened here (timeline/guard.py, as for the Python connections): every `grain`
  * VM instructions the Python Budget is called, with the GIL taken back for it. It counts, and stops the query past
- * the budget (its `pending` says why: readers/_native.py raises it); and a pending SIGTERM / SIGINT's Python handler
+ * the budget (its `pending` says why: timeline/native.py raises it); and a pending SIGTERM / SIGINT's Python handler
  * runs there (PyErr_CheckSignals: the passes run in the main thread, with the GIL released), so a signal ends a
  * compiled query within about a millisecond too. What the handler raised (errors.Terminated, KeyboardInterrupt) is
  * kept, and the call raises it itself, in place of SQLite's "interrupted". ---- */
@@ -195,7 +195,7 @@ oom:
     return NULL;
 }
 
-/* ---- the NVTX segment sweep (readers/_nvtx._segments, whose Python loop this is, line for line) ----
+/* ---- the NVTX segment sweep (timeline/nvtx._segments, whose Python loop this is, line for line) ----
  * Ranges are read in the sweep's order (thread, start, the longest first) with their names interned; the caller
  * gives each name's op and each op's kind (a layer range, torch.profiler's step range); the sweep labels each
  * moment with a (scope, op) pair of op ids, numbered in the order the Python sweep would first meet them. */
@@ -318,7 +318,7 @@ fail:
     return NULL;
 }
 
-/* An open range, as readers/_nvtx._open keeps it: op, the innermost layer range below and its own, the outermost
+/* An open range, as timeline/nvtx._open keeps it: op, the innermost layer range below and its own, the outermost
  * non-step range, the bottom range (op ids, -1 for None), and its label (a pair index). */
 typedef struct { int64_t seq; int32_t op, layer, outer, bottom, lab; } Open;
 typedef struct { int32_t scope, op; } Pair;
@@ -687,7 +687,7 @@ done:
     return out;
 }
 
-/* ---- the busy-time union of one group's intervals (readers/_sqlite.busy_part, whose Python loop this is) ----
+/* ---- the busy-time union of one group's intervals (timeline/busy.busy_part, whose Python loop this is) ----
  * sql yields (start, end, kernel flag) in start order; the result is busy_part's 7 values, or 0 rows. */
 typedef struct { int64_t busy, first, reach, kfirst, below, klast, upto; int has_kfirst, has_klast, rows; } Busy;
 
@@ -738,7 +738,7 @@ done:
     return out;
 }
 
-/* ---- the busy-time union of every group at once (readers/_sqlite.busy_time): one scan of each table, the
+/* ---- the busy-time union of every group at once (timeline/busy.busy_time): one scan of each table, the
  * intervals sorted here (in place: no second copy of them) instead of by SQLite per group ---- */
 typedef struct { int64_t s, e2k; } Span;  /* e2k: end * 2 + kernel flag (|end| <= 2^62) */
 typedef struct { int64_t g, d; char gnull, dnull; Span *v; size_t n, cap; } Lane;
@@ -884,7 +884,7 @@ done:
 
 /* ---- the Python face ---- */
 static int bind_now(void);
-static const char CAPSULE[] = "nvprof_wrap.readers._cattr.segments";
+static const char CAPSULE[] = "nvprof_wrap.timeline._cattr.segments";
 
 static void capsule_free(PyObject *c) { segments_free(PyCapsule_GetPointer(c, CAPSULE)); }
 
@@ -1053,7 +1053,7 @@ static PyObject *py_busy_all(PyObject *self, PyObject *args) {
 }
 
 /* (process, tid) of each process's main thread: the one whose ranges last longest in all, the smallest id of those
- * with as long (readers/_nvtx._main_threads, which says why). */
+ * with as long (timeline/nvtx._main_threads, which says why). */
 static PyObject *main_threads(Ranges *r) {
     PyObject *out = PyList_New(0);
     for (size_t i = 0; out && i < r->ntotals; i++) {
@@ -1170,7 +1170,7 @@ static int bind_now(void) {
 }
 
 PyMODINIT_FUNC PyInit__cattr(void) {
-    if (bind_now() < 0) {  /* readers/_native.py imports sqlite3 first: its libsqlite3 is loaded */
+    if (bind_now() < 0) {  /* timeline/native.py imports sqlite3 first: its libsqlite3 is loaded */
         PyErr_Clear();
         PyErr_SetString(PyExc_ImportError, "no SQLite library to bind to");
         return NULL;

@@ -1,4 +1,4 @@
-"""The per-step series (readers/_series.py) measured in numpy: the same values as its SQL, at a fraction of the cost.
+"""The per-step series (timeline/series.py) measured in numpy: the same values as its SQL, at a fraction of the cost.
 
 SQLite reads each table once, in its own order, the columns the series needs (process, start, end, the name's or
 the call's key) and nothing else; numpy does the rest. A row's step: np.searchsorted over the steps' starts (the step
@@ -10,24 +10,27 @@ its largest end minus its first start. Keys (names, call ids) and processes beco
 rows, so nothing per launch stays a Python object: per row only int64 columns, read in chunks of CHUNK rows.
 
 Where a value is not an integer, or a sum could overflow int64, measure() returns None and the caller measures in
-SQL (the reference, which tests/report/test_series_np.py checks this against on real and generated captures).
+SQL (the reference, which tests/timeline/test_series_np.py checks this against on real and generated captures).
 """
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepKernel
-from nvprof_wrap.readers._series_tables import Api, Gpu
 from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.timeline.series_tables import ApiTable, GpuTable, Named, Names, Steps
+
+# {(process code, step index): values}, as Steps' values before the codes are decoded
+ByCode = dict[tuple[int, int], dict[str, Any]]
 
 CHUNK = 65_536  # rows per fetchmany: the Python tuples of one chunk at a time
 _FAR = 1 << 62  # offsets and sums stay below this (int64's limit is 2^63)
-_SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)  # readers/_series._SOUND
+_SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)  # timeline/series._SOUND
 
 
 class _Odd(Exception):
@@ -38,9 +41,9 @@ class _Codes:
     """Small integer codes of a column's distinct values (processes, keys), in first-seen order."""
 
     def __init__(self) -> None:
-        self.of: dict = {}
+        self.of: dict[Any, int] = {}
 
-    def code(self, values: tuple) -> np.ndarray:
+    def code(self, values: tuple[Any, ...]) -> np.ndarray:
         of = self.of
         return np.array([of.setdefault(v, len(of)) for v in values], dtype=np.int64)
 
@@ -53,7 +56,7 @@ class _Codes:
     def constant(self, value: object, rows: int) -> np.ndarray:
         return np.full(rows, self.of.setdefault(value, len(self.of)), dtype=np.int64)
 
-    def values(self) -> list:
+    def values(self) -> list[Any]:
         return list(self.of)
 
 
@@ -77,9 +80,10 @@ class _Steps:
         return inside, i, np.minimum(e[inside], self.hi[i])
 
 
-def measure(conn: sqlite3.Connection, gpu: list[Gpu], api: list[Api], spans: list[tuple[int, int, int]], host: str,
-            names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]] | None:
-    """(the steps' values, the kernels per step) as readers/_series._in_sql gives them; None: measure in SQL."""
+def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],
+            host: str,
+            names: Names) -> tuple[Steps, tuple[StepKernel, ...]] | None:
+    """(the steps' values, the kernels per step) as timeline/series._in_sql gives them; None: measure in SQL."""
     try:
         steps = _Steps(spans)
         pids = _Codes()
@@ -119,7 +123,7 @@ def _read(conn: sqlite3.Connection, pid: str, columns: tuple[str, ...], rest: st
     return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
 
 
-def _ints(col: tuple) -> np.ndarray:
+def _ints(col: tuple[Any, ...]) -> np.ndarray:
     a = np.array(col)  # floats, text, NULLs or integers past int64: another dtype
     if a.dtype != np.int64:
         raise _Odd
@@ -134,12 +138,12 @@ def _near(a: np.ndarray) -> np.ndarray:
 
 
 def _rows_of(table: str, steps: _Steps) -> str:
-    """FROM what: the table's rows that start within the steps, with sound times (readers/_series._SOUND)."""
+    """FROM what: the table's rows that start within the steps, with sound times (timeline/series._SOUND)."""
     return f'''{table} WHERE start >= {steps.first} AND start < {steps.last}
               AND {_SOUND.format(s="start", e='"end"')}'''
 
 
-def _gpu_rows(conn: sqlite3.Connection, gpu: list[Gpu], steps: _Steps, pids: _Codes,
+def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids: _Codes,
               keys: _Codes) -> tuple[np.ndarray, ...]:
     """(process code, step index, start, cut end, duration, kernel?, key code) of every GPU interval that starts in
     a step, table by table."""
@@ -155,8 +159,8 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[Gpu], steps: _Steps, pids: _Co
     return tuple(np.concatenate(c) for c in cols)
 
 
-def _gpu_side(conn: sqlite3.Connection, gpu: list[Gpu], steps: _Steps, pids: _Codes,
-              names: Callable[[Iterable], dict]) -> tuple[dict, tuple[StepKernel, ...]]:
+def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids: _Codes,
+              names: Names) -> tuple[ByCode, tuple[StepKernel, ...]]:
     """({(process code, step index): values}, the kernels per step) of the GPU's work."""
     keys = _Codes()
     p, i, s, e, d, k, key = _gpu_rows(conn, gpu, steps, pids, keys)
@@ -192,7 +196,7 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[Gpu], steps: _Steps, pids: _Co
     return values, _kernels(pids, steps, keys, group[k], key[k], d[k], named)
 
 
-def _not_null(key: np.ndarray, decoded: list) -> np.ndarray:
+def _not_null(key: np.ndarray, decoded: list[Any]) -> np.ndarray:
     nulls = [c for c, v in enumerate(decoded) if v is None]
     return np.isin(key, nulls, invert=True) if nulls else np.ones(len(key), dtype=bool)
 
@@ -226,7 +230,7 @@ def _unions(group: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray
 
 
 def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: np.ndarray, d: np.ndarray,
-             named: dict) -> tuple[StepKernel, ...]:
+             named: Named) -> tuple[StepKernel, ...]:
     """The kernels per (process, step, name), in the order of the SQL's GROUP BY process, step, key (SQLite's
     order of values: NULL, numbers, text, blobs) merged by name."""
     if not len(key):
@@ -244,7 +248,7 @@ def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: 
     totals = np.add.reduceat(d[o], np.flatnonzero(np.r_[True, np.diff(where[o]) != 0]))
     first = np.unique(where, return_index=True)[1]
     pid_values, key_values = pids.values(), keys.values()
-    merged: dict[tuple, list[int]] = {}
+    merged: dict[tuple[Any, int, str], list[int]] = {}
     for j, at in enumerate(first):
         pid, n = pid_values[p[at]], steps.n[i[at]]
         m = merged.setdefault((pid, n, named.get(key_values[key[at]]) or "<unnamed kernel>"), [0, 0])
@@ -253,9 +257,9 @@ def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: 
     return tuple(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
 
 
-def _sqlite_ranks(values: list) -> np.ndarray:
+def _sqlite_ranks(values: list[Any]) -> np.ndarray:
     """Each value's rank (by code) in SQLite's order: NULL, then numbers, then text (by its bytes), then blobs."""
-    def order(v):
+    def order(v: Any) -> tuple[int, Any]:
         if v is None:
             return (0, 0)
         if isinstance(v, (int, float)):
@@ -266,9 +270,9 @@ def _sqlite_ranks(values: list) -> np.ndarray:
     return ranks
 
 
-def _host_side(conn: sqlite3.Connection, api: list[Api], steps: _Steps, pids: _Codes, values: dict, *,
+def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pids: _Codes, values: ByCode, *,
                whole: bool) -> None:
-    """Add the host's CUDA-call time to values, as readers/_series._host_side does."""
+    """Add the host's CUDA-call time to values, as timeline/series._host_side does."""
     kinds: list[str] = []
     cols: list[list[np.ndarray]] = [[] for _ in range(5)]
     for a in api:
@@ -289,18 +293,18 @@ def _host_side(conn: sqlite3.Connection, api: list[Api], steps: _Steps, pids: _C
     n_steps, n_kinds = len(steps.n), max(1, len(kinds))
     group = (p * n_steps + i) * n_kinds + kind
     o = _by_group(group, s)
-    by_kind: dict[tuple, dict[str, int]] = {}
+    by_kind: dict[tuple[int, int], dict[str, int]] = {}
     for g, ns in zip(*_unions(group[o], s[o], e[o])):
         step, c = divmod(int(g), n_kinds)
         by_kind.setdefault(divmod(step, n_steps), {})[kinds[c]] = int(ns)
-    union: dict[tuple, int] = {}
+    union: dict[tuple[int, int], int] = {}
     if whole:
         group = p * n_steps + i
         o = _by_group(group, s)
         union = {divmod(int(g), n_steps): int(ns) for g, ns in zip(*_unions(group[o], s[o], e[o]))}
-    for key in set(by_kind) | set(union):
-        values.setdefault(key, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0, "compute_busy_ns": 0})
-    for key, vals in values.items():
-        vals["api_ns"] = tuple(sorted(by_kind.get(key, {}).items()))
+    for at in set(by_kind) | set(union):
+        values.setdefault(at, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0, "compute_busy_ns": 0})
+    for at, vals in values.items():
+        vals["api_ns"] = tuple(sorted(by_kind.get(at, {}).items()))
         if whole:
-            vals["api_union_ns"] = union.get(key, 0)
+            vals["api_union_ns"] = union.get(at, 0)

@@ -1,87 +1,31 @@
-"""Shared helpers for readers of SQLite captures: read-only opening, schema probing, SQL aggregates."""
+"""The busy time of a capture's GPUs: the length of the union of their kernel and copy intervals, per group (a
+process, a stream …) and device, in SQL or compiled (timeline/native.py), in one pass or in windows of time measured
+side by side in forked children and added up exactly."""
 from __future__ import annotations
 
-import contextlib
 import itertools
 import sqlite3
-import urllib.parse
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
-from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers import _native, _recover
-from nvprof_wrap.readers._guard import guard, reading
-from nvprof_wrap.readers._window import OPEN_ENDS, STEP_LIKE, Window, bounds
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
-from nvprof_wrap.system.limits import MAX_DURATION_NS, MAX_NAME_CHARS
-from nvprof_wrap.system.storage import machine_failure
+from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.timeline import native
+from nvprof_wrap.timeline.sql import EVERYTHING, opened, uri_of
 
-# CUPTI_ActivityMemcpyKind → the direction users know (A = CUDA array, P = peer device).
-MEMCPY_DIRECTION = {1: "HtoD", 3: "HtoD", 2: "DtoH", 4: "DtoH", 5: "DtoD", 6: "DtoD", 7: "DtoD",
-                    8: "DtoD", 9: "HtoH", 10: "PtoP"}
-
-
-def connect_ro(path: Path) -> sqlite3.Connection:
-    """Open a capture read-only and immutable: works in read-only folders and never writes a journal. What opens is
-    the capture's committed content (uri_of): with writes pending beside it, the copy a read recovered them on."""
-    try:
-        conn = sqlite3.connect(uri_of(path), uri=True)
-        # Damaged text (invalid UTF-8 in names or even in the schema) must not raise while reading.
-        conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # SQLite's message may quote damaged bytes
-        raise machine_failure(path, e) or BadInput(path, f"not a readable SQLite database ({e})") from None
-    return conn
+# (table, group column or expression, device column, kernel flag: an expression, 1 for a kernel's row)
+Source = tuple[str, str, str, str]
+# busy_part's 7 values of one group and device: (busy, first, last, kernel_first, below, kernel_last, above)
+Part = tuple[int, int, int, int | None, int, int | None, int]
+# (group, dev, part): group and device are the capture's SQL values (a process id, a name, NULL …)
+Lane = tuple[Any, Any, Part]
+# (group, dev, first, last, busy): busy_time's result row
+Busy = tuple[Any, Any, int, int, int]
 
 
-@contextlib.contextmanager
-def opened(path: Path, profiler: str | None = None):
-    """connect_ro, then every query under readers/_guard.py's budget (and, given the profiler, its schema checked):
-    the connection, closed at the end; what stopped a query (a signal, the budget) is raised as itself."""
-    conn = connect_ro(path)
-    try:
-        budget = guard(conn, path, profiler)
-    except BaseException:
-        conn.close()
-        raise
-    with reading(conn, budget):
-        yield conn
-
-
-def reopened(path: Path) -> sqlite3.Connection:
-    """A second connection to a capture already opened(): under its own budget (the caller closes it)."""
-    conn = connect_ro(path)
-    guard(conn, path, None)
-    return conn
-
-
-def cut(expr: str) -> str:
-    """A name (kernel, device, process, NVTX range) cut in SQL to one character more than readers/_validate.py keeps:
-    a capture's name of 100 MB never reaches Python whole (only SQLite holds it, one row at a time), and _validate
-    still sees it is longer than MAX_NAME_CHARS — it cuts it and its note says so. NULL stays NULL."""
-    return f"substr({expr}, 1, {MAX_NAME_CHARS + 1})"
-
-
-def uri_of(path: Path) -> str:
-    """The URI that opens a capture read-only and immutable (connect_ro; the compiled reader, readers/_native.py):
-    immutable ignores side files, so it names the copy recovered with them while a read holds one
-    (readers/_recover.py) and refuses a capture that has them outside such a read."""
-    return "file:" + urllib.parse.quote(str(Path(_recover.source(path)).resolve())) + "?mode=ro&immutable=1"
-
-
-def tables(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
-
-
-def columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f"SELECT * FROM pragma_table_info('{table}')")}
-
-
-WINDOW_MIN, WINDOW_MAX = OPEN_ENDS  # the open ends of the first and the last time window
-EVERYTHING = (WINDOW_MIN, WINDOW_MAX)
-
-
-def busy_time(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]],
-              window: tuple[int, int] = EVERYTHING, uri: str | None = None) -> list[tuple]:
+def busy_time(conn: sqlite3.Connection, sources: list[Source],
+              window: tuple[int, int] = EVERYTHING, uri: str | None = None) -> list[Busy]:
     """(group, dev, first, last, busy) per group and device, from GPU intervals in `sources`:
     (table, group column or expression, device column, kernel flag: an expression, 1 for a kernel's row) — start
     and "end" are read from each table.
@@ -89,11 +33,11 @@ def busy_time(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]]
     The span [first, last] runs from the first kernel's start to the last kernel's end (start-up copies before the
     first kernel are not idle GPU time); busy is the length of the union of the kernel and copy intervals inside
     it (busy_part says how). A group with copies but no kernel spans its copies. `window` [lo, hi) cuts every
-    interval first (readers/_window.py). uri: the capture's, for the compiled union (readers/_native.py)."""
+    interval first (timeline/window.py). uri: the capture's, for the compiled union (timeline/native.py)."""
     return busy_combine([(window, busy_part(conn, sources, window, uri))])
 
 
-def _cut_sqls(sources: list[tuple[str, str, str, str]], window: tuple[int, int]) -> list[str]:
+def _cut_sqls(sources: list[Source], window: tuple[int, int]) -> list[str]:
     """(group, dev, start, end, kernel flag) of each source's intervals cut to [lo, hi); intervals without a usable
     duration (readers/_durations.py) are left out of the union too."""
     whole = window == EVERYTHING
@@ -103,13 +47,14 @@ def _cut_sqls(sources: list[tuple[str, str, str, str]], window: tuple[int, int])
             f'AND "end" - start <= {MAX_DURATION_NS} {cut}' for table, group, dev, kernel in sources]
 
 
-def busy_plan(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]], parts: int,
+def busy_plan(conn: sqlite3.Connection, sources: list[Source], parts: int,
               window: tuple[int, int] = EVERYTHING) -> list[tuple[int, int]]:
     """The work cut into `parts` windows [lo, hi) of time, measured independently (busy_part, every group and
     device at once) and added up (busy_combine). The cuts spread the time between the first and the last rows of
     the tables (within `window`) evenly: cheap to find, and where rows are not in time order the windows are only
     less even, never wrong."""
-    lo, hi = None, None
+    lo: int | None = None
+    hi = 0
     for table, _group, _dev, _kernel in sources:
         for (t,) in (conn.execute(f"SELECT start FROM {table} ORDER BY rowid LIMIT 1").fetchall() +
                      conn.execute(f'SELECT "end" FROM {table} ORDER BY rowid DESC LIMIT 1').fetchall()):
@@ -121,8 +66,8 @@ def busy_plan(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]]
     return list(itertools.pairwise(bounds))
 
 
-def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]], piece: tuple[int, int],
-              uri: str | None = None) -> list[tuple]:
+def busy_part(conn: sqlite3.Connection, sources: list[Source], piece: tuple[int, int],
+              uri: str | None = None) -> list[Lane]:
     """(group, dev, (busy, first, last, kernel_first, below, kernel_last, above)) of every group's intervals cut
     to the window [lo, hi) of `piece`. busy, first and last are over every interval; kernel_first / kernel_last
     the first kernel start and last kernel end (None without kernels); below and above the parts of the union
@@ -130,12 +75,12 @@ def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]]
 
     One query for every group at once, in (group, dev, start) order (one SQL sort, nothing held but the group
     being merged): a query per group and device scanned every table once per device (20,000 device ids: 24 s).
-    With uri (the capture's, readers/_native.py) the sort and the merge run compiled: at 2M launches 3.6 s of
+    With uri (the capture's, timeline/native.py) the sort and the merge run compiled: at 2M launches 3.6 s of
     Python loop over 2.1M rows became about 1 s."""
     sqls = _cut_sqls(sources, piece)
-    if uri is not None and _native.available():
+    if uri is not None and native.available():
         try:
-            lanes = _native.busy_all(uri, sqls)
+            lanes = native.busy_all(uri, sqls)
         except (RuntimeError, MemoryError):  # SQLite refused it there: the loop below decides
             lanes = None
         if lanes is not None:
@@ -144,7 +89,7 @@ def busy_part(conn: sqlite3.Connection, sources: list[tuple[str, str, str, str]]
     return [(g, d, _merge(lane)) for (g, d), lane in itertools.groupby(rows, key=lambda r: (r[0], r[1]))]
 
 
-def _merge(rows) -> tuple:
+def _merge(rows: Iterator[tuple[Any, Any, int, int, Any]]) -> Part:
     """busy_part's 7 values of one group's (group, dev, start, end, kernel flag) rows in start order, merged in
     one pass: an interval adds only the part past the furthest end seen so far. Their union is the whole union's
     part in [lo, hi), so windows add up exactly. Since later rows start no earlier, the union before the first
@@ -167,14 +112,14 @@ def _merge(rows) -> tuple:
     return busy, first, reach, kfirst, below, klast, busy - upto  # reach: the furthest end, i.e. the last
 
 
-def busy_combine(measured) -> list[tuple]:
+def busy_combine(measured: Iterable[tuple[tuple[int, int], list[Lane]]]) -> list[Busy]:
     """(group, dev, first, last, busy) from (window, busy_part result) pairs: the union between the first kernel's
     start and the last kernel's end (over every interval where the group has no kernel), in group order."""
-    by_group: dict[tuple, list] = {}
+    by_group: dict[tuple[Any, Any], list[tuple[int, Part]]] = {}
     for (lo, _hi), lanes in measured:
         for g, d, part in lanes:
             by_group.setdefault((g, d), []).append((lo, part))
-    out = []
+    out: list[Busy] = []
     for (g, d), parts in sorted(by_group.items(), key=lambda kv: tuple((v is None, v or 0) for v in kv[0])):
         parts.sort(key=lambda p: p[0])
         kernels = [p for _, p in parts if p[3] is not None]
@@ -184,7 +129,9 @@ def busy_combine(measured) -> list[tuple]:
         i_first = next(i for i, (_, p) in enumerate(parts) if p[3] is not None)
         i_last = max(i for i, (_, p) in enumerate(parts) if p[3] is not None)
         busy = sum(p[0] for _, p in parts[i_first:i_last + 1]) - parts[i_first][1][4] - parts[i_last][1][6]
-        out.append((g, d, parts[i_first][1][3], max(p[5] for p in kernels), busy))
+        first = parts[i_first][1][3]
+        assert first is not None  # a part with kernels has their first start and their last end (_merge)
+        out.append((g, d, first, max(p[5] for p in kernels if p[5] is not None), busy))
     return out
 
 
@@ -196,7 +143,7 @@ class BusyTime:
     launches) then no longer hold up the caller. result() gives busy_time's rows; abandon() reaps the children
     after an error."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, sources: list[tuple[str, str, str, str]],
+    def __init__(self, conn: sqlite3.Connection, path: Path, sources: list[Source],
                  window: tuple[int, int] = EVERYTHING) -> None:
         big = Path(path).stat().st_size >= BIG
         parts = max(1, cores() // 2) if big and can_fork() else 1
@@ -204,10 +151,11 @@ class BusyTime:
         self.windows = {} if parts == 1 else \
             {piece: Forked(_busy_part_alone, path, sources, piece) for piece in busy_plan(conn, sources, parts, window)}
 
-    def result(self) -> list[tuple]:
+    def result(self) -> list[Busy]:
         try:
             if self.whole is not None:
-                return self.whole.result()
+                whole: list[Busy] = self.whole.result()
+                return whole
             return busy_combine([(piece, window.result()) for piece, window in self.windows.items()])
         except BaseException:  # Ctrl-C or SIGTERM while waiting, a child's error: the rest are ended
             self.abandon()
@@ -219,43 +167,13 @@ class BusyTime:
                 window.cancel()
 
 
-def _busy_time_alone(path: Path, sources: list[tuple[str, str, str, str]], window: tuple[int, int]) -> list[tuple]:
+def _busy_time_alone(path: Path, sources: list[Source], window: tuple[int, int]) -> list[Busy]:
     with opened(path) as conn:
         return busy_time(conn, sources, window, uri_of(path))
 
 
-def _busy_part_alone(path: Path, sources: list[tuple[str, str, str, str]], piece: tuple[int, int]) -> list[tuple]:
+def _busy_part_alone(path: Path, sources: list[Source], piece: tuple[int, int]) -> list[Lane]:
     with opened(path) as conn:
         return busy_part(conn, sources, piece, uri_of(path))
 
 
-def window_bounds(conn: sqlite3.Connection, window: Window | None, gpu_tables: list[str],
-                  ranges_sql: str | None) -> tuple[int, int]:
-    """[lo, hi) of a window in a SQLite capture's clock (EVERYTHING without one). gpu_tables: the tables of GPU
-    activity (the origin of a window in seconds is their first start); ranges_sql: (tid, s, e, name) of the
-    capture's NVTX ranges, None when it has none."""
-    if window is None:
-        return EVERYTHING
-    like = " OR ".join(f"name LIKE '{p}'" for p in STEP_LIKE)
-    ranges = () if ranges_sql is None or window.seconds is not None and window.cut is None else \
-        conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}")
-    if window.seconds is None:
-        return bounds(window, None, ranges)
-    extents = [conn.execute(f"SELECT MIN(start), MAX(end) FROM {t}").fetchone() for t in gpu_tables]
-    origin = min((s for s, _ in extents if s is not None), default=None)
-    lo, hi = bounds(window, origin, ranges)
-    last = max((e for _, e in extents if e is not None), default=lo)
-    if lo >= last:  # after everything: say how long the capture's GPU activity lasts, and where its kernels are
-        first_kernel = extents[0][0] if gpu_tables and "kernel" in gpu_tables[0].lower() else None
-        kernels = f"; its first kernel starts at {(first_kernel - origin) / 1e9:.3g} s" if first_kernel else ""
-        raise BadInput(None, f"no GPU activity in {window.describe()}: the capture's GPU activity lasts "
-                             f"{(last - origin) / 1e9:.3g} s from its first copy, set or kernel{kernels}")
-    return lo, hi
-
-
-def in_window(bounds: tuple[int, int], alias: str = "") -> str:
-    """The SQL condition that keeps rows starting inside [lo, hi) ('true' for the whole capture)."""
-    if bounds == EVERYTHING:
-        return "true"
-    a = f"{alias}." if alias else ""
-    return f"{a}start >= {bounds[0]} AND {a}start < {bounds[1]}"

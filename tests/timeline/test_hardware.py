@@ -22,7 +22,8 @@ from nvprof_wrap import analyze, readers
 from nvprof_wrap.classify import hardware
 from nvprof_wrap.cli import main
 from nvprof_wrap.launch import nsys as nsys_backend
-from nvprof_wrap.readers import _gpm, _hardware
+from nvprof_wrap.timeline.gpm import read as read_gpm
+from nvprof_wrap.timeline.hardware import SERIES_POINTS
 from tests._paths import FAKES, RUNS
 
 NSYS_CAPTURE = RUNS / "hw_phases_nsys" / "hw_phases_nsys.sqlite.gz"
@@ -55,7 +56,7 @@ def test_nsys_gpu_metrics_are_read_and_matched_to_each_kernel():
     norm = next(k for n, k in hw.items() if "layer_norm" in n)
     assert norm.tensor < hardware.thresholds().no_below  # HFMA2 work, not matrix math
     assert all(k.samples >= 100 for k in (hw[NVJET], hw["matmul_kernel"], hw[FP32_GEMM], norm))
-    assert 0 < len(cap.hw_series) <= _hardware.SERIES_POINTS
+    assert 0 < len(cap.hw_series) <= SERIES_POINTS
 
 
 def test_the_hardware_decides_a_kernel_the_names_leave_unknown_and_checks_the_rest(no_ptx):
@@ -212,7 +213,7 @@ def test_gpm_header_names_the_devices_in_the_jobs_order(tmp_path):
     f.write_text(json.dumps({"gpm": 1, "interval_s": 0.1, "devices": [{"device": 3}, {"device": 1}]}) + "\n"
                  + json.dumps({"device": 1, "t0_ns": 0, "t_ns": 100_000_000, "sm": 90.0, "tensor": 70.0}) + "\n")
     seen = []
-    devices, *_ = _gpm.read(f, lambda d: seen.append(d) or iter([(0, 100_000_000, "k")]), 0)
+    devices, *_ = read_gpm(f, lambda d: seen.append(d) or iter([(0, 100_000_000, "k")]), 0)
     assert seen == [0, 1] and [d.device_id for d in devices] == [1]  # NVML GPU 1 is the job's CUDA device 1
 
 
@@ -241,6 +242,6 @@ def test_the_sampler_writes_what_the_reader_reads(tmp_path, monkeypatch):
     assert {"sm", "tensor", "hmma", "imma", "dfma", "dmma"} <= set(rows[0]) and rows[0]["tensor"] == 70.0
     assert rows[-1]["tensor"] == 0.0  # idle after 0.2 s
     busy_end = next(r["t0_ns"] for r in rows if r["tensor"] == 0.0)
-    devs, kernels, _, _ = _gpm.read(tmp_path / gpm.FILE, lambda d: iter([(start, busy_end, "gemm")]), 0)
+    devs, kernels, _, _ = read_gpm(tmp_path / gpm.FILE, lambda d: iter([(start, busy_end, "gemm")]), 0)
     (k,) = kernels
     assert devs[0].busy_samples >= 3 and k.name == "gemm" and k.tensor == 70.0 and k.hmma == 70.0

@@ -1,4 +1,4 @@
-"""Fixtures the reader tests share."""
+"""Fixtures the timeline tests share."""
 from __future__ import annotations
 
 import gzip

@@ -1,10 +1,10 @@
-"""readers/_windows.py: what a windowed run's processes wrote to RUN/windows.jsonl, folded into one summary."""
+"""timeline/windows.py: what a windowed run's processes wrote to RUN/windows.jsonl, folded into one summary."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from nvprof_wrap.readers import _windows
+from nvprof_wrap.timeline import windows
 
 
 def _write(path: Path, events: list[dict]) -> Path:
@@ -23,7 +23,7 @@ def test_the_edges_cost_is_the_slowest_process_open_plus_close(tmp_path):
         {"pid": 2, "event": "close", "step": 120, "source": "optimizer steps", "held_ms": 3100.0},
         {"pid": 1, "event": "end", "state": "closed", "source": "optimizer steps", "step": 1000},
         {"pid": 2, "event": "end", "state": "closed", "source": "optimizer steps", "step": 1000}])
-    seen = _windows.summary(path)
+    seen = windows.summary(path)
     assert seen is not None and (seen.processes, seen.opened, seen.open_step, seen.close_step) == (2, 2, 100, 120)
     assert seen.held_ms == 4000.0
 
@@ -32,13 +32,13 @@ def test_without_held_times_or_with_damaged_ones_the_cost_is_unsaid(tmp_path):
     """Files written before the processes measured their edges, and values that are not durations."""
     old = _write(tmp_path / "old.jsonl", [{"pid": 1, "event": "open", "step": 100},
                                           {"pid": 1, "event": "close", "step": 120}])
-    assert _windows.summary(old).held_ms is None
+    assert windows.summary(old).held_ms is None
     bad = _write(tmp_path / "bad.jsonl", [{"pid": 1, "event": "open", "step": 100, "held_ms": True},
                                           {"pid": 1, "event": "close", "step": 120, "held_ms": -5},
                                           {"pid": 2, "event": "close", "step": 120, "held_ms": "3"},
                                           {"pid": 3, "event": "end", "step": 130, "held_ms": 50.0}])
-    assert _windows.summary(bad).held_ms is None
-    assert _windows.summary(tmp_path / "absent.jsonl") is None
+    assert windows.summary(bad).held_ms is None
+    assert windows.summary(tmp_path / "absent.jsonl") is None
 
 
 def test_the_window_line_says_what_the_edges_held_and_whose_thread():

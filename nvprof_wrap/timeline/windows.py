@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nvprof_wrap.system import bounded
 
@@ -46,7 +47,7 @@ def summary(path: Path) -> Seen | None:
             data = f.read(MAX_BYTES)
     except OSError:
         return None
-    by_process: dict[tuple, list[dict]] = {}
+    by_process: dict[tuple[object, object], list[dict[str, Any]]] = {}
     for line in data.splitlines():
         try:
             event = bounded.loads(line)

@@ -1,4 +1,4 @@
-"""Steady state (readers/_window.py): --window / --steps on real captures of this project's H200 runs, checked against
+"""Steady state (timeline/window.py): --window / --steps on real captures of this project's H200 runs, checked against
 the capture's own rows read independently; GPU idle measured from the first to the last kernel; one version of a
 file per run store; formats without a timeline refused in one line."""
 from __future__ import annotations
@@ -272,7 +272,7 @@ def test_the_jobs_own_step_marks_win_over_the_optimizer_steps(gpt, tmp_path):
 
 
 def test_no_step_marks_names_every_kind_it_looked_for(tmp_path):
-    from nvprof_wrap.readers._window import NO_STEPS, step_bounds
+    from nvprof_wrap.timeline.window import NO_STEPS, step_bounds
 
     with pytest.raises(BadInput, match="optimizer steps") as e:
         step_bounds((0, 2), [("forward", 1, 0, 10)])

@@ -1,0 +1,13 @@
+"""The signatures of the compiled passes (timeline/_cattr.c, built by setup.py; timeline/native.py is their face)."""
+from collections.abc import Callable
+from typing import Any
+
+from nvprof_wrap.timeline.guard import Budget
+
+def sweep(uri: str, ranges_sql: str, op_of: Callable[[str], tuple[int, bool, bool]], budget: Budget = ...,
+          grain: int = ..., /) -> tuple[object, list[tuple[int, int]], list[tuple[Any, ...]]] | None: ...
+def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object, main: list[tuple[Any, ...]],
+              budget: Budget = ..., grain: int = ..., /) -> tuple[list[tuple[Any, ...]], int] | None: ...
+def busy(uri: str, sql: str, params: tuple[Any, ...], budget: Budget = ..., grain: int = ...,
+         /) -> tuple[Any, ...] | None: ...
+def busy_all(uri: str, sqls: list[str], budget: Budget = ..., grain: int = ..., /) -> list[tuple[Any, ...]] | None: ...
