@@ -6,7 +6,7 @@ import os
 from setuptools import Extension, setup
 
 # NVPROF_WRAP_NO_NATIVE=1: a pure-Python wheel (py3-none-any) for another interpreter, e.g. the GPU machine's
-# Python 3.12 (benchmarks/h200_*.sh: NVPROF_WRAP_NO_NATIVE=1 python3 -m pip wheel --no-deps -w .whl .)
+# Python 3.12 (benchmarks/gpu/*.sh: NVPROF_WRAP_NO_NATIVE=1 python3 -m pip wheel --no-deps -w .whl .)
 NATIVE = [] if os.environ.get("NVPROF_WRAP_NO_NATIVE") == "1" else [
     Extension("nvprof_wrap.timeline._cattr", ["nvprof_wrap/timeline/_cattr.c"], optional=True,
               extra_compile_args=["-O2"], libraries=["dl"])]

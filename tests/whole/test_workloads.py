@@ -170,6 +170,8 @@ def test_the_wheel_carries_the_workloads_for_experiment_and_doctor(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"nvprof_wrap/workloads/reuters_mlp.py", "nvprof_wrap/workloads/_common.py",
             "nvprof_wrap/workloads/matmul_probe.py"} <= names
+    # and what a rebuild in place and the users' type checkers need: the helper's source, its signatures, PEP 561
+    assert {"nvprof_wrap/timeline/_cattr.c", "nvprof_wrap/timeline/_cattr.pyi", "nvprof_wrap/py.typed"} <= names
     from nvprof_wrap.cli import doctor, experiment_cmd
 
     assert (experiment_cmd.WORKLOADS / "reuters_mlp.py").is_file() and doctor.PROBE.is_file()
