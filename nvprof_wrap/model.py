@@ -51,18 +51,43 @@ class Activity:
 
 
 @dataclass(frozen=True)
-class Device:
+class Gpu:
+    """One GPU, the package's one record of it: a device a capture recorded (the readers), one nvidia-smi lists on
+    this machine (launch/gpus.py; the run manifest writes device_id as "index"), the device a report row names
+    (report/types.py GpuRow). What its source does not say is None."""
+
     device_id: int
     name: str | None = None
     cc_major: int | None = None
     cc_minor: int | None = None
     sm_count: int | None = None
+    driver: str | None = None  # the driver's version, where nvidia-smi gave it
+
+    @classmethod
+    def listed(cls, index: int, name: str, compute_capability: str, driver: str) -> Gpu:
+        """A GPU as nvidia-smi lists it and the run manifest records it: compute capability "9.0" (one that does
+        not read as major.minor is unknown)."""
+        major, _, minor = compute_capability.strip().partition(".")
+        if not (major.isdigit() and (minor.isdigit() or not minor)):
+            return cls(index, name, driver=driver)
+        return cls(index, name, int(major), int(minor) if minor else None, driver=driver)
+
+    def as_listed(self) -> dict[str, object]:
+        """``listed``'s keys and values: a machine's GPU in the run manifest and in `doctor`'s facts."""
+        return {"index": self.device_id, "name": self.name or "", "compute_capability": self.compute_capability or "",
+                "driver": self.driver or ""}
 
     @property
     def compute_capability(self) -> str | None:
+        """The compute capability as text, "9.0"; None when unknown."""
         if self.cc_major is None:
             return None
         return f"{self.cc_major}.{self.cc_minor or 0}"
+
+    @property
+    def cc(self) -> float | None:
+        """The compute capability as a number (9.0); None when unknown."""
+        return self.cc_major + (self.cc_minor or 0) / 10 if self.cc_major is not None else None
 
 
 @dataclass(frozen=True)
@@ -192,7 +217,7 @@ class Capture:
     kernels: tuple[KernelAgg, ...]
     memops: tuple[MemAgg, ...] = ()
     activity: tuple[Activity, ...] = ()
-    devices: tuple[Device, ...] = ()
+    devices: tuple[Gpu, ...] = ()
     processes: tuple[Process, ...] = ()
     counters: tuple[CounterVerdict, ...] = ()
     ops: tuple[OpAgg, ...] = ()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch import cupti, nsys, nvprof
 from nvprof_wrap.launch.base import Backend, RunSpec
-from nvprof_wrap.run.manifest import Gpu
+from nvprof_wrap.model import Gpu
 
 BACKENDS: tuple[Backend, ...] = (nsys.BACKEND, cupti.BACKEND, nvprof.BACKEND)
 BY_NAME: dict[str, Backend] = {b.name: b for b in BACKENDS}

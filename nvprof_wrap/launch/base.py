@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from nvprof_wrap.run.manifest import CaptureWindow, Gpu
+from nvprof_wrap.model import Gpu
+from nvprof_wrap.run.manifest import CaptureWindow
 
 RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 

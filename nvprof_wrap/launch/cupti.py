@@ -12,7 +12,7 @@ from pathlib import Path
 
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, window_env
-from nvprof_wrap.run.manifest import Gpu
+from nvprof_wrap.model import Gpu
 
 
 def _job_python(cmd: list[str]) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from nvprof_wrap.run.manifest import Gpu
+from nvprof_wrap.model import Gpu
 
 
 def list_gpus() -> list[Gpu]:
@@ -20,5 +20,5 @@ def list_gpus() -> list[Gpu]:
     for line in out.stdout.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) == 4 and parts[0].isdigit():
-            gpus.append(Gpu(int(parts[0]), parts[1], parts[2], parts[3]))
+            gpus.append(Gpu.listed(int(parts[0]), parts[1], parts[2], parts[3]))
     return gpus

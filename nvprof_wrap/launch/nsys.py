@@ -7,8 +7,8 @@ from pathlib import Path
 
 from nvprof_wrap.errors import ToolMissing
 from nvprof_wrap.launch.base import Plan, RunSpec, rank, window_env
+from nvprof_wrap.model import Gpu
 from nvprof_wrap.run import Run, names
-from nvprof_wrap.run.manifest import Gpu
 from nvprof_wrap.system import environ, tools
 
 TRACE = "cuda,nvtx,cublas,cudnn"

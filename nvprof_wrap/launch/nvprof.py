@@ -6,8 +6,8 @@ from pathlib import Path
 
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch.base import Plan, RunSpec, rank, window_env
+from nvprof_wrap.model import Gpu
 from nvprof_wrap.run import Run
-from nvprof_wrap.run.manifest import Gpu
 from nvprof_wrap.system import tools
 
 NEWEST_CC = 8.0  # nvprof supports compute capability below this only
@@ -25,7 +25,7 @@ class Nvprof:
         return tools.tool_version(exe) if exe else "unknown"
 
     def usable(self, gpus: list[Gpu], spec: RunSpec) -> bool:
-        return bool(self.find() and gpus and all(g.cc < NEWEST_CC for g in gpus))
+        return bool(self.find() and gpus and all((g.cc or 0.0) < NEWEST_CC for g in gpus))
 
     def looked_for(self, gpus: list[Gpu]) -> str:
         return "nvprof for GPUs below compute capability 8.0 (CUDA 11 and older)"
@@ -35,9 +35,9 @@ class Nvprof:
         if nvprof is None:
             raise ToolMissing(f"nvprof not found (looked on PATH, ${tools.NVPROF_VAR} and /usr/local/cuda*/bin); it "
                               "ships with CUDA 11 and older")
-        new = [g for g in gpus if g.cc >= NEWEST_CC]
+        new = [g for g in gpus if (g.cc or 0.0) >= NEWEST_CC]
         if new:
-            names = ", ".join(f"GPU {g.index} {g.name} (compute capability {g.compute_capability})" for g in new)
+            names = ", ".join(f"GPU {g.device_id} {g.name} (compute capability {g.compute_capability})" for g in new)
             raise ToolMissing(f"nvprof cannot profile {names}: it supports compute capability below 8.0 only. "
                               "Use --backend nsys or --backend cupti")
         window: list[str] = []

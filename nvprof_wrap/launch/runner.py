@@ -19,8 +19,9 @@ from nvprof_wrap.launch import BY_NAME, choose, gpm
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
 from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.job import JobResult, run_job
+from nvprof_wrap.model import Gpu
 from nvprof_wrap.run import Run, claim
-from nvprof_wrap.run.manifest import FORMAT, FORMAT_VERSION, Gpu, Host, Manifest
+from nvprof_wrap.run.manifest import FORMAT, FORMAT_VERSION, Host, Manifest
 from nvprof_wrap.system import files, storage
 
 

@@ -39,7 +39,7 @@ def facts() -> Facts:
     programs = [b for b in every if b is not cupti.BACKEND]
     found = {b.name: (b, b.find()) for b in programs}
     return {
-        "gpus": [vars(g) for g in list_gpus()],
+        "gpus": [g.as_listed() for g in list_gpus()],
         "profilers": {k: ({"path": v, "version": b.version(v)} if v else None) for k, (b, v) in found.items()},
         "cupti_python": cupti.BACKEND.find() is not None,
         "libcupti": _libcupti(),

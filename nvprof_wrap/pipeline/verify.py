@@ -22,7 +22,7 @@ def counters_of(cmd: list[str], *, ncu_path: str | None, runs: Path, output: str
     """Run ``cmd`` under Nsight Compute; the CSV it wrote and the earlier run (if any) whose captures it verifies."""
     exe = ncu.NCU.require(ncu_path)
     gpus = list_gpus()
-    cc = max((g.cc for g in gpus), default=9.0)
+    cc = max((g.cc or 0.0 for g in gpus), default=9.0)
     metrics = counters.metrics_for(cc, ncu.query_metrics(exe))
     if not counters.can_decide(metrics):
         raise ToolMissing(f"ncu offers no matrix-instruction count (HMMA with its HFMA2 split, wgmma, IMMA or DMMA) "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from nvprof_wrap.model import Device
+from nvprof_wrap.model import Gpu
 
 _FOUND = re.compile(r"Found device (\d+) with properties:[ \t]*\r?\n(?:[^\n]*[ \t])?name: (.+?) "
                     r"(?:major: (\d+) minor: (\d+)|computeCapability: (\d+)\.(\d+))")
@@ -28,17 +28,17 @@ _XLA = re.compile(r"StreamExecutor device \((\d+)\): ([^,\n]+), Compute Capabili
 _NVPROF = re.compile(r'^Device "(.+) \((\d+)\)"[ \t]*\r?$', re.MULTILINE)
 
 
-def named_gpus(text: str) -> dict[int, tuple[Device, str]]:
+def named_gpus(text: str) -> dict[int, tuple[Gpu, str]]:
     """device id → (Device: name, and compute capability where the line gives it; which lines named it) of every
     GPU the text names."""
-    out: dict[int, tuple[Device, str]] = {}
+    out: dict[int, tuple[Gpu, str]] = {}
 
     def add(source: str, dev: str, name: str, major: str | None = None, minor: str | None = None) -> None:
         d = int(dev)
         old = out[d][0] if d in out else None
         cc = (int(major), int(minor)) if major is not None and minor is not None else \
             ((old.cc_major, old.cc_minor) if old else (None, None))
-        out[d] = (Device(d, name.strip() or (old.name if old else None), *cc), source)
+        out[d] = (Gpu(d, name.strip() or (old.name if old else None), *cc), source)
 
     for m in _NVPROF.finditer(text):
         add("nvprof's Device line", m.group(2), m.group(1))
@@ -51,7 +51,7 @@ def named_gpus(text: str) -> dict[int, tuple[Device, str]]:
     return out
 
 
-def fill_in(devices: dict[int, Device], text: str) -> tuple[dict[int, Device], tuple[str, ...]]:
+def fill_in(devices: dict[int, Gpu], text: str) -> tuple[dict[int, Gpu], tuple[str, ...]]:
     """The capture's own device records, with the GPUs the log names for the devices they lack (or lack the name
     or compute capability of) — the profiler's own record wins where both say something — and the note saying
     which came from the log (none when none did)."""
@@ -62,7 +62,7 @@ def fill_in(devices: dict[int, Device], text: str) -> tuple[dict[int, Device], t
             out[d] = named
         elif own.name is None or own.cc_major is None:
             keep = own.cc_major is not None
-            out[d] = Device(d, own.name or named.name, own.cc_major if keep else named.cc_major,
+            out[d] = Gpu(d, own.name or named.name, own.cc_major if keep else named.cc_major,
                             own.cc_minor if keep else named.cc_minor, own.sm_count)
         if out[d] != own:
             sources.add(source)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from nvprof_wrap.classify import gpus
 from nvprof_wrap.classify.counters import DURATION
-from nvprof_wrap.model import Device, KernelAgg, MemAgg, merge_kernels, merge_memops
+from nvprof_wrap.model import Gpu, KernelAgg, MemAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME
 from nvprof_wrap.readers.ncu_csv import _Launch
@@ -58,7 +58,7 @@ class NsysTables:
 
     kernels: list[KernelAgg] = field(default_factory=list)
     memops: list[MemAgg] = field(default_factory=list)
-    devices: list[Device] = field(default_factory=list)
+    devices: list[Gpu] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -162,7 +162,7 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
     title, pending, table = "", None, None
     seen: set[tuple[str, tuple[tuple[str, ...], ...]]] = set()  # (kind, rows) of the tables read
     repeated = 0
-    devices: dict[str, Device] = {}
+    devices: dict[str, Gpu] = {}
     device: int | None = None
     launch_calls = 0  # kernel launch calls in the last cuda_api_sum table, for a kernel table nsys skipped
     reports: list[str] = []
@@ -255,12 +255,12 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
         if named:
             name = named
             if name not in devices:
-                devices[name] = Device(len(devices), name)
+                devices[name] = Gpu(len(devices), name)
             device = devices[name].device_id
         elif device is not None and (cc := _CC_LINE.match(line)):
             gpu, d = next((gpu, d) for gpu, d in devices.items() if d.device_id == device)
             if d.cc_major is None:
-                devices[gpu] = Device(d.device_id, gpu, int(cc.group(1)), int(cc.group(2)))
+                devices[gpu] = Gpu(d.device_id, gpu, int(cc.group(1)), int(cc.group(2)))
     flush()
     out.kernels, out.memops = list(merge_kernels(kernels)), list(merge_memops(mem))
     out.devices = list(devices.values()) if any(k.device_id is not None for k in out.kernels) else []

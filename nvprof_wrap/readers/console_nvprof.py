@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nvprof_wrap.classify.counters import DECISIVE
-from nvprof_wrap.model import CounterVerdict, Device, KernelAgg, MemAgg, merge_kernels
+from nvprof_wrap.model import CounterVerdict, Gpu, KernelAgg, MemAgg, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers.nvprof_csv import SIZE_UNITS, _mem_key
@@ -94,7 +94,7 @@ def _columns(header: str) -> list[tuple[str, int, int]]:
     return cols
 
 
-def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list[Device], tuple[str, ...]]:
+def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list[Gpu], tuple[str, ...]]:
     """Kernels, copies and sets of the per-launch listing (--print-gpu-trace), the devices, and notes."""
     kernel_time, mem_time = Durations("kernel"), Durations("memcpy/memset")
     kern: dict[tuple[int | None, int | None, str], list[Any]] = {}  # (pid, device, name) → _durations.fold's stats
@@ -133,7 +133,7 @@ def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list
             kern[(pid, dev, name)] = fold(kern.get((pid, dev, name)), dur)
     kernels = list(merge_kernels(KernelAgg(p, d, demangle(n), *s) for (p, d, n), s in kern.items()))
     memops = [MemAgg(p, d, k, di, *s) for (p, d, k, di), s in mem.items()]
-    return kernels, memops, [Device(i, n) for i, n in devices.items()], kernel_time.notes() + mem_time.notes()
+    return kernels, memops, [Gpu(i, n) for i, n in devices.items()], kernel_time.notes() + mem_time.notes()
 
 
 def _level(text: str) -> float | None:
@@ -145,7 +145,7 @@ def _level(text: str) -> float | None:
     return float(v.group(1)) if v else None
 
 
-def metrics(lines: Iterable[str]) -> tuple[list[KernelAgg], list[CounterVerdict], list[Device]]:
+def metrics(lines: Iterable[str]) -> tuple[list[KernelAgg], list[CounterVerdict], list[Gpu]]:
     """--metrics: launches per kernel (its invocations) without durations, and tensor-unit counter verdicts."""
     launches: dict[tuple[int | None, int | None, str], int] = {}  # (pid, device, kernel) → invocations
     verdicts: dict[str, CounterVerdict] = {}
@@ -169,4 +169,4 @@ def metrics(lines: Iterable[str]) -> tuple[list[KernelAgg], list[CounterVerdict]
                     verdicts[kernel] = CounterVerdict(kernel, verdict, invocations, metric, peak,
                                                       f"{metric} max {m.group(4)} over {invocations} invocations")
     kernels = [KernelAgg(p, d, n, c, None) for (p, d, n), c in launches.items()]
-    return kernels, list(verdicts.values()), [Device(i, n) for i, n in devices.items()]
+    return kernels, list(verdicts.values()), [Gpu(i, n) for i, n in devices.items()]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.model import Capture, CounterVerdict, Gpu, KernelAgg, MemAgg, Process, merge_kernels
 from nvprof_wrap.readers import _log_gpus, console_nsight, console_nvprof, ncu_csv
 from nvprof_wrap.readers._csv import cut_lines, open_text
 from nvprof_wrap.readers._head import Head
@@ -87,7 +87,7 @@ class Part:
     kernels: Sequence[KernelAgg] = ()
     memops: Sequence[MemAgg] = ()
     counters: Sequence[CounterVerdict] = ()
-    devices: Sequence[Device] = ()
+    devices: Sequence[Gpu] = ()
     notes: Sequence[str] = ()
 
 

@@ -10,7 +10,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import (
     Activity,
     Capture,
-    Device,
+    Gpu,
     KernelAgg,
     MemAgg,
     OpAgg,
@@ -193,7 +193,7 @@ def _read(path: Path, window: Window | None) -> Capture:
                                                                 ("driver", DRIVER_LAUNCH_CBIDS)) if t in have]
             refuse_launches(path, sum(c for c, _ in found), sum(n for _, n in found), sum(m.count for m in memops),
                             "a process that ended before the tracer flushed its buffers loses them")
-        devices = tuple(Device(*r) for r in conn.execute(
+        devices = tuple(Gpu(*r) for r in conn.execute(
             f"SELECT device_id, {NAME}, cc_major, cc_minor, sm_count FROM device"))
         procs = (Process(pid, command_line(meta.get("argv")), int_or_none(meta.get("rank")), meta.get("hostname")),) \
             if pid is not None else ()

@@ -18,7 +18,7 @@ from typing import Any
 import ijson
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, Process, StepSeries, merge_kernels
+from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, Process, StepSeries, merge_kernels
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
@@ -75,9 +75,9 @@ def _tail_keys(tail: bytes, keys: list[str]) -> dict[str, Any]:
     return out
 
 
-def _devices(props: object) -> tuple[Device, ...]:
+def _devices(props: object) -> tuple[Gpu, ...]:
     """The GPUs of deviceProperties (a JSON list of objects; anything else names none)."""
-    return tuple(Device(int(p.get("id", i)), p.get("name"), p.get("computeMajor"), p.get("computeMinor"),
+    return tuple(Gpu(int(p.get("id", i)), p.get("name"), p.get("computeMajor"), p.get("computeMinor"),
                         p.get("numSms")) for i, p in enumerate(props if isinstance(props, list) else [])
                  if isinstance(p, dict))
 

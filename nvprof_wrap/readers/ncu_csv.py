@@ -17,7 +17,7 @@ from pathlib import Path
 
 from nvprof_wrap.classify.counters import DURATION, Evidence, combine, launch_verdict
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Capture, CounterVerdict, Device, KernelAgg, Process, merge_kernels
+from nvprof_wrap.model import Capture, CounterVerdict, Gpu, KernelAgg, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, cut_lines, number, open_text, rows
 from nvprof_wrap.readers._durations import note
 from nvprof_wrap.readers._head import Head
@@ -85,13 +85,13 @@ def _launches(header: list[str], rows: Iterator[list[str]]) -> dict[tuple[str, s
 def _aggregate(path: Path, launches: Iterable[_Launch]) -> Capture:
     # (pid, device, name) → its launches
     groups: dict[tuple[int, int | None, str], list[_Launch]] = defaultdict(list)
-    devices: dict[int, Device] = {}
+    devices: dict[int, Gpu] = {}
     for la in launches:
         d = number(la.device)
         dev = None if d is None else int(d)  # older exports have no Device column
         cc = la.cc.split(".") if la.cc else []
         if dev is not None and len(cc) == 2 and cc[0].isdigit():
-            devices[dev] = Device(dev, None, int(cc[0]), int(cc[1]))
+            devices[dev] = Gpu(dev, None, int(cc[0]), int(cc[1]))
         groups[(int(number(la.pid) or 0), dev, demangle(la.name))].append(la)
     kernels: list[KernelAgg] = []
     counters: dict[str, list[Evidence]] = {}

@@ -15,7 +15,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import (
     Activity,
     Capture,
-    Device,
+    Gpu,
     KernelAgg,
     MemAgg,
     OpAgg,
@@ -115,7 +115,7 @@ def _activity(rows: list[tuple[int | None, int | None, int, int, int]]) -> tuple
                  for gp, dev, first, last, busy in rows)
 
 
-def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
+def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Gpu, ...]:
     if "TARGET_INFO_GPU" not in have:
         return ()
     cols = columns(conn, "TARGET_INFO_GPU")
@@ -123,7 +123,7 @@ def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
     pick = [(cut(c) if c == "name" else c) if c in cols else "NULL"
             for c in ("name", "computeMajor", "computeMinor", "smCount")]
     rows = conn.execute(f"SELECT {dev}, {', '.join(pick)} FROM TARGET_INFO_GPU")
-    return tuple(Device(*row) for row in rows)
+    return tuple(Gpu(*row) for row in rows)
 
 
 def _processes(conn: sqlite3.Connection, have: set[str], pids: set[int]) -> tuple[Process, ...]:

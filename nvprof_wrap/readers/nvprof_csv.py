@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Capture, Device, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.model import Capture, Gpu, KernelAgg, MemAgg, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text, pid_from_preamble, split_preamble
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
@@ -64,14 +64,14 @@ def _summary(path: Path, header: list[str], rows: Iterator[list[str]], pid: int 
         mx = int((number(row[hi]) or 0) * _scale(units, hi)) if hi is not None else None
         kernels.append(KernelAgg(pid, None, demangle(row[name]), n, total, mn, mx))
     notes = ["summary CSV: no timeline, no idle time"]
-    gpus: tuple[Device, ...] = ()
+    gpus: tuple[Gpu, ...] = ()
     if len(devices) == 1:
         # The summary names no device; its Unified Memory section does ('"TITAN Xp (0)",158,…'). With one GPU named
         # in the whole capture, the kernels are taken to have run on it, so the GPU can decide what names cannot.
         (d, gpu), = devices.items()
         kernels = [replace(k, device_id=d) for k in kernels]
         mem = {key: replace(m, device_id=d) for key, m in mem.items()}
-        gpus = (Device(d, gpu),)
+        gpus = (Gpu(d, gpu),)
         notes.append(f"GPU from the Unified Memory section: {gpu} ({d}), the only device the capture names")
     elif devices:
         notes.append(f"{len(devices)} GPUs named in the Unified Memory section: kernels not attributed to one")
@@ -115,7 +115,7 @@ def _trace(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | 
     kernels = merge_kernels(KernelAgg(pid, d, demangle(n), *s) for (d, n), s in kern.items())
     memops = tuple(MemAgg(pid, d, k, di, *s) for (d, k, di), s in mem.items())
     return Capture(str(path), "nvprof-csv-trace", kernels, memops,
-                   devices=tuple(Device(i, n) for i, n in devices.items()),
+                   devices=tuple(Gpu(i, n) for i, n in devices.items()),
                    processes=(Process(pid),) if pid else (), notes=kernel_time.notes() + mem_time.notes())
 
 

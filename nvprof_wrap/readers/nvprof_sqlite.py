@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
+from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, Process, merge_kernels, merge_memops
 from nvprof_wrap.readers._durations import PLAIN, SOUND, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
@@ -96,12 +96,12 @@ def _no_kernels(path: Path, conn: sqlite3.Connection, have: set[str], copies: in
                     "a process killed before nvprof finished loses it")
 
 
-def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Device, ...]:
+def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Gpu, ...]:
     if "CUPTI_ACTIVITY_KIND_DEVICE" not in have:
         return ()
     sql = f"""SELECT d.id, {cut("s.value")}, d.computeCapabilityMajor, d.computeCapabilityMinor, d.numMultiprocessors
              FROM CUPTI_ACTIVITY_KIND_DEVICE d LEFT JOIN StringTable s ON s._id_ = d.name"""
-    return tuple(Device(*row) for row in conn.execute(sql))
+    return tuple(Gpu(*row) for row in conn.execute(sql))
 
 
 FORMAT = "nvprof"

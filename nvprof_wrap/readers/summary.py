@@ -27,6 +27,7 @@ FORMAT = "nvprof-wrap-summary"
 MAGIC = b'{"nvprof_wrap_summary": 1'
 SUFFIX = ".summary.json.gz"
 _CLASSES = {c.__name__: c for c in vars(model).values() if dataclasses.is_dataclass(c) and isinstance(c, type)}
+_CLASSES["Device"] = model.Gpu  # the name of model.Gpu in the summaries written before it was the one GPU record
 
 
 def sniff(head: Head) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 import ijson
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
+from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers._bounded import open_json as _open
 from nvprof_wrap.readers._durations import fold, from_us, note
 from nvprof_wrap.readers._head import Head
@@ -219,5 +219,5 @@ def read(path: Path) -> Capture:
                 m[0] += n; m[1] += tot
         ops = [OpAgg(None, scope, op, name, n, tot) for (scope, op, name), (n, tot) in merged.items()]
     notes = tuple(note(n, what) for n, what in zip(untimed, ("kernel", "memcpy/memset")) if n)
-    return Capture(str(path), "tf-trace-json", kernels, memops, activity, tuple(Device(d) for d in sorted(gpus)),
+    return Capture(str(path), "tf-trace-json", kernels, memops, activity, tuple(Gpu(d) for d in sorted(gpus)),
                    ops=tuple(ops), notes=notes)

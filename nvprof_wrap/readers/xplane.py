@@ -22,7 +22,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Activity, Capture, Device, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
+from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers import _protowire as wire
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
@@ -85,7 +85,7 @@ class _Agg:
         self.ops: dict[tuple[str, str, str], list[int]] = {}  # (scope, op, name) → [launches, ns]
         self.with_op = 0
         self.planes: list[str] = []
-        self.devices: dict[int, Device] = {}
+        self.devices: dict[int, Gpu] = {}
         self.copies = 0
         self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
         self.db = sqlite3.connect("")
@@ -126,10 +126,10 @@ class _Plane:
                 out[name] = self.stat_names.get(v, "") if which == "ref_value" else v
         return out
 
-    def device(self, header: Message) -> Device:
+    def device(self, header: Message) -> Gpu:
         plane = {self.stat_names.get(s.metadata_id): getattr(s, s.WhichOneof("value") or "int64_value")
                  for s in header.stats}
-        return Device(self.dev, None, plane.get("compute_cap_major"), plane.get("compute_cap_minor"),
+        return Gpu(self.dev, None, plane.get("compute_cap_major"), plane.get("compute_cap_minor"),
                       plane.get("core_count"))
 
 

@@ -22,7 +22,7 @@ from nvprof_wrap.report.types import (
     SPLIT_KINDS,
     SPLIT_LABELS,
     CaptureScope,
-    Gpu,
+    GpuRow,
     GroupRow,
     HardwareCheck,
     HardwarePoint,
@@ -39,7 +39,7 @@ from nvprof_wrap.report.types import (
     Verdict,
 )
 
-__all__ = ["DISPLAY", "GOOD_SHARE", "MEM_ORDER", "SPLIT_KINDS", "SPLIT_LABELS", "CaptureScope", "Gpu", "GroupRow",
+__all__ = ["DISPLAY", "GOOD_SHARE", "MEM_ORDER", "SPLIT_KINDS", "SPLIT_LABELS", "CaptureScope", "GpuRow", "GroupRow",
            "HardwareCheck", "HardwarePoint", "HardwareRow", "JobEnd", "JobGroup", "KernelRow", "OpRow",
            "PrecisionShare", "RankOutlier", "RankRow", "RankSpread", "Ranks", "Report", "Scope", "Series", "Source",
            "SplitRow", "StepRow", "Verdict", "build", "capture_line", "headline", "job_line", "jobs_line", "serialise",

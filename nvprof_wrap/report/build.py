@@ -10,7 +10,7 @@ from nvprof_wrap.classify import COMMUNICATION_FAMILIES
 from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import NO_RANGE, HealthVerdict
+from nvprof_wrap.model import NO_RANGE, Gpu, HealthVerdict
 from nvprof_wrap.report import headline
 from nvprof_wrap.report import ranks as ranks_mod
 from nvprof_wrap.report import series as series_mod
@@ -18,7 +18,7 @@ from nvprof_wrap.report.types import (
     MEM_ORDER,
     SPLIT_KINDS,
     CaptureScope,
-    Gpu,
+    GpuRow,
     GroupRow,
     HardwareCheck,
     HardwarePoint,
@@ -88,11 +88,11 @@ def _labels(store: Store, key: str) -> dict[Any, str]:
                              if x) for r in store.processes()}
 
 
-def _gpus(store: Store) -> tuple[Gpu, ...]:
+def _gpus(store: Store) -> tuple[GpuRow, ...]:
     out = []
     for r in store.devices():
-        cc, has = gpu_facts(r["ma"] + (r["mi"] or 0) / 10 if r["ma"] is not None else None, r["name"])
-        out.append(Gpu(r["g"], r["name"], cc, has))
+        gpu = Gpu(r["g"], r["name"], r["ma"], r["mi"])
+        out.append(GpuRow(gpu, *gpu_facts(gpu.cc, gpu.name)))
     return tuple(out)
 
 

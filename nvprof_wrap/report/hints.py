@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from nvprof_wrap.report import Gpu, GroupRow, KernelRow, Report, SplitRow
+from nvprof_wrap.report import GpuRow, GroupRow, KernelRow, Report, SplitRow
 from nvprof_wrap.report.series import steady
 from nvprof_wrap.text.units import duration as _ns
 from nvprof_wrap.text.units import pct_whole as _pct
@@ -143,7 +143,7 @@ def _communication(report: Report, split: Sequence[SplitRow]) -> str | None:
                    "prefetch), or communicate less often (gradient accumulation).")
 
 
-def _job_gpus(report: Report) -> list[Gpu]:
+def _job_gpus(report: Report) -> list[GpuRow]:
     """The GPUs that ran the report's kernels: of those the captures name, the devices with kernels — a trace that
     lists the machine's 8 GPUs of which the job used one is of that one —, or all when the kernels' devices are not
     recorded (console summaries)."""
@@ -151,7 +151,7 @@ def _job_gpus(report: Report) -> list[Gpu]:
     return [g for g in report.gpus if str(g.device_id) in ran] or list(report.gpus)
 
 
-def _generation(report: Report, gpus: list[Gpu], tc_gpus: list[Gpu]) -> str:
+def _generation(report: Report, gpus: list[GpuRow], tc_gpus: list[GpuRow]) -> str:
     """What the GPUs that may have tensor cores can run there: "none" (no GPU has any), "volta" (fp16 only: sm_70
     to sm_75), "ampere" (TF32, fp16, bf16: sm_80+) or "unknown"."""
     if gpus and not tc_gpus:
@@ -164,7 +164,7 @@ def _generation(report: Report, gpus: list[Gpu], tc_gpus: list[Gpu]) -> str:
     return "unknown"
 
 
-def _matrix_hints(kernels: list[KernelRow], total: int, gen: str, tc_gpus: list[Gpu]) -> list[str]:
+def _matrix_hints(kernels: list[KernelRow], total: int, gen: str, tc_gpus: list[GpuRow]) -> list[str]:
     """fp32 and 16-bit matrix math off the tensor cores: what reaches them on these GPUs."""
     out = []
     fp32 = [k for k in kernels if k.tensor_core == "no" and k.precision == "fp32" and k.name_rule in _CUDA_CORE_MATRIX]
@@ -203,7 +203,7 @@ def _matrix_hints(kernels: list[KernelRow], total: int, gen: str, tc_gpus: list[
     return out
 
 
-def _no_tensor_cores(gpus: list[Gpu], others: bool) -> str:
+def _no_tensor_cores(gpus: list[GpuRow], others: bool) -> str:
     """The one line for GPUs without tensor cores: no setting reaches them."""
     turing = all(g.cc is not None and g.cc >= 7.0 for g in gpus)  # sm_75 without them: TU116/TU117
     why = (" — its Turing chip (TU116/TU117, as in the GTX 16xx) was built without them" if turing and len(gpus) == 1
@@ -216,14 +216,14 @@ def _no_tensor_cores(gpus: list[Gpu], others: bool) -> str:
             f"no setting uses them{' there' if others else ''}; {need}.")
 
 
-def _these(gpus: list[Gpu]) -> str:
+def _these(gpus: list[GpuRow]) -> str:
     """'this GPU (Tesla K80, sm_37)', 'these GPUs (2× Tesla K80, sm_37)'."""
     counts = Counter(_label(g) for g in gpus)
     labels = "; ".join(f"{n}× {label}" if n > 1 else label for label, n in counts.items())
     return f"this GPU ({labels})" if len(gpus) == 1 else f"these GPUs ({labels})"
 
 
-def _label(g: Gpu) -> str:
+def _label(g: GpuRow) -> str:
     """'Tesla K80, sm_37'; 'sm_75' (a capture that records no name); 'GPU 0' (neither)."""
     sm = f"sm_{int(g.cc)}{round(g.cc * 10) % 10}" if g.cc is not None else None
     return ", ".join(x for x in (g.name, sm) if x) or f"GPU {g.device_id}"

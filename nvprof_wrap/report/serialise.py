@@ -14,7 +14,7 @@ from nvprof_wrap.model import HealthVerdict
 from nvprof_wrap.report import headline
 from nvprof_wrap.report.fields import Key, key_of
 from nvprof_wrap.report.series import API_KINDS, StepRow
-from nvprof_wrap.report.types import LATE, HardwareRow, JobEnd, Report, Scope, SplitRow
+from nvprof_wrap.report.types import LATE, GpuRow, HardwareRow, JobEnd, Report, Scope, SplitRow
 
 SCHEMA = "nvprof-wrap.report/1"
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
@@ -65,6 +65,14 @@ def _hardware_message(h: HardwareRow, root: Report | None) -> str:
     return headline.hardware_text(h)
 
 
+def _gpu_device(g: GpuRow, root: Report | None) -> int | None:  # the schema's type since the key existed
+    return g.gpu.device_id
+
+
+def _gpu_name(g: GpuRow, root: Report | None) -> str | None:
+    return g.gpu.name
+
+
 def _step_tc_share(x: StepRow, root: Report | None) -> float:
     return round(x.tc_share, 6)
 
@@ -88,6 +96,7 @@ COMPUTED: dict[type, dict[str, Callable[[Any, Report | None], Any]]] = {
     Scope: {"option": _option, "description": _description},
     JobEnd: {"message": _job_message},
     HardwareRow: {"message": _hardware_message},
+    GpuRow: {"device_id": _gpu_device, "name": _gpu_name},
     StepRow: {"tensor_core_share": _step_tc_share, "gpu_idle_ns": _step_idle,
               **{f"api_{k}_ns": _api(k) for k in API_KINDS}},
 }

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from nvprof_wrap.classify import RULES_VERSION
 from nvprof_wrap.errors import NvprofWrapError
-from nvprof_wrap.model import HealthVerdict
+from nvprof_wrap.model import Gpu, HealthVerdict
 from nvprof_wrap.report.fields import js
 from nvprof_wrap.report.ranks import Ranks  # the per-rank records, beside what builds them
 from nvprof_wrap.report.series import Series  # the per-step ones
@@ -97,12 +97,22 @@ class PrecisionShare:
 
 
 @dataclass(frozen=True)
-class Gpu:
-    device_id: int | None
-    name: str | None
-    # compute capability (from the capture, else from the GPU's name)
+class GpuRow:
+    """A GPU of the report (model.Gpu, as the capture recorded it) and what the report concludes of it: its compute
+    capability (the capture's, else the one its name tells) and whether it has tensor cores (classify/gpus.py)."""
+
+    JSON_ORDER: ClassVar[tuple[str, ...]] = ("device_id", "name", "compute_capability", "has_tensor_cores")
+    gpu: Gpu = field(metadata=js(omit=True))  # JSON: its device_id and name (COMPUTED, report/serialise.py)
     cc: float | None = field(metadata=js("compute_capability"))
     has_tensor_cores: bool
+
+    @property
+    def device_id(self) -> int:
+        return self.gpu.device_id
+
+    @property
+    def name(self) -> str | None:
+        return self.gpu.name
 
 
 @dataclass(frozen=True)
@@ -313,7 +323,7 @@ class Report:
     ops: tuple[OpRow, ...] = ()
     scopes: tuple[OpRow, ...] = ()
     hints: tuple[str, ...] = ()
-    gpus: tuple[Gpu, ...] = ()
+    gpus: tuple[GpuRow, ...] = ()
     health: HealthVerdict | None = None
     rules_version: str = RULES_VERSION
     scope: Scope | None = None

@@ -14,10 +14,11 @@ writes (tests/run/test_run_folder.py checks the copies).
 """
 from __future__ import annotations
 
+from nvprof_wrap.model import Gpu  # the machine's GPUs a manifest records
 from nvprof_wrap.run import names, steps
 from nvprof_wrap.run.folder import HistoryRow, Run, is_run, rank_folders, run_of, runs_inside
 from nvprof_wrap.run.lock import claim, held
-from nvprof_wrap.run.manifest import CaptureWindow, Gpu, Manifest, read_manifest
+from nvprof_wrap.run.manifest import CaptureWindow, Manifest, read_manifest
 from nvprof_wrap.run.protocol import JobRecord, RunFiles, RunRow
 
 __all__ = ["CaptureWindow", "Gpu", "HistoryRow", "JobRecord", "Manifest", "Run", "RunFiles", "RunRow", "claim",

@@ -16,27 +16,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import Gpu
 from nvprof_wrap.system import files
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 
 FORMAT, FORMAT_VERSION = "nvprof-wrap-run", 1
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU of the machine, as nvidia-smi names it (launch/gpus.py lists them) and the manifest records it."""
-
-    index: int
-    name: str
-    compute_capability: str  # "9.0"
-    driver: str
-
-    @property
-    def cc(self) -> float:
-        try:
-            return float(self.compute_capability)
-        except ValueError:
-            return 0.0
 
 
 @dataclass(frozen=True)
@@ -99,7 +83,7 @@ class Manifest:
     backend: str
     backend_tool: str | None = None
     backend_version: str | None = None
-    gpus: tuple[Gpu, ...] = ()
+    gpus: tuple[Gpu, ...] = ()  # the machine's, as nvidia-smi lists them (launch/gpus.py)
     host: Host = field(default_factory=Host)
     rank: int | None = None
     wrapper_pid: int | None = None
@@ -162,6 +146,8 @@ def read_manifest(path: Path) -> Manifest:
 
 def _plain(value: object) -> object:
     """Tuples and dataclasses as the JSON lists and objects they came from."""
+    if isinstance(value, Gpu):  # the keys of nvidia-smi's columns (_GPU reads them back)
+        return value.as_listed()
     if is_dataclass(value):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, tuple):
@@ -233,7 +219,7 @@ _INT = _scalar(lambda v: isinstance(v, int) and not isinstance(v, bool) and -2**
 _NUM = _scalar(lambda v: (isinstance(v, int) and not isinstance(v, bool) and -2**63 <= v < 2**63)
                or (isinstance(v, float) and math.isfinite(v)), "a number")
 _STRINGS = _list_of(_STR)
-_GPU = _record(Gpu, {"index": _INT, "name": _STR, "compute_capability": _STR, "driver": _STR},
+_GPU = _record(Gpu.listed, {"index": _INT, "name": _STR, "compute_capability": _STR, "driver": _STR},
                ("index", "name", "compute_capability", "driver"))
 _HOST = _record(Host, {"name": _STR, "platform": _STR, "python": _STR, "cpus": _INT, "memory_bytes": _INT}, ())
 _PROCESS = _record(Process, {"pid": _INT, "ppid": _INT, "cmdline": _STRINGS, "started": _NUM, "rank": _INT},

@@ -351,11 +351,11 @@ class Store(Queries):
     def _insert(self, table: str, cid: int, rows: Sequence[DataclassInstance]) -> None:
         if not rows:
             return
-        cols = ["capture_id", *(f.name for f in fields(rows[0]))]
-        sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
         # The model's rows are flat: their fields as they are (dataclasses.astuple deep-copies each value: 0.35 s
-        # for the 6,000 op rows of a torch.profiler trace).
-        names = [f.name for f in fields(rows[0])]
+        # for the 6,000 op rows of a torch.profiler trace), those the table keeps (a Gpu's driver is the manifest's).
+        names = [f.name for f in fields(rows[0]) if f.name in _TABLES[table]]
+        cols = ["capture_id", *names]
+        sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
         self.db.conn.executemany(sql, ((cid, *(getattr(r, n) for n in names)) for r in rows))
 
     def set_ranks(self, ranks: dict[int, int]) -> None:

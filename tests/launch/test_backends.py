@@ -13,12 +13,12 @@ import pytest
 from nvprof_wrap.cli import parser
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch import BACKENDS, BY_NAME, CHOICES, base, choose, ncu
-from nvprof_wrap.launch.gpus import Gpu
+from nvprof_wrap.model import Gpu
 from nvprof_wrap.system import tools
 from tests._paths import FAKE_BIN
 
-GPU_H200 = Gpu(0, "NVIDIA H200", "9.0", "580.95.05")
-GPU_T4 = Gpu(0, "Tesla T4", "7.5", "535.0")
+GPU_H200 = Gpu.listed(0, "NVIDIA H200", "9.0", "580.95.05")
+GPU_T4 = Gpu.listed(0, "Tesla T4", "7.5", "535.0")
 
 
 def _choices(command: str) -> tuple[str, ...]:
@@ -89,7 +89,7 @@ def test_nsys_plans_the_documented_command_and_exports_after_the_job(only_fakes,
 def test_nvprof_refuses_ampere_and_newer_before_anything_runs(only_fakes, tmp_path):
     nvprof = BY_NAME["nvprof"]
     with pytest.raises(ToolMissing, match=r"^nvprof cannot profile GPU 1 NVIDIA H200 \(compute capability 9.0\): "):
-        nvprof.plan(base.RunSpec(["x"]), tmp_path, [GPU_T4, Gpu(1, "NVIDIA H200", "9.0", "")])
+        nvprof.plan(base.RunSpec(["x"]), tmp_path, [GPU_T4, Gpu.listed(1, "NVIDIA H200", "9.0", "")])
     plan = nvprof.plan(base.RunSpec(["x"]), tmp_path, [GPU_T4])
     assert plan.argv[1:] == ["-o", str(tmp_path / "profile%p.nvvp"), "--profile-child-processes", "x"]
     assert plan.version == "Release version 10.2.89 (21)"

@@ -13,8 +13,8 @@ import pytest
 
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.launch.gpus import Gpu
 from nvprof_wrap.launch.verify import earlier_run
+from nvprof_wrap.model import Gpu
 from nvprof_wrap.run.manifest import Manifest, Process, read_manifest
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 from tests._paths import FAKE_BIN, ROOT, RUNS
@@ -36,7 +36,7 @@ def test_the_manifests_of_real_runs_read_back_field_for_field(path):
 def test_real_manifests_say_what_ran_where():
     ddp = read_manifest(RUNS / "ddp_cupti" / "manifest.json")
     assert ddp.backend == "cupti" and ddp.command[:3] == ("torchrun", "--nproc-per-node", "2")
-    assert ddp.gpus == (Gpu(0, "NVIDIA H200", "9.0", "580.159.04"), Gpu(1, "NVIDIA H200", "9.0", "580.159.04"))
+    assert ddp.gpus == tuple(Gpu(i, "NVIDIA H200", 9, 0, driver="580.159.04") for i in (0, 1))
     assert ddp.ranks == {5269: 0, 5270: 1} and ddp.exit_code == 0 and ddp.host.cpus == 32
     killed = read_manifest(RUNS / "crash_kill_cupti" / "manifest.json")
     assert killed.exit_code == 137 and killed.captures == ("cupti-vm-5133.sqlite.partial",)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from nvprof_wrap import readers
-from nvprof_wrap.model import Capture, Device, KernelAgg
+from nvprof_wrap.model import Capture, Gpu, KernelAgg
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.readers._log_gpus import fill_in, named_gpus
 from nvprof_wrap.store import Store
@@ -30,7 +30,7 @@ with 13756 MB memory:  -> device: 1, name: NVIDIA GeForce GTX 1660 Ti, pci bus i
 
 def test_tensorflow_2_and_xla_lines():
     gpus = {d: g for d, (g, _) in named_gpus(TF2).items()}
-    assert gpus == {0: Device(0, "Tesla T4", 7, 5), 1: Device(1, "NVIDIA GeForce GTX 1660 Ti", 7, 5)}
+    assert gpus == {0: Gpu(0, "Tesla T4", 7, 5), 1: Gpu(1, "NVIDIA GeForce GTX 1660 Ti", 7, 5)}
 
 
 def test_tensorflow_1_lines_of_the_k80_log():
@@ -38,8 +38,8 @@ def test_tensorflow_1_lines_of_the_k80_log():
     major: 3 minor: 7" and "Created TensorFlow device (… -> physical GPU (device: 1, name: Tesla K80, pci bus id:
     0000:00:05.0, compute capability: 3.7)"."""
     found = named_gpus((WILD / "nvprof-summary-tf1-2xk80.txt").read_text())
-    assert found == {0: (Device(0, "Tesla K80", 3, 7), "TensorFlow's start-up lines"),
-                     1: (Device(1, "Tesla K80", 3, 7), "TensorFlow's start-up lines")}
+    assert found == {0: (Gpu(0, "Tesla K80", 3, 7), "TensorFlow's start-up lines"),
+                     1: (Gpu(1, "Tesla K80", 3, 7), "TensorFlow's start-up lines")}
 
 
 def test_nvprof_device_line_of_a_console_summary():
@@ -47,22 +47,22 @@ def test_nvprof_device_line_of_a_console_summary():
     'Device "Tesla V100-SXM2-16GB (0)"'. The report then knows the GPU (sm_70, from classify/gpus.toml)."""
     path = DATA / "console" / "xplacer_nvprof_summary_bfs.log"
     c = readers.read(path)
-    assert c.devices == (Device(0, "Tesla V100-SXM2-16GB"),)
+    assert c.devices == (Gpu(0, "Tesla V100-SXM2-16GB"),)
     assert "GPU from nvprof's Device line: Tesla V100-SXM2-16GB (device 0)" in c.notes
     r = analyze(path, health=False)
     assert [(g.name, g.cc, g.has_tensor_cores) for g in r.gpus] == [("Tesla V100-SXM2-16GB", 7.0, True)]
 
 
 def test_the_profilers_own_record_wins_and_gaps_are_filled():
-    own = {0: Device(0, "NVIDIA A100-SXM4-40GB", 8, 0), 1: Device(1, None, 7, 5)}  # ncu console: 'Device 1, CC 7.5'
+    own = {0: Gpu(0, "NVIDIA A100-SXM4-40GB", 8, 0), 1: Gpu(1, None, 7, 5)}  # ncu console: 'Device 1, CC 7.5'
     out, notes = fill_in(own, TF2)
     assert out[0] == own[0]  # the log's "Tesla T4" for device 0 does not overrule the capture
-    assert out[1] == Device(1, "NVIDIA GeForce GTX 1660 Ti", 7, 5)
+    assert out[1] == Gpu(1, "NVIDIA GeForce GTX 1660 Ti", 7, 5)
     assert notes == ("GPU from TensorFlow's start-up lines: NVIDIA GeForce GTX 1660 Ti (device 1)",)
     assert fill_in(own, "no GPU named here") == (own, ())
 
 
-def _kernel_gpus(tmp_path, devices: tuple[Device, ...]) -> list[dict]:
+def _kernel_gpus(tmp_path, devices: tuple[Gpu, ...]) -> list[dict]:
     path = tmp_path / "log.txt"
     path.write_text("x")
     store = Store(tmp_path / "s.sqlite")
@@ -75,11 +75,11 @@ def _kernel_gpus(tmp_path, devices: tuple[Device, ...]) -> list[dict]:
 def test_kernels_of_no_recorded_device_are_of_the_capture_s_one_gpu_model(tmp_path):
     """A summary gives no kernel a device; when every device the capture names is one model (a K80 board's two
     GPUs), that model ran them, and the GPU decides their verdict."""
-    k80 = (Device(0, "Tesla K80", 3, 7), Device(1, "Tesla K80", 3, 7))
+    k80 = (Gpu(0, "Tesla K80", 3, 7), Gpu(1, "Tesla K80", 3, 7))
     (row,) = _kernel_gpus(tmp_path, k80)
     assert (row["device_id"], row["gpu"], row["ma"], row["mi"]) == (None, "Tesla K80", 3, 7)
 
 
 def test_kernels_of_no_recorded_device_on_two_gpu_models_get_neither(tmp_path):
-    (row,) = _kernel_gpus(tmp_path, (Device(0, "Tesla K80", 3, 7), Device(1, "Tesla V100-SXM2-16GB", 7, 0)))
+    (row,) = _kernel_gpus(tmp_path, (Gpu(0, "Tesla K80", 3, 7), Gpu(1, "Tesla V100-SXM2-16GB", 7, 0)))
     assert (row["gpu"], row["ma"]) == (None, None)

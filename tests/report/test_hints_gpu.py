@@ -15,8 +15,9 @@ from dataclasses import replace
 import pytest
 
 from nvprof_wrap.classify.rank import gpu_facts
+from nvprof_wrap.model import Gpu
 from nvprof_wrap.pipeline import analyze
-from nvprof_wrap.report import Gpu, Report
+from nvprof_wrap.report import GpuRow, Report
 from nvprof_wrap.report.hints import hints
 from tests._paths import RUNS
 
@@ -36,7 +37,7 @@ def _on(run, name: str | None, cc: float | None = None) -> tuple[str, ...]:
     the facts the report would hold for a capture that names that GPU."""
     report = _report(run)
     cc, has = gpu_facts(cc, name)
-    return hints(replace(report, gpus=(Gpu(0, name, cc, has),)))
+    return hints(replace(report, gpus=(GpuRow(Gpu(0, name), cc, has),)))
 
 
 NO_TENSOR_CORES = [
@@ -132,7 +133,7 @@ def test_kernel_names_built_for_sm80_settle_an_unknown_gpu():
     built for sm_80 runs on Ampere or newer only, so TF32 exists there and the plain advice holds. So with a GPU
     named by a name the table does not know. (A GPU of unknown capability whose kernel names do not settle it:
     tests/report/test_hints_wild.py, the 2021 ResNet-50 trace.)"""
-    for gpus in ((), (Gpu(0, "Some Future GPU", None, True),)):
+    for gpus in ((), (GpuRow(Gpu(0, "Some Future GPU"), None, True),)):
         (line,) = hints(replace(_report(FP32), gpus=gpus))
         assert "TF32 is off" in line and "the capture does not say" not in line
 
@@ -147,7 +148,8 @@ def test_a_capture_with_a_compute_capability_and_no_name():
 
 def test_mixed_gpus_name_those_without_tensor_cores_and_advise_for_the_others():
     report = _report(FP32)
-    gpus = tuple(Gpu(i, name, *gpu_facts(None, name)) for i, name in enumerate(["NVIDIA H200", "GeForce GTX 1080"]))
+    gpus = tuple(GpuRow(Gpu(i, name), *gpu_facts(None, name))
+                 for i, name in enumerate(["NVIDIA H200", "GeForce GTX 1080"]))
     devices = (report.devices[0], replace(report.devices[0], key="1"))
     out = hints(replace(report, gpus=gpus, devices=devices))
     assert out[0] == ("This GPU (GeForce GTX 1080, sm_61) has no tensor cores: no setting uses them there; the "
@@ -158,6 +160,6 @@ def test_mixed_gpus_name_those_without_tensor_cores_and_advise_for_the_others():
 def test_only_the_gpus_that_ran_kernels_count():
     """A trace that lists the machine's GPUs (Kineto's deviceProperties: 8) of which the job used one."""
     report = _report(FP32)
-    gpus = (report.gpus[0], *(Gpu(i, "Tesla K80", 3.7, False) for i in range(1, 8)))
+    gpus = (report.gpus[0], *(GpuRow(Gpu(i, "Tesla K80", 3, 7), 3.7, False) for i in range(1, 8)))
     out = hints(replace(report, gpus=gpus))
     assert not [h for h in out if "no tensor cores" in h] and "TF32 is off" in out[0]

@@ -18,7 +18,7 @@ import pytest
 
 from nvprof_wrap import readers
 from nvprof_wrap.classify import classify_many
-from nvprof_wrap.model import Activity, Capture, CounterVerdict, Device, KernelAgg, MemAgg, OpAgg, Process
+from nvprof_wrap.model import Activity, Capture, CounterVerdict, Gpu, KernelAgg, MemAgg, OpAgg, Process
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import (
     BY_EXTENSION,
@@ -57,7 +57,7 @@ REAL = {
     "nsys-stats-csv": DATA / "h200_runs" / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv",
     "console-text": DATA / "console" / "xplacer_nvprof_summary_bfs.log",
 }
-FIELD_TYPES = {"kernels": KernelAgg, "memops": MemAgg, "activity": Activity, "devices": Device,
+FIELD_TYPES = {"kernels": KernelAgg, "memops": MemAgg, "activity": Activity, "devices": Gpu,
                "processes": Process, "counters": CounterVerdict, "ops": OpAgg}
 
 
