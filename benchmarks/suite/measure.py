@@ -37,14 +37,18 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
     with tempfile.TemporaryFile() as err:
         p = psutil.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=full, cwd=ROOT)
         peak = 0
-        while p.poll() is None:
+        while True:
             try:
                 peak = max(peak, sum(_memory(q) for q in (p, *p.children(recursive=True))))
             except psutil.Error:
                 pass
-            time.sleep(SAMPLE_S)
+            try:  # waits at most SAMPLE_S, but returns at the exit: a sleep here made every wall a multiple of it
+                code = p.wait(timeout=SAMPLE_S)
+                break
+            except psutil.TimeoutExpired:
+                continue
         wall = time.perf_counter() - t0
-        if p.returncode != 0:
+        if code != 0:
             err.seek(0)
             raise RuntimeError(f"{cmd[:4]} failed: {err.read().decode(errors='replace')[-500:]}")
     return Measured(wall, peak / 2**20)

@@ -108,3 +108,14 @@ def test_results_round_trip(tmp_path):
     r = _result(2.0)
     assert Result.read(r.write(tmp_path / "r.json")) == r
     assert isinstance(docs.RESULTS, Path)
+
+
+def test_a_measured_wall_time_ends_at_the_exit_not_at_the_next_memory_sample():
+    """measure() samples memory every SAMPLE_S (0.25 s); a sleep between samples made every wall time a multiple of
+    it (a 0.3 s process read 0.5 s, and 1.28 s against 1.53 s was a sample, not a speed-up)."""
+    import sys
+
+    from benchmarks.suite.measure import SAMPLE_S, measure
+
+    m = measure([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    assert 0.3 <= m.wall_s < 2 * SAMPLE_S - 0.01, m
