@@ -83,6 +83,14 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    """The module a `from … import` names, a relative one resolved against the importing module's package."""
+    if not node.level:
+        return node.module or ""
+    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join([*anchor, *([node.module] if node.module else [])])
+
 MODULES = _modules()
 
 
@@ -105,10 +113,7 @@ def _targets(module: str, path: Path) -> set[str]:
         elif isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.split(".")[0] == "nvprof_wrap")
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            base = _absolute(node, package)
             if base.split(".")[0] != "nvprof_wrap":
                 continue
             for alias in node.names:
@@ -261,10 +266,7 @@ def _reached(module: str, path: Path) -> set[str]:
                     out.add(a.name)
                     bound[a.asname or "nvprof_wrap"] = a.name if a.asname else "nvprof_wrap"
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            base = _absolute(node, package)
             if base.split(".")[0] != "nvprof_wrap":
                 continue
             for a in node.names:
