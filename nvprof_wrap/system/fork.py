@@ -104,7 +104,11 @@ class Forked:
 
     def result(self) -> Any:
         if self._done is None:
-            with os.fdopen(self.fd, "rb") as f:
+            # The file object owns the pipe from here on and closes it, also when a signal's exception (Ctrl-C,
+            # Terminated) ends the read: cancel() must then not close the number again. It did, and its EBADF
+            # replaced the signal: "unreadable nsys-sqlite capture (OSError: [Errno 9] Bad file descriptor)", exit 2.
+            fd, self.fd = self.fd, -1
+            with os.fdopen(fd, "rb") as f:
                 data = f.read()
             os.waitpid(self.pid, 0)
             # A worker that died (e.g. killed for memory) sent nothing: do its work here instead.
@@ -135,7 +139,9 @@ class Forked:
         except (ChildProcessError, ProcessLookupError):
             pass
         finally:
-            os.close(self.fd)
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
 
 
 def alongside(here: Callable[[], Any], others: list[Forked]) -> list[Any]:

@@ -363,6 +363,32 @@ def test_a_forked_worker_reports_errors_and_survives_deaths():
     assert Forked(sum, [1, 2]).result() == 3 and Forked(sum, [1, 2], inline=True).result() == 3
 
 
+def test_a_signal_during_a_forked_workers_read_is_not_turned_into_a_bad_file_descriptor():
+    """SIGTERM while the parent waits on a worker's pipe: the read ends with the signal's exception and the file
+    object closes the pipe; cancel() in the cleanup used to close the same number again and its OSError (EBADF)
+    replaced the signal (CI: a SIGTERM'd report exited 2, 'unreadable capture (Bad file descriptor)')."""
+    from nvprof_wrap.errors import Terminated, terminate
+    from nvprof_wrap.system import fork as _fork
+    from nvprof_wrap.system.fork import Forked
+
+    if not _fork.can_fork():
+        pytest.skip("no forked workers on this machine (one core, or no fork)")
+    previous = signal.signal(signal.SIGALRM, terminate)
+    worker = Forked(time.sleep, 30)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(Terminated):
+            try:
+                worker.result()
+            finally:
+                worker.cancel()  # what a reading stage's cleanup does: no OSError may come out of it
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker.pid, 0)  # ended and reaped
+
+
 # --- temporary folders left by a killed command (nvprof_wrap/system/tempdirs.py) --------------------------------------
 
 def test_a_folder_left_by_a_killed_command_is_removed_by_the_next_one(tmp_path):
