@@ -37,6 +37,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # import launch (system/tools.py finds nsys for both), launch never imports readers.
     ("readers", "launch", "tracer"),
     ("store",),
+    # the why-analyses (time budget, ceilings, achieved FLOPs): pure functions of the report's inputs, no store
+    ("analyses",),
     # types, their JSON, build and headline (its core), then hints, gates, health, compare, experiment, jobs
     ("report",),
     # renderers (a Report → text) and export (a Report and its captures → a trace, streamed), side by side
@@ -57,6 +59,8 @@ SIDE_BY_SIDE: set[tuple[str, str]] = set()
 # library and what it traces with.
 ONLY = {
     "run": {"errors", "_version", "model", "system", "text", "run"},
+    # pure functions of the report's inputs: never a store, a reader or a capture (analyses/__init__.py)
+    "analyses": {"errors", "_version", "model", "system", "text", "classify", "analyses"},
     "launch": {"errors", "_version", "model", "system", "text", "run", "launch"},
     "tracer": {"tracer"},
 }
