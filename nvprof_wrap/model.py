@@ -182,6 +182,10 @@ class StepAgg:
     compute_busy_ns: int = 0  # the same union without the communication kernels (NCCL): busy - this is exposed comm
     api_ns: tuple[tuple[str, int], ...] = ()  # (kind, union of that kind's calls inside the step): text/cuda_calls
     api_union_ns: int | None = None  # union of every recorded CUDA call inside the step; None: not all recorded
+    # the step's time budget: (part, ns) in timeline/series_tables.PARTS order, each part's own time (where parts
+    # overlap, the earlier part's): GPU busy by kind, then the host's CUDA calls while the GPU was idle; the rest of
+    # the step is outside CUDA calls. Parts with no time are left out.
+    parts_ns: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

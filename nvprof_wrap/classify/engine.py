@@ -77,6 +77,19 @@ def may_communicate(name: str) -> bool:
     lowered = name.lower()
     return any(r.pattern.search(lowered) for r in rules.family if r.value in rules.communication)
 COMMUNICATION_FAMILIES = load_rules().communication
+MATRIX_RULE = "matrix-family-undecided"  # rules.toml: the words that name a matrix-math kernel (GEMM, attention, conv)
+
+
+def matrix_math(name: str) -> bool:
+    """Whether a kernel's name says it does matrix math (GEMM, attention, convolution, RNN) — rules.toml's matrix
+    family rule, whatever the verdict: 'volta_sgemm_128x64_nn' is matrix math on CUDA cores. The time budget
+    (analyses/budget.py) splits matrix math from the rest with it."""
+    return _matrix_rule().pattern.search(name.lower()) is not None
+
+
+@lru_cache(maxsize=1)
+def _matrix_rule() -> Rule:
+    return next(r for r in load_rules().verdict if r.id == MATRIX_RULE)
 
 
 def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:

@@ -30,6 +30,7 @@ from nvprof_wrap.timeline import hw_sources, recover
 from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.busy import BusyTime
 from nvprof_wrap.timeline.nvtx import attribute, borrowed_note
+from nvprof_wrap.timeline.series_tables import MEMSET_PART, copy_part_sql
 from nvprof_wrap.timeline.sql import (
     EVERYTHING,
     MEMCPY_DIRECTION,
@@ -139,8 +140,9 @@ def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict
     records = meta.get("api_records") or ""
     host = next((h for prefix, h in _HOST if records.startswith(prefix)), "launch" if records else "none")
     p = "NULL" if pid is None else str(int(pid))
-    gpu = [step_series.GpuTable("kernel", p, NAME), step_series.GpuTable("memcpy", p),
-           step_series.GpuTable("memset", p)]
+    gpu = [step_series.GpuTable("kernel", p, NAME),
+           step_series.GpuTable("memcpy", p, part=copy_part_sql("copy_kind", MEMCPY_DIRECTION)),
+           step_series.GpuTable("memset", p, part=MEMSET_PART)]
     api = [step_series.ApiTable(t, p, "cbid", functools.partial(_call_kinds, t)) for t in ("runtime", "driver")
            if t in have]
     series = step_series.measure(conn, gpu, api, RANGES if "nvtx" in have else None, host if api else "none",

@@ -31,6 +31,7 @@ from nvprof_wrap.text.demangle import demangle
 from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.busy import BusyTime
 from nvprof_wrap.timeline.nvtx import attribute, borrowed_note
+from nvprof_wrap.timeline.series_tables import MEMSET_PART, copy_part_sql
 from nvprof_wrap.timeline.sql import EVERYTHING, connect_ro, in_window, window_bounds
 from nvprof_wrap.timeline.window import Window, step_bounds
 
@@ -157,7 +158,9 @@ def _steps(rows: Rows, names: dict[int, str], launches: int,
     db.execute('CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", kind FROM rt')
     ranges = "SELECT r.tid AS tid, r.s AS s, r.e AS e, n.name AS name FROM rng r JOIN _nvw_rnames n ON n.id = r.name"
     api = [step_series.ApiTable("_nvw_calls", p, "kind", lambda keys: {k: k for k in keys})] if rows.api else []
-    tables = [step_series.GpuTable("kl", p, "nid"), step_series.GpuTable("mem", p)]
+    copy = copy_part_sql("dir", {d: d for d in ("HtoD", "DtoH", "DtoD", "PtoP")})
+    tables = [step_series.GpuTable("kl", p, "nid"),
+              step_series.GpuTable("mem", p, part=f"(CASE WHEN kind = 'memset' THEN {MEMSET_PART} ELSE {copy} END)")]
     series = step_series.measure(db, tables, api, ranges,
                              "all" if api else "none",
                              lambda keys: {k: demangle(names.get(k) or "<unnamed kernel>") for k in keys}, span,

@@ -34,6 +34,7 @@ from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.busy import BusyTime
 from nvprof_wrap.timeline.gpu_metrics import kernel_names
 from nvprof_wrap.timeline.nvtx import attribute, borrowed_note
+from nvprof_wrap.timeline.series_tables import MEMSET_PART, copy_part_sql
 from nvprof_wrap.timeline.sql import (
     EVERYTHING,
     MEMCPY_DIRECTION,
@@ -258,7 +259,9 @@ def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
         return None, ()
     if why := step_series.too_big(launches):
         return None, (why,)
-    gpu = [step_series.GpuTable(t, _pid_expr(columns(conn, t)), kernel_name_column(conn) if t == KERNEL else None)
+    part = {MEMCPY: copy_part_sql("copyKind", MEMCPY_DIRECTION), MEMSET: MEMSET_PART}
+    gpu = [step_series.GpuTable(t, _pid_expr(columns(conn, t)), kernel_name_column(conn) if t == KERNEL else None,
+                                part.get(t, MEMSET_PART))
            for t in (KERNEL, MEMCPY, MEMSET) if t in have]
     api = [step_series.ApiTable(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId",
                                 functools.partial(_call_kinds, conn))] \

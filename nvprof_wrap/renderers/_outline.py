@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from rich.console import RenderableType
 
+from nvprof_wrap.renderers import _budget as B
 from nvprof_wrap.renderers import _sections_html as H
 from nvprof_wrap.renderers import _sections_markdown as M
 from nvprof_wrap.renderers import _sections_table as T
@@ -43,6 +44,7 @@ OUTLINE: list[Section] = [
     Section("totals", html=H.totals),
     Section("time_view", html=H.time_view),  # the series as charts
     Section("split", table=T.split, markdown=M.split, html=H.split),  # where GPU time went
+    Section("budget", content=B.content, html=B.html),  # a step's wall time in parts: analyses/budget.py
     Section("over_time", table=T.over_time),  # the series as a sparkline (and --per-step rows)
     Section("devices", table=T.devices, markdown=M.devices, html=H.devices),
     Section("ranks", table=T.ranks, markdown=M.ranks, html=H.ranks),
@@ -59,7 +61,7 @@ OUTLINE: list[Section] = [
 # A format that orders the sections its own way: the page puts the framework ops under the split, and the hardware
 # beside the devices (docs/html.md). A section not named here follows the one before it in OUTLINE.
 ORDERS: dict[str, tuple[str, ...]] = {
-    "html": ("lead", "totals", "time_view", "split", "ops", "scopes", "devices", "hardware", "ranks", "processes",
+    "html": ("lead", "totals", "time_view", "split", "budget", "ops", "scopes", "devices", "hardware", "ranks", "processes",
              "kernels", "disagreements", "health", "sources"),
 }
 

@@ -19,7 +19,11 @@ from nvprof_wrap.renderers._frame import t as _t
 
 # The page's palette (renderers/html.py CSS .c-*), by its class names; tests check the two agree.
 PALETTE = {"c-tc": "#2e9d4e", "c-cuda": "#7b8797", "c-unk": "#e0a21b", "c-comm": "#8b5cc7", "c-h2d": "#2f7fd1",
-           "c-d2h": "#5aa6e8", "c-d2d": "#1d5fa3", "c-mem": "#8fc3f0", "c-mset": "#a0704a", "c-other": "#b0b7c0"}
+           "c-d2h": "#5aa6e8", "c-d2d": "#1d5fa3", "c-mem": "#8fc3f0", "c-mset": "#a0704a", "c-other": "#b0b7c0",
+           # the time budget's parts (renderers/_budget.py): matrix math on CUDA cores, then the GPU idle while the
+           # host launched, copied or waited, allocated, made other calls, ran outside CUDA calls, or was not recorded
+           "c-om": "#4d5866", "c-il": "#f0b27a", "c-is": "#e07b53", "c-ia": "#d9a066", "c-ix": "#e8c9a8",
+           "c-io": "#efe2d0", "c-iu": "#dcdcdc"}
 FG, MUTED, LINE = "#1d232b", "#5c6673", "#d9dee5"
 WIDTH, HEIGHT = 640, 270  # the viewBox; the page scales it to its box
 LEFT, RIGHT, BOTTOM = 62, 14, 40  # plot margins: y tick labels, a little air, x tick labels and the x axis' name

@@ -74,6 +74,8 @@ svg.chart text.v{fill:var(--muted)}svg.chart line.grid{stroke:var(--line)}
 svg.chart polyline.tensor{stroke:#2e9d4e;stroke-width:2}svg.chart polyline.sm{stroke:#b0b7c0;stroke-width:1.2}
 .c-tc{fill:#2e9d4e}.c-cuda{fill:#7b8797}.c-unk{fill:#e0a21b}.c-comm{fill:#8b5cc7}.c-h2d{fill:#2f7fd1}
 .c-d2h{fill:#5aa6e8}.c-d2d{fill:#1d5fa3}.c-mem{fill:#8fc3f0}.c-mset{fill:#a0704a}.c-other{fill:#b0b7c0}
+.c-om{fill:#4d5866}.c-il{fill:#f0b27a}.c-is{fill:#e07b53}.c-ia{fill:#d9a066}.c-ix{fill:#e8c9a8}.c-io{fill:#efe2d0}
+.c-iu{fill:#dcdcdc}
 details{margin:.4rem 0}summary{cursor:pointer;color:var(--muted)}.muted,footer{color:var(--muted)}
 nav ol{margin:.2rem 0 1rem}footer{margin-top:3rem;font-size:.8rem;border-top:1px solid var(--line);padding-top:.6rem}
 @media (max-width:1000px){th.n{white-space:normal}table.ops td.name{min-width:14rem}}

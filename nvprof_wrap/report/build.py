@@ -119,12 +119,13 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
         verdict = headline.untimed(verdict)
     devices = _groups(store, "device_id")
     checks = _hardware_checks(store, kernels)
+    series = series_mod.build(store, kernels, COMMUNICATION_FAMILIES)
     return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
                   sources, skipped, disagreements, ops, scopes, gpus=_gpus(store),
                   hardware=_hardware(store, devices, checks), hardware_checks=checks,
                   hardware_series=_hardware_series(store),
-                  series=series_mod.build(store, kernels, COMMUNICATION_FAMILIES),
-                  ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES))
+                  series=series, ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES),
+                  time_budget=series_mod.time_budget(store, series, kernels, COMMUNICATION_FAMILIES))
 
 
 def _hardware(store: Store, devices: tuple[GroupRow, ...],

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from nvprof_wrap.analyses import budget
 from nvprof_wrap.report.fields import js
 from nvprof_wrap.store import Store
 
@@ -91,14 +92,18 @@ class Verdicted(Protocol):
     def family(self) -> str: ...
 
 
+def _chosen(store: Store) -> list[dict[str, Any]]:
+    """The captures the series is of: those whose steps were marked, else the time-bucketed ones."""
+    captures = store.series_kinds()
+    return [c for c in captures if c["kind"] == "steps"] or captures
+
+
 def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[str]) -> Series | None:
     """The Report's series from the run store: the captures whose steps were marked (else the time-bucketed
     ones), per step summed over processes. kernels: the Report's KernelRows (their verdicts and families)."""
-    captures = store.series_kinds()
-    if not captures:
+    chosen = _chosen(store)
+    if not chosen:
         return None
-    stepped = [c for c in captures if c["kind"] == "steps"]
-    chosen = stepped or captures
     ids = [c["capture_id"] for c in chosen]
     rows = store.step_rows(ids)
     if not rows:
@@ -166,13 +171,40 @@ class Steady:
         return None if self.outside_api_ns is None else max(self.duration_ns - self.outside_api_ns, 0)
 
 
+def steady_rows(series: Series | None) -> list[StepRow]:
+    """The steady state's steps: after the first (the warm-up: compiling, allocating, loading), at least 2; of
+    buckets, those with GPU work, at least 3. [] when there are fewer."""
+    if series is None:
+        return []
+    rows = [r for r in series.rows if r.launches or r.copy_ns] if series.kind == "buckets" else list(series.rows[1:])
+    return rows if len(rows) >= (3 if series.kind == "buckets" else 2) else []
+
+
+def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted],
+                communication: frozenset[str]) -> budget.TimeBudget | None:
+    """The mean steady-state step's time budget (analyses/budget.py) over steady_rows."""
+    rows = steady_rows(series)
+    if series is None or not rows:
+        return None
+    ids = [c["capture_id"] for c in _chosen(store)]
+    wanted = {r.step for r in rows}
+    parts: dict[int, dict[str, int]] = {}
+    for p in store.step_part_rows(ids):
+        if p["step"] in wanted:
+            parts.setdefault(p["step"], {})[p["part"]] = p["ns"]
+    verdict = {k.name: k.tensor_core for k in kernels if k.family not in communication}
+    weights = budget.kernel_weights(((r["name"], r["total_ns"]) for r in store.step_kernel_rows(ids)
+                                     if r["step"] in wanted and r["name"] in verdict),
+                                    lambda name: verdict[name])
+    return budget.budget([budget.StepSpan(r.step, r.duration_ns, r.processes) for r in rows], parts, weights,
+                         series.host, series.kind)
+
+
 def steady(series: Series | None) -> Steady | None:
     """The median step after the first (the warm-up: compiling, allocating, loading); None with fewer than 3 steps
     (buckets: those with GPU work, at least 3)."""
-    if series is None:
-        return None
-    rows = [r for r in series.rows if r.launches or r.copy_ns] if series.kind == "buckets" else list(series.rows[1:])
-    if len(rows) < (3 if series.kind == "buckets" else 2):
+    rows = steady_rows(series)
+    if not rows:
         return None
 
     def med(values: list[int]) -> int:

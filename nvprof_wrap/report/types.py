@@ -19,6 +19,7 @@ from nvprof_wrap.errors import NvprofWrapError
 from nvprof_wrap.model import Gpu, HealthVerdict
 from nvprof_wrap.report.fields import js
 from nvprof_wrap.report.ranks import Ranks  # the per-rank records, beside what builds them
+from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.report.series import Series  # the per-step ones
 from nvprof_wrap.text.names import shorten
 
@@ -307,7 +308,7 @@ class Report:
     JSON_ORDER: ClassVar[tuple[str, ...]] = (
         "schema", "rules_version", "tensor_cores_used", "verdict", "verdict_tone", "message", "hints",
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
-        "tensor_core_kernels", "time_split", "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
+        "tensor_core_kernels", "time_split", "time_budget", "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
         "series_info")
@@ -339,6 +340,8 @@ class Report:
     # of a distributed run, per rank: report/ranks.py; JSON: "ranks", "rank_spread", "rank_outliers"
     ranks: Ranks | None = field(default=None, metadata=js(
         flatten=True, when_none={"ranks": [], "rank_spread": [], "rank_outliers": []}))
+    # a mean steady-state step's wall time in parts that add up to it: analyses/budget.py
+    time_budget: TimeBudget | None = None
 
     @property
     def tone(self) -> str:

@@ -79,7 +79,8 @@ SCHEMA_VERSION = 2
 # counter evidence (issue 26).
 # 2026.12.01-19: both of the above, merged (issue 26).
 # 2026.12.01-20: the per-step series (tables series, steps, step_kernels; issue 28). -21: steps.compute_busy_ns.
-DATA_VERSION = "2026.12.01-21"
+# 2026.12.03-22: each step's time budget (table step_parts; issue 41).
+DATA_VERSION = "2026.12.03-22"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {
@@ -106,6 +107,7 @@ _TABLES: dict[str, dict[str, type]] = {
               "kernel_ns": int, "copy_ns": int, "busy_ns": int, "compute_busy_ns": int, "api_launch_ns": int,
               "api_sync_ns": int, "api_alloc_ns": int, "api_other_ns": int, "api_union_ns": int},
     "step_kernels": {"capture_id": int, "pid": int, "step": int, "name": str, "launches": int, "total_ns": int},
+    "step_parts": {"capture_id": int, "pid": int, "step": int, "part": str, "ns": int},
     "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
@@ -116,7 +118,7 @@ _INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
 _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
 _CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "hw_devices", "hw_kernels",
              "hw_series")
-_SERIES = ("series", "steps", "step_kernels")  # a capture's StepSeries (Store._insert_series)
+_SERIES = ("series", "steps", "step_kernels", "step_parts")  # a capture's StepSeries (Store._insert_series)
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
 BUSY_TIMEOUT_S = 60
 
@@ -306,6 +308,8 @@ class Store(Queries):
               *((dict(r.api_ns).get(k, 0) if known else None) for k in kinds),
               r.api_union_ns) for r in series.steps))
         self._insert("step_kernels", cid, series.kernels)
+        conn.executemany("INSERT INTO step_parts (capture_id, pid, step, part, ns) VALUES (?, ?, ?, ?, ?)",
+                         ((cid, r.pid, r.step, part, ns) for r in series.steps for part, ns in r.parts_ns))
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:

@@ -189,6 +189,12 @@ class Queries:
         return self.rows(f"""SELECT step, name, SUM(launches) AS launches, SUM(total_ns) AS total_ns
                              FROM step_kernels WHERE capture_id IN ({marks}) GROUP BY step, name""")
 
+    def step_part_rows(self, captures: list[int]) -> list[Row]:
+        """Per step and budget part (timeline/series_tables.PARTS): its time summed over the captures' processes."""
+        marks = ",".join(str(int(c)) for c in captures) or "NULL"
+        return self.rows(f"""SELECT step, part, SUM(ns) AS ns FROM step_parts WHERE capture_id IN ({marks})
+                             GROUP BY step, part""")
+
     def step_hardware(self, captures: list[int]) -> dict[int, float]:
         """Per step: the mean tensor-pipe activity (%) of the hardware samples taken inside it (same capture)."""
         marks = ",".join(str(int(c)) for c in captures) or "NULL"

@@ -26,7 +26,7 @@ from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
 from nvprof_wrap.system import environ
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import window
-from nvprof_wrap.timeline.series_tables import ApiTable, GpuTable, Named, Names, Steps
+from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps
 from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
@@ -97,24 +97,30 @@ def _in_sql(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
             if _gpu_intervals(conn, gpu, lo, hi) else {}
         steps = _gpu_side(conn, named)
         kernels = _kernels(conn, named)
-        if api and host != "none":
+        with_api = bool(api) and host != "none"
+        if with_api:
             _host_side(conn, api, lo, hi, steps, whole=host != "launch")
+        if steps:
+            _parts(conn, steps, with_api)
     finally:
-        for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_comm", "_nvw_steps"):
+        for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_comm", "_nvw_steps", "_nvw_ix", "_nvw_b"):
             conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
     return steps, kernels
 
 
 def _fill(steps: Steps, spans: list[tuple[int, int, int]], host: str) -> None:
     """Every step (bucket) of every process that ran any: a step in which nothing started is idle, not absent —
-    and, where every blocking call was recorded, spent wholly outside CUDA calls."""
+    and, where every blocking call was recorded, spent wholly outside CUDA calls (but for what the budget's parts
+    carried into it from an earlier step)."""
     for pid in {pid for pid, _ in steps}:
         for n, lo, hi in spans:
             if (pid, n) not in steps:
                 steps[(pid, n)] = (lo, hi, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0,
-                                            "compute_busy_ns": 0})
-                if host != "none":
-                    steps[(pid, n)][2].update(api_ns=(), api_union_ns=None if host == "launch" else 0)
+                                            "compute_busy_ns": 0, "parts_ns": ()})
+    if host != "none":
+        for _lo, _hi, vals in steps.values():
+            if "api_ns" not in vals:
+                vals.update(api_ns=(), api_union_ns=None if host == "launch" else 0)
 
 
 def _spans(conn: sqlite3.Connection, gpu: list[GpuTable], ranges_sql: str | None,
@@ -156,11 +162,12 @@ _STEP_OF = "(SELECT n FROM _nvw_steps WHERE lo <= {t} ORDER BY lo DESC LIMIT 1)"
 def _gpu_intervals(conn: sqlite3.Connection, gpu: list[GpuTable], lo: int, hi: int) -> bool:
     """_nvw_iv: every GPU interval that starts in a step, with its step (cut at the step's end); False: none."""
     parts = " UNION ALL ".join(
-        f'''SELECT {g.pid} AS pid, start AS s, "end" AS e, {1 if g.name else 0} AS k, {g.name or "NULL"} AS key
+        f'''SELECT {g.pid} AS pid, start AS s, "end" AS e, {1 if g.name else 0} AS k, {g.name or "NULL"} AS key,
+                   {"NULL" if g.name else g.part} AS part
             FROM {g.table} WHERE start >= {lo} AND start < {hi} AND {_SOUND.format(s="start", e='"end"')}'''
         for g in gpu)
     conn.execute(f"""CREATE TEMP TABLE _nvw_iv AS SELECT iv.pid, t.n, iv.s, MIN(iv.e, t.hi) AS e, iv.e - iv.s AS d,
-                            iv.k, iv.key
+                            iv.k, iv.key, iv.part
                      FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) iv
                      JOIN _nvw_steps t ON t.n = iv.n AND iv.s < t.hi""")
     return conn.execute("SELECT 1 FROM _nvw_iv LIMIT 1").fetchone() is not None
@@ -207,6 +214,53 @@ def _union(table: str, by: str) -> str:
     GROUP BY pid, n, b"""
 
 
+def _parts(conn: sqlite3.Connection, steps: Steps, with_api: bool) -> None:
+    """Each step's time budget (series_tables.PARTS). Every GPU interval and CUDA call that starts in a step, merged
+    per process and part into islands (so that the pieces below stay as few as the islands and the steps: a damaged
+    capture's week-long rows cannot multiply), each island cut into the pieces it spends in the step its first row
+    started in and the steps after it (a kernel that runs past its step's end is busy in the next one's time); then,
+    per part in PARTS' order, the union of it and the parts before it: what that union adds is the part's own time.
+    Where the GPU ran a kernel and a copy at once the time is the kernel's; the host's calls claim only what the GPU
+    left idle. The reference of series_np._parts."""
+    comm = "key IN (SELECT key FROM _nvw_comm)" if conn.execute(
+        "SELECT 1 FROM sqlite_temp_master WHERE name = '_nvw_comm'").fetchone() else "0"
+    api_pri = " ".join(f"WHEN '{p[4:]}' THEN {i}" for i, p in enumerate(PARTS) if p.startswith("api_"))
+    rows = f"""SELECT pid, n, s, s + d AS fe, CASE WHEN k = 0 THEN part WHEN {comm} THEN {PARTS.index("communication")}
+                      ELSE {PARTS.index("kernels")} END AS pri FROM _nvw_iv"""
+    if with_api:
+        rows += f""" UNION ALL SELECT pid, n, s, fe, CASE kind {api_pri} ELSE {PARTS.index("api_other")} END
+                     FROM _nvw_api"""
+    conn.execute("CREATE TEMP TABLE _nvw_ix AS SELECT n, lo, hi, ROW_NUMBER() OVER (ORDER BY lo, n) AS ix "
+                 "FROM _nvw_steps")
+    islands = f"""
+      SELECT pid, pri, MIN(s) AS s, MAX(fe) AS fe, MIN(ix0) AS ix0 FROM (
+        SELECT *, SUM(fresh) OVER (PARTITION BY pid, pri ORDER BY s, fe ROWS UNBOUNDED PRECEDING) AS g FROM (
+          SELECT *, CASE WHEN s <= MAX(fe) OVER (PARTITION BY pid, pri ORDER BY s, fe
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                         THEN 0 ELSE 1 END AS fresh
+          FROM (SELECT x.*, i.ix AS ix0 FROM ({rows}) x JOIN _nvw_ix i ON i.n = x.n WHERE x.fe > x.s)))
+      GROUP BY pid, pri, g"""
+    conn.execute(f"""CREATE TEMP TABLE _nvw_b AS
+                     SELECT r.pid, t.n, MAX(r.s, t.lo) AS s, MIN(r.fe, t.hi) AS e, r.pri
+                     FROM ({islands}) r JOIN _nvw_ix t ON t.ix = r.ix0 OR (t.ix > r.ix0 AND t.lo < r.fe)""")
+    present = {p for (p,) in conn.execute("SELECT DISTINCT pri FROM _nvw_b WHERE e > s")}
+    before: dict[tuple[Any, int], int] = {}
+    parts: dict[tuple[Any, int], list[tuple[str, int]]] = {}
+    for j, part in enumerate(PARTS):
+        if j not in present:
+            continue
+        for pid, n, _b, ns in conn.execute(_union(f"(SELECT * FROM _nvw_b WHERE pri <= {j})", "NULL")):
+            if ns > before.get((pid, n), 0):
+                parts.setdefault((pid, n), []).append((part, ns - before.get((pid, n), 0)))
+            before[(pid, n)] = ns
+    bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}
+    for key in parts.keys() - steps.keys():  # busy only with what started in an earlier step
+        steps[key] = (*bounds[key[1]], {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0,
+                                        "compute_busy_ns": 0})
+    for key, (_a, _b, vals) in steps.items():
+        vals["parts_ns"] = tuple(parts.get(key, ()))
+
+
 def _kernels(conn: sqlite3.Connection, named: Named) -> tuple[StepKernel, ...]:
     rows = conn.execute("SELECT pid, n, key, COUNT(*), SUM(d) FROM _nvw_iv WHERE k = 1 GROUP BY 1, 2, 3").fetchall()
     merged: dict[tuple[Any, int, str], list[int]] = {}
@@ -230,7 +284,7 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], lo: int, hi: int, 
             FROM {a.table} r LEFT JOIN _nvw_kinds m ON m.t = {i} AND m.key = r.{a.key}
             WHERE r.start >= {lo} AND r.start < {hi} AND {_SOUND.format(s="r.start", e='r."end"')}'''
         for i, a in enumerate(api))
-    conn.execute(f"""CREATE TEMP TABLE _nvw_api AS SELECT c.pid, t.n, c.s, MIN(c.e, t.hi) AS e, c.kind
+    conn.execute(f"""CREATE TEMP TABLE _nvw_api AS SELECT c.pid, t.n, c.s, MIN(c.e, t.hi) AS e, c.kind, c.e AS fe
                      FROM (SELECT *, {_STEP_OF.format(t="s")} AS n FROM ({parts})) c
                      JOIN _nvw_steps t ON t.n = c.n AND c.s < t.hi""")
     bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}

@@ -23,10 +23,12 @@ from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepKernel
 from nvprof_wrap.system.limits import MAX_DURATION_NS
-from nvprof_wrap.timeline.series_tables import ApiTable, GpuTable, Named, Names, Steps
+from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps
 
 # {(process code, step index): values}, as Steps' values before the codes are decoded
 ByCode = dict[tuple[int, int], dict[str, Any]]
+# the budget's rows (process code, step index, start, whole end, part's index in PARTS)
+Pieces = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 CHUNK = 65_536  # rows per fetchmany: the Python tuples of one chunk at a time
 _FAR = 1 << 62  # offsets and sums stay below this (int64's limit is 2^63)
@@ -87,9 +89,11 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     try:
         steps = _Steps(spans)
         pids = _Codes()
-        values, kernels = _gpu_side(conn, gpu, steps, pids, names)
+        values, kernels, pieces = _gpu_side(conn, gpu, steps, pids, names)
         if api and host != "none":
-            _host_side(conn, api, steps, pids, values, whole=host != "launch")
+            pieces += _host_side(conn, api, steps, pids, values, whole=host != "launch")
+        if values:
+            _parts(steps, pieces, values)
     except _Odd:
         return None
     decoded = pids.values()
@@ -145,32 +149,38 @@ def _rows_of(table: str, steps: _Steps) -> str:
 
 def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids: _Codes,
               keys: _Codes) -> tuple[np.ndarray, ...]:
-    """(process code, step index, start, cut end, duration, kernel?, key code) of every GPU interval that starts in
-    a step, table by table."""
-    cols: list[list[np.ndarray]] = [[] for _ in range(7)]
+    """(process code, step index, start, cut end, duration, kernel?, key code, budget part) of every GPU interval
+    that starts in a step, table by table (a copy's or set's part read from the table: GpuTable.part)."""
+    cols: list[list[np.ndarray]] = [[] for _ in range(8)]
     for g in gpu:
-        p, s, e, key = _read(conn, g.pid, ("start", '"end"', g.name or "NULL"), _rows_of(g.table, steps), pids,
-                             (None, None, keys))
+        if g.name is not None:
+            p, s, e, key = _read(conn, g.pid, ("start", '"end"', g.name), _rows_of(g.table, steps), pids,
+                                 (None, None, keys))
+            part = np.full(len(s), PARTS.index("kernels"), dtype=np.int64)
+        else:
+            p, s, e, part = _read(conn, g.pid, ("start", '"end"', g.part), _rows_of(g.table, steps), pids,
+                                  (None, None, None))
+            key = keys.constant(None, len(s))
         inside, i, cut = steps.assign(s, e)
         s = s[inside]
         for out, a in zip(cols, (p[inside], i, s, cut, e[inside] - s,
-                                 np.full(len(s), g.name is not None), key[inside])):
+                                 np.full(len(s), g.name is not None), key[inside], part[inside])):
             out.append(a)
     return tuple(np.concatenate(c) for c in cols)
 
 
 def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids: _Codes,
-              names: Names) -> tuple[ByCode, tuple[StepKernel, ...]]:
-    """({(process code, step index): values}, the kernels per step) of the GPU's work."""
+              names: Names) -> tuple[ByCode, tuple[StepKernel, ...], list[Pieces]]:
+    """({(process code, step index): values}, the kernels per step, the rows of the budget) of the GPU's work."""
     keys = _Codes()
-    p, i, s, e, d, k, key = _gpu_rows(conn, gpu, steps, pids, keys)
+    p, i, s, e, d, k, key, part = _gpu_rows(conn, gpu, steps, pids, keys)
     if not len(s):
-        return {}, ()
+        return {}, (), []
     decoded = keys.values()
     named = names({decoded[c] for c in np.unique(key[k])})
     group = p * len(steps.n) + i
     o = _by_group(group, s)
-    group, s, e, d, k, key = group[o], s[o], e[o], d[o], k[o], key[o]
+    group, s, e, d, k, key, part = group[o], s[o], e[o], d[o], k[o], key[o], part[o]
     firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     launches = np.add.reduceat(k.astype(np.int64), firsts)
     kernel_ns = np.add.reduceat(np.where(k, d, 0), firsts)
@@ -187,13 +197,16 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
     comm = {c for c, v in enumerate(decoded) if v in named and may_communicate(named[v])
             and classify(named[v]).family in COMMUNICATION_FAMILIES}
     if comm:
+        part = np.where(k & np.isin(key, sorted(comm)), PARTS.index("communication"), part)
+    pieces = [(*np.divmod(group, len(steps.n)), s, s + d, part)]  # the budget's rows, with their whole ends
+    if comm:
         for vals in values.values():
             vals["compute_busy_ns"] = 0
         # SQL's `key NOT IN (...)`: a kernel without a key (NULL) is left out too
         keep = busy & (~k | (np.isin(key, sorted(comm), invert=True) & _not_null(key, decoded)))
         for g, ns in zip(*_unions(group[keep], s[keep], e[keep])):
             values[divmod(int(g), len(steps.n))]["compute_busy_ns"] = int(ns)
-    return values, _kernels(pids, steps, keys, group[k], key[k], d[k], named)
+    return values, _kernels(pids, steps, keys, group[k], key[k], d[k], named), pieces
 
 
 def _not_null(key: np.ndarray, decoded: list[Any]) -> np.ndarray:
@@ -208,11 +221,19 @@ def _by_group(group: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 
 def _unions(group: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(each group, the length of the union of its [s, e)) of rows sorted by (group, s), each with e > s. A row opens
-    an island where it starts after every earlier row of its group ended; each group's times are offset past the
-    previous group's, so one running maximum of the ends serves every group."""
+    """(each group, the length of the union of its [s, e)) of rows sorted by (group, s), each with e > s."""
     if not len(s):
         return group, s
+    g, starts, ends, _opens = _islands(group, s, e)
+    firsts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    return g[firsts], np.add.reduceat(ends - starts, firsts)
+
+
+def _islands(group: np.ndarray, s: np.ndarray,
+             e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(each island's group, start, end, first row) of rows sorted by (group, s), each with e > s. A row opens an
+    island where it starts after every earlier row of its group ended; each group's times are offset past the
+    previous group's, so one running maximum of the ends serves every group."""
     first = np.r_[True, group[1:] != group[:-1]]
     firsts = np.flatnonzero(first)
     gi = np.cumsum(first) - 1
@@ -225,8 +246,7 @@ def _unions(group: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray
     fresh = first.copy()
     fresh[1:] |= s[1:] + offset[1:] > reach[:-1]
     opens = np.flatnonzero(fresh)
-    lengths = np.maximum.reduceat(e, opens) - s[opens]
-    return group[firsts], np.add.reduceat(lengths, np.flatnonzero(first[opens]))
+    return group[opens], s[opens], np.maximum.reduceat(e, opens), opens
 
 
 def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: np.ndarray, d: np.ndarray,
@@ -271,10 +291,10 @@ def _sqlite_ranks(values: list[Any]) -> np.ndarray:
 
 
 def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pids: _Codes, values: ByCode, *,
-               whole: bool) -> None:
-    """Add the host's CUDA-call time to values, as timeline/series._host_side does."""
+               whole: bool) -> list[Pieces]:
+    """Add the host's CUDA-call time to values, as timeline/series._host_side does; the budget's rows of the calls."""
     kinds: list[str] = []
-    cols: list[list[np.ndarray]] = [[] for _ in range(5)]
+    cols: list[list[np.ndarray]] = [[] for _ in range(6)]
     for a in api:
         keys = [k for (k,) in conn.execute(f"SELECT DISTINCT {a.key} FROM {a.table}")]
         kind_of = {k: kind or "other" for k, kind in a.kinds(keys).items()}
@@ -285,9 +305,13 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
         kinds += sorted(set(names) - set(kinds))
         kind = np.array([kinds.index(x) for x in names], dtype=np.int64)[key] if len(key) else key
         inside, i, cut = steps.assign(s, e)
-        for out, x in zip(cols, (p[inside], i, s[inside], cut, kind[inside])):
+        for out, x in zip(cols, (p[inside], i, s[inside], cut, kind[inside], e[inside])):
             out.append(x)
-    p, i, s, e, kind = (np.concatenate(c) for c in cols)
+    p, i, s, e, kind, whole_e = (np.concatenate(c) for c in cols)
+    other = PARTS.index("api_other")
+    pri = np.array([PARTS.index(f"api_{k}") if f"api_{k}" in PARTS else other for k in kinds] or [other],
+                   dtype=np.int64)[kind]
+    pieces = [(p, i, s, whole_e, pri)]
     busy = e > s
     p, i, s, e, kind = p[busy], i[busy], s[busy], e[busy], kind[busy]
     n_steps, n_kinds = len(steps.n), max(1, len(kinds))
@@ -308,3 +332,52 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
         vals["api_ns"] = tuple(sorted(by_kind.get(at, {}).items()))
         if whole:
             vals["api_union_ns"] = union.get(at, 0)
+    return pieces
+
+
+def _parts(steps: _Steps, pieces: list[Pieces], values: ByCode) -> None:
+    """Each step's time budget, as timeline/series._parts measures it (its docstring says how): islands per
+    (process, part), cut into the steps each one spans from the step its first row started in, then the unions of
+    the parts in PARTS' order."""
+    p, i, s, e, pri = (np.concatenate(c) for c in zip(*pieces))
+    keep = e > s
+    p, i, s, e, pri = p[keep], i[keep], s[keep], e[keep], pri[keep]
+    if not len(s):
+        for vals in values.values():
+            vals["parts_ns"] = ()
+        return
+    n_steps, n_parts = len(steps.n), len(PARTS)
+    group = p * n_parts + pri
+    o = _by_group(group, s)
+    group, i, s, e = group[o], i[o], s[o], e[o]
+    g, s, e, opens = _islands(group, s, e)
+    ix = np.minimum.reduceat(i, opens)
+    p, pri = np.divmod(g, n_parts)
+    cuts: list[tuple[np.ndarray, ...]] = []
+    at = np.ones(len(s), dtype=bool)
+    while len(ix):  # the island's piece in its step, then in each later step that starts before it ends
+        cuts.append((p, ix, np.maximum(s, steps.lo[ix]), np.minimum(e, steps.hi[ix]), pri))
+        ix = ix + 1
+        at = ix < n_steps
+        at[at] = steps.lo[ix[at]] < e[at]
+        p, ix, s, e, pri = p[at], ix[at], s[at], e[at], pri[at]
+    p, ix, s, e, pri = (np.concatenate(c) for c in zip(*cuts))
+    keep = e > s
+    step = p[keep] * n_steps + ix[keep]
+    s, e, pri = s[keep], e[keep], pri[keep]
+    o = _by_group(step, s)
+    step, s, e, pri = step[o], s[o], e[o], pri[o]
+    before: dict[int, int] = {}
+    parts: dict[int, list[tuple[str, int]]] = {}
+    for j in np.unique(pri).tolist():
+        mine = pri <= j
+        for g_, ns in zip(*_unions(step[mine], s[mine], e[mine])):
+            g_, ns = int(g_), int(ns)
+            if ns > before.get(g_, 0):
+                parts.setdefault(g_, []).append((PARTS[j], ns - before.get(g_, 0)))
+            before[g_] = ns
+    for g_ in parts.keys() - {p_ * n_steps + i_ for p_, i_ in values}:  # busy only with an earlier step's work
+        values[divmod(g_, n_steps)] = {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0,
+                                       "compute_busy_ns": 0}
+    for (p_, i_), vals in values.items():
+        vals["parts_ns"] = tuple(parts.get(p_ * n_steps + i_, ()))

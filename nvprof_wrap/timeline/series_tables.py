@@ -13,13 +13,36 @@ Names = Callable[[Iterable[Any]], Named]
 Steps = dict[tuple[Any, int], tuple[int, int, dict[str, Any]]]
 
 
+# The parts of a step's time budget (model.StepAgg.parts_ns), in the order that claims time where they overlap: a
+# nanosecond in which the GPU ran a kernel and a copy is the kernel's; the host's CUDA calls claim only what the GPU
+# left idle. What no part claims is the time outside CUDA calls (or, where not every call was recorded, unknown).
+PARTS = ("kernels", "communication", "copy_htod", "copy_dtoh", "copy_dtod", "copy_other", "memset",
+         "api_launch", "api_sync", "api_alloc", "api_other")
+GPU_PARTS = PARTS[:7]
+# a copy's direction (timeline/sql.py MEMCPY_DIRECTION's words) → its part
+_COPY_PART = {"HtoD": "copy_htod", "DtoH": "copy_dtoh", "DtoD": "copy_dtod", "PtoP": "copy_dtod"}
+
+
+def copy_part_sql(direction: str, words: dict[Any, str]) -> str:
+    """SQL giving a copy row's part (its index in PARTS: an integer keeps the numpy read on its fast path) from its
+    direction column: words maps the column's values to directions (CUPTI's copyKind numbers, or the words
+    themselves); any other value is copy_other."""
+    cases = " ".join(f"WHEN {v!r} THEN {PARTS.index(_COPY_PART.get(d, 'copy_other'))}" for v, d in words.items())
+    return f"(CASE {direction} {cases} ELSE {PARTS.index('copy_other')} END)"
+
+
+MEMSET_PART = str(PARTS.index("memset"))
+
+
 @dataclass(frozen=True)
 class GpuTable:
-    """A table of GPU work: kernels (name: the SQL of the name's key) or copies / sets (name None)."""
+    """A table of GPU work: kernels (name: the SQL of the name's key) or copies / sets (name None; part: the SQL of
+    the row's budget part, its index in PARTS — copy_part_sql for copies, MEMSET_PART for sets)."""
 
     table: str
     pid: str  # SQL of the process id
     name: str | None = None
+    part: str = str(PARTS.index("copy_other"))
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,8 @@ def test_the_page_shows_the_section_after_the_totals(runs):
     report = attached(analyze(unpacked("gpt_bf16_nsys", folder)), got["gpt_bf16_nsys"])
     page = render("html", report, Options())
     parsed = Page(page)
-    assert parsed.count("script") == 0 and parsed.count("svg") == 5  # four time charts and the split chart
+    assert parsed.count("script") == 0 and parsed.count("svg") == 6  # four time charts, the split chart, the
+    # time budget's bar
     i = page.index('<section class="timeview"')
     assert page.index('<dl class="totals">') < i < page.index("<h2>Where GPU time went</h2>")
     assert page.index('class="verdict') < i and "<h2>Over time</h2>" in page

@@ -1,0 +1,95 @@
+"""The section "Time budget of a step" (analyses/budget.py): a short block of lines in the terminal and Markdown, a
+stacked bar with its legend on the HTML page — each drawn from the report's JSON form (docs/json.md
+"time_budget"), so a page made from JSON read back shows it too."""
+from __future__ import annotations
+
+from typing import Any
+
+from nvprof_wrap.renderers._frame import t as _t
+from nvprof_wrap.renderers._shapes import Lines, Shown
+from nvprof_wrap.text.units import duration, pct
+
+TITLE = "Time budget of a step"
+SHORT = {
+    "tensor_core": "tensor-core kernels", "other_math": "matrix math on CUDA cores",
+    "math_unknown": "matrix math (tensor cores unknown)", "other_kernels": "other kernels",
+    "communication": "communication", "copy_htod": "copies HtoD", "copy_dtoh": "copies DtoH",
+    "copy_dtod": "copies DtoD", "copy_other": "other copies", "memset": "memsets",
+    "api_launch": "launching", "api_sync": "copies and waits", "api_alloc": "allocating",
+    "api_other": "other CUDA calls", "outside_cuda": "outside CUDA calls", "idle_unknown": "host not recorded",
+}
+CLASS = {
+    "tensor_core": "c-tc", "other_math": "c-om", "math_unknown": "c-unk", "other_kernels": "c-cuda",
+    "communication": "c-comm", "copy_htod": "c-h2d", "copy_dtoh": "c-d2h", "copy_dtod": "c-d2d",
+    "copy_other": "c-mem", "memset": "c-mset", "api_launch": "c-il", "api_sync": "c-is", "api_alloc": "c-ia",
+    "api_other": "c-ix", "outside_cuda": "c-io", "idle_unknown": "c-iu",
+}
+SMALL = 0.005  # parts below this share of the step are summed into one "other" figure in the lines
+_GPU = ("tensor_core", "other_math", "math_unknown", "other_kernels", "communication", "copy_htod", "copy_dtoh",
+        "copy_dtod", "copy_other", "memset")
+
+
+def _ns(seconds: float) -> str:
+    return duration(round(seconds * 1e9))
+
+
+def _which(b: dict[str, Any]) -> str:
+    what = "steps" if b["kind"] == "steps" else "time buckets with GPU work"
+    span = f" {b['first']}-{b['last']}" if b["kind"] == "steps" else ""
+    return f"mean of {b['steps']} {what}{span}"
+
+
+def _parts(parts: list[dict[str, Any]]) -> str:
+    shown = [p for p in parts if p["share"] >= SMALL]
+    rest = [p for p in parts if p["share"] < SMALL]
+    out = [f"{SHORT.get(p['name'], p['name'])} {_ns(p['seconds'])} ({pct(p['share'])})" for p in shown]
+    if rest:
+        out.append(f"{len(rest)} more {_ns(sum(p['seconds'] for p in rest))}")
+    return " · ".join(out) or "-"
+
+
+def lines(data: dict[str, Any]) -> tuple[str, ...]:
+    """The budget in three lines: the step, the GPU's busy parts, the idle parts."""
+    b = data.get("time_budget")
+    if not b:
+        return ()
+    gpu = [p for p in b["parts"] if p["name"] in _GPU]
+    idle = [p for p in b["parts"] if p["name"] not in _GPU]
+    busy = sum(p["seconds"] for p in gpu)
+    step = b["step_s"]
+    return (f"{_which(b)}: {_ns(step)} — GPU busy {_ns(busy)} ({pct(busy / step if step else 0)}), "
+            f"idle {_ns(step - busy)} ({pct(1 - busy / step if step else 0)})",
+            f"GPU busy: {_parts(gpu)}",
+            f"GPU idle, the host: {_parts(idle)}")
+
+
+def content(s: Shown) -> Lines | None:
+    found = lines(s.data)
+    return Lines(TITLE, found) if found else None
+
+
+def html(s: Shown) -> str:
+    """One stacked bar of the step (every part a segment with its tooltip), its legend under it in two columns, in
+    one SVG."""
+    b = s.data.get("time_budget")
+    if not b:
+        return ""
+    level, width, row = s.view.level, 760, 20
+    parts = b["parts"]
+    height = 32 + row * -(-len(parts) // 2)
+    summary = ", ".join(f"{p['label']} {pct(p['share'])}" for p in parts)
+    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+           f'aria-labelledby="{s.view.ident}-budget"><title id="{s.view.ident}-budget">{_t(TITLE)}: '
+           f'{_t(summary)}</title>']
+    x = 0.0
+    for p in parts:
+        w = p["share"] * width
+        out.append(f'<rect class="{CLASS.get(p["name"], "c-other")}" x="{x:.1f}" y="0" width="{w:.1f}" '
+                   f'height="22"><title>{_t(p["label"])}: {_ns(p["seconds"])}, {pct(p["share"])}</title></rect>')
+        x += w
+    for i, p in enumerate(parts):
+        x, y = (i % 2) * width // 2, 32 + (i // 2) * row
+        out.append(f'<rect class="{CLASS.get(p["name"], "c-other")}" x="{x}" y="{y + 2}" width="12" height="12"/>'
+                   f'<text x="{x + 18}" y="{y + 13}">{_t(SHORT.get(p["name"], p["name"]))}</text>'
+                   f'<text class="v" x="{x + 230}" y="{y + 13}">{_ns(p["seconds"])} · {pct(p["share"])}</text>')
+    return f"<h{level}>{_t(TITLE)}</h{level}>\n<p>{_t(lines(s.data)[0])}</p>\n" + "".join(out) + "</svg>\n"
