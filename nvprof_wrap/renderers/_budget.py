@@ -57,8 +57,8 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
     idle = [p for p in b["parts"] if p["name"] not in _GPU]
     busy = sum(p["seconds"] for p in gpu)
     step = b["step_s"]
-    return (f"{_which(b)}: {_ns(step)} — GPU busy {_ns(busy)} ({pct(busy / step if step else 0)}), "
-            f"idle {_ns(step - busy)} ({pct(1 - busy / step if step else 0)})",
+    return ((f"{_which(b)}: {_ns(step)} — GPU busy {_ns(busy)} ({pct(busy / step if step else 0)}), "
+            f"idle {_ns(step - busy)} ({pct(1 - busy / step if step else 0)})"),
             f"GPU busy: {_parts(gpu)}",
             f"GPU idle, the host: {_parts(idle)}")
 
@@ -78,9 +78,9 @@ def html(s: Shown) -> str:
     parts = b["parts"]
     height = 32 + row * -(-len(parts) // 2)
     summary = ", ".join(f"{p['label']} {pct(p['share'])}" for p in parts)
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+    out = [(f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'aria-labelledby="{s.view.ident}-budget"><title id="{s.view.ident}-budget">{_t(TITLE)}: '
-           f'{_t(summary)}</title>']
+           f'{_t(summary)}</title>')]
     x = 0.0
     for p in parts:
         w = p["share"] * width

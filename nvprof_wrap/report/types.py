@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.classify import RULES_VERSION
 from nvprof_wrap.errors import NvprofWrapError
 from nvprof_wrap.model import Gpu, HealthVerdict
 from nvprof_wrap.report.fields import js
 from nvprof_wrap.report.ranks import Ranks  # the per-rank records, beside what builds them
-from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.report.series import Series  # the per-step ones
 from nvprof_wrap.text.names import shorten
 
