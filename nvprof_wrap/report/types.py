@@ -308,7 +308,8 @@ class Report:
     JSON_ORDER: ClassVar[tuple[str, ...]] = (
         "schema", "rules_version", "tensor_cores_used", "verdict", "verdict_tone", "message", "hints",
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
-        "tensor_core_kernels", "time_split", "time_budget", "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
+        "tensor_core_kernels", "time_split", "time_budget",
+        "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
         "series_info")

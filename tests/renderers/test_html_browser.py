@@ -29,6 +29,9 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--host-resolver-rules=MAP * ~NOTFOUND"]
 
 
+SPLIT_CHART = "svg.chart[aria-labelledby$='-chart']"  # the split's chart (the time budget's bar is another)
+
+
 @pytest.fixture(scope="module")
 def browser():
     try:
@@ -100,7 +103,7 @@ def test_sample_report_renders_verdict_chart_and_tables(browser, tmp_path, capsy
         verdict = page.locator(".verdict .message")
         assert verdict.is_visible() and verdict.text_content() == d["message"]
         assert page.locator(".verdict .hints li").all_text_contents() == d["hints"]
-        chart = page.locator("svg.chart[aria-labelledby$='-chart']")  # the split's (the time budget's is another)
+        chart = page.locator(SPLIT_CHART)
         assert chart.is_visible() and chart.bounding_box()["width"] > 300
         assert page.locator(".verdict").bounding_box()["y"] < chart.bounding_box()["y"]  # the verdict first
         # the bars are drawn to scale: each category's bar width over the whole bar is its share
@@ -158,7 +161,7 @@ def test_demo_page_with_three_reports_and_working_links(browser, tmp_path, capsy
     path.write_text(capsys.readouterr().out, encoding="utf-8")
     v = Visit(browser, path)
     try:
-        assert v.page.locator("section .verdict").count() == 3 and v.page.locator("svg.chart[aria-labelledby$='-chart']").count() == 3
+        assert v.page.locator("section .verdict").count() == 3 and v.page.locator(SPLIT_CHART).count() == 3
         v.page.locator('nav a[href="#r3"]').click()
         assert v.page.evaluate("location.hash") == "#r3" and v.page.locator("#r3 h2").is_visible()
         v.assert_quiet()
