@@ -68,6 +68,16 @@ class BudgetPart:
 
 
 @dataclass(frozen=True)
+class KernelTime:
+    """Of a mean step's kernels part: the time of one kind (KERNEL_KINDS) in one precision ("" where the evidence
+    names none) — what a precision change would act on (analyses/ceiling.py)."""
+
+    kind: str
+    precision: str
+    seconds: float
+
+
+@dataclass(frozen=True)
 class TimeBudget:
     """A mean steady-state step's wall time in parts that add up to it (docs/why-not-faster.md)."""
 
@@ -78,6 +88,7 @@ class TimeBudget:
     kind: str  # "steps" | "buckets"
     parts: tuple[BudgetPart, ...]
     host: str  # which CUDA calls the capture recorded (model.StepSeries.host)
+    kernels: tuple[KernelTime, ...] = ()  # the kernels' parts by precision too
 
     def seconds(self, *names: str) -> float:
         return sum(p.seconds for p in self.parts if p.name in names)
@@ -100,23 +111,27 @@ def kind_of(name: str, tensor_core: str) -> str:
     return "other_kernels"
 
 
-def kernel_weights(kernels: Iterable[tuple[str, int]], verdict: Callable[[str], str]) -> dict[str, int]:
-    """Kernel time by KERNEL_KINDS of (name, ns) pairs of the steps' kernels, communication kernels already left out
-    (their part is apart); each distinct name looked at once."""
+def kernel_weights(kernels: Iterable[tuple[str, int]],
+                   verdict: Callable[[str], tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Kernel time by (KERNEL_KINDS, precision) of (name, ns) pairs of the steps' kernels, communication kernels
+    already left out (their part is apart); verdict: a name's (tensor core verdict, precision). Each distinct name
+    looked at once."""
     by_name: dict[str, int] = {}
     for name, ns in kernels:
         by_name[name] = by_name.get(name, 0) + ns
-    out: dict[str, int] = {}
+    out: dict[tuple[str, str], int] = {}
     for name, ns in by_name.items():
-        k = kind_of(name, verdict(name))
+        tc, precision = verdict(name)
+        k = (kind_of(name, tc), precision)
         out[k] = out.get(k, 0) + ns
     return out
 
 
-def budget(steps: Sequence[StepSpan], parts: Mapping[int, Mapping[str, int]], weights: Mapping[str, int],
-           host: str, kind: str) -> TimeBudget | None:
+def budget(steps: Sequence[StepSpan], parts: Mapping[int, Mapping[str, int]],
+           weights: Mapping[tuple[str, str], int], host: str, kind: str) -> TimeBudget | None:
     """The mean step's budget over ``steps``: parts (step → part → ns summed over its processes, PARTS' ids of
-    timeline/series_tables.py), weights (kernel time by KERNEL_KINDS in those steps). None without steps or time."""
+    timeline/series_tables.py), weights (kernel time by (KERNEL_KINDS, precision) in those steps, kernel_weights).
+    None without steps or time."""
     total = sum(s.duration_ns for s in steps)
     if not steps or total <= 0:
         return None
@@ -125,10 +140,11 @@ def budget(steps: Sequence[StepSpan], parts: Mapping[int, Mapping[str, int]], we
         for part, ns in parts.get(s.step, {}).items():
             sums[part] = sums.get(part, 0.0) + ns / max(s.processes, 1)
     kernels = sums.pop("kernels", 0.0)
-    weight = sum(weights.get(k, 0) for k in KERNEL_KINDS)
-    for k in KERNEL_KINDS:
-        share = weights.get(k, 0) / weight if weight else (1.0 if k == "other_kernels" else 0.0)
-        sums[k] = kernels * share
+    weight = sum(ns for (k, _p), ns in weights.items() if k in KERNEL_KINDS)
+    split = {kp: kernels * ns / weight for kp, ns in weights.items() if kp[0] in KERNEL_KINDS} if weight else \
+        {("other_kernels", ""): kernels}
+    for (k, _p), s_ in split.items():
+        sums[k] = sums.get(k, 0.0) + s_
     for part in list(sums):
         if part.startswith("api_") and part not in HOST:
             sums["api_other"] = sums.get("api_other", 0.0) + sums.pop(part)
@@ -138,4 +154,6 @@ def budget(steps: Sequence[StepSpan], parts: Mapping[int, Mapping[str, int]], we
     step_s = total / n / 1e9
     out = tuple(BudgetPart(p, LABELS[p], round(sums[p] / n / 1e9, 9), round(sums[p] / total, 6))
                 for p in ORDER if sums.get(p, 0) > 0)
-    return TimeBudget(round(step_s, 9), n, steps[0].step, steps[-1].step, kind, out, host)
+    by_precision = tuple(KernelTime(k, p, round(s_ / n / 1e9, 9)) for (k, p), s_ in
+                         sorted(split.items(), key=lambda kv: (KERNEL_KINDS.index(kv[0][0]), -kv[1])) if s_ > 0)
+    return TimeBudget(round(step_s, 9), n, steps[0].step, steps[-1].step, kind, out, host, by_precision)

@@ -60,7 +60,19 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
     return ((f"{_which(b)}: {_ns(step)} — GPU busy {_ns(busy)} ({pct(busy / step if step else 0)}), "
             f"idle {_ns(step - busy)} ({pct(1 - busy / step if step else 0)})"),
             f"GPU busy: {_parts(gpu)}",
-            f"GPU idle, the host: {_parts(idle)}")
+            f"GPU idle, the host: {_parts(idle)}",
+            *_ceiling(data.get("speedup_ceiling_info")))
+
+
+def _ceiling(info: dict[str, Any] | None) -> tuple[str, ...]:
+    """One line: each target precision's ceiling, and what is left at the best of them."""
+    if not info or not info["factors"]:
+        return ()
+    factors = info["factors"]
+    best = max(factors, key=lambda f: f["factor"])
+    said = ", ".join(f"{f['precision']} ≤ {f['factor']:.2f}×" for f in factors)
+    return (f"Speed-up ceiling of a precision change ({info['gpu']} peaks): {said} — at {best['precision']} the "
+            f"step's largest part would be {best['left']} ({pct(best['left_share'])})",)
 
 
 def content(s: Shown) -> Lines | None:

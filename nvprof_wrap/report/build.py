@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from nvprof_wrap.analyses import ceiling, peaks
+from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES
 from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
@@ -18,6 +20,7 @@ from nvprof_wrap.report.types import (
     MEM_ORDER,
     SPLIT_KINDS,
     CaptureScope,
+    Ceilings,
     GpuRow,
     GroupRow,
     HardwareCheck,
@@ -120,12 +123,23 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     devices = _groups(store, "device_id")
     checks = _hardware_checks(store, kernels)
     series = series_mod.build(store, kernels, COMMUNICATION_FAMILIES)
+    budget = series_mod.time_budget(store, series, kernels, COMMUNICATION_FAMILIES)
+    gpus = _gpus(store)
     return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
-                  sources, skipped, disagreements, ops, scopes, gpus=_gpus(store),
+                  sources, skipped, disagreements, ops, scopes, gpus=gpus,
                   hardware=_hardware(store, devices, checks), hardware_checks=checks,
                   hardware_series=_hardware_series(store),
                   series=series, ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES),
-                  time_budget=series_mod.time_budget(store, series, kernels, COMMUNICATION_FAMILIES))
+                  time_budget=budget, ceiling=_ceiling(budget, gpus))
+
+
+def _ceiling(budget: TimeBudget | None, gpus: tuple[GpuRow, ...]) -> Ceilings | None:
+    """The budget's speed-up ceilings on the run's GPU: one model only (a peak table row), else none."""
+    found = {peaks.lookup(g.gpu.name or "") for g in gpus}
+    if budget is None or len(found) != 1 or None in found:
+        return None
+    (peak,) = found
+    return Ceilings.of(ceiling.ceiling(budget, peak)) if peak else None
 
 
 def _hardware(store: Store, devices: tuple[GroupRow, ...],

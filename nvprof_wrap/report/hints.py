@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.report import GpuRow, GroupRow, KernelRow, Report, SplitRow
 from nvprof_wrap.report.series import steady
 from nvprof_wrap.text.units import duration as _ns
@@ -33,7 +34,8 @@ _TF32_SINCE = 8.0  # TF32 and bf16 tensor cores: Ampere (classify/rank.py _PRECI
 _SM80_CODE = re.compile(r"^(?:ampere|nvjet)_|sm(?<![a-z0-9]sm)_?(?:8\d|9\d|1[0-2]\d)[a-f]?(?!\d)"
                         r"|cutlass_(?:8\d|9\d|1[0-2]\d)_", re.IGNORECASE)
 _ARCH_WITHIN = 400
-_IDLE = 0.8  # GPU idle in the steady state at or above this: host-bound
+_IDLE = 0.8  # GPU idle in the steady state at or above this: host-bound (a capture without a time budget)
+_HOST_SHARE = 0.5  # GPU idle (the host busy elsewhere) at or above this share of the mean step's budget: host-bound
 _MIN_BUSY_NS = 50_000_000  # without steps, less GPU work than this is too little to call host-bound
 # A GPU busy over at least this share of the time from its first kernel to its last was not held up by the host,
 # whatever the host's step ranges say: an asynchronous loop queues its kernels, which then run after the step that
@@ -84,22 +86,35 @@ def _ranks(report: Report) -> str | None:
 
 
 def host_bound(report: Report) -> tuple[float, str] | None:
-    """(the GPU's idle share, what it was measured over) where the job's steady state shows it host-bound: the
-    median step after the first (a job that marks steps), else the span from the first kernel to the last with at
-    least _MIN_BUSY_NS of GPU work in it (less is a probe or a test binary, too little to call anything). None: not
-    host-bound, or too little to tell."""
-    series = report.series
-    s = steady(series)
+    """(the GPU's idle share, what it was measured over) where the job's steady state shows it host-bound: the GPU
+    idle at least _HOST_SHARE of the mean step's time budget (analyses/budget.py: steps, or time buckets with at
+    least _MIN_BUSY_NS of GPU work), else — a capture without a budget — idle at least _IDLE of the median step or
+    of the span from the first kernel to the last. None: not host-bound, or too little to tell."""
+    series, b = report.series, report.time_budget
     spans = [d for d in report.devices if d.idle_share is not None and d.busy_ns]
+    if b is not None and series is not None and (series.kind == "steps" or _busy_enough(spans)):
+        if b.idle_s < _HOST_SHARE * b.step_s or _kept_busy(spans):
+            return None
+        return b.idle_s / b.step_s, _mean_step(b)
+    s = steady(series)
     if s is not None and series is not None and series.kind == "steps":
         unit = "step" if s.first == s.last else f"steps {s.first}-{s.last}"
         if s.idle_share < _IDLE or _kept_busy(spans):
             return None
         return s.idle_share, f"the median step ({unit})"
-    if not spans or sum(d.busy_ns or 0 for d in spans) < _MIN_BUSY_NS:
+    if not _busy_enough(spans):
         return None
     idle = max(d.idle_share or 0.0 for d in spans)  # every span has its idle share
     return (idle, "the time from its first kernel to its last") if idle >= _IDLE else None
+
+
+def _busy_enough(spans: list[GroupRow]) -> bool:
+    return bool(spans) and sum(d.busy_ns or 0 for d in spans) >= _MIN_BUSY_NS
+
+
+def _mean_step(b: TimeBudget) -> str:
+    return (f"the mean step (steps {b.first}-{b.last})" if b.kind == "steps"
+            else f"the mean of {b.steps} time buckets with GPU work")
 
 
 def _kept_busy(spans: list[GroupRow]) -> bool:
@@ -108,12 +123,34 @@ def _kept_busy(spans: list[GroupRow]) -> bool:
     return bool(span) and sum(d.busy_ns or 0 for d in spans) / span >= _KEPT_BUSY
 
 
+# what the host did while the GPU sat idle (a time budget's idle parts) → the advice that fits it
+_HOST_DID = {
+    "outside_cuda": "outside CUDA calls (Python, the framework, data loading)",
+    "api_launch": "launching kernels (many small ones: torch.compile or a CUDA graph fuses them)",
+    "api_sync": "in synchronising copies and waits (.item(), .cpu(), blocking copies)",
+    "api_alloc": "allocating and freeing GPU memory",
+    "api_other": "in other CUDA calls",
+    "idle_unknown": "on what the capture does not show (not every CUDA call was recorded)",
+}
+
+
 def _host_bound(report: Report) -> str | None:
     found = host_bound(report)
     if found is None:
         return None
     idle, over = found
     within = f", within {report.scope.option}" if report.scope else ""
+    b = report.time_budget
+    if b is not None and over.startswith("the mean"):
+        parts = sorted((p for p in b.parts if not p.gpu), key=lambda p: -p.seconds)
+        did = " and ".join(f"{_ns(round(p.seconds * 1e9))} {_HOST_DID.get(p.name, p.label)}" for p in parts[:2]
+                           if p.share >= 0.05)
+        ceiling = report.ceiling.info.of("bf16") or report.ceiling.info.of("fp16") if report.ceiling else None
+        bound = (f" ({ceiling.precision} can make it at most {ceiling.factor:.2f}× faster)"
+                 if ceiling is not None else "")
+        return (f"Host-bound: in {over}{within} of {_ns(round(b.step_s * 1e9))} the GPU is idle "
+                f"{_ns(round(b.idle_s * 1e9))} ({_pct(idle)}): the host spends {did} — it sets the pace, so faster "
+                f"kernels, fp16 included, will not make the step much faster{bound}.")
     s = steady(report.series) if over.startswith("the median step") else None
     if s is not None:
         outside = f"; {_ns(s.outside_api_ns)} of it outside any CUDA call" if s.outside_api_ns is not None else ""

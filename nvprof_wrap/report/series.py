@@ -90,6 +90,8 @@ class Verdicted(Protocol):
     def tensor_core(self) -> str: ...
     @property
     def family(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
 
 
 def _chosen(store: Store) -> list[dict[str, Any]]:
@@ -192,7 +194,7 @@ def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted
     for p in store.step_part_rows(ids):
         if p["step"] in wanted:
             parts.setdefault(p["step"], {})[p["part"]] = p["ns"]
-    verdict = {k.name: k.tensor_core for k in kernels if k.family not in communication}
+    verdict = {k.name: (k.tensor_core, k.precision) for k in kernels if k.family not in communication}
     weights = budget.kernel_weights(((r["name"], r["total_ns"]) for r in store.step_kernel_rows(ids)
                                      if r["step"] in wanted and r["name"] in verdict),
                                     lambda name: verdict[name])

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from nvprof_wrap.analyses.budget import TimeBudget
+from nvprof_wrap.analyses.ceiling import Ceiling
 from nvprof_wrap.classify import RULES_VERSION
 from nvprof_wrap.errors import NvprofWrapError
 from nvprof_wrap.model import Gpu, HealthVerdict
@@ -302,13 +303,26 @@ class HardwarePoint:
 
 
 @dataclass(frozen=True)
+class Ceilings:
+    """The speed-up ceilings (analyses/ceiling.py) as the JSON has them: {precision: factor}, and the details."""
+
+    factors: dict[str, float] = field(metadata=js("speedup_ceiling"))
+    info: Ceiling = field(metadata=js("speedup_ceiling_info"))
+
+    @classmethod
+    def of(cls, c: Ceiling | None) -> Ceilings | None:
+        return None if c is None else cls({f.precision: f.factor for f in c.factors}, c)
+
+
+@dataclass(frozen=True)
 class Report:
     """What every command and the Python API return; its JSON is report/serialise.py's walk of it (docs/json.md)."""
 
     JSON_ORDER: ClassVar[tuple[str, ...]] = (
         "schema", "rules_version", "tensor_cores_used", "verdict", "verdict_tone", "message", "hints",
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
-        "tensor_core_kernels", "time_split", "time_budget",
+        "tensor_core_kernels", "time_split", "time_budget", "speedup_ceiling",
+        "speedup_ceiling_info",
         "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
@@ -343,6 +357,10 @@ class Report:
         flatten=True, when_none={"ranks": [], "rank_spread": [], "rank_outliers": []}))
     # a mean steady-state step's wall time in parts that add up to it: analyses/budget.py
     time_budget: TimeBudget | None = None
+    # per target precision, the most a precision change can speed the step up (analyses/ceiling.py): JSON
+    # "speedup_ceiling" {precision: factor}, the rest under "speedup_ceiling_info"
+    ceiling: Ceilings | None = field(default=None, metadata=js(
+        flatten=True, when_none={"speedup_ceiling": None, "speedup_ceiling_info": None}))
 
     @property
     def tone(self) -> str:
