@@ -15,6 +15,11 @@ NAMES: tuple[str, ...] = (
     "step_series",
     "report_stages",
     "backend_overhead",
+    "report_ranks",
+    "report_pathological_inputs",
+    "report_hostile_captures",
+    "tracer_record_cost",
+    "read_xplane",
 )
 
 
