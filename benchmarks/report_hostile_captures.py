@@ -60,12 +60,12 @@ def _dying_writer(db: Path, setup: str, *sqls: str) -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def make(folder: Path) -> dict[str, dict]:
+def make(folder: Path) -> dict[str, dict[str, Any]]:
     """The inputs, and what each must give: {"rc": code, "launches": n (reads), "outside": path (must not change)}."""
     folder.mkdir(parents=True, exist_ok=True)
     launches = sqlite3.connect(f"file:{SRC}?mode=ro&immutable=1", uri=True).execute(
         f"SELECT COUNT(*) FROM {KERNEL}").fetchone()[0]
-    cases: dict[str, dict] = {}
+    cases: dict[str, dict[str, Any]] = {}
     db = _copy(folder, "view_recursive.sqlite")
     _edit(db, f"DROP TABLE {KERNEL}", f"CREATE VIEW {KERNEL} AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL "
               "SELECT i + 1 FROM n) SELECT i AS start, i + 1 AS end, 0 AS deviceId, 0 AS shortName FROM n")

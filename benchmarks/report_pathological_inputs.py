@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def mangled_bomb(levels: int = 24) -> str:
     return "_Z1f" + "1AI1BS0_E" + "".join(f"S_I{sid(k)}{sid(k)}E" for k in range(2, levels + 1))
 
 
-def _gzip_stream(path: Path, pieces) -> None:
+def _gzip_stream(path: Path, pieces: Iterable[tuple[bytes, int]]) -> None:
     """Write a gzip file from (bytes, repeat) pieces without holding the whole text."""
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
     with open(path, "wb") as f:
@@ -99,7 +100,7 @@ def make(folder: Path, whitespace_mb: int = 3000) -> None:
 CASES = ("nested.json.gz", "whitespace.json.gz", "longname.json.gz", "mangled_bomb.json", "with_fifo", "junk")
 
 
-def measure_one(path: Path, timeout: float, mem_gb: float, repo: Path, python: str | None = None) -> dict:
+def measure_one(path: Path, timeout: float, mem_gb: float, repo: Path, python: str | None = None) -> dict[str, Any]:
     """In a child of a fresh process, so that ru_maxrss of the children is this case's alone. python: another
     interpreter whose installed nvprof-wrap runs (a fresh venv with the wheel: what users get), without PYTHONPATH."""
     code = f"""
@@ -128,7 +129,8 @@ print(json.dumps({{"wall_s": round(wall, 2), "launches": launches,
     # cwd: `python -m` puts the current folder first on sys.path, before PYTHONPATH
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False,
                           timeout=timeout + 60, cwd=repo if python is None else path.parent)
-    return json.loads(proc.stdout)
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
 
 
 def run(args: RunArgs) -> Result:

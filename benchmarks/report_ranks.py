@@ -2,7 +2,7 @@
 planted): one capture at a time, on a local process pool and on a Dask LocalCluster, interleaved in each round; the
 reports must be equal and name the planted ranks, and only them.
 
-    python -m benchmarks report_ranks [--quick]      # 24 ranks of 1,000 kernels; full: 256 ranks of 2,000 (43 MB)
+    python -m benchmarks report_ranks [--quick]      # 16 ranks of 1,000 kernels; full: 256 ranks of 2,000 (43 MB)
     python -m benchmarks.report_ranks generate OUT_DIR [--ranks 256] [--kernels 2000]
     python -m benchmarks.report_ranks bench OUT_DIR [--workers N] [--rounds 1] [--modes serial,pool,dask]
 
@@ -38,14 +38,14 @@ MEASURES = ("report time and peak memory on a folder of generated rank captures 
             "planted), on a local process pool and on a Dask LocalCluster")
 FLOOR = "the same report reading one capture at a time (--jobs 1 --dask none)"
 ANCHOR = "none: no other tool names the outlying ranks of these traces"
-QUICK = (24, 1000)  # ranks, kernels per rank
+QUICK = (16, 1000)  # ranks, kernels per rank
 FULL = (256, 2000)
 
 STEP_KERNELS = 500
 ALLREDUCE_EVERY = 100
 # rank → what is planted in it (ranks past the job's size are not planted); the quick size plants within its ranks
 PLANTS = {37: "fp32 gemms", 101: "straggler", 150: "fp16", 200: "slow collectives"}
-QUICK_PLANTS = {3: "fp32 gemms", 7: "straggler", 11: "slow collectives", 19: "fp16"}
+QUICK_PLANTS = {3: "fp32 gemms", 7: "straggler", 11: "slow collectives", 13: "fp16"}
 
 
 def _program(seed: int = 0) -> tuple[list[tuple[str, str, float]], dict[str, str], dict[str, str]]:
@@ -74,7 +74,8 @@ def _program(seed: int = 0) -> tuple[list[tuple[str, str, float]], dict[str, str
     return prog, {b: sgemm[i % len(sgemm)] for i, b in enumerate(bf16)}, {b: fp16[i] for i, b in enumerate(bf16)}
 
 
-def write_rank(out: Path, rank: int, world: int, kernels: int, program, to_fp32: dict, to_fp16: dict,
+def write_rank(out: Path, rank: int, world: int, kernels: int, program: list[tuple[str, str, float]],
+               to_fp32: dict[str, str], to_fp16: dict[str, str],
                plant: str | None = None) -> None:
     rng = random.Random(1000 + rank)
     head = _HEADER.replace('  "traceEvents": [',
@@ -132,7 +133,7 @@ def generate(folder: Path, ranks: int = 256, kernels: int = 2000, plants: dict[i
     return out
 
 
-def _timed(cmd: list[str], env: dict) -> tuple[float, float, float, str]:
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, str]:
     """(wall s, peak RSS of the reading process MB, peak RSS of it and its children together MB, stdout)."""
     import tempfile
 

@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks.suite.machine import ROOT
-from benchmarks.suite.types import Case, Figure, Result, RunArgs
+from benchmarks.suite.types import Case, Figure, Result, Role, RunArgs
 
 NAME = "tracer_record_cost"
 MEASURES = ("CPU time the traced process spends per kernel launch (its API and kernel records) on each path of the "
@@ -44,8 +44,8 @@ def _fake() -> tuple[ModuleType, ModuleType]:
     sys.path it would shadow a real cupti package."""
     sys.path.insert(0, str(ROOT / "tests" / "fakes"))
     os.environ.setdefault("FAKE_CUPTI_VERSION", "13.0")
-    from cupti import cupti as fake  # type: ignore[import-not-found]  # the test fake, found on the path above
-    from cupti import rawlib  # type: ignore[import-not-found]  # the same
+    from cupti import cupti as fake  # the test fake, found on the path above
+    from cupti import rawlib
 
     return fake, rawlib
 
@@ -165,7 +165,7 @@ def run(args: RunArgs) -> Result:
     got: dict[str, list[list[float]]] = json.loads(out.stdout)
     cases = []
     for label, pairs in got.items():
-        role = "anchor" if label == OLD else "floor" if label.startswith("raw parse alone") else "measured"
+        role: Role = "anchor" if label == OLD else "floor" if label.startswith("raw parse alone") else "measured"
         cases.append(Case(label, (Figure("wall per launch", role, "µs", tuple(round(w, 3) for w, _ in pairs)),
                                   Figure("traced-process CPU per launch", role, "µs",
                                          tuple(round(c, 3) for _, c in pairs)))))
