@@ -50,7 +50,7 @@ def run(args: RunArgs) -> Result:
     cases = [Case(name, (Figure("time", "measured", "s", tuple(round(r.get(name, 0.0), 3) for r in rounds),
                                 versus="GROUP BY floor"), Figure("GROUP BY floor", "floor", "s", floor)))
              for name in names if name != "floor"]
-    return args.result(tuple(cases))
+    return args.result(tuple(cases), case_header=f"stage, one analyze of {n:,} launches with NVTX ranges")
 
 
 def _timed(owner: Any, name: str, label: str) -> None:

@@ -52,7 +52,7 @@ def table(r: Result) -> str:
             header.append(f"{n} / {ratios[n]}")
     noted = any(c.note for c in r.cases)
     if noted:
-        header.append("note")
+        header.append(r.extra.get("note_header", "note"))
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for c in r.cases:
         row = [c.label]
@@ -68,8 +68,10 @@ def table(r: Result) -> str:
 
 
 def number(v: float, unit: str) -> str:
-    if unit in ("MB", "MiB"):
+    if unit in ("MB", "MiB", "launches"):
         return f"{v:,.0f}"
+    if unit == "%":
+        return f"{v:.1f}"
     if unit == "×":
         return f"{v:.2f}" if v < 10 else f"{v:.1f}"
     if abs(v) < 10:
@@ -80,7 +82,7 @@ def number(v: float, unit: str) -> str:
 def span(vs: tuple[float, ...] | list[float], unit: str) -> str:
     lo, hi = number(min(vs), unit), number(max(vs), unit)
     text = lo if lo == hi else f"{lo}–{hi}"
-    return f"{text}×" if unit == "×" else f"{text} {unit}"
+    return f"{text}{unit}" if unit in ("×", "%") else f"{text} {unit}"
 
 
 def cell(f: Figure) -> str:

@@ -23,19 +23,21 @@ SAMPLE_S = 0.25
 class Measured:
     wall_s: float
     peak_mb: float
+    stdout: str = ""  # what the process printed, when measure() was asked to keep it
 
 
-def measure(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
+def measure(cmd: list[str], env: dict[str, str] | None = None, keep_stdout: bool = False) -> Measured:
     """Wall seconds and peak memory (MB) of one fresh process and its children: `report` forks workers for big
     captures (system/fork.py), so the memory of the whole process tree is summed, as PSS (each shared page split
     between the processes sharing it; RSS would count the pages a forked child shares with its parent once per
     process), or RSS where the system has no PSS. Sampled every SAMPLE_S: reading PSS (/proc/PID/smaps) is not
-    free — every 20 ms on 2 cores it slowed a 6 s report to 11 s."""
+    free — every 20 ms on 2 cores it slowed a 6 s report to 11 s. keep_stdout: the output goes to a temporary file
+    (a pipe would fill and block the process) and comes back in Measured.stdout."""
     full = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                 NO_COLOR="1", **(env or {}))
     t0 = time.perf_counter()
-    with tempfile.TemporaryFile() as err:
-        p = psutil.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=full, cwd=ROOT)
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
+        p = psutil.Popen(cmd, stdout=out if keep_stdout else subprocess.DEVNULL, stderr=err, env=full, cwd=ROOT)
         peak = 0
         while True:
             try:
@@ -51,7 +53,9 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
         if code != 0:
             err.seek(0)
             raise RuntimeError(f"{cmd[:4]} failed: {err.read().decode(errors='replace')[-500:]}")
-    return Measured(wall, peak / 2**20)
+        out.seek(0)
+        printed = out.read().decode(errors="replace") if keep_stdout else ""
+    return Measured(wall, peak / 2**20, printed)
 
 
 def _memory(proc: psutil.Process) -> int:

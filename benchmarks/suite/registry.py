@@ -15,6 +15,13 @@ NAMES: tuple[str, ...] = (
     "step_series",
     "report_stages",
     "backend_overhead",
+    "capture_window_cost",
+    "report_steps",
+    "report_ranks",
+    "report_pathological_inputs",
+    "report_hostile_captures",
+    "tracer_record_cost",
+    "read_xplane",
 )
 
 

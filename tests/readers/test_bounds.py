@@ -1,7 +1,7 @@
 """Bounded work from any input, and nothing from a capture reaching the terminal raw (issue 14): nesting, gzip,
 long strings, mangled-name bombs, cut names, FIFOs and other non-files, unreadable folders, thousands of skipped
 files, impossible durations, content identity, control characters. The pathological inputs are those of
-benchmarks/pathological.py (their before/after numbers: docs/reliability.md)."""
+benchmarks/report_pathological_inputs.py (their before/after numbers: docs/reliability.md)."""
 from __future__ import annotations
 
 import io
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.pathological import mangled_bomb
+from benchmarks.report_pathological_inputs import mangled_bomb
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS, SKIPPED_SHOWN

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.pathological import mangled_bomb
+from benchmarks.report_pathological_inputs import mangled_bomb
 from nvprof_wrap.cli import main
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS
 from nvprof_wrap.text import demangle as demangle_mod
@@ -359,7 +359,7 @@ def test_any_input_is_read_or_refused_within_2_gb_and_a_minute(case, tmp_path_fa
 
 @pytest.fixture(scope="module")
 def pathological(tmp_path_factory):
-    from benchmarks.pathological import make
+    from benchmarks.report_pathological_inputs import make
 
     folder = tmp_path_factory.mktemp("pathological")
     make(folder, whitespace_mb=1000)
@@ -370,9 +370,10 @@ def pathological(tmp_path_factory):
 @pytest.mark.parametrize("case, code", [("nested.json.gz", 2), ("whitespace.json.gz", 0), ("longname.json.gz", 0),
                                         ("mangled_bomb.json", 0), ("with_fifo", 0), ("junk", 0)])
 def test_the_issues_pathological_inputs_within_2_gb_and_a_minute(pathological, case, code):
-    """The inputs of issue 14 (benchmarks/pathological.py; 1 GB of whitespace here, 3 GB there), each through the
-    whole command in its own process: the exit code, one line when refused, the peak memory and the time."""
-    from benchmarks.pathological import measure_one
+    """The inputs of issue 14 (benchmarks/report_pathological_inputs.py; 1 GB of whitespace here, 3 GB there), each
+    through the whole command in its own process: the exit code, one line when refused, the peak memory and the
+    time."""
+    from benchmarks.report_pathological_inputs import measure_one
 
     r = measure_one(pathological / case, LIMIT_S, LIMIT_AS / 2**30, ROOT)
     assert r["rc"] == code, r

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.pathological import measure_one
+from benchmarks.report_pathological_inputs import measure_one
 from nvprof_wrap import readers
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput

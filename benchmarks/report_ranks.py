@@ -1,8 +1,10 @@
-"""Rank captures of one data-parallel job, generated in torch.profiler's layout, with outliers planted; and the
-benchmark that reports them serially, on a local process pool and on a Dask LocalCluster.
+"""`report` on a folder of rank captures of one data-parallel job (generated in torch.profiler's layout, outliers
+planted): one capture at a time, on a local process pool and on a Dask LocalCluster, interleaved in each round; the
+reports must be equal and name the planted ranks, and only them.
 
-    python -m benchmarks.ranks generate OUT_DIR [--ranks 256] [--kernels 2000]
-    python -m benchmarks.ranks bench OUT_DIR [--workers N] [--rounds 1] [--modes serial,pool,dask]
+    python -m benchmarks report_ranks [--quick]      # 16 ranks of 1,000 kernels; full: 256 ranks of 2,000 (43 MB)
+    python -m benchmarks.report_ranks generate OUT_DIR [--ranks 256] [--kernels 2000]
+    python -m benchmarks.report_ranks bench OUT_DIR [--workers N] [--rounds 1] [--modes serial,pool,dask]
 
 Every rank runs the same step program (the same kernels in the same order, as data-parallel ranks do; names are
 real ones from the fixtures: bf16 tensor-core GEMMs, CUDA-core elementwise kernels, an NCCL all-reduce every
@@ -10,7 +12,8 @@ ALLREDUCE_EVERY kernels) with its own timing jitter; each trace carries torch.pr
 ({"backend": "nccl", "rank": r, "world_size": n}) and a ProfilerStep#N range every STEP_KERNELS kernels. Planted
 (PLANTS): a rank whose GEMMs fell back to fp32 SIMT kernels, a straggler whose GPU waits on its host, a rank with
 slow collectives, a rank that ran fp16 where the others ran bf16. Sizes are real traces' scaled down (a real
-rank's trace is 100s of MB; --kernels sets the size: 2,000 kernels ~ 0.3 MB gzipped).
+rank's trace is 100s of MB; --kernels sets the size: 2,000 kernels ~ 0.3 MB gzipped). `bench` prints each mode's
+time and the merging process's own peak RSS beside its workers' (benchmarks/gpu/ranks_reading.sh runs it).
 """
 from __future__ import annotations
 
@@ -24,13 +27,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.generate import _CPU_OP, _HEADER, _KERNEL, _LAUNCH, _OPS, _step, real_names
+from benchmarks.suite.measure import Measured, measure, python, values
+from benchmarks.suite.types import Case, Figure, Result, RunArgs
+
+NAME = "report_ranks"
+MEASURES = ("report time and peak memory on a folder of generated rank captures (torch.profiler traces, outliers "
+            "planted), on a local process pool and on a Dask LocalCluster")
+FLOOR = "the same report reading one capture at a time (--jobs 1 --dask none)"
+ANCHOR = "none: no other tool names the outlying ranks of these traces"
+QUICK = (16, 1000)  # ranks, kernels per rank
+FULL = (256, 2000)
 
 STEP_KERNELS = 500
 ALLREDUCE_EVERY = 100
-# rank → what is planted in it (ranks past the job's size are not planted)
+# rank → what is planted in it (ranks past the job's size are not planted); the quick size plants within its ranks
 PLANTS = {37: "fp32 gemms", 101: "straggler", 150: "fp16", 200: "slow collectives"}
+QUICK_PLANTS = {3: "fp32 gemms", 7: "straggler", 11: "slow collectives", 13: "fp16"}
 
 
 def _program(seed: int = 0) -> tuple[list[tuple[str, str, float]], dict[str, str], dict[str, str]]:
@@ -59,7 +74,8 @@ def _program(seed: int = 0) -> tuple[list[tuple[str, str, float]], dict[str, str
     return prog, {b: sgemm[i % len(sgemm)] for i, b in enumerate(bf16)}, {b: fp16[i] for i, b in enumerate(bf16)}
 
 
-def write_rank(out: Path, rank: int, world: int, kernels: int, program, to_fp32: dict, to_fp16: dict,
+def write_rank(out: Path, rank: int, world: int, kernels: int, program: list[tuple[str, str, float]],
+               to_fp32: dict[str, str], to_fp16: dict[str, str],
                plant: str | None = None) -> None:
     rng = random.Random(1000 + rank)
     head = _HEADER.replace('  "traceEvents": [',
@@ -117,7 +133,7 @@ def generate(folder: Path, ranks: int = 256, kernels: int = 2000, plants: dict[i
     return out
 
 
-def _timed(cmd: list[str], env: dict) -> tuple[float, float, float, str]:
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, str]:
     """(wall s, peak RSS of the reading process MB, peak RSS of it and its children together MB, stdout)."""
     import tempfile
 
@@ -195,6 +211,58 @@ def bench(folder: Path, workers: int, rounds: int, modes: list[str], save: Path 
     print(f"planted {sorted(planted)}; found {sorted(found)}; missed {sorted(planted - found)}; "
           f"unplanted named {sorted(found - planted)}")
     return 0 if same and planted <= found and not (found - planted) else 1
+
+
+def run(args: RunArgs) -> Result:
+    ranks, kernels = QUICK if args.quick else FULL
+    plants = QUICK_PLANTS if args.quick else PLANTS
+    folder = args.work_dir / f"ranks_{ranks}x{kernels}"
+    if len(list(folder.glob("*.json.gz"))) != ranks:
+        generate(folder, ranks, kernels, plants)
+    workers = len(os.sched_getaffinity(0))
+    report = python("-m", "nvprof_wrap", "report", str(folder), "--format", "json")
+    cmds = {"one at a time": [*report, "--jobs", "1", "--dask", "none"],
+            f"local pool, {workers} processes": [*report, "--jobs", str(workers), "--dask", "none"]}
+    cluster, why = _cluster(workers)
+    if cluster is not None:
+        cmds[f"Dask LocalCluster, {workers} workers"] = [*report, "--dask", cluster.scheduler_address]
+    got: dict[str, list[Measured]] = {m: [] for m in cmds}
+    try:
+        for _ in range(args.rounds):
+            for m, cmd in cmds.items():
+                got[m].append(measure(cmd, env={"DASK_SCHEDULER_ADDRESS": ""}, keep_stdout=True))
+    finally:
+        if cluster is not None:
+            cluster.close()
+    reports = [json.loads(ms[0].stdout) for ms in got.values()]
+    if any(r != reports[0] for r in reports):
+        raise RuntimeError("the modes' reports differ")
+    found = {o["rank"] for o in reports[0].get("rank_outliers", [])}
+    if found != set(plants):
+        raise RuntimeError(f"planted ranks {sorted(plants)}, named {sorted(found)}")
+    size = sum(p.stat().st_size for p in folder.glob("*.json.gz")) / 1e6
+    figures: list[Figure] = []
+    for m, ms in got.items():
+        secs, mbs = values(ms)
+        floor = m == "one at a time"
+        figures.append(Figure(m, "floor" if floor else "measured", "s", secs, versus="" if floor else "one at a time"))
+        dask = m.startswith("Dask")  # its workers are the cluster's processes, not the report's children
+        figures.append(Figure(f"{m}, peak memory", "floor" if floor else "measured", "MB", mbs,
+                              note="the report's process alone" if dask else ""))
+    if cluster is None:
+        figures.append(Figure("Dask LocalCluster", "measured", "s", (), note=why))
+    label = f"{ranks} ranks of {kernels:,} kernels, {size:.0f} MB gzipped"
+    note = f"reports equal; ranks {', '.join(map(str, sorted(plants)))} planted and named, no other"
+    return args.result((Case(label, tuple(figures), note=note),))
+
+
+def _cluster(workers: int) -> tuple[Any, str]:
+    """A LocalCluster of one single-threaded worker process per core, started before the timings (not counted)."""
+    try:
+        from distributed import LocalCluster
+    except ImportError:
+        return None, "dask.distributed not installed"
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None), ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,14 +1,15 @@
 """Hostile captures and run folders (issue 44), and how `report` meets each: exit code, time, peak memory, the one
-line it says, and whether anything outside the input changed.
+line it says, and whether anything outside the input changed — beside the untouched capture they were made from.
 
-    python -m benchmarks.hostile_captures make DIR
-    python -m benchmarks.hostile_captures measure DIR [--python VENV/bin/python] [--timeout 60] [--mem-gb 3]
+    python -m benchmarks report_hostile_captures [--quick]     # the same nine inputs; --quick: one round
+    python -m benchmarks.report_hostile_captures make DIR
+    python -m benchmarks.report_hostile_captures measure DIR [--python VENV/bin/python] [--timeout 60] [--mem-gb 3]
 
 `make` builds each input from a real H200 capture of this repository (tests/data/h200_runs/ddp_nsys: two GPUs,
 3,098 launches); `measure` runs `report INPUT --format json` on each in a fresh process under an address-space
-limit (benchmarks/pathological.measure_one) — with --python, that interpreter's installed nvprof-wrap (a fresh venv
-with the wheel: what users get). Each case names what it must give: an exit code, and for the cases that read, the
-launches the committed capture holds. The results are in docs/reliability.md.
+limit (benchmarks/report_pathological_inputs.measure_one) — with --python, that interpreter's installed nvprof-wrap
+(a fresh venv with the wheel: what users get). Each case names what it must give: an exit code, and for the cases
+that read, the launches the committed capture holds. The results are in docs/reliability.md.
 """
 from __future__ import annotations
 
@@ -22,8 +23,17 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from benchmarks.pathological import ROOT, measure_one
+from benchmarks.report_pathological_inputs import ROOT, measure_one, said_of
+from benchmarks.suite.types import Case, Figure, Result, RunArgs
+
+NAME = "report_hostile_captures"
+MEASURES = ("report time, peak memory and exit code on nine hostile captures and run folders (recursive views, a "
+            "hot journal, a WAL, a gzip bomb, a dangling run-store link), and whether each gives what it must")
+FLOOR = "report on the untouched capture they are made from (tests/data/h200_runs/ddp_nsys, 3,098 launches)"
+ANCHOR = "none: no other tool is held to these inputs"
+TIMEOUT_S, MEM_GB = 60.0, 3.0
 
 SRC = ROOT / "tests" / "data" / "h200_runs" / "ddp_nsys" / "nsys.sqlite"
 RUN = ROOT / "tests" / "data" / "h200_runs" / "gemm_nsys"
@@ -50,12 +60,12 @@ def _dying_writer(db: Path, setup: str, *sqls: str) -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def make(folder: Path) -> dict[str, dict]:
+def make(folder: Path) -> dict[str, dict[str, Any]]:
     """The inputs, and what each must give: {"rc": code, "launches": n (reads), "outside": path (must not change)}."""
     folder.mkdir(parents=True, exist_ok=True)
     launches = sqlite3.connect(f"file:{SRC}?mode=ro&immutable=1", uri=True).execute(
         f"SELECT COUNT(*) FROM {KERNEL}").fetchone()[0]
-    cases: dict[str, dict] = {}
+    cases: dict[str, dict[str, Any]] = {}
     db = _copy(folder, "view_recursive.sqlite")
     _edit(db, f"DROP TABLE {KERNEL}", f"CREATE VIEW {KERNEL} AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL "
               "SELECT i + 1 FROM n) SELECT i AS start, i + 1 AS end, 0 AS deviceId, 0 AS shortName FROM n")
@@ -111,6 +121,39 @@ def _state(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*"))} if folder.exists() else {}
 
 
+def check(folder: Path, name: str, want: dict[str, Any], timeout: float, mem_gb: float,
+          python: str | None = None) -> tuple[bool, dict[str, Any]]:
+    """One case measured, and whether it gave what it must (its exit code, one line when refused, its launches,
+    nothing changed outside it)."""
+    outside = Path(want["outside"]) if "outside" in want else None
+    before = _state(outside) if outside else None
+    r = measure_one((folder / name).resolve(), timeout, mem_gb, ROOT, python)
+    ok = r["rc"] == want["rc"] and r["wall_s"] <= timeout and (r["rc"] == 0 or r["stderr_lines"] == 1) \
+        and want.get("launches") in (None, r["launches"]) and (outside is None or _state(outside) == before)
+    return ok, r
+
+
+def run(args: RunArgs) -> Result:
+    folder = args.work_dir / "hostile"
+    cases = json.loads((folder / "cases.json").read_text()) if (folder / "cases.json").exists() else make(folder)
+    got: dict[str, list[tuple[bool, dict[str, Any]]]] = {name: [] for name in cases}
+    floor: list[float] = []
+    for _ in range(args.rounds):
+        floor.append(float(measure_one(SRC, TIMEOUT_S, MEM_GB, ROOT)["wall_s"]))
+        for name, want in cases.items():
+            got[name].append(check(folder, name, want, TIMEOUT_S, MEM_GB))
+    out = []
+    for name, rs in got.items():
+        ok, first = all(k for k, _ in rs), rs[0][1]
+        said = said_of(first, folder) if first["launches"] is None else f"{first['launches']:,} launches read"
+        out.append(Case(name, (
+            Figure("untouched capture", "floor", "s", tuple(floor)),
+            Figure("report", "measured", "s", tuple(float(r["wall_s"]) for _, r in rs), versus="untouched capture"),
+            Figure("peak RSS", "measured", "MB", tuple(float(r["peak_rss_mb"]) for _, r in rs))),
+            note=f"{'as it must' if ok else 'NOT as it must'}: exit {first['rc']}; {said}"))
+    return args.result(tuple(out))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=("make", "measure"))
@@ -126,11 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = json.loads((args.folder / "cases.json").read_text())
     failed = 0
     for name, want in cases.items():
-        outside = Path(want["outside"]) if "outside" in want else None
-        before = _state(outside) if outside else None
-        r = measure_one((args.folder / name).resolve(), args.timeout, args.mem_gb, ROOT, args.python)
-        ok = r["rc"] == want["rc"] and r["wall_s"] <= args.timeout and (r["rc"] == 0 or r["stderr_lines"] == 1) \
-            and want.get("launches") in (None, r["launches"]) and (outside is None or _state(outside) == before)
+        ok, r = check(args.folder, name, want, args.timeout, args.mem_gb, args.python)
         failed += not ok
         read = "" if r["launches"] is None else f"  {r['launches']:,} launches"
         print(f"{'ok  ' if ok else 'FAIL'} {name:28s} {r['wall_s']:6.2f} s {r['peak_rss_mb']:6d} MB  exit {r['rc']}"

@@ -1,7 +1,9 @@
-"""Tiny inputs that once cost minutes or gigabytes, and how long and how much memory `report` takes on each.
+"""Tiny inputs that once cost minutes or gigabytes (issue 14), and how long and how much memory `report` takes on
+each, beside a one-kernel trace (what any report costs: start-up and imports).
 
-    python -m benchmarks.pathological make DIR            # writes the inputs (a few MB on disk)
-    python -m benchmarks.pathological measure DIR [--timeout S] [--mem-gb G] [--repo PATH]
+    python -m benchmarks report_pathological_inputs [--quick]   # 300 MB of whitespace; full: 3 GB (as issue 14's)
+    python -m benchmarks.report_pathological_inputs make DIR    # writes the inputs (a few MB on disk)
+    python -m benchmarks.report_pathological_inputs measure DIR [--timeout S] [--mem-gb G] [--repo PATH]
 
 `measure` runs `python -m nvprof_wrap report INPUT --format json` for each input in a fresh process under an
 address-space limit (RLIMIT_AS, default 4 GB, so that a regression fails instead of taking the machine down) and
@@ -19,9 +21,20 @@ import subprocess
 import sys
 import time
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+
+from benchmarks.suite.types import Case, Figure, Result, RunArgs
 
 ROOT = Path(__file__).resolve().parents[1]
+NAME = "report_pathological_inputs"
+MEASURES = ("report time, peak memory and exit code on tiny inputs that once cost minutes or gigabytes (nested "
+            "JSON, gigabytes of whitespace, a 128 MB name, a demangling bomb, a FIFO, 5,000 junk files)")
+FLOOR = "report on a one-kernel trace: start-up and imports, what any report costs"
+ANCHOR = "none: no other tool is held to these inputs"
+QUICK_MB, FULL_MB = 300, 3000  # MB of whitespace after a complete trace
+TIMEOUT_S, MEM_GB = 120.0, 4.0
 
 
 def mangled_bomb(levels: int = 24) -> str:
@@ -39,7 +52,7 @@ def mangled_bomb(levels: int = 24) -> str:
     return "_Z1f" + "1AI1BS0_E" + "".join(f"S_I{sid(k)}{sid(k)}E" for k in range(2, levels + 1))
 
 
-def _gzip_stream(path: Path, pieces) -> None:
+def _gzip_stream(path: Path, pieces: Iterable[tuple[bytes, int]]) -> None:
     """Write a gzip file from (bytes, repeat) pieces without holding the whole text."""
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
     with open(path, "wb") as f:
@@ -87,7 +100,7 @@ def make(folder: Path, whitespace_mb: int = 3000) -> None:
 CASES = ("nested.json.gz", "whitespace.json.gz", "longname.json.gz", "mangled_bomb.json", "with_fifo", "junk")
 
 
-def measure_one(path: Path, timeout: float, mem_gb: float, repo: Path, python: str | None = None) -> dict:
+def measure_one(path: Path, timeout: float, mem_gb: float, repo: Path, python: str | None = None) -> dict[str, Any]:
     """In a child of a fresh process, so that ru_maxrss of the children is this case's alone. python: another
     interpreter whose installed nvprof-wrap runs (a fresh venv with the wheel: what users get), without PYTHONPATH."""
     code = f"""
@@ -116,7 +129,42 @@ print(json.dumps({{"wall_s": round(wall, 2), "launches": launches,
     # cwd: `python -m` puts the current folder first on sys.path, before PYTHONPATH
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False,
                           timeout=timeout + 60, cwd=repo if python is None else path.parent)
-    return json.loads(proc.stdout)
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
+
+
+def run(args: RunArgs) -> Result:
+    mb = QUICK_MB if args.quick else FULL_MB
+    folder = args.work_dir / f"pathological_{mb}mb"
+    if not all((folder / c).exists() for c in CASES):
+        make(folder, whitespace_mb=mb)
+    what = {"nested.json.gz": "JSON arrays nested ~300,000 levels, 345 B gzipped",
+            "whitespace.json.gz": f"{mb:,} MB of spaces after a complete trace (gzipped)",
+            "longname.json.gz": "one 128 MB kernel name", "mangled_bomb.json": "a 243 B name demangling to 218 MB",
+            "with_fifo": "a folder: a trace beside a FIFO", "junk": "a folder: a trace beside 5,000 other files"}
+    floor_input = folder / "with_fifo" / "trace.json"
+    got: dict[str, list[dict[str, Any]]] = {c: [] for c in ("floor", *CASES)}
+    for _ in range(args.rounds):
+        got["floor"].append(measure_one(floor_input, TIMEOUT_S, MEM_GB, ROOT))
+        for case in CASES:
+            got[case].append(measure_one(folder / case, TIMEOUT_S, MEM_GB, ROOT))
+    floor = tuple(float(r["wall_s"]) for r in got["floor"])
+    cases = []
+    for case in CASES:
+        rs = got[case]
+        said = said_of(rs[0], folder) if rs[0]["rc"] != 0 else ""
+        note = f"exit {rs[0]['rc']}" + (f": {said}" if said else "")
+        cases.append(Case(f"{case}: {what[case]}", (
+            Figure("one-kernel trace", "floor", "s", floor),
+            Figure("report", "measured", "s", tuple(float(r["wall_s"]) for r in rs), versus="one-kernel trace"),
+            Figure("peak RSS", "measured", "MB", tuple(float(r["peak_rss_mb"]) for r in rs))), note=note))
+    return args.result(tuple(cases))
+
+
+def said_of(r: dict[str, Any], folder: Path) -> str:
+    """The line a refused input gave, without the program's name and the work folder's path."""
+    line = str(r["last"]).removeprefix("nvprof-wrap: error: ").replace(f"{folder.resolve()}/", "")
+    return line if len(line) <= 110 else line[:109] + "…"
 
 
 def main(argv: list[str] | None = None) -> int:
