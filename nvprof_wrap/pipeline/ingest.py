@@ -25,7 +25,7 @@ Pending = tuple[Path, bool, str | None, os.stat_result]
 
 
 # Reading in parallel pays once captures are big, or many: starting the pool's processes costs ~0.3 s. (256 rank
-# captures of 160 KB each, 41 MB: 86 s one by one on 2 cores; benchmarks/ranks.py.)
+# captures of 160 KB each, 41 MB: 86 s one by one on 2 cores; benchmarks/report_ranks.py.)
 PARALLEL_MIN_BYTES = 64 << 20
 PARALLEL_MIN_CAPTURES = 8
 
