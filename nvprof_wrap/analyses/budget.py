@@ -89,6 +89,7 @@ class TimeBudget:
     parts: tuple[BudgetPart, ...]
     host: str  # which CUDA calls the capture recorded (model.StepSeries.host)
     kernels: tuple[KernelTime, ...] = ()  # the kernels' parts by precision too
+    slow_left_out: int = 0  # steady steps left out as outliers (report/series.py time_budget)
 
     def seconds(self, *names: str) -> float:
         return sum(p.seconds for p in self.parts if p.name in names)
@@ -128,7 +129,7 @@ def kernel_weights(kernels: Iterable[tuple[str, int]],
 
 
 def budget(steps: Sequence[StepSpan], parts: Mapping[int, Mapping[str, int]],
-           weights: Mapping[tuple[str, str], int], host: str, kind: str) -> TimeBudget | None:
+           weights: Mapping[tuple[str, str], int], host: str, kind: str, slow: int = 0) -> TimeBudget | None:
     """The mean step's budget over ``steps``: parts (step → part → ns summed over its processes, PARTS' ids of
     timeline/series_tables.py), weights (kernel time by (KERNEL_KINDS, precision) in those steps, kernel_weights).
     None without steps or time."""
@@ -156,4 +157,4 @@ def budget(steps: Sequence[StepSpan], parts: Mapping[int, Mapping[str, int]],
                 for p in ORDER if sums.get(p, 0) > 0)
     by_precision = tuple(KernelTime(k, p, round(s_ / n / 1e9, 9)) for (k, p), s_ in
                          sorted(split.items(), key=lambda kv: (KERNEL_KINDS.index(kv[0][0]), -kv[1])) if s_ > 0)
-    return TimeBudget(round(step_s, 9), n, steps[0].step, steps[-1].step, kind, out, host, by_precision)
+    return TimeBudget(round(step_s, 9), n, steps[0].step, steps[-1].step, kind, out, host, by_precision, slow)

@@ -36,7 +36,9 @@ def _ns(seconds: float) -> str:
 def _which(b: dict[str, Any]) -> str:
     what = "steps" if b["kind"] == "steps" else "time buckets with GPU work"
     span = f" {b['first']}-{b['last']}" if b["kind"] == "steps" else ""
-    return f"mean of {b['steps']} {what}{span}"
+    n = b["slow_left_out"]
+    slow = f", {n} slow {'one' if n == 1 else 'ones'} left out" if n else ""
+    return f"mean of {b['steps']} {what}{span}{slow}"
 
 
 def _parts(parts: list[dict[str, Any]]) -> str:

@@ -18,7 +18,9 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from nvprof_wrap.analyses import peaks
 from nvprof_wrap.analyses.budget import TimeBudget
+from nvprof_wrap.analyses.ceiling import Factor
 from nvprof_wrap.report import GpuRow, GroupRow, KernelRow, Report, SplitRow
 from nvprof_wrap.report.series import steady
 from nvprof_wrap.text.units import duration as _ns
@@ -113,8 +115,10 @@ def _busy_enough(spans: list[GroupRow]) -> bool:
 
 
 def _mean_step(b: TimeBudget) -> str:
-    return (f"the mean step (steps {b.first}-{b.last})" if b.kind == "steps"
-            else f"the mean of {b.steps} time buckets with GPU work")
+    slow = (f", {b.slow_left_out} slow {'one' if b.slow_left_out == 1 else 'ones'} left out"
+            if b.slow_left_out else "")
+    return (f"the mean step (steps {b.first}-{b.last}{slow})" if b.kind == "steps"
+            else f"the mean of {b.steps} time buckets with GPU work{slow}")
 
 
 def _kept_busy(spans: list[GroupRow]) -> bool:
@@ -145,12 +149,13 @@ def _host_bound(report: Report) -> str | None:
         parts = sorted((p for p in b.parts if not p.gpu), key=lambda p: -p.seconds)
         did = " and ".join(f"{_ns(round(p.seconds * 1e9))} {_HOST_DID.get(p.name, p.label)}" for p in parts[:2]
                            if p.share >= 0.05)
-        ceiling = report.ceiling.info.of("bf16") or report.ceiling.info.of("fp16") if report.ceiling else None
+        ceiling = _ceiling(report)
         bound = (f" ({ceiling.precision} can make it at most {ceiling.factor:.2f}× faster)"
                  if ceiling is not None else "")
+        what = "step" if b.kind == "steps" else "run"
         return (f"Host-bound: in {over}{within} of {_ns(round(b.step_s * 1e9))} the GPU is idle "
                 f"{_ns(round(b.idle_s * 1e9))} ({_pct(idle)}): the host spends {did} — it sets the pace, so faster "
-                f"kernels, fp16 included, will not make the step much faster{bound}.")
+                f"kernels, fp16 included, will not make the {what} much faster{bound}.")
     s = steady(report.series) if over.startswith("the median step") else None
     if s is not None:
         outside = f"; {_ns(s.outside_api_ns)} of it outside any CUDA call" if s.outside_api_ns is not None else ""
@@ -161,6 +166,17 @@ def _host_bound(report: Report) -> str | None:
         said = f"the GPU was busy {_ns(busy)} and idle {_pct(idle)} of {over} (start-up excluded{within})"
     return (f"Host-bound: {said} — the host (Python, data loading, framework overhead) sets the pace, so faster "
             "kernels — fp16 included — will not make it faster.")
+
+
+def _ceiling(report: Report) -> Factor | None:
+    """The bf16 (else fp16) speed-up ceiling, where it is of the report's GPUs (every one that model, with tensor
+    cores): a ceiling is never quoted for a GPU it was not worked out for."""
+    c = report.ceiling
+    if c is None or not report.gpus or not all(g.has_tensor_cores for g in report.gpus):
+        return None
+    if any((p := peaks.lookup(g.gpu.name or "")) is None or p.name != c.info.gpu for g in report.gpus):
+        return None
+    return c.info.of("bf16") or c.info.of("fp16")
 
 
 def _communication(report: Report, split: Sequence[SplitRow]) -> str | None:

@@ -184,10 +184,14 @@ def steady_rows(series: Series | None) -> list[StepRow]:
 
 def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted],
                 communication: frozenset[str]) -> budget.TimeBudget | None:
-    """The mean steady-state step's time budget (analyses/budget.py) over steady_rows."""
+    """The mean steady-state step's time budget (analyses/budget.py) over steady_rows, less the steps over SLOW ×
+    the median (each epoch's last batch holding validation: a mean with them would describe no step)."""
     rows = steady_rows(series)
     if series is None or not rows:
         return None
+    typical = sorted(r.duration_ns for r in rows)[len(rows) // 2]
+    kept = [r for r in rows if r.duration_ns <= SLOW * typical]
+    slow, rows = len(rows) - len(kept), kept
     ids = [c["capture_id"] for c in _chosen(store)]
     wanted = {r.step for r in rows}
     parts: dict[int, dict[str, int]] = {}
@@ -199,7 +203,7 @@ def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted
                                      if r["step"] in wanted and r["name"] in verdict),
                                     lambda name: verdict[name])
     return budget.budget([budget.StepSpan(r.step, r.duration_ns, r.processes) for r in rows], parts, weights,
-                         series.host, series.kind)
+                         series.host, series.kind, slow)
 
 
 def steady(series: Series | None) -> Steady | None:
