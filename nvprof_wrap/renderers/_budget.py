@@ -73,8 +73,8 @@ def _ceiling(info: dict[str, Any] | None) -> tuple[str, ...]:
     factors = info["factors"]
     best = max(factors, key=lambda f: f["factor"])
     said = ", ".join(f"{f['precision']} ≤ {f['factor']:.2f}×" for f in factors)
-    return (f"Speed-up ceiling of a precision change ({info['gpu']} peaks): {said} — at {best['precision']} the "
-            f"step's largest part would be {best['left']} ({pct(best['left_share'])})",)
+    return ((f"Speed-up ceiling of a precision change ({info['gpu']} peaks): {said} — at {best['precision']} the "
+            f"step's largest part would be {best['left']} ({pct(best['left_share'])})"),)
 
 
 def content(s: Shown) -> Lines | None:

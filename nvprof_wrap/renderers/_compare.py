@@ -10,11 +10,11 @@ from nvprof_wrap.report.compare import Comparison, DeltaRow, Side
 from nvprof_wrap.store.history import HistoryRow
 
 TABLES = (("families", "kernel family"), ("precisions", "precision"), ("ops", "op / range"),
-          ("split", "kind of GPU time"))
+          ("split", "kind of GPU time"), ("budget", "part of the mean step"))
 HEAD = ("{what}", "before", "after", "Δ time", "before %", "after %", "TC before", "TC after")
 # what each table's percentages are of: every percentage names its base
 BASE = {"families": "GPU kernel time", "precisions": "GPU kernel time", "ops": "kernel time in ops",
-        "split": "GPU time"}
+        "split": "GPU time", "budget": "mean step (time budget)"}
 
 
 def title(key: str, what: str) -> str:
@@ -30,7 +30,8 @@ def as_dict(c: Comparison) -> dict[str, Any]:
 
     return {"schema": "nvprof-wrap.compare/1", "before": side(c.before), "after": side(c.after),
             "tensor_core_share_delta": round(c.tc_share_delta, 6), "speedup": c.speedup,
-            "findings": list(c.findings), **{key: rows(getattr(c, key)) for key, _ in TABLES}}
+            "findings": list(c.findings), **{key: rows(getattr(c, key)) for key, _ in TABLES},
+            "speedup_ceiling": asdict(c.ceiling) if c.ceiling else None}
 
 
 def _ms(ns: int) -> str:

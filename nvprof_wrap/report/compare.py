@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nvprof_wrap.analyses.budget import LABELS, ORDER
 from nvprof_wrap.report import KernelRow, Report, Scope
 from nvprof_wrap.report.experiment import read_metrics
 from nvprof_wrap.report.hints import host_bound
@@ -59,6 +60,17 @@ class DeltaRow:
 
 
 @dataclass(frozen=True)
+class Predicted:
+    """BEFORE's ceiling for AFTER's tensor-core precision (analyses/ceiling.py), and what AFTER measured: both of
+    the budgets' mean steps."""
+
+    precision: str
+    at_most: float  # BEFORE's step / its step at that precision, at least
+    measured: float  # BEFORE's mean step / AFTER's
+    gpu: str
+
+
+@dataclass(frozen=True)
 class Comparison:
     before: Side
     after: Side
@@ -68,6 +80,9 @@ class Comparison:
     split: tuple[DeltaRow, ...]
     findings: tuple[str, ...]  # what changed, in words, most important first
     series: tuple[Series | None, Series | None] = (None, None)  # each report's series over time (report/series.py)
+    # the mean step's time budget (analyses/budget.py) part by part: the deltas add up to the step's
+    budget: tuple[DeltaRow, ...] = ()
+    ceiling: Predicted | None = None  # BEFORE's speed-up ceiling at AFTER's precision, beside the measured speed-up
 
     @property
     def tc_share_delta(self) -> float:
@@ -161,7 +176,58 @@ def compare(before: Report, after: Report, labels: tuple[str, str] = ("before", 
     ops = _rows(_ops(before), _ops(after), sum(o.total_ns for o in before.ops), sum(o.total_ns for o in after.ops))
     bs, as_ = sum(s.total_ns for s in before.split), sum(s.total_ns for s in after.split)
     split = _rows(_split(before), _split(after), bs, as_, with_tc=False)
-    return Comparison(b, a, families, ops, precisions, split, _findings(b, a, families), (before.series, after.series))
+    parts, predicted = _budget(before, after), _predicted(before, after)
+    findings = _findings(b, a, families) + _budget_findings(before, after, parts, predicted)
+    return Comparison(b, a, families, ops, precisions, split, findings, (before.series, after.series), parts,
+                      predicted)
+
+
+def _budget(before: Report, after: Report) -> tuple[DeltaRow, ...]:
+    """The two mean steps' budgets part by part (a part one side lacks is 0 there): the rows' deltas add up to the
+    step's; largest change first."""
+    b, a = before.time_budget, after.time_budget
+    if b is None or a is None:
+        return ()
+    bp, ap = {p.name: p for p in b.parts}, {p.name: p for p in a.parts}
+    rows = [DeltaRow(LABELS[n], round(bp[n].seconds * 1e9) if n in bp else 0, round(ap[n].seconds * 1e9) if n in ap
+                     else 0, bp[n].share if n in bp else 0.0, ap[n].share if n in ap else 0.0, None, None)
+            for n in ORDER if n in bp or n in ap]
+    return tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.key)))
+
+
+def _predicted(before: Report, after: Report) -> Predicted | None:
+    """BEFORE's ceiling at AFTER's main tensor-core precision, where both have budgets and BEFORE a ceiling."""
+    b, a, c = before.time_budget, after.time_budget, before.ceiling
+    if b is None or a is None or c is None or not after.verdict.precisions or not a.step_s:
+        return None
+    main = after.verdict.precisions[0].split(" ")[0]
+    factor = c.info.of("bf16" if main == "fp16/bf16" else main)
+    if factor is None:
+        return None
+    return Predicted(factor.precision, factor.factor, round(b.step_s / a.step_s, 3), c.info.gpu)
+
+
+def _budget_findings(before: Report, after: Report, parts: tuple[DeltaRow, ...],
+                     predicted: Predicted | None) -> tuple[str, ...]:
+    b, a = before.time_budget, after.time_budget
+    if b is None or a is None or not parts:
+        return ()
+    delta = a.step_s - b.step_s
+    shown = [r for r in parts if abs(r.delta_ns) >= 0.01 * max(b.step_s, a.step_s) * 1e9][:5]
+    said = ", ".join(f"{r.key} {_signed(r.delta_ns)}" for r in shown)
+    rest = sum(r.delta_ns for r in parts) - sum(r.delta_ns for r in shown)
+    out = [f"mean step (time budget): {b.step_s * 1e3:.2f} → {a.step_s * 1e3:.2f} ms ({_signed(round(delta * 1e9))})"
+           + (f": {said}" if said else "") + (f", the rest {_signed(rest)}" if shown and rest else "")]
+    if predicted is not None:
+        grew = [r for r in parts if r.delta_ns > 0 and r.delta_ns >= 0.01 * b.step_s * 1e9][:3]
+        why = ("; what grew instead: " + ", ".join(f"{r.key} {_signed(r.delta_ns)}" for r in grew)) if grew else ""
+        out.append(f"speed-up: measured {predicted.measured:.2f}× of a predicted ≤ {predicted.at_most:.2f}× "
+                   f"({predicted.precision} on {predicted.gpu}, from the before run's budget){why}")
+    return tuple(out)
+
+
+def _signed(ns: int) -> str:
+    return f"{'+' if ns >= 0 else '−'}{abs(ns) / 1e6:.2f} ms"
 
 
 

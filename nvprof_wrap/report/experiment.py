@@ -47,6 +47,10 @@ class ExperimentRow:
     slow_steps_ms: float | None = None  # their time in all
     slow_steps_outside_cuda_ms: float | None = None
     slow_step_numbers: tuple[int, ...] = ()  # the first of them
+    # the mean steady step of the time budget (analyses/budget.py), and the speed-up ceiling of this run's budget
+    # per target precision (analyses/ceiling.py): the fp32 row's predicts the others'
+    budget_step_ms: float | None = None
+    speedup_ceiling: dict[str, float] | None = None
 
 
 def read_metrics(path: Path) -> tuple[int | None, float | None]:
@@ -94,7 +98,9 @@ def row(precision: str, folder: Path, manifest: Manifest, report: Report, health
         v.kernel_ns, v.tc_fraction, " + ".join(v.precisions), memcpy, idle, v.launches,
         v.launches / steps if steps else None,
         getattr(final, "loss", None), getattr(final, "accuracy", None), getattr(final, "val_accuracy", None),
-        health.status, tuple(health.findings), str(folder), **per_step)
+        health.status, tuple(health.findings), str(folder), **per_step,
+        budget_step_ms=ms(report.time_budget.step_s * 1e9) if report.time_budget else None,
+        speedup_ceiling=report.ceiling.factors if report.ceiling else None)
 
 
 def where_the_time_went(rows: list[ExperimentRow]) -> list[str]:
@@ -120,6 +126,11 @@ def where_the_time_went(rows: list[ExperimentRow]) -> list[str]:
             line += f"; mean step {r.step_mean_ms - base.step_mean_ms:+.2f} ms ({r.step_mean_ms:.2f} vs " \
                     f"{base.step_mean_ms:.2f} ms)"
         out.append(line)
+        target = "bf16" if r.precision.startswith("bf16") else "fp16" if r.precision in ("fp16", "mixed") else None
+        ceiling = (base.speedup_ceiling or {}).get(target or "")
+        if ceiling is not None and r.budget_step_ms and base.budget_step_ms:
+            out.append(f"  {r.precision}: measured {base.budget_step_ms / r.budget_step_ms:.2f}× faster (mean step, "
+                       f"time budget) of at most {ceiling:.2f}× that {base.precision}'s budget predicts at {target}")
         for x in (base, r):
             if x.slow_steps and x.slow_steps_ms:
                 outside = f", {x.slow_steps_outside_cuda_ms:,.0f} ms of it outside CUDA calls" \
