@@ -78,7 +78,8 @@ def ceiling(b: TimeBudget, peak: Peak) -> Ceiling | None:
                 cur = current_rate(k.kind, k.precision, peak)
                 scaled = k.seconds * min(1.0, cur / rate) if cur else k.seconds
             new[k.kind] = new.get(k.kind, 0.0) + scaled
-        step = sum(new.values())
+        # the step less its kernels' time as it is, plus their time at the target: the parts add up to the step
+        step = b.step_s - sum(k.seconds for k in b.kernels) + sum(new.get(k, 0.0) for k in KERNEL_KINDS)
         if step <= 0:
             return None
         name, most = max(new.items(), key=lambda kv: kv[1])
