@@ -73,7 +73,7 @@ def test_convolution_backward_counts_the_gradients_asked_for():
     assert flops_of("aten::convolution_backward", dims, None, [*args, "[True, True, True]"]) == 2 * one
     assert flops_of("aten::convolution_backward", dims, None, [*args, "[False, True, False]"]) == one
     assert flops_of("aten::convolution_backward", dims, None, None) is None
-    # pytorch/kineto's ResNet-50 sample (torch 1.8): dgrad from grad_output [32, 2048, 7, 7] and weight [2048, 512, 1, 1]
+    # pytorch/kineto's ResNet-50 sample (torch 1.8): dgrad from grad_output [32, 2048, 7, 7], weight [2048, 512, 1, 1]
     assert flops_of("aten::cudnn_convolution_backward_input",
                     [[], [32, 2048, 7, 7], [2048, 512, 1, 1], [], [], [], [], [], [], []]) == 2 * 32 * 49 * 2048 * 512
     # its weight gradient: the kernel's size is in an unrecorded list argument
@@ -151,9 +151,11 @@ def test_any_json_value_never_raises():
     rng = random.Random(41)
 
     def value(depth: int = 0) -> object:
+        def shapes() -> list[list[int]]:
+            return [[rng.randint(0, 64) for _ in range(rng.randrange(1, 5))] for _ in range(rng.randrange(1, 17))]
+
         makers = [lambda: None, lambda: True, lambda: rng.randint(-5, 2**45), lambda: rng.random() * 1e6,
-                  lambda: rng.choice(["", "True", "[1, 1]", "1", "x"]), lambda: rng.randint(0, 64),
-                  lambda: [[rng.randint(0, 64) for _ in range(rng.randrange(1, 5))] for _ in range(rng.randrange(1, 17))],
+                  lambda: rng.choice(["", "True", "[1, 1]", "1", "x"]), lambda: rng.randint(0, 64), shapes,
                   lambda: [value(depth + 1) for _ in range(rng.randrange(4))], lambda: {"k": value(depth + 1)}]
         return makers[rng.randrange(9 if depth < 3 else 7)]()
 
