@@ -127,6 +127,24 @@ class OpAgg:
 
 
 @dataclass(frozen=True)
+class OpFlops:
+    """The FLOPs of the framework ops that launched one kernel name, from the shapes the profiler recorded
+    (classify/flops.py), and that kernel name's launches and time under those ops: flops / total_ns is the rate the
+    kernel achieved. Each op's FLOPs counted once, split among its kernels by their time (readers/_kineto_flops.py).
+
+    op: the innermost op with FLOPs that launched it ('aten::mm'); precision: of the op's operands ('bf16', 'fp16',
+    'fp32', 'fp8', …, 'mixed', 'unknown'), as recorded — an fp32 op may run its GEMM in TF32."""
+
+    pid: int | None
+    op: str
+    name: str
+    precision: str
+    flops: float  # a share of the ops' FLOPs: fractional where an op launched several kernels
+    launches: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
 class HwDevice:
     """The hardware's tensor-pipe activity on one device over a capture (timeline/hardware.py): percentages of SM
     time, as the source measures them (nsys GPU metrics' "Tensor Active", NVML GPM's ANY_TENSOR_UTIL)."""
@@ -238,6 +256,7 @@ class Capture:
     hw_kernels: tuple[HwKernel, ...] = ()
     hw_series: tuple[HwPoint, ...] = ()
     series: StepSeries | None = None  # per step (or time bucket): timeline/series.py
+    op_flops: tuple[OpFlops, ...] = ()  # FLOPs per kernel name from the ops' recorded shapes (torch.profiler)
 
 
 @dataclass(frozen=True)

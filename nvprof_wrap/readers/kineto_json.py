@@ -21,6 +21,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, Process, StepSeries, merge_kernels
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.readers._kineto_flops import op_flops
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME, refuse_launches
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
@@ -125,6 +126,9 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
             "GROUP BY dev, kind, dir"))
         lent: dict[str, int] = {}  # attribute's launches lent to the main thread (borrowed_note)
         ops = _ops(rows, pid, names, span, lent) if rows.ranges else ()
+        range_names = {i: name for name, i in rows.range_names.items()}
+        flops = op_flops(db, pid, lambda nid: demangle(names.get(nid) or "<unnamed kernel>"), range_names.__getitem__,
+                         span)
     except BaseException:
         busy_time.abandon()
         raise
@@ -140,7 +144,7 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
     series, series_notes = _steps(rows, names, sum(k.launches for k in kernels), span)
     return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
                    (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes + series_notes,
-                   series=series)
+                   series=series, op_flops=flops)
 
 
 def _steps(rows: Rows, names: dict[int, str], launches: int,

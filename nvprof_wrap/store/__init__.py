@@ -79,7 +79,8 @@ SCHEMA_VERSION = 2
 # counter evidence (issue 26).
 # 2026.12.01-19: both of the above, merged (issue 26).
 # 2026.12.01-20: the per-step series (tables series, steps, step_kernels; issue 28). -21: steps.compute_busy_ns.
-# 2026.12.03-22: each step's time budget (table step_parts; issue 41).
+# 2026.12.03-22: each step's time budget (table step_parts; issue 41); FLOPs per kernel name from torch.profiler's
+# recorded op shapes (table op_flops; issue 41).
 DATA_VERSION = "2026.12.03-22"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
@@ -97,6 +98,8 @@ _TABLES: dict[str, dict[str, type]] = {
     "counters": {"capture_id": int, "name": str, "tensor_core": str, "launches": int, "metric": str, "value": float,
                  "detail": str},
     "ops": {"capture_id": int, "pid": int, "scope": str, "op": str, "name": str, "launches": int, "total_ns": int},
+    "op_flops": {"capture_id": int, "pid": int, "op": str, "name": str, "precision": str, "flops": float,
+                 "launches": int, "total_ns": int},
     "hw_devices": {"capture_id": int, "device_id": int, "source": str, "interval_ns": int, "samples": int,
                    "busy_samples": int, "sm_busy": float, "tensor_busy": float},
     "hw_kernels": {"capture_id": int, "device_id": int, "name": str, "source": str, "interval_ns": int,
@@ -116,8 +119,8 @@ _KEYS = {"captures": ("id",), "classifications": ("name", "rules_version"), "sta
 _INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
             "CREATE INDEX idx_captures_file ON captures(file)", "CREATE INDEX idx_kernels_name ON kernels(name)")
 _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
-_CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "hw_devices", "hw_kernels",
-             "hw_series")
+_CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "op_flops", "hw_devices",
+             "hw_kernels", "hw_series")
 _SERIES = ("series", "steps", "step_kernels", "step_parts")  # a capture's StepSeries (Store._insert_series)
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
 BUSY_TIMEOUT_S = 60

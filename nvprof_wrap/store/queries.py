@@ -79,6 +79,20 @@ class OpKernelRow(TypedDict):
     tensor_core: str
     precision: str
 
+
+class OpFlopsRow(TypedDict):
+    """The FLOPs of the ops that launched one kernel name, in one capture (table op_flops; model.OpFlops): flops
+    over total_ns is the rate the kernel achieved under those ops."""
+
+    capture_id: int
+    pid: int | None
+    op: str
+    name: str
+    precision: str
+    flops: float
+    launches: int
+    total_ns: int
+
 from nvprof_wrap.run import steps
 
 # Kernel time comes from timeline captures; the launches that counter tools (ncu, nvprof --metrics) replayed
@@ -376,6 +390,13 @@ class Queries:
                 row["launches"] += launches
                 row["ns"] = ns if row["ns"] is None else row["ns"] + (ns or 0)
         return list(out.values())
+
+    def op_flops_rows(self) -> list[OpFlopsRow]:
+        """Every op_flops row, by capture, op, precision and kernel name: FLOPs per kernel name from the shapes a
+        torch.profiler trace recorded (readers/_kineto_flops.py); [] when no capture holds them."""
+        return cast(list[OpFlopsRow], self.rows(
+            "SELECT capture_id, pid, op, name, precision, flops, launches, total_ns FROM op_flops "
+            "ORDER BY capture_id, op, precision, name"))
 
     def sources(self) -> list[Row]:
         return self.rows("SELECT path, format, partial, notes FROM captures ORDER BY id")
