@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nvprof_wrap.analyses.achieved import HOW
 from nvprof_wrap.renderers._frame import t as _t
 from nvprof_wrap.renderers._shapes import Lines, Shown
 from nvprof_wrap.text.units import duration, pct
@@ -54,7 +55,7 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
     """The budget in three lines: the step, the GPU's busy parts, the idle parts."""
     b = data.get("time_budget")
     if not b:
-        return ()
+        return _achieved(data["achieved"]) if data.get("achieved") else ()
     gpu = [p for p in b["parts"] if p["name"] in _GPU]
     idle = [p for p in b["parts"] if p["name"] not in _GPU]
     busy = sum(p["seconds"] for p in gpu)
@@ -63,7 +64,18 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
             f"idle {_ns(step - busy)} ({pct(1 - busy / step if step else 0)})"),
             f"GPU busy: {_parts(gpu)}",
             f"GPU idle, the host: {_parts(idle)}",
-            *_ceiling(data.get("speedup_ceiling_info")))
+            *_ceiling(data.get("speedup_ceiling_info")), *_achieved(data.get("achieved")))
+
+
+def _achieved(found: dict[str, Any] | None) -> tuple[str, ...]:
+    """One line: achieved TFLOP/s per precision against its peak; without FLOPs, how to get them."""
+    if not found:
+        return (f"Achieved TFLOP/s: no FLOPs in this capture — {HOW}",)
+    said = ", ".join(f"{p} {a['tflops']:,.1f} TFLOP/s" + (f" of {a['peak_tflops']:,.1f} peak "
+                                                           f"({pct(a['tflops'] / a['peak_tflops'])})"
+                                                           if a["peak_tflops"] else "")
+                     + f" over {_ns(a['seconds'])} of its kernels" for p, a in found.items())
+    return (f"Achieved (the ops' FLOPs over their kernels' time, whole capture): {said}",)
 
 
 def _ceiling(info: dict[str, Any] | None) -> tuple[str, ...]:
@@ -79,7 +91,7 @@ def _ceiling(info: dict[str, Any] | None) -> tuple[str, ...]:
 
 def content(s: Shown) -> Lines | None:
     found = lines(s.data)
-    return Lines(TITLE, found) if found else None
+    return Lines(TITLE if s.data.get("time_budget") else "Achieved TFLOP/s", found) if found else None
 
 
 def html(s: Shown) -> str:
@@ -87,7 +99,9 @@ def html(s: Shown) -> str:
     one SVG."""
     b = s.data.get("time_budget")
     if not b:
-        return ""
+        found = content(s)
+        return (f"<h{s.view.level}>{_t(found.title)}</h{s.view.level}>\n<p>{_t(found.lines[0])}</p>\n"
+                if found else "")
     level, width, row = s.view.level, 760, 20
     parts = b["parts"]
     height = 32 + row * -(-len(parts) // 2)
@@ -106,4 +120,6 @@ def html(s: Shown) -> str:
         out.append(f'<rect class="{CLASS.get(p["name"], "c-other")}" x="{x}" y="{y + 2}" width="12" height="12"/>'
                    f'<text x="{x + 18}" y="{y + 13}">{_t(SHORT.get(p["name"], p["name"]))}</text>'
                    f'<text class="v" x="{x + 230}" y="{y + 13}">{_ns(p["seconds"])} · {pct(p["share"])}</text>')
-    return f"<h{level}>{_t(TITLE)}</h{level}>\n<p>{_t(lines(s.data)[0])}</p>\n" + "".join(out) + "</svg>\n"
+    said = "".join(f"<p>{_t(line)}</p>\n" for line in lines(s.data)[3:])  # the ceiling, the achieved FLOPs
+    return (f"<h{level}>{_t(TITLE)}</h{level}>\n<p>{_t(lines(s.data)[0])}</p>\n" + "".join(out) + "</svg>\n"
+            + said)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nvprof_wrap.analyses import ceiling, peaks
+from nvprof_wrap.analyses import achieved, ceiling, peaks
+from nvprof_wrap.analyses.achieved import Achieved
 from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES
 from nvprof_wrap.classify.hardware import disagrees
@@ -130,7 +131,19 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   hardware=_hardware(store, devices, checks), hardware_checks=checks,
                   hardware_series=_hardware_series(store),
                   series=series, ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES),
-                  time_budget=budget, ceiling=_ceiling(budget, gpus))
+                  time_budget=budget, ceiling=_ceiling(budget, gpus), achieved=_achieved(store, kernels, gpus))
+
+
+def _achieved(store: Store, kernels: tuple[KernelRow, ...], gpus: tuple[GpuRow, ...]) -> dict[str, Achieved] | None:
+    """Achieved TFLOP/s per precision (analyses/achieved.py) where the captures hold FLOPs; None where none does."""
+    rows = store.op_flops_rows()
+    if not rows:
+        return None
+    verdict = {k.name: k.tensor_core for k in kernels}
+    found = {peaks.lookup(g.gpu.name or "") for g in gpus}
+    peak = next(iter(found)) if len(found) == 1 else None
+    return achieved.achieved(((r["name"], r["precision"], r["flops"], r["total_ns"]) for r in rows),
+                             lambda name: verdict.get(name, "unknown"), peak) or None
 
 
 def _ceiling(budget: TimeBudget | None, gpus: tuple[GpuRow, ...]) -> Ceilings | None:

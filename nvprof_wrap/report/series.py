@@ -92,6 +92,8 @@ class Verdicted(Protocol):
     def family(self) -> str: ...
     @property
     def precision(self) -> str: ...
+    @property
+    def total_ns(self) -> int: ...
 
 
 def _chosen(store: Store) -> list[dict[str, Any]]:
@@ -198,12 +200,16 @@ def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted
     for p in store.step_part_rows(ids):
         if p["step"] in wanted:
             parts.setdefault(p["step"], {})[p["part"]] = p["ns"]
-    verdict = {k.name: (k.tensor_core, k.precision) for k in kernels if k.family not in communication}
+    verdicted = list(kernels)
+    verdict = {k.name: (k.tensor_core, k.precision) for k in verdicted if k.family not in communication}
     weights = budget.kernel_weights(((r["name"], r["total_ns"]) for r in store.step_kernel_rows(ids)
                                      if r["step"] in wanted and r["name"] in verdict),
                                     lambda name: verdict[name])
-    return budget.budget([budget.StepSpan(r.step, r.duration_ns, r.processes) for r in rows], parts, weights,
-                         series.host, series.kind, slow)
+    found = budget.budget([budget.StepSpan(r.step, r.duration_ns, r.processes) for r in rows], parts, weights,
+                          series.host, series.kind, slow)
+    if found is not None and found.gpu_s == 0 and any(k.total_ns for k in verdicted):
+        return None  # the kernels ran outside the steps (an asynchronous loop queued them): no step holds them
+    return found
 
 
 def steady(series: Series | None) -> Steady | None:

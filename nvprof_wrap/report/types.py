@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from nvprof_wrap.analyses.achieved import Achieved
 from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.analyses.ceiling import Ceiling
 from nvprof_wrap.classify import RULES_VERSION
@@ -322,7 +323,7 @@ class Report:
         "schema", "rules_version", "tensor_cores_used", "verdict", "verdict_tone", "message", "hints",
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
         "tensor_core_kernels", "time_split", "time_budget", "speedup_ceiling",
-        "speedup_ceiling_info",
+        "speedup_ceiling_info", "achieved",
         "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
@@ -361,6 +362,9 @@ class Report:
     # "speedup_ceiling" {precision: factor}, the rest under "speedup_ceiling_info"
     ceiling: Ceilings | None = field(default=None, metadata=js(
         flatten=True, when_none={"speedup_ceiling": None, "speedup_ceiling_info": None}))
+    # achieved TFLOP/s per precision against the GPU's peak, where the capture recorded the ops' shapes
+    # (analyses/achieved.py); None: no FLOPs in the run
+    achieved: dict[str, Achieved] | None = None
 
     @property
     def tone(self) -> str:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import shutil
 import sqlite3
 from pathlib import Path
@@ -32,7 +33,7 @@ def _sweep(rows: list[tuple[int, int, int]], lo: int, hi: int) -> dict[str, int]
     """Each nanosecond of [lo, hi) to the lowest priority active in it: a sweep over the interval ends."""
     events = sorted({lo, hi} | {t for s, e, _ in rows for t in (s, e) if lo < t < hi})
     out: dict[str, int] = {}
-    for a, b in zip(events, events[1:]):
+    for a, b in itertools.pairwise(events):
         active = [p for s, e, p in rows if s <= a and e >= b]
         if active:
             part = ORDER[min(active)]

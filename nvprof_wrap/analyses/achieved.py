@@ -1,0 +1,55 @@
+"""Achieved TFLOP/s per precision, against the GPU's peak for it: the FLOPs of the framework ops that launched the
+kernels (the shapes a torch.profiler trace recorded with record_shapes=True: classify/flops.py, the store's op_flops)
+over those kernels' own time. A precision's peak is its tensor-core rate where the kernels ran on tensor cores (an
+fp32 op on tensor cores ran as TF32), else the CUDA cores' rate (analyses/peaks.toml). Of the whole capture, not a
+window: the FLOPs are counted per kernel name, not per step."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from nvprof_wrap.analyses.peaks import Peak, tensor_peak
+
+HOW = "record the ops' shapes: torch.profiler.profile(record_shapes=True) (a Kineto trace) gives each GEMM's FLOPs"
+
+
+@dataclass(frozen=True)
+class Achieved:
+    """One precision's FLOPs, its kernels' time, and the rate: JSON "achieved" {precision: this}."""
+
+    flops: float
+    seconds: float  # the kernel time of the kernels those ops launched
+    tflops: float
+    peak_tflops: float | None  # the GPU's rate for it (None: no peak table row, or no such rate)
+    tensor_core_share: float  # of its kernel time on tensor cores: from half on, the peak is the tensor cores' rate
+    kernels: int  # distinct kernel names
+
+    @property
+    def of_peak(self) -> float | None:
+        return self.tflops / self.peak_tflops if self.peak_tflops else None
+
+
+def achieved(rows: Iterable[tuple[str, str, float, int]], verdict: Callable[[str], str],
+             peak: Peak | None) -> dict[str, Achieved]:
+    """rows: (kernel name, precision of its ops, FLOPs, kernel ns); verdict: a kernel name's tensor-core verdict."""
+    acc: dict[str, tuple[float, int, int, set[str]]] = {}
+    for name, precision, flops, ns in rows:
+        f, t, tc, names = acc.get(precision, (0.0, 0, 0, set()))
+        names.add(name)
+        acc[precision] = (f + flops, t + ns, tc + (ns if verdict(name) == "yes" else 0), names)
+    out = {}
+    for precision, (flops, ns, tc_ns, names) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
+        if ns <= 0 or flops <= 0:
+            continue
+        share = tc_ns / ns
+        out[precision] = Achieved(round(flops), round(ns / 1e9, 9), round(flops / ns / 1e3, 2),
+                                  _peak(peak, precision, share >= 0.5), round(share, 4), len(names))
+    return out
+
+
+def _peak(peak: Peak | None, precision: str, tc: bool) -> float | None:
+    if peak is None:
+        return None
+    if tc:
+        return tensor_peak(peak, "tf32" if precision == "fp32" else precision)
+    return peak.rates.get(precision) if precision in ("fp32", "fp64") else None
