@@ -1,5 +1,6 @@
 """FLOPs per kernel name of a torch.profiler trace, from the ops that launched it (readers/kineto_json.py): the scan
-(readers/_kineto_rows.py) wrote the CPU ops with FLOPs to table fop; SQL does the rest, streaming.
+(readers/_kineto_rows.py) writes the CPU ops with FLOPs (Signatures, from classify/flops.py) to table fop; SQL does
+the rest, streaming.
 
 Each op's FLOPs are counted once, where the kernels are launched:
 - only the innermost op with FLOPs counts. An op that holds another op with FLOPs on its thread (aten::conv2d →
@@ -19,8 +20,47 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from nvprof_wrap.classify import flops as shapes
 from nvprof_wrap.model import OpFlops
 from nvprof_wrap.timeline.sql import in_window
+
+FLOP_OPS = shapes.OPS  # the CPU ops whose arguments the scan reads for their FLOPs
+MAX_OP_INPUTS = 64  # no op of these has more inputs
+MAX_SIGNATURES = 8192
+
+
+class Signatures:
+    """(FLOPs, precision) of the scan's matrix ops, worked out once per distinct signature (name, shapes, types,
+    scalar arguments): a few hundred per trace, however many calls."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[str, ...], tuple[int, str] | None] = {}
+
+    def of(self, name: str, args: object) -> tuple[int, str] | None:
+        """An op call's (FLOPs, precision) from its event's args, or None: a recorded "flops" argument (a positive
+        number, as older traces have) wins over the shapes."""
+        if type(args) is not dict:
+            return None
+        given, parts = args.get("flops"), [args.get(k) for k in ("Input Dims", "Input type", "Concrete Inputs")]
+        if any(type(p) is list and len(p) > MAX_OP_INPUTS for p in parts):
+            return None
+        try:
+            key = (name, repr(given), *map(repr, parts))
+        except RecursionError:  # lists nested beyond what repr walks: not shapes
+            return None
+        if key in self.known:
+            return self.known[key]
+        if len(self.known) >= MAX_SIGNATURES:  # hostile variety: forget, never grow without bound
+            self.known.clear()
+        found = self.known[key] = _count(name, given, *parts)
+        return found
+
+
+def _count(name: str, given: object, dims: object, types: object, concrete: object) -> tuple[int, str] | None:
+    found = shapes.count(name, dims, types, concrete)
+    if isinstance(given, (int, float)) and not isinstance(given, bool) and 0 < given <= shapes.MAX_FLOPS:
+        return int(given), found[1] if found is not None else shapes.precision_of(types)
+    return found if found is not None and found[0] > 0 else None
 
 # The ops with FLOPs that hold no other op with FLOPs on their thread. Ordered by (start, end descending) an op's
 # next one starts inside it exactly when it holds one (ranges on a thread nest); a range that only overlaps the next

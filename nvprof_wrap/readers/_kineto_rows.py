@@ -18,9 +18,9 @@ import zlib
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
-from nvprof_wrap.classify import flops as op_flops
 from nvprof_wrap.readers._bounded import gunzip_to
 from nvprof_wrap.readers._durations import Durations
+from nvprof_wrap.readers._kineto_flops import FLOP_OPS, Signatures
 from nvprof_wrap.readers._trace_events import NotFast, TraceEvents, split_points
 from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
@@ -36,9 +36,6 @@ RUNTIME_CATS = {"cuda_runtime", "Runtime", "cuda_driver"}  # cuda_driver: cuLaun
 FLOW_CATS = {"ac2g", "fwdbwd"}  # flow arrows (launch → kernel, forward → backward): nothing to read in them
 HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
 _BATCH = 20000
-FLOP_OPS = op_flops.OPS  # the CPU ops whose arguments are read for their FLOPs
-MAX_OP_INPUTS = 64
-MAX_SIGNATURES = 8192
 _NUMBER = (int, float)
 _MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
 
@@ -51,14 +48,6 @@ def _ns(us: object) -> int | None:
     except (TypeError, ValueError):
         return None
     return int(ns) if abs(ns) < 2**62 else None  # also False for nan
-
-
-def _op_flops(name: str, given: object, dims: object, types: object, concrete: object) -> tuple[int, str] | None:
-    """(FLOPs, precision) of one op call: a recorded "flops" argument (a positive number) wins over the shapes."""
-    found = op_flops.count(name, dims, types, concrete)
-    if isinstance(given, (int, float)) and not isinstance(given, bool) and 0 < given <= op_flops.MAX_FLOPS:
-        return int(given), found[1] if found is not None else op_flops.precision_of(types)
-    return found if found is not None and found[0] > 0 else None
 
 
 _Key = TypeVar("_Key", str, tuple[object, object])  # what gets an id: a name, a (pid, tid) thread
@@ -102,7 +91,7 @@ class Rows:
                     "CREATE TABLE fop(tid INTEGER, s INTEGER, e INTEGER, name INTEGER, flops INTEGER, prec TEXT)"):
             self.db.execute(sql)
         self.rows: dict[str, list[tuple[object, ...]]] = {"kl": [], "mem": [], "rt": [], "rng": [], "fop": []}
-        self.flops_known: dict[tuple[str, ...], tuple[int, str] | None] = {}  # per op signature
+        self.flops_known = Signatures()  # (FLOPs, precision) per op signature
         self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
 
     def add_all(self, events: list[Any]) -> None:
@@ -188,24 +177,7 @@ class Rows:
                                  self._range_name(ev.get("name", ""))))
 
     def _flops(self, ev: Event, tid: int, s: int, e: int, nid: int, name: str) -> None:
-        """A matrix op's FLOPs from its recorded shapes (or its "flops" argument, where an older trace has one):
-        computed once per distinct signature (name, shapes, types, scalar arguments), a few hundred per trace."""
-        args = ev.get("args")
-        if type(args) is not dict:
-            return
-        given, parts = args.get("flops"), [args.get(k) for k in ("Input Dims", "Input type", "Concrete Inputs")]
-        if any(type(p) is list and len(p) > MAX_OP_INPUTS for p in parts):
-            return  # no op of these has so many inputs: not worth a key
-        try:
-            key = (name, repr(given), *map(repr, parts))
-        except RecursionError:  # lists nested beyond what repr walks: not shapes
-            return
-        if key in self.flops_known:
-            found = self.flops_known[key]
-        else:
-            found = self.flops_known[key] = _op_flops(name, given, *parts)
-            if len(self.flops_known) > MAX_SIGNATURES:  # hostile variety: forget, never grow without bound
-                self.flops_known.clear()
+        found = self.flops_known.of(name, ev.get("args"))
         if found is not None:
             self.rows["fop"].append((tid, s, e, nid, *found))
 

@@ -110,6 +110,16 @@ def test_store_keeps_the_rows():
     assert all(isinstance(r["launches"], int) and r["total_ns"] > 0 for r in rows)
 
 
+def test_a_summary_keeps_the_rows(tmp_path):
+    """`summarize` writes every field of what the reader gave; reading the summary gives the same FLOPs."""
+    from nvprof_wrap.readers import summary
+
+    capture = readers.read(MATMUL)
+    out = tmp_path / "matmul.summary.json.gz"
+    summary.write(capture, "id", None, out)
+    assert readers.read(out).op_flops == capture.op_flops != ()
+
+
 def test_autocast_nesting_counts_the_inner_op():
     """wild/kineto-particle-transformer-amp-a100 (A100, AMP): autocast records an op twice, the outer call with the
     fp32 inputs around the inner one with fp16; aten::conv1d → convolution → _convolution → cudnn_convolution. Only
