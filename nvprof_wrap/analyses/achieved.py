@@ -23,6 +23,7 @@ class Achieved:
     peak_tflops: float | None  # the GPU's rate for it (None: no peak table row, or no such rate)
     tensor_core_share: float  # of its kernel time on tensor cores: from half on, the peak is the tensor cores' rate
     kernels: int  # distinct kernel names
+    coverage: float = 0.0  # of the run's kernel time, the share whose ops' FLOPs are known (all precisions)
 
     @property
     def of_peak(self) -> float | None:
@@ -30,20 +31,23 @@ class Achieved:
 
 
 def achieved(rows: Iterable[tuple[str, str, float, int]], verdict: Callable[[str], str],
-             peak: Peak | None) -> dict[str, Achieved]:
-    """rows: (kernel name, precision of its ops, FLOPs, kernel ns); verdict: a kernel name's tensor-core verdict."""
+             peak: Peak | None, kernel_ns: int) -> dict[str, Achieved]:
+    """rows: (kernel name, precision of its ops, FLOPs, kernel ns); verdict: a kernel name's tensor-core verdict;
+    kernel_ns: the run's kernel time (what the FLOPs' coverage is of)."""
     acc: dict[str, tuple[float, int, int, set[str]]] = {}
     for name, precision, flops, ns in rows:
         f, t, tc, names = acc.get(precision, (0.0, 0, 0, set()))
         names.add(name)
         acc[precision] = (f + flops, t + ns, tc + (ns if verdict(name) == "yes" else 0), names)
     out = {}
+    covered = sum(t for _f, t, _tc, _n in acc.values()) / kernel_ns if kernel_ns else 0.0
     for precision, (flops, ns, tc_ns, names) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
         if ns <= 0 or flops <= 0:
             continue
         share = tc_ns / ns
         out[precision] = Achieved(round(flops), round(ns / 1e9, 9), round(flops / ns / 1e3, 2),
-                                  _peak(peak, precision, share >= 0.5), round(share, 4), len(names))
+                                  _peak(peak, precision, share >= 0.5), round(share, 4), len(names),
+                                  round(min(covered, 1.0), 4))
     return out
 
 
@@ -53,3 +57,28 @@ def _peak(peak: Peak | None, precision: str, tc: bool) -> float | None:
     if tc:
         return tensor_peak(peak, "tf32" if precision == "fp32" else precision)
     return peak.rates.get(precision) if precision in ("fp32", "fp64") else None
+
+
+@dataclass(frozen=True)
+class Mfu:
+    """Model FLOPs utilisation: the FLOPs of a step's matrix ops (GEMM, attention, convolution: what MFU counts) over
+    the mean step's wall time (analyses/budget.py), against the peak of the precision that holds most of them.
+    JSON "mfu"."""
+
+    flops_per_step: float
+    step_s: float
+    precision: str
+    peak_tflops: float
+    mfu: float
+
+
+def mfu(found: dict[str, Achieved], steps: int, step_s: float) -> Mfu | None:
+    """From achieved's rows over ``steps`` steps and the mean step; None without a peak for the main precision."""
+    if not found or steps <= 0 or step_s <= 0:
+        return None
+    precision, main = max(found.items(), key=lambda kv: kv[1].flops)
+    if not main.peak_tflops:
+        return None
+    per_step = sum(a.flops for a in found.values()) / steps
+    return Mfu(round(per_step), step_s, precision, main.peak_tflops,
+               round(per_step / step_s / 1e12 / main.peak_tflops, 4))

@@ -64,7 +64,14 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
             f"idle {_ns(step - busy)} ({pct(1 - busy / step if step else 0)})"),
             f"GPU busy: {_parts(gpu)}",
             f"GPU idle, the host: {_parts(idle)}",
-            *_ceiling(data.get("speedup_ceiling_info")), *_achieved(data.get("achieved")))
+            *_ceiling(data.get("speedup_ceiling_info")), *_achieved(data.get("achieved")), *_mfu(data.get("mfu")))
+
+
+def _mfu(m: dict[str, Any] | None) -> tuple[str, ...]:
+    if not m:
+        return ()
+    return ((f"Model FLOPs utilisation: {pct(m['mfu'])} — {m['flops_per_step'] / 1e12:,.2f} TFLOP of matrix ops a "
+             f"step in {_ns(m['step_s'])}, against the {m['precision']} peak {m['peak_tflops']:,.1f} TFLOP/s"),)
 
 
 def _achieved(found: dict[str, Any] | None) -> tuple[str, ...]:
@@ -75,7 +82,9 @@ def _achieved(found: dict[str, Any] | None) -> tuple[str, ...]:
                                                            f"({pct(a['tflops'] / a['peak_tflops'])})"
                                                            if a["peak_tflops"] else "")
                      + f" over {_ns(a['seconds'])} of its kernels" for p, a in found.items())
-    return (f"Achieved (the ops' FLOPs over their kernels' time, whole capture): {said}",)
+    cover = next(iter(found.values()))["coverage"]
+    return ((f"Achieved (the ops' FLOPs over their kernels' time, whole capture; FLOPs known for {pct(cover)} of "
+            f"kernel time): {said}"),)
 
 
 def _ceiling(info: dict[str, Any] | None) -> tuple[str, ...]:

@@ -126,12 +126,15 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     series = series_mod.build(store, kernels, COMMUNICATION_FAMILIES)
     budget = series_mod.time_budget(store, series, kernels, COMMUNICATION_FAMILIES)
     gpus = _gpus(store)
+    done = _achieved(store, kernels, gpus)
     return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
                   sources, skipped, disagreements, ops, scopes, gpus=gpus,
                   hardware=_hardware(store, devices, checks), hardware_checks=checks,
                   hardware_series=_hardware_series(store),
                   series=series, ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES),
-                  time_budget=budget, ceiling=_ceiling(budget, gpus), achieved=_achieved(store, kernels, gpus))
+                  time_budget=budget, ceiling=_ceiling(budget, gpus), achieved=done,
+                  mfu=achieved.mfu(done, len(series.rows), budget.step_s) if done and budget and series
+                  and series.kind == "steps" and series.folded == 1 else None)
 
 
 def _achieved(store: Store, kernels: tuple[KernelRow, ...], gpus: tuple[GpuRow, ...]) -> dict[str, Achieved] | None:
@@ -143,7 +146,7 @@ def _achieved(store: Store, kernels: tuple[KernelRow, ...], gpus: tuple[GpuRow, 
     found = {peaks.lookup(g.gpu.name or "") for g in gpus}
     peak = next(iter(found)) if len(found) == 1 else None
     return achieved.achieved(((r["name"], r["precision"], r["flops"], r["total_ns"]) for r in rows),
-                             lambda name: verdict.get(name, "unknown"), peak) or None
+                             lambda name: verdict.get(name, "unknown"), peak, sum(k.total_ns for k in kernels)) or None
 
 
 def _ceiling(budget: TimeBudget | None, gpus: tuple[GpuRow, ...]) -> Ceilings | None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from nvprof_wrap.analyses.achieved import Achieved
+from nvprof_wrap.analyses.achieved import Achieved, Mfu
 from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.analyses.ceiling import Ceiling
 from nvprof_wrap.classify import RULES_VERSION
@@ -323,7 +323,7 @@ class Report:
         "schema", "rules_version", "tensor_cores_used", "verdict", "verdict_tone", "message", "hints",
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
         "tensor_core_kernels", "time_split", "time_budget", "speedup_ceiling",
-        "speedup_ceiling_info", "achieved",
+        "speedup_ceiling_info", "achieved", "mfu",
         "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
@@ -365,6 +365,7 @@ class Report:
     # achieved TFLOP/s per precision against the GPU's peak, where the capture recorded the ops' shapes
     # (analyses/achieved.py); None: no FLOPs in the run
     achieved: dict[str, Achieved] | None = None
+    mfu: Mfu | None = None  # model FLOPs utilisation of the mean step, where FLOPs, steps and a peak are known
 
     @property
     def tone(self) -> str:
