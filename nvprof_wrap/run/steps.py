@@ -21,6 +21,9 @@ STEP = "step {}"  # the job's own mark (nvprof_wrap.profile, the Keras callback,
 PROFILER_STEP = "ProfilerStep#{}"  # torch.profiler's range around each step
 OPTIMIZER_STEP = "optimizer step {}"  # tracer/annotate.py: from one optimizer.step() to the next
 KERAS_BATCH = "train batch {}"  # tracer/annotate.py, with --annotate keras
+# torch.profiler's range around each optimizer.step() call ('Optimizer.step#AdamW.step'): unnumbered, so its steps
+# are numbered in start order — an optimizer step where the trace has no ProfilerStep#N (timeline/window.py)
+TORCH_OPTIMIZER_PREFIX = "Optimizer.step#"
 KERAS_PREFIX = "keras:"  # --annotate keras: a range per Keras layer call ('keras:dense_1 (Dense)')
 TORCH_PREFIX = "torch:"  # --annotate torch: a range per module
 LAYER_PREFIXES = (KERAS_PREFIX, TORCH_PREFIX)
@@ -42,7 +45,13 @@ PATTERNS: dict[str, re.Pattern[str]] = {
 }
 # SQL LIKE patterns that select the ranges a step window can come from (a reader's NVTX text column).
 LIKE = (*(p + "%" for p in OWN_PREFIXES), _prefix(OPTIMIZER_STEP) + "%", _prefix(KERAS_BATCH) + "%",
-        KERAS_PREFIX + "%")
+        KERAS_PREFIX + "%", TORCH_OPTIMIZER_PREFIX + "%")
+_TORCH_OPTIMIZER = re.compile(r"^Optimizer\.step#\w+\.step$")
+
+
+def torch_optimizer_step(name: str) -> bool:
+    """Whether a range is torch.profiler's mark of one optimizer.step() call ('Optimizer.step#SGD.step')."""
+    return _TORCH_OPTIMIZER.match(name) is not None
 
 
 def step_name(n: int) -> str:
@@ -62,7 +71,7 @@ def marked(name: str) -> tuple[str, int] | None:
 
 def could_mark_a_step(name: str) -> bool:
     """Whether a range of this name can mark a step or a Keras batch (what LIKE selects in SQL)."""
-    return marked(name) is not None or name.startswith(KERAS_PREFIX)
+    return marked(name) is not None or name.startswith(KERAS_PREFIX) or torch_optimizer_step(name)
 
 
 def glob_sql(column: str, source: str) -> str:

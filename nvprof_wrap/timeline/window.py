@@ -189,6 +189,7 @@ def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], d
     optimizer: tuple[dict[int, int], dict[int, int]] = ({}, {})
     batches: tuple[dict[int, int], dict[int, int]] = ({}, {})
     keras: list[tuple[object, int, int, str | None]] = []
+    torch_steps: list[tuple[int, int]] = []
     for name, tid, s, e in ranges:
         if s is None:
             continue
@@ -203,11 +204,16 @@ def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], d
             ends[n] = max(e if e is not None else s, ends.get(n, s))
         elif (name or "").startswith(KERAS_PREFIX):
             keras.append((tid, s, e if e is not None else s, name))
+        elif step_names.torch_optimizer_step(name or ""):
+            torch_steps.append((s, e if e is not None else s))
     for source, found in ((OWN, named), (OPTIMIZER, optimizer), (BATCHES, batches)):
         # optimizer step 0 alone is the range annotate opens at torch's import: no optimizer ever stepped (a Keras
         # job on the torch backend), so it marks no step
         if found[0] and (source != OPTIMIZER or len(found[0]) > 1):
             return source, *found
+    if len(torch_steps) > 1:  # torch.profiler's Optimizer.step#… ranges, numbered in start order from 0
+        calls = sorted(set(torch_steps))
+        return OPTIMIZER, {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)}
     return (BATCHES, *_keras_batches(keras)) if keras else (None, {}, {})
 
 

@@ -187,3 +187,24 @@ def test_compare_says_idle_host_bound_noise_and_the_window():
                    nw.analyze(RUNS / "gpt_fp32_nsys_steps", steps=(5, 25))).findings
     assert same[0] == "compared: steps 5 to 24 of each run (--steps 5:25)"
     assert any(f.endswith("(no change: within ±2%)") for f in same)
+
+
+@pytest.mark.parametrize(("trace", "steps"), [("public/facebookresearch__param__resnet_kineto.json.gz", 30),
+                                              ("wild/kineto-param-linear-rtx2080ti.json.gz", 40),
+                                              ("wild/kineto-autograd-api-resnet50-2021.pt.trace.json.gz", 6)])
+def test_a_torch_profiler_trace_without_profiler_steps_has_its_optimizer_steps(trace, steps):
+    """Real public traces made without a schedule (no ProfilerStep#N): torch.profiler's Optimizer.step#SGD.step
+    ranges (user_annotation or Operator events, unnumbered) mark the steps, numbered in start order from 0; --steps
+    windows them."""
+    from tests._paths import FIXTURES
+
+    path = FIXTURES / trace
+    if not path.exists():
+        pytest.skip(f"needs ../shared/fixtures ({trace})")
+    report = nw.analyze(path)
+    assert report.series is not None and report.series.kind == "steps" and report.series.source == "optimizer steps"
+    assert len(report.series.rows) == steps and [r.step for r in report.series.rows] == list(range(steps))
+    assert report.time_budget is not None and report.time_budget.kind == "steps"
+    part = nw.analyze(path, steps=(1, 3))
+    assert part.series is not None and [r.step for r in part.series.rows] == [1, 2]
+    assert 0 < part.verdict.kernel_ns < report.verdict.kernel_ns
