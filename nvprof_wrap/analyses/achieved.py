@@ -60,6 +60,28 @@ def _peak(peak: Peak | None, precision: str, tc: bool) -> float | None:
 
 
 @dataclass(frozen=True)
+class KernelRate:
+    """One kernel name's achieved rate: the FLOPs of the ops that launched it over its time under them."""
+
+    name: str
+    precision: str
+    flops: float
+    seconds: float
+    tflops: float
+
+
+def per_kernel(rows: Iterable[tuple[str, str, float, int]], top: int = 20) -> tuple[KernelRate, ...]:
+    """The ``top`` kernel names by FLOPs (rows as achieved's), each with its rate; a name under ops of several
+    precisions once per precision."""
+    acc: dict[tuple[str, str], tuple[float, int]] = {}
+    for name, precision, flops, ns in rows:
+        f, t = acc.get((name, precision), (0.0, 0))
+        acc[(name, precision)] = (f + flops, t + ns)
+    best = sorted(((k, v) for k, v in acc.items() if v[1] > 0 and v[0] > 0), key=lambda kv: -kv[1][0])[:top]
+    return tuple(KernelRate(n, p, round(f), round(t / 1e9, 9), round(f / t / 1e3, 2)) for (n, p), (f, t) in best)
+
+
+@dataclass(frozen=True)
 class Mfu:
     """Model FLOPs utilisation: the FLOPs of a step's matrix ops (GEMM, attention, convolution: what MFU counts) over
     the mean step's wall time (analyses/budget.py), against the peak of the precision that holds most of them.

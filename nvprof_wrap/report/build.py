@@ -134,7 +134,9 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   series=series, ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES),
                   time_budget=budget, ceiling=_ceiling(budget, gpus), achieved=done,
                   mfu=achieved.mfu(done, len(series.rows), budget.step_s) if done and budget and series
-                  and series.kind == "steps" and series.folded == 1 else None)
+                  and series.kind == "steps" and series.folded == 1 else None,
+                  achieved_kernels=achieved.per_kernel((r["name"], r["precision"], r["flops"], r["total_ns"])
+                                                       for r in store.op_flops_rows()) if done else ())
 
 
 def _achieved(store: Store, kernels: tuple[KernelRow, ...], gpus: tuple[GpuRow, ...]) -> dict[str, Achieved] | None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from nvprof_wrap.analyses.achieved import Achieved, Mfu
+from nvprof_wrap.analyses.achieved import Achieved, KernelRate, Mfu
 from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.analyses.ceiling import Ceiling
 from nvprof_wrap.classify import RULES_VERSION
@@ -323,7 +323,7 @@ class Report:
         "schema", "rules_version", "tensor_cores_used", "verdict", "verdict_tone", "message", "hints",
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
         "tensor_core_kernels", "time_split", "time_budget", "speedup_ceiling",
-        "speedup_ceiling_info", "achieved", "mfu",
+        "speedup_ceiling_info", "achieved", "achieved_kernels", "mfu",
         "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
@@ -366,6 +366,7 @@ class Report:
     # (analyses/achieved.py); None: no FLOPs in the run
     achieved: dict[str, Achieved] | None = None
     mfu: Mfu | None = None  # model FLOPs utilisation of the mean step, where FLOPs, steps and a peak are known
+    achieved_kernels: tuple[KernelRate, ...] = ()  # the kernels with the most FLOPs, each with its rate
 
     @property
     def tone(self) -> str:

@@ -41,3 +41,13 @@ def test_model_flops_utilisation_is_a_steps_matrix_flops_over_the_mean_step_agai
     assert report.series is not None and len(report.series.rows) == 3  # ProfilerStep#2-4: FLOPs of all three
     assert m.flops_per_step == round(total / 3) and m.step_s == b.step_s and m.precision == "bf16"
     assert m.mfu == round(total / 3 / b.step_s / 1e12 / 989.4, 4) and 0 < m.mfu < 0.1  # a small GPT, host-bound
+
+
+def test_each_kernels_rate_adds_up_to_its_precisions() -> None:
+    report = analyze(RUNS / "kineto_gpt_bf16_shapes", health=False)
+    assert report.achieved is not None and report.achieved_kernels
+    rows = report.achieved_kernels
+    assert [r.flops for r in rows] == sorted((r.flops for r in rows), reverse=True)
+    assert all(r.precision == "bf16" and 0 < r.tflops <= 989.4 for r in rows)
+    assert len(rows) == report.achieved["bf16"].kernels  # 15 names: all shown (at most 20)
+    assert abs(sum(r.flops for r in rows) - report.achieved["bf16"].flops) <= len(rows)
