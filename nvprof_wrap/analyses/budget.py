@@ -42,6 +42,14 @@ LABELS = {
     "outside_cuda": "GPU idle, host outside CUDA calls (Python, framework, data loading)",
     "idle_unknown": "GPU idle, host not recorded",
 }
+# the same, short: table keys and one-line lists (compare's rows, the terminal's lines)
+SHORT = {
+    "tensor_core": "tensor-core kernels", "other_math": "math on CUDA cores", "math_unknown": "math, TC unknown",
+    "other_kernels": "other kernels", "communication": "communication", "copy_htod": "copies HtoD",
+    "copy_dtoh": "copies DtoH", "copy_dtod": "copies DtoD", "copy_other": "other copies", "memset": "memsets",
+    "api_launch": "idle: launching", "api_sync": "idle: copies, waits", "api_alloc": "idle: allocating",
+    "api_other": "idle: other calls", "outside_cuda": "idle: outside CUDA", "idle_unknown": "idle: not recorded",
+}
 # which CUDA calls the capture recorded (model.StepSeries.host) → whether the rest of a step is outside CUDA calls
 _REST = {"all": "outside_cuda", "launch, sync, alloc": "outside_cuda"}
 

@@ -5,20 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from nvprof_wrap.analyses import budget
 from nvprof_wrap.analyses.achieved import HOW
 from nvprof_wrap.renderers._frame import t as _t
 from nvprof_wrap.renderers._shapes import Lines, Shown
 from nvprof_wrap.text.units import duration, pct
 
 TITLE = "Time budget of a step"
-SHORT = {
-    "tensor_core": "tensor-core kernels", "other_math": "matrix math on CUDA cores",
-    "math_unknown": "matrix math (tensor cores unknown)", "other_kernels": "other kernels",
-    "communication": "communication", "copy_htod": "copies HtoD", "copy_dtoh": "copies DtoH",
-    "copy_dtod": "copies DtoD", "copy_other": "other copies", "memset": "memsets",
-    "api_launch": "launching", "api_sync": "copies and waits", "api_alloc": "allocating",
-    "api_other": "other CUDA calls", "outside_cuda": "outside CUDA calls", "idle_unknown": "host not recorded",
-}
+SHORT = {**budget.SHORT, "other_math": "matrix math on CUDA cores",
+         "math_unknown": "matrix math (tensor cores unknown)", "api_launch": "launching", "api_sync": "copies and waits", "api_alloc": "allocating",
+         "api_other": "other CUDA calls", "outside_cuda": "outside CUDA calls", "idle_unknown": "host not recorded"}
 CLASS = {
     "tensor_core": "c-tc", "other_math": "c-om", "math_unknown": "c-unk", "other_kernels": "c-cuda",
     "communication": "c-comm", "copy_htod": "c-h2d", "copy_dtoh": "c-d2h", "copy_dtod": "c-d2d",

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvprof_wrap.analyses.budget import LABELS, ORDER
+from nvprof_wrap.analyses.budget import ORDER, SHORT
 from nvprof_wrap.report import KernelRow, Report, Scope
 from nvprof_wrap.report.experiment import read_metrics
 from nvprof_wrap.report.hints import host_bound
@@ -189,7 +189,7 @@ def _budget(before: Report, after: Report) -> tuple[DeltaRow, ...]:
     if b is None or a is None:
         return ()
     bp, ap = {p.name: p for p in b.parts}, {p.name: p for p in a.parts}
-    rows = [DeltaRow(LABELS[n], round(bp[n].seconds * 1e9) if n in bp else 0, round(ap[n].seconds * 1e9) if n in ap
+    rows = [DeltaRow(SHORT[n], round(bp[n].seconds * 1e9) if n in bp else 0, round(ap[n].seconds * 1e9) if n in ap
                      else 0, bp[n].share if n in bp else 0.0, ap[n].share if n in ap else 0.0, None, None)
             for n in ORDER if n in bp or n in ap]
     return tuple(sorted(rows, key=lambda r: (-abs(r.delta_ns), r.key)))

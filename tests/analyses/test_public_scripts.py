@@ -61,7 +61,7 @@ def test_timm_fp32_to_amp_the_budget_rows_add_up_to_the_mean_steps_change(timm) 
     # the whole run: tensor-core kernels −9.09 ms, elementwise and the other kernels +4.05 ms (they ran longer in
     # bf16: the casts AMP adds) — the largest change first
     assert cmp.budget[0].key == "tensor-core kernels" and -11e6 < rows["tensor-core kernels"] < -7e6
-    assert 2e6 < rows["elementwise, reductions, optimizer, other kernels"] < 6e6
+    assert 2e6 < rows["other kernels"] < 6e6
 
 
 def test_timm_fp32_to_amp_the_ceiling_bounds_the_measured_speed_up(timm) -> None:

@@ -178,7 +178,7 @@ def test_compare_page_of_the_fp32_and_bf16_runs_renders_quietly(browser, tmp_pat
         text = v.page.locator("body").inner_text()
         assert "9.5% → 33.5%" in text and "bf16" in text
         tables = v.page.locator("table")
-        assert tables.count() == 4 and all(t.locator("tbody tr").count() > 0 for t in tables.all())
+        assert tables.count() == 5 and all(t.locator("tbody tr").count() > 0 for t in tables.all())
         v.assert_quiet()
     finally:
         v.close()
