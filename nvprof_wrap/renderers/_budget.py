@@ -12,8 +12,9 @@ from nvprof_wrap.renderers._shapes import Lines, Shown
 from nvprof_wrap.text.units import duration, pct
 
 TITLE = "Time budget of a step"
-SHORT = {**budget.SHORT, "other_math": "matrix math on CUDA cores",
-         "math_unknown": "matrix math (tensor cores unknown)", "api_launch": "launching", "api_sync": "copies and waits", "api_alloc": "allocating",
+SHORT = {**budget.SHORT,  # in the section's own lines, under "GPU busy" and "GPU idle, the host": longer
+         "other_math": "matrix math on CUDA cores", "math_unknown": "matrix math (tensor cores unknown)",
+         "api_launch": "launching", "api_sync": "copies and waits", "api_alloc": "allocating",
          "api_other": "other CUDA calls", "outside_cuda": "outside CUDA calls", "idle_unknown": "host not recorded"}
 CLASS = {
     "tensor_core": "c-tc", "other_math": "c-om", "math_unknown": "c-unk", "other_kernels": "c-cuda",
