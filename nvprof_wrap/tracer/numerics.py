@@ -130,7 +130,7 @@ class Recorder:
     framework: str | None = None
     steps: int = 0
     overhead_s: float = 0.0
-    started: float = field(default_factory=time.perf_counter)
+    started: float | None = None  # when the first step began: the budget is a share of the training's time
     forced: set[int] = field(default_factory=set)
 
     def claim(self, framework: str) -> bool:
@@ -154,6 +154,8 @@ class Recorder:
     def sampled(self, step: int) -> bool:
         """Whether ``step`` is recorded whole: the first steps, a step forced by a bad value, and every
         ``every``-th step while the recorder's cost stays within its budget."""
+        if self.started is None:
+            self.started = time.perf_counter()
         if step < self.first or step in self.forced:
             return True
         if step % self.every:

@@ -8,7 +8,9 @@ jit on JAX), so its tensors cannot be read from Python while it runs; what is re
   are the step's activations and whose loss's gradients (TensorFlow and torch backends) the step's gradients;
 - after every step: the loss (from fit's logs: Keras's running mean over the epoch, turned back into the step's),
   the loss scale and whether it skipped the update (a LossScaleOptimizer's inner iterations did not move), and one
-  sum per weight, the cheap check that forces a step with a non-finite or newly all-zero weight to be written whole;
+  sum per weight, the cheap check that forces a step with a non-finite or newly all-zero weight to be written whole
+  (its weights and optimizer state; its update only when the step was sampled: the weights are read before sampled
+  steps only) and the step after it;
 - after a sampled (or bad) step: the weights, the update (new − old) with its ratio to the weight, and the
   optimizer's state variables, each matched to its weight by the name Keras gives it (``{weight path}_{name}``).
 """
@@ -22,7 +24,6 @@ from nvprof_wrap.tracer import numerics
 from nvprof_wrap.tracer.numerics import bad, np_stats
 
 PROBE_ROWS = 256  # the most rows of x the probe runs on
-SNAPSHOT_MAX = 20_000_000  # weights kept before every step (for a bad step's update) up to this many elements
 _probe: dict[int, Any] = {}  # id(layer) → its output, while a probe runs (None: no probe running)
 _probing = [False]
 
@@ -129,7 +130,6 @@ def _callback_class(keras: Any) -> type:
             # (layer name, weight name, variable) of each sampled layer's trainable weights
             self.weights = [(layer.name, f"{layer.name}/{v.name}", v) for layer in self.layers
                             for v in getattr(layer, "trainable_weights", [])]
-            self.snapshot_all = sum(int(_size(v)) for _, _, v in self.weights) <= SNAPSHOT_MAX
             policy = getattr(getattr(model, "dtype_policy", None), "name", None) or \
                 self.keras.mixed_precision.global_policy().name
             rec.start(self.keras.backend.backend(), str(policy), names)
@@ -162,9 +162,9 @@ def _callback_class(keras: Any) -> type:
                     self._setup()
                 step = self.rec.steps
                 self.whole = self.rec.sampled(step)
-                if self.whole or self.snapshot_all:
+                self.old = {}
+                if self.whole:  # (reading every weight before every step would cost more than the budget allows)
                     self.old = {name: self._numpy(v) for _, name, v in self.weights}
-                if self.whole:
                     self._run_probe(step)
                 _, scaler = self._optimizer()
                 self.inner_iter = self._value(self._optimizer()[0].iterations) if scaler is not None else None
@@ -222,12 +222,14 @@ def _callback_class(keras: Any) -> type:
             return True
 
         def _cheap_check(self) -> bool:
-            """One sum per weight: a weight that became non-finite, or all zeros, this step."""
+            """One sum per weight (one pass, no copy): a weight that became non-finite, or all zeros, this step. A sum
+            of 0 is confirmed on the absolute values; a sum that overflowed only forces one step to be written."""
             ops, found = self.keras.ops, False
             for _, name, v in self.weights:
-                total = float(self.keras.ops.convert_to_numpy(ops.sum(ops.abs(ops.cast(v, "float32")))))
-                found |= self._news(total != total or total == float("inf"), f"{name} non-finite")
-                found |= self._news(total == 0, f"{name} zeros")
+                total = float(self._numpy(ops.sum(v)))
+                found |= self._news(total != total or abs(total) == float("inf"), f"{name} non-finite")
+                if total == 0:
+                    found |= self._news(float(self._numpy(ops.max(ops.abs(v)))) == 0, f"{name} zeros")
             return found
 
         def _run_probe(self, step: int) -> None:
@@ -289,10 +291,3 @@ def _callback_class(keras: Any) -> type:
             self.on_train_batch_begin = self.on_train_batch_end = lambda *a, **k: None  # type: ignore[method-assign]  # off for good
 
     return NumericsCallback
-
-
-def _size(v: Any) -> int:
-    n = 1
-    for d in getattr(v, "shape", ()):
-        n *= int(d or 1)
-    return n
