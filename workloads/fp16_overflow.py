@@ -6,7 +6,7 @@ range) the same model trains. The numerics recorder's test case for a collapsing
     python workloads/fp16_overflow.py --precision fp16    # scale falls, every step skipped, fc1's output inf
     python workloads/fp16_overflow.py --precision bf16    # trains: nothing non-finite
 
-Model: Linear(64, 256) "fc1" with weights 30× the default and inputs of scale 100 (outputs ~1e5), LayerNorm,
+Model: Linear(64, 256) "fc1" with weights 1000× the default and inputs of scale 100 (outputs ~1e5), LayerNorm,
 ReLU, Linear(256, 1); MSE against a linear target; Adam. Runs on the GPU if there is one, else on the CPU (autocast
 and GradScaler both work there). Prints one line per step: the loss, the scale, whether the step was skipped.
 """
@@ -26,7 +26,7 @@ def build(seed: int) -> torch.nn.Module:
     model.add_module("act", torch.nn.ReLU())
     model.add_module("fc2", torch.nn.Linear(256, 1))
     with torch.no_grad():
-        model.fc1.weight.mul_(30.0)  # fc1's outputs reach ~1e5: past float16's 65504
+        model.fc1.weight.mul_(1000.0)  # fc1's outputs reach ~1e5: past float16's 65504
     return model
 
 

@@ -2,8 +2,8 @@
 activations, gradients, weights, the update and optimizer state, the loss and the loss scale — in Keras 3 (any
 backend: tracer/numerics_keras.py) and PyTorch (tracer/numerics_torch.py) jobs, without a change to the script.
 
-Runs in every Python process of the job (the injected sitecustomize calls ``install()`` when $NVPROF_WRAP_NUMERICS
-names the run folder). Nothing is imported eagerly: an import hook patches keras / torch once the job imports them.
+Runs in every Python process of the job (the injected sitecustomize calls numerics_hooks.install() when
+$NVPROF_WRAP_NUMERICS names the run folder). Nothing is imported eagerly: an import hook patches keras / torch once the job imports them.
 Each process writes ``numerics-<pid>.jsonl`` (docs/numerics-recorder.md; the record format: the project's
 numerics schema). What this module holds is shared by both frameworks: the settings, the sampling of steps, the
 bounded writer and the statistics of a numpy array.
@@ -22,8 +22,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
-
-from nvprof_wrap.tracer.imports import when_imported
 
 ENV = "NVPROF_WRAP_NUMERICS"  # the folder the records go to (the run folder)
 ENV_EVERY = "NVPROF_WRAP_NUMERICS_EVERY"  # steps between sampled steps (default EVERY)
@@ -254,15 +252,9 @@ def recorder() -> Recorder | None:
     return _RECORDER
 
 
-def install(folder: str | None = None) -> None:
-    """Patch keras and torch once the job imports them (now, if it already has)."""
+def begin(folder: str) -> Recorder:
+    """This process's recorder, writing into ``folder`` (tracer/numerics_hooks.py patches the frameworks)."""
     global _RECORDER
-    folder = folder or os.environ.get(ENV, "")
-    if not folder:
-        return
     _RECORDER = Recorder(folder, every=_int_env(ENV_EVERY, EVERY), first=_int_env(ENV_FIRST, FIRST, 0),
                          max_layers=_int_env(ENV_LAYERS, LAYERS))
-    from nvprof_wrap.tracer import numerics_keras, numerics_torch
-
-    when_imported("keras", numerics_keras.patch)
-    when_imported("torch", numerics_torch.patch)
+    return _RECORDER

@@ -279,6 +279,8 @@ def _patch_scaler(cls: Any, st: _State, guard: Any) -> None:
         state = getattr(self, "_per_optimizer_states", {}).get(id(optimizer), {})
         found = state.get("found_inf_per_device", {})
         st.skipped = bool(found) and sum(v.item() for v in found.values()) > 0
+        if st.sampled is None:
+            st.name_modules()
         if st.skipped and st.is_whole():  # the optimizer's hooks did not run: its gradients (unscaled) now
             for group in optimizer.param_groups:
                 for p in group["params"]:

@@ -121,9 +121,9 @@ def _start_numerics() -> None:
     if not os.environ.get("NVPROF_WRAP_NUMERICS"):
         return
     try:
-        from nvprof_wrap.tracer import numerics
+        from nvprof_wrap.tracer import numerics_hooks
 
-        numerics.install()
+        numerics_hooks.install()
     except Exception as e:
         _warn(f"numerics recorder not installed ({type(e).__name__}: {e})")
 
