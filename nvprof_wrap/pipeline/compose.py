@@ -68,7 +68,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
                 raise BadInput(e.path, f"{running or never}: {e.why}") from None
             if not jobs.profiler_free(runs):
                 raise
-            skipped = []  # `run --backend none`: no capture by design; the report says so and gives the health
+            skipped = ()  # `run --backend none`: no capture by design; the report says so and gives the health
         evidence.prepare(st, triton)
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
         if window is None and steps is None:

@@ -3,7 +3,8 @@ activations, gradients, weights, the update and optimizer state, the loss and th
 backend: tracer/numerics_keras.py) and PyTorch (tracer/numerics_torch.py) jobs, without a change to the script.
 
 Runs in every Python process of the job (the injected sitecustomize calls numerics_hooks.install() when
-$NVPROF_WRAP_NUMERICS names the run folder). Nothing is imported eagerly: an import hook patches keras / torch once the job imports them.
+$NVPROF_WRAP_NUMERICS names the run folder). Nothing is imported eagerly: an import hook patches keras / torch once
+the job imports them.
 Each process writes ``numerics-<pid>.jsonl`` (docs/numerics-recorder.md; the record format: the project's
 numerics schema). What this module holds is shared by both frameworks: the settings, the sampling of steps, the
 bounded writer and the statistics of a numpy array.

@@ -14,14 +14,15 @@ jit on JAX), so its tensors cannot be read from Python while it runs; what is re
 - after a sampled (or bad) step: the weights, the update (new − old) with its ratio to the weight, and the
   optimizer's state variables, each matched to its weight by the name Keras gives it (``{weight path}_{name}``).
 """
-# ruff: noqa: BLE001, S110
+# ruff: noqa: BLE001
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 from nvprof_wrap.tracer import numerics
-from nvprof_wrap.tracer.numerics import bad, np_stats
+from nvprof_wrap.tracer.numerics import np_stats
 
 PROBE_ROWS = 256  # the most rows of x the probe runs on
 _probe: dict[int, Any] = {}  # id(layer) → its output, while a probe runs (None: no probe running)
@@ -119,7 +120,8 @@ def _callback_class(keras: Any) -> type:
             self.whole = False
             self.old: dict[str, Any] = {}
             self.seen_bad: set[str] = set()
-            self.loss_sum, self.inner_iter = 0.0, None
+            self.loss_sum = 0.0
+            self.inner_iter: float | None = None
 
         # ------------------------------------------------------------------ what the model has, once built
         def _setup(self) -> None:
@@ -227,7 +229,7 @@ def _callback_class(keras: Any) -> type:
             ops, found = self.keras.ops, False
             for _, name, v in self.weights:
                 total = float(self._numpy(ops.sum(v)))
-                found |= self._news(total != total or abs(total) == float("inf"), f"{name} non-finite")
+                found |= self._news(not math.isfinite(total), f"{name} non-finite")
                 if total == 0:
                     found |= self._news(float(self._numpy(ops.max(ops.abs(v)))) == 0, f"{name} zeros")
             return found

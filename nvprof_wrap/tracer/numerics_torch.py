@@ -11,10 +11,11 @@ A step is named from 0; the module and parameter names are the paths from the mo
 (``encoder.layers.0.fc1``). One cheap check per step — the loss, and one finiteness test over all weights — forces
 the next step to be recorded whole after a bad one.
 """
-# ruff: noqa: BLE001, S110
+# ruff: noqa: BLE001
 from __future__ import annotations
 
 import importlib
+import math
 import time
 import weakref
 from typing import Any
@@ -37,7 +38,9 @@ class _State:
         self.owner: Any = None
         self.loss: Any = None
         self.scaled: tuple[int, Any] | None = None  # (id of GradScaler.scale's result, the loss it was given)
-        self.scaler_seen, self.skipped, self.scale = False, None, None
+        self.scaler_seen = False
+        self.skipped: bool | None = None
+        self.scale: float | None = None
         self.policy = "fp32"
         self.dead = False
         self.bad_weights = False
@@ -114,7 +117,7 @@ class _State:
                 rec.tensor(step, "forward", name, "activation", "output", self.fields(got))
         for layer, pname, got in self.grads:
             rec.tensor(step, "backward", layer, "gradient", pname, self.fields(got))
-        bad = loss is None or loss != loss or abs(loss) == float("inf") or bool(self.skipped) or self.bad_weights
+        bad = loss is None or not math.isfinite(loss) or bool(self.skipped) or self.bad_weights
         if bad and not self.was_bad:  # the first bad step only: a scale that keeps falling forces nothing more
             rec.forced.add(step + 1)
         self.was_bad = bad
@@ -204,8 +207,7 @@ def patch(torch: Any) -> None:
 
     @guard
     def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-        owner = st.owner() if st.owner is not None else None
-        if owner is not optimizer:
+        if st.owner is None or st.owner() is not optimizer:
             return
         step, whole = rec.steps, st.is_whole()
         params = [p for g in optimizer.param_groups for p in g["params"]]
@@ -253,7 +255,7 @@ def _note_policy(torch: Any, st: _State) -> None:
                 dtype = str(torch.get_autocast_dtype(device)).replace("torch.", "")
                 st.policy = {"float16": "autocast fp16", "bfloat16": "autocast bf16"}.get(dtype, f"autocast {dtype}")
                 return
-        except Exception:
+        except Exception:  # noqa: S112 - a torch without autocast on this device: the next one
             continue
 
 

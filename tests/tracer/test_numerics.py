@@ -8,6 +8,7 @@ Python lacks it, run this file with a venv's Python that has it (--system-site-p
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import subprocess
@@ -148,7 +149,7 @@ def test_a_collapsing_grad_scaler_and_the_overflowing_layer_are_recorded(tmp_pat
     losses = [r for r in recs if r["kind"] == "loss"]
     scales = [r["scale"] for r in losses]
     assert len(losses) == 12 and all(r["skipped"] for r in losses)
-    assert all(b < a for a, b in zip(scales, scales[1:])) and scales[-1] < scales[0] / 1000
+    assert all(b < a for a, b in itertools.pairwise(scales)) and scales[-1] < scales[0] / 1000
     fc1 = tensors(recs, layer="fc1", tensor="activation", step=0)
     assert fc1 and fc1[0]["dtype"] == "float16" and fc1[0]["inf"] > 0 and fc1[0]["max_abs"] == 65504.0
     assert tensors(recs, layer="fc1", tensor="gradient", step=0)
@@ -205,4 +206,5 @@ def test_the_statistics_of_a_float16_tensor():
 def test_layers_are_spread_over_the_model():
     names = [f"l{i}" for i in range(200)]
     picked = numerics.spread(names, 64)
-    assert len(picked) == 64 and picked[0] == "l0" and picked[-1] == "l199" and picked == sorted(picked, key=names.index)
+    assert len(picked) == 64 and picked[0] == "l0" and picked[-1] == "l199"
+    assert picked == sorted(picked, key=names.index)
