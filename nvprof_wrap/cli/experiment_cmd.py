@@ -22,7 +22,7 @@ from pathlib import Path
 from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._args import Subcommands, add_format, add_save, render_options
 from nvprof_wrap.cli._write import check_output, put, say
-from nvprof_wrap.cli.run_cmd import add_hardware, annotate_kinds
+from nvprof_wrap.cli.run_cmd import add_hardware, add_numerics, annotate_kinds
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
@@ -45,10 +45,12 @@ def add_parser(sub: Subcommands, name: str) -> None:
     p.add_argument("--precisions", default="fp32,fp16,mixed",
                    help="comma-separated, run in this order (default: fp32,fp16,mixed)")
     p.add_argument("--backend", choices=CHOICES, default="auto",
-                   help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
+                   help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof; none: no "
+                        "profiler, the job's log, health and numerics only)")
     p.add_argument("--nsys", help="path of the nsys executable (default: $NVPROF_WRAP_NSYS, else nsys on PATH)")
     p.add_argument("--annotate", metavar="keras,torch", type=annotate_kinds,
                    help="NVTX ranges per layer / module / op (see run; default: none)")
+    add_numerics(p)
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
     p.add_argument("--force", action="store_true", help="replace the runs that -o DIR already holds")
     p.add_argument("--verbose", action="store_true",
@@ -112,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
                                                quiet_stdout=args.format != "table", annotate=args.annotate,
                                                force=args.force, verbose=args.verbose, hardware=args.hardware,
                                                hardware_interval_s=args.hardware_interval,
-                                               gpu_metrics_hz=args.gpu_metrics_frequency))
+                                               gpu_metrics_hz=args.gpu_metrics_frequency,
+                                               numerics=args.numerics))
             rows.append(_row(precision, folder, manifest, script.stem))
     put(args, render(args.format, Experiment(tuple(rows)), render_options(args)), "experiment table")
     # a run whose manifest recorded no end (None) did not succeed; it was a TypeError in max() before

@@ -1,4 +1,4 @@
-"""nvprof-wrap run [--backend auto|nvprof|nsys|cupti] [-o DIR] [--name NAME] -- CMD ARGS...
+"""nvprof-wrap run [--backend auto|nvprof|nsys|cupti|none] [-o DIR] [--name NAME] -- CMD ARGS...
 
 Runs CMD (never through a shell) under a profiler, child processes included, saves its output and
 a manifest in the run folder, then prints the report. The wrapper exits with the job's exit code.
@@ -17,6 +17,7 @@ examples:
   nvprof-wrap run --min-tensor-core-share 0.3 --expect-precision bf16 -- python train.py   # CI gate
   nvprof-wrap run --capture-steps 100:120 -- python train.py    # record steps 100-119 only, the profiler idle else
   nvprof-wrap run --backend nsys --capture-after 60 --capture-for 10 -- python train.py
+  nvprof-wrap run --backend none --numerics -- python train.py   # no profiler: why did fp16 training break?
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from nvprof_wrap.cli._write import check_output, put, say, write_text
 from nvprof_wrap.errors import INTERNAL, IO_ERROR, BadInput, CannotWrite, IOFailure, NvprofWrapError
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
+from nvprof_wrap.launch.none import NAME as NO_PROFILER
 from nvprof_wrap.launch.runner import check_name, execute, expand_output, no_capture_reason
 from nvprof_wrap.pipeline.stores import remember, report_run, window_never_opened
 from nvprof_wrap.renderers import Options, render
@@ -50,7 +52,8 @@ def add_parser(sub: Subcommands, name: str) -> None:
     p = sub.add_parser(name, help="run a command under a profiler and report", description=__doc__,
                        epilog=_exit.RUN, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=CHOICES, default="auto",
-                   help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof)")
+                   help="profiler (default: auto, the first usable here: nsys, then cupti, then nvprof; none: no "
+                        "profiler, the job's log, health and numerics only: for machines without a GPU or profiler)")
     p.add_argument("-o", "--output", help="run folder (default runs/NAME-TIMESTAMP); new or empty")
     p.add_argument("--force", action="store_true",
                    help="replace the run that -o DIR already holds: only a run folder nvprof-wrap made, and only the "
@@ -64,6 +67,7 @@ def add_parser(sub: Subcommands, name: str) -> None:
     p.add_argument("--no-step-marks", dest="step_marks", action="store_false",
                    help="do not mark torch optimizer steps (by default every optimizer.step() of a PyTorch process "
                         "ends an NVTX range 'optimizer step N', which --steps reads: no change to the script)")
+    add_numerics(p)
     p.add_argument("--no-report", action="store_true", help="only run and capture")
     add_window(p)
     add_hardware(p)
@@ -79,6 +83,13 @@ def add_parser(sub: Subcommands, name: str) -> None:
     add_save(p)
     add_gates(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS")
+
+
+def add_numerics(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--numerics", action="store_true",
+                   help="record the job's numbers per training step and layer — activations, gradients, weights, "
+                        "the update, optimizer state, the loss and loss scale — in Keras 3 and PyTorch processes (no "
+                        "change to the script): numerics-PID.jsonl in the run folder (docs/numerics-recorder.md)")
 
 
 ANNOTATE_KINDS = ("keras", "torch")
@@ -163,14 +174,14 @@ def run(args: argparse.Namespace) -> int:
                    quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
                    step_marks=args.step_marks, force=args.force, verbose=args.verbose, hardware=args.hardware,
                    hardware_interval_s=args.hardware_interval, gpu_metrics_hz=args.gpu_metrics_frequency,
-                   capture=capture_window(args))
+                   capture=capture_window(args), numerics=args.numerics)
     folder, manifest = execute(spec)
     say(f"nvprof-wrap: {manifest.backend} run of {' '.join(spec.command)[:80]} → {folder} "
         f"(exit {manifest.exit_code}, {manifest.wall_s} s)")
     if manifest.hardware and manifest.gpus:
         say(f"nvprof-wrap: tensor-pipe activity: {manifest.hardware}")
     recorded = manifest.recorded
-    if recorded and not manifest.captures:
+    if recorded and not manifest.captures and manifest.backend != NO_PROFILER:
         why = window_never_opened(folder) or no_capture_reason(folder, manifest)
         say(f"nvprof-wrap: error: the {manifest.backend} run wrote no capture in {folder}: "
             f"{' '.join(why.split())[:300]}")

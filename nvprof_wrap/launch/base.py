@@ -31,6 +31,7 @@ class RunSpec:
     hardware_interval_s: float = 0.1  # GPM's sampling interval
     gpu_metrics_hz: int = 10_000  # nsys --gpu-metrics-frequency
     capture: CaptureWindow | None = None  # record only this window of the job (None: all of it)
+    numerics: bool = False  # record the job's numbers per step and layer (tracer/numerics.py): numerics-PID.jsonl
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,9 @@ def _unclaim(folder: Path, lock: int, created: bool) -> None:
         os.close(lock)
 
 
+NUMERICS_ENV = "NVPROF_WRAP_NUMERICS"  # the numerics recorder's folder (tracer/numerics.py ENV: a test checks both)
+
+
 def captures(folder: Path) -> list[str]:
     return Run(folder).captures()
 
@@ -182,7 +185,9 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
         kinds = [*(["steps"] if steps else []), *(spec.annotate.split(",") if spec.annotate else [])]
         annotate = {**injection_env(), "NVPROF_WRAP_ANNOTATE": ",".join(kinds)} if kinds else {}
         window = {**injection_env(), "NVPROF_WRAP_CAPTURE_T0": repr(time.time())} if spec.capture else {}
-        env = {**annotate, **window, **plan.env, **(spec.env or {}), "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
+        numerics = {**injection_env(), NUMERICS_ENV: str(folder.resolve())} if spec.numerics else {}
+        env = {**annotate, **window, **numerics, **plan.env, **(spec.env or {}),
+               "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
                "NVPROF_WRAP_METRICS": str(Run(folder).metrics_file.resolve())}
         sampler, hardware = _sampler(spec, folder, plan)
         try:

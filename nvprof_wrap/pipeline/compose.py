@@ -64,9 +64,11 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         except BadInput as e:  # no capture yet, or one being written: a run still running says so first
             running = jobs.in_progress(folders)
             never = jobs.never_opened(capture)
-            if running is None and never is None:
+            if running is not None or never is not None:
+                raise BadInput(e.path, f"{running or never}: {e.why}") from None
+            if not jobs.profiler_free(runs):
                 raise
-            raise BadInput(e.path, f"{running or never}: {e.why}") from None
+            skipped = ()  # `run --backend none`: no capture by design; the report says so and gives the health
         evidence.prepare(st, triton)
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
         if window is None and steps is None:
@@ -78,6 +80,8 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         rep = report_mod.with_jobs(rep, jobs.job_end(runs, marked or None),
                                    jobs.different_jobs(st.capture_jobs(), folders, runs))
         rep = report_mod.with_capture(rep, capture)
+        if jobs.profiler_free(runs):
+            rep = report_mod.without_profiler(rep)
     finally:
         if own:
             st.close()

@@ -11,7 +11,15 @@ Everything a caller needs is importable from here (``from nvprof_wrap.report imp
 from __future__ import annotations
 
 from nvprof_wrap.report import headline, serialise
-from nvprof_wrap.report.build import build, with_capture, with_health, with_hints, with_jobs, with_scope
+from nvprof_wrap.report.build import (
+    build,
+    with_capture,
+    with_health,
+    with_hints,
+    with_jobs,
+    with_scope,
+    without_profiler,
+)
 from nvprof_wrap.report.headline import capture_line, job_line, jobs_line
 from nvprof_wrap.report.ranks import RankOutlier, RankRow, Ranks, RankSpread
 from nvprof_wrap.report.series import Series, StepRow
@@ -43,4 +51,4 @@ __all__ = ["DISPLAY", "GOOD_SHARE", "MEM_ORDER", "SPLIT_KINDS", "SPLIT_LABELS", 
            "HardwareCheck", "HardwarePoint", "HardwareRow", "JobEnd", "JobGroup", "KernelRow", "OpRow",
            "PrecisionShare", "RankOutlier", "RankRow", "RankSpread", "Ranks", "Report", "Scope", "Series", "Source",
            "SplitRow", "StepRow", "Verdict", "build", "capture_line", "headline", "job_line", "jobs_line", "serialise",
-           "with_capture", "with_health", "with_hints", "with_jobs", "with_scope"]
+           "with_capture", "with_health", "with_hints", "with_jobs", "with_scope", "without_profiler"]

@@ -227,6 +227,16 @@ def with_capture(report: Report, capture: CaptureScope | None) -> Report:
     return replace(report, capture=capture, verdict=verdict)
 
 
+def without_profiler(report: Report) -> Report:
+    """A run without a profiler (`run --backend none`) holds no capture by design: said so, not "did the job run on
+    the GPU?"."""
+    if report.verdict.tensor_cores != "no-kernels":
+        return report
+    return replace(report, verdict=replace(report.verdict, message=(
+        "No profiler capture (--backend none): the job ran without a profiler; what it recorded is its log, its "
+        "training health and, with --numerics, its numbers.")))
+
+
 def with_hints(report: Report, hints: tuple[str, ...]) -> Report:
     return replace(report, hints=tuple(hints))
 

@@ -24,6 +24,7 @@ from typing import Any
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.report import CaptureScope, JobEnd, JobGroup
 from nvprof_wrap.run import Manifest, Run, held, is_run, rank_folders, runs_inside
+from nvprof_wrap.run.manifest import NO_PROFILER
 from nvprof_wrap.run.names import MANIFEST, METRICS, STORE
 from nvprof_wrap.run.steps import OPTIMIZER
 from nvprof_wrap.store.queries import CaptureJobRow
@@ -45,6 +46,11 @@ def manifests(paths: list[Path]) -> list[tuple[Path, Manifest]]:
                 except BadInput:
                     continue
     return out
+
+
+def profiler_free(runs: list[tuple[Path, Manifest]]) -> bool:
+    """Whether the run ran without a profiler (`run --backend none`): no capture is then what it should hold."""
+    return bool(runs) and all(m.backend == NO_PROFILER for _, m in runs)
 
 
 def in_progress(paths: list[Path]) -> str | None:

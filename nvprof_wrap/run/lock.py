@@ -208,7 +208,8 @@ def written(folder: Path) -> set[str]:
     running = isinstance(backend, str) and data.get("status") == "running"
     pattern = names.CAPTURE_NAMES.get(str(backend)) if running else None
     for name in entries:
-        if names.SET_ASIDE_STORE.fullmatch(name) or (pattern is not None and pattern.fullmatch(name)):
+        if names.SET_ASIDE_STORE.fullmatch(name) or (pattern is not None and pattern.fullmatch(name)) \
+                or names.NUMERICS_FILE.fullmatch(name):
             ours.add(name)
         elif tools.is_export_scratch(name):
             ours.add(name)  # an export's lock or temporary file (tools.nsys_export), by its name

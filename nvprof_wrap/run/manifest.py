@@ -21,6 +21,7 @@ from nvprof_wrap.system import files
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
 
 FORMAT, FORMAT_VERSION = "nvprof-wrap-run", 1
+NO_PROFILER = "none"  # the backend of a run without a profiler (launch/none.py): its folder holds no capture
 
 
 @dataclass(frozen=True)

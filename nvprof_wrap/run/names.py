@@ -59,6 +59,17 @@ def capture_tag(rank: int | None) -> str:
     return f"{rank_folder(rank)}-" if rank is not None else ""
 
 
+# What the numerics recorder (`run --numerics`, tracer/numerics.py) writes: one file per process of the job. The run's
+# own, never a capture; `run --force` removes them with the rest of the run.
+NUMERICS = "numerics-{pid}.jsonl"
+NUMERICS_FILE = re.compile(r"numerics-\d+\.jsonl")
+
+
+def not_a_capture(name: str) -> bool:
+    """A file of a run folder that is the run's own, not a capture (NOT_CAPTURES, SQLite's side files, numerics)."""
+    return name in NOT_CAPTURES or name.endswith(SQLITE_SIDES) or NUMERICS_FILE.fullmatch(name) is not None
+
+
 # The captures each backend's job writes, by the name the backend gives them (launch/nsys.py, launch/nvprof.py; the
 # CUPTI tracer names its own: tracer/capture_file.py), with what the run adds (an .nsys-rep's SQLite export).
 NSYS = "nsys"  # nsys --output, without the extension nsys adds

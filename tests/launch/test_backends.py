@@ -28,12 +28,19 @@ def _choices(command: str) -> tuple[str, ...]:
 
 
 def test_one_table_gives_every_command_its_backend_choices():
-    assert CHOICES == ("auto", "nsys", "cupti", "nvprof")  # auto's order: nsys, then cupti, then nvprof
-    assert [b.name for b in BACKENDS] == list(BY_NAME) == list(CHOICES[1:])
+    assert CHOICES == ("auto", "nsys", "cupti", "nvprof", "none")  # auto's order: nsys, then cupti, then nvprof
+    assert [b.name for b in BACKENDS] == list(CHOICES[1:-1]) and list(BY_NAME) == list(CHOICES[1:])
     assert _choices("run") == CHOICES and _choices("experiment") == CHOICES
 
 
-@pytest.mark.parametrize("name", [b.name for b in BACKENDS])
+def test_backend_none_runs_the_job_as_it_is_and_auto_never_picks_it(tmp_path):
+    none = BY_NAME["none"]
+    assert not none.usable([], base.RunSpec(["python", "t.py"])) and none not in BACKENDS  # nor doctor's list
+    plan = none.plan(base.RunSpec(["python", "t.py"], "none"), tmp_path, [])
+    assert plan.argv == ["python", "t.py"] and plan.env == {} and none.collect(tmp_path, base.RunSpec([])) == []
+
+
+@pytest.mark.parametrize("name", list(BY_NAME))
 def test_each_backend_is_one_module_with_one_object(name):
     module = importlib.import_module(f"nvprof_wrap.launch.{name}")
     backend = module.BACKEND

@@ -100,6 +100,19 @@ def test_the_tracer_writes_the_window_record_run_names():
     assert window.FILE == names.WINDOWS
 
 
+def test_the_numerics_recorder_writes_the_files_run_names_and_reads_the_variable_run_sets(tmp_path):
+    from nvprof_wrap.launch import runner
+    from nvprof_wrap.run import Run
+    from nvprof_wrap.tracer import numerics
+
+    assert numerics.FILE == names.NUMERICS and runner.NUMERICS_ENV == numerics.ENV
+    name = Path(numerics.Writer(str(tmp_path), 1000).path).name
+    assert names.NUMERICS_FILE.fullmatch(name) and names.not_a_capture(name)
+    (tmp_path / name).write_text("{}\n")
+    (tmp_path / "nsys.nsys-rep").write_text("")
+    assert Run(tmp_path).captures() == ["nsys.nsys-rep"]  # the records are the run's own, not a capture
+
+
 def test_the_tracer_tells_steps_apart_as_run_names_them():
     from nvprof_wrap.tracer import annotate, window
 

@@ -64,8 +64,9 @@ ONLY = {
     "launch": {"errors", "_version", "model", "system", "text", "run", "launch"},
     "tracer": {"tracer"},
 }
-# cuda.bindings: the driver API, a dependency of cupti-python; torch and nvtx: what annotate.py marks steps with
-THIRD_PARTY = {"tracer": {"numpy", "cupti", "cuda", "torch", "nvtx"}}
+# cuda.bindings: the driver API, a dependency of cupti-python; torch and nvtx: what annotate.py marks steps with;
+# keras and tensorflow: what the numerics recorder reads (tracer/numerics_keras.py: the gradients on TensorFlow)
+THIRD_PARTY = {"tracer": {"numpy", "cupti", "cuda", "torch", "nvtx", "keras", "tensorflow"}}
 
 # Arrows that run back up today, in modules being reworked by another hand; each is to go.
 KNOWN: set[tuple[str, str]] = set()  # arrows that run back up: none left

@@ -5,7 +5,8 @@ module is shadowed. Two jobs, in this order:
 
 1. chain to the sitecustomize that we shadow (the next one along sys.path), as Python would have run it;
 2. when NVPROF_WRAP_CUPTI_DIR is set, start the CUPTI tracer;
-3. when NVPROF_WRAP_CAPTURE is set, the capture window (tracer/window.py); then the annotations.
+3. when NVPROF_WRAP_CAPTURE is set, the capture window (tracer/window.py); then the annotations;
+4. when NVPROF_WRAP_NUMERICS is set, the numerics recorder (tracer/numerics.py).
 
 Nothing here may break the user's program: every failure becomes one ``nvprof-wrap:`` line on stderr.
 """
@@ -116,9 +117,21 @@ def _start_annotations() -> None:
         _warn(f"NVTX annotations not installed ({type(e).__name__}: {e})")
 
 
+def _start_numerics() -> None:
+    if not os.environ.get("NVPROF_WRAP_NUMERICS"):
+        return
+    try:
+        from nvprof_wrap.tracer import numerics_hooks
+
+        numerics_hooks.install()
+    except Exception as e:
+        _warn(f"numerics recorder not installed ({type(e).__name__}: {e})")
+
+
 # Chain first: a pre-existing sitecustomize may set the environment (devices, libraries) the job runs
 # with, and signal handlers it installs are then wrapped by ours instead of replacing them.
 _chain_previous_sitecustomize()
 _start_tracer()
 _start_window()
 _start_annotations()
+_start_numerics()
