@@ -20,6 +20,10 @@ STDERR_LOG = "stderr.log"
 LOGS = (STDOUT_LOG, STDERR_LOG)
 METRICS = "metrics.jsonl"  # what the bundled workloads write ($NVPROF_WRAP_METRICS; report/health.py reads it)
 GPM = "gpm.jsonl"  # NVML GPM samples taken beside the job (launch/gpm.py)
+# The numerics recorder's records (`run --numerics`, docs/numerics.md): one file per process, its pid in the name
+# (report/numerics.py reads them).
+NUMERICS_GLOB = "numerics-*.jsonl"
+NUMERICS = re.compile(r"numerics-\d+\.jsonl")
 WINDOWS = "windows.jsonl"  # what the job's processes say of their capture window (tracer/window.py writes it)
 STORE = "run.sqlite"  # the run store a report of the folder keeps its aggregates in (store/)
 VERIFY = "verify.json"  # a verify run's record of what ran under Nsight Compute (launch/verify.py)
