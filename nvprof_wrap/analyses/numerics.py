@@ -271,8 +271,6 @@ class Diagnosis:
             argmax = _argmax_note(final, self.first_bad_loss, bool(self.bad_at))
             if argmax:
                 notes.append(argmax)
-        if scale is not None and bad is None and scale.skipped:
-            notes.append(scale.text)
         first = None if bad is None else NumericsBad(bad.stat.step, bad.stat.layer, bad.stat.tensor, bad.kind)
         return NumericsVerdict(status, first, tuple(chain), cause, tuple(fix), scale, tuple(notes), framework,
                                meta.policy if meta else None, len(self.metas), self.last_step + 1, self.records,

@@ -23,5 +23,5 @@ def lines(n: dict[str, Any]) -> list[str]:
     scale = n.get("loss_scale")
     if scale:
         out.append(f"Loss scale: {scale['text']}")
-    out += [f"Note: {x}" for x in n.get("notes") or () if not scale or x != scale["text"]]
+    out += [f"Note: {x}" for x in n.get("notes") or ()]
     return out
