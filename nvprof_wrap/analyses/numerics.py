@@ -258,17 +258,18 @@ class Diagnosis:
         chain = self._chain()
         scale = self._loss_scale()
         notes: list[str] = []
+        fix: list[str] = []
+        cause: str | None = None
         bad = self.bad
         if bad is None:
             flagged = sorted(self.warned.values(), key=lambda s: s.order)[:3]
             notes += [f"{_words(s)} (nothing went non-finite after it)" for s in flagged]
             status = "flagged" if flagged else "healthy"
-            cause, fix = None, ()
         else:
             status = "broken"
             cause = " → ".join(e.text for e in chain)
             fix = fixes(chain, bad, framework, scale)
-            argmax = _argmax_note(final, self.first_bad_loss, bool(self.bad_at))
+            argmax = _argmax_note(final, bool(self.bad_at))
             if argmax:
                 notes.append(argmax)
         first = None if bad is None else NumericsBad(bad.stat.step, bad.stat.layer, bad.stat.tensor, bad.kind)
@@ -363,7 +364,7 @@ def _evidence(s: _Seen) -> NumericsEvidence:
                             t.subnormal, t.nan + t.inf, t.ratio, _words(s))
 
 
-def _argmax_note(final: EpochMetrics | None, bad_loss: int | None, nonfinite_at_end: bool) -> str | None:
+def _argmax_note(final: EpochMetrics | None, nonfinite_at_end: bool) -> str | None:
     """The seed's symptom named (docs/seed-collapse.md): NaN weights, accuracy at one class's share, loss 0."""
     if final is None or not nonfinite_at_end:
         return None

@@ -118,14 +118,14 @@ def test_damaged_and_hostile_lines_are_skipped_counted_and_never_crash(tmp_path:
     good = [json.dumps(r) for r in cases.seed()]
     bad = [
         "x" * (limits.MAX_NUMERICS_LINE_BYTES + 5),  # a line past the limit
-        '{"kind": "tensor", "step": 0, "phase": "forward", "layer": "dense", "tensor": "activation", "name": "o", '
-        '"dtype": "float16", "n": 4, "max_abs": NaN, "zeros": 0, "subnormal": 0, "nan": 0, "inf": 0}',  # NaN literal
+        ('{"kind": "tensor", "step": 0, "phase": "forward", "layer": "dense", "tensor": "activation", "name": "o", '
+        '"dtype": "float16", "n": 4, "max_abs": NaN, "zeros": 0, "subnormal": 0, "nan": 0, "inf": 0}'),  # NaN literal
         '{"kind": "tensor", "step": "1", "phase": "forward"}',  # wrong types
         '{"kind": "loss", "step": 0, "loss": Infinity, "finite": true}',
         '{"kind": "tensor", "step": 0, "phase": "forward", "layer": ["x"], "tensor": "activation"}',
         '{"kind": "loss", "step": 99999999999999999999999, "loss": 1, "finite": true}',
-        '{"kind": "tensor", "step": 0, "phase": "sideways", "layer": "d", "tensor": "activation", "name": "o", '
-        '"dtype": "float16", "n": 4, "max_abs": 1, "zeros": 2.5, "subnormal": 0, "nan": 0, "inf": 0}',
+        ('{"kind": "tensor", "step": 0, "phase": "sideways", "layer": "d", "tensor": "activation", "name": "o", '
+        '"dtype": "float16", "n": 4, "max_abs": 1, "zeros": 2.5, "subnormal": 0, "nan": 0, "inf": 0}'),
         "[" * 200_000,  # nesting past the parser's recursion
         "\x00\xff garbage \xfe",
         '"just a string"',
@@ -142,8 +142,7 @@ def test_damaged_and_hostile_lines_are_skipped_counted_and_never_crash(tmp_path:
 
 def test_a_file_with_no_line_end_and_odd_files_are_bounded(tmp_path: Path) -> None:
     with open(tmp_path / "numerics-1.jsonl", "wb") as f:
-        for _ in range(6):
-            f.write(b"7" * (1 << 20))  # 6 MiB, one line, no end
+        f.writelines(b"7" * (1 << 20) for _ in range(6))  # 6 MiB, one line, no end
     os.mkfifo(tmp_path / "numerics-2.jsonl")  # a FIFO: never opened for reading (it would block)
     os.symlink("/dev/zero", tmp_path / "numerics-3.jsonl")  # never followed
     cases.write(tmp_path, cases.bf16(), pid=4)
