@@ -12,7 +12,8 @@ thousand do.
 - **Warnings** (evidence when something bad follows; "flagged" when nothing does): a low-precision tensor mostly
   zero or below its format's smallest normal (``underflow``), an update larger than its weight (``large_update``;
   a healthy step moves a weight by a tenth of its size or less), a weight grown tenfold in one record
-  (``growth``), a finite value past half the format's max (``near_max``).
+  (``growth``, of weights and activations: evidence only, never flagged alone), a finite value past half the
+  format's max (``near_max``).
 - The **chain**: the warnings of the bad tensor's layer before it (else of any layer), in step order, then the bad
   record, then how far it spread. Its first link is the root the fix is chosen for.
 """
@@ -32,11 +33,13 @@ DTYPE_TINY = {"float16": 6.104e-05, "bfloat16": 1.175e-38, "float32": 1.175e-38,
 LOW = frozenset({"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
 UNDERFLOW_SHARE = 0.9  # of a tensor's elements zero or subnormal ...
 SUBNORMAL_SHARE = 0.5  # ... with most of its nonzero ones subnormal: values are being flushed, not just sparse
-RATIO_HIGH = 1.0  # an update larger than its weight (a healthy step: 0.1 or less, the seed's first step 185)
+RATIO_HIGH = 3.0  # an update 3x its weight (a healthy step: 0.1 or less; a zero-initialised bias's first: 1; the
+# seed's first step: 35-207 per layer, recorded)
 NORMAL_RATIO = 0.1
-GROWTH = 10.0  # a weight's max |w| grown this much since its last record
+GROWTH = 10.0  # a weight's or an activation's max |x| grown this much since its last record
 NEAR_MAX = 0.5  # a finite value past this share of the format's max
 HISTORY = 3  # records kept per tensor
+CHAIN = 6  # records of the chain before the bad one, at most
 MAX_KEYS = 50_000  # tensors followed; past it a new tensor's records only count
 MAX_HISTORY = 20  # loss-scale changes kept
 PHASE = {"forward": 0, "loss": 1, "backward": 2, "update": 3}
@@ -102,11 +105,24 @@ class _Seen:
     order: tuple[int, int, int]
     stat: TensorStat
     kind: str
+    was: float | None = None  # growth: its max |x| at its record before
 
 
 def _below(t: TensorStat) -> float:
-    """The share of a tensor's elements that are zero or below its format's smallest normal."""
+    """The share of a tensor's elements that are zero or below its format's smallest normal: all of them where its
+    largest value is below it (whatever base its subnormal share is of)."""
+    tiny = DTYPE_TINY.get(t.dtype)
+    if tiny is not None and t.max_abs is not None and t.max_abs < tiny:
+        return 1.0
     return t.zeros + (1.0 - t.zeros) * t.subnormal
+
+
+def _underflow(t: TensorStat) -> bool:
+    tiny = DTYPE_TINY.get(t.dtype)
+    if t.dtype not in LOW or not t.n or t.tensor not in ("optimizer_state", "gradient", "update"):
+        return False
+    return (tiny is not None and t.max_abs is not None and 0 < t.max_abs < tiny) or (
+        _below(t) >= UNDERFLOW_SHARE and t.subnormal >= SUBNORMAL_SHARE)
 
 
 def _fmt(x: float) -> str:
@@ -207,7 +223,8 @@ class Diagnosis:
             self._consider(_Seen(order, t, "collapsed"), prev)
         else:
             for kind in self._warnings(t, prev):
-                self.warned.setdefault((*key, kind), _Seen(order, t, kind))
+                was = prev.max_abs if kind == "growth" and prev is not None else None
+                self.warned.setdefault((*key, kind), _Seen(order, t, kind, was))
         if t.step >= self.last_step - 1:
             self.layers_at.setdefault(t.step, set()).add(t.layer)
             for s in [s for s in self.layers_at if s < self.last_step - 1]:
@@ -222,12 +239,11 @@ class Diagnosis:
 
     def _warnings(self, t: TensorStat, prev: TensorStat | None) -> list[str]:
         found = []
-        if t.dtype in LOW and t.n > 0 and t.tensor in ("optimizer_state", "gradient", "update") \
-                and _below(t) >= UNDERFLOW_SHARE and t.subnormal >= SUBNORMAL_SHARE:
+        if _underflow(t):
             found.append("underflow")
         if t.tensor == "update" and t.ratio is not None and t.ratio >= RATIO_HIGH:
             found.append("large_update")
-        if t.tensor == "weight" and prev is not None and prev.max_abs and t.max_abs is not None \
+        if t.tensor in ("weight", "activation") and prev is not None and prev.max_abs and t.max_abs is not None \
                 and t.max_abs >= GROWTH * prev.max_abs:
             found.append("growth")
         top = DTYPE_MAX.get(t.dtype)
@@ -262,8 +278,11 @@ class Diagnosis:
         cause: str | None = None
         bad = self.bad
         if bad is None:
-            flagged = sorted(self.warned.values(), key=lambda s: s.order)[:3]
-            notes += [f"{_words(s)} (nothing went non-finite after it)" for s in flagged]
+            flagged: dict[str, list[_Seen]] = {}
+            for seen in sorted((s for s in self.warned.values() if s.kind != "growth"), key=lambda s: s.order):
+                flagged.setdefault(seen.kind, []).append(seen)
+            notes += [f"{_words(found[0])}" + (f" (and {len(found) - 1:,} more tensors)" if len(found) > 1 else "")
+                      + ": nothing went non-finite after it" for found in flagged.values()]
             status = "flagged" if flagged else "healthy"
         else:
             status = "broken"
@@ -281,15 +300,29 @@ class Diagnosis:
         bad = self.bad
         if bad is None:
             return []
+        meta = self.metas.get(bad.stat.pid)
+        place = {name: i for i, name in enumerate(meta.layers)} if meta else {}
+        at = place.get(bad.stat.layer)
+
+        def upstream(s: _Seen) -> bool:
+            """The bad layer, or (a forward pass) a layer before it: what fed it."""
+            if s.stat.layer == bad.stat.layer:
+                return True
+            i = place.get(s.stat.layer)
+            return at is not None and i is not None and (i < at or bad.stat.phase != "forward")
+
         before = [s for s in self.warned.values() if s.order < bad.order and s.stat.pid == bad.stat.pid]
-        mine = [s for s in before if s.stat.layer == bad.stat.layer]
-        picked = mine or sorted(before, key=lambda s: s.order)[:3]
-        firsts: dict[tuple[str, str], _Seen] = {}
-        for s in sorted(picked, key=lambda s: (s.order[0], s.order[1], _KIND_RANK[s.kind], s.order[2])):
-            firsts.setdefault((s.stat.tensor, s.kind), s)
-        out = [_evidence(s) for s in firsts.values()]
+        picked = [s for s in before if upstream(s)] or sorted(before, key=lambda s: s.order)[:3]
+        firsts: dict[tuple[str, ...], _Seen] = {}
+        for s in sorted(picked, key=lambda s: (s.order[0], s.order[1], _KIND_RANK[s.kind],
+                                               place.get(s.stat.layer, 0), s.order[2])):
+            # the root's kind once (the first layer's); growth and near-max per layer, the way to the bad one
+            per = (s.stat.tensor, s.kind) if s.kind in ("underflow", "large_update") else \
+                (s.stat.tensor, s.kind, s.stat.layer)
+            firsts.setdefault(per, s)
+        out = [_evidence(s) for s in list(firsts.values())[-CHAIN:]]
         prev = self.before_bad
-        if prev is not None and bad.kind in ("overflow", "nonfinite") and prev.max_abs is not None \
+        if prev is not None and bad.kind == "overflow" and prev.max_abs is not None \
                 and not any(e.tensor == prev.tensor and e.layer == prev.layer and e.step == prev.step for e in out):
             out.append(_evidence(_Seen((prev.step, PHASE.get(prev.phase, 3), 0), prev, "last_finite")))
         out.append(_evidence(bad))
@@ -344,7 +377,8 @@ def _words(s: _Seen) -> str:
     if kind == "large_update":
         return f"{t.name} update/weight ratio {_fmt(t.ratio or 0.0)}× at step {t.step} (normal ≲ {NORMAL_RATIO:g})"
     if kind == "growth":
-        return f"weights {t.name} reached max |w| {_fmt(t.max_abs or 0.0)} at step {t.step}"
+        return (f"{t.tensor} {t.name} of {t.layer} grew to {_fmt(t.max_abs or 0.0)} at {_where(t)} "
+                f"(from {_fmt(s.was or 0.0)})")
     if kind in ("near_max", "last_finite"):
         return (f"{t.tensor} {t.name} of {t.layer} max {_fmt(t.max_abs or 0.0)} at {_where(t)} "
                 f"({t.dtype} max {_fmt(top or 0.0)})")

@@ -45,7 +45,7 @@ from nvprof_wrap.readers._no_kernels import copies_only as copies_only
 from nvprof_wrap.readers._trace_events import NotFast as NotFast
 from nvprof_wrap.readers._trace_events import TraceEvents as TraceEvents
 from nvprof_wrap.readers._validate import validate
-from nvprof_wrap.run.names import NOT_CAPTURES, NUMERICS, SQLITE_SIDES
+from nvprof_wrap.run.names import not_a_capture
 from nvprof_wrap.system import tempdirs, tools
 from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
 from nvprof_wrap.system.storage import machine_failure
@@ -200,8 +200,7 @@ def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> I
         for root, dirs, files in os.walk(p, onerror=functools.partial(_walk_error, top=p, skipped=skipped)):
             dirs.sort()
             for name in sorted(files):
-                if (name in NOT_CAPTURES or name.endswith(SQLITE_SIDES) or NUMERICS.fullmatch(name)  # a run's own
-                        or tools.is_export_scratch(name)):
+                if not_a_capture(name) or tools.is_export_scratch(name):  # a run folder's own files
                     continue
                 if name.endswith((".nsys-rep", ".qdrep")) and _exported(Path(root) / name, files):
                     continue  # already exported: the .sqlite beside it is the same capture

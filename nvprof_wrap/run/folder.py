@@ -68,7 +68,7 @@ class Run:
     def numerics_files(self) -> list[Path]:
         """The numerics recorder's files (one per process), in name order."""
         try:
-            return sorted(p for p in self.folder.glob(names.NUMERICS_GLOB) if names.NUMERICS.fullmatch(p.name))
+            return sorted(p for p in self.folder.glob(names.NUMERICS_GLOB) if names.NUMERICS_FILE.fullmatch(p.name))
         except OSError:
             return []
 
@@ -132,9 +132,8 @@ class Run:
     def captures(self) -> list[str]:
         """The names of the files in the folder that are not the run's own: its captures, as a manifest lists
         them (SQLite's side files and an export's scratch files are neither)."""
-        return sorted(p.name for p in self.folder.iterdir() if p.is_file() and p.name not in names.NOT_CAPTURES
-                      and not names.NUMERICS.fullmatch(p.name)
-                      and not p.name.endswith(names.SQLITE_SIDES) and not tools.is_export_scratch(p.name))
+        return sorted(p.name for p in self.folder.iterdir() if p.is_file() and not names.not_a_capture(p.name)
+                      and not tools.is_export_scratch(p.name))
 
     def history_row(self) -> HistoryRow:
         """The run's columns of the run history, from its manifest where it has a readable one."""

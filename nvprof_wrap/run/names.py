@@ -19,11 +19,9 @@ STDOUT_LOG = "stdout.log"  # the job's output (launch/job.py)
 STDERR_LOG = "stderr.log"
 LOGS = (STDOUT_LOG, STDERR_LOG)
 METRICS = "metrics.jsonl"  # what the bundled workloads write ($NVPROF_WRAP_METRICS; report/health.py reads it)
-GPM = "gpm.jsonl"  # NVML GPM samples taken beside the job (launch/gpm.py)
-# The numerics recorder's records (`run --numerics`, docs/numerics.md): one file per process, its pid in the name
-# (report/numerics.py reads them).
+# The numerics recorder's files, found by report/numerics.py (NUMERICS, NUMERICS_FILE below: one per process).
 NUMERICS_GLOB = "numerics-*.jsonl"
-NUMERICS = re.compile(r"numerics-\d+\.jsonl")
+GPM = "gpm.jsonl"  # NVML GPM samples taken beside the job (launch/gpm.py)
 WINDOWS = "windows.jsonl"  # what the job's processes say of their capture window (tracer/window.py writes it)
 STORE = "run.sqlite"  # the run store a report of the folder keeps its aggregates in (store/)
 VERIFY = "verify.json"  # a verify run's record of what ran under Nsight Compute (launch/verify.py)
@@ -61,6 +59,17 @@ def rank_folder(rank: int) -> str:
 def capture_tag(rank: int | None) -> str:
     """The prefix of a rank's capture names ("" without a rank)."""
     return f"{rank_folder(rank)}-" if rank is not None else ""
+
+
+# What the numerics recorder (`run --numerics`, tracer/numerics.py) writes: one file per process of the job. The run's
+# own, never a capture; `run --force` removes them with the rest of the run.
+NUMERICS = "numerics-{pid}.jsonl"
+NUMERICS_FILE = re.compile(r"numerics-\d+\.jsonl")
+
+
+def not_a_capture(name: str) -> bool:
+    """A file of a run folder that is the run's own, not a capture (NOT_CAPTURES, SQLite's side files, numerics)."""
+    return name in NOT_CAPTURES or name.endswith(SQLITE_SIDES) or NUMERICS_FILE.fullmatch(name) is not None
 
 
 # The captures each backend's job writes, by the name the backend gives them (launch/nsys.py, launch/nvprof.py; the

@@ -225,3 +225,47 @@ def test_a_run_folder_without_numerics_has_no_numerics_key(tmp_path: Path, capsy
     assert main(["report", str(tmp_path), "--format", "json"]) == 0
     health = json.loads(capsys.readouterr().out)["health"]
     assert health["status"] == "nan" and "numerics" not in health
+
+
+# ---- real records: the recorder run on the seed workload (tests/data/numerics/README.md) ----
+
+REAL = DATA / "numerics"
+
+
+def _real(name: str):
+    from nvprof_wrap.report.health import health_from_run
+
+    folder = REAL / name
+    health = reader.with_numerics(health_from_run(folder / "metrics.jsonl", None), folder)
+    assert health.numerics is not None
+    return health, health.numerics
+
+
+def test_the_recorded_seed_collapse_names_the_first_dense_layer_and_the_accumulator() -> None:
+    health, v = _real("fp16_keras2_tf")
+    assert health.status == "nan" and v.status == "broken" and v.damaged == 0 and v.records == 86
+    assert v.first_bad is not None and v.first_bad.step <= 2
+    assert (v.first_bad.layer, v.first_bad.tensor) == ("dense_2", "activation")  # the softmax's NaN at step 1
+    root, ratio = v.evidence[0], v.evidence[1]
+    assert (root.step, root.layer, root.tensor, root.kind) == (0, "dense", "optimizer_state", "underflow")
+    assert root.max_abs is not None and root.max_abs < cases.FP16_TINY  # every accumulator zero or subnormal
+    assert (ratio.layer, ratio.kind) == ("dense", "large_update") and ratio.ratio is not None and ratio.ratio > 100
+    grew = [e for e in v.evidence if e.kind == "growth"]
+    assert [e.layer for e in grew] == ["dense", "dense_1"] and all(e.step == 1 for e in grew)
+    assert (v.cause or "").startswith("step 0, dense: optimizer state dense/kernel:velocity 100% zero or below")
+    assert "mixed_float16" in v.fix[0] and any("epsilon" in f for f in v.fix)
+    assert "argmax of a NaN row is class 0" in " ".join(v.notes)
+
+
+def test_the_recorded_mixed_precision_run_is_healthy_with_nothing_flagged() -> None:
+    health, v = _real("mixed_keras2_tf")
+    assert (v.status, v.first_bad, v.evidence, v.notes, v.cause) == ("healthy", None, (), (), None)
+    assert v.loss_scale is not None and (v.loss_scale.first, v.loss_scale.skipped) == (32768.0, 0)
+
+
+def test_the_recorded_keras3_fp16_run_is_flagged_not_broken() -> None:
+    """Keras 3's RMSprop bounds the step: the same underflow, no collapse (docs/seed-collapse.md §1, §3)."""
+    health, v = _real("fp16_keras3_tf")
+    assert (v.status, v.first_bad) == ("flagged", None)
+    assert "optimizer state dense/kernel:velocity 100% zero or below float16's smallest normal" in v.notes[0]
+    assert "more tensors" in v.notes[0]
