@@ -258,14 +258,14 @@ def test_the_recorded_seed_collapse_names_the_first_dense_layer_and_the_accumula
 
 
 def test_the_recorded_mixed_precision_run_is_healthy_with_nothing_flagged() -> None:
-    health, v = _real("mixed_keras2_tf")
+    _, v = _real("mixed_keras2_tf")
     assert (v.status, v.first_bad, v.evidence, v.notes, v.cause) == ("healthy", None, (), (), None)
     assert v.loss_scale is not None and (v.loss_scale.first, v.loss_scale.skipped) == (32768.0, 0)
 
 
 def test_the_recorded_keras3_fp16_run_is_flagged_not_broken() -> None:
     """Keras 3's RMSprop bounds the step: the same underflow, no collapse (docs/seed-collapse.md §1, §3)."""
-    health, v = _real("fp16_keras3_tf")
+    _, v = _real("fp16_keras3_tf")
     assert (v.status, v.first_bad) == ("flagged", None)
     assert "optimizer state dense/kernel:velocity 100% zero or below float16's smallest normal" in v.notes[0]
     assert "more tensors" in v.notes[0]
