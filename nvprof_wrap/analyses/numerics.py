@@ -405,8 +405,8 @@ def _argmax_note(final: EpochMetrics | None, nonfinite_at_end: bool) -> str | No
     acc = final.accuracy if final.accuracy is not None else final.val_accuracy
     if acc is None:
         return None
-    text = (f"the model's outputs are NaN, and argmax of a NaN row is class 0: accuracy {_pct(acc)} is the share "
-            "of class 0 in the data, not learning")
+    text = (f"the model's outputs are NaN, and argmax of a NaN row is class 0: accuracy {_pct(acc)} is class 0's "
+            "share of the data, not anything learnt")
     if final.loss == 0.0:
         text += ("; the loss shows 0.0 because a NaN probability clipped to its bound 1.0 gives log(1) = 0 "
                  "(docs/seed-collapse.md)")
