@@ -113,6 +113,21 @@ def numerics_findings(health: HealthVerdict) -> tuple[str, ...]:
     return (f"numerics: {n.cause}", *(f"fix: {f}" for f in n.fix[:1]))
 
 
+def fix_precision(health: HealthVerdict) -> str | None:
+    """The precision (of the workloads' --precision) whose run would check the numerics verdict's first fix
+    (`experiment --try-fix`): mixed (float32 master weights and optimizer state, loss scaling) for a root in the
+    optimizer, the update or the gradients; bf16 (float32's range) for a forward pass past the format's max, or for a
+    run that already was mixed or loss-scaled. None where nothing broke."""
+    n = health.numerics
+    if n is None or n.first_bad is None:
+        return None
+    root = next((e for e in n.evidence if e.kind not in ("last_finite", "spread")), None)
+    forward = root is not None and root.tensor == "activation" or root is None and n.first_bad.tensor == "activation"
+    if forward or n.loss_scale is not None or "mixed" in (n.policy or ""):
+        return "bf16"
+    return "mixed"
+
+
 def where_the_time_went(rows: list[ExperimentRow]) -> list[str]:
     """Each precision's median step against the first row's (the baseline), part by part: "Where the step time
     went, fp16 vs fp32: +14.4 ms

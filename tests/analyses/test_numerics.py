@@ -269,3 +269,20 @@ def test_the_recorded_keras3_fp16_run_is_flagged_not_broken() -> None:
     assert (v.status, v.first_bad) == ("flagged", None)
     assert "optimizer state dense/kernel:velocity 100% zero or below float16's smallest normal" in v.notes[0]
     assert "more tensors" in v.notes[0]
+
+
+def test_the_precision_that_checks_the_fix(tmp_path: Path) -> None:
+    """`experiment --try-fix` re-runs with mixed for an optimizer-state root, bf16 for a forward overflow."""
+    from nvprof_wrap.model import HealthVerdict
+    from nvprof_wrap.report.experiment import fix_precision, numerics_findings
+
+    def health(v) -> HealthVerdict:
+        return HealthVerdict("nan", (), 1, None, numerics=v)
+
+    assert fix_precision(_real("fp16_keras2_tf")[0]) == "mixed"
+    assert fix_precision(health(_verdict(tmp_path / "s", cases.scaler()))) == "bf16"
+    assert fix_precision(_real("mixed_keras2_tf")[0]) is None
+    assert fix_precision(HealthVerdict("healthy", (), 1, None)) is None
+    lines = numerics_findings(_real("fp16_keras2_tf")[0])
+    assert lines[0].startswith("numerics: step 0, dense: optimizer state") and lines[1].startswith("fix: keras.")
+    assert numerics_findings(_real("mixed_keras2_tf")[0]) == ("numerics: healthy, nothing went non-finite",)
