@@ -24,20 +24,25 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from nvprof_wrap.analyses.numerics_records import (
+    DTYPE_MAX,
+    GROWTH,
+    NEAR_MAX,
+    RATIO_HIGH,
+    End,
+    LossStat,
+    Meta,
+    Record,
+    TensorStat,
+    fmt,
+    pct,
+    underflow,
+    words,
+)
 from nvprof_wrap.model import EpochMetrics, LossScaleSummary, NumericsBad, NumericsEvidence, NumericsVerdict
 
-DTYPE_MAX = {"float16": 65504.0, "bfloat16": 3.3895e38, "float32": 3.4028e38, "float8_e4m3fn": 448.0,
-             "float8_e5m2": 57344.0}
-DTYPE_TINY = {"float16": 6.104e-05, "bfloat16": 1.175e-38, "float32": 1.175e-38, "float8_e4m3fn": 0.015625,
-              "float8_e5m2": 6.104e-05}
-LOW = frozenset({"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
-UNDERFLOW_SHARE = 0.9  # of a tensor's elements zero or subnormal ...
-SUBNORMAL_SHARE = 0.5  # ... with most of its nonzero ones subnormal: values are being flushed, not just sparse
-RATIO_HIGH = 3.0  # an update 3x its weight (a healthy step: 0.1 or less; a zero-initialised bias's first: 1; the
-# seed's first step: 35-207 per layer, recorded)
-NORMAL_RATIO = 0.1
-GROWTH = 10.0  # a weight's or an activation's max |x| grown this much since its last record
-NEAR_MAX = 0.5  # a finite value past this share of the format's max
+__all__ = ["TENSORS", "Diagnosis", "End", "LossStat", "Meta", "Record", "TensorStat", "diagnose", "fixes"]
+
 HISTORY = 3  # records kept per tensor
 CHAIN = 6  # records of the chain before the bad one, at most
 MAX_KEYS = 50_000  # tensors followed; past it a new tensor's records only count
@@ -46,56 +51,6 @@ PHASE = {"forward": 0, "loss": 1, "backward": 2, "update": 3}
 TENSORS = ("activation", "gradient", "weight", "update", "optimizer_state")
 # The chain's order within one step and phase: what causes what.
 _KIND_RANK = {"underflow": 0, "large_update": 1, "growth": 2, "near_max": 3, "last_finite": 4}
-
-
-@dataclass(frozen=True)
-class Meta:
-    pid: int
-    framework: str | None
-    backend: str | None
-    policy: str | None
-    every: int
-    first_steps: int
-    layers: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class TensorStat:
-    pid: int
-    step: int
-    phase: str
-    layer: str
-    tensor: str
-    name: str
-    dtype: str
-    n: int
-    max_abs: float | None
-    zeros: float
-    subnormal: float
-    nan: int
-    inf: int
-    ratio: float | None = None
-
-
-@dataclass(frozen=True)
-class LossStat:
-    pid: int
-    step: int
-    loss: float | None
-    finite: bool
-    scale: float | None = None
-    skipped: bool | None = None
-
-
-@dataclass(frozen=True)
-class End:
-    pid: int
-    steps: int
-    records: int
-    dropped: int
-
-
-Record = Meta | TensorStat | LossStat | End
 
 
 @dataclass(frozen=True)
@@ -108,29 +63,8 @@ class _Seen:
     was: float | None = None  # growth: its max |x| at its record before
 
 
-def _below(t: TensorStat) -> float:
-    """The share of a tensor's elements that are zero or below its format's smallest normal: all of them where its
-    largest value is below it (whatever base its subnormal share is of)."""
-    tiny = DTYPE_TINY.get(t.dtype)
-    if tiny is not None and t.max_abs is not None and t.max_abs < tiny:
-        return 1.0
-    return t.zeros + (1.0 - t.zeros) * t.subnormal
-
-
-def _underflow(t: TensorStat) -> bool:
-    tiny = DTYPE_TINY.get(t.dtype)
-    if t.dtype not in LOW or not t.n or t.tensor not in ("optimizer_state", "gradient", "update"):
-        return False
-    return (tiny is not None and t.max_abs is not None and 0 < t.max_abs < tiny) or (
-        _below(t) >= UNDERFLOW_SHARE and t.subnormal >= SUBNORMAL_SHARE)
-
-
-def _fmt(x: float) -> str:
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f}%" if x >= 0.01 else f"{x * 100:.2g}%"
+def _words(s: _Seen) -> str:
+    return words(s.stat, s.kind, s.was)
 
 
 class Diagnosis:
@@ -239,7 +173,7 @@ class Diagnosis:
 
     def _warnings(self, t: TensorStat, prev: TensorStat | None) -> list[str]:
         found = []
-        if _underflow(t):
+        if underflow(t):
             found.append("underflow")
         if t.tensor == "update" and t.ratio is not None and t.ratio >= RATIO_HIGH:
             found.append("large_update")
@@ -349,7 +283,7 @@ class Diagnosis:
             return None
         collapsed = self.scale_min <= 1.0 or self.tail_skipped >= 3
         grad = self.grad_sub / self.grad_n if self.grad_n else None
-        text = (f"loss scale {_fmt(self.scale_first)} → {_fmt(self.scale_last)} (lowest {_fmt(self.scale_min)}, "
+        text = (f"loss scale {fmt(self.scale_first)} → {fmt(self.scale_last)} (lowest {fmt(self.scale_min)}, "
                 f"fell {self.decreases:,} times); {self.skipped:,} of {self.scale_steps:,} steps skipped"
                 + (f" from step {self.first_skipped}" if self.first_skipped is not None else ""))
         if collapsed:
@@ -358,39 +292,9 @@ class Diagnosis:
         elif self.skipped:
             text += ": normal while the scaler finds its scale"
         if grad is not None:
-            text += f"; float16 gradients: {_pct(grad)} of their nonzero values below the smallest normal"
+            text += f"; float16 gradients: {pct(grad)} of their nonzero values below the smallest normal"
         return LossScaleSummary(self.scale_first, self.scale_last, self.scale_min, self.decreases, self.skipped,
                                 self.first_skipped, self.scale_steps, collapsed, tuple(self.scales), grad, text)
-
-
-def _where(t: TensorStat) -> str:
-    return f"step {t.step}" + (f" {t.phase}" if t.phase in ("forward", "backward") else "")
-
-
-def _words(s: _Seen) -> str:
-    t, kind = s.stat, s.kind
-    tiny, top = DTYPE_TINY.get(t.dtype), DTYPE_MAX.get(t.dtype)
-    if kind == "underflow":
-        what = {"optimizer_state": "optimizer state", "gradient": "gradient", "update": "update"}[t.tensor]
-        return (f"step {t.step}, {t.layer}: {what} {t.name} {_pct(_below(t))} zero or below {t.dtype}'s smallest "
-                f"normal ({tiny:.3g})")
-    if kind == "large_update":
-        return f"{t.name} update/weight ratio {_fmt(t.ratio or 0.0)}× at step {t.step} (normal ≲ {NORMAL_RATIO:g})"
-    if kind == "growth":
-        return (f"{t.tensor} {t.name} of {t.layer} grew to {_fmt(t.max_abs or 0.0)} at {_where(t)} "
-                f"(from {_fmt(s.was or 0.0)})")
-    if kind in ("near_max", "last_finite"):
-        return (f"{t.tensor} {t.name} of {t.layer} max {_fmt(t.max_abs or 0.0)} at {_where(t)} "
-                f"({t.dtype} max {_fmt(top or 0.0)})")
-    if t.tensor == "loss":
-        return f"loss non-finite at step {t.step}"
-    if kind == "overflow":
-        return (f"{t.tensor} {t.name} of {t.layer} overflowed {t.dtype}'s max {_fmt(top or 0.0)} at {_where(t)} "
-                f"(inf in {t.inf:,} of {t.n:,})")
-    if kind == "collapsed":
-        return f"{t.tensor} {t.name} of {t.layer} all zeros at {_where(t)}"
-    return f"{t.tensor} {t.name} of {t.layer} NaN at {_where(t)} ({t.nan + t.inf:,} of {t.n:,} non-finite)"
-
 
 def _evidence(s: _Seen) -> NumericsEvidence:
     t = s.stat
@@ -405,7 +309,7 @@ def _argmax_note(final: EpochMetrics | None, nonfinite_at_end: bool) -> str | No
     acc = final.accuracy if final.accuracy is not None else final.val_accuracy
     if acc is None:
         return None
-    text = (f"the model's outputs are NaN, and argmax of a NaN row is class 0: accuracy {_pct(acc)} is class 0's "
+    text = (f"the model's outputs are NaN, and argmax of a NaN row is class 0: accuracy {pct(acc)} is class 0's "
             "share of the data, not anything learnt")
     if final.loss == 0.0:
         text += ("; the loss shows 0.0 because a NaN probability clipped to its bound 1.0 gives log(1) = 0 "

@@ -286,3 +286,9 @@ def test_the_precision_that_checks_the_fix(tmp_path: Path) -> None:
     lines = numerics_findings(_real("fp16_keras2_tf")[0])
     assert lines[0].startswith("numerics: step 0, dense: optimizer state") and lines[1].startswith("fix: keras.")
     assert numerics_findings(_real("mixed_keras2_tf")[0]) == ("numerics: healthy, nothing went non-finite",)
+
+
+def test_lines_cut_across_pieces_read_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = _verdict(tmp_path, cases.seed(), SEED_FINAL)
+    monkeypatch.setattr(reader, "PIECE", 7)  # every line split over several reads
+    assert reader.diagnose_run(tmp_path, SEED_FINAL) == whole
