@@ -291,10 +291,77 @@ class HealthVerdict:
     epochs: int  # the records judged: epochs, or logged steps where unit is "step"
     final: EpochMetrics | None
     unit: str = "epoch"  # "step": from per-step loss lines (nanoGPT's "iter N: loss L"), no epochs in the job's output
+    numerics: NumericsVerdict | None = None  # what the job's numerics records say (`run --numerics`), where it has some
 
     @property
     def counted(self) -> str:
         return counted(self.epochs, self.unit)
+
+
+@dataclass(frozen=True)
+class NumericsBad:
+    """The first tensor that went wrong (analyses/numerics.py): its step, layer, which tensor and how."""
+
+    step: int
+    layer: str
+    tensor: str  # activation | gradient | weight | update | optimizer_state | loss
+    kind: str  # nonfinite | overflow | underflow | collapsed
+
+
+@dataclass(frozen=True)
+class NumericsEvidence:
+    """One numerics record on the way to the first bad tensor, with what it shows in words."""
+
+    step: int
+    phase: str  # forward | backward | update | loss
+    layer: str
+    tensor: str
+    name: str
+    dtype: str
+    kind: str  # underflow | large_update | growth | near_max | last_finite | overflow | nonfinite | collapsed | spread
+    max_abs: float | None
+    zeros: float
+    subnormal: float
+    nonfinite: int
+    ratio: float | None
+    text: str
+
+
+@dataclass(frozen=True)
+class LossScaleSummary:
+    """A loss-scaled run's scale over its steps (GradScaler, LossScaleOptimizer)."""
+
+    first: float
+    last: float
+    min: float
+    decreases: int  # times the scale fell (a scaler halves it on each overflow)
+    skipped: int  # steps whose update the scaler skipped
+    first_skipped: int | None
+    steps: int  # loss records with a scale
+    collapsed: bool  # the scale fell to 1 or below, or the scaler skipped the last steps it recorded
+    history: tuple[tuple[int, float], ...]  # (step, scale) where the scale changed, the first ones
+    gradient_underflow: float | None  # mean share of a float16 gradient's nonzero values below the smallest normal
+    text: str
+
+
+@dataclass(frozen=True)
+class NumericsVerdict:
+    """Why training broke, from the numbers themselves (analyses/numerics.py, docs/numerics.md)."""
+
+    status: str  # healthy | flagged (something to watch, nothing broke) | broken
+    first_bad: NumericsBad | None
+    evidence: tuple[NumericsEvidence, ...]
+    cause: str | None  # one line: the chain from the root to the first bad tensor and on
+    fix: tuple[str, ...]  # changes that can work for that cause, in the job's framework's words
+    loss_scale: LossScaleSummary | None
+    notes: tuple[str, ...]  # what else the records show (flagged tensors, argmax of NaN rows)
+    framework: str | None
+    policy: str | None
+    processes: int
+    steps: int  # the last step recorded + 1
+    records: int
+    damaged: int  # lines skipped: not a record of the format
+    dropped: int  # records the recorder did not write (its budget) or the reader did not keep (its limits)
 
 
 def counted(n: int, unit: str) -> str:

@@ -6,5 +6,7 @@ to a typed result that report/types.py carries as one field of the Report (docs/
 - budget    a step's wall time split into parts that add up to it: GPU busy by kind, GPU idle by what the host did
 - ceiling   the speed-up a precision change can give at most (Amdahl over the budget's parts and the GPU's peaks)
 - achieved  achieved TFLOP/s per precision against the GPU's peak, where the run holds the FLOPs
+- numerics  why reduced precision broke training: the first bad tensor, the chain before it, the cause and the fix,
+            from the numerics recorder's records (numerics_records: the records and their words)
 Nothing here reads a store or a capture: report/build.py hands each analysis its inputs.
 """

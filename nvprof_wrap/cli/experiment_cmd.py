@@ -31,6 +31,7 @@ from nvprof_wrap.pipeline.stores import report_run
 from nvprof_wrap.renderers import Experiment, render
 from nvprof_wrap.report.experiment import ExperimentRow, row
 from nvprof_wrap.report.health import health_from_run
+from nvprof_wrap.report.numerics import with_numerics
 from nvprof_wrap.run import Manifest, Run, read_manifest
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"  # a link to ../../workloads; a copy when installed
@@ -73,8 +74,8 @@ def resolve(workload: str) -> Path:
 
 def _row(precision: str, folder: Path, manifest: Manifest, script_stem: str) -> ExperimentRow:
     rep = report_run(folder, warn=say, health=False)
-    return row(precision, folder, manifest, rep,
-               health_from_run(Run(folder).metrics_file, None, CLASSES.get(script_stem), log_paths=Run(folder).logs))
+    health = health_from_run(Run(folder).metrics_file, None, CLASSES.get(script_stem), log_paths=Run(folder).logs)
+    return row(precision, folder, manifest, rep, with_numerics(health, folder))
 
 
 def _precisions(text: str) -> list[str]:

@@ -163,11 +163,12 @@ def _is_dir(p: Path) -> bool:
 def _health(paths: list[Path]) -> HealthVerdict | None:
     """Training health of the one run folder among ``paths`` (None when there is no such folder or no metrics)."""
     from nvprof_wrap.report.health import health_from_run
+    from nvprof_wrap.report.numerics import with_numerics
 
     folders = [p for p in paths if is_run(p)]
     if len(folders) != 1:
         return None
     folder = folders[0]
     run = Run(folder)
-    h = health_from_run(run.metrics_file, None, log_paths=run.logs)
-    return h if h.epochs else None
+    h = with_numerics(health_from_run(run.metrics_file, None, log_paths=run.logs), folder)
+    return h if h.epochs or h.numerics else None

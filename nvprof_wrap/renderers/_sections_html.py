@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from nvprof_wrap.model import counted
-from nvprof_wrap.renderers import _ranks, _timeview
+from nvprof_wrap.renderers import _numerics, _ranks, _timeview
 from nvprof_wrap.renderers._frame import name_cell, prose_cell
 from nvprof_wrap.renderers._frame import t as _t
 from nvprof_wrap.renderers._html_tables import KERNEL_CHARS
@@ -223,7 +223,8 @@ _CHART_NOTE = ('<p class="muted">Shares of summed GPU operation time (kernels, c
 
 
 def _health(h: dict[str, Any]) -> str:
-    findings = "".join(f"<li>{_t(f)}</li>" for f in h["findings"])
+    numerics = _numerics.lines(h["numerics"]) if h.get("numerics") else []
+    findings = "".join(f"<li>{_t(f)}</li>" for f in (*h["findings"], *numerics))
     return (f"<p><strong>{_t(h['status'])}</strong> ({_t(counted(h['epochs'], h.get('unit', 'epoch')))})</p>"
             + (f"<ul>{findings}</ul>" if findings else "") + "\n")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from nvprof_wrap.renderers import _ranks, _rows
+from nvprof_wrap.renderers import _numerics, _ranks, _rows
 from nvprof_wrap.renderers._shapes import Shown
-from nvprof_wrap.report import GroupRow, KernelRow, OpRow
+from nvprof_wrap.report import GroupRow, KernelRow, OpRow, serialise
 from nvprof_wrap.report.headline import hardware_text, scope_text
 from nvprof_wrap.text.names import shorten_all, shorten_ops
 from nvprof_wrap.text.sanitize import clean
@@ -102,7 +102,9 @@ def health(s: Shown) -> list[str]:
     h = s.report.health
     if not h:
         return []
-    return [f"\n**Training health: {esc(h.status)}** ({esc(h.counted)})\n", *[f"- {esc(f)}" for f in h.findings]]
+    numerics = _numerics.lines(serialise.to_json(h.numerics)) if h.numerics is not None else []
+    return [f"\n**Training health: {esc(h.status)}** ({esc(h.counted)})\n",
+            *[f"- {esc(f)}" for f in (*h.findings, *numerics)]]
 
 
 def sources(s: Shown) -> list[str]:

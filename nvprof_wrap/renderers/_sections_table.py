@@ -10,12 +10,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from nvprof_wrap.renderers import _ranks, _steps
+from nvprof_wrap.renderers import _numerics, _ranks, _steps
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.renderers._rows import BASES, mix_text, numbered_merged, shown_key, skipped_summary, split_label
 from nvprof_wrap.renderers._shapes import Shown
-from nvprof_wrap.report import GroupRow, KernelRow, OpRow, Report
+from nvprof_wrap.report import GroupRow, KernelRow, OpRow, Report, serialise
 from nvprof_wrap.report.headline import hardware_text, scope_text
 from nvprof_wrap.report.series import Series
 from nvprof_wrap.text.names import inner, shorten_all, shorten_ops
@@ -101,6 +101,9 @@ def health(s: Shown) -> list[RenderableType]:
     text = Text(f"Training health: {h.status} ({h.counted})", style=style)
     for finding in h.findings:
         text.append(f"\n  {finding}", style="")
+    if h.numerics is not None:
+        for line in _numerics.lines(serialise.to_json(h.numerics)):
+            text.append(f"\n  {line}", style="")
     return [text]
 
 

@@ -98,9 +98,34 @@ def row(precision: str, folder: Path, manifest: Manifest, report: Report, health
         v.kernel_ns, v.tc_fraction, " + ".join(v.precisions), memcpy, idle, v.launches,
         v.launches / steps if steps else None,
         getattr(final, "loss", None), getattr(final, "accuracy", None), getattr(final, "val_accuracy", None),
-        health.status, tuple(health.findings), str(folder), **per_step,
+        health.status, (*health.findings, *numerics_findings(health)), str(folder), **per_step,
         budget_step_ms=ms(report.time_budget.step_s * 1e9) if report.time_budget else None,
         speedup_ceiling=report.ceiling.factors if report.ceiling else None)
+
+
+def numerics_findings(health: HealthVerdict) -> tuple[str, ...]:
+    """What the run's numerics records say (`--numerics`): the cause and the first fix, or that nothing broke."""
+    n = health.numerics
+    if n is None:
+        return ()
+    if n.cause is None:
+        return (f"numerics: {n.status}, nothing went non-finite",)
+    return (f"numerics: {n.cause}", *(f"fix: {f}" for f in n.fix[:1]))
+
+
+def fix_precision(health: HealthVerdict) -> str | None:
+    """The precision (of the workloads' --precision) whose run would check the numerics verdict's first fix
+    (`experiment --try-fix`): mixed (float32 master weights and optimizer state, loss scaling) for a root in the
+    optimizer, the update or the gradients; bf16 (float32's range) for a forward pass past the format's max, or for a
+    run that already was mixed or loss-scaled. None where nothing broke."""
+    n = health.numerics
+    if n is None or n.first_bad is None:
+        return None
+    root = next((e for e in n.evidence if e.kind not in ("last_finite", "spread")), None)
+    forward = root is not None and root.tensor == "activation" or root is None and n.first_bad.tensor == "activation"
+    if forward or n.loss_scale is not None or "mixed" in (n.policy or ""):
+        return "bf16"
+    return "mixed"
 
 
 def where_the_time_went(rows: list[ExperimentRow]) -> list[str]:

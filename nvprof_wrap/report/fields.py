@@ -23,6 +23,7 @@ class Key:
     group: str | None = None  # written inside an object under this key, with the other fields of that group
     rename: Mapping[str, str] = field(default_factory=dict)  # keys of the value's own object renamed
     pairs: tuple[str, ...] = ()  # a tuple of tuples: each becomes an object with these keys
+    absent_none: bool = False  # None is not written at all (a key added to a record whose JSON is pinned); optional
 
 
 def js(name: str | None = None, **kw: Any) -> dict[str, Key]:

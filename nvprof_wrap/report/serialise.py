@@ -20,7 +20,11 @@ SCHEMA = "nvprof-wrap.report/1"
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
 # Records of other packages, whose fields carry no metadata: the order their JSON keys are written in.
-FOREIGN_ORDER: dict[type, tuple[str, ...]] = {HealthVerdict: ("status", "findings", "epochs", "unit", "final")}
+FOREIGN_ORDER: dict[type, tuple[str, ...]] = {
+    HealthVerdict: ("status", "findings", "epochs", "unit", "final", "numerics")}
+# ... and the metadata of their fields that have some: the numerics verdict only where the run recorded numerics
+# (a report of any other run is the same, byte for byte, as before it existed).
+FOREIGN_KEYS: dict[type, dict[str, Key]] = {HealthVerdict: {"numerics": Key(absent_none=True)}}
 
 
 def _schema_name(r: Report, root: Report | None) -> str:
@@ -119,6 +123,7 @@ class _Plan:
     fields: tuple[tuple[str, str, Key, bool], ...]  # (attribute, JSON key, metadata, written as it is)
     computed: tuple[tuple[str, Callable[[Any, Report | None], Any]], ...]
     order: tuple[str, ...] | None
+    optional: frozenset[str]  # keys not written when None (absent_none)
 
 
 _PLANS: dict[type, _Plan] = {}
@@ -134,11 +139,12 @@ def _plan(cls: type) -> _Plan:
 def _make_plan(cls: type) -> _Plan:
     found = []
     for f in fields(cls):
-        k = key_of(f.metadata)
+        k = FOREIGN_KEYS.get(cls, {}).get(f.name) or key_of(f.metadata)
         if not k.omit:
             found.append((f.name, k.name or f.name, k, k == _PLAIN or k == Key(k.name)))
     order = getattr(cls, "JSON_ORDER", None) or FOREIGN_ORDER.get(cls)
-    return _Plan(tuple(found), tuple(COMPUTED.get(cls, {}).items()), tuple(order) if order else None)
+    return _Plan(tuple(found), tuple(COMPUTED.get(cls, {}).items()), tuple(order) if order else None,
+                 frozenset(name for _, name, k, _ in found if k.absent_none))
 
 
 _PLAIN = Key()
@@ -157,6 +163,8 @@ def _object(obj: Any, root: Report | None, rename: Mapping[str, str]) -> dict[st
             out.update({n: list(x) if isinstance(x, list) else x for n, x in (k.when_none or {}).items()}
                        if v is None else _object(v, root, _NONE))
             continue
+        if v is None and k.absent_none:
+            continue
         name = rename.get(name, name) if rename else name
         value = _value(v, k, root)
         if k.group:
@@ -166,10 +174,10 @@ def _object(obj: Any, root: Report | None, rename: Mapping[str, str]) -> dict[st
     for name, fn in plan.computed:
         out[name] = fn(obj, root)
     if plan.order:
-        if len(out) != len(plan.order) or not all(n in out for n in plan.order):
+        if not set(out) <= set(plan.order) or not all(n in out or n in plan.optional for n in plan.order):
             # a key added to a record without its place in the order: say which
             raise AssertionError(f"{type(obj).__name__}.JSON_ORDER vs its keys: {sorted(set(plan.order) ^ set(out))}")
-        out = {n: out[n] for n in plan.order}
+        out = {n: out[n] for n in plan.order if n in out}
     return out
 
 
@@ -218,10 +226,13 @@ def schema() -> dict[str, Any]:
 def _object_schema(cls: type, rename: Mapping[str, str]) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     props: dict[str, Any] = {}
+    optional = set()
     for f in fields(cls):
-        k = key_of(f.metadata)
+        k = FOREIGN_KEYS.get(cls, {}).get(f.name) or key_of(f.metadata)
         if k.omit:
             continue
+        if k.absent_none:
+            optional.add(k.name or f.name)
         if k.flatten:
             inner = _unwrap_optional(hints[f.name])
             sub = _object_schema(inner, {})["properties"]
@@ -243,7 +254,8 @@ def _object_schema(cls: type, rename: Mapping[str, str]) -> dict[str, Any]:
     order = getattr(cls, "JSON_ORDER", None) or FOREIGN_ORDER.get(cls)
     if order:
         props = {n: props[n] for n in order}
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    return {"type": "object", "properties": props, "required": [n for n in props if n not in optional],
+            "additionalProperties": False}
 
 
 def _field_schema(hint: Any, k: Key) -> dict[str, Any]:

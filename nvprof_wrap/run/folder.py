@@ -65,6 +65,13 @@ class Run:
     def metrics_file(self) -> Path:
         return self.folder / names.METRICS
 
+    def numerics_files(self) -> list[Path]:
+        """The numerics recorder's files (one per process), in name order."""
+        try:
+            return sorted(p for p in self.folder.glob(names.NUMERICS_GLOB) if names.NUMERICS_FILE.fullmatch(p.name))
+        except OSError:
+            return []
+
     @property
     def gpm_file(self) -> Path:
         return self.folder / names.GPM

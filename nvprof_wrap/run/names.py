@@ -19,6 +19,8 @@ STDOUT_LOG = "stdout.log"  # the job's output (launch/job.py)
 STDERR_LOG = "stderr.log"
 LOGS = (STDOUT_LOG, STDERR_LOG)
 METRICS = "metrics.jsonl"  # what the bundled workloads write ($NVPROF_WRAP_METRICS; report/health.py reads it)
+# The numerics recorder's files, found by report/numerics.py (NUMERICS, NUMERICS_FILE below: one per process).
+NUMERICS_GLOB = "numerics-*.jsonl"
 GPM = "gpm.jsonl"  # NVML GPM samples taken beside the job (launch/gpm.py)
 WINDOWS = "windows.jsonl"  # what the job's processes say of their capture window (tracer/window.py writes it)
 STORE = "run.sqlite"  # the run store a report of the folder keeps its aggregates in (store/)

@@ -76,3 +76,11 @@ MAX_PTX_TOTAL_BYTES = 1 << 30
 MAX_PTX_DEPTH = 8
 # ... and at most this many folder entries looked at (a real cache holds 6-8 files per kernel; `/` holds millions).
 MAX_PTX_ENTRIES = 2_000_000
+
+# The numerics recorder's files (report/numerics.py): it writes lines of at most 64 KiB and files of at most 64 MiB
+# (docs/numerics.md); a longer line is damage (skipped and counted), and at most this much is read of one file, of
+# all of them, and this many files (one per process).
+MAX_NUMERICS_LINE_BYTES = 1 << 20
+MAX_NUMERICS_FILE_BYTES = 80 << 20
+MAX_NUMERICS_TOTAL_BYTES = 512 << 20
+MAX_NUMERICS_FILES = 4096
