@@ -112,7 +112,8 @@ def sources(s: Shown) -> list[str]:
     fmts: dict[str, int] = {}
     for src in report.sources:
         fmts[src.format] = fmts.get(src.format, 0) + 1
-    out = [f"\n_Read {len(report.sources)} capture(s): {esc(', '.join(f'{n} {f}' for f, n in fmts.items()))}_\n"]
+    out = [f"\n_Read {len(report.sources)} capture(s): {esc(', '.join(f'{n} {f}' for f, n in fmts.items()))}_\n"
+           if report.sources else "\n_No capture read: no profiler ran_\n"]
     out += [f"- note: {esc(src.path)}: {esc(note)}" for src in report.sources for note in src.notes]
     if report.skipped:
         shown, more = _rows.skipped_summary(report.skipped)

@@ -250,7 +250,8 @@ def _sources(report: Report) -> Text:
     fmts: dict[str, int] = {}
     for s in report.sources:
         fmts[s.format] = fmts.get(s.format, 0) + 1
-    t = Text(f"Read {len(report.sources)} capture(s): " + ", ".join(f"{n} {f}" for f, n in fmts.items()), style="dim")
+    t = Text(f"Read {len(report.sources)} capture(s): " + ", ".join(f"{n} {f}" for f, n in fmts.items())
+             if report.sources else "No capture read: no profiler ran", style="dim")
     for s in report.sources:
         for note in s.notes:
             t.append(f"\nnote: {s.path}: {note}", style="dim")
