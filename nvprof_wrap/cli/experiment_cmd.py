@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
@@ -27,9 +28,10 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.launch import CHOICES
 from nvprof_wrap.launch.base import RunSpec
 from nvprof_wrap.launch.runner import execute
+from nvprof_wrap.model import HealthVerdict
 from nvprof_wrap.pipeline.stores import report_run
 from nvprof_wrap.renderers import Experiment, render
-from nvprof_wrap.report.experiment import ExperimentRow, row
+from nvprof_wrap.report.experiment import ExperimentRow, fix_precision, row
 from nvprof_wrap.report.health import health_from_run
 from nvprof_wrap.report.numerics import with_numerics
 from nvprof_wrap.run import Manifest, Run, read_manifest
@@ -52,6 +54,10 @@ def add_parser(sub: Subcommands, name: str) -> None:
     p.add_argument("--annotate", metavar="keras,torch", type=annotate_kinds,
                    help="NVTX ranges per layer / module / op (see run; default: none)")
     add_numerics(p)
+    p.add_argument("--try-fix", action="store_true",
+                   help="where a precision's numerics name a cause (it turns --numerics on), run the workload again "
+                        "with the fix that can work (mixed: float32 master weights and loss scaling; bf16: float32's "
+                        "range) and add its row: did health become healthy?")
     p.add_argument("-o", "--output", help="experiment folder (default runs/experiment-NAME-TIMESTAMP)")
     p.add_argument("--force", action="store_true", help="replace the runs that -o DIR already holds")
     p.add_argument("--verbose", action="store_true",
@@ -73,9 +79,16 @@ def resolve(workload: str) -> Path:
 
 
 def _row(precision: str, folder: Path, manifest: Manifest, script_stem: str) -> ExperimentRow:
+    return _checked(precision, folder, manifest, script_stem)[0]
+
+
+def _checked(precision: str, folder: Path, manifest: Manifest,
+             script_stem: str) -> tuple[ExperimentRow, HealthVerdict]:
+    """The row of a precision's run, and its health (with the numerics' verdict, where the run recorded them)."""
     rep = report_run(folder, warn=say, health=False)
-    health = health_from_run(Run(folder).metrics_file, None, CLASSES.get(script_stem), log_paths=Run(folder).logs)
-    return row(precision, folder, manifest, rep, with_numerics(health, folder))
+    health = with_numerics(health_from_run(Run(folder).metrics_file, None, CLASSES.get(script_stem),
+                                           log_paths=Run(folder).logs), folder)
+    return row(precision, folder, manifest, rep, health), health
 
 
 def _precisions(text: str) -> list[str]:
@@ -109,15 +122,29 @@ def run(args: argparse.Namespace) -> int:
         extra = args.passthrough or []
         base = Path(args.output or f"runs/experiment-{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}")
         rows = []
-        for precision in precisions:
+        numerics = args.numerics or args.try_fix
+
+        def once(precision: str, name: str) -> tuple[ExperimentRow, HealthVerdict]:
             cmd = [sys.executable, str(script), "--precision", precision, *extra]
-            folder, manifest = execute(RunSpec(cmd, args.backend, str(base / precision), nsys=args.nsys,
+            folder, manifest = execute(RunSpec(cmd, args.backend, str(base / name), nsys=args.nsys,
                                                quiet_stdout=args.format != "table", annotate=args.annotate,
                                                force=args.force, verbose=args.verbose, hardware=args.hardware,
                                                hardware_interval_s=args.hardware_interval,
                                                gpu_metrics_hz=args.gpu_metrics_frequency,
-                                               numerics=args.numerics))
-            rows.append(_row(precision, folder, manifest, script.stem))
+                                               numerics=numerics))
+            return _checked(precision, folder, manifest, script.stem)
+
+        fixes: list[tuple[str, str]] = []
+        for precision in precisions:
+            found, health = once(precision, precision)
+            rows.append(found)
+            fix = fix_precision(health) if args.try_fix else None
+            if fix is not None and fix != precision and fix not in precisions and fix not in {f for f, _ in fixes}:
+                fixes.append((fix, precision))
+        for fix, broken in fixes:  # each fix run once, after the asked precisions
+            found, _health = once(fix, f"{fix}-fix")
+            rows.append(replace(found, precision=f"{fix} (fix for {broken})",
+                                findings=(f"the fix for {broken}'s numerics: {found.health}", *found.findings)))
     put(args, render(args.format, Experiment(tuple(rows)), render_options(args)), "experiment table")
     # a run whose manifest recorded no end (None) did not succeed; it was a TypeError in max() before
     return max((1 if r.exit_code is None else r.exit_code for r in rows), default=0)

@@ -208,3 +208,23 @@ def test_layers_are_spread_over_the_model():
     picked = numerics.spread(names, 64)
     assert len(picked) == 64 and picked[0] == "l0" and picked[-1] == "l199"
     assert picked == sorted(picked, key=names.index)
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_experiment_try_fix_runs_the_fix_and_it_trains(tmp_path):
+    """The seed's fp16 run breaks; its numerics name the optimizer's underflow; --try-fix re-runs it in mixed
+    precision (float32 master weights and state, loss scaling), whose row is healthy (the issue's CPU check)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "150", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run([sys.executable, "-m", "nvprof_wrap", "experiment", "reuters_mlp", "--backend", "none",
+                           "--precisions", "fp16", "--try-fix", "-o", str(tmp_path / "x"), "--format", "json",
+                           "--", "--samples", "2048", "--verbose", "0", "--keras2-numerics", "all", "--epochs", "2"],
+                          capture_output=True, text=True, env=env, timeout=2 * TIMEOUT_S, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(proc.stdout)
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    (broken, fixed) = rows
+    assert broken["precision"] == "fp16" and broken["health"] == "nan"
+    assert any("optimizer state dense/kernel:velocity" in f for f in broken["findings"])
+    assert fixed["precision"] == "mixed (fix for fp16)" and fixed["health"] == "healthy"
+    assert fixed["findings"][0] == "the fix for fp16's numerics: healthy"
