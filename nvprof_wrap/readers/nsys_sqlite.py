@@ -210,12 +210,18 @@ _VERSION = re.compile(r"_v\d+$")  # cudaMalloc_v3020 → cudaMalloc
 
 
 def _without_kernel_table(conn: sqlite3.Connection, have: set[str]) -> str:
-    """What an export without a kernel table (and without launch calls) holds, in one line: CUDA API calls mean CUDA
-    was traced and the job launched no kernel while it was profiled (copies and sets said with them)."""
+    """What an export without a kernel table (and without launch calls) holds, in one line."""
     calls, _ = _launch_calls(conn, have)
     if not calls:
         return ("Nsight Systems export without a CUPTI_ACTIVITY_KIND_KERNEL table (was CUDA tracing on? nsys profile "
                 "--trace=cuda)")
+    return _traced_no_kernel(conn, have, calls)
+
+
+def _traced_no_kernel(conn: sqlite3.Connection, have: set[str], calls: int) -> str:
+    """CUDA API calls (none a launch) but no kernel: CUDA was traced and the job launched no kernel while it was
+    profiled (copies and sets said with them) — whether or not nsys wrote an empty kernel table. Never "was CUDA
+    traced?": its own rows say it was."""
     names = conn.execute(f"SELECT {cut('s.value')}, COUNT(*) FROM {RUNTIME} r LEFT JOIN StringIds s ON s.id = r.nameId "
                          "GROUP BY 1 ORDER BY 2 DESC, 1").fetchall()
     top = ", ".join(_VERSION.sub("", n or "?") + (f" ×{c:,}" if c > 1 else "") for n, c in names[:3]) + \
@@ -223,7 +229,8 @@ def _without_kernel_table(conn: sqlite3.Connection, have: set[str]) -> str:
     gpu_rows = conn.execute(f"SELECT {cut('name')} FROM TARGET_INFO_GPU").fetchall() \
         if "TARGET_INFO_GPU" in have and "name" in columns(conn, "TARGET_INFO_GPU") else []
     gpu = gpu_rows[0][0] if len(gpu_rows) == 1 and gpu_rows[0][0] else "the GPU"
-    found = [f"{n:,} {what}{'s' if n > 1 else ''}" for table, what in ((MEMCPY, "copy"), (MEMSET, "memset"))
+    found = [f"{n:,} {one if n == 1 else many}" for table, one, many in ((MEMCPY, "copy", "copies"),
+                                                                          (MEMSET, "memset", "memsets"))
              if table in have and (n := conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])]
     on_gpu = f"{gpu} recorded {' and '.join(found)} but no kernel" if found else f"{gpu} recorded nothing"
     return (f"no kernel ran while the job was profiled: CUDA was traced ({calls:,} CUDA API calls, none a kernel "
@@ -311,6 +318,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     busy = _activity(busy_time.result())
     if not kernels and window is None:  # (a window without kernels: readers.read says so)
         _no_kernels(path, conn, have, sum(m.count for m in memops))
+        if calls := _launch_calls(conn, have)[0]:
+            raise BadInput(path, _traced_no_kernel(conn, have, calls))
     pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
     notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
         ((kernel_note,) if kernel_note else ()) + mem_notes + \

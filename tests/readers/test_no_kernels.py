@@ -49,6 +49,25 @@ def test_nsys_launches_and_copies_without_kernels(tmp_path, capsys):
            "records" in err and "nsys profile --trace=cuda" in err
 
 
+@pytest.mark.parametrize(("gone", "gpu"), [((), "NVIDIA H200 recorded 5 copies and 16 memsets but no kernel"),
+                                           (("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"),
+                                            "NVIDIA H200 recorded nothing")])
+def test_nsys_api_calls_without_a_launch_say_cuda_was_traced(tmp_path, capsys, gone, gpu):
+    """The H200 capture with its kernel rows and launch calls deleted (its kernel table kept, empty): 2,876 other CUDA
+    API calls show CUDA was traced, so the refusal says so and that no kernel ran — it never asks whether the
+    profiler traced CUDA ("No GPU kernels were recorded. Did the job run on the GPU?" or "kernels were not traced,
+    or none ran" before)."""
+    path = _sqlite_without(NSYS, tmp_path / "no_launch.sqlite", "CUPTI_ACTIVITY_KIND_KERNEL", *gone)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN "
+                     "(SELECT id FROM StringIds WHERE value LIKE '%Launch%')")
+    conn.close()
+    err = _refused(capsys, path)
+    assert "no kernel ran while the job was profiled: CUDA was traced (2,876 CUDA API calls, none a kernel launch: " \
+           "cuGetProcAddress ×2,251, cudaStreamIsCapturing ×86, cuKernelGetName ×82, …) and " + gpu in err
+    assert "traced?" not in err and "not traced" not in err and "Did the job" not in err
+
+
 def test_cupti_launch_calls_without_kernels(tmp_path, capsys):
     """The Keras fp16 run's tracer capture: 4,696 runtime and 456 driver launch records (cbids 211, 430, 307, 652)."""
     plain = tmp_path / "cupti.sqlite"

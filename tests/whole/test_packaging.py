@@ -166,6 +166,28 @@ def test_the_installed_wheel_runs_every_path_a_user_walks(tmp_path):
     assert api.returncode == 0 and api.stdout.startswith("keras"), api.stderr[-1500:]
 
 
+def test_a_nested_venv_sees_what_the_outer_venv_installed(tmp_path):
+    """README's test command run inside a venv (issue 45): the wheel test's nested venv (system_site_packages=True
+    sees the base interpreter only) must import sqlite_utils from the outer venv's site-packages, else the wheel's
+    `nvprof-wrap demo` dies on "No module named 'sqlite_utils'". Fast: no pip, no wheel."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("runs only inside a virtual environment (this interpreter is not one)")
+    import site
+
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False, system_site_packages=True)
+    py = env_dir / "bin" / "python"
+    _see_the_outer_venv(py)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([str(py), "-c", "import sqlite_utils; print(sqlite_utils.__file__)"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    import sqlite_utils
+
+    assert Path(proc.stdout.strip()).resolve() == Path(sqlite_utils.__file__).resolve()  # the one this suite sees
+    assert any(Path(proc.stdout.strip()).is_relative_to(d) for d in site.getsitepackages())
+
+
 def _see_the_outer_venv(py: Path) -> None:
     """Where the tests run inside a virtual environment (how most people run README's command), a nested venv's
     system site is the base interpreter's, which lacks what the outer venv installed (sqlite_utils, Keras): list the
