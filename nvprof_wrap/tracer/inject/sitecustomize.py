@@ -107,25 +107,23 @@ def _start_window() -> None:
 
 
 def _start_annotations() -> None:
-    if not os.environ.get("NVPROF_WRAP_ANNOTATE"):
-        return
-    try:
-        from nvprof_wrap.tracer import annotate
-
-        annotate.install()
-    except Exception as e:
-        _warn(f"NVTX annotations not installed ({type(e).__name__}: {e})")
+    _install("NVPROF_WRAP_ANNOTATE", "annotate", "NVTX annotations")
 
 
 def _start_numerics() -> None:
-    if not os.environ.get("NVPROF_WRAP_NUMERICS"):
+    _install("NVPROF_WRAP_NUMERICS", "numerics_hooks", "numerics recorder")
+
+
+def _install(env: str, module: str, what: str) -> None:
+    """tracer.<module>.install() where the environment asks for it; a failure is one line, never the job's end."""
+    if not os.environ.get(env):
         return
     try:
-        from nvprof_wrap.tracer import numerics_hooks
+        import importlib
 
-        numerics_hooks.install()
+        importlib.import_module(f"nvprof_wrap.tracer.{module}").install()
     except Exception as e:
-        _warn(f"numerics recorder not installed ({type(e).__name__}: {e})")
+        _warn(f"{what} not installed ({type(e).__name__}: {e})")
 
 
 # Chain first: a pre-existing sitecustomize may set the environment (devices, libraries) the job runs
