@@ -107,23 +107,25 @@ def _start_window() -> None:
 
 
 def _start_annotations() -> None:
-    _install("NVPROF_WRAP_ANNOTATE", "annotate", "NVTX annotations")
+    if not os.environ.get("NVPROF_WRAP_ANNOTATE"):
+        return
+    try:
+        from nvprof_wrap.tracer import annotate
+
+        annotate.install()
+    except Exception as e:
+        _warn(f"NVTX annotations not installed ({type(e).__name__}: {e})")
 
 
 def _start_numerics() -> None:
-    _install("NVPROF_WRAP_NUMERICS", "numerics_hooks", "numerics recorder")
-
-
-def _install(env: str, module: str, what: str) -> None:
-    """tracer.<module>.install() where the environment asks for it; a failure is one line, never the job's end."""
-    if not os.environ.get(env):
+    if not os.environ.get("NVPROF_WRAP_NUMERICS"):
         return
     try:
-        import importlib
+        from nvprof_wrap.tracer import numerics_hooks
 
-        importlib.import_module(f"nvprof_wrap.tracer.{module}").install()
+        numerics_hooks.install()
     except Exception as e:
-        _warn(f"{what} not installed ({type(e).__name__}: {e})")
+        _warn(f"numerics recorder not installed ({type(e).__name__}: {e})")
 
 
 # Chain first: a pre-existing sitecustomize may set the environment (devices, libraries) the job runs
