@@ -4,6 +4,9 @@
   "CUDA Kernel Statistics", "CUDA Memory Operation Statistics (by time)"): a header, a row of dashes that gives
   each column's span, rows until a line that is not one. Times in ns. nsys cuts names wider than its column with
   "…"; such names are kept as they are and classify.py does not trust what the cut may hide (classify/engine.py).
+  ``--format table`` boxes the same table (``+---+`` rules, ``| … |`` rows); a row out of line with its header (a
+  copy that lost a space) is split at its own spaces, so no name loses its first letters. With ``:nvtx-name`` each
+  name starts with its innermost NVTX range (``forward/elementwise_kernel``): range and kernel are kept apart.
   The same tables as people paste them into a README or a notebook are read too: without nsys's own lines around
   them (the header says which table it is: ``Instances … Name`` kernels, ``Count … Operation`` copies), inside
   Markdown code fences, as ``--format csv`` rows, or as a Markdown pipe table. Numbers carry the separators of the
@@ -29,7 +32,7 @@ from nvprof_wrap.model import Gpu, KernelAgg, MemAgg, OpAgg, merge_kernels, merg
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME
 from nvprof_wrap.readers.ncu_csv import _Launch
-from nvprof_wrap.readers.nsys_stats_csv import _direction
+from nvprof_wrap.readers.nsys_stats_csv import NVTX_NOTE, _direction, merge_ops, nvtx_split
 from nvprof_wrap.text.demangle import demangle
 from nvprof_wrap.timeline.nvtx import op_name
 
@@ -51,9 +54,6 @@ _GPU_WORDS = re.compile(r"NVIDIA|GeForce|Tesla|Quadro|TITAN|Jetson|\bRTX\b", re.
 _CC_LINE = re.compile(r"^\s*Compute Capability\s*[:=]\s*(\d+)\.(\d+)\s*$", re.IGNORECASE)
 _NAME_LINE = 200  # the longest line read for a GPU's name
 _COUNTS = ("Instances", "Count", "Num Calls", "Calls", "Operations")
-# `nsys stats --report cuda_gpu_kern_sum:nvtx-name` puts the innermost NVTX range before each kernel's name:
-# 'attention_softmax/elementwise_kernel'. A '/' ahead of the name's first '<' or '(' belongs to no C++ name.
-_NVTX_SPLIT = re.compile(r"^([^<>()/]*[^<>()/\s])/(?=[A-Za-z_~])")
 _NVTX_MODE = re.compile(r"nvtx-name")
 _LEAD = re.compile(r"^(?:(?:results?|runs?|measured|timings?|benchmarks?|profil\w*)\s+(?:from|on|for|with)\s+)",
                    re.IGNORECASE)
@@ -293,9 +293,8 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
     flush()
     out.kernels, out.memops = list(merge_kernels(kernels)), list(merge_memops(mem))
     if ops:
-        out.ops = _merge_ops(ops)
-        out.notes.append("kernel names prefixed with their NVTX range (nsys stats ':nvtx-name'): the kernel's own name "
-                         f"is classified, the range goes to the per-range table ({len(out.ops)} rows)")
+        out.ops = merge_ops(ops)
+        out.notes.append(NVTX_NOTE.format(len(out.ops)))
     out.devices = list(devices.values()) if any(k.device_id is not None for k in out.kernels) else []
     if repeated:
         out.notes.append(f"{repeated} nsys stats table{'s' if repeated > 1 else ''} repeated verbatim in the file "
@@ -304,23 +303,6 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
         out.notes.append(f"the stats of {len(set(reports))} nsys reports ({', '.join(sorted(set(reports))[:4])}) "
                          "in one file: summed")
     return out
-
-
-def nvtx_split(name: str) -> tuple[str | None, str]:
-    """(the NVTX range nsys put before a kernel's name, or None; the kernel's own name)."""
-    m = _NVTX_SPLIT.match(name)
-    if m is None or m.group(1).endswith("operator"):
-        return None, name
-    return m.group(1), name[m.end():]
-
-
-def _merge_ops(ops: list[OpAgg]) -> list[OpAgg]:
-    """One row per (range, kernel): the same kernel cut to the same visible name, or in two tables, summed."""
-    merged: dict[tuple[str, str, str], tuple[int, int]] = {}
-    for o in ops:
-        n, t = merged.get((o.scope, o.op, o.name), (0, 0))
-        merged[(o.scope, o.op, o.name)] = (n + o.launches, t + o.total_ns)
-    return [OpAgg(None, scope, op, name, n, t) for (scope, op, name), (n, t) in merged.items()]
 
 
 def _base(path: str) -> str:

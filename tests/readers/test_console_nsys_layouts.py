@@ -12,7 +12,8 @@ import pytest
 
 from nvprof_wrap import readers
 from nvprof_wrap.classify import classify
-from nvprof_wrap.readers.console_nsight import nsys_tables, nvtx_split
+from nvprof_wrap.readers.console_nsight import nsys_tables
+from nvprof_wrap.readers.nsys_stats_csv import nvtx_split
 from tests._paths import fixture_file
 
 BOXED = ["nsys-stats-table-vllm-llama70b-h100.txt", "nsys-stats-table-vllm-deepseek-r1-b200.md",
@@ -122,3 +123,20 @@ def test_nvtx_prefixed_names_keep_range_and_kernel_apart():
 ])
 def test_what_counts_as_an_nvtx_prefix(name, split):
     assert nvtx_split(name) == split
+
+
+def test_nvtx_prefixed_names_in_the_csv_format(tmp_path):
+    """`nsys stats --format csv` with ':nvtx-name': the rows of the wild3 forward file, in the CSV layout nsys
+    writes (its header, one row per kernel, names quoted)."""
+    rows = _kernel_rows(_wild3("nsys-stats-nvtx-name-cs336-forward.txt").read_text(), _COLUMN_ROW)
+    assert len(rows) == 17
+    lines = [('"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)",'
+              '"Name"')]
+    lines += [f'1.0,{t},{n},1.0,1.0,1,1,0.0,"{name}"' for n, t, name in rows]
+    path = tmp_path / "kern_sum_nvtx.csv"
+    path.write_text("\n".join(lines) + "\n")
+    capture = readers.read(path)
+    assert capture.format == "nsys-stats-kernels"
+    assert not any("/" in k.name for k in capture.kernels)
+    assert ("attention_softmax", "elementwise_kernel") in {(o.op, o.name) for o in capture.ops}
+    assert sum(o.total_ns for o in capture.ops) == sum(t for _, t, _ in rows)
