@@ -4,6 +4,9 @@
   "CUDA Kernel Statistics", "CUDA Memory Operation Statistics (by time)"): a header, a row of dashes that gives
   each column's span, rows until a line that is not one. Times in ns. nsys cuts names wider than its column with
   "…"; such names are kept as they are and classify.py does not trust what the cut may hide (classify/engine.py).
+  ``--format table`` boxes the same table (``+---+`` rules, ``| … |`` rows); a row out of line with its header (a
+  copy that lost a space) is split at its own spaces, so no name loses its first letters. With ``:nvtx-name`` each
+  name starts with its innermost NVTX range (``forward/elementwise_kernel``): range and kernel are kept apart.
   The same tables as people paste them into a README or a notebook are read too: without nsys's own lines around
   them (the header says which table it is: ``Instances … Name`` kernels, ``Count … Operation`` copies), inside
   Markdown code fences, as ``--format csv`` rows, or as a Markdown pipe table. Numbers carry the separators of the
@@ -25,12 +28,13 @@ from dataclasses import dataclass, field
 
 from nvprof_wrap.classify import gpus
 from nvprof_wrap.classify.counters import DURATION
-from nvprof_wrap.model import Gpu, KernelAgg, MemAgg, merge_kernels, merge_memops
+from nvprof_wrap.model import Gpu, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME
 from nvprof_wrap.readers.ncu_csv import _Launch
-from nvprof_wrap.readers.nsys_stats_csv import _direction
+from nvprof_wrap.readers.nsys_stats_csv import NVTX_NOTE, _direction, merge_ops, nvtx_split
 from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline.nvtx import op_name
 
 KERNEL_TABLES = re.compile(r"cuda_gpu_kern_sum|gpukernsum|CUDA Kernel Statistics|cuda_gpu_kern_gb_sum")
 MEMORY_TABLES = re.compile(r"cuda_gpu_mem_time_sum|gpumemtimesum"
@@ -40,6 +44,8 @@ API_TABLES = re.compile(r"cuda_api_sum|cudaapisum|CUDA API Statistics")
 _TITLE = re.compile(r"Executing '(\w+)'|\*\* .*\((\w+)\):|^(CUDA [A-Za-z ]+Statistics[^:]*):?")
 _DASHES = re.compile(r"^\s*-{3,}(?:\s+-{3,})+\s*$")
 _PIPE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
+# nsys stats --format table (the boxed layout): '+---+---+' rules above and below the header and at the end
+_BOX_RULE = re.compile(r"^\s*\+-{3,}(?:\+-{3,})+\+\s*$")
 _SKIPPED = re.compile(r"SKIPPED: (\S+) does not contain CUDA kernel data")
 _GENERATED = re.compile(r"^\s+(\S+\.(?:nsys-rep|qdrep))\s*$")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)[\s#]*$")
@@ -48,6 +54,7 @@ _GPU_WORDS = re.compile(r"NVIDIA|GeForce|Tesla|Quadro|TITAN|Jetson|\bRTX\b", re.
 _CC_LINE = re.compile(r"^\s*Compute Capability\s*[:=]\s*(\d+)\.(\d+)\s*$", re.IGNORECASE)
 _NAME_LINE = 200  # the longest line read for a GPU's name
 _COUNTS = ("Instances", "Count", "Num Calls", "Calls", "Operations")
+_NVTX_MODE = re.compile(r"nvtx-name")
 _LEAD = re.compile(r"^(?:(?:results?|runs?|measured|timings?|benchmarks?|profil\w*)\s+(?:from|on|for|with)\s+)",
                    re.IGNORECASE)
 
@@ -60,6 +67,7 @@ class NsysTables:
     memops: list[MemAgg] = field(default_factory=list)
     devices: list[Gpu] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    ops: list[OpAgg] = field(default_factory=list)  # kernels by the NVTX range nsys put before their names
 
 
 def _spans(dashes: str) -> list[tuple[int, int]]:
@@ -67,13 +75,26 @@ def _spans(dashes: str) -> list[tuple[int, int]]:
 
 
 def _cells(line: str, spans: list[tuple[int, int]]) -> list[str]:
-    """Cells by the dashes' spans; the last (the name) runs to the end of the line."""
+    """Cells by the dashes' spans; the last (the name) runs to the end of the line. A row out of line with its
+    header (a pasted copy that lost or gained a space: vLLM's docs) would lose or gain the name's first letters by
+    the spans, so where every cell before the name is one word (numbers, a category) the row is split at its
+    spaces instead: the name is what follows the last of them, whole."""
     out = [line[a:b].strip() for a, b in spans[:-1]]
+    words = re.split(r"[ \t]+", line.strip(), maxsplit=len(spans) - 1)
+    if len(words) == len(spans) and all(_one_word(w, c) for w, c in zip(words[:-1], out)):
+        return words
     return [*out, line[spans[-1][0]:].strip()]
 
 
-def _pipe_cells(line: str) -> list[str]:
-    return [c.strip().strip("`").strip() for c in line.strip().strip("|").split("|")]
+def _one_word(word: str, by_span: str) -> bool:
+    """Whether a row's word is the cell its column's span holds, give or take the characters a shifted row moves."""
+    return bool(by_span) and abs(len(word) - len(by_span)) <= 1 and (word in by_span or by_span in word)
+
+
+def _pipe_cells(line: str, n: int = 0) -> list[str]:
+    """A pipe table's cells; with n (the header's), the last cell (the name) keeps any '|' in it."""
+    inner = line.strip().removeprefix("|").removesuffix("|")
+    return [c.strip().strip("`").strip() for c in inner.split("|", n - 1 if n else -1)]
 
 
 def _csv_cells(line: str) -> list[str]:
@@ -141,7 +162,7 @@ class _Table:
         if not line.strip():
             return None
         if self.syntax == "pipe":
-            cells = _pipe_cells(line) if line.lstrip().startswith("|") else []
+            cells = _pipe_cells(line, len(self.head)) if line.lstrip().startswith("|") else []
         elif self.syntax == "csv":
             cells = _csv_cells(line)
         else:
@@ -167,6 +188,8 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
     launch_calls = 0  # kernel launch calls in the last cuda_api_sum table, for a kernel table nsys skipped
     reports: list[str] = []
     after_generated = False
+    nvtx_names = False  # the text says its kernel names carry their NVTX range (nsys's 'nvtx-name' option)
+    ops: list[OpAgg] = []
 
     def flush() -> None:
         nonlocal repeated, launch_calls
@@ -196,9 +219,13 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
                 what, d = _direction(r[-1])
                 mem.append(MemAgg(None, device, what, d, int(count), int(total)))
             elif kind == "kernel":
-                kernels.append(KernelAgg(None, device, _mark_cut(demangle(r[-1])), int(count), int(total),
+                where, raw = nvtx_split(r[-1])
+                name = _mark_cut(demangle(raw))
+                kernels.append(KernelAgg(None, device, name, int(count), int(total),
                                          _int(r[lo], sep) if lo is not None else None,
                                          _int(r[hi], sep) if hi is not None else None))
+                if where is not None or nvtx_names:
+                    ops.append(OpAgg(None, op_name(where), op_name(where), name, int(count), int(total)))
         if t.kind in ("kernel", "combined"):
             launch_calls = 0
 
@@ -214,7 +241,7 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
         if pending is not None:  # a header waits for its rule line
             syntax, head_line = pending
             pending = None
-            if syntax == "pipe" and _PIPE_RULE.match(line):
+            if syntax == "pipe" and (_PIPE_RULE.match(line) or _BOX_RULE.match(line)):
                 head = _pipe_cells(head_line)
                 table = _Table("pipe", head, _header_kind(head) or _title_kind(title))
                 continue
@@ -223,6 +250,8 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
                 head = _cells(head_line, spans)
                 table = _Table("columns", head, _header_kind(head) or _title_kind(title), spans)
                 continue
+        if _NVTX_MODE.search(line):
+            nvtx_names = True
         if m := _TITLE.search(line):
             title = next(g for g in m.groups() if g)
             continue
@@ -263,6 +292,9 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
                 devices[gpu] = Gpu(d.device_id, gpu, int(cc.group(1)), int(cc.group(2)))
     flush()
     out.kernels, out.memops = list(merge_kernels(kernels)), list(merge_memops(mem))
+    if ops:
+        out.ops = merge_ops(ops)
+        out.notes.append(NVTX_NOTE.format(len(out.ops)))
     out.devices = list(devices.values()) if any(k.device_id is not None for k in out.kernels) else []
     if repeated:
         out.notes.append(f"{repeated} nsys stats table{'s' if repeated > 1 else ''} repeated verbatim in the file "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Capture, CounterVerdict, Gpu, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.model import Capture, CounterVerdict, Gpu, KernelAgg, MemAgg, OpAgg, Process, merge_kernels
 from nvprof_wrap.readers import _log_gpus, console_nsight, console_nvprof, ncu_csv
 from nvprof_wrap.readers._csv import cut_lines, open_text
 from nvprof_wrap.readers._head import Head
@@ -89,6 +89,7 @@ class Part:
     counters: Sequence[CounterVerdict] = ()
     devices: Sequence[Gpu] = ()
     notes: Sequence[str] = ()
+    ops: Sequence[OpAgg] = ()
 
 
 def _nvprof_summary(path: Path) -> Part:
@@ -110,7 +111,7 @@ def _nvprof_metrics(path: Path) -> Part:
 def _nsys(path: Path) -> Part:
     t = console_nsight.nsys_tables(_lines(path))
     return Part(t.kernels, t.memops, devices=t.devices,
-                notes=["nsys stats tables: no timeline, no idle time", *t.notes])
+                notes=["nsys stats tables: no timeline, no idle time", *t.notes], ops=t.ops)
 
 
 def _ncu(path: Path) -> Part:
@@ -147,4 +148,5 @@ def read(path: Path, found: list[str] | None = None) -> Capture:
     # timed the kernels (report.py).
     fmt = present[0] if present in (["ncu-console"], ["nvprof-metrics"]) else "console-" + "+".join(present)
     return Capture(str(path), fmt, merge_kernels(kernels), tuple(memops), devices=tuple(devices.values()),
-                   processes=tuple(Process(p) for p in pids), counters=tuple(counters), notes=notes)
+                   processes=tuple(Process(p) for p in pids), counters=tuple(counters), notes=notes,
+                   ops=tuple(o for p in parts.values() for o in p.ops))

@@ -1,19 +1,46 @@
 """``nsys stats --format csv`` reports: ``cuda_gpu_kern_sum`` (older: ``gpukernsum``) and
-``cuda_gpu_mem_time_sum`` (older: ``gpumemtimesum``). Times are in ns, as the headers say."""
+``cuda_gpu_mem_time_sum`` (older: ``gpumemtimesum``). Times are in ns, as the headers say. With ``:nvtx-name`` a
+kernel's name starts with its innermost NVTX range (``attention_softmax/elementwise_kernel``): the kernel's own name
+is what gets classified, the range goes to the per-range table (ops)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Capture, KernelAgg, MemAgg, merge_kernels
+from nvprof_wrap.model import Capture, KernelAgg, MemAgg, OpAgg, merge_kernels
 from nvprof_wrap.readers._csv import number, open_text, split_preamble
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.text.demangle import demangle
+from nvprof_wrap.timeline.nvtx import op_name
 
 _TOTAL = ("Total Time (ns)", "Total Time")
 _COUNT = ("Instances", "Count", "Calls", "Num Calls")
 _MIN = ("Min (ns)", "Minimum")
 _MAX = ("Max (ns)", "Maximum")
+
+
+# A '/' ahead of a name's first '<' or '(' belongs to no C++ name: it ends the NVTX range nsys put before it.
+_NVTX_SPLIT = re.compile(r"^([^<>()/]*[^<>()/\s])/(?=[A-Za-z_~])")
+NVTX_NOTE = ("kernel names prefixed with their NVTX range (nsys stats ':nvtx-name'): the kernel's own name is "
+             "classified, the range goes to the per-range table ({} rows)")
+
+
+def nvtx_split(name: str) -> tuple[str | None, str]:
+    """(the NVTX range nsys put before a kernel's name, or None; the kernel's own name)."""
+    m = _NVTX_SPLIT.match(name)
+    if m is None or m.group(1).endswith("operator"):
+        return None, name
+    return m.group(1), name[m.end():]
+
+
+def merge_ops(ops: list[OpAgg]) -> list[OpAgg]:
+    """One row per (range, kernel): the same kernel cut to the same visible name, or in two tables, summed."""
+    merged: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for o in ops:
+        n, t = merged.get((o.scope, o.op, o.name), (0, 0))
+        merged[(o.scope, o.op, o.name)] = (n + o.launches, t + o.total_ns)
+    return [OpAgg(None, scope, op, name, n, t) for (scope, op, name), (n, t) in merged.items()]
 
 
 def _col(idx: dict[str, int], names: tuple[str, ...]) -> int | None:
@@ -46,7 +73,7 @@ def read(path: Path) -> Capture:
         if total is None or count is None:
             raise BadInput(path, "nsys stats CSV without 'Total Time' and 'Instances' columns")
         lo, hi = _col(idx, _MIN), _col(idx, _MAX)
-        kernels, mem = [], []
+        kernels, mem, ops = [], [], []
         op = idx.get("Operation")
         name = idx.get("Name")
         for row in rows:
@@ -57,9 +84,12 @@ def read(path: Path) -> Capture:
                 kind, d = _direction(row[op])
                 mem.append(MemAgg(None, None, kind, d, n, t))
             elif name is not None:
-                kernels.append(KernelAgg(None, None, demangle(row[name]), n, t,
+                where, own = nvtx_split(row[name])
+                kernels.append(KernelAgg(None, None, demangle(own), n, t,
                                          int(number(row[lo]) or 0) if lo is not None else None,
                                          int(number(row[hi]) or 0) if hi is not None else None))
+                ops.append(OpAgg(None, op_name(where), op_name(where), kernels[-1].name, n, t))
     fmt = "nsys-stats-memops" if op is not None else "nsys-stats-kernels"
-    return Capture(str(path), fmt, merge_kernels(kernels), tuple(mem),
-                   notes=("summary CSV: no timeline, no idle time",))
+    ranged = merge_ops(ops) if any(o.op != op_name(None) for o in ops) else []
+    notes = ("summary CSV: no timeline, no idle time", *([NVTX_NOTE.format(len(ranged))] if ranged else []))
+    return Capture(str(path), fmt, merge_kernels(kernels), tuple(mem), ops=tuple(ranged), notes=notes)
