@@ -81,7 +81,8 @@ SCHEMA_VERSION = 2
 # 2026.12.01-20: the per-step series (tables series, steps, step_kernels; issue 28). -21: steps.compute_busy_ns.
 # 2026.12.03-22: each step's time budget (table step_parts; issue 41); FLOPs per kernel name from torch.profiler's
 # recorded op shapes (table op_flops; issue 41). -23: both (a store of -22 may lack either).
-DATA_VERSION = "2026.12.03-23"
+# -24: pasted nsys stats tables read in their boxed layout, rows out of line, NVTX-prefixed names (issue 45).
+DATA_VERSION = "2026.12.03-24"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {
