@@ -24,8 +24,8 @@ FIRST_TENSOR_CORE_CC = 7.0
 # fp64 tensor cores (DMMA) exist on the datacenter chips only: GA100 (sm_80), GH100 (sm_90), GB100/GB110 (sm_100+);
 # not on sm_86/87/89 or the sm_120 consumer Blackwell (A100/H100 whitepapers; PTX mma .f64). Elsewhere fp64 work is
 # DFMA on CUDA cores, whatever its name.
-_FP64 = re.compile(r"(?<![a-z])double(?![a-z])|(?<![a-z0-9])f64|fp64|(?<![a-z0-9])[dz](?:gemm|trsm|trsv|syrk|trmm|gemv)",
-                   re.IGNORECASE)
+_FP64 = re.compile(r"(?<![a-z])double(?![a-z])|(?<![a-z0-9])f64|fp64"
+                   r"|(?<![a-z0-9])[dz](?:gemm|trsm|trsv|syrk|trmm|gemv)", re.IGNORECASE)
 # Any other data type in the name: a kernel that takes floats beside a double scalar may be TF32 or fp16 math.
 _NOT_FP64 = re.compile(r"float|half|bf16|bfloat|(?<![a-z0-9])(?:f16|f32|tf32|fp8|fp16|fp32|e4m3|e5m2|int8|i8|s8|u8)"
                        r"(?![a-z0-9])|__nv_fp|cucomplex(?!double)", re.IGNORECASE)

@@ -33,8 +33,8 @@ def rocm_capture(raw: bytes) -> str | None:
     seen = [why for mark, why in _ROCPROF_MARKS if mark in raw]
     if not seen:
         return None
-    return (f"{AMD_REFUSAL} ({', '.join(seen)}): nvprof-wrap reads NVIDIA CUDA captures only — AMD matrix cores "
-            "are not NVIDIA tensor cores")
+    return (f"{AMD_REFUSAL} ({', '.join(seen)}): nvprof-wrap reads NVIDIA CUDA captures only — "
+            "AMD matrix cores are not NVIDIA tensor cores")
 
 
 def refuse_other_vendor(path: Path, header: Mapping[str, Any]) -> None:
@@ -48,5 +48,6 @@ def refuse_other_vendor(path: Path, header: Mapping[str, Any]) -> None:
     gpu = named or (str(wide.get("name") or "") if wide else "") or "an AMD GPU"
     why = "; ".join(x for x in (f"device {gpu!r}" if named else "",
                                 "warp size 64" if wide else "", ", ".join(rocm)) if x)
-    raise BadInput(path, f"{AMD_REFUSAL} — a ROCm (AMD GPU) trace ({why}): nvprof-wrap reads NVIDIA CUDA captures only — "
-                         "AMD matrix cores are not NVIDIA tensor cores, and computeMajor 9 here is not a Hopper")
+    raise BadInput(path, f"{AMD_REFUSAL} — a ROCm (AMD GPU) trace ({why}): nvprof-wrap reads NVIDIA CUDA "
+                         "captures only — AMD matrix cores are not NVIDIA tensor cores, and computeMajor 9 here is "
+                         "not a Hopper")

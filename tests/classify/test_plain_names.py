@@ -13,13 +13,20 @@ from nvprof_wrap.pipeline import analyze
 from tests._paths import FIXTURES
 
 WILD3 = FIXTURES / "wild3"
+
+
+def _j(*parts: str) -> str:
+    """A long real name, written in pieces."""
+    return "".join(parts)
+
+
 LU = ["simple_lu(int, int, double*)",  # wild3/nvprof-summary-lu-v100-hpc2n.md (a V100)
-      "void kernel_trsm_l_mul32<double, int=8, bool=0, bool=0, bool=0, bool=1>(int, int, double const *, double const *,"
-      " int, double*, int, double, int)",
-      "void trsm_left_kernel<double, int=256, int=4, bool=1, bool=0, bool=0, bool=0, bool=1>(cublasTrsmParams<double>, "
-      "double, double const *, int)",
-      "void gemm_kernel2x2_tile_multiple_core<double, bool=1, bool=0, bool=0, bool=0, bool=0>(double*, double const *, "
-      "double const *, int, int, int, int, int, int, double*, double*, double, double, int)"]
+      _j("void kernel_trsm_l_mul32<double, int=8, bool=0, bool=0, bool=0, bool=1>(int, int, double const *, ",
+         "double const *, int, double*, int, double, int)"),
+      _j("void trsm_left_kernel<double, int=256, int=4, bool=1, bool=0, bool=0, bool=0, bool=1>(",
+         "cublasTrsmParams<double>, double, double const *, int)"),
+      _j("void gemm_kernel2x2_tile_multiple_core<double, bool=1, bool=0, bool=0, bool=0, bool=0>(double*, ",
+         "double const *, double const *, int, int, int, int, int, int, double*, double*, double, double, int)")]
 RNG = ("void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, void at::native::"
        "templates::cuda::normal_and_transform<float, float, at::CUDAGeneratorImpl *, void at::native::templates::cuda::"
        "normal_kernel<at::CUDAGeneratorImpl *>(const at::TensorBase &, double, double, T1)::[lambda() (instance 1)]::"
@@ -36,21 +43,21 @@ def test_public_wild3_labels_are_decided_and_right():
 
 
 @pytest.mark.parametrize("name, precision, rule", [
-    ("void magma_sgemmEx_kernel<float, float, float, (bool)1, (bool)0, (int)6, (int)4, (int)6, (int)3, (int)4>(int, "
-     "int, int, BatchedTensor, int, BatchedTensor, int, BatchedTensor, int, int, int, float const*, float const*, "
-     "float, float, int)", "fp32", "magma-sgemm"),
-    ("void fermiCgemm_v3_kernel<bool=1, bool=0, bool=0, bool=0, int=5, int=5, int=3, int=8, int=8>(int, int, int, "
-     "float2 const *, int, float2 const *, int, float2*, int, int, int, float2 const *, float2 const *, float2, float2, "
-     "int)", "fp32", "fermi-complex-gemm"),
-    ("_ZN5mxnet2op8mxnet_op20mxnet_generic_kernelINS0_14MultiSGDKernelIfLb0ELb0EEEJNS0_19MultiSGDKernelParamIffEENS_9Op"
-     "ReqTypeEEEEviDpT0_", "", "mxnet-operator-kernel"),
+    (_j("void magma_sgemmEx_kernel<float, float, float, (bool)1, (bool)0, (int)6, (int)4, (int)6, (int)3, (int)4>(",
+        "int, int, int, BatchedTensor, int, BatchedTensor, int, BatchedTensor, int, int, int, float const*, ",
+        "float const*, float, float, int)"), "fp32", "magma-sgemm"),
+    (_j("void fermiCgemm_v3_kernel<bool=1, bool=0, bool=0, bool=0, int=5, int=5, int=3, int=8, int=8>(int, int, int, ",
+        "float2 const *, int, float2 const *, int, float2*, int, int, int, float2 const *, float2 const *, float2, ",
+        "float2, int)"), "fp32", "fermi-complex-gemm"),
+    (_j("_ZN5mxnet2op8mxnet_op20mxnet_generic_kernelINS0_14MultiSGDKernelIfLb0ELb0EEEJNS0_19MultiSGDKernelParamIff",
+        "EENS_9OpReqTypeEEEEviDpT0_"), "", "mxnet-operator-kernel"),
     ("volta_dgemm_128x64_nn", "fp64", "dgemm-cuda-cores"),
     ("ampere_dgemm_64x64_nn", "fp64", "dgemm-cuda-cores"),
-    ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct, float const*, "
-     "cudnnTensorStruct, float*, float const*, float const*, float, float, float*, float*, float*, float*, float, "
-     "float)", "fp32", "cudnn-batch-norm"),
-    ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)0>(cudnn::ops::"
-     "nchw2nhwc_params_t<float>, float const*, float*)", "fp32", "cudnn-layout"),
+    (_j("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct, float const*, ",
+        "cudnnTensorStruct, float*, float const*, float const*, float, float, float*, float*, float*, float*, float, ",
+        "float)"), "fp32", "cudnn-batch-norm"),
+    (_j("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)0>(cudnn::ops::",
+        "nchw2nhwc_params_t<float>, float const*, float*)"), "fp32", "cudnn-layout"),
     (RNG, "fp32", "framework-kernel"),
 ])
 def test_plain_names_are_decided(name, precision, rule):
@@ -67,7 +74,8 @@ def test_the_fp64_tensor_core_kernel_stays_yes():
 @pytest.mark.parametrize("cc, gpu, verdict", [
     (7.0, "Tesla V100-SXM2-16GB", "no"), (7.5, None, "no"), (8.6, None, "no"), (8.9, None, "no"), (12.0, None, "no"),
     (None, "NVIDIA GeForce RTX 3090", "no"),
-    (8.0, "A100-PG509-200", "unknown"), (9.0, "NVIDIA H200", "unknown"), (10.0, None, "unknown"), (None, None, "unknown")])
+    (8.0, "A100-PG509-200", "unknown"), (9.0, "NVIDIA H200", "unknown"), (10.0, None, "unknown"),
+    (None, None, "unknown")])
 @pytest.mark.parametrize("name", LU)
 def test_fp64_work_is_cuda_cores_where_the_gpu_has_no_dmma(name, cc, gpu, verdict):
     """Without fp64 tensor cores (all but A100, H100/H200 and B200-class GPUs) fp64 work runs on CUDA cores; with
