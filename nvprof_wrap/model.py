@@ -286,7 +286,7 @@ class EpochMetrics:
 class HealthVerdict:
     """Did training work? (report/health.py)"""
 
-    status: str  # healthy | collapsed | nan | diverged | unknown
+    status: str  # healthy | no-learning | collapsed | nan | diverged | unknown
     findings: tuple[str, ...]
     epochs: int  # the records judged: epochs, or logged steps where unit is "step"
     final: EpochMetrics | None

@@ -102,11 +102,27 @@ def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:
 _CAST = re.compile(r"\((?:[A-Za-z_][\w:]*)\)-?\d+")
 
 
+_GROUP = re.compile(r"\([^()]*\)")  # an innermost parenthesised group
+
+
+def _bare(head: str) -> str:
+    """A name without any parenthesised group: the parameter lists of functions named inside its template arguments
+    ('normal_kernel<…>(const at::TensorBase &, double, double, T1)', '[lambda(float) (instance 1)]') are not the
+    kernel's math type — PyTorch's fp32 RNG kernel named 'double' there read as fp64."""
+    while True:
+        bare = _GROUP.sub("", head)
+        if bare == head:
+            return bare
+        head = bare
+
+
 def _precision(rules: Rules, name: str) -> str:
-    """The data type a name states: the math type before scalar arguments and enum casts."""
+    """The data type a name states: the math type before scalar arguments, nested parameter lists and enum casts;
+    the whole name only when those say nothing."""
     text = _CAST.sub("", name)
     head = without_parameters(text)
-    rule = _first(rules.precision, head.lower()) or (_first(rules.precision, text.lower()) if head != text else None)
+    tried = [_bare(head), head, text]
+    rule = next((r for t in dict.fromkeys(tried) if (r := _first(rules.precision, t.lower()))), None)
     return rule.value if rule else ""
 
 

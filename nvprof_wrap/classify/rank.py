@@ -21,6 +21,26 @@ _PRECISION_SINCE = {"fp16": 7.0, "fp16/bf16": 7.0, "int8": 7.2, "bf16": 8.0, "tf
                     "fp32 (3xTF32)": 8.0, "fp8": 8.9, "fp6": 10.0, "fp4": 10.0}
 _BLACKWELL_ONLY = re.compile(r"tcgen05|(?<![a-z])umma(?![a-z])|^nvjet_sm1\d\d|sm1\d\d[af]?$", re.IGNORECASE)
 FIRST_TENSOR_CORE_CC = 7.0
+# fp64 tensor cores (DMMA) exist on the datacenter chips only: GA100 (sm_80), GH100 (sm_90), GB100/GB110 (sm_100+);
+# not on sm_86/87/89 or the sm_120 consumer Blackwell (A100/H100 whitepapers; PTX mma .f64). Elsewhere fp64 work is
+# DFMA on CUDA cores, whatever its name.
+_FP64 = re.compile(r"(?<![a-z])double(?![a-z])|(?<![a-z0-9])f64|fp64"
+                   r"|(?<![a-z0-9])[dz](?:gemm|trsm|trsv|syrk|trmm|gemv)", re.IGNORECASE)
+# Any other data type in the name: a kernel that takes floats beside a double scalar may be TF32 or fp16 math.
+_NOT_FP64 = re.compile(r"float|half|bf16|bfloat|(?<![a-z0-9])(?:f16|f32|tf32|fp8|fp16|fp32|e4m3|e5m2|int8|i8|s8|u8)"
+                       r"(?![a-z0-9])|__nv_fp|cucomplex(?!double)", re.IGNORECASE)
+
+
+def has_dmma(cc: float) -> bool:
+    """Whether a GPU of compute capability ``cc`` has fp64 tensor cores (DMMA)."""
+    return round(cc * 10) in (80, 90) or 100 <= round(cc * 10) < 120
+
+
+def _fp64_only(c: Classification) -> bool:
+    """A name the rules leave unknown whose only data type is fp64 (rules.toml: fp64-undecided and fp64 GEMMs of
+    the matrix family). A cut name is not: what is hidden may name another type."""
+    return (c.tensor_core == "unknown" and c.precision == "fp64" and c.rule != "cut-name"
+            and _FP64.search(c.name) is not None and _NOT_FP64.search(c.name) is None)
 
 
 @dataclass(frozen=True)
@@ -102,6 +122,11 @@ def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] 
     if static and static[0] in ("yes", "no"):
         return Verdict(static[0], reason=c.reason, rule=c.rule, evidence="compiled code", counter_detail=static[1],
                        **base)
+    if cc is not None and not has_dmma(cc) and _fp64_only(c):
+        gpu = f"{gpu_name} ({_sm(cc)})" if gpu_name else _sm(cc)
+        return Verdict("no", reason=(f"no: fp64 on CUDA cores — the GPU, {gpu}, has no fp64 tensor cores (DMMA: "
+                                     "A100, H100/H200 and B200-class GPUs only)"),
+                       rule="device-no-fp64-tensor-cores", evidence="device", counter_detail=None, **base)
     if c.tensor_core == "unknown" and hardware and hardware[0] in ("yes", "no"):
         return Verdict(hardware[0], reason=c.reason, rule=c.rule, evidence="hardware", counter_detail=hardware[1],
                        **base)

@@ -45,6 +45,7 @@ from nvprof_wrap.readers._no_kernels import copies_only as copies_only
 from nvprof_wrap.readers._trace_events import NotFast as NotFast
 from nvprof_wrap.readers._trace_events import TraceEvents as TraceEvents
 from nvprof_wrap.readers._validate import validate
+from nvprof_wrap.readers._vendor import rocm_capture
 from nvprof_wrap.run.names import not_a_capture
 from nvprof_wrap.system import tempdirs, tools
 from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
@@ -116,6 +117,8 @@ def detect(path: Path) -> str:
         raise BadInput(path, "JSON without traceEvents: not a Kineto / Chrome trace")
     if head.binary:
         raise BadInput(path, "binary file of an unknown format")
+    if why := rocm_capture(head.raw):  # rocprof's stats CSV and other AMD outputs: said what they are
+        raise BadInput(path, why)
     if why := _dlprof.explain(head):  # a report of a tool that reads captures: refused in its own words
         raise BadInput(path, why)
     raise BadInput(path, "not a profiler capture this tool reads (docs/formats.md lists them)")

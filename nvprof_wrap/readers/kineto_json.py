@@ -24,7 +24,7 @@ from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_flops import op_flops
 from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME, refuse_launches
-from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor
+from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor, rocm_capture
 from nvprof_wrap.run.steps import could_mark_a_step
 from nvprof_wrap.system.fork import BIG
 from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES
@@ -102,6 +102,9 @@ def read(path: Path, window: Window | None = None) -> Capture:
         try:
             refuse_other_vendor(path, header)
             if not rows.names and rows.on_gpu:
+                with open_json(path) as f:
+                    if why := rocm_capture(f.read(65536)):  # rocprof --hip-trace: its own event shape
+                        raise BadInput(path, why)
                 raise BadInput(path, f"Chrome trace with {rows.on_gpu} events on GPU processes but none a kernel this "
                                      "reader knows (no 'cat' kernel / Kernel): not a PyTorch profiler trace")
             return _capture(path, rows, header, cut, window)

@@ -16,8 +16,8 @@ from nvprof_wrap.text.sanitize import csv_cell, deep, json_safe
 
 HEAD = ("precision", "ms/step", "step (median)", "outside CUDA", "in CUDA calls", "GPU busy", "GPU kernels",
         "tensor-core share", "memcpy", "GPU idle", "launches/step", "loss", "acc", "val acc", "health")
-_STYLE = {"healthy": "green", "collapsed": "bold red", "nan": "bold red", "diverged": "red", "unknown": "yellow",
-          "failed": "bold red"}
+_STYLE = {"healthy": "green", "collapsed": "bold red", "nan": "bold red", "diverged": "red", "no-learning": "red",
+          "unknown": "yellow", "failed": "bold red"}
 
 
 def _health(r: ExperimentRow) -> str:

@@ -10,12 +10,14 @@ judged over medians of up to ten spans of its steps (one step's noise is no tren
 Pure functions, no printing: the CLI decides how to show a verdict.
 
 Statuses:
-  healthy    losses finite and (with 2+ epochs) lower at the end than at the start
+  healthy    losses finite and (with 2+ epochs) lower at the end than at the start by more than 1%
+  no-learning  losses finite, 2+ epochs (or step spans), and the loss fell by 1% or less over the whole run
+             (or rose, short of diverging): nothing was learned
   collapsed  loss exactly 0.0 while accuracy sits at or below chance (the seed:
              pure-fp16 Keras 2 training, whose weights most likely turned NaN)
   nan        a loss (or val_loss) became NaN or infinite
   diverged   the loss rose well above its minimum and above where it started
-  unknown    no metrics, or nothing conclusive (e.g. the loss never fell)
+  unknown    no metrics, or nothing conclusive (one epoch only, a loss stuck at exactly 0.0 without accuracy)
 """
 
 from __future__ import annotations
@@ -278,9 +280,11 @@ _STEP_VAL_LOSS = re.compile(rb"(?<![\w])val(?:idation)?[_ ]loss[ \t]*[:=]?[ \t]*
                             re.IGNORECASE)
 _ANSI_BYTES = re.compile(_ANSI.pattern.encode())
 STEP_SPANS = 10  # a step log is judged over the medians of at most this many spans of its steps
-# A step log's loss "fell" only by more than this share of where it began: a model that cannot learn (nanoGPT on
-# random tokens, measured on the H200) drifts 4.18 -> 4.175 between its first and last spans.
+# A loss "fell" only by more than this share of where it began, over epochs or step spans alike: a model that cannot
+# learn (nanoGPT on random tokens, measured on the H200) drifts 4.18 -> 4.175 between its first and last spans, and
+# a 0.5% fall over a run's epochs is no learning either (issue 45).
 STEP_FLAT = 0.01
+NO_LEARNING = "no-learning"
 
 
 class StepLosses:
@@ -383,7 +387,8 @@ def assess_steps(found: StepLosses) -> HealthVerdict:
     fell, trend = _trend_finding(items, at, unit="step", flat=STEP_FLAT)
     zero = ("the loss was exactly 0.0 at some steps: suspicious unless the model fits perfectly"
             if any(loss == 0.0 for loss in losses) else None)
-    return verdict("healthy" if fell else "unknown", passed, trend, zero, _overfit_finding(items, at))
+    status = "healthy" if fell else NO_LEARNING if len(items) > 1 else "unknown"
+    return verdict(status, passed, trend, zero, _overfit_finding(items, at))
 
 
 def _parse_segments(segments: Iterable[str]) -> list[EpochMetrics]:
@@ -529,11 +534,11 @@ def assess(epochs: list[EpochMetrics], num_classes: int | None = None) -> Health
     diverged = _divergence_finding(with_loss)
     if diverged:
         return verdict("diverged", diverged)
-    fell, trend = _trend_finding(with_loss)
+    fell, trend = _trend_finding(with_loss, flat=STEP_FLAT)
     zero = None
     if any(e.loss == 0.0 for e in with_loss):
         zero = "loss is exactly 0.0 in some epochs: suspicious unless the model fits perfectly"
-    status = "healthy" if fell else "unknown"
+    status = "healthy" if fell else NO_LEARNING if len(with_loss) > 1 else "unknown"
     return verdict(status, trend, zero, _overfit_finding(with_loss))
 
 

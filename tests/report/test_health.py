@@ -193,8 +193,17 @@ def test_rise_below_first_epoch_is_not_divergence() -> None:
 
 def test_flat_loss_is_not_called_healthy() -> None:
     verdict = assess(_run(3.8, 3.8, 3.81))
-    assert verdict.status == "unknown"
+    assert verdict.status == "no-learning"
     assert verdict.findings[0].startswith("loss did not fall")
+
+
+def test_a_fall_under_one_percent_over_the_run_is_no_learning() -> None:
+    """Issue 45: a 0.5% fall read 'healthy' where nothing was learned; a 1.5% fall is learning."""
+    verdict = assess(_run(2.0, 1.995, 1.99))
+    assert verdict.status == "no-learning"
+    assert verdict.findings[0].startswith("loss did not fall by more than 1% from 2 (epoch 1) to 1.99 (epoch 3)")
+    assert assess(_run(2.0, 1.99, 1.97)).status == "healthy"
+    assert assess(_run(2.0)).status == "healthy"  # one epoch: too short to judge, as before
 
 
 def test_zero_loss_with_high_accuracy_is_not_collapse() -> None:

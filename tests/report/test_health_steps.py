@@ -59,7 +59,7 @@ def test_a_nanogpt_job_whose_loss_became_nan_says_at_which_step():
 def test_a_model_that_cannot_learn_is_not_called_healthy(tmp_path):
     """Random tokens: the loss sits at ln(65) = 4.17 all along; 4.18 -> 4.175 is no learning."""
     h = health_from_run(None, None, log_paths=[_h200_random_tokens(tmp_path)])
-    assert (h.status, h.epochs) == ("unknown", 1001)
+    assert (h.status, h.epochs) == ("no-learning", 1001)
     assert h.findings[0].startswith("loss did not fall by more than 1% from 4.18 (median of steps 0-99) to 4.175")
 
 
