@@ -112,7 +112,8 @@ def test_the_history_remembers_reported_runs_and_compare_takes_their_names(tmp_p
     rows = json.loads(cli("runs", "--format", "json", history=hist).stdout)
     assert [r["name"] for r in rows] == ["gpt_fp32_nsys", "gpt_bf16_nsys"]
     assert rows[0]["backend"] == "nsys" and rows[0]["precisions"] == ["fp32 (3xTF32)"]
-    assert round(rows[1]["tensor_core_share"], 3) == 0.335 and rows[1]["health"] == "healthy"
+    # 30 steps on synthetic tokens: the loss fell 0.5% (9.113 → 9.068): no learning, not healthy (issue 45 item 8)
+    assert round(rows[1]["tensor_core_share"], 3) == 0.335 and rows[1]["health"] == "no-learning"
     p = cli("compare", "gpt_fp32_nsys", "gpt_bf16_nsys", "--format", "json", history=hist, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["after"]["label"] == "gpt_bf16_nsys"
