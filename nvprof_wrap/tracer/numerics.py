@@ -12,17 +12,17 @@ bounded writer and the statistics of a numpy array.
 Runs inside the user's process: standard library, numpy and the framework it patches only; never raises into the
 job (one ``nvprof-wrap: numerics:`` line on stderr instead); never changes a value the job computes.
 """
-# ruff: noqa: BLE001, S110
 from __future__ import annotations
 
 import atexit
 import json
 import math
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from nvprof_wrap.tracer import _util
 
 ENV = "NVPROF_WRAP_NUMERICS"  # the folder the records go to (the run folder)
 ENV_EVERY = "NVPROF_WRAP_NUMERICS_EVERY"  # steps between sampled steps (default EVERY)
@@ -41,11 +41,7 @@ TINY = {"float16": 6.103515625e-05, "bfloat16": 1.1754943508222875e-38, "float32
 
 
 def _warn(msg: str) -> None:
-    try:
-        sys.stderr.write("nvprof-wrap: numerics: " + " ".join(str(msg).split()) + "\n")
-        sys.stderr.flush()
-    except Exception:
-        pass
+    _util._warn("numerics: " + msg)  # one line on stderr, never an exception
 
 
 def _int_env(name: str, default: int, low: int = 1) -> int:
