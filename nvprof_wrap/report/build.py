@@ -126,7 +126,8 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     series = series_mod.build(store, kernels, COMMUNICATION_FAMILIES)
     budget = series_mod.time_budget(store, series, kernels, COMMUNICATION_FAMILIES)
     gpus = _gpus(store)
-    done = _achieved(store, kernels, gpus)
+    flops = [(r["name"], r["precision"], r["flops"], r["total_ns"]) for r in store.op_flops_rows()]
+    done = _achieved(flops, kernels, gpus)
     return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
                   sources, skipped, disagreements, ops, scopes, gpus=gpus,
                   hardware=_hardware(store, devices, checks), hardware_checks=checks,
@@ -135,29 +136,30 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   time_budget=budget, ceiling=_ceiling(budget, gpus), achieved=done,
                   mfu=achieved.mfu(done, len(series.rows), budget.step_s) if done and budget and series
                   and series.kind == "steps" and series.folded == 1 else None,
-                  achieved_kernels=achieved.per_kernel((r["name"], r["precision"], r["flops"], r["total_ns"])
-                                                       for r in store.op_flops_rows()) if done else ())
+                  achieved_kernels=achieved.per_kernel(flops) if done else ())
 
 
-def _achieved(store: Store, kernels: tuple[KernelRow, ...], gpus: tuple[GpuRow, ...]) -> dict[str, Achieved] | None:
-    """Achieved TFLOP/s per precision (analyses/achieved.py) where the captures hold FLOPs; None where none does."""
-    rows = store.op_flops_rows()
-    if not rows:
+def _achieved(flops: list[tuple[str, str, float, int]], kernels: tuple[KernelRow, ...],
+              gpus: tuple[GpuRow, ...]) -> dict[str, Achieved] | None:
+    """Achieved TFLOP/s per precision (analyses/achieved.py) where the captures hold FLOPs (the store's op_flops as
+    (kernel name, precision, FLOPs, ns)); None where none does."""
+    if not flops:
         return None
     verdict = {k.name: k.tensor_core for k in kernels}
+    return achieved.achieved(flops, lambda name: verdict.get(name, "unknown"), _peak(gpus),
+                             sum(k.total_ns for k in kernels)) or None
+
+
+def _peak(gpus: tuple[GpuRow, ...]) -> peaks.Peak | None:
+    """The peak table's row of the run's GPUs: one model only, with a row; else None (never a neighbour's)."""
     found = {peaks.lookup(g.gpu.name or "") for g in gpus}
-    peak = next(iter(found)) if len(found) == 1 else None
-    return achieved.achieved(((r["name"], r["precision"], r["flops"], r["total_ns"]) for r in rows),
-                             lambda name: verdict.get(name, "unknown"), peak, sum(k.total_ns for k in kernels)) or None
+    return next(iter(found)) if len(found) == 1 else None
 
 
 def _ceiling(budget: TimeBudget | None, gpus: tuple[GpuRow, ...]) -> Ceilings | None:
     """The budget's speed-up ceilings on the run's GPU: one model only (a peak table row), else none."""
-    found = {peaks.lookup(g.gpu.name or "") for g in gpus}
-    if budget is None or len(found) != 1 or None in found:
-        return None
-    (peak,) = found
-    return Ceilings.of(ceiling.ceiling(budget, peak)) if peak else None
+    peak = _peak(gpus)
+    return Ceilings.of(ceiling.ceiling(budget, peak)) if budget is not None and peak is not None else None
 
 
 def _hardware(store: Store, devices: tuple[GroupRow, ...],
