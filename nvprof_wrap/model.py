@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+# The name a CUDA graph launch gets where a capture has the launch but not its kernels (readers/_nsys_graphs.py):
+# one kernel of unknown kind wherever kernels count, decided by nothing but a capture of its kernels.
+CUDA_GRAPH_KERNEL = "CUDA graph launch (kernels not traced one by one)"
+
 # The op of kernels launched outside any NVTX / profiler range.
 NO_RANGE = "(no NVTX range)"
 

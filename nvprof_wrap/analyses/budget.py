@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from nvprof_wrap.classify.engine import matrix_math
+from nvprof_wrap.model import CUDA_GRAPH_KERNEL
 
 # the kernels' part, split by what each kernel is (kind_of)
 KERNEL_KINDS = ("tensor_core", "other_math", "math_unknown", "other_kernels")
@@ -115,8 +116,8 @@ def kind_of(name: str, tensor_core: str) -> str:
     """A kernel's kind in the budget from its final verdict ("yes" | "no" | "unknown") and its name."""
     if tensor_core == "yes":
         return "tensor_core"
-    if matrix_math(name):
-        return "other_math" if tensor_core == "no" else "math_unknown"
+    if matrix_math(name) or name == CUDA_GRAPH_KERNEL:  # a graph's kernels unseen: maybe GEMMs, so a ceiling's
+        return "other_math" if tensor_core == "no" else "math_unknown"  # at-most counts them as math
     return "other_kernels"
 
 

@@ -127,7 +127,9 @@ def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] 
         return Verdict("no", reason=(f"no: fp64 on CUDA cores — the GPU, {gpu}, has no fp64 tensor cores (DMMA: "
                                      "A100, H100/H200 and B200-class GPUs only)"),
                        rule="device-no-fp64-tensor-cores", evidence="device", counter_detail=None, **base)
-    if c.tensor_core == "unknown" and hardware and hardware[0] in ("yes", "no"):
+    # a graph launch's kernels are many and unseen (readers/_nsys_graphs.py): the samples of its time cannot
+    # speak for each of them
+    if c.tensor_core == "unknown" and hardware and hardware[0] in ("yes", "no") and c.rule != "cuda-graph-launch":
         return Verdict(hardware[0], reason=c.reason, rule=c.rule, evidence="hardware", counter_detail=hardware[1],
                        **base)
     detail = counter[1] if counter else (static[1] if static else hardware[1] if hardware else None)

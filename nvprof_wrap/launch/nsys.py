@@ -41,8 +41,10 @@ class Nsys:
                               "/opt/nvidia/nsight-systems*, /usr/local/cuda*/bin and the copy inside Nsight Compute)")
         metrics = gpu_metrics_args(nsys, spec.gpu_metrics_hz) if spec.hardware else []
         window, env = capture_args(spec)
+        # --cuda-graph-trace=node: each kernel of a CUDA graph recorded (nsys' default records the graph's launch
+        # only, and XLA runs a JAX step as a graph: readers/_nsys_graphs.py)
         argv = [nsys, "profile", f"--trace={os.environ.get(TRACE_VAR) or TRACE}", "--sample=none", "--cpuctxsw=none",
-                *metrics, *window, *environ.words(EXTRA_VAR), "--force-overwrite=true", "--output",
+                "--cuda-graph-trace=node", *metrics, *window, *environ.words(EXTRA_VAR), "--force-overwrite=true", "--output",
                 str(Run(folder).nsys_output(rank())), *spec.command]
         return Plan(self.name, argv, env, tool=nsys, version=self.version(nsys))
 

@@ -24,6 +24,7 @@ from nvprof_wrap.model import (
     merge_kernels,
     merge_memops,
 )
+from nvprof_wrap.readers import _nsys_graphs as graph_launches
 from nvprof_wrap.readers._durations import SOUND, note, on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import refuse_launches
@@ -105,9 +106,12 @@ def _memops(conn: sqlite3.Connection, have: set[str],
     return merge_memops(out), tuple(notes)
 
 
-def _busy_sources(conn: sqlite3.Connection, have: set[str]) -> list[tuple[str, str, str, str]]:
+def _busy_sources(conn: sqlite3.Connection, have: set[str],
+                  graphs: str | None = None) -> list[tuple[str, str, str, str]]:
+    """graphs: the graph launches without kernels (readers/_nsys_graphs.py), busy as kernels are."""
     return [(t, "globalPid" if "globalPid" in columns(conn, t) else "NULL", "deviceId", "1" if t == KERNEL else "0")
-            for t in (KERNEL, MEMCPY, MEMSET) if t in have]
+            for t in (KERNEL, MEMCPY, MEMSET) if t in have] + \
+        ([(graphs, "globalPid", "deviceId", "1")] if graphs else [])
 
 
 def _activity(rows: list[tuple[int | None, int | None, int, int, int]]) -> tuple[Activity, ...]:
@@ -260,7 +264,7 @@ def session_span(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, 
 
 
 def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
-           span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
+           span: tuple[int, int], graphs: str | None = None) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): timeline/series.py over the kernel, copy and set tables and the runtime calls."""
     if not launches:
         return None, ()
@@ -270,12 +274,21 @@ def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
     gpu = [step_series.GpuTable(t, _pid_expr(columns(conn, t)), kernel_name_column(conn) if t == KERNEL else None,
                                 part.get(t, MEMSET_PART))
            for t in (KERNEL, MEMCPY, MEMSET) if t in have]
+    if graphs:  # graph launches without kernels: kernels named GRAPH_NAME (their key GRAPH_KEY)
+        gpu.append(step_series.GpuTable(graphs, _pid_expr({"globalPid"}), kernel_name_column(conn)))
     api = [step_series.ApiTable(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId",
                                 functools.partial(_call_kinds, conn))] \
         if RUNTIME in have and {"nameId", "globalTid"} <= columns(conn, RUNTIME) else []
     series = step_series.measure(conn, gpu, api, nvtx_ranges_sql(conn, have), "all" if api else "none",
-                             lambda keys: kernel_names(conn, keys), span, launches)
+                                 functools.partial(_names, conn), span, launches)
     return series, ()
+
+
+def _names(conn: sqlite3.Connection, keys: list[Any]) -> dict[Any, str]:
+    """Kernel names of name keys (StringIds ids), the graph launches' GRAPH_KEY among them."""
+    names = kernel_names(conn, [k for k in keys if k != graph_launches.GRAPH_KEY])
+    return {**names, graph_launches.GRAPH_KEY: graph_launches.GRAPH_NAME} if graph_launches.GRAPH_KEY in keys \
+        else names
 
 
 def _call_kinds(conn: sqlite3.Connection, keys: list[Any]) -> dict[Any, str]:
@@ -298,9 +311,10 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     if KERNEL not in have:
         _no_kernels(path, conn, have)
         raise BadInput(path, _without_kernel_table(conn, have))
-    span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have],
+    graphs = graph_launches.uncovered(conn, have, KERNEL, kernel_name_column(conn))
+    span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have] + ([graphs] if graphs else []),
                          nvtx_ranges_sql(conn, have)) if window else EVERYTHING
-    busy_time = BusyTime(conn, path, _busy_sources(conn, have), span)  # side by side with the rest
+    busy_time = BusyTime(conn, path, _busy_sources(conn, have, graphs), span)  # side by side with the rest
     try:
         memops, mem_notes = _memops(conn, have, in_window(span))
         lent: dict[str, int] = {}  # attribute's launches lent to main threads, kernels without a duration
@@ -312,6 +326,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         else:
             dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
         kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
+        if graphs:
+            kernels = merge_kernels(kernels + graph_launches.aggregates(conn, graphs, SOUND, in_window(span)))
     except BaseException:
         busy_time.abandon()
         raise
@@ -323,12 +339,13 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
     notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
         ((kernel_note,) if kernel_note else ()) + mem_notes + \
-        borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
+        borrowed_note(lent, sum(k.total_ns or 0 for k in kernels)) + \
+        ((graph_launches.note(kernels),) if graphs and any(k.name == graph_launches.GRAPH_NAME for k in kernels) else ())
     started, ended = session_span(conn, have)
     hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
         conn, have, path, KERNEL, "deviceId", kernel_name_column(conn), started, None if window is None else span,
         lambda keys: kernel_names(conn, keys))
-    series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span)
+    series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span, graphs)
     return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
                    started_ns=started, ended_ns=ended, hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s,

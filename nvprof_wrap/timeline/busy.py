@@ -56,8 +56,9 @@ def busy_plan(conn: sqlite3.Connection, sources: list[Source], parts: int,
     lo: int | None = None
     hi = 0
     for table, _group, _dev, _kernel in sources:
-        for (t,) in (conn.execute(f"SELECT start FROM {table} ORDER BY rowid LIMIT 1").fetchall() +
-                     conn.execute(f'SELECT "end" FROM {table} ORDER BY rowid DESC LIMIT 1').fetchall()):
+        order = "start" if table.startswith("(") else "rowid"  # a subquery (readers/_nsys_graphs.py) has no rowid
+        for (t,) in (conn.execute(f"SELECT start FROM {table} ORDER BY {order} LIMIT 1").fetchall() +
+                     conn.execute(f'SELECT "end" FROM {table} ORDER BY {order} DESC LIMIT 1').fetchall()):
             if isinstance(t, int):
                 t = min(max(t, window[0]), window[1])
                 lo, hi = (t, t) if lo is None else (min(lo, t), max(hi, t))

@@ -389,8 +389,10 @@ def borrowed_note(lent: dict[Any, Any], kernel_ns: int) -> tuple[str, ...]:
     if not lent.get("launches"):
         return ()
     share = f", {100 * lent['ns'] / kernel_ns:.1f}% of kernel time" if kernel_ns else ""
-    text = (f"{lent['launches']:,} kernel launches{share} came from threads with no range open (PyTorch runs the "
-            "backward pass on its autograd thread) and count in the ranges open then on their process's main thread")
+    # no framework named: the same note serves PyTorch (its autograd thread runs the backward pass) and JAX (XLA
+    # compiles and autotunes on its own threads)
+    text = (f"{lent['launches']:,} kernel launches{share} came from threads with no range open (a framework's own "
+            "worker threads) and count in the ranges open then on their process's main thread")
     return (text,)
 
 

@@ -42,8 +42,8 @@ def test_nsys_follows_children_exports_and_reports(tmp_path):
     assert proc.returncode == 3, proc.stderr  # the job's exit code
     m = manifest(out)
     assert m["backend"] == "nsys" and m["exit_code"] == 3 and "fake" in m["backend_version"]
-    assert m["profiler_argv"][1:6] == ["profile", "--trace=cuda,nvtx,cublas,cudnn", "--sample=none",
-                                       "--cpuctxsw=none", "--force-overwrite=true"]
+    assert m["profiler_argv"][1:7] == ["profile", "--trace=cuda,nvtx,cublas,cudnn", "--sample=none",
+                                       "--cpuctxsw=none", "--cuda-graph-trace=node", "--force-overwrite=true"]
     assert {"nsys.nsys-rep", "nsys.sqlite"} <= set(m["captures"])
     assert m["gpus"] == [{"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0", "driver": "580.95.05"}]
     job_pids = {p["pid"] for p in m["processes"]}
