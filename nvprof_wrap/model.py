@@ -235,6 +235,19 @@ class StepSeries:
 
 
 @dataclass(frozen=True)
+class WarmupAgg:
+    """Launches of one kernel name a capture ran before its steady state — before the first execution of the
+    program a JAX job runs most (XLA compiles and autotunes there): left out of every share (readers/_xla_warmup.py)."""
+
+    pid: int | None
+    device_id: int | None
+    name: str
+    launches: int
+    total_ns: int | None
+    program: str  # the program whose first execution ends the warm-up ('jit_update')
+
+
+@dataclass(frozen=True)
 class Capture:
     """What a reader extracted from one profiler file."""
 
@@ -261,6 +274,7 @@ class Capture:
     hw_series: tuple[HwPoint, ...] = ()
     series: StepSeries | None = None  # per step (or time bucket): timeline/series.py
     op_flops: tuple[OpFlops, ...] = ()  # FLOPs per kernel name from the ops' recorded shapes (torch.profiler)
+    warmup: tuple[WarmupAgg, ...] = ()  # what ran before the steady state, left out of kernels (a JAX job's compile)
 
 
 @dataclass(frozen=True)

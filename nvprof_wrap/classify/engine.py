@@ -35,6 +35,7 @@ class Rules:
     precision: tuple[Rule, ...]
     family: tuple[Rule, ...]
     communication: frozenset[str] = frozenset()  # families the time split counts as communication (NCCL's way)
+    warmup: frozenset[str] = frozenset()  # families of a JAX/XLA job's warm-up (readers/_xla_warmup.py)
 
 
 def _lowered(pattern: str) -> str:
@@ -64,7 +65,8 @@ def load_rules() -> Rules:
     version = f"{data['version']}+{hashlib.sha256(raw).hexdigest()[:8]}"
     return Rules(version, _compile(data["verdict"], "tensor_core"),
                  _compile(data["precision"], "precision"), _compile(data["family"], "family"),
-                 frozenset(f["family"] for f in data["family"] if f.get("communication")))
+                 frozenset(f["family"] for f in data["family"] if f.get("communication")),
+                 frozenset(f["family"] for f in data["family"] if f.get("warmup")))
 
 
 RULES_VERSION = load_rules().version
@@ -77,6 +79,7 @@ def may_communicate(name: str) -> bool:
     lowered = name.lower()
     return any(r.pattern.search(lowered) for r in rules.family if r.value in rules.communication)
 COMMUNICATION_FAMILIES = load_rules().communication
+WARMUP_FAMILIES = load_rules().warmup
 MATRIX_RULE = "matrix-family-undecided"  # rules.toml: the words that name a matrix-math kernel (GEMM, attention, conv)
 
 

@@ -67,6 +67,15 @@ def reading_args(args: argparse.Namespace) -> Reading:
     return Reading(dask=dask_address(getattr(args, "dask", None)), workers=getattr(args, "jobs", None))
 
 
+WARMUP_HELP = ("count a JAX job's warm-up — what its GPU ran before the first execution of the program it runs most: "
+               "XLA's compilation and autotuning — which a report of a whole Nsight Systems capture leaves out and "
+               "shows on its own line (docs/jax.md)")
+
+
+def add_warmup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--with-warmup", action="store_true", help=WARMUP_HELP)
+
+
 def add_window(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", metavar="START:END", default=None,
                    help="steady state: only what the GPU did from START to END seconds after the capture's first GPU "

@@ -23,6 +23,7 @@ from nvprof_wrap.cli._args import (
     add_format,
     add_gates,
     add_output,
+    add_warmup,
     add_window,
     positive,
     render_options,
@@ -44,6 +45,7 @@ def add_parser(sub: Subcommands, name: str) -> None:
     add_format(p)
     add_output(p)
     add_window(p)
+    add_warmup(p)
     add_gates(p)
 
 
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     before, after = resolve_run(args.before), resolve_run(args.after)
     check_output(args.output, [before, after])
     with reading() as progress:  # the same window or steps of both runs
-        c, after_report = compare_runs(before, after, progress=progress, **window_args(args))
+        c, after_report = compare_runs(before, after, progress=progress, warmup=args.with_warmup, **window_args(args))
     results = gates(args, after_report)
     opts = render_options(args, limit=args.limit, gates=tuple(results) or None)
     deliver(render(args.format, c, opts), args.output, f"{args.format} comparison")

@@ -34,6 +34,7 @@ from nvprof_wrap.cli._args import (
     add_gates,
     add_output,
     add_store,
+    add_warmup,
     add_window,
     positive,
     reading_args,
@@ -65,6 +66,7 @@ def add_parser(sub: Subcommands, name: str) -> None:
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
     add_window(p)
+    add_warmup(p)
     add_format(p, (*FORMATS, "trace"))
     add_output(p)
     add_store(p)
@@ -74,7 +76,7 @@ def add_parser(sub: Subcommands, name: str) -> None:
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     with reading() as progress:
         return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
-                         progress=progress, **window_args(args), **reading_args(args))
+                         progress=progress, warmup=args.with_warmup, **window_args(args), **reading_args(args))
 
 
 def run(args: argparse.Namespace) -> int:

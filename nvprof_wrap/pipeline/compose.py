@@ -27,7 +27,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             triton_cache: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None, health: bool = True,
             progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
             steps: tuple[int, int] | None = None, dask: str | None = None,
-            workers: int | None = None) -> report_mod.Report:
+            workers: int | None = None, warmup: bool = False) -> report_mod.Report:
     """The report of captures, run folders or folders of captures (read as one run). Refused (BadInput): two runs,
     a folder holding several, a folder without a capture. The report says how a run's job ended (its manifest) and
     whether captures of different jobs were summed (report/jobs.py).
@@ -42,12 +42,14 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     dask: the address of a Dask scheduler to read the captures on (its workers must see them at the same paths;
     docs/ranks.md); workers: local processes reading captures side by side (1: one by one here; None: one per core).
     Either way the report is the same.
+    warmup: count a JAX job's warm-up (what its GPU ran before the first execution of the program it runs most),
+    which a whole Nsight Systems capture leaves out and the report shows apart (readers/_xla_warmup.py).
     """
     if not paths:
         raise BadInput(None, "analyze() needs at least one capture or run folder")
     window, steps = arguments.span(window, "window", False), arguments.span(steps, "steps", True)
     workers, dask, progress = arguments.workers(workers), arguments.address(dask), arguments.callback(progress)
-    health = arguments.flag(health, "health")
+    health, warmup = arguments.flag(health, "health"), arguments.flag(warmup, "warmup")
     folders = [_path_arg(p, "a capture or run folder") for p in paths]
     if store is not None and not isinstance(store, Store):
         store = _path_arg(store, "store")
@@ -59,7 +61,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         runs = jobs.manifests(folders)
         capture = jobs.capture_scope(runs)
         try:
-            skipped = ingest(st, folders, progress, workers, window=window, steps=steps, dask=dask,
+            skipped = ingest(st, folders, progress, workers, window=window, steps=steps, dask=dask, warmup=warmup,
                              cut=jobs.capture_cut(capture))
         except BadInput as e:  # no capture yet, or one being written: a run still running says so first
             running = jobs.in_progress(folders)

@@ -192,7 +192,7 @@ _VERSION_TAG = f"data={DATA_VERSION}"
 def ingest(store: Store, paths: list[Path], progress: Progress | None = None, workers: int | None = None,
            window: tuple[float, float] | None = None,
            steps: tuple[int, int] | None = None, dask: str | None = None,
-           cut: int | None = None) -> tuple[tuple[str, str], ...]:
+           cut: int | None = None, warmup: bool = False) -> tuple[tuple[str, str], ...]:
     """Ingest every capture under ``paths``.
 
     A file named explicitly must be readable (BadInput otherwise); a file found inside a folder
@@ -204,7 +204,7 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
     timeline (timeline/window.py); a format without a timeline is refused (or skipped, inside a folder). cut: a
     capture window's end, where nsys recorded on while it stopped (timeline/window.py Window.cut).
     """
-    win = make(window, steps, cut)
+    win = make(window, steps, cut, warmup)
     skipped: list[tuple[str, str]] = []
     present: dict[str, Path] = {}
     todo = _pending(store, paths, skipped, present, win, hash_here=dask is None)

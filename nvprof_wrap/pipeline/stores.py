@@ -24,12 +24,13 @@ Warn = Callable[[str], None]
 
 def report_on(paths: list[Path], *, warn: Warn, store: Path | None = None, triton_cache: Iterable[Path] | None = None,
               progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
-              steps: tuple[int, int] | None = None, dask: str | None = None, workers: int | None = None) -> Report:
+              steps: tuple[int, int] | None = None, dask: str | None = None, workers: int | None = None,
+              warmup: bool = False) -> Report:
     """analyze() of ``paths`` with its aggregates kept where open_store says; warnings go to ``warn``."""
     st = open_store(store, paths, window is not None or steps is not None, warn)
     try:
         return analyze(*paths, store=st, triton_cache=triton_cache, progress=progress, window=window, steps=steps,
-                       dask=dask, workers=workers)
+                       dask=dask, workers=workers, warmup=warmup)
     finally:
         st.close()
 
@@ -114,12 +115,12 @@ def resolve_run(name: str) -> Path:
 
 def compare_runs(before: Path, after: Path, *, progress: Callable[[Path], None] | None = None,
                  window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None,
-                 ) -> tuple[Comparison, Report]:
+                 warmup: bool = False) -> tuple[Comparison, Report]:
     """(the Comparison, AFTER's report) of two captures or run folders, read with the same window or steps."""
     from nvprof_wrap.report.compare import compare
 
-    reports = (analyze(before, progress=progress, window=window, steps=steps),
-               analyze(after, progress=progress, window=window, steps=steps))
+    reports = (analyze(before, progress=progress, window=window, steps=steps, warmup=warmup),
+               analyze(after, progress=progress, window=window, steps=steps, warmup=warmup))
     return compare(*reports, labels=(before.name, after.name),
                    folders=(before if before.is_dir() else None, after if after.is_dir() else None)), reports[1]
 

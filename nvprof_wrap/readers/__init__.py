@@ -137,6 +137,8 @@ def read(path: Path, window: tuple[float, float] | Window | None = None,
 
 def _read(path: Path, win: Window | None) -> Capture:
     fmt = detect(path)
+    if win is not None and win.cuts_only and win.cut is None and fmt not in CUT and fmt != "sqlite-gz":
+        win = None  # --with-warmup alone: only Nsight Systems captures leave a warm-up out (readers/_xla_warmup.py)
     if fmt == "sqlite-gz":
         return _read_gunzipped_sqlite(path, win)
     try:

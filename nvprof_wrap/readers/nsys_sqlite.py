@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from nvprof_wrap.classify.engine import WARMUP_FAMILIES, classify
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import (
     Activity,
@@ -21,10 +22,12 @@ from nvprof_wrap.model import (
     OpAgg,
     Process,
     StepSeries,
+    WarmupAgg,
     merge_kernels,
     merge_memops,
 )
 from nvprof_wrap.readers import _nsys_graphs as graph_launches
+from nvprof_wrap.readers import _xla_warmup
 from nvprof_wrap.readers._durations import SOUND, note, on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import refuse_launches
@@ -314,13 +317,18 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     graphs = graph_launches.uncovered(conn, have, KERNEL, kernel_name_column(conn))
     span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have] + ([graphs] if graphs else []),
                          nvtx_ranges_sql(conn, have)) if window else EVERYTHING
+    warmup: tuple[WarmupAgg, ...] = ()
+    program = None
+    if span == EVERYTHING and (window is None or not window.warmup):  # no window asked: a JAX job's warm-up apart
+        span, warmup, program = _warmup(conn, have, graphs)
+    whole = span == EVERYTHING
     busy_time = BusyTime(conn, path, _busy_sources(conn, have, graphs), span)  # side by side with the rest
     try:
         memops, mem_notes = _memops(conn, have, in_window(span))
         lent: dict[str, int] = {}  # attribute's launches lent to main threads, kernels without a duration
         # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
         attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent)
-        if attributed is not None and window is None and "no_duration" in lent:
+        if attributed is not None and whole and "no_duration" in lent:
             # the compiled pass counted them while reading every kernel: no scan of its own (1.8 s at 5M)
             kernel_note = note(lent["no_duration"], "kernel") if lent["no_duration"] else None
         else:
@@ -328,6 +336,9 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
         if graphs:
             kernels = merge_kernels(kernels + graph_launches.aggregates(conn, graphs, SOUND, in_window(span)))
+        if program is not None:  # compiling and autotuning after the first step (a later jit call) apart too
+            kernels, ops, later = _xla_warmup.split(kernels, ops, program, _autotuner)
+            warmup += later
     except BaseException:
         busy_time.abandon()
         raise
@@ -343,10 +354,33 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         ((graph_launches.note(kernels),) if graphs and any(k.name == graph_launches.GRAPH_NAME for k in kernels) else ())
     started, ended = session_span(conn, have)
     hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
-        conn, have, path, KERNEL, "deviceId", kernel_name_column(conn), started, None if window is None else span,
+        conn, have, path, KERNEL, "deviceId", kernel_name_column(conn), started, None if whole else span,
         lambda keys: kernel_names(conn, keys))
     series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span, graphs)
     return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
                    started_ns=started, ended_ns=ended, hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s,
-                   series=series)
+                   series=series, warmup=warmup)
+
+
+def _warmup(conn: sqlite3.Connection, have: set[str],
+            graphs: str | None) -> tuple[tuple[int, int], tuple[WarmupAgg, ...], str | None]:
+    """(the span to read, the kernels left out, the JAX program whose first execution ends the warm-up): from that
+    execution (readers/_xla_warmup.py) when kernels ran before it and after it; else the whole capture."""
+    found = _xla_warmup.first_execution(conn, have, nvtx_ranges_sql(conn, have))
+    if found is None:
+        return EVERYTHING, (), None
+    program, lo = found
+    later = [f"SELECT 1 FROM {t} WHERE start >= {lo}" for t in [KERNEL, *([graphs] if graphs else [])]]
+    before = _kernels(conn, SOUND, f"start < {lo}") + \
+        (graph_launches.aggregates(conn, graphs, SOUND, f"start < {lo}") if graphs else ())
+    if not before or conn.execute(f"SELECT 1 WHERE EXISTS ({' UNION ALL '.join(later)})").fetchone() is None:
+        return EVERYTHING, (), program
+    return (lo, EVERYTHING[1]), tuple(WarmupAgg(k.pid, k.device_id, k.name, k.launches, k.total_ns, program)
+                                      for k in merge_kernels(before)), program
+
+
+@functools.lru_cache(maxsize=4096)
+def _autotuner(name: str) -> bool:
+    """Whether a kernel is XLA's autotuner's own (rules.toml: a family marked warmup)."""
+    return classify(name).family in WARMUP_FAMILIES

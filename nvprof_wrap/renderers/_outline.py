@@ -25,6 +25,7 @@ from nvprof_wrap.renderers import _budget as B
 from nvprof_wrap.renderers import _sections_html as H
 from nvprof_wrap.renderers import _sections_markdown as M
 from nvprof_wrap.renderers import _sections_table as T
+from nvprof_wrap.renderers import _warmup as W
 from nvprof_wrap.renderers._shapes import Content, Shown
 
 FORMATS = ("table", "markdown", "html")
@@ -44,6 +45,7 @@ OUTLINE: list[Section] = [
     Section("totals", html=H.totals),
     Section("time_view", html=H.time_view),  # the series as charts
     Section("split", table=T.split, markdown=M.split, html=H.split),  # where GPU time went
+    Section("warmup", content=W.content),  # a JAX job's compile and autotuning, left out: analyses/warmup.py
     Section("budget", content=B.content, html=B.html),  # a step's wall time in parts: analyses/budget.py
     Section("over_time", table=T.over_time),  # the series as a sparkline (and --per-step rows)
     Section("devices", table=T.devices, markdown=M.devices, html=H.devices),

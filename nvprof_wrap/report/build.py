@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nvprof_wrap.analyses import achieved, ceiling, peaks
+from nvprof_wrap.analyses import achieved, ceiling, peaks, warmup
 from nvprof_wrap.analyses.achieved import Achieved
 from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES
@@ -136,7 +136,8 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   time_budget=budget, ceiling=_ceiling(budget, gpus), achieved=done,
                   mfu=achieved.mfu(done, len(series.rows), budget.step_s) if done and budget and series
                   and series.kind == "steps" and series.folded == 1 else None,
-                  achieved_kernels=achieved.per_kernel(flops) if done else ())
+                  achieved_kernels=achieved.per_kernel(flops) if done else (),
+                  warmup=warmup.of(store.warmup_rows(), total))
 
 
 def _achieved(flops: list[tuple[str, str, float, int]], kernels: tuple[KernelRow, ...],

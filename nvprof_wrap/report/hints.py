@@ -130,7 +130,7 @@ def _kept_busy(spans: list[GroupRow]) -> bool:
 # what the host did while the GPU sat idle (a time budget's idle parts) → the advice that fits it
 _HOST_DID = {
     "outside_cuda": "outside CUDA calls (Python, the framework, data loading)",
-    "api_launch": "launching kernels (many small ones: torch.compile or a CUDA graph fuses them)",
+    "api_launch": "launching kernels (many small ones: fewer, larger kernels or a CUDA graph cut it)",
     "api_sync": "in synchronising copies and waits (.item(), .cpu(), blocking copies)",
     "api_alloc": "allocating and freeing GPU memory",
     "api_other": "in other CUDA calls",

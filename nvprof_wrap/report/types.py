@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from nvprof_wrap.analyses.achieved import Achieved, KernelRate, Mfu
 from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.analyses.ceiling import Ceiling
+from nvprof_wrap.analyses.warmup import Warmup
 from nvprof_wrap.classify import RULES_VERSION
 from nvprof_wrap.errors import NvprofWrapError
 from nvprof_wrap.model import Gpu, HealthVerdict
@@ -323,7 +324,7 @@ class Report:
         "schema", "rules_version", "tensor_cores_used", "verdict", "verdict_tone", "message", "hints",
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
         "tensor_core_kernels", "time_split", "time_budget", "speedup_ceiling",
-        "speedup_ceiling_info", "achieved", "achieved_kernels", "mfu",
+        "speedup_ceiling_info", "achieved", "achieved_kernels", "mfu", "warmup",
         "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
@@ -367,6 +368,9 @@ class Report:
     achieved: dict[str, Achieved] | None = None
     mfu: Mfu | None = None  # model FLOPs utilisation of the mean step, where FLOPs, steps and a peak are known
     achieved_kernels: tuple[KernelRate, ...] = ()  # the kernels with the most FLOPs, each with its rate
+    # a JAX job's compilation and autotuning, left out of everything above (analyses/warmup.py); JSON "warmup",
+    # absent where nothing was left out
+    warmup: Warmup | None = field(default=None, metadata=js(absent_none=True))
 
     @property
     def tone(self) -> str:

@@ -82,7 +82,9 @@ SCHEMA_VERSION = 2
 # 2026.12.03-22: each step's time budget (table step_parts; issue 41); FLOPs per kernel name from torch.profiler's
 # recorded op shapes (table op_flops; issue 41). -23: both (a store of -22 may lack either).
 # -24: pasted nsys stats tables read in their boxed layout, rows out of line, NVTX-prefixed names (issue 45).
-DATA_VERSION = "2026.12.03-24"
+# -25: CUDA graph launches without kernels counted as kernels; JAX steps (XLA executions); a JAX job's warm-up before
+# its first step left out (table warmup; issue 43).
+DATA_VERSION = "2026.12.03-25"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {
@@ -112,6 +114,8 @@ _TABLES: dict[str, dict[str, type]] = {
               "api_sync_ns": int, "api_alloc_ns": int, "api_other_ns": int, "api_union_ns": int},
     "step_kernels": {"capture_id": int, "pid": int, "step": int, "name": str, "launches": int, "total_ns": int},
     "step_parts": {"capture_id": int, "pid": int, "step": int, "part": str, "ns": int},
+    "warmup": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,
+               "program": str},
     "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
@@ -121,7 +125,7 @@ _INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
             "CREATE INDEX idx_captures_file ON captures(file)", "CREATE INDEX idx_kernels_name ON kernels(name)")
 _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
 _CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "op_flops", "hw_devices",
-             "hw_kernels", "hw_series")
+             "hw_kernels", "hw_series", "warmup")
 _SERIES = ("series", "steps", "step_kernels", "step_parts")  # a capture's StepSeries (Store._insert_series)
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
 BUSY_TIMEOUT_S = 60

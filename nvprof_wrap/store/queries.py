@@ -398,6 +398,12 @@ class Queries:
             "SELECT capture_id, pid, op, name, precision, flops, launches, total_ns FROM op_flops "
             "ORDER BY capture_id, op, precision, name"))
 
+    def warmup_rows(self) -> list[Row]:
+        """The warm-up left out of every capture (table warmup; readers/_xla_warmup.py), per program and kernel name:
+        program, name, launches, total_ns, most time first; [] when none was."""
+        return self.rows("SELECT program, name, SUM(launches) AS launches, SUM(COALESCE(total_ns, 0)) AS total_ns "
+                         "FROM warmup GROUP BY program, name ORDER BY total_ns DESC, name")
+
     def sources(self) -> list[Row]:
         return self.rows("SELECT path, format, partial, notes FROM captures ORDER BY id")
 

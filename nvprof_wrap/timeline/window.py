@@ -23,6 +23,7 @@ from typing import Literal, overload
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.run import steps as step_names
 from nvprof_wrap.run.steps import BATCHES, KERAS_PREFIX, OPTIMIZER, OWN
+from nvprof_wrap.run.steps import XLA_EXECUTIONS as XLA
 
 # (name, tid, start, end) of an NVTX or annotation range that may mark a step, as a capture holds it (NULLs too)
 Range = tuple[str | None, object, int | None, int | None]
@@ -32,7 +33,8 @@ _STEP, _OPTIMIZER_STEP, _KERAS_BATCH = (step_names.PATTERNS[s] for s in step_nam
 # SQL LIKE patterns that select the ranges a step window can come from (the reader's NVTX text column).
 STEP_LIKE = step_names.LIKE
 NO_STEPS = ("--steps: no step ranges in this capture (NVTX 'step N', torch.profiler 'ProfilerStep#N', the optimizer "
-            "steps `nvprof-wrap run` marks in PyTorch jobs, or Keras batches with --annotate keras)")
+            "steps `nvprof-wrap run` marks in PyTorch jobs, Keras batches with --annotate keras, or the executions of "
+            "a JAX program XLA marks when nsys traces NVTX)")
 
 
 @dataclass(frozen=True)
@@ -47,10 +49,13 @@ class Window:
     seconds: tuple[float, float] | None = None
     steps: tuple[int, int] | None = None
     cut: int | None = None
+    # --with-warmup: keep what a JAX job's GPU ran before its first step (readers/_xla_warmup.py), which a capture
+    # read whole leaves out; a window in seconds or steps keeps what it holds either way
+    warmup: bool = False
 
     def __post_init__(self) -> None:
         if self.seconds is not None and self.steps is not None or \
-                self.seconds is None and self.steps is None and self.cut is None:
+                self.seconds is None and self.steps is None and self.cut is None and not self.warmup:
             raise BadInput(None, "a window is either seconds (--window) or steps (--steps), one of them")
         if self.cut is not None and self.cut < 0:
             raise BadInput(None, f"a capture window's end is a step number (got {self.cut})")
@@ -74,35 +79,38 @@ class Window:
         """What the run store adds to a capture's identity: one file read through two windows is two captures."""
         asked = [f"window={self.seconds[0]!r}:{self.seconds[1]!r}"] if self.seconds is not None else \
             [f"steps={self.steps[0]}:{self.steps[1]}"] if self.steps is not None else []
-        return ";".join(asked + ([f"{CUT_KEY}{self.cut}"] if self.cut is not None else []))
+        return ";".join(asked + ([f"{CUT_KEY}{self.cut}"] if self.cut is not None else []) +
+                        (["warmup=kept"] if self.warmup else []))
 
     def describe(self) -> str:
         if self.seconds is not None:
             return f"--window {self.seconds[0]:g}:{self.seconds[1]:g}"
         if self.steps is not None:
             return f"--steps {self.steps[0]}:{self.steps[1]}"
+        if self.cut is None:
+            return "--with-warmup"
         return f"the capture window's end (step {self.cut})"
 
     def asked(self) -> Window | None:
         """The window the user asked for, without the cut (None: the whole capture)."""
-        return None if self.cuts_only else Window(self.seconds, self.steps)
+        return None if self.cuts_only and not self.warmup else Window(self.seconds, self.steps, warmup=self.warmup)
 
 
 CUT_KEY = "cut-at-step="
 
 
 def make(window: tuple[float, float] | None = None, steps: tuple[int, int] | None = None,
-         cut: int | None = None) -> Window | None:
+         cut: int | None = None, warmup: bool = False) -> Window | None:
     """The Window for readers.read / ingest / analyze's ``window=(start_s, end_s)`` and ``steps=(A, B)``; cut: a
-    capture window's end to cut at (Window.cut)."""
+    capture window's end to cut at (Window.cut); warmup: keep a JAX job's warm-up (Window.warmup)."""
     if window is None and steps is None:
-        return None if cut is None else Window(cut=int(cut))
+        return None if cut is None and not warmup else Window(cut=None if cut is None else int(cut), warmup=warmup)
     if window is not None and steps is not None:
         raise BadInput(None, "--window and --steps together: give one of them")
     try:
         if window is not None:
-            return Window(seconds=(float(window[0]), float(window[1])), cut=cut)
-        return Window(steps=(int(steps[0]), int(steps[1])), cut=cut)  # type: ignore[index]  # steps is given here: both None returned above
+            return Window(seconds=(float(window[0]), float(window[1])), cut=cut, warmup=warmup)
+        return Window(steps=(int(steps[0]), int(steps[1])), cut=cut, warmup=warmup)  # type: ignore[index]  # steps is given here: both None returned above
     except (TypeError, ValueError, IndexError):
         raise BadInput(None, f"a window is two numbers (start, end); got {window if window is not None else steps!r}") \
             from None
@@ -184,12 +192,13 @@ def spans(ranges: Iterable[Range]) -> tuple[str | None, list[tuple[int, int, int
 
 
 def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], dict[int, int]]:
-    """_steps, with what marked them: "step marks" | "optimizer steps" | "keras batches" (None: no steps)."""
+    """_steps, with what marked them: "step marks" | "optimizer steps" | "keras batches" | "XLA executions" (None: no steps)."""
     named: tuple[dict[int, int], dict[int, int]] = ({}, {})
     optimizer: tuple[dict[int, int], dict[int, int]] = ({}, {})
     batches: tuple[dict[int, int], dict[int, int]] = ({}, {})
     keras: list[tuple[object, int, int, str | None]] = []
     torch_steps: list[tuple[int, int]] = []
+    xla: dict[str, list[tuple[int, int]]] = {}
     for name, tid, s, e in ranges:
         if s is None:
             continue
@@ -206,6 +215,8 @@ def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], d
             keras.append((tid, s, e if e is not None else s, name))
         elif step_names.torch_optimizer_step(name or ""):
             torch_steps.append((s, e if e is not None else s))
+        elif (program := step_names.xla_program(name or "")) is not None:
+            xla.setdefault(program, []).append((s, e if e is not None else s))
     for source, found in ((OWN, named), (OPTIMIZER, optimizer), (BATCHES, batches)):
         # optimizer step 0 alone is the range annotate opens at torch's import: no optimizer ever stepped (a Keras
         # job on the torch backend), so it marks no step
@@ -214,7 +225,13 @@ def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], d
     if len(torch_steps) > 1:  # torch.profiler's Optimizer.step#… ranges, numbered in start order from 0
         calls = sorted(set(torch_steps))
         return OPTIMIZER, {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)}
-    return (BATCHES, *_keras_batches(keras)) if keras else (None, {}, {})
+    if keras:
+        return (BATCHES, *_keras_batches(keras))
+    runs = max(xla.values(), key=len, default=[])
+    if len(runs) > 1:  # a JAX step: one execution of the program XLA ran most often, in start order from 0
+        calls = sorted(set(runs))
+        return XLA, {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)}
+    return None, {}, {}
 
 
 def _keras_batches(keras: list[tuple[object, int, int, str | None]]) -> tuple[dict[int, int], dict[int, int]]:
