@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     before, after = resolve_run(args.before), resolve_run(args.after)
     check_output(args.output, [before, after])
     with reading() as progress:  # the same window or steps of both runs
-        c, after_report = compare_runs(before, after, progress=progress, warmup=args.with_warmup, **window_args(args))
+        c, after_report = compare_runs(before, after, progress=progress,
+                                          warmup=getattr(args, "with_warmup", False), **window_args(args))
     results = gates(args, after_report)
     opts = render_options(args, limit=args.limit, gates=tuple(results) or None)
     deliver(render(args.format, c, opts), args.output, f"{args.format} comparison")

@@ -76,7 +76,8 @@ def add_parser(sub: Subcommands, name: str) -> None:
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     with reading() as progress:
         return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
-                         progress=progress, warmup=args.with_warmup, **window_args(args), **reading_args(args))
+                         progress=progress, warmup=getattr(args, "with_warmup", False), **window_args(args),
+                         **reading_args(args))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -44,8 +44,8 @@ class Nsys:
         # --cuda-graph-trace=node: each kernel of a CUDA graph recorded (nsys' default records the graph's launch
         # only, and XLA runs a JAX step as a graph: readers/_nsys_graphs.py)
         argv = [nsys, "profile", f"--trace={os.environ.get(TRACE_VAR) or TRACE}", "--sample=none", "--cpuctxsw=none",
-                "--cuda-graph-trace=node", *metrics, *window, *environ.words(EXTRA_VAR), "--force-overwrite=true", "--output",
-                str(Run(folder).nsys_output(rank())), *spec.command]
+                "--cuda-graph-trace=node", *metrics, *window, *environ.words(EXTRA_VAR), "--force-overwrite=true",
+                "--output", str(Run(folder).nsys_output(rank())), *spec.command]
         return Plan(self.name, argv, env, tool=nsys, version=self.version(nsys))
 
     def collect(self, folder: Path, spec: RunSpec) -> list[str]:

@@ -315,8 +315,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         _no_kernels(path, conn, have)
         raise BadInput(path, _without_kernel_table(conn, have))
     graphs = graph_launches.uncovered(conn, have, KERNEL, kernel_name_column(conn))
-    span = window_bounds(conn, window, [t for t in (KERNEL, MEMCPY, MEMSET) if t in have] + ([graphs] if graphs else []),
-                         nvtx_ranges_sql(conn, have)) if window else EVERYTHING
+    gpu_tables = [t for t in (KERNEL, MEMCPY, MEMSET) if t in have] + ([graphs] if graphs else [])
+    span = window_bounds(conn, window, gpu_tables, nvtx_ranges_sql(conn, have)) if window else EVERYTHING
     warmup: tuple[WarmupAgg, ...] = ()
     program = None
     if span == EVERYTHING and (window is None or not window.warmup):  # no window asked: a JAX job's warm-up apart
@@ -351,7 +351,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
         ((kernel_note,) if kernel_note else ()) + mem_notes + \
         borrowed_note(lent, sum(k.total_ns or 0 for k in kernels)) + \
-        ((graph_launches.note(kernels),) if graphs and any(k.name == graph_launches.GRAPH_NAME for k in kernels) else ())
+        ((graph_launches.note(kernels),) if any(k.name == graph_launches.GRAPH_NAME for k in kernels) else ())
     started, ended = session_span(conn, have)
     hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
         conn, have, path, KERNEL, "deviceId", kernel_name_column(conn), started, None if whole else span,

@@ -192,7 +192,8 @@ def spans(ranges: Iterable[Range]) -> tuple[str | None, list[tuple[int, int, int
 
 
 def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], dict[int, int]]:
-    """_steps, with what marked them: "step marks" | "optimizer steps" | "keras batches" | "XLA executions" (None: no steps)."""
+    """_steps, with what marked them: "step marks" | "optimizer steps" | "keras batches" | "XLA executions" (None:
+    no steps)."""
     named: tuple[dict[int, int], dict[int, int]] = ({}, {})
     optimizer: tuple[dict[int, int], dict[int, int]] = ({}, {})
     batches: tuple[dict[int, int], dict[int, int]] = ({}, {})

@@ -83,8 +83,8 @@ def test_nsys_plans_the_documented_command_and_exports_after_the_job(only_fakes,
     nsys = BY_NAME["nsys"]
     plan = nsys.plan(base.RunSpec(["python3", "train.py"]), tmp_path, [GPU_H200])
     assert plan.argv == [str(FAKE_BIN / "nsys"), "profile", "--trace=cuda,nvtx,cublas,cudnn", "--sample=none",
-                         "--cpuctxsw=none", "--cuda-graph-trace=node", "--force-overwrite=true", "--output", str(tmp_path / "nsys"),
-                         "python3", "train.py"]
+                         "--cpuctxsw=none", "--cuda-graph-trace=node", "--force-overwrite=true", "--output",
+                         str(tmp_path / "nsys"), "python3", "train.py"]
     assert plan.version == "NVIDIA Nsight Systems version 2025.3.1.90-fake" and plan.tool == str(FAKE_BIN / "nsys")
     monkeypatch.setenv("RANK", "3")  # ranks sharing a folder get their own capture names
     assert str(tmp_path / "rank3-nsys") in nsys.plan(base.RunSpec(["x"]), tmp_path, [GPU_H200]).argv
