@@ -82,7 +82,9 @@ SCHEMA_VERSION = 2
 # 2026.12.03-22: each step's time budget (table step_parts; issue 41); FLOPs per kernel name from torch.profiler's
 # recorded op shapes (table op_flops; issue 41). -23: both (a store of -22 may lack either).
 # -24: pasted nsys stats tables read in their boxed layout, rows out of line, NVTX-prefixed names (issue 45).
-DATA_VERSION = "2026.12.03-24"
+# -25: nvprof summaries pasted without their header, nvprof --metrics --csv, ncu tensor-pipe totals net of the HFMA
+# thread-instruction bound (issue 45).
+DATA_VERSION = "2026.12.03-25"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {
