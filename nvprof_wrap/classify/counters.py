@@ -17,6 +17,13 @@ kernel 320, an index kernel 1: fixtures/wild/ncu-metrics-bert-flashattn-a100.csv
 instructions only net of HFMA2 (the split in the same export), or on Volta (sm_70/72: no HFMA2.MMA); a total of 0
 proves there were none — except on Blackwell sm_100/sm_110, where tcgen05 MMAs run on a pipe of their own
 (``sm__inst_executed_pipe_tc``, ncu 2025.3 --query-metrics --chip gb100), so there a zero needs that pipe counted too.
+Where the export has no HFMA2 split but counts fp16 FMA *thread* instructions
+(``sm__sass_thread_inst_executed_op_hfma_pred_on.sum``, HFMA2.MMA among them), that count bounds the HFMA2 warp
+instructions from above (a warp instruction with a thread on counts at least once): the pipe's total beyond it is
+matrix instructions. The public A100 export shows the bound holding exactly where HFMA2.MMA alone ran (a random-number
+kernel: pipe 320, HFMA threads 10,240 = 32 × 320; splitKreduce 960 and 30,720) and FMHA's loop kernel with pipe
+2,048 and no HFMA at all. The bound proves a yes, never a no (HFMA2 on the FMA pipe counts there too); an HFMA2.MMA
+whose every thread is predicated off would escape it — compilers emit it to materialise constants, unpredicated.
 Metric names of other ncu versions map onto these: ``…_v2`` (Ada), ``…_subpipe_{hmma,imma,dmma}`` (Blackwell).
 
 A launch is
@@ -43,6 +50,7 @@ DMMA_INST = "sm__inst_executed_pipe_tensor_op_dmma.sum"
 INSTRUCTIONS = (HMMA_INST, HFMA2_INST, GMMA_INST, IMMA_INST, DMMA_INST)
 PIPE_INST = "sm__inst_executed_pipe_tensor.sum"  # every tensor-pipe instruction, HFMA2.MMA included
 TC_PIPE_INST = "sm__inst_executed_pipe_tc.sum"  # Blackwell sm_100/sm_110: tcgen05 (UTC*) instructions
+HFMA_THREADS = "sm__sass_thread_inst_executed_op_hfma_pred_on.sum"  # fp16 FMA thread instructions, HFMA2.MMA too
 # Other ncu versions' names of the same counts (ncu --query-metrics: ad102 '_v2'; gb100 / gb202 '_subpipe_')
 ALIASES = {
     "sm__inst_executed_pipe_tensor_v2.sum": PIPE_INST,
@@ -158,6 +166,11 @@ def launch_verdict(metrics: Mapping[str, float | None], cc: str | float | None =
     whole = tc == 0 or (gpu is not None and not tc_pipe) or hfma2 is not None or GMMA_INST in other
     pipe_mma = (None if pipe is None else max(pipe - hfma2, 0.0) if hfma2 is not None
                 else pipe if pipe == 0 or (gpu is not None and gpu < 7.5) else None)
+    if pipe_mma is None and pipe and hfma2 is None and (threads := m.get(HFMA_THREADS)) is not None \
+            and pipe > threads:
+        return Evidence("yes", metric, pipe - threads,
+                        f"at least {_n(pipe - threads)} matrix instructions{counted}, HFMA thread instructions "
+                        f"{_n(threads)}: HFMA2.MMA is at most that many of the pipe's{cyc}")
     if pipe_mma:
         # without HFMA2 counted, a pipe count is taken whole only on a GPU named below sm_75 (pipe_mma above)
         why = "" if hfma2 is not None or gpu is None else \

@@ -2,6 +2,10 @@
 
 - the summary (``==PID== Profiling result:``, ``GPU activities:`` rows, times with us/ms/s suffixes, or a units
   row under the header when run with ``-u``), one per profiled process, among the program's own output;
+- the summary's rows pasted without their header (into an issue: from ``GPU activities:`` on, or a few bare rows
+  from its middle): read when the times carry their units (``45.50%  1.2345ms  100  12.345us …``; without units
+  a number says nothing), the API-call rows after ``API calls:`` skipped as in a whole summary. A name that a
+  console wrapped onto the next line (its brackets still open) is joined back;
 - ``--print-gpu-trace``: one row per kernel or copy in fixed-width columns under a header ending in ``Name``;
 - ``--metrics``: per device, per kernel, one row per metric with Min / Max / Avg. The tensor-core utilisation
   levels (``tensor_precision_fu_utilization``, ``tensor_int_fu_utilization``: ``Idle (0)`` … ``Max (10)``) are
@@ -13,21 +17,24 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from nvprof_wrap.classify.counters import DECISIVE
 from nvprof_wrap.model import CounterVerdict, Gpu, KernelAgg, MemAgg, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS
 from nvprof_wrap.readers._durations import Durations, fold
-from nvprof_wrap.readers.nvprof_csv import SIZE_UNITS, _mem_key
+from nvprof_wrap.readers.nvprof_csv import SIZE_UNITS, _mem_key, keep_verdict
 from nvprof_wrap.text.demangle import demangle
 
 _PID = re.compile(r"^==(\d+)== ")
 _SUMMARY_HEAD = re.compile(r"Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name")
 _SUMMARY_ROW = re.compile(r"^\s*(?:GPU activities:)?\s*([\d.]+)%?\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s{2}(\S.*)$")
+# A summary row whose times carry their units: what a row pasted without its header must look like to be read
+_T = r"[\d.]+(?:ns|us|ms|s)"
+ROW_TAIL = rf"[\d.]+%[ \t]+{_T}[ \t]+\d+(?:[ \t]+{_T}){{3}}[ \t]{{2}}\S"
+BARE_ROW = re.compile(rf"^[ \t]*(?:GPU activities:[ \t]+)?{ROW_TAIL}")
+_API_NAME = re.compile(r"^cu(?:da)?[A-Z]\w*$")  # cudaLaunchKernel, cuMemAlloc: API rows, never kernels
 _VALUE = re.compile(r"^(-?[\d.]+(?:e[+-]?\d+)?)([a-zA-Z]*)$")
 _DEVICE = re.compile(r'^Device "(.*) \((\d+)\)"')
 _KERNEL = re.compile(r"^\s+Kernel: (.+)$")
 _METRIC = re.compile(r"^\s+(\d+)\s+(\S+)\s+.*?\s{2,}(\S+(?: \(\d+\))?)\s+(\S+(?: \(\d+\))?)\s+(\S+(?: \(\d+\))?)\s*$")
-_LEVEL = re.compile(r"\((\d+)\)$")
 
 
 def _ns(text: str, unit: str = "") -> int | None:
@@ -38,13 +45,23 @@ def _ns(text: str, unit: str = "") -> int | None:
     return round(float(m.group(1)) * TIME_UNITS_NS.get(m.group(2) or unit, 1))
 
 
-def summary(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg]]:
-    """GPU activity rows of every ``Profiling result:`` block; API calls and other sections end a block."""
-    kernels: list[KernelAgg] = []
-    mem: dict[tuple[int | None, str, str], MemAgg] = {}  # (pid, kind, direction)
+def _wrapped(name: str, width: int, line: str) -> bool:
+    """Whether ``line`` (no summary row) is the rest of ``name``, broken by a console: the name's brackets are still
+    open, or its row filled a terminal's width and the line starts at the first column (rows are indented)."""
+    if line.lstrip().startswith(("`", "=", "#")) or "API calls:" in line:
+        return False
+    opened = name.count("(") > name.count(")") or name.count("<") > name.count(">")
+    return opened or (width >= 80 and not line[:1].isspace())
+
+
+def summary(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], int]:
+    """GPU activity rows of every ``Profiling result:`` block, and of rows pasted without it; API calls and other
+    sections end a block. The count: rows read outside a ``Profiling result:`` block (a fragment's)."""
+    rows: list[tuple[int | None, str, int, int | None, int | None, int | None]] = []  # pid, name, n, ns, min, max
     pid: int | None = None
     state = "out"
     units: list[str] = []
+    bare = width = 0  # width: of the last row's line, a console's when it broke the row
     for line in lines:
         if m := _PID.match(line):
             pid = int(m.group(1))
@@ -59,26 +76,49 @@ def summary(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg]]:
             if not any(c.isdigit() for c in line) and "%" in line:
                 units = line.split()[1:]  # '%' then the unit of Time, Avg, Min, Max
                 continue
-        if state != "rows":
+        if state in ("out", "api") and BARE_ROW.match(line):
+            if state == "api" and "GPU activities:" not in line:
+                continue  # the API-call rows that follow 'API calls:'
+            state, units, bare = "bare", [], bare + 1
+        elif state == "bare" and BARE_ROW.match(line):
+            bare += 1
+        if "API calls:" in line:
+            state = "api"
             continue
-        if "API calls:" in line or not line.strip():
+        if state not in ("rows", "bare"):
+            if not line.strip():
+                state = "out"
+            continue
+        if not line.strip():
             state = "out"
             continue
-        m = _SUMMARY_ROW.match(line)
+        m = _SUMMARY_ROW.match(line) if state == "rows" or BARE_ROW.match(line) else None  # a fragment's: units
         if not m:
+            if rows and _wrapped(rows[-1][1], width, line):  # a wrapped name's rest. The console broke the line
+                p, name, n, t, lo, hi = rows[-1]  # anywhere: a single space at either side of the break is the
+                rest = line.rstrip("\r\n")  # name's; more is a paste's indent
+                rows[-1] = (p, name + (rest.lstrip() if rest.startswith("  ") else rest), n, t, lo, hi)
+                width = len(rest)
+            elif state == "bare":
+                state = "out"  # a fragment's rows end where text that is no row begins
             continue
         unit = (units + [""])[0] if units else ""
-        t, n, name = _ns(m.group(2), unit), int(m.group(3)), m.group(7).strip()
-        lo = _ns(m.group(5), units[2] if len(units) > 2 else unit)
-        hi = _ns(m.group(6), units[3] if len(units) > 3 else unit)
+        width = len(line.rstrip("\r\n"))
+        rows.append((pid, m.group(7).rstrip("\r\n"), int(m.group(3)), _ns(m.group(2), unit),
+                     _ns(m.group(5), units[2] if len(units) > 2 else unit),
+                     _ns(m.group(6), units[3] if len(units) > 3 else unit)))
+    kernels: list[KernelAgg] = []
+    mem: dict[tuple[int | None, str, str], MemAgg] = {}  # (pid, kind, direction)
+    for p, raw, n, t, lo, hi in rows:
+        name = raw.strip()
         key = _mem_key(name)
         if key:
-            old = mem.get((pid, *key))
-            mem[(pid, *key)] = MemAgg(pid, None, key[0], key[1], n + (old.count if old else 0),
-                                      (t or 0) + (old.total_ns if old else 0))
-        elif not name.startswith("[Unified Memory"):
-            kernels.append(KernelAgg(pid, None, demangle(name), n, t, lo, hi))
-    return list(merge_kernels(kernels)), list(mem.values())
+            old = mem.get((p, *key))
+            mem[(p, *key)] = MemAgg(p, None, key[0], key[1], n + (old.count if old else 0),
+                                    (t or 0) + (old.total_ns if old else 0))
+        elif not name.startswith("[Unified Memory") and not _API_NAME.match(name):
+            kernels.append(KernelAgg(p, None, demangle(name), n, t, lo, hi))
+    return list(merge_kernels(kernels)), list(mem.values()), bare
 
 
 def _columns(header: str) -> list[tuple[str, int, int]]:
@@ -136,15 +176,6 @@ def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list
     return kernels, memops, [Gpu(i, n) for i, n in devices.items()], kernel_time.notes() + mem_time.notes()
 
 
-def _level(text: str) -> float | None:
-    """'Idle (0)' → 0, 'Low (2)' → 2; a plain number → itself."""
-    m = _LEVEL.search(text)
-    if m:
-        return float(m.group(1))
-    v = _VALUE.match(text.replace(",", ""))
-    return float(v.group(1)) if v else None
-
-
 def metrics(lines: Iterable[str]) -> tuple[list[KernelAgg], list[CounterVerdict], list[Gpu]]:
     """--metrics: launches per kernel (its invocations) without durations, and tensor-unit counter verdicts."""
     launches: dict[tuple[int | None, int | None, str], int] = {}  # (pid, device, kernel) → invocations
@@ -160,13 +191,8 @@ def metrics(lines: Iterable[str]) -> tuple[list[KernelAgg], list[CounterVerdict]
         elif m := _KERNEL.match(line):
             kernel = demangle(m.group(1).strip())
         elif kernel and (m := _METRIC.match(line)):
-            invocations, metric, peak = int(m.group(1)), m.group(2), _level(m.group(4))
+            invocations = int(m.group(1))
             launches[(pid, dev, kernel)] = max(launches.get((pid, dev, kernel), 0), invocations)
-            if metric in DECISIVE and peak is not None:
-                verdict = "yes" if peak > 0 else "no"
-                old = verdicts.get(kernel)
-                if old is None or (old.tensor_core == "no" and verdict == "yes"):
-                    verdicts[kernel] = CounterVerdict(kernel, verdict, invocations, metric, peak,
-                                                      f"{metric} max {m.group(4)} over {invocations} invocations")
+            keep_verdict(verdicts, kernel, m.group(2), invocations, m.group(4))
     kernels = [KernelAgg(p, d, n, c, None) for (p, d, n), c in launches.items()]
     return kernels, list(verdicts.values()), [Gpu(i, n) for i, n in devices.items()]

@@ -22,7 +22,11 @@ from nvprof_wrap.system.bounded import open_bytes
 _WINDOW = 65536
 # kind → (what marks it, in order of precedence)
 MARKERS: dict[str, re.Pattern[str]] = {
-    "nvprof-summary": re.compile(r"^==\d+== Profiling result:\s*\n(?:.*\n)?.*Time\(%\)\s+Time\s+Calls", re.MULTILINE),
+    # the whole summary, or its rows pasted without the header: a "GPU activities:" row, or two rows one after
+    # the other (console_nvprof.ROW_TAIL: times with their units)
+    "nvprof-summary": re.compile(r"^==\d+== Profiling result:\s*\n(?:.*\n)?.*Time\(%\)\s+Time\s+Calls|"
+                                 rf"^[ \t]*GPU activities:[ \t]+{console_nvprof.ROW_TAIL}|"
+                                 rf"^[ \t]*{console_nvprof.ROW_TAIL}.*\n[ \t]*{console_nvprof.ROW_TAIL}", re.MULTILINE),
     "nvprof-gpu-trace": re.compile(r"^==\d+== Profiling result:\s*\n\s+Start\s+Duration\s", re.MULTILINE),
     "nvprof-metrics": re.compile(r"^Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max\s+Avg", re.MULTILINE),
     # nsys's own lines, or a kernel table's header wherever it was pasted (columns, CSV, a Markdown pipe table)
@@ -93,8 +97,10 @@ class Part:
 
 
 def _nvprof_summary(path: Path) -> Part:
-    kernels, mem = console_nvprof.summary(_lines(path))
-    return Part(kernels, mem, notes=["nvprof summary: no timeline, no idle time"])
+    kernels, mem, bare = console_nvprof.summary(_lines(path))
+    fragment = (f"nvprof summary: {bare} rows without their '==PID== Profiling result:' header (pasted in part): "
+                "only the kernels shown")
+    return Part(kernels, mem, notes=["nvprof summary: no timeline, no idle time", *([fragment] if bare else [])])
 
 
 def _nvprof_trace(path: Path) -> Part:

@@ -133,6 +133,8 @@ def _ncu_header(line: str) -> bool:
 def sniff(head: Head) -> bool:
     """The header, in the first 64 KiB, possibly after the program's own output."""
     first = head.first_line
+    if first.startswith('"Device","Kernel","Invocations"'):  # nvprof --metrics --csv (readers/nvprof_csv.py)
+        return False
     return ('"Metric Name"' in first or ('"Kernel Name"' in first and '"CC"' in first)
             or any(map(_ncu_header, head.text.splitlines())))
 

@@ -1,8 +1,12 @@
-"""``nvprof --csv`` output: ``--print-gpu-summary`` and ``--print-gpu-trace``.
+"""``nvprof --csv`` output: ``--print-gpu-summary``, ``--print-gpu-trace`` and ``--metrics``.
 
 Both start with a ``==PID==`` preamble, then a header and a units row (``,%,ms,,us,us,ms,``) that
 gives each time column's unit. The summary may be followed by a Unified Memory section, which ends
 the GPU-activity rows; the device it names ("TITAN Xp (0)") is the only GPU record a summary has.
+``--metrics`` writes no units row: one row per device × kernel × metric (``"Device","Kernel","Invocations",
+"Metric Name","Metric Description","Min","Max","Avg"``), kernels by their demangled names, no durations. The
+tensor-unit utilisation levels (``tensor_precision_fu_utilization``, ``tensor_int_fu_utilization``) decide a
+kernel as in the console's --metrics (readers/console_nvprof.py); other metrics leave it to its name.
 """
 from __future__ import annotations
 
@@ -12,8 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from nvprof_wrap.classify.counters import DECISIVE
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Capture, Gpu, KernelAgg, MemAgg, Process, merge_kernels
+from nvprof_wrap.model import Capture, CounterVerdict, Gpu, KernelAgg, MemAgg, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text, pid_from_preamble, split_preamble
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
@@ -21,6 +26,9 @@ from nvprof_wrap.text.demangle import demangle
 
 _DEVICE = re.compile(r"^(.*) \((\d+)\)$")
 SIZE_UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
+_LEVEL = re.compile(r"\((\d+)\)$")
+_PLAIN = re.compile(r"^-?[\d.]+(?:e[+-]?\d+)?")
+METRICS_HEADER = '"Device","Kernel","Invocations","Metric Name"'
 _MEM = re.compile(r"^\[CUDA (memcpy|memset)\s*([A-Za-z]+)?\]$")
 
 
@@ -31,6 +39,28 @@ def _mem_key(name: str) -> tuple[str, str] | None:
     kind, direction = m.group(1), m.group(2) or ""
     return kind, (direction if direction in ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP")
                   else ("" if kind == "memset" else "other"))
+
+
+def level(text: str) -> float | None:
+    """A metric's value: 'Idle (0)' → 0, 'Low (2)' → 2 (nvprof's utilisation levels); a plain number → itself."""
+    m = _LEVEL.search(text.strip())
+    if m:
+        return float(m.group(1))
+    v = _PLAIN.match(text.replace(",", "").strip())
+    return float(v.group(0)) if v else None
+
+
+def keep_verdict(verdicts: dict[str, CounterVerdict], kernel: str, metric: str, invocations: int,
+                 peak: str) -> None:
+    """Record what a tensor-unit metric's Max says of ``kernel`` (above 0: used; 0: not), a yes winning over a no."""
+    value = level(peak)
+    if metric not in DECISIVE or value is None:
+        return
+    verdict = "yes" if value > 0 else "no"
+    old = verdicts.get(kernel)
+    if old is None or (old.tensor_core == "no" and verdict == "yes"):
+        verdicts[kernel] = CounterVerdict(kernel, verdict, invocations, metric, value,
+                                          f"{metric} max {peak.strip()} over {invocations} invocations")
 
 
 def _scale(units: list[str], col: int) -> int:
@@ -119,11 +149,38 @@ def _trace(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | 
                    processes=(Process(pid),) if pid else (), notes=kernel_time.notes() + mem_time.notes())
 
 
+def _metrics(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | None) -> Capture:
+    idx = {h: i for i, h in enumerate(header)}
+    dev_col, kernel, calls, metric, peak = (idx[k] for k in ("Device", "Kernel", "Invocations", "Metric Name", "Max"))
+    need = max(dev_col, kernel, calls, metric, peak)
+    launches: dict[tuple[int | None, str], int] = {}  # (device, kernel) → invocations
+    verdicts: dict[str, CounterVerdict] = {}
+    devices: dict[int, str] = {}
+    for row in rows:
+        if len(row) <= need:
+            continue
+        d = None
+        if m := _DEVICE.match(row[dev_col].strip()):
+            d = int(m.group(2))
+            devices[d] = m.group(1)
+        name, n = demangle(row[kernel]), int(number(row[calls]) or 0)
+        launches[(d, name)] = max(launches.get((d, name), 0), n)
+        keep_verdict(verdicts, name, row[metric].strip(), n, row[peak])
+    if not launches:
+        raise BadInput(path, "nvprof --metrics CSV with a header but no kernel rows")
+    # Replayed for counters: launches without durations; the store counts them only when nothing timed the kernels.
+    return Capture(str(path), "nvprof-metrics", merge_kernels(KernelAgg(pid, d, n, c, None)
+                                                              for (d, n), c in launches.items()),
+                   devices=tuple(Gpu(i, n) for i, n in devices.items()), processes=(Process(pid),) if pid else (),
+                   counters=tuple(verdicts.values()),
+                   notes=("nvprof --metrics: launches replayed for counters, kernel time not captured",))
+
+
 FORMAT = "nvprof-csv"
 
 
 def sniff(head: Head) -> bool:
-    return head.first_line.startswith(('"Type","Time(%)"', '"Start","Duration"'))
+    return head.first_line.startswith(('"Type","Time(%)"', '"Start","Duration"', METRICS_HEADER))
 
 
 def read(path: Path) -> Capture:
@@ -134,4 +191,6 @@ def read(path: Path) -> Capture:
             return _summary(path, header, rows, pid)
         if {"Start", "Duration", "Name"} <= set(header):
             return _trace(path, header, rows, pid)
-    raise BadInput(path, "nvprof CSV with neither a GPU summary nor a GPU trace header")
+        if {"Device", "Kernel", "Invocations", "Metric Name", "Max"} <= set(header):
+            return _metrics(path, header, rows, pid)
+    raise BadInput(path, "nvprof CSV with neither a GPU summary, a GPU trace nor a metrics header")

@@ -124,18 +124,24 @@ def test_tf1_xla_timeline_is_refused_as_op_names(capsys):
 
 
 # --- Nsight Compute CSV counters and durations ---------------------------------------------------------------------
-def test_bert_flash_attention_counters_do_not_prove_what_they_cannot(capsys):
-    """leleucas' BERT attention export (ncu of CUDA 11.4 on an A100; no Device / CC columns) records only
+def test_bert_flash_attention_counters_prove_what_the_hfma_count_bounds(capsys):
+    """leleucas' BERT attention export (ncu of CUDA 11.4 on an A100; no Device / CC columns) has no HFMA2 split, only
     sm__inst_executed_pipe_tensor.sum: 2,048 for fmha_fwd_loop_kernel<…__half>, but also 320 for a random-number
     kernel and 1 for an index kernel — HFMA2.MMA, the fp16x2 FMA the compiler sends to the tensor pipe in plain code,
-    counts there too. A person would read the FMHA kernel as fp16 tensor-core attention from its name; the counter
-    alone cannot prove it (that is the classifier's name rule to make), so the counter verdict is unknown with the
-    count and the reason, and the RNG kernel's 320 must not turn it into a tensor-core kernel."""
+    counts there too. Beside it, the fp16 FMA thread-instruction count (sm__sass_thread_inst_executed_op_hfma_pred_on):
+    10,240 = 32 × 320 in the RNG kernel, 0 in the FMHA kernel. HFMA2.MMA can be at most that many of the pipe's
+    instructions, so FMHA's 2,048 are matrix instructions (a person reads it as fp16 tensor-core attention), while the
+    RNG kernel's 320 prove nothing and must not turn it into a tensor-core kernel."""
     path = WILD / "ncu-metrics-bert-flashattn-a100.csv"
     v = _counters(path)
     fmha = next(x for n, x in v.items() if n.startswith("void fmha_fwd_loop_kernel<"))
-    assert fmha.tensor_core == "unknown" and fmha.value == 2048
-    assert "2,048 tensor-pipe instructions without the HFMA2 split" in fmha.detail and "HFMA2.MMA" in fmha.detail
+    assert fmha.tensor_core == "yes" and fmha.value == 2048
+    assert fmha.detail.startswith("at least 2,048 matrix instructions (tensor pipe 2,048)") and \
+        "HFMA thread instructions 0" in fmha.detail
+    cutlass = [x for n, x in v.items() if "cutlass_80_wmma_tensorop" in n]
+    assert sorted(x.value for x in cutlass) == [3072, 6144] and {x.tensor_core for x in cutlass} == {"yes"}
+    split_k = next(x for n, x in v.items() if n.startswith("void splitKreduce_kernel<"))  # 960 pipe, 30,720 HFMA
+    assert split_k.tensor_core == "unknown" and "without the HFMA2 split" in split_k.detail
     rng = next(x for n, x in v.items() if "normal_and_transform" in n)
     assert rng.tensor_core == "unknown" and rng.value == 320
     # a zero with no GPU named: not a proof on Blackwell (tcgen05 on the tc pipe), so unknown, said why
@@ -144,6 +150,9 @@ def test_bert_flash_attention_counters_do_not_prove_what_they_cannot(capsys):
     d = _json(capsys, path)
     rng_row = next(k for k in d["kernels"] if "normal_and_transform" in k["name"])
     assert rng_row["tensor_core"] == "no" and rng_row["counter_verdict"] == "unknown"
+    fmha_row = next(k for k in d["kernels"] if "fmha_fwd_loop_kernel" in k["name"])
+    assert fmha_row["tensor_core"] == "yes" and fmha_row["evidence"] == "counters" and fmha_row["precision"] == "fp16"
+    assert [k["name"][:40] for k in d["kernels"] if k["tensor_core"] == "unknown"] == []  # every kernel decided
 
 
 def test_cutlass_v100_counters_decide_every_kernel(capsys):
