@@ -34,6 +34,7 @@ from nvprof_wrap.cli._args import (
     add_gates,
     add_output,
     add_store,
+    add_sum,
     add_window,
     positive,
     reading_args,
@@ -65,6 +66,7 @@ def add_parser(sub: Subcommands, name: str) -> None:
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
     add_window(p)
+    add_sum(p)
     add_format(p, (*FORMATS, "trace"))
     add_output(p)
     add_store(p)
@@ -74,7 +76,8 @@ def add_parser(sub: Subcommands, name: str) -> None:
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     with reading() as progress:
         return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
-                         progress=progress, **window_args(args), **reading_args(args))
+                         progress=progress, sum_jobs=bool(getattr(args, "sum", False)), **window_args(args),
+                         **reading_args(args))
 
 
 def run(args: argparse.Namespace) -> int:

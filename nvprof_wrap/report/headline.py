@@ -146,8 +146,8 @@ def jobs_line(groups: tuple[JobGroup, ...]) -> str | None:
         when = f", started {_utc(g.started_ns)}" if g.started_ns is not None else ""
         return f"{what} ({len(g.paths)} capture{'s' if len(g.paths) != 1 else ''}{when})"
     shown = "; ".join(one(g) for g in groups[:3]) + (f"; and {len(groups) - 3} more" if len(groups) > 3 else "")
-    return (f"{n} captures of {len(groups)} different jobs summed: {shown} — every figure below is of them all; "
-            "report each job on its own")
+    return (f"{n} captures of {len(groups)} different jobs summed (--sum): {shown} — every figure below is of them "
+            "all; `nvprof-wrap compare A B` puts two side by side")
 
 
 def _utc(ns: int) -> str:
