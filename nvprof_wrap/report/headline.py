@@ -136,7 +136,7 @@ def capture_line(c: CaptureScope | None) -> str | None:
 
 
 def jobs_line(groups: tuple[JobGroup, ...]) -> str | None:
-    """'3 captures of 2 different jobs summed: python a.py (2 captures); python b.py …'; None for one job."""
+    """'3 captures of 2 different jobs summed (--sum): python a.py (2 captures); python b.py …'; None for one job."""
     if len(groups) < 2:
         return None
     n = sum(len(g.paths) for g in groups)

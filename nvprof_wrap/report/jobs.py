@@ -242,13 +242,14 @@ def not_summed(groups: tuple[JobGroup, ...], paths: list[Path]) -> str:
             and not said[0][common].startswith("-"):  # the program, not its options
         common += 1
     head = f"{' '.join(said[0][:common])} with " if common else ""
-
-    def one(g: JobGroup, w: list[str]) -> str:
-        return shorten(" ".join(w[common:]), 60) if w else f"{Path(g.label).name} (no command recorded)"
-
-    shown = "; ".join(one(g, w) for g, w in list(zip(groups, words))[:3]) + \
-        (f"; {len(groups) - 3} more" if len(groups) > 3 else "")
-    jobs = f"{head}{shown}"
+    shown = []
+    for g, w in list(zip(groups, words))[:3]:
+        if w:  # the common start said once, before the first command
+            shown.append(head + shorten(" ".join(w[common:]), 60))
+            head = ""
+        else:
+            shown.append(f"{Path(g.label).name} (no command recorded)")
+    jobs = "; ".join(shown) + (f"; {len(groups) - 3} more" if len(groups) > 3 else "")
     for two in ([" ".join(str(p) for p in paths)] if len(paths) == 2 else []) + ["A B"]:
         line = (f"{sum(len(g.paths) for g in groups)} captures of {len(groups)} different jobs, not summed into one "
                 f"verdict: `nvprof-wrap compare {two}` puts two side by side, --sum sums them ({jobs})")
