@@ -26,6 +26,8 @@ class Rule:
     reason: str = ""
     source: str = ""
     cut: str = ""  # verdict rules: why nothing a console can cut off after this rule's match changes its verdict
+    # … once the visible part surely matches this too (rules.toml `cut_when`); None: once the rule's own match is seen
+    cut_when: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,10 @@ def _compile(table: list[dict[str, str]], value_key: str) -> tuple[Rule, ...]:  
         value = entry[value_key]
         if value_key == "tensor_core" and value not in _VERDICTS:
             raise ValueError(f"rule {entry['id']}: tensor_core must be one of {_VERDICTS}")
+        when = entry.get("cut_when")
         rules.append(Rule(entry["id"], re.compile(_lowered(entry["pattern"])), value,
-                          entry.get("reason", ""), entry.get("source", ""), entry.get("cut", "")))
+                          entry.get("reason", ""), entry.get("source", ""), entry.get("cut", ""),
+                          re.compile(_lowered(when)) if when else None))
     return tuple(rules)
 
 
@@ -139,11 +143,11 @@ _TAILS = ("a", "0", "_", "<", "(", " ", "ed")
 _QUALIFIED = re.compile(r"(?:\(anonymous namespace\)|<unnamed>|[a-z_$][\w$]*|::)+")
 
 
-def _surely(rule: Rule, visible: str) -> bool:
-    m = rule.pattern.search(visible)
+def _surely(pattern: re.Pattern[str], visible: str) -> bool:
+    m = pattern.search(visible)
     if m is None:
         return False
-    return m.end() <= len(visible) - 2 or all(rule.pattern.search(visible + tail) for tail in _TAILS)
+    return m.end() <= len(visible) - 2 or all(pattern.search(visible + tail) for tail in _TAILS)
 
 
 def _whole_names(lowered: str) -> list[int]:
@@ -167,10 +171,11 @@ def _cut_verdict(rules: Rules, visible: str, lowered: str) -> tuple[Rule | None,
 
     The first rule the visible part surely matches gives the verdict, if no rule tried before it with another verdict
     can match in the hidden part: (1) every rule up to it says 'no'; (2) it carries a `cut` reason (rules.toml: its
-    match shows what would decide otherwise, e.g. an xmma convolution's operand types); or (3) the kernel's own name
-    is whole — only template arguments or parameters are hidden — and the rules give that name alone (or, for a
-    wrapper that decides nothing, the name of its first template argument) the same verdict."""
-    rule = next((r for r in rules.verdict if _surely(r, lowered)), None)
+    match shows what would decide otherwise, e.g. an xmma convolution's operand types) and the visible part surely
+    matches its `cut_when` pattern where it has one (the part of the name that reason rests on); or (3) the kernel's
+    own name is whole — only template arguments or parameters are hidden — and the rules give that name alone (or,
+    for a wrapper that decides nothing, the name of its first template argument) the same verdict."""
+    rule = next((r for r in rules.verdict if _surely(r.pattern, lowered)), None)
     if rule is None or rule.value == "unknown":
         return None, "", "unknown"
     seen = rule.value
@@ -179,7 +184,7 @@ def _cut_verdict(rules: Rules, visible: str, lowered: str) -> tuple[Rule | None,
             break
         if r is rule:
             return rule, "every rule tried before this one says 'no' too", seen
-    if rule.cut:
+    if rule.cut and (rule.cut_when is None or _surely(rule.cut_when, lowered)):
         return rule, rule.cut, seen
     for end in _whole_names(lowered):
         decided = _first(rules.verdict, lowered[:end])

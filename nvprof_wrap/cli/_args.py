@@ -76,6 +76,12 @@ def add_warmup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--with-warmup", action="store_true", help=WARMUP_HELP)
 
 
+def add_sum(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sum", action="store_true",
+                   help="sum captures of different jobs into one report (refused without it: their own contents — "
+                        "command lines, session times — tell the jobs apart; `compare` puts two side by side)")
+
+
 def add_window(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", metavar="START:END", default=None,
                    help="steady state: only what the GPU did from START to END seconds after the capture's first GPU "

@@ -12,7 +12,16 @@ import re
 from pathlib import Path
 
 from nvprof_wrap.cli import _exit
-from nvprof_wrap.cli._args import Subcommands, add_format, add_output, add_store, add_window, positive, render_options
+from nvprof_wrap.cli._args import (
+    Subcommands,
+    add_format,
+    add_output,
+    add_store,
+    add_sum,
+    add_window,
+    positive,
+    render_options,
+)
 from nvprof_wrap.cli._write import check_output, put
 from nvprof_wrap.cli.report_cmd import build
 from nvprof_wrap.errors import BadInput
@@ -31,6 +40,7 @@ def add_parser(sub: Subcommands, name: str) -> None:
     p.add_argument("--limit", type=positive, default=None, help="at most N kernels (default: all)")
     p.add_argument("--wide", action="store_true", help="whole kernel names (default: shortened)")
     add_window(p)
+    add_sum(p)
     add_format(p)
     add_output(p)
     add_store(p)

@@ -9,7 +9,8 @@ or chrome://tracing: kernels coloured by verdict (docs/trace-export.md).
 -o report.html writes one self-contained page (no scripts, no network) to share (docs/html.md): the format is the
 one the file's extension names (.html, .json, .csv, .md, .txt; any other: the table text) unless --format says.
 Two runs are not one: given two run folders, or a folder holding several, report refuses and points to `compare`.
-A run's job that failed or was killed says so first (its manifest); captures of different jobs summed say so too.
+A run's job that failed or was killed says so first (its manifest). Captures of different jobs (their command lines
+or sessions an hour apart tell them apart) are refused unless --sum; summed, the report says so.
 
 examples:
   nvprof-wrap report runs/train-fp16
@@ -67,6 +68,7 @@ def add_parser(sub: Subcommands, name: str) -> None:
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
     add_window(p)
     add_warmup(p)
+    add_sum(p)
     add_format(p, (*FORMATS, "trace"))
     add_output(p)
     add_store(p)
@@ -76,7 +78,8 @@ def add_parser(sub: Subcommands, name: str) -> None:
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     with reading() as progress:
         return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
-                         progress=progress, warmup=getattr(args, "with_warmup", False), **window_args(args),
+                         progress=progress, sum_jobs=bool(getattr(args, "sum", False)),
+                         warmup=getattr(args, "with_warmup", False), **window_args(args),
                          **reading_args(args))
 
 

@@ -27,10 +27,11 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             triton_cache: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None, health: bool = True,
             progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
             steps: tuple[int, int] | None = None, dask: str | None = None,
-            workers: int | None = None, warmup: bool = False) -> report_mod.Report:
+            workers: int | None = None, warmup: bool = False, sum_jobs: bool = False) -> report_mod.Report:
     """The report of captures, run folders or folders of captures (read as one run). Refused (BadInput): two runs,
-    a folder holding several, a folder without a capture. The report says how a run's job ended (its manifest) and
-    whether captures of different jobs were summed (report/jobs.py).
+    a folder holding several, a folder without a capture, and captures of different jobs unless ``sum_jobs`` (their
+    own contents tell the jobs apart: report/jobs.py; summed, the report says so). The report says how a run's job
+    ended (its manifest).
 
     store: a run store (a path, or an open Store) to keep the aggregates in; in memory when None.
     triton_cache: a folder, or folders, of compiled Triton kernels for kernels the names leave unknown (default: the
@@ -79,8 +80,10 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         marked = st.steps_marked() if window is None and steps is None and capture is None else 0
         if capture is not None and capture.job_steps:
             marked = capture.job_steps
-        rep = report_mod.with_jobs(rep, jobs.job_end(runs, marked or None),
-                                   jobs.different_jobs(st.capture_jobs(), folders, runs))
+        groups = jobs.different_jobs(st.capture_jobs(), folders, runs)
+        if groups and not arguments.flag(sum_jobs, "sum_jobs"):
+            raise BadInput(None, jobs.not_summed(groups, folders))
+        rep = report_mod.with_jobs(rep, jobs.job_end(runs, marked or None), groups)
         rep = report_mod.with_capture(rep, capture)
         if jobs.profiler_free(runs):
             rep = report_mod.without_profiler(rep)

@@ -266,6 +266,31 @@ def session_span(conn: sqlite3.Connection, have: set[str]) -> tuple[int | None, 
     return start, None if start is None or length is None else start + length
 
 
+_LAUNCHED = re.compile(r"PROCESS_(\d+):(COMMAND|ARGUMENT_(\d+))")
+
+
+def session_command(conn: sqlite3.Connection, have: set[str]) -> str | None:
+    """The command line nsys launched ('python3 train.py --precision fp32'), from META_DATA_CAPTURE's PROCESS_0:COMMAND
+    and PROCESS_0:ARGUMENT_<i> rows; None where the export has none (an attached session, an older layout). Captures
+    of different jobs given together are told apart by it (report/jobs.py)."""
+    if "META_DATA_CAPTURE" not in have:
+        return None
+    try:
+        rows = conn.execute("SELECT name, value FROM META_DATA_CAPTURE WHERE name LIKE 'PROCESS_0:%'").fetchall()
+    except sqlite3.Error:
+        return None
+    command, args = None, []
+    for name, value in rows:
+        m = _LAUNCHED.fullmatch(str(name))
+        if m is None or value is None:
+            continue
+        if m.group(2) == "COMMAND":
+            command = Path(str(value)).name
+        else:
+            args.append((int(m.group(3)), str(value)))
+    return " ".join([command, *(a for _, a in sorted(args))]) if command else None
+
+
 def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
            span: tuple[int, int], graphs: str | None = None) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): timeline/series.py over the kernel, copy and set tables and the runtime calls."""
@@ -359,8 +384,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span, graphs)
     return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
-                   started_ns=started, ended_ns=ended, hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s,
-                   series=series, warmup=warmup)
+                   started_ns=started, ended_ns=ended, command=session_command(conn, have), hw_devices=hw_dev,
+                   hw_kernels=hw_k, hw_series=hw_s, series=series, warmup=warmup)
 
 
 def _warmup(conn: sqlite3.Connection, have: set[str],

@@ -136,7 +136,7 @@ def capture_line(c: CaptureScope | None) -> str | None:
 
 
 def jobs_line(groups: tuple[JobGroup, ...]) -> str | None:
-    """'3 captures of 2 different jobs summed: python a.py (2 captures); python b.py …'; None for one job."""
+    """'3 captures of 2 different jobs summed (--sum): python a.py (2 captures); python b.py …'; None for one job."""
     if len(groups) < 2:
         return None
     n = sum(len(g.paths) for g in groups)
@@ -146,8 +146,8 @@ def jobs_line(groups: tuple[JobGroup, ...]) -> str | None:
         when = f", started {_utc(g.started_ns)}" if g.started_ns is not None else ""
         return f"{what} ({len(g.paths)} capture{'s' if len(g.paths) != 1 else ''}{when})"
     shown = "; ".join(one(g) for g in groups[:3]) + (f"; and {len(groups) - 3} more" if len(groups) > 3 else "")
-    return (f"{n} captures of {len(groups)} different jobs summed: {shown} — every figure below is of them all; "
-            "report each job on its own")
+    return (f"{n} captures of {len(groups)} different jobs summed (--sum): {shown} — every figure below is of them "
+            "all; `nvprof-wrap compare A B` puts two side by side")
 
 
 def _utc(ns: int) -> str:

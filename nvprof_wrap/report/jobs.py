@@ -6,15 +6,18 @@ manifest, and captures of different jobs among those summed.
 - ``job_end``: how the run's job ended (exit code, the signal that ended it, the manifest still saying "running"),
   and after how many steps (the 'step N' ranges of the captures, else the run's metrics.jsonl).
 - ``different_jobs``: the captures grouped by job where they are not of one run, when there is evidence that they
-  are of different jobs: different command lines (our CUPTI tracer records each process's), or one ended an hour or
-  more before the other started (nsys records its session's start and length, the tracer its process's). Captures
-  whose processes are parent and child, or siblings, are of one job whatever their commands. Without evidence,
-  nothing is said: the captures of one job's processes are summed silently.
+  are of different jobs: different command lines (our CUPTI tracer records each process's, nsys the one it
+  launched; a rank's own argument such as --local_rank=1 set aside), or one ended an hour or more before the other
+  started (nsys records its session's start and length, the tracer its process's). Captures whose processes are
+  parent and child, or siblings, are of one job whatever their commands. Without evidence, nothing is said: the
+  captures of one job's processes are summed silently. ``not_summed``: why such captures are not summed unless
+  asked (`--sum`), and what to do instead.
 - ``capture_scope``: the window a windowed run recorded (`run --capture-steps` / `--capture-after`), and
   ``never_opened`` why such a run holds nothing.
 """
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -28,9 +31,13 @@ from nvprof_wrap.run.manifest import NO_PROFILER
 from nvprof_wrap.run.names import MANIFEST, METRICS, STORE
 from nvprof_wrap.run.steps import OPTIMIZER
 from nvprof_wrap.store.queries import CaptureJobRow
+from nvprof_wrap.text.names import shorten
 
 # Captures whose spans are this far apart (the end of one to the start of the other) are of different jobs.
 APART_S = 3600
+# The arguments a launcher gives each rank of one job its own value in (torch.distributed.launch's --local_rank=N,
+# scripts' --rank N): set aside when commands are compared, so that the ranks of one job are one job.
+_RANK_ARGUMENT = re.compile(r"\s--(?:local[-_]|node[-_]|global[-_])?rank(?:=|\s+)\d+(?=\s|$)")
 
 
 def manifests(paths: list[Path]) -> list[tuple[Path, Manifest]]:
@@ -183,6 +190,8 @@ def _linked(units: list[_Unit]) -> list[_Unit]:
     for i, u in enumerate(units):
         for pid in u.pids | u.ppids:
             j = first.setdefault(pid, i)
+            if pid in u.pids and pid in units[j].pids and _commands_differ(u, units[j]):
+                continue  # one pid, two command lines: two machines or containers (pid 1 in each), not one process
             parent[find(i)] = find(j)
     groups: dict[int, _Unit] = {}
     for i, u in enumerate(units):
@@ -202,14 +211,51 @@ def _union(a: tuple[float, float] | None, b: tuple[float, float] | None) -> tupl
     return min(a[0], b[0]), max(a[1], b[1])
 
 
+def _commands_differ(a: _Unit, b: _Unit) -> bool:
+    return bool(a.commands and b.commands
+                and not {job_command(c) for c in a.commands} & {job_command(c) for c in b.commands})
+
+
+def job_command(command: str) -> str:
+    """A command line as the job's: 'python train.py --local_rank=1' → 'python train.py' (each rank its own)."""
+    return _RANK_ARGUMENT.sub("", command).strip()
+
+
 def _apart(a: _Unit, b: _Unit) -> bool:
     """Evidence that two groups of captures are of different jobs."""
-    if a.commands and b.commands and not a.commands & b.commands:
+    if _commands_differ(a, b):
         return True
     if a.span and b.span:
         first, second = sorted((a.span, b.span))
         return second[0] - first[1] >= APART_S * 1e9
     return False
+
+
+def not_summed(groups: tuple[JobGroup, ...], paths: list[Path]) -> str:
+    """Why captures of different jobs given together make no report, and what to do: `compare` (two of them side by
+    side) or `--sum` (one report of them all, said so); then the jobs, by what tells them apart (the command lines'
+    common start said once)."""
+    words = [g.command.split() if g.command else [] for g in groups]
+    said = [w for w in words if w]
+    common = 0
+    while len(said) > 1 and all(len(w) > common + 1 for w in said) and len({w[common] for w in said}) == 1 \
+            and not said[0][common].startswith("-"):  # the program, not its options
+        common += 1
+    head = f"{' '.join(said[0][:common])} with " if common else ""
+    shown = []
+    for g, w in list(zip(groups, words))[:3]:
+        if w:  # the common start said once, before the first command
+            shown.append(head + shorten(" ".join(w[common:]), 60))
+            head = ""
+        else:
+            shown.append(f"{Path(g.label).name} (no command recorded)")
+    jobs = "; ".join(shown) + (f"; {len(groups) - 3} more" if len(groups) > 3 else "")
+    for two in ([" ".join(str(p) for p in paths)] if len(paths) == 2 else []) + ["A B"]:
+        line = (f"{sum(len(g.paths) for g in groups)} captures of {len(groups)} different jobs, not summed into one "
+                f"verdict: `nvprof-wrap compare {two}` puts two side by side, --sum sums them ({jobs})")
+        if len(line) <= 300:  # BadInput's one line: the paths given, where they fit
+            break
+    return line
 
 
 def capture_scope(runs: list[tuple[Path, Manifest]]) -> CaptureScope | None:

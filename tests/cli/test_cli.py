@@ -38,7 +38,9 @@ def test_report_table_verdict_first(capsys):
 
 
 def test_counters_win_over_names_and_are_shown(capsys):
-    _code, out, _ = run(capsys, "report", str(H200), "--format", "json")
+    code, _, err = run(capsys, "report", str(H200), "--format", "json")  # three jobs' captures (ops.py, spawn.py, ncu)
+    assert code == 2 and "3 captures of 3 different jobs" in err
+    _code, out, _ = run(capsys, "report", str(H200), "--format", "json", "--sum")
     d = json.loads(out)
     ev = {k["name"]: k["evidence"] for k in d["kernels"]}
     assert ev["nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"] == "counters"

@@ -3,8 +3,11 @@ refused, captures of different jobs are said to be summed, and the job's exit or
 comes first in every format. Every folder is built in tmp_path from real captures (tests/data/h200_runs)."""
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
+import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +15,7 @@ from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.renderers import render
+from nvprof_wrap.report import jobs
 from tests._paths import H200, ROOT, RUNS
 
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
@@ -27,8 +31,8 @@ def copy_run(name: str, into, as_name: str | None = None, **manifest):
     return dst
 
 
-def report(*paths):
-    return analyze(*paths, health=False)
+def report(*paths, sum_jobs=False):
+    return analyze(*paths, health=False, sum_jobs=sum_jobs)
 
 
 def cli(capsys, *argv):
@@ -93,35 +97,120 @@ def test_a_folder_without_a_capture_is_refused_beside_one_with(tmp_path):
 
 
 # ------------------------------------------------------------------ 2. captures of different jobs
-def test_captures_of_different_commands_are_said_to_be_summed(tmp_path, capsys):
+def test_captures_of_different_commands_are_refused_unless_summed(tmp_path, capsys):
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     shutil.copy(RUNS / "gemm_cupti" / "cupti-vm-4574.sqlite", mixed)
     shutil.copy(RUNS / "crash_exc_cupti" / "cupti-vm-5344.sqlite", mixed)
-    r = report(mixed)
+    with pytest.raises(BadInput, match="2 captures of 2 different jobs, not summed into one verdict"):
+        report(mixed)
+    code, out, err = cli(capsys, "report", str(mixed))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "--sum sums them (python3 with workloads/matmul_probe.py; workloads/crash_midway.py --how exception)" in err
+    r = report(mixed, sum_jobs=True)
     assert [g.command for g in r.different_jobs] == ["python3 workloads/matmul_probe.py",
                                                      "python3 workloads/crash_midway.py --how exception"]
-    assert r.headline[0].startswith("2 captures of 2 different jobs summed: python3 workloads/matmul_probe.py "
+    assert r.headline[0].startswith("2 captures of 2 different jobs summed (--sum): python3 workloads/matmul_probe.py "
                                     "(1 capture, started 2026-11-29 19:59 UTC); ")
-    code, out, _ = cli(capsys, "report", str(mixed), "--format", "json")
+    assert r.headline[0].endswith("every figure below is of them all; `nvprof-wrap compare A B` puts two side by side")
+    code, out, _ = cli(capsys, "report", str(mixed), "--sum", "--format", "json")
     d = json.loads(out)
     assert code == 0 and d["headline"] == list(r.headline) and d["job"] is None
     assert [len(g["captures"]) for g in d["different_jobs"]] == [1, 1]
     assert d["different_jobs"][0]["started_ns"] == 1795982369004379400
-    code, out, _ = cli(capsys, "report", str(mixed))
+    code, out, _ = cli(capsys, "report", str(mixed), "--sum")
     assert out.splitlines()[0].startswith("2 captures of 2 different jobs summed")
 
 
-def test_sessions_hours_apart_are_different_jobs(tmp_path):
-    """nsys records no command line: two sessions four hours apart are two jobs."""
+def _bare(tmp_path, *runs: str):
+    """The nsys captures of real run folders, bare: no manifest beside them (gunzipped where the run keeps them so)."""
+    out = []
+    for name in runs:
+        src = next((RUNS / name).glob("nsys.sqlite*"))
+        dst = tmp_path / f"{name}.sqlite"
+        dst.write_bytes(gzip.decompress(src.read_bytes()) if src.suffix == ".gz" else src.read_bytes())
+        out.append(dst)
+    return out
+
+
+def test_an_fp32_and_a_bf16_run_given_bare_are_told_apart_by_nsys_command_lines(tmp_path, capsys):
+    """Two nsys captures of two trainings 14 s apart (fp32, then bf16 with fused AdamW), no manifest: before, one
+    summed verdict with no word (2 of 64 kernels on tensor cores). nsys records the command it launched
+    (META_DATA_CAPTURE): two jobs, not summed unless asked; `compare` named with the files given."""
+    fp32, bf16 = _bare(tmp_path, "gpt_fp32_nsys", "gpt_bf16_nsys")
+    code, out, err = cli(capsys, "report", str(fp32), str(bf16))
+    assert code == 2 and out == ""
+    two = f"{fp32} {bf16}" if len(str(fp32)) < 50 else "A B"  # the paths given, where the line has room
+    assert err.strip() == (f"nvprof-wrap: error: 2 captures of 2 different jobs, not summed into one verdict: "
+                           f"`nvprof-wrap compare {two}` puts two side by side, --sum sums them (python3 "
+                           "workloads/gpt_train.py with --precision fp32 --steps 30; --precision bf16 --steps 30 "
+                           "--fused-adam)")
+    code, _, err = cli(capsys, "kernels", str(fp32), str(bf16))
+    assert code == 2 and "2 different jobs" in err
+    r = report(fp32, bf16, sum_jobs=True)
+    assert [g.command for g in r.different_jobs] == ["python3 workloads/gpt_train.py --precision fp32 --steps 30",
+                                                     ("python3 workloads/gpt_train.py --precision bf16 --steps 30 "
+                                                      "--fused-adam")]
+    assert r.headline[0].startswith("2 captures of 2 different jobs summed (--sum): ")
+    one = report(fp32)  # one capture: nothing to tell apart
+    assert one.different_jobs == () and one.headline == ()
+
+
+def test_ranks_launched_with_their_own_rank_argument_are_one_job(tmp_path):
+    """One nsys session per rank (srun / mpirun launch nsys once per rank), each with the launcher's --local_rank=N:
+    one job. Two real sessions of one command line made into rank 0 and rank 1."""
+    a, b = _bare(tmp_path, "gpt_fp32_nsys", "gpt_bf16_nsys")
+    for rank, path in enumerate((a, b)):
+        with sqlite3.connect(path) as conn:
+            conn.execute("DELETE FROM META_DATA_CAPTURE WHERE name LIKE 'PROCESS_0:ARGUMENT_%'")
+            conn.executemany("INSERT INTO META_DATA_CAPTURE (name, value) VALUES (?, ?)",
+                             [("PROCESS_0:ARGUMENT_0", "train.py"), ("PROCESS_0:ARGUMENT_1", f"--local_rank={rank}")])
+    assert report(a, b).different_jobs == ()
+    with sqlite3.connect(b) as conn:
+        conn.execute("UPDATE META_DATA_CAPTURE SET value = 'eval.py' WHERE name = 'PROCESS_0:ARGUMENT_0'")
+    with pytest.raises(BadInput, match="different jobs"):
+        report(a, b)
+
+
+def test_job_command_sets_a_ranks_own_argument_aside():
+    assert jobs.job_command("python -u train.py --local_rank=3 --lr 0.1") == "python -u train.py --lr 0.1"
+    assert jobs.job_command("python train.py --local-rank 1") == "python train.py"
+    assert jobs.job_command("python train.py --node_rank=1 --rank 7") == "python train.py"
+    assert jobs.job_command("python train.py --ranking 1 --rank=a") == "python train.py --ranking 1 --rank=a"
+
+
+def test_one_pid_with_two_command_lines_is_two_jobs():
+    """pid 1 in two containers (or the same pid on two machines) with different commands: not one process."""
+    row = {"path": "", "file": "", "started_ns": None, "ended_ns": None, "ppid": None, "pid": 1}
+    caps = [{**row, "id": 1, "path": "a.sqlite", "command": "python3 a.py"},
+            {**row, "id": 2, "path": "b.sqlite", "command": "python3 b.py"},
+            {**row, "id": 3, "path": "c.sqlite", "command": "python3 a.py"}]
+    groups = jobs.different_jobs(caps, [], [])
+    assert [(g.command, g.paths) for g in groups] == [("python3 a.py", ("a.sqlite", "c.sqlite")),
+                                                      ("python3 b.py", ("b.sqlite",))]
+    assert jobs.not_summed(groups, [Path("a.sqlite"), Path("b.sqlite")]) == (
+        "3 captures of 2 different jobs, not summed into one verdict: `nvprof-wrap compare a.sqlite b.sqlite` puts "
+        "two side by side, --sum sums them (python3 with a.py; b.py)")
+    same = [{**c, "command": f"python3 a.py --local_rank={c['id']}"} for c in caps]
+    assert jobs.different_jobs(same, [], []) == ()
+
+
+def test_sessions_hours_apart_or_of_other_commands_are_different_jobs(tmp_path):
+    """Two nsys sessions four hours apart, and two ten seconds apart that launched different scripts."""
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     shutil.copy(RUNS / "gemm_nsys" / "nsys.sqlite", mixed / "gemm.sqlite")
     shutil.copy(H200 / "nsys_torch_ops.sqlite", mixed / "ops.sqlite")
-    r = report(mixed)
-    assert [(g.command, g.label.rsplit("/", 1)[1]) for g in r.different_jobs] == [(None, "gemm.sqlite"),
-                                                                                   (None, "ops.sqlite")]
-    assert "2 captures of 2 different jobs summed: " in r.headline[0]
+    r = report(mixed, sum_jobs=True)
+    assert [(g.command, g.label.rsplit("/", 1)[1]) for g in r.different_jobs] == [
+        ("python3 workloads/matmul_probe.py", "gemm.sqlite"), ("python3 ops.py", "ops.sqlite")]
+    assert "2 captures of 2 different jobs summed (--sum): " in r.headline[0]
+    side = tmp_path / "side"
+    side.mkdir()
+    for n in ("nsys_torch_ops.sqlite", "nsys_two_child_processes.sqlite"):
+        shutil.copy(H200 / n, side)
+    with pytest.raises(BadInput, match=r"different jobs.*\(python3 with ops.py; spawn.py\)"):
+        report(side)
 
 
 @pytest.mark.parametrize("make", [
@@ -130,9 +219,9 @@ def test_sessions_hours_apart_are_different_jobs(tmp_path):
     pytest.param(lambda d: [shutil.copy(f, d) for f in (RUNS / "ddp_cupti").glob("*.sqlite")], id="torchrun-ranks"),
     pytest.param(lambda d: shutil.copy(SAMPLES / "two_children" / "nsys_two_child_processes.sqlite", d),
                  id="two-children-sample"),
-    pytest.param(lambda d: [shutil.copy(H200 / n, d) for n in ("nsys_torch_ops.sqlite",
-                                                                "nsys_two_child_processes.sqlite")],
-                 id="nsys-sessions-side-by-side"),
+    pytest.param(lambda d: shutil.copy(RUNS / "ddp_nsys" / "nsys.sqlite", d), id="torchrun-ranks-in-one-session"),
+    pytest.param(lambda d: [shutil.copy(RUNS / "ddp_nsys" / "nsys.sqlite", d / f"rank{i}.sqlite") for i in (0, 1)],
+                 id="one-session-twice"),
 ])
 def test_one_jobs_captures_are_summed_silently(tmp_path, make):
     (tmp_path / "caps").mkdir()
@@ -144,10 +233,12 @@ def test_one_jobs_captures_are_summed_silently(tmp_path, make):
 def test_a_run_and_a_capture_of_another_job_beside_it(tmp_path):
     run = copy_run("crash_exc_cupti", tmp_path / "folder")
     shutil.copy(RUNS / "gemm_cupti" / "cupti-vm-4574.sqlite", tmp_path / "folder")
-    r = report(tmp_path / "folder")
+    with pytest.raises(BadInput, match="2 captures of 2 different jobs"):
+        report(tmp_path / "folder")
+    r = report(tmp_path / "folder", sum_jobs=True)
     assert [g.label for g in r.different_jobs] == [str(run), str(tmp_path / "folder" / "cupti-vm-4574.sqlite")]
     assert r.headline[0] == "Job failed (exit 1) — report of what ran"
-    assert r.headline[1].startswith("2 captures of 2 different jobs summed: python3 workloads/crash_midway.py")
+    assert r.headline[1].startswith("2 captures of 2 different jobs summed (--sum): python3 workloads/crash_midway.py")
     # a capture of one of the run's own child processes beside it is the run's job
     run = copy_run("children_cupti", tmp_path / "other")
     (run / "cupti-vm-5010.sqlite").rename(tmp_path / "other" / "cupti-vm-5010.sqlite")
