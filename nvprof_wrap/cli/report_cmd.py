@@ -35,6 +35,7 @@ from nvprof_wrap.cli._args import (
     add_gates,
     add_output,
     add_store,
+    add_sum,
     add_warmup,
     add_window,
     positive,

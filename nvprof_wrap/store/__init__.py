@@ -82,11 +82,10 @@ SCHEMA_VERSION = 2
 # 2026.12.03-22: each step's time budget (table step_parts; issue 41); FLOPs per kernel name from torch.profiler's
 # recorded op shapes (table op_flops; issue 41). -23: both (a store of -22 may lack either).
 # -24: pasted nsys stats tables read in their boxed layout, rows out of line, NVTX-prefixed names (issue 45).
-# -25 (issue 43): CUDA graph launches without kernels counted as kernels; JAX steps (XLA executions); a JAX job's warm-up before
-# its first step left out (table warmup; issue 43).
-# -25 (issue 45, alongside): nvprof summaries pasted without their header, nvprof --metrics --csv, ncu tensor-pipe totals net of the HFMA
-# thread-instruction bound (issue 45).
-# -26: both -25s, merged, and the stores of every other change merged with them (issues 43, 45).
+# -25: CUDA graph launches without kernels counted as kernels; JAX steps (XLA executions); a JAX job's warm-up
+# before its first step left out (table warmup; issue 43). Alongside, also -25: nvprof summaries pasted without their
+# header, nvprof --metrics --csv, ncu tensor-pipe totals net of the HFMA thread-instruction bound (issue 45).
+# -26: both -25s, and the commands nsys recorded (captures of different jobs told apart; issue 45), merged.
 DATA_VERSION = "2026.12.03-26"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
