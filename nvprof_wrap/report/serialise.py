@@ -1,7 +1,8 @@
 """The Report's JSON (``--format json``, ``Report.to_dict()``, docs/json.md): one walk of the typed records, each
 field written as its metadata says (report/fields.py), plus the few keys computed from a record (COMPUTED), in the
-order a record names (its ``JSON_ORDER``, else its fields'). The JSON Schema of the same (``schema()``,
-docs/report.schema.json) is made by the same walk over the types instead of the values, so the two cannot drift."""
+order a record names (its ``JSON_ORDER``, else its fields'). The JSON Schema of the same (``schema()``, the report's
+entry of nvprof_wrap/json.schema.json) is made by the same walk over the types instead of the values, so the two
+cannot drift."""
 from __future__ import annotations
 
 import types
@@ -255,10 +256,10 @@ def _plain(v: Any, root: Report | None, rename: Mapping[str, str]) -> Any:
 # ---- the JSON Schema: the same walk over the types ----
 
 def schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``--format json`` for a report, made from the types (docs/report.schema.json
-    holds its text; tests/report/test_serialise.py checks that file is this, and every golden input's JSON against
-    it). Every key is required and no other is allowed, but "gates" (only with --min-tensor-core-share /
-    --expect-precision)."""
+    """The JSON Schema (draft 2020-12) of ``--format json`` for a report, made from the types (the "report" entry of
+    nvprof_wrap/json.schema.json, renderers/_documents.py; tests/renderers/test_json_schema.py checks that file,
+    tests/whole/test_same_reports.py every golden input's JSON against it). Every key is required and no other is
+    allowed, but "gates" (only with --min-tensor-core-share / --expect-precision)."""
     body = _object_schema(Report, {})
     body["properties"]["gates"] = {"type": "array", "items": {"type": "object"}}
     body["properties"]["schema"] = {"const": SCHEMA}

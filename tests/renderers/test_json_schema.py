@@ -134,6 +134,16 @@ def test_doctor_validates_with_and_without_its_probe(capsys):
                             "tensor_cores_used": True}
 
 
+def test_docs_name_every_document_and_every_key_of_the_shared_records():
+    text = (ROOT / "docs" / "json.md").read_text()
+    defs = json.loads(SCHEMA_FILE.read_text())["$defs"]
+    for kind, version in _documents.VERSIONS.items():
+        assert f"`nvprof-wrap.{kind}/{version}`" in text, kind
+    for name in ("kernel", "classification", "compare_side", "compare_row", "experiment_row", "run", "report"):
+        missing = [k for k in defs[name]["properties"] if f"`{k}`" not in text]
+        assert not missing, (name, missing)
+
+
 def test_a_document_with_an_old_or_unknown_key_is_refused():
     whole = json.loads(SCHEMA_FILE.read_text())
     kernels = {"schema": "nvprof-wrap.kernels/1", "schema_version": 1, "kernels": []}
