@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import asdict
 
 from rich.console import Console
@@ -12,7 +11,7 @@ from rich.text import Text
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
 from nvprof_wrap.report.experiment import ExperimentRow, where_the_time_went
-from nvprof_wrap.text.sanitize import csv_cell, deep, json_safe
+from nvprof_wrap.text.sanitize import csv_cell, deep
 
 HEAD = ("precision", "ms/step", "step (median)", "outside CUDA", "in CUDA calls", "GPU busy", "GPU kernels",
         "tensor-core share", "memcpy", "GPU idle", "launches/step", "loss", "acc", "val acc", "health")
@@ -41,10 +40,6 @@ def cells(r: ExperimentRow) -> list[str]:
             f"{100 * r.memcpy_share:.1f}%", "-" if r.idle_share is None else f"{100 * r.idle_share:.1f}%",
             _f(r.launches_per_step, ".1f"), _f(r.final_loss, ".4g"), _f(r.final_accuracy, ".4f"),
             _f(r.final_val_accuracy, ".4f"), _health(r)]
-
-
-def as_json(rows: list[ExperimentRow]) -> str:
-    return json_safe(json.dumps([asdict(r) for r in rows], indent=2)) + "\n"
 
 
 def as_csv(rows: list[ExperimentRow]) -> str:

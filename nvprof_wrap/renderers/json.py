@@ -1,11 +1,12 @@
-"""JSON: stable keys (schema 'nvprof-wrap.report/1'), documented in docs/json.md. Exact text, with every control
+"""JSON: one document per command, each with its schema and schema_version and one key per thing
+(renderers/_documents.py, nvprof_wrap/json.schema.json), documented in docs/json.md. Exact text, with every control
 character escaped the JSON way (also C1 and bidi overrides, which json.dumps leaves raw: sanitize.json_safe)."""
 from __future__ import annotations
 
 import json as _json
 from typing import Any
 
-from nvprof_wrap.renderers import _compare, _experiment, _rows
+from nvprof_wrap.renderers import _documents
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report import Report, serialise
 from nvprof_wrap.report.compare import Comparison
@@ -28,19 +29,19 @@ def render(subject: object, options: Options) -> str:
         case Report():
             return _dump(_with_gates(serialise.to_dict(subject), options.gates))
         case Comparison():
-            return _dump(_with_gates(_compare.as_dict(subject), options.gates))
+            return _dump(_with_gates(_documents.compare(subject), options.gates))
         case Kernels():
-            return _dump([_rows.kernel(k) for k in subject.rows])
+            return _dump(_documents.kernels(subject))
         case Classifications():
-            return _dump([_rows.classification(c) for c in subject.items])
+            return _dump(_documents.classify(subject))
         case Experiment():
-            return _experiment.as_json(list(subject.rows))
+            return _dump(_documents.experiment(subject))
         case Doctor():
-            return json_safe(_json.dumps(subject.facts, indent=2)) + "\n"
+            return _dump(_documents.doctor(subject))
         case Runs():
-            return _dump(list(subject.rows))
-        case Reports():  # one object: each report's dict under its key
-            return _dump({item.key: serialise.to_dict(item.report) for item in subject.items})
+            return _dump(_documents.runs(subject))
+        case Reports():  # one object: each report's dict under its key in "reports"
+            return _dump(_documents.reports(subject))
     raise TypeError(f"the json renderer has no form for {type(subject).__name__}")
 
 

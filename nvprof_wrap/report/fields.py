@@ -1,6 +1,6 @@
 """How a field of the report's types is written in JSON (docs/json.md): its key, its rounding, whether it is left
 out, and how its value is shaped. Each type says it once, on its fields (``field(metadata=js(...))``); one walker,
-report/serialise.py, writes every type by it, and the JSON Schema (docs/report.schema.json) is made from it too.
+report/serialise.py, writes every type by it, and the JSON Schema (nvprof_wrap/json.schema.json) is made from it too.
 A field without metadata is written under its own name, as it is."""
 from __future__ import annotations
 

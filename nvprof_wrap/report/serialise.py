@@ -1,7 +1,8 @@
 """The Report's JSON (``--format json``, ``Report.to_dict()``, docs/json.md): one walk of the typed records, each
 field written as its metadata says (report/fields.py), plus the few keys computed from a record (COMPUTED), in the
-order a record names (its ``JSON_ORDER``, else its fields'). The JSON Schema of the same (``schema()``,
-docs/report.schema.json) is made by the same walk over the types instead of the values, so the two cannot drift."""
+order a record names (its ``JSON_ORDER``, else its fields'). The JSON Schema of the same (``schema()``, the report's
+entry of nvprof_wrap/json.schema.json) is made by the same walk over the types instead of the values, so the two
+cannot drift."""
 from __future__ import annotations
 
 import types
@@ -17,6 +18,9 @@ from nvprof_wrap.report.series import API_KINDS, StepRow
 from nvprof_wrap.report.types import LATE, GpuRow, HardwareRow, JobEnd, Report, Scope, SplitRow
 
 SCHEMA = "nvprof-wrap.report/1"
+# Every JSON document nvprof-wrap writes says its schema's version (docs/json.md): the report's keys only grow within
+# version 1 (``schema`` names it too, as it did before the version had a key of its own).
+SCHEMA_VERSION = 1
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
 # Records of other packages, whose fields carry no metadata: the order their JSON keys are written in.
@@ -29,6 +33,18 @@ FOREIGN_KEYS: dict[type, dict[str, Key]] = {HealthVerdict: {"numerics": Key(abse
 
 def _schema_name(r: Report, root: Report | None) -> str:
     return SCHEMA
+
+
+def _schema_version(r: Report, root: Report | None) -> int:
+    return SCHEMA_VERSION
+
+
+def _kernel_ns(r: Report, root: Report | None) -> int:
+    return r.verdict.kernel_ns
+
+
+def _tc_share(r: Report, root: Report | None) -> float:
+    return round(r.verdict.tc_fraction, 6)
 
 
 def _tc_used(r: Report, root: Report | None) -> bool:
@@ -94,7 +110,8 @@ def _api(kind: str) -> Callable[[StepRow, Report | None], int | None]:
 # Keys computed from a record (the record and the report it belongs to) → their values; their return types are
 # the schema's. Words come from report/headline.py, written once for JSON and every renderer.
 COMPUTED: dict[type, dict[str, Callable[[Any, Report | None], Any]]] = {
-    Report: {"schema": _schema_name, "tensor_cores_used": _tc_used, "verdict_tone": _tone, "memcpy": _memcpy,
+    Report: {"schema": _schema_name, "schema_version": _schema_version, "kernel_ns": _kernel_ns,
+             "tensor_core_share": _tc_share, "tensor_cores_used": _tc_used, "verdict_tone": _tone, "memcpy": _memcpy,
              "headline": _headline},
     SplitRow: {"category": _category},
     Scope: {"option": _option, "description": _description},
@@ -106,9 +123,37 @@ COMPUTED: dict[type, dict[str, Callable[[Any, Report | None], Any]]] = {
 }
 
 
+# Keys computed above that are placed in a record's JSON_ORDER beside an existing key (key → the one it goes after, or
+# before where the name starts with "<"): the schema's one key per thing (docs/json.md) next to the key it replaces.
+PLACED: dict[type, dict[str, str]] = {
+    Report: {"schema_version": "schema", "tensor_core_share": "<tensor_core_time_fraction",
+             "kernel_ns": "<kernel_time_ns"}}
+# The keys a record still writes for one release beside the one key for the thing (PLACED), and that key: the
+# schema marks them deprecated. kernel_time_ns and tensor_core_time_fraction were the report's own names; the report
+# page (renderers/_sections_html.py) and tests read them (docs/json.md, "Renamed keys").
+DEPRECATED: dict[type, dict[str, str]] = {
+    Report: {"kernel_time_ns": "kernel_ns", "tensor_core_time_fraction": "tensor_core_share"}}
+
+
+def _order_of(cls: type) -> tuple[str, ...] | None:
+    order = getattr(cls, "JSON_ORDER", None) or FOREIGN_ORDER.get(cls)
+    if not order:
+        return None
+    out = list(order)
+    for name, at in PLACED.get(cls, {}).items():
+        out.insert(out.index(at[1:]) if at.startswith("<") else out.index(at) + 1, name)
+    return tuple(out)
+
+
 def to_dict(report: Report) -> dict[str, Any]:
     """Exactly what ``--format json`` prints for a report (without the command line's gates)."""
     return _object(report, report, {})
+
+
+def record(obj: object, rename: Mapping[str, str]) -> dict[str, Any]:
+    """One record (a dataclass) as the walk writes it, its keys renamed as ``rename`` says: the other commands'
+    documents (renderers/_documents.py), whose schema is ``record_schema`` of the same type and names."""
+    return _object(obj, None, rename)
 
 
 def to_json(record: object) -> Any:
@@ -142,8 +187,8 @@ def _make_plan(cls: type) -> _Plan:
         k = FOREIGN_KEYS.get(cls, {}).get(f.name) or key_of(f.metadata)
         if not k.omit:
             found.append((f.name, k.name or f.name, k, k == _PLAIN or k == Key(k.name)))
-    order = getattr(cls, "JSON_ORDER", None) or FOREIGN_ORDER.get(cls)
-    return _Plan(tuple(found), tuple(COMPUTED.get(cls, {}).items()), tuple(order) if order else None,
+    order = _order_of(cls)
+    return _Plan(tuple(found), tuple(COMPUTED.get(cls, {}).items()), order,
                  frozenset(name for _, name, k, _ in found if k.absent_none))
 
 
@@ -211,16 +256,28 @@ def _plain(v: Any, root: Report | None, rename: Mapping[str, str]) -> Any:
 # ---- the JSON Schema: the same walk over the types ----
 
 def schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``--format json`` for a report, made from the types (docs/report.schema.json
-    holds its text; tests/report/test_serialise.py checks that file is this, and every golden input's JSON against
-    it). Every key is required and no other is allowed, but "gates" (only with --min-tensor-core-share /
-    --expect-precision)."""
+    """The JSON Schema (draft 2020-12) of ``--format json`` for a report, made from the types (the "report" entry of
+    nvprof_wrap/json.schema.json, renderers/_documents.py; tests/renderers/test_json_schema.py checks that file,
+    tests/whole/test_same_reports.py every golden input's JSON against it). Every key is required and no other is
+    allowed, but "gates" (only with --min-tensor-core-share / --expect-precision)."""
     body = _object_schema(Report, {})
     body["properties"]["gates"] = {"type": "array", "items": {"type": "object"}}
     body["properties"]["schema"] = {"const": SCHEMA}
+    body["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
     return {"$schema": SCHEMA_URI, "title": f"nvprof-wrap report ({SCHEMA})",
             "description": "The JSON of `nvprof-wrap report --format json` (docs/json.md); made by "
                            "nvprof_wrap.report.serialise.schema() from the report's types.", **body}
+
+
+def record_schema(cls: type, rename: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The JSON Schema of one record type as the walk writes it, its keys renamed as ``rename`` says (the other
+    commands' documents, renderers/_documents.py)."""
+    return _object_schema(cls, rename or {})
+
+
+def type_schema(hint: Any) -> dict[str, Any]:
+    """The JSON Schema of a type (int, str | None, list[str], a record …)."""
+    return _type_schema(hint, {})
 
 
 def _object_schema(cls: type, rename: Mapping[str, str]) -> dict[str, Any]:
@@ -251,9 +308,12 @@ def _object_schema(cls: type, rename: Mapping[str, str]) -> dict[str, Any]:
             props[name] = s
     for name, fn in COMPUTED.get(cls, {}).items():
         props[name] = _type_schema(typing.get_type_hints(fn)["return"], {})
-    order = getattr(cls, "JSON_ORDER", None) or FOREIGN_ORDER.get(cls)
+    order = _order_of(cls)
     if order:
         props = {n: props[n] for n in order}
+    for old, new in DEPRECATED.get(cls, {}).items():
+        props[old] = props[old] | {"deprecated": True, "description": f"the same as {new}; removed in the next "
+                                                                      "release"}
     return {"type": "object", "properties": props, "required": [n for n in props if n not in optional],
             "additionalProperties": False}
 

@@ -5,7 +5,7 @@ fields; renderers turn them into words. Only the verdict sentence, the headline 
 
 Its JSON (``--format json``, ``Report.to_dict()``, docs/json.md) is its serialisation: each field says its key and
 shape once (``field(metadata=js(...))``, report/fields.py), report/serialise.py walks them, and the JSON Schema,
-docs/report.schema.json, is made from the same. ``str(report)``, ``report._repr_html_()`` (notebooks) and
+nvprof_wrap/json.schema.json, is made from the same. ``str(report)``, ``report._repr_html_()`` (notebooks) and
 ``report.to_pandas()`` render through the renderers registered in ``DISPLAY`` (renderers/__init__.py fills it).
 """
 from __future__ import annotations

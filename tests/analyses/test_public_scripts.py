@@ -90,7 +90,7 @@ def test_the_compare_command_gives_the_same_split_and_ceiling_as_json(timm) -> N
     out = json.loads(done.stdout)
     p = cmp.ceiling
     assert p is not None
-    assert out["speedup_ceiling"] == {"precision": "bf16", "at_most": p.at_most, "measured": p.measured,
+    assert out["speedup_predicted"] == {"precision": "bf16", "at_most": p.at_most, "measured": p.measured,
                                       "gpu": "H200 SXM"}
     assert [(r["key"], r["delta_ns"]) for r in out["budget"]] == [(r.key, r.delta_ns) for r in cmp.budget]
     assert any(f.startswith("speed-up: measured") for f in out["findings"])

@@ -52,7 +52,7 @@ def test_counters_win_over_names_and_are_shown(capsys):
 def test_kernels_filters_and_sort(capsys):
     code, out, _ = run(capsys, "kernels", str(H200 / "nsys_torch_ops.sqlite"), "--tc", "yes", "--format", "json",
                        "--sort", "name")
-    rows = json.loads(out)
+    rows = json.loads(out)["kernels"]
     assert code == 0 and len(rows) == 12 and all(r["tensor_core"] == "yes" for r in rows)
     assert [r["name"] for r in rows] == sorted(r["name"] for r in rows)
     code, out, _ = run(capsys, "kernels", str(H200 / "nsys_torch_ops.sqlite"), "--grep", "^nvjet", "--format", "csv")
@@ -63,7 +63,7 @@ def test_classify_names_file_and_mangled(capsys, tmp_path):
     f = tmp_path / "names.txt"
     f.write_text("volta_h884gemm_64x64_ldg8_nn\n\n_ZN5cudnn4gemm20computeOffsetsKernelENS0_20ComputeOffsetsParamsE\n")
     _code, out, _ = run(capsys, "classify", "--names-file", str(f), "--format", "json")
-    d = json.loads(out)
+    d = json.loads(out)["kernels"]
     assert [x["tensor_core"] for x in d] == ["yes", "no"]
     assert d[1]["name"] == "cudnn::gemm::computeOffsetsKernel(cudnn::gemm::ComputeOffsetsParams)"
 

@@ -42,7 +42,7 @@ def test_demo_writes_html_to_the_file_its_help_names(capsys, tmp_path):
     assert code == 0 and stdout == "" and str(out) in err
     assert out.read_text().startswith("<!DOCTYPE html>") and "keras" in out.read_text().lower()
     code, _, _ = run(capsys, "demo", "--sample", "two_children", "-o", tmp_path / "demo.json")
-    assert code == 0 and "two_children" in json.loads((tmp_path / "demo.json").read_text())
+    assert code == 0 and "two_children" in json.loads((tmp_path / "demo.json").read_text())["reports"]
 
 
 @pytest.mark.parametrize(("name", "fmt", "check"), [
@@ -74,9 +74,9 @@ def test_every_command_that_prints_writes_to_a_file(capsys, tmp_path):
     assert run(capsys, "kernels", SAMPLE, "-o", tmp_path / "k.csv")[0] == 0
     assert (tmp_path / "k.csv").read_text().startswith("name,launches")
     assert run(capsys, "classify", "_Z17volta_h884gemm_64x64_ldg8_nn", "-o", tmp_path / "c.json")[0] == 0
-    assert json.loads((tmp_path / "c.json").read_text())[0]["tensor_core"] == "yes"
+    assert json.loads((tmp_path / "c.json").read_text())["kernels"][0]["tensor_core"] == "yes"
     assert run(capsys, "runs", "-o", tmp_path / "r.json")[0] == 0
-    assert isinstance(json.loads((tmp_path / "r.json").read_text()), list)
+    assert isinstance(json.loads((tmp_path / "r.json").read_text())["runs"], list)
     assert run(capsys, "doctor", "--no-probe", "--save", tmp_path / "d.json")[0] == 0
     assert "gpus" in json.loads((tmp_path / "d.json").read_text())
     assert run(capsys, "compare", RUNS / "gpt_fp32_nsys", RUNS / "gpt_bf16_nsys", "-o", tmp_path / "c.md")[0] == 0
@@ -186,8 +186,8 @@ def test_a_steps_report_has_its_own_history_row(capsys, tmp_path, hist):
     assert sorted(r["scope"] for r in rows) == ["steps 10:20", "whole", "window 0:1"]
     assert {r["folder"] for r in rows} == {str(folder.resolve())}
     code, out, _ = run(capsys, "runs", "--format", "json")
-    got = json.loads(out)
-    assert code == 0 and got[0]["scope"] == "whole" and got[0]["precisions"] == ["bf16", "fp16/bf16"]
+    got = json.loads(out)["runs"]
+    assert code == 0 and got[0]["scope"] == "whole" and got[0]["tensor_core_precisions"] == ["bf16", "fp16/bf16"]
     # the stored forms, as Datasette shows them: ISO 8601 times, precisions a JSON array
     conn = sqlite3.connect(hist)
     recorded, started, precisions = conn.execute(
@@ -221,11 +221,12 @@ def test_an_older_history_is_migrated_and_still_read(capsys, tmp_path, hist):
                          "command": "", "backend": "", "exit_code": None, "verdict": "no", "tensor_core_share": 0.0,
                          "precisions": "", "kernel_time_ns": 0, "launches": 0, "health": ""}])
     code, out, _ = run(capsys, "runs", "--format", "json")
-    rows = json.loads(out)
+    rows = json.loads(out)["runs"]
     assert code == 0 and [r["name"] for r in rows] == [folder.name, "old"]
     assert rows[0]["recorded_at"] == "2025-11-24T16:00:00.500+00:00" and rows[0]["scope"] == "whole"
-    assert rows[0]["started"] == "2025-11-24T15:59:50.250+00:00" and rows[0]["precisions"] == ["bf16", "fp16/bf16"]
-    assert rows[1]["precisions"] == [] and rows[1]["started"] == ""
+    assert rows[0]["started"] == "2025-11-24T15:59:50.250+00:00"
+    assert rows[0]["tensor_core_precisions"] == ["bf16", "fp16/bf16"]
+    assert rows[1]["tensor_core_precisions"] == [] and rows[1]["started"] == ""
     assert run(capsys, "report", folder, "--steps", "10:20")[0] == 0  # a scoped row beside the migrated one
     assert sorted(r["scope"] for r in history.runs()) == ["steps 10:20", "whole", "whole"]
     conn = sqlite3.connect(hist)

@@ -268,7 +268,7 @@ def test_runs_reads_an_edited_history_and_names_the_rows_it_cannot(capsys, tmp_p
     assert "/x/share" in notes[0] and "tensor_core_share" in notes[0] and "/x/huge" in notes[1]
     assert "good" in out and "odd" in out
     if fmt == "json":
-        rows = json.loads(out)
+        rows = json.loads(out)["runs"]
         assert [r["name"] for r in rows] == ["good", "odd"] and rows[1]["exit_code"] == 2
 
 
@@ -280,7 +280,7 @@ def test_runs_reads_a_history_of_another_version(capsys, tmp_path, monkeypatch):
              "CREATE TABLE runs (folder TEXT PRIMARY KEY, name TEXT, when_recorded TEXT, flavour TEXT)")
     before = hist.read_bytes()
     code, out, err = run(capsys, "runs", "--format", "json")
-    assert code == 0 and err == "" and json.loads(out)[0]["name"] == "new"
+    assert code == 0 and err == "" and json.loads(out)["runs"][0]["name"] == "new"
     assert run(capsys, "runs")[0] == 0 and hist.read_bytes() == before
 
 

@@ -217,7 +217,7 @@ def test_doctor_lists_the_machine_and_runs_the_probe_under_the_best_backend(tmp_
     assert facts["gpus"][0]["compute_capability"] == "9.0"
     assert facts["profilers"]["nsys"]["version"].endswith("fake") and facts["profilers"]["nvprof"]["path"]
     probe = facts["probe"]
-    assert probe["ran"] and probe["backend"] == "nsys" and probe["tensor_cores_visible"] is True
+    assert probe["ran"] and probe["backend"] == "nsys" and probe["tensor_cores_used"] is True
     assert (tmp_path / "probe" / "manifest.json").is_file()
     # the profiler's and the probe's own output go to the probe folder's logs, not between doctor's lines
     assert "Collecting data" not in proc.stderr + proc.stdout

@@ -236,7 +236,7 @@ def test_names_are_cut_at_the_documented_limit_in_sqlite_captures_and_in_classif
     names = tmp_path / "names.txt"
     names.write_text("y" * 300_000 + "\n" + TC_NAME + "\n")
     code, out, _ = run(capsys, "classify", "--names-file", names, "--format", "json")
-    assert code == 0 and [len(c["name"]) for c in json.loads(out)] == [MAX_NAME_CHARS + 1, len(TC_NAME)]
+    assert code == 0 and [len(c["name"]) for c in json.loads(out)["kernels"]] == [MAX_NAME_CHARS + 1, len(TC_NAME)]
 
 
 def _report_subprocess(*args: object, timeout: float = 60, **kw) -> subprocess.CompletedProcess:

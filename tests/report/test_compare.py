@@ -59,7 +59,7 @@ def test_compare_in_every_format_carries_the_same_numbers(tmp_path):
         assert p.returncode == 0, p.stderr
         out[fmt] = p.stdout
     d = json.loads(out["json"])
-    assert d["schema"] == "nvprof-wrap.compare/1"
+    assert d["schema"] == "nvprof-wrap.compare/2" and d["schema_version"] == 2
     assert round(d["tensor_core_share_delta"], 3) == 0.240
     rows = list(csv.DictReader(io.StringIO(out["csv"])))
     assert {r["table"] for r in rows} >= {"families", "precisions", "ops", "split"}
@@ -109,9 +109,9 @@ def test_the_history_remembers_reported_runs_and_compare_takes_their_names(tmp_p
     for run in (FP32, BF16):
         assert cli("report", str(run), history=hist).returncode == 0
     assert cli("report", str(FP32), history=hist).returncode == 0  # one row per run folder: the latest report
-    rows = json.loads(cli("runs", "--format", "json", history=hist).stdout)
+    rows = json.loads(cli("runs", "--format", "json", history=hist).stdout)["runs"]
     assert [r["name"] for r in rows] == ["gpt_fp32_nsys", "gpt_bf16_nsys"]
-    assert rows[0]["backend"] == "nsys" and rows[0]["precisions"] == ["fp32 (3xTF32)"]
+    assert rows[0]["backend"] == "nsys" and rows[0]["tensor_core_precisions"] == ["fp32 (3xTF32)"]
     # 30 steps on synthetic tokens: the loss fell 0.5% (9.113 → 9.068): no learning, not healthy (issue 45 item 8)
     assert round(rows[1]["tensor_core_share"], 3) == 0.335 and rows[1]["health"] == "no-learning"
     p = cli("compare", "gpt_fp32_nsys", "gpt_bf16_nsys", "--format", "json", history=hist, cwd=tmp_path)

@@ -1,12 +1,12 @@
 """The Report's JSON is its serialisation (report/serialise.py): one walk over the records' field metadata, and the
-JSON Schema made from the same types (docs/report.schema.json). tests/whole/test_same_reports.py checks every
-golden input's JSON against the schema; here: the file is the function's, a report validates, drift is caught.
+JSON Schema made from the same types (the report's entry of nvprof_wrap/json.schema.json, the schema of every
+command's JSON: tests/renderers/test_json_schema.py checks the file). tests/whole/test_same_reports.py checks every
+golden input's JSON against the schema; here: a report validates, drift is caught.
 
 To rewrite the schema file after a change of the types: PYTHONPATH=$PWD python3 -m tests.report.test_serialise"""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -16,17 +16,7 @@ import pytest
 from nvprof_wrap import analyze
 from nvprof_wrap.report import JobEnd, serialise
 from nvprof_wrap.report.fields import js
-from tests._paths import ROOT, RUNS
-
-SCHEMA_FILE = ROOT / "docs" / "report.schema.json"
-
-
-def schema_text() -> str:
-    return json.dumps(serialise.schema(), indent=2, ensure_ascii=False) + "\n"
-
-
-def test_the_schema_file_is_the_one_made_from_the_types():
-    assert SCHEMA_FILE.read_text() == schema_text(), "PYTHONPATH=$PWD python3 -m tests.report.test_serialise"
+from tests._paths import RUNS
 
 
 def test_a_report_with_a_job_ranks_and_a_series_validates_and_is_its_to_dict():
@@ -34,7 +24,8 @@ def test_a_report_with_a_job_ranks_and_a_series_validates_and_is_its_to_dict():
     r = replace(r, job=JobEnd("failed", 1, None, None, None, 12, "capture"))
     d = r.to_dict()
     jsonschema.Draft202012Validator(serialise.schema()).validate(json.loads(json.dumps(d)))
-    assert d["job"]["message"] == r.headline[0] and list(d)[:3] == ["schema", "rules_version", "tensor_cores_used"]
+    assert d["job"]["message"] == r.headline[0]
+    assert list(d)[:4] == ["schema", "schema_version", "rules_version", "tensor_cores_used"]
     assert d["ranks"] and "lock_held" not in d["job"] and d["devices"][0]["device_id"] is not None
 
 
@@ -72,5 +63,5 @@ def test_a_key_without_its_place_in_the_order_is_caught():
 
 
 if __name__ == "__main__":
-    SCHEMA_FILE.write_text(schema_text())
-    print(f"wrote {SCHEMA_FILE.relative_to(ROOT)}", file=sys.stderr)
+    import runpy
+    runpy.run_module("tests.renderers.test_json_schema", run_name="__main__")

@@ -167,7 +167,7 @@ def test_report_and_kernels_take_steps(gpt, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert rep["launches"] == 3460
     assert main(["kernels", str(gpt), "--steps", "5:15", "--format", "json"]) == 0
-    assert sum(k["launches"] for k in json.loads(capsys.readouterr().out)) == 3460
+    assert sum(k["launches"] for k in json.loads(capsys.readouterr().out)["kernels"]) == 3460
 
 
 def test_a_windowed_report_says_so_everywhere(gpt, capsys):

@@ -316,7 +316,7 @@ def test_a_windowed_runs_history_row_says_its_window_not_whole(tmp_path):
         assert done.returncode == 0, done.stderr
     listed = subprocess.run([sys.executable, "-m", "nvprof_wrap", "runs", "--format", "json"], capture_output=True,
                             text=True, env=env, timeout=60, check=False)
-    assert sorted(r["scope"] for r in json.loads(listed.stdout)) == ["capture steps 2:4", "window 0:1"]
+    assert sorted(r["scope"] for r in json.loads(listed.stdout)["runs"]) == ["capture steps 2:4", "window 0:1"]
 
 
 def test_run_whose_window_never_opens_says_why_and_exits_nonzero(tmp_path):

@@ -72,7 +72,8 @@ def test_demo_json_is_each_samples_to_dict(capsys):
     assert main(["demo", "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
     names = ("keras_reuters_fp16", "torch_ops", "two_children")
-    assert got == {n: nvprof_wrap.analyze(SAMPLES / n).to_dict() for n in names}
+    assert got["schema"] == "nvprof-wrap.reports/1" and got["schema_version"] == 1
+    assert got["reports"] == {n: nvprof_wrap.analyze(SAMPLES / n).to_dict() for n in names}
 
 
 def test_every_fixture_folder_is_in_the_list():

@@ -25,7 +25,7 @@ def test_experiment_table_from_real_workload_runs(tmp_path):
            "--epochs", "2", "--samples", "512", "--verbose", "2"]
     proc = subprocess.run(cmd, capture_output=True, check=False, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = {r["precision"]: r for r in json.loads(proc.stdout)}
+    rows = {r["precision"]: r for r in json.loads(proc.stdout)["rows"]}
     assert set(rows) == {"fp32", "mixed"}
     for r in rows.values():
         assert r["steps"] == 2 and r["wall_per_step_ms"] > 0  # 512 samples, batch 512, 2 epochs

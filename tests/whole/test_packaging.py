@@ -155,7 +155,7 @@ def test_the_installed_wheel_runs_every_path_a_user_walks(tmp_path):
     exp = run(bin_ / "nvprof-wrap", "experiment", "reuters_mlp", "--backend", "nsys", "--precisions", "fp32,fp16",
               "-o", tmp_path / "exp", "--format", "json", "--", "--epochs", "1", "--samples", "512", timeout=900)
     assert exp.returncode == 0, exp.stdout[-1500:] + exp.stderr[-3000:]
-    rows = {r["precision"]: r for r in json.loads(exp.stdout)}
+    rows = {r["precision"]: r for r in json.loads(exp.stdout)["rows"]}
     assert set(rows) == {"fp32", "fp16"} and all(r["exit_code"] == 0 and r["steps"] for r in rows.values()), rows
 
     doctor = run(bin_ / "nvprof-wrap", "doctor")

@@ -7,7 +7,8 @@ them that test is skipped with the reason). The golden file holds both sets; an 
 line without its input, fails. Each input is copied into a temporary folder under its same_reports name
 (<folder>__<name>) and rendered by same_reports.render: `report` as table (COLUMNS=120, NO_COLOR), json, csv,
 markdown and html, and `kernels --format json`, the exit code and stderr included. Each report's JSON is also checked
-against the JSON Schema made from the report's types (docs/report.schema.json, report/serialise.py).
+against the JSON Schema made from the types (nvprof_wrap/json.schema.json, renderers/_documents.py), the
+kernels' JSON too.
 
 What would differ from one machine to another, and how it does not:
 - the temporary folder. Each input is named relative to it (the command runs there, on `inputs/<name>`): an absolute
@@ -46,7 +47,7 @@ from benchmarks import same_reports
 from tests._paths import DATA, FIXTURES, H200, PUBLIC, ROOT, RUNS, WILD, fixtures_absent
 
 GOLDEN = DATA / "golden" / "reports.sha256"
-SCHEMA_FILE = ROOT / "docs" / "report.schema.json"
+SCHEMA_FILE = ROOT / "nvprof_wrap" / "json.schema.json"
 REGENERATE = "PYTHONPATH=$PWD python3 -m tests.whole.test_same_reports --regenerate"
 ENV = {"COLUMNS": "120", "NO_COLOR": "1", "NVPROF_WRAP_HISTORY": "off"}  # as same_reports.render sets them
 SHARED_PREFIXES = ("public__", "h200__", "wild__")  # <folder>__: the shared fixtures' folders
@@ -122,19 +123,17 @@ def render(names: list[str], base: Path) -> dict[str, str]:
 
 
 def schema_errors(out: Path) -> list[str]:
-    """Each `report --format json` output of out/ that does not validate against docs/report.schema.json (a folder of
-    several reports is one object of reports: each is checked)."""
+    """Each `report --format json` and `kernels --format json` output of out/ that does not validate against
+    nvprof_wrap/json.schema.json (whose oneOf takes each document by its `schema`)."""
     check = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
     bad = []
     for path in sorted(out.glob("*.json")):
         stdout = path.read_text().split("--- stdout\n", 1)[1]
-        if path.name.endswith(".kernels.json") or not stdout.strip():  # kernel rows; or no report (an error)
+        if not stdout.strip():  # no report (an error)
             continue
-        doc = json.loads(stdout)
-        for report in [doc] if "schema" in doc else doc.values():
-            error = next(iter(check.iter_errors(report)), None)
-            if error is not None:
-                bad.append(f"{path.name}: {error.message} at {list(error.absolute_path)}")
+        error = next(iter(check.iter_errors(json.loads(stdout))), None)
+        if error is not None:
+            bad.append(f"{path.name}: {error.message} at {list(error.absolute_path)}")
     return bad
 
 
