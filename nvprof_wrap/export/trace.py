@@ -79,7 +79,7 @@ def size_warning(report: Report, max_events: int | None = None) -> str | None:
     if max_events is not None:
         events = sum(k.launches for k in report.kernels) + sum(s.count for s in report.split
                                                                if s.kind in ("memcpy", "memset"))
-        size = size * min(1.0, max_events / events) if events else size
+        size = round(size * min(1.0, max_events / events)) if events else size
     if size <= LARGE_BYTES:
         return None
     return (f"nvprof-wrap: warning: the trace will be at least {size / 1e6:,.0f} MB of JSON (more than "

@@ -182,8 +182,9 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
     t.add_column("why", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=why_w)
     names = [k.name for k in rows] if wide else shorten_all([k.name for k in rows], name_w)
     for k, name, why in zip(rows, names, whys):
-        cells = {"launches": f"{k.launches:,}", "total": _ns(k.total_ns), "mean": _ns(k.mean_ns),
-                 "% time": _pct(k.share), "TC": TC_MARK[k.tensor_core], "precision": k.precision or "-"}
+        cells: dict[str, str | Text] = {
+            "launches": f"{k.launches:,}", "total": _ns(k.total_ns), "mean": _ns(k.mean_ns), "% time": _pct(k.share),
+            "TC": TC_MARK[k.tensor_core], "precision": k.precision or "-"}
         t.add_row(escape(name), *(cells[col] for col in fixed), escape(why))
     return t
 
