@@ -67,6 +67,11 @@ def add_parser(sub: Subcommands, name: str) -> None:
     p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
+    p.add_argument("--max-events", type=positive, default=None, metavar="N",
+                   help="with --format trace: write at most N events (the first N in each capture's time order; "
+                        "with --steps / --window, what a trace of a long run should be cut to; default: every event)")
+    p.add_argument("--progress", action="store_true",
+                   help="with --format trace: report progress on stderr (default: only when stderr is a terminal)")
     add_window(p)
     add_warmup(p)
     add_sum(p)

@@ -19,6 +19,7 @@ CNAME = {"yes": "good", "no": "terrible", "unknown": "grey"}
 MEM_CNAME = {"memcpy": "yellow", "memset": "olive"}
 SYNTHETIC = 1 << 30  # ids of made-up processes and tracks start here: above any Linux pid or tid (< 2^22)
 GPU_SORT = 1 << 20  # GPU tracks sort after the CPU threads of their process
+PROGRESS_EVERY = 16 << 20  # characters written between two progress reports
 
 
 def us(ns: int) -> str:
@@ -94,9 +95,16 @@ class Verdicts:
 class Trace:
     """Writes events to ``out``; tracks(): the (pid, tid) of a process's thread or GPU track, named once."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, max_events: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> None:
         self.out = out
-        self.write = out.write
+        # every event is one line ending in ",\n": counted as written, cut after max_events (--max-events), and
+        # progress(events, characters) told every PROGRESS_EVERY characters
+        self.left = max_events
+        self.written = self.dropped = self.chars = 0
+        self.progress = progress
+        self.next_report = PROGRESS_EVERY
+        self.write: Callable[[str], object] = out.write if max_events is None and progress is None else self._counted
         self.procs: dict[tuple[object, object], int] = {}  # (capture, pid) → trace pid
         self.names: dict[int, tuple[str, int]] = {}  # trace pid → (name, sort index)
         self.threads: dict[tuple[int, int], tuple[str, int]] = {}  # (pid, tid) → (name, sort index)
@@ -105,6 +113,32 @@ class Trace:
         self.next_id = SYNTHETIC
         self.counts: dict[str, int] = {}
         out.write('{"displayTimeUnit":"ns","traceEvents":[\n')
+
+    def _counted(self, text: str) -> None:
+        n = text.count("\n")
+        if self.left is not None:
+            if self.left <= 0:  # past --max-events: nothing more but the metadata (finish)
+                self.dropped += n
+                return
+            if n > self.left:  # cut a batch after its last event within the limit
+                cut = -1
+                for _ in range(self.left):
+                    cut = text.index("\n", cut + 1)
+                kept = text[:cut + 1]
+                last = kept.rfind("\n", 0, -1) + 1
+                if kept.startswith('{"ph":"b"', last):  # never an async begin without its end (its next line)
+                    kept = kept[:last]
+                text = kept
+                self.dropped += n - kept.count("\n")
+                n = kept.count("\n")
+                self.left = n  # the limit reached (less one where a begin went)
+            self.left -= n
+        self.out.write(text)
+        self.written += n
+        self.chars += len(text)
+        if self.progress is not None and self.chars >= self.next_report:
+            self.next_report = self.chars + PROGRESS_EVERY
+            self.progress(self.written, self.chars)
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -173,5 +207,5 @@ class Trace:
                          "args": {"sort_index": order}})
         if not meta:  # (a Kineto trace names its own processes) one event still closes the list: no trailing comma
             meta.append({"ph": "M", "name": "nvprof_wrap_trace", "pid": 0, "tid": 0, "args": {}})
-        self.write(",\n".join(dumps(m) for m in meta))
-        self.write(f'\n],"otherData":{dumps(other | {"events": self.counts})}}}\n')
+        self.out.write(",\n".join(dumps(m) for m in meta))
+        self.out.write(f'\n],"otherData":{dumps(other | {"events": self.counts})}}}\n')

@@ -1,6 +1,8 @@
-"""The SQLite captures a trace is made of: Nsight Systems exports and nvprof-wrap's CUPTI tracer's files. Each
+"""The SQLite captures a trace is made of: Nsight Systems exports, nvprof-wrap's CUPTI tracer's files and nvprof's
+.nvvp files. Each
 says when its first event was and how its clock maps to Unix time, finds a window's bounds as its reader does, and
-streams its rows into the trace (readers/nsys_sqlite.py and readers/cupti_sqlite.py read the same tables)."""
+streams its rows into the trace (readers/nsys_sqlite.py, readers/cupti_sqlite.py and readers/nvprof_sqlite.py read
+the same tables)."""
 from __future__ import annotations
 
 import sqlite3
@@ -11,12 +13,13 @@ from pathlib import Path
 from nvprof_wrap.export import _counters
 from nvprof_wrap.export._events import Trace, Verdicts
 from nvprof_wrap.export._timeline import START_END, Clock, gpu, ranges
-from nvprof_wrap.readers import cupti_sqlite, nsys_sqlite
+from nvprof_wrap.readers import cupti_sqlite, nsys_sqlite, nvprof_sqlite
 from nvprof_wrap.timeline.sql import EVERYTHING, columns, cut, in_window, tables, window_bounds
 from nvprof_wrap.timeline.window import Window
 
 NSYS_GPU = (nsys_sqlite.KERNEL, nsys_sqlite.MEMCPY, nsys_sqlite.MEMSET)
 CUPTI_GPU = ("kernel", "memcpy", "memset")
+NVPROF_GPU = (*nvprof_sqlite.KERNEL_TABLES, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 
 
 def _overlaps(span: tuple[int, int], alias: str = "") -> str:
@@ -127,3 +130,35 @@ class Cupti:
             rows = conn.execute(f'SELECT tid, start, "end", {cut("name")}, 0 FROM nvtx WHERE {_overlaps(span)} '
                                 "ORDER BY 1, 2, 3 DESC")
             ranges(trace, rows, clock, lambda tid: (pid, trace.thread(pid, tid)))
+
+
+class Nvprof:
+    """An nvprof capture (.nvvp / --export-profile: SQLite): CUPTI activity tables, kernel names in StringTable.
+    Its timestamps are CUPTI's, but nvprof records no stamp that maps them to Unix time: each .nvvp starts at its own
+    first event. Its NVTX markers (CUPTI_ACTIVITY_KIND_MARKER: start and end records to pair) are not exported."""
+
+    FORMAT = "nvprof"
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn, self.path, self.have = conn, path, tables(conn)
+        self.gpu_tables = [t for t in NVPROF_GPU if t in self.have]
+        self.first_ns = _first(conn, self.gpu_tables)
+        self.unix_offset: int | None = None
+
+    def span(self, window: Window | None) -> tuple[int, int]:
+        return window_bounds(self.conn, window, self.gpu_tables, None)
+
+    def emit(self, trace: Trace, verdicts: Verdicts, index: int, clock: Clock, span: tuple[int, int]) -> None:
+        conn, have = self.conn, self.have
+        pids = [r[0] for r in conn.execute(f"SELECT DISTINCT processId FROM {nvprof_sqlite.RUNTIME} LIMIT 2")] \
+            if nvprof_sqlite.RUNTIME in have else []
+        own = pids[0] if len(pids) == 1 else None  # the GPU rows name no process: one pid, or none said
+        pid = trace.process(index, own, f"nvprof capture {self.path.name} (pid {own if own is not None else '?'})")
+        kinds = [0] * len(nvprof_sqlite.KERNEL_TABLES) + [1, 2]
+        parts = [f'SELECT start, "end", NULL, deviceId, streamId, {kind}, {"name" if kind == 0 else "NULL"}, '
+                 f'correlationId, {"bytes" if kind else "NULL"}, {"copyKind" if kind == 1 else "NULL"} '
+                 f"FROM {table} WHERE {in_window(span)}" for kind, table in zip(kinds, NVPROF_GPU) if table in have]
+        if parts:
+            gpu(trace, verdicts, conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1"), clock, lambda _: pid,
+                lambda key: (conn.execute(f"SELECT {cut('value')} FROM StringTable WHERE _id_ = ?", (key,)).fetchone()
+                             or [""])[0])

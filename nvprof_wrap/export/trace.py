@@ -25,7 +25,7 @@ from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.export import _counters
 from nvprof_wrap.export._events import Trace, Verdicts
 from nvprof_wrap.export._kineto import Kineto
-from nvprof_wrap.export._sqlite_sources import Cupti, Nsys
+from nvprof_wrap.export._sqlite_sources import Cupti, Nsys, Nvprof
 from nvprof_wrap.export._timeline import FIRST_NS, Clock
 from nvprof_wrap.readers import gunzip_to
 from nvprof_wrap.report import Report
@@ -38,10 +38,12 @@ from nvprof_wrap.timeline.recover import SQLITE_MAGIC
 from nvprof_wrap.timeline.sql import opened
 from nvprof_wrap.timeline.window import make
 
-Source = Nsys | Cupti | Kineto
-SQLITE: dict[str, type[Nsys | Cupti]] = {"nsys-sqlite": Nsys, "nsys-rep": Nsys, "cupti": Cupti}
+Source = Nsys | Cupti | Nvprof | Kineto
+SQLITE: dict[str, type[Nsys | Cupti | Nvprof]] = {"nsys-sqlite": Nsys, "nsys-rep": Nsys, "cupti": Cupti,
+                                                  "nvprof": Nvprof}
 # Whose schema each is, for timeline/guard.py's check (the readers' own words)
-PROFILER = {"nsys-sqlite": "Nsight Systems", "nsys-rep": "Nsight Systems", "cupti": "nvprof-wrap's CUPTI tracer"}
+PROFILER = {"nsys-sqlite": "Nsight Systems", "nsys-rep": "Nsight Systems", "cupti": "nvprof-wrap's CUPTI tracer",
+            "nvprof": "nvprof"}
 FORMATS = (*SQLITE, Kineto.FORMAT)
 Warn = Callable[[str], None]
 
@@ -52,13 +54,45 @@ def check(report: Report) -> None:
         first = report.sources[0] if report.sources else None
         raise BadInput(first.path if first else None,
                        f"{first.format if first else 'this'} capture has no timeline to export as a trace (--format "
-                       "trace writes Nsight Systems exports, nvprof-wrap CUPTI captures and PyTorch profiler traces; "
-                       "CSV summaries, ncu and console output hold totals, not events)")
+                       "trace writes Nsight Systems exports, nvprof-wrap CUPTI captures, nvprof .nvvp files and "
+                       "PyTorch profiler traces; CSV summaries, ncu and console output hold totals, not events)")
+
+
+# Characters of a kernel event besides its name and verdict args' texts, and of a copy or set: measured on the
+# exports of the H200 captures (tests/export/test_trace.py checks the estimate against the file written).
+KERNEL_EVENT_CHARS, MEMORY_EVENT_CHARS = 215, 175
+LARGE_BYTES = 200_000_000  # a trace larger than this is warned about before it is written
+
+
+def estimate(report: Report) -> int:
+    """The trace's JSON text in bytes, from the report before any is written: every launch repeats its kernel's name
+    and verdict args; copies and sets are smaller. NVTX ranges and counter samples are not counted (a floor)."""
+    kernels = sum(k.launches * (KERNEL_EVENT_CHARS + len(k.name) + len(k.reason) + len(k.family) + len(k.precision))
+                  for k in report.kernels)
+    memory = sum(s.count for s in report.split if s.kind in ("memcpy", "memset"))
+    return kernels + memory * MEMORY_EVENT_CHARS
+
+
+def size_warning(report: Report, max_events: int | None = None) -> str | None:
+    """One line before a trace of more than LARGE_BYTES is written, naming the options that cut it."""
+    size = estimate(report)
+    if max_events is not None:
+        events = sum(k.launches for k in report.kernels) + sum(s.count for s in report.split
+                                                               if s.kind in ("memcpy", "memset"))
+        size = round(size * min(1.0, max_events / events)) if events else size
+    if size <= LARGE_BYTES:
+        return None
+    return (f"nvprof-wrap: warning: the trace will be at least {size / 1e6:,.0f} MB of JSON (more than "
+            f"{LARGE_BYTES / 1e6:.0f} MB: slow to write and to open); cut it with --steps A:B, --window START:END or "
+            "--max-events N")
 
 
 def export(report: Report, out: TextIO, *, window: tuple[float, float] | None = None,
-           steps: tuple[int, int] | None = None, warn: Warn = lambda _: None) -> dict[str, Any]:  # otherData
-    """Write the trace of ``report``'s captures to ``out`` (text); returns its metadata (otherData)."""
+           steps: tuple[int, int] | None = None, warn: Warn = lambda _: None, max_events: int | None = None,
+           progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:  # otherData
+    """Write the trace of ``report``'s captures to ``out`` (text); returns its metadata (otherData). ``max_events``:
+    no more events than that (the metadata that names processes and tracks aside); ``progress(events, chars)``:
+    called as the writing goes."""
     check(report)
     win = make(window, steps)
     notes: list[str] = []
@@ -74,11 +108,14 @@ def export(report: Report, out: TextIO, *, window: tuple[float, float] | None = 
             except BadInput as e:  # no activity in the window, or no step ranges in this capture
                 notes.append(f"{s.path}: {e.why}: not in the trace")
         clocks, clock_note = _clocks([src for src, _ in sources])
-        trace = Trace(out)
+        trace = Trace(out, max_events, progress)
         verdicts = Verdicts.of(report.kernels, demangle)
         for index, ((source, span), clock) in enumerate(zip(sources, clocks)):
             source.emit(trace, verdicts, index, clock, span)
         notes += _gpm_counters(trace, sources, clocks)
+        if trace.dropped:
+            notes.append(f"--max-events {max_events:,}: the first {trace.written:,} events written, "
+                         f"{trace.dropped:,} left out")
         for note in notes:
             warn(f"nvprof-wrap: warning: {note}")
         other = {"exporter": f"nvprof-wrap {__version__}", "clock": clock_note, "verdicts": "tensor_core arg; "

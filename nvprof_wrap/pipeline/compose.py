@@ -5,6 +5,7 @@ stages.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -85,6 +86,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             raise BadInput(None, jobs.not_summed(groups, folders))
         rep = report_mod.with_jobs(rep, jobs.job_end(runs, marked or None), groups)
         rep = report_mod.with_capture(rep, capture)
+        rep = dataclasses.replace(rep, run_info=jobs.run_info(folders, runs, st.capture_jobs()))
         if jobs.profiler_free(runs):
             rep = report_mod.without_profiler(rep)
     finally:

@@ -3,6 +3,7 @@ them): rich tables fitted to the width (renderers/_fit.py), lines styled by what
 renderables, none when the report has nothing for it."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import JustifyMethod, RenderableType
@@ -143,6 +144,10 @@ def _groups(rows: tuple[GroupRow, ...], title: str, key: str, width: int = 120, 
 
 
 def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernels", width: int = 120) -> Table:
+    """The kernels fitted to ``width``: the verdict (TC), the precision and the evidence that decided (``why``) stay
+    at any width down to 80 columns and below; the other columns give way in a fixed order — mean first (under 140
+    columns), then launches, then the total — and numbers are never cut. A reason too long for its column is shown by
+    its deciding part (``deciding``: "'ffma' in the name", "counters: 0 MMA"); --wide, JSON and CSV keep it whole."""
     # rich squeezes no_wrap columns to nothing when a table is too wide: give every column a width.
     # Number columns are as wide as their widest value (never cut); the precision column as its longest value.
     prec_w = max([9] + [len(k.precision or "-") for k in rows])
@@ -151,35 +156,73 @@ def kernel_table(rows: list[KernelRow], wide: bool = False, title: str = "Kernel
     if width < 140:  # mean = total / launches: the first column to go when names need the room
         del fixed["mean"]
     heads = {col: col for col in fixed}
-    room = width - sum(fixed.values()) - 3 * (len(fixed) + 1)
-    show_why = room >= 40  # on a narrow terminal the reason goes (it stays in --wide, JSON, CSV)
-    if not show_why:
-        room = room + 3
-        if room < 24:  # narrower still: short headers, then the precision goes — numbers are never cut
-            heads["launches"], heads["% time"] = "n", "%"
-            fixed["launches"] = max([1] + [len(f"{k.launches:,}") for k in rows])
-            room = width - sum(fixed.values()) - 3 * len(fixed)
-        if room < 16:
-            del fixed["precision"]
-            room = width - sum(fixed.values()) - 3 * len(fixed)
-        room = max(room, 12)
-    name_w = min(62, max(24, int(room * 0.6))) if show_why else room
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide,
-              **_caption("kernels"))
+    for col, least in (("launches", 40), ("total", 34)):  # then these, while the name and the reason lack room
+        if _room(fixed, width) < least:
+            del fixed[col]
+    room = _room(fixed, width)
+    if room < 28:  # the narrowest terminals: short headers, and the reason shown by its deciding part only
+        heads["% time"], heads["precision"] = "%", "prec."
+    whole = [_counter_why(k) if k.evidence != "name" else k.reason for k in rows]
+    parts = [deciding(k) for k in rows]
+    if "launches" in fixed and room >= 40:  # room for a name of 24 or more and a reason beside it
+        name_w = min(62, max(24, int(room * 0.6)))
+    else:  # the name and the deciding part share what is left, the reason's part up to 45% of it
+        why_w = min(max([3] + [len(p) for p in parts]), max(12, round(room * 0.45)))
+        name_w = max(8, room - why_w)
+    why_w = max(3, room - name_w)
+    whys = [full if wide or len(full) <= why_w else part for full, part in zip(whole, parts)]
+    caption = _caption("kernels")
+    if whys != whole:
+        caption["caption"] += " · why: what decided (whole: --wide)"
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, show_lines=wide, **caption)
     t.add_column("kernel", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=name_w)
     for col, w in fixed.items():
         t.add_column(heads[col], justify="center" if col == "TC" else "left" if col == "precision" else "right",
                      no_wrap=True, width=w)
-    if show_why:
-        t.add_column("why", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=room - name_w)
+    t.add_column("why", overflow="fold" if wide else "ellipsis", no_wrap=not wide, width=why_w)
     names = [k.name for k in rows] if wide else shorten_all([k.name for k in rows], name_w)
-    for k, name in zip(rows, names):
-        why = [escape(_counter_why(k) if k.evidence != "name" else k.reason)] if show_why else []
-        mean = [_ns(k.mean_ns)] if "mean" in fixed else []
-        prec = [k.precision or "-"] if "precision" in fixed else []
-        t.add_row(escape(name), f"{k.launches:,}", _ns(k.total_ns),
-                  *mean, _pct(k.share), TC_MARK[k.tensor_core], *prec, *why)
+    for k, name, why in zip(rows, names, whys):
+        cells: dict[str, str | Text] = {
+            "launches": f"{k.launches:,}", "total": _ns(k.total_ns), "mean": _ns(k.mean_ns), "% time": _pct(k.share),
+            "TC": TC_MARK[k.tensor_core], "precision": k.precision or "-"}
+        t.add_row(escape(name), *(cells[col] for col in fixed), escape(why))
     return t
+
+
+def _room(fixed: dict[str, int], width: int) -> int:
+    """What the name and the reason have between them: the width less the fixed columns and the rules between all."""
+    return width - sum(fixed.values()) - 3 * (len(fixed) + 1)
+
+
+_CUT_AT = re.compile(r": | \(|; | — | over ")
+_PIPES = re.compile(r"tensor pipes ([\d.]+%)")
+_MMA = re.compile(r"(no|[\d,]+) matrix instructions?")
+
+
+def deciding(k: KernelRow) -> str:
+    """The part of a kernel's reason that decided its verdict, for a column too narrow for the whole reason: the
+    reason up to its first explanation ("'ffma' in the name", "SIMT kernel", "cuBLAS nvjet GEMM for Hopper"), or the
+    measurement's figure ("counters: 8.4M MMA", "counters: 0 MMA", "HW: tensor 76.6%")."""
+    if k.evidence == "name" or not k.counter_detail:
+        return _CUT_AT.split(k.reason, maxsplit=1)[0]
+    detail = k.counter_detail
+    label = {"counters": "counters", "compiled code": "compiled code", "hardware": "hardware"}.get(k.evidence, "")
+    busy = _PIPES.search(detail) if k.evidence == "hardware" else None
+    if busy:  # "nsys gpu metrics: tensor pipes 76.6% active over …": the figure; its source in --wide / JSON
+        return f"HW: tensor {busy[1]}"
+    head = _CUT_AT.split(detail, maxsplit=1)[0]
+    head = _MMA.sub(lambda m: f"{'0' if m[1] == 'no' else _compact(m[1])} MMA", head)
+    return f"{label}: {head}" if label else head
+
+
+def _compact(number: str) -> str:
+    """'8,388,608' → '8.4M', '786,432' → '786k', '512' → '512'."""
+    n = int(number.replace(",", ""))
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            x = n / div
+            return f"{x:.1f}{unit}" if x < 10 else f"{x:.0f}{unit}"
+    return str(n)
 
 
 def op_col(head: str, most: int) -> Col:
@@ -237,13 +280,22 @@ def _over_time(series: Series, width: int, per_step: bool) -> list[RenderableTyp
     if series.notes:
         out.append(Text("  " + "; ".join(series.notes), style="dim"))
     if per_step:
-        t = Table(show_edge=False, pad_edge=False, box=None)
-        for i, col in enumerate(_steps.COLUMNS):
-            t.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
-        for row in _steps.table_rows(series):
-            t.add_row(*row)
-        out.append(t)
+        out.append(_step_table(series, width))
     return out
+
+
+# --per-step's columns fitted to the width (renderers/_fit.py): the step, its time, GPU busy, kernels and tensor-core
+# share always; the host's parts and the rarer GPU parts go first, in this order (highest first), and no number is cut.
+STEP_DROP = {"allocs": 7, "comm": 6, "other calls": 5, "copies": 4, "copies+waits": 3, "launch calls": 2,
+             "outside CUDA": 1}
+STEP_SHORT = {"GPU busy": "busy", "tensor core": "TC", "launch calls": "launch", "copies+waits": "waits",
+              "other calls": "other", "outside CUDA": "outside"}
+
+
+def _step_table(series: Series, width: int) -> Table:
+    cols = [Col(c, short=STEP_SHORT.get(c, ""), justify="left" if i == 0 else "right", drop=STEP_DROP.get(c, 0))
+            for i, c in enumerate(_steps.COLUMNS)]
+    return fitted(cols, [list(r) for r in _steps.table_rows(series)], width)
 
 
 def _sources(report: Report) -> Text:

@@ -7,6 +7,7 @@ HTML-escaped, and control characters (ESC, BEL, NUL, bidi overrides) shown as vi
 name stays text."""
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from nvprof_wrap._version import __version__
@@ -78,15 +79,41 @@ svg.chart polyline.tensor{stroke:#2e9d4e;stroke-width:2}svg.chart polyline.sm{st
 .c-iu{fill:#dcdcdc}
 details{margin:.4rem 0}summary{cursor:pointer;color:var(--muted)}.muted,footer{color:var(--muted)}
 nav ol{margin:.2rem 0 1rem}footer{margin-top:3rem;font-size:.8rem;border-top:1px solid var(--line);padding-top:.6rem}
+header.about{margin:0 0 .8rem}dl.run{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.1rem 1rem;
+margin:0;font-size:.88rem}dl.run div{display:contents}dl.run dt{color:var(--muted)}dl.run dd{margin:0;min-width:0;
+overflow-wrap:anywhere}dl.run code{font:.82rem/1.35 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 @media (max-width:1000px){th.n{white-space:normal}table.ops td.name{min-width:14rem}}
 """
 
 
 def _body(shown: Shown) -> str:
-    """The sections of one report the page writes, in its order (renderers/_outline.py)."""
-    return "".join(section.html(shown) if section.html else
+    """The run's header, then the sections of one report the page writes, in its order (renderers/_outline.py)."""
+    return _about(shown.data) + "".join(section.html(shown) if section.html else
                    _draw(section.content(shown) if section.content and shown.source is not None else None, shown)
                    for section in _outline.arranged("html"))
+
+
+CAPTURES_LISTED = 4  # capture files named in the header; the rest are counted (all of them are under Sources)
+
+
+def _about(data: dict[str, Any]) -> str:
+    """The header of a report's page: the run (folder or file), its command, the GPU, the driver, the date and the
+    capture files — what the report knows (``run_info``, ``gpus``, ``sources``; docs/json.md), absent items left out.
+    Long values wrap anywhere (a command line, a path), so the header never widens the page."""
+    info = data.get("run_info") or {}
+    gpus = sorted({g["name"] for g in data.get("gpus") or [] if g.get("name")})
+    paths = [src["path"] for src in data.get("sources") or []]
+    more = f" and {len(paths) - CAPTURES_LISTED} more" if len(paths) > CAPTURES_LISTED else ""
+    started = info.get("started_ns")
+    items = [("run", info.get("run")), ("command", info.get("command")), ("GPU", ", ".join(gpus)),
+             ("driver", info.get("driver")),
+             ("date", datetime.fromtimestamp(started / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+              if started else None),
+             ("captures", ", ".join(paths[:CAPTURES_LISTED]) + more)]
+    code = ("run", "command", "captures")
+    shown = "".join(f"<div><dt>{_t(k)}</dt><dd>{f'<code>{_t(v)}</code>' if k in code else _t(v)}</dd></div>"
+                    for k, v in items if v)
+    return f'<header class="about"><dl class="run">{shown}</dl></header>\n' if shown else ""
 
 
 def _draw(content: Content | None, shown: Shown) -> str:

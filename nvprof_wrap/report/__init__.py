@@ -41,6 +41,7 @@ from nvprof_wrap.report.types import (
     OpRow,
     PrecisionShare,
     Report,
+    RunInfo,
     Scope,
     Source,
     SplitRow,
@@ -49,6 +50,6 @@ from nvprof_wrap.report.types import (
 
 __all__ = ["DISPLAY", "GOOD_SHARE", "MEM_ORDER", "SPLIT_KINDS", "SPLIT_LABELS", "CaptureScope", "GpuRow", "GroupRow",
            "HardwareCheck", "HardwarePoint", "HardwareRow", "JobEnd", "JobGroup", "KernelRow", "OpRow",
-           "PrecisionShare", "RankOutlier", "RankRow", "RankSpread", "Ranks", "Report", "Scope", "Series", "Source",
-           "SplitRow", "StepRow", "Verdict", "build", "capture_line", "headline", "job_line", "jobs_line", "serialise",
-           "with_capture", "with_health", "with_hints", "with_jobs", "with_scope", "without_profiler"]
+           "PrecisionShare", "RankOutlier", "RankRow", "RankSpread", "Ranks", "Report", "RunInfo", "Scope", "Series",
+           "Source", "SplitRow", "StepRow", "Verdict", "build", "capture_line", "headline", "job_line", "jobs_line",
+           "serialise", "with_capture", "with_health", "with_hints", "with_jobs", "with_scope", "without_profiler"]

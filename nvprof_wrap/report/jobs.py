@@ -18,6 +18,7 @@ manifest, and captures of different jobs among those summed.
 from __future__ import annotations
 
 import re
+import shlex
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.report import CaptureScope, JobEnd, JobGroup
+from nvprof_wrap.report import CaptureScope, JobEnd, JobGroup, RunInfo
 from nvprof_wrap.run import Manifest, Run, held, is_run, rank_folders, runs_inside
 from nvprof_wrap.run.manifest import NO_PROFILER
 from nvprof_wrap.run.names import MANIFEST, METRICS, STORE
@@ -309,3 +310,17 @@ def never_opened(scope: CaptureScope | None) -> str | None:
                 "no torch optimizer step, no Keras training batch)")
     return (f"the capture window (run {scope.option}) never opened: the job's last step was {scope.last_step:,} "
             f"({scope.source or 'steps'}), before step {int(scope.start):,}")
+
+
+def run_info(paths: list[Path], runs: list[tuple[Path, Manifest]], captures: Sequence[CaptureJobRow]) -> RunInfo:
+    """What a page's header says of the run: the folders or files given; the command, start and driver from the
+    run's manifest, else the command and start the captures record when they all record the same one."""
+    where = ", ".join(str(p) for p in paths)
+    if runs:
+        m = runs[0][1]
+        drivers = sorted({g.driver for g in m.gpus if g.driver})
+        return RunInfo(where, shlex.join(m.command) if m.command else None,
+                       int(m.started * 1e9) if m.started is not None else None, ", ".join(drivers) or None)
+    commands = {c["command"] for c in captures if c["command"]}
+    starts = [c["started_ns"] for c in captures if c["started_ns"] is not None]
+    return RunInfo(where, commands.pop() if len(commands) == 1 else None, min(starts) if starts else None, None)

@@ -260,6 +260,20 @@ class JobGroup:
 
 
 @dataclass(frozen=True)
+class RunInfo:
+    """What a report knows of the run it is of, for a page's header: the run folder or capture file given, the
+    command (the run's manifest, else the captures' one command), when it started (UTC) and the GPU driver (the
+    manifest's nvidia-smi list). What is not known is None."""
+
+    JSON_ORDER: ClassVar[tuple[str, ...]] = ("run", "command", "started_ns", "driver")
+
+    run: str
+    command: str | None
+    started_ns: int | None  # UTC, ns since the epoch
+    driver: str | None
+
+
+@dataclass(frozen=True)
 class HardwareRow:
     """Per device and source: the hardware's own tensor-pipe activity beside the names' tensor-core share."""
 
@@ -328,7 +342,7 @@ class Report:
         "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
-        "series_info")
+        "series_info", "run_info")
 
     verdict: Verdict = field(metadata=js(flatten=True))
     split: tuple[SplitRow, ...] = field(metadata=js("time_split"))
@@ -359,6 +373,7 @@ class Report:
         flatten=True, when_none={"ranks": [], "rank_spread": [], "rank_outliers": []}))
     # a mean steady-state step's wall time in parts that add up to it: analyses/budget.py
     time_budget: TimeBudget | None = None
+    run_info: RunInfo | None = None  # the run, its command, start and driver: a page's header
     # per target precision, the most a precision change can speed the step up (analyses/ceiling.py): JSON
     # "speedup_ceiling" {precision: factor}, the rest under "speedup_ceiling_info"
     ceiling: Ceilings | None = field(default=None, metadata=js(

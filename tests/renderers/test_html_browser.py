@@ -342,3 +342,41 @@ def test_tables_are_laid_out_at_a_desktop_and_a_narrow_width(browser, tmp_path, 
         v.assert_quiet()
     finally:
         v.close()
+
+
+# The page's header (issue 45): the run, its command, the GPU, the driver, the date and the capture files, as the
+# report knows them; at a desktop and a narrow window the page never scrolls sideways, the header's long command
+# line included.
+HEADER = """() => ({
+  items: Object.fromEntries([...document.querySelectorAll('header.about dl.run > div')].map(
+    d => [d.querySelector('dt').textContent, d.querySelector('dd').textContent])),
+  inside: [...document.querySelectorAll('header.about dd')].every(
+    d => d.getBoundingClientRect().right <= window.innerWidth + 0.5),
+  scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth})"""
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+@pytest.mark.parametrize("source", [RUNS / "timm_amp_steps_nsys", SAMPLES / "torch_ops"], ids=lambda p: p.name)
+def test_header_and_no_sideways_scroll_at_1280_and_800_px(browser, tmp_path, capsys, source, width):
+    import json
+
+    assert main(["report", str(source), "--format", "json", "--store", str(tmp_path / "j.sqlite")]) == 0
+    d = json.loads(capsys.readouterr().out)
+    v = Visit(browser, write_report(tmp_path, source), viewport={"width": width, "height": 900})
+    try:
+        got = v.page.evaluate(HEADER)
+        assert got["scrollWidth"] <= got["innerWidth"] == width
+        assert got["inside"]
+        items, info = got["items"], d["run_info"]
+        assert items["run"] == info["run"] == str(source)
+        assert items["GPU"] == ", ".join(sorted({g["name"] for g in d["gpus"]}))
+        assert items["captures"].split(", ")[0] == d["sources"][0]["path"]
+        assert "date" in items and items["date"].endswith(" UTC")
+        if source.name == "timm_amp_steps_nsys":  # a run folder: its manifest's command and driver
+            assert items["command"] == info["command"] and "train.py" in items["command"]
+            assert items["driver"] == info["driver"] == "580.159.04"
+        else:  # bare captures: no manifest, so no driver; nothing shown for what is not known
+            assert "driver" not in items and info["driver"] is None
+        v.assert_quiet()
+    finally:
+        v.close()

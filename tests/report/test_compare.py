@@ -197,7 +197,9 @@ def _fmt_ns(ns: int) -> str:
 @pytest.mark.parametrize("width", [50, 60, 80, 100, 120, 160])
 def test_numbers_are_never_cut_at_any_width(reports, width):
     """Every number of the per-device, kernel and op tables, and of compare and runs, is printed whole at every
-    width from 50 columns up: narrow terminals lose columns (precision mixes, reasons) and get short headers."""
+    width from 50 columns up: narrow terminals lose columns (precision mixes; in the kernel table mean, launches
+    under 100 columns and the total under 80, so that the verdict, the precision and what decided stay: issue 45) and
+    get short headers."""
     console = RENDERERS["table"]
     for rep in reports:
         text = console.render(rep, Options(width=width, limit=5))
@@ -207,7 +209,8 @@ def test_numbers_are_never_cut_at_any_width(reports, width):
                            f"{100 * g.idle_share:.1f}%"):
                 assert f" {number} " in text or text.count(f" {number}\n"), (width, number)
         for k in rep.kernels[:5]:
-            assert f" {k.launches:,} " in text and f" {_fmt_ns(k.total_ns)} " in text
+            assert width < 100 or f" {k.launches:,} " in text
+            assert width < 80 or f" {_fmt_ns(k.total_ns)} " in text
             assert f" {100 * k.share:.1f}% " in text
         for o in numbered_merged(rep.ops)[:5]:  # what the op table shows
             assert f" {o.launches:,} " in text and f" {100 * o.tc_share:.1f}%" in text
