@@ -64,6 +64,9 @@ def add_parser(sub: Subcommands, name: str) -> None:
     p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
+    p.add_argument("--xla-dump", type=Path, action="append", metavar="DIR",
+                   help="XLA's dump folder (--xla_dump_to) whose optimized HLO decides the kernels XLA generated "
+                        "(repeatable; a run folder's own xla-dump/ is read without it: docs/jax.md)")
     add_window(p)
     add_format(p, (*FORMATS, "trace"))
     add_output(p)
@@ -74,7 +77,8 @@ def add_parser(sub: Subcommands, name: str) -> None:
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     with reading() as progress:
         return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
-                         progress=progress, **window_args(args), **reading_args(args))
+                         xla_dump=getattr(args, "xla_dump", None), progress=progress, **window_args(args),
+                         **reading_args(args))
 
 
 def run(args: argparse.Namespace) -> int:

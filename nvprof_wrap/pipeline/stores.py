@@ -24,12 +24,13 @@ Warn = Callable[[str], None]
 
 def report_on(paths: list[Path], *, warn: Warn, store: Path | None = None, triton_cache: Iterable[Path] | None = None,
               progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
-              steps: tuple[int, int] | None = None, dask: str | None = None, workers: int | None = None) -> Report:
+              steps: tuple[int, int] | None = None, dask: str | None = None, workers: int | None = None,
+              xla_dump: Iterable[Path] | None = None) -> Report:
     """analyze() of ``paths`` with its aggregates kept where open_store says; warnings go to ``warn``."""
     st = open_store(store, paths, window is not None or steps is not None, warn)
     try:
         return analyze(*paths, store=st, triton_cache=triton_cache, progress=progress, window=window, steps=steps,
-                       dask=dask, workers=workers)
+                       dask=dask, workers=workers, xla_dump=list(xla_dump) if xla_dump else None)
     finally:
         st.close()
 
