@@ -84,7 +84,8 @@ def test_without_thunk_files_the_instruction_of_that_name_decides(tmp_path):
 
 def test_modules_that_disagree_leave_the_kernel_unknown(tmp_path):
     text = next(MNIST.glob("*after_optimizations.txt")).read_text()
-    other = text.replace("rhs_contracting_dims={1}\n", "rhs_contracting_dims={1}, operand_precision={highest,highest}\n")
+    dims = "rhs_contracting_dims={1}"
+    other = text.replace(f"{dims}\n", f"{dims}, operand_precision={{highest,highest}}\n")
     assert other != text
     (tmp_path / "module_0001.jit_update.sm_9.0a_gpu_after_optimizations.txt").write_text(other)
     v = scan({"gemm_fusion_dot_3", "loop_reduce_fusion"}, [MNIST, tmp_path])
@@ -94,12 +95,13 @@ def test_modules_that_disagree_leave_the_kernel_unknown(tmp_path):
 
 
 def hlo(dot: str, lhs: str = "f32", rhs: str = "f32") -> xla_hlo.Answer | None:
+    dims = "lhs_contracting_dims={1}, rhs_contracting_dims={0}"
     text = f"""HloModule m, is_scheduled=true
 
 %gemm_fusion_dot.1_computation (parameter_0: {lhs}[8,8], parameter_1: {rhs}[8,8]) -> f32[8,8] {{
   %parameter_0 = {lhs}[8,8]{{1,0}} parameter(0)
   %parameter_1 = {rhs}[8,8]{{1,0}} parameter(1)
-  ROOT %dot.1 = f32[8,8]{{1,0}} dot(%parameter_0, %parameter_1), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}{dot}
+  ROOT %dot.1 = f32[8,8]{{1,0}} dot(%parameter_0, %parameter_1), {dims}{dot}
 }}
 
 ENTRY %main (a: {lhs}[8,8], b: {rhs}[8,8]) -> f32[8,8] {{
@@ -277,7 +279,7 @@ def test_run_force_removes_the_runs_xla_dump_but_nothing_else(tmp_path):
     from nvprof_wrap.run.lock import claim
     run = run_folder(tmp_path)
     (run / "xla-dump" / "elsewhere").symlink_to(DUMPS)  # a link inside is removed, never followed
-    folder, lock = claim(run, force=True)
+    _, lock = claim(run, force=True)
     os.close(lock)
     assert not (run / "xla-dump").exists() and DUMPS.is_dir() and any(MNIST.iterdir())
     (run / "strange").mkdir()
