@@ -100,9 +100,10 @@ def gpu_facts(cc: float | None, name: str | None) -> tuple[float | None, bool]:
 
 def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] | None = None,
            static: tuple[str, str] | None = None, gpu_name: str | None = None,
-           hardware: tuple[str, str] | None = None) -> Verdict:
+           hardware: tuple[str, str] | None = None, static_precision: str = "") -> Verdict:
     """The verdict for kernel name ``c`` on a GPU of compute capability ``cc`` named ``gpu_name`` (either may be
-    None), given counter, compiled-code and sampled-hardware evidence as (tensor_core, detail)."""
+    None), given counter, compiled-code and sampled-hardware evidence as (tensor_core, detail); the compiled code's
+    precision (XLA's HLO names it: classify/xla_hlo.py) replaces the name's when compiled code decides."""
     cc, has_tensor_cores = gpu_facts(cc, gpu_name)
     base: _FromName = {"precision": c.precision, "family": c.family, "name_verdict": c.tensor_core,
                 "counter_verdict": counter[0] if counter else None,
@@ -120,6 +121,8 @@ def decide(c: Classification, cc: float | None = None, counter: tuple[str, str] 
         return Verdict("no", reason=f"the GPU, {gpu}, has no tensor cores: {why}", rule="device-no-tensor-cores",
                        evidence="device", counter_detail=counter[1] if counter else None, **base)
     if static and static[0] in ("yes", "no"):
+        if static_precision:
+            base["precision"] = static_precision
         return Verdict(static[0], reason=c.reason, rule=c.rule, evidence="compiled code", counter_detail=static[1],
                        **base)
     if cc is not None and not has_dmma(cc) and _fp64_only(c):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +28,8 @@ class StaticVerdict:
     name: str
     tensor_core: str  # "yes" | "no" | "unknown" (several compiled versions disagree)
     detail: str
-    source: str
+    source: str  # "triton-cache" | "xla-dump"
+    precision: str = ""  # what the compiled code says ("" where it cannot say: PTX without its operand types)
 
 
 def cache_dirs() -> list[Path]:
@@ -42,20 +43,27 @@ def _ptx_files(dirs: Iterable[Path]) -> Iterable[Path]:
     """The ``*.ptx`` names under ``dirs``: no link to a folder followed, at most MAX_PTX_DEPTH folders deep and
     MAX_PTX_FILES names and MAX_PTX_ENTRIES entries in all (a cache folder can be anything the user points at:
     ``/``)."""
+    return bounded_files(dirs, lambda name: name.endswith(".ptx"), MAX_PTX_FILES, MAX_PTX_ENTRIES, MAX_PTX_DEPTH)
+
+
+def bounded_files(dirs: Iterable[Path], wanted: Callable[[str], bool], max_files: int, max_entries: int,
+                  max_depth: int) -> Iterable[Path]:
+    """The names under ``dirs`` that ``wanted`` accepts, in name order: no link to a folder followed, at most
+    ``max_depth`` folders deep, ``max_files`` names and ``max_entries`` folder entries looked at in all."""
     count, seen = 0, 0
     stack = [(Path(d), 0) for d in reversed(list(dirs))]
-    while stack and count < MAX_PTX_FILES and seen < MAX_PTX_ENTRIES:
+    while stack and count < max_files and seen < max_entries:
         folder, depth = stack.pop()
         try:
             with os.scandir(folder) as it:
-                entries = sorted(itertools.islice(it, MAX_PTX_ENTRIES - seen), key=lambda e: e.name)
+                entries = sorted(itertools.islice(it, max_entries - seen), key=lambda e: e.name)
         except OSError:
             continue  # unreadable, or not a folder: nothing of it is evidence
         seen += len(entries)
         for e in entries:
-            if e.is_dir(follow_symlinks=False) and depth < MAX_PTX_DEPTH:
+            if e.is_dir(follow_symlinks=False) and depth < max_depth:
                 stack.append((Path(e.path), depth + 1))
-            elif e.name.endswith(".ptx") and count < MAX_PTX_FILES:
+            elif wanted(e.name) and count < max_files:
                 count += 1
                 yield Path(e.path)
 

@@ -72,6 +72,9 @@ def add_parser(sub: Subcommands, name: str) -> None:
                         "with --steps / --window, what a trace of a long run should be cut to; default: every event)")
     p.add_argument("--progress", action="store_true",
                    help="with --format trace: report progress on stderr (default: only when stderr is a terminal)")
+    p.add_argument("--xla-dump", type=Path, action="append", metavar="DIR",
+                   help="XLA's dump folder (--xla_dump_to) whose optimized HLO decides the kernels XLA generated "
+                        "(repeatable; a run folder's own xla-dump/ is read without it: docs/jax.md)")
     add_window(p)
     add_warmup(p)
     add_sum(p)
@@ -85,6 +88,7 @@ def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
     with reading() as progress:
         return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
                          progress=progress, sum_jobs=bool(getattr(args, "sum", False)),
+                         xla_dump=getattr(args, "xla_dump", None),
                          warmup=getattr(args, "with_warmup", False), **window_args(args),
                          **reading_args(args))
 

@@ -68,6 +68,10 @@ def add_parser(sub: Subcommands, name: str) -> None:
                    help="do not mark torch optimizer steps (by default every optimizer.step() of a PyTorch process "
                         "ends an NVTX range 'optimizer step N', which --steps reads: no change to the script)")
     add_numerics(p)
+    p.add_argument("--no-xla-dump", dest="xla_dump", action="store_false",
+                   help="do not have XLA (JAX, TensorFlow) dump what it compiled into RUN/xla-dump (by default "
+                        "--xla_dump_to is added to the job's XLA_FLAGS: the report reads the HLO to decide the "
+                        "kernels XLA generated; docs/jax.md)")
     p.add_argument("--no-report", action="store_true", help="only run and capture")
     add_window(p)
     add_hardware(p)
@@ -174,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
                    quiet_stdout=args.format != "table" and not args.no_report, annotate=args.annotate,
                    step_marks=args.step_marks, force=args.force, verbose=args.verbose, hardware=args.hardware,
                    hardware_interval_s=args.hardware_interval, gpu_metrics_hz=args.gpu_metrics_frequency,
-                   capture=capture_window(args), numerics=args.numerics)
+                   capture=capture_window(args), numerics=args.numerics, xla_dump=args.xla_dump)
     folder, manifest = execute(spec)
     say(f"nvprof-wrap: {manifest.backend} run of {' '.join(spec.command)[:80]} → {folder} "
         f"(exit {manifest.exit_code}, {manifest.wall_s} s)")

@@ -32,6 +32,7 @@ class RunSpec:
     gpu_metrics_hz: int = 10_000  # nsys --gpu-metrics-frequency
     capture: CaptureWindow | None = None  # record only this window of the job (None: all of it)
     numerics: bool = False  # record the job's numbers per step and layer (tracer/numerics.py): numerics-PID.jsonl
+    xla_dump: bool = True  # have XLA dump what it compiled into the run folder (--xla_dump_to; launch/runner.py)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import psutil
 from nvprof_wrap._version import __version__
 from nvprof_wrap.errors import BadInput, CannotWrite
 from nvprof_wrap.launch import BY_NAME, choose, gpm
+from nvprof_wrap.launch import xla as xla_dump
 from nvprof_wrap.launch.base import Plan, RunSpec, injection_env, rank
 from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.job import JobResult, run_job
@@ -186,7 +187,8 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
         annotate = {**injection_env(), "NVPROF_WRAP_ANNOTATE": ",".join(kinds)} if kinds else {}
         window = {**injection_env(), "NVPROF_WRAP_CAPTURE_T0": repr(time.time())} if spec.capture else {}
         numerics = {**injection_env(), NUMERICS_ENV: str(folder.resolve())} if spec.numerics else {}
-        env = {**annotate, **window, **numerics, **plan.env, **(spec.env or {}),
+        xla, user_dump = xla_dump.dump_env(spec.xla_dump, plan.backend, folder, spec.env)
+        env = {**annotate, **window, **numerics, **plan.env, **(spec.env or {}), **xla,
                "NVPROF_WRAP_RUN_DIR": str(folder.resolve()),
                "NVPROF_WRAP_METRICS": str(Run(folder).metrics_file.resolve())}
         sampler, hardware = _sampler(spec, folder, plan)
@@ -200,7 +202,7 @@ def execute(spec: RunSpec) -> tuple[Path, Manifest]:
                             f"{', '.join(map(str, sampler.devices))}" + (f" ({sampler.problem})" if sampler.problem
                                                                          else "")) + _and_nsys(plan)
         problems = backend.collect(folder, spec)
-        ended = replace(manifest_of(folder, spec, plan, gpus, job, problems), hardware=hardware)
+        ended = replace(manifest_of(folder, spec, plan, gpus, job, problems), hardware=hardware, xla_dump=user_dump)
         try:
             return folder, write_manifest(folder, ended)
         except (OSError, CannotWrite) as e:

@@ -20,6 +20,7 @@ from nvprof_wrap.report import jobs
 from nvprof_wrap.report.health import HealthVerdict
 from nvprof_wrap.report.hints import hints
 from nvprof_wrap.run import Run, is_run, run_of, runs_inside
+from nvprof_wrap.run.manifest import Manifest
 from nvprof_wrap.store import Store
 from nvprof_wrap.text.names import shorten
 
@@ -28,7 +29,8 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             triton_cache: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None, health: bool = True,
             progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
             steps: tuple[int, int] | None = None, dask: str | None = None,
-            workers: int | None = None, warmup: bool = False, sum_jobs: bool = False) -> report_mod.Report:
+            workers: int | None = None, warmup: bool = False, sum_jobs: bool = False,
+            xla_dump: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None) -> report_mod.Report:
     """The report of captures, run folders or folders of captures (read as one run). Refused (BadInput): two runs,
     a folder holding several, a folder without a capture, and captures of different jobs unless ``sum_jobs`` (their
     own contents tell the jobs apart: report/jobs.py; summed, the report says so). The report says how a run's job
@@ -37,6 +39,9 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     store: a run store (a path, or an open Store) to keep the aggregates in; in memory when None.
     triton_cache: a folder, or folders, of compiled Triton kernels for kernels the names leave unknown (default: the
     usual cache).
+    xla_dump: a folder, or folders, of XLA's dumps (--xla_dump_to) whose optimized HLO decides the kernels XLA
+    generated (gemm_fusion_dot_3 …); a run folder's own xla-dump/ and the folder its job's XLA_FLAGS named are read
+    without it.
     health: add the training health of a run folder (its metrics.jsonl or Keras log lines).
     window: (start_s, end_s) — only what the GPU did then, in seconds from each capture's first GPU activity;
     steps: (A, B) — only steps A..B-1 (NVTX 'step N', torch.profiler's ProfilerStep#N, Keras batches with --annotate
@@ -55,7 +60,8 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     folders = [_path_arg(p, "a capture or run folder") for p in paths]
     if store is not None and not isinstance(store, Store):
         store = _path_arg(store, "store")
-    triton = _triton_arg(triton_cache)
+    triton = _folders_arg(triton_cache, "triton_cache")
+    xla = _folders_arg(xla_dump, "xla_dump") or []
     _one_run(folders)
     own = not isinstance(store, Store)
     st = Store(Path(store)) if isinstance(store, (str, Path)) else (store or Store())
@@ -73,7 +79,7 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             if not jobs.profiler_free(runs):
                 raise
             skipped = ()  # `run --backend none`: no capture by design; the report says so and gives the health
-        evidence.prepare(st, triton)
+        evidence.prepare(st, triton, [*xla, *_xla_dumps(runs)])
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
         if window is None and steps is None:
             _never_a_silent_nothing(rep, folders)
@@ -110,16 +116,23 @@ def _path_arg(value: object, what: str) -> Path:
     return Path(value)
 
 
-def _triton_arg(value: object) -> list[Path] | None:
-    """triton_cache as a list of folders: one path (str or os.PathLike) or a list, tuple or set of them. A str was
-    iterated as its characters (triton_cache="dir" scanned "d", "i", "r" and "/"), an int was a TypeError."""
+def _xla_dumps(runs: list[tuple[Path, Manifest]]) -> list[Path]:
+    """The XLA dump folders of a run: its own xla-dump/ (launch/xla.py), and the one its job's XLA_FLAGS named."""
+    out = [Run(folder).xla_dump_dir for folder, _ in runs if Run(folder).xla_dump_dir.is_dir()]
+    return out + [Path(m.xla_dump) for _, m in runs if m.xla_dump]
+
+
+def _folders_arg(value: object, what: str) -> list[Path] | None:
+    """triton_cache (xla_dump) as a list of folders: one path (str or os.PathLike) or a list, tuple or set of them.
+    A str was iterated as its characters (triton_cache="dir" scanned "d", "i", "r" and "/"), an int was a
+    TypeError."""
     if value is None:
         return None
     many = [value] if isinstance(value, (str, os.PathLike)) else value
     if not isinstance(many, (list, tuple, set, frozenset)) or not all(
             isinstance(d, (str, os.PathLike)) and not isinstance(os.fspath(d), bytes) and str(os.fspath(d)).strip()
             for d in many):
-        raise BadInput(None, "analyze(): triton_cache must be a folder (str or Path) or a list of them, got "
+        raise BadInput(None, f"analyze(): {what} must be a folder (str or Path) or a list of them, got "
                              f"{type(value).__name__} {str(value)[:60]!r}")
     return [Path(d) for d in many]
 

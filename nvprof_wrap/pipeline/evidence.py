@@ -1,16 +1,17 @@
 """Every kind of evidence about a run's kernels, gathered and ranked in one place.
 
-``prepare(store, triton_cache)`` classifies each distinct kernel name once (cached per rules version), looks up
-compiled code for the names the rules leave unknown, and ranks names, compiled code, hardware counters, the GPU and
-the hardware's sampled tensor-pipe activity (classify/rank.py) into one verdict per (capture, device, kernel name) —
-the store's ``temp.t_verdicts`` that the report reads. Work is per distinct name and GPU generation, never per launch.
+``prepare(store, triton_cache, xla_dumps)`` classifies each distinct kernel name once (cached per rules version),
+looks up compiled code (Triton's PTX, XLA's optimized HLO) for the names the rules leave unknown, and ranks names,
+compiled code, hardware counters, the GPU and the hardware's sampled tensor-pipe activity (classify/rank.py) into one
+verdict per (capture, device, kernel name) — the store's ``temp.t_verdicts`` that the report reads. Work is per
+distinct name and GPU generation, never per launch.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from nvprof_wrap.classify import hardware, static
+from nvprof_wrap.classify import hardware, static, xla_hlo
 from nvprof_wrap.classify.engine import RULES_VERSION, classify, classify_many
 from nvprof_wrap.classify.rank import decide
 from nvprof_wrap.model import Classification
@@ -25,13 +26,17 @@ def classify_pending(store: Store) -> int:
     return len(names)
 
 
-def attach_static(store: Store, dirs: Iterable[Path] | None = None) -> int:
-    """Compiled code (Triton cache PTX) for kernels the name rules leave unknown; returns how many were found."""
+def attach_static(store: Store, dirs: Iterable[Path] | None = None, xla_dirs: Iterable[Path] = ()) -> int:
+    """Compiled code for kernels the name rules leave unknown: Triton cache PTX (``dirs``; None: the usual cache)
+    and XLA's optimized HLO (``xla_dirs``: --xla_dump_to folders); returns how many kernels were found."""
     classify_pending(store)
     names = store.unknown_names(RULES_VERSION)
     if not names:
         return 0
     verdicts = static.scan(names, None if dirs is None else list(dirs))
+    xla = list(xla_dirs)
+    if xla:
+        verdicts += xla_hlo.scan(names - {v.name for v in verdicts}, xla)
     store.add_static(verdicts)
     return len(verdicts)
 
@@ -55,13 +60,15 @@ def rank(store: Store) -> None:
             c = classify(r["name"]) if row is None else Classification(
                 row["name"], row["tensor_core"], row["precision"] or "", row["family"], row["reason"],
                 row["rule"] or "")
-            v = decide(c, cc, counters.get(r["name"]), compiled.get(r["name"]), r["gpu"], seen)
+            code = compiled.get(r["name"])
+            v = decide(c, cc, counters.get(r["name"]), code[:2] if code else None, r["gpu"], seen,
+                       static_precision=code[2] if code else "")
             cache[key] = tuple(getattr(v, col) for col in VERDICT_COLUMNS)
         out.append((r["capture_id"], r["device_id"], r["name"], *cache[key]))
     store.write_verdicts(out)
 
 
-def prepare(store: Store, triton_cache: Iterable[Path] | None = None) -> None:
+def prepare(store: Store, triton_cache: Iterable[Path] | None = None, xla_dumps: Iterable[Path] = ()) -> None:
     """All of the above, in order: the store is then ready for report.build."""
-    attach_static(store, triton_cache)
+    attach_static(store, triton_cache, xla_dumps)
     rank(store)

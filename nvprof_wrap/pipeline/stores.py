@@ -25,12 +25,13 @@ Warn = Callable[[str], None]
 def report_on(paths: list[Path], *, warn: Warn, store: Path | None = None, triton_cache: Iterable[Path] | None = None,
               progress: Callable[[Path], None] | None = None, window: tuple[float, float] | None = None,
               steps: tuple[int, int] | None = None, dask: str | None = None, workers: int | None = None,
-              warmup: bool = False, sum_jobs: bool = False) -> Report:
+              warmup: bool = False, sum_jobs: bool = False, xla_dump: Iterable[Path] | None = None) -> Report:
     """analyze() of ``paths`` with its aggregates kept where open_store says; warnings go to ``warn``."""
     st = open_store(store, paths, window is not None or steps is not None, warn)
     try:
         return analyze(*paths, store=st, triton_cache=triton_cache, progress=progress, window=window, steps=steps,
-                       dask=dask, workers=workers, warmup=warmup, sum_jobs=sum_jobs)
+                       dask=dask, workers=workers, warmup=warmup, sum_jobs=sum_jobs,
+                       xla_dump=list(xla_dump) if xla_dump else None)
     finally:
         st.close()
 

@@ -46,7 +46,7 @@ from nvprof_wrap.readers._trace_events import NotFast as NotFast
 from nvprof_wrap.readers._trace_events import TraceEvents as TraceEvents
 from nvprof_wrap.readers._validate import validate
 from nvprof_wrap.readers._vendor import rocm_capture
-from nvprof_wrap.run.names import not_a_capture
+from nvprof_wrap.run.names import MANIFEST, XLA_DUMP, not_a_capture
 from nvprof_wrap.system import tempdirs, tools
 from nvprof_wrap.system.limits import MAX_GUNZIPPED_SQLITE_BYTES
 from nvprof_wrap.system.storage import machine_failure
@@ -204,6 +204,8 @@ def expand(paths: list[Path], skipped: list[tuple[str, str]] | None = None) -> I
             continue
         for root, dirs, files in os.walk(p, onerror=functools.partial(_walk_error, top=p, skipped=skipped)):
             dirs.sort()
+            if MANIFEST in files and XLA_DUMP in dirs:
+                dirs.remove(XLA_DUMP)  # a run folder's XLA dumps: compiled code, read as evidence, never captures
             for name in sorted(files):
                 if not_a_capture(name) or tools.is_export_scratch(name):  # a run folder's own files
                     continue

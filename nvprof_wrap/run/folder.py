@@ -85,6 +85,11 @@ class Run:
         return self.folder / names.STORE
 
     @property
+    def xla_dump_dir(self) -> Path:
+        """Where `run` has XLA dump what it compiled (--xla_dump_to)."""
+        return self.folder / names.XLA_DUMP
+
+    @property
     def verify_file(self) -> Path:
         return self.folder / names.VERIFY
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
@@ -227,14 +228,21 @@ def _replace(folder: Path) -> None:
         entries = list(os.scandir(folder))
     except OSError as e:
         raise BadInput(folder, f"cannot read the run folder ({e.strerror})") from None
+    dumps = [e for e in entries if e.name == names.XLA_DUMP and e.is_dir(follow_symlinks=False)]  # XLA's, for us
     strangers = sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries
-                       if e.name not in ours or e.is_dir(follow_symlinks=False))
+                       if e not in dumps and (e.name not in ours or e.is_dir(follow_symlinks=False)))
     if strangers:
         shown = ", ".join(strangers[:3]) + (f" and {len(strangers) - 3} more" if len(strangers) > 3 else "")
         raise BadInput(folder, f"--force replaces only what a run wrote, and this run folder also holds {shown}, "
                                "which no run wrote: nothing was removed; move them out, or pass a new folder to -o")
     for entry in entries:
         if entry.name == LOCK:
+            continue
+        if entry in dumps:
+            try:
+                shutil.rmtree(entry.path)  # never follows a link inside it
+            except OSError as e:
+                raise BadInput(entry.path, f"--force: cannot remove it from the run folder ({e.strerror})") from None
             continue
         try:
             os.unlink(entry.path)

@@ -100,6 +100,9 @@ class Manifest:
     hardware: str | None = None
     # The window `run --capture-steps` / `--capture-after` recorded (None: the whole job).
     capture: CaptureWindow | None = None
+    # The folder the job's own XLA_FLAGS had XLA dump its compiled HLO to (--xla_dump_to), read as evidence by a
+    # report (classify/xla_hlo.py); None when `run` chose the folder (RUN/xla-dump) or there is none.
+    xla_dump: str | None = None
     # False when the run's end could not be written (problems say why; exit_code is still the job's). Never in
     # the file: a manifest read back was recorded.
     recorded: bool = True
@@ -113,8 +116,8 @@ class Manifest:
 
     def to_json(self) -> dict[str, object]:
         out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in _NOT_WRITTEN
-               and not (f.name in ("format", "version", "capture") and getattr(self, f.name) is None)}
-        # (format, version: an older one's keys; capture: only a windowed run's)
+               and not (f.name in ("format", "version", "capture", "xla_dump") and getattr(self, f.name) is None)}
+        # (format, version: an older one's keys; capture: only a windowed run's; xla_dump: only the user's own)
         return out if self.recorded else {**out, "recorded": False}
 
     @classmethod
@@ -237,5 +240,5 @@ _MANIFEST = _record(_fields, {
     "gpus": _list_of(_GPU), "host": _HOST, "rank": _INT,
     "wrapper_pid": _INT, "started": _NUM, "ended": _NUM, "wall_s": _NUM, "exit_code": _INT, "signal": _STR,
     "processes": _list_of(_PROCESS), "captures": _STRINGS, "problems": _STRINGS, "hardware": _STR,
-    "capture": _CAPTURE,
+    "capture": _CAPTURE, "xla_dump": _STR,
 }, ("command", "backend"))

@@ -29,6 +29,9 @@ REPORT_HTML = "report.html"  # `run --html`: the report as one page
 NCU = "ncu"  # a verify run's Nsight Compute output, without the extension ncu adds (.ncu-rep)
 NCU_REPORT = NCU + ".ncu-rep"
 NCU_CSV = NCU + ".csv"
+# XLA's own dumps of what it compiled (`run` adds --xla_dump_to=RUN/xla-dump to the job's XLA_FLAGS; a report reads
+# them for the kernels XLA generated: classify/xla_hlo.py). A sub-folder: never read as captures.
+XLA_DUMP = "xla-dump"
 
 # SQLite's files beside a database (a store's, a capture's export): never captures, part of their database.
 SQLITE_SIDES = ("-journal", "-wal", "-shm")

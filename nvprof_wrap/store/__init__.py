@@ -118,7 +118,7 @@ _TABLES: dict[str, dict[str, type]] = {
     "step_parts": {"capture_id": int, "pid": int, "step": int, "part": str, "ns": int},
     "warmup": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,
                "program": str},
-    "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str},
+    "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str, "precision": str},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
 }
@@ -379,9 +379,10 @@ class Store(Queries):
                                      [(r, pid) for pid, r in ranks.items()])
 
     def add_static(self, verdicts: Iterable[StaticVerdict]) -> None:
-        """Compiled-code evidence (classify/static.py), one row per kernel name."""
+        """Compiled-code evidence (classify/static.py, classify/xla_hlo.py), one row per kernel name; a store from
+        before the precision column gains it."""
         with self._errors(), self.db.conn:
-            self.db.table("static_evidence").upsert_all((asdict(v) for v in verdicts), pk="name")
+            self.db.table("static_evidence").upsert_all((asdict(v) for v in verdicts), pk="name", alter=True)
 
     def add_classifications(self, classifications: Iterable[Classification], rules_version: str) -> None:
         """Name-rule verdicts, cached per rules version (pipeline/evidence.py decides what to add)."""

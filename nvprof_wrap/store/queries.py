@@ -147,8 +147,10 @@ class Queries:
     def has_counters(self) -> bool:
         return bool(self.rows("SELECT 1 FROM counters LIMIT 1"))
 
-    def static_evidence(self) -> dict[str, tuple[str, str]]:
-        return {r["name"]: (r["tensor_core"], r["detail"]) for r in self.rows("SELECT * FROM static_evidence")}
+    def static_evidence(self) -> dict[str, tuple[str, str, str]]:
+        """Per kernel name: compiled code's (tensor_core, detail, precision); precision '' where it cannot say."""
+        return {r["name"]: (r["tensor_core"], r["detail"], r.get("precision") or "")
+                for r in self.rows("SELECT * FROM static_evidence")}
 
     def hardware_evidence(self) -> dict[tuple[int, int | None, str], HardwareKernelRow]:
         """Per (capture, device, kernel name): the samples of the hardware's tensor-pipe activity it filled alone."""

@@ -77,6 +77,15 @@ MAX_PTX_DEPTH = 8
 # ... and at most this many folder entries looked at (a real cache holds 6-8 files per kernel; `/` holds millions).
 MAX_PTX_ENTRIES = 2_000_000
 
+# XLA's HLO dumps (classify/xla_hlo.py, --xla_dump_to): a module's after-optimizations text is KBs to tens of MB (a
+# transformer's train step on the H200: 1.2 MB); bigger is not read. At most this many files and bytes in all, this
+# deep (XLA writes one flat folder), this many folder entries, never through a link.
+MAX_HLO_BYTES = 256 << 20
+MAX_HLO_FILES = 50_000
+MAX_HLO_TOTAL_BYTES = 2 << 30
+MAX_HLO_DEPTH = 4
+MAX_HLO_ENTRIES = 1_000_000
+
 # The numerics recorder's files (report/numerics.py): it writes lines of at most 64 KiB and files of at most 64 MiB
 # (docs/numerics.md); a longer line is damage (skipped and counted), and at most this much is read of one file, of
 # all of them, and this many files (one per process).

@@ -1,0 +1,300 @@
+"""XLA's own evidence for the kernels it generates (``gemm_fusion_dot_3``, ``loop_add_fusion``, ``wrapped_convert``):
+their names say nothing of precision, but XLA's optimized HLO (``--xla_dump_to=DIR --xla_dump_hlo_as_text``) says what
+each fusion computes.
+
+A kernel launched for the HLO instruction ``%gemm_fusion_dot.3`` is named ``gemm_fusion_dot_3`` (XLA's
+SanitizeFunctionName turns '.' and '-' into '_'). XLA launches one kernel for identical fusions: the module's
+``thunk_sequence.txt`` names the kernel each thunk launches, and its ``thunk_metadata.txt`` the HLO instruction of each
+thunk id, so ``%gemm_fusion_dot.18`` may run as ``gemm_fusion_dot_12``. Both ways are read.
+
+For a fusion: the ``dot`` / ``convolution`` instructions of its computation (and of the computations that one
+calls), each judged by its operands' element types and its ``operand_precision`` / ``algorithm`` (xla_hlo.toml, first
+rule that matches); a fusion without any is elementwise or reduction work on CUDA cores ("no"). A kernel name that
+different modules (or dots) answer differently is "unknown", saying so.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from nvprof_wrap.classify.static import StaticVerdict, bounded_files
+from nvprof_wrap.errors import BadInput
+from nvprof_wrap.system import files
+from nvprof_wrap.system.limits import MAX_HLO_BYTES, MAX_HLO_DEPTH, MAX_HLO_ENTRIES, MAX_HLO_FILES, MAX_HLO_TOTAL_BYTES
+
+SOURCE = "xla-dump"
+SUFFIX = "after_optimizations.txt"
+# module_0042.jit_update.sm_9.0a_gpu_after_optimizations.txt -> module_0042.jit_update (the thunk files' prefix)
+_MODULE = re.compile(r"(.+?)\.(?:sm_\S+?_)?(?:gpu_)?after_optimizations\.txt$")
+_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+)\s*\(")
+_DEFINED = re.compile(r"^[ \t]+(?:ROOT[ \t]+)?%([\w.\-]+)[ \t]*=", re.MULTILINE)
+_INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%([\w.\-]+)\s*=\s*")
+_ELEMENT = re.compile(r"([a-z][a-z0-9]*)\[")
+_OPCODE = re.compile(r"\s*([\w\-]+)\(")
+_OPERAND = re.compile(r"%([\w.\-]+)")
+_CALLS = re.compile(r"(?:calls|to_apply|body|condition)=(%[\w.\-]+(?:,\s*%[\w.\-]+)*)")
+_FUSION_KIND = re.compile(r"\bkind=(k\w+)")
+_BACKEND_KIND = re.compile(r'"fusion_backend_config":\{.*?"kind":"([^"]+)"')
+_TARGET = re.compile(r'custom_call_target="([^"]+)"')
+_PRECISION = re.compile(r"operand_precision=\{([^}]*)\}")
+_ALGORITHM = re.compile(r"\balgorithm=(\w+)")
+_SEQUENCE = re.compile(r"^(\d+):\s+(\w+)\s+\[[^\]\n]*\]\s+(\S+)", re.MULTILINE)
+_ANNOTATION = re.compile(r'profile_annotation:\s*"([^"]*)"')
+_THUNK_ID = re.compile(r"thunk_id:\s*(\d+)")
+_MAX_NESTING = 8  # fusions call fusions (Triton's nested GEMM fusions: 2 levels); deeper is not followed
+_GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul", "__cudnn$conv")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    operands: tuple[str, ...]
+    algorithms: tuple[str, ...] | None  # None: any
+    precisions: tuple[str, ...] | None
+    tensor_core: str
+    precision: str
+    reason: str
+    source: str
+    needs_counters: bool
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one HLO instruction computes, as a verdict."""
+
+    tensor_core: str
+    precision: str
+    detail: str
+
+
+@cache
+def rules() -> tuple[Rule, ...]:
+    data = tomllib.loads(resources.files("nvprof_wrap.classify").joinpath("xla_hlo.toml").read_text())
+    return tuple(Rule(r["id"], tuple(r["operands"]),
+                      tuple(r["algorithms"]) if "algorithms" in r else None,
+                      tuple(r["precisions"]) if "precisions" in r else None,
+                      r["tensor_core"], r.get("precision", ""), r["reason"], r["source"],
+                      bool(r.get("needs_counters", False))) for r in data["rule"])
+
+
+def kernel_name(hlo_name: str) -> str:
+    """The name XLA gives the kernel of an HLO instruction (llvm_ir::SanitizeFunctionName)."""
+    return hlo_name.replace(".", "_").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class _Instr:
+    name: str
+    element: str | None  # the result's element type; None for a tuple
+    opcode: str
+    operands: tuple[str, ...]
+    attrs: str
+
+
+def _close(text: str, start: int) -> int:
+    """The index just past the parenthesis that closes the one at ``start`` (or the end of ``text``)."""
+    depth = 0
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _instr(line: str) -> _Instr | None:
+    m = _INSTRUCTION.match(line)
+    if not m:
+        return None
+    pos = m.end()
+    if line.startswith("(", pos):  # a tuple shape
+        element, pos = None, _close(line, pos)
+    else:
+        e = _ELEMENT.match(line, pos)
+        element = e.group(1) if e else None
+        space = line.find(" ", pos)
+        pos = len(line) if space < 0 else space
+    op = _OPCODE.match(line, pos)
+    if not op:
+        return None
+    end = _close(line, op.end() - 1)
+    return _Instr(m.group(1), element, op.group(1), tuple(_OPERAND.findall(line, op.end(), end - 1)), line[end:])
+
+
+class Module:
+    """One module's optimized HLO: its computations' instructions, by name."""
+
+    def __init__(self, text: str) -> None:
+        self.computations: dict[str, dict[str, _Instr]] = {}
+        self.where: dict[str, str] = {}  # instruction -> its computation
+        current: dict[str, _Instr] | None = None
+        name = ""
+        for line in text.splitlines():
+            if not line:
+                continue
+            if line[0] != " ":
+                c = _COMPUTATION.match(line)
+                if c:
+                    name, current = c.group(1), {}
+                    self.computations[name] = current
+                elif line.startswith("}"):
+                    current = None
+                continue
+            if current is None:
+                continue
+            i = _instr(line)
+            if i is not None:
+                current[i.name] = i
+                self.where[i.name] = name
+
+    def answer(self, hlo_name: str) -> Answer | None:
+        """What the instruction ``hlo_name`` computes, or None when it is no fusion or GEMM custom call."""
+        comp = self.where.get(hlo_name)
+        if comp is None:
+            return None
+        ins = self.computations[comp][hlo_name]
+        if ins.opcode == "custom-call":
+            t = _TARGET.search(ins.attrs)
+            if t is None or not t.group(1).startswith(_GEMM_TARGETS):
+                return None
+            return _judge([(ins, self.computations[comp])], f"XLA custom call {hlo_name} ({t.group(1)})")
+        if ins.opcode != "fusion":
+            return None
+        kind = _BACKEND_KIND.search(ins.attrs) or _FUSION_KIND.search(ins.attrs)
+        what = f"XLA fusion {hlo_name} ({kind.group(1) if kind else 'fusion'})"
+        dots = self._dots(ins, 0, set())
+        if not dots:
+            return Answer("no", "", f"{what}: no dot or convolution inside (elementwise / reduction on CUDA cores)")
+        return _judge(dots, what)
+
+    def _dots(self, ins: _Instr, depth: int, seen: set[str]) -> list[tuple[_Instr, dict[str, _Instr]]]:
+        """The dots and convolutions in the computations ``ins`` calls, with the computation each is in."""
+        out: list[tuple[_Instr, dict[str, _Instr]]] = []
+        for group in _CALLS.findall(ins.attrs):
+            for callee in _OPERAND.findall(group):
+                comp = self.computations.get(callee)
+                if comp is None or callee in seen or depth >= _MAX_NESTING:
+                    continue
+                seen.add(callee)
+                for i in comp.values():
+                    if i.opcode in ("dot", "convolution", "scaled-dot"):
+                        out.append((i, comp))
+                    elif _CALLS.search(i.attrs):
+                        out.extend(self._dots(i, depth + 1, seen))
+        return out
+
+
+def _judge(dots: list[tuple[_Instr, dict[str, _Instr]]], what: str) -> Answer:
+    answers = {_dot(d, comp) for d, comp in dots}
+    if len(answers) == 1:
+        a = answers.pop()
+        return Answer(a.tensor_core, a.precision, f"{what}: {a.detail}")
+    return Answer("unknown", "", f"{what}: its dots differ: " + "; ".join(sorted(a.detail for a in answers)))
+
+
+def _dot(d: _Instr, comp: dict[str, _Instr]) -> Answer:
+    """One dot's verdict: the first rule its operand types, precision and algorithm match."""
+    types = [comp[o].element if o in comp else None for o in d.operands[:2]]
+    p = _PRECISION.search(d.attrs)
+    precisions = tuple(x.strip().lower() for x in p.group(1).split(",")) if p else ("default",)
+    a = _ALGORITHM.search(d.attrs)
+    algorithm = a.group(1) if a else ""
+    said = f"{d.opcode} %{d.name} of {' × '.join(t or '?' for t in types)}" + (
+        f", algorithm={algorithm}" if algorithm else "") + (f", operand_precision={{{p.group(1)}}}" if p else "")
+    if len(types) < 2 or None in types:
+        return Answer("unknown", "", f"{said}: operand types not found")
+    for r in rules():
+        if (all(t in r.operands for t in types) and (r.algorithms is None or algorithm in r.algorithms)
+                and (r.precisions is None or all(x in r.precisions for x in precisions))):
+            check = " (what XLA allows; to be confirmed with hardware counters)" if r.needs_counters else ""
+            return Answer(r.tensor_core, r.precision, f"{said}: {r.reason}{check} [xla_hlo.toml {r.id}]")
+    return Answer("unknown", "", f"{said}: no rule in xla_hlo.toml for it")
+
+
+def _read(path: Path, budget: int) -> str | None:
+    """A regular file's text (never a link, FIFO or device; at most MAX_HLO_BYTES), or None."""
+    try:
+        data = files.read_regular(path, min(MAX_HLO_BYTES, budget))
+    except (BadInput, OSError):
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _launched(folder: Path, prefix: str, budget: int) -> dict[str, set[str]]:
+    """Kernel name -> the HLO instructions whose thunks launch it (the module's thunk files), if XLA wrote them."""
+    seq = _read(folder / f"{prefix}.thunk_sequence.txt", budget)
+    meta = _read(folder / f"{prefix}.thunk_metadata.txt", budget)
+    if not seq or not meta:
+        return {}
+    thunks: dict[int, str] = {}
+    for block in meta.split("thunk_metadata {")[1:]:
+        a, i = _ANNOTATION.search(block), _THUNK_ID.search(block)
+        if a and i:
+            thunks[int(i.group(1))] = a.group(1)
+    out: dict[str, set[str]] = {}
+    for index, kind, kernel in _SEQUENCE.findall(seq):
+        hlo = thunks.get(int(index))
+        if hlo and kind in ("kKernel", "kCustomKernel"):
+            out.setdefault(kernel, set()).add(hlo)
+    return out
+
+
+def dump_files(dirs: Iterable[Path]) -> Iterable[Path]:
+    """The optimized-HLO texts under ``dirs`` (bounded: static.bounded_files)."""
+    return bounded_files(dirs, lambda n: n.endswith(SUFFIX), MAX_HLO_FILES, MAX_HLO_ENTRIES, MAX_HLO_DEPTH)
+
+
+def scan(names: set[str], dirs: Iterable[Path]) -> list[StaticVerdict]:
+    """Verdicts for those of ``names`` (kernel names) that XLA's dumps in ``dirs`` generated."""
+    # kernel -> (tensor_core, precision) -> {detail: modules}: only verdicts disagreeing make a kernel unknown
+    found: dict[str, dict[tuple[str, str], dict[str, set[str]]]] = {}
+    budget = MAX_HLO_TOTAL_BYTES
+    for path in dump_files(dirs):
+        m = _MODULE.match(path.name)
+        text = _read(path, budget) if m else None
+        if text is None or m is None:
+            continue
+        budget -= len(text)
+        # The thunk files say which instructions launch each kernel; without them, the instruction of that name.
+        launched = _launched(path.parent, m.group(1), budget) or _defined(text, names)
+        wanted = {k: ops for k, ops in launched.items() if k in names}
+        module = Module(text) if wanted else None
+        for kernel, ops in sorted(wanted.items()):
+            for op in sorted(ops):
+                a = module.answer(op) if module else None
+                if a is not None:
+                    found.setdefault(kernel, {}).setdefault((a.tensor_core, a.precision), {}).setdefault(
+                        a.detail, set()).add(m.group(1))
+    out = []
+    for kernel, answers in sorted(found.items()):
+        if len(answers) == 1:
+            (verdict, precision), details = next(iter(answers.items()))
+            # the instruction the kernel is named after first (XLA names a shared kernel after one of them)
+            detail, modules = min(details.items(), key=lambda d: (kernel_name(d[0].split()[2]) != kernel, d[0]))
+            more = sum(len(m) for m in details.values()) - 1
+            out.append(StaticVerdict(kernel, verdict, f"{detail} (HLO of {min(modules)}"
+                                     + (f", and {more} more instruction(s) alike)" if more else ")"),
+                                     SOURCE, precision))
+        else:
+            detail = "XLA's modules answer differently: " + "; ".join(
+                f"{min(min(d.values()))}: {min(d)}" for _, d in sorted(answers.items()))
+            out.append(StaticVerdict(kernel, "unknown", detail, SOURCE))
+    return out
+
+
+def _defined(text: str, names: set[str]) -> dict[str, set[str]]:
+    """Kernel name -> the HLO instructions defined in ``text`` whose sanitized name it is, for ``names``."""
+    out: dict[str, set[str]] = {}
+    for m in _DEFINED.finditer(text):
+        kernel = kernel_name(m.group(1))
+        if kernel in names:
+            out.setdefault(kernel, set()).add(m.group(1))
+    return out
