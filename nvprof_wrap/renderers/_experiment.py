@@ -21,7 +21,9 @@ _STYLE = {"healthy": "green", "collapsed": "bold red", "nan": "bold red", "diver
 
 def _health(r: ExperimentRow) -> str:
     """A workload that exited non-zero says so first: its numbers describe a run that did not finish."""
-    return f"failed (exit {r.exit_code})" if r.exit_code else r.health
+    if r.exit_code:
+        return f"failed (exit {r.exit_code})"
+    return f"{r.health} ← {r.cause}" if r.cause else r.health  # the numerics' root, where they name one
 
 
 def _f(x: float | None, fmt: str) -> str:
@@ -67,7 +69,7 @@ def as_table(rows: list[ExperimentRow], width: int = 120, color: bool = False) -
             Col("GPU busy", short="busy", drop=5), Col("GPU kernels", short="kernels"),
             Col("tensor-core share", short="TC share", cut=6), Col("memcpy"), Col("GPU idle", short="idle"),
             Col("launches/step", short="launch/step", drop=3), Col("loss"), Col("acc", drop=1),
-            Col("val acc", drop=2), Col("health", justify="left", cut=15)]
+            Col("val acc", drop=2), Col("health", justify="left", cut=48)]
     t = fitted(cols, [[*cells(r)[:-1], Text(cells(r)[-1], style=_STYLE.get("failed" if r.exit_code else r.health, ""))]
                       for r in rows], width, title="Precision experiment", title_justify="left")
     buf = io.StringIO()

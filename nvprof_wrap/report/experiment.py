@@ -51,6 +51,8 @@ class ExperimentRow:
     # per target precision (analyses/ceiling.py): the fp32 row's predicts the others'
     budget_step_ms: float | None = None
     speedup_ceiling: dict[str, float] | None = None
+    # where the run's numerics name a cause (`--numerics`): its root in a few words, for the health column
+    cause: str | None = None
 
 
 def read_metrics(path: Path) -> tuple[int | None, float | None]:
@@ -100,7 +102,20 @@ def row(precision: str, folder: Path, manifest: Manifest, report: Report, health
         getattr(final, "loss", None), getattr(final, "accuracy", None), getattr(final, "val_accuracy", None),
         health.status, (*health.findings, *numerics_findings(health)), str(folder), **per_step,
         budget_step_ms=ms(report.time_budget.step_s * 1e9) if report.time_budget else None,
-        speedup_ceiling=report.ceiling.factors if report.ceiling else None)
+        speedup_ceiling=report.ceiling.factors if report.ceiling else None, cause=short_cause(health))
+
+
+def short_cause(health: HealthVerdict) -> str | None:
+    """The numerics' root in a few words ('dense optimizer state underflow, step 0'): the first record on the way to
+    the first bad tensor that shows more than its last finite value; None where nothing broke."""
+    n = health.numerics
+    if n is None or n.first_bad is None:
+        return None
+    root = next((e for e in n.evidence if e.kind not in ("last_finite", "spread")), None)
+    if root is None:
+        b = n.first_bad
+        return f"{b.layer} {b.tensor.replace('_', ' ')} {b.kind}, step {b.step}"
+    return f"{root.layer} {root.tensor.replace('_', ' ')} {root.kind.replace('_', ' ')}, step {root.step}"
 
 
 def numerics_findings(health: HealthVerdict) -> tuple[str, ...]:

@@ -292,3 +292,21 @@ def test_lines_cut_across_pieces_read_the_same(tmp_path: Path, monkeypatch: pyte
     whole = _verdict(tmp_path, cases.seed(), SEED_FINAL)
     monkeypatch.setattr(reader, "PIECE", 7)  # every line split over several reads
     assert reader.diagnose_run(tmp_path, SEED_FINAL) == whole
+
+
+def test_the_experiment_table_names_the_cause_in_its_health_column() -> None:
+    """The seed's recorded collapse: the health cell says the root ('nan ← dense optimizer state underflow, step 0'),
+    a healthy run says only 'healthy'."""
+    import dataclasses
+
+    from nvprof_wrap.renderers._experiment import _health
+    from nvprof_wrap.report.experiment import ExperimentRow, short_cause
+
+    broken, fine = _real("fp16_keras2_tf")[0], _real("mixed_keras2_tf")[0]
+    assert short_cause(broken) == "dense optimizer state underflow, step 0"
+    assert short_cause(fine) is None
+    row = ExperimentRow("fp16", 0, 1.0, 2, 1.0, 0, 0.0, "", 0.0, None, 0, None, None, None, None, "nan", (), "f",
+                        cause=short_cause(broken))
+    assert _health(row) == "nan ← dense optimizer state underflow, step 0"
+    assert _health(dataclasses.replace(row, health="healthy", cause=None)) == "healthy"
+    assert _health(dataclasses.replace(row, exit_code=1)) == "failed (exit 1)"
