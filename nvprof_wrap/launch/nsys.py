@@ -56,6 +56,11 @@ class Nsys:
                 tools.nsys_export(rep, self.find(spec.nsys) or "nsys", rep.with_suffix(names.EXPORT))
             except Exception as e:  # noqa: BLE001 - reported in the manifest, the run's other captures still count
                 problems.append(f"{rep.name}: {e}")
+        # a raw stream nsys left: its import failed or stopped (nsys deletes it after a clean one); kept, and said
+        for raw in sorted(folder.glob("*.qdstrm")):
+            tool = Path(self.find(spec.nsys) or "nsys").parent / "QdstrmImporter"
+            problems.append(f"{raw.name}: nsys did not finish turning its raw stream into a report (stderr.log has "
+                            f"nsys' errors); kept — import it again with `{tool} --input-file {raw}`")
         return problems
 
 

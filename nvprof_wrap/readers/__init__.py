@@ -103,6 +103,13 @@ def _head(path: Path) -> Head:
     return Head(path, raw, st.st_size)
 
 
+# nsys writes its raw stream (.qdstrm), turns it into a .nsys-rep and deletes it: one left behind is an import that
+# failed or stopped (a JAX job's on the H200: "Errors occurred while processing the raw events").
+QDSTRM = ("an Nsight Systems raw stream (.qdstrm) that nsys did not turn into a report — its import failed or was cut "
+          "short; not read: import it with QdstrmImporter --input-file FILE (beside nsys, in its host folder), then "
+          "report the .nsys-rep")
+
+
 def detect(path: Path) -> str:
     """The format of a capture, from its content: the first reader whose sniff says yes."""
     head = _head(path)
@@ -115,6 +122,8 @@ def detect(path: Path) -> str:
         raise BadInput(path, "SQLite file is not an nvprof, Nsight Systems or nvprof-wrap capture (no kernel table)")
     if head.json_start:
         raise BadInput(path, "JSON without traceEvents: not a Kineto / Chrome trace")
+    if head.binary and path.name.endswith(".qdstrm"):
+        raise BadInput(path, QDSTRM)
     if head.binary:
         raise BadInput(path, "binary file of an unknown format")
     if why := rocm_capture(head.raw):  # rocprof's stats CSV and other AMD outputs: said what they are

@@ -156,3 +156,13 @@ def test_tools_are_found_in_the_documented_order(tmp_path, monkeypatch):
     if tools.find_ncu() is None:  # no Nsight Compute installed here
         with pytest.raises(ToolMissing, match=r"ncu \(Nsight Compute\) not found: looked at --ncu, \$NVPROF_WRAP_NCU"):
             ncu.NCU.require()
+
+
+def test_a_raw_stream_nsys_left_is_kept_and_said_with_the_import_command(tmp_path):
+    """nsys deletes its .qdstrm after a clean import; one left behind (a JAX job's on the H200: 'Errors occurred
+    while processing the raw events') is a problem of the run, kept, with the command that imports it again."""
+    raw = tmp_path / "nsys.qdstrm"
+    raw.write_bytes(b"\x00QDSTRM" * 100)
+    problems = BY_NAME["nsys"].collect(tmp_path, base.RunSpec(["python3", "train.py"], nsys=str(FAKE_BIN / "nsys")))
+    assert len(problems) == 1 and problems[0].startswith("nsys.qdstrm: nsys did not finish")
+    assert f"{FAKE_BIN / 'QdstrmImporter'} --input-file {raw}" in problems[0] and raw.exists()

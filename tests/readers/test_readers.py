@@ -243,3 +243,14 @@ def test_nsys_exports_without_nvtx_text_ids_attribute_the_same(tmp_path):
         conn.execute("ALTER TABLE NVTX_EVENTS DROP COLUMN textId")
     new_ops, old_ops = readers.read(src).ops, readers.read(old).ops
     assert len(new_ops) > 10 and sorted(old_ops, key=repr) == sorted(new_ops, key=repr)
+
+
+def test_a_raw_nsys_stream_is_named_and_how_to_import_it_said(tmp_path):
+    from nvprof_wrap.errors import BadInput
+    from nvprof_wrap.readers import QDSTRM, detect
+
+    raw = tmp_path / "nsys.qdstrm"
+    raw.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(BadInput) as e:
+        detect(raw)
+    assert e.value.why == QDSTRM and "QdstrmImporter" in QDSTRM
