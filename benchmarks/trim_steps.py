@@ -1,6 +1,6 @@
 """Trim an nsys SQLite export to a window of consecutive steps, for a test fixture under 2 MB.
 
-    python benchmarks/trim_steps.py SRC.sqlite DST.sqlite.gz A:B
+    python benchmarks/trim_steps.py SRC.sqlite DST.sqlite.gz A:B [--with-warmup] [--without TABLE]...
 
 keeps steps A..B-1 as the project's own timeline finds them (nvprof_wrap.timeline.window.spans: the job's 'step N'
 marks, else the 'optimizer step N' ranges `nvprof-wrap run` adds): every row of an activity table (kernels, copies,
@@ -10,6 +10,16 @@ Nothing is added and no kept row is changed; every other table (StringIds, TARGE
 DIAGNOSTIC_EVENT …) is kept whole. Step A is there to be the warm-up a report leaves out (report/series.py
 steady_rows): the CUDA calls that began before the window are gone from it, not from the steps after it. Then VACUUM
 and gzip -9 (mtime 0, so the same capture gives the same bytes).
+
+--with-warmup keeps everything before step A as well (a JAX job's compilation and autotuning: what the report leaves
+out as warm-up); --without TABLE empties a table (GPU_METRICS: the hardware samples, where a fixture does not need
+them).
+
+tests/data/h200_runs/jax_mnist_nsys: jax's examples/mnist_classifier.py under `nvprof-wrap run --backend nsys`
+(benchmarks/gpu/jax_captures.sh, nsys' default graph trace), steps 0..7 with the warm-up, without GPU_METRICS:
+
+    python3 benchmarks/trim_steps.py runs/jax_mnist/nsys.sqlite $T/jax_mnist_nsys/nsys.sqlite.gz 0:8 \
+        --with-warmup --without GPU_METRICS
 
 tests/data/h200_runs/*_steps_nsys: the run folders of benchmarks/gpu/precision_public_scripts.sh on the H200 (issue 41;
 its reports are benchmarks/results/precision_public_scripts), each folder's manifest.json, gpm.jsonl, stdout.log and
@@ -61,14 +71,18 @@ def trim(conn: sqlite3.Connection, lo: int, hi: int) -> None:
                      "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IS NOT NULL)")
 
 
-def main(src: str, dst: str, steps: str) -> None:
+def main(src: str, dst: str, steps: str, *options: str) -> None:
     first, end = window.parse(steps, "steps", integer=True)
+    warmup = "--with-warmup" in options
+    empty = [options[i + 1] for i, o in enumerate(options[:-1]) if o == "--without"]
     with tempfile.TemporaryDirectory() as tmp:
         work = os.path.join(tmp, "trimmed.sqlite")
         shutil.copy(src, work)
         conn = sqlite3.connect(work)
         lo, hi = step_span(conn, first, end)
-        trim(conn, lo, hi)
+        trim(conn, -(1 << 62) if warmup else lo, hi)
+        for t in empty:
+            conn.execute(f"DELETE FROM [{t}]")
         conn.commit()
         conn.execute("VACUUM")
         conn.close()
@@ -78,6 +92,6 @@ def main(src: str, dst: str, steps: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) < 4:
         sys.exit(__doc__)
     main(*sys.argv[1:])

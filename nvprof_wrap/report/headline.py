@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 
+from nvprof_wrap.model import CUDA_GRAPH_KERNEL
 from nvprof_wrap.report.types import (
     LATE,
     CaptureScope,
@@ -59,8 +60,14 @@ def verdict(kernels: tuple[KernelRow, ...]) -> Verdict:
         n = sum(k.tensor_core == "unknown" for k in kernels)
         status, msg = "unknown", (f"Tensor cores used: not seen — no kernel is known to use them, but {n} "
                                   f"{'kernel' if n == 1 else 'kernels'} "
-                                  f"({_pct_or_less(unk_ns / total if total else 0)} of kernel time) carry no "
-                                  "evidence in their names; nvprof-wrap verify measures them with counters")
+                                  f"({_pct_or_less(unk_ns / total if total else 0)} of kernel time) "
+                                  f"{'carries' if n == 1 else 'carry'} no evidence in "
+                                  f"{'its name' if n == 1 else 'their names'}; nvprof-wrap verify measures them with "
+                                  "counters")
+    graphs = sum(k.total_ns for k in kernels if k.name == CUDA_GRAPH_KERNEL)
+    if graphs:  # readers/_nsys_graphs.py: time whose kernels nobody saw, whatever the verdict of the rest
+        msg += (f"; CUDA graphs ran {_pct_or_less(graphs / total if total else 0)} of kernel time with their kernels "
+                "unrecorded (capture with nsys --cuda-graph-trace=node)")
     else:
         status, msg = "no", (f"Tensor cores used: no — none of the {len(kernels)} kernels is a tensor-core kernel; "
                              f"kernel time by precision: {_mix(kernels, total)}")
