@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 # The name a CUDA graph launch gets where a capture has the launch but not its kernels (readers/_nsys_graphs.py):
 # one kernel of unknown kind wherever kernels count, decided by nothing but a capture of its kernels.
 CUDA_GRAPH_KERNEL = "CUDA graph launch (kernels not traced one by one)"
+# The name of a kernel an Nsight Systems export names by StringIds id 0 — nsys' own first string ('GpuMetrics',
+# '[Unknown]', 'QnxKernelTrace'), never a kernel's: the name was lost (its import reported errors: "StringStorage …
+# GetKeyForExteriorId", H200, a Keras-on-JAX job under nsys 2025.3).
+LOST_NAME_KERNEL = "(a kernel whose name nsys lost)"
 
 # The op of kernels launched outside any NVTX / profiler range.
 NO_RANGE = "(no NVTX range)"

@@ -29,15 +29,17 @@ def first_execution(conn: sqlite3.Connection, have: set[str], ranges_sql: str | 
     # strings, not a scan of every range
     if conn.execute("SELECT 1 FROM StringIds WHERE value LIKE ? LIMIT 1", (_LIKE,)).fetchone() is None:
         return None
-    counts: dict[str, int] = {}
-    first: dict[str, int] = {}
+    counts: dict[tuple[str, int], int] = {}
+    first: dict[tuple[str, int], int] = {}
     for name, start in conn.execute(f"SELECT name, s FROM ({ranges_sql}) WHERE name LIKE ?", (_LIKE,)):
-        program = steps.xla_program(name or "")
+        program = steps.xla_execution(name or "")
         if program is not None and isinstance(start, int):
             counts[program] = counts.get(program, 0) + 1
             first[program] = min(start, first.get(program, start))
+    # one program (module and id), as the steps count it (timeline/window.py): a JAX job also runs small programs of
+    # one primitive (jit_broadcast_in_dim) under several ids, more often in all than its step
     best = max(counts, key=lambda p: (counts[p], -first[p]), default=None)
-    return (best, first[best]) if best is not None and counts[best] > 1 else None
+    return (best[0], first[best]) if best is not None and counts[best] > 1 else None
 
 
 # XLA's ranges around compiling and autotuning (TSL's NVTX domain): a kernel launched inside one is warm-up,

@@ -14,6 +14,7 @@ from typing import Any
 from nvprof_wrap.classify.engine import WARMUP_FAMILIES, classify
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import (
+    LOST_NAME_KERNEL,
     Activity,
     Capture,
     Gpu,
@@ -77,7 +78,8 @@ def _kernels(conn: sqlite3.Connection, dur: str, where: str = "true") -> tuple[K
     # SUM: per-launch expressions and MIN/MAX made this scan 1.7x slower than a plain GROUP BY at 1M launches.
     gpid = "globalPid" if "globalPid" in cols else "NULL"
     sql = f"""
-    SELECT {_pid_expr(cols).replace("globalPid", "g.gp")}, g.dev, COALESCE({cut("s.value")}, '<unnamed kernel>'), g.n,
+    SELECT {_pid_expr(cols).replace("globalPid", "g.gp")}, g.dev,
+           CASE WHEN g.nid = 0 THEN '{LOST_NAME_KERNEL}' ELSE COALESCE({cut("s.value")}, '<unnamed kernel>') END, g.n,
            g.tot
     FROM (SELECT {name_col} AS nid, {gpid} AS gp, deviceId AS dev, COUNT(*) AS n, SUM({dur}) AS tot
           FROM {KERNEL} WHERE {where} GROUP BY {name_col}, {gpid}, deviceId) g
@@ -185,6 +187,8 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
     names = dict(conn.execute(f"SELECT id, {cut('value')} FROM StringIds WHERE id IN ({ids})"))
+    if 0 in names:  # nsys' own first string, never a kernel's name: the name was lost (model.LOST_NAME_KERNEL)
+        names[0] = LOST_NAME_KERNEL
     ops = tuple(OpAgg(pid, scope, op, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
                 for pid, _dev, scope, op, key, n, tot in rows)
     kernels = merge_kernels(KernelAgg(pid, dev, demangle(names.get(key) or "<unnamed kernel>"), n, tot)
@@ -376,7 +380,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
         ((kernel_note,) if kernel_note else ()) + mem_notes + \
         borrowed_note(lent, sum(k.total_ns or 0 for k in kernels)) + \
-        ((graph_launches.note(kernels),) if any(k.name == graph_launches.GRAPH_NAME for k in kernels) else ())
+        ((graph_launches.note(kernels),) if any(k.name == graph_launches.GRAPH_NAME for k in kernels) else ()) + \
+        _lost_names_note(kernels)
     started, ended = session_span(conn, have)
     hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
         conn, have, path, KERNEL, "deviceId", kernel_name_column(conn), started, None if whole else span,
@@ -403,6 +408,16 @@ def _warmup(conn: sqlite3.Connection, have: set[str],
         return EVERYTHING, (), program
     return (lo, EVERYTHING[1]), tuple(WarmupAgg(k.pid, k.device_id, k.name, k.launches, k.total_ns, program)
                                       for k in merge_kernels(before)), program
+
+
+def _lost_names_note(kernels: tuple[KernelAgg, ...]) -> tuple[str, ...]:
+    lost = [k for k in kernels if k.name == LOST_NAME_KERNEL]
+    if not lost:
+        return ()
+    ns, every = sum(k.total_ns or 0 for k in lost), sum(k.total_ns or 0 for k in kernels) or 1
+    return ((f"{sum(k.launches for k in lost):,} kernel launches ({ns / every:.1%} of kernel time) have no name in the "
+            "export (StringIds id 0, nsys' own first string): nsys lost them while importing — its errors are in the "
+            "run's stderr.log; counted as one kernel of unknown kind"),)
 
 
 @functools.lru_cache(maxsize=4096)

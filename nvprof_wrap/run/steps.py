@@ -24,10 +24,12 @@ KERAS_BATCH = "train batch {}"  # tracer/annotate.py, with --annotate keras
 # torch.profiler's range around each optimizer.step() call ('Optimizer.step#AdamW.step'): unnumbered, so its steps
 # are numbered in start order — an optimizer step where the trace has no ProfilerStep#N (timeline/window.py)
 TORCH_OPTIMIZER_PREFIX = "Optimizer.step#"
-# XLA's range around each execution of a compiled program ('XlaModule:#hlo_module=jit_update,program_id=14586#', in
-# NVTX domain TSL, which JAX/XLA opens whenever a profiler traces NVTX); its autotuner's candidate programs have no
-# program_id ('XlaModule:#hlo_module=gemm_fusion_dot.6#'). A JAX step: an execution of the program run most often.
-XLA_MODULE_PREFIX = "XlaModule:#hlo_module="
+# XLA's range around each execution of a compiled program ('XlaModule:#hlo_module=jit_update,program_id=14586#',
+# sometimes with more before the module: 'XlaModule:#prefix=args[0],hlo_module=…'; in NVTX domain TSL, which JAX/XLA
+# opens whenever a profiler traces NVTX); its autotuner's candidate programs have no program_id
+# ('XlaModule:#hlo_module=gemm_fusion_dot.6#'). A JAX step: an execution of the program run most often — one
+# program: a module compiled again for another shape (the last, smaller batch) is another program.
+XLA_MODULE_PREFIX = "XlaModule:#"
 XLA_EXECUTIONS = "XLA executions"
 KERAS_PREFIX = "keras:"  # --annotate keras: a range per Keras layer call ('keras:dense_1 (Dense)')
 TORCH_PREFIX = "torch:"  # --annotate torch: a range per module
@@ -52,14 +54,20 @@ PATTERNS: dict[str, re.Pattern[str]] = {
 LIKE = (*(p + "%" for p in OWN_PREFIXES), _prefix(OPTIMIZER_STEP) + "%", _prefix(KERAS_BATCH) + "%",
         KERAS_PREFIX + "%", TORCH_OPTIMIZER_PREFIX + "%", XLA_MODULE_PREFIX + "%")
 _TORCH_OPTIMIZER = re.compile(r"^Optimizer\.step#\w+\.step$")
-_XLA_EXECUTION = re.compile(r"^XlaModule:#hlo_module=([^,#]+),program_id=\d+#$")
+_XLA_EXECUTION = re.compile(r"^XlaModule:#(?:[^#]*?,)?hlo_module=([^,#]+),program_id=(\d+)#$")
+
+
+def xla_execution(name: str) -> tuple[str, int] | None:
+    """(module, program id) of the program a range of XLA's marks one execution of (('jit_update', 14586)), None for
+    any other range (an autotuner candidate's has no program_id)."""
+    m = _XLA_EXECUTION.match(name)
+    return (m.group(1), int(m.group(2))) if m else None
 
 
 def xla_program(name: str) -> str | None:
-    """The program a range of XLA's marks one execution of ('jit_update'), None for any other range (an autotuner
-    candidate's has no program_id)."""
-    m = _XLA_EXECUTION.match(name)
-    return m.group(1) if m else None
+    """The module of the program a range of XLA's marks one execution of ('jit_update'), else None."""
+    found = xla_execution(name)
+    return found[0] if found else None
 
 
 def torch_optimizer_step(name: str) -> bool:

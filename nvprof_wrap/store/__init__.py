@@ -86,7 +86,8 @@ SCHEMA_VERSION = 2
 # before its first step left out (table warmup; issue 43). Alongside, also -25: nvprof summaries pasted without their
 # header, nvprof --metrics --csv, ncu tensor-pipe totals net of the HFMA thread-instruction bound (issue 45).
 # -26: both -25s, and the commands nsys recorded (captures of different jobs told apart; issue 45), merged.
-DATA_VERSION = "2026.12.03-26"
+# -27: JAX steps and warm-up by one program (module and id); kernels named by StringIds id 0 are names nsys lost.
+DATA_VERSION = "2026.12.03-27"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {

@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Iterable
 from typing import cast
 
-from nvprof_wrap.model import HwDevice, HwKernel, HwPoint
+from nvprof_wrap.model import LOST_NAME_KERNEL, HwDevice, HwKernel, HwPoint
 from nvprof_wrap.text.demangle import demangle
 from nvprof_wrap.timeline import hardware
 from nvprof_wrap.timeline.sql import cut
@@ -133,4 +133,6 @@ def kernel_names(conn: sqlite3.Connection, keys: Iterable[object]) -> dict[objec
         chunk = ids[i:i + 500]
         out.update((k, demangle(v)) for k, v in conn.execute(
             f"SELECT id, {cut('value')} FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+    if 0 in out:  # nsys' own first string, never a kernel's name (model.LOST_NAME_KERNEL)
+        out[0] = LOST_NAME_KERNEL
     return out

@@ -199,7 +199,7 @@ def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], d
     batches: tuple[dict[int, int], dict[int, int]] = ({}, {})
     keras: list[tuple[object, int, int, str | None]] = []
     torch_steps: list[tuple[int, int]] = []
-    xla: dict[str, list[tuple[int, int]]] = {}
+    xla: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for name, tid, s, e in ranges:
         if s is None:
             continue
@@ -216,7 +216,7 @@ def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], d
             keras.append((tid, s, e if e is not None else s, name))
         elif step_names.torch_optimizer_step(name or ""):
             torch_steps.append((s, e if e is not None else s))
-        elif (program := step_names.xla_program(name or "")) is not None:
+        elif (program := step_names.xla_execution(name or "")) is not None:
             xla.setdefault(program, []).append((s, e if e is not None else s))
     for source, found in ((OWN, named), (OPTIMIZER, optimizer), (BATCHES, batches)):
         # optimizer step 0 alone is the range annotate opens at torch's import: no optimizer ever stepped (a Keras

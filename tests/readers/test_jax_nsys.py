@@ -85,3 +85,24 @@ def test_steps_windows_count_xla_executions():
     rep = analyze(RUN, steps=(2, 5))
     assert rep.series is not None and [r.step for r in rep.series.rows] == [2, 3, 4]
     assert sum(k.launches for k in rep.kernels if k.name == CUDA_GRAPH_KERNEL) == 3
+
+
+def test_a_kernel_named_by_string_id_zero_is_a_lost_name_not_nsys_first_string(tmp_path):
+    """StringIds id 0 is nsys' own first string ('GpuMetrics'); an import with errors left kernels named by it (a
+    Keras-on-JAX experiment on the H200): they read as a lost name, of unknown kind, and a note says so."""
+    from nvprof_wrap.model import LOST_NAME_KERNEL
+
+    db = tmp_path / "lost.sqlite"
+    db.write_bytes(gzip.decompress((RUN / "nsys.sqlite.gz").read_bytes()))
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        assert conn.execute("SELECT value FROM StringIds WHERE id = 0").fetchone()[0] == "GpuMetrics"
+        conn.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 0 WHERE rowid IN "
+                     "(SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start DESC LIMIT 3)")
+    from nvprof_wrap.timeline.window import Window
+
+    cap = readers.read(db, Window(warmup=True))  # the last kernels the capture has may be warm-up: all kept here
+    assert not [k for k in cap.kernels if k.name == "GpuMetrics"]
+    assert sum(k.launches for k in cap.kernels if k.name == LOST_NAME_KERNEL) == 3
+    assert any("have no name in the export" in n for n in cap.notes)
+    rep = analyze(db, warmup=True)
+    assert {k.tensor_core for k in rep.kernels if k.name == LOST_NAME_KERNEL} == {"unknown"}
