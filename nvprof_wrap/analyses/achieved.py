@@ -14,11 +14,12 @@ from nvprof_wrap.analyses.peaks import Peak, tensor_peak
 HOW = "record the ops' shapes: torch.profiler.profile(record_shapes=True) (a Kineto trace) gives each GEMM's FLOPs"
 # a JAX job (XLA's execution ranges or warm-up in the capture) without a dump, and one with a dump whose GEMM kernels
 # did not run one by one in the capture (XLA runs a step's kernels inside CUDA graphs, which Nsight Systems records
-# as graph launches: docs/jax.md)
+# as graph launches unless told to trace their nodes: readers/_nsys_graphs.py)
 HOW_JAX = ("XLA's HLO dump gives each GEMM fusion's FLOPs: `nvprof-wrap run` records it; else run the job with "
            "XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text' and report --xla-dump DIR")
 NONE_IN_DUMP = ("XLA's dump gives the FLOPs of the GEMM kernels it generated, but none of them ran here one by one "
-                "for a module the dump holds (a CUDA graph's kernels are not traced one by one: docs/jax.md)")
+                "for a module the dump holds (inside CUDA graphs they do not, unless Nsight Systems traces the graphs' "
+                "nodes: --cuda-graph-trace=node)")
 
 
 @dataclass(frozen=True)
