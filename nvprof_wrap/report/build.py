@@ -135,7 +135,8 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   series=series, ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES),
                   time_budget=budget, ceiling=_ceiling(budget, gpus), achieved=done,
                   mfu=achieved.mfu(done, len(series.rows), budget.step_s) if done and budget and series
-                  and series.kind == "steps" and series.folded == 1 else None,
+                  and series.kind == "steps" and series.folded == 1 and _flops_cover_the_math(flops, kernels)
+                  else None,
                   achieved_kernels=achieved.per_kernel(flops) if done else (),
                   warmup=warmup.of(store.warmup_rows(), total))
 
@@ -149,6 +150,19 @@ def _achieved(flops: list[tuple[str, str, float, int]], kernels: tuple[KernelRow
     verdict = {k.name: k.tensor_core for k in kernels}
     return achieved.achieved(flops, lambda name: verdict.get(name, "unknown"), _peak(gpus),
                              sum(k.total_ns for k in kernels)) or None
+
+
+# MFU counts a step's matrix FLOPs: from FLOPs known for part of the tensor-core work it would read low, and look
+# true (a Keras-on-JAX GPT: XLA's dump gave its Triton GEMMs' FLOPs, 1.2% of kernel time, not cuBLAS's or cuDNN's)
+MFU_MIN_COVER = 0.9
+
+
+def _flops_cover_the_math(flops: list[tuple[str, str, float, int]], kernels: tuple[KernelRow, ...]) -> bool:
+    """Whether FLOPs are known for at least MFU_MIN_COVER of the tensor-core kernels' time."""
+    known = {name for name, _p, _f, _ns in flops}
+    tc = sum(k.total_ns for k in kernels if k.tensor_core == "yes")
+    covered = sum(k.total_ns for k in kernels if k.tensor_core == "yes" and k.name in known)
+    return tc > 0 and covered >= MFU_MIN_COVER * tc
 
 
 def _peak(gpus: tuple[GpuRow, ...]) -> peaks.Peak | None:

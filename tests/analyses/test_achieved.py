@@ -51,3 +51,17 @@ def test_each_kernels_rate_adds_up_to_its_precisions() -> None:
     assert all(r.precision == "bf16" and 0 < r.tflops <= 989.4 for r in rows)
     assert len(rows) == report.achieved["bf16"].kernels  # 15 names: all shown (at most 20)
     assert abs(sum(r.flops for r in rows) - report.achieved["bf16"].flops) <= len(rows)
+
+
+def test_mfu_is_not_given_from_flops_of_a_part_of_the_tensor_core_work():
+    """FLOPs known for a tenth of the tensor-core time would make an MFU that reads low and looks true."""
+    from nvprof_wrap.report.build import _flops_cover_the_math
+    from nvprof_wrap.report.types import KernelRow
+
+    def row(name: str, ns: int, tc: str) -> KernelRow:
+        return KernelRow(name, 1, ns, ns, 0.0, tc, "bf16", "", "", "name", tc, None, None, "", "")
+
+    kernels = (row("gemm_fusion_dot", 10, "yes"), row("nvjet_sm90_tss", 90, "yes"), row("loop_fusion", 900, "no"))
+    assert not _flops_cover_the_math([("gemm_fusion_dot", "bf16", 1e9, 10)], kernels)
+    assert _flops_cover_the_math([("gemm_fusion_dot", "bf16", 1e9, 10), ("nvjet_sm90_tss", "bf16", 1e9, 90)], kernels)
+    assert not _flops_cover_the_math([], (row("loop_fusion", 900, "no"),))
