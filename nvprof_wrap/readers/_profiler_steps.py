@@ -53,8 +53,9 @@ def pick(marks: Iterable[tuple[str, int, int, int]]) -> list[Range]:
 
 
 def measure(db: sqlite3.Connection, ranges: list[Range], names: dict[int, str], launches: int,
-            span: tuple[int, int] = EVERYTHING) -> tuple[StepSeries | None, tuple[str, ...]]:
-    """(the per-step series, notes) from the iv table and the step ranges; (None, ()) without steps."""
+            span: tuple[int, int] = EVERYTHING, table: str = "iv") -> tuple[StepSeries | None, tuple[str, ...]]:
+    """(the per-step series, notes) from the table of GPU intervals (IV_COLUMNS) and the step ranges; (None, ())
+    without steps."""
     if not ranges or not launches:
         return None, ()
     if why := step_series.too_big(launches):
@@ -63,9 +64,9 @@ def measure(db: sqlite3.Connection, ranges: list[Range], names: dict[int, str], 
     db.execute("DELETE FROM _nvw_psteps")
     db.executemany("INSERT INTO _nvw_psteps VALUES (?, ?, ?, ?)", ranges)
     copy = copy_part_sql("dir", {d: d for d in ("HtoD", "DtoH", "DtoD", "PtoP")})
-    db.execute('CREATE TEMP VIEW IF NOT EXISTS _nvw_pk AS SELECT start, "end", key FROM iv WHERE k = 1')
+    db.execute(f'CREATE TEMP VIEW IF NOT EXISTS _nvw_pk AS SELECT start, "end", key FROM {table} WHERE k = 1')
     db.execute(f'CREATE TEMP VIEW IF NOT EXISTS _nvw_pc AS SELECT start, "end", '
-               f"(CASE WHEN kind = 'memset' THEN {MEMSET_PART} ELSE {copy} END) AS part FROM iv "
+               f"(CASE WHEN kind = 'memset' THEN {MEMSET_PART} ELSE {copy} END) AS part FROM {table} "
                "WHERE k = 0 AND kind != 'other'")
     tables = [step_series.GpuTable("_nvw_pk", "NULL", "key"), step_series.GpuTable("_nvw_pc", "NULL", part="part")]
     series = step_series.measure(db, tables, [], "SELECT name, tid, s, e FROM _nvw_psteps", "none",
