@@ -34,8 +34,7 @@ _STEP, _OPTIMIZER_STEP, _KERAS_BATCH = (step_names.PATTERNS[s] for s in step_nam
 STEP_LIKE = step_names.LIKE
 NO_STEPS = ("--steps: no step ranges in this capture (NVTX 'step N', torch.profiler 'ProfilerStep#N', the optimizer "
             "steps `nvprof-wrap run` marks in PyTorch jobs, Keras batches with --annotate keras, or the executions of "
-            "a JAX program XLA marks when nsys traces NVTX; in the JAX / TensorFlow profiler's own capture, its "
-            "StepTraceAnnotation)")
+            "a JAX program XLA marks when nsys traces NVTX)")
 
 
 @dataclass(frozen=True)
