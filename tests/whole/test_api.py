@@ -40,8 +40,8 @@ RUN_FILES = {"manifest.json", "metrics.jsonl", "stdout.log", "stderr.log"}
 def _every_fixture() -> list:
     """Every file and run folder the project reads: the bundled samples, every run folder and every file in it under
     tests/data/h200_runs, the console captures, MIT traces and JAX profiler captures under tests/data, and every file
-    of the shared public and H200 fixtures. Those that are no capture (the H200 records JSON and nsys log, PTX, verify.json, the AMD traces)
-    must be refused alike by both."""
+    of the shared public and H200 fixtures. Those that are no capture (the H200 records JSON and nsys log, PTX,
+    verify.json, the AMD traces) must be refused alike by both."""
 
     runs = sorted(p for p in (DATA / "h200_runs").iterdir() if p.is_dir())
     found = [*(SAMPLES / s for s in ("keras_reuters_fp16", "torch_ops", "two_children")), *runs,
