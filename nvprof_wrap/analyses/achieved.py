@@ -1,7 +1,8 @@
 """Achieved TFLOP/s per precision, against the GPU's peak for it: the FLOPs of the framework ops that launched the
-kernels (the shapes a torch.profiler trace recorded with record_shapes=True: classify/flops.py, the store's op_flops)
-over those kernels' own time. A precision's peak is its tensor-core rate where the kernels ran on tensor cores (an
-fp32 op on tensor cores ran as TF32), else the CUDA cores' rate (analyses/peaks.toml). Of the whole capture, not a
+kernels (the shapes a torch.profiler trace recorded with record_shapes=True: classify/flops.py, the store's op_flops;
+for JAX, the dots of XLA's GEMM fusions in its HLO dump: classify/xla_flops.py) over those kernels' own time. A
+precision's peak is its tensor-core rate where the kernels ran on tensor cores (an fp32 op on tensor cores ran as
+TF32), else the CUDA cores' rate (analyses/peaks.toml). Of the whole capture, not a
 window: the FLOPs are counted per kernel name, not per step."""
 from __future__ import annotations
 
@@ -11,6 +12,14 @@ from dataclasses import dataclass
 from nvprof_wrap.analyses.peaks import Peak, tensor_peak
 
 HOW = "record the ops' shapes: torch.profiler.profile(record_shapes=True) (a Kineto trace) gives each GEMM's FLOPs"
+# a JAX job (XLA's execution ranges or warm-up in the capture) without a dump, and one with a dump whose GEMM kernels
+# did not run one by one in the capture (XLA runs a step's kernels inside CUDA graphs, which Nsight Systems records
+# as graph launches unless told to trace their nodes: readers/_nsys_graphs.py)
+HOW_JAX = ("XLA's HLO dump gives each GEMM fusion's FLOPs: `nvprof-wrap run` records it; else run the job with "
+           "XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text' and report --xla-dump DIR")
+NONE_IN_DUMP = ("XLA's dump gives the FLOPs of the GEMM kernels it generated, but none of them ran here one by one "
+                "for a module the dump holds (inside CUDA graphs they do not, unless Nsight Systems traces the graphs' "
+                "nodes: --cuda-graph-trace=node)")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -34,7 +34,7 @@ _MODULE = re.compile(r"(.+?)\.(?:sm_\S+?_)?(?:gpu_)?after_optimizations\.txt$")
 _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+)\s*\(")
 _DEFINED = re.compile(r"^[ \t]+(?:ROOT[ \t]+)?%([\w.\-]+)[ \t]*=", re.MULTILINE)
 _INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%([\w.\-]+)\s*=\s*")
-_ELEMENT = re.compile(r"([a-z][a-z0-9]*)\[")
+_ELEMENT = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _OPCODE = re.compile(r"\s*([\w\-]+)\(")
 _OPERAND = re.compile(r"%([\w.\-]+)")
 _CALLS = re.compile(r"(?:calls|to_apply|body|condition)=(%[\w.\-]+(?:,\s*%[\w.\-]+)*)")
@@ -88,9 +88,10 @@ def kernel_name(hlo_name: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Instr:
+class Instr:
     name: str
     element: str | None  # the result's element type; None for a tuple
+    dims: tuple[int, ...] | None  # the result's dimensions; None for a tuple or a dynamic shape
     opcode: str
     operands: tuple[str, ...]
     attrs: str
@@ -110,32 +111,35 @@ def _close(text: str, start: int) -> int:
     return len(text)
 
 
-def _instr(line: str) -> _Instr | None:
+def _instr(line: str) -> Instr | None:
     m = _INSTRUCTION.match(line)
     if not m:
         return None
     pos = m.end()
+    dims: tuple[int, ...] | None = None
     if line.startswith("(", pos):  # a tuple shape
         element, pos = None, _close(line, pos)
     else:
         e = _ELEMENT.match(line, pos)
         element = e.group(1) if e else None
+        if e and re.fullmatch(r"[0-9,]*", e.group(2)):  # not a dynamic one ('<=128'): its FLOPs are unknown
+            dims = tuple(int(d) for d in e.group(2).split(",") if d)
         space = line.find(" ", pos)
         pos = len(line) if space < 0 else space
     op = _OPCODE.match(line, pos)
     if not op:
         return None
     end = _close(line, op.end() - 1)
-    return _Instr(m.group(1), element, op.group(1), tuple(_OPERAND.findall(line, op.end(), end - 1)), line[end:])
+    return Instr(m.group(1), element, dims, op.group(1), tuple(_OPERAND.findall(line, op.end(), end - 1)), line[end:])
 
 
 class Module:
     """One module's optimized HLO: its computations' instructions, by name."""
 
     def __init__(self, text: str) -> None:
-        self.computations: dict[str, dict[str, _Instr]] = {}
+        self.computations: dict[str, dict[str, Instr]] = {}
         self.where: dict[str, str] = {}  # instruction -> its computation
-        current: dict[str, _Instr] | None = None
+        current: dict[str, Instr] | None = None
         name = ""
         for line in text.splitlines():
             if not line:
@@ -175,9 +179,16 @@ class Module:
             return Answer("no", "", f"{what}: no dot or convolution inside (elementwise / reduction on CUDA cores)")
         return _judge(dots, what)
 
-    def _dots(self, ins: _Instr, depth: int, seen: set[str]) -> list[tuple[_Instr, dict[str, _Instr]]]:
+    def dots(self, hlo_name: str) -> list[tuple[Instr, dict[str, Instr]]] | None:
+        """The dots and convolutions one launch of the fusion ``hlo_name`` runs, each with its computation; None
+        when it is no fusion."""
+        comp = self.where.get(hlo_name)
+        ins = self.computations[comp][hlo_name] if comp is not None else None
+        return self._dots(ins, 0, set()) if ins is not None and ins.opcode == "fusion" else None
+
+    def _dots(self, ins: Instr, depth: int, seen: set[str]) -> list[tuple[Instr, dict[str, Instr]]]:
         """The dots and convolutions in the computations ``ins`` calls, with the computation each is in."""
-        out: list[tuple[_Instr, dict[str, _Instr]]] = []
+        out: list[tuple[Instr, dict[str, Instr]]] = []
         for group in _CALLS.findall(ins.attrs):
             for callee in _OPERAND.findall(group):
                 comp = self.computations.get(callee)
@@ -192,7 +203,7 @@ class Module:
         return out
 
 
-def _judge(dots: list[tuple[_Instr, dict[str, _Instr]]], what: str) -> Answer:
+def _judge(dots: list[tuple[Instr, dict[str, Instr]]], what: str) -> Answer:
     answers = {_dot(d, comp) for d, comp in dots}
     if len(answers) == 1:
         a = answers.pop()
@@ -200,7 +211,7 @@ def _judge(dots: list[tuple[_Instr, dict[str, _Instr]]], what: str) -> Answer:
     return Answer("unknown", "", f"{what}: its dots differ: " + "; ".join(sorted(a.detail for a in answers)))
 
 
-def _dot(d: _Instr, comp: dict[str, _Instr]) -> Answer:
+def _dot(d: Instr, comp: dict[str, Instr]) -> Answer:
     """One dot's verdict: the first rule its operand types, precision and algorithm match."""
     types = [comp[o].element if o in comp else None for o in d.operands[:2]]
     p = _PRECISION.search(d.attrs)
@@ -252,10 +263,9 @@ def dump_files(dirs: Iterable[Path]) -> Iterable[Path]:
     return bounded_files(dirs, lambda n: n.endswith(SUFFIX), MAX_HLO_FILES, MAX_HLO_ENTRIES, MAX_HLO_DEPTH)
 
 
-def scan(names: set[str], dirs: Iterable[Path]) -> list[StaticVerdict]:
-    """Verdicts for those of ``names`` (kernel names) that XLA's dumps in ``dirs`` generated."""
-    # kernel -> (tensor_core, precision) -> {detail: modules}: only verdicts disagreeing make a kernel unknown
-    found: dict[str, dict[tuple[str, str], dict[str, set[str]]]] = {}
+def modules(names: set[str], dirs: Iterable[Path]) -> Iterator[tuple[str, Module, dict[str, set[str]]]]:
+    """Each dumped module that launches some of ``names``: (its prefix, 'module_0042.jit_update'; its HLO; kernel
+    name -> the HLO instructions that launch it), within the dumps' byte budget."""
     budget = MAX_HLO_TOTAL_BYTES
     for path in dump_files(dirs):
         m = _MODULE.match(path.name)
@@ -266,21 +276,29 @@ def scan(names: set[str], dirs: Iterable[Path]) -> list[StaticVerdict]:
         # The thunk files say which instructions launch each kernel; without them, the instruction of that name.
         launched = _launched(path.parent, m.group(1), budget) or _defined(text, names)
         wanted = {k: ops for k, ops in launched.items() if k in names}
-        module = Module(text) if wanted else None
+        if wanted:
+            yield m.group(1), Module(text), wanted
+
+
+def scan(names: set[str], dirs: Iterable[Path]) -> list[StaticVerdict]:
+    """Verdicts for those of ``names`` (kernel names) that XLA's dumps in ``dirs`` generated."""
+    # kernel -> (tensor_core, precision) -> {detail: modules}: only verdicts disagreeing make a kernel unknown
+    found: dict[str, dict[tuple[str, str], dict[str, set[str]]]] = {}
+    for prefix, module, wanted in modules(names, dirs):
         for kernel, ops in sorted(wanted.items()):
             for op in sorted(ops):
-                a = module.answer(op) if module else None
+                a = module.answer(op)
                 if a is not None:
                     found.setdefault(kernel, {}).setdefault((a.tensor_core, a.precision), {}).setdefault(
-                        a.detail, set()).add(m.group(1))
+                        a.detail, set()).add(prefix)
     out = []
     for kernel, answers in sorted(found.items()):
         if len(answers) == 1:
             (verdict, precision), details = next(iter(answers.items()))
             # the instruction the kernel is named after first (XLA names a shared kernel after one of them)
-            detail, modules = min(details.items(), key=lambda d: (kernel_name(d[0].split()[2]) != kernel, d[0]))
+            detail, where = min(details.items(), key=lambda d: (kernel_name(d[0].split()[2]) != kernel, d[0]))
             more = sum(len(m) for m in details.values()) - 1
-            out.append(StaticVerdict(kernel, verdict, f"{detail} (HLO of {min(modules)}"
+            out.append(StaticVerdict(kernel, verdict, f"{detail} (HLO of {min(where)}"
                                      + (f", and {more} more instruction(s) alike)" if more else ")"),
                                      SOURCE, precision))
         else:

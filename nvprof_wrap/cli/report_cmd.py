@@ -74,7 +74,7 @@ def add_parser(sub: Subcommands, name: str) -> None:
                    help="with --format trace: report progress on stderr (default: only when stderr is a terminal)")
     p.add_argument("--xla-dump", type=Path, action="append", metavar="DIR",
                    help="XLA's dump folder (--xla_dump_to) whose optimized HLO decides the kernels XLA generated "
-                        "(repeatable; a run folder's own xla-dump/ is read without it: docs/jax.md)")
+                        "(repeatable; default: none but a run folder's own xla-dump/, read without it: docs/jax.md)")
     add_window(p)
     add_warmup(p)
     add_sum(p)

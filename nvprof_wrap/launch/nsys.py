@@ -59,8 +59,8 @@ class Nsys:
         # a raw stream nsys left: its import failed or stopped (nsys deletes it after a clean one); kept, and said
         for raw in sorted(folder.glob("*.qdstrm")):
             tool = Path(self.find(spec.nsys) or "nsys").parent / "QdstrmImporter"
-            problems.append(f"{raw.name}: nsys did not finish turning its raw stream into a report (stderr.log has "
-                            f"nsys' errors); kept — import it again with `{tool} --input-file {raw}`")
+            problems.append(f"{raw.name}: nsys did not finish turning its raw stream into a report ({names.STDERR_LOG} "
+                            f"has nsys' errors); kept — import it again with `{tool} --input-file {raw}`")
         return problems
 
 

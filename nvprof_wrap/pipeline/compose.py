@@ -40,8 +40,8 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
     triton_cache: a folder, or folders, of compiled Triton kernels for kernels the names leave unknown (default: the
     usual cache).
     xla_dump: a folder, or folders, of XLA's dumps (--xla_dump_to) whose optimized HLO decides the kernels XLA
-    generated (gemm_fusion_dot_3 …); a run folder's own xla-dump/ and the folder its job's XLA_FLAGS named are read
-    without it.
+    generated (gemm_fusion_dot_3 …) and gives their FLOPs (achieved TFLOP/s); a run folder's own xla-dump/ and the
+    folder its job's XLA_FLAGS named are read without it.
     health: add the training health of a run folder (its metrics.jsonl or Keras log lines).
     window: (start_s, end_s) — only what the GPU did then, in seconds from each capture's first GPU activity;
     steps: (A, B) — only steps A..B-1 (NVTX 'step N', torch.profiler's ProfilerStep#N, Keras batches with --annotate
@@ -79,8 +79,10 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             if not jobs.profiler_free(runs):
                 raise
             skipped = ()  # `run --backend none`: no capture by design; the report says so and gives the health
-        evidence.prepare(st, triton, [*xla, *_xla_dumps(runs)])
+        modules = evidence.prepare(st, triton, [*xla, *_xla_dumps(runs)])
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
+        if modules is not None:
+            rep = dataclasses.replace(rep, xla_modules=modules)
         if window is None and steps is None:
             _never_a_silent_nothing(rep, folders)
         # a window's steps are not the job's: a capture window's record counts the job's own

@@ -1,7 +1,8 @@
 """Every kind of evidence about a run's kernels, gathered and ranked in one place.
 
 ``prepare(store, triton_cache, xla_dumps)`` classifies each distinct kernel name once (cached per rules version),
-looks up compiled code (Triton's PTX, XLA's optimized HLO) for the names the rules leave unknown, and ranks names,
+looks up compiled code (Triton's PTX, XLA's optimized HLO) for the names the rules leave unknown, reads the FLOPs of
+XLA's kernels from its dump (temp.t_op_flops), and ranks names,
 compiled code, hardware counters, the GPU and the hardware's sampled tensor-pipe activity (classify/rank.py) into one
 verdict per (capture, device, kernel name) — the store's ``temp.t_verdicts`` that the report reads. Work is per
 distinct name and GPU generation, never per launch.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from nvprof_wrap.classify import hardware, static, xla_hlo
+from nvprof_wrap.classify import hardware, static, xla_flops, xla_hlo
 from nvprof_wrap.classify.engine import RULES_VERSION, classify, classify_many
 from nvprof_wrap.classify.rank import decide
 from nvprof_wrap.model import Classification
@@ -41,6 +42,22 @@ def attach_static(store: Store, dirs: Iterable[Path] | None = None, xla_dirs: It
     return len(verdicts)
 
 
+def attach_flops(store: Store, xla_dirs: Iterable[Path] = ()) -> int | None:
+    """FLOPs of the kernels XLA generated (classify/xla_flops.py) into the store's temp.t_op_flops, beside the
+    recorded ops' (op_flops): per capture and process, a kernel's FLOPs per launch × its launches there. Returns how
+    many optimized-HLO modules the dumps hold, None without a dump folder."""
+    dirs = list(xla_dirs)
+    store.write_xla_flops([])  # a store kept between reports keeps no figure of a dump this report is not given
+    if not dirs:
+        return None
+    kernels = store.launches_by_process()
+    figures = xla_flops.scan({name for _c, _p, name, _n, _t in kernels}, dirs)
+    rows = xla_flops.per_capture(figures, kernels, store.launches_in_xla_ranges()) if figures else []
+    store.write_xla_flops([(cid, r.pid, r.op, r.name, r.precision, r.flops, r.launches, r.total_ns)
+                           for cid, r in rows])
+    return sum(1 for _ in xla_hlo.dump_files(dirs))
+
+
 def rank(store: Store) -> None:
     """One verdict per (capture, device, kernel name) into the store's temp.t_verdicts."""
     classify_pending(store)
@@ -68,7 +85,11 @@ def rank(store: Store) -> None:
     store.write_verdicts(out)
 
 
-def prepare(store: Store, triton_cache: Iterable[Path] | None = None, xla_dumps: Iterable[Path] = ()) -> None:
-    """All of the above, in order: the store is then ready for report.build."""
-    attach_static(store, triton_cache, xla_dumps)
+def prepare(store: Store, triton_cache: Iterable[Path] | None = None, xla_dumps: Iterable[Path] = ()) -> int | None:
+    """All of the above, in order: the store is then ready for report.build. Returns attach_flops's count of XLA
+    modules."""
+    xla = list(xla_dumps)
+    attach_static(store, triton_cache, xla)
+    modules = attach_flops(store, xla)
     rank(store)
+    return modules

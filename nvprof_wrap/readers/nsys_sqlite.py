@@ -417,7 +417,7 @@ def _lost_names_note(kernels: tuple[KernelAgg, ...]) -> tuple[str, ...]:
     ns, every = sum(k.total_ns or 0 for k in lost), sum(k.total_ns or 0 for k in kernels) or 1
     return ((f"{sum(k.launches for k in lost):,} kernel launches ({ns / every:.1%} of kernel time) have no name in the "
             "export (StringIds id 0, nsys' own first string): nsys lost them while importing — its errors are in the "
-            "run's stderr.log; counted as one kernel of unknown kind"),)
+            "run's log; counted as one kernel of unknown kind"),)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from nvprof_wrap.analyses import budget
-from nvprof_wrap.analyses.achieved import HOW
+from nvprof_wrap.analyses.achieved import HOW, HOW_JAX, NONE_IN_DUMP
 from nvprof_wrap.renderers._frame import t as _t
 from nvprof_wrap.renderers._shapes import Lines, Shown
+from nvprof_wrap.run.steps import XLA_EXECUTIONS
 from nvprof_wrap.text.units import duration, pct
 
 TITLE = "Time budget of a step"
@@ -52,7 +53,7 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
     """The budget in three lines: the step, the GPU's busy parts, the idle parts."""
     b = data.get("time_budget")
     if not b:
-        return _achieved(data["achieved"]) if data.get("achieved") else ()
+        return _achieved(data) if data.get("achieved") else ()
     gpu = [p for p in b["parts"] if p["name"] in _GPU]
     idle = [p for p in b["parts"] if p["name"] not in _GPU]
     busy = sum(p["seconds"] for p in gpu)
@@ -61,7 +62,7 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
             f"idle {_ns(step - busy)} ({pct(1 - busy / step if step else 0)})"),
             f"GPU busy: {_parts(gpu)}",
             f"GPU idle, the host: {_parts(idle)}",
-            *_ceiling(data.get("speedup_ceiling_info")), *_achieved(data.get("achieved")), *_mfu(data.get("mfu")))
+            *_ceiling(data.get("speedup_ceiling_info")), *_achieved(data), *_mfu(data.get("mfu")))
 
 
 def _mfu(m: dict[str, Any] | None) -> tuple[str, ...]:
@@ -71,10 +72,15 @@ def _mfu(m: dict[str, Any] | None) -> tuple[str, ...]:
              f"step in {_ns(m['step_s'])}, against the {m['precision']} peak {m['peak_tflops']:,.1f} TFLOP/s"),)
 
 
-def _achieved(found: dict[str, Any] | None) -> tuple[str, ...]:
-    """One line: achieved TFLOP/s per precision against its peak; without FLOPs, how to get them."""
+def _achieved(data: dict[str, Any]) -> tuple[str, ...]:
+    """One line: achieved TFLOP/s per precision against its peak; without FLOPs, how to get them (a JAX job's way
+    where XLA's marks say the capture is of one)."""
+    found = data.get("achieved")
     if not found:
-        return (f"Achieved TFLOP/s: no FLOPs in this capture — {HOW}",)
+        if data.get("xla_modules") is not None:
+            return (f"Achieved TFLOP/s: no FLOPs in this capture — {NONE_IN_DUMP}",)
+        jax = data.get("warmup") or (data.get("series_info") or {}).get("source") == XLA_EXECUTIONS
+        return (f"Achieved TFLOP/s: no FLOPs in this capture — {HOW_JAX if jax else HOW}",)
     said = ", ".join(f"{p} {a['tflops']:,.1f} TFLOP/s" + (f" of {a['peak_tflops']:,.1f} peak "
                                                            f"({pct(a['tflops'] / a['peak_tflops'])})"
                                                            if a["peak_tflops"] else "")

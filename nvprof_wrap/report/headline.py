@@ -64,13 +64,13 @@ def verdict(kernels: tuple[KernelRow, ...]) -> Verdict:
                                   f"{'carries' if n == 1 else 'carry'} no evidence in "
                                   f"{'its name' if n == 1 else 'their names'}; nvprof-wrap verify measures them with "
                                   "counters")
+    else:
+        status, msg = "no", (f"Tensor cores used: no — none of the {len(kernels)} kernels is a tensor-core kernel; "
+                             f"kernel time by precision: {_mix(kernels, total)}")
     graphs = sum(k.total_ns for k in kernels if k.name == CUDA_GRAPH_KERNEL)
     if graphs:  # readers/_nsys_graphs.py: time whose kernels nobody saw, whatever the verdict of the rest
         msg += (f"; CUDA graphs ran {_pct_or_less(graphs / total if total else 0)} of kernel time with their kernels "
                 "unrecorded (capture with nsys --cuda-graph-trace=node)")
-    else:
-        status, msg = "no", (f"Tensor cores used: no — none of the {len(kernels)} kernels is a tensor-core kernel; "
-                             f"kernel time by precision: {_mix(kernels, total)}")
     return Verdict(status, msg, len(tc), len(kernels), launches, total, tc_ns, unk_ns, frac, precisions)
 
 

@@ -338,7 +338,7 @@ class Report:
         "schema", "rules_version", "tensor_cores_used", "verdict", "verdict_tone", "message", "hints",
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
         "tensor_core_kernels", "time_split", "time_budget", "speedup_ceiling",
-        "speedup_ceiling_info", "achieved", "achieved_kernels", "mfu", "warmup",
+        "speedup_ceiling_info", "achieved", "achieved_kernels", "mfu", "warmup", "xla_modules",
         "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
@@ -378,14 +378,17 @@ class Report:
     # "speedup_ceiling" {precision: factor}, the rest under "speedup_ceiling_info"
     ceiling: Ceilings | None = field(default=None, metadata=js(
         flatten=True, when_none={"speedup_ceiling": None, "speedup_ceiling_info": None}))
-    # achieved TFLOP/s per precision against the GPU's peak, where the capture recorded the ops' shapes
-    # (analyses/achieved.py); None: no FLOPs in the run
+    # achieved TFLOP/s per precision against the GPU's peak, where the capture recorded the ops' shapes or XLA's
+    # dump gave its kernels' FLOPs (analyses/achieved.py); None: no FLOPs in the run
     achieved: dict[str, Achieved] | None = None
     mfu: Mfu | None = None  # model FLOPs utilisation of the mean step, where FLOPs, steps and a peak are known
     achieved_kernels: tuple[KernelRate, ...] = ()  # the kernels with the most FLOPs, each with its rate
     # a JAX job's compilation and autotuning, left out of everything above (analyses/warmup.py); JSON "warmup",
     # absent where nothing was left out
     warmup: Warmup | None = field(default=None, metadata=js(absent_none=True))
+    # how many modules of optimized HLO the XLA dump folders it was given hold (their GEMM fusions' FLOPs count in
+    # "achieved": classify/xla_flops.py); JSON "xla_modules", absent without a dump folder
+    xla_modules: int | None = field(default=None, metadata=js(absent_none=True))
 
     @property
     def tone(self) -> str:

@@ -102,6 +102,7 @@ _CO = "(" + ", ".join(f"'{f}'" for f in COUNTER_ONLY_FORMATS) + ")"
 _TIMED = f"""(SELECT * FROM kernels WHERE capture_id IN (SELECT id FROM captures WHERE format NOT IN {_CO})
              OR NOT EXISTS (SELECT 1 FROM captures WHERE format NOT IN {_CO}))"""
 _V = "temp.t_verdicts"
+_XLA_FLOPS = "temp.t_op_flops"
 _ON_K = "v.capture_id = k.capture_id AND v.device_id IS k.device_id AND v.name = k.name"
 VERDICT_COLUMNS = ("tensor_core", "precision", "family", "reason", "rule", "evidence", "name_verdict",
                    "counter_verdict", "counter_detail", "flag")
@@ -395,10 +396,35 @@ class Queries:
 
     def op_flops_rows(self) -> list[OpFlopsRow]:
         """Every op_flops row, by capture, op, precision and kernel name: FLOPs per kernel name from the shapes a
-        torch.profiler trace recorded (readers/_kineto_flops.py); [] when no capture holds them."""
+        torch.profiler trace recorded (readers/_kineto_flops.py), and from XLA's dump (temp.t_op_flops:
+        write_xla_flops); [] when no capture holds them."""
+        cols = "capture_id, pid, op, name, precision, flops, launches, total_ns"
+        xla = f" UNION ALL SELECT {cols} FROM {_XLA_FLOPS}" if self.rows(
+            "SELECT 1 FROM sqlite_temp_master WHERE name = 't_op_flops'") else ""
         return cast(list[OpFlopsRow], self.rows(
-            "SELECT capture_id, pid, op, name, precision, flops, launches, total_ns FROM op_flops "
-            "ORDER BY capture_id, op, precision, name"))
+            f"SELECT {cols} FROM op_flops{xla} ORDER BY capture_id, op, precision, name"))
+
+    def launches_by_process(self) -> list[tuple[int, int | None, str, int, int]]:
+        """(capture id, pid, kernel name, launches, ns) of every kernel name each process launched."""
+        return cast(list[tuple[int, int | None, str, int, int]], self.db.execute(
+            f"SELECT capture_id, pid, name, SUM(launches), COALESCE(SUM(total_ns), 0) FROM {_TIMED} "
+            "GROUP BY capture_id, pid, name").fetchall())
+
+    def launches_in_xla_ranges(self) -> list[tuple[int, int | None, str, str, int, int]]:
+        """(capture id, pid, XLA's execution range, kernel name, launches, ns) of the launches inside one."""
+        return cast(list[tuple[int, int | None, str, str, int, int]], self.db.execute(
+            "SELECT capture_id, pid, CASE WHEN scope LIKE ? THEN scope ELSE op END, name, SUM(launches), "
+            "COALESCE(SUM(total_ns), 0) FROM ops WHERE scope LIKE ? OR op LIKE ? GROUP BY 1, 2, 3, 4",
+            [steps.XLA_MODULE_PREFIX + "%"] * 3).fetchall())
+
+    def write_xla_flops(self, rows: list[tuple[object, ...]]) -> None:
+        """(capture_id, pid, op, name, precision, flops, launches, total_ns) rows of FLOPs from XLA's dump into
+        temp.t_op_flops (replaced): derived per report from the dumps it is given, never kept in the store."""
+        db = self.db.conn
+        db.execute(f"DROP TABLE IF EXISTS {_XLA_FLOPS}")
+        db.execute("CREATE TEMP TABLE t_op_flops (capture_id INTEGER, pid INTEGER, op TEXT, name TEXT, "
+                   "precision TEXT, flops FLOAT, launches INTEGER, total_ns INTEGER)")
+        db.executemany(f"INSERT INTO {_XLA_FLOPS} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def warmup_rows(self) -> list[Row]:
         """The warm-up left out of every capture (table warmup; readers/_xla_warmup.py), per program and kernel name:

@@ -190,7 +190,9 @@ def test_the_command_reads_a_folder_with_a_hot_journal_and_a_wal_as_committed(tm
     before = snapshot(run)
     outs = []
     for folder in (run, oracle):
-        assert main(["kernels", str(folder), "--format", "json", "--store", str(tmp_path / f"{folder.name}.db")]) == 0
+        # --sum: the folder's two captures are of different jobs; what is tested is how each is read
+        assert main(["kernels", str(folder), "--format", "json", "--sum",
+                     "--store", str(tmp_path / f"{folder.name}.db")]) == 0
         out, err = capsys.readouterr()
         assert "skipped" not in err
         outs.append(out)
@@ -263,7 +265,8 @@ def fill(folder: Path, leave: int) -> None:
 def report(args: list[str], tmpdir: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, TMPDIR=str(tmpdir), PYTHONPATH=str(ROOT), NO_COLOR="1")
     env.pop("SQLITE_TMPDIR", None)
-    return subprocess.run([sys.executable, "-m", "nvprof_wrap", "report", *args], env=env, check=False,
+    # --sum: the run folders here hold captures of different jobs; what is tested is how each is read
+    return subprocess.run([sys.executable, "-m", "nvprof_wrap", "report", "--sum", *args], env=env, check=False,
                           capture_output=True, text=True, timeout=120)
 
 

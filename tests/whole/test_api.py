@@ -80,9 +80,10 @@ def test_demo_json_is_each_samples_to_dict(capsys):
 def test_every_fixture_folder_is_in_the_list():
     """The list above misses no kind of capture tests/data holds (a new folder there must be added to it)."""
     assert {p.name for p in DATA.iterdir() if p.is_dir()} == {"h200_runs", "console", "public_mit", "golden",
-                                                                "keras_logs", "nanogpt_cpu", "numerics",
+                                                                "keras_logs", "nanogpt_cpu", "numerics", "xla_dump",
                                                                 "jax_profiler"}
-    # the last 4 hold no captures (golden reports, job logs, numerics records of run --backend none)
+    # golden, keras_logs, nanogpt_cpu, numerics and xla_dump hold no captures (golden reports, job logs, numerics
+    # records of run --backend none, XLA's HLO dumps)
 
 
 def test_report_display_methods():
