@@ -71,7 +71,7 @@ _FORMATS: tuple[tuple[str, Callable[[Head], bool], Callable[[Path], Capture]], .
 READERS: dict[str, Callable[[Path], Capture]] = {fmt: read for fmt, _, read in _FORMATS}
 # The formats with a timeline of GPU activity: their read(path, window) applies --window / --steps.
 TIMELINE: dict[str, Callable[[Path, Window | None], Capture]] = {
-    m.FORMAT: m.read for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json)}
+    m.FORMAT: m.read for m in (nsys_sqlite, nsys_rep, nvprof_sqlite, cupti_sqlite, kineto_json, xplane)}
 # What a capture window's cut (Window.cut) applies to: what nsys recorded while its stop ran beside the job. Other
 # captures in the run folder (a trace the job's own torch.profiler wrote) are read as they are.
 CUT = {nsys_sqlite.FORMAT, nsys_rep.FORMAT}

@@ -6,7 +6,10 @@ their args name the op that launched them (readers/_tfop.py).
 
 Streamed with ijson in one pass: aggregates keyed by (process, thread, name) and by op, resolved against the
 process / thread names at the end (their metadata events may come anywhere); GPU intervals go to a temporary
-SQLite table for the busy-time union.
+SQLite table for the busy-time union and the per-step series. Steps: the host events with a ``step_num`` arg (the
+JAX / TensorFlow profilers' StepTraceAnnotation, readers/_profiler_steps.py). No --steps / --window here: the one
+pass folds every launch before it can know where a step begins (the marks and the process names may come after the
+GPU's events); the XSpace the profiler writes beside this file reads with them (readers/xplane.py).
 
 TensorFlow 1's ``timeline`` JSON (``tensorflow.python.client.timeline`` over a ``RunMetadata``'s step stats) names
 its processes the same way, with " Compute" / " Tensors" after the device (``/device:GPU:0/stream:13 Compute``), and
@@ -24,6 +27,7 @@ import ijson
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
+from nvprof_wrap.readers import _profiler_steps as psteps
 from nvprof_wrap.readers._bounded import open_json as _open
 from nvprof_wrap.readers._durations import fold, from_us, note
 from nvprof_wrap.readers._head import Head
@@ -31,6 +35,7 @@ from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_str
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.text.demangle import demangle
 from nvprof_wrap.timeline.busy import busy_time
+from nvprof_wrap.timeline.window import Range
 
 _BATCH = 20000
 NO_OP = ("(no op recorded)", "(no op recorded)")
@@ -66,8 +71,10 @@ class _Agg:
         self.with_op = 0
         self.named_by_op: dict[object, list[int]] = {}  # pid → [events, events whose name is their args.op] (TF 1)
         self.db = sqlite3.connect("")  # a private temporary database: memory stays flat with the trace's size
-        self.db.execute('CREATE TABLE iv(pid, tid, start INTEGER, "end" INTEGER, k INTEGER)')
-        self.batch: list[tuple[object, object, int, int, bool]] = []
+        self.db.execute(f"CREATE TABLE iv(pid, tid, {psteps.IV_COLUMNS})")
+        self.batch: list[tuple[object, object, int, int, bool, int | None, str | None, str | None]] = []
+        self.keys: dict[str, int] = {}  # kernel name → its key in iv
+        self.marks: list[tuple[object, str, int, int, int]] = []  # (pid, name, step, start, end) of step marks
 
     def meta(self, ev: dict[str, Any]) -> None:
         given = ev.get("args")
@@ -79,10 +86,12 @@ class _Agg:
 
     def add(self, ev: dict[str, Any]) -> None:
         pid, tid = ev.get("pid"), ev.get("tid")
+        given = ev.get("args")
+        if isinstance(given, dict) and psteps.STEP_NUM in given:
+            self.mark(pid, ev, given[psteps.STEP_NUM])
         known = self.procs.get(pid)
         if known is not None and gpu_ordinal(known) is None:
             return  # host events: most of the trace, dropped after one lookup
-        given = ev.get("args")
         args = given if isinstance(given, dict) else {}
         name = str(ev.get("name", ""))
         by_op = self.named_by_op.setdefault(pid, [0, 0])
@@ -109,12 +118,24 @@ class _Agg:
             m = self.mem.setdefault((pid, tid, *copy), [0, 0, 0, 0])
             m[0] += 1; m[1] += dur or 0; m[2] += copy_bytes(args); m[3] += dur is None
         if start is not None and dur is not None:
-            self.batch.append((pid, tid, start, start + dur, copy is None))
+            key = None if copy is not None else self.keys.setdefault(name, len(self.keys))
+            self.batch.append((pid, tid, start, start + dur, copy is None, key, *(copy or (None, None))))
         if len(self.batch) >= _BATCH:
             self.flush()
 
+    def mark(self, pid: object, ev: dict[str, Any], step: object) -> None:
+        """A host event with a step number (a step mark, if its process is a host's)."""
+        n, start, dur = psteps.step_number(step), from_us(ev.get("ts")), from_us(ev.get("dur"))
+        if n is not None and start is not None:
+            self.marks.append((pid, str(ev.get("name", "")), n, start, start + (dur or 0)))
+
+    def steps(self) -> list[Range]:
+        """The step ranges of the host processes' marks."""
+        return psteps.pick((name, n, s, e) for pid, name, n, s, e in self.marks
+                           if gpu_ordinal(self.procs.get(pid, "")) is None)
+
     def flush(self) -> None:
-        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?,?)", self.batch)
+        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?,?,?,?,?)", self.batch)
         self.batch.clear()
 
     def stream(self, pid: object, tid: object) -> int | None:
@@ -147,7 +168,8 @@ def _activity(agg: _Agg) -> tuple[Activity, ...]:
     streams = [(pid, tid, agg.stream(pid, tid)) for pid, tid in agg.db.execute("SELECT DISTINCT pid, tid FROM iv")]
     agg.db.execute("CREATE TABLE gpu(pid, tid, dev)")
     agg.db.executemany("INSERT INTO gpu VALUES (?,?,?)", [s for s in streams if s[2] is not None])
-    agg.db.execute('CREATE TABLE giv AS SELECT g.dev AS dev, i.start AS start, i."end" AS "end", i.k AS k '
+    agg.db.execute('CREATE TABLE giv AS SELECT g.dev AS dev, i.start AS start, i."end" AS "end", i.k AS k, '
+                   "i.key AS key, i.kind AS kind, i.dir AS dir "
                    "FROM iv i JOIN gpu g ON g.pid IS i.pid AND g.tid IS i.tid")
     return tuple(Activity(None, dev, a, b, busy)
                  for _, dev, a, b, busy in busy_time(agg.db, [("giv", "0", "dev", "k")]))
@@ -200,6 +222,9 @@ def read(path: Path) -> Capture:
                    sum(s[3] for (pid, tid, kind, _), s in agg.mem.items()
                        if agg.stream(pid, tid) is not None and kind != "other"))
         activity = _activity(agg)
+        names = {key: name for name, key in agg.keys.items()}
+        series, series_notes = psteps.measure(agg.db, agg.steps(), names, sum(k.launches for k in kernels),
+                                              table="giv")
     finally:
         agg.db.close()
     gpus = {d for n in agg.procs.values() if (d := gpu_ordinal(n)) is not None}
@@ -218,6 +243,6 @@ def read(path: Path) -> Capture:
                 m = merged.setdefault((scope, op, demangle(name)), [0, 0])
                 m[0] += n; m[1] += tot
         ops = [OpAgg(None, scope, op, name, n, tot) for (scope, op, name), (n, tot) in merged.items()]
-    notes = tuple(note(n, what) for n, what in zip(untimed, ("kernel", "memcpy/memset")) if n)
+    notes = tuple(note(n, what) for n, what in zip(untimed, ("kernel", "memcpy/memset")) if n) + series_notes
     return Capture(str(path), "tf-trace-json", kernels, memops, activity, tuple(Gpu(d) for d in sorted(gpus)),
-                   ops=tuple(ops), notes=notes)
+                   ops=tuple(ops), notes=notes, series=series)

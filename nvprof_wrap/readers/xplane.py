@@ -5,16 +5,24 @@ in a GPU plane one line per CUDA stream ("Stream #13(Compute)") plus lines deriv
 "XLA Ops", "Steps", …, skipped); each event points at an event metadata (the kernel's name, or MemcpyH2D …) and
 carries stats: kernel_details, memcpy_details, and the op that launched it (tf_op, hlo_op / hlo_module,
 annotation: readers/_tfop.py).
+The host plane ("/host:CPU") is parsed only where it can hold step marks (a "step_num" stat: the JAX and TensorFlow
+profilers' StepTraceAnnotation, readers/_profiler_steps.py): its events with a step number are the steps of the
+per-step series and of a --steps window.
 
 Bounded: the file is mapped, not read; a wire-format walk (readers/_protowire.py) cuts it into planes and lines
-and skips host planes unparsed; a GPU plane's metadata is parsed once, its lines in chunks of events of at most
+and skips other planes unparsed; a GPU plane's metadata is parsed once, its lines in chunks of events of at most
 _CHUNK bytes, each chunk parsed by protobuf (readers/_xplane_schema.py) and folded into aggregates per
-(device, kernel name) and per op. GPU intervals go to a temporary SQLite table for the busy-time union.
+(device, kernel name) and per op. GPU intervals go to a temporary SQLite table for the busy-time union and the
+per-step series.
+
+A window (--steps A:B from the step marks, --window in seconds from the first GPU activity: found by a first walk)
+keeps the kernels, copies and sets that start inside it (timeline/window.py); the busy time is cut at its edges.
 """
 from __future__ import annotations
 
 import mmap
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,6 +31,7 @@ from google.protobuf.message import DecodeError
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
+from nvprof_wrap.readers import _profiler_steps as psteps
 from nvprof_wrap.readers import _protowire as wire
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
@@ -31,6 +40,8 @@ from nvprof_wrap.readers._xplane_schema import schema
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.text.demangle import demangle
 from nvprof_wrap.timeline.busy import busy_time
+from nvprof_wrap.timeline.sql import EVERYTHING
+from nvprof_wrap.timeline.window import Range, Window, bounds, step_bounds
 
 _CHUNK = 4 << 20  # bytes of events parsed at once (~100k events)
 _BATCH = 20000
@@ -79,7 +90,8 @@ def _signed(v: int) -> int:
 class _Agg:
     """What the walk keeps: aggregates, planes and devices seen, and the kernels' and copies' intervals."""
 
-    def __init__(self) -> None:
+    def __init__(self, span: tuple[int, int] = EVERYTHING) -> None:
+        self.span = span  # what a window keeps: launches that start in [lo, hi)
         self.kernels: dict[tuple[int, str], list[Any]] = {}  # (device, name) → _durations.fold's stats
         self.mem: dict[tuple[int, str, str], list[int]] = {}  # (device, kind, direction) → [n, ns, bytes]
         self.ops: dict[tuple[str, str, str], list[int]] = {}  # (scope, op, name) → [launches, ns]
@@ -88,17 +100,24 @@ class _Agg:
         self.devices: dict[int, Gpu] = {}
         self.copies = 0
         self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
+        self.keys: dict[str, int] = {}  # kernel name → its key in iv
         self.db = sqlite3.connect("")
-        self.db.execute('CREATE TABLE iv(dev, start INTEGER, "end" INTEGER, k INTEGER)')
-        self.batch: list[tuple[int, int, int, bool]] = []
+        self.db.execute(f"CREATE TABLE iv(dev, {psteps.IV_COLUMNS})")
+        self.batch: list[tuple[int, int, int, bool, int | None, str | None, str | None]] = []
 
-    def interval(self, dev: int, start: int, dur: int, kernel: bool) -> None:
-        self.batch.append((dev, start, start + dur, kernel))
+    def interval(self, dev: int, start: int, dur: int, kind: tuple[str, str] | None, name: str) -> None:
+        if kind is None:
+            key = self.keys.get(name)
+            if key is None:
+                key = self.keys.setdefault(name, len(self.keys))
+            self.batch.append((dev, start, start + dur, True, key, None, None))
+        else:
+            self.batch.append((dev, start, start + dur, False, None, *kind))
         if len(self.batch) >= _BATCH:
             self.flush()
 
     def flush(self) -> None:
-        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?)", self.batch)
+        self.db.executemany("INSERT INTO iv VALUES (?,?,?,?,?,?,?)", self.batch)
         self.batch.clear()
 
 
@@ -136,6 +155,8 @@ class _Plane:
 def _fold(agg: _Agg, plane: _Plane, line_ts: int, events: Message) -> None:
     """Aggregate a chunk of one stream's events: this loop runs once per kernel launch."""
     dev = plane.dev
+    lo, hi = agg.span
+    windowed = agg.span != EVERYTHING
     for ev in events:
         name, md_stats = plane.events.get(ev.metadata_id, ("", {}))
         if ev.stats:
@@ -151,7 +172,10 @@ def _fold(agg: _Agg, plane: _Plane, line_ts: int, events: Message) -> None:
         n = ev.num_occurrences if ev.WhichOneof("data") == "num_occurrences" else 1
         if not 0 <= dur <= MAX_DURATION_NS:  # a damaged clock: counted, without its time (readers/_durations.py)
             dur = None
-        if kind is None:
+        start = line_ts + ev.offset_ps // 1000
+        if windowed and not (n == 1 and lo <= start < hi):
+            pass  # outside the window (or not placed in time): only its interval, for the busy time cut at the edges
+        elif kind is None:
             s = agg.kernels.get((dev, name))
             if s is None or dur is None or s[2] is None:
                 agg.kernels[(dev, name)] = fold(s, dur, n)
@@ -167,11 +191,13 @@ def _fold(agg: _Agg, plane: _Plane, line_ts: int, events: Message) -> None:
             m = agg.mem.setdefault((dev, *kind), [0, 0, 0])
             m[0] += n; m[1] += dur or 0; m[2] += copy_bytes(stats)
             agg.mem_time.bad += dur is None
-        if n == 1 and dur is not None and abs(start := line_ts + ev.offset_ps // 1000) < _MAX_TS_NS:
-            agg.interval(dev, start, dur, kind is None)
+        if n == 1 and dur is not None and abs(start) < _MAX_TS_NS:
+            agg.interval(dev, start, dur, kind, name)
 
 
-def _line(buf: wire.Buf, start: int, end: int, agg: _Agg, plane: _Plane, S: SimpleNamespace) -> None:
+def _line(buf: wire.Buf, start: int, end: int, S: SimpleNamespace,
+          wanted: Callable[[int | None, str], bool]) -> Iterator[tuple[int, Message]]:
+    """(the line's timestamp, a chunk of its events) of a line that is wanted (by its id and name)."""
     line_id, name, ts, first = None, "", 0, None
     for number, kind, tag, s, e in wire.fields(buf, start, end):
         if number == 4:
@@ -183,7 +209,7 @@ def _line(buf: wire.Buf, start: int, end: int, agg: _Agg, plane: _Plane, S: Simp
             name = wire.text(buf, s, e)
         elif number == 3 and kind == wire.VARINT:
             ts = _signed(wire.varint(buf, s, e)[0])
-    if first is None or not is_stream(line_id, name):
+    if first is None or not wanted(line_id, name):
         return
     # Events are contiguous (field 4, repeated); any XLine-shaped run of them parses as an XLine of its own.
     chunk_start, chunk_end = first, first
@@ -191,13 +217,49 @@ def _line(buf: wire.Buf, start: int, end: int, agg: _Agg, plane: _Plane, S: Simp
         if number != 4:
             continue
         if tag != chunk_end or e - chunk_start > _CHUNK:
-            _fold(agg, plane, ts, S.XLine.FromString(bytes(buf[chunk_start:chunk_end])).events)
+            yield ts, S.XLine.FromString(bytes(buf[chunk_start:chunk_end])).events
             chunk_start = tag
         chunk_end = e
-    _fold(agg, plane, ts, S.XLine.FromString(bytes(buf[chunk_start:chunk_end])).events)
+    yield ts, S.XLine.FromString(bytes(buf[chunk_start:chunk_end])).events
 
 
 def _plane(buf: wire.Buf, start: int, end: int, agg: _Agg, S: SimpleNamespace) -> None:
+    name, header, lines = _parts(buf, start, end)
+    dev = gpu_ordinal(name)
+    if dev is None:
+        return  # host, TPU and metadata planes: read for their steps alone (_host)
+    parsed = S.XPlane.FromString(header)
+    plane = _Plane(parsed, dev)
+    agg.devices[dev] = plane.device(parsed)
+    for s, e in lines:
+        for ts, events in _line(buf, s, e, S, is_stream):
+            _fold(agg, plane, ts, events)
+
+
+def _host(buf: wire.Buf, start: int, end: int, marks: list[tuple[str, int, int, int]], S: SimpleNamespace) -> None:
+    """The events of a host plane that carry a step number (StepTraceAnnotation); none parsed when the plane
+    names no step_num stat."""
+    _name, header_bytes, lines = _parts(buf, start, end)
+    header = S.XPlane.FromString(header_bytes)
+    ids = {k for k, v in header.stat_metadata.items() if v.name == psteps.STEP_NUM}
+    if not ids:
+        return
+    names = {k: v.name or v.display_name for k, v in header.event_metadata.items()}
+    for s, e in lines:
+        for ts, events in _line(buf, s, e, S, lambda _i, _n: True):
+            for ev in events:
+                for st in ev.stats:
+                    if st.metadata_id in ids:
+                        which = st.WhichOneof("value")
+                        n = psteps.step_number(getattr(st, which) if which else None)
+                        if n is not None and ev.WhichOneof("data") != "num_occurrences":
+                            at = ts + ev.offset_ps // 1000
+                            marks.append((names.get(ev.metadata_id, ""), n, at, at + ev.duration_ps // 1000))
+                        break
+
+
+def _parts(buf: wire.Buf, start: int, end: int) -> tuple[str, bytes, list[tuple[int, int]]]:
+    """A plane's name, its header (every field but its lines: an XPlane of its own) and its lines' byte ranges."""
     name, header_parts, lines = "", [], []
     for number, kind, tag, s, e in wire.fields(buf, start, end):
         if number == 3:
@@ -206,55 +268,94 @@ def _plane(buf: wire.Buf, start: int, end: int, agg: _Agg, S: SimpleNamespace) -
         if number == 2 and kind == wire.LEN:
             name = wire.text(buf, s, e)
         header_parts.append(bytes(buf[tag:e]))
-    agg.planes.append(name)
-    dev = gpu_ordinal(name)
-    if dev is None:
-        return  # host, TPU and metadata planes: never parsed
-    header = S.XPlane.FromString(b"".join(header_parts))
-    plane = _Plane(header, dev)
-    agg.devices[dev] = plane.device(header)
-    for s, e in lines:
-        _line(buf, s, e, agg, plane, S)
+    return name, b"".join(header_parts), lines
 
 
-def _scan(path: Path, agg: _Agg) -> list[str]:
-    """Walk the XSpace; returns the profiler's own error messages."""
+def _plane_name(buf: wire.Buf, start: int, end: int) -> str:
+    for number, kind, _tag, s, e in wire.fields(buf, start, end):
+        if number == 2 and kind == wire.LEN:
+            return wire.text(buf, s, e)
+    return ""
+
+
+def _scan(path: Path, window: Window | None, origin: int | None = None) -> tuple[_Agg, list[str], list[Range]]:
+    """Walk the XSpace: its host planes' step marks first (a --steps window is cut by them), then its GPU planes.
+    Returns what was kept, the profiler's own error messages and the step ranges."""
     S = schema()
     errors: list[str] = []
     with open(path, "rb") as f:
         buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
+        planes: list[tuple[str, int, int]] = []
         for number, kind, _tag, s, e in wire.fields(buf, 0, len(buf)):
             if number == 1 and kind == wire.LEN:
-                _plane(buf, s, e, agg, S)
+                planes.append((_plane_name(buf, s, e), s, e))
             elif number == 2 and kind == wire.LEN:
                 errors.append(wire.text(buf, s, e))
-        agg.flush()
+        marks: list[tuple[str, int, int, int]] = []
+        for name, s, e in planes:
+            if name.endswith("host:CPU"):
+                _host(buf, s, e, marks, S)
+        ranges = psteps.pick(marks)
+        agg = _Agg(_span(window, ranges, origin))
+        try:
+            agg.planes = [name for name, _s, _e in planes]
+            for name, s, e in planes:
+                if gpu_ordinal(name) is not None:
+                    _plane(buf, s, e, agg, S)
+            agg.flush()
+        except BaseException:
+            agg.db.close()
+            raise
     finally:
         buf.close()
-    return errors
+    return agg, errors, ranges
 
 
-def read(path: Path) -> Capture:
-    agg = _Agg()
+def _span(window: Window | None, ranges: list[Range], origin: int | None) -> tuple[int, int]:
+    """[lo, hi) of what a window keeps (timeline/window.py); origin: the first GPU activity (for --window)."""
+    if window is None or window.cuts_only:  # a capture window's cut alone: nsys's (readers.CUT), read whole
+        return EVERYTHING
+    if window.steps is not None:
+        return step_bounds(window.steps, ranges)
+    return bounds(window, origin, ())
+
+
+def read(path: Path, window: Window | None = None) -> Capture:
     try:
-        errors = _scan(path, agg)
+        if window is not None and window.seconds is not None:  # counted from the first GPU activity: a first walk
+            first, _errors, _ranges = _scan(path, None)
+            try:
+                origin = first.db.execute("SELECT MIN(start) FROM iv WHERE k = 1 OR kind != 'other'").fetchone()[0]
+            finally:
+                first.db.close()
+            agg, errors, ranges = _scan(path, window, origin)
+        else:
+            agg, errors, ranges = _scan(path, window)
+    except (ValueError, DecodeError, OSError) as e:
+        raise BadInput(path, f"not a readable XSpace (.xplane.pb) file ({type(e).__name__}: {e})") from None
+    try:
         activity = tuple(Activity(None, dev, a, b, busy)
-                         for _, dev, a, b, busy in busy_time(agg.db, [("iv", "0", "dev", "k")]))
+                         for _, dev, a, b, busy in busy_time(agg.db, [("iv", "0", "dev", "k")], agg.span))
+        kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s) for (dev, name), s in agg.kernels.items())
+        names = {key: name for name, key in agg.keys.items()}
+        series, series_notes = psteps.measure(agg.db, ranges, names, sum(k.launches for k in kernels), agg.span)
     except (ValueError, DecodeError, OSError) as e:
         raise BadInput(path, f"not a readable XSpace (.xplane.pb) file ({type(e).__name__}: {e})") from None
     finally:
         agg.db.close()
-    kernels = merge_kernels(KernelAgg(None, dev, demangle(name), *s) for (dev, name), s in agg.kernels.items())
     memops = merge_memops(MemAgg(None, dev, kind, d, *s) for (dev, kind, d), s in agg.mem.items())
     if not kernels:
+        if agg.span != EVERYTHING:  # nothing started in the window: readers.read says so
+            return Capture(str(path), "xplane", (), memops)
         _nothing(path, agg, errors)
         return Capture(str(path), "xplane", (), memops, notes=(
             f"XSpace without a GPU plane (planes: {', '.join(agg.planes) or 'none'}): the job ran on the CPU",))
     ops = tuple(OpAgg(None, scope, op, demangle(name), n, tot) for (scope, op, name), (n, tot) in agg.ops.items()) \
         if agg.with_op else ()
     return Capture(str(path), "xplane", kernels, memops, activity, tuple(agg.devices[d] for d in sorted(agg.devices)),
-                   ops=_merge_ops(ops), notes=agg.kernel_time.notes() + agg.mem_time.notes())
+                   ops=_merge_ops(ops), notes=agg.kernel_time.notes() + agg.mem_time.notes() + series_notes,
+                   series=series)
 
 
 def _nothing(path: Path, agg: _Agg, errors: list[str]) -> None:

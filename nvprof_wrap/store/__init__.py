@@ -87,7 +87,8 @@ SCHEMA_VERSION = 2
 # header, nvprof --metrics --csv, ncu tensor-pipe totals net of the HFMA thread-instruction bound (issue 45).
 # -26: both -25s, and the commands nsys recorded (captures of different jobs told apart; issue 45), merged.
 # -27: JAX steps and warm-up by one program (module and id); kernels named by StringIds id 0 are names nsys lost.
-DATA_VERSION = "2026.12.03-27"
+# -28: the JAX / TensorFlow profilers' step marks (StepTraceAnnotation) in XSpace and trace JSON captures.
+DATA_VERSION = "2026.12.03-28"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {
