@@ -20,6 +20,7 @@ S=${S:-/tmp/s43v}; R=$S/runs; P=$S/rep; O=${OUT:-/tmp/out43v}
 BUDGET=${BUDGET:-560}
 RUNS=" ${RUNS:-jax_mnist kjax_bf16 exp_kjax mnist_cublas} "
 mkdir -p $R $P $O
+source $REPO/benchmarks/gpu/jax_common.sh
 export NO_COLOR=1 COLUMNS=150 PYTHONUNBUFFERED=1 NVPROF_WRAP_NSYS=${NSYS:-} NVPROF_WRAP_HISTORY=$S/history.sqlite
 export XZ_OPT='-T0 -6' XLA_PYTHON_CLIENT_PREALLOCATE=false
 export JAX_COMPILATION_CACHE_DIR=$S/jax-cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
@@ -53,30 +54,8 @@ main() {
   step "machine"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,memory.used --format=csv
   echo "NSYS=$NSYS NCU=$NVPROF_WRAP_NCU"
-  V=$S/venv/bin; W=$V/nvprof-wrap
-  if [ ! -x $W ]; then
-    python3 -m venv --without-pip $S/venv
-    local SITE VSITE
-    SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    VSITE=$($V/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    echo "$SITE" > $VSITE/the-users-site.pth
-    python3 -m pip --python $V/python install -q --no-index --no-deps --no-compile .whl/*.whl 2>&1 | tail -3
-  fi
-  (cd $S && KERAS_BACKEND=jax $V/python -c "import nvprof_wrap, jax, keras; print('nvprof_wrap', nvprof_wrap.__file__); print('jax', jax.__version__, 'keras', keras.__version__)")
-  mkdir -p $S/jax; cp -r $REPO/.gpu/jax/examples $S/jax/
-  $V/python - <<'EOF'
-import gzip, os, struct, numpy as np
-d = "/tmp/jax_example_data"; os.makedirs(d, exist_ok=True)
-rng = np.random.default_rng(0)
-protos = rng.integers(0, 256, (10, 28, 28)).astype(np.uint8)
-for split, n in (("train", 60000), ("t10k", 10000)):  # MNIST's idx format and shapes: ten noisy prototypes
-    lab = rng.integers(0, 10, n).astype(np.uint8)
-    img = np.clip(protos[lab].astype(int) + rng.integers(-60, 60, (n, 28, 28)), 0, 255).astype(np.uint8)
-    with gzip.open(f"{d}/{split}-images-idx3-ubyte.gz", "wb", compresslevel=1) as f:
-        f.write(struct.pack(">IIII", 2051, n, 28, 28)); f.write(img.tobytes())
-    with gzip.open(f"{d}/{split}-labels-idx1-ubyte.gz", "wb") as f:
-        f.write(struct.pack(">II", 2049, n)); f.write(lab.tobytes())
-EOF
+  jax_venv
+  jax_mnist
   cd $S/jax
   if want jax_mnist 120; then
     step "jax_mnist: run --backend nsys"
