@@ -19,6 +19,13 @@ READ = f"""exit codes:
   0    done; also when the output was cut short by a closed pipe (| head)
 {_FAIL}"""
 
+VERIFY = f"""exit codes:
+  0    done (also when the output was cut short by a closed pipe, | head); with --fail-on-disagreement, no
+       kernel's counters contradict the name rules
+  1    --fail-on-disagreement: the counters of at least one kernel contradict its name's verdict (one line on
+       stderr says how many; the report, printed anyway, lists each)
+{_FAIL}"""
+
 GATED = """exit codes:
   0    done, and every gate given (--min-tensor-core-share, --expect-precision) is met
   1    a gate is not met: one line on stderr says what fell short (the report is still printed)
