@@ -5,8 +5,9 @@ alone) collecting only the tensor-pipe metrics this GPU has, on the N kernels wi
 an earlier `nvprof-wrap run` of the same command (or every kernel, up to --launch-count launches, when
 there is none). Every kernel then gets a verdict "by counters"; the report opens with what the counters
 said against the name rules (kernels measured, agreeing, decided where the names could not, each contradiction),
-and --fail-on-disagreement exits 1 when any kernel's counters contradict its name's verdict (a CI gate). `verify --from FILE [PATH...]` reads an existing `ncu --csv` export instead of running,
-and attaches its verdicts to the captures in PATH (a run folder, say).
+and --fail-on-disagreement exits 1 when any kernel's counters contradict its name's verdict (a CI gate).
+`verify --from FILE [PATH...]` reads an existing `ncu --csv` export instead of running, and attaches its
+verdicts to the captures in PATH (a run folder, say).
 
 examples:
   nvprof-wrap verify -- python train.py --steps 20

@@ -65,7 +65,7 @@ OUTLINE: list[Section] = [
 # A format that orders the sections its own way: the page puts the framework ops under the split, and the hardware
 # beside the devices (docs/html.md). A section not named here follows the one before it in OUTLINE.
 ORDERS: dict[str, tuple[str, ...]] = {
-    "html": ("lead", "counter_check", "totals", "time_view", "split", "budget", "ops", "scopes", "devices", "hardware", "ranks",
+    "html": ("lead", "totals", "time_view", "split", "budget", "ops", "scopes", "devices", "hardware", "ranks",
              "processes",
              "kernels", "disagreements", "health", "sources"),
 }

@@ -19,7 +19,8 @@ from tests.renderers.test_json_schema import check as validates
 CSV = RUNS / "verify_compile" / "ncu.csv"
 # A name every rule reads as a bf16 tensor-core GEMM (Hopper xmma): its counters (the real ones of the fused
 # add+relu, 0 MMA) say no.
-GEMM_NAME = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+GEMM_NAME = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+             "execute_segment_k_off_kernel")
 
 
 def verify(capsys, *argv: object) -> tuple[int, str, str]:
@@ -75,9 +76,8 @@ def test_the_gate_fails_on_a_kernel_whose_counters_contradict_its_name(capsys, t
     assert verify(capsys, "--from", CSV, "--fail-on-disagreement")[0] == 0
     code, out, err = verify(capsys, "--from", csv, "--fail-on-disagreement", "--wide")
     assert code == 1
-    assert err.strip().splitlines() == [
-        "nvprof-wrap: --fail-on-disagreement: the counters of 1 kernel(s) contradict the name rules (listed in the "
-        "report)"]
+    assert err.strip().splitlines() == [("nvprof-wrap: --fail-on-disagreement: the counters of 1 kernel(s) "
+                                         "contradict the name rules (listed in the report)")]
     assert "  contradict the name rules: 1 (each below)" in out
     words = " ".join(out.split())  # the terminal wraps the long line
     assert f"name said yes, counters no: {GEMM_NAME} (no matrix instruction (HMMA 0 of which HFMA2 0" in words
