@@ -33,8 +33,9 @@ def test_one_range_holding_every_kernel_is_one_line_that_points_at_the_level_bel
     assert [(s["op"], s["share"]) for s in doc["scopes"]] == [("optimizer step 0", 1.0)]  # JSON as before
     assert {o["op"] for o in doc["ops"]} >= {"optimizer step 0", "train batch 0", "train batch 319"}
     body = section(report(capsys, LONE))
-    assert body == [TITLE, "  one range holds every kernel: optimizer step 0 (53 kernels, 34,205 launches, 96.5 ms); "
-                           "the ranges inside it are the framework ops above (each launch's innermost range)"]
+    line = ("  one range holds every kernel: optimizer step 0 (53 kernels, 34,205 launches, 96.5 ms); the ranges "
+            "inside it are the framework ops above (each launch's innermost range)")
+    assert body == [TITLE, line]
     md = report(capsys, LONE, "--format", "markdown")
     assert f"## {TITLE}\n\n- one range holds every kernel: optimizer step 0 \\(53 kernels, 34,205 launches, " \
            "96\\.476 ms\\)" in md
