@@ -1,8 +1,9 @@
 """Names in the terminal's tables (issue 28): framework wrappers dropped (text/names.py OP_WRAPPERS), long names cut in
 the middle, and no two rows of the kernels, ops or outer-ranges table printed alike at 80, 100 or 120 columns unless
 their whole names are the same (issue 45 asked again: two `aten::add` rows reading the same) — on every real
-capture there is: the bundled samples, tests/data (the H200 runs, the console logs, the MIT-licensed traces) and the shared fixtures' h200/, public/ and wild/ (skipped, with the reason, where
-they are absent). --wide shows every name whole."""
+capture there is: the bundled samples, tests/data (the H200 runs, the console logs, the MIT-licensed traces) and
+the shared fixtures' h200/, public/ and wild/ (skipped, with the reason, where they are absent).
+--wide shows every name whole."""
 from __future__ import annotations
 
 import re
