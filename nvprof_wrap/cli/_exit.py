@@ -60,7 +60,8 @@ EXPERIMENT = f"""exit codes:
 GENERAL = """exit codes: run and experiment exit with the job's code; every other command with 0 when done, 2 for bad
 input or a file that cannot be written (one line on stderr), 74 when the disk is full or fails, 130 when
 interrupted, 143 when terminated (SIGTERM), 70 for an internal error (a bug: one line; NVPROF_WRAP_DEBUG=1 prints
-the traceback); 1 only for a missed gate (--min-tensor-core-share, --expect-precision).
+the traceback); 1 only for a missed gate (--min-tensor-core-share, --expect-precision; verify's
+--fail-on-disagreement).
 `nvprof-wrap COMMAND --help` gives each command's table."""
 
 
