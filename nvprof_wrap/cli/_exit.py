@@ -19,6 +19,13 @@ READ = f"""exit codes:
   0    done; also when the output was cut short by a closed pipe (| head)
 {_FAIL}"""
 
+VERIFY = f"""exit codes:
+  0    done (also when the output was cut short by a closed pipe, | head); with --fail-on-disagreement, no
+       kernel's counters contradict the name rules
+  1    --fail-on-disagreement: the counters of at least one kernel contradict its name's verdict (one line on
+       stderr says how many; the report, printed anyway, lists each)
+{_FAIL}"""
+
 GATED = """exit codes:
   0    done, and every gate given (--min-tensor-core-share, --expect-precision) is met
   1    a gate is not met: one line on stderr says what fell short (the report is still printed)
@@ -53,7 +60,8 @@ EXPERIMENT = f"""exit codes:
 GENERAL = """exit codes: run and experiment exit with the job's code; every other command with 0 when done, 2 for bad
 input or a file that cannot be written (one line on stderr), 74 when the disk is full or fails, 130 when
 interrupted, 143 when terminated (SIGTERM), 70 for an internal error (a bug: one line; NVPROF_WRAP_DEBUG=1 prints
-the traceback); 1 only for a missed gate (--min-tensor-core-share, --expect-precision).
+the traceback); 1 only for a missed gate (--min-tensor-core-share, --expect-precision; verify's
+--fail-on-disagreement).
 `nvprof-wrap COMMAND --help` gives each command's table."""
 
 

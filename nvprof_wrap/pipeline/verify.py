@@ -3,6 +3,7 @@
 under Nsight Compute, and the export is read beside the captures it verifies."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.verify import earlier_run, measure
 from nvprof_wrap.pipeline.compose import analyze
 from nvprof_wrap.report import Report
+from nvprof_wrap.report.counter_check import check
 from nvprof_wrap.run import Run
 from nvprof_wrap.store import Store
 
@@ -44,7 +46,8 @@ def top_kernels(folder: Path, n: int) -> list[str]:
 
 
 def report_with_counters(csv: Path, attach: list[Path]) -> Report:
-    """The report of an ncu CSV export and the captures it verifies; BadInput when the export has no counters."""
+    """The report of an ncu CSV export and the captures it verifies, with its summary of what the counters said
+    against the name rules (``counter_check``); BadInput when the export has no counters."""
     store = Store()
     try:
         rep = analyze(csv, *attach, store=store)
@@ -52,4 +55,4 @@ def report_with_counters(csv: Path, attach: list[Path]) -> Report:
             raise BadInput(csv, "no kernel counters in this export (was it made with ncu --csv?)")
     finally:
         store.close()
-    return rep
+    return dataclasses.replace(rep, counter_check=check(rep.kernels))

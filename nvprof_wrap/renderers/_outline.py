@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from rich.console import RenderableType
 
 from nvprof_wrap.renderers import _budget as B
+from nvprof_wrap.renderers import _counter_check as C
 from nvprof_wrap.renderers import _sections_html as H
 from nvprof_wrap.renderers import _sections_markdown as M
 from nvprof_wrap.renderers import _sections_table as T
@@ -42,6 +43,7 @@ class Section:
 
 OUTLINE: list[Section] = [
     Section("lead", table=T.lead, markdown=M.lead, html=H.lead),  # headline lines, verdict, scope, hints
+    Section("counter_check", content=C.content),  # verify: the counters against the names, what it was run for
     Section("totals", html=H.totals),
     Section("time_view", html=H.time_view),  # the series as charts
     Section("split", table=T.split, markdown=M.split, html=H.split),  # where GPU time went

@@ -11,7 +11,7 @@ from nvprof_wrap.model import Classification
 from nvprof_wrap.report import KernelRow, OpRow, PrecisionShare, Report, SplitRow, serialise
 from nvprof_wrap.report.kinds import Reports
 from nvprof_wrap.system.limits import SKIPPED_SHOWN
-from nvprof_wrap.text.names import numbered_family
+from nvprof_wrap.text.names import middle, numbered_family
 from nvprof_wrap.text.sanitize import clean
 
 SCHEMA = serialise.SCHEMA
@@ -68,6 +68,20 @@ BASES = {
     "kernels": "% time: of all kernel time",
     "ops": "% time: of kernel time · tensor core: of the op's own kernel time",
 }
+
+
+def lone_scope(names: Sequence[str], kernels: int, launches: int, total: str, wide: bool) -> str | None:
+    """The outer-ranges section's one line where that level is a single range (names: the scopes' names): it holds
+    every kernel the ranges hold (a launch outside every range is a row of its own), so a table of that one row at
+    100% says nothing, and the level below it is the framework ops table (each launch's innermost range) —
+    repeated here it would say nothing new either (report/build.py drops a scope table equal to the ops table for the
+    same reason). None where the level has several ranges: its table is drawn."""
+    if len(names) != 1:
+        return None
+    name = names[0] if wide else middle(names[0], 80)
+    return (f"one range holds every kernel: {name} ({kernels:,} kernel{'' if kernels == 1 else 's'}, "
+            f"{launches:,} launches, {total}); the ranges inside it are the framework ops above (each launch's "
+            "innermost range)")
 
 
 def numbered_merged(rows: Sequence[OpRow]) -> list[OpRow]:

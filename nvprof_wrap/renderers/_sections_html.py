@@ -18,6 +18,7 @@ from nvprof_wrap.renderers._html_tables import n as _n
 from nvprof_wrap.renderers._html_tables import ops as _ops
 from nvprof_wrap.renderers._html_tables import sources as _sources
 from nvprof_wrap.renderers._html_tables import table as _table
+from nvprof_wrap.renderers._rows import lone_scope
 from nvprof_wrap.renderers._shapes import Shown
 from nvprof_wrap.report.ranks import Ranks
 from nvprof_wrap.text.names import shorten_all
@@ -65,8 +66,13 @@ def ops(s: Shown) -> str:
 
 
 def scopes(s: Shown) -> str:
-    d = s.data
-    return heading(s, "Outer ranges (layers / modules)") + _ops(d["scopes"], s.view.limit) if d["scopes"] else ""
+    rows = s.data["scopes"]
+    if not rows:
+        return ""
+    lone = lone_scope([o["op"] for o in rows], rows[0]["kernels"], rows[0]["launches"], _ns(rows[0]["total_ns"]),
+                      wide=True)
+    return heading(s, "Outer ranges (layers / modules)") + (f"<p>{_t(lone)}</p>\n" if lone is not None
+                                                             else _ops(rows, s.view.limit))
 
 
 def devices(s: Shown) -> str:

@@ -74,7 +74,12 @@ def ops(s: Shown) -> list[str]:
 
 
 def scopes(s: Shown) -> list[str]:
-    return _ops(SCOPES_TITLE, s.report.scopes, s) if s.report.scopes else []
+    rows = s.report.scopes
+    if not rows:
+        return []
+    lone = _rows.lone_scope([o.op for o in rows], rows[0].kernels, rows[0].launches,
+                            f"{rows[0].total_ns / 1e6:.3f} ms", s.view.wide)
+    return [f"\n## {SCOPES_TITLE}\n", f"- {esc(lone)}"] if lone is not None else _ops(SCOPES_TITLE, rows, s)
 
 
 def _ops(title: str, rows: tuple[OpRow, ...], s: Shown) -> list[str]:

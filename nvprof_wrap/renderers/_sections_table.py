@@ -14,7 +14,15 @@ from rich.text import Text
 from nvprof_wrap.renderers import _numerics, _ranks, _steps
 from nvprof_wrap.renderers._fit import Col
 from nvprof_wrap.renderers._fit import table as fitted
-from nvprof_wrap.renderers._rows import BASES, mix_text, numbered_merged, shown_key, skipped_summary, split_label
+from nvprof_wrap.renderers._rows import (
+    BASES,
+    lone_scope,
+    mix_text,
+    numbered_merged,
+    shown_key,
+    skipped_summary,
+    split_label,
+)
 from nvprof_wrap.renderers._shapes import Shown
 from nvprof_wrap.report import GroupRow, KernelRow, OpRow, Report, serialise
 from nvprof_wrap.report.headline import hardware_text, scope_text
@@ -83,8 +91,13 @@ def ops(s: Shown) -> list[RenderableType]:
 
 
 def scopes(s: Shown) -> list[RenderableType]:
-    v = s.view
-    return [_op_table(s.report.scopes, SCOPES_TITLE, v.limit, v.width, v.wide)] if s.report.scopes else []
+    v, rows = s.view, s.report.scopes
+    if not rows:
+        return []
+    lone = lone_scope([o.op for o in rows], rows[0].kernels, rows[0].launches, _ns(rows[0].total_ns), v.wide)
+    if lone is not None:
+        return [Text(SCOPES_TITLE, style="bold") + Text(f"\n  {lone}")]
+    return [_op_table(rows, SCOPES_TITLE, v.limit, v.width, v.wide)]
 
 
 def disagreements(s: Shown) -> list[RenderableType]:

@@ -21,6 +21,7 @@ from nvprof_wrap.analyses.warmup import Warmup
 from nvprof_wrap.classify import RULES_VERSION
 from nvprof_wrap.errors import NvprofWrapError
 from nvprof_wrap.model import Gpu, HealthVerdict
+from nvprof_wrap.report.counter_check import CounterCheck  # verify's counters against the names
 from nvprof_wrap.report.fields import js
 from nvprof_wrap.report.ranks import Ranks  # the per-rank records, beside what builds them
 from nvprof_wrap.report.series import Series  # the per-step ones
@@ -339,7 +340,7 @@ class Report:
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
         "tensor_core_kernels", "time_split", "time_budget", "speedup_ceiling",
         "speedup_ceiling_info", "achieved", "achieved_kernels", "mfu", "warmup", "xla_modules",
-        "memcpy", "devices", "processes", "kernels", "disagreements", "ops",
+        "memcpy", "devices", "processes", "kernels", "disagreements", "counter_check", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
         "series_info", "run_info")
@@ -389,6 +390,9 @@ class Report:
     # how many modules of optimized HLO the XLA dump folders it was given hold (their GEMM fusions' FLOPs count in
     # "achieved": classify/xla_flops.py); JSON "xla_modules", absent without a dump folder
     xla_modules: int | None = field(default=None, metadata=js(absent_none=True))
+    # verify's summary of what the counters said against the name rules (report/counter_check.py); JSON
+    # "counter_check", absent from every other command's report
+    counter_check: CounterCheck | None = field(default=None, metadata=js(absent_none=True))
 
     @property
     def tone(self) -> str:

@@ -133,7 +133,7 @@ def test_a_bug_after_the_job_ran_never_hides_the_jobs_code(capsys, monkeypatch, 
 def test_every_exit_code_table_names_70_for_a_bug_and_1_only_for_a_gate():
     from nvprof_wrap.cli import _exit
 
-    for table in (_exit.READ, _exit.GATED, _exit.RUN, _exit.EXPERIMENT, _exit.GENERAL):
+    for table in (_exit.READ, _exit.GATED, _exit.RUN, _exit.EXPERIMENT, _exit.GENERAL, _exit.VERIFY):
         assert "70" in table and "internal error" in table
         assert "1    an internal" not in table
     doc = (ROOT / "docs" / "exit-codes.md").read_text()
