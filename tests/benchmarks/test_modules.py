@@ -130,10 +130,11 @@ def test_report_long_job_gives_each_output_beside_the_floors_with_its_memory(tmp
     r = _quick("report_long_job", tmp_path)
     (case,) = r.cases
     assert case.label.startswith("30,000 launches, ")
-    assert {f.name for f in case.figures if f.role == "floor"} == {"attribution floor", "GROUP BY floor"}
+    assert {f.name for f in case.figures if f.role == "floor"} == {"two-table floor", "attribution floor",
+                                                                       "GROUP BY floor"}
     for name in ("report (json)", "report --per-step", "report (html)"):
         f, rss = case.figure(name), case.figure(f"{name} peak RSS")
-        assert f is not None and f.versus == "attribution floor" and f.values[0] > 0
+        assert f is not None and f.versus == "two-table floor" and f.values[0] > 0
         assert rss is not None and rss.unit == "MB" and 10 < rss.values[0] < 2000  # a Python process's RSS
 
 
