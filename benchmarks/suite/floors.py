@@ -16,6 +16,12 @@ FLOOR_ATTRIBUTION = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
                      "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
                      "ON r.correlationId = k.correlationId GROUP BY k.demangledName) g "
                      "JOIN StringIds s ON s.id = g.nid').fetchall(); print(len(rows))")
+# The two-table floor (issue 48): FLOOR_NSYS's GROUP BY, then one scan of the launch-call table (each call's
+# correlation id and time read once) — what any attribution must read at least, with no join: on 20M launches
+# SQLite's automatic index for FLOOR_ATTRIBUTION's join costs more than the GROUP BY itself.
+FLOOR_TWO_TABLES = (FLOOR_NSYS.replace("print(len(rows))", "")
+                    + "calls = c.execute('SELECT COUNT(correlationId), SUM(\"end\" - start) "
+                    "FROM CUPTI_ACTIVITY_KIND_RUNTIME').fetchone(); print(len(rows), calls[0])")
 # A Kineto JSON streamed by ijson, kernel time summed by name: the least a reader of the JSON does.
 STREAM_JSON = ("import gzip, ijson, sys, collections; agg = collections.Counter(); "
                "[agg.update({e['name']: e.get('dur', 0)}) for e in "

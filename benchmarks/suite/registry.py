@@ -13,6 +13,8 @@ NAMES: tuple[str, ...] = (
     "report_kineto_json",
     "report_torch_json",
     "step_series",
+    "report_sections",
+    "report_long_job",
     "report_stages",
     "backend_overhead",
     "capture_window_cost",

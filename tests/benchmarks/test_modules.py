@@ -108,3 +108,45 @@ def test_report_hostile_captures_gives_what_each_input_must(tmp_path):
     assert all(c.note.startswith("as it must: ") for c in r.cases), [c.note for c in r.cases]
     wal = next(c for c in r.cases if c.label == "wal")
     assert wal.note == "as it must: exit 0; 6,196 launches read"
+
+
+def test_report_sections_times_every_section_beside_them_off(tmp_path, monkeypatch):
+    from benchmarks import report_sections
+
+    monkeypatch.setattr(report_sections, "QUICK", (20_000,))  # past NUMPY_FROM: the series' numpy pass
+    r = _quick("report_sections", tmp_path)
+    (case,) = r.cases
+    assert case.label == "20,000 launches"
+    off, on = case.figure(report_sections.OFF), case.figure(report_sections.ON)
+    assert off is not None and on is not None and off.role == "floor" and on.versus == report_sections.OFF
+    stage = case.figure("series pass inside one analyze")
+    assert stage is not None and len(stage.values) == 1 and 0 < stage.values[0] < on.values[0]
+
+
+def test_report_long_job_gives_each_output_beside_the_floors_with_its_memory(tmp_path, monkeypatch):
+    from benchmarks import report_long_job
+
+    monkeypatch.setattr(report_long_job, "QUICK", (30_000,))
+    r = _quick("report_long_job", tmp_path)
+    (case,) = r.cases
+    assert case.label.startswith("30,000 launches, ")
+    assert {f.name for f in case.figures if f.role == "floor"} == {"two-table floor", "attribution floor",
+                                                                       "GROUP BY floor"}
+    for name in ("report (json)", "report --per-step", "report (html)"):
+        f, rss = case.figure(name), case.figure(f"{name} peak RSS")
+        assert f is not None and f.versus == "two-table floor" and f.values[0] > 0
+        assert rss is not None and rss.unit == "MB" and 10 < rss.values[0] < 2000  # a Python process's RSS
+
+
+def test_report_kineto_json_reads_the_gzipped_trace_too(tmp_path, monkeypatch):
+    from benchmarks import report_kineto_json
+
+    monkeypatch.setattr(report_kineto_json, "QUICK", (5_000,))
+    r = _quick("report_kineto_json", tmp_path)
+    plain, gz = r.cases
+    assert plain.label.startswith("5,000 kernels, ") and gz.label.startswith("5,000 kernels, gzipped, ")
+    assert (tmp_path / "work" / "kineto_5000_gz" / "rank0.trace.json.gz").exists()
+    for c in (plain, gz):
+        report = c.figure("report")
+        assert report is not None and report.versus == "ijson floor" and report.values[0] > 0
+        assert c.figure("ijson floor").role == "floor"
