@@ -150,6 +150,9 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
                    series=series, op_flops=flops)
 
 
+_CALL_KINDS = ("launch", "sync", "alloc", "other")  # text/cuda_calls.kind_of's kinds, as rt.kind holds them
+
+
 def _steps(rows: Rows, names: dict[int, str], launches: int,
            span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): timeline/series.py over the trace's tables (its ProfilerStep#N ranges; every
@@ -162,9 +165,13 @@ def _steps(rows: Rows, names: dict[int, str], launches: int,
     db.execute("CREATE TEMP TABLE IF NOT EXISTS _nvw_rnames(id INTEGER PRIMARY KEY, name TEXT)")
     db.executemany("INSERT OR REPLACE INTO _nvw_rnames VALUES (?, ?)",
                    [(i, n) for n, i in rows.range_names.items() if could_mark_a_step(n)])
-    db.execute('CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", kind FROM rt')
+    # the call's kind as its index in _CALL_KINDS: an integer column keeps the series' numpy read on its fast path
+    code = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(_CALL_KINDS[:-1]))
+    db.execute(f'CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", '
+               f'(CASE kind {code} ELSE {len(_CALL_KINDS) - 1} END) AS kind FROM rt')
     ranges = "SELECT r.tid AS tid, r.s AS s, r.e AS e, n.name AS name FROM rng r JOIN _nvw_rnames n ON n.id = r.name"
-    api = [step_series.ApiTable("_nvw_calls", p, "kind", lambda keys: {k: k for k in keys})] if rows.api else []
+    api = [step_series.ApiTable("_nvw_calls", p, "kind", lambda keys: {k: _CALL_KINDS[k] for k in keys})] \
+        if rows.api else []
     copy = copy_part_sql("dir", {d: d for d in ("HtoD", "DtoH", "DtoD", "PtoP")})
     tables = [step_series.GpuTable("kl", p, "nid"),
               step_series.GpuTable("mem", p, part=f"(CASE WHEN kind = 'memset' THEN {MEMSET_PART} ELSE {copy} END)")]

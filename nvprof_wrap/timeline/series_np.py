@@ -262,18 +262,20 @@ def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: 
         raise _Odd
     p, i = np.divmod(group, n_steps)
     order_key = (pid_rank[p] * n_steps + n_rank[i]) * n_keys + key_rank[key]
-    triples, where = np.unique(order_key, return_inverse=True)
-    launches = np.bincount(where, minlength=len(triples))
-    o = np.argsort(where, kind="stable")
-    totals = np.add.reduceat(d[o], np.flatnonzero(np.r_[True, np.diff(where[o]) != 0]))
-    first = np.unique(where, return_index=True)[1]
+    # one stable sort gives each triple's rows in order: its first row (its first launch), its count and its sum
+    o = np.argsort(order_key, kind="stable")
+    ordered = order_key[o]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    launches = np.diff(np.r_[starts, len(o)])
+    totals = np.add.reduceat(d[o], starts)
+    first = o[starts]
     pid_values, key_values = pids.values(), keys.values()
     merged: dict[tuple[Any, int, str], list[int]] = {}
-    for j, at in enumerate(first):
-        pid, n = pid_values[p[at]], steps.n[i[at]]
-        m = merged.setdefault((pid, n, named.get(key_values[key[at]]) or "<unnamed kernel>"), [0, 0])
-        m[0] += int(launches[j])
-        m[1] += int(totals[j])
+    for pc, ic, kc, a, b in zip(p[first].tolist(), i[first].tolist(), key[first].tolist(), launches.tolist(),
+                                totals.tolist()):  # Python ints: no numpy scalar per (process, step, name)
+        m = merged.setdefault((pid_values[pc], steps.n[ic], named.get(key_values[kc]) or "<unnamed kernel>"), [0, 0])
+        m[0] += a
+        m[1] += b
     return tuple(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
 
 
