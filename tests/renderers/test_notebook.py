@@ -45,6 +45,11 @@ def notebook_page(tmp_path_factory):
            "MPLCONFIGDIR": tmp / "mpl", "TMPDIR": tmp / "tmp"}
     for p in env.values():
         p.mkdir()
+    # nbconvert's templates (share/jupyter/nbconvert) sit under the prefix nbconvert was installed in: inside a venv
+    # made with --system-site-packages that is the base interpreter's, which Jupyter's path does not search (the
+    # notebook tests erred there: "No template sub-directory with name 'lab'")
+    shares = [os.path.join(prefix, "share", "jupyter") for prefix in dict.fromkeys((sys.prefix, sys.base_prefix))]
+    jupyter_path = os.pathsep.join(filter(None, [*shares, os.environ.get("JUPYTER_PATH")]))
     # Executed in a child Python: nbclient's runner and asyncio threads would outlive the test in this process, and
     # a process with other threads never forks its readers (system/fork.py), which later tests check.
     code = f"""
@@ -73,7 +78,7 @@ print(json.dumps({{"printed": "".join(o.get("text", "") for o in nb.cells[1].out
                   "html": "text/html" in nb.cells[-1].outputs[0]["data"]}}))
 """
     # the kernel imports this checkout's nvprof_wrap, and it and the client keep their folders in tmp
-    child_env = {**os.environ, **{k: str(v) for k, v in env.items()},
+    child_env = {**os.environ, **{k: str(v) for k, v in env.items()}, "JUPYTER_PATH": jupyter_path,
                  "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
     proc = subprocess.run([sys.executable, "-c", code], env=child_env, cwd=tmp, capture_output=True, text=True,
                           timeout=300, check=False)
