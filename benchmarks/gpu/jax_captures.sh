@@ -5,6 +5,8 @@
 #                `run --backend nsys`, with XLA's HLO dump beside (XLA_FLAGS=--xla_dump_to=… --xla_dump_hlo_as_text).
 #                datasets.py skips its download when /tmp/jax_example_data holds the files: synthetic ones of
 #                MNIST's shape and format are written there first (no network there)
+#   jax_window   the same, unmodified, under `run --backend nsys --capture-steps 200:220`: the window counted live
+#                from the example's jitted update (tracer/jit_calls.py), the report's steps from XLA's executions
 #   jax_mnist_cublas  the same with --xla_gpu_enable_triton_gemm=false: XLA's cuBLAS GEMMs, names as before Triton
 #   kjax_bf16    workloads/keras_transformer.py on Keras' JAX backend, bf16, under `run --backend nsys` + HLO dump
 #   kjax_xplane  the same outside any profiler, jax.profiler.trace of one epoch with StepTraceAnnotation per batch
@@ -67,6 +69,12 @@ main() {
       $W run --backend nsys --gpu-metrics-frequency 1000 -o $R/jax_mnist -- $V/python -m examples.mnist_classifier \
       > $P/jax_mnist.run.txt 2>&1; echo "rc $?"; tail -30 $P/jax_mnist.run.txt; ls -la $R/jax_mnist
     dump xla_mnist; pack jax_mnist; report jax_mnist
+  fi
+  if want jax_window 50; then
+    step "jax_window: examples/mnist_classifier.py under run --backend nsys --capture-steps 200:220"
+    timeout -s INT -k 10 150 $W run --backend nsys --capture-steps 200:220 -o $R/jax_window -- \
+      $V/python -m examples.mnist_classifier > $P/jax_window.run.txt 2>&1; echo "rc $?"; tail -30 $P/jax_window.run.txt
+    cat $R/jax_window/windows.jsonl; pack jax_window; report jax_window
   fi
   if want ncu_mnist 60; then
     step "ncu_mnist: tensor-pipe counters of the GEMM-like kernels"

@@ -17,6 +17,7 @@ from nvprof_wrap.report.types import (
     Scope,
     Verdict,
 )
+from nvprof_wrap.run.steps import XLA_EXECUTIONS
 from nvprof_wrap.text.names import shorten
 from nvprof_wrap.text.units import pct_or_less as _pct_or_less
 
@@ -120,6 +121,8 @@ def capture_line(c: CaptureScope | None) -> str | None:
         else:
             what = f"steps {lo} to {hi}"
         counted = f", counted by {c.source}" if c.source else ""
+        if c.source == XLA_EXECUTIONS:  # counted live from the job's jitted calls; the capture numbers its own
+            counted += " (the job's calls of its most-called jitted function; in the capture from step 0)"
         job = f"; the job ran {c.job_steps:,} step{'s' if c.job_steps != 1 else ''}" if c.job_steps is not None \
             else ""
     else:

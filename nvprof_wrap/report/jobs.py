@@ -307,7 +307,7 @@ def never_opened(scope: CaptureScope | None) -> str | None:
         return (f"the capture window (run {scope.option}) never opened: the job ended before {scope.start:g} s")
     if scope.last_step is None:
         return (f"the capture window (run {scope.option}) never opened: the job marked no step (no NVTX 'step N', "
-                "no torch optimizer step, no Keras training batch)")
+                "no torch optimizer step, no Keras training batch, no call of a function made by jax.jit)")
     return (f"the capture window (run {scope.option}) never opened: the job's last step was {scope.last_step:,} "
             f"({scope.source or 'steps'}), before step {int(scope.start):,}")
 

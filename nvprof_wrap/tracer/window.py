@@ -15,7 +15,10 @@ $NVPROF_WRAP_CAPTURE is set). The launcher (launch/window.py) sets:
 Steps are the marks timeline/window.py reads, told apart live in the same order of preference: the job's own NVTX
 'step N' ranges (pushed or started through torch.cuda.nvtx or the nvtx package), else torch optimizer steps (the
 global step hook of annotate.py: step N begins when optimizer.step() returns for the N-th time; step 0 at torch's
-import), else Keras training batches (keras' CallbackList.on_train_batch_begin, counted over epochs from 0). A source
+import), else Keras training batches (keras' CallbackList.on_train_batch_begin, counted over epochs from 0), else
+XLA executions: the calls of the function the job's `jax.jit` made that it calls most (step N begins when that
+function is called the N+1-th time from outside any other jitted call; the step a report reads in the capture is
+the same program's execution: run/steps.py XLA_EXECUTIONS). A source
 claims the count once it says anything past the import-time step 0 (the job's own marks at once); the sources below
 it are then ignored. The window opens when step A begins (or the first step after it) and closes when step B
 begins, or when the process ends.
@@ -57,7 +60,7 @@ ENV_T0 = "NVPROF_WRAP_CAPTURE_T0"
 ENV_BY = "NVPROF_WRAP_CAPTURE_BY"
 FILE = "windows.jsonl"
 # The step sources, the job's own marks first (timeline/window.py prefers them in this order).
-SOURCES = ("step marks", "optimizer steps", "keras batches")
+SOURCES = ("step marks", "optimizer steps", "keras batches", "XLA executions")
 _STEP_NAME = re.compile(r"^(?:step |ProfilerStep#)(\d+)$")
 
 _CONTROLLER: Controller | None = None
@@ -509,6 +512,12 @@ def _watch_keras(keras_module: Any) -> None:
     cls.on_train_batch_begin = on_train_batch_begin
 
 
+def xla_execution(n: int) -> None:
+    """jit_calls.py: step n begins by the calls of the job's most-called jitted function."""
+    if _CONTROLLER is not None:
+        _CONTROLLER.step(n, SOURCES[3])
+
+
 def optimizer_step(n: int) -> None:
     """annotate.patch_steps: optimizer step n begins (0 at torch's import)."""
     if _CONTROLLER is not None:
@@ -547,6 +556,10 @@ def install() -> None:
     when_imported("torch", _watch_torch)
     when_imported("nvtx", _watch_nvtx_package)
     when_imported("keras", _watch_keras)
+    from nvprof_wrap.tracer import jit_calls
+
+    jit_calls.on_step = xla_execution
+    when_imported("jax", jit_calls.watch_jax)
 
 
 def _forget() -> None:
