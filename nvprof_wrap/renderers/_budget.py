@@ -68,8 +68,18 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
 def _mfu(m: dict[str, Any] | None) -> tuple[str, ...]:
     if not m:
         return ()
-    return ((f"Model FLOPs utilisation: {pct(m['mfu'])} — {m['flops_per_step'] / 1e12:,.2f} TFLOP of matrix ops a "
+    return ((f"Model FLOPs utilisation: {pct(m['mfu'])} — {_flop(m['flops_per_step'])} of matrix ops a "
              f"step in {_ns(m['step_s'])}, against the {m['precision']} peak {m['peak_tflops']:,.1f} TFLOP/s"),)
+
+
+def _flop(flops: float) -> str:
+    """'1.25 TFLOP', '61.4 GFLOP', '3.2 MFLOP': three figures in the unit that fits (a small JAX step's 0.00 TFLOP
+    said nothing)."""
+    for scale, unit in ((1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1e3, "kFLOP")):
+        if flops >= scale:
+            v = flops / scale
+            return f"{v:,.2f} {unit}" if v < 10 else f"{v:,.1f} {unit}" if v < 100 else f"{v:,.0f} {unit}"
+    return f"{flops:,.0f} FLOP"
 
 
 def _achieved(data: dict[str, Any]) -> tuple[str, ...]:

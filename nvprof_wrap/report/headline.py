@@ -122,7 +122,8 @@ def capture_line(c: CaptureScope | None) -> str | None:
             what = f"steps {lo} to {hi}"
         counted = f", counted by {c.source}" if c.source else ""
         if c.source == XLA_EXECUTIONS:  # counted live from the job's jitted calls; the capture numbers its own
-            counted += " (the job's calls of its most-called jitted function; in the capture from step 0)"
+            counted = (", counted by the job's calls of its most-called jitted function (XLA executions, numbered "
+                       "from 0 in the capture)")
         job = f"; the job ran {c.job_steps:,} step{'s' if c.job_steps != 1 else ''}" if c.job_steps is not None \
             else ""
     else:
