@@ -42,6 +42,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from nvprof_wrap.classify.counter_flops import METRICS as FLOP_METRICS
+
 HMMA_INST = "sm__inst_executed_pipe_tensor_op_hmma.sum"
 HFMA2_INST = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"
 GMMA_INST = "sm__inst_executed_pipe_tensor_op_gmma.sum"
@@ -80,8 +82,10 @@ CYCLES = (
 NVPROF_UTILISATION = ("tensor_precision_fu_utilization", "tensor_int_fu_utilization")
 DURATION = "gpu__time_duration.sum"
 # Metrics `verify` asks ncu for (only those `ncu --query-metrics` lists are kept): the instruction counts decide.
-HOPPER_METRICS = (*INSTRUCTIONS, CYCLES[0], CYCLES[3], DURATION)
-PRE_HOPPER_METRICS = (HMMA_INST, HFMA2_INST, IMMA_INST, DMMA_INST, CYCLES[1], CYCLES[3], CYCLES[4], DURATION)
+# The FLOP counters (classify/counter_flops.py) come along: verify's rate per kernel.
+HOPPER_METRICS = (*INSTRUCTIONS, CYCLES[0], CYCLES[3], DURATION, *FLOP_METRICS)
+PRE_HOPPER_METRICS = (HMMA_INST, HFMA2_INST, IMMA_INST, DMMA_INST, CYCLES[1], CYCLES[3], CYCLES[4], DURATION,
+                      *FLOP_METRICS)
 # Any of these in an export makes it usable for a verdict.
 DECISIVE = (*INSTRUCTIONS, PIPE_INST, TC_PIPE_INST, *CYCLES, *NVPROF_UTILISATION, *ALIASES)
 # GPUs whose tcgen05 MMAs run on the tc pipe, not the tensor pipe (compute capability 10.x and 11.x)

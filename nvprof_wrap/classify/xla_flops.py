@@ -30,6 +30,11 @@ _CONTRACTING = re.compile(r"\blhs_contracting_dims=\{([0-9,]*)\}")
 _LABELS = re.compile(r"\bdim_labels=\w+_(\w+)->\w+")
 _PROGRAM = re.compile(r"^module_(\d+)\.")
 _EXECUTION = re.compile(r"XlaModule:#hlo_module=[^,#]+,program_id=(\d+)#")
+# XLA's range around one thunk's launches, where it ran outside a CUDA graph: 'Thunk:#name=jit(dot)/dot_general,
+# hlo_op=custom-call.1,unique_hlo_op_id=4294967298#' (the autotuner's own have no XlaModule range around them)
+_THUNK = re.compile(r"^Thunk:#(?:[^#]*,)?hlo_op=([^,#]+)")
+_TARGET = re.compile(r'custom_call_target="(__cublas\$(?:gemm|lt\$matmul)[^"]*)"')
+_LHS_CONTRACTING = re.compile(r'"lhs_contracting_dimensions":\[([^\]]*)\]')
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,26 @@ def dot_flops(d: xla_hlo.Instr, comp: dict[str, xla_hlo.Instr]) -> float | None:
     if any(a >= len(lhs.dims) for a in axes):
         return None
     return 2.0 * prod(d.dims) * prod(lhs.dims[a] for a in axes)
+
+
+def custom_call_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:
+    """One execution's FLOPs of the cuBLAS GEMM custom call ``hlo_name`` (``__cublas$gemm``,
+    ``__cublas$lt$matmul``, fp8's ``__cublas$lt$matmul$f8``): 2 × (its result's elements, batch dimensions included)
+    × (the lhs's contracting dimensions, from its backend config's dot_dimension_numbers); None where it is no such
+    call or a shape or the dimension numbers are not there (a dump trimmed of its backend configs)."""
+    comp = module.computations.get(module.where.get(hlo_name, ""), {})
+    ins = comp.get(hlo_name)
+    if ins is None or ins.opcode != "custom-call" or not _TARGET.search(ins.attrs):
+        return None
+    out = ins.dims if ins.dims is not None else ins.first
+    lhs = comp.get(ins.operands[0]) if ins.operands else None
+    m = _LHS_CONTRACTING.search(ins.attrs)
+    if out is None or lhs is None or lhs.dims is None or m is None:
+        return None
+    axes = [int(a.strip().strip('"')) for a in m.group(1).split(",") if a.strip().strip('"').isdigit()]
+    if not axes or any(a >= len(lhs.dims) for a in axes):
+        return None
+    return 2.0 * prod(out) * prod(lhs.dims[a] for a in axes)
 
 
 def instruction_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:
@@ -136,4 +161,44 @@ def per_capture(figures: Iterable[LaunchFlops], kernels: Iterable[tuple[int, int
                 first = min(f.module for f in found)
                 op = OP_PREFIX + first + (f" (and {len(found) - 1} more module(s) alike)" if len(found) > 1 else "")
                 out.append((cid, OpFlops(pid, op, name, precision, flops * left, left, max(left_ns, 0))))
+    return out
+
+
+def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str, str, str, int, int]]
+              ) -> list[tuple[int, OpFlops]]:
+    """(capture id, op_flops row) for the kernels cuBLAS launched for XLA's GEMM custom calls.
+
+    XLA's thunk sequence names no kernel for a custom call (``kCublasLtMatmul``): cuBLAS picks it at run time. Where
+    a module ran outside a CUDA graph, XLA's range around each thunk says which instruction launched the kernels
+    inside it. thunks: (capture id, pid, XLA's execution range, the thunk's range, kernel name, launches, ns) of the
+    launches inside both. An instruction runs once per thunk range, so its executions are the most launches of one
+    kernel name inside its ranges (cuBLAS may add a split-K reduction kernel per execution); its FLOPs × executions go
+    to those kernels in proportion to their time, as an op's in a torch.profiler trace (readers/_kineto_flops.py).
+    Launches inside CUDA graphs have no thunk range around them and take no figure."""
+    grouped: dict[tuple[int, int | None, int, str], dict[str, tuple[int, int]]] = {}
+    for cid, pid, module_range, thunk_range, name, launches, ns in thunks:
+        e, th = _EXECUTION.search(module_range or ""), _THUNK.match(thunk_range or "")
+        if e is None or th is None:
+            continue
+        got = grouped.setdefault((cid, pid, int(e.group(1)), th.group(1)), {})
+        n, tot = got.get(name, (0, 0))
+        got[name] = (n + (launches or 0), tot + (ns or 0))
+    if not grouped:
+        return []
+    modules = xla_hlo.by_program({program for _c, _p, program, _h in grouped}, dirs)
+    out: list[tuple[int, OpFlops]] = []
+    for (cid, pid, program, hlo), names in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1,
+                                                                                    kv[0][2], kv[0][3])):
+        found = modules.get(program)
+        flops = custom_call_flops(found[1], hlo) if found else None
+        if found is None or not flops:
+            continue
+        answer = found[1].answer(hlo)
+        precision = answer.precision if answer is not None and answer.precision else "unknown"
+        total = flops * max(n for n, _t in names.values())
+        ns_all = sum(t for _n, t in names.values())
+        launches_all = sum(n for n, _t in names.values())
+        for name, (n, t) in sorted(names.items()):
+            share = t / ns_all if ns_all > 0 else n / launches_all if launches_all else 0.0
+            out.append((cid, OpFlops(pid, f"{OP_PREFIX}{found[0]} %{hlo}", name, precision, total * share, n, t)))
     return out

@@ -95,6 +95,8 @@ class Instr:
     opcode: str
     operands: tuple[str, ...]
     attrs: str
+    # a tuple's first element's dimensions: a cuBLAS custom call's result (its second is the workspace)
+    first: tuple[int, ...] | None = None
 
 
 def _close(text: str, start: int) -> int:
@@ -117,7 +119,11 @@ def _instr(line: str) -> Instr | None:
         return None
     pos = m.end()
     dims: tuple[int, ...] | None = None
+    first: tuple[int, ...] | None = None
     if line.startswith("(", pos):  # a tuple shape
+        e = _ELEMENT.match(line, pos + 1)
+        if e and re.fullmatch(r"[0-9,]*", e.group(2)):
+            first = tuple(int(d) for d in e.group(2).split(",") if d)
         element, pos = None, _close(line, pos)
     else:
         e = _ELEMENT.match(line, pos)
@@ -130,7 +136,8 @@ def _instr(line: str) -> Instr | None:
     if not op:
         return None
     end = _close(line, op.end() - 1)
-    return Instr(m.group(1), element, dims, op.group(1), tuple(_OPERAND.findall(line, op.end(), end - 1)), line[end:])
+    return Instr(m.group(1), element, dims, op.group(1), tuple(_OPERAND.findall(line, op.end(), end - 1)), line[end:],
+                 first)
 
 
 class Module:
@@ -315,4 +322,22 @@ def _defined(text: str, names: set[str]) -> dict[str, set[str]]:
         kernel = kernel_name(m.group(1))
         if kernel in names:
             out.setdefault(kernel, set()).add(m.group(1))
+    return out
+
+
+def by_program(programs: set[int], dirs: Iterable[Path]) -> dict[int, tuple[str, Module]]:
+    """The dumped modules of ``programs`` (the number of a dump's prefix, 'module_226266.jit_dot': the program_id
+    of XLA's execution ranges), each with its prefix, within the dumps' byte budget; the first of a number wins."""
+    out: dict[int, tuple[str, Module]] = {}
+    budget = MAX_HLO_TOTAL_BYTES
+    for path in dump_files(dirs):
+        m = _MODULE.match(path.name)
+        number = re.match(r"module_(\d+)\.", path.name)
+        if m is None or number is None or int(number.group(1)) not in programs or int(number.group(1)) in out:
+            continue
+        text = _read(path, budget)
+        if text is None:
+            continue
+        budget -= len(text)
+        out[int(number.group(1))] = (m.group(1), Module(text))
     return out

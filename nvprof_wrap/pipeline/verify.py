@@ -8,13 +8,14 @@ import time
 from pathlib import Path
 
 from nvprof_wrap.classify import counters
+from nvprof_wrap.classify.counter_flops import COUNTERS_OP
 from nvprof_wrap.errors import BadInput, ToolMissing
 from nvprof_wrap.launch import ncu
 from nvprof_wrap.launch.gpus import list_gpus
 from nvprof_wrap.launch.verify import earlier_run, measure
 from nvprof_wrap.pipeline.compose import analyze
 from nvprof_wrap.report import Report
-from nvprof_wrap.report.counter_check import check
+from nvprof_wrap.report.counter_check import check, rates
 from nvprof_wrap.run import Run
 from nvprof_wrap.store import Store
 
@@ -53,6 +54,9 @@ def report_with_counters(csv: Path, attach: list[Path]) -> Report:
         rep = analyze(csv, *attach, store=store)
         if not store.has_counters():
             raise BadInput(csv, "no kernel counters in this export (was it made with ncu --csv?)")
+        counted = [(r["name"], r["precision"], r["flops"], r["launches"], r["total_ns"])
+                   for r in store.op_flops_rows() if r["op"] == COUNTERS_OP]
     finally:
         store.close()
-    return dataclasses.replace(rep, counter_check=check(rep.kernels))
+    trace = {k.name: k.tflops for k in rep.achieved_kernels}
+    return dataclasses.replace(rep, counter_check=check(rep.kernels, rates(counted, trace)))

@@ -15,9 +15,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from nvprof_wrap.classify.counter_flops import COUNTERS_OP, launch_flops
 from nvprof_wrap.classify.counters import DURATION, Evidence, combine, launch_verdict
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import Capture, CounterVerdict, Gpu, KernelAgg, Process, merge_kernels
+from nvprof_wrap.model import Capture, CounterVerdict, Gpu, KernelAgg, OpFlops, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, cut_lines, number, open_text, rows
 from nvprof_wrap.readers._durations import note
 from nvprof_wrap.readers._head import Head
@@ -95,6 +96,7 @@ def _aggregate(path: Path, launches: Iterable[_Launch]) -> Capture:
         groups[(int(number(la.pid) or 0), dev, demangle(la.name))].append(la)
     kernels: list[KernelAgg] = []
     counters: dict[str, list[Evidence]] = {}
+    flops: list[OpFlops] = []
     untimed = 0
     for (pid, dev, name), ls in groups.items():
         durs = [la.metrics.get(DURATION) for la in ls]
@@ -103,13 +105,31 @@ def _aggregate(path: Path, launches: Iterable[_Launch]) -> Capture:
         total = int(sum(usable)) if all(d is not None for d in durs) else None
         kernels.append(KernelAgg(pid, dev, name, len(ls), total))
         counters.setdefault(name, []).extend(launch_verdict(la.metrics, la.cc) for la in ls)
+        flops.extend(_flops(pid, name, ls, total))
     verdicts = tuple(_verdict(name, v) for name, v in counters.items())
     pids = sorted({pid for pid, _, _ in groups})  # a kernel per group: the kernels' pids
     # Without a duration (no gpu__time_duration.sum, no SpeedOfLight Duration) total_ns stays None: the report's
     # headline then says kernel time was not captured, unless a timeline capture beside it has the times.
     return Capture(str(path), "ncu-csv", merge_kernels(kernels), devices=tuple(devices.values()),
-                   processes=tuple(Process(p) for p in pids), counters=verdicts,
+                   processes=tuple(Process(p) for p in pids), counters=verdicts, op_flops=tuple(flops),
                    notes=(note(untimed, "kernel"),) if untimed else ())
+
+
+def _flops(pid: int, name: str, launches: list[_Launch], total_ns: int | None) -> list[OpFlops]:
+    """The counters' FLOPs of one kernel name's launches (classify/counter_flops.py) with their time under ncu, in
+    the precision that holds most of them: none where a launch has no FLOP counter or no duration (a rate needs
+    both)."""
+    each = [launch_flops(la.metrics) for la in launches]
+    if total_ns is None or total_ns <= 0 or any(f is None for f in each):
+        return []
+    by: dict[str, float] = {}
+    for f in each:
+        if f is not None and f[0] > 0:
+            by[f[1]] = by.get(f[1], 0.0) + f[0]
+    if not by:
+        return []
+    return [OpFlops(pid, COUNTERS_OP, name, max(sorted(by), key=lambda p: by[p]), sum(by.values()), len(launches),
+                    total_ns)]
 
 
 def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:

@@ -33,7 +33,22 @@ def lines(c: dict[str, Any] | None, wide: bool = False) -> tuple[str, ...]:
         said = [x for x in (d["counter_detail"], f"{pct(d['share'])} of kernel time" if d["total_ns"] else "") if x]
         out.append(f"name said {d['name_verdict']}, counters {d['counter_verdict']}: {name}"
                    + (f" ({', '.join(said)})" if said else ""))
+    out.extend(_rates(c.get("rates") or [], wide))
     return tuple(out)
+
+
+def _rates(rates: list[dict[str, Any]], wide: bool) -> list[str]:
+    """Each kernel's achieved TFLOP/s from the FLOPs the counters counted, beside the trace's."""
+    if not rates:
+        return []
+    out = ["achieved, from the FLOPs the counters counted over each kernel's time under ncu"
+           + (" (the trace's FLOPs in brackets, where it has them):" if any(r["trace_tflops"] for r in rates) else ":")]
+    for r in rates:
+        name = r["name"] if wide else shorten(r["name"], 60)
+        trace = f" (trace: {r['trace_tflops']:,.1f})" if r["trace_tflops"] else ""
+        out.append(f"  {r['tflops']:,.1f} TFLOP/s {r['precision']}{trace}: {name}, {r['flops']:,.0f} FLOPs in "
+                   f"{r['launches']:,} launch{'' if r['launches'] == 1 else 'es'}")
+    return out
 
 
 def content(s: Shown) -> Lines | None:

@@ -417,6 +417,14 @@ class Queries:
             "COALESCE(SUM(total_ns), 0) FROM ops WHERE scope LIKE ? OR op LIKE ? GROUP BY 1, 2, 3, 4",
             [steps.XLA_MODULE_PREFIX + "%"] * 3).fetchall())
 
+    def launches_in_xla_thunks(self) -> list[tuple[int, int | None, str, str, str, int, int]]:
+        """(capture id, pid, XLA's execution range, the thunk's range inside it, kernel name, launches, ns) of the
+        launches XLA ran outside CUDA graphs (classify/xla_flops.py per_thunk)."""
+        return cast(list[tuple[int, int | None, str, str, str, int, int]], self.db.execute(
+            "SELECT capture_id, pid, scope, op, name, SUM(launches), COALESCE(SUM(total_ns), 0) FROM ops "
+            "WHERE scope LIKE ? AND op LIKE 'Thunk:#%' GROUP BY 1, 2, 3, 4, 5",
+            [steps.XLA_MODULE_PREFIX + "%"]).fetchall())
+
     def write_xla_flops(self, rows: list[tuple[object, ...]]) -> None:
         """(capture_id, pid, op, name, precision, flops, launches, total_ns) rows of FLOPs from XLA's dump into
         temp.t_op_flops (replaced): derived per report from the dumps it is given, never kept in the store."""

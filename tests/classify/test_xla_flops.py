@@ -13,7 +13,7 @@ from nvprof_wrap.analyses.achieved import HOW, HOW_JAX, NONE_IN_DUMP
 from nvprof_wrap.classify import xla_flops, xla_hlo
 from nvprof_wrap.renderers import render
 from tests._paths import RUNS
-from tests.classify.test_xla_hlo import KJAX, MNIST, launched, run_folder
+from tests.classify.test_xla_hlo import DUMPS, KJAX, MNIST, launched, run_folder
 
 # jax's MNIST example: an fp32 MLP 784-1024-1024-10. The dumped jit_update is the one compiled for an epoch's last
 # batch: 60000 images = 468 batches of 128 and one of 96.
@@ -134,3 +134,75 @@ def test_a_jax_run_without_flops_is_told_its_own_way(dump, said):
     assert rep.achieved is None  # its steps' kernels ran inside CUDA graphs
     text = " ".join(render("table", rep).split())
     assert said in text and HOW not in text and ("--xla_dump_to" in text) == (dump is None)
+
+
+# -- cuBLAS's GEMMs of XLA's custom calls --------------------------------------------------------------------------
+# jax's MNIST example computes its accuracy after each epoch with jax.numpy outside jit: one jit_dot module per
+# layer and data set, whole (tests/data/xla_dump/xla_mnist_dot). XLA gives the two wide layers' dots to cuBLAS
+# (custom-call.1, __cublas$lt$matmul), the narrow last layer's to a Triton GEMM fusion. The capture
+# (jax_mnist_eval.nsys.sqlite.gz) is one epoch's end and accuracy, run outside CUDA graphs: each custom call's
+# kernels inside XLA's range of its thunk.
+DOTS, EVAL = DUMPS / "xla_mnist_dot", DUMPS / "jax_mnist_eval.nsys.sqlite.gz"
+TRAIN, TEST = 60000, 10000
+CUBLAS = {226266: 2 * TRAIN * IN * HIDDEN, 242806: 2 * TRAIN * HIDDEN * HIDDEN,
+          288450: 2 * TEST * IN * HIDDEN, 306312: 2 * TEST * HIDDEN * HIDDEN}
+
+
+def test_a_cublas_custom_calls_flops_from_its_shapes_and_dimension_numbers():
+    modules = xla_flops.xla_hlo.by_program({*CUBLAS, 258020, 322848, 1}, [DOTS])
+    assert set(modules) == {*CUBLAS, 258020, 322848}  # a program the dump lacks is not there
+    for program, flops in CUBLAS.items():
+        prefix, module = modules[program]
+        assert prefix == f"module_{program}.jit_dot"
+        assert xla_flops.custom_call_flops(module, "custom-call.1") == flops
+        answer = module.answer("custom-call.1")
+        assert answer is not None and answer.precision == "tf32"  # f32 at DEFAULT precision
+        assert xla_flops.custom_call_flops(module, "a.1") is None  # a parameter
+    # the last layer's dot is a Triton fusion, not a custom call: counted as a fusion's
+    assert xla_flops.custom_call_flops(modules[258020][1], "gemm_fusion_dot_general.1") is None
+
+
+def test_a_dump_trimmed_of_its_backend_configs_gives_no_cublas_figure():
+    prefix, module = xla_flops.xla_hlo.by_program({15251}, [KJAX])[15251]
+    assert prefix == "module_15251.jit_train_step"
+    call = module.computations[module.where["custom-call.10"]]["custom-call.10"]
+    assert call.first == (1536, 8192) and call.dims is None  # the result of (bf16[1536,8192], s8[33554432] workspace)
+    assert xla_flops.custom_call_flops(module, "custom-call.10") is None  # no dot_dimension_numbers in it: no guess
+
+
+def thunk(program: int, hlo: str = "custom-call.1") -> tuple[str, str]:
+    return (f"XlaModule:#hlo_module=jit_dot,program_id={program}#",
+            f"Thunk:#name=jit(dot)/dot_general,hlo_op={hlo},unique_hlo_op_id=4294967298#")
+
+
+def test_each_thunks_flops_go_to_the_kernels_inside_its_range():
+    rows = [(1, 7, *thunk(226266), "gemm", 3, 300), (1, 7, *thunk(226266), "splitKreduce_kernel", 3, 100),
+            (1, 7, *thunk(5), "gemm", 1, 10),  # a module the dump lacks
+            (1, 7, *thunk(242806, "b.1"), "gemm", 1, 10),  # an instruction that is no custom call
+            (1, 7, "XlaModule:#hlo_module=gemm_fusion_dot.3#", "Thunk:#hlo_op=custom-call.1#", "gemm", 9, 90)]
+    got = {r.name: (r.op, r.precision, r.flops, r.launches, r.total_ns) for _c, r in xla_flops.per_thunk([DOTS], rows)}
+    # three executions (the most launches of one kernel), split by the kernels' time; the autotuner's range is no
+    # module's execution
+    total = 3 * CUBLAS[226266]
+    assert got == {"gemm": ("xla:module_226266.jit_dot %custom-call.1", "tf32", total * 0.75, 3, 300),
+                   "splitKreduce_kernel": ("xla:module_226266.jit_dot %custom-call.1", "tf32", total * 0.25, 3, 100)}
+
+
+def test_an_accuracy_pass_says_cublass_achieved_tflops():
+    rep = analyze(EVAL, health=False, xla_dump=[DOTS])
+    rates = {k.name: k for k in rep.achieved_kernels}
+    wide = ("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize64x256x32_warpgroupsize1x1x1_execute_segment_k_off_"
+            "kernel__5x_cublas")
+    narrow = wide.replace("64x256x32", "128x128x32")
+    assert rates[wide].flops == CUBLAS[226266] + CUBLAS[242806]  # the training set's two wide layers, once each
+    assert rates[narrow].flops == CUBLAS[288450] + CUBLAS[306312]  # the test set's
+    assert rates["gemm_fusion_dot_general_1"].flops == 2 * (TRAIN + TEST) * HIDDEN * OUT
+    launches = {k.name: k for k in rep.kernels}
+    assert rates[wide].seconds == launches[wide].total_ns / 1e9 and launches[wide].launches == 2
+    tf32 = rep.achieved["tf32"]
+    assert tf32.flops == sum(CUBLAS.values()) + 2 * (TRAIN + TEST) * HIDDEN * OUT
+    assert tf32.peak_tflops and 0.3 * tf32.peak_tflops < rates[wide].tflops < tf32.peak_tflops  # 350 of 494.7
+    # its steps (jit_update) ran as CUDA graphs, their math untraced: the accuracy pass's FLOPs make no MFU
+    assert rep.mfu is None
+    # without the dump: no figure, and the way to get one
+    assert analyze(EVAL, health=False).achieved is None

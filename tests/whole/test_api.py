@@ -39,7 +39,8 @@ RUN_FILES = {"manifest.json", "metrics.jsonl", "stdout.log", "stderr.log"}
 
 def _every_fixture() -> list:
     """Every file and run folder the project reads: the bundled samples, every run folder and every file in it under
-    tests/data/h200_runs, the console captures, MIT traces and JAX profiler captures under tests/data, and every file
+    tests/data/h200_runs, the console captures, MIT traces, JAX profiler captures and the ncu FLOPs export under
+    tests/data, and every file
     of the shared public and H200 fixtures. Those that are no capture (the H200 records JSON and nsys log, PTX,
     verify.json, the AMD traces) must be refused alike by both."""
 
@@ -47,7 +48,7 @@ def _every_fixture() -> list:
     found = [*(SAMPLES / s for s in ("keras_reuters_fp16", "torch_ops", "two_children")), *runs,
              *sorted(p for r in runs for p in r.rglob("*") if p.is_file() and p.name not in RUN_FILES),
              *sorted((DATA / "console").glob("*.log")), *sorted((DATA / "public_mit").glob("*.json.gz")),
-             *sorted((DATA / "jax_profiler").glob("*"))]
+             *sorted((DATA / "jax_profiler").glob("*")), *sorted((DATA / "ncu_flops").glob("*.csv"))]
     for shared in (PUBLIC, H200):  # absent (a clean clone): the folder itself, skipped by conftest with the reason
         found += sorted(p for p in shared.glob("*") if p.is_file()) if shared.is_dir() else [shared]
     return found
@@ -81,7 +82,7 @@ def test_every_fixture_folder_is_in_the_list():
     """The list above misses no kind of capture tests/data holds (a new folder there must be added to it)."""
     assert {p.name for p in DATA.iterdir() if p.is_dir()} == {"h200_runs", "console", "public_mit", "golden",
                                                                 "keras_logs", "nanogpt_cpu", "numerics", "xla_dump",
-                                                                "jax_profiler"}
+                                                                "jax_profiler", "ncu_flops"}
     # golden, keras_logs, nanogpt_cpu, numerics and xla_dump hold no captures (golden reports, job logs, numerics
     # records of run --backend none, XLA's HLO dumps)
 
