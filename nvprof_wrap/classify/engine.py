@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from nvprof_wrap.classify._literals import needed
 from nvprof_wrap.model import Classification
 from nvprof_wrap.system.limits import MAX_CLASSIFIED_CHARS
 from nvprof_wrap.text.names import without_parameters
@@ -28,6 +29,9 @@ class Rule:
     cut: str = ""  # verdict rules: why nothing a console can cut off after this rule's match changes its verdict
     # … once the visible part surely matches this too (rules.toml `cut_when`); None: once the rule's own match is seen
     cut_when: re.Pattern[str] | None = None
+    # strings one of which every match of pattern holds (classify/_literals.py): where a name holds none, the rule
+    # cannot match and its search is skipped; None: always searched
+    needs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ def _compile(table: list[dict[str, str]], value_key: str) -> tuple[Rule, ...]:  
         when = entry.get("cut_when")
         rules.append(Rule(entry["id"], re.compile(_lowered(entry["pattern"])), value,
                           entry.get("reason", ""), entry.get("source", ""), entry.get("cut", ""),
-                          re.compile(_lowered(when)) if when else None))
+                          re.compile(_lowered(when)) if when else None, needed(_lowered(entry["pattern"]))))
     return tuple(rules)
 
 
@@ -100,8 +104,14 @@ def _matrix_rule() -> Rule:
 
 
 def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:
-    """The first rule matching a lower-cased name (_compile)."""
-    return next((r for r in rules if r.pattern.search(lowered)), None)
+    """The first rule matching a lower-cased name (_compile); a rule whose needed strings the name lacks is not
+    searched (a substring test costs a fraction of a search that scans the whole name: 3-4x less time in all)."""
+    for r in rules:
+        if r.needs is not None and not any(n in lowered for n in r.needs):
+            continue
+        if r.pattern.search(lowered):
+            return r
+    return None
 
 
 # '(vllm::Fp8KVCacheDataType)0', '(at::native::ADAM_MODE)1', '(bool)0': an enum or literal cast in a template
