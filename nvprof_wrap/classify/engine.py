@@ -29,9 +29,6 @@ class Rule:
     cut: str = ""  # verdict rules: why nothing a console can cut off after this rule's match changes its verdict
     # … once the visible part surely matches this too (rules.toml `cut_when`); None: once the rule's own match is seen
     cut_when: re.Pattern[str] | None = None
-    # strings one of which every match of pattern holds (classify/_literals.py): where a name holds none, the rule
-    # cannot match and its search is skipped; None: always searched
-    needs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +58,7 @@ def _compile(table: list[dict[str, str]], value_key: str) -> tuple[Rule, ...]:  
         when = entry.get("cut_when")
         rules.append(Rule(entry["id"], re.compile(_lowered(entry["pattern"])), value,
                           entry.get("reason", ""), entry.get("source", ""), entry.get("cut", ""),
-                          re.compile(_lowered(when)) if when else None, needed(_lowered(entry["pattern"]))))
+                          re.compile(_lowered(when)) if when else None))
     return tuple(rules)
 
 
@@ -103,11 +100,25 @@ def _matrix_rule() -> Rule:
     return next(r for r in load_rules().verdict if r.id == MATRIX_RULE)
 
 
+# a table's rules → (the table, each rule's needed strings): kept with the table, whose id is the key
+_NEEDED: dict[int, tuple[tuple[Rule, ...], tuple[tuple[str, ...] | None, ...]]] = {}
+
+
+def needs_of(rules: tuple[Rule, ...]) -> tuple[tuple[str, ...] | None, ...]:
+    """Each rule's strings one of which every match of its pattern holds (classify/_literals.py; None: none known):
+    worked out on a table's first use, not on import — parsing every pattern again costs ~10 ms, paid only by a
+    command that classifies."""
+    held = _NEEDED.get(id(rules))
+    if held is None or held[0] is not rules:
+        held = _NEEDED[id(rules)] = (rules, tuple(needed(r.pattern.pattern) for r in rules))
+    return held[1]
+
+
 def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:
     """The first rule matching a lower-cased name (_compile); a rule whose needed strings the name lacks is not
     searched (a substring test costs a fraction of a search that scans the whole name: 3-4x less time in all)."""
-    for r in rules:
-        if r.needs is not None and not any(n in lowered for n in r.needs):
+    for r, needs in zip(rules, needs_of(rules)):
+        if needs is not None and not any(n in lowered for n in needs):
             continue
         if r.pattern.search(lowered):
             return r
