@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from nvprof_wrap.classify._literals import needed
 from nvprof_wrap.model import Classification
 from nvprof_wrap.system.limits import MAX_CLASSIFIED_CHARS
 from nvprof_wrap.text.names import without_parameters
@@ -99,9 +100,29 @@ def _matrix_rule() -> Rule:
     return next(r for r in load_rules().verdict if r.id == MATRIX_RULE)
 
 
+# a table's rules → (the table, each rule's needed strings): kept with the table, whose id is the key
+_NEEDED: dict[int, tuple[tuple[Rule, ...], tuple[tuple[str, ...] | None, ...]]] = {}
+
+
+def needs_of(rules: tuple[Rule, ...]) -> tuple[tuple[str, ...] | None, ...]:
+    """Each rule's strings one of which every match of its pattern holds (classify/_literals.py; None: none known):
+    worked out on a table's first use, not on import — parsing every pattern again costs ~10 ms, paid only by a
+    command that classifies."""
+    held = _NEEDED.get(id(rules))
+    if held is None or held[0] is not rules:
+        held = _NEEDED[id(rules)] = (rules, tuple(needed(r.pattern.pattern) for r in rules))
+    return held[1]
+
+
 def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:
-    """The first rule matching a lower-cased name (_compile)."""
-    return next((r for r in rules if r.pattern.search(lowered)), None)
+    """The first rule matching a lower-cased name (_compile); a rule whose needed strings the name lacks is not
+    searched (a substring test costs a fraction of a search that scans the whole name: 3-4x less time in all)."""
+    for r, needs in zip(rules, needs_of(rules)):
+        if needs is not None and not any(n in lowered for n in needs):
+            continue
+        if r.pattern.search(lowered):
+            return r
+    return None
 
 
 # '(vllm::Fp8KVCacheDataType)0', '(at::native::ADAM_MODE)1', '(bool)0': an enum or literal cast in a template

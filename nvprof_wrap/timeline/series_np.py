@@ -31,6 +31,7 @@ ByCode = dict[tuple[int, int], dict[str, Any]]
 Pieces = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 CHUNK = 65_536  # rows per fetchmany: the Python tuples of one chunk at a time
+AT_ONCE = 1_000_000  # up to this many rows of integers, a column is read as one text (~20 MB at most), not in rows
 _FAR = 1 << 62  # offsets and sums stay below this (int64's limit is 2^63)
 _SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)  # timeline/series._SOUND
 
@@ -106,11 +107,18 @@ def _read(conn: sqlite3.Connection, pid: str, columns: tuple[str, ...], rest: st
     """The int64 columns of `SELECT pid, columns FROM rest`: the process's code, then each column's — its values'
     codes where it has codes, else its values (every one an integer, else _Odd). A process id that is a constant
     (one process per capture: our tracer, Kineto) is not read per row. Where every value is an integer (asked
-    first: one scan, no rows kept), each chunk of rows becomes one array at once; else column by column."""
+    first: one scan, no rows kept), each column comes as one text numpy parses (up to AT_ONCE rows) or each chunk of
+    rows becomes one array at once; else column by column."""
     const = pid == "NULL" or pid.isdigit()
     cols, codes_of = (columns, coded) if const else ((pid, *columns), (pids, *coded))
     other = " OR ".join(f"typeof({c}) != 'integer'" for c in cols)
-    ints = conn.execute(f"SELECT 1 FROM {rest} AND ({other}) LIMIT 1").fetchone() is None
+    rows, odd = conn.execute(f"SELECT COUNT(*), COALESCE(MAX({other}), 0) FROM {rest}").fetchone()
+    ints = not odd
+    if ints and rows <= AT_ONCE:  # each column as one text, parsed by numpy: 3x less time than a tuple per row
+        texts = conn.execute(f"SELECT {', '.join(f'group_concat({c})' for c in cols)} FROM {rest}").fetchone()
+        whole = [np.fromstring(t or "", dtype=np.int64, sep=",") for t in texts]
+        read = [_near(a) if codes is None else codes.code_ints(a) for a, codes in zip(whole, codes_of)]
+        return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
     parts: list[list[np.ndarray]] = [[] for _ in cols]
     rows = 0
     cur = conn.execute(f"SELECT {', '.join(cols)} FROM {rest}")

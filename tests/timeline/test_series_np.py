@@ -58,12 +58,14 @@ def test_real_captures_get_the_sqls_series(monkeypatch, folder: Path) -> None:
     assert spy.declined == 0 and spy.measured == sum(s is not None for s in sql)
 
 
-@pytest.mark.parametrize("processes", [1, 3])
-def test_generated_exports_get_the_sqls_series(monkeypatch, tmp_path: Path, processes: int) -> None:
+@pytest.mark.parametrize(("processes", "at_once"), [(1, series_np.AT_ONCE), (3, series_np.AT_ONCE), (3, 1000)])
+def test_generated_exports_get_the_sqls_series(monkeypatch, tmp_path: Path, processes: int, at_once: int) -> None:
     """Kernels up to 400 µs long launched every 9 µs overlap; the generator's names include NCCL's kernels (the
-    random captures below and ddp_* above show them left out of the compute-only union)."""
+    random captures below and ddp_* above show them left out of the compute-only union). at_once: columns read as
+    one text each, or (more rows than that) in chunks of rows."""
     cap = tmp_path / "nsys.sqlite"
     generate.nsys(20_000, cap, processes=processes, devices=2)
+    monkeypatch.setattr(series_np, "AT_ONCE", at_once)
     spy = Spy(monkeypatch)
     (sql,), (fast,) = _both(monkeypatch, cap)
     assert fast == sql and spy.measured == 1

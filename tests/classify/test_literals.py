@@ -1,0 +1,68 @@
+"""classify/_literals.py: the strings a rule cannot match without, tested before its search (classify/engine.py)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nvprof_wrap.classify import load_rules
+from nvprof_wrap.classify._literals import needed
+from nvprof_wrap.classify.engine import Rule, _first, needs_of
+
+
+@pytest.mark.parametrize(("pattern", "needs"), [
+    ("attention", ("attention",)),
+    ("(?<![a-z])mha|attention", ("attention", "mha")),
+    ("^(?:bmm|gemm)_\\w+_sm1\\d\\d[af]?$", ("_sm1",)),  # the most selective: '_sm1' over {bmm, gemm}
+    ("^(?:bmm|gemm)_\\w+", ("bmm", "gemm")),  # {bmm, gemm} over '_'
+    ("^nvjet_sm1[0-2]\\d", ("nvjet_sm1",)),
+    ("a(?:bc|de)fgh", ("fgh",)),
+    ("x(?:bcd|de)", ("bcd", "de")),
+    ("cutlass::half_t", ("cutlass::half_t",)),
+    ("(?:abc)?def?", ("de",)),  # the optional group and 'f?' are not needed
+    ("gemm|\\d+", None),  # a branch without a literal: anything may match
+    ("[ab]c", None),  # one character: no use as a test
+    ("(?i:abc)", None),  # a group with its own flags: not read
+    ("a|", None),
+])
+def test_needed_strings(pattern, needs):
+    assert needed(pattern) == needs
+
+
+def test_every_rule_has_a_test_and_it_holds_on_every_real_name():
+    """Every rule of rules.toml gets strings (the speed-up holds for all of them); on every distinct kernel name of
+    the real captures each rule that matches the name finds one of its strings there — and _first picks the rule
+    that searching every pattern in order picks."""
+    from benchmarks.generate import real_names
+
+    rules = load_rules()
+    names = [n.lower() for n in real_names()]
+    assert len(names) >= 50
+    for table in (rules.verdict, rules.precision, rules.family):
+        for rule, needs in zip(table, needs_of(table)):
+            assert needs, rule.id
+            for name in names:
+                if rule.pattern.search(name):
+                    assert any(s in name for s in needs), (rule.id, name)
+        for name in names:
+            assert _first(table, name) == _searched(table, name)
+
+
+def _searched(table: tuple[Rule, ...], lowered: str) -> Rule | None:
+    return next((r for r in table if r.pattern.search(lowered)), None)
+
+
+_RULES = load_rules()
+_TABLES = (_RULES.verdict, _RULES.precision, _RULES.family)
+_PIECES = sorted({s for table in map(needs_of, _TABLES) for needs in table for s in needs or ()}
+                 | {"_", "<", ">", "::", "(", ")", "void ", "sm90", "f16", "x", "0", "1"})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=10))
+def test_first_rule_as_searching_every_rule(parts):
+    """Names made of the rules' own strings (where a test could wrongly skip a rule): the same first rule."""
+    name = "".join(parts)
+    rules = load_rules()
+    for table in (rules.verdict, rules.precision, rules.family):
+        assert _first(table, name) == _searched(table, name)
