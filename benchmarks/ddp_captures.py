@@ -1,6 +1,7 @@
 """Generate the nsys SQLite exports of a data-parallel job's ranks, in the real schema, with NCCL on its own stream.
 
     python -m benchmarks.ddp_captures OUT_DIR [--ranks 2] [--steps 6] [--slow-rank 1] [--slow-ms 2] [--how compute]
+                                           [--last-bucket-ms 1.5]
 
 Each rank runs, per `step N` (NVTX): a forward pass, a backward pass, two gradient all-reduce buckets on a second
 stream — the first launched halfway through the backward pass (hidden under it), the second when it ends (exposed)
@@ -35,7 +36,8 @@ SKEW = 123_456_789
 COMPUTE_STREAM, NCCL_STREAM = 7, 20
 
 
-def job(ranks: int, steps: int, slow_rank: int | None, slow_ns: int, how: str) -> list[dict[str, list[tuple]]]:
+def job(ranks: int, steps: int, slow_rank: int | None, slow_ns: int, how: str,
+        last_bucket_ns: int = BUCKET2) -> list[dict[str, list[tuple]]]:
     """Per rank: its kernels (start, end, stream, name) and steps (n, start, end) on the common (Unix) clock."""
     out: list[dict[str, list[tuple]]] = [{"kernels": [], "steps": []} for _ in range(ranks)]
     at = SESSION0 + ranks * SKEW + 10 * MS  # every session has started
@@ -46,7 +48,7 @@ def job(ranks: int, steps: int, slow_rank: int | None, slow_ns: int, how: str) -
         start1 = [begin[r] + fwd[r] + BWD // 2 for r in range(ranks)]
         end1 = max(start1) + BUCKET1  # the ring completes once the last rank has joined
         start2 = [max(begin[r] + fwd[r] + BWD, end1) for r in range(ranks)]
-        end2 = max(start2) + BUCKET2
+        end2 = max(start2) + last_bucket_ns
         for r in range(ranks):
             k = out[r]["kernels"]
             t = begin[r]
@@ -68,12 +70,12 @@ def job(ranks: int, steps: int, slow_rank: int | None, slow_ns: int, how: str) -
 
 
 def write(out_dir: Path, ranks: int = 2, steps: int = 6, slow_rank: int | None = 1, slow_ns: int = 2 * MS,
-          how: str = "compute") -> list[Path]:
+          how: str = "compute", last_bucket_ns: int = BUCKET2) -> list[Path]:
     """rank{r}-nsys.sqlite per rank in out_dir (the rank from the file name, as `nsys -o rank%q{RANK}` names them)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     names = [GEMM, ELEMENTWISE, ALL_REDUCE]
     paths = []
-    for r, rank in enumerate(job(ranks, steps, slow_rank, slow_ns, how)):
+    for r, rank in enumerate(job(ranks, steps, slow_rank, slow_ns, how, last_bucket_ns)):
         path = out_dir / f"rank{r}-nsys.sqlite"
         path.unlink(missing_ok=True)
         session = SESSION0 + r * SKEW
@@ -110,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slow-rank", type=int, default=1, help="-1: none")
     p.add_argument("--slow-ms", type=float, default=2.0)
     p.add_argument("--how", choices=("compute", "host"), default="compute")
+    p.add_argument("--last-bucket-ms", type=float, default=BUCKET2 / MS, help="the exposed all-reduce's own time")
     a = p.parse_args(argv)
-    write(a.out, a.ranks, a.steps, None if a.slow_rank < 0 else a.slow_rank, int(a.slow_ms * MS), a.how)
+    write(a.out, a.ranks, a.steps, None if a.slow_rank < 0 else a.slow_rank, int(a.slow_ms * MS), a.how,
+          int(a.last_bucket_ms * MS))
     return 0
 
 

@@ -32,7 +32,7 @@ def lines(c: dict[str, Any] | None) -> tuple[str, ...]:
                    f"{duration(r['late_ns'])} after the first rank in all")
     late = sorted(c.get("stragglers") or (), key=lambda s: (-s["late_ns"], s["step"], s["nth"]))[:ROWS]
     for s in late:
-        out.append(f"  step {s['step']}, {s['collective'] or 'collective'} #{s['nth']}: rank {s['rank']} "
+        out.append(f"step {s['step']}, {s['collective'] or 'collective'} #{s['nth']}: rank {s['rank']} "
                    f"{duration(s['late_ns'])} after the first" + (f" — {s['cause']}" if s["cause"] else ""))
     return tuple(out)
 

@@ -197,6 +197,9 @@ def _communication(report: Report, split: Sequence[SplitRow]) -> str | None:
         line += (f"; in the mean step {_ns(o.comm_ns)} of it per process, {_ns(o.exposed_ns)} exposed (the GPU doing "
                  f"nothing else: {_pct(o.exposed_step_share)} of the step), {_ns(max(o.comm_ns - o.exposed_ns, 0))} "
                  "overlapped with compute")
+        waited = _waited_for(report)
+        if waited:
+            return line + waited
         if o.exposed_step_share < EXPOSED_DOMINATES:
             return line + (f": under {_pct(EXPOSED_DOMINATES)} of the step, exposed communication is not what the "
                            "step waits on most — no bucket or precision change advised.")
@@ -206,6 +209,19 @@ def _communication(report: Report, split: Sequence[SplitRow]) -> str | None:
                  f"nothing else), {_ns(max(s.comm_ns - s.exposed_comm_ns, 0))} overlapped with compute")
     return line + (": bucket gradients and overlap them with the backward pass (DDP's bucket_cap_mb, FSDP's "
                    "prefetch), or communicate less often (gradient accumulation).")
+
+
+def _waited_for(report: Report) -> str | None:
+    """Where a rank arrived late at the collectives by at least half the exposed time a step, that wait — not the
+    buckets or the precision — is the evidence: the advice is about that rank."""
+    c = report.communication
+    if c is None or c.overlap is None or not c.straggler_ranks:
+        return None
+    top = c.straggler_ranks[0]
+    if top.late_ns / max(top.steps, 1) < 0.5 * c.overlap.exposed_ns:
+        return None
+    return (f": much of it waiting for rank {top.rank}, late at the collectives — make that rank keep up before "
+            "changing buckets or precision.")
 
 
 def _stragglers(report: Report) -> str | None:
