@@ -94,8 +94,8 @@ def write(out_dir: Path, ranks: int = 2, steps: int = 6, slow_rank: int | None =
             "globalPid, demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, "
             "staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(s - session, e - session, 0, 1, stream, i + 1, gpid, names.index(name) + 1, names.index(name) + 1, 128, 1, 1,
-              1, 256, 1, 1, 0, 0, 0, 0, i + 1) for i, (s, e, stream, name) in enumerate(rank["kernels"])])
+            [(s - session, e - session, 0, 1, stream, i + 1, gpid, names.index(name) + 1, names.index(name) + 1, 128,
+              1, 1, 1, 256, 1, 1, 0, 0, 0, 0, i + 1) for i, (s, e, stream, name) in enumerate(rank["kernels"])])
         conn.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (?, ?, 59, ?, ?)",
                          [(s - session, e - session, f"step {n}", tid) for n, s, e in rank["steps"]])
         conn.commit()

@@ -148,8 +148,8 @@ def _cause(rank: int, step: int, ranks: Sequence[int], late: int,
     others = [own[(r, step)] for r in ranks if r != rank and (r, step) in own]
     if mine is None or not others:
         return ""
-    for i, what in ((0, "compute (GPU busy without communication)"), (1, "GPU idle (its host: Python, data loading, "
-                                                                          "launches)")):
+    host = "GPU idle (its host: Python, data loading, launches)"
+    for i, what in ((0, "compute (GPU busy without communication)"), (1, host)):
         theirs = sorted(o[i] for o in others)[len(others) // 2]
         if mine[i] - theirs >= CAUSE_SHARE * late:
             return f"its {what} in step {step} {mine[i] / 1e6:.2f} ms vs {theirs / 1e6:.2f} ms median of the others"

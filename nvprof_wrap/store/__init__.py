@@ -132,7 +132,8 @@ _INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
 _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
 _CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "op_flops", "hw_devices",
              "hw_kernels", "hw_series", "warmup")
-_SERIES = ("series", "steps", "step_kernels", "step_parts", "step_collectives")  # a capture's StepSeries (Store._insert_series)
+# a capture's StepSeries (Store._insert_series)
+_SERIES = ("series", "steps", "step_kernels", "step_parts", "step_collectives")
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
 BUSY_TIMEOUT_S = 60
 
