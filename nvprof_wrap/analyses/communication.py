@@ -46,6 +46,7 @@ class Overlap:
     (exposed); the rest was hidden under compute on other streams."""
 
     steps: int
+    kind: str  # "steps" | "buckets" (time buckets with GPU work, where the capture marks no steps)
     step_ns: int  # the mean step
     comm_ns: int
     exposed_ns: int
@@ -85,8 +86,8 @@ class Communication:
     share: float  # of all kernel time
     collectives: tuple[CollectiveRow, ...] = ()
     overlap: Overlap | None = None
-    stragglers: tuple[Straggler, ...] = ()  # the first MAX_STRAGGLERS in step order
-    straggler_ranks: tuple[StragglerRank, ...] = ()
+    stragglers: tuple[Straggler, ...] = ()  # the first MAX_STRAGGLERS in step order (of steps, never buckets)
+    straggler_ranks: tuple[StragglerRank, ...] = ()  # of the steady steps (after the first)
 
 
 def by_collective(kernels: Iterable[tuple[str, int, int]]) -> tuple[CollectiveRow, ...]:
@@ -108,7 +109,7 @@ def by_collective(kernels: Iterable[tuple[str, int, int]]) -> tuple[CollectiveRo
     return tuple(sorted(rows, key=lambda r: (-r.kernel_ns, r.collective, r.dtype)))
 
 
-def overlap(steps: Sequence[tuple[int, int, int]]) -> Overlap | None:
+def overlap(steps: Sequence[tuple[int, int, int]], kind: str = "steps") -> Overlap | None:
     """(duration ns, communication ns, exposed communication ns) of the steady steps → their mean; None without
     communication in them."""
     if not steps or not any(c for _d, c, _e in steps):
@@ -116,7 +117,7 @@ def overlap(steps: Sequence[tuple[int, int, int]]) -> Overlap | None:
     n = len(steps)
     step, comm, exposed = (sum(d for d, _c, _e in steps) // n, sum(c for _d, c, _e in steps) // n,
                            sum(e for _d, _c, e in steps) // n)
-    return Overlap(n, step, comm, exposed, round(1 - exposed / comm, 6) if comm else 0.0,
+    return Overlap(n, kind, step, comm, exposed, round(1 - exposed / comm, 6) if comm else 0.0,
                    round(exposed / step, 6) if step else 0.0)
 
 

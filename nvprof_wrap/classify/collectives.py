@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 FIELDS = ("collective", "op", "dtype", "algorithm", "protocol")
 
@@ -26,9 +27,13 @@ class Collective:
 
 
 @lru_cache(maxsize=1)
+def _data() -> dict[str, Any]:
+    return tomllib.loads(resources.files("nvprof_wrap.classify").joinpath("collectives.toml").read_text())
+
+
+@lru_cache(maxsize=1)
 def _tables() -> dict[str, tuple[tuple[re.Pattern[str], str], ...]]:
-    data = tomllib.loads(resources.files("nvprof_wrap.classify").joinpath("collectives.toml").read_text())
-    return {f: tuple((re.compile(e["pattern"], re.IGNORECASE), e["value"]) for e in data[f]) for f in FIELDS}
+    return {f: tuple((re.compile(e["pattern"], re.IGNORECASE), e["value"]) for e in _data()[f]) for f in FIELDS}
 
 
 def _first(table: tuple[tuple[re.Pattern[str], str], ...], name: str) -> str:
@@ -44,4 +49,6 @@ def parse(name: str) -> Collective:
     """The collective a communication kernel's name spells; "" where it spells none (an NVSHMEM barrier)."""
     base = name.split("(", 1)[0]  # the parameters (ncclDevKernelArgsStorage<4096ul>) say nothing of it
     found = {f: _first(t, base) for f, t in _tables().items()}
+    if found["collective"] in _data()["untyped"]:
+        found["op"] = found["dtype"] = ""
     return Collective(found["collective"], found["op"], found["dtype"], found["algorithm"], found["protocol"])

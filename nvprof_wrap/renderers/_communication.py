@@ -24,12 +24,14 @@ def lines(c: dict[str, Any] | None) -> tuple[str, ...]:
            + ", ".join(f"{_what(r)} {pct(r['share'])} ({r['launches']:,} launches)" for r in c["collectives"][:ROWS])]
     o = c.get("overlap")
     if o:
-        out.append(f"mean of {o['steps']} steady steps, per process: {duration(o['comm_ns'])} in communication, "
+        unit = ("steady steps", "step") if o["kind"] == "steps" else ("time buckets with GPU work", "bucket")
+        out.append(f"mean of {o['steps']} {unit[0]}, per process: {duration(o['comm_ns'])} in communication, "
                    f"{duration(o['exposed_ns'])} of it exposed ({pct(o['exposed_step_share'])} of the "
-                   f"{duration(o['step_ns'])} step), {pct(o['hidden_share'])} hidden under compute on other streams")
+                   f"{duration(o['step_ns'])} {unit[1]}), {pct(o['hidden_share'])} hidden under compute on other "
+                   "streams")
     for r in c.get("straggler_ranks") or ():
-        out.append(f"rank {r['rank']} started {r['collectives']:,} collective(s) last, in {r['steps']:,} step(s): "
-                   f"{duration(r['late_ns'])} after the first rank in all")
+        out.append(f"rank {r['rank']} started {r['collectives']:,} collective(s) last, in {r['steps']:,} steady "
+                   f"step(s): {duration(r['late_ns'])} after the first rank in all")
     late = sorted(c.get("stragglers") or (), key=lambda s: (-s["late_ns"], s["step"], s["nth"]))[:ROWS]
     for s in late:
         out.append(f"step {s['step']}, {s['collective'] or 'collective'} #{s['nth']}: rank {s['rank']} "

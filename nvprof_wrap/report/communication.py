@@ -18,12 +18,16 @@ def build(store: Store, kernels: Iterable[tuple[str, str, int, int]], series: Se
     if not mine:
         return None
     spent = sum(ns for _n, _l, ns in mine)
-    found = comm.stragglers(*_rank_starts(store))
+    steady_ = steady_rows(series)
+    found = comm.stragglers(*_rank_starts(store)) if series is not None and series.kind == "steps" else ()
+    steady = {r.step for r in steady_}  # the ranks' lateness in the warm-up step (set-up, first allocations) is not
+    # what holds the job: the ranks that were late are counted over the steady steps
     return comm.Communication(spent, round(spent / total, 6) if total else 0.0, comm.by_collective(mine),
                               # a row's kernel time is its processes' sum, its exposed time their mean
                               comm.overlap([(r.duration_ns, r.comm_ns // max(r.processes, 1), r.exposed_comm_ns)
-                                            for r in steady_rows(series)]),
-                              found[:comm.MAX_STRAGGLERS], comm.straggler_ranks(found))
+                                            for r in steady_], series.kind if series is not None else "steps"),
+                              found[:comm.MAX_STRAGGLERS],
+                              comm.straggler_ranks([s for s in found if s.step in steady]))
 
 
 def _rank_starts(store: Store) -> tuple[dict[int, dict[int, list[tuple[int, str]]]],

@@ -231,7 +231,7 @@ def _stragglers(report: Report) -> str | None:
         return None
     top = c.straggler_ranks[0]
     cause = next((x.cause for x in c.stragglers if x.rank == top.rank and x.cause), "")
-    return (f"rank {top.rank} started {top.collectives} collective(s) last, in {top.steps} step(s), "
+    return (f"rank {top.rank} started {top.collectives} collective(s) last, in {top.steps} steady step(s), "
             f"{_ns(top.late_ns)} after the first rank in all"
             + (f" — {cause}" if cause else "") + "; the other ranks waited for it inside their collectives.")
 

@@ -81,7 +81,8 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
         steps.items(), key=lambda kv: (kv[0][1], -1 if kv[0][0] is None else kv[0][0])))
     return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded,
-                      collectives.starts(conn, gpu, spans, names, kernels))
+                      # time buckets are not steps: the nth collective of a bucket is no rank's same collective
+                      collectives.starts(conn, gpu, spans, names, kernels) if bucket is None else ())
 
 
 def _in_sql(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],

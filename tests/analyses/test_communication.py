@@ -65,7 +65,7 @@ def test_slowed_rank_named_with_its_cause(tmp_path: Path, how: str, cause: str) 
     assert r.ranks is not None
     shares = {row.rank: row.comm_share for row in r.ranks.rows}
     assert shares[0] > shares[1]
-    lines = [h for h in r.hints if h.startswith("rank 1 started 10 collective(s) last")]
+    lines = [h for h in r.hints if h.startswith("rank 1 started 10 collective(s) last, in 5 steady step(s)")]
     assert len(lines) == 1 and cause in lines[0]
     # the exposed time is the wait for rank 1: the advice is about that rank, not buckets
     (line,) = [h for h in r.hints if "communication (NCCL" in h]
@@ -90,3 +90,20 @@ def test_stragglers_pure() -> None:
 def test_no_communication_no_section(tmp_path: Path) -> None:
     r = analyze(str(Path(__file__).parents[2] / "nvprof_wrap" / "samples" / "torch_ops" / "nsys_torch_ops.sqlite"))
     assert r.communication is None and "communication" not in serialise.to_dict(r)
+
+
+def test_real_ddp_capture_of_two_h200_ranks(tmp_path: Path) -> None:
+    """tests/data/h200_runs/ddp_nsys: torchrun of workloads/ddp_reuters.py on 2 H200s under nsys (one export,
+    both ranks). It marks no steps: time buckets, whose nth collective is no rank's same one — no stragglers."""
+    import shutil
+
+    src = Path(__file__).parents[1] / "data" / "h200_runs" / "ddp_nsys"
+    shutil.copytree(src, tmp_path / "ddp_nsys")  # the run folder's store is rewritten when read
+    r = analyze(str(tmp_path / "ddp_nsys"))
+    c = r.communication
+    assert c is not None and c.share == pytest.approx(0.899, abs=0.001)
+    got = {(x.collective, x.dtype, x.algorithm, x.protocol): x.launches for x in c.collectives}
+    assert got == {("AllReduce", "fp32", "ring", "LL"): 94, ("Broadcast", "", "ring", "LL"): 8,
+                   ("AllGather", "", "ring", "LL"): 2}
+    assert c.overlap is not None and c.overlap.kind == "buckets"
+    assert c.stragglers == () and c.straggler_ranks == ()

@@ -25,6 +25,11 @@ CASES = [
     ("ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*, unsigned long, ncclWork*)",
      Collective("AllReduce", "Sum", "fp16", "ring", "LL")),
     ("ncclKernel_AllReduce_RING_LL_Sum_bfloat16", Collective("AllReduce", "Sum", "bf16", "ring", "LL")),
+    # NCCL 2.x's non-reducing collectives carry a placeholder reduction and type: not theirs
+    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+     Collective("SendRecv", "", "", "ring", "Simple")),
+    ("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+     Collective("Broadcast", "", "", "ring", "LL")),
     ("ncclAllReduceRingLLKernel_sum_f32", Collective("AllReduce", "Sum", "fp32", "ring", "LL")),
     # NVSHMEM's on-stream barrier: communication that names no collective
     ("void barrier_on_stream_kernel_threadgroup<(threadgroup_t)1>(int, int)", Collective("")),
