@@ -107,3 +107,15 @@ def test_real_ddp_capture_of_two_h200_ranks(tmp_path: Path) -> None:
                    ("AllGather", "", "ring", "LL"): 2}
     assert c.overlap is not None and c.overlap.kind == "buckets"
     assert c.stragglers == () and c.straggler_ranks == ()
+
+
+def test_summaries_give_the_same_communication(tmp_path: Path) -> None:
+    """A Slurm array's per-rank summaries (readers/summary.py) keep each step's collective starts: the stragglers
+    read from them equal those read from the captures."""
+    from nvprof_wrap.cli import main
+
+    paths = ddp.write(tmp_path / "caps", slow_rank=1)
+    assert main(["summarize", *map(str, paths), "-o", str(tmp_path / "sums")]) == 0
+    direct, merged = analyze(str(tmp_path / "caps")), analyze(str(tmp_path / "sums"))
+    assert merged.communication == direct.communication and direct.communication is not None
+    assert direct.communication.straggler_ranks[0].rank == 1
