@@ -226,6 +226,18 @@ class StepKernel:
 
 
 @dataclass(frozen=True)
+class StepCollective:
+    """The nth (from 0) communication kernel (NCCL …) that started in one step of one process, and when (the
+    capture's own clock: nsys's is from its session's start): timeline/collectives.py."""
+
+    pid: int | None
+    step: int
+    nth: int
+    start_ns: int
+    name: str
+
+
+@dataclass(frozen=True)
 class StepSeries:
     """A capture's per-step series: steps as the capture marks them, else fixed time buckets."""
 
@@ -236,6 +248,7 @@ class StepSeries:
     steps: tuple[StepAgg, ...]
     kernels: tuple[StepKernel, ...]
     folded: int = 1  # steps per row: consecutive steps merged when there are more than timeline/series.MAX_STEPS
+    collectives: tuple[StepCollective, ...] = ()  # the communication kernels' starts per step: stragglers
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from rich.console import RenderableType
 
 from nvprof_wrap.renderers import _budget as B
+from nvprof_wrap.renderers import _communication as N
 from nvprof_wrap.renderers import _counter_check as C
 from nvprof_wrap.renderers import _sections_html as H
 from nvprof_wrap.renderers import _sections_markdown as M
@@ -49,6 +50,7 @@ OUTLINE: list[Section] = [
     Section("split", table=T.split, markdown=M.split, html=H.split),  # where GPU time went
     Section("warmup", content=W.content),  # a JAX job's compile and autotuning, left out: analyses/warmup.py
     Section("budget", content=B.content, html=B.html),  # a step's wall time in parts: analyses/budget.py
+    Section("communication", content=N.content),  # collectives, overlap, stragglers: analyses/communication.py
     Section("over_time", table=T.over_time),  # the series as a sparkline (and --per-step rows)
     Section("devices", table=T.devices, markdown=M.devices, html=H.devices),
     Section("ranks", table=T.ranks, markdown=M.ranks, html=H.ranks),

@@ -15,7 +15,7 @@ from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import CUDA_GRAPH_KERNEL, NO_RANGE, Gpu, HealthVerdict
-from nvprof_wrap.report import headline
+from nvprof_wrap.report import communication, headline
 from nvprof_wrap.report import ranks as ranks_mod
 from nvprof_wrap.report import series as series_mod
 from nvprof_wrap.report.types import (
@@ -142,7 +142,9 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   and series.kind == "steps" and series.folded == 1 and _flops_cover_the_math(flops, kernels)
                   else None,
                   achieved_kernels=achieved.per_kernel(flops) if done else (),
-                  warmup=warmup.of(store.warmup_rows(), total))
+                  warmup=warmup.of(store.warmup_rows(), total),
+                  communication=communication.build(store, ((k.name, k.family, k.launches, k.total_ns)
+                                                            for k in kernels), series, COMMUNICATION_FAMILIES))
 
 
 def _achieved(flops: list[tuple[str, str, float, int]], kernels: tuple[KernelRow, ...],

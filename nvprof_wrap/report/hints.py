@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from nvprof_wrap.analyses import peaks
 from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.analyses.ceiling import Factor
+from nvprof_wrap.analyses.communication import EXPOSED_DOMINATES
 from nvprof_wrap.report import GpuRow, GroupRow, KernelRow, Report, SplitRow
 from nvprof_wrap.report.series import steady
 from nvprof_wrap.text.units import duration as _ns
@@ -69,7 +70,8 @@ def hints(report: Report) -> tuple[str, ...]:
     if copies >= 0.5:
         out.append(f"{_pct(copies)} of GPU time is memory copies, mostly {_top_copy(split)}: tensor cores cannot "
                    "speed that up; keep data on the GPU or make the copies asynchronous (pinned memory).")
-    out += [line for line in (_host_bound(report), _communication(report, split), _ranks(report)) if line]
+    out += [line for line in (_host_bound(report), _communication(report, split), _stragglers(report),
+                               _ranks(report)) if line]
     return tuple(out)
 
 
@@ -180,7 +182,9 @@ def _ceiling(report: Report) -> Factor | None:
 
 
 def _communication(report: Report, split: Sequence[SplitRow]) -> str | None:
-    """NCCL's share of GPU time; per step, how much of it the GPU spent on nothing else (exposed)."""
+    """NCCL's share of GPU time; per step and process, how much of it the GPU spent on nothing else (exposed). The
+    advice only where the evidence supports it: exposed communication a large part of the step (EXPOSED_DOMINATES),
+    or its overlap not measured (no steps)."""
     ops = sum(x.total_ns for x in split) or 1
     comm = sum(x.total_ns for x in split if x.kind == "communication")
     if comm / ops < _COMM_SHARE:
@@ -188,12 +192,48 @@ def _communication(report: Report, split: Sequence[SplitRow]) -> str | None:
     line = f"{_pct(comm / ops)} of GPU time is communication (NCCL kernels)"
     series = report.series
     s = steady(series)
-    if s is not None and series is not None and s.comm_ns and s.exposed_comm_ns is not None:
+    o = report.communication.overlap if report.communication is not None else None
+    if o is not None and series is not None and series.kind == "steps":
+        line += (f"; in the mean step {_ns(o.comm_ns)} of it per process, {_ns(o.exposed_ns)} exposed (the GPU doing "
+                 f"nothing else: {_pct(o.exposed_step_share)} of the step), {_ns(max(o.comm_ns - o.exposed_ns, 0))} "
+                 "overlapped with compute")
+        waited = _waited_for(report)
+        if waited:
+            return line + waited
+        if o.exposed_step_share < EXPOSED_DOMINATES:
+            return line + (f": under {_pct(EXPOSED_DOMINATES)} of the step, exposed communication is not what the "
+                           "step waits on most — no bucket or precision change advised.")
+    elif s is not None and series is not None and s.comm_ns and s.exposed_comm_ns is not None:
         unit = "step" if series.kind == "steps" else f"{_ns((series.bucket_s or 0) * 1e9)} bucket with GPU work"
         line += (f"; in the median {unit} {_ns(s.comm_ns)} of it, {_ns(s.exposed_comm_ns)} exposed (the GPU doing "
                  f"nothing else), {_ns(max(s.comm_ns - s.exposed_comm_ns, 0))} overlapped with compute")
     return line + (": bucket gradients and overlap them with the backward pass (DDP's bucket_cap_mb, FSDP's "
                    "prefetch), or communicate less often (gradient accumulation).")
+
+
+def _waited_for(report: Report) -> str | None:
+    """Where a rank arrived late at the collectives by at least half the exposed time a step, that wait — not the
+    buckets or the precision — is the evidence: the advice is about that rank."""
+    c = report.communication
+    if c is None or c.overlap is None or not c.straggler_ranks:
+        return None
+    top = c.straggler_ranks[0]
+    if top.late_ns / max(top.steps, 1) < 0.5 * c.overlap.exposed_ns:
+        return None
+    return (f": much of it waiting for rank {top.rank}, late at the collectives — make that rank keep up before "
+            "changing buckets or precision.")
+
+
+def _stragglers(report: Report) -> str | None:
+    """The rank the others waited for at the collectives (analyses/communication.py), with its own cause."""
+    c = report.communication
+    if c is None or not c.straggler_ranks:
+        return None
+    top = c.straggler_ranks[0]
+    cause = next((x.cause for x in c.stragglers if x.rank == top.rank and x.cause), "")
+    return (f"rank {top.rank} started {top.collectives} collective(s) last, in {top.steps} steady step(s), "
+            f"{_ns(top.late_ns)} after the first rank in all"
+            + (f" — {cause}" if cause else "") + "; the other ranks waited for it inside their collectives.")
 
 
 def _job_gpus(report: Report) -> list[GpuRow]:

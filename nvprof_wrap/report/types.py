@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from nvprof_wrap.analyses.achieved import Achieved, KernelRate, Mfu
 from nvprof_wrap.analyses.budget import TimeBudget
 from nvprof_wrap.analyses.ceiling import Ceiling
+from nvprof_wrap.analyses.communication import Communication
 from nvprof_wrap.analyses.warmup import Warmup
 from nvprof_wrap.classify import RULES_VERSION
 from nvprof_wrap.errors import NvprofWrapError
@@ -343,7 +344,7 @@ class Report:
         "memcpy", "devices", "processes", "kernels", "disagreements", "counter_check", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
-        "series_info", "run_info")
+        "communication", "series_info", "run_info")
 
     verdict: Verdict = field(metadata=js(flatten=True))
     split: tuple[SplitRow, ...] = field(metadata=js("time_split"))
@@ -393,6 +394,9 @@ class Report:
     # verify's summary of what the counters said against the name rules (report/counter_check.py); JSON
     # "counter_check", absent from every other command's report
     counter_check: CounterCheck | None = field(default=None, metadata=js(absent_none=True))
+    # communication kernels by collective, their overlap with compute, the ranks that arrived last at collectives
+    # (analyses/communication.py); JSON "communication", absent without communication kernels
+    communication: Communication | None = field(default=None, metadata=js(absent_none=True))
 
     @property
     def tone(self) -> str:

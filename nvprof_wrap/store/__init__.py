@@ -88,7 +88,8 @@ SCHEMA_VERSION = 2
 # -26: both -25s, and the commands nsys recorded (captures of different jobs told apart; issue 45), merged.
 # -27: JAX steps and warm-up by one program (module and id); kernels named by StringIds id 0 are names nsys lost.
 # -28: the JAX / TensorFlow profilers' step marks (StepTraceAnnotation) in XSpace and trace JSON captures.
-DATA_VERSION = "2026.12.03-28"
+# -29: each step's communication kernels' starts (table step_collectives; issue 47).
+DATA_VERSION = "2026.12.03-29"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {
@@ -118,6 +119,7 @@ _TABLES: dict[str, dict[str, type]] = {
               "api_sync_ns": int, "api_alloc_ns": int, "api_other_ns": int, "api_union_ns": int},
     "step_kernels": {"capture_id": int, "pid": int, "step": int, "name": str, "launches": int, "total_ns": int},
     "step_parts": {"capture_id": int, "pid": int, "step": int, "part": str, "ns": int},
+    "step_collectives": {"capture_id": int, "pid": int, "step": int, "nth": int, "start_ns": int, "name": str},
     "warmup": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,
                "program": str},
     "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str, "precision": str},
@@ -130,7 +132,8 @@ _INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
 _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
 _CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "op_flops", "hw_devices",
              "hw_kernels", "hw_series", "warmup")
-_SERIES = ("series", "steps", "step_kernels", "step_parts")  # a capture's StepSeries (Store._insert_series)
+# a capture's StepSeries (Store._insert_series)
+_SERIES = ("series", "steps", "step_kernels", "step_parts", "step_collectives")
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
 BUSY_TIMEOUT_S = 60
 
@@ -320,6 +323,7 @@ class Store(Queries):
               *((dict(r.api_ns).get(k, 0) if known else None) for k in kinds),
               r.api_union_ns) for r in series.steps))
         self._insert("step_kernels", cid, series.kernels)
+        self._insert("step_collectives", cid, series.collectives)
         conn.executemany("INSERT INTO step_parts (capture_id, pid, step, part, ns) VALUES (?, ?, ?, ?, ?)",
                          ((cid, r.pid, r.step, part, ns) for r in series.steps for part, ns in r.parts_ns))
 

@@ -325,6 +325,24 @@ class Queries:
             JOIN {self._RANKED} r ON r.capture_id = k.capture_id AND r.pid = k.pid
             GROUP BY r.rank ORDER BY r.rank""", fams)
 
+    def rank_collective_rows(self) -> list[Row]:
+        """Per rank, step and nth communication kernel of the step: its start on a clock common to the captures
+        (nsys's times are from its session's start: plus that start in Unix time; other formats' as recorded)."""
+        return self.rows(f"""
+            SELECT r.rank, c.step, c.nth, c.name,
+                   c.start_ns + CASE WHEN cap.format LIKE 'nsys%' THEN COALESCE(cap.started_ns, 0) ELSE 0 END AS at_ns
+            FROM step_collectives c JOIN captures cap ON cap.id = c.capture_id
+            JOIN {self._RANKED} r ON r.capture_id = c.capture_id AND r.pid = c.pid
+            ORDER BY r.rank, c.step, c.nth""")
+
+    def rank_step_own(self) -> list[Row]:
+        """Per rank and step: its GPU's compute-busy time (busy without communication kernels) and idle time."""
+        return self.rows(f"""
+            SELECT r.rank, s.step, SUM(s.compute_busy_ns) AS compute_ns,
+                   SUM(MAX(s.end_ns - s.start_ns - s.busy_ns, 0)) AS idle_ns
+            FROM steps s JOIN {self._RANKED} r ON r.capture_id = s.capture_id AND r.pid = s.pid
+            GROUP BY r.rank, s.step""")
+
     def rank_precisions(self) -> list[Row]:
         """Per rank, precision and tensor-core verdict: kernel time, the most first."""
         return self.rows(f"""

@@ -25,7 +25,7 @@ from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
 from nvprof_wrap.system import environ
 from nvprof_wrap.system.limits import MAX_DURATION_NS
-from nvprof_wrap.timeline import window
+from nvprof_wrap.timeline import collectives, window
 from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps
 from nvprof_wrap.timeline.sql import EVERYTHING
 
@@ -80,7 +80,9 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     _fill(steps, spans, host if api else "none")
     rows = tuple(StepAgg(pid, n, a, b, **vals) for (pid, n), (a, b, vals) in sorted(
         steps.items(), key=lambda kv: (kv[0][1], -1 if kv[0][0] is None else kv[0][0])))
-    return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded)
+    return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded,
+                      # time buckets are not steps: the nth collective of a bucket is no rank's same collective
+                      collectives.starts(conn, gpu, spans, names, kernels) if bucket is None else ())
 
 
 def _in_sql(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],

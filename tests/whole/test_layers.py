@@ -388,8 +388,10 @@ def test_a_report_layer_alone_loads_nothing_above_it():
         evidence.rank(store)
         rep = report.build(store, skipped)
         # (the report's core, which its __init__ loads: its types, their JSON, build, headline; report.series and
-        # report.ranks, the Report's per-step and per-rank types and their build; report.counter_check, verify's)
-        core = ("types", "fields", "serialise", "build", "headline", "series", "ranks", "counter_check")
+        # report.ranks, the Report's per-step and per-rank types and their build; report.counter_check, verify's;
+        # report.communication, the build of the communication analysis)
+        core = ("types", "fields", "serialise", "build", "headline", "series", "ranks", "counter_check",
+                "communication")
         above = sorted(m for m in sys.modules if m.startswith(("nvprof_wrap.renderers", "nvprof_wrap.pipeline.compose",
                                                                "nvprof_wrap.cli", "nvprof_wrap.report."))
                        and m not in {f"nvprof_wrap.report.{c}" for c in core})
