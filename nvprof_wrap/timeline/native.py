@@ -1,5 +1,5 @@
 """The compiled passes of the Nsight Systems reader (timeline/_cattr.c), when they were built: the NVTX segment sweep,
-the per-op attribution of a slice of kernels, the busy-time union.
+the per-op attribution of a slice of kernels, the busy-time union, the int64 columns the per-step series reads.
 
 Each gives exactly what the Python and SQL it stands in for give (tests/timeline/test_native.py compares them on
 real and generated captures and on random ranges); measured on this project's 2-core machine, reading a generated
@@ -67,6 +67,13 @@ def busy_all(uri: str, sqls: list[str]) -> list[Row] | None:
     in no order; None when a value is not an integer (the caller runs the SQL)."""
     with _budget(uri) as b:
         return _cattr.busy_all(uri, sqls, b, limits.SQL_STEP_GRAIN)
+
+
+def columns(uri: str, sql: str, n: int) -> list[bytes] | None:
+    """The n int64 columns of the rows sql yields, each as the bytes of one array (numpy.frombuffer reads them), for
+    timeline/series_np.py; None when a value is not an integer, NULL included (the caller reads them in Python)."""
+    with _budget(uri) as b:
+        return _cattr.columns(uri, sql, n, b, limits.SQL_STEP_GRAIN)
 
 
 @contextlib.contextmanager
