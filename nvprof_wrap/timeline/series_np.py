@@ -399,19 +399,39 @@ def _parts(steps: _Steps, pieces: list[Pieces], values: ByCode) -> None:
     keep = e > s
     step = p[keep] * n_steps + ix[keep]
     s, e, pri = s[keep], e[keep], pri[keep]
-    o = _by_group(step, s)
-    step, s, e, pri = step[o], s[o], e[o], pri[o]
-    before: dict[int, int] = {}
     parts: dict[int, list[tuple[str, int]]] = {}
-    for j in np.unique(pri).tolist():
-        mine = pri <= j
-        for g_, ns in zip(*_unions(step[mine], s[mine], e[mine])):
-            g_, ns = int(g_), int(ns)
-            if ns > before.get(g_, 0):
-                parts.setdefault(g_, []).append((PARTS[j], ns - before.get(g_, 0)))
-            before[g_] = ns
+    for g_, j, ns in zip(*_claimed(step, s, e, pri, n_parts)):
+        parts.setdefault(g_, []).append((PARTS[j], ns))
     for g_ in parts.keys() - {p_ * n_steps + i_ for p_, i_ in values}:  # busy only with an earlier step's work
         values[divmod(g_, n_steps)] = {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0,
                                        "compute_busy_ns": 0}
     for (p_, i_), vals in values.items():
         vals["parts_ns"] = tuple(parts.get(p_ * n_steps + i_, ()))
+
+
+def _claimed(group: np.ndarray, s: np.ndarray, e: np.ndarray, pri: np.ndarray,
+             n_parts: int) -> tuple[list[int], list[int], list[int]]:
+    """(group, part, ns) of each part's own time per group, by group then part, none of 0 ns: the time the part
+    covers where no earlier part (in PARTS' order) does — what the union of it and the parts before it adds, as
+    the SQL measures it, in one pass for every part. Each (group, part)'s pieces are disjoint (cut from its
+    islands), so the parts covering an instant are one bit each of a mask: +2^part where a piece starts, -2^part
+    where it ends, summed in time order per group; between two events the mask's lowest bit claims the time."""
+    t = np.concatenate([s, e])
+    bit = np.left_shift(np.int64(1), pri)
+    delta = np.concatenate([bit, -bit])
+    g = np.concatenate([group, group])
+    o = np.lexsort((t, g))
+    t, delta, g = t[o], delta[o], g[o]
+    mask = np.cumsum(delta)[:-1]
+    length = t[1:] - t[:-1]
+    # a segment inside one group, of some length (several events at one time pass through masks that last 0 ns)
+    held = (g[1:] == g[:-1]) & (length > 0) & (mask != 0)
+    mask, length, g = mask[held], length[held], g[:-1][held]
+    j = np.log2((mask & -mask).astype(np.float64)).astype(np.int64)  # the lowest bit: a power of 2, exact
+    key = g * n_parts + j
+    o = np.argsort(key, kind="stable")
+    key = key[o]
+    firsts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=np.int64)
+    total = np.add.reduceat(length[o], firsts) if len(key) else np.zeros(0, dtype=np.int64)
+    g_, j_ = np.divmod(key[firsts], n_parts)
+    return g_.tolist(), j_.tolist(), total.tolist()
