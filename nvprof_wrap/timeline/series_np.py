@@ -14,9 +14,7 @@ SQL (the reference, which tests/timeline/test_series_np.py checks this against o
 """
 from __future__ import annotations
 
-import os
 import sqlite3
-import urllib.parse
 from typing import Any
 
 import numpy as np
@@ -113,24 +111,30 @@ def _read(conn: sqlite3.Connection, table: str, pid: str, columns: tuple[str, ..
     compiled helper reads table (a table of the capture's file), it stores the columns straight into arrays."""
     const = pid == "NULL" or pid.isdigit()
     cols, codes_of = (columns, coded) if const else ((pid, *columns), (pids, *coded))
-    got = _compiled(conn, table, f"SELECT {', '.join(cols)} FROM {rest}", len(cols))
+    parts: list[list[np.ndarray]] = [[] for _ in cols]
+    rows = 0
+    got = native.table_columns(conn, table, f"SELECT {', '.join(cols)} FROM {rest}", len(cols))
     if got is not None:
-        parts = [[] for _ in cols]
-        for col, codes, out in zip(got, codes_of, parts):
-            whole = np.frombuffer(col, dtype=np.int64)
+        rows = len(got[0]) // 8
+        for raw, codes, out in zip(got, codes_of, parts):
+            whole = np.frombuffer(raw, dtype=np.int64)
             # codes chunk by chunk, as the rows below get them: the same codes either way
             out += [_near(whole)] if codes is None else \
                 [codes.code_ints(whole[at:at + CHUNK]) for at in range(0, len(whole), CHUNK)]
-        rows = len(got[0]) // 8
-        read = [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
-        return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
+    else:
+        _fetched(conn, cols, codes_of, rest, parts)
+        rows = sum(len(a) for a in parts[0])
+    read = [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
+    return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
+
+
+def _fetched(conn: sqlite3.Connection, cols: tuple[str, ...], codes_of: tuple[_Codes | None, ...], rest: str,
+             parts: list[list[np.ndarray]]) -> None:
+    """_read's columns through fetchmany, chunk by chunk into parts."""
     other = " OR ".join(f"typeof({c}) != 'integer'" for c in cols)
     ints = conn.execute(f"SELECT 1 FROM {rest} AND ({other}) LIMIT 1").fetchone() is None
-    parts: list[list[np.ndarray]] = [[] for _ in cols]
-    rows = 0
     cur = conn.execute(f"SELECT {', '.join(cols)} FROM {rest}")
     while chunk := cur.fetchmany(CHUNK):
-        rows += len(chunk)
         if ints:
             block = np.array(chunk, dtype=np.int64)
             for j, (codes, out) in enumerate(zip(codes_of, parts)):
@@ -138,25 +142,6 @@ def _read(conn: sqlite3.Connection, table: str, pid: str, columns: tuple[str, ..
         else:
             for col, codes, out in zip(zip(*chunk), codes_of, parts):
                 out.append(_ints(col) if codes is None else codes.code(col))
-    read = [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
-    return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
-
-
-def _compiled(conn: sqlite3.Connection, table: str, sql: str, n: int) -> list[bytes] | None:
-    """The n int64 columns of sql read by the compiled helper (timeline/native.columns; ~10x fetchmany's speed), where
-    it is built and table is a table of the file the connection reads, with no side file beside it (the helper's
-    connection opens it immutable) and no temporary table of that name hiding it; None: read them in Python."""
-    if not native.available():
-        return None
-    found = [f for _n, name, f in conn.execute("PRAGMA database_list") if name == "main"]
-    path = found[0] if found else ""
-    if not path or any(os.path.exists(path + side) for side in ("-wal", "-journal")):
-        return None
-    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (table,)).fetchone() or \
-            not conn.execute("SELECT 1 FROM main.sqlite_master WHERE name = ? AND type = 'table'",
-                             (table,)).fetchone():
-        return None
-    return native.columns("file:" + urllib.parse.quote(path) + "?mode=ro&immutable=1", sql, n)
 
 
 def _ints(col: tuple[Any, ...]) -> np.ndarray:

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from benchmarks import generate
 from nvprof_wrap import readers
-from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline import native, series_np
+from nvprof_wrap.timeline import series as step_series
 from tests._paths import ROOT
 
 CAPTURES = sorted(p for d in (ROOT / "nvprof_wrap" / "samples", ROOT / "tests" / "data" / "h200_runs")
