@@ -124,8 +124,9 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
         verdict = headline.untimed(verdict)
     devices = _groups(store, "device_id")
     checks = _hardware_checks(store, kernels)
-    series = series_mod.build(store, kernels, COMMUNICATION_FAMILIES)
-    budget = series_mod.time_budget(store, series, kernels, COMMUNICATION_FAMILIES)
+    read = series_mod.Read.of(store)  # the series and the budget read the step kernels once
+    series = series_mod.build(store, kernels, COMMUNICATION_FAMILIES, read)
+    budget = series_mod.time_budget(store, series, kernels, COMMUNICATION_FAMILIES, read)
     gpus = _gpus(store)
     # the counters' FLOPs (verify: classify/counter_flops.py) are timed under Nsight Compute, not in the trace: the
     # counter check shows them beside the trace's, never added to them

@@ -102,10 +102,28 @@ def _chosen(store: Store) -> list[dict[str, Any]]:
     return [c for c in captures if c["kind"] == "steps"] or captures
 
 
-def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[str]) -> Series | None:
+@dataclass(frozen=True)
+class Read:
+    """What the series and the time budget both read of the store, read once: the chosen captures (_chosen) and
+    their kernels per step and name (Store.step_kernel_rows: one GROUP BY over every launch's step row)."""
+
+    chosen: tuple[dict[str, Any], ...]
+    step_kernels: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def of(cls, store: Store) -> Read:
+        chosen = _chosen(store)
+        ids = [c["capture_id"] for c in chosen]
+        return cls(tuple(chosen), tuple(store.step_kernel_rows(ids)) if ids else ())
+
+
+def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[str],
+          read: Read | None = None) -> Series | None:
     """The Report's series from the run store: the captures whose steps were marked (else the time-bucketed
-    ones), per step summed over processes. kernels: the Report's KernelRows (their verdicts and families)."""
-    chosen = _chosen(store)
+    ones), per step summed over processes. kernels: the Report's KernelRows (their verdicts and families); read:
+    Read.of(store), where the caller reads it once for time_budget too."""
+    read = read or Read.of(store)
+    chosen = list(read.chosen)
     if not chosen:
         return None
     ids = [c["capture_id"] for c in chosen]
@@ -114,7 +132,7 @@ def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[s
         return None
     verdict = {k.name: (k.tensor_core, k.family in communication) for k in kernels}
     per_step: dict[int, list[int]] = {}
-    for r in store.step_kernel_rows(ids):
+    for r in read.step_kernels:
         tc, comm = verdict.get(r["name"], ("unknown", False))
         acc = per_step.setdefault(r["step"], [0, 0, 0])
         acc[0] += r["total_ns"] if tc == "yes" else 0
@@ -185,16 +203,18 @@ def steady_rows(series: Series | None) -> list[StepRow]:
 
 
 def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted],
-                communication: frozenset[str]) -> budget.TimeBudget | None:
+                communication: frozenset[str], read: Read | None = None) -> budget.TimeBudget | None:
     """The mean steady-state step's time budget (analyses/budget.py) over steady_rows, less the steps over SLOW ×
-    the median (each epoch's last batch holding validation: a mean with them would describe no step)."""
+    the median (each epoch's last batch holding validation: a mean with them would describe no step). read: what
+    build read (Read.of), else read here."""
     rows = steady_rows(series)
     if series is None or not rows:
         return None
     typical = sorted(r.duration_ns for r in rows)[len(rows) // 2]
     kept = [r for r in rows if r.duration_ns <= SLOW * typical]
     slow, rows = len(rows) - len(kept), kept
-    ids = [c["capture_id"] for c in _chosen(store)]
+    read = read or Read.of(store)
+    ids = [c["capture_id"] for c in read.chosen]
     wanted = {r.step for r in rows}
     parts: dict[int, dict[str, int]] = {}
     for p in store.step_part_rows(ids):
@@ -202,7 +222,7 @@ def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted
             parts.setdefault(p["step"], {})[p["part"]] = p["ns"]
     verdicted = list(kernels)
     verdict = {k.name: (k.tensor_core, k.precision) for k in verdicted if k.family not in communication}
-    weights = budget.kernel_weights(((r["name"], r["total_ns"]) for r in store.step_kernel_rows(ids)
+    weights = budget.kernel_weights(((r["name"], r["total_ns"]) for r in read.step_kernels
                                      if r["step"] in wanted and r["name"] in verdict),
                                     lambda name: verdict[name])
     found = budget.budget([budget.StepSpan(r.step, r.duration_ns, r.processes) for r in rows], parts, weights,

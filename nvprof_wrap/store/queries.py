@@ -455,6 +455,8 @@ class Queries:
     def warmup_rows(self) -> list[Row]:
         """The warm-up left out of every capture (table warmup; readers/_xla_warmup.py), per program and kernel name:
         program, name, launches, total_ns, most time first; [] when none was."""
+        if not self.rows("SELECT 1 FROM warmup LIMIT 1"):  # nearly every store: no warm-up to aggregate
+            return []
         return self.rows("SELECT program, name, SUM(launches) AS launches, SUM(COALESCE(total_ns, 0)) AS total_ns "
                          "FROM warmup GROUP BY program, name ORDER BY total_ns DESC, name")
 

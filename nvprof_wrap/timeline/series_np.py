@@ -23,6 +23,7 @@ from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepKernel
 from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.timeline import native
 from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps
 
 # {(process code, step index): values}, as Steps' values before the codes are decoded
@@ -102,28 +103,51 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     return out, kernels
 
 
-def _read(conn: sqlite3.Connection, pid: str, columns: tuple[str, ...], rest: str, pids: _Codes,
+def _read(conn: sqlite3.Connection, table: str, pid: str, columns: tuple[str, ...], rest: str, pids: _Codes,
           coded: tuple[_Codes | None, ...]) -> list[np.ndarray]:
     """The int64 columns of `SELECT pid, columns FROM rest`: the process's code, then each column's — its values'
     codes where it has codes, else its values (every one an integer, else _Odd). A process id that is a constant
     (one process per capture: our tracer, Kineto) is not read per row. Where every value is an integer (asked
-    first: one scan, no rows kept), each column comes as one text numpy parses (up to AT_ONCE rows) or each chunk of
-    rows becomes one array at once; else column by column."""
+    first: one scan, no rows kept), each chunk of rows becomes one array at once; else column by column. Where the
+    compiled helper reads table (a table of the capture's file), it stores the columns straight into arrays; else,
+    up to AT_ONCE rows of integers, each column comes as one text numpy parses (3x less time than a tuple a row)."""
     const = pid == "NULL" or pid.isdigit()
     cols, codes_of = (columns, coded) if const else ((pid, *columns), (pids, *coded))
-    other = " OR ".join(f"typeof({c}) != 'integer'" for c in cols)
-    rows, odd = conn.execute(f"SELECT COUNT(*), COALESCE(MAX({other}), 0) FROM {rest}").fetchone()
-    ints = not odd
-    if ints and rows <= AT_ONCE:  # each column as one text, parsed by numpy: 3x less time than a tuple per row
-        texts = conn.execute(f"SELECT {', '.join(f'group_concat({c})' for c in cols)} FROM {rest}").fetchone()
-        whole = [np.fromstring(t or "", dtype=np.int64, sep=",") for t in texts]
-        read = [_near(a) if codes is None else codes.code_ints(a) for a, codes in zip(whole, codes_of)]
-        return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
     parts: list[list[np.ndarray]] = [[] for _ in cols]
     rows = 0
+    got = native.table_columns(conn, table, f"SELECT {', '.join(cols)} FROM {rest}", len(cols))
+    wholes = [np.frombuffer(raw, dtype=np.int64) for raw in got] if got is not None else _as_text(conn, cols, rest)
+    if wholes is not None:
+        rows = len(wholes[0]) if wholes else 0
+        for whole, codes, out in zip(wholes, codes_of, parts):
+            # codes chunk by chunk, as the rows below get them: the same codes either way
+            out += [_near(whole)] if codes is None else \
+                [codes.code_ints(whole[at:at + CHUNK]) for at in range(0, len(whole), CHUNK)]
+    else:
+        _fetched(conn, cols, codes_of, rest, parts)
+        rows = sum(len(a) for a in parts[0])
+    read = [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
+    return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
+
+
+def _as_text(conn: sqlite3.Connection, cols: tuple[str, ...], rest: str) -> list[np.ndarray] | None:
+    """Each column as one text numpy parses, where every value is an integer and there are at most AT_ONCE rows;
+    else None."""
+    other = " OR ".join(f"typeof({c}) != 'integer'" for c in cols)
+    rows, odd = conn.execute(f"SELECT COUNT(*), COALESCE(MAX({other}), 0) FROM {rest}").fetchone()
+    if odd or rows > AT_ONCE:
+        return None
+    texts = conn.execute(f"SELECT {', '.join(f'group_concat({c})' for c in cols)} FROM {rest}").fetchone()
+    return [np.fromstring(t or "", dtype=np.int64, sep=",") for t in texts]
+
+
+def _fetched(conn: sqlite3.Connection, cols: tuple[str, ...], codes_of: tuple[_Codes | None, ...], rest: str,
+             parts: list[list[np.ndarray]]) -> None:
+    """_read's columns through fetchmany, chunk by chunk into parts."""
+    other = " OR ".join(f"typeof({c}) != 'integer'" for c in cols)
+    ints = conn.execute(f"SELECT 1 FROM {rest} AND ({other}) LIMIT 1").fetchone() is None
     cur = conn.execute(f"SELECT {', '.join(cols)} FROM {rest}")
     while chunk := cur.fetchmany(CHUNK):
-        rows += len(chunk)
         if ints:
             block = np.array(chunk, dtype=np.int64)
             for j, (codes, out) in enumerate(zip(codes_of, parts)):
@@ -131,8 +155,6 @@ def _read(conn: sqlite3.Connection, pid: str, columns: tuple[str, ...], rest: st
         else:
             for col, codes, out in zip(zip(*chunk), codes_of, parts):
                 out.append(_ints(col) if codes is None else codes.code(col))
-    read = [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
-    return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
 
 
 def _ints(col: tuple[Any, ...]) -> np.ndarray:
@@ -162,11 +184,11 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
     cols: list[list[np.ndarray]] = [[] for _ in range(8)]
     for g in gpu:
         if g.name is not None:
-            p, s, e, key = _read(conn, g.pid, ("start", '"end"', g.name), _rows_of(g.table, steps), pids,
+            p, s, e, key = _read(conn, g.table, g.pid, ("start", '"end"', g.name), _rows_of(g.table, steps), pids,
                                  (None, None, keys))
             part = np.full(len(s), PARTS.index("kernels"), dtype=np.int64)
         else:
-            p, s, e, part = _read(conn, g.pid, ("start", '"end"', g.part), _rows_of(g.table, steps), pids,
+            p, s, e, part = _read(conn, g.table, g.pid, ("start", '"end"', g.part), _rows_of(g.table, steps), pids,
                                   (None, None, None))
             key = keys.constant(None, len(s))
         inside, i, cut = steps.assign(s, e)
@@ -309,7 +331,7 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
         keys = [k for (k,) in conn.execute(f"SELECT DISTINCT {a.key} FROM {a.table}")]
         kind_of = {k: kind or "other" for k, kind in a.kinds(keys).items()}
         codes = _Codes()
-        p, s, e, key = _read(conn, a.pid, ("start", '"end"', a.key), _rows_of(a.table, steps), pids,
+        p, s, e, key = _read(conn, a.table, a.pid, ("start", '"end"', a.key), _rows_of(a.table, steps), pids,
                              (None, None, codes))
         names = [kind_of.get(v, "other") for v in codes.values()]
         kinds += sorted(set(names) - set(kinds))
@@ -375,19 +397,39 @@ def _parts(steps: _Steps, pieces: list[Pieces], values: ByCode) -> None:
     keep = e > s
     step = p[keep] * n_steps + ix[keep]
     s, e, pri = s[keep], e[keep], pri[keep]
-    o = _by_group(step, s)
-    step, s, e, pri = step[o], s[o], e[o], pri[o]
-    before: dict[int, int] = {}
     parts: dict[int, list[tuple[str, int]]] = {}
-    for j in np.unique(pri).tolist():
-        mine = pri <= j
-        for g_, ns in zip(*_unions(step[mine], s[mine], e[mine])):
-            g_, ns = int(g_), int(ns)
-            if ns > before.get(g_, 0):
-                parts.setdefault(g_, []).append((PARTS[j], ns - before.get(g_, 0)))
-            before[g_] = ns
+    for g_, j, ns in zip(*_claimed(step, s, e, pri, n_parts)):
+        parts.setdefault(g_, []).append((PARTS[j], ns))
     for g_ in parts.keys() - {p_ * n_steps + i_ for p_, i_ in values}:  # busy only with an earlier step's work
         values[divmod(g_, n_steps)] = {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0,
                                        "compute_busy_ns": 0}
     for (p_, i_), vals in values.items():
         vals["parts_ns"] = tuple(parts.get(p_ * n_steps + i_, ()))
+
+
+def _claimed(group: np.ndarray, s: np.ndarray, e: np.ndarray, pri: np.ndarray,
+             n_parts: int) -> tuple[list[int], list[int], list[int]]:
+    """(group, part, ns) of each part's own time per group, by group then part, none of 0 ns: the time the part
+    covers where no earlier part (in PARTS' order) does — what the union of it and the parts before it adds, as
+    the SQL measures it, in one pass for every part. Each (group, part)'s pieces are disjoint (cut from its
+    islands), so the parts covering an instant are one bit each of a mask: +2^part where a piece starts, -2^part
+    where it ends, summed in time order per group; between two events the mask's lowest bit claims the time."""
+    t = np.concatenate([s, e])
+    bit = np.left_shift(np.int64(1), pri)
+    delta = np.concatenate([bit, -bit])
+    g = np.concatenate([group, group])
+    o = np.lexsort((t, g))
+    t, delta, g = t[o], delta[o], g[o]
+    mask = np.cumsum(delta)[:-1]
+    length = t[1:] - t[:-1]
+    # a segment inside one group, of some length (several events at one time pass through masks that last 0 ns)
+    held = (g[1:] == g[:-1]) & (length > 0) & (mask != 0)
+    mask, length, g = mask[held], length[held], g[:-1][held]
+    j = np.log2((mask & -mask).astype(np.float64)).astype(np.int64)  # the lowest bit: a power of 2, exact
+    key = g * n_parts + j
+    o = np.argsort(key, kind="stable")
+    key = key[o]
+    firsts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=np.int64)
+    total = np.add.reduceat(length[o], firsts) if len(key) else np.zeros(0, dtype=np.int64)
+    g_, j_ = np.divmod(key[firsts], n_parts)
+    return g_.tolist(), j_.tolist(), total.tolist()

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from benchmarks import generate
 from nvprof_wrap import readers
+from nvprof_wrap.timeline import native, series_np
 from nvprof_wrap.timeline import series as step_series
-from nvprof_wrap.timeline import series_np
 from tests._paths import ROOT
 
 CAPTURES = sorted(p for d in (ROOT / "nvprof_wrap" / "samples", ROOT / "tests" / "data" / "h200_runs")
@@ -71,6 +71,25 @@ def test_generated_exports_get_the_sqls_series(monkeypatch, tmp_path: Path, proc
     assert fast == sql and spy.measured == 1
     assert len({r.pid for r in sql.steps}) == processes
     assert any(k.name.startswith("nccl") for k in sql.kernels)  # so the compute-only union ran (without them)
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled helper is not built here (setup.py build_ext)")
+def test_the_compiled_columns_give_the_pythons_series(monkeypatch, tmp_path: Path) -> None:
+    """series_np._read's compiled read (native.columns) and its fetchmany give the same series, and a generated
+    export's tables are read compiled (not declined to Python)."""
+    cap = tmp_path / "nsys.sqlite"
+    generate.nsys(20_000, cap, processes=2, devices=2)
+    monkeypatch.setenv(step_series.ENV_MAX, "-1")
+    monkeypatch.setattr(step_series, "NUMPY_FROM", 0)
+    compiled = []
+    real = native.columns
+    monkeypatch.setattr(native, "columns", lambda *a: compiled.append(real(*a)) or compiled[-1])
+    (on,) = [readers.read(p).series for p, _ in readers.expand([cap])]
+    assert compiled and all(c is not None for c in compiled)
+    monkeypatch.setenv("NVPROF_WRAP_NATIVE", "off")
+    count = len(compiled)
+    (off,) = [readers.read(p).series for p, _ in readers.expand([cap])]
+    assert len(compiled) == count and on == off and on is not None and on.steps
 
 
 # ---- random small captures, through step_series.measure itself ----
