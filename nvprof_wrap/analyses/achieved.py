@@ -1,5 +1,6 @@
 """Achieved TFLOP/s per precision, against the GPU's peak for it: the FLOPs of the framework ops that launched the
-kernels (the shapes a torch.profiler trace recorded with record_shapes=True: classify/flops.py, the store's op_flops;
+kernels (the shapes a torch.profiler trace recorded with record_shapes=True, or the NVTX ranges of `run --annotate
+torch`: classify/flops.py, the store's op_flops;
 for JAX, the dots of XLA's GEMM fusions in its HLO dump: classify/xla_flops.py) over those kernels' own time. A
 precision's peak is its tensor-core rate where the kernels ran on tensor cores (an fp32 op on tensor cores ran as
 TF32), else the CUDA cores' rate (analyses/peaks.toml). Of the whole capture, not a
@@ -11,7 +12,9 @@ from dataclasses import dataclass
 
 from nvprof_wrap.analyses.peaks import Peak, tensor_peak
 
-HOW = "record the ops' shapes: torch.profiler.profile(record_shapes=True) (a Kineto trace) gives each GEMM's FLOPs"
+# a PyTorch job's two ways: the NVTX ranges of `run --annotate torch` carry each op's shapes (readers/_nvtx_flops.py)
+HOW = ("record the ops' shapes: a PyTorch job run under `nvprof-wrap run --annotate torch`, or "
+       "torch.profiler.profile(record_shapes=True) (a Kineto trace), gives each GEMM's FLOPs")
 # a JAX job (XLA's execution ranges or warm-up in the capture) without a dump, and one with a dump whose GEMM kernels
 # did not run one by one in the capture (XLA runs a step's kernels inside CUDA graphs, which Nsight Systems records
 # as graph launches unless told to trace their nodes: readers/_nsys_graphs.py)

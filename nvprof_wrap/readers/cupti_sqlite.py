@@ -19,6 +19,7 @@ from nvprof_wrap.model import (
     merge_kernels,
     merge_memops,
 )
+from nvprof_wrap.readers import _nvtx_flops
 from nvprof_wrap.readers._durations import on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import DRIVER_LAUNCH_CBIDS, RUNTIME_LAUNCH_CBIDS, api_calls, refuse_launches
@@ -186,6 +187,7 @@ def _read(path: Path, window: Window | None) -> Capture:
             big = path.stat().st_size >= BIG
             lent: dict[str, int] = {}  # attribute's launches lent to the main thread (borrowed_note)
             ops = _ops(conn, have, pid, path if big else None, dur, in_window(span, "k"), lent)
+            flops = _nvtx_flops.cupti(conn, have, RANGES, pid, on(dur, "k"), span)  # --annotate torch's shapes
         except BaseException:
             busy_time.abandon()
             raise
@@ -211,4 +213,5 @@ def _read(path: Path, window: Window | None) -> Capture:
                        ops=ops, notes=notes + hw_notes + series_notes, partial=partial,
                        started_ns=int_or_none(meta.get("started_ns")),
                        ended_ns=int_or_none(meta.get("ended_ns")), command=command_line(meta.get("argv")),
-                       ppid=int_or_none(meta.get("ppid")), hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s)
+                       ppid=int_or_none(meta.get("ppid")), hw_devices=hw_dev, hw_kernels=hw_k, hw_series=hw_s,
+                       op_flops=flops)

@@ -28,7 +28,7 @@ from nvprof_wrap.model import (
     merge_memops,
 )
 from nvprof_wrap.readers import _nsys_graphs as graph_launches
-from nvprof_wrap.readers import _xla_warmup
+from nvprof_wrap.readers import _nvtx_flops, _xla_warmup
 from nvprof_wrap.readers._durations import SOUND, note, on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import refuse_launches
@@ -365,6 +365,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
         if graphs:
             kernels = merge_kernels(kernels + graph_launches.aggregates(conn, graphs, SOUND, in_window(span)))
+        flops = _nvtx_flops.nsys(conn, have, nvtx_ranges_sql(conn, have), on(SOUND, "k"), span)  # --annotate torch
         if program is not None:  # compiling and autotuning after the first step (a later jit call) apart too
             kernels, ops, later = _xla_warmup.split(kernels, ops, program, _autotuner)
             warmup += later
@@ -390,7 +391,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
                    started_ns=started, ended_ns=ended, command=session_command(conn, have), hw_devices=hw_dev,
-                   hw_kernels=hw_k, hw_series=hw_s, series=series, warmup=warmup)
+                   hw_kernels=hw_k, hw_series=hw_s, series=series, warmup=warmup, op_flops=flops)
 
 
 def _warmup(conn: sqlite3.Connection, have: set[str],

@@ -89,7 +89,8 @@ SCHEMA_VERSION = 2
 # -27: JAX steps and warm-up by one program (module and id); kernels named by StringIds id 0 are names nsys lost.
 # -28: the JAX / TensorFlow profilers' step marks (StepTraceAnnotation) in XSpace and trace JSON captures.
 # -29: each step's communication kernels' starts (table step_collectives; issue 47).
-DATA_VERSION = "2026.12.03-29"
+# -30: FLOPs from the op shapes `run --annotate torch` records in NVTX ranges (readers/_nvtx_flops.py; issue 41).
+DATA_VERSION = "2026.12.03-30"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {

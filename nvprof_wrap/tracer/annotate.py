@@ -5,8 +5,10 @@ Runs inside the job (imported by the injected sitecustomize when NVPROF_WRAP_ANN
 imported eagerly: an import hook patches keras / torch right after the job imports them. Ranges:
   keras:<layer name> (<class>)     around keras.layers.Layer.__call__
   torch:<module class>             around torch.nn.Module.__call__ (with --annotate torch)
-  aten::<op>                       from torch.autograd.profiler.emit_nvtx (with --annotate torch), forward
-                                   and backward, on the thread that launches the kernels
+  aten::<op>, seq = N, op_id = N, sizes = [[..], ..]
+                                   from torch.autograd.profiler.emit_nvtx(record_shapes=True) (with
+                                   --annotate torch), forward and backward, on the thread that launches the
+                                   kernels; the sizes give the GEMMs' FLOPs (NVPROF_WRAP_ANNOTATE_SHAPES=0: none)
   optimizer step <N>               (kind "steps", on by default in `run`) from the end of one torch optimizer
                                    step to the end of the next: torch.optim's global step hook, so any loop that
                                    calls optimizer.step() -- a plain script, the Hugging Face Trainer, Lightning --
@@ -89,12 +91,22 @@ def _module_label(module: Any) -> str:
     return f"torch:{cls.__name__}"
 
 
+# The ops' input shapes in their range names (", sizes = [[64, 768], [768, 3072]]"): the GEMMs' FLOPs
+# (readers/_nvtx_flops.py). Their cost is one sizes() copy per tensor input and its text per op, beside the range
+# name torch formats anyway (torch/csrc/profiler/util.cpp getNvtxStr); NVPROF_WRAP_ANNOTATE_SHAPES=0 leaves them out.
+SHAPES_ENV = "NVPROF_WRAP_ANNOTATE_SHAPES"
+
+
+def record_shapes() -> bool:
+    return os.environ.get(SHAPES_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def patch_torch(torch_module: Any) -> None:
     if "torch" in _state["patched"]:
         return
     push, pop = torch_module.cuda.nvtx.range_push, torch_module.cuda.nvtx.range_pop
     _wrap_call(torch_module.nn.Module, _module_label, push, pop)
-    ctx = torch_module.autograd.profiler.emit_nvtx(record_shapes=False)
+    ctx = torch_module.autograd.profiler.emit_nvtx(record_shapes=record_shapes())
     ctx.__enter__()  # stays on for the life of the process: ranges for every ATen op, backward included
     _state["emit_nvtx"] = ctx
     _state["patched"].add("torch")
