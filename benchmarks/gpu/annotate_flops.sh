@@ -2,7 +2,7 @@
 # Achieved TFLOP/s and MFU from the op shapes `run --annotate torch` records (emit_nvtx(record_shapes=True):
 # readers/_nvtx_flops.py; issue 41), on the H200, from our wheel in a fresh venv:
 #   nanogpt_shapes    karpathy/nanoGPT train.py + config/train_shakespeare_char.py, --dtype=bfloat16 --compile=False,
-#                     60 iterations, random shakespeare_char tokens, under `run --backend nsys --annotate torch`:
+#                     60 iterations (--log_interval=1: every iteration timed), random shakespeare_char tokens, under `run --backend nsys --annotate torch`:
 #                     report table + JSON (whole run and steady steps 10..55); nanoGPT prints its own MFU against the
 #                     A100's 312 TFLOP/s, printed here beside ours with that figure rescaled to the H200's bf16 peak
 #   nanogpt_noshapes  the same with NVPROF_WRAP_ANNOTATE_SHAPES=0 (the ranges without sizes): what recording the
@@ -21,7 +21,7 @@ LOG=$O/annotate_flops.log; : > $LOG
 source $REPO/benchmarks/gpu/venv.sh
 export NO_COLOR=1 COLUMNS=150 PYTHONUNBUFFERED=1 NVPROF_WRAP_HISTORY=$S/history.sqlite
 nanogpt_copy
-NANO="train.py config/train_shakespeare_char.py --dtype=bfloat16 --compile=False --max_iters=60 --eval_interval=1000 --eval_iters=2 --log_interval=10"
+NANO="train.py config/train_shakespeare_char.py --dtype=bfloat16 --compile=False --max_iters=60 --eval_interval=1000 --eval_iters=2 --log_interval=1"
 H200_BF16=$($V/python -c "from nvprof_wrap.analyses.peaks import lookup, tensor_peak; print(tensor_peak(lookup('NVIDIA H200'), 'bf16'))")
 
 capture() {  # capture NAME BACKEND SHAPES(1|0)
