@@ -31,7 +31,7 @@ ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<
 MS = 1_000_000
 FWD, BWD, OPT = 3 * MS, 4 * MS, MS * 3 // 10  # per step, on the compute stream
 BUCKET1, BUCKET2 = MS, 3 * MS // 2  # the two all-reduces' own time
-SESSION0 = 1_795_965_174_607_871_654  # rank 0's session start (Unix ns); rank r's starts r × SKEW later
+FIRST_SESSION_NS = 1_795_965_174_607_871_654  # rank 0's session start (Unix ns); rank r's starts r × SKEW later
 SKEW = 123_456_789
 COMPUTE_STREAM, NCCL_STREAM = 7, 20
 
@@ -40,7 +40,7 @@ def job(ranks: int, steps: int, slow_rank: int | None, slow_ns: int, how: str,
         last_bucket_ns: int = BUCKET2) -> list[dict[str, list[tuple]]]:
     """Per rank: its kernels (start, end, stream, name) and steps (n, start, end) on the common (Unix) clock."""
     out: list[dict[str, list[tuple]]] = [{"kernels": [], "steps": []} for _ in range(ranks)]
-    at = SESSION0 + ranks * SKEW + 10 * MS  # every session has started
+    at = FIRST_SESSION_NS + ranks * SKEW + 10 * MS  # every session has started
     for n in range(steps):
         slow = [slow_ns if r == slow_rank and n >= 1 else 0 for r in range(ranks)]
         begin = [at + (slow[r] if how == "host" else 0) for r in range(ranks)]
@@ -78,7 +78,7 @@ def write(out_dir: Path, ranks: int = 2, steps: int = 6, slow_rank: int | None =
     for r, rank in enumerate(job(ranks, steps, slow_rank, slow_ns, how, last_bucket_ns)):
         path = out_dir / f"rank{r}-nsys.sqlite"
         path.unlink(missing_ok=True)
-        session = SESSION0 + r * SKEW
+        session = FIRST_SESSION_NS + r * SKEW
         pid = 4000 + r
         gpid, tid = pid << 24, (pid << 24) | pid
         conn = sqlite3.connect(path)
