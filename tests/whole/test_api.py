@@ -82,9 +82,9 @@ def test_every_fixture_folder_is_in_the_list():
     """The list above misses no kind of capture tests/data holds (a new folder there must be added to it)."""
     assert {p.name for p in DATA.iterdir() if p.is_dir()} == {"h200_runs", "console", "public_mit", "golden",
                                                                 "keras_logs", "nanogpt_cpu", "numerics", "xla_dump",
-                                                                "jax_profiler", "ncu_flops"}
-    # golden, keras_logs, nanogpt_cpu, numerics and xla_dump hold no captures (golden reports, job logs, numerics
-    # records of run --backend none, XLA's HLO dumps)
+                                                                "jax_profiler", "ncu_flops", "annotate_shapes"}
+    # golden, keras_logs, nanogpt_cpu, numerics, xla_dump and annotate_shapes hold no captures (golden reports, job
+    # logs, numerics records of run --backend none, XLA's HLO dumps, how h200_runs/annotate_shapes_nsys is made)
 
 
 def test_report_display_methods():

@@ -5,7 +5,7 @@ record_shapes=True) writes around the ops that launched its GEMM and attention k
 real launch call of that kernel (same thread, the call's own start and end). The shapes are assigned per kernel
 name (README.md), not recorded: the FLOPs they give are exact for the test, not a measurement of that run.
 
-python3 tests/data/h200_runs/annotate_shapes_nsys/make.py
+python3 tests/data/annotate_shapes/make.py
 """
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCE = HERE.parent / "gpt_bf16_nsys" / "nsys.sqlite.gz"
+# the capture it writes sits in h200_runs/ with the other run folders (this folder holds only how it is made)
+RUNS = HERE.parent / "h200_runs"
+SOURCE = RUNS / "gpt_bf16_nsys" / "nsys.sqlite.gz"
+OUT = RUNS / "annotate_shapes_nsys"
 TOKENS, D, VOCAB = 4096, 512, 8192  # batch 16 × block 256; d_model, vocab (gpt_train.py's defaults)
 ATT = "[16, 8, 256, 64]"  # (B, H, L, D) of q, k, v
 
@@ -75,7 +78,7 @@ def main() -> None:
         db.commit()
         db.execute("VACUUM")
         db.close()
-        with open(db_path, "rb") as src, gzip.GzipFile(HERE / "nsys.sqlite.gz", "wb", mtime=0) as dst:
+        with open(db_path, "rb") as src, gzip.GzipFile(OUT / "nsys.sqlite.gz", "wb", mtime=0) as dst:
             shutil.copyfileobj(src, dst)
     print(f"{len(rows)} NVTX ranges added")
 
