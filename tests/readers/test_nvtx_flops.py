@@ -3,8 +3,8 @@ the Nsight Systems and CUPTI readers, up to the report's achieved TFLOP/s.
 
 annotate_shapes_nsys is a real H200 export of gpt_train.py in bf16 with emit_nvtx(record_shapes=True)'s ranges
 added around the real launch calls of its GEMM and attention kernels (tests/data/annotate_shapes/make.py and
-README.md say how); the CUPTI test rewrites the text of a real capture's own emit_nvtx ranges (recorded without shapes) into the
-record_shapes format."""
+README.md say how); the CUPTI test rewrites the text of a real capture's own emit_nvtx ranges (recorded
+without shapes) into the record_shapes format."""
 from __future__ import annotations
 
 import gzip
