@@ -70,7 +70,9 @@ class DeviceValues:
         device = parts[0].device
         dtype = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
         with torch.no_grad():
-            values = torch.cat([p.to(device=device, dtype=dtype, non_blocking=True) for p in parts])
+            if any(p.device != device for p in parts):  # a model over several devices: the values to the first
+                parts = [p.to(device, non_blocking=True) for p in parts]
+            values = torch.cat(parts).to(dtype)  # cat promotes the dtypes; two small kernels in all
         host = event = None
         if device.type == "cuda":
             host = torch.empty(values.shape, dtype=dtype, pin_memory=True)
