@@ -94,9 +94,9 @@ class DeviceValues:
         return out
 
     def _landed(self, u: _Unread) -> bool:
-        if u.values is None or u.values.device.type == "cpu":
-            return True
-        return u.event is not None and bool(u.event.query())
+        if u.event is not None:
+            return bool(u.event.query())
+        return u.values is None or u.values.device.type == "cpu"
 
     def _read(self, u: _Unread) -> StepValues:
         got: dict[str, float] = {}

@@ -104,3 +104,37 @@ def test_the_first_non_finite_step_is_still_exact(tmp_path, mode):
 
 def tensors_of(recs: list[dict[str, Any]], step: int, tensor: str) -> list[dict[str, Any]]:
     return [r for r in recs if r["kind"] == "tensor" and r["step"] == step and r["tensor"] == tensor]
+
+
+class _Event:
+    """A CUDA event's stand-in: the copy has landed once ``done``."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def query(self) -> bool:
+        return self.done
+
+    def synchronize(self) -> None:
+        self.done = True
+
+
+def test_values_read_late_keep_their_step_and_their_order():
+    torch = pytest.importorskip("torch")
+    from nvprof_wrap.tracer.numerics_torch_flags import DeviceValues
+
+    values = DeviceValues(torch)
+    events = []
+    for step, loss in enumerate([1.5, float("nan"), 2.5]):
+        values.add(step, torch.tensor(loss), torch.tensor(3.0), torch.tensor([256.0]), torch.tensor([0.0]), True)
+        events.append(_Event())
+        values.unread[-1].event = events[-1]  # as on a GPU: readable once the copy has landed
+    assert values.ready() == []
+    events[1].done = True
+    assert values.ready() == []  # step 1 waits for step 0: the first bad step is found in order
+    events[0].done = True
+    got = values.ready()
+    assert [(v.step, v.bad) for v in got] == [(0, False), (1, True)] and got[1].loss != got[1].loss  # NaN
+    assert got[0].loss == 1.5 and got[0].scale == 256.0 and got[0].skipped is False and got[0].weights_finite
+    (last,) = values.ready(wait=True)  # a sampled step, or the end: waits
+    assert last.step == 2 and not last.bad and len(values.unread) == 0
