@@ -19,6 +19,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +128,7 @@ class Recorder:
     overhead_s: float = 0.0
     started: float | None = None  # when the first step began: the budget is a share of the training's time
     forced: set[int] = field(default_factory=set)
+    before_end: list[Callable[[], None]] = field(default_factory=list)  # what writes its last records at the end
 
     def claim(self, framework: str) -> bool:
         """Whether ``framework`` records in this process (the first to ask does; a forked child records nothing)."""
@@ -186,6 +188,11 @@ class Recorder:
     def end(self) -> None:
         if self.writer is None or self.pid != os.getpid():
             return
+        for fn in self.before_end:
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - the job's end: one line, never an exception
+                _warn(f"last records not written ({type(e).__name__}: {e})")
         self.writer.write({"kind": "end", "steps": self.steps, "records": self.writer.records + 1,
                            "dropped": self.writer.dropped, "overhead_s": round(self.overhead_s, 6)})
         self.writer.flush()

@@ -8,8 +8,10 @@
 - ``torch.amp.GradScaler``: its scale after ``update()`` and whether ``step()`` skipped the optimizer (found
   non-finite gradients); with a scaler the step ends at ``update()``, else at the optimizer's step.
 A step is named from 0; the module and parameter names are the paths from the model that was called first
-(``encoder.layers.0.fc1``). One cheap check per step — the loss, and one finiteness test over all weights — forces
-the next step to be recorded whole after a bad one.
+(``encoder.layers.0.fc1``). One cheap check per step — the loss, and the largest |weight| (one fused pass over all
+weights) — forces a step to be recorded whole after a bad one. An unsampled step waits for nothing: its values stay on
+the device and are read a few steps later (tracer/numerics_torch_flags.py), and the forward hooks are registered only
+for the steps recorded whole (a module call without global hooks takes torch's fast path).
 """
 # ruff: noqa: BLE001
 from __future__ import annotations
@@ -21,6 +23,7 @@ import weakref
 from typing import Any
 
 from nvprof_wrap.tracer import numerics
+from nvprof_wrap.tracer.numerics_torch_flags import DeviceValues
 
 
 class _State:
@@ -39,12 +42,16 @@ class _State:
         self.loss: Any = None
         self.scaled: tuple[int, Any] | None = None  # (id of GradScaler.scale's result, the loss it was given)
         self.scaler_seen = False
-        self.skipped: bool | None = None
-        self.scale: float | None = None
+        self.opt_ran = False  # the owner optimizer's step ran (a GradScaler that skips it runs no hook)
+        self.found: Any = None  # the GradScaler's found-inf count of this step, on the device
+        self.scale: Any = None  # the loss scale after update(): a device tensor or a float
+        self.wmax: Any = None  # the largest |weight| after this step's update, on the device
         self.policy = "fp32"
         self.dead = False
-        self.bad_weights = False
         self.was_bad = False
+        self.values = DeviceValues(torch)
+        self.hooks: list[Any] | None = None  # the forward hooks' handles while registered
+        self.forward_hooks: tuple[Any, Any] | None = None
 
     # ------------------------------------------------------------------ sampling and names
     def is_whole(self) -> bool:
@@ -108,21 +115,51 @@ class _State:
         if self.sampled is None:
             self.name_modules()
         if self.dead:
+            self.set_hooks(False)
             return
-        loss = self.loss.item() if self.loss is not None else None
-        rec.loss(step, loss, self.scale, self.skipped)
+        whole = self.is_whole()
+        self.values.add(step, self.loss, self.wmax, self.scale, self.found, self.scaler_seen)
+        if whole:  # its statistics wait for the device anyway: every step's values now, its loss before its tensors
+            self.read_values(step, wait=True)
         for mid, got in self.acts.items():
             name = self.names.get(mid)
             if name is not None and self.sampled is not None and name in self.sampled:
                 rec.tensor(step, "forward", name, "activation", "output", self.fields(got))
         for layer, pname, got in self.grads:
             rec.tensor(step, "backward", layer, "gradient", pname, self.fields(got))
-        bad = loss is None or not math.isfinite(loss) or bool(self.skipped) or self.bad_weights
-        if bad and not self.was_bad:  # the first bad step only: a scale that keeps falling forces nothing more
-            rec.forced.add(step + 1)
-        self.was_bad = bad
-        self.acts, self.grads, self.old, self.loss, self.skipped, self.bad_weights = {}, [], {}, None, None, False
+        if not whole:
+            self.read_values(step, wait=False)
+        self.acts, self.grads, self.old, self.loss, self.found, self.wmax = {}, [], {}, None, None, None
         rec.end_step(step)
+        self.set_hooks(self.is_whole())
+
+    def read_values(self, step: int, wait: bool) -> None:
+        """The loss records of the steps whose values have landed (``wait``: of all), in step order; a bad one
+        forces the next step to be recorded whole (the first bad step only: a scale that keeps falling forces nothing
+        more) — the step after this one where its values were read late."""
+        for v in self.values.ready(wait):
+            self.rec.loss(v.step, v.loss, v.scale, v.skipped)
+            if v.bad and not self.was_bad:
+                self.rec.forced.add(step + 1)
+            self.was_bad = v.bad
+
+    def drain(self) -> None:
+        """At the process's end: the steps not yet read."""
+        if not self.dead:
+            self.read_values(self.rec.steps, wait=True)
+
+    def set_hooks(self, on: bool) -> None:
+        """The forward hooks, registered while modules are still to be named or for a step recorded whole."""
+        on = not self.dead and (on or self.sampled is None)
+        if on and self.hooks is None and self.forward_hooks is not None:
+            mod = self.torch.nn.modules.module
+            self.depth = 0
+            self.hooks = [mod.register_module_forward_pre_hook(self.forward_hooks[0]),
+                          mod.register_module_forward_hook(self.forward_hooks[1])]
+        elif not on and self.hooks is not None:
+            for h in self.hooks:
+                h.remove()
+            self.hooks = None
 
 
 def _leaf(module: Any) -> bool:
@@ -146,7 +183,7 @@ def patch(torch: Any) -> None:
         return
     torch._nvprof_wrap_numerics = True
     st = _State(torch, rec)
-    mod = torch.nn.modules.module
+    rec.before_end.append(st.drain)
 
     def guard(fn: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
@@ -190,20 +227,19 @@ def patch(torch: Any) -> None:
             st.owner = weakref.ref(optimizer)
         elif owner is not optimizer:
             return
+        st.opt_ran = True
         if st.sampled is None:
             st.name_modules()
-        if st.dead:
+        if st.dead or not st.is_whole():
             return
-        whole = st.is_whole()
         for group in optimizer.param_groups:
             for p in group["params"]:
                 got = st.wanted(p)
                 if got is None:
                     continue
-                if whole and p.grad is not None:
+                if p.grad is not None:
                     st.grads.append((*got, st.stats(p.grad)))
-                if whole:
-                    st.old[id(p)] = p.detach().clone()
+                st.old[id(p)] = p.detach().clone()
 
     @guard
     def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -211,9 +247,12 @@ def patch(torch: Any) -> None:
             return
         step, whole = rec.steps, st.is_whole()
         params = [p for g in optimizer.param_groups for p in g["params"]]
-        finite = torch.stack([torch.isfinite(p.detach()).all() for p in params]).all().item() if params else True
-        st.bad_weights = not finite
-        if whole or (not finite and not st.was_bad):
+        st.wmax = _largest(torch, params)
+        # A step found bad late (on a GPU) has its weights gone: they are written here only where the check reads
+        # at once (on the CPU) or the step is recorded whole anyway.
+        first_bad = (not whole and not st.was_bad and st.wmax is not None and st.wmax.device.type == "cpu"
+                     and not math.isfinite(float(st.wmax.float().numpy())))
+        if whole or first_bad:
             for p in params:
                 got = st.wanted(p)
                 if got is None:
@@ -234,11 +273,37 @@ def patch(torch: Any) -> None:
         if not st.scaler_seen:
             st.end_step()
 
-    handles = [mod.register_module_forward_pre_hook(before_forward), mod.register_module_forward_hook(after_forward),
-               pre(before_step), post(after_step)]
+    handles = [pre(before_step), post(after_step)]
+    st.forward_hooks = (before_forward, after_forward)
+    st.set_hooks(True)
     _patch_scaler(scaler_cls, st, guard)
     _patch_backward(torch, st, guard)
     st.handles = handles  # type: ignore[attr-defined]  # kept alive with the state
+
+
+def _largest(torch: Any, params: list[Any]) -> Any:
+    """The largest |x| over all ``params``, on their device, launched without waiting (a non-finite weight makes it
+    inf or NaN; it cannot overflow, as a sum of squares could); None without parameters. On a GPU one fused pass
+    (``_foreach_norm``, ord inf: a few kernels for all weights); on the CPU, where that runs a slow vector norm per
+    weight, each weight's min and max (a quarter of the time; the same result)."""
+    ps = [p.detach() for p in params if p.numel() > 0]
+    if not ps:
+        return None
+    with torch.no_grad():
+        norms: list[Any] = []
+        if ps[0].device.type != "cpu":
+            try:
+                norms = list(torch._foreach_norm(ps, math.inf))
+            except (RuntimeError, TypeError, AttributeError):  # a torch without it: the per-weight way below
+                norms = []
+        if not norms:  # NaN propagates through min and max
+            ends = [m for p in ps for m in torch.aminmax(p)]
+            try:
+                return torch.stack(ends).abs().amax()
+            except RuntimeError:  # weights on several devices
+                return torch.stack([m.to(ps[0].device) for m in ends]).abs().amax()
+        device = norms[0].device
+        return torch.stack([n.to(device, non_blocking=True) for n in norms]).amax()
 
 
 def _as(fields: dict[str, Any] | None, p: Any) -> dict[str, Any] | None:
@@ -272,18 +337,22 @@ def _patch_scaler(cls: Any, st: _State, guard: Any) -> None:
             st.scaled = (id(out), outputs.detach())
 
     def step_(self: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
-        st.scaler_seen = True
+        st.scaler_seen, st.opt_ran = True, False
         out = step(self, optimizer, *args, **kwargs)
         guard(_after_scaler_step)(self, optimizer)
         return out
 
     def _after_scaler_step(self: Any, optimizer: Any) -> None:
         state = getattr(self, "_per_optimizer_states", {}).get(id(optimizer), {})
-        found = state.get("found_inf_per_device", {})
-        st.skipped = bool(found) and sum(v.item() for v in found.values()) > 0
+        found = [v for v in state.get("found_inf_per_device", {}).values() if isinstance(v, st.torch.Tensor)]
+        st.found = found[0] if found else None  # read later (DeviceValues): a device's count, or their sum
+        for v in found[1:]:
+            st.found = st.found + v.to(found[0].device, non_blocking=True)
         if st.sampled is None:
             st.name_modules()
-        if st.skipped and st.is_whole():  # the optimizer's hooks did not run: its gradients (unscaled) now
+        owner = st.owner() if st.owner is not None else None
+        # the optimizer's hooks did not run (the scaler skipped it): its gradients (unscaled) now
+        if not st.opt_ran and (owner is None or owner is optimizer) and st.is_whole():
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     got = st.wanted(p)
@@ -296,7 +365,9 @@ def _patch_scaler(cls: Any, st: _State, guard: Any) -> None:
         return out
 
     def _after_update(self: Any) -> None:
-        st.scale = float(self.get_scale()) if self.is_enabled() else None
+        scale = getattr(self, "_scale", None)  # get_scale() would wait for the device: the tensor, read later
+        st.scale = (None if not self.is_enabled() else scale if isinstance(scale, st.torch.Tensor)
+                    else float(self.get_scale()))  # copied by end_step's cat, before the next update changes it
         st.end_step()
 
     cls.scale, cls.step, cls.update = scale_, step_, update_
