@@ -79,8 +79,7 @@ def busy_held(uri: str, sqls: list[str], hold: int) -> tuple[list[Row], bool] | 
     """busy_all's rows, at most `hold` intervals held per group and device (0: every one), and whether a row came
     too late for that window (then every interval was held: the tables were read a second time)."""
     with _budget(uri) as b:
-        got: tuple[list[Row], bool] | None = _cattr.busy_all(uri, sqls, b, limits.SQL_STEP_GRAIN, hold)
-        return got
+        return _cattr.busy_all(uri, sqls, b, limits.SQL_STEP_GRAIN, hold)
 
 
 def columns(uri: str, sql: str, n: int) -> list[bytes] | None:
