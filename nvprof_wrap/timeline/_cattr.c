@@ -751,9 +751,16 @@ done:
 }
 
 /* ---- the busy-time union of every group at once (timeline/busy.busy_time): one scan of each table, the
- * intervals sorted here (in place: no second copy of them) instead of by SQLite per group ---- */
+ * intervals sorted here instead of by SQLite per group ----
+ * Held in a bounded window: Nsight Systems exports list intervals nearly in start order by rowid, so each lane
+ * (group, dev) holds at most `hold` of them; when full they are sorted and the earlier half merged (busy_add), its
+ * last start becoming the lane's watermark. A row that starts before its lane's watermark would have had to be
+ * merged earlier: the pass then starts again holding every interval (hold 0: the full sort), which is exact
+ * whatever the order. The tables are read side by side, always the one whose last start is earliest, so that a
+ * copy table does not come after every kernel. Why: at 20M launches the held intervals (16 bytes each) made the
+ * busy-time child the largest process of a report (358 MB). */
 typedef struct { int64_t s, e2k; } Span;  /* e2k: end * 2 + kernel flag (|end| <= 2^62) */
-typedef struct { int64_t g, d; char gnull, dnull; Span *v; size_t n, cap; } Lane;
+typedef struct { int64_t g, d; char gnull, dnull; Span *v; size_t n, cap; Busy b; int64_t mark; int marked; } Lane;
 
 static void span_sift(Span *a, size_t n, size_t i) {
     for (;;) {
@@ -803,15 +810,24 @@ static void span_sort(Span *a, size_t n, int depth) {
     }
 }
 
-static void busy_of_lane(Lane *l, Busy *b) {
+/* Sorts the lane's held intervals and merges the first `emit` of them into its union; the rest stay held, their
+ * starts no earlier than the lane's new watermark. */
+static void lane_merge(Lane *l, size_t emit) {
     int depth = 2;
     for (size_t n = l->n; n > 1; n >>= 1) depth += 2;
     span_sort(l->v, l->n, depth);
-    memset(b, 0, sizeof *b);
-    for (size_t i = 0; i < l->n; i++) {
+    for (size_t i = 0; i < emit; i++) {
         int64_t start = l->v[i].s, end = l->v[i].e2k >> 1;  /* arithmetic shift: floor division by 2 */
-        busy_add(b, start, end, (int)(l->v[i].e2k & 1));
+        busy_add(&l->b, start, end, (int)(l->v[i].e2k & 1));
     }
+    if (emit) { l->mark = l->v[emit - 1].s; l->marked = 1; }
+    memmove(l->v, l->v + emit, (l->n - emit) * sizeof *l->v);
+    l->n -= emit;
+}
+
+static void busy_of_lane(Lane *l, Busy *b) {
+    lane_merge(l, l->n);
+    *b = l->b;
 }
 
 /* The lanes, found by (group, dev) in an open-addressing table (slot: lane index, -1 empty; at most half full): a
@@ -852,46 +868,87 @@ static Lane *lane_of(Lanes *ls, Val g, Val d) {
     if (grow((void **)&ls->l, &ls->cap, ls->n + 1, sizeof *ls->l)) return NULL;
     ls->slot[i] = (int64_t)ls->n;
     Lane *l = &ls->l[ls->n++];
-    *l = (Lane){gv, dv, gnull, dnull, NULL, 0, 0};
+    memset(l, 0, sizeof *l);  /* its Busy zeroed too, as busy_add expects before the first interval */
+    l->g = gv; l->d = dv; l->gnull = gnull; l->dnull = dnull;
     return l;
 }
 
-/* sqls: per table, (group, dev, start, end, kernel flag) of its usable intervals, cut to the window. */
-static int busy_lanes(const char *uri, const char **sqls, int nsql, Lanes *ls, Guard *gd, Err *err) {
-    sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
-    int rc, out = -1;
-    Val v[5];
+static void lanes_free(Lanes *ls) {
+    for (size_t i = 0; i < ls->n; i++) free(ls->l[i].v);
+    free(ls->l); free(ls->slot);
+    memset(ls, 0, sizeof *ls);
+}
+
+/* The next (group, dev, start, end, kernel flag) row of st into v; *live 0 past its last row. */
+static int busy_next(sqlite3 *db, sqlite3_stmt *st, Val *v, char *live, Err *err) {
     const int64_t far = (int64_t)1 << 62;
+    int rc = S.step(st);
+    *live = rc == SQLITE_ROW;
+    if (rc == SQLITE_DONE) return 0;
+    if (rc != SQLITE_ROW) { sql_error(err, db, "busy time"); return -1; }
+    if (read_row(st, v, 5, err) < 0) return -1;
+    if (v[2].null || v[3].null || v[4].null || v[2].v < -far || v[2].v > far || v[3].v < -far || v[3].v > far) {
+        err->unsupported = 1; return -1;
+    }
+    return 0;
+}
+
+/* sqls: per table, (group, dev, start, end, kernel flag) of its usable intervals, cut to the window. Returns 0, -1
+ * on an error, 1 where a row came before its lane's watermark (the caller starts again with hold 0). */
+static int busy_lanes_held(const char *uri, const char **sqls, int nsql, Lanes *ls, size_t hold, Guard *gd, Err *err) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt **st = calloc(nsql + 1, sizeof *st);
+    Val *cur = calloc(5 * (size_t)nsql + 1, sizeof *cur);  /* each table's row not yet merged */
+    char *live = calloc(nsql + 1, 1);
+    int out = -1;
+    if (!st || !cur || !live) goto oom;
     if (S.open_v2(uri, &db, OPEN_FLAGS, NULL) != SQLITE_OK) {
         sql_error(err, db, "capture"); goto done;
     }
     guard_on(db, gd);
-    for (int q = 0; q < nsql; q++) {
-        if (S.prepare_v2(db, sqls[q], -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "busy time"); goto done; }
-        Lane *l = NULL;
-        while ((rc = S.step(st)) == SQLITE_ROW) {
-            if (read_row(st, v, 5, err) < 0) goto done;
-            if (v[2].null || v[3].null || v[4].null || v[2].v < -far || v[2].v > far || v[3].v < -far || v[3].v > far) {
-                err->unsupported = 1; goto done;
-            }
-            if (!l || l->gnull != v[0].null || l->dnull != v[1].null || (!v[0].null && l->g != v[0].v)
-                || (!v[1].null && l->d != v[1].v)) {
-                if (!(l = lane_of(ls, v[0], v[1]))) goto oom;
-            }
-            if (grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) goto oom;
-            l->v[l->n++] = (Span){v[2].v, v[3].v * 2 + (v[4].v != 0)};
+    for (int q = 0; q < nsql; q++)
+        if (S.prepare_v2(db, sqls[q], -1, &st[q], NULL) != SQLITE_OK) { sql_error(err, db, "busy time"); goto done; }
+    for (int q = 0; q < nsql; q++)
+        if (busy_next(db, st[q], &cur[5 * q], &live[q], err) < 0) goto done;
+    Lane *l = NULL;
+    for (;;) {
+        /* the live table whose row starts earliest (a few tables: a linear look) */
+        int at = -1;
+        for (int i = 0; i < nsql; i++)
+            if (live[i] && (at < 0 || cur[5 * i + 2].v < cur[5 * at + 2].v)) at = i;
+        if (at < 0) break;
+        Val *v = &cur[5 * at];
+        if (!l || l->gnull != v[0].null || l->dnull != v[1].null || (!v[0].null && l->g != v[0].v)
+            || (!v[1].null && l->d != v[1].v)) {
+            if (!(l = lane_of(ls, v[0], v[1]))) goto oom;
         }
-        if (rc != SQLITE_DONE) { sql_error(err, db, "busy time"); goto done; }
-        S.finalize(st); st = NULL;
+        if (l->marked && v[2].v < l->mark) { out = 1; goto done; }  /* out of order past the window */
+        if (grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) goto oom;
+        l->v[l->n++] = (Span){v[2].v, v[3].v * 2 + (v[4].v != 0)};
+        if (hold && l->n >= hold) lane_merge(l, l->n - l->n / 2);
+        if (busy_next(db, st[at], v, &live[at], err) < 0) goto done;
     }
     out = 0;
     goto done;
 oom:
     snprintf(err->msg, sizeof err->msg, "out of memory");
 done:
-    if (st) S.finalize(st);
+    for (int q = 0; st && q < nsql; q++) if (st[q]) S.finalize(st[q]);
     if (db) S.close(db);
+    free(st); free(cur); free(live);
     return out;
+}
+
+/* busy_lanes_held, started again holding every interval where the window was not enough (*restarted says so). */
+static int busy_lanes(const char *uri, const char **sqls, int nsql, Lanes *ls, size_t hold, int *restarted, Guard *gd,
+                      Err *err) {
+    int rc = busy_lanes_held(uri, sqls, nsql, ls, hold, gd, err);
+    *restarted = rc == 1;
+    if (rc == 1) {
+        lanes_free(ls);
+        rc = busy_lanes_held(uri, sqls, nsql, ls, 0, gd, err);
+    }
+    return rc;
 }
 
 /* ---- the Python face ---- */
@@ -1019,7 +1076,9 @@ static PyObject *py_busy_all(PyObject *self, PyObject *args) {
     const char *uri;
     PyObject *list;
     Guard gd = {NULL, 0, NULL, NULL, NULL};
-    if (!PyArg_ParseTuple(args, "sO|Oi", &uri, &list, &gd.budget, &gd.grain)) return NULL;
+    Py_ssize_t hold = 0;
+    if (!PyArg_ParseTuple(args, "sO|Oin", &uri, &list, &gd.budget, &gd.grain, &hold)) return NULL;
+    if (hold < 0) { PyErr_SetString(PyExc_ValueError, "busy_all: hold must be 0 or more"); return NULL; }
     PyObject *seq = PySequence_Fast(list, "busy_all: a sequence of SQL");
     if (!seq) return NULL;
     int nsql = (int)PySequence_Fast_GET_SIZE(seq);
@@ -1031,10 +1090,10 @@ static PyObject *py_busy_all(PyObject *self, PyObject *args) {
     }
     Lanes ls = {0};
     Err err = {{0}, 0};
-    int rc;
+    int rc, restarted = 0;
     Busy *parts = NULL;
     Py_BEGIN_ALLOW_THREADS
-    rc = busy_lanes(uri, sqls, nsql, &ls, &gd, &err);
+    rc = busy_lanes(uri, sqls, nsql, &ls, (size_t)hold, &restarted, &gd, &err);
     if (rc == 0 && !(parts = calloc(ls.n + 1, sizeof *parts))) { rc = -1; snprintf(err.msg, sizeof err.msg, "out of memory"); }
     for (size_t i = 0; rc == 0 && i < ls.n; i++) { busy_of_lane(&ls.l[i], &parts[i]); free(ls.l[i].v); ls.l[i].v = NULL; }
     Py_END_ALLOW_THREADS
@@ -1054,13 +1113,14 @@ static PyObject *py_busy_all(PyObject *self, PyObject *args) {
             if (!row || PyList_Append(result, row) < 0) { Py_XDECREF(row); Py_CLEAR(result); }
             else Py_DECREF(row);
         }
+        if (result) result = Py_BuildValue("(NO)", result, restarted ? Py_True : Py_False);
     } else if (err.unsupported) {
         result = Py_NewRef(Py_None);
     } else {
         PyErr_SetString(PyExc_RuntimeError, err.msg);
     }
-    for (size_t i = 0; i < ls.n; i++) free(ls.l[i].v);
-    free(ls.l); free(ls.slot); free(parts);
+    lanes_free(&ls);
+    free(parts);
     return result;
 }
 
@@ -1227,8 +1287,10 @@ static PyMethodDef methods[] = {
      "thread)]) of the (tid, start, end, name, process) ranges in the sweep's order; op_of(name) -> (op id, layer?, "
      "step?) once per distinct name. None when a value is not an integer, or a name not text (the Python decides)"},
     {"busy_all", py_busy_all, METH_VARARGS,
-     "busy_all(capture_uri, sqls[, budget, grain]) -> [(group, dev, busy_part's result)] over the (group, dev, start, end, kernel) rows "
-     "of every SQL, in no order; None for a value that is not an integer (the SQL and Python path decides)"},
+     "busy_all(capture_uri, sqls[, budget, grain, hold]) -> ([(group, dev, busy_part's result)], restarted) over the (group, dev, "
+     "start, end, kernel) rows of every SQL, in no order, holding at most hold intervals per lane (0: all of them; restarted: a row "
+     "came too late for the window and every interval was held); None for a value that is not an integer (the SQL and Python "
+     "path decides)"},
     {"busy", py_busy, METH_VARARGS,
      "busy(capture_uri, sql, params[, budget, grain]) -> (busy_part's result,) of the (start, end, kernel) rows sql yields in start "
      "order; None for a value that is not an integer (the Python loop decides)"},

@@ -3,20 +3,24 @@ the last kernel's end, measured in one time window or cut into several (big capt
 optionally inside a user's window (--window / --steps) — checked against a brute-force union."""
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import sqlite3
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvprof_wrap.timeline.busy import busy_combine, busy_part, busy_plan, busy_time
-from nvprof_wrap.timeline.sql import EVERYTHING
+from nvprof_wrap.timeline import native
+from nvprof_wrap.timeline.busy import _cut_sqls, busy_combine, busy_part, busy_plan, busy_time
+from nvprof_wrap.timeline.sql import EVERYTHING, uri_of
 
 SOURCES = [("k", "g", "d", "1"), ("m", "g", "d", "0")]
 
 
-def store(kernels: list[tuple], copies: list[tuple]) -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:")
+def store(kernels: list[tuple], copies: list[tuple], file: str = ":memory:") -> sqlite3.Connection:
+    conn = sqlite3.connect(file)
     for table, rows in (("k", kernels), ("m", copies)):
         conn.execute(f'CREATE TABLE {table}(g, d, start INTEGER, "end" INTEGER)')
         conn.executemany(f"INSERT INTO {table} VALUES (?,?,?,?)", rows)
@@ -65,3 +69,23 @@ def test_windows_add_up_to_the_union(kernels, copies, parts, window) -> None:
     conn = store(kernels, copies)
     got = busy_combine((p, busy_part(conn, SOURCES, p)) for p in busy_plan(conn, SOURCES, parts, window))
     assert {(g, d): (first, last, busy) for g, d, first, last, busy in got} == brute(kernels, copies, window)
+
+
+files = itertools.count()
+
+
+@pytest.mark.skipif(native._cattr is None, reason="the compiled helper is not built here")
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None)
+@given(st.lists(interval, max_size=30), st.lists(interval, max_size=10), st.integers(0, 4),
+       st.one_of(st.none(), st.tuples(st.integers(-10, 1200), st.integers(1, 800))))
+def test_the_compiled_union_in_a_bounded_window(tmp_path_factory, kernels, copies, hold, window) -> None:
+    """The compiled pass holding at most `hold` intervals per group and device (0: all), the rows in any order
+    (those that come before the window's watermark make it read them all again), against the brute force."""
+    window = EVERYTHING if window is None else (window[0], window[0] + window[1])
+    file = tmp_path_factory.getbasetemp() / f"busy{next(files)}.sqlite"
+    with contextlib.closing(store(kernels, copies, str(file))) as conn:
+        conn.commit()
+    got = native.busy_held(uri_of(file), _cut_sqls(SOURCES, window), hold)
+    assert got is not None
+    assert {(g, d): (first, last, busy) for g, d, first, last, busy in busy_combine([(window, got[0])])} == \
+        brute(kernels, copies, window)

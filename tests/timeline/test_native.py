@@ -5,6 +5,7 @@ forked workers, several processes and devices, launches without launch calls, co
 a value it declines); the same attribution as the SQL's, and as the brute-force oracle's, on random ranges."""
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import sqlite3
@@ -17,8 +18,10 @@ from hypothesis import strategies as st
 
 from benchmarks import generate, replicate
 from nvprof_wrap import readers
+from nvprof_wrap.readers import nsys_sqlite
 from nvprof_wrap.timeline import busy, native, nvtx
-from nvprof_wrap.timeline.sql import uri_of
+from nvprof_wrap.timeline.busy import busy_part
+from nvprof_wrap.timeline.sql import EVERYTHING, uri_of
 from nvprof_wrap.timeline.window import make
 from tests._paths import FIXTURES, ROOT, RUNS
 from tests.timeline.test_nvtx import oracle
@@ -182,3 +185,52 @@ def test_the_compiled_attribution_is_the_sqls_and_the_oracles(tmp_path_factory, 
     assert compiled == attributed(file, False)
     got = {(scope, op, key, n) for _p, _d, scope, op, key, n, _t in compiled[:-1]}
     assert got == (oracle(kept, [(tid, t, 7) for tid, t in raw_launches]) if kept else set())
+
+
+def _plain(path: Path, folder: Path) -> Path:
+    """path itself, or its gzipped capture unpacked into folder."""
+    if path.suffix != ".gz":
+        return path
+    out = folder / path.stem
+    with gzip.open(path) as src, out.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+@built
+@pytest.mark.parametrize("path", _exports(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_busy_time_in_a_bounded_window_is_the_whole_sorts(tmp_path, path) -> None:
+    """The union merged holding a few intervals per group and device (as a 20M-launch capture is, in BUSY_HOLD)
+    against the same holding every one of them, on every real export; none comes out of order by more than
+    BUSY_HOLD rows (else every big capture would read its tables twice)."""
+    file = _plain(path, tmp_path)
+    with sqlite3.connect(f"file:{file}?mode=ro", uri=True) as conn:
+        have = nsys_sqlite.tables(conn)
+        if nsys_sqlite.KERNEL not in have:
+            pytest.skip("no kernel table: no busy time to measure")
+        sqls = busy._cut_sqls(nsys_sqlite._busy_sources(conn, have, None), EVERYTHING)
+    whole = native.busy_held(uri_of(file), sqls, 0)
+    assert whole is not None and whole[0] and not whole[1]
+    for hold in (1, 2, 64, native.BUSY_HOLD):
+        got = native.busy_held(uri_of(file), sqls, hold)
+        assert got is not None
+        assert sorted(got[0], key=repr) == sorted(whole[0], key=repr), hold
+    assert not got[1]
+
+
+@built
+def test_a_row_before_the_windows_watermark_reads_every_interval_again(tmp_path) -> None:
+    """Kernels listed latest first overrun a window of 2 at the third row: the pass starts again holding them all
+    (restarted), with the SQL's answer; listed in start order, the same window is enough."""
+    file = tmp_path / "c.sqlite"
+    rows = [(1, 0, s, s + 15) for s in range(0, 200, 10)]
+    with sqlite3.connect(file) as conn:
+        for table, listed in (("k", rows[::-1]), ("s", rows)):
+            conn.execute(f'CREATE TABLE {table}(g, d, start INTEGER, "end" INTEGER)')
+            conn.executemany(f"INSERT INTO {table} VALUES (?,?,?,?)", listed)
+    with sqlite3.connect(file) as conn:
+        for table, restarted in (("k", True), ("s", False)):
+            sqls = busy._cut_sqls([(table, "g", "d", "1")], EVERYTHING)
+            assert native.busy_held(uri_of(file), sqls, 2) == (busy_part(conn, [(table, "g", "d", "1")], EVERYTHING),
+                                                              restarted)
+            assert busy_part(conn, [(table, "g", "d", "1")], EVERYTHING) == [(1, 0, (205, 0, 205, 0, 0, 205, 0))]
