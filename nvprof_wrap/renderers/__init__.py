@@ -47,7 +47,7 @@ class _Registry(Mapping[str, Renderer]):
     """RENDERERS: format → its renderer module, imported on first use."""
 
     def __getitem__(self, name: str) -> Renderer:
-        module: Renderer = importlib.import_module(f"{__name__}.{_FORMATS[name][0]}")  # type: ignore[assignment]  # a module that the Protocol describes
+        module: Renderer = importlib.import_module(f"{__name__}.{_FORMATS[name][0]}")
         return module
 
     def __iter__(self) -> Iterator[str]:

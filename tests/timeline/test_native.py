@@ -97,7 +97,8 @@ def generated(tmp_path_factory) -> dict[str, Path]:
                        ("unusable", 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5 WHERE rowid % 997 = 0'),
                        # correlation ids out of the kernels' rowid order: most of each slice's kernels fall outside
                        # the ids at its ends (nvtx._estimated), and are matched after their calls are read too
-                       ("shuffled", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = correlationId * 7919 % 40009")):
+                       ("shuffled",
+                        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = correlationId * 7919 % 40009")):
         out[name] = folder / f"{name}.sqlite"
         shutil.copy(out["two"], out[name])
         with sqlite3.connect(out[name]) as conn:
