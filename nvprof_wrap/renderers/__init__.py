@@ -16,10 +16,11 @@ tests/whole/test_contracts.py renders every kind in every format, so a format mi
 """
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 from nvprof_wrap import report as _report
-from nvprof_wrap.renderers import _frame, console, csv, html, json, markdown
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import KINDS, Classifications, Doctor, Experiment, Kernels, Named, Reports, Runs
@@ -34,10 +35,32 @@ class Renderer(Protocol):
     def render(self, subject: Subject, options: Options) -> str: ...
 
 
-RENDERERS: dict[str, Renderer] = {m.NAME: m for m in (console, json, csv, markdown, html)}
+# format → (its module here, EXTENSION, ALIASES): each module's own, repeated so that choosing a format imports no
+# renderer (tests/whole/test_contracts.py checks they agree). A renderer is imported when first asked for: the
+# terminal's pulls in rich and the report's outline, ~0.05 s of every `report --format json` that never uses them.
+_FORMATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "table": ("console", ".txt", ()), "json": ("json", ".json", ()), "csv": ("csv", ".csv", ()),
+    "markdown": ("markdown", ".md", (".markdown",)), "html": ("html", ".html", (".htm",))}
+
+
+class _Registry(Mapping[str, Renderer]):
+    """RENDERERS: format → its renderer module, imported on first use."""
+
+    def __getitem__(self, name: str) -> Renderer:
+        module: Renderer = importlib.import_module(f"{__name__}.{_FORMATS[name][0]}")
+        return module
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_FORMATS)
+
+    def __len__(self) -> int:
+        return len(_FORMATS)
+
+
+RENDERERS: Mapping[str, Renderer] = _Registry()
 # -o FILE / --save FILE without --format: the format its extension names (each renderer's EXTENSION and ALIASES)
-BY_EXTENSION: dict[str, str] = {ext: name for name, m in RENDERERS.items()
-                                for ext in (m.EXTENSION, *getattr(m, "ALIASES", ()))}
+BY_EXTENSION: dict[str, str] = {ext: name for name, (_m, extension, aliases) in _FORMATS.items()
+                                for ext in (extension, *aliases)}
 
 
 def render(fmt: str, subject: Subject, options: Options | None = None) -> str:
@@ -47,10 +70,12 @@ def render(fmt: str, subject: Subject, options: Options | None = None) -> str:
 
 def _notebook(report: _report.Report) -> str:
     """The Report's _repr_html_: the page of the HTML renderer, in a frame of its own (renderers/_frame.py)."""
-    return _frame.notebook(html.render(report, Options()), f"nvprof-wrap report: {report.verdict.message}")
+    from nvprof_wrap.renderers import _frame
+
+    return _frame.notebook(render("html", report), f"nvprof-wrap report: {report.verdict.message}")
 
 
 # The Report's str() and _repr_html_() (report.DISPLAY: the report layer calls down, never imports up).
-_report.DISPLAY.update({"table": lambda r: console.render(r, Options(width=120)), "html": _notebook})
+_report.DISPLAY.update({"table": lambda r: render("table", r, Options(width=120)), "html": _notebook})
 __all__ = ["BY_EXTENSION", "KINDS", "RENDERERS", "Classifications", "Doctor", "Experiment", "Kernels", "Named",
            "Options", "Renderer", "Reports", "Runs", "Subject", "render"]

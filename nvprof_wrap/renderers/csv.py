@@ -7,7 +7,7 @@ import csv as _csv
 import io
 from typing import Any
 
-from nvprof_wrap.renderers import _compare, _doctor, _experiment, _rows
+from nvprof_wrap.renderers import _compare, _doctor, _rows
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report import Report, serialise
 from nvprof_wrap.report.compare import Comparison
@@ -47,6 +47,10 @@ def render(subject: object, options: Options) -> str:
         case Classifications():
             return _table([_rows.classification(c) for c in subject.items])
         case Experiment():
+            # imported here: it brings rich (for its terminal table), and every command offering --table imports
+            # this module, `report --format json` among them
+            from nvprof_wrap.renderers import _experiment
+
             return _experiment.as_csv(list(subject.rows))
         case Doctor():
             return _table([{"fact": line} for line in _doctor.lines(subject.facts)])

@@ -643,59 +643,137 @@ static Group *group_of(Groups *gs, int64_t pid, int64_t dev, int32_t outcome, in
     return &gs->g[i];
 }
 
+/* The launch calls that calls_sql yields into cs, each labelled. bounds (lo, hi): the SQL's ?1 and ?2, and the calls
+ * with lo <= correlation id <= hi inside skip (when given) are left out: their kernels were matched already. */
+static int calls_load(sqlite3 *db, const char *calls_sql, const int64_t *bounds, const int64_t *skip, Segments *g,
+                      Mains *mains, Outcomes *oc, Calls *cs, Err *err) {
+    sqlite3_stmt *st = NULL;
+    int rc, out = -1;
+    Val v[5];
+    if (S.prepare_v2(db, calls_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "launch calls"); goto done; }
+    if (S.column_count(st) != 5) { snprintf(err->msg, sizeof err->msg, "launch calls: 5 columns"); goto done; }
+    if (bounds && (S.bind_int64(st, 1, bounds[0]) != SQLITE_OK || S.bind_int64(st, 2, bounds[1]) != SQLITE_OK)) {
+        sql_error(err, db, "launch calls' bounds"); goto done;
+    }
+    while ((rc = S.step(st)) == SQLITE_ROW) {
+        if (read_row(st, v, 5, err) < 0) goto done;
+        if (v[0].null || v[1].null) continue;  /* a NULL correlation id or join key never matches (NULL = x) */
+        if (skip && v[0].v >= skip[0] && v[0].v <= skip[1]) continue;
+        int32_t o = label_call(g, mains, oc, v[1].v, v[2], v[3], v[4]);
+        if (o < 0 || calls_add(cs, v[0].v, o) < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+    }
+    if (rc != SQLITE_DONE) { sql_error(err, db, "launch calls"); goto done; }
+    if (calls_index(cs) < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+    out = 0;
+done:
+    if (st) S.finalize(st);
+    return out;
+}
+
+/* One kernel into its groups: once per matching launch call, else once as unmatched. */
+typedef struct { int64_t corr, jk, pid, dev, key, dur; char corr_null, jk_null, key_null; } Kernel;
+
+static int kernel_add(const Calls *cs, Outcomes *oc, Groups *gs, int32_t unmatched, const Kernel *k) {
+    int matched = 0;
+    if (!k->corr_null && !k->jk_null) {
+        for (int32_t i = cs->head[bucket(cs, k->corr)]; i >= 0; i = cs->c[i].next) {
+            if (cs->c[i].corr != k->corr || oc->o[cs->c[i].outcome].jk != k->jk) continue;
+            Group *x = group_of(gs, k->pid, k->dev, cs->c[i].outcome, k->key, k->key_null);
+            if (!x) return -1;
+            x->n++; x->tot += k->dur; matched = 1;
+        }
+    }
+    if (!matched) {
+        Group *x = group_of(gs, k->pid, k->dev, unmatched, k->key, k->key_null);
+        if (!x) return -1;
+        x->n++; x->tot += k->dur;
+    }
+    return 0;
+}
+
+static void calls_free(Calls *cs) { free(cs->c); free(cs->head); *cs = (Calls){0}; }
+
 /* The whole pass. calls_sql: (correlation id, join key, tid, t, process) per launch call; kernels_sql: (correlation
- * id, join key, pid, dev, key, dur) per kernel. A kernel matches the calls of equal correlation id and join key. */
-static int attribute_all(const char *uri, const char *calls_sql, const char *kernels_sql, Segments *g,
-                         Mains *mains, Outcomes *oc, Groups *gs, int64_t *no_duration, Guard *gd, Err *err) {
+ * id, join key, pid, dev, key, dur) per kernel. A kernel matches the calls of equal correlation id and join key.
+ * bounds (lo, hi), or NULL: an estimate of the slice's kernels' correlation ids, bound to calls_sql's ?1 and ?2
+ * (the caller reads the slice's first and last rows, not the whole slice: that scan cost as long as the launch
+ * calls' pass). The kernels outside it are held and matched after one more read of the calls in their range; more
+ * of them than max_late (memory: 56 bytes each): the calls are read again with the exact bounds, found while reading
+ * the kernels, and the kernels too. Either way every kernel meets every launch call of its correlation id, as
+ * without bounds. */
+static int attribute_all(const char *uri, const char *calls_sql, const char *kernels_sql, const int64_t *bounds,
+                         size_t max_late,
+                         Segments *g, Mains *mains, Outcomes *oc, Groups *gs, int64_t *no_duration, Guard *gd,
+                         Err *err) {
     sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
     Calls cs = {0};
-    int rc, out = -1;
+    Kernel *late = NULL;
+    size_t nlate = 0, latecap = 0;
+    int64_t kmin = INT64_MAX, kmax = INT64_MIN, lmin = INT64_MAX, lmax = INT64_MIN;
+    int rc, out = -1, redo = 0;
     if (S.open_v2(uri, &db, OPEN_FLAGS, NULL) != SQLITE_OK) {
         sql_error(err, db, "capture"); goto done;
     }
     guard_on(db, gd);
-    if (S.prepare_v2(db, calls_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "launch calls"); goto done; }
-    if (S.column_count(st) != 5) { snprintf(err->msg, sizeof err->msg, "launch calls: 5 columns"); goto done; }
-    Val v[6];
-    while ((rc = S.step(st)) == SQLITE_ROW) {
-        if (read_row(st, v, 5, err) < 0) goto done;
-        if (v[0].null || v[1].null) continue;  /* a NULL correlation id or join key never matches (NULL = x) */
-        int32_t o = label_call(g, mains, oc, v[1].v, v[2], v[3], v[4]);
-        if (o < 0 || calls_add(&cs, v[0].v, o) < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
-    }
-    if (rc != SQLITE_DONE) { sql_error(err, db, "launch calls"); goto done; }
-    S.finalize(st); st = NULL;
-    if (calls_index(&cs) < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+    if (calls_load(db, calls_sql, bounds, NULL, g, mains, oc, &cs, err) < 0) goto done;
     /* no launch call: outside any range (own IS NULL, no thread); its join key is never compared */
     int32_t unmatched = outcome_id(oc, -1, INT64_MIN, 1);
     if (unmatched < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
-    if (S.prepare_v2(db, kernels_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "kernels"); goto done; }
-    if (S.column_count(st) != 6) { snprintf(err->msg, sizeof err->msg, "kernels: 6 columns"); goto done; }
-    while ((rc = S.step(st)) == SQLITE_ROW) {
-        if (read_row(st, v, 6, err) < 0) goto done;
-        int64_t pid = v[2].null ? -1 : v[2].v, dev = v[3].null ? -1 : v[3].v, dur = v[5].null ? 0 : v[5].v;
-        *no_duration += v[5].null;
-        int matched = 0;
-        if (!v[0].null && !v[1].null) {
-            for (int32_t i = cs.head[bucket(&cs, v[0].v)]; i >= 0; i = cs.c[i].next) {
-                if (cs.c[i].corr != v[0].v || oc->o[cs.c[i].outcome].jk != v[1].v) continue;
-                Group *x = group_of(gs, pid, dev, cs.c[i].outcome, v[4].v, (char)v[4].null);
-                if (!x) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
-                x->n++; x->tot += dur; matched = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        if (S.prepare_v2(db, kernels_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "kernels"); goto done; }
+        if (S.column_count(st) != 6) { snprintf(err->msg, sizeof err->msg, "kernels: 6 columns"); goto done; }
+        Val v[6];
+        while ((rc = S.step(st)) == SQLITE_ROW) {
+            if (read_row(st, v, 6, err) < 0) goto done;
+            Kernel k = {v[0].v, v[1].v, v[2].null ? -1 : v[2].v, v[3].null ? -1 : v[3].v, v[4].v,
+                        v[5].null ? 0 : v[5].v, (char)v[0].null, (char)v[1].null, (char)v[4].null};
+            *no_duration += v[5].null;
+            if (bounds && pass == 0 && !k.corr_null && !k.jk_null) {
+                if (k.corr < kmin) kmin = k.corr;
+                if (k.corr > kmax) kmax = k.corr;
+                if (k.corr < bounds[0] || k.corr > bounds[1]) {  /* its calls were not read */
+                    if (redo) continue;
+                    if (nlate >= max_late) { redo = 1; continue; }
+                    if (grow((void **)&late, &latecap, nlate + 1, sizeof *late)) {
+                        snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
+                    }
+                    late[nlate++] = k;
+                    if (k.corr < lmin) lmin = k.corr;
+                    if (k.corr > lmax) lmax = k.corr;
+                    continue;
+                }
+            }
+            if (redo) continue;  /* only the exact bounds wanted now: everything is read again */
+            if (kernel_add(&cs, oc, gs, unmatched, &k) < 0) {
+                snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
             }
         }
-        if (!matched) {
-            Group *x = group_of(gs, pid, dev, unmatched, v[4].v, (char)v[4].null);
-            if (!x) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
-            x->n++; x->tot += dur;
-        }
+        if (rc != SQLITE_DONE) { sql_error(err, db, "kernels"); goto done; }
+        S.finalize(st); st = NULL;
+        if (!redo) break;
+        /* too many outside the estimate: the calls of the exact bounds, and every kernel again */
+        calls_free(&cs);
+        memset(gs->g, 0, (gs->mask + 1) * sizeof *gs->g);
+        gs->n = 0; *no_duration = 0; nlate = 0; redo = 0;
+        int64_t exact[2] = {kmin, kmax};
+        if (calls_load(db, calls_sql, exact, NULL, g, mains, oc, &cs, err) < 0) goto done;
+        bounds = NULL;
     }
-    if (rc != SQLITE_DONE) { sql_error(err, db, "kernels"); goto done; }
+    if (nlate) {  /* the calls of the held kernels' range, but those already read (their kernels are matched) */
+        int64_t range[2] = {lmin, lmax};
+        calls_free(&cs);
+        if (calls_load(db, calls_sql, range, bounds, g, mains, oc, &cs, err) < 0) goto done;
+        for (size_t i = 0; i < nlate; i++)
+            if (kernel_add(&cs, oc, gs, unmatched, &late[i]) < 0) {
+                snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
+            }
+    }
     out = 0;
 done:
     if (st) S.finalize(st);
     if (db) S.close(db);
-    free(cs.c); free(cs.head);
+    calls_free(&cs);
+    free(late);
     return out;
 }
 
@@ -977,10 +1055,13 @@ static int64_t int_of(PyObject *o, char *null, int *bad) {
 static PyObject *py_attribute(PyObject *self, PyObject *args) {
     if (bind_now() < 0) return NULL;
     const char *uri, *calls_sql, *kernels_sql;
-    PyObject *capsule, *main_pairs;
+    PyObject *capsule, *main_pairs, *bounds_arg = Py_None;
     Guard gd = {NULL, 0, NULL, NULL, NULL};
-    if (!PyArg_ParseTuple(args, "sssOO|Oi", &uri, &calls_sql, &kernels_sql, &capsule, &main_pairs, &gd.budget,
-                          &gd.grain)) return NULL;
+    int64_t bounds[2];
+    Py_ssize_t max_late = 0;
+    if (!PyArg_ParseTuple(args, "sssOO|OiOn", &uri, &calls_sql, &kernels_sql, &capsule, &main_pairs, &gd.budget,
+                          &gd.grain, &bounds_arg, &max_late)) return NULL;
+    if (bounds_arg != Py_None && !PyArg_ParseTuple(bounds_arg, "LL", &bounds[0], &bounds[1])) return NULL;
     Segments *g = PyCapsule_GetPointer(capsule, CAPSULE);
     if (!g) return NULL;
     PyObject *pairs = PySequence_Fast(main_pairs, "main threads: a sequence of (process, tid)");
@@ -1008,7 +1089,9 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
     if (!gs.g || !mains.p || !mains.tid) { PyErr_NoMemory(); goto done; }
     int64_t no_duration = 0;
     Py_BEGIN_ALLOW_THREADS
-    rc = attribute_all(uri, calls_sql, kernels_sql, g, &mains, &oc, &gs, &no_duration, &gd, &err);
+    rc = attribute_all(uri, calls_sql, kernels_sql, bounds_arg == Py_None ? NULL : bounds,
+                       max_late > 0 ? (size_t)max_late : 0, g, &mains, &oc, &gs,
+                       &no_duration, &gd, &err);
     Py_END_ALLOW_THREADS
     if (guard_raised(&gd)) goto done;
     if (rc == 0) {

@@ -28,6 +28,9 @@ except ImportError:  # not built here (no compiler at install time), or no libsq
 
 # a row of a pass's result: the capture's SQL values
 Row = tuple[Any, ...]
+# attribute(): kernels outside its bounds held for one more read of their launch calls (56 bytes each); more, and
+# the slice is read again with the exact bounds
+MAX_LATE = 1 << 18
 
 
 def available() -> bool:
@@ -45,14 +48,15 @@ def sweep(uri: str, ranges_sql: str, op_of: Callable[[str], tuple[int, bool, boo
         return _cattr.sweep(uri, ranges_sql, op_of, b, limits.SQL_STEP_GRAIN)
 
 
-def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object,
-              main: list[Row]) -> tuple[list[Row], int] | None:
+def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object, main: list[Row],
+              bounds: tuple[int, int] | None = None) -> tuple[list[Row], int] | None:
     """((pid, dev, label, key, via, launches, total) rows as _attribute_slice returns them, NULLs as -1 / '', in no
     order and a key once per join key of its launch calls (the caller sums them); how many kernels had a NULL
     duration), or None when a value is not an integer or NULL (the caller runs the SQL). held: sweep()'s segments;
-    main: (process, tid) of each process's main thread."""
+    main: (process, tid) of each process's main thread. bounds: an estimate of the kernels' correlation ids, bound to
+    calls_sql's ?1 and ?2 (the kernels outside it are matched too: _cattr.c attribute_all)."""
     with _budget(uri) as b:
-        return _cattr.attribute(uri, calls_sql, kernels_sql, held, main, b, limits.SQL_STEP_GRAIN)
+        return _cattr.attribute(uri, calls_sql, kernels_sql, held, main, b, limits.SQL_STEP_GRAIN, bounds, MAX_LATE)
 
 
 def busy(uri: str, sql: str, params: Row) -> Row | None:

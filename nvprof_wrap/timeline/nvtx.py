@@ -167,9 +167,11 @@ def _compiled_slice(conn: sqlite3.Connection, how: Row, where: dict[str, str]) -
     compiled pass; None where it declines. The compiled labels are numbered 0, 1, … in the order the sweep met them;
     ids gives each its Python id."""
     uri, calls, kernels, held, main, ids = how
-    filled = _fill_slice(conn, where)
+    bounds = _estimated(conn, where)
+    filled = _fill_slice(conn, where) if bounds is None else \
+        where | {"{rslice}": f"AND r.{where['correlation']} BETWEEN ?1 AND ?2"}
     try:
-        got = native_passes.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main)
+        got = native_passes.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main, bounds)
     except (RuntimeError, MemoryError):  # SQLite refused it there, or memory ran out: the SQL decides
         return None
     if got is None:
@@ -331,8 +333,8 @@ def _slices(conn: sqlite3.Connection, table: str, correlation: str) -> list[dict
     if lo is None or not can_fork() or hi - lo < MIN_SLICED_LAUNCHES:
         return [{}]
     step = (hi - lo) // n + 1
-    return [{"{slice}": f"AND k.rowid BETWEEN {a} AND {a + step - 1}", "table": table, "correlation": correlation}
-            for a in range(lo, hi + 1, step)]
+    return [{"{slice}": f"AND k.rowid BETWEEN {a} AND {a + step - 1}", "table": table, "correlation": correlation,
+             "rowids": f"{a} {a + step - 1}"} for a in range(lo, hi + 1, step)]
 
 
 def _fill_slice(conn: sqlite3.Connection, where: dict[str, str]) -> dict[str, str]:
@@ -343,6 +345,27 @@ def _fill_slice(conn: sqlite3.Connection, where: dict[str, str]) -> dict[str, st
                               f"FROM {where['table']} k WHERE true {where['{slice}']}").fetchone()
     rslice = f"AND r.{where['correlation']} BETWEEN {cmin} AND {cmax}" if cmin is not None else ""
     return where | {"{rslice}": rslice}
+
+
+PROBE_ROWS = 1024  # kernels read at each end of a slice to estimate its correlation ids
+
+
+def _estimated(conn: sqlite3.Connection, where: dict[str, str]) -> tuple[int, int] | None:
+    """(lowest, highest) correlation id of the first and last PROBE_ROWS kernels of a slice: where correlation ids
+    count up with the kernels' rowids (nsys writes both in time order), the slice's range, read in two short steps
+    down the b-tree instead of _fill_slice's scan of the slice (0.12-0.14 s of 1M kernels, as long as the compiled
+    pass's read of the launch calls). The compiled pass matches the kernels outside it after reading their calls
+    too. None for one slice (no bounds: every call is read) or without correlation ids at its ends."""
+    if "rowids" not in where:
+        return None
+    a, b = (int(x) for x in where["rowids"].split())
+    corr, table = where["correlation"], where["table"]
+    lo, hi = conn.execute(f"SELECT MIN(c), MAX(c) FROM (SELECT {corr} AS c FROM {table} WHERE rowid BETWEEN ? AND ? "
+                          f"UNION ALL SELECT {corr} FROM {table} WHERE rowid BETWEEN ? AND ?)",
+                          (a, min(b, a + PROBE_ROWS - 1), max(a, b - PROBE_ROWS + 1), b)).fetchone()
+    if not isinstance(lo, int) or not isinstance(hi, int):
+        return None
+    return lo, hi
 
 
 def _on_new_connection(reopen: Callable[[], sqlite3.Connection], seg: str, launches_sql: str,

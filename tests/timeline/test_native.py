@@ -97,7 +97,11 @@ def generated(tmp_path_factory) -> dict[str, Path]:
     replicate.replicate(RUNS / "gpt_fp32_nsys" / "nsys.sqlite.gz", out["replicated"], 30_000)
     for name, edit in (("twice", "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = correlationId / 2"),
                        ("real", "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start + 0.5 WHERE rowid = 7"),
-                       ("unusable", 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5 WHERE rowid % 997 = 0')):
+                       ("unusable", 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5 WHERE rowid % 997 = 0'),
+                       # correlation ids out of the kernels' rowid order: most of each slice's kernels fall outside
+                       # the ids at its ends (nvtx._estimated), and are matched after their calls are read too
+                       ("shuffled",
+                        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = correlationId * 7919 % 40009")):
         out[name] = folder / f"{name}.sqlite"
         shutil.copy(out["two"], out[name])
         with sqlite3.connect(out[name]) as conn:
@@ -106,7 +110,7 @@ def generated(tmp_path_factory) -> dict[str, Path]:
 
 
 @built
-@pytest.mark.parametrize("name", ["two", "replicated", "twice", "real", "unusable"])
+@pytest.mark.parametrize("name", ["two", "replicated", "twice", "real", "unusable", "shuffled"])
 @pytest.mark.parametrize("windowed", [False, True])
 def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name, windowed) -> None:
     """Sliced as a big capture is: one slice per core, the others in forked workers (the busy time here, where
@@ -121,6 +125,28 @@ def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name
     assert (name == "unusable") == any("without a usable time" in n for n in plain.notes)
     assert calls.get("busy_all") and calls.get("sweep")
     assert bool(calls.get("attribute")) == (name != "real")  # declined there: the SQL decided
+
+
+@built
+@pytest.mark.parametrize("max_late", [0, 10, native.MAX_LATE])
+def test_kernels_outside_the_estimated_correlation_ids_are_matched(monkeypatch, generated, max_late) -> None:
+    """A slice's calls are read for the correlation ids at its ends only: the kernels outside them are held and
+    matched after a second read of their calls, or (more of them than MAX_LATE) the slice is read again with the
+    exact ids. Each way, the attribution the SQL gives, and every kernel counted once."""
+    monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000)
+    monkeypatch.setattr(nvtx, "cores", lambda: 3)
+    monkeypatch.setattr(native, "MAX_LATE", max_late)
+    monkeypatch.setattr(nvtx, "PROBE_ROWS", 1)  # the ids of a slice's first and last kernels: most fall outside
+    estimates: list[tuple[int, int] | None] = []  # this process's slice (the others run in forked workers)
+    inner = nvtx._estimated
+    monkeypatch.setattr(nvtx, "_estimated", lambda conn, where: estimates.append(inner(conn, where)) or estimates[-1])
+    plain, compiled, calls = both(monkeypatch, generated["shuffled"])
+    assert compiled == plain and calls.get("attribute")
+    lo, hi = estimates[0] or (0, 0)
+    assert 0 < hi - lo < 40_000  # the estimate ran, narrower than the slice's ids'
+    with sqlite3.connect(generated["shuffled"]) as conn:
+        kernels = conn.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    assert sum(k.launches for k in compiled.kernels) == kernels
 
 
 @built

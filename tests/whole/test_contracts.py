@@ -208,6 +208,9 @@ def test_a_renderer_is_one_method():
         assert public == {"render"}, (name, public)
         assert inspect.signature(r.render).parameters.keys() == {"subject", "options"}
         assert isinstance(r.NAME, str) and r.EXTENSION.startswith(".") and BY_EXTENSION[r.EXTENSION] == name
+    # the registry names each module's extensions without importing it: the same as the modules' own
+    assert BY_EXTENSION == {ext: r.NAME for r in RENDERERS.values()
+                            for ext in (r.EXTENSION, *getattr(r, "ALIASES", ()))}
 
 
 @pytest.mark.parametrize("name", sorted(RENDERERS))
