@@ -196,7 +196,8 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
         for out, a in zip(cols, (p[inside], i, s, cut, e[inside] - s,
                                  np.full(len(s), g.name is not None), key[inside], part[inside])):
             out.append(a)
-    return tuple(np.concatenate(c) for c in cols)
+        del p, s, e, key, part, inside, i, cut
+    return tuple(_joined(c) for c in cols)
 
 
 def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids: _Codes,
@@ -209,8 +210,10 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
     decoded = keys.values()
     named = names({decoded[c] for c in np.unique(key[k])})
     group = p * len(steps.n) + i
+    del p, i
     o = _by_group(group, s)
     group, s, e, d, k, key, part = group[o], s[o], e[o], d[o], k[o], key[o], part[o]
+    del o
     firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     launches = np.add.reduceat(k.astype(np.int64), firsts)
     kernel_ns = np.add.reduceat(np.where(k, d, 0), firsts)
@@ -292,8 +295,8 @@ def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: 
         raise _Odd
     p, i = np.divmod(group, n_steps)
     order_key = (pid_rank[p] * n_steps + n_rank[i]) * n_keys + key_rank[key]
-    # one stable sort gives each triple's rows in order: its first row (its first launch), its count and its sum
-    o = np.argsort(order_key, kind="stable")
+    # one sort gives each triple's rows together: any of its rows (each holds the triple), its count and its sum
+    o = np.argsort(order_key)
     ordered = order_key[o]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     launches = np.diff(np.r_[starts, len(o)])
@@ -339,25 +342,34 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
         inside, i, cut = steps.assign(s, e)
         for out, x in zip(cols, (p[inside], i, s[inside], cut, kind[inside], e[inside])):
             out.append(x)
-    p, i, s, e, kind, whole_e = (np.concatenate(c) for c in cols)
+        del p, s, e, key, kind, inside, i, cut
+    p, i, s, e, kind, whole_e = (_joined(c) for c in cols)
+    del cols
     other = PARTS.index("api_other")
     pri = np.array([PARTS.index(f"api_{k}") if f"api_{k}" in PARTS else other for k in kinds] or [other],
                    dtype=np.int64)[kind]
     pieces = [(p, i, s, whole_e, pri)]
+    del whole_e, pri
     busy = e > s
-    p, i, s, e, kind = p[busy], i[busy], s[busy], e[busy], kind[busy]
     n_steps, n_kinds = len(steps.n), max(1, len(kinds))
-    group = (p * n_steps + i) * n_kinds + kind
+    step = p[busy] * n_steps + i[busy]
+    del p, i
+    s, e, kind = s[busy], e[busy], kind[busy]
+    del busy
+    group = step * n_kinds + kind
+    del kind
     o = _by_group(group, s)
     by_kind: dict[tuple[int, int], dict[str, int]] = {}
     for g, ns in zip(*_unions(group[o], s[o], e[o])):
-        step, c = divmod(int(g), n_kinds)
-        by_kind.setdefault(divmod(step, n_steps), {})[kinds[c]] = int(ns)
+        at, c = divmod(int(g), n_kinds)
+        by_kind.setdefault(divmod(at, n_steps), {})[kinds[c]] = int(ns)
+    del group, o
     union: dict[tuple[int, int], int] = {}
     if whole:
-        group = p * n_steps + i
-        o = _by_group(group, s)
-        union = {divmod(int(g), n_steps): int(ns) for g, ns in zip(*_unions(group[o], s[o], e[o]))}
+        o = _by_group(step, s)
+        union = {divmod(int(g), n_steps): int(ns) for g, ns in zip(*_unions(step[o], s[o], e[o]))}
+        del o
+    del step, s, e
     for at in set(by_kind) | set(union):
         values.setdefault(at, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0, "compute_busy_ns": 0})
     for at, vals in values.items():
@@ -365,6 +377,11 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
         if whole:
             vals["api_union_ns"] = union.get(at, 0)
     return pieces
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """np.concatenate(arrays), without a copy of a lone array (one table: the usual case)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _parts(steps: _Steps, pieces: list[Pieces], values: ByCode) -> None:
