@@ -361,8 +361,8 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
     o = _by_group(group, s)
     by_kind: dict[tuple[int, int], dict[str, int]] = {}
     for g, ns in zip(*_unions(group[o], s[o], e[o])):
-        at, c = divmod(int(g), n_kinds)
-        by_kind.setdefault(divmod(at, n_steps), {})[kinds[c]] = int(ns)
+        ps, c = divmod(int(g), n_kinds)
+        by_kind.setdefault(divmod(ps, n_steps), {})[kinds[c]] = int(ns)
     del group, o
     union: dict[tuple[int, int], int] = {}
     if whole:
