@@ -27,6 +27,7 @@ def _here(n: int) -> step_series.Measured:
 @forking
 def test_the_worker_measures_in_a_child_with_the_guessed_launches(monkeypatch):
     monkeypatch.setattr(step_series, "BIG", 0)
+    monkeypatch.setattr(step_series, "AHEAD_CORES", 2)
     ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here)
     assert ahead.work is not None
     _series, (said,) = ahead.result(20)
@@ -37,6 +38,7 @@ def test_the_worker_measures_in_a_child_with_the_guessed_launches(monkeypatch):
 @forking
 def test_launches_past_the_limit_end_the_worker_and_measure_here(monkeypatch):
     monkeypatch.setattr(step_series, "BIG", 0)
+    monkeypatch.setattr(step_series, "AHEAD_CORES", 2)
     monkeypatch.setenv(step_series.ENV_MAX, "100")
     ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here)
     assert ahead.work is not None
@@ -44,12 +46,16 @@ def test_launches_past_the_limit_end_the_worker_and_measure_here(monkeypatch):
     assert ahead.result(0) == (None, ("here 0",))
 
 
-def test_no_worker_where_the_guess_is_past_the_limit_or_the_file_small(monkeypatch):
+def test_no_worker_where_the_guess_is_past_the_limit_the_file_small_or_the_cores_few(monkeypatch):
     monkeypatch.setenv(step_series.ENV_MAX, "100")
     monkeypatch.setattr(step_series, "BIG", 0)
+    monkeypatch.setattr(step_series, "AHEAD_CORES", 2)
     assert step_series.Ahead(SAMPLE, lambda: 1000, _child, _here).work is None
     monkeypatch.setenv(step_series.ENV_MAX, "-1")
     monkeypatch.setattr(step_series, "BIG", SAMPLE.stat().st_size + 1)
+    assert step_series.Ahead(SAMPLE, lambda: 1000, _child, _here).work is None
+    monkeypatch.setattr(step_series, "BIG", 0)
+    monkeypatch.setattr(step_series, "AHEAD_CORES", fork.cores() + 1)
     assert step_series.Ahead(SAMPLE, lambda: 1000, _child, _here).work is None
 
 
@@ -64,6 +70,7 @@ def test_a_real_capture_gets_the_same_series_from_the_worker(monkeypatch):
             super().__init__(fn, *args, **kw)
 
     monkeypatch.setattr(step_series, "BIG", 0)
+    monkeypatch.setattr(step_series, "AHEAD_CORES", 2)
     monkeypatch.setattr(step_series, "Forked", Recorded)
     ahead = nw.analyze(SAMPLE)
     assert started and started[0] > 0  # the kernel rows: the worker measured this series
