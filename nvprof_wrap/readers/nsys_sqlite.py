@@ -316,6 +316,13 @@ def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
     return series, ()
 
 
+def _steps_alone(path: Path, have: set[str], span: tuple[int, int], graphs: str | None,
+                 launches: int) -> tuple[StepSeries | None, tuple[str, ...]]:
+    """_steps on a connection of its own (step_series.Ahead's forked worker)."""
+    with opened(path, "Nsight Systems") as conn:
+        return _steps(conn, have, launches, span, graphs)
+
+
 def _names(conn: sqlite3.Connection, keys: list[Any]) -> dict[Any, str]:
     """Kernel names of name keys (StringIds ids), the graph launches' GRAPH_KEY among them."""
     names = kernel_names(conn, [k for k in keys if k != graph_launches.GRAPH_KEY])
@@ -352,6 +359,9 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         span, warmup, program = _warmup(conn, have, graphs)
     whole = span == EVERYTHING
     busy_time = BusyTime(conn, path, _busy_sources(conn, have, graphs), span)  # side by side with the rest
+    ahead = step_series.Ahead(path, lambda: int(conn.execute(f"SELECT COUNT(*) FROM {KERNEL}").fetchone()[0]),
+                              functools.partial(_steps_alone, path, have, span, graphs),  # the series too
+                              lambda n: _steps(conn, have, n, span, graphs))
     try:
         memops, mem_notes = _memops(conn, have, in_window(span))
         lent: dict[str, int] = {}  # attribute's launches lent to main threads, kernels without a duration
@@ -371,23 +381,29 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
             warmup += later
     except BaseException:
         busy_time.abandon()
+        ahead.abandon()
         raise
-    busy = _activity(busy_time.result())
-    if not kernels and window is None:  # (a window without kernels: readers.read says so)
-        _no_kernels(path, conn, have, sum(m.count for m in memops))
-        if calls := _launch_calls(conn, have)[0]:
-            raise BadInput(path, _traced_no_kernel(conn, have, calls))
-    pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
-    notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
-        ((kernel_note,) if kernel_note else ()) + mem_notes + \
-        borrowed_note(lent, sum(k.total_ns or 0 for k in kernels)) + \
-        ((graph_launches.note(kernels),) if any(k.name == graph_launches.GRAPH_NAME for k in kernels) else ()) + \
-        _lost_names_note(kernels)
-    started, ended = session_span(conn, have)
-    hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
-        conn, have, path, KERNEL, "deviceId", kernel_name_column(conn), started, None if whole else span,
-        lambda keys: kernel_names(conn, keys))
-    series, series_notes = _steps(conn, have, sum(k.launches for k in kernels), span, graphs)
+    try:  # the series' worker is ended on any error before its result
+        busy = _activity(busy_time.result())
+        if not kernels and window is None:  # (a window without kernels: readers.read says so)
+            _no_kernels(path, conn, have, sum(m.count for m in memops))
+            if calls := _launch_calls(conn, have)[0]:
+                raise BadInput(path, _traced_no_kernel(conn, have, calls))
+        pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
+        notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
+            ((kernel_note,) if kernel_note else ()) + mem_notes + \
+            borrowed_note(lent, sum(k.total_ns or 0 for k in kernels)) + \
+            ((graph_launches.note(kernels),) if any(k.name == graph_launches.GRAPH_NAME for k in kernels)
+             else ()) + \
+            _lost_names_note(kernels)
+        started, ended = session_span(conn, have)
+        hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
+            conn, have, path, KERNEL, "deviceId", kernel_name_column(conn), started, None if whole else span,
+            lambda keys: kernel_names(conn, keys))
+    except BaseException:
+        ahead.abandon()
+        raise
+    series, series_notes = ahead.result(sum(k.launches for k in kernels))
     return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
                    started_ns=started, ended_ns=ended, command=session_command(conn, have), hw_devices=hw_dev,

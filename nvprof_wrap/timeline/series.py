@@ -18,21 +18,23 @@ says so).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
 from nvprof_wrap.system import environ
+from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import collectives, window
 from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps
 from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
-__all__ = ["BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM", "REFERENCE", "ApiTable", "GpuTable",
-           "limit",
-           "measure", "too_big"]
+__all__ = ["AHEAD_CORES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM", "REFERENCE", "Ahead",
+           "ApiTable", "GpuTable", "limit", "measure", "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 BUCKETS = 60  # time buckets of a capture without steps
@@ -58,6 +60,46 @@ def too_big(launches: int) -> str | None:
         return (f"per-step series not measured: {launches:,} kernel launches (more than {most:,}; "
                 f"{ENV_MAX}=-1 measures any size)")
     return None
+
+
+Measured = tuple[StepSeries | None, tuple[str, ...]]  # a reader's series and its notes
+AHEAD_CORES = 3  # cores from which Ahead forks: on 2 the reading process and the busy time's worker hold both
+# (measured, 1M launches, 2 cores loaded by other work: forked 10.1-12.0 s wall, 3.3-3.5 s user; in the reading
+# process 9.4-11.2 s, 3.1-3.2 s user — a third process only adds switching and copy-on-write faults)
+
+
+class Ahead:
+    """A reader's series of a big capture (system/fork.py BIG), on AHEAD_CORES or more, measured in a forked worker
+    beside the reader's other passes (the attribution, the busy time), started before they give the kernel launches
+    that decide whether the series is measured at all: it starts where guess() (the kernel rows, a cheap count)
+    lets it through MAX_LAUNCHES (a default report of a capture too big for it pays no worker). result(launches)
+    takes the worker's answer where launches lets the series through too (the launches only choose numpy or SQL,
+    which give the same values: tests/timeline/test_series_np.py), else ends the worker and measures
+    here(launches), as without it. alone opens a connection of its own: it runs in the child."""
+
+    def __init__(self, path: Path, guess: Callable[[], int], alone: Callable[[int], Measured],
+                 here: Callable[[int], Measured]) -> None:
+        self.here = here
+        self.work: Forked | None = None
+        if limit() != 0 and cores() >= AHEAD_CORES and Path(path).stat().st_size >= BIG and can_fork():
+            n = guess()
+            if n and too_big(n) is None:
+                self.work = Forked(alone, n)
+
+    def result(self, launches: int) -> Measured:
+        if self.work is not None and launches and too_big(launches) is None:
+            try:
+                got: Measured = self.work.result()
+                return got
+            except BaseException:
+                self.abandon()
+                raise
+        self.abandon()
+        return self.here(launches)
+
+    def abandon(self) -> None:
+        if self.work is not None:
+            self.work.cancel()
 
 
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], ranges_sql: str | None, host: str,
