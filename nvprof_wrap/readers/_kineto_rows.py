@@ -97,7 +97,7 @@ class Rows:
     def add_all(self, events: list[Any]) -> None:
         kl, rt, rng, threads, range_names = self.rows["kl"], self.rows["rt"], self.rows["rng"], self.threads, \
             self.range_names
-        api = self.api
+        api, names = self.api, self.names
         ranges = 0
         for ev in events:
             if type(ev) is not dict:
@@ -155,7 +155,18 @@ class Rows:
                            if called is not None and type(lasted) in _NUMBER and 0 <= lasted <= _MAX_DUR_US
                            else None, kind))
             elif cat in KERNEL_CATS:
-                kl.append(self._kernel(ev))
+                # torch.profiler's kernel: an int device in args, a str name, numbers in range (else _kernel)
+                args, name, at, lasted = ev.get("args"), ev.get("name"), ev.get("ts"), ev.get("dur")
+                dev = args.get("device") if type(args) is dict else None
+                if type(dev) is int and type(name) is str and type(at) in _NUMBER and type(lasted) in _NUMBER \
+                        and -_MAX_TS_US < at < _MAX_TS_US and 0 <= lasted <= _MAX_DUR_US:
+                    nid = names.get(name)
+                    if nid is None:
+                        nid = self._id(names, name)
+                    s, d = int(at * 1000), int(lasted * 1000)
+                    kl.append((args.get("correlation"), dev, nid, s, s + d, d))  # type: ignore[union-attr]  # dev is an int only when args is a dict
+                else:
+                    kl.append(self._kernel(ev))
             elif cat in MEM_CATS:
                 self.rows["mem"].append(self._mem(ev, cat))
             else:
