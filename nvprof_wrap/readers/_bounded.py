@@ -20,7 +20,7 @@ from typing import IO, Protocol, Self, TypedDict, Unpack
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.system import limits as limit_values
-from nvprof_wrap.system.bounded import Gunzip, _size, open_bytes
+from nvprof_wrap.system.bounded import Gunzip, open_bytes
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_JSON_STRING_BYTES
 
 CHUNK = 1 << 16
@@ -280,7 +280,7 @@ def inflate_to(src: Path, dst: Path, limit: int) -> int | None:
                 written += len(piece)
                 if written > free and written > ratio * max(packed, 1):
                     raise BadInput(src, f"gzip unpacks to more than {ratio} times its size "
-                                        f"({_size(written)} from {_size(packed)}): a gzip bomb?")
+                                        f"({written / 2**20:,.1f} MiB from {packed / 2**20:,.1f} MiB): a gzip bomb?")
                 if written > limit:
                     break
                 out.write(piece)
