@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import itertools
 import re
+import zlib
 from pathlib import Path
 from typing import IO, Protocol, Self, TypedDict, Unpack
 
@@ -242,6 +243,49 @@ def gunzip_to(src: Path, dst: Path, limit: int) -> int | None:
                 if written > limit:
                     break
                 out.write(chunk)
+    except BaseException:
+        dst.unlink(missing_ok=True)
+        raise
+    if written > limit:
+        dst.unlink(missing_ok=True)
+        return None
+    return written
+
+
+def inflate_to(src: Path, dst: Path, limit: int) -> int | None:
+    """gunzip_to through zlib directly, ~2x faster (gzip.GzipFile inflates in small pieces and copies each): for a
+    gzipped trace unpacked to be read in parts, whose caller reads it in one stream instead on any error. The same
+    gzip-bomb refusal as system/bounded.py's Gunzip (BadInput); members one after another and zero padding as gzip
+    takes them; a damaged or cut file raises (OSError, EOFError, zlib.error); dst removed on any of these."""
+    written = packed = 0
+    free, ratio = limit_values.GUNZIP_FREE_JSON_BYTES, limit_values.GUNZIP_MAX_RATIO
+    try:
+        with open(src, "rb") as inp, open(dst, "wb") as out:
+            unz, data = zlib.decompressobj(31), b""
+            while True:
+                if not data:
+                    data = inp.read(1 << 18)
+                    packed += len(data)
+                    if not data:
+                        break
+                if unz.eof:  # another member, or the zero padding gzip skips
+                    data = data.lstrip(b"\0")
+                    if not data:
+                        continue
+                    if data[:2] != b"\x1f\x8b":
+                        raise OSError("Not a gzipped file")
+                    unz = zlib.decompressobj(31)
+                piece = unz.decompress(data, 1 << 20)  # bounded: a bomb is stopped a piece at a time
+                data = unz.unconsumed_tail or unz.unused_data
+                written += len(piece)
+                if written > free and written > ratio * max(packed, 1):
+                    raise BadInput(src, f"gzip unpacks to more than {ratio} times its size "
+                                        f"({written / 2**20:,.1f} MiB from {packed / 2**20:,.1f} MiB): a gzip bomb?")
+                if written > limit:
+                    break
+                out.write(piece)
+            if written <= limit and not unz.eof:
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
     except BaseException:
         dst.unlink(missing_ok=True)
         raise

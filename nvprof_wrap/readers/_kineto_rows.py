@@ -18,7 +18,7 @@ import zlib
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
-from nvprof_wrap.readers._bounded import gunzip_to
+from nvprof_wrap.readers._bounded import inflate_to
 from nvprof_wrap.readers._durations import Durations
 from nvprof_wrap.readers._kineto_flops import FLOP_OPS, Signatures
 from nvprof_wrap.readers._trace_events import NotFast, TraceEvents, split_points
@@ -35,6 +35,9 @@ RANGE_CATS = {"cpu_op", "Operator", "user_annotation"}  # CPU-side ops and recor
 RUNTIME_CATS = {"cuda_runtime", "Runtime", "cuda_driver"}  # cuda_driver: cuLaunchKernelEx (cuBLAS), PyTorch 2.x
 FLOW_CATS = {"ac2g", "fwdbwd"}  # flow arrows (launch → kernel, forward → backward): nothing to read in them
 HOST_CATS = RUNTIME_CATS | {"cpu_op", "Operator"}
+CALL_KINDS = ("launch", "sync", "alloc", "other")  # text/cuda_calls.kind_of's kinds; rt.kind holds the index
+_KIND_CODE = {kind: i for i, kind in enumerate(CALL_KINDS)}
+_OTHER = _KIND_CODE["other"]
 _BATCH = 20000
 _NUMBER = (int, float)
 _MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
@@ -78,14 +81,15 @@ class Rows:
         self.gpu_pids: set[object] = set()  # processes a process_name event calls a GPU: their events are GPU work
         self.on_gpu = 0  # events on those processes that no category above made a kernel or a copy
         self.api: dict[str, int] = {}  # CUDA runtime / driver calls by name (launch calls without kernels: refused)
-        self.call_kinds: dict[object, str] = {}  # a call's name → launch / sync / alloc / other (text/cuda_calls)
+        self.call_kinds: dict[str, int] = {}  # a call's name → its kind's index in CALL_KINDS (text/cuda_calls)
         self.db = sqlite3.connect(db)
         self.db.execute("PRAGMA journal_mode=OFF")
         self.db.execute("PRAGMA synchronous=OFF")
         for sql in ('CREATE TABLE kl(corr INTEGER, dev INTEGER, nid INTEGER, start INTEGER, "end" INTEGER, dur)',
                     'CREATE TABLE mem(dev INTEGER, kind, dir, start INTEGER, "end" INTEGER, dur, bytes INTEGER)',
-                    # kind: the call's text/cuda_calls kind, looked up once per distinct name (call_kinds)
-                    'CREATE TABLE rt(corr INTEGER, tid INTEGER, t INTEGER, "end" INTEGER, kind TEXT)',
+                    # kind: the call's text/cuda_calls kind as its index in CALL_KINDS, looked up once per distinct
+                    # name (call_kinds): an integer binds faster than text, and the series reads it as it is
+                    'CREATE TABLE rt(corr INTEGER, tid INTEGER, t INTEGER, "end" INTEGER, kind INTEGER)',
                     "CREATE TABLE rng(tid INTEGER, s INTEGER, e INTEGER, name INTEGER)",
                     # the CPU ops with FLOPs (classify/flops.py, from their recorded shapes): a few per step
                     "CREATE TABLE fop(tid INTEGER, s INTEGER, e INTEGER, name INTEGER, flops INTEGER, prec TEXT)"):
@@ -97,7 +101,7 @@ class Rows:
     def add_all(self, events: list[Any]) -> None:
         kl, rt, rng, threads, range_names = self.rows["kl"], self.rows["rt"], self.rows["rng"], self.threads, \
             self.range_names
-        api = self.api
+        api, names, call_kinds = self.api, self.names, self.call_kinds
         ranges = 0
         for ev in events:
             if type(ev) is not dict:
@@ -140,22 +144,40 @@ class Rows:
                 args, name = ev.get("args"), ev.get("name")
                 at: Any = ev.get("ts")  # JSON values: the type checks below are the run-time ones
                 lasted: Any = ev.get("dur")
-                if type(name) is str:
-                    api[name] = api.get(name, 0) + 1
                 thread = (ev.get("pid"), ev.get("tid"))
                 tid = threads.get(thread)
                 if tid is None:
                     tid = self._id(threads, thread)
-                called = int(at * 1000) if type(at) in _NUMBER and -_MAX_TS_US < at < _MAX_TS_US else _ns(at)
-                kind = self.call_kinds.get(name) if type(name) is str else "other"
-                if kind is None:
-                    kind = self.call_kinds[name] = kind_of(name)
-                rt.append((args.get("correlation") if type(args) is dict else None, tid, called,
-                           called + int(lasted * 1000)
-                           if called is not None and type(lasted) in _NUMBER and 0 <= lasted <= _MAX_DUR_US
-                           else None, kind))
+                if type(name) is str:
+                    api[name] = api.get(name, 0) + 1
+                    kind = call_kinds.get(name)
+                    if kind is None:
+                        kind = call_kinds[name] = _KIND_CODE.get(kind_of(name), _OTHER)
+                else:
+                    kind = _OTHER
+                if type(at) in _NUMBER and -_MAX_TS_US < at < _MAX_TS_US:
+                    began = int(at * 1000)
+                    called: int | None = began
+                    ends = began + int(lasted * 1000) if type(lasted) in _NUMBER and 0 <= lasted <= _MAX_DUR_US \
+                        else None
+                else:
+                    called = _ns(at)
+                    ends = called + int(lasted * 1000) if called is not None and type(lasted) in _NUMBER \
+                        and 0 <= lasted <= _MAX_DUR_US else None
+                rt.append((args.get("correlation") if type(args) is dict else None, tid, called, ends, kind))
             elif cat in KERNEL_CATS:
-                kl.append(self._kernel(ev))
+                # torch.profiler's kernel: an int device in args, a str name, numbers in range (else _kernel)
+                args, name, at, lasted = ev.get("args"), ev.get("name"), ev.get("ts"), ev.get("dur")
+                dev = args.get("device") if type(args) is dict else None
+                if type(dev) is int and type(name) is str and type(at) in _NUMBER and type(lasted) in _NUMBER \
+                        and -_MAX_TS_US < at < _MAX_TS_US and 0 <= lasted <= _MAX_DUR_US:
+                    nid = names.get(name)
+                    if nid is None:
+                        nid = self._id(names, name)
+                    s, d = int(at * 1000), int(lasted * 1000)
+                    kl.append((args.get("correlation"), dev, nid, s, s + d, d))  # type: ignore[union-attr]  # dev is an int only when args is a dict
+                else:
+                    kl.append(self._kernel(ev))
             elif cat in MEM_CATS:
                 self.rows["mem"].append(self._mem(ev, cat))
             else:
@@ -341,7 +363,7 @@ def _worth_parts(path: Path, folder: Path) -> Path | None:
     limit = min(size * GUNZIP_RATIO, shutil.disk_usage(folder).free // 2)
     plain = folder / "unpacked.json"
     try:
-        written = gunzip_to(path, plain, limit)
+        written = inflate_to(path, plain, limit)
     except (OSError, EOFError, zlib.error):
         return None  # one streamed pass says what is wrong with the file, if anything
     return plain if written is not None and written >= BIG else None

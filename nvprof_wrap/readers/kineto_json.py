@@ -22,7 +22,7 @@ from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, 
 from nvprof_wrap.readers._bounded import open_json
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_flops import op_flops
-from nvprof_wrap.readers._kineto_rows import Rows, scan, temp_folder
+from nvprof_wrap.readers._kineto_rows import CALL_KINDS, Rows, scan, temp_folder
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME, refuse_launches
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor, rocm_capture
 from nvprof_wrap.run.steps import could_mark_a_step
@@ -150,9 +150,6 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
                    series=series, op_flops=flops)
 
 
-_CALL_KINDS = ("launch", "sync", "alloc", "other")  # text/cuda_calls.kind_of's kinds, as rt.kind holds them
-
-
 def _steps(rows: Rows, names: dict[int, str], launches: int,
            span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): timeline/series.py over the trace's tables (its ProfilerStep#N ranges; every
@@ -165,12 +162,10 @@ def _steps(rows: Rows, names: dict[int, str], launches: int,
     db.execute("CREATE TEMP TABLE IF NOT EXISTS _nvw_rnames(id INTEGER PRIMARY KEY, name TEXT)")
     db.executemany("INSERT OR REPLACE INTO _nvw_rnames VALUES (?, ?)",
                    [(i, n) for n, i in rows.range_names.items() if could_mark_a_step(n)])
-    # the call's kind as its index in _CALL_KINDS: an integer column keeps the series' numpy read on its fast path
-    code = " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(_CALL_KINDS[:-1]))
-    db.execute(f'CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", '
-               f'(CASE kind {code} ELSE {len(_CALL_KINDS) - 1} END) AS kind FROM rt')
+    # rt.kind: the call's kind as its index in CALL_KINDS already (an integer keeps the series' numpy read fast)
+    db.execute('CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", kind FROM rt')
     ranges = "SELECT r.tid AS tid, r.s AS s, r.e AS e, n.name AS name FROM rng r JOIN _nvw_rnames n ON n.id = r.name"
-    api = [step_series.ApiTable("_nvw_calls", p, "kind", lambda keys: {k: _CALL_KINDS[k] for k in keys})] \
+    api = [step_series.ApiTable("_nvw_calls", p, "kind", lambda keys: {k: CALL_KINDS[k] for k in keys})] \
         if rows.api else []
     copy = copy_part_sql("dir", {d: d for d in ("HtoD", "DtoH", "DtoD", "PtoP")})
     tables = [step_series.GpuTable("kl", p, "nid"),
