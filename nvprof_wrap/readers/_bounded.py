@@ -232,6 +232,14 @@ def open_json(path: Path, unpacked: int | None = None, **limits: Unpack[JsonLimi
     return BoundedJSON(open_bytes(path, unpacked, limit_values.GUNZIP_FREE_JSON_BYTES), path, **limits)
 
 
+def _kept(dst: Path, written: int, limit: int) -> int | None:
+    """The bytes written to dst, or None (and dst removed) where the unpacking stopped past limit."""
+    if written > limit:
+        dst.unlink(missing_ok=True)
+        return None
+    return written
+
+
 def gunzip_to(src: Path, dst: Path, limit: int) -> int | None:
     """Unpack the gzip file src into dst, streaming; the bytes written, or None (and no dst) when it unpacks to more
     than limit bytes. A damaged gzip raises (OSError, EOFError, zlib.error), a gzip bomb BadInput; dst removed."""
@@ -246,10 +254,7 @@ def gunzip_to(src: Path, dst: Path, limit: int) -> int | None:
     except BaseException:
         dst.unlink(missing_ok=True)
         raise
-    if written > limit:
-        dst.unlink(missing_ok=True)
-        return None
-    return written
+    return _kept(dst, written, limit)
 
 
 def inflate_to(src: Path, dst: Path, limit: int) -> int | None:
@@ -289,7 +294,4 @@ def inflate_to(src: Path, dst: Path, limit: int) -> int | None:
     except BaseException:
         dst.unlink(missing_ok=True)
         raise
-    if written > limit:
-        dst.unlink(missing_ok=True)
-        return None
-    return written
+    return _kept(dst, written, limit)
