@@ -7,19 +7,22 @@
 #   python -m benchmarks report_kineto_json --quick  100k kernels, plain and gzipped, vs the ijson floor
 # Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl.
 # There, carrying .whl .debs:   source .debs/gpu-env.sh; bash benchmarks/gpu/report_suite.sh
+# BENCHES=a,b --quick,...: which benchmarks (comma-separated). NOTE=... and taskset -c 0,1 in front: the same on two of its cores (a quiet 2-core machine).
 # $OUT: report_suite.log and each benchmark's JSON (benchmarks/results format).
 set -u
 set -o pipefail
 REPO=$PWD
 unset PYTHONPATH
+NOTE=${NOTE:-"the GPU machine's 16 cores, nothing else running"}
 S=${S:-/tmp/ssuite}; R=$S/runs; O=${OUT:-/tmp/outsuite}; LOG=$O/report_suite.log
 mkdir -p $R $O; : > $LOG
 source $REPO/benchmarks/gpu/venv.sh
 (cd $REPO && python3 setup.py build_ext --inplace -q >> $LOG 2>&1; ls nvprof_wrap/timeline/_cattr*.so >> $LOG 2>&1)
 (cd $REPO && $V/python -c "import nvprof_wrap.timeline.native as n; print('native helper:', n.available(), n.__file__)") >> $LOG 2>&1
-for b in ${BENCHES:-"report_sections" "report_long_job --quick" "report_kineto_json --quick"}; do
+IFS=, read -ra LIST <<< "${BENCHES:-report_sections,report_long_job --quick,report_kineto_json --quick}"
+for b in "${LIST[@]}"; do
   step "python -m benchmarks $b"
   (cd $REPO && timeout -s INT 400 $V/python -m benchmarks $b --out $O --work-dir $S/work \
-     --note "the GPU machine's 16 cores, nothing else running" >> $LOG 2>&1); echo "rc $?" >> $LOG
+     --note "$NOTE" >> $LOG 2>&1); echo "rc $?" >> $LOG
 done
 cat $LOG
