@@ -97,11 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM ends a command like Ctrl-C: through every `finally` (temporary folders removed, helper processes
     # stopped), exit 128+15. So does SIGHUP (the terminal closed) for a command that reads; a command that runs a
     # job instead stops printing to the terminal and goes on (launch/job.py: the job is not the terminal's).
-    tempdirs.sweep()  # what a command killed by SIGKILL or the OOM killer left in the temporary folder
     terminals = terminal_fds()
     previous = end_on((signal.SIGTERM,), terminate)
     on_hangup = (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate
     previous.update(end_on((signal.SIGHUP,), on_hangup))
+    tempdirs.sweep()  # what a command killed by SIGKILL or the OOM killer left in the temporary folder
     try:
         for warning in environ.check(args.command):
             say(f"nvprof-wrap: warning: {warning}")

@@ -9,6 +9,7 @@ process.
 """
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import signal
@@ -154,6 +155,18 @@ def alongside(here: Callable[[], Any], others: list[Forked]) -> list[Any]:
         for other in others:
             other.cancel()
         raise
+
+
+def in_waves(here: Callable[[Any], Any], forked: Callable[[Any], Forked], items: list[Any], width: int) -> list[Any]:
+    """[the result of each item, in order]: items in waves of ``width`` side by side (the first of a wave by
+    here(item) in this process, the rest by forked(item) in children), each wave ended before the next starts, so
+    that no more than ``width`` processes hold a piece's memory at once. With one core (or no fork), one by one."""
+    width = max(1, width)
+    parts: list[Any] = []
+    for i in range(0, len(items), width):
+        first, *rest = items[i:i + width]
+        parts += alongside(functools.partial(here, first), [forked(item) for item in rest])
+    return parts
 
 
 def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:

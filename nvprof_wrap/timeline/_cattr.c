@@ -154,14 +154,40 @@ static uint64_t mix(uint64_t x) {
 
 /* ---- segments: each thread's time line cut where its (scope, op) label changes, sorted by (tid, s) ---- */
 typedef struct { int64_t tid; size_t lo, hi, last; } Thread;
-typedef struct { int64_t *s, *lab; char *lab_null; size_t n; Thread *threads; size_t nthreads; } Segments;
-typedef struct { int64_t tid, s, lab; char lab_null; } Bound;
+/* lab: the segment's label id, -1 for none (12 bytes a segment: a day-long job's 2.5M ranges cut its threads into
+ * ~5M segments, held through the whole attribution) */
+typedef struct { int64_t *s; int32_t *lab; size_t n; Thread *threads; size_t nthreads; } Segments;
+/* the sweep's boundaries as it emits them (20 bytes each, in three arrays; the tids become Segments' threads) */
+typedef struct { int64_t *tid, *s; int32_t *lab; size_t n, cap; } Bounds;
+typedef struct { int64_t tid, s; int32_t lab; } Bound;  /* one boundary, to sort them where they come unsorted */
 typedef struct { int64_t *p, *tid; size_t n; } Mains;  /* each process's main thread (nvw.main) */
 
 static void segments_free(Segments *g) {
     if (!g) return;
-    free(g->s); free(g->lab); free(g->lab_null); free(g->threads);
+    free(g->s); free(g->lab); free(g->threads);
     free(g);
+}
+
+static void bounds_free(Bounds *b) {
+    free(b->tid); free(b->s); free(b->lab);
+    b->tid = b->s = NULL; b->lab = NULL; b->n = b->cap = 0;
+}
+
+static int bounds_push(Bounds *b, int64_t tid, int64_t s, int32_t lab) {
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        int64_t *t = realloc(b->tid, cap * sizeof *t);
+        if (!t) return -1;
+        b->tid = t;
+        int64_t *u = realloc(b->s, cap * sizeof *u);
+        if (!u) return -1;
+        b->s = u;
+        int32_t *l = realloc(b->lab, cap * sizeof *l);
+        if (!l) return -1;
+        b->lab = l; b->cap = cap;
+    }
+    b->tid[b->n] = tid; b->s[b->n] = s; b->lab[b->n++] = lab;
+    return 0;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
@@ -181,29 +207,41 @@ static int bound_cmp(const void *a, const void *b) {
 }
 
 /* The segments of boundaries in any order; NULL when two share a thread and start (the SQL's primary key refuses
- * them: the SQL path says what that is) or memory ran out (*oom set). Takes the boundaries. */
-static Segments *segments_of(Bound *b, size_t n, int *oom) {
+ * them: the SQL path says what that is) or memory ran out (*oom set). Takes the boundaries' arrays (their starts and
+ * labels become the segments', with no copy: a copy held both at once, 20M launches' sweep peaked at 345 MB). */
+static Segments *segments_of(Bounds *b, int *oom) {
+    size_t n = b->n;
     int sorted = 1;
-    for (size_t i = 1; i < n && sorted; i++) sorted = bound_cmp(&b[i - 1], &b[i]) < 0;
-    if (!sorted) qsort(b, n, sizeof *b, bound_cmp);
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = b->tid[i - 1] < b->tid[i] || (b->tid[i - 1] == b->tid[i] && b->s[i - 1] < b->s[i]);
     Segments *g = calloc(1, sizeof *g);
+    if (!g) goto oom;
+    if (!sorted) {  /* the sweep emits each thread's boundaries in time order: not seen */
+        Bound *t = malloc((n + 1) * sizeof *t);
+        if (!t) goto oom;
+        for (size_t i = 0; i < n; i++) t[i] = (Bound){b->tid[i], b->s[i], b->lab[i]};
+        qsort(t, n, sizeof *t, bound_cmp);
+        for (size_t i = 0; i < n; i++) { b->tid[i] = t[i].tid; b->s[i] = t[i].s; b->lab[i] = t[i].lab; }
+        free(t);
+    }
     size_t tcap = 0;
-    if (!g || !(g->s = malloc((n + 1) * sizeof *g->s)) || !(g->lab = malloc((n + 1) * sizeof *g->lab))
-        || !(g->lab_null = malloc(n + 1))) goto oom;
     for (size_t i = 0; i < n; i++) {
-        if (i && b[i].tid == b[i - 1].tid && b[i].s == b[i - 1].s) { free(b); segments_free(g); return NULL; }
-        if (!g->nthreads || g->threads[g->nthreads - 1].tid != b[i].tid) {
+        if (i && b->tid[i] == b->tid[i - 1] && b->s[i] == b->s[i - 1]) { bounds_free(b); segments_free(g); return NULL; }
+        if (!g->nthreads || g->threads[g->nthreads - 1].tid != b->tid[i]) {
             if (grow((void **)&g->threads, &tcap, g->nthreads + 1, sizeof *g->threads)) goto oom;
-            g->threads[g->nthreads++] = (Thread){b[i].tid, i, i, i};
+            g->threads[g->nthreads++] = (Thread){b->tid[i], i, i, i};
         }
-        g->s[i] = b[i].s; g->lab[i] = b[i].lab; g->lab_null[i] = b[i].lab_null;
         g->threads[g->nthreads - 1].hi = i + 1;
     }
-    g->n = n;
-    free(b);
+    /* the arrays' spare room given back (their capacity doubled as they grew) */
+    int64_t *s = n ? realloc(b->s, n * sizeof *s) : NULL;
+    int32_t *lab = n ? realloc(b->lab, n * sizeof *lab) : NULL;
+    g->s = s ? s : b->s; g->lab = lab ? lab : b->lab; g->n = n;
+    free(b->tid);
+    b->tid = b->s = NULL; b->lab = NULL; b->n = b->cap = 0;
     return g;
 oom:
-    free(b); segments_free(g); *oom = 1;
+    bounds_free(b); segments_free(g); *oom = 1;
     return NULL;
 }
 
@@ -399,7 +437,7 @@ static End heap_pop(End *h, size_t *n) {
 
 typedef struct {
     Labels *L; Open *active; size_t nactive; End *ends; size_t nends;
-    Bound *out; size_t nout, ocap;
+    Bounds out;
     int64_t tid, pend_t; int pend_set; int32_t pend_lab; int32_t last; int last_set;
 } Sweep;
 
@@ -425,8 +463,7 @@ static int close_first(Sweep *w, int64_t *t, int32_t *lab) {
 
 static int emit(Sweep *w) {  /* the held-back boundary, when its label differs from the last emitted */
     if (w->pend_set && (!w->last_set || w->pend_lab != w->last)) {
-        if (grow((void **)&w->out, &w->ocap, w->nout + 1, sizeof *w->out)) return -1;
-        w->out[w->nout++] = (Bound){w->tid, w->pend_t, w->pend_lab, (char)(w->pend_lab < 0)};
+        if (bounds_push(&w->out, w->tid, w->pend_t, w->pend_lab < 0 ? -1 : w->pend_lab) < 0) return -1;
         w->last = w->pend_lab; w->last_set = 1;
     }
     return 0;
@@ -449,9 +486,9 @@ static int close_all(Sweep *w) {
     return emit(w);
 }
 
-static int sweep_all(Ranges *r, Labels *L, Bound **out, size_t *nout) {
-    Sweep w = {L, malloc((r->n + 1) * sizeof(Open)), 0, malloc((r->n + 1) * sizeof(End)), 0, NULL, 0, 0, 0, 0, 0, -1,
-               -1, 0};
+static int sweep_all(Ranges *r, Labels *L, Bounds *out) {
+    Sweep w = {.L = L, .active = malloc((r->n + 1) * sizeof(Open)), .ends = malloc((r->n + 1) * sizeof(End)),
+               .pend_lab = -1, .last = -1};
     int started = 0, rc = -1;
     if (!w.active || !w.ends) goto done;
     for (size_t seq = 0; seq < r->n; seq++) {
@@ -475,7 +512,7 @@ static int sweep_all(Ranges *r, Labels *L, Bound **out, size_t *nout) {
     rc = 0;
 done:
     free(w.active); free(w.ends);
-    if (rc == 0) { *out = w.out; *nout = w.nout; } else free(w.out);
+    if (rc == 0) *out = w.out; else bounds_free(&w.out);
     return rc;
 }
 
@@ -550,14 +587,14 @@ static int32_t label_call(Segments *g, Mains *mains, Outcomes *oc, int64_t jk, V
     if (!tid.null && !t.null) {
         Thread *th = thread_of(g, tid.v);
         ptrdiff_t i = th ? seg_at(g, th, t.v) : -1;
-        if (i >= 0 && !g->lab_null[i]) return outcome_id(oc, g->lab[i], jk, 0);
+        if (i >= 0 && g->lab[i] >= 0) return outcome_id(oc, g->lab[i], jk, 0);
     }
     int64_t lab = -1;
     int64_t *m = proc.null ? NULL : main_of(mains, proc.v);
     if (m && !tid.null && *m != tid.v && !t.null) {
         Thread *th = thread_of(g, *m);
         ptrdiff_t i = th ? seg_at(g, th, t.v) : -1;
-        if (i >= 0 && !g->lab_null[i]) lab = g->lab[i];
+        if (i >= 0 && g->lab[i] >= 0) lab = g->lab[i];
     }
     return outcome_id(oc, lab, jk, 1);
 }
@@ -1267,13 +1304,16 @@ static PyObject *py_sweep(PyObject *self, PyObject *args) {
         name_op[i] = (int32_t)op; is_layer[op] = (char)layer; is_step[op] = (char)step;
     }
     L.name_op = name_op; L.is_layer = is_layer; L.is_step = is_step;
-    Bound *bounds = NULL;
-    size_t nb = 0;
+    Bounds bounds = {0};
     int rc, oom = 0;
     Segments *g = NULL;
     Py_BEGIN_ALLOW_THREADS
-    rc = sweep_all(r, &L, &bounds, &nb);
-    if (rc == 0) g = segments_of(bounds, nb, &oom);  /* takes the boundaries */
+    rc = sweep_all(r, &L, &bounds);
+    /* the ranges themselves are done with (main_threads reads their per-thread totals): given back before the
+     * segments are made, so that the two are never held together */
+    free(r->tid); free(r->s); free(r->e); free(r->name);
+    r->tid = r->s = r->e = NULL; r->name = NULL; r->n = r->cap = 0;
+    if (rc == 0) g = segments_of(&bounds, &oom);  /* takes the boundaries */
     Py_END_ALLOW_THREADS
     if (rc < 0 || oom) { PyErr_NoMemory(); goto done; }
     if (!g) { result = Py_NewRef(Py_None); goto done; }  /* two boundaries at one time of a thread: never here */

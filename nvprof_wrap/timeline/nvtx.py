@@ -15,7 +15,7 @@ from nvprof_wrap.model import NO_RANGE
 from nvprof_wrap.run.steps import LAYER_PREFIXES
 from nvprof_wrap.run.steps import PROFILER_STEP_PREFIX as STEP_PREFIX
 from nvprof_wrap.system import tempdirs
-from nvprof_wrap.system.fork import Forked, alongside, can_fork, cores
+from nvprof_wrap.system.fork import Forked, can_fork, cores, in_waves
 from nvprof_wrap.timeline import native as native_passes
 
 # torch.autograd.profiler.emit_nvtx appends ", seq = N", ", op_id = N", ", sizes = [...]" to each op.
@@ -33,6 +33,10 @@ def op_name(text: str | None) -> str:
 Boundary = tuple[Any, int, int | None]
 Row = tuple[Any, ...]  # a row of SQL values
 MIN_SLICED_LAUNCHES = 100_000  # below this, attribution runs in one process
+# At most this many launches a slice: a slice holds its launch calls (~20 B each in the compiled pass), so a
+# day-long job's 20M launches in one slice per core (2 cores: 10M each) took the largest process to 361 MB. Bigger
+# captures get more slices than cores, run in waves of one per core.
+MAX_SLICE_LAUNCHES = 4_000_000
 
 
 def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
@@ -89,8 +93,8 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
         _main_threads(conn, ranges_sql, seg, process_of_tid)
         slices = _slices(conn, kernel_table, correlation) if reopen is not None and kernel_table else [{}]
         slices = [sl | {"{process}": process_of_tid.replace("tid", "o.tid")} for sl in slices]
-        others = [Forked(_on_new_connection, reopen, seg, launches_sql, sl) for sl in slices[1:]]
-        parts = alongside(lambda: _attribute_slice(conn, seg, launches_sql, slices[0]), others)
+        parts = in_waves(lambda sl: _attribute_slice(conn, seg, launches_sql, sl),
+                         lambda sl: Forked(_on_new_connection, reopen, seg, launches_sql, sl), slices, _width())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _grouped(parts, labels, borrowed)
@@ -145,8 +149,8 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
     ids = [labels.add((by_id[scope], by_id[op])) for scope, op in pairs]  # the Python sweep's ids, in its order
     how = (uri, calls, kernels, held, main, ids)
     slices = _slices(conn, kernel_table, correlation)
-    others = [Forked(_compiled_alone, reopen, how, sl) for sl in slices[1:]]
-    parts = alongside(lambda: _compiled_slice(conn, how, slices[0]), others)
+    parts = in_waves(lambda sl: _compiled_slice(conn, how, sl), lambda sl: Forked(_compiled_alone, reopen, how, sl),
+                     slices, _width())
     if any(part is None for part in parts):
         return None
     if borrowed is not None:
@@ -323,18 +327,31 @@ class _Labels(dict[Any, Any]):
 
 
 def _slices(conn: sqlite3.Connection, table: str, correlation: str) -> list[dict[str, str]]:
-    """Placeholder values of one slice per core for captures of 100k launches or more, else of one slice (all).
-    Each slice finds the range of correlation ids of its kernels itself (_fill_slice, in its own process): measured
-    on 16 cores at 5M launches, without that range every slice built an index of all the launch calls."""
+    """Placeholder values of the slices of a capture's kernels, by rowid: one slice per core (at most 8) for
+    captures of 100k launches or more, and more than that, a whole number of waves of _width() slices, where a
+    slice would otherwise hold more than MAX_SLICE_LAUNCHES (also where nothing can fork: then one by one);
+    else one slice (all). Each slice finds the range of correlation ids of its kernels itself (_fill_slice,
+    _estimated, in its own process): measured on 16 cores at 5M launches, without that range every slice built an
+    index of all the launch calls."""
     # Two subqueries: MIN and MAX together in one SELECT scan the whole table (0.35 s at 2M launches), each alone
     # is one step down the b-tree.
     lo, hi = conn.execute(f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})").fetchone()
-    n = min(cores(), 8)
-    if lo is None or not can_fork() or hi - lo < MIN_SLICED_LAUNCHES:
+    if lo is None:
+        return [{}]
+    n = _width() if hi - lo >= MIN_SLICED_LAUNCHES else 1
+    if (hi - lo + 1) > n * MAX_SLICE_LAUNCHES:
+        width = _width()
+        n = -(-(hi - lo + 1) // (MAX_SLICE_LAUNCHES * width)) * width
+    if n == 1:
         return [{}]
     step = (hi - lo) // n + 1
     return [{"{slice}": f"AND k.rowid BETWEEN {a} AND {a + step - 1}", "table": table, "correlation": correlation,
              "rowids": f"{a} {a + step - 1}"} for a in range(lo, hi + 1, step)]
+
+
+def _width() -> int:
+    """How many slices run side by side: one per core, at most 8; one where nothing can fork."""
+    return min(cores(), 8) if can_fork() else 1
 
 
 def _fill_slice(conn: sqlite3.Connection, where: dict[str, str]) -> dict[str, str]:

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from benchmarks.report_pathological_inputs import mangled_bomb
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS, SKIPPED_SHOWN
 from nvprof_wrap.text import demangle as demangle_mod
 from tests._paths import DATA, FAKE_BIN, H200, PUBLIC, ROOT, RUNS, fixtures_absent
@@ -573,7 +574,9 @@ def _terminate_while_reading(target: Path, tmp: Path, signum: int, folders: int,
     deadline = time.time() + 60
     seen = 0  # what the wait saw: a quick read may remove its folder again before a second look
     while time.time() < deadline and p.poll() is None:
-        seen = max(seen, len(list(tmp.iterdir())))
+        # our folders only: Python's first tempfile.gettempdir() writes and removes a probe file in TMPDIR at
+        # start-up, before `report` handles SIGTERM; a signal sent on seeing it ended the process by the signal (-15)
+        seen = max(seen, len([p for p in tmp.iterdir() if p.name.startswith(tempdirs.PREFIX) and p.is_dir()]))
         if seen >= folders:
             break
         time.sleep(0.005)

@@ -10,6 +10,7 @@ import os
 import shutil
 import sqlite3
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from benchmarks import generate, replicate
 from nvprof_wrap import readers
 from nvprof_wrap.readers import nsys_sqlite
+from nvprof_wrap.system.fork import Forked, can_fork, in_waves
 from nvprof_wrap.timeline import busy, native, nvtx
 from nvprof_wrap.timeline.busy import busy_part
 from nvprof_wrap.timeline.sql import EVERYTHING, uri_of
@@ -125,6 +127,58 @@ def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name
     assert (name == "unusable") == any("without a usable time" in n for n in plain.notes)
     assert calls.get("busy_all") and calls.get("sweep")
     assert bool(calls.get("attribute")) == (name != "real")  # declined there: the SQL decided
+
+
+@built
+@pytest.mark.parametrize("forks", [True, False])
+def test_more_slices_than_cores_run_in_waves_and_read_the_same(monkeypatch, generated, forks) -> None:
+    """A capture past MAX_SLICE_LAUNCHES a slice per core is cut into more slices than cores, run in waves of one
+    per core (or one by one where nothing forks): the same capture as read in one slice, by both passes."""
+    monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 10**9)
+    whole = both(monkeypatch, generated["two"])
+    assert whole[0] == whole[1]
+    monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000)
+    monkeypatch.setattr(nvtx, "MAX_SLICE_LAUNCHES", 3000)
+    monkeypatch.setattr(nvtx, "cores", lambda: 2)
+    monkeypatch.setattr(nvtx, "can_fork", lambda: forks)
+    made: list[list[dict[str, str]]] = []
+    inner = nvtx._slices
+    monkeypatch.setattr(nvtx, "_slices", lambda *a: made.append(inner(*a)) or made[-1])
+    plain, compiled, calls = both(monkeypatch, generated["two"])
+    with sqlite3.connect(generated["two"]) as conn:
+        kernels = conn.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    width = 2 if forks else 1
+    assert [len(m) for m in made] == [-(-kernels // (3000 * width)) * width] * 2  # whole waves, both passes
+    assert all(len(m) > 2 for m in made)
+    assert compiled == plain
+    assert calls.get("attribute")
+    for field in ("kernels", "ops"):  # the same rows; their order follows the slices (as with one per core)
+        assert sorted(map(repr, getattr(plain, field))) == sorted(map(repr, getattr(whole[0], field)))
+    assert plain.kernels and plain.ops
+
+
+def test_waves_run_no_more_than_their_width_at_once(tmp_path) -> None:
+    """in_waves: every item's result in order, at most `width` of them running at any moment."""
+    log = tmp_path / "log"
+
+    def work(i: int) -> int:
+        with open(log, "a") as f:
+            f.write(f"start {i} {time.monotonic()}\n")
+        time.sleep(0.05)
+        with open(log, "a") as f:
+            f.write(f"end {i} {time.monotonic()}\n")
+        return i * i
+
+    got = in_waves(work, lambda i: Forked(work, i), list(range(7)), 3)
+    assert got == [i * i for i in range(7)]
+    events = sorted((float(t), kind) for kind, _i, t in (line.split() for line in log.read_text().splitlines()))
+    running, most = 0, 0
+    for _t, kind in events:
+        running += 1 if kind == "start" else -1
+        most = max(most, running)
+    assert len(events) == 14 and most <= 3
+    if can_fork():
+        assert most == 3  # side by side where forking is possible
 
 
 @built
