@@ -117,5 +117,8 @@ def test_a_measured_wall_time_ends_at_the_exit_not_at_the_next_memory_sample():
 
     from benchmarks.suite.measure import SAMPLE_S, measure
 
-    m = measure([sys.executable, "-c", "import time; time.sleep(0.3)"])
-    assert 0.3 <= m.wall_s < 2 * SAMPLE_S - 0.01, m
+    # the least of three: a sampled end reads 0.5 s every time, a moment of load on a 2-core machine (0.503 s once,
+    # in the whole suite) only once
+    runs = [measure([sys.executable, "-c", "import time; time.sleep(0.3)"]) for _ in range(3)]
+    assert all(m.wall_s >= 0.3 for m in runs), runs
+    assert min(m.wall_s for m in runs) < 2 * SAMPLE_S - 0.01, runs
