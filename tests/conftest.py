@@ -112,6 +112,13 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["NVPROF_WRAP_HISTORY"] = str(scratch / "h.sqlite")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
     config.addinivalue_line("markers", "needs_fixtures: reads ../shared/fixtures (skipped when the folder is absent)")
+    # A suite started in the background by a non-interactive shell (`cmd &`, nohup) inherits SIGINT ignored, and so
+    # does every process it starts: the Ctrl-C tests then saw no Ctrl-C at all (7 failed so). Handled here instead,
+    # the processes the tests start begin with it at its default, as from a terminal.
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
