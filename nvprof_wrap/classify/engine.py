@@ -117,8 +117,9 @@ def needs_of(rules: tuple[Rule, ...]) -> tuple[tuple[str, ...] | None, ...]:
 def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:
     """The first rule matching a lower-cased name (_compile); a rule whose needed strings the name lacks is not
     searched (a substring test costs a fraction of a search that scans the whole name: 3-4x less time in all)."""
+    has = lowered.__contains__
     for r, needs in zip(rules, needs_of(rules)):
-        if needs is not None and not any(n in lowered for n in needs):
+        if needs is not None and not any(map(has, needs)):
             continue
         if r.pattern.search(lowered):
             return r

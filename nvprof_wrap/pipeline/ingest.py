@@ -22,6 +22,8 @@ Progress = Callable[[Path], None]
 Skipped = list[tuple[str, str]]  # (file, why it was not read)
 # (path, named on the command line, identity — None: fingerprinted where it is read —, its stat)
 Pending = tuple[Path, bool, str | None, os.stat_result]
+# a capture fingerprinted while it is read → (the forked fingerprinting, what _tagged appends to it)
+Beside = dict[Path, tuple[_fork.Forked, str]]
 
 
 # Reading in parallel pays once captures are big, or many: starting the pool's processes costs ~0.3 s. (256 rank
@@ -31,16 +33,19 @@ PARALLEL_MIN_CAPTURES = 8
 
 
 def _pending(store: Store, paths: list[Path], skipped: Skipped, present: dict[str, Path],
-             window: Window | None = None, hash_here: bool = True) -> list[Pending]:
+             window: Window | None = None, hash_here: bool = True,
+             beside: Beside | None = None) -> list[Pending]:
     """(path, explicit, identity, stat) of every capture not in the store yet; ``present`` gets the identity of
     every capture found. A file is hashed only when it looks like a capture (its first bytes) and the store does
     not know it unchanged (path, size, mtime, inode). Read through a window, a capture's identity is its content's
     and the window's: the store holds each file through one window at a time (_one_version). hash_here False
-    (reading on a cluster): a capture the store does not know gets identity None, its worker fingerprints it."""
+    (reading on a cluster): a capture the store does not know gets identity None, its worker fingerprints it.
+    beside, when given, gets the fingerprinting of a capture that _hashed_beside its read (its identity None)."""
     todo: list[Pending] = []
+    alone = beside is not None and len(paths) == 1 and not store.rows("SELECT 1 FROM captures LIMIT 1")
     for root in paths:
         before = len(skipped)
-        found = _pending_in(store, root, skipped, present, window, todo, hash_here)
+        found = _pending_in(store, root, skipped, present, window, todo, hash_here, beside if alone else None)
         if not found:  # a folder (a file named is a capture or refused) without one capture in it
             raise BadInput(None, f"no profiler capture in {root}" + _what_was_there(root, skipped[before:]))
     return todo
@@ -89,8 +94,9 @@ def _hardware_beside(path: Path) -> str:
 
 
 def _pending_in(store: Store, root: Path, skipped: Skipped, present: dict[str, Path], window: Window | None,
-                todo: list[Pending], hash_here: bool = True) -> int:
-    """Adds the captures below ``root`` not in the store yet to ``todo``; returns how many captures it holds."""
+                todo: list[Pending], hash_here: bool = True, beside: Beside | None = None) -> int:
+    """Adds the captures below ``root`` not in the store yet to ``todo``; returns how many captures it holds.
+    beside (one file named, an empty store): where _hashed_beside, its fingerprinting, the identity left None."""
     found = 0
     for path, explicit in readers.expand([root], skipped):
         try:
@@ -116,6 +122,10 @@ def _pending_in(store: Store, root: Path, skipped: Skipped, present: dict[str, P
                     if _first_time(store, path, summarised, present, skipped):
                         todo.append((path, explicit, summarised, st))
                     continue
+                if beside is not None and explicit and _hashed_beside(path, st, window, beside):
+                    found += 1
+                    todo.append((path, explicit, None, st))
+                    continue
                 identity = file_identity(path) if hash_here else None
             except BadInput as e:
                 _refuse_or_skip(path, explicit, skipped, e.why)
@@ -132,6 +142,16 @@ def _pending_in(store: Store, root: Path, skipped: Skipped, present: dict[str, P
             continue
         todo.append((path, explicit, identity, st))
     return found
+
+
+def _hashed_beside(path: Path, st: os.stat_result, window: Window | None, beside: Beside) -> bool:
+    """A big capture named alone, read into an empty store: its fingerprint (SHA-256 of every byte, 0.15 s of a
+    222 MB export, before anything else could start) is taken in a forked child while it is read. Nothing waits on
+    it there: the store holds no capture it could equal, and no other file of the reading could either."""
+    if st.st_size < _fork.BIG or not _fork.can_fork():
+        return False
+    beside[path] = (_fork.Forked(file_identity, path), _tagged("", path, window))  # the sides as before the read
+    return True
 
 
 def _summarised(path: Path, window: Window | None) -> str:
@@ -207,7 +227,19 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
     win = make(window, steps, cut, warmup)
     skipped: list[tuple[str, str]] = []
     present: dict[str, Path] = {}
-    todo = _pending(store, paths, skipped, present, win, hash_here=dask is None)
+    beside: Beside = {}  # fingerprints taken while the capture is read (_hashed_beside)
+    try:
+        return _ingest(store, paths, progress, workers, win, dask, skipped, present, beside)
+    finally:
+        for hashing, _tag in beside.values():
+            hashing.cancel()
+
+
+def _ingest(store: Store, paths: list[Path], progress: Progress | None, workers: int | None, win: Window | None,
+            dask: str | None, skipped: Skipped, present: dict[str, Path],
+            beside: Beside) -> tuple[tuple[str, str], ...]:
+    todo = _pending(store, paths, skipped, present, win, hash_here=dask is None,
+                    beside=beside if dask is None else None)
     failed: list[tuple[str, str]] = []  # captures (by their content) that could not be read
     if dask is not None:
         remote = reading.on_dask(dask, [(t[0], t[2] is None) for t in todo], win, progress)
@@ -227,7 +259,13 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
             workers = min(len(todo), _fork.cores()) if big else 1
         results = reading.locally([t[0] for t in todo], win, workers, progress)
         for result, (path, explicit, identity, st) in zip(results, todo):  # the results first: run to their end
-            assert identity is not None  # fingerprinted here (hash_here)
+            if identity is None:  # fingerprinted beside its read: the only capture, into an empty store
+                hashing, tag = beside.pop(path)
+                identity = _fingerprinted_beside(hashing, path, explicit, skipped)
+                if identity is None:
+                    continue
+                identity += tag
+                present[identity] = path
             _store_one(store, path, explicit, identity, st, result, failed, None)
     skipped += failed
     asked = win.asked() if win is not None else None
@@ -241,6 +279,19 @@ def ingest(store: Store, paths: list[Path], progress: Progress | None = None, wo
     for p in paths:
         _ranks_from_manifest(store, p)
     return tuple(skipped)
+
+
+def _fingerprinted_beside(hashing: _fork.Forked, path: Path, explicit: bool, skipped: Skipped) -> str | None:
+    """The fingerprint taken beside the read; a file that could not be hashed is refused (or skipped) as where it
+    is hashed before its read."""
+    try:
+        identity: str = hashing.result()
+        return identity
+    except BadInput as e:
+        _refuse_or_skip(path, explicit, skipped, e.why)
+    except OSError as e:
+        _unreadable(path, explicit, skipped, e)
+    return None
 
 
 def _never_only_damage(store: Store, paths: list[Path], present: dict[str, Path], failed: list[tuple[str, str]],

@@ -168,7 +168,7 @@ def scope_of(report: Recorded) -> str:
 
 def _db(p: Path) -> sqlite_utils.Database:
     p.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite_utils.Database(sqlite3.connect(files.sqlite_uri(p, "run history"), uri=True))
+    db = sqlite_utils.Database(sqlite3.connect(files.sqlite_uri(p, "run history"), uri=True), execute_plugins=False)
     db.conn.execute("PRAGMA busy_timeout = 10000")
     if TABLE not in db.table_names():
         db.table(TABLE).create(COLUMNS, pk=PK, if_not_exists=True)

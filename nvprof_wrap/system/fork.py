@@ -21,6 +21,7 @@ from typing import Any
 from nvprof_wrap.errors import terminate
 from nvprof_wrap.system.lifeline import die_with_parent, end_on, fork_is_safe
 
+_HELD = {signal.SIGINT, signal.SIGTERM}  # the signals held back while a child is forked (Forked)
 BIG = 16 << 20  # captures from this size on get forked workers; smaller ones are read faster in one process
 
 
@@ -66,6 +67,28 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def fork_quietly() -> int:
+    """os.fork() for a helper child (0 in the child, its pid in the parent). Ctrl-C and SIGTERM are the parent's to
+    answer: it ends the child (Forked.cancel: SIGTERM), which then ends at once and in silence — SIGINT ignored,
+    SIGTERM's default action; a Python handler there raised inside the child's SQLite callbacks and printed
+    "Exception ignored in sys.unraisablehook" and a traceback onto the command's stderr. Both signals are held back
+    across the fork itself: the child runs Python's after-fork hooks (random's reseeding) inside os.fork(), where
+    the parent's handler, inherited, raised Terminated and printed "Exception ignored in: <bound method
+    Random.seed …>" (a report cancelled 0.3 s in, 1 run of 7); the parent gets what arrived in between once the
+    fork returns, the child a SIGTERM sent to it then."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        with warnings.catch_warnings():  # Python 3.12+ warns about fork() with threads (rich's spinner, the only
+            warnings.simplefilter("ignore", DeprecationWarning)  # one allowed): the child runs SQLite only
+            pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    return pid
+
+
 class Forked:
     """fn(*args) in a forked child (or here, when forking is not possible, or when the child died without an
     answer); result() returns the value or raises the child's exception."""
@@ -80,16 +103,14 @@ class Forked:
             return
         r, w = os.pipe()
         parent = os.getpid()
-        with warnings.catch_warnings():  # Python 3.12+ warns about fork() with threads (rich's spinner, the
-            warnings.simplefilter("ignore", DeprecationWarning)  # only one allowed): the child runs SQLite only
-            pid = os.fork()
+        try:
+            pid = fork_quietly()
+        except BaseException:
+            os.close(r)
+            os.close(w)
+            raise
         if pid == 0:  # the child: never returns into the caller's code
             os.close(r)
-            # Ctrl-C and SIGTERM are the parent's to answer: it cancels this child (cancel(): SIGTERM), which then
-            # ends at once and in silence. A Python handler here raised inside the child's SQLite callbacks and
-            # printed "Exception ignored in sys.unraisablehook" and a traceback onto the command's stderr.
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             try:
                 die_with_parent(parent)
                 try:

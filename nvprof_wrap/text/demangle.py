@@ -22,9 +22,9 @@ import signal
 import struct
 import subprocess
 import sys
-import warnings
 from functools import lru_cache
 
+from nvprof_wrap.system.fork import fork_quietly
 from nvprof_wrap.system.lifeline import die_with_parent, fork_is_safe
 from nvprof_wrap.system.limits import (
     DEMANGLE_MAX_CHARS,
@@ -109,9 +109,7 @@ class _Helper:
             down_r, down_w = os.pipe()
             up_r, up_w = os.pipe()
             parent = os.getpid()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
+            pid = fork_quietly()  # Ctrl-C and SIGTERM are the parent's: it kills this child when it is done
             if pid == 0:  # the child: never returns
                 try:
                     os.close(down_w)

@@ -92,3 +92,33 @@ def test_an_io_error_reading_a_capture_in_a_folder_is_the_machines_never_a_skip(
     monkeypatch.setattr(ingest_mod, "file_identity", failing(errno.EACCES))
     skipped = ingest(Store(), [folder])
     assert [(Path(p).name, why) for p, why in skipped] == [("b.sqlite", "cannot read (Permission denied)")]
+
+
+def test_a_big_capture_named_alone_is_fingerprinted_while_it_is_read(monkeypatch, tmp_path):
+    """Into an empty store, a big capture named alone is hashed in a forked child beside its read: the same identity
+    and aggregates as hashed first; into a store holding a capture, or with another path named, it is hashed first
+    (its identity decides whether it is read at all)."""
+    from nvprof_wrap.system import fork
+
+    src = SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite"
+    beside: list[Path] = []
+    inner = ingest_mod._hashed_beside
+    monkeypatch.setattr(ingest_mod, "_hashed_beside", lambda p, *a: inner(p, *a) and not beside.append(p))
+
+    def read(big: int, paths: list[Path], store: Store | None = None) -> tuple:
+        monkeypatch.setattr(fork, "BIG", big)
+        store = store or Store()
+        ingest(store, paths)
+        return tuple(r["identity"] for r in store.rows("SELECT identity FROM captures ORDER BY 1")), _counts(store)
+
+    first = read(1 << 62, [src])
+    assert not beside
+    assert read(0, [src]) == first and beside == [src]
+    beside.clear()
+    store = Store()
+    read(0, [SAMPLES / "two_children" / "nsys_two_child_processes.sqlite"], store)
+    read(0, [src], store)
+    assert beside == [SAMPLES / "two_children" / "nsys_two_child_processes.sqlite"]  # the second store was not empty
+    shutil.copy(src, tmp_path / "copy.sqlite")
+    assert read(0, [src, tmp_path / "copy.sqlite"])[1] == first[1]  # read once: hashed first, not beside
+    assert len(beside) == 1
