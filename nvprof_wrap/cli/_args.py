@@ -44,8 +44,9 @@ def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -
                    help="output format (default: the one the extension of the output FILE names — .html, .json, "
                         ".csv, .md, .txt —, else table)")
     p.set_defaults(formats_allowed=formats)
-    p.add_argument("--width", type=between(1, environ.MAX_WIDTH, "a width", integer=True), default=None,
-                   help="table width (default: the terminal's, or $COLUMNS)")
+    p.add_argument("--width", type=between(environ.MIN_WIDTH, environ.MAX_WIDTH, "a width", integer=True),
+                   default=None, help=f"table width, {environ.MIN_WIDTH} to {environ.MAX_WIDTH:,} (default: the "
+                                      f"terminal's, or $COLUMNS: at least {environ.MIN_WIDTH})")
 
 
 def add_store(p: argparse.ArgumentParser) -> None:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from nvprof_wrap.errors import BadInput
 
 MAX_WIDTH = 10_000  # columns: wider is no terminal (COLUMNS=99999999999 made Rich allocate until MemoryError)
+MIN_WIDTH = 40  # columns rendered at least: at COLUMNS=1 every character of the verdict stood on a line of its own
+# (the terminal wraps lines of 40 to a narrower window; a table cut to 1 column cannot be read at any width)
 
 
 def _whole(lo: int, hi: int) -> Callable[[str], object]:
@@ -66,7 +68,7 @@ def value(name: str, default: object = None) -> object:
 
 def width(fallback: int = 120) -> int:
     """Columns to render for: $COLUMNS when it is a width, else the terminal's, else ``fallback`` (never
-    shutil.get_terminal_size, which takes any number in $COLUMNS)."""
+    shutil.get_terminal_size, which takes any number in $COLUMNS); never fewer than MIN_WIDTH."""
     columns = value("COLUMNS")
     if not isinstance(columns, int):  # unset (its parser makes a width an int)
         stdout = sys.__stdout__  # None where Python started without one
@@ -74,7 +76,7 @@ def width(fallback: int = 120) -> int:
             columns = os.get_terminal_size(stdout.fileno()).columns if stdout is not None else 0
         except (AttributeError, OSError, ValueError):
             columns = 0
-    return min(columns, MAX_WIDTH) if columns > 0 else fallback
+    return max(MIN_WIDTH, min(columns, MAX_WIDTH)) if columns > 0 else fallback
 
 
 def words(name: str) -> list[str]:

@@ -114,6 +114,20 @@ def test_columns_sets_the_width(capsys, monkeypatch):
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 60
 
 
+@pytest.mark.parametrize("columns", ["1", "12"])
+def test_a_terminal_too_narrow_for_a_table_gets_it_40_columns_wide(capsys, monkeypatch, columns):
+    """COLUMNS=1 printed every character of the verdict on a line of its own: the report is rendered 40 columns
+    wide at least (the terminal wraps it further); --width below 40 is refused like any width out of range."""
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, err = run(capsys, "report", CAPTURE)
+    lines = out.splitlines()
+    assert code == 0 and err == "" and max(len(line) for line in lines) == 40, out[:400]
+    assert lines[0].startswith("Tensor cores used:"), lines[:3]
+    with pytest.raises(SystemExit) as e:
+        main(["report", str(CAPTURE), "--width", "5"])
+    assert e.value.code == 2 and "a width between 40 and 10000, got 5" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name, value", [("NVPROF_WRAP_NSYS_EXTRA", "--capture-range 'cudaProfilerApi"),
                                          ("NVPROF_WRAP_NSYS_EXTRA", "--x \\"),
                                          ("NVPROF_WRAP_SERIES_MAX_LAUNCHES", "lots")])
