@@ -7,33 +7,22 @@ for running a job) and renders the result (renderers.render): it never opens a s
 -o FILE, one line on stderr), _gates, _progress, _exit.
 
 How to add a command: a module here whose docstring is its --help (ending with "examples:"), with
-``add_parser(sub, name)`` and ``run(args) -> int``, and one entry in COMMANDS; the contract test
-(tests/whole/test_contracts.py) checks every command has both, its help and its examples.
+``add_parser(sub, name)`` and ``run(args) -> int``, and one entry in _MODULES (COMMANDS imports it when asked for);
+the contract test (tests/whole/test_contracts.py) checks every command has both, its help and its examples.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sqlite3
 import sys
+from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 from nvprof_wrap._version import __version__
-from nvprof_wrap.cli import (
-    _exit,
-    classify_cmd,
-    compare_cmd,
-    demo,
-    doctor,
-    experiment_cmd,
-    kernels,
-    report_cmd,
-    run_cmd,
-    runs_cmd,
-    summarize_cmd,
-    verify_cmd,
-)
+from nvprof_wrap.cli import _exit
 from nvprof_wrap.cli._args import Subcommands, resolve_format
 from nvprof_wrap.cli._exit import internal_error
 from nvprof_wrap.cli._write import say, stdout_gone
@@ -51,22 +40,41 @@ class Command(Protocol):  # a subcommand's module
 
 _JOBS = {"run", "experiment"}  # the commands whose work is a job's run (SIGHUP: see main)
 _TAKE_A_COMMAND = {"run", "experiment", "verify"}  # the commands that use what follows "--"
-# Every subcommand, once: name → its module (add_parser(sub, name), run(args) -> int), in the order of --help.
+# Every subcommand, once: name → its module here (add_parser(sub, name), run(args) -> int), in the order of --help.
 # A command whose module does not import is a broken install, and says so with its traceback.
-COMMANDS: dict[str, Command] = {
-    "report": report_cmd, "kernels": kernels, "compare": compare_cmd, "classify": classify_cmd, "demo": demo,
-    "run": run_cmd, "runs": runs_cmd, "doctor": doctor, "verify": verify_cmd, "experiment": experiment_cmd,
-    "summarize": summarize_cmd}
+_MODULES = {"report": "report_cmd", "kernels": "kernels", "compare": "compare_cmd", "classify": "classify_cmd",
+            "demo": "demo", "run": "run_cmd", "runs": "runs_cmd", "doctor": "doctor", "verify": "verify_cmd",
+            "experiment": "experiment_cmd", "summarize": "summarize_cmd"}
 
 
-def parser() -> argparse.ArgumentParser:
+class _Commands(Mapping[str, Command]):
+    """COMMANDS: a command's module is imported when it is asked for, so that a command imports its own stages and
+    not every other command's (a job's launchers, the doctor's probes: 20-30 ms of every `report`)."""
+
+    def __getitem__(self, name: str) -> Command:
+        module: Command = importlib.import_module(f"nvprof_wrap.cli.{_MODULES[name]}")  # type: ignore[assignment]
+        return module
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+
+COMMANDS: Mapping[str, Command] = _Commands()
+
+
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command's, or only the one named (all that parsing its arguments needs;
+    its --help is the same)."""
     p = argparse.ArgumentParser(prog="nvprof-wrap", description="Did my job use the tensor cores, in which precision, "
                                 "for which ops — and if not, why?", epilog=_exit.GENERAL,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"nvprof-wrap {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name, mod in COMMANDS.items():
-        mod.add_parser(sub, name)
+    for name in [only] if only in _MODULES else _MODULES:
+        COMMANDS[name].add_parser(sub, name)
         _examples_last(sub.choices[name])
     return p
 
@@ -80,11 +88,12 @@ def _examples_last(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first "--" belongs to the job (or the workload), never to us.
     head, tail = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, None)
     command = next((a for a in head if not a.startswith("-")), None)
+    # only the command's own parser, unless the whole command line's help comes first (`--help report`)
+    p = parser(command if command and not {"-h", "--help"} & set(head[:head.index(command)]) else None)
     if tail is not None and command in COMMANDS and command not in _TAKE_A_COMMAND:
         say(f"nvprof-wrap: error: {command} takes nothing after '--' (only run, experiment and verify run a command "
             f"given there), got: {' '.join(tail)[:120] or '(nothing)'}; a PATH that starts with '-' is written ./-NAME")

@@ -36,7 +36,6 @@ from nvprof_wrap.readers import _protowire as wire
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
-from nvprof_wrap.readers._xplane_schema import schema
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.text.demangle import demangle
 from nvprof_wrap.timeline.busy import busy_time
@@ -281,6 +280,8 @@ def _plane_name(buf: wire.Buf, start: int, end: int) -> str:
 def _scan(path: Path, window: Window | None, origin: int | None = None) -> tuple[_Agg, list[str], list[Range]]:
     """Walk the XSpace: its host planes' step marks first (a --steps window is cut by them), then its GPU planes.
     Returns what was kept, the profiler's own error messages and the step ranges."""
+    from nvprof_wrap.readers._xplane_schema import schema  # protobuf: imported by the reading of an XSpace only
+
     S = schema()
     errors: list[str] = []
     with open(path, "rb") as f:

@@ -18,8 +18,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import psutil
-
 PREFIX = "nvprof-wrap-"
 SWEEP_AFTER_S = 300
 
@@ -61,6 +59,8 @@ def sweep(root: str | None = None, *, now: float | None = None) -> list[str]:
                     or now - entry.stat(follow_symlinks=False).st_mtime < SWEEP_AFTER_S):
                 continue
             pid = int(m.group(1))
+            import psutil  # here, not on import: every command sweeps, and most find nothing to look at
+
             if pid == os.getpid() or psutil.pid_exists(pid):
                 continue  # alive (or the pid reused): leave it
         except OSError:
