@@ -13,12 +13,11 @@ the contract test (tests/whole/test_contracts.py) checks every command has both,
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import signal
 import sqlite3
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Protocol
 
 from nvprof_wrap._version import __version__
@@ -28,6 +27,7 @@ from nvprof_wrap.cli._exit import internal_error
 from nvprof_wrap.cli._write import say, stdout_gone
 from nvprof_wrap.errors import IO_ERROR, NvprofWrapError, Terminated, terminate
 from nvprof_wrap.system import environ, storage, tempdirs
+from nvprof_wrap.system.lazy import Modules
 from nvprof_wrap.system.lifeline import end_on, leave_terminal, restore, terminal_fds
 from nvprof_wrap.system.storage import machine_failure
 
@@ -47,22 +47,9 @@ _MODULES = {"report": "report_cmd", "kernels": "kernels", "compare": "compare_cm
             "experiment": "experiment_cmd", "summarize": "summarize_cmd"}
 
 
-class _Commands(Mapping[str, Command]):
-    """COMMANDS: a command's module is imported when it is asked for, so that a command imports its own stages and
-    not every other command's (a job's launchers, the doctor's probes: 20-30 ms of every `report`)."""
-
-    def __getitem__(self, name: str) -> Command:
-        module: Command = importlib.import_module(f"nvprof_wrap.cli.{_MODULES[name]}")  # type: ignore[assignment]
-        return module
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_MODULES)
-
-    def __len__(self) -> int:
-        return len(_MODULES)
-
-
-COMMANDS: Mapping[str, Command] = _Commands()
+# COMMANDS: a command's module is imported when it is asked for, so that a command imports its own stages and not
+# every other command's (a job's launchers, the doctor's probes: 20-30 ms of every `report`).
+COMMANDS: Mapping[str, Command] = Modules(__name__, _MODULES)
 
 
 def parser(only: str | None = None) -> argparse.ArgumentParser:

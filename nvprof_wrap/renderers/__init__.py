@@ -16,14 +16,14 @@ tests/whole/test_contracts.py renders every kind in every format, so a format mi
 """
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Protocol
 
 from nvprof_wrap import report as _report
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.report.compare import Comparison
 from nvprof_wrap.report.kinds import KINDS, Classifications, Doctor, Experiment, Kernels, Named, Reports, Runs
+from nvprof_wrap.system.lazy import Modules
 
 Subject = _report.Report | Comparison | Kernels | Classifications | Experiment | Doctor | Runs | Reports
 
@@ -43,21 +43,8 @@ _FORMATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "markdown": ("markdown", ".md", (".markdown",)), "html": ("html", ".html", (".htm",))}
 
 
-class _Registry(Mapping[str, Renderer]):
-    """RENDERERS: format → its renderer module, imported on first use."""
-
-    def __getitem__(self, name: str) -> Renderer:
-        module: Renderer = importlib.import_module(f"{__name__}.{_FORMATS[name][0]}")
-        return module
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_FORMATS)
-
-    def __len__(self) -> int:
-        return len(_FORMATS)
-
-
-RENDERERS: Mapping[str, Renderer] = _Registry()
+# RENDERERS: format → its renderer module, imported on first use
+RENDERERS: Mapping[str, Renderer] = Modules(__name__, {name: module for name, (module, _e, _a) in _FORMATS.items()})
 # -o FILE / --save FILE without --format: the format its extension names (each renderer's EXTENSION and ALIASES)
 BY_EXTENSION: dict[str, str] = {ext: name for name, (_m, extension, aliases) in _FORMATS.items()
                                 for ext in (extension, *aliases)}

@@ -210,6 +210,7 @@ def test_layers_are_spread_over_the_model():
     assert picked == sorted(picked, key=names.index)
 
 
+@needs_keras
 @pytest.mark.tf
 @pytest.mark.slow
 def test_experiment_try_fix_runs_the_fix_and_it_trains(tmp_path):
