@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 import typing
 from typing import TYPE_CHECKING, TypeVar
 
@@ -128,6 +129,27 @@ def _as_is(obj: DataclassInstance) -> bool:
     return True
 
 
+def _all_as_is(rows: tuple[object, ...], cls: type[DataclassInstance] | None) -> bool:
+    """Whether every row of a tuple is a flat record of cls that _as_is would keep: checked field by field over all
+    of them at once (a long series' ~60k step kernels: 0.35 s one by one, ~0.03 s so)."""
+    if cls is None or not rows or not _flat(cls) or {type(r) for r in rows} != {cls}:
+        return False
+    for name, kind, _cls in _plan(cls):
+        values = list(map(operator.attrgetter(name), rows))
+        types = set(map(type, values))
+        if None.__class__ in types and kind in ("int", "str?"):
+            types.discard(None.__class__)
+            values = [v for v in values if v is not None]
+        if not values:
+            continue
+        if kind.startswith("int"):
+            if types != {int} or min(values) < (0 if name in _COUNTS else -_INT64) or max(values) >= _INT64:
+                return False
+        elif types != {str} or max(map(len, values)) > MAX_NAME_CHARS or "\x00" in "".join(values):
+            return False
+    return True
+
+
 def _clean(obj: _Record) -> _Record:
     if _as_is(obj):
         return obj
@@ -137,7 +159,8 @@ def _clean(obj: _Record) -> _Record:
         if kind == "tuple":
             if not isinstance(v, tuple):
                 raise ValueError(f"{type(obj).__name__}.{name} is not a sequence")
-            values[name] = tuple(_record(x, cls, f"{type(obj).__name__}.{name}") for x in v)
+            values[name] = v if _all_as_is(v, cls) else \
+                tuple(_record(x, cls, f"{type(obj).__name__}.{name}") for x in v)
         elif cls is not None and v is not None:  # a step series: its numbers go to the store too
             values[name] = _record(v, cls, f"{type(obj).__name__}.{name}")
         elif kind == "str?":

@@ -171,8 +171,8 @@ def _spans(conn: sqlite3.Connection, gpu: list[GpuTable], ranges_sql: str | None
            span: tuple[int, int]) -> tuple[list[tuple[int, int, int]], str, int | None]:
     """[(step, lo, hi)], what marked them, the bucket's length (None: steps)."""
     if ranges_sql is not None:
-        like = " OR ".join(f"name LIKE '{p}'" for p in window.STEP_LIKE)
-        source, spans = window.spans(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}"))
+        source, spans = window.spans(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE "
+                                                  f"{window.step_filter()}"))
         spans = [s for s in spans if span[0] <= s[1] < span[1]]
         if len(spans) >= 1 and source is not None:
             return spans, source, None

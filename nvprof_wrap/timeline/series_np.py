@@ -34,6 +34,8 @@ Pieces = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 CHUNK = 65_536  # rows per fetchmany: the Python tuples of one chunk at a time
 AT_ONCE = 1_000_000  # up to this many rows of integers, a column is read as one text (~20 MB at most), not in rows
 _FAR = 1 << 62  # offsets and sums stay below this (int64's limit is 2^63)
+_EXACT = float(1 << 53)  # float64 holds every integer below this exactly
+DENSE_CELLS = 1 << 21  # (process, step, kernel) tables up to this many cells are counted in place (16 MB a column)
 _SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)  # timeline/series._SOUND
 
 
@@ -295,13 +297,24 @@ def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: 
         raise _Odd
     p, i = np.divmod(group, n_steps)
     order_key = (pid_rank[p] * n_steps + n_rank[i]) * n_keys + key_rank[key]
-    # one sort gives each triple's rows together: any of its rows (each holds the triple), its count and its sum
-    o = np.argsort(order_key)
-    ordered = order_key[o]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    launches = np.diff(np.r_[starts, len(o)])
-    totals = np.add.reduceat(d[o], starts)
-    first = o[starts]
+    cells = float(len(pid_rank)) * n_steps * n_keys
+    if cells <= DENSE_CELLS and float(d.sum(dtype=np.float64)) < _EXACT:
+        # a count and a sum per cell of the (process, step, key) table: no sort. The sums are float64, exact where
+        # every partial sum is an integer below 2^53 (they are: the durations' total is)
+        launches_of = np.bincount(order_key, minlength=int(cells))
+        held = np.flatnonzero(launches_of)
+        launches = launches_of[held]
+        totals = np.bincount(order_key, weights=d, minlength=int(cells))[held].astype(np.int64)
+        where = np.empty(int(cells), dtype=np.int64)  # any row of each cell: the last one written there
+        where[order_key] = np.arange(len(order_key))
+        first = where[held]
+    else:  # one sort gives each triple's rows together: any of its rows, its count and its sum
+        o = np.argsort(order_key)
+        ordered = order_key[o]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        launches = np.diff(np.r_[starts, len(o)])
+        totals = np.add.reduceat(d[o], starts)
+        first = o[starts]
     pid_values, key_values = pids.values(), keys.values()
     merged: dict[tuple[Any, int, str], list[int]] = {}
     for pc, ic, kc, a, b in zip(p[first].tolist(), i[first].tolist(), key[first].tolist(), launches.tolist(),
@@ -331,11 +344,11 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
     kinds: list[str] = []
     cols: list[list[np.ndarray]] = [[] for _ in range(6)]
     for a in api:
-        keys = [k for (k,) in conn.execute(f"SELECT DISTINCT {a.key} FROM {a.table}")]
-        kind_of = {k: kind or "other" for k, kind in a.kinds(keys).items()}
         codes = _Codes()
         p, s, e, key = _read(conn, a.table, a.pid, ("start", '"end"', a.key), _rows_of(a.table, steps), pids,
                              (None, None, codes))
+        # the kinds of the keys read (not of a DISTINCT over the whole table: another scan of it, 0.1 s at 1M calls)
+        kind_of = {k: kind or "other" for k, kind in a.kinds(codes.values()).items()}
         names = [kind_of.get(v, "other") for v in codes.values()]
         kinds += sorted(set(names) - set(kinds))
         kind = np.array([kinds.index(x) for x in names], dtype=np.int64)[key] if len(key) else key

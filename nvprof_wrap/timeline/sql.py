@@ -14,7 +14,7 @@ from nvprof_wrap.system.limits import MAX_NAME_CHARS
 from nvprof_wrap.system.storage import machine_failure
 from nvprof_wrap.timeline import recover
 from nvprof_wrap.timeline.guard import guard, reading
-from nvprof_wrap.timeline.window import OPEN_ENDS, STEP_LIKE, Window, bounds
+from nvprof_wrap.timeline.window import OPEN_ENDS, Window, bounds, step_filter
 
 # CUPTI_ActivityMemcpyKind → the direction users know (A = CUDA array, P = peer device).
 MEMCPY_DIRECTION = {1: "HtoD", 3: "HtoD", 2: "DtoH", 4: "DtoH", 5: "DtoD", 6: "DtoD", 7: "DtoD",
@@ -88,9 +88,8 @@ def window_bounds(conn: sqlite3.Connection, window: Window | None, gpu_tables: l
     capture's NVTX ranges, None when it has none."""
     if window is None:
         return EVERYTHING
-    like = " OR ".join(f"name LIKE '{p}'" for p in STEP_LIKE)
     ranges = () if ranges_sql is None or window.seconds is not None and window.cut is None else \
-        conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {like}")
+        conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {step_filter()}")
     if window.seconds is None:
         return bounds(window, None, ranges)
     extents = [conn.execute(f"SELECT MIN(start), MAX(end) FROM {t}").fetchone() for t in gpu_tables]

@@ -32,6 +32,18 @@ NS = 1_000_000_000
 _STEP, _OPTIMIZER_STEP, _KERAS_BATCH = (step_names.PATTERNS[s] for s in step_names.SOURCES)  # run/steps.py
 # SQL LIKE patterns that select the ranges a step window can come from (the reader's NVTX text column).
 STEP_LIKE = step_names.LIKE
+
+
+def step_filter(column: str = "name") -> str:
+    """The SQL condition on a range's name that STEP_LIKE selects. The first character is compared first (LIKE
+    ignores the case of ASCII letters: both cases): where a reader's name is an expression (nsys: the text, else
+    its StringIds value, cut) a flattened subquery computes it again for each LIKE — 7 of them on 125k ranges took
+    0.14 s, the prefilter lets almost none through to them (0.04 s)."""
+    like = " OR ".join(f"{column} LIKE '{p}'" for p in STEP_LIKE)
+    if any(p[:1] in ("", "%", "_") or not p[0].isascii() for p in STEP_LIKE):
+        return f"({like})"
+    first = sorted({c for p in STEP_LIKE for c in (p[0].lower(), p[0].upper())})
+    return f"(substr({column}, 1, 1) IN ({', '.join(repr(c) for c in first)}) AND ({like}))"
 NO_STEPS = ("--steps: no step ranges in this capture (NVTX 'step N', torch.profiler 'ProfilerStep#N', the optimizer "
             "steps `nvprof-wrap run` marks in PyTorch jobs, Keras batches with --annotate keras, or the executions of "
             "a JAX program XLA marks when nsys traces NVTX)")

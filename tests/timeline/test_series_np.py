@@ -58,14 +58,19 @@ def test_real_captures_get_the_sqls_series(monkeypatch, folder: Path) -> None:
     assert spy.declined == 0 and spy.measured == sum(s is not None for s in sql)
 
 
-@pytest.mark.parametrize(("processes", "at_once"), [(1, series_np.AT_ONCE), (3, series_np.AT_ONCE), (3, 1000)])
-def test_generated_exports_get_the_sqls_series(monkeypatch, tmp_path: Path, processes: int, at_once: int) -> None:
+@pytest.mark.parametrize(("processes", "at_once", "dense"), [(1, series_np.AT_ONCE, series_np.DENSE_CELLS),
+                                                              (3, series_np.AT_ONCE, series_np.DENSE_CELLS),
+                                                              (3, 1000, 0)])
+def test_generated_exports_get_the_sqls_series(monkeypatch, tmp_path: Path, processes: int, at_once: int,
+                                               dense: int) -> None:
     """Kernels up to 400 µs long launched every 9 µs overlap; the generator's names include NCCL's kernels (the
     random captures below and ddp_* above show them left out of the compute-only union). at_once: columns read as
-    one text each, or (more rows than that) in chunks of rows."""
+    one text each, or (more rows than that) in chunks of rows; dense: the kernels per step counted in place, or
+    (0) by a sort."""
     cap = tmp_path / "nsys.sqlite"
     generate.nsys(20_000, cap, processes=processes, devices=2)
     monkeypatch.setattr(series_np, "AT_ONCE", at_once)
+    monkeypatch.setattr(series_np, "DENSE_CELLS", dense)
     spy = Spy(monkeypatch)
     (sql,), (fast,) = _both(monkeypatch, cap)
     assert fast == sql and spy.measured == 1
@@ -132,12 +137,13 @@ def _measure(db: sqlite3.Connection, marks: bool, host: str) -> step_series.Step
 def test_random_captures_get_the_sqls_series(kernels, copies, calls, marks, host) -> None:
     db = _capture(kernels, copies, calls, marks)
     out = []
-    for reference in (True, False):
+    for reference, dense in ((True, 0), (False, series_np.DENSE_CELLS), (False, 0)):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(step_series, "REFERENCE", reference)
             m.setattr(step_series, "NUMPY_FROM", 0)
+            m.setattr(series_np, "DENSE_CELLS", dense)  # the kernels per step counted in place, and by a sort
             out.append(_measure(db, bool(marks), host))
-    assert out[1] == out[0]
+    assert out[1] == out[0] and out[2] == out[0]
 
 
 def test_a_time_that_is_not_an_integer_is_measured_in_sql(monkeypatch) -> None:

@@ -9,6 +9,8 @@ import shutil
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nvprof_wrap import readers
 from nvprof_wrap.cli import main
@@ -17,6 +19,7 @@ from nvprof_wrap.pipeline import analyze
 from nvprof_wrap.pipeline.ingest import ingest
 from nvprof_wrap.readers import _kineto_rows
 from nvprof_wrap.store import Store
+from nvprof_wrap.timeline import window
 from tests._paths import ROOT, RUNS
 
 KERAS = ROOT / "nvprof_wrap" / "samples" / "keras_reuters_fp16" / "nsys_annotated.sqlite"
@@ -277,3 +280,18 @@ def test_no_step_marks_names_every_kind_it_looked_for(tmp_path):
     with pytest.raises(BadInput, match="optimizer steps") as e:
         step_bounds((0, 2), [("forward", 1, 0, 10)])
     assert str(e.value).endswith(NO_STEPS)
+
+
+@given(st.lists(st.one_of(st.none(), st.text(max_size=20),
+                          st.sampled_from(["step 3", "STEP 4", "Step x", "profilerstep#2", "ProfilerStep#", "keras:fit",
+                                           "xlamodule:#a", "train batch 1", "optimizer step 2", "Optimizer.step#SGD",
+                                           "ŝtep 1", "_step 1", "%", "steps", "aten::mm"])), max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_the_step_filter_selects_what_the_patterns_like(names) -> None:
+    """window.step_filter (the first character compared first) keeps exactly the names STEP_LIKE's LIKEs keep."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE r(name)")
+    db.executemany("INSERT INTO r VALUES (?)", [(n,) for n in names])
+    like = " OR ".join(f"name LIKE '{p}'" for p in window.STEP_LIKE)
+    plain = db.execute(f"SELECT rowid FROM r WHERE {like} ORDER BY rowid").fetchall()
+    assert db.execute(f"SELECT rowid FROM r WHERE {window.step_filter()} ORDER BY rowid").fetchall() == plain
