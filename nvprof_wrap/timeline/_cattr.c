@@ -1401,7 +1401,67 @@ static PyObject *py_columns(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* ---- the islands of intervals sorted by (group, start) (timeline/series_np._islands, whose numpy this is) ----
+ * A row opens an island where it is its group's first or starts after every earlier row of its group ended (a start
+ * equal to that end joins the island); an island ends at the largest end of its rows. Returns the first row of each
+ * island and its end; None where the groups' widths (largest end - first start + 1) add up to 2^62 or more: the
+ * numpy declines those captures (its offsets would overflow) and so does this (the SQL then measures them). */
+static PyObject *py_islands(PyObject *self, PyObject *args) {
+    Py_buffer g = {0}, s = {0}, e = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*", &g, &s, &e)) return NULL;
+    PyObject *result = NULL;
+    size_t n = (size_t)g.len / sizeof(int64_t);
+    if ((size_t)s.len != n * sizeof(int64_t) || (size_t)e.len != n * sizeof(int64_t) || g.len % sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "islands: three int64 arrays of one length");
+        goto done;
+    }
+    const int64_t *G = g.buf, *S = s.buf, *E = e.buf;
+    int64_t *opens = malloc((n ? n : 1) * sizeof *opens), *ends = malloc((n ? n : 1) * sizeof *ends);
+    if (!opens || !ends) { free(opens); free(ends); PyErr_NoMemory(); goto done; }
+    size_t k = 0;
+    int too_wide = 0;
+    Py_BEGIN_ALLOW_THREADS
+    double widths = 0.0;
+    int64_t base = 0, reach = 0;
+    for (size_t r = 0; r < n; r++) {
+        int first = r == 0 || G[r] != G[r - 1];
+        if (first) {
+            if (r) widths += (double)reach - (double)base + 1.0;
+            base = S[r];
+            reach = E[r];
+        }
+        if (first || S[r] > reach) {
+            opens[k] = (int64_t)r;
+            ends[k++] = E[r];
+        }
+        if (E[r] > reach) reach = E[r];
+        if (E[r] > ends[k - 1]) ends[k - 1] = E[r];
+    }
+    if (n) widths += (double)reach - (double)base + 1.0;
+    too_wide = widths >= 4611686018427387904.0;  /* 2^62: series_np._FAR */
+    Py_END_ALLOW_THREADS
+    if (too_wide) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *a = PyBytes_FromStringAndSize((const char *)opens, (Py_ssize_t)(k * sizeof(int64_t)));
+        PyObject *b = a ? PyBytes_FromStringAndSize((const char *)ends, (Py_ssize_t)(k * sizeof(int64_t))) : NULL;
+        if (a && b) result = PyTuple_Pack(2, a, b);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+    }
+    free(opens);
+    free(ends);
+done:
+    PyBuffer_Release(&g);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&e);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"islands", py_islands, METH_VARARGS,
+     "islands(group, start, end) -> (bytes of each island's first row, bytes of its end), int64 arrays sorted by (group, "
+     "start); None when the groups' widths add up past 2^62"},
     {"columns", py_columns, METH_VARARGS,
      "columns(capture_uri, sql, ncols[, budget, grain]) -> [bytes of int64] one per column of the rows sql yields; None "
      "when a value is not an integer (NULL included: the Python path decides)"},

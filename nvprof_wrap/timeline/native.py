@@ -1,5 +1,6 @@
 """The compiled passes of the Nsight Systems reader (timeline/_cattr.c), when they were built: the NVTX segment sweep,
-the per-op attribution of a slice of kernels, the busy-time union, the int64 columns the per-step series reads.
+the per-op attribution of a slice of kernels, the busy-time union, the int64 columns the per-step series reads and
+the islands (gaps and islands) of its unions.
 
 Each gives exactly what the Python and SQL it stands in for give (tests/timeline/test_native.py compares them on
 real and generated captures and on random ranges); measured on this project's 2-core machine, reading a generated
@@ -91,6 +92,14 @@ def columns(uri: str, sql: str, n: int) -> list[bytes] | None:
     timeline/series_np.py; None when a value is not an integer, NULL included (the caller reads them in Python)."""
     with _budget(uri) as b:
         return _cattr.columns(uri, sql, n, b, limits.SQL_STEP_GRAIN)
+
+
+def islands(group: Any, s: Any, e: Any) -> tuple[bytes, bytes] | None:
+    """series_np._islands' loop compiled, on C-contiguous int64 arrays sorted by (group, s), each with e > s: (the
+    bytes of each island's first row, of its end), or None where the groups' widths add up past 2^62 (series_np
+    declines those captures). Call only where available()."""
+    got: tuple[bytes, bytes] | None = _cattr.islands(group, s, e)
+    return got
 
 
 def table_columns(conn: sqlite3.Connection, table: str, sql: str, n: int) -> list[bytes] | None:

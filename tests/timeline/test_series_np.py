@@ -137,11 +137,12 @@ def _measure(db: sqlite3.Connection, marks: bool, host: str) -> step_series.Step
 def test_random_captures_get_the_sqls_series(kernels, copies, calls, marks, host) -> None:
     db = _capture(kernels, copies, calls, marks)
     out = []
-    for reference, dense in ((True, 0), (False, series_np.DENSE_CELLS), (False, 0)):
+    for reference, dense, helper in ((True, 0, "on"), (False, series_np.DENSE_CELLS, "on"), (False, 0, "off")):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(step_series, "REFERENCE", reference)
             m.setattr(step_series, "NUMPY_FROM", 0)
             m.setattr(series_np, "DENSE_CELLS", dense)  # the kernels per step counted in place, and by a sort
+            m.setenv("NVPROF_WRAP_NATIVE", helper)  # the islands compiled (where built), and in numpy
             out.append(_measure(db, bool(marks), host))
     assert out[1] == out[0] and out[2] == out[0]
 
@@ -164,7 +165,29 @@ def _brute(intervals: list[tuple[int, int, int]]) -> dict[int, int]:
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(-50, 200), st.integers(1, 80)), max_size=60))
 def test_the_unions_are_the_covered_time(rows) -> None:
+    """In numpy and, where it is built, in the compiled loop (native.islands): the same islands, the covered time."""
     rows = sorted((g, s, s + d) for g, s, d in rows)
     group, s, e = (np.array(c, dtype=np.int64) for c in zip(*rows)) if rows else [np.zeros(0, np.int64)] * 3
-    groups, totals = series_np._unions(group, s, e)
-    assert dict(zip(groups.tolist(), totals.tolist())) == _brute(rows)
+    got = []
+    for on in ("on", "off") if native.available() else ("off",):
+        with pytest.MonkeyPatch.context() as m:
+            m.setenv("NVPROF_WRAP_NATIVE", on)
+            groups, totals = series_np._unions(group, s, e)
+            assert dict(zip(groups.tolist(), totals.tolist())) == _brute(rows)
+            got.append([a.tolist() for a in series_np._islands(group, s, e)] if rows else [])
+    assert got[0] == got[-1]
+
+
+@pytest.mark.parametrize("on", ["on", "off"])
+def test_intervals_too_wide_for_the_offsets_are_declined_either_way(monkeypatch, on: str) -> None:
+    """Groups whose widths add up to 2^62 or more: numpy's offsets would overflow, so both paths decline (_Odd)."""
+    if on == "on" and not native.available():
+        pytest.skip("the compiled helper is not built here (setup.py build_ext)")
+    monkeypatch.setenv("NVPROF_WRAP_NATIVE", on)
+    far = 1 << 61
+    group = np.array([0, 1, 2], dtype=np.int64)
+    s = np.array([-far, -far, -far], dtype=np.int64)
+    e = np.array([far, far, 10], dtype=np.int64)
+    with pytest.raises(series_np._Odd):
+        series_np._islands(group, s, e)
+    assert series_np._unions(group[:1], s[:1], e[:1] // 2)[1].tolist() == [far + far // 2]
