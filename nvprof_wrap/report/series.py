@@ -105,16 +105,16 @@ def _chosen(store: Store) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class Read:
     """What the series and the time budget both read of the store, read once: the chosen captures (_chosen) and
-    their kernels per step and name (Store.step_kernel_rows: one GROUP BY over every launch's step row)."""
+    their kernels' time per step, name and process (Store.step_kernel_times: (step, name, ns) rows to be summed)."""
 
     chosen: tuple[dict[str, Any], ...]
-    step_kernels: tuple[dict[str, Any], ...]
+    step_kernels: tuple[tuple[int, str, int], ...]
 
     @classmethod
     def of(cls, store: Store) -> Read:
         chosen = _chosen(store)
         ids = [c["capture_id"] for c in chosen]
-        return cls(tuple(chosen), tuple(store.step_kernel_rows(ids)) if ids else ())
+        return cls(tuple(chosen), tuple(store.step_kernel_times(ids)) if ids else ())
 
 
 def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[str],
@@ -132,12 +132,12 @@ def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[s
         return None
     verdict = {k.name: (k.tensor_core, k.family in communication) for k in kernels}
     per_step: dict[int, list[int]] = {}
-    for r in read.step_kernels:
-        tc, comm = verdict.get(r["name"], ("unknown", False))
-        acc = per_step.setdefault(r["step"], [0, 0, 0])
-        acc[0] += r["total_ns"] if tc == "yes" else 0
-        acc[1] += r["total_ns"] if tc == "unknown" else 0
-        acc[2] += r["total_ns"] if comm else 0
+    for step, name, ns in read.step_kernels:
+        tc, comm = verdict.get(name, ("unknown", False))
+        acc = per_step.setdefault(step, [0, 0, 0])
+        acc[0] += ns if tc == "yes" else 0
+        acc[1] += ns if tc == "unknown" else 0
+        acc[2] += ns if comm else 0
     hw = store.step_hardware(ids)
     hosts = {c["host"] for c in chosen}
     host = next((h for h in ("none", "launch", "launch, sync, alloc", "all") if h in hosts), "none")
@@ -222,8 +222,8 @@ def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted
             parts.setdefault(p["step"], {})[p["part"]] = p["ns"]
     verdicted = list(kernels)
     verdict = {k.name: (k.tensor_core, k.precision) for k in verdicted if k.family not in communication}
-    weights = budget.kernel_weights(((r["name"], r["total_ns"]) for r in read.step_kernels
-                                     if r["step"] in wanted and r["name"] in verdict),
+    weights = budget.kernel_weights(((name, ns) for step, name, ns in read.step_kernels
+                                     if step in wanted and name in verdict),
                                     lambda name: verdict[name])
     found = budget.budget([budget.StepSpan(r.step, r.duration_ns, r.processes) for r in rows], parts, weights,
                           series.host, series.kind, slow)
