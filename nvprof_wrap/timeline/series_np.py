@@ -14,6 +14,7 @@ SQL (the reference, which tests/timeline/test_series_np.py checks this against o
 """
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from typing import Any
 
@@ -332,10 +333,15 @@ def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: 
         totals = np.add.reduceat(d[o], starts)
         first = o[starts]
     pid_values, key_values = pids.values(), keys.values()
+    name_of = [named.get(v) or "<unnamed kernel>" for v in key_values]
+    # Python ints: no numpy scalar per (process, step, name)
+    rows = zip(map(pid_values.__getitem__, p[first].tolist()), map(steps.n.__getitem__, i[first].tolist()),
+               map(name_of.__getitem__, key[first].tolist()), launches.tolist(), totals.tolist())
+    if len(set(name_of)) == len(name_of):  # one key per name (the usual case): nothing to merge
+        return tuple(itertools.starmap(StepKernel, rows))
     merged: dict[tuple[Any, int, str], list[int]] = {}
-    for pc, ic, kc, a, b in zip(p[first].tolist(), i[first].tolist(), key[first].tolist(), launches.tolist(),
-                                totals.tolist()):  # Python ints: no numpy scalar per (process, step, name)
-        m = merged.setdefault((pid_values[pc], steps.n[ic], named.get(key_values[kc]) or "<unnamed kernel>"), [0, 0])
+    for pid, n, name, a, b in rows:
+        m = merged.setdefault((pid, n, name), [0, 0])
         m[0] += a
         m[1] += b
     return tuple(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
