@@ -60,7 +60,7 @@ class _Codes:
         of = self.of
         if len(values):
             lo, hi = int(values.min()), int(values.max())
-            if hi - lo < max(4 * len(values), 1 << 16):
+            if hi - lo < max(len(values), 1 << 16):  # a table no longer than the column
                 distinct = np.flatnonzero(np.bincount(values - lo))
                 table = np.zeros(hi - lo + 1, dtype=np.int64)
                 table[distinct] = [of.setdefault(v, len(of)) for v in (distinct + lo).tolist()]

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,12 @@ def cli(*args: str, history: Path | str = "off", **kw) -> subprocess.CompletedPr
            "NVPROF_WRAP_HISTORY": str(history)}
     return subprocess.run([sys.executable, "-m", "nvprof_wrap", *args], capture_output=True, text=True, env=env,
                           timeout=300, check=False, **kw)
+
+
+def copies(tmp_path: Path) -> tuple[Path, Path]:
+    """The two run folders copied, names kept: `report FOLDER` keeps its run store inside the folder it reports."""
+    return tuple(Path(shutil.copytree(run, tmp_path / run.name, ignore=shutil.ignore_patterns("run.sqlite*")))
+                 for run in (FP32, BF16))  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")
@@ -70,20 +77,21 @@ def test_compare_in_every_format_carries_the_same_numbers(tmp_path):
     assert "<script" not in out["html"] and "cublas" in out["html"]
 
 
-def test_gates_fail_the_fp32_run_and_pass_the_bf16_run(reports):
+def test_gates_fail_the_fp32_run_and_pass_the_bf16_run(reports, tmp_path):
     fp32, bf16 = reports
+    fp32_run, bf16_run = copies(tmp_path)
     assert shortfalls(fp32, 0.3) and not shortfalls(bf16, 0.3)
     assert shortfalls(fp32, expect=("bf16",)) and not shortfalls(bf16, expect=("bf16",))
     # "fp16/bf16" (names that do not say which half) proves neither half
     why = shortfalls(bf16, expect=("fp16",))
     assert why and "do not say which half" in why[0]
 
-    p = cli("report", str(FP32), "--min-tensor-core-share", "0.3", "--format", "json")
+    p = cli("report", str(fp32_run), "--min-tensor-core-share", "0.3", "--format", "json")
     assert p.returncode == 1 and json.loads(p.stdout)["verdict"]  # the report is still written
     assert p.stderr.strip() == ("nvprof-wrap: gate failed: tensor-core share 9.5% of GPU kernel time is below the "
                                 "required 30.0%")
-    assert cli("report", str(BF16), "--min-tensor-core-share", "0.3", "--expect-precision", "bf16").returncode == 0
-    assert cli("compare", str(BF16), str(FP32), "--min-tensor-core-share", "0.3").returncode == 1  # gates AFTER
+    assert cli("report", str(bf16_run), "--min-tensor-core-share", "0.3", "--expect-precision", "bf16").returncode == 0
+    assert cli("compare", str(bf16_run), str(fp32_run), "--min-tensor-core-share", "0.3").returncode == 1  # gates AFTER
 
 
 @pytest.mark.parametrize("args, message", [
@@ -106,9 +114,10 @@ def test_a_report_of_two_runs_is_refused_and_points_to_compare():
 
 def test_the_history_remembers_reported_runs_and_compare_takes_their_names(tmp_path):
     hist = tmp_path / "history.sqlite"
-    for run in (FP32, BF16):
+    fp32_run, bf16_run = copies(tmp_path / "runs")
+    for run in (fp32_run, bf16_run):
         assert cli("report", str(run), history=hist).returncode == 0
-    assert cli("report", str(FP32), history=hist).returncode == 0  # one row per run folder: the latest report
+    assert cli("report", str(fp32_run), history=hist).returncode == 0  # one row per run folder: the latest report
     rows = json.loads(cli("runs", "--format", "json", history=hist).stdout)["runs"]
     assert [r["name"] for r in rows] == ["gpt_fp32_nsys", "gpt_bf16_nsys"]
     assert rows[0]["backend"] == "nsys" and rows[0]["tensor_core_precisions"] == ["fp32 (3xTF32)"]
@@ -120,7 +129,7 @@ def test_the_history_remembers_reported_runs_and_compare_takes_their_names(tmp_p
     p = cli("compare", "no_such_run", "gpt_bf16_nsys", history=hist, cwd=tmp_path)
     assert p.returncode == 2 and "no_such_run" in p.stderr and "Traceback" not in p.stderr
     off = tmp_path / "off.sqlite"
-    assert cli("report", str(FP32), history="off").returncode == 0 and not off.exists()
+    assert cli("report", str(fp32_run), history="off").returncode == 0 and not off.exists()
 
 
 def test_short_kernel_names_stay_distinct_on_real_runs(reports):

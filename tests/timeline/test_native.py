@@ -70,7 +70,9 @@ def both(monkeypatch, path: Path, window=None):
 def _exports() -> list[Path]:
     own = [*RUNS.glob("*/*.sqlite*"), *(ROOT / "nvprof_wrap" / "samples").glob("*/nsys*.sqlite")]
     shared = [*(FIXTURES / "h200").glob("nsys*.sqlite"), *(FIXTURES / "wild").glob("nsys-*.sqlite")]
-    return sorted(p for p in own + shared if "cupti" not in p.name and not p.name.endswith(".partial"))
+    # not a run folder's own store (run.sqlite: nvprof-wrap's aggregates, no export) nor SQLite's side files
+    return sorted(p for p in own + shared if "cupti" not in p.name and not p.name.startswith("run.sqlite")
+                  and not p.name.endswith((".partial", "-wal", "-shm", "-journal")))
 
 
 @built
