@@ -43,3 +43,11 @@ def fixture_file(rel: str) -> Path:
 
         pytest.skip(f"needs {path} (absent here; tests/README.md says where it comes from)")
     return path
+
+
+def run_copy(run: Path, into: Path) -> Path:
+    """A run folder of RUNS copied into a test's temporary folder, its name kept: `report FOLDER` keeps its run store
+    inside the folder it reports, and the committed ones are read, never written (tests/conftest.py checks)."""
+    import shutil
+
+    return Path(shutil.copytree(run, into / run.name, ignore=shutil.ignore_patterns("run.sqlite*")))

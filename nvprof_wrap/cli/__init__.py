@@ -74,6 +74,16 @@ def _examples_last(p: argparse.ArgumentParser) -> None:
         p.epilog = f"{p.epilog or ''}\n\nexamples:\n{examples.rstrip()}".lstrip("\n")
 
 
+def preload(argv: list[str]) -> None:
+    """Import the module of the command argv names (nothing for another word): the entry (_entry.py) calls it while
+    its own Ctrl-C/SIGTERM handlers still hold, since a command's module is imported on first use (COMMANDS) and
+    its import is most of a command's start — a Ctrl-C there was a KeyboardInterrupt traceback (exit -2)."""
+    head = argv[:argv.index("--")] if "--" in argv else argv
+    command = next((a for a in head if not a.startswith("-")), None)
+    if command is not None and command in COMMANDS:
+        COMMANDS[command]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first "--" belongs to the job (or the workload), never to us.

@@ -302,3 +302,25 @@ def test_a_signal_at_any_point_of_a_report_ends_it_promptly_and_cleanly(big_capt
     assert one_line(err) and ("interrupted" if sig == signal.SIGINT else "terminated") in err, err
     assert took <= 2.0
     assert list(tmp.iterdir()) == []
+
+
+def test_the_commands_module_is_imported_under_the_entrys_own_handlers(monkeypatch) -> None:
+    """A command's module is imported on first use (cli.COMMANDS): the entry imports it while its one-line handlers
+    still hold. Imported later, under Python's default, a Ctrl-C 0.3 s into `report` was a KeyboardInterrupt
+    traceback and exit -2 (test_a_signal_at_any_point_…[2-0.3] above, once in a run of the whole suite)."""
+    from nvprof_wrap import _entry, cli
+
+    seen = []
+    monkeypatch.setattr(cli, "preload", lambda argv: seen.append(
+        (argv, signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))))
+    monkeypatch.setattr(cli, "main", lambda argv=None: 0)
+    monkeypatch.setattr(sys, "argv", ["nvprof-wrap", "report", "x.sqlite"])
+    assert _entry.main() == 0
+    assert seen and seen[0][0] == ["report", "x.sqlite"]
+    assert seen[0][1] is _entry._before_main and seen[0][2] is _entry._before_main
+    assert signal.getsignal(signal.SIGINT) is not _entry._before_main  # put back before the command runs
+    # and preload imports the command's module (a fresh interpreter: here it is imported already)
+    code = ("import sys; from nvprof_wrap.cli import preload; before = 'nvprof_wrap.cli.report_cmd' in sys.modules; "
+            "preload(['report', 'x', '--width', '80']); print(before, 'nvprof_wrap.cli.report_cmd' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["False", "True"]

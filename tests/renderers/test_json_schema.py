@@ -18,7 +18,7 @@ import pytest
 
 from nvprof_wrap.cli import main
 from nvprof_wrap.renderers import _documents
-from tests._paths import ROOT, RUNS
+from tests._paths import ROOT, RUNS, run_copy
 
 SCHEMA_FILE = ROOT / "nvprof_wrap" / "json.schema.json"
 SAMPLES = ROOT / "nvprof_wrap" / "samples"
@@ -55,8 +55,8 @@ def test_the_schema_file_is_the_one_made_from_the_types_and_is_package_data():
 
 
 @pytest.mark.parametrize("source", [*sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()), *H200_REPORTS])
-def test_report_and_kernels_validate(capsys, source):
-    path = SAMPLES / source if (SAMPLES / source).is_dir() else RUNS / source
+def test_report_and_kernels_validate(capsys, tmp_path, source):
+    path = SAMPLES / source if (SAMPLES / source).is_dir() else run_copy(RUNS / source, tmp_path)
     report = check(run_json(capsys, "report", path, "--format", "json"), "report")
     kernels = check(run_json(capsys, "kernels", path, "--format", "json"), "kernels")
     assert kernels["kernels"] == report["kernels"]  # one record, one shape
@@ -64,9 +64,9 @@ def test_report_and_kernels_validate(capsys, source):
     assert report["tensor_core_share"] == report["tensor_core_time_fraction"]
 
 
-def test_a_report_with_gates_and_demo_validate(capsys):
-    doc = check(run_json(capsys, "report", RUNS / "gemm_cupti", "--format", "json", "--min-tensor-core-share", "0.1"),
-                "report")
+def test_a_report_with_gates_and_demo_validate(capsys, tmp_path):
+    doc = check(run_json(capsys, "report", run_copy(RUNS / "gemm_cupti", tmp_path), "--format", "json",
+                         "--min-tensor-core-share", "0.1"), "report")
     assert doc["gates"][0]["passed"] is True
     demo = check(run_json(capsys, "demo", "--format", "json"), "reports")
     assert set(demo["reports"]) == {"keras_reuters_fp16", "torch_ops", "two_children"}

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from nvprof_wrap.renderers._rows import numbered_merged
 from nvprof_wrap.report.compare import compare
 from nvprof_wrap.report.gates import shortfalls
 from nvprof_wrap.text.names import shorten_all
-from tests._paths import ROOT, RUNS
+from tests._paths import ROOT, RUNS, run_copy
 
 FP32, BF16 = RUNS / "gpt_fp32_nsys", RUNS / "gpt_bf16_nsys"
 
@@ -32,9 +31,8 @@ def cli(*args: str, history: Path | str = "off", **kw) -> subprocess.CompletedPr
 
 
 def copies(tmp_path: Path) -> tuple[Path, Path]:
-    """The two run folders copied, names kept: `report FOLDER` keeps its run store inside the folder it reports."""
-    return tuple(Path(shutil.copytree(run, tmp_path / run.name, ignore=shutil.ignore_patterns("run.sqlite*")))
-                 for run in (FP32, BF16))  # type: ignore[return-value]
+    """The two run folders copied, names kept (tests/_paths.run_copy)."""
+    return run_copy(FP32, tmp_path), run_copy(BF16, tmp_path)
 
 
 @pytest.fixture(scope="module")
