@@ -132,6 +132,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                    if str(folder).startswith(ours)]
     if _WROTE:  # tests that wrote into tests/data or the bundled samples (pytest_runtest_protocol below)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"ERROR: {len(_WROTE)} test(s) wrote into the repository's data; the first: "
+                                f"{_WROTE[0]}", red=True)
     if leaked:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -173,11 +177,11 @@ def fixtures() -> Path:
     return FIXTURES
 
 
-
 # The repository's own data a test may read but never write (a run folder's report keeps its run store inside the
 # folder: a test that reports one of these folders in place left run.sqlite and its -wal/-shm there, which later
 # tests then found among the captures). Files, by folder: 163 files in 54 folders, listed around every test.
 _READ_ONLY = (ROOT / "tests" / "data", ROOT / "nvprof_wrap" / "samples")
+_WROTE: list[str] = []  # the tests that wrote there, each with what it wrote
 
 
 def _files_under(roots: tuple[Path, ...]) -> set[str]:
@@ -205,6 +209,3 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         _WROTE.append(msg)
         if reporter is not None:
             reporter.write_line(f"ERROR: {msg}", red=True)
-
-
-_WROTE: list[str] = []
