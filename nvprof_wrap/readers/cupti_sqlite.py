@@ -151,7 +151,7 @@ def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict
     return series, ()
 
 
-def _call_kinds(table: str, keys: list[Any]) -> dict[Any, str]:
+def _call_kinds(table: str, _conn: sqlite3.Connection, keys: list[Any]) -> dict[Any, str]:
     """The text/cuda_calls kind of each callback id (a capture's SQL values) of the runtime or driver table."""
     launches, host = _KINDS[table]
     return {k: "launch" if k in launches else host[k][1] if k in host else "other" for k in keys}

@@ -165,7 +165,7 @@ def _steps(rows: Rows, names: dict[int, str], launches: int,
     # rt.kind: the call's kind as its index in CALL_KINDS already (an integer keeps the series' numpy read fast)
     db.execute('CREATE TEMP VIEW IF NOT EXISTS _nvw_calls AS SELECT corr, tid, t AS start, "end", kind FROM rt')
     ranges = "SELECT r.tid AS tid, r.s AS s, r.e AS e, n.name AS name FROM rng r JOIN _nvw_rnames n ON n.id = r.name"
-    api = [step_series.ApiTable("_nvw_calls", p, "kind", lambda keys: {k: CALL_KINDS[k] for k in keys})] \
+    api = [step_series.ApiTable("_nvw_calls", p, "kind", lambda _conn, keys: {k: CALL_KINDS[k] for k in keys})] \
         if rows.api else []
     copy = copy_part_sql("dir", {d: d for d in ("HtoD", "DtoH", "DtoD", "PtoP")})
     tables = [step_series.GpuTable("kl", p, "nid"),

@@ -308,8 +308,7 @@ def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
            for t in (KERNEL, MEMCPY, MEMSET) if t in have]
     if graphs:  # graph launches without kernels: kernels named GRAPH_NAME (their key GRAPH_KEY)
         gpu.append(step_series.GpuTable(graphs, _pid_expr({"globalPid"}), kernel_name_column(conn)))
-    api = [step_series.ApiTable(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId",
-                                functools.partial(_call_kinds, conn))] \
+    api = [step_series.ApiTable(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId", _call_kinds)] \
         if RUNTIME in have and {"nameId", "globalTid"} <= columns(conn, RUNTIME) else []
     series = step_series.measure(conn, gpu, api, nvtx_ranges_sql(conn, have), "all" if api else "none",
                                  functools.partial(_names, conn), span, launches)

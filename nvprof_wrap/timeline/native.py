@@ -106,8 +106,14 @@ def table_columns(conn: sqlite3.Connection, table: str, sql: str, n: int) -> lis
     """columns() of sql (~10x fetchmany's speed, timeline/series_np._read) where the helper is built and table is a
     table of the file the connection reads, with no side file beside it (the helper's connection opens it
     immutable) and no temporary table of that name hiding it; None: the caller reads them in Python."""
-    if not available():
-        return None
+    path = file_of(conn, table) if available() else None
+    return None if path is None else columns("file:" + urllib.parse.quote(path) + "?mode=ro&immutable=1", sql, n)
+
+
+def file_of(conn: sqlite3.Connection, table: str) -> str | None:
+    """The file the connection reads, where table is a table of it with no side file beside it and no temporary
+    table of that name hiding it (what another connection, opened on the file immutable, reads as this one does);
+    else None."""
     found = [f for _n, name, f in conn.execute("PRAGMA database_list") if name == "main"]
     path = found[0] if found else ""
     if not path or any(os.path.exists(path + side) for side in ("-wal", "-journal")):
@@ -116,7 +122,7 @@ def table_columns(conn: sqlite3.Connection, table: str, sql: str, n: int) -> lis
             not conn.execute("SELECT 1 FROM main.sqlite_master WHERE name = ? AND type = 'table'",
                              (table,)).fetchone():
         return None
-    return columns("file:" + urllib.parse.quote(path) + "?mode=ro&immutable=1", sql, n)
+    return str(path)
 
 
 @contextlib.contextmanager

@@ -322,7 +322,7 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], lo: int, hi: int, 
     for i, a in enumerate(api):
         keys = [k for (k,) in conn.execute(f"SELECT DISTINCT {a.key} FROM {a.table}")]
         conn.executemany("INSERT INTO _nvw_kinds VALUES (?, ?, ?)",
-                         [(i, k, kind) for k, kind in a.kinds(keys).items()])
+                         [(i, k, kind) for k, kind in a.kinds(conn, keys).items()])
     parts = " UNION ALL ".join(
         f'''SELECT {a.pid} AS pid, r.start AS s, r."end" AS e, COALESCE(m.kind, 'other') AS kind
             FROM {a.table} r LEFT JOIN _nvw_kinds m ON m.t = {i} AND m.key = r.{a.key}

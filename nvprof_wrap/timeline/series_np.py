@@ -15,7 +15,9 @@ SQL (the reference, which tests/timeline/test_series_np.py checks this against o
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,14 +25,18 @@ import numpy as np
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepKernel
+from nvprof_wrap.system.fork import BIG, Forked, can_fork
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import native
 from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps
+from nvprof_wrap.timeline.sql import reopened
 
 # {(process code, step index): values}, as Steps' values before the codes are decoded
 ByCode = dict[tuple[int, int], dict[str, Any]]
 # the budget's rows (process code, step index, start, whole end, part's index in PARTS)
 Pieces = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# the budget's islands cut into steps (process code, step index, start, end, part's index in PARTS): _cut
+Cut = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 CHUNK = 65_536  # rows per fetchmany: the Python tuples of one chunk at a time
 AT_ONCE = 1_000_000  # up to this many rows of integers, a column is read as one text (~20 MB at most), not in rows
@@ -100,16 +106,24 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
             host: str,
             names: Names) -> tuple[Steps, tuple[StepKernel, ...]] | None:
     """(the steps' values, the kernels per step) as timeline/series._in_sql gives them; None: measure in SQL."""
+    steps = _Steps(spans)
+    pids = _Codes()
+    whole = host != "launch"
+    aside = _host_aside(conn, api, steps, whole) if api and host != "none" else None
     try:
-        steps = _Steps(spans)
-        pids = _Codes()
         values, kernels, pieces = _gpu_side(conn, gpu, steps, pids, names)
+        cuts = [_cut(steps, pieces.pop())] if pieces else []
         if api and host != "none":
-            pieces += _host_side(conn, api, steps, pids, values, whole=host != "launch")
+            host_side = _host_side(conn, api, steps, pids, whole=whole) if aside is None else \
+                _recoded(aside.result(), pids)
+            cuts.append(_host_into(values, host_side, whole=whole))
         if values:
-            _parts(steps, pieces, values)
+            _parts(steps, cuts, values)
     except _Odd:
         return None
+    finally:
+        if aside is not None:
+            aside.cancel()  # ended without its answer where the GPU's side failed (nothing once it answered)
     decoded = pids.values()
     out = {(decoded[p], steps.n[i]): (*steps.bounds[steps.n[i]], vals) for (p, i), vals in values.items()}
     return out, kernels
@@ -360,9 +374,67 @@ def _sqlite_ranks(values: list[Any]) -> np.ndarray:
     return ranks
 
 
-def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pids: _Codes, values: ByCode, *,
-               whole: bool) -> list[Pieces]:
-    """Add the host's CUDA-call time to values, as timeline/series._host_side does; the budget's rows of the calls."""
+# the host's side: (the budget's islands of the calls cut into steps, {(process code, step index): {kind: ns}},
+# {(process code, step index): ns of the union of every call} (empty unless whole))
+HostSide = tuple[Cut, dict[tuple[int, int], dict[str, int]], dict[tuple[int, int], int]]
+ASIDE_FROM = BIG  # captures from this size on measure the host's side in a forked worker beside the GPU's side
+
+
+def _host_aside(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, whole: bool) -> Forked | None:
+    """_host_side in a forked worker, started now so that it runs while this process measures the GPU's side (the
+    two read different tables and meet only in _parts): where forking is possible, the capture is big enough
+    (ASIDE_FROM) and every call table is a table of its file (a worker's own connection reads it as this one does;
+    a reader's temporary table or view is not), else None. Measured on 2 cores, 1M generated launches, this
+    function's measure() 5 times in one process, two rounds interleaved: 1.27-1.69 s in one process, 1.05-1.18 s
+    with the calls' side beside (and each side's islands cut apart, _cut: no 2M-row concatenation)."""
+    if not can_fork() or not native.available():
+        return None
+    files = {native.file_of(conn, a.table) for a in api}
+    if len(files) != 1 or None in files:
+        return None
+    (path,) = files
+    if path is None or os.path.getsize(path) < ASIDE_FROM:
+        return None
+    return Forked(_host_alone, Path(path), api, steps, whole)
+
+
+def _host_alone(path: Path, api: list[ApiTable], steps: _Steps, whole: bool) -> tuple[list[Any], HostSide]:
+    """_host_side on a connection of its own, with process codes of its own (their values, for _recoded)."""
+    conn = reopened(path)
+    try:
+        pids = _Codes()
+        got = _host_side(conn, api, steps, pids, whole=whole)
+        return pids.values(), got
+    finally:
+        conn.close()
+
+
+def _recoded(answer: tuple[list[Any], HostSide], pids: _Codes) -> HostSide:
+    """A worker's host side in this process's process codes."""
+    theirs, ((p, i, s, e, part), by_kind, union) = answer
+    ours = pids.code(tuple(theirs)) if theirs else np.zeros(0, dtype=np.int64)
+    mine = ours.tolist()
+    return ((ours[p] if len(p) else p, i, s, e, part), {(mine[c], n): v for (c, n), v in by_kind.items()},
+            {(mine[c], n): v for (c, n), v in union.items()})
+
+
+def _host_into(values: ByCode, host_side: HostSide, *, whole: bool) -> Cut:
+    """Add the host's CUDA-call time to values, as timeline/series._host_side does; the budget's cut rows of the
+    calls."""
+    pieces, by_kind, union = host_side
+    for at in set(by_kind) | set(union):
+        values.setdefault(at, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0, "compute_busy_ns": 0})
+    for at, vals in values.items():
+        vals["api_ns"] = tuple(sorted(by_kind.get(at, {}).items()))
+        if whole:
+            vals["api_union_ns"] = union.get(at, 0)
+    return pieces
+
+
+def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pids: _Codes, *,
+               whole: bool) -> HostSide:
+    """The host's CUDA-call time per process and step, as timeline/series._host_side measures it, and the budget's
+    rows of the calls."""
     kinds: list[str] = []
     cols: list[list[np.ndarray]] = [[] for _ in range(6)]
     for a in api:
@@ -370,7 +442,7 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
         p, s, e, key = _read(conn, a.table, a.pid, ("start", '"end"', a.key), _rows_of(a.table, steps), pids,
                              (None, None, codes))
         # the kinds of the keys read (not of a DISTINCT over the whole table: another scan of it, 0.1 s at 1M calls)
-        kind_of = {k: kind or "other" for k, kind in a.kinds(codes.values()).items()}
+        kind_of = {k: kind or "other" for k, kind in a.kinds(conn, codes.values()).items()}
         names = [kind_of.get(v, "other") for v in codes.values()]
         kinds += sorted(set(names) - set(kinds))
         kind = np.array([kinds.index(x) for x in names], dtype=np.int64)[key] if len(key) else key
@@ -383,7 +455,7 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
     other = PARTS.index("api_other")
     pri = np.array([PARTS.index(f"api_{k}") if f"api_{k}" in PARTS else other for k in kinds] or [other],
                    dtype=np.int64)[kind]
-    pieces = [(p, i, s, whole_e, pri)]
+    budget = _cut(steps, (p, i, s, whole_e, pri))
     del whole_e, pri
     busy = e > s
     n_steps, n_kinds = len(steps.n), max(1, len(kinds))
@@ -405,13 +477,7 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
         union = {divmod(int(g), n_steps): int(ns) for g, ns in zip(*_unions(step[o], s[o], e[o]))}
         del o
     del step, s, e
-    for at in set(by_kind) | set(union):
-        values.setdefault(at, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0, "compute_busy_ns": 0})
-    for at, vals in values.items():
-        vals["api_ns"] = tuple(sorted(by_kind.get(at, {}).items()))
-        if whole:
-            vals["api_union_ns"] = union.get(at, 0)
-    return pieces
+    return budget, by_kind, union
 
 
 def _joined(arrays: list[np.ndarray]) -> np.ndarray:
@@ -419,19 +485,16 @@ def _joined(arrays: list[np.ndarray]) -> np.ndarray:
     return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
-def _parts(steps: _Steps, pieces: list[Pieces], values: ByCode) -> None:
-    """Each step's time budget, as timeline/series._parts measures it (its docstring says how): islands per
-    (process, part), cut into the steps each one spans from the step its first row started in, then the unions of
-    the parts in PARTS' order. Empties pieces: its rows are freed as soon as they are copied."""
-    p, i, s, e, pri = (np.concatenate(c) for c in zip(*pieces))
-    pieces.clear()
+def _cut(steps: _Steps, piece: Pieces) -> Cut:
+    """The islands per (process, part) of one side's rows (the GPU's, or the host's: no part is both's, so each
+    side's islands are its own), cut into the steps each one spans from the step its first row started in; pieces
+    of 0 ns left out. timeline/series._parts' first half."""
+    p, i, s, e, pri = piece
     keep = e > s
     p, i, s, e, pri = p[keep], i[keep], s[keep], e[keep], pri[keep]
-    del keep
+    del keep, piece
     if not len(s):
-        for vals in values.values():
-            vals["parts_ns"] = ()
-        return
+        return p, i, s, e, pri
     n_steps, n_parts = len(steps.n), len(PARTS)
     group = p * n_parts + pri
     o = _by_group(group, s)
@@ -450,12 +513,25 @@ def _parts(steps: _Steps, pieces: list[Pieces], values: ByCode) -> None:
         at[at] = steps.lo[ix[at]] < e[at]
         p, ix, s, e, pri = p[at], ix[at], s[at], e[at], pri[at]
     del at, g
-    p, ix, s, e, pri = (np.concatenate(c) for c in zip(*cuts))
+    p, ix, s, e, pri = (_joined(list(c)) for c in zip(*cuts))
     del cuts
     keep = e > s
-    step = p[keep] * n_steps + ix[keep]
-    s, e, pri = s[keep], e[keep], pri[keep]
-    del keep, p, ix
+    return p[keep], ix[keep], s[keep], e[keep], pri[keep]
+
+
+def _parts(steps: _Steps, cuts: list[Cut], values: ByCode) -> None:
+    """Each step's time budget, as timeline/series._parts measures it (its docstring says how): each side's islands
+    cut into steps (_cut), then the unions of the parts in PARTS' order. Empties cuts: its rows are freed as soon
+    as they are copied."""
+    p, ix, s, e, pri = (_joined(list(c)) for c in zip(*cuts))
+    cuts.clear()
+    if not len(s):
+        for vals in values.values():
+            vals["parts_ns"] = ()
+        return
+    n_steps, n_parts = len(steps.n), len(PARTS)
+    step = p * n_steps + ix
+    del p, ix
     parts: dict[int, list[tuple[str, int]]] = {}
     for g_, j, ns in zip(*_claimed(step, s, e, pri, n_parts)):
         parts.setdefault(g_, []).append((PARTS[j], ns))
@@ -479,7 +555,7 @@ def _by_time(g: np.ndarray, t: np.ndarray) -> np.ndarray:
     key = g.astype(np.int64) * width
     key += t
     key -= lo
-    return np.argsort(key)
+    return np.argsort(key, kind="stable")  # a few runs each in time order: merged, 3x quicker than a quicksort
 
 
 def _claimed(group: np.ndarray, s: np.ndarray, e: np.ndarray, pri: np.ndarray,

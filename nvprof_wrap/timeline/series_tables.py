@@ -2,6 +2,7 @@
 types both measure with."""
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -48,9 +49,10 @@ class GpuTable:
 @dataclass(frozen=True)
 class ApiTable:
     """A table of CUDA API calls: key is the SQL of what names the call (nameId, cbid); kinds maps those keys to
-    text/cuda_calls kinds."""
+    text/cuda_calls kinds, given a connection to the capture (the reading process's, or a forked worker's own:
+    timeline/series_np._host_aside)."""
 
     table: str
     pid: str
     key: str
-    kinds: Callable[[list[Any]], dict[Any, str]]
+    kinds: Callable[[sqlite3.Connection, list[Any]], dict[Any, str]]

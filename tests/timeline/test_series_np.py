@@ -6,6 +6,7 @@ integer keys, zero-length and damaged rows, steps with equal starts and out of o
 brute-force union on random intervals."""
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from benchmarks import generate
 from nvprof_wrap import readers
+from nvprof_wrap.system.fork import can_fork
 from nvprof_wrap.timeline import native, series_np
 from nvprof_wrap.timeline import series as step_series
 from tests._paths import ROOT
@@ -97,6 +99,37 @@ def test_the_compiled_columns_give_the_pythons_series(monkeypatch, tmp_path: Pat
     assert len(compiled) == count and on == off and on is not None and on.steps
 
 
+@pytest.mark.skipif(not native.available() or not can_fork(),
+                    reason="the host's side is measured beside only with the compiled helper and fork")
+@pytest.mark.parametrize("odd", ["", "calls", "kernels"])
+def test_the_host_side_measured_in_a_worker_gives_the_same_series(monkeypatch, tmp_path: Path, odd: str) -> None:
+    """series_np._host_aside (the calls' side in a forked worker while this process measures the GPU's, for big
+    captures: here from any size) gives the SQL's series, in this process's process codes (3 processes); where a
+    value sends either side to the SQL (odd: a call's or a kernel's end not an integer), the series is the SQL's
+    and the worker is ended and reaped."""
+    cap = tmp_path / "nsys.sqlite"
+    generate.nsys(20_000, cap, processes=3, devices=2)
+    if odd:
+        with sqlite3.connect(cap) as db:
+            table = "CUPTI_ACTIVITY_KIND_RUNTIME" if odd == "calls" else "CUPTI_ACTIVITY_KIND_KERNEL"
+            db.execute(f'UPDATE {table} SET "end" = "end" + 0.5 WHERE rowid = 7')
+        db.close()
+    monkeypatch.setattr(series_np, "ASIDE_FROM", 0)
+    recoded, started = [], []
+    real_recoded, real_aside = series_np._recoded, series_np._host_aside
+    monkeypatch.setattr(series_np, "_recoded", lambda *a: recoded.append(1) or real_recoded(*a))
+    monkeypatch.setattr(series_np, "_host_aside", lambda *a: started.append(real_aside(*a)) or started[-1])
+    spy = Spy(monkeypatch)
+    (sql,), (fast,) = _both(monkeypatch, cap)
+    assert fast == sql and sql is not None and len({r.pid for r in sql.steps}) == 3
+    assert any(r.api_ns for r in sql.steps) and any(r.api_union_ns for r in sql.steps)
+    assert len(started) == 1 and started[0] is not None and started[0].pid > 0
+    with pytest.raises(ChildProcessError):  # reaped, whichever way it ended
+        os.waitpid(started[0].pid, os.WNOHANG)
+    # the odd call: the worker's _Odd comes back as the answer, and the series goes to the SQL
+    assert (spy.measured, spy.declined, len(recoded)) == ((0, 1, 0) if odd else (1, 0, 1))
+
+
 # ---- random small captures, through step_series.measure itself ----
 
 _NAMES = ["ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm *, unsigned long, ncclWork *)", "gemm_kernel",
@@ -120,7 +153,7 @@ def _capture(kernels, copies, calls, marks) -> sqlite3.Connection:
     return db
 
 
-def _kinds(keys: list) -> dict:
+def _kinds(_conn: sqlite3.Connection, keys: list) -> dict:
     return {k: ("launch", "sync", None)[k % 3] if isinstance(k, int) else "alloc" for k in keys if k is not None}
 
 
