@@ -97,9 +97,12 @@ class _Steps:
         """(which rows have a step, their step's index, their ends cut at its end)."""
         i = np.searchsorted(self.lo, s, side="right") - 1
         inside = i >= 0
-        inside[inside] = s[inside] < self.hi[i[inside]]
-        i = i[inside]
-        return inside, i, np.minimum(e[inside], self.hi[i])
+        if inside.all():
+            inside = s < self.hi[i]
+        else:
+            inside[inside] = s[inside] < self.hi[i[inside]]
+        i, e = _where(inside, i, e)
+        return inside, i, np.minimum(e, self.hi[i])
 
 
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],
@@ -151,7 +154,7 @@ def _read(conn: sqlite3.Connection, table: str, pid: str, columns: tuple[str, ..
     else:
         _fetched(conn, cols, codes_of, rest, parts)
         rows = sum(len(a) for a in parts[0])
-    read = [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
+    read = [_joined(p) if p else np.zeros(0, dtype=np.int64) for p in parts]  # one part (the usual): no copy
     return [pids.constant(None if pid == "NULL" else int(pid), rows), *read] if const else read
 
 
@@ -217,9 +220,8 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
                                   (None, None, None))
             key = keys.constant(None, len(s))
         inside, i, cut = steps.assign(s, e)
-        s = s[inside]
-        for out, a in zip(cols, (p[inside], i, s, cut, e[inside] - s,
-                                 np.full(len(s), g.name is not None), key[inside], part[inside])):
+        p, s, e, key, part = _where(inside, p, s, e, key, part)
+        for out, a in zip(cols, (p, i, s, cut, e - s, np.full(len(s), g.name is not None), key, part)):
             out.append(a)
         del p, s, e, key, part, inside, i, cut
     return tuple(_joined(c) for c in cols)
@@ -236,9 +238,7 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
     named = names({decoded[c] for c in np.unique(key[k])})
     group = p * len(steps.n) + i
     del p, i
-    o = _by_group(group, s)
-    group, s, e, d, k, key, part = group[o], s[o], e[o], d[o], k[o], key[o], part[o]
-    del o
+    group, s, e, d, k, key, part = _in_group_order(group, s, e, d, k, key, part)
     firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     launches = np.add.reduceat(k.astype(np.int64), firsts)
     kernel_ns = np.add.reduceat(np.where(k, d, 0), firsts)
@@ -249,7 +249,7 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
     if float(d.sum(dtype=np.float64)) >= _FAR:  # SQLite's SUM would overflow (and raise); numpy's would wrap
         raise _Odd
     busy = e > s
-    for g, ns in zip(*_unions(group[busy], s[busy], e[busy])):
+    for g, ns in zip(*_unions(*_where(busy, group, s, e))):
         values[divmod(int(g), len(steps.n))]["busy_ns"] = values[divmod(int(g), len(steps.n))][
             "compute_busy_ns"] = int(ns)
     comm = {c for c, v in enumerate(decoded) if v in named and may_communicate(named[v])
@@ -262,7 +262,7 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
             vals["compute_busy_ns"] = 0
         # SQL's `key NOT IN (...)`: a kernel without a key (NULL) is left out too
         keep = busy & (~k | (np.isin(key, sorted(comm), invert=True) & _not_null(key, decoded)))
-        for g, ns in zip(*_unions(group[keep], s[keep], e[keep])):
+        for g, ns in zip(*_unions(*_where(keep, group, s, e))):
             values[divmod(int(g), len(steps.n))]["compute_busy_ns"] = int(ns)
     return values, _kernels(pids, steps, keys, group[k], key[k], d[k], named), pieces
 
@@ -270,6 +270,16 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
 def _not_null(key: np.ndarray, decoded: list[Any]) -> np.ndarray:
     nulls = [c for c, v in enumerate(decoded) if v is None]
     return np.isin(key, nulls, invert=True) if nulls else np.ones(len(key), dtype=bool)
+
+
+def _in_group_order(group: np.ndarray, s: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(group, s, *arrays) with their rows in the order of (group, start), ties as they came: the arrays
+    themselves where they are in that order already (one process's kernels in start order: no sort, no copies)."""
+    if len(s) < 2 or (bool((group[1:] >= group[:-1]).all()) and
+                      bool(((group[1:] != group[:-1]) | (s[1:] >= s[:-1])).all())):
+        return (group, s, *arrays)
+    o = _by_group(group, s)
+    return tuple(a[o] for a in (group, s, *arrays))
 
 
 def _by_group(group: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -385,8 +395,9 @@ def _host_aside(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, wh
     two read different tables and meet only in _parts): where forking is possible, the capture is big enough
     (ASIDE_FROM) and every call table is a table of its file (a worker's own connection reads it as this one does;
     a reader's temporary table or view is not), else None. Measured on 2 cores, 1M generated launches, this
-    function's measure() 5 times in one process, two rounds interleaved: 1.27-1.69 s in one process, 1.05-1.18 s
-    with the calls' side beside (and each side's islands cut apart, _cut: no 2M-row concatenation)."""
+    module's measure() 5 times in one process, two rounds interleaved: 1.24-1.52 s all in one process, 0.77-1.07 s
+    with the calls' side beside (with each side's islands cut apart, _cut, and no copies of rows already in order
+    or all kept: _in_group_order, _where)."""
     if not can_fork() or not native.available():
         return None
     files = {native.file_of(conn, a.table) for a in api}
@@ -403,8 +414,9 @@ def _host_alone(path: Path, api: list[ApiTable], steps: _Steps, whole: bool) -> 
     conn = reopened(path)
     try:
         pids = _Codes()
-        got = _host_side(conn, api, steps, pids, whole=whole)
-        return pids.values(), got
+        (p, i, s, e, part), by_kind, union = _host_side(conn, api, steps, pids, whole=whole)
+        # sent through a pipe: process codes, step indexes (< MAX_STEPS) and parts in fewer bytes (25 a row, not 40)
+        return pids.values(), ((p.astype(np.int32), i.astype(np.int32), s, e, part.astype(np.int8)), by_kind, union)
     finally:
         conn.close()
 
@@ -447,7 +459,8 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
         kinds += sorted(set(names) - set(kinds))
         kind = np.array([kinds.index(x) for x in names], dtype=np.int64)[key] if len(key) else key
         inside, i, cut = steps.assign(s, e)
-        for out, x in zip(cols, (p[inside], i, s[inside], cut, kind[inside], e[inside])):
+        p, s, kind, e = _where(inside, p, s, kind, e)
+        for out, x in zip(cols, (p, i, s, cut, kind, e)):
             out.append(x)
         del p, s, e, key, kind, inside, i, cut
     p, i, s, e, kind, whole_e = (_joined(c) for c in cols)
@@ -459,25 +472,28 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pid
     del whole_e, pri
     busy = e > s
     n_steps, n_kinds = len(steps.n), max(1, len(kinds))
-    step = p[busy] * n_steps + i[busy]
+    p, i, s, e, kind = _where(busy, p, i, s, e, kind)
+    step = p * n_steps + i
     del p, i
-    s, e, kind = s[busy], e[busy], kind[busy]
     del busy
     group = step * n_kinds + kind
     del kind
-    o = _by_group(group, s)
     by_kind: dict[tuple[int, int], dict[str, int]] = {}
-    for g, ns in zip(*_unions(group[o], s[o], e[o])):
+    for g, ns in zip(*_unions(*_in_group_order(group, s, e))):
         ps, c = divmod(int(g), n_kinds)
         by_kind.setdefault(divmod(ps, n_steps), {})[kinds[c]] = int(ns)
-    del group, o
+    del group
     union: dict[tuple[int, int], int] = {}
     if whole:
-        o = _by_group(step, s)
-        union = {divmod(int(g), n_steps): int(ns) for g, ns in zip(*_unions(step[o], s[o], e[o]))}
-        del o
+        union = {divmod(int(g), n_steps): int(ns) for g, ns in zip(*_unions(*_in_group_order(step, s, e)))}
     del step, s, e
     return budget, by_kind, union
+
+
+def _where(keep: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each array's rows where keep: the arrays themselves where it keeps every row (the usual case: no copies; no
+    array here is written to in place)."""
+    return arrays if keep.all() else tuple(a[keep] for a in arrays)
 
 
 def _joined(arrays: list[np.ndarray]) -> np.ndarray:
@@ -491,15 +507,14 @@ def _cut(steps: _Steps, piece: Pieces) -> Cut:
     of 0 ns left out. timeline/series._parts' first half."""
     p, i, s, e, pri = piece
     keep = e > s
-    p, i, s, e, pri = p[keep], i[keep], s[keep], e[keep], pri[keep]
+    p, i, s, e, pri = _where(keep, p, i, s, e, pri)
     del keep, piece
     if not len(s):
         return p, i, s, e, pri
     n_steps, n_parts = len(steps.n), len(PARTS)
     group = p * n_parts + pri
-    o = _by_group(group, s)
-    group, i, s, e = group[o], i[o], s[o], e[o]
-    del o, p, pri
+    group, s, i, e = _in_group_order(group, s, i, e)
+    del p, pri
     g, s, e, opens = _islands(group, s, e)
     ix = np.minimum.reduceat(i, opens)
     del group, i, opens
@@ -516,7 +531,8 @@ def _cut(steps: _Steps, piece: Pieces) -> Cut:
     p, ix, s, e, pri = (_joined(list(c)) for c in zip(*cuts))
     del cuts
     keep = e > s
-    return p[keep], ix[keep], s[keep], e[keep], pri[keep]
+    p, ix, s, e, pri = _where(keep, p, ix, s, e, pri)
+    return p, ix, s, e, pri
 
 
 def _parts(steps: _Steps, cuts: list[Cut], values: ByCode) -> None:
