@@ -280,11 +280,24 @@ def test_a_signal_at_any_point_of_a_report_ends_it_promptly_and_cleanly(big_capt
     128+signal within 2 s, one line, no traceback, nothing left in TMPDIR. Before: a KeyboardInterrupt traceback
     while importing, death by SIGTERM with nothing said, and 'unreadable nsys-sqlite capture (UnboundLocalError…)'
     exit 2 in the NVTX pass."""
+    _signalled_report(big_capture, tmp_path, sig, delay)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [1.8, 2.4])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_series_is_measured_beside_its_worker_ends_it_cleanly(big_capture, tmp_path, sig, delay):
+    """The same with the per-step series measured (its launch calls in a forked worker beside the GPU's side,
+    series_np._host_aside): the signal lands in the series' pass, after the attribution, on this project's machine."""
+    _signalled_report(big_capture, tmp_path, sig, delay, NVPROF_WRAP_SERIES_MAX_LAUNCHES="-1")
+
+
+def _signalled_report(capture: Path, tmp_path: Path, sig: int, delay: float, **extra: str) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "report", str(big_capture), "--format", "json"],
+    proc = subprocess.Popen([sys.executable, "-m", "nvprof_wrap", "report", str(capture), "--format", "json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=env(TMPDIR=str(tmp)))
+                            env=env(TMPDIR=str(tmp), **extra))
     _handled(proc.pid, sig)
     time.sleep(delay)
     if proc.poll() is None:
