@@ -404,7 +404,7 @@ def _host_aside(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, wh
     if len(files) != 1 or None in files:
         return None
     (path,) = files
-    if path is None or os.path.getsize(path) < ASIDE_FROM:
+    if path is None or os.path.getsize(path) < ASIDE_FROM:  # (None: ruled out above; mypy sees it here)
         return None
     return Forked(_host_alone, Path(path), api, steps, whole)
 
@@ -433,14 +433,14 @@ def _recoded(answer: tuple[list[Any], HostSide], pids: _Codes) -> HostSide:
 def _host_into(values: ByCode, host_side: HostSide, *, whole: bool) -> Cut:
     """Add the host's CUDA-call time to values, as timeline/series._host_side does; the budget's cut rows of the
     calls."""
-    pieces, by_kind, union = host_side
+    budget, by_kind, union = host_side
     for at in set(by_kind) | set(union):
         values.setdefault(at, {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0, "compute_busy_ns": 0})
     for at, vals in values.items():
         vals["api_ns"] = tuple(sorted(by_kind.get(at, {}).items()))
         if whole:
             vals["api_union_ns"] = union.get(at, 0)
-    return pieces
+    return budget
 
 
 def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pids: _Codes, *,
