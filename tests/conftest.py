@@ -179,7 +179,7 @@ def fixtures() -> Path:
 
 # The repository's own data a test may read but never write (a run folder's report keeps its run store inside the
 # folder: a test that reports one of these folders in place left run.sqlite and its -wal/-shm there, which later
-# tests then found among the captures). Files, by folder: 163 files in 54 folders, listed around every test.
+# tests then found among the captures). Their files are listed before and after every test.
 _READ_ONLY = (ROOT / "tests" / "data", ROOT / "nvprof_wrap" / "samples")
 _WROTE: list[str] = []  # the tests that wrote there, each with what it wrote
 

@@ -401,10 +401,8 @@ def _host_aside(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, wh
     if not can_fork() or not native.available():
         return None
     files = {native.file_of(conn, a.table) for a in api}
-    if len(files) != 1 or None in files:
-        return None
-    (path,) = files
-    if path is None or os.path.getsize(path) < ASIDE_FROM:  # (None: ruled out above; mypy sees it here)
+    path = files.pop() if len(files) == 1 else None  # every call table in one file, none a temporary one
+    if path is None or os.path.getsize(path) < ASIDE_FROM:
         return None
     return Forked(_host_alone, Path(path), api, steps, whole)
 
@@ -446,7 +444,7 @@ def _host_into(values: ByCode, host_side: HostSide, *, whole: bool) -> Cut:
 def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pids: _Codes, *,
                whole: bool) -> HostSide:
     """The host's CUDA-call time per process and step, as timeline/series._host_side measures it, and the budget's
-    rows of the calls."""
+    rows of the calls cut into steps (_cut)."""
     kinds: list[str] = []
     cols: list[list[np.ndarray]] = [[] for _ in range(6)]
     for a in api:
