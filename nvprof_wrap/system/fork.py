@@ -166,6 +166,56 @@ class Forked:
                 self.fd = -1
 
 
+class Handed:
+    """A value a forked worker needs that its parent has only after forking it (the worker starts on what it can do
+    without it): given through a pipe made before the fork. In the child, get() waits for the parent's give() (an
+    error where the parent closed the pipe without one); in the parent — which runs the work itself where the worker
+    died without an answer (Forked.result) — get() returns what it gave. give() at most once, before the worker
+    could need more than a pipe's buffer: the value is small (what it holds is sent pickled)."""
+
+    def __init__(self) -> None:
+        self.r, self.w = os.pipe()
+        self.given: tuple[Any] | None = None
+
+    def forked(self) -> None:
+        """In the parent, once the worker is forked (or not at all): the reading end is the worker's."""
+        if self.r >= 0:
+            os.close(self.r)
+            self.r = -1
+
+    def give(self, value: Any) -> None:
+        self.given = (value,)
+        if self.w < 0:
+            return
+        fd, self.w = self.w, -1
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(pickle.dumps(value))
+        except BrokenPipeError:  # the worker is gone: Forked.result says what became of it
+            pass
+
+    def close(self) -> None:
+        """In the parent, giving up without a value (the worker's get() raises, it ends)."""
+        self.forked()
+        if self.w >= 0:
+            os.close(self.w)
+            self.w = -1
+
+    def get(self) -> Any:
+        if self.given is not None:
+            return self.given[0]
+        if self.w >= 0:  # the child's copy of the writing end: closed, so that a parent that gave up reads as EOF
+            os.close(self.w)
+            self.w = -1
+        with os.fdopen(self.r, "rb") as f:
+            self.r = -1
+            data = f.read()
+        if not data:
+            raise RuntimeError("the parent gave up before handing the value over")
+        self.given = (pickle.loads(data),)
+        return self.given[0]
+
+
 def alongside(here: Callable[[], Any], others: list[Forked]) -> list[Any]:
     """[here(), *each other's result()]: here() runs in this process while the others run in theirs. However it
     ends, every child is reaped: on an error (or Ctrl-C, SIGTERM) the rest are cancelled, and the error is the one

@@ -25,11 +25,12 @@ import numpy as np
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepKernel
-from nvprof_wrap.system.fork import BIG, Forked, can_fork
+from nvprof_wrap.system.fork import BIG, Forked, Handed, can_fork
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import native
+from nvprof_wrap.timeline.series import buckets
 from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps
-from nvprof_wrap.timeline.sql import reopened
+from nvprof_wrap.timeline.sql import EVERYTHING, reopened
 
 # {(process code, step index): values}, as Steps' values before the codes are decoded
 ByCode = dict[tuple[int, int], dict[str, Any]]
@@ -43,7 +44,9 @@ AT_ONCE = 1_000_000  # up to this many rows of integers, a column is read as one
 _FAR = 1 << 62  # offsets and sums stay below this (int64's limit is 2^63)
 _EXACT = float(1 << 53)  # float64 holds every integer below this exactly
 DENSE_CELLS = 1 << 21  # (process, step, kernel) tables up to this many cells are counted in place (16 MB a column)
-_SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)  # timeline/series._SOUND
+
+
+Span = tuple[int, int, int]  # (step, lo, hi)
 
 
 class _Odd(Exception):
@@ -91,12 +94,18 @@ class _Steps:
         self.lo = np.array([spans[i][1] for i in order], dtype=np.int64)
         self.hi = np.array([spans[i][2] for i in order], dtype=np.int64)
         self.bounds = {n: (a, b) for n, a, b in spans}
-        self.first, self.last = spans[0][1], spans[-1][2]  # where the SQL's WHERE cuts (the list's ends)
+        self.spans = spans
+        # the SQL keeps rows that start from the list's first start to its last end: where that cuts more than
+        # the steps do (spans out of order, an end before its start), assign cuts there too
+        self.ends = (spans[0][1], spans[-1][2]) if spans and (
+            spans[0][1] > self.lo.min() or spans[-1][2] < self.hi.max()) else None
 
     def assign(self, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(which rows have a step, their step's index, their ends cut at its end)."""
         i = np.searchsorted(self.lo, s, side="right") - 1
         inside = i >= 0
+        if self.ends is not None:
+            inside &= (s >= self.ends[0]) & (s < self.ends[1])
         if inside.all():
             inside = s < self.hi[i]
         else:
@@ -105,18 +114,32 @@ class _Steps:
         return inside, i, np.minimum(e, self.hi[i])
 
 
-def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],
-            host: str,
-            names: Names) -> tuple[Steps, tuple[StepKernel, ...]] | None:
-    """(the steps' values, the kernels per step) as timeline/series._in_sql gives them; None: measure in SQL."""
-    steps = _Steps(spans)
+def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[Span] | None,
+            host: str, names: Names,
+            span: tuple[int, int] = EVERYTHING) -> tuple[Steps, tuple[StepKernel, ...], list[Span]] | None:
+    """(the steps' values, the kernels per step, the steps) as timeline/series._in_sql gives them; None: measure in
+    SQL. spans None: time buckets (timeline/series.buckets) of the GPU activity that starts in span, from the
+    extent of the rows read ([] and nothing measured without any)."""
     pids = _Codes()
     whole = host != "launch"
-    aside = _host_aside(conn, api, steps, whole) if api and host != "none" else None
+    steps = _Steps(spans) if spans is not None else None
+    on_host = bool(api) and host != "none"
+    handed = Handed() if steps is None and on_host else None
+    given = steps if steps is not None else handed  # the worker's steps, now or once the GPU's rows give them
     try:
-        values, kernels, pieces = _gpu_side(conn, gpu, steps, pids, names)
+        aside = _host_aside(conn, api, given, whole) if on_host and given is not None else None
+    finally:
+        if handed is not None:
+            handed.forked()
+    if aside is None and handed is not None:  # no worker to hand the steps to
+        handed.close()
+        handed = None
+    try:
+        steps, (values, kernels, pieces) = _gpu_side(conn, gpu, steps, span, pids, names, handed)
+        if not steps.spans:
+            return {}, (), []
         cuts = [_cut(steps, pieces.pop())] if pieces else []
-        if api and host != "none":
+        if on_host:
             host_side = _host_side(conn, api, steps, pids, whole=whole) if aside is None else \
                 _recoded(aside.result(), pids)
             cuts.append(_host_into(values, host_side, whole=whole))
@@ -125,11 +148,13 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     except _Odd:
         return None
     finally:
+        if handed is not None:
+            handed.close()
         if aside is not None:
             aside.cancel()  # ended without its answer where the GPU's side failed (nothing once it answered)
     decoded = pids.values()
     out = {(decoded[p], steps.n[i]): (*steps.bounds[steps.n[i]], vals) for (p, i), vals in values.items()}
-    return out, kernels
+    return out, kernels, steps.spans
 
 
 def _read(conn: sqlite3.Connection, table: str, pid: str, columns: tuple[str, ...], rest: str, pids: _Codes,
@@ -150,7 +175,7 @@ def _read(conn: sqlite3.Connection, table: str, pid: str, columns: tuple[str, ..
         rows = len(wholes[0]) if wholes else 0
         for whole, codes, out in zip(wholes, codes_of, parts):
             # the codes' numbering is no result's: values are decoded, and ordered by value (_sqlite_ranks)
-            out += [_near(whole) if codes is None else codes.code_ints(whole)]
+            out += [whole if codes is None else codes.code_ints(whole)]
     else:
         _fetched(conn, cols, codes_of, rest, parts)
         rows = sum(len(a) for a in parts[0])
@@ -179,7 +204,7 @@ def _fetched(conn: sqlite3.Connection, cols: tuple[str, ...], codes_of: tuple[_C
         if ints:
             block = np.array(chunk, dtype=np.int64)
             for j, (codes, out) in enumerate(zip(codes_of, parts)):
-                out.append(_near(block[:, j]) if codes is None else codes.code_ints(block[:, j]))
+                out.append(block[:, j] if codes is None else codes.code_ints(block[:, j]))
         else:
             for col, codes, out in zip(zip(*chunk), codes_of, parts):
                 out.append(_ints(col) if codes is None else codes.code(col))
@@ -189,7 +214,7 @@ def _ints(col: tuple[Any, ...]) -> np.ndarray:
     a = np.array(col)  # floats, text, NULLs or integers past int64: another dtype
     if a.dtype != np.int64:
         raise _Odd
-    return _near(a)
+    return a
 
 
 def _near(a: np.ndarray) -> np.ndarray:
@@ -199,41 +224,64 @@ def _near(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _rows_of(table: str, steps: _Steps) -> str:
-    """FROM what: the table's rows that start within the steps, with sound times (timeline/series._SOUND)."""
-    return f'''{table} WHERE start >= {steps.first} AND start < {steps.last}
-              AND {_SOUND.format(s="start", e='"end"')}'''
+def _rows_of(table: str, span: tuple[int, int] = EVERYTHING) -> str:
+    """FROM what: the table's rows that start in span (every row: the steps and sound times are kept in numpy,
+    _sound and _Steps.assign — in SQL they cost 0.07 s a 1M-row table)."""
+    return f"{table} WHERE true" if span == EVERYTHING else f"{table} WHERE start >= {span[0]} AND start < {span[1]}"
 
 
-def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids: _Codes,
-              keys: _Codes) -> tuple[np.ndarray, ...]:
-    """(process code, step index, start, cut end, duration, kernel?, key code, budget part) of every GPU interval
-    that starts in a step, table by table (a copy's or set's part read from the table: GpuTable.part)."""
-    cols: list[list[np.ndarray]] = [[] for _ in range(8)]
+def _sound(s: np.ndarray, e: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(s, e, *arrays) of the rows whose times are sound (timeline/series._SOUND: an end at or after the start, at
+    most MAX_DURATION_NS later; a damaged row's times left out before they reach any sum). e - s wraps past int64
+    where the true difference does not fit it; as uint64 it is exact (e >= s)."""
+    keep = e >= s
+    keep &= (e - s).view(np.uint64) <= MAX_DURATION_NS
+    return _where(keep, s, e, *arrays)
+
+
+def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
+              pids: _Codes, keys: _Codes, handed: Handed | None) -> tuple[_Steps, tuple[np.ndarray, ...]]:
+    """(the steps, (process code, step index, start, cut end, duration, kernel?, key code, budget part) of every
+    GPU interval that starts in a step, table by table (a copy's or set's part read from the table: GpuTable.part)).
+    steps None: the time buckets of the rows' extent (timeline/series.buckets, from the rows that start in span, as
+    its SQL's MIN and MAX take them: damaged ones too), handed to the calls' worker as soon as they are known."""
+    read: list[tuple[GpuTable, list[np.ndarray]]] = []
     for g in gpu:
+        col, codes = (g.name, keys) if g.name is not None else (g.part, None)
+        read.append((g, _read(conn, g.table, g.pid, ("start", '"end"', col), _rows_of(g.table, span), pids,
+                              (None, None, codes))))
+    if steps is None:
+        steps = _Steps(buckets([(int(s.min()), int(e.max())) if len(s) else (None, None)
+                                for _g, (_p, s, e, _x) in read]))
+    if handed is not None:
+        handed.give(steps.spans)
+    cols: list[list[np.ndarray]] = [[] for _ in range(8)]
+    while read:
+        g, (p, s, e, x) = read.pop(0)
         if g.name is not None:
-            p, s, e, key = _read(conn, g.table, g.pid, ("start", '"end"', g.name), _rows_of(g.table, steps), pids,
-                                 (None, None, keys))
-            part = np.full(len(s), PARTS.index("kernels"), dtype=np.int64)
+            key, part = x, np.full(len(s), PARTS.index("kernels"), dtype=np.int64)
         else:
-            p, s, e, part = _read(conn, g.table, g.pid, ("start", '"end"', g.part), _rows_of(g.table, steps), pids,
-                                  (None, None, None))
-            key = keys.constant(None, len(s))
+            key, part = keys.constant(None, len(s)), x
+        del x
+        s, e, p, key, part = _sound(s, e, p, key, part)
         inside, i, cut = steps.assign(s, e)
         p, s, e, key, part = _where(inside, p, s, e, key, part)
+        s, e = _near(s), _near(e)  # the times kept: near enough to 0 for the unions' offsets
         for out, a in zip(cols, (p, i, s, cut, e - s, np.full(len(s), g.name is not None), key, part)):
             out.append(a)
         del p, s, e, key, part, inside, i, cut
-    return tuple(_joined(c) for c in cols)
+    return steps, tuple(_joined(c) for c in cols)
 
 
-def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids: _Codes,
-              names: Names) -> tuple[ByCode, tuple[StepKernel, ...], list[Pieces]]:
-    """({(process code, step index): values}, the kernels per step, the rows of the budget) of the GPU's work."""
+def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
+              pids: _Codes, names: Names,
+              handed: Handed | None = None) -> tuple[_Steps, tuple[ByCode, tuple[StepKernel, ...], list[Pieces]]]:
+    """(the steps — steps None: _gpu_rows' time buckets —, ({(process code, step index): values}, the kernels per
+    step, the rows of the budget) of the GPU's work)."""
     keys = _Codes()
-    p, i, s, e, d, k, key, part = _gpu_rows(conn, gpu, steps, pids, keys)
+    steps, (p, i, s, e, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed)
     if not len(s):
-        return {}, (), []
+        return steps, ({}, (), [])
     decoded = keys.values()
     named = names({decoded[c] for c in np.unique(key[k])})
     group = p * len(steps.n) + i
@@ -264,7 +312,7 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps, pids
         keep = busy & (~k | (np.isin(key, sorted(comm), invert=True) & _not_null(key, decoded)))
         for g, ns in zip(*_unions(*_where(keep, group, s, e))):
             values[divmod(int(g), len(steps.n))]["compute_busy_ns"] = int(ns)
-    return values, _kernels(pids, steps, keys, group[k], key[k], d[k], named), pieces
+    return steps, (values, _kernels(pids, steps, keys, group[k], key[k], d[k], named), pieces)
 
 
 def _not_null(key: np.ndarray, decoded: list[Any]) -> np.ndarray:
@@ -390,14 +438,16 @@ HostSide = tuple[Cut, dict[tuple[int, int], dict[str, int]], dict[tuple[int, int
 ASIDE_FROM = BIG  # captures from this size on measure the host's side in a forked worker beside the GPU's side
 
 
-def _host_aside(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, whole: bool) -> Forked | None:
+def _host_aside(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps | Handed,
+                whole: bool) -> Forked | None:
     """_host_side in a forked worker, started now so that it runs while this process measures the GPU's side (the
     two read different tables and meet only in _parts): where forking is possible, the capture is big enough
     (ASIDE_FROM) and every call table is a table of its file (a worker's own connection reads it as this one does;
     a reader's temporary table or view is not), else None. Measured on 2 cores, 1M generated launches, this
     module's measure() 5 times in one process, two rounds interleaved: 1.24-1.52 s all in one process, 0.77-1.07 s
     with the calls' side beside (with each side's islands cut apart, _cut, and no copies of rows already in order
-    or all kept: _in_group_order, _where)."""
+    or all kept: _in_group_order, _where). steps: handed over once the GPU's side has them (time buckets:
+    from its rows' extent), the worker reading its rows meanwhile."""
     if not can_fork() or not native.available():
         return None
     files = {native.file_of(conn, a.table) for a in api}
@@ -407,7 +457,8 @@ def _host_aside(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, wh
     return Forked(_host_alone, Path(path), api, steps, whole)
 
 
-def _host_alone(path: Path, api: list[ApiTable], steps: _Steps, whole: bool) -> tuple[list[Any], HostSide]:
+def _host_alone(path: Path, api: list[ApiTable], steps: _Steps | Handed,
+                whole: bool) -> tuple[list[Any], HostSide]:
     """_host_side on a connection of its own, with process codes of its own (their values, for _recoded)."""
     conn = reopened(path)
     try:
@@ -441,26 +492,34 @@ def _host_into(values: ByCode, host_side: HostSide, *, whole: bool) -> Cut:
     return budget
 
 
-def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps, pids: _Codes, *,
+def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps | Handed, pids: _Codes, *,
                whole: bool) -> HostSide:
     """The host's CUDA-call time per process and step, as timeline/series._host_side measures it, and the budget's
-    rows of the calls cut into steps (_cut)."""
+    rows of the calls cut into steps (_cut). steps Handed: its spans, asked for once every call is read."""
     kinds: list[str] = []
-    cols: list[list[np.ndarray]] = [[] for _ in range(6)]
+    read: list[tuple[np.ndarray, ...]] = []
     for a in api:
         codes = _Codes()
-        p, s, e, key = _read(conn, a.table, a.pid, ("start", '"end"', a.key), _rows_of(a.table, steps), pids,
+        p, s, e, key = _read(conn, a.table, a.pid, ("start", '"end"', a.key), _rows_of(a.table), pids,
                              (None, None, codes))
         # the kinds of the keys read (not of a DISTINCT over the whole table: another scan of it, 0.1 s at 1M calls)
         kind_of = {k: kind or "other" for k, kind in a.kinds(conn, codes.values()).items()}
         names = [kind_of.get(v, "other") for v in codes.values()]
         kinds += sorted(set(names) - set(kinds))
         kind = np.array([kinds.index(x) for x in names], dtype=np.int64)[key] if len(key) else key
+        read.append(_sound(s, e, p, kind))
+        del p, s, e, key, kind
+    if isinstance(steps, Handed):
+        steps = _Steps(steps.get())
+    cols: list[list[np.ndarray]] = [[] for _ in range(6)]
+    while read:
+        s, e, p, kind = read.pop(0)
         inside, i, cut = steps.assign(s, e)
         p, s, kind, e = _where(inside, p, s, kind, e)
+        s, e = _near(s), _near(e)
         for out, x in zip(cols, (p, i, s, cut, kind, e)):
             out.append(x)
-        del p, s, e, key, kind, inside, i, cut
+        del p, s, e, kind, inside, i, cut
     p, i, s, e, kind, whole_e = (_joined(c) for c in cols)
     del cols
     other = PARTS.index("api_other")

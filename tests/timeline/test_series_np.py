@@ -101,19 +101,26 @@ def test_the_compiled_columns_give_the_pythons_series(monkeypatch, tmp_path: Pat
 
 @pytest.mark.skipif(not native.available() or not can_fork(),
                     reason="the host's side is measured beside only with the compiled helper and fork")
-@pytest.mark.parametrize("odd", ["", "calls", "kernels"])
-def test_the_host_side_measured_in_a_worker_gives_the_same_series(monkeypatch, tmp_path: Path, odd: str) -> None:
+@pytest.mark.parametrize(("odd", "marked"), [("", False), ("", True), ("calls", False), ("kernels", False),
+                                             ("calls", True)])
+def test_the_host_side_measured_in_a_worker_gives_the_same_series(monkeypatch, tmp_path: Path, odd: str,
+                                                                  marked: bool) -> None:
     """series_np._host_aside (the calls' side in a forked worker while this process measures the GPU's, for big
-    captures: here from any size) gives the SQL's series, in this process's process codes (3 processes); where a
-    value sends either side to the SQL (odd: a call's or a kernel's end not an integer), the series is the SQL's
-    and the worker is ended and reaped."""
+    captures: here from any size) gives the SQL's series, in this process's process codes (3 processes), in time
+    buckets (the worker is handed their spans once this process has read the kernels' extent) and in marked steps
+    (given at once); where a value sends either side to the SQL (odd: a call's or a kernel's end not an integer),
+    the series is the SQL's and the worker is ended and reaped."""
     cap = tmp_path / "nsys.sqlite"
     generate.nsys(20_000, cap, processes=3, devices=2)
-    if odd:
-        with sqlite3.connect(cap) as db:
+    with sqlite3.connect(cap) as db:
+        if odd:
             table = "CUPTI_ACTIVITY_KIND_RUNTIME" if odd == "calls" else "CUPTI_ACTIVITY_KIND_KERNEL"
             db.execute(f'UPDATE {table} SET "end" = "end" + 0.5 WHERE rowid = 7')
-        db.close()
+        if marked:  # 7 steps of 20 ms on the first process's main thread, in NVTX
+            lo, tid = db.execute("SELECT MIN(start), MIN(globalTid) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
+            db.executemany('INSERT INTO NVTX_EVENTS(start, "end", eventType, text, globalTid) VALUES (?, ?, 59, ?, ?)',
+                           [(lo + n * 20_000_000, lo + (n + 1) * 20_000_000, f"step {n}", tid) for n in range(7)])
+    db.close()
     monkeypatch.setattr(series_np, "ASIDE_FROM", 0)
     recoded, started = [], []
     real_recoded, real_aside = series_np._recoded, series_np._host_aside
@@ -122,6 +129,7 @@ def test_the_host_side_measured_in_a_worker_gives_the_same_series(monkeypatch, t
     spy = Spy(monkeypatch)
     (sql,), (fast,) = _both(monkeypatch, cap)
     assert fast == sql and sql is not None and len({r.pid for r in sql.steps}) == 3
+    assert (sql.kind, len({r.step for r in sql.steps})) == (("steps", 7) if marked else ("buckets", 37))
     assert any(r.api_ns for r in sql.steps) and any(r.api_union_ns for r in sql.steps)
     assert len(started) == 1 and started[0] is not None and started[0].pid > 0
     with pytest.raises(ChildProcessError):  # reaped, whichever way it ended
@@ -188,6 +196,28 @@ def test_a_time_that_is_not_an_integer_is_measured_in_sql(monkeypatch) -> None:
     spy = Spy(monkeypatch)
     series = _measure(db, True, "none")
     assert spy.declined == 1 and series is not None and sum(r.busy_ns for r in series.steps) == 30.5
+
+
+@pytest.mark.parametrize("marks", [[], [(0, -50, 49), (1, 0, 60), (2, 60, 80)]], ids=["buckets", "steps"])
+def test_damaged_times_are_left_out_as_the_sql_leaves_them_out(monkeypatch, marks) -> None:
+    """Rows whose end is before their start, or too far after it — to int64's ends, where end - start does not fit
+    int64 — reach numpy unfiltered (the SQL's filter cost 0.07 s a 1M-row table): numpy leaves them out itself and
+    measures the SQL's series (the buckets from every row's extent, damaged ones too, as the SQL's MIN and MAX)."""
+    far = step_series.MAX_DURATION_NS
+    db = _capture([(7, 10, 5, "gemm_kernel"), (7, 12, 30, "elementwise"), (9, 40, 20, 2)], [(7, 30, 4, None)],
+                  [(7, 5, 10, 0), (9, 45, 3, 1)], marks)
+    damaged = [(7, 20, -(1 << 63), "gemm_kernel"), (9, 50, 50 + far + 1, 2), (9, 70, 69, 2),
+               (7, (1 << 63) - 1, (1 << 63) - 1, 2), (7, -2, (1 << 63) - 1, 2)]  # the last: end - start wraps
+    if marks:  # (in buckets, a start this early would move every bucket before the other rows: none measured)
+        damaged.append((7, -(1 << 63), (1 << 63) - 1, "gemm_kernel"))
+    db.executemany("INSERT INTO k VALUES (?, ?, ?, ?)", damaged)
+    db.executemany("INSERT INTO c VALUES (?, ?, ?, ?)", [(p, s, e, 0) for p, s, e, _ in damaged])
+    db.execute("INSERT INTO m VALUES (7, 60, 60 + ?)", (far,))  # sound: exactly MAX_DURATION_NS long
+    spy = Spy(monkeypatch)
+    fast = _measure(db, bool(marks), "all")
+    monkeypatch.setattr(step_series, "REFERENCE", True)
+    assert fast == _measure(db, bool(marks), "all") and fast is not None and fast.steps
+    assert (spy.measured, spy.declined) == (1, 0)
 
 
 def _brute(intervals: list[tuple[int, int, int]]) -> dict[int, int]:
