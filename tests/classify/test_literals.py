@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from nvprof_wrap.classify import load_rules
 from nvprof_wrap.classify._literals import needed
-from nvprof_wrap.classify.engine import Rule, _first, needs_of
+from nvprof_wrap.classify.engine import MATRIX_RULE, Rule, _first, matrix_math, needs_of
 
 
 @pytest.mark.parametrize(("pattern", "needs"), [
@@ -46,6 +46,13 @@ def test_every_rule_has_a_test_and_it_holds_on_every_real_name():
                     assert any(s in name for s in needs), (rule.id, name)
         for name in names:
             assert _first(table, name) == _searched(table, name)
+    assert [matrix_math(n) for n in names] == [_matrix_searched(n) for n in names]
+    assert 10 <= sum(map(matrix_math, names)) < len(names)
+
+
+def _matrix_searched(name: str) -> bool:
+    """The time budget's matrix-math test (engine.matrix_math) as a search of the rule's pattern."""
+    return next(r for r in load_rules().verdict if r.id == MATRIX_RULE).pattern.search(name.lower()) is not None
 
 
 def _searched(table: tuple[Rule, ...], lowered: str) -> Rule | None:
@@ -66,3 +73,4 @@ def test_first_rule_as_searching_every_rule(parts):
     rules = load_rules()
     for table in (rules.verdict, rules.precision, rules.family):
         assert _first(table, name) == _searched(table, name)
+    assert matrix_math(name) == _matrix_searched(name) and matrix_math(name.upper()) == matrix_math(name)
