@@ -78,11 +78,18 @@ RULES_VERSION = load_rules().version
 
 
 def may_communicate(name: str) -> bool:
-    """Whether a communication family's pattern matches the name: a cheap first look (one search per such rule)
-    before classify() settles it — classify() is the whole rule table, 24 ms on a 100,000-character name."""
+    """Whether a communication family's pattern matches the name: a cheap first look (one search per such rule,
+    and none where the name lacks every string the rule needs: _first) before classify() settles it — classify()
+    is the whole rule table, 24 ms on a 100,000-character name. 1,496 names of a generated export: 0.05 s searched,
+    0.01 s so."""
+    return _first(_communication_rules(), name.lower()) is not None
+
+
+@lru_cache(maxsize=1)
+def _communication_rules() -> tuple[Rule, ...]:
+    """The communication families' rules, in a table of their own (kept: needs_of holds its strings by its id)."""
     rules = load_rules()
-    lowered = name.lower()
-    return any(r.pattern.search(lowered) for r in rules.family if r.value in rules.communication)
+    return tuple(r for r in rules.family if r.value in rules.communication)
 COMMUNICATION_FAMILIES = load_rules().communication
 WARMUP_FAMILIES = load_rules().warmup
 MATRIX_RULE = "matrix-family-undecided"  # rules.toml: the words that name a matrix-math kernel (GEMM, attention, conv)

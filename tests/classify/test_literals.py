@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from nvprof_wrap.classify import load_rules
 from nvprof_wrap.classify._literals import needed
-from nvprof_wrap.classify.engine import MATRIX_RULE, Rule, _first, matrix_math, needs_of
+from nvprof_wrap.classify.engine import MATRIX_RULE, Rule, _first, matrix_math, may_communicate, needs_of
 
 
 @pytest.mark.parametrize(("pattern", "needs"), [
@@ -48,6 +48,14 @@ def test_every_rule_has_a_test_and_it_holds_on_every_real_name():
             assert _first(table, name) == _searched(table, name)
     assert [matrix_math(n) for n in names] == [_matrix_searched(n) for n in names]
     assert 10 <= sum(map(matrix_math, names)) < len(names)
+    assert [may_communicate(n) for n in names] == [_communication_searched(n) for n in names]
+    assert 1 <= sum(map(may_communicate, names)) < len(names)
+
+
+def _communication_searched(name: str) -> bool:
+    """engine.may_communicate as a search of every communication family's pattern."""
+    rules = load_rules()
+    return any(r.pattern.search(name.lower()) for r in rules.family if r.value in rules.communication)
 
 
 def _matrix_searched(name: str) -> bool:
@@ -74,3 +82,4 @@ def test_first_rule_as_searching_every_rule(parts):
     for table in (rules.verdict, rules.precision, rules.family):
         assert _first(table, name) == _searched(table, name)
     assert matrix_math(name) == _matrix_searched(name) and matrix_math(name.upper()) == matrix_math(name)
+    assert may_communicate(name) == _communication_searched(name)
