@@ -154,11 +154,12 @@ def nvtx_ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
                FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60)"""
 
 
-def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
-         where: str, lent: dict[str, int]) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
+def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str, where: str, lent: dict[str, int],
+         kept: dict[str, Any] | None = None) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
     """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges.
     One pass gives the kernel aggregates too (every launch counted once, launches without a runtime record
-    outside any range), so a capture with NVTX ranges is scanned once, not twice. None without ranges."""
+    outside any range), so a capture with NVTX ranges is scanned once, not twice. None without ranges. kept: the
+    kernels' columns the per-step series reads, kept by the compiled pass as it reads them (nvtx.attribute)."""
     if not {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME"} <= have:
         return None
     kcols = columns(conn, KERNEL)
@@ -174,15 +175,17 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str,
                   WHERE {where} {{slice}}"""
     # The same, for the compiled pass: launch calls (correlation id, join key, tid, t, process), kernels
     # (correlation id, join key, pid, dev, key, dur).
+    kernels_of = f"""SELECT k.correlationId, k.globalPid >> 24, (k.globalPid >> 24) & 16777215, k.deviceId,
+                         k.demangledName, {{dur}} FROM {KERNEL} k WHERE {where} {{{{slice}}}}"""
     native = (uri_of(path),
               f"""SELECT r.correlationId, r.globalTid >> 24, r.globalTid, r.start, (r.globalTid >> 24) & 16777215
                   FROM {RUNTIME} r WHERE true {{rslice}}""",
-              f"""SELECT k.correlationId, k.globalPid >> 24, (k.globalPid >> 24) & 16777215, k.deviceId,
-                         k.demangledName, {dur}
-                  FROM {KERNEL} k WHERE {where} {{slice}}""")
+              kernels_of.format(dur=dur))
+    # the compiled pass keeps the kernels' columns the series reads: their times in place of the duration (SOUND's)
+    keeping = None if kept is None or dur != on(SOUND, "k") else (kept, kernels_of.format(dur='k.start, k."end"'))
     # a globalTid holds its process id: each process has its own main thread
     rows = attribute(conn, ranges, launches, reopen=functools.partial(reopened, path), kernel_table=KERNEL,
-                     process_of_tid="((tid >> 24) & 16777215)", borrowed=lent, native=native)
+                     process_of_tid="((tid >> 24) & 16777215)", borrowed=lent, native=native, kept=keeping)
     if not rows:
         return None
     ids = ",".join(str(int(r[4])) for r in rows if r[4] is not None)
@@ -295,9 +298,10 @@ def session_command(conn: sqlite3.Connection, have: set[str]) -> str | None:
     return " ".join([command, *(a for _, a in sorted(args))]) if command else None
 
 
-def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
-           span: tuple[int, int], graphs: str | None = None) -> tuple[StepSeries | None, tuple[str, ...]]:
-    """(the per-step series, notes): timeline/series.py over the kernel, copy and set tables and the runtime calls."""
+def _steps(conn: sqlite3.Connection, have: set[str], launches: int, span: tuple[int, int], graphs: str | None = None,
+           kept: list[list[bytes]] | None = None) -> tuple[StepSeries | None, tuple[str, ...]]:
+    """(the per-step series, notes): timeline/series.py over the kernel, copy and set tables and the runtime calls.
+    kept: the kernel table's (pid, start, end, demangledName) columns the attribution kept (_ops), in slices."""
     if not launches:
         return None, ()
     if why := step_series.too_big(launches):
@@ -310,8 +314,10 @@ def _steps(conn: sqlite3.Connection, have: set[str], launches: int,
         gpu.append(step_series.GpuTable(graphs, _pid_expr({"globalPid"}), kernel_name_column(conn)))
     api = [step_series.ApiTable(RUNTIME, "((globalTid >> 24) & 16777215)", "nameId", _call_kinds)] \
         if RUNTIME in have and {"nameId", "globalTid"} <= columns(conn, RUNTIME) else []
+    given = {KERNEL: kept} if kept is not None and kernel_name_column(conn) == "demangledName" and \
+        gpu and gpu[0].pid == _pid_expr({"globalPid"}) else None  # the attribution's columns are the series'
     series = step_series.measure(conn, gpu, api, nvtx_ranges_sql(conn, have), "all" if api else "none",
-                                 functools.partial(_names, conn), span, launches)
+                                 functools.partial(_names, conn), span, launches, given)
     return series, ()
 
 
@@ -358,14 +364,18 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         span, warmup, program = _warmup(conn, have, graphs)
     whole = span == EVERYTHING
     busy_time = BusyTime(conn, path, _busy_sources(conn, have, graphs), span)  # side by side with the rest
+    # the attribution keeps the kernel columns the series reads, where the series is measured here, after it
+    kept: dict[str, Any] = {}
     ahead = step_series.Ahead(path, lambda: int(conn.execute(f"SELECT COUNT(*) FROM {KERNEL}").fetchone()[0]),
                               functools.partial(_steps_alone, path, have, span, graphs),  # the series too
-                              lambda n: _steps(conn, have, n, span, graphs))
+                              lambda n: _steps(conn, have, n, span, graphs, kept.get("kernels")))
+    keep = ahead.work is None and step_series.numpy_here(
+        lambda: int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {KERNEL}").fetchone()[0]))
     try:
         memops, mem_notes = _memops(conn, have, in_window(span))
         lent: dict[str, int] = {}  # attribute's launches lent to main threads, kernels without a duration
         # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
-        attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent)
+        attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent, kept if keep else None)
         if attributed is not None and whole and "no_duration" in lent:
             # the compiled pass counted them while reading every kernel: no scan of its own (1.8 s at 5M)
             kernel_note = note(lent["no_duration"], "kernel") if lent["no_duration"] else None

@@ -710,6 +710,40 @@ done:
 /* One kernel into its groups: once per matching launch call, else once as unmatched. */
 typedef struct { int64_t corr, jk, pid, dev, key, dur; char corr_null, jk_null, key_null; } Kernel;
 
+/* An int64 column grown row by row (the kernels' columns the attribution keeps for the per-step series, and
+ * columns_read's). */
+typedef struct { int64_t *v; size_t n, cap; } Col;
+
+/* The kernels' (pid, start, end, key) kept while the attribution reads them, for the per-step series
+ * (timeline/series_np.py: no read of its own). kernels_sql then yields start and end in place of the duration
+ * (columns 5 and 6), and the duration is worked out here as readers/_durations.SOUND does in SQL: the end less the
+ * start where the end is not before the start and the difference is at most max_dur, else NULL (a NULL time too).
+ * A time that is neither an integer nor NULL: declined (unsupported), as a duration that is not an integer is;
+ * the caller asks again without keeping. ok turns 0 (nothing more kept) at a NULL process, key or time: the series
+ * then reads the table itself. */
+typedef struct { Col c[4]; int ok; int64_t max_dur; } Kept;
+
+static void kept_free(Kept *kp) { for (int i = 0; i < 4; i++) { free(kp->c[i].v); kp->c[i] = (Col){0}; } }
+
+/* v[5] (the duration) from the row's start and end; the row kept. -1: declined (err->unsupported) or no memory. */
+static int kept_row(Kept *kp, sqlite3_stmt *st, Val *v, Err *err) {
+    Val s, e;
+    if (read_row_at(st, 5, &s, err) < 0 || read_row_at(st, 6, &e, err) < 0) return -1;
+    v[5].null = s.null || e.null || e.v < s.v || (uint64_t)e.v - (uint64_t)s.v > (uint64_t)kp->max_dur;
+    v[5].v = v[5].null ? 0 : e.v - s.v;
+    if (!kp->ok) return 0;
+    if (v[2].null || v[4].null || s.null || e.null) { kp->ok = 0; kept_free(kp); return 0; }
+    int64_t row[4] = {v[2].v, s.v, e.v, v[4].v};
+    for (int i = 0; i < 4; i++) {
+        Col *c = &kp->c[i];
+        if (c->n == c->cap && grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v) < 0) {
+            snprintf(err->msg, sizeof err->msg, "out of memory"); return -1;
+        }
+        c->v[c->n++] = row[i];
+    }
+    return 0;
+}
+
 static int kernel_add(const Calls *cs, Outcomes *oc, Groups *gs, int32_t unmatched, const Kernel *k) {
     int matched = 0;
     if (!k->corr_null && !k->jk_null) {
@@ -740,8 +774,8 @@ static void calls_free(Calls *cs) { free(cs->c); free(cs->head); *cs = (Calls){0
  * without bounds. */
 static int attribute_all(const char *uri, const char *calls_sql, const char *kernels_sql, const int64_t *bounds,
                          size_t max_late,
-                         Segments *g, Mains *mains, Outcomes *oc, Groups *gs, int64_t *no_duration, Guard *gd,
-                         Err *err) {
+                         Segments *g, Mains *mains, Outcomes *oc, Groups *gs, int64_t *no_duration, Kept *kept,
+                         Guard *gd, Err *err) {
     sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
     Calls cs = {0};
     Kernel *late = NULL;
@@ -758,10 +792,13 @@ static int attribute_all(const char *uri, const char *calls_sql, const char *ker
     if (unmatched < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
     for (int pass = 0; pass < 2; pass++) {
         if (S.prepare_v2(db, kernels_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "kernels"); goto done; }
-        if (S.column_count(st) != 6) { snprintf(err->msg, sizeof err->msg, "kernels: 6 columns"); goto done; }
+        if (S.column_count(st) != (kept ? 7 : 6)) {
+            snprintf(err->msg, sizeof err->msg, "kernels: %d columns", kept ? 7 : 6); goto done;
+        }
         Val v[6];
         while ((rc = S.step(st)) == SQLITE_ROW) {
-            if (read_row(st, v, 6, err) < 0) goto done;
+            if (read_row(st, v, kept ? 5 : 6, err) < 0) goto done;
+            if (kept && kept_row(kept, st, v, err) < 0) goto done;
             Kernel k = {v[0].v, v[1].v, v[2].null ? -1 : v[2].v, v[3].null ? -1 : v[3].v, v[4].v,
                         v[5].null ? 0 : v[5].v, (char)v[0].null, (char)v[1].null, (char)v[4].null};
             *no_duration += v[5].null;
@@ -792,6 +829,7 @@ static int attribute_all(const char *uri, const char *calls_sql, const char *ker
         calls_free(&cs);
         memset(gs->g, 0, (gs->mask + 1) * sizeof *gs->g);
         gs->n = 0; *no_duration = 0; nlate = 0; redo = 0;
+        if (kept) for (int i = 0; i < 4; i++) kept->c[i].n = 0;  /* every kernel is read again: kept again */
         int64_t exact[2] = {kmin, kmax};
         if (calls_load(db, calls_sql, exact, NULL, g, mains, oc, &cs, err) < 0) goto done;
         bounds = NULL;
@@ -1096,8 +1134,9 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
     Guard gd = {NULL, 0, NULL, NULL, NULL};
     int64_t bounds[2];
     Py_ssize_t max_late = 0;
-    if (!PyArg_ParseTuple(args, "sssOO|OiOn", &uri, &calls_sql, &kernels_sql, &capsule, &main_pairs, &gd.budget,
-                          &gd.grain, &bounds_arg, &max_late)) return NULL;
+    long long keep = -1;  /* >= 0: keep the kernels' columns, durations at most this long */
+    if (!PyArg_ParseTuple(args, "sssOO|OiOnL", &uri, &calls_sql, &kernels_sql, &capsule, &main_pairs, &gd.budget,
+                          &gd.grain, &bounds_arg, &max_late, &keep)) return NULL;
     if (bounds_arg != Py_None && !PyArg_ParseTuple(bounds_arg, "LL", &bounds[0], &bounds[1])) return NULL;
     Segments *g = PyCapsule_GetPointer(capsule, CAPSULE);
     if (!g) return NULL;
@@ -1116,6 +1155,7 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
     Py_DECREF(pairs);
     Outcomes oc = {0};
     Groups gs = {calloc(1024, sizeof(Group)), 0, 1023};
+    Kept kept = {{{0}}, 1, (int64_t)keep};
     Err err = {{0}, 0};
     int rc = -1;
     PyObject *result = NULL;
@@ -1128,7 +1168,7 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     rc = attribute_all(uri, calls_sql, kernels_sql, bounds_arg == Py_None ? NULL : bounds,
                        max_late > 0 ? (size_t)max_late : 0, g, &mains, &oc, &gs,
-                       &no_duration, &gd, &err);
+                       &no_duration, keep >= 0 ? &kept : NULL, &gd, &err);
     Py_END_ALLOW_THREADS
     if (guard_raised(&gd)) goto done;
     if (rc == 0) {
@@ -1142,7 +1182,19 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
             if (!row || PyList_Append(result, row) < 0) { Py_XDECREF(row); Py_CLEAR(result); break; }
             Py_DECREF(row);
         }
-        if (result) result = Py_BuildValue("(NL)", result, no_duration);
+        if (result && keep < 0) result = Py_BuildValue("(NL)", result, no_duration);
+        else if (result) {  /* the kept columns as bytes of int64, or None where they were given up */
+            PyObject *cols = kept.ok ? PyList_New(4) : Py_NewRef(Py_None);
+            for (int i = 0; cols && kept.ok && i < 4; i++) {
+                PyObject *b = PyBytes_FromStringAndSize(kept.c[i].v ? (const char *)kept.c[i].v : "",
+                                                        (Py_ssize_t)(kept.c[i].n * sizeof(int64_t)));
+                free(kept.c[i].v); kept.c[i].v = NULL;
+                if (!b) Py_CLEAR(cols);
+                else PyList_SET_ITEM(cols, i, b);
+            }
+            if (!cols) Py_CLEAR(result);
+            else result = Py_BuildValue("(NLN)", result, no_duration, cols);
+        }
     } else if (err.unsupported) {
         result = Py_NewRef(Py_None);
     } else {
@@ -1150,6 +1202,7 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
     }
 done:
     free(mains.p); free(mains.tid); free(oc.o); free(oc.slot); free(gs.g);
+    kept_free(&kept);
     return result;
 }
 
@@ -1335,8 +1388,6 @@ done:
 /* ---- the int64 columns of a query (timeline/series_np._read): every row's values stored straight into one array
  * per column, instead of a Python tuple per row handed to numpy (fetchmany: ~0.6 us a row, most of the series'
  * cost). Declines (unsupported) on any value that is not an integer, NULL included: the Python path decides. ---- */
-typedef struct { int64_t *v; size_t n, cap; } Col;
-
 static int columns_read(const char *uri, const char *sql, int ncols, Col *cols, Guard *gd, Err *err) {
     sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
     int rc, out = -1;
@@ -1478,8 +1529,9 @@ static PyMethodDef methods[] = {
      "busy(capture_uri, sql, params[, budget, grain]) -> (busy_part's result,) of the (start, end, kernel) rows sql yields in start "
      "order; None for a value that is not an integer (the Python loop decides)"},
     {"attribute", py_attribute, METH_VARARGS,
-     "attribute(capture_uri, calls_sql, kernels_sql, segments, main_threads[, budget, grain]) -> ([(pid, dev, lab, key, via, n, "
-     "total)], kernels whose duration is NULL), or None (a value that is not an integer or NULL: the SQL decides)"},
+     "attribute(capture_uri, calls_sql, kernels_sql, segments, main_threads[, budget, grain, bounds, max_late, keep]) -> "
+     "([(pid, dev, lab, key, via, n, total)], kernels whose duration is NULL[, the kernels' (pid, start, end, key) as "
+     "bytes of int64, or None]), or None (a value that is not an integer or NULL: the SQL decides)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cattr", NULL, -1, methods};

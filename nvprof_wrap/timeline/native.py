@@ -50,14 +50,24 @@ def sweep(uri: str, ranges_sql: str, op_of: Callable[[str], tuple[int, bool, boo
 
 
 def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object, main: list[Row],
-              bounds: tuple[int, int] | None = None) -> tuple[list[Row], int] | None:
+              bounds: tuple[int, int] | None = None,
+              keep: int | None = None) -> tuple[list[Row], int, list[bytes] | None] | None:
     """((pid, dev, label, key, via, launches, total) rows as _attribute_slice returns them, NULLs as -1 / '', in no
     order and a key once per join key of its launch calls (the caller sums them); how many kernels had a NULL
-    duration), or None when a value is not an integer or NULL (the caller runs the SQL). held: sweep()'s segments;
-    main: (process, tid) of each process's main thread. bounds: an estimate of the kernels' correlation ids, bound to
-    calls_sql's ?1 and ?2 (the kernels outside it are matched too: _cattr.c attribute_all)."""
+    duration; with keep, the kernels' (pid, start, end, key) columns as bytes of int64, or None where a NULL
+    process, key or time gave them up), or None when a value is not an integer or NULL (the caller runs the SQL).
+    held: sweep()'s segments; main: (process, tid) of each process's main thread. bounds: an estimate of the
+    kernels' correlation ids, bound to calls_sql's ?1 and ?2 (the kernels outside it are matched too: _cattr.c
+    attribute_all). keep: the longest duration kept (limits.MAX_DURATION_NS): kernels_sql then yields start and
+    end in place of the duration, which the pass works out as readers/_durations.SOUND does."""
     with _budget(uri) as b:
-        return _cattr.attribute(uri, calls_sql, kernels_sql, held, main, b, limits.SQL_STEP_GRAIN, bounds, MAX_LATE)
+        got = _cattr.attribute(uri, calls_sql, kernels_sql, held, main, b, limits.SQL_STEP_GRAIN, bounds, MAX_LATE,
+                               -1 if keep is None else keep)
+    if got is None:
+        return None
+    if len(got) == 2:
+        return got[0], got[1], None
+    return got  # keep: the three-part answer
 
 
 def busy(uri: str, sql: str, params: Row) -> Row | None:

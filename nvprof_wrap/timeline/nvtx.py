@@ -16,6 +16,7 @@ from nvprof_wrap.run.steps import LAYER_PREFIXES
 from nvprof_wrap.run.steps import PROFILER_STEP_PREFIX as STEP_PREFIX
 from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.fork import Forked, can_fork, cores, in_waves
+from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import native as native_passes
 
 # torch.autograd.profiler.emit_nvtx appends ", seq = N", ", op_id = N", ", sizes = [...]" to each op.
@@ -43,7 +44,8 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
               reopen: Callable[[], sqlite3.Connection] | None = None, kernel_table: str | None = None,
               correlation: str = "correlationId", names: Callable[[Any], str] | None = None,
               process_of_tid: str = "0", borrowed: dict[Any, Any] | None = None,
-              native: tuple[str, str, str] | None = None) -> list[Row]:
+              native: tuple[str, str, str] | None = None, kept: tuple[dict[str, Any], str] | None = None
+              ) -> list[Row]:
     """Kernels attributed to the NVTX ranges open on the thread that launched them.
 
     A launch made on a thread with no range open (PyTorch runs the backward pass on its autograd thread, while the
@@ -78,10 +80,15 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     where it is built: the calls SQL yields (correlation id, join key, tid, t, process) per launch call, "{rslice}"
     after a WHERE condition; the kernels SQL (correlation id, join key, pid, dev, key, dur) per kernel, "{slice}"
     after one. They must say what launches_sql says; a kernel matches the calls of its correlation id and join key.
+    kept, with native: (a dict, the kernels SQL again with start and end in place of the duration, which the
+    compiled pass then works out as readers/_durations.SOUND does): the pass keeps every kernel's (pid, start, end,
+    key) as it reads them — the dict's "kernels" gets them, [pid, start, end, key] bytes of int64 per slice in rowid
+    order, for the per-step series (one read of the kernel table less: 0.22 s at 1M launches); nothing there where
+    the compiled pass did not run or gave them up (a NULL; a time not an integer: then read as without kept).
     """
     if native is not None and native_passes.available() and reopen is not None and kernel_table:
         done = _compiled(conn, ranges_sql, native, reopen=reopen, kernel_table=kernel_table, correlation=correlation,
-                         names=names or str, process_of_tid=process_of_tid, borrowed=borrowed)
+                         names=names or str, process_of_tid=process_of_tid, borrowed=borrowed, kept=kept)
         if done is not None:
             return done
     tmp = tempdirs.make("nvtx")
@@ -122,7 +129,8 @@ def _grouped(parts: list[list[Row]], labels: dict[tuple[str, str], int], borrowe
 
 def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str, str], *,
               reopen: Callable[[], sqlite3.Connection], kernel_table: str, correlation: str,
-              names: Callable[[Any], str], process_of_tid: str, borrowed: dict[Any, Any] | None) -> list[Row] | None:
+              names: Callable[[Any], str], process_of_tid: str, borrowed: dict[Any, Any] | None,
+              kept: tuple[dict[str, Any], str] | None = None) -> list[Row] | None:
     """attribute() by the compiled helper: the same sweep and the same rows, None where it declines the capture (a
     value that is not an integer, a name that is not text): then the SQL decides.
 
@@ -147,15 +155,17 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         return []
     by_id, labels = list(ops), _Labels()
     ids = [labels.add((by_id[scope], by_id[op])) for scope, op in pairs]  # the Python sweep's ids, in its order
-    how = (uri, calls, kernels, held, main, ids)
+    how = (uri, calls, kernels, held, main, ids, None if kept is None else kept[1])
     slices = _slices(conn, kernel_table, correlation)
     parts = in_waves(lambda sl: _compiled_slice(conn, how, sl), lambda sl: Forked(_compiled_alone, reopen, how, sl),
                      slices, _width())
     if any(part is None for part in parts):
         return None
     if borrowed is not None:
-        borrowed["no_duration"] = sum(n for _rows, n in parts)
-    return _grouped([rows for rows, _n in parts], labels, borrowed)
+        borrowed["no_duration"] = sum(n for _rows, n, _cols in parts)
+    if kept is not None and all(cols is not None for _rows, _n, cols in parts):
+        kept[0]["kernels"] = [cols for _rows, _n, cols in parts]
+    return _grouped([rows for rows, _n, _cols in parts], labels, borrowed)
 
 
 def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: Row, where: dict[str, str]) -> Row | None:
@@ -166,28 +176,32 @@ def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: Row, where: d
         conn.close()
 
 
-def _compiled_slice(conn: sqlite3.Connection, how: Row, where: dict[str, str]) -> tuple[list[Row], int] | None:
-    """(_attribute_slice's rows, with its label ids and in its order; how many kernels had no duration) by the
-    compiled pass; None where it declines. The compiled labels are numbered 0, 1, … in the order the sweep met them;
-    ids gives each its Python id."""
-    uri, calls, kernels, held, main, ids = how
+def _compiled_slice(conn: sqlite3.Connection, how: Row,
+                    where: dict[str, str]) -> tuple[list[Row], int, list[bytes] | None] | None:
+    """(_attribute_slice's rows, with its label ids and in its order; how many kernels had no duration; the kernels'
+    columns it kept, where asked: attribute's kept) by the compiled pass; None where it declines. The compiled labels
+    are numbered 0, 1, … in the order the sweep met them; ids gives each its Python id."""
+    uri, calls, kernels, held, main, ids, keeping = how
     bounds = _estimated(conn, where)
     filled = _fill_slice(conn, where) if bounds is None else \
         where | {"{rslice}": f"AND r.{where['correlation']} BETWEEN ?1 AND ?2"}
     try:
-        got = native_passes.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main, bounds)
+        got = None if keeping is None else native_passes.attribute(
+            uri, _fill(calls, filled), _fill(keeping, filled), held, main, bounds, MAX_DURATION_NS)
+        if got is None:  # not asked to keep, or a time that is not an integer (the duration's SQL decides it)
+            got = native_passes.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main, bounds)
     except (RuntimeError, MemoryError):  # SQLite refused it there, or memory ran out: the SQL decides
         return None
     if got is None:
         return None
-    rows, no_duration = got
+    rows, no_duration, cols = got
     # a key comes once per join key of its launch calls (processes): summed
     summed: dict[Row, list[int]] = {}
     for pid, dev, lab, key, via, n, tot in rows:
         agg = summed.setdefault((pid, dev, -1 if lab == -1 else ids[lab], key, via), [0, 0])
         agg[0] += n
         agg[1] += tot
-    return sorted(((*k, n, tot) for k, (n, tot) in summed.items()), key=_sql_order), no_duration
+    return sorted(((*k, n, tot) for k, (n, tot) in summed.items()), key=_sql_order), no_duration, cols
 
 
 def _sql_order(row: Row) -> Row:

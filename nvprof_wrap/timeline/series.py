@@ -62,6 +62,15 @@ def too_big(launches: int) -> str | None:
     return None
 
 
+def numpy_here(guess: Callable[[], int]) -> bool:
+    """Whether a capture of about guess() kernel launches (asked only where the series is on at all) gets its
+    series measured by numpy: a reader's other passes then keep what it reads for it (readers/nsys_sqlite.py)."""
+    if REFERENCE or limit() == 0:
+        return False
+    n = guess()
+    return n >= NUMPY_FROM and too_big(n) is None
+
+
 Measured = tuple[StepSeries | None, tuple[str, ...]]  # a reader's series and its notes
 AHEAD_CORES = 3  # cores from which Ahead forks: on 2 the reading process and the busy time's worker hold both
 # (measured, 1M launches, 2 cores loaded by other work: forked 10.1-12.0 s wall, 3.3-3.5 s user; in the reading
@@ -103,10 +112,12 @@ class Ahead:
 
 
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], ranges_sql: str | None, host: str,
-            names: Names, span: tuple[int, int] = EVERYTHING,
-            launches: int = 0) -> StepSeries | None:
+            names: Names, span: tuple[int, int] = EVERYTHING, launches: int = 0,
+            given: dict[str, list[list[bytes]]] | None = None) -> StepSeries | None:
     """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names;
-    launches: the capture's kernel launches (from NUMPY_FROM on, numpy measures; else SQL). A capture without
+    launches: the capture's kernel launches (from NUMPY_FROM on, numpy measures; else SQL); given: a kernel
+    table's (pid, start, end, name key) columns of its rows that start in span, read by another pass (bytes of
+    int64, in slices), which numpy then does not read again. A capture without
     step marks gets time buckets from its GPU activity's extent: numpy takes it from the rows it reads anyway, the
     SQL from a MIN/MAX over each table (0.09 s of its own at 1M launches)."""
     marked = _marked(conn, ranges_sql, span)
@@ -120,7 +131,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     measured = None
     if not REFERENCE and launches >= NUMPY_FROM:
         from nvprof_wrap.timeline import series_np
-        measured = series_np.measure(conn, gpu, api, spans, host, names, span)
+        measured = series_np.measure(conn, gpu, api, spans, host, names, span, given)
     if measured is not None:
         steps, kernels, spans = measured
     else:

@@ -115,19 +115,20 @@ class _Steps:
 
 
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[Span] | None,
-            host: str, names: Names,
-            span: tuple[int, int] = EVERYTHING) -> tuple[Steps, tuple[StepKernel, ...], list[Span]] | None:
+            host: str, names: Names, span: tuple[int, int] = EVERYTHING,
+            given: dict[str, list[list[bytes]]] | None = None
+            ) -> tuple[Steps, tuple[StepKernel, ...], list[Span]] | None:
     """(the steps' values, the kernels per step, the steps) as timeline/series._in_sql gives them; None: measure in
     SQL. spans None: time buckets (timeline/series.buckets) of the GPU activity that starts in span, from the
-    extent of the rows read ([] and nothing measured without any)."""
+    extent of the rows read ([] and nothing measured without any). given: timeline/series.measure's."""
     pids = _Codes()
     whole = host != "launch"
     steps = _Steps(spans) if spans is not None else None
     on_host = bool(api) and host != "none"
     handed = Handed() if steps is None and on_host else None
-    given = steps if steps is not None else handed  # the worker's steps, now or once the GPU's rows give them
+    theirs = steps if steps is not None else handed  # the worker's steps, now or once the GPU's rows give them
     try:
-        aside = _host_aside(conn, api, given, whole) if on_host and given is not None else None
+        aside = _host_aside(conn, api, theirs, whole) if on_host and theirs is not None else None
     finally:
         if handed is not None:
             handed.forked()
@@ -135,7 +136,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
         handed.close()
         handed = None
     try:
-        steps, (values, kernels, pieces) = _gpu_side(conn, gpu, steps, span, pids, names, handed)
+        steps, (values, kernels, pieces) = _gpu_side(conn, gpu, steps, span, pids, names, handed, given or {})
         if not steps.spans:
             return {}, (), []
         cuts = [_cut(steps, pieces.pop())] if pieces else []
@@ -230,6 +231,18 @@ def _rows_of(table: str, span: tuple[int, int] = EVERYTHING) -> str:
     return f"{table} WHERE true" if span == EVERYTHING else f"{table} WHERE start >= {span[0]} AND start < {span[1]}"
 
 
+def _given(slices: list[list[bytes]], pids: _Codes, keys: _Codes) -> list[np.ndarray]:
+    """_read's (process code, start, end, key code) of a kernel table from another pass's (pid, start, end, key)
+    columns, in slices (empties them: each slice's bytes are freed once joined)."""
+    cols = []
+    for j in range(4):
+        cols.append(_joined([np.frombuffer(sl[j], dtype=np.int64) for sl in slices]))
+        for sl in slices:
+            sl[j] = b""
+    p, s, e, key = cols
+    return [pids.code_ints(p), s, e, keys.code_ints(key)]
+
+
 def _sound(s: np.ndarray, e: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     """(s, e, *arrays) of the rows whose times are sound (timeline/series._SOUND: an end at or after the start, at
     most MAX_DURATION_NS later; a damaged row's times left out before they reach any sum). e - s wraps past int64
@@ -240,14 +253,19 @@ def _sound(s: np.ndarray, e: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarra
 
 
 def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
-              pids: _Codes, keys: _Codes, handed: Handed | None) -> tuple[_Steps, tuple[np.ndarray, ...]]:
+              pids: _Codes, keys: _Codes, handed: Handed | None,
+              given: dict[str, list[list[bytes]]]) -> tuple[_Steps, tuple[np.ndarray, ...]]:
     """(the steps, (process code, step index, start, cut end, duration, kernel?, key code, budget part) of every
     GPU interval that starts in a step, table by table (a copy's or set's part read from the table: GpuTable.part)).
     steps None: the time buckets of the rows' extent (timeline/series.buckets, from the rows that start in span, as
-    its SQL's MIN and MAX take them: damaged ones too), handed to the calls' worker as soon as they are known."""
+    its SQL's MIN and MAX take them: damaged ones too), handed to the calls' worker as soon as they are known.
+    given: a kernel table's columns another pass read (timeline/series.measure), not read again."""
     read: list[tuple[GpuTable, list[np.ndarray]]] = []
     for g in gpu:
         col, codes = (g.name, keys) if g.name is not None else (g.part, None)
+        if g.name is not None and g.table in given:
+            read.append((g, _given(given.pop(g.table), pids, keys)))
+            continue
         read.append((g, _read(conn, g.table, g.pid, ("start", '"end"', col), _rows_of(g.table, span), pids,
                               (None, None, codes))))
     if steps is None:
@@ -274,12 +292,13 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
 
 
 def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
-              pids: _Codes, names: Names,
-              handed: Handed | None = None) -> tuple[_Steps, tuple[ByCode, tuple[StepKernel, ...], list[Pieces]]]:
+              pids: _Codes, names: Names, handed: Handed | None = None,
+              given: dict[str, list[list[bytes]]] | None = None
+              ) -> tuple[_Steps, tuple[ByCode, tuple[StepKernel, ...], list[Pieces]]]:
     """(the steps — steps None: _gpu_rows' time buckets —, ({(process code, step index): values}, the kernels per
     step, the rows of the budget) of the GPU's work)."""
     keys = _Codes()
-    steps, (p, i, s, e, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed)
+    steps, (p, i, s, e, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed, given or {})
     if not len(s):
         return steps, ({}, (), [])
     decoded = keys.values()

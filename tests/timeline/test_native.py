@@ -21,7 +21,9 @@ from benchmarks import generate, replicate
 from nvprof_wrap import readers
 from nvprof_wrap.readers import nsys_sqlite
 from nvprof_wrap.system.fork import Forked, can_fork, in_waves
-from nvprof_wrap.timeline import busy, native, nvtx
+from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.timeline import busy, native, nvtx, series_np
+from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.busy import busy_part
 from nvprof_wrap.timeline.sql import EVERYTHING, uri_of
 from nvprof_wrap.timeline.window import make
@@ -105,7 +107,14 @@ def generated(tmp_path_factory) -> dict[str, Path]:
                        # correlation ids out of the kernels' rowid order: most of each slice's kernels fall outside
                        # the ids at its ends (nvtx._estimated), and are matched after their calls are read too
                        ("shuffled",
-                        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = correlationId * 7919 % 40009")):
+                        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = correlationId * 7919 % 40009"),
+                       # what the kernels' columns kept for the series cannot hold (nsys_sqlite._ops, kept)
+                       ("kernel_real", 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = "end" + 0.5 WHERE rowid = 7'),
+                       ("no_pid", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = NULL WHERE rowid = 9"),
+                       # the longest usable duration, and 1 ns longer (without its time: the compiled keeping
+                       # pass works it out as readers/_durations.SOUND does)
+                       ("longest", (f'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start + {MAX_DURATION_NS} '
+                                    "+ rowid % 2 WHERE rowid % 1009 = 0"))):
         out[name] = folder / f"{name}.sqlite"
         shutil.copy(out["two"], out[name])
         with sqlite3.connect(out[name]) as conn:
@@ -129,6 +138,32 @@ def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name
     assert (name == "unusable") == any("without a usable time" in n for n in plain.notes)
     assert calls.get("busy_all") and calls.get("sweep")
     assert bool(calls.get("attribute")) == (name != "real")  # declined there: the SQL decided
+
+
+@built
+@pytest.mark.parametrize("name", ["two", "replicated", "unusable", "shuffled", "longest", "kernel_real",
+                                  "no_pid"])
+def test_the_series_reads_the_kernels_the_attribution_kept(monkeypatch, generated, name) -> None:
+    """The compiled attribution keeps the kernels' (pid, start, end, key) as it reads them, in slices (forked ones
+    too), and the per-step series measures from them (series_np._given) without reading the kernel table again:
+    the same capture — series, kernels, ops, notes — as with the series measured in SQL and nothing kept. Where a
+    kernel's end is not an integer the keeping pass declines and the pass without it decides (the SQL, here); where
+    a kernel has no process the columns are given up and the series reads the table itself."""
+    monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000)
+    monkeypatch.setattr(nvtx, "cores", lambda: 3)
+    monkeypatch.setattr(step_series, "REFERENCE", True)
+    reference = readers.read(generated[name])
+    monkeypatch.setattr(step_series, "REFERENCE", False)
+    given, keeping = [], []
+    real_given, real_attribute = series_np._given, native.attribute
+    monkeypatch.setattr(series_np, "_given", lambda *a: given.append(len(a[0])) or real_given(*a))
+    monkeypatch.setattr(native, "attribute", lambda *a: keeping.append(len(a) > 6) or real_attribute(*a))
+    kept = readers.read(generated[name])
+    assert kept == reference and kept.series is not None and kept.series.steps and kept.ops
+    assert any(keeping)  # the keeping pass was asked for
+    assert given == ([] if name in ("kernel_real", "no_pid") else [3])  # three slices (3 cores), two forked
+    if name == "kernel_real":  # this process's slice (the forked ones alike): declined with the times, asked
+        assert keeping == [True, False]  # again without them, declined there too — the SQL decided
 
 
 @built
