@@ -28,7 +28,8 @@ def starts(conn: sqlite3.Connection, gpu: list[GpuTable], spans: list[tuple[int,
            kernels: Iterable[StepKernel]) -> tuple[StepCollective, ...]:
     """The communication kernels that started in the steps (spans: (step, lo, hi) in time order), in start order
     per (process, step); () where the steps ran none."""
-    wanted = {k.name for k in kernels if is_communication(k.name)}
+    # each distinct name looked at once (a name per step and process: 300k of them, 1,496 distinct, took 1.1 s)
+    wanted = {name for name in {k.name for k in kernels} if is_communication(name)}
     if not wanted or not spans:
         return ()
     los = [lo for _n, lo, _hi in spans]
