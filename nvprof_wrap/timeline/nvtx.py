@@ -81,10 +81,13 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     after a WHERE condition; the kernels SQL (correlation id, join key, pid, dev, key, dur) per kernel, "{slice}"
     after one. They must say what launches_sql says; a kernel matches the calls of its correlation id and join key.
     kept, with native: (a dict, the kernels SQL again with start and end in place of the duration, which the
-    compiled pass then works out as readers/_durations.SOUND does): the pass keeps every kernel's (pid, start, end,
-    key) as it reads them — the dict's "kernels" gets them, [pid, start, end, key] bytes of int64 per slice in rowid
-    order, for the per-step series (one read of the kernel table less: 0.22 s at 1M launches); nothing there where
-    the compiled pass did not run or gave them up (a NULL; a time not an integer: then read as without kept).
+    compiled pass then works out as readers/_durations.SOUND does): the slices this process runs keep their
+    kernels' (pid, start, end, key) as they read them, for the per-step series, which then reads only the rest —
+    the dict's "kernels" gets one (rowid range, kept columns) per slice in rowid order: the range "lo hi" (None: the
+    whole table), the columns [pid, start, end, key] as bytes of int64, None where that slice's are not here (a
+    forked slice's: sending them back cost more than reading them again; a slice that gave them up at a NULL, or
+    whose times are not integers, which is then read as without kept). Nothing there where the compiled pass did
+    not run.
     """
     if native is not None and native_passes.available() and reopen is not None and kernel_table:
         done = _compiled(conn, ranges_sql, native, reopen=reopen, kernel_table=kernel_table, correlation=correlation,
@@ -155,16 +158,17 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         return []
     by_id, labels = list(ops), _Labels()
     ids = [labels.add((by_id[scope], by_id[op])) for scope, op in pairs]  # the Python sweep's ids, in its order
-    how = (uri, calls, kernels, held, main, ids, None if kept is None else kept[1])
+    how = (uri, calls, kernels, held, main, ids, None)
+    here = how[:-1] + (None if kept is None else kept[1],)  # the slices run here keep their columns, where asked
     slices = _slices(conn, kernel_table, correlation)
-    parts = in_waves(lambda sl: _compiled_slice(conn, how, sl), lambda sl: Forked(_compiled_alone, reopen, how, sl),
+    parts = in_waves(lambda sl: _compiled_slice(conn, here, sl), lambda sl: Forked(_compiled_alone, reopen, how, sl),
                      slices, _width())
     if any(part is None for part in parts):
         return None
     if borrowed is not None:
         borrowed["no_duration"] = sum(n for _rows, n, _cols in parts)
-    if kept is not None and all(cols is not None for _rows, _n, cols in parts):
-        kept[0]["kernels"] = [cols for _rows, _n, cols in parts]
+    if kept is not None:
+        kept[0]["kernels"] = [(sl.get("rowids"), cols) for sl, (_rows, _n, cols) in zip(slices, parts)]
     return _grouped([rows for rows, _n, _cols in parts], labels, borrowed)
 
 

@@ -113,11 +113,11 @@ class Ahead:
 
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], ranges_sql: str | None, host: str,
             names: Names, span: tuple[int, int] = EVERYTHING, launches: int = 0,
-            given: dict[str, list[list[bytes]]] | None = None) -> StepSeries | None:
+            given: dict[str, list[tuple[str | None, list[bytes] | None]]] | None = None) -> StepSeries | None:
     """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names;
     launches: the capture's kernel launches (from NUMPY_FROM on, numpy measures; else SQL); given: a kernel
-    table's (pid, start, end, name key) columns of its rows that start in span, read by another pass (bytes of
-    int64, in slices), which numpy then does not read again. A capture without
+    table's rows that start in span, kept by another pass in pieces (series_np.Given), which numpy then does not
+    read again. A capture without
     step marks gets time buckets from its GPU activity's extent: numpy takes it from the rows it reads anyway, the
     SQL from a MIN/MAX over each table (0.09 s of its own at 1M launches)."""
     marked = _marked(conn, ranges_sql, span)

@@ -47,6 +47,9 @@ DENSE_CELLS = 1 << 21  # (process, step, kernel) tables up to this many cells ar
 
 
 Span = tuple[int, int, int]  # (step, lo, hi)
+# a kernel table's rows another pass kept for the series, in pieces: (rowid range "lo hi" or None for the whole
+# table, its (pid, start, end, key) columns as bytes of int64, or None: read here)
+Given = list[tuple[str | None, list[bytes] | None]]
 
 
 class _Odd(Exception):
@@ -116,7 +119,7 @@ class _Steps:
 
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[Span] | None,
             host: str, names: Names, span: tuple[int, int] = EVERYTHING,
-            given: dict[str, list[list[bytes]]] | None = None
+            given: dict[str, Given] | None = None
             ) -> tuple[Steps, tuple[StepKernel, ...], list[Span]] | None:
     """(the steps' values, the kernels per step, the steps) as timeline/series._in_sql gives them; None: measure in
     SQL. spans None: time buckets (timeline/series.buckets) of the GPU activity that starts in span, from the
@@ -231,16 +234,23 @@ def _rows_of(table: str, span: tuple[int, int] = EVERYTHING) -> str:
     return f"{table} WHERE true" if span == EVERYTHING else f"{table} WHERE start >= {span[0]} AND start < {span[1]}"
 
 
-def _given(slices: list[list[bytes]], pids: _Codes, keys: _Codes) -> list[np.ndarray]:
-    """_read's (process code, start, end, key code) of a kernel table from another pass's (pid, start, end, key)
-    columns, in slices (empties them: each slice's bytes are freed once joined)."""
-    cols = []
-    for j in range(4):
-        cols.append(_joined([np.frombuffer(sl[j], dtype=np.int64) for sl in slices]))
-        for sl in slices:
-            sl[j] = b""
-    p, s, e, key = cols
-    return [pids.code_ints(p), s, e, keys.code_ints(key)]
+def _given(conn: sqlite3.Connection, g: GpuTable, span: tuple[int, int], pieces: Given, pids: _Codes,
+           keys: _Codes) -> list[np.ndarray]:
+    """_read's (process code, start, end, key code) of a kernel table whose rows another pass kept in part
+    (timeline/series.measure's given): each piece, in order, from its kept (pid, start, end, key) columns, else read
+    here — its rowid range "lo hi", or the whole table (None). Empties pieces: each kept column is freed once
+    joined."""
+    got: list[list[np.ndarray]] = []
+    for j, (rowids, cols) in enumerate(pieces):
+        if cols is None:
+            rest = _rows_of(g.table, span) + ("" if rowids is None else " AND rowid BETWEEN {} AND {}".format(
+                *map(int, rowids.split())))
+            got.append(_read(conn, g.table, g.pid, ("start", '"end"', str(g.name)), rest, pids, (None, None, keys)))
+        else:
+            p, s, e, key = (np.frombuffer(c, dtype=np.int64) for c in cols)
+            got.append([pids.code_ints(p), s, e, keys.code_ints(key)])
+        pieces[j] = (rowids, None)
+    return [_joined([piece[c] for piece in got]) for c in range(4)]
 
 
 def _sound(s: np.ndarray, e: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -254,7 +264,7 @@ def _sound(s: np.ndarray, e: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarra
 
 def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
               pids: _Codes, keys: _Codes, handed: Handed | None,
-              given: dict[str, list[list[bytes]]]) -> tuple[_Steps, tuple[np.ndarray, ...]]:
+              given: dict[str, Given]) -> tuple[_Steps, tuple[np.ndarray, ...]]:
     """(the steps, (process code, step index, start, cut end, duration, kernel?, key code, budget part) of every
     GPU interval that starts in a step, table by table (a copy's or set's part read from the table: GpuTable.part)).
     steps None: the time buckets of the rows' extent (timeline/series.buckets, from the rows that start in span, as
@@ -264,7 +274,7 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
     for g in gpu:
         col, codes = (g.name, keys) if g.name is not None else (g.part, None)
         if g.name is not None and g.table in given:
-            read.append((g, _given(given.pop(g.table), pids, keys)))
+            read.append((g, _given(conn, g, span, given.pop(g.table), pids, keys)))
             continue
         read.append((g, _read(conn, g.table, g.pid, ("start", '"end"', col), _rows_of(g.table, span), pids,
                               (None, None, codes))))
@@ -293,7 +303,7 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
 
 def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
               pids: _Codes, names: Names, handed: Handed | None = None,
-              given: dict[str, list[list[bytes]]] | None = None
+              given: dict[str, Given] | None = None
               ) -> tuple[_Steps, tuple[ByCode, tuple[StepKernel, ...], list[Pieces]]]:
     """(the steps — steps None: _gpu_rows' time buckets —, ({(process code, step index): values}, the kernels per
     step, the rows of the budget) of the GPU's work)."""

@@ -143,25 +143,31 @@ def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name
 @built
 @pytest.mark.parametrize("name", ["two", "replicated", "unusable", "shuffled", "longest", "kernel_real",
                                   "no_pid"])
-def test_the_series_reads_the_kernels_the_attribution_kept(monkeypatch, generated, name) -> None:
-    """The compiled attribution keeps the kernels' (pid, start, end, key) as it reads them, in slices (forked ones
-    too), and the per-step series measures from them (series_np._given) without reading the kernel table again:
-    the same capture — series, kernels, ops, notes — as with the series measured in SQL and nothing kept. Where a
-    kernel's end is not an integer the keeping pass declines and the pass without it decides (the SQL, here); where
-    a kernel has no process the columns are given up and the series reads the table itself."""
-    monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000)
+@pytest.mark.parametrize("sliced", [True, False])
+def test_the_series_reads_the_kernels_the_attribution_kept(monkeypatch, generated, name, sliced) -> None:
+    """The compiled attribution's slice in this process keeps its kernels' (pid, start, end, key) as it reads them,
+    and the per-step series measures from them (series_np._given), reading only the forked slices' rowid ranges
+    itself: the same capture — series, kernels, ops, notes — as with the series measured in SQL and nothing kept.
+    Where a kernel's end is not an integer the keeping pass declines and the pass without it decides (the SQL,
+    here); where a kernel has no process the slice's columns are given up and the series reads that slice too.
+    Not sliced (a capture under MIN_SLICED_LAUNCHES): the whole table kept, nothing read again."""
+    monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000 if sliced else 10**9)
     monkeypatch.setattr(nvtx, "cores", lambda: 3)
     monkeypatch.setattr(step_series, "REFERENCE", True)
     reference = readers.read(generated[name])
     monkeypatch.setattr(step_series, "REFERENCE", False)
     given, keeping = [], []
     real_given, real_attribute = series_np._given, native.attribute
-    monkeypatch.setattr(series_np, "_given", lambda *a: given.append(len(a[0])) or real_given(*a))
+    monkeypatch.setattr(series_np, "_given", lambda *a: given.append(
+        [(rowids is not None, cols is not None) for rowids, cols in a[3]]) or real_given(*a))
     monkeypatch.setattr(native, "attribute", lambda *a: keeping.append(len(a) > 6) or real_attribute(*a))
     kept = readers.read(generated[name])
     assert kept == reference and kept.series is not None and kept.series.steps and kept.ops
     assert any(keeping)  # the keeping pass was asked for
-    assert given == ([] if name in ("kernel_real", "no_pid") else [3])  # three slices (3 cores), two forked
+    # three slices (3 cores): this process's kept its columns (but where one kernel has no process), the two forked
+    # ones are read again by the series
+    pieces = [(True, name != "no_pid"), (True, False), (True, False)] if sliced else [(False, name != "no_pid")]
+    assert given == ([] if name == "kernel_real" else [pieces])
     if name == "kernel_real":  # this process's slice (the forked ones alike): declined with the times, asked
         assert keeping == [True, False]  # again without them, declined there too — the SQL decided
 
