@@ -381,7 +381,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     ahead = step_series.Ahead(path, lambda: int(conn.execute(f"SELECT COUNT(*) FROM {KERNEL}").fetchone()[0]),
                               functools.partial(_steps_alone, path, have, span, graphs),  # the series too
                               lambda n: _steps(conn, have, n, span, graphs, kept.get("kernels")))
-    keep = ahead.work is None and step_series.numpy_here(
+    keep = ahead.work is None and span == EVERYTHING and step_series.numpy_here(
         lambda: int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {KERNEL}").fetchone()[0]))
     try:
         memops, mem_notes = _memops(conn, have, in_window(span))

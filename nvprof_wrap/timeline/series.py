@@ -128,12 +128,12 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
         if folded > 1:
             spans = [(spans[i][0], spans[i][1], spans[min(i + folded, len(spans)) - 1][2])
                      for i in range(0, len(spans), folded)]
-    measured = None
+    measured, keys = None, None
     if not REFERENCE and launches >= NUMPY_FROM:
         from nvprof_wrap.timeline import series_np
         measured = series_np.measure(conn, gpu, api, spans, host, names, span, given)
     if measured is not None:
-        steps, kernels, spans = measured
+        steps, kernels, spans, keys = measured
     else:
         spans = spans if spans is not None else buckets(_extents(conn, gpu, span))
         steps, kernels = _in_sql(conn, gpu, api, spans, host, names) if spans else ({}, ())
@@ -145,7 +145,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     bucket = None if marked is not None else spans[0][2] - spans[0][1]
     return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded,
                       # time buckets are not steps: the nth collective of a bucket is no rank's same collective
-                      collectives.starts(conn, gpu, spans, names, kernels) if bucket is None else ())
+                      collectives.starts(conn, gpu, spans, names, kernels, keys) if bucket is None else ())
 
 
 def _in_sql(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],

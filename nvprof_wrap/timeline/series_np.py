@@ -120,12 +120,15 @@ class _Steps:
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[Span] | None,
             host: str, names: Names, span: tuple[int, int] = EVERYTHING,
             given: dict[str, Given] | None = None
-            ) -> tuple[Steps, tuple[StepKernel, ...], list[Span]] | None:
-    """(the steps' values, the kernels per step, the steps) as timeline/series._in_sql gives them; None: measure in
+            ) -> tuple[Steps, tuple[StepKernel, ...], list[Span], list[Any]] | None:
+    """(the steps' values, the kernels per step, the steps — as timeline/series._in_sql gives them —, every name
+    key of the kernel tables' rows read: for timeline/collectives.starts); None: measure in
     SQL. spans None: time buckets (timeline/series.buckets) of the GPU activity that starts in span, from the
-    extent of the rows read ([] and nothing measured without any). given: timeline/series.measure's."""
-    pids = _Codes()
+    extent of the rows read ([] and nothing measured without any). given: timeline/series.measure's, used for
+    the whole capture only (another pass's rows are those of its window: a step may run on past it)."""
+    pids, keys = _Codes(), _Codes()
     whole = host != "launch"
+    given = given if span == EVERYTHING else None
     steps = _Steps(spans) if spans is not None else None
     on_host = bool(api) and host != "none"
     handed = Handed() if steps is None and on_host else None
@@ -139,9 +142,9 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
         handed.close()
         handed = None
     try:
-        steps, (values, kernels, pieces) = _gpu_side(conn, gpu, steps, span, pids, names, handed, given or {})
+        steps, (values, kernels, pieces) = _gpu_side(conn, gpu, steps, span, pids, keys, names, handed, given or {})
         if not steps.spans:
-            return {}, (), []
+            return {}, (), [], []
         cuts = [_cut(steps, pieces.pop())] if pieces else []
         if on_host:
             host_side = _host_side(conn, api, steps, pids, whole=whole) if aside is None else \
@@ -158,7 +161,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
             aside.cancel()  # ended without its answer where the GPU's side failed (nothing once it answered)
     decoded = pids.values()
     out = {(decoded[p], steps.n[i]): (*steps.bounds[steps.n[i]], vals) for (p, i), vals in values.items()}
-    return out, kernels, steps.spans
+    return out, kernels, steps.spans, keys.values()
 
 
 def _read(conn: sqlite3.Connection, table: str, pid: str, columns: tuple[str, ...], rest: str, pids: _Codes,
@@ -228,14 +231,14 @@ def _near(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _rows_of(table: str, span: tuple[int, int] = EVERYTHING) -> str:
-    """FROM what: the table's rows that start in span (every row: the steps and sound times are kept in numpy,
-    _sound and _Steps.assign — in SQL they cost 0.07 s a 1M-row table)."""
-    return f"{table} WHERE true" if span == EVERYTHING else f"{table} WHERE start >= {span[0]} AND start < {span[1]}"
+def _rows_of(table: str) -> str:
+    """FROM what: every row of the table (the steps, a window's extent and sound times are kept in numpy, _Steps.assign,
+    _gpu_rows and _sound — in SQL they cost 0.07 s a 1M-row table; a step that starts inside a window keeps what
+    starts in it after the window, as the SQL's does)."""
+    return f"{table} WHERE true"
 
 
-def _given(conn: sqlite3.Connection, g: GpuTable, span: tuple[int, int], pieces: Given, pids: _Codes,
-           keys: _Codes) -> list[np.ndarray]:
+def _given(conn: sqlite3.Connection, g: GpuTable, pieces: Given, pids: _Codes, keys: _Codes) -> list[np.ndarray]:
     """_read's (process code, start, end, key code) of a kernel table whose rows another pass kept in part
     (timeline/series.measure's given): each piece, in order, from its kept (pid, start, end, key) columns, else read
     here — its rowid range "lo hi", or the whole table (None). Empties pieces: each kept column is freed once
@@ -243,7 +246,7 @@ def _given(conn: sqlite3.Connection, g: GpuTable, span: tuple[int, int], pieces:
     got: list[list[np.ndarray]] = []
     for j, (rowids, cols) in enumerate(pieces):
         if cols is None:
-            rest = _rows_of(g.table, span) + ("" if rowids is None else " AND rowid BETWEEN {} AND {}".format(
+            rest = _rows_of(g.table) + ("" if rowids is None else " AND rowid BETWEEN {} AND {}".format(
                 *map(int, rowids.split())))
             got.append(_read(conn, g.table, g.pid, ("start", '"end"', str(g.name)), rest, pids, (None, None, keys)))
         else:
@@ -251,6 +254,14 @@ def _given(conn: sqlite3.Connection, g: GpuTable, span: tuple[int, int], pieces:
             got.append([pids.code_ints(p), s, e, keys.code_ints(key)])
         pieces[j] = (rowids, None)
     return [_joined([piece[c] for piece in got]) for c in range(4)]
+
+
+def _extent(s: np.ndarray, e: np.ndarray, span: tuple[int, int]) -> tuple[int | None, int | None]:
+    """(MIN(start), MAX(end)) of the rows that start in span, as timeline/series._extents' SQL gives them."""
+    if span != EVERYTHING:
+        inside = (s >= span[0]) & (s < span[1])
+        s, e = _where(inside, s, e)
+    return (int(s.min()), int(e.max())) if len(s) else (None, None)
 
 
 def _sound(s: np.ndarray, e: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -274,13 +285,12 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
     for g in gpu:
         col, codes = (g.name, keys) if g.name is not None else (g.part, None)
         if g.name is not None and g.table in given:
-            read.append((g, _given(conn, g, span, given.pop(g.table), pids, keys)))
+            read.append((g, _given(conn, g, given.pop(g.table), pids, keys)))
             continue
-        read.append((g, _read(conn, g.table, g.pid, ("start", '"end"', col), _rows_of(g.table, span), pids,
+        read.append((g, _read(conn, g.table, g.pid, ("start", '"end"', col), _rows_of(g.table), pids,
                               (None, None, codes))))
     if steps is None:
-        steps = _Steps(buckets([(int(s.min()), int(e.max())) if len(s) else (None, None)
-                                for _g, (_p, s, e, _x) in read]))
+        steps = _Steps(buckets([_extent(s, e, span) for _g, (_p, s, e, _x) in read]))
     if handed is not None:
         handed.give(steps.spans)
     cols: list[list[np.ndarray]] = [[] for _ in range(8)]
@@ -302,12 +312,11 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
 
 
 def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
-              pids: _Codes, names: Names, handed: Handed | None = None,
+              pids: _Codes, keys: _Codes, names: Names, handed: Handed | None = None,
               given: dict[str, Given] | None = None
               ) -> tuple[_Steps, tuple[ByCode, tuple[StepKernel, ...], list[Pieces]]]:
     """(the steps — steps None: _gpu_rows' time buckets —, ({(process code, step index): values}, the kernels per
     step, the rows of the budget) of the GPU's work)."""
-    keys = _Codes()
     steps, (p, i, s, e, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed, given or {})
     if not len(s):
         return steps, ({}, (), [])

@@ -159,7 +159,7 @@ def test_the_series_reads_the_kernels_the_attribution_kept(monkeypatch, generate
     given, keeping = [], []
     real_given, real_attribute = series_np._given, native.attribute
     monkeypatch.setattr(series_np, "_given", lambda *a: given.append(
-        [(rowids is not None, cols is not None) for rowids, cols in a[3]]) or real_given(*a))
+        [(rowids is not None, cols is not None) for rowids, cols in a[2]]) or real_given(*a))
     monkeypatch.setattr(native, "attribute", lambda *a: keeping.append(len(a) > 6) or real_attribute(*a))
     kept = readers.read(generated[name])
     assert kept == reference and kept.series is not None and kept.series.steps and kept.ops

@@ -20,6 +20,7 @@ from nvprof_wrap import readers
 from nvprof_wrap.system.fork import can_fork
 from nvprof_wrap.timeline import native, series_np
 from nvprof_wrap.timeline import series as step_series
+from nvprof_wrap.timeline.window import make
 from tests._paths import ROOT
 
 CAPTURES = sorted(p for d in (ROOT / "nvprof_wrap" / "samples", ROOT / "tests" / "data" / "h200_runs")
@@ -136,6 +137,36 @@ def test_the_host_side_measured_in_a_worker_gives_the_same_series(monkeypatch, t
         os.waitpid(started[0].pid, os.WNOHANG)
     # the odd call: the worker's _Odd comes back as the answer, and the series goes to the SQL
     assert (spy.measured, spy.declined, len(recoded)) == ((0, 1, 0) if odd else (1, 0, 1))
+
+
+@pytest.mark.parametrize("marked", [False, True], ids=["buckets", "steps"])
+def test_a_window_gets_the_sqls_series(monkeypatch, tmp_path: Path, marked: bool) -> None:
+    """A window's series as the SQL measures it: time buckets from the extent of the GPU rows that start in the
+    window, or the steps that start in it — the last one running on past the window's end, with what starts in it
+    after (numpy reads every row, not the window's: the steps decide)."""
+    cap = tmp_path / "nsys.sqlite"
+    generate.nsys(20_000, cap, processes=2, devices=2)
+    with sqlite3.connect(cap) as db:
+        lo = db.execute("SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+        if marked:  # steps of 30 ms on one thread: the window (20-100 ms) keeps those starting at 30, 60 and 90 ms
+            tid = db.execute("SELECT MIN(globalTid) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0]
+            db.executemany('INSERT INTO NVTX_EVENTS(start, "end", eventType, text, globalTid) VALUES (?, ?, 59, ?, ?)',
+                           [(lo + n * 30_000_000, lo + (n + 1) * 30_000_000, f"step {n}", tid) for n in range(8)])
+    db.close()
+    monkeypatch.setenv(step_series.ENV_MAX, "-1")
+    spy = Spy(monkeypatch)
+    out = []
+    for reference in (True, False):
+        monkeypatch.setattr(step_series, "REFERENCE", reference)
+        out.append(readers.read(cap, make((0.02, 0.1), None)).series)
+    sql, fast = out
+    assert fast == sql and sql is not None and spy.measured == 1
+    if marked:
+        assert [r.step for r in sql.steps if r.pid == sql.steps[0].pid] == [1, 2, 3]
+        assert max(r.end_ns for r in sql.steps) - lo == 120_000_000  # past the window's 100 ms
+        assert any(r.launches for r in sql.steps if r.step == 3)
+    else:
+        assert sql.kind == "buckets" and len({r.step for r in sql.steps}) > 10
 
 
 # ---- random small captures, through step_series.measure itself ----
