@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import operator
 import os
 import re
 import shutil
@@ -205,7 +206,11 @@ def _compiled_slice(conn: sqlite3.Connection, how: Row,
         agg = summed.setdefault((pid, dev, -1 if lab == -1 else ids[lab], key, via), [0, 0])
         agg[0] += n
         agg[1] += tot
-    return sorted(((*k, n, tot) for k, (n, tot) in summed.items()), key=_sql_order), no_duration, cols
+    out = [(*k, n, tot) for k, (n, tot) in summed.items()]
+    # no text key (NULLs come as ''): the SQL's order is the rows' own first five values, sorted without a Python
+    # call a row (160k rows of a capture with 200 step marks)
+    plain = not any(isinstance(k[3], str) for k in summed)
+    return sorted(out, key=operator.itemgetter(0, 1, 2, 3, 4) if plain else _sql_order), no_duration, cols
 
 
 def _sql_order(row: Row) -> Row:
