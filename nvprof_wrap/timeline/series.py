@@ -29,7 +29,7 @@ from nvprof_wrap.system import environ
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import collectives, window
-from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps
+from nvprof_wrap.timeline.series_tables import BUCKETS, PARTS, ApiTable, GpuTable, Named, Names, Steps, buckets
 from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
@@ -37,13 +37,11 @@ __all__ = ["AHEAD_CORES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NU
            "ApiTable", "GpuTable", "limit", "measure", "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
-BUCKETS = 60  # time buckets of a capture without steps
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
 MAX_LAUNCHES = 300_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX): in
 # numpy (timeline/series_np.py) it costs about 7 µs per launch with its launch call, nearly all of it SQLite handing
 # the rows to Python (measured, 2 cores: `report` 1.9 → 3.6 s on 200k generated launches, 2.9 → 10.1 s on 1M); the
 # SQL it replaced cost ~25-29 µs (+5.2 s on 200k), its window functions' unions most of it
-_NICE = (1, 2, 5)
 REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
 NUMPY_FROM = 10_000  # launches from which the numpy path measures (timeline/series_np.py): importing numpy costs
 # ~0.2 s, what the SQL costs for ~8k launches
@@ -203,28 +201,6 @@ def _extents(conn: sqlite3.Connection, gpu: list[GpuTable], span: tuple[int, int
     """(MIN(start), MAX(end)) of each GPU table's rows that start in span."""
     inside = "" if span == EVERYTHING else f" WHERE start >= {span[0]} AND start < {span[1]}"
     return [conn.execute(f'SELECT MIN(start), MAX("end") FROM {g.table}{inside}').fetchone() for g in gpu]
-
-
-def buckets(extents: list[tuple[Any, Any]]) -> list[tuple[int, int, int]]:
-    """The time buckets [(n, lo, hi)] of a capture without step marks, from each GPU table's (first start, last
-    end) (None, None: no rows); [] without any row. Damaged ends are cut at MAX_DURATION_NS past the first start."""
-    starts = [a for a, _ in extents if a is not None]
-    if not starts:
-        return []
-    t0 = min(starts)
-    t1 = min(max([b for _, b in extents if b is not None] + [t0 + 1]), t0 + MAX_DURATION_NS)
-    width = _nice(-(-(t1 - t0) // BUCKETS))
-    return [(i, t0 + i * width, t0 + (i + 1) * width) for i in range(-(-(t1 - t0) // width))]
-
-
-def _nice(ns: int) -> int:
-    """The smallest 1, 2 or 5 × 10^k ns at least ns long."""
-    scale = 1
-    while True:
-        for m in _NICE:
-            if m * scale >= ns:
-                return m * scale
-        scale *= 10
 
 
 # a row's times usable here: an end at or after its start, at most MAX_DURATION_NS later (a damaged row's times

@@ -28,8 +28,7 @@ from nvprof_wrap.model import StepKernel
 from nvprof_wrap.system.fork import BIG, Forked, Handed, can_fork
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import native
-from nvprof_wrap.timeline.series import buckets
-from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps
+from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps, buckets
 from nvprof_wrap.timeline.sql import EVERYTHING, reopened
 
 # {(process code, step index): values}, as Steps' values before the codes are decoded
@@ -123,7 +122,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
             ) -> tuple[Steps, tuple[StepKernel, ...], list[Span], list[Any]] | None:
     """(the steps' values, the kernels per step, the steps — as timeline/series._in_sql gives them —, every name
     key of the kernel tables' rows read: for timeline/collectives.starts); None: measure in
-    SQL. spans None: time buckets (timeline/series.buckets) of the GPU activity that starts in span, from the
+    SQL. spans None: time buckets (series_tables.buckets) of the GPU activity that starts in span, from the
     extent of the rows read ([] and nothing measured without any). given: timeline/series.measure's, used for
     the whole capture only (another pass's rows are those of its window: a step may run on past it)."""
     pids, keys = _Codes(), _Codes()
@@ -278,7 +277,7 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
               given: dict[str, Given]) -> tuple[_Steps, tuple[np.ndarray, ...]]:
     """(the steps, (process code, step index, start, cut end, duration, kernel?, key code, budget part) of every
     GPU interval that starts in a step, table by table (a copy's or set's part read from the table: GpuTable.part)).
-    steps None: the time buckets of the rows' extent (timeline/series.buckets, from the rows that start in span, as
+    steps None: the time buckets of the rows' extent (series_tables.buckets, from the rows that start in span, as
     its SQL's MIN and MAX take them: damaged ones too), handed to the calls' worker as soon as they are known.
     given: a kernel table's columns another pass read (timeline/series.measure), not read again."""
     read: list[tuple[GpuTable, list[np.ndarray]]] = []

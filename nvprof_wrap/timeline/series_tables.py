@@ -1,11 +1,14 @@
-"""What a reader tells the per-step series (timeline/series.py, timeline/series_np.py) about its tables, and the
-types both measure with."""
+"""What a reader tells the per-step series (timeline/series.py, timeline/series_np.py) about its tables, the types
+both measure with, and the time buckets both cut a capture without step marks into (here, where both import them:
+series.py imports series_np.py)."""
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from nvprof_wrap.system.limits import MAX_DURATION_NS
 
 # the kernels' name keys (a capture's SQL values) → their names
 Named = dict[Any, str]
@@ -56,3 +59,29 @@ class ApiTable:
     pid: str
     key: str
     kinds: Callable[[sqlite3.Connection, list[Any]], dict[Any, str]]
+
+
+BUCKETS = 60  # time buckets of a capture without steps
+_NICE = (1, 2, 5)
+
+
+def buckets(extents: list[tuple[Any, Any]]) -> list[tuple[int, int, int]]:
+    """The time buckets [(n, lo, hi)] of a capture without step marks, from each GPU table's (first start, last
+    end) (None, None: no rows); [] without any row. Damaged ends are cut at MAX_DURATION_NS past the first start."""
+    starts = [a for a, _ in extents if a is not None]
+    if not starts:
+        return []
+    t0 = min(starts)
+    t1 = min(max([b for _, b in extents if b is not None] + [t0 + 1]), t0 + MAX_DURATION_NS)
+    width = _nice(-(-(t1 - t0) // BUCKETS))
+    return [(i, t0 + i * width, t0 + (i + 1) * width) for i in range(-(-(t1 - t0) // width))]
+
+
+def _nice(ns: int) -> int:
+    """The smallest 1, 2 or 5 × 10^k ns at least ns long."""
+    scale = 1
+    while True:
+        for m in _NICE:
+            if m * scale >= ns:
+                return m * scale
+        scale *= 10
