@@ -309,11 +309,10 @@ def session_command(conn: sqlite3.Connection, have: set[str]) -> str | None:
 
 
 def _steps(conn: sqlite3.Connection, have: set[str], launches: int, span: tuple[int, int], graphs: str | None = None,
-           kept: list[tuple[str | None, list[bytes] | None]] | None = None
-           ) -> tuple[StepSeries | None, tuple[str, ...]]:
+           kept: step_series.Given | None = None) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): timeline/series.py over the kernel, copy and set tables and the runtime calls.
     kept: the kernel table's (pid, start, end, demangledName) columns the attribution kept (_ops), in pieces
-    (timeline/series_np.Given)."""
+    (timeline/series_tables.Given)."""
     if not launches:
         return None, ()
     if why := step_series.too_big(launches):

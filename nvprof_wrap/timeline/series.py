@@ -29,12 +29,12 @@ from nvprof_wrap.system import environ
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import collectives, window
-from nvprof_wrap.timeline.series_tables import BUCKETS, PARTS, ApiTable, GpuTable, Named, Names, Steps, buckets
+from nvprof_wrap.timeline.series_tables import BUCKETS, PARTS, ApiTable, Given, GpuTable, Named, Names, Steps, buckets
 from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
 __all__ = ["AHEAD_CORES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM", "REFERENCE", "Ahead",
-           "ApiTable", "GpuTable", "limit", "measure", "too_big"]
+           "ApiTable", "Given", "GpuTable", "limit", "measure", "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
@@ -111,13 +111,12 @@ class Ahead:
 
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], ranges_sql: str | None, host: str,
             names: Names, span: tuple[int, int] = EVERYTHING, launches: int = 0,
-            given: dict[str, list[tuple[str | None, list[bytes] | None]]] | None = None) -> StepSeries | None:
+            given: dict[str, Given] | None = None) -> StepSeries | None:
     """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names;
     launches: the capture's kernel launches (from NUMPY_FROM on, numpy measures; else SQL); given: a kernel
-    table's rows that start in span, kept by another pass in pieces (series_np.Given), which numpy then does not
-    read again. A capture without
-    step marks gets time buckets from its GPU activity's extent: numpy takes it from the rows it reads anyway, the
-    SQL from a MIN/MAX over each table (0.09 s of its own at 1M launches)."""
+    table's rows that start in span, kept by another pass in pieces (series_tables.Given), which numpy then does
+    not read again. A capture without step marks gets time buckets from its GPU activity's extent: numpy takes it
+    from the rows it reads anyway, the SQL from a MIN/MAX over each table (0.09 s of its own at 1M launches)."""
     marked = _marked(conn, ranges_sql, span)
     spans, source = marked if marked is not None else (None, "time")
     folded = 1

@@ -28,7 +28,7 @@ from nvprof_wrap.model import StepKernel
 from nvprof_wrap.system.fork import BIG, Forked, Handed, can_fork
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import native
-from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, GpuTable, Named, Names, Steps, buckets
+from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, Given, GpuTable, Named, Names, Steps, buckets
 from nvprof_wrap.timeline.sql import EVERYTHING, reopened
 
 # {(process code, step index): values}, as Steps' values before the codes are decoded
@@ -46,9 +46,6 @@ DENSE_CELLS = 1 << 21  # (process, step, kernel) tables up to this many cells ar
 
 
 Span = tuple[int, int, int]  # (step, lo, hi)
-# a kernel table's rows another pass kept for the series, in pieces: (rowid range "lo hi" or None for the whole
-# table, its (pid, start, end, key) columns as bytes of int64, or None: read here)
-Given = list[tuple[str | None, list[bytes] | None]]
 
 
 class _Odd(Exception):

@@ -61,6 +61,10 @@ class ApiTable:
     kinds: Callable[[sqlite3.Connection, list[Any]], dict[Any, str]]
 
 
+# a kernel table's rows another pass kept for the series, in pieces: (rowid range "lo hi" or None for the whole
+# table, its (pid, start, end, key) columns as bytes of int64, or None: read by the series itself)
+Given = list[tuple[str | None, list[bytes] | None]]
+
 BUCKETS = 60  # time buckets of a capture without steps
 _NICE = (1, 2, 5)
 
