@@ -154,7 +154,7 @@ def nvtx_ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
                FROM NVTX_EVENTS n {join} WHERE n.eventType IN (59, 60)"""
 
 
-def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str, where: str, lent: dict[str, int],
+def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str, where: str, lent: dict[str, Any],
          kept: dict[str, Any] | None = None) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
     """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges.
     One pass gives the kernel aggregates too (every launch counted once, launches without a runtime record
@@ -384,7 +384,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         lambda: int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {KERNEL}").fetchone()[0]))
     try:
         memops, mem_notes = _memops(conn, have, in_window(span))
-        lent: dict[str, int] = {}  # attribute's launches lent to main threads, kernels without a duration
+        # attribute's launches lent to main threads, kernels without a duration, the swept ranges' names
+        lent: dict[str, Any] = {}
         # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
         attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent, kept if keep else None)
         if attributed is not None and whole and "no_duration" in lent:
@@ -395,7 +396,9 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
         if graphs:
             kernels = merge_kernels(kernels + graph_launches.aggregates(conn, graphs, SOUND, in_window(span)))
-        flops = _nvtx_flops.nsys(conn, have, nvtx_ranges_sql(conn, have), on(SOUND, "k"), span)  # --annotate torch
+        # --annotate torch's shapes: not looked for again where the compiled attribution's names hold none
+        flops = _nvtx_flops.nsys(conn, have, nvtx_ranges_sql(conn, have), on(SOUND, "k"), span) \
+            if _nvtx_flops.may_hold_shapes(lent.get("range_names")) else ()
         if program is not None:  # compiling and autotuning after the first step (a later jit call) apart too
             kernels, ops, later = _xla_warmup.split(kernels, ops, program, _autotuner)
             warmup += later

@@ -54,7 +54,10 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     that moment on its process's main thread: the thread whose ranges last longest. process_of_tid: an SQL expression
     over a thread id column `tid` giving its process (Nsight Systems' globalTid holds the pid); "0": one process.
     borrowed, when given, gets {"launches": n, "ns": total} of the launches attributed so (a reader's note), and from
-    the compiled pass "no_duration": how many of the launches had a NULL duration.
+    the compiled pass "no_duration": how many of the launches had a NULL duration, and "range_names": the distinct
+    names (text; a name that is not valid UTF-8 with U+FFFD in place of its bad bytes) of every range it swept — each
+    range of ranges_sql whose end, thread and start are known with the end at or after the start (_CLOSED): a reader
+    that looks for something in the names of those ranges need not scan them again.
 
     ranges_sql yields (tid, start, end, name) of push/pop or start/end ranges; launches_sql yields
     (pid, dev, tid, t, key, dur) per kernel launch: process, device, the launching thread and the CPU time of
@@ -144,8 +147,11 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
     Measured at 2M launches on 2 cores: the sweep 1.0 s → 0.3 s, a slice of 1M launches 2.4 s → 0.9 s."""
     uri, calls, kernels = native
     ops: dict[str, int] = {}
+    swept_names: set[str] = set()
 
     def op_of(name: object) -> tuple[int, bool, bool]:
+        if isinstance(name, str):
+            swept_names.add(name)
         op = op_name(names(name))
         return ops.setdefault(op, len(ops)), op.startswith(LAYER_PREFIXES), op.startswith(STEP_PREFIX)
 
@@ -168,6 +174,7 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         return None
     if borrowed is not None:
         borrowed["no_duration"] = sum(n for _rows, n, _cols in parts)
+        borrowed["range_names"] = frozenset(swept_names)
     if kept is not None:
         kept[0]["kernels"] = [(sl.get("rowids"), cols) for sl, (_rows, _n, cols) in zip(slices, parts)]
     return _grouped([rows for rows, _n, _cols in parts], labels, borrowed)

@@ -75,6 +75,34 @@ def test_the_same_run_without_sizes_has_no_flops_and_says_how():
     assert "--annotate torch" in HOW
 
 
+def test_the_scan_for_shapes_is_made_only_where_a_swept_name_holds_them(monkeypatch):
+    """The compiled attribution gives every closed range's name: the run without sizes is not scanned for them
+    again, the annotated one is (and gets its FLOPs: test_annotated_gemms_get_the_flops_of_their_shapes)."""
+    from nvprof_wrap.readers import _nvtx_flops
+    from nvprof_wrap.timeline import native
+
+    if not native.available():
+        pytest.skip("the compiled helper is not built: no swept names, every capture scanned")
+    scanned: list[int] = []
+    real = _nvtx_flops.nsys
+    monkeypatch.setattr(_nvtx_flops, "nsys", lambda *a, **k: scanned.append(1) or real(*a, **k))
+    assert read(UNSHAPED).op_flops == () and scanned == []
+    assert read(SHAPED).op_flops and scanned == [1]
+
+
+@pytest.mark.parametrize("names, may", [
+    (None, True),  # not known (the SQL attribution, no ranges): scanned as ever
+    (frozenset(), False),
+    (frozenset({"step 3", "aten::mm, seq = 3, op_id = 9"}), False),  # record_shapes off
+    (frozenset({"step 3", "aten::add, seq = 3, op_id = 9, sizes = [[8, 4], [8, 4], []]"}), True),  # the SQL decides
+    (frozenset({"aten::mm, sizes = [[2, 8], [8, 4]]"}), True),
+])
+def test_may_hold_shapes(names, may):
+    from nvprof_wrap.readers._nvtx_flops import may_hold_shapes
+
+    assert may_hold_shapes(names) is may
+
+
 def test_a_window_keeps_its_steps_flops():
     whole = {r.name: r for r in read(SHAPED).op_flops}
     part = {r.name: r for r in read(SHAPED, Window(steps=(5, 10))).op_flops}

@@ -282,6 +282,10 @@ def attributed(file: str, compiled: bool) -> list[tuple]:
             native=(uri_of(Path(file)), "SELECT r.corr, 0, r.tid, r.t, 0 FROM c r WHERE true {rslice}",
                     "SELECT k.corr, 0, 1, 0, k.key, k.dur FROM k WHERE true {slice}") if compiled else None)
         lent.pop("no_duration", None)  # counted by the compiled pass only (what spares the reader a scan)
+        if compiled:  # the names of every range it swept: those of the closed ones (nvtx._CLOSED), where any
+            closed = {n for (n,) in conn.execute(
+                "SELECT DISTINCT name FROM r WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s")}
+            assert lent.pop("range_names", None) == (closed or None)
         return [*rows, lent]
     finally:
         conn.close()
