@@ -84,11 +84,33 @@ def preload(argv: list[str]) -> None:
         COMMANDS[command]
 
 
+_OWN_OPTIONS = {"-h", "--help", "--version"}  # the only options before a command
+
+
+def _option_before_command(head: list[str]) -> str | None:
+    """The error for a command's option given before the command (`nvprof-wrap --width 80 report X`: argparse took
+    the option's value for the command and said "invalid choice: '80'"), with the command line that works; None
+    where the words before the command are nvprof-wrap's own options (or there is no command)."""
+    at = next((i for i, a in enumerate(head) if a in COMMANDS), None)
+    before = head[:at] if at is not None else head
+    if not before or not before[0].startswith("-") or before[0].split("=", 1)[0] in _OWN_OPTIONS:
+        return None
+    if at is None:
+        return (f"nvprof-wrap: error: {before[0]} is not an option of nvprof-wrap itself and no command follows (one "
+                f"of {', '.join(COMMANDS)}); a command's options go after it: nvprof-wrap COMMAND {before[0]} …")
+    fixed = " ".join(["nvprof-wrap", head[at], *before, *head[at + 1:]])
+    return (f"nvprof-wrap: error: {before[0]} is an option of the command, given before it; options go after the "
+            f"command: {fixed if len(fixed) <= 160 else fixed[:159] + '…'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first "--" belongs to the job (or the workload), never to us.
     head, tail = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, None)
     command = next((a for a in head if not a.startswith("-")), None)
+    if (early := _option_before_command(head)) is not None:
+        say(early)
+        return 2
     # only the command's own parser, unless the whole command line's help comes first (`--help report`)
     p = parser(command if command and not {"-h", "--help"} & set(head[:head.index(command)]) else None)
     if tail is not None and command in COMMANDS and command not in _TAKE_A_COMMAND:

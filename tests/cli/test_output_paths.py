@@ -334,3 +334,23 @@ def test_doctor_leaves_nothing_in_the_current_folder(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["probe"]["ran"] is True
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, fixed", [
+    (["--width", "80", "report", "CAPTURE"], "nvprof-wrap report --width 80 CAPTURE"),
+    (["--format=json", "kernels", "CAPTURE"], "nvprof-wrap kernels --format=json CAPTURE"),
+    (["--width", "80"], "nvprof-wrap COMMAND --width"),  # no command at all
+])
+def test_a_commands_option_before_the_command_is_said_with_the_line_that_works(capsys, capture, argv, fixed):
+    """argparse took '80' for the command ("invalid choice: '80'"); now one line that names the option and gives the
+    command line with it after the command."""
+    code, out, err = run(capsys, *[str(capture) if a == "CAPTURE" else a for a in argv])
+    assert code == 2 and out == "" and one_line(err)
+    assert fixed.replace("CAPTURE", str(capture)) in err and "invalid choice" not in err
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help", "report"], ["report", "--help"]])
+def test_nvprof_wraps_own_options_before_a_command_still_work(capsys, argv):
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 0 and capsys.readouterr().out.startswith(("nvprof-wrap", "usage:"))
