@@ -38,10 +38,11 @@ __all__ = ["AHEAD_CORES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NU
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
-MAX_LAUNCHES = 300_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX): in
-# numpy (timeline/series_np.py) it costs about 7 µs per launch with its launch call, nearly all of it SQLite handing
-# the rows to Python (measured, 2 cores: `report` 1.9 → 3.6 s on 200k generated launches, 2.9 → 10.1 s on 1M); the
-# SQL it replaced cost ~25-29 µs (+5.2 s on 200k), its window functions' unions most of it
+MAX_LAUNCHES = 300_000  # beyond this many kernel launches in a capture the series is not measured (ENV_MAX). Set
+# when numpy (timeline/series_np.py) cost about 7 µs per launch with its launch call (`report` 2.9 → 10.1 s at 1M
+# generated launches, 2 cores; the SQL before it ~25-29 µs). Now ~1 µs: 1.17-1.26 → 2.06-2.08 s at 1M, 1.69-1.78
+# → 3.42-3.47 s at 2M, the process tree's peak 340-370 MB at 1M and 677 MB at 2M (about 330 bytes a launch; 2
+# cores, docs/performance.md): its memory, not its time, is what a higher default would cost
 REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
 NUMPY_FROM = 10_000  # launches from which the numpy path measures (timeline/series_np.py): importing numpy costs
 # ~0.2 s, what the SQL costs for ~8k launches
