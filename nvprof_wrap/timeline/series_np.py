@@ -675,7 +675,8 @@ def _lowest_bit(bits: int) -> np.ndarray:
     byte a segment, where log2 of the lowest bit took three arrays of 8 bytes a segment (0.05 GB at 1M launches)."""
     masks = np.arange(1 << bits, dtype=np.int64)
     low = masks & -masks
-    return np.log2(np.maximum(low, 1).astype(np.float64)).astype(np.int8)
+    index: np.ndarray = np.log2(np.maximum(low, 1).astype(np.float64)).astype(np.int8)
+    return index
 
 
 def _claimed(group: np.ndarray, s: np.ndarray, e: np.ndarray, pri: np.ndarray,
