@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from nvprof_wrap.classify import flops as shapes
@@ -57,12 +57,12 @@ def sizes_of(text: str) -> tuple[str, list[object]] | None:
     return (op, dims) if isinstance(dims, list) else None
 
 
-def may_hold_shapes(range_names: Iterable[str] | None) -> bool:
-    """Whether ranges with these names may give FLOPs (each one that does holds SIZES): True where the names are
-    not known (None). The compiled NVTX attribution gives every closed range's name (timeline/nvtx.attribute's
-    borrowed "range_names"), and only closed ranges count (_kineto_flops' leaves: a thread, an end at or after the
-    start): where none holds SIZES, the scan of every range's text for it is not made (0.07 s of 250k ranges)."""
-    return range_names is None or any(SIZES in name for name in range_names)
+def may_hold_shapes(found: bool | None) -> bool:
+    """Whether ranges may give FLOPs, from whether the compiled NVTX attribution found SIZES in the name of any range
+    it swept (timeline/nvtx.attribute's look_for and borrowed "found"; None: it did not look): only closed ranges
+    count (_kineto_flops' leaves: a thread, an end at or after the start), and it sweeps every one of them, so where
+    none holds SIZES the scan of every range's text for it is not made (0.07 s of 250k ranges)."""
+    return found is not False
 
 
 def _fop_rows(conn: sqlite3.Connection, ranges_sql: str, ids: dict[str, int]) -> Iterator[tuple[object, ...]]:

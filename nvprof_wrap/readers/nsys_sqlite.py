@@ -185,7 +185,8 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str, where: 
     keeping = None if kept is None or dur != on(SOUND, "k") else (kept, kernels_of.format(dur='k.start, k."end"'))
     # a globalTid holds its process id: each process has its own main thread
     rows = attribute(conn, ranges, launches, reopen=functools.partial(reopened, path), kernel_table=KERNEL,
-                     process_of_tid="((tid >> 24) & 16777215)", borrowed=lent, native=native, kept=keeping)
+                     process_of_tid="((tid >> 24) & 16777215)", borrowed=lent, native=native, kept=keeping,
+                     look_for=_nvtx_flops.SIZES)
     if not rows:
         return None
     # each distinct key once: a capture with step marks has a row per (step, op, kernel) — 160k rows of 1,496 names
@@ -384,7 +385,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         lambda: int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {KERNEL}").fetchone()[0]))
     try:
         memops, mem_notes = _memops(conn, have, in_window(span))
-        # attribute's launches lent to main threads, kernels without a duration, the swept ranges' names
+        # attribute's launches lent to main threads, kernels without a duration, whether a range holds shapes
         lent: dict[str, Any] = {}
         # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
         attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent, kept if keep else None)
@@ -398,7 +399,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
             kernels = merge_kernels(kernels + graph_launches.aggregates(conn, graphs, SOUND, in_window(span)))
         # --annotate torch's shapes: not looked for again where the compiled attribution's names hold none
         flops = _nvtx_flops.nsys(conn, have, nvtx_ranges_sql(conn, have), on(SOUND, "k"), span) \
-            if _nvtx_flops.may_hold_shapes(lent.get("range_names")) else ()
+            if _nvtx_flops.may_hold_shapes(lent.get("found")) else ()
         if program is not None:  # compiling and autotuning after the first step (a later jit call) apart too
             kernels, ops, later = _xla_warmup.split(kernels, ops, program, _autotuner)
             warmup += later

@@ -45,8 +45,8 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
               reopen: Callable[[], sqlite3.Connection] | None = None, kernel_table: str | None = None,
               correlation: str = "correlationId", names: Callable[[Any], str] | None = None,
               process_of_tid: str = "0", borrowed: dict[Any, Any] | None = None,
-              native: tuple[str, str, str] | None = None, kept: tuple[dict[str, Any], str] | None = None
-              ) -> list[Row]:
+              native: tuple[str, str, str] | None = None, kept: tuple[dict[str, Any], str] | None = None,
+              look_for: str | None = None) -> list[Row]:
     """Kernels attributed to the NVTX ranges open on the thread that launched them.
 
     A launch made on a thread with no range open (PyTorch runs the backward pass on its autograd thread, while the
@@ -54,10 +54,11 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     that moment on its process's main thread: the thread whose ranges last longest. process_of_tid: an SQL expression
     over a thread id column `tid` giving its process (Nsight Systems' globalTid holds the pid); "0": one process.
     borrowed, when given, gets {"launches": n, "ns": total} of the launches attributed so (a reader's note), and from
-    the compiled pass "no_duration": how many of the launches had a NULL duration, and "range_names": the distinct
-    names (text; a name that is not valid UTF-8 with U+FFFD in place of its bad bytes) of every range it swept — each
-    range of ranges_sql whose end, thread and start are known with the end at or after the start (_CLOSED): a reader
-    that looks for something in the names of those ranges need not scan them again.
+    the compiled pass "no_duration": how many of the launches had a NULL duration, and, with look_for, "found":
+    whether the name of any range it swept holds that text — it sweeps each range of ranges_sql whose end, thread and
+    start are known with the end at or after the start (_CLOSED), and looks at each distinct name once (a name that
+    is not valid UTF-8 with U+FFFD in place of its bad bytes): a reader looking for it in those ranges' names need
+    not scan them again (the names are not kept: an emit_nvtx capture's are distinct per call).
 
     ranges_sql yields (tid, start, end, name) of push/pop or start/end ranges; launches_sql yields
     (pid, dev, tid, t, key, dur) per kernel launch: process, device, the launching thread and the CPU time of
@@ -95,7 +96,8 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     """
     if native is not None and native_passes.available() and reopen is not None and kernel_table:
         done = _compiled(conn, ranges_sql, native, reopen=reopen, kernel_table=kernel_table, correlation=correlation,
-                         names=names or str, process_of_tid=process_of_tid, borrowed=borrowed, kept=kept)
+                         names=names or str, process_of_tid=process_of_tid, borrowed=borrowed, kept=kept,
+                         look_for=look_for)
         if done is not None:
             return done
     tmp = tempdirs.make("nvtx")
@@ -137,7 +139,7 @@ def _grouped(parts: list[list[Row]], labels: dict[tuple[str, str], int], borrowe
 def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str, str], *,
               reopen: Callable[[], sqlite3.Connection], kernel_table: str, correlation: str,
               names: Callable[[Any], str], process_of_tid: str, borrowed: dict[Any, Any] | None,
-              kept: tuple[dict[str, Any], str] | None = None) -> list[Row] | None:
+              kept: tuple[dict[str, Any], str] | None = None, look_for: str | None = None) -> list[Row] | None:
     """attribute() by the compiled helper: the same sweep and the same rows, None where it declines the capture (a
     value that is not an integer, a name that is not text): then the SQL decides.
 
@@ -147,11 +149,12 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
     Measured at 2M launches on 2 cores: the sweep 1.0 s → 0.3 s, a slice of 1M launches 2.4 s → 0.9 s."""
     uri, calls, kernels = native
     ops: dict[str, int] = {}
-    swept_names: set[str] = set()
+    found = False
 
     def op_of(name: object) -> tuple[int, bool, bool]:
-        if isinstance(name, str):
-            swept_names.add(name)
+        nonlocal found
+        if look_for is not None and not found and isinstance(name, str) and look_for in name:
+            found = True
         op = op_name(names(name))
         return ops.setdefault(op, len(ops)), op.startswith(LAYER_PREFIXES), op.startswith(STEP_PREFIX)
 
@@ -174,7 +177,8 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         return None
     if borrowed is not None:
         borrowed["no_duration"] = sum(n for _rows, n, _cols in parts)
-        borrowed["range_names"] = frozenset(swept_names)
+        if look_for is not None:
+            borrowed["found"] = found
     if kept is not None:
         kept[0]["kernels"] = [(sl.get("rowids"), cols) for sl, (_rows, _n, cols) in zip(slices, parts)]
     return _grouped([rows for rows, _n, _cols in parts], labels, borrowed)

@@ -274,24 +274,30 @@ def attributed(file: str, compiled: bool) -> list[tuple]:
     conn = sqlite3.connect(file)
     try:
         lent: dict = {}
-        rows = nvtx.attribute(
-            conn, "SELECT tid, s, e, name FROM r",
-            "SELECT 1 AS pid, 0 AS dev, r.tid AS tid, r.t AS t, k.key AS key, k.dur AS dur "
-            "FROM k LEFT JOIN c r ON r.corr = k.corr {rslice} WHERE true {slice}",
-            reopen=lambda: sqlite3.connect(file), kernel_table="k", correlation="corr", borrowed=lent,
-            native=(uri_of(Path(file)), "SELECT r.corr, 0, r.tid, r.t, 0 FROM c r WHERE true {rslice}",
-                    "SELECT k.corr, 0, 1, 0, k.key, k.dur FROM k WHERE true {slice}") if compiled else None)
+        args = (conn, "SELECT tid, s, e, name FROM r",
+                ("SELECT 1 AS pid, 0 AS dev, r.tid AS tid, r.t AS t, k.key AS key, k.dur AS dur "
+                 "FROM k LEFT JOIN c r ON r.corr = k.corr {rslice} WHERE true {slice}"))
+        native = (uri_of(Path(file)), "SELECT r.corr, 0, r.tid, r.t, 0 FROM c r WHERE true {rslice}",
+                  "SELECT k.corr, 0, 1, 0, k.key, k.dur FROM k WHERE true {slice}") if compiled else None
+        kwargs = {"reopen": lambda: sqlite3.connect(file), "kernel_table": "k", "correlation": "corr",
+                  "native": native}
+        rows = nvtx.attribute(*args, borrowed=lent, **kwargs)
         lent.pop("no_duration", None)  # counted by the compiled pass only (what spares the reader a scan)
-        if compiled:  # the names of every range it swept: those of the closed ones (nvtx._CLOSED), where any
-            closed = {n for (n,) in conn.execute(
-                "SELECT DISTINCT name FROM r WHERE e IS NOT NULL AND tid IS NOT NULL AND e >= s")}
-            assert lent.pop("range_names", None) == (closed or None)
+        if compiled:  # whether a closed range's name (nvtx._CLOSED) holds the text looked for, where any is closed
+            for text in LOOKED_FOR:
+                again: dict = {}
+                nvtx.attribute(*args, borrowed=again, look_for=text, **kwargs)
+                closed = conn.execute("SELECT COUNT(*), COALESCE(MAX(instr(name, ?) > 0), 0) FROM r WHERE e IS NOT "
+                                      "NULL AND tid IS NOT NULL AND e >= s", (text,)).fetchone()
+                assert again.get("found") == (bool(closed[1]) if closed[0] else None)
+            assert "found" not in lent  # nothing looked for, nothing said
         return [*rows, lent]
     finally:
         conn.close()
 
 
 names = st.sampled_from(["keras:a", "keras:b", "torch:m", "aten::mm", "aten::add", "step", "ProfilerStep#1"])
+LOOKED_FOR = ("aten::", "keras:b", "step")  # the attribution says whether a swept name holds each
 span = st.tuples(st.integers(0, 60), st.integers(0, 30)).map(lambda p: (p[0], p[0] + p[1]))
 
 
