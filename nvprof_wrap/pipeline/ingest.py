@@ -16,6 +16,7 @@ from nvprof_wrap.run import Run
 from nvprof_wrap.store import DATA_VERSION, Store, file_identity
 from nvprof_wrap.system import fork as _fork
 from nvprof_wrap.system.storage import machine_failure
+from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.window import Window, make
 
 Progress = Callable[[Path], None]
@@ -187,10 +188,19 @@ def _pending_beside(path: Path) -> str:
 
 
 def _tagged(content: str, path: Path, window: Window | None) -> str:
-    """What was read, by which data version, through which window, with which pending writes and hardware samples
-    beside it: any other version of it is re-read."""
+    """What was read, by which data version, through which window, under which per-step series limit, with which
+    pending writes and hardware samples beside it: any other version of it is re-read."""
     return content + f"{_WINDOW_SEP}{_VERSION_TAG}" + (f";{window.key}" if window is not None else "") + \
-        _pending_beside(path) + _hardware_beside(path)
+        _series_limit() + _pending_beside(path) + _hardware_beside(path)
+
+
+def _series_limit() -> str:
+    """The per-step series' launch limit (timeline/series.limit) where it is not the default: a capture whose series
+    one limit left out as too big is measured under another. Without it, NVPROF_WRAP_SERIES_MAX_LAUNCHES=-1 — what the
+    note of a series left out says to set — re-read nothing of a run folder whose store already held the capture, and
+    the note came again."""
+    most = step_series.limit()
+    return "" if most == step_series.MAX_LAUNCHES else f";series{most}"
 
 
 def _first_time(store: Store, path: Path, identity: str, present: dict[str, Path], skipped: Skipped) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import gzip
+import json
 import sqlite3
 from pathlib import Path
 
@@ -120,6 +121,35 @@ def test_the_series_is_not_measured_past_its_size_limit(monkeypatch):
     rep = nw.analyze(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite")
     assert rep.series is None
     assert any("per-step series not measured" in n for src in rep.sources for n in src.notes)
+
+
+def test_the_limit_the_note_names_measures_a_run_folders_capture_already_read(monkeypatch, tmp_path):
+    """A run folder keeps its captures in its store: read once under a limit that left the series out, then again
+    with the limit the note names (-1), the capture is read again and its series measured — once, the kernels not
+    counted twice; the default limit and 0 (never) are readings of their own too."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLES / "keras_reuters_fp16", run)
+
+    def reported(limit: str | None) -> tuple[int, int, bool]:
+        if limit is None:
+            monkeypatch.delenv(step_series.ENV_MAX, raising=False)
+        else:
+            monkeypatch.setenv(step_series.ENV_MAX, limit)
+        from nvprof_wrap.cli import main
+
+        out = tmp_path / "report.json"
+        assert main(["report", str(run), "--format", "json", "-o", str(out)]) == 0
+        rep = json.loads(out.read_text())
+        left_out = any("per-step series not measured" in n for src in rep["sources"] for n in src["notes"])
+        return len(rep["series"]), sum(k["launches"] for k in rep["kernels"]), left_out
+
+    launches = reported("10")[1]
+    assert (run / "run.sqlite").exists() and reported("10") == (0, launches, True)
+    measured = reported("-1")
+    assert measured[0] > 0 and measured[1:] == (launches, False)
+    assert reported(None) == measured and reported("0") == (0, launches, True)
 
 
 @pytest.mark.parametrize("per_step", [False, True])
