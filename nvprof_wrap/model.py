@@ -415,7 +415,7 @@ def merge_kernels(aggs: Iterable[KernelAgg]) -> tuple[KernelAgg, ...]:
             continue
         merged[key] = KernelAgg(
             a.pid, a.device_id, a.name, a.launches + b.launches,
-            _add(a.total_ns, b.total_ns), _pick(min, a.min_ns, b.min_ns), _pick(max, a.max_ns, b.max_ns))
+            add_ns(a.total_ns, b.total_ns), _pick(min, a.min_ns, b.min_ns), _pick(max, a.max_ns, b.max_ns))
     return tuple(merged.values())
 
 
@@ -427,11 +427,12 @@ def merge_memops(aggs: Iterable[MemAgg]) -> tuple[MemAgg, ...]:
         key = (a.pid, a.device_id, a.kind, a.direction)
         b = merged.get(key)
         merged[key] = a if b is None else MemAgg(a.pid, a.device_id, a.kind, a.direction, a.count + b.count,
-                                                 a.total_ns + b.total_ns, _add(a.bytes, b.bytes))
+                                                 a.total_ns + b.total_ns, add_ns(a.bytes, b.bytes))
     return tuple(merged.values())
 
 
-def _add(a: int | None, b: int | None) -> int | None:
+def add_ns(a: int | None, b: int | None) -> int | None:
+    """Two totals that may be unknown (None) added: None only where both are."""
     return None if a is None and b is None else (a or 0) + (b or 0)
 
 

@@ -24,6 +24,7 @@ from nvprof_wrap.model import (
     Process,
     StepSeries,
     WarmupAgg,
+    add_ns,
     merge_kernels,
     merge_memops,
 )
@@ -203,9 +204,9 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str, where: 
         agg = by_key.get((pid, dev, key))
         if agg is None:
             by_key[(pid, dev, key)] = [n, tot]
-        else:  # model._add's sum: None only where both are
+        else:
             agg[0] += n
-            agg[1] = None if agg[1] is None and tot is None else (agg[1] or 0) + (tot or 0)
+            agg[1] = add_ns(agg[1], tot)
     kernels = merge_kernels(KernelAgg(pid, dev, label[key], n, tot) for (pid, dev, key), (n, tot) in by_key.items())
     return kernels, ops
 
