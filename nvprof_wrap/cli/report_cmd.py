@@ -50,6 +50,7 @@ from nvprof_wrap.pipeline.stores import remember, report_on
 from nvprof_wrap.renderers import render
 from nvprof_wrap.renderers.csv import TABLES as CSV_TABLES
 from nvprof_wrap.run import Run
+from nvprof_wrap.timeline.series import MAX_LAUNCHES, PER_STEP_MAX_LAUNCHES, asked_per_step
 
 
 def add_parser(sub: Subcommands, name: str) -> None:
@@ -63,7 +64,9 @@ def add_parser(sub: Subcommands, name: str) -> None:
     p.add_argument("--wide", action="store_true", help=WIDE_HELP)
     p.add_argument("--per-step", action="store_true",
                    help="one row per step (or time bucket): step time, GPU busy, kernels, tensor-core share, copies, "
-                        "the host's time in CUDA calls by kind and outside them (JSON and CSV always carry them)")
+                        "the host's time in CUDA calls by kind and outside them (JSON and CSV always carry them); "
+                        f"measured up to {PER_STEP_MAX_LAUNCHES:,} kernel launches per capture with it, "
+                        f"{MAX_LAUNCHES:,} without (docs/steps.md)")
     p.add_argument("--triton-cache", type=Path, action="append", metavar="DIR",
                    help="look for compiled PTX of kernels the names leave unknown (repeatable; default: "
                         "$TRITON_CACHE_DIR and ~/.triton/cache)")
@@ -85,7 +88,8 @@ def add_parser(sub: Subcommands, name: str) -> None:
 
 
 def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
-    with reading() as progress:
+    """The report of `paths`; --per-step (the rows asked for) lifts the series' launch limit (timeline/series.py)."""
+    with asked_per_step(getattr(args, "per_step", False)), reading() as progress:
         return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
                          progress=progress, sum_jobs=bool(getattr(args, "sum", False)),
                          xla_dump=getattr(args, "xla_dump", None),

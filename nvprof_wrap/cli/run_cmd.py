@@ -46,6 +46,7 @@ from nvprof_wrap.launch.runner import check_name, execute, expand_output, no_cap
 from nvprof_wrap.pipeline.stores import remember, report_run, window_never_opened
 from nvprof_wrap.renderers import Options, render
 from nvprof_wrap.run import CaptureWindow, Run, names
+from nvprof_wrap.timeline.series import asked_per_step
 
 
 def add_parser(sub: Subcommands, name: str) -> None:
@@ -197,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     gated_on = args.min_tensor_core_share is not None or args.expect_precision
     if recorded and (not args.no_report or args.html or gated_on):
         try:
-            with reading() as progress:
+            with asked_per_step(args.per_step), reading() as progress:  # the rows asked for: timeline/series.py
                 rep = report_run(folder, warn=say, progress=progress)
             if args.html:
                 page = Run(folder).report_html

@@ -17,8 +17,10 @@ says so).
 """
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,8 +35,8 @@ from nvprof_wrap.timeline.series_tables import BUCKETS, PARTS, ApiTable, Given, 
 from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
-__all__ = ["AHEAD_CORES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM", "REFERENCE", "Ahead",
-           "ApiTable", "Given", "GpuTable", "limit", "measure", "too_big"]
+__all__ = ["AHEAD_CORES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM", "PER_STEP_MAX_LAUNCHES",
+           "REFERENCE", "Ahead", "ApiTable", "Given", "GpuTable", "asked_per_step", "limit", "measure", "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
@@ -43,6 +45,10 @@ MAX_LAUNCHES = 300_000  # beyond this many kernel launches in a capture the seri
 # generated launches, 2 cores; the SQL before it ~25-29 µs). Now ~1 µs: 1.17-1.26 → 2.06-2.08 s at 1M, 1.69-1.78
 # → 3.42-3.47 s at 2M, the process tree's peak 340-370 MB at 1M and 677 MB at 2M (about 330 bytes a launch; 2
 # cores, docs/performance.md): its memory, not its time, is what a higher default would cost
+PER_STEP_MAX_LAUNCHES = 1_000_000  # the limit where the command asked for the rows (`--per-step`, asked_per_step):
+# a user who asks for one row per step of a 300k-1M-launch capture gets them, not a note (at 1M: +0.9 s, the process
+# tree's peak 340-370 MB on 2 cores); beyond it the note (2M: 677 MB), and a day-long job's 20M launches stay within
+# the long-job benchmark's bounds (docs/steps.md)
 REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
 NUMPY_FROM = 10_000  # launches from which the numpy path measures (timeline/series_np.py): importing numpy costs
 # ~0.2 s, what the SQL costs for ~8k launches
@@ -50,6 +56,22 @@ NUMPY_FROM = 10_000  # launches from which the numpy path measures (timeline/ser
 
 def limit() -> int:
     return cast(int, environ.value(ENV_MAX, MAX_LAUNCHES))  # checked before the command (system/environ.py)
+
+
+@contextmanager
+def asked_per_step(asked: bool = True) -> Iterator[None]:
+    """Within it, where asked, a capture of up to PER_STEP_MAX_LAUNCHES launches gets its series: the limit, where
+    ENV_MAX is not set (the user's own value wins, 0 and lower ones included), is set in this process's environment
+    — so the readers' forked or spawned workers see it too, and a run folder's capture read under the default limit
+    is read again (pipeline/ingest.py keys a reading by its limit) — and restored afterwards."""
+    if not asked or os.environ.get(ENV_MAX, "").strip():
+        yield
+        return
+    os.environ[ENV_MAX] = str(PER_STEP_MAX_LAUNCHES)
+    try:
+        yield
+    finally:
+        os.environ.pop(ENV_MAX, None)
 
 
 def too_big(launches: int) -> str | None:

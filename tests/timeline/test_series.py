@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import gzip
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -150,6 +151,65 @@ def test_the_limit_the_note_names_measures_a_run_folders_capture_already_read(mo
     measured = reported("-1")
     assert measured[0] > 0 and measured[1:] == (launches, False)
     assert reported(None) == measured and reported("0") == (0, launches, True)
+
+
+@pytest.mark.parametrize(("per_step", "user_limit", "per_step_most", "measured"), [
+    (True, None, 10**6, True),  # the rows asked for: the limit lifted
+    (False, None, 10**6, False),  # not asked: the default limit
+    (True, None, 100, False),  # asked, but more launches than the lifted limit too
+    (True, "10", 10**6, False),  # the user's own limit wins
+])
+def test_per_step_lifts_the_series_limit_the_user_left_unset(monkeypatch, tmp_path, per_step, user_limit,
+                                                             per_step_most, measured):
+    """`report --per-step` asks for one row per step: a capture over the default limit (300,000 launches; lowered to
+    10 here, the H200 export holds 122) gets its series up to PER_STEP_MAX_LAUNCHES, where the user set no limit of
+    their own; otherwise the note, naming the limit that left it out. The environment is as it was afterwards."""
+    from nvprof_wrap.cli import main
+
+    monkeypatch.setattr(step_series, "MAX_LAUNCHES", 10)
+    monkeypatch.setattr(step_series, "PER_STEP_MAX_LAUNCHES", per_step_most)
+    if user_limit is None:
+        monkeypatch.delenv(step_series.ENV_MAX, raising=False)
+    else:
+        monkeypatch.setenv(step_series.ENV_MAX, user_limit)
+    out = tmp_path / "report.json"
+    argv = ["report", str(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite"), "--format", "json", "-o", str(out)]
+    assert main(argv + (["--per-step"] if per_step else [])) == 0
+    rep = json.loads(out.read_text())
+    notes = [n for src in rep["sources"] for n in src["notes"] if "per-step series not measured" in n]
+    assert (len(rep["series"]) > 0, not notes) == (measured, measured)
+    if not measured:
+        most = int(user_limit) if user_limit else per_step_most if per_step else 10
+        assert f"122 kernel launches (more than {most:,};" in notes[0]
+    assert os.environ.get(step_series.ENV_MAX) == user_limit
+
+
+@pytest.mark.parametrize("per_step", [False, True])
+def test_run_per_step_lifts_the_series_limit_for_its_report(monkeypatch, tmp_path, capsys, per_step):
+    """`run --per-step` reports the run it recorded with the limit lifted as `report --per-step` does (the job
+    itself runs without it: only the report after it is inside the lift)."""
+    import shutil
+    from types import SimpleNamespace
+
+    from nvprof_wrap.cli import main, run_cmd
+
+    folder = tmp_path / "run"
+    shutil.copytree(SAMPLES / "keras_reuters_fp16", folder)
+    manifest = SimpleNamespace(backend="nsys", exit_code=0, wall_s=0.1, recorded=True, captures=["x"], problems=(),
+                               hardware=None, gpus=(), storage_failed=False)
+    seen: list[str | None] = []
+
+    def execute(spec):
+        seen.append(os.environ.get(step_series.ENV_MAX))
+        return folder, manifest
+
+    monkeypatch.setattr(run_cmd, "execute", execute)
+    monkeypatch.setattr(step_series, "MAX_LAUNCHES", 10)
+    monkeypatch.delenv(step_series.ENV_MAX, raising=False)
+    assert main(["run", "--format", "json", *(["--per-step"] if per_step else []), "--", "true"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert (len(rep["series"]) > 0) == per_step and seen == [None]
+    assert step_series.ENV_MAX not in os.environ
 
 
 @pytest.mark.parametrize("per_step", [False, True])
