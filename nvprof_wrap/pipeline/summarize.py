@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput, CannotWrite, ToolMissing
@@ -18,6 +19,7 @@ from nvprof_wrap.readers import summary
 from nvprof_wrap.report import jobs
 from nvprof_wrap.store import Store
 from nvprof_wrap.system import fork as _fork
+from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.window import make
 
 
@@ -45,8 +47,9 @@ def summarize(paths: list[Path], out: Path, *, window: tuple[float, float] | Non
             skipped.append((str(path), getattr(result, "why", str(result))))
             continue
         assert identity is not None  # fingerprinted here (_pending's hash_here)
+        kept = replace(result, notes=tuple(map(step_series.as_summarized, result.notes)))  # what a summary can say
         try:
-            summary.write(result, identity, win.key if win is not None else None, target)
+            summary.write(kept, identity, win.key if win is not None else None, target)
         except OSError as e:
             raise CannotWrite(target, f"cannot write the summary ({e.strerror})") from None
         written.append(target)

@@ -36,7 +36,8 @@ from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
 __all__ = ["AHEAD_CORES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM", "PER_STEP_MAX_LAUNCHES",
-           "REFERENCE", "Ahead", "ApiTable", "Given", "GpuTable", "asked_per_step", "limit", "measure", "too_big"]
+           "REFERENCE", "Ahead", "ApiTable", "Given", "GpuTable", "as_summarized", "asked_per_step", "limit", "measure",
+           "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
@@ -74,13 +75,26 @@ def asked_per_step(asked: bool = True) -> Iterator[None]:
         os.environ.pop(ENV_MAX, None)
 
 
+_LEFT_OUT = "per-step series not measured: "
+_ANY_SIZE = f"{ENV_MAX}=-1 measures any size"
+
+
 def too_big(launches: int) -> str | None:
     """The note a capture too big for the series gets; None when it is measured."""
     most = limit()
     if 0 <= most < launches:
-        return (f"per-step series not measured: {launches:,} kernel launches (more than {most:,}; "
-                f"{ENV_MAX}=-1 measures any size)")
+        return f"{_LEFT_OUT}{launches:,} kernel launches (more than {most:,}; {_ANY_SIZE})"
     return None
+
+
+def as_summarized(note: str) -> str:
+    """A reader's note as a summary file keeps it (`summarize`, readers/summary.py): a report of the summary reads
+    no capture, so the series too_big left out is measured by summarizing the capture again under ENV_MAX=-1 —
+    setting it for the report, as the reader's note says, changed nothing."""
+    if not note.startswith(_LEFT_OUT):
+        return note
+    return note.replace(_ANY_SIZE, f"{_ANY_SIZE} when the capture is summarized again: the summary keeps what "
+                                   "its capture's reading gave")
 
 
 def numpy_here(guess: Callable[[], int]) -> bool:

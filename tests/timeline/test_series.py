@@ -184,6 +184,34 @@ def test_per_step_lifts_the_series_limit_the_user_left_unset(monkeypatch, tmp_pa
     assert os.environ.get(step_series.ENV_MAX) == user_limit
 
 
+def test_a_summary_says_how_the_series_it_left_out_is_measured(monkeypatch, tmp_path):
+    """A summary keeps what its capture's reading gave: reporting it under NVPROF_WRAP_SERIES_MAX_LAUNCHES=-1 (what
+    the reader's note says to set) reads no capture and measures nothing, so the summary's note says to summarize
+    again with it — which does measure the series."""
+    from nvprof_wrap.cli import main
+
+    capture = SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite"
+
+    def reported(folder: Path) -> dict:
+        out = tmp_path / f"{folder.name}.json"
+        assert main(["report", str(folder), "--format", "json", "-o", str(out)]) == 0
+        return json.loads(out.read_text())
+
+    monkeypatch.setattr(step_series, "MAX_LAUNCHES", 10)
+    monkeypatch.delenv(step_series.ENV_MAX, raising=False)
+    assert main(["summarize", str(capture), "-o", str(tmp_path / "short")]) == 0
+    monkeypatch.setenv(step_series.ENV_MAX, "-1")
+    rep = reported(tmp_path / "short")
+    notes = [n for src in rep["sources"] for n in src["notes"] if "per-step series not measured" in n]
+    assert rep["series"] == [] and len(notes) == 1
+    assert notes[0].endswith("(more than 10; NVPROF_WRAP_SERIES_MAX_LAUNCHES=-1 measures any size when the capture "
+                             "is summarized again: the summary keeps what its capture's reading gave)")
+    assert main(["summarize", str(capture), "-o", str(tmp_path / "whole")]) == 0
+    rep = reported(tmp_path / "whole")
+    assert rep["series"] and not any("per-step series" in n for src in rep["sources"] for n in src["notes"])
+    assert step_series.as_summarized("kernels without a duration") == "kernels without a duration"
+
+
 @pytest.mark.parametrize("per_step", [False, True])
 def test_run_per_step_lifts_the_series_limit_for_its_report(monkeypatch, tmp_path, capsys, per_step):
     """`run --per-step` reports the run it recorded with the limit lifted as `report --per-step` does (the job
