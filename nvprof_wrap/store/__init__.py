@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nvprof_wrap.errors import BadInput, CannotWrite, IOFailure
 from nvprof_wrap.model import Capture, Classification, StepSeries
@@ -395,10 +395,12 @@ class Store(Queries):
 
     def add_classifications(self, classifications: Iterable[Classification], rules_version: str) -> None:
         """Name-rule verdicts, cached per rules version (pipeline/evidence.py decides what to add)."""
-        with self._errors(), self.db.conn:
-            self.db.table("classifications").insert_all(
-                ({**_without(asdict(c), "evidence"), "rules_version": rules_version} for c in classifications),
-                ignore=True, batch_size=500)
+        with self._errors(), self.db.conn:  # one executemany (asdict and sqlite-utils' batches: 0.07 s, 1.5k names)
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO classifications (name, rules_version, tensor_core, precision, family, reason, "
+                "rule) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((c.name, rules_version, c.tensor_core, c.precision, c.family, c.reason, c.rule)
+                 for c in classifications))
 
     def rows(self, sql: str, params: Iterable[object] = ()) -> list[Row]:
         cur = self.db.execute(sql, list(params))
@@ -411,11 +413,6 @@ def _database(conn: sqlite3.Connection) -> sqlite_utils.Database:
     entry points (24 ms of each command here, more beside more packages), and a plugin's prepare_connection hook
     has no business in a run store."""
     return sqlite_utils.Database(conn, execute_plugins=False)
-
-
-def _without(d: dict[str, Any], key: str) -> dict[str, Any]:
-    d.pop(key, None)
-    return d
 
 
 def file_identity(path: Path, chunk: int = 1 << 20) -> str:
