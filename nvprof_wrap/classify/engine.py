@@ -268,9 +268,27 @@ def classify(name: str) -> Classification:
 
 
 def classify_many(names: Iterable[str]) -> list[Classification]:
-    """Classify distinct names once each, in input order."""
+    """Classify distinct names once each, in input order. Names classified before in this process (a reader that
+    classified them while a worker of its own ran: readers/kineto_json.py) are not classified again."""
+    done = _done()
     seen: dict[str, Classification] = {}
     for n in names:
         if n not in seen:
-            seen[n] = classify(n)
+            c = done.get(n)
+            seen[n] = c if c is not None else classify(n)
+    if len(done) + len(seen) > MAX_DONE:
+        done.clear()
+    done.update(seen)
     return list(seen.values())
+
+
+MAX_DONE = 100_000  # names kept classified in a process at most (~0.5 KB each): past it, the memo starts over
+# the rules' table → what classify gave each name under it (kept with the table, as _NEEDED's strings)
+_DONE: list[tuple[Rules, dict[str, Classification]]] = []
+
+
+def _done() -> dict[str, Classification]:
+    rules = load_rules()
+    if not _DONE or _DONE[0][0] is not rules:
+        _DONE[:] = [(rules, {})]
+    return _DONE[0][1]

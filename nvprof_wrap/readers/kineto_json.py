@@ -10,13 +10,16 @@ Nothing is held per event in Python.
 """
 from __future__ import annotations
 
+import functools
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import ijson
 
+from nvprof_wrap.classify.engine import classify_many
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, Process, StepSeries, merge_kernels
 from nvprof_wrap.readers._bounded import open_json
@@ -117,10 +120,20 @@ def read(path: Path, window: Window | None = None) -> Capture:
 def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: Window | None) -> Capture:
     pid, db = rows.host_pid, rows.db
     span = _span(rows, window) if window else EVERYTHING
+    names = {i: name for name, i in rows.names.items()}
+    # The series of a trace of AHEAD_LAUNCHES or more in a forked worker, on 2 cores too: this process meanwhile
+    # aggregates, attributes and classifies the kernel names (the report's evidence then finds them classified),
+    # where it would otherwise measure the series, then classify, with the other core idle.
+    ahead = step_series.Ahead(path, lambda: int(db.execute("SELECT COUNT(*) FROM kl").fetchone()[0]),
+                              functools.partial(_steps_alone, rows, names, span),
+                              lambda n: _steps(rows, db, names, n, span), from_cores=2, from_launches=AHEAD_LAUNCHES)
     # The busy-time union side by side with the rest (a forked worker for a big trace, as for SQLite captures).
-    busy_time = BusyTime(db, rows.path, [("kl", "0", "dev", "1"), ("mem", "0", "dev", "0")], span)
     try:
-        names = {i: name for name, i in rows.names.items()}
+        busy_time = BusyTime(db, rows.path, [("kl", "0", "dev", "1"), ("mem", "0", "dev", "0")], span)
+    except BaseException:
+        ahead.abandon()
+        raise
+    try:
         kernels = merge_kernels(KernelAgg(pid, dev, demangle(names[nid]), n, tot, mn, mx) for dev, nid, n, tot, mn, mx
                                 in db.execute(f"SELECT dev, nid, COUNT(*), SUM(dur), MIN(dur), MAX(dur) FROM kl "
                                               f"WHERE {in_window(span)} GROUP BY dev, nid"))
@@ -132,33 +145,50 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
         range_names = {i: name for name, i in rows.range_names.items()}
         flops = op_flops(db, pid, lambda nid: demangle(names.get(nid) or "<unnamed kernel>"), range_names.__getitem__,
                          span)
+        activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time.result())
+        if not kernels and window is None:  # (a window without kernels: readers.read says so)
+            refuse_launches(path, sum(rows.api.values()),
+                            sum(n for name, n in rows.api.items() if LAUNCH_NAME.match(name)),
+                            sum(m.count for m in memops),
+                            "a trace exported before CUPTI flushed its buffers loses them")
     except BaseException:
         busy_time.abandon()
+        ahead.abandon()
         raise
-    activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time.result())
-    if not kernels and window is None:  # (a window without kernels: readers.read says so)
-        refuse_launches(path, sum(rows.api.values()), sum(n for name, n in rows.api.items() if LAUNCH_NAME.match(name)),
-                        sum(m.count for m in memops), "a trace exported before CUPTI flushed its buffers loses them")
     dist = header.get("distributedInfo") or {}
     rank = dist.get("rank") if isinstance(dist, dict) else None
     notes = rows.kernel_time.notes() + rows.mem_time.notes() + \
         ((f"{cut:,} JSON string(s) longer than {MAX_JSON_STRING_BYTES >> 20} MiB were cut there",) if cut else ()) + \
         borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
-    series, series_notes = _steps(rows, names, sum(k.launches for k in kernels), span)
+    series, series_notes = ahead.result(sum(k.launches for k in kernels),
+                                        meanwhile=lambda: classify_many(k.name for k in kernels))
     return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
                    (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes + series_notes,
                    series=series, op_flops=flops)
 
 
-def _steps(rows: Rows, names: dict[int, str], launches: int,
+AHEAD_LAUNCHES = 50_000  # kernels from which the series is measured in a forked worker (~0.12 s of the series)
+
+
+def _steps_alone(rows: Rows, names: dict[int, str], span: tuple[int, int],
+                 launches: int) -> tuple[StepSeries | None, tuple[str, ...]]:
+    """_steps on a connection of its own (step_series.Ahead's forked worker: the reader's is not to be used there)."""
+    db = connect_ro(rows.path)
+    try:
+        return _steps(rows, db, names, launches, span)
+    finally:
+        db.close()
+
+
+def _steps(rows: Rows, db: sqlite3.Connection, names: dict[int, str], launches: int,
            span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): timeline/series.py over the trace's tables (its ProfilerStep#N ranges; every
-    CUDA runtime and driver call the trace holds, with its kind from the scan)."""
+    CUDA runtime and driver call the trace holds, with its kind from the scan) in db, rows' file."""
     if not launches:
         return None, ()
     if why := step_series.too_big(launches):
         return None, (why,)
-    db, p = rows.db, "NULL" if rows.host_pid is None else str(int(rows.host_pid))
+    p = "NULL" if rows.host_pid is None else str(int(rows.host_pid))
     db.execute("CREATE TEMP TABLE IF NOT EXISTS _nvw_rnames(id INTEGER PRIMARY KEY, name TEXT)")
     db.executemany("INSERT OR REPLACE INTO _nvw_rnames VALUES (?, ?)",
                    [(i, n) for n, i in rows.range_names.items() if could_mark_a_step(n)])

@@ -122,17 +122,26 @@ class Ahead:
     here(launches), as without it. alone opens a connection of its own: it runs in the child."""
 
     def __init__(self, path: Path, guess: Callable[[], int], alone: Callable[[int], Measured],
-                 here: Callable[[int], Measured]) -> None:
+                 here: Callable[[int], Measured], *, from_cores: int | None = None,
+                 from_launches: int | None = None) -> None:
+        """from_cores: the cores from which it forks (None: AHEAD_CORES) — 2 for a reader whose process has work of
+        its own to do meanwhile (result's meanwhile) instead of other workers beside it; from_launches: the guessed
+        launches from which it forks, in place of the file's size (BIG): a gzipped trace is small for its launches."""
         self.here = here
         self.work: Forked | None = None
-        if limit() != 0 and cores() >= AHEAD_CORES and Path(path).stat().st_size >= BIG and can_fork():
+        if limit() != 0 and cores() >= (AHEAD_CORES if from_cores is None else from_cores) and can_fork() and \
+                (from_launches is not None or Path(path).stat().st_size >= BIG):
             n = guess()
-            if n and too_big(n) is None:
+            if n and too_big(n) is None and n >= (from_launches or 0):
                 self.work = Forked(alone, n)
 
-    def result(self, launches: int) -> Measured:
+    def result(self, launches: int, meanwhile: Callable[[], object] | None = None) -> Measured:
+        """The series; meanwhile runs first where the worker's answer is taken (work of the reader's own that
+        would otherwise wait for it)."""
         if self.work is not None and launches and too_big(launches) is None:
             try:
+                if meanwhile is not None:
+                    meanwhile()
                 got: Measured = self.work.result()
                 return got
             except BaseException:
