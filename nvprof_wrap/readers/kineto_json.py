@@ -121,12 +121,12 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
     pid, db = rows.host_pid, rows.db
     span = _span(rows, window) if window else EVERYTHING
     names = {i: name for name, i in rows.names.items()}
-    # The series of a trace of AHEAD_LAUNCHES or more in a forked worker, on 2 cores too: this process meanwhile
-    # aggregates, attributes and classifies the kernel names (the report's evidence then finds them classified),
-    # where it would otherwise measure the series, then classify, with the other core idle.
-    ahead = step_series.Ahead(path, lambda: int(db.execute("SELECT COUNT(*) FROM kl").fetchone()[0]),
+    # The series in a forked worker (on 2 cores too, where the rows are too few for the workers below): this process
+    # meanwhile aggregates, attributes and classifies the kernel names (the report's evidence then finds them
+    # classified), where it would otherwise measure the series, then classify, with the other core idle.
+    ahead = step_series.Ahead(rows.path, lambda: int(db.execute("SELECT COUNT(*) FROM kl").fetchone()[0]),
                               functools.partial(_steps_alone, rows, names, span),
-                              lambda n: _steps(rows, db, names, n, span), from_cores=2, from_launches=AHEAD_LAUNCHES)
+                              lambda n: _steps(rows, db, names, n, span), from_launches=step_series.AHEAD_LAUNCHES)
     # The busy-time union side by side with the rest (a forked worker for a big trace, as for SQLite captures).
     try:
         busy_time = BusyTime(db, rows.path, [("kl", "0", "dev", "1"), ("mem", "0", "dev", "0")], span)
@@ -165,9 +165,6 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
     return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
                    (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes + series_notes,
                    series=series, op_flops=flops)
-
-
-AHEAD_LAUNCHES = 50_000  # kernels from which the series is measured in a forked worker (~0.12 s of the series)
 
 
 def _steps_alone(rows: Rows, names: dict[int, str], span: tuple[int, int],

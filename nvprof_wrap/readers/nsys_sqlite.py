@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from nvprof_wrap.classify.engine import WARMUP_FAMILIES, classify
+from nvprof_wrap.classify.engine import WARMUP_FAMILIES, classify, classify_many
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import (
     LOST_NAME_KERNEL,
@@ -381,7 +381,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     kept: dict[str, Any] = {}
     ahead = step_series.Ahead(path, lambda: int(conn.execute(f"SELECT COUNT(*) FROM {KERNEL}").fetchone()[0]),
                               functools.partial(_steps_alone, path, have, span, graphs),  # the series too
-                              lambda n: _steps(conn, have, n, span, graphs, kept.get("kernels")))
+                              lambda n: _steps(conn, have, n, span, graphs, kept.get("kernels")),
+                              from_launches=step_series.AHEAD_LAUNCHES)
     keep = ahead.work is None and span == EVERYTHING and step_series.numpy_here(
         lambda: int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {KERNEL}").fetchone()[0]))
     try:
@@ -428,7 +429,9 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     except BaseException:
         ahead.abandon()
         raise
-    series, series_notes = ahead.result(sum(k.launches for k in kernels))
+    # the kernel names classified while the series' worker runs (the report's evidence then finds them classified)
+    series, series_notes = ahead.result(sum(k.launches for k in kernels),
+                                        meanwhile=lambda: classify_many(k.name for k in kernels))
     return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
                    started_ns=started, ended_ns=ended, command=session_command(conn, have), hw_devices=hw_dev,

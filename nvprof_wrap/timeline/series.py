@@ -35,9 +35,9 @@ from nvprof_wrap.timeline.series_tables import BUCKETS, PARTS, ApiTable, Given, 
 from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
-__all__ = ["AHEAD_CORES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM", "PER_STEP_MAX_LAUNCHES",
-           "REFERENCE", "Ahead", "ApiTable", "Given", "GpuTable", "as_summarized", "asked_per_step", "limit", "measure",
-           "too_big"]
+__all__ = ["AHEAD_CORES", "AHEAD_LAUNCHES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM",
+           "PER_STEP_MAX_LAUNCHES", "REFERENCE", "Ahead", "ApiTable", "Given", "GpuTable", "as_summarized",
+           "asked_per_step", "limit", "measure", "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
@@ -107,32 +107,39 @@ def numpy_here(guess: Callable[[], int]) -> bool:
 
 
 Measured = tuple[StepSeries | None, tuple[str, ...]]  # a reader's series and its notes
+AHEAD_LAUNCHES = 50_000  # launches from which a reader's series is worth a worker of its own where the reader forks
+# nothing else (Ahead's from_launches): ~0.1 s of series at 50k, the fork and its answer ~0.03 s
 AHEAD_CORES = 3  # cores from which Ahead forks: on 2 the reading process and the busy time's worker hold both
 # (measured, 1M launches, 2 cores loaded by other work: forked 10.1-12.0 s wall, 3.3-3.5 s user; in the reading
 # process 9.4-11.2 s, 3.1-3.2 s user — a third process only adds switching and copy-on-write faults)
 
 
 class Ahead:
-    """A reader's series of a big capture (system/fork.py BIG), on AHEAD_CORES or more, measured in a forked worker
-    beside the reader's other passes (the attribution, the busy time), started before they give the kernel launches
-    that decide whether the series is measured at all: it starts where guess() (the kernel rows, a cheap count)
-    lets it through MAX_LAUNCHES (a default report of a capture too big for it pays no worker). result(launches)
-    takes the worker's answer where launches lets the series through too (the launches only choose numpy or SQL,
-    which give the same values: tests/timeline/test_series_np.py), else ends the worker and measures
-    here(launches), as without it. alone opens a connection of its own: it runs in the child."""
+    """A reader's series measured in a forked worker beside the reader's other passes (the attribution, the busy
+    time), started before they give the kernel launches that decide whether the series is measured at all: it
+    starts where guess() (the kernel rows, a cheap count) lets it through MAX_LAUNCHES (a default report of a
+    capture too big for it pays no worker). result(launches) takes the worker's answer where launches lets the
+    series through too (the launches only choose numpy or SQL, which give the same values:
+    tests/timeline/test_series_np.py), else ends the worker and measures here(launches), as without it. alone opens
+    a connection of its own: it runs in the child.
+
+    Where it forks: a big capture (path's size, system/fork.py BIG) on AHEAD_CORES or more, as the readers' other
+    workers do. With from_launches, also a capture of that many launches or more (guessed) on AHEAD_CORES or more,
+    and on 2 cores where path is smaller than BIG: there the reader forks nothing else, so its process would
+    otherwise measure the series with the other core idle — it does its own work meanwhile (result's meanwhile:
+    classifying the kernel names, say). path: the file whose size decides whether the reader forks its other
+    workers (a Kineto trace's rows, not the trace)."""
 
     def __init__(self, path: Path, guess: Callable[[], int], alone: Callable[[int], Measured],
-                 here: Callable[[int], Measured], *, from_cores: int | None = None,
-                 from_launches: int | None = None) -> None:
-        """from_cores: the cores from which it forks (None: AHEAD_CORES) — 2 for a reader whose process has work of
-        its own to do meanwhile (result's meanwhile) instead of other workers beside it; from_launches: the guessed
-        launches from which it forks, in place of the file's size (BIG): a gzipped trace is small for its launches."""
+                 here: Callable[[int], Measured], *, from_launches: int | None = None) -> None:
         self.here = here
         self.work: Forked | None = None
-        if limit() != 0 and cores() >= (AHEAD_CORES if from_cores is None else from_cores) and can_fork() and \
-                (from_launches is not None or Path(path).stat().st_size >= BIG):
+        if limit() == 0 or not can_fork():
+            return
+        many, big = cores() >= AHEAD_CORES, Path(path).stat().st_size >= BIG
+        if (many and big) or (from_launches is not None and (many or not big)):
             n = guess()
-            if n and too_big(n) is None and n >= (from_launches or 0):
+            if n and too_big(n) is None and (many and big or n >= (from_launches or 0)):
                 self.work = Forked(alone, n)
 
     def result(self, launches: int, meanwhile: Callable[[], object] | None = None) -> Measured:

@@ -83,19 +83,33 @@ KINETO = Path(__file__).resolve().parents[1] / "data" / "h200_runs" / "kineto_gp
 
 
 @forking
-def test_a_kineto_trace_gets_the_same_series_from_the_worker_and_its_names_classified_meanwhile(monkeypatch):
-    """A torch.profiler trace (real, H200 nanoGPT bf16: 1,323 launches) of AHEAD_LAUNCHES or more has its series
-    measured in a forked worker on 2 cores too — the same series and notes as measured here — while the reading
-    process classifies its kernel names, which the report's evidence then does not classify again."""
-    from nvprof_wrap.classify import engine
-    from nvprof_wrap.readers import kineto_json
+@pytest.mark.parametrize(("capture", "reader", "launches"), [
+    (KINETO, "kineto_json", 1323),  # real, H200 nanoGPT bf16 under torch.profiler
+    (SAMPLE, "nsys_sqlite", 122),  # real, H200 torch ops under Nsight Systems
+])
+def test_a_small_capture_gets_the_same_series_from_the_worker_and_its_names_classified_meanwhile(
+        monkeypatch, tmp_path, capture, reader, launches):
+    """A capture of AHEAD_LAUNCHES or more that the reader forks nothing else for (smaller than BIG: the Kineto
+    trace's rows, the nsys export) has its series measured in a forked worker, on 2 cores too — the same series and
+    notes as measured here — while the reading process classifies its kernel names, which the report's evidence
+    then does not classify again; fewer launches than that: measured here."""
+    import importlib
 
-    here = nw.analyze(KINETO)
+    from nvprof_wrap.classify import engine
+
+    module = importlib.import_module(f"nvprof_wrap.readers.{reader}")
+    if capture.suffix == ".gz":  # unpacked: a trace bigger than its rows
+        import gzip
+
+        plain = tmp_path / capture.stem
+        plain.write_bytes(gzip.decompress(capture.read_bytes()))
+        capture = plain
+    here = nw.analyze(capture)
     started: list[int] = []
 
     class Recorded(fork.Forked):
         def __init__(self, fn, *args, **kw):
-            if getattr(fn, "func", None) is kineto_json._steps_alone:
+            if getattr(fn, "func", None) is module._steps_alone:
                 started.append(args[0])
             super().__init__(fn, *args, **kw)
 
@@ -107,43 +121,46 @@ def test_a_kineto_trace_gets_the_same_series_from_the_worker_and_its_names_class
         return classify(name)
 
     monkeypatch.setattr(step_series, "Forked", Recorded)
-    monkeypatch.setattr(step_series, "AHEAD_CORES", 99)  # the Kineto reader's own from_cores=2 decides
-    monkeypatch.setattr(kineto_json, "AHEAD_LAUNCHES", 1000)
+    monkeypatch.setattr(step_series, "AHEAD_CORES", 99)  # as on 2 cores: only a capture smaller than BIG
+    # what counts is what the reader forks its other workers for: the nsys export, the Kineto trace's rows (a
+    # trace of BIG or more may have few enough rows)
+    monkeypatch.setattr(step_series, "BIG", capture.stat().st_size + (1 if reader == "nsys_sqlite" else 0))
+    monkeypatch.setattr(step_series, "AHEAD_LAUNCHES", launches)
     monkeypatch.setattr(engine, "classify", counted)
     monkeypatch.setattr(engine, "_DONE", [])  # nothing classified before in this process
-    read: list[int] = []
-    capture = kineto_json._capture
+    from nvprof_wrap.pipeline import evidence
 
-    def reading(*args):
-        got = capture(*args)
-        read.append(len(classified))  # the names the reader classified before it returned
-        return got
+    before: list[int] = []
+    pending = evidence.classify_pending
 
-    monkeypatch.setattr(kineto_json, "_capture", reading)
-    ahead = nw.analyze(KINETO)
-    assert started == [1323]  # the kernel rows: the worker measured this series
-    assert read == [len({k.name for k in here.kernels})]
+    def classifying(store):
+        before.append(len(classified))  # the names classified before the report's evidence classifies any
+        return pending(store)
+
+    monkeypatch.setattr(evidence, "classify_pending", classifying)
+    ahead = nw.analyze(capture)
+    assert started == [launches]  # the kernel rows: the worker measured this series
     assert here.series is not None and here.series.rows
     assert ahead.series == here.series
     assert [s.notes for s in ahead.sources] == [s.notes for s in here.sources]
     assert ahead.kernels == here.kernels
     assert sorted(classified) == sorted({k.name for k in here.kernels})  # once each: in the reader, not again
+    assert before and before[0] == len({k.name for k in here.kernels})
 
     started.clear()
-    monkeypatch.setattr(kineto_json, "AHEAD_LAUNCHES", 1324)  # fewer launches than that: measured here
-    assert nw.analyze(KINETO).series == here.series and started == []
+    monkeypatch.setattr(step_series, "AHEAD_LAUNCHES", launches + 1)
+    assert nw.analyze(capture).series == here.series and started == []
 
 
 def test_meanwhile_runs_only_where_the_worker_answers_and_its_error_ends_the_worker(monkeypatch):
     calls: list[str] = []
-    monkeypatch.setattr(step_series, "BIG", 0)
     if fork.can_fork():
-        ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_cores=2)
+        ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_launches=10)
         assert ahead.work is not None
         assert ahead.result(20, meanwhile=lambda: calls.append("meanwhile"))[1][0].startswith("child")
         assert calls == ["meanwhile"]
 
-        ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_cores=2)
+        ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_launches=10)
         cancelled: list[bool] = []
         assert ahead.work is not None
         work = ahead.work
@@ -156,17 +173,28 @@ def test_meanwhile_runs_only_where_the_worker_answers_and_its_error_ends_the_wor
             ahead.result(20, meanwhile=broken)
         assert cancelled
         fork.Forked.cancel(work)
-    ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_cores=fork.cores() + 1)
+    ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_launches=11)
     assert ahead.work is None
     assert ahead.result(20, meanwhile=lambda: calls.append("not")) == (None, ("here 20",))
     assert "not" not in calls
 
 
-def test_from_launches_takes_the_place_of_the_files_size(monkeypatch):
-    monkeypatch.setattr(step_series, "BIG", SAMPLE.stat().st_size + 1)  # too small a file for the size rule
-    if fork.can_fork():
-        ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_cores=2, from_launches=10)
-        assert ahead.work is not None
-        ahead.abandon()
-    assert step_series.Ahead(SAMPLE, lambda: 9, _child, _here, from_cores=2, from_launches=10).work is None
-    assert step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_cores=2).work is None
+@forking
+@pytest.mark.parametrize(("cores", "big", "from_launches", "forks"), [
+    (2, False, 10, True),  # 2 cores, a capture the reader forks nothing else for: its launches decide
+    (2, False, 11, False),
+    (2, False, None, False),  # without from_launches: only a big capture on AHEAD_CORES (the rule before)
+    (2, True, 10, False),  # 2 cores, a big capture: the reader's own workers hold both cores
+    (3, True, None, True),  # AHEAD_CORES, a big capture: whatever its launches
+    (3, True, 11, True),
+    (3, False, 10, True),  # AHEAD_CORES, a small capture: from_launches
+    (3, False, 11, False),
+    (3, False, None, False),
+])
+def test_where_the_series_is_measured_ahead(monkeypatch, cores, big, from_launches, forks):
+    monkeypatch.setattr(step_series, "AHEAD_CORES", 3)
+    monkeypatch.setattr(step_series, "cores", lambda: cores)
+    monkeypatch.setattr(step_series, "BIG", 0 if big else SAMPLE.stat().st_size + 1)
+    ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_launches=from_launches)
+    assert (ahead.work is not None) == forks
+    ahead.abandon()
