@@ -32,9 +32,9 @@ FULL = (100_000, 1_000_000)
 OFF, ON = "report, sections off", "report, every section"
 ENV = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
 # One analyze in this process with series.measure timed: the seconds the series' own pass takes, printed as JSON
-# (measured here, not in the forked worker a big capture's series gets beside the attribution: series.Ahead).
+# (measured here, not in the forked worker a big capture's series, or a small one's, gets: series.Ahead).
 STAGE = ("import json, os, sys, tempfile, time; import nvprof_wrap; from nvprof_wrap.timeline import series; "
-         "series.BIG = 1 << 62; inner = series.measure; spent = []\n"
+         "series.BIG = series.AHEAD_LAUNCHES = 1 << 62; inner = series.measure; spent = []\n"
          "def timed(*a, **k):\n t = time.perf_counter(); r = inner(*a, **k); spent.append(time.perf_counter() - t); "
          "return r\n"
          "series.measure = timed; t = time.perf_counter()\n"
