@@ -65,14 +65,18 @@ def asked_per_step(asked: bool = True) -> Iterator[None]:
     ENV_MAX is not set (the user's own value wins, 0 and lower ones included), is set in this process's environment
     — so the readers' forked or spawned workers see it too, and a run folder's capture read under the default limit
     is read again (pipeline/ingest.py keys a reading by its limit) — and restored afterwards."""
-    if not asked or os.environ.get(ENV_MAX, "").strip():
+    before = os.environ.get(ENV_MAX)
+    if not asked or (before or "").strip():
         yield
         return
     os.environ[ENV_MAX] = str(PER_STEP_MAX_LAUNCHES)
     try:
         yield
     finally:
-        os.environ.pop(ENV_MAX, None)
+        if before is None:
+            os.environ.pop(ENV_MAX, None)
+        else:
+            os.environ[ENV_MAX] = before  # set but empty: unset for environ.value, kept as it was
 
 
 _LEFT_OUT = "per-step series not measured: "

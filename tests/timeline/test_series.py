@@ -158,6 +158,7 @@ def test_the_limit_the_note_names_measures_a_run_folders_capture_already_read(mo
     (False, None, 10**6, False),  # not asked: the default limit
     (True, None, 100, False),  # asked, but more launches than the lifted limit too
     (True, "10", 10**6, False),  # the user's own limit wins
+    (True, "", 10**6, True),  # set but empty: as unset (system/environ.py), and left empty afterwards
 ])
 def test_per_step_lifts_the_series_limit_the_user_left_unset(monkeypatch, tmp_path, per_step, user_limit,
                                                              per_step_most, measured):
