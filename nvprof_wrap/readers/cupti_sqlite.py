@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from nvprof_wrap.classify.engine import classify_many
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import (
     Activity,
@@ -151,6 +152,13 @@ def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict
     return series, ()
 
 
+def _steps_alone(path: Path, have: set[str], pid: int | None, meta: dict[str, str], span: tuple[int, int],
+                 launches: int) -> tuple[StepSeries | None, tuple[str, ...]]:
+    """_steps on a connection of its own (step_series.Ahead's forked worker)."""
+    with opened(path, "nvprof-wrap's CUPTI tracer") as conn:
+        return _steps(conn, have, pid, meta, launches, span)
+
+
 def _call_kinds(table: str, _conn: sqlite3.Connection, keys: list[Any]) -> dict[Any, str]:
     """The text/cuda_calls kind of each callback id (a capture's SQL values) of the runtime or driver table."""
     launches, host = _KINDS[table]
@@ -178,37 +186,49 @@ def _read(path: Path, window: Window | None) -> Capture:
         # Busy time side by side with the rest (forked workers for a big capture, like the nsys reader).
         span = window_bounds(conn, window, ["kernel", "memcpy", "memset"], RANGES if "nvtx" in have else None) \
             if window else EVERYTHING
-        busy_time = BusyTime(conn, path, [(t, "0", "device_id", "1" if t == "kernel" else "0")
-                                            for t in ("kernel", "memcpy", "memset")], span)
+        # the series in a forked worker where the capture is worth it (timeline/series.Ahead), this process
+        # classifying the kernel names meanwhile
+        ahead = step_series.Ahead(path, lambda: int(conn.execute("SELECT COUNT(*) FROM kernel").fetchone()[0]),
+                                  functools.partial(_steps_alone, path, have, pid, meta, span),
+                                  lambda n: _steps(conn, have, pid, meta, n, span),
+                                  from_launches=step_series.AHEAD_LAUNCHES)
         try:
-            dur, kernel_note = sql_duration(conn, "kernel", "kernel")
-            kernels = _kernels(conn, pid, dur, in_window(span))
-            memops, mem_notes = _memops(conn, pid, in_window(span))
-            big = path.stat().st_size >= BIG
-            lent: dict[str, int] = {}  # attribute's launches lent to the main thread (borrowed_note)
-            ops = _ops(conn, have, pid, path if big else None, dur, in_window(span, "k"), lent)
-            flops = _nvtx_flops.cupti(conn, have, RANGES, pid, on(dur, "k"), span)  # --annotate torch's shapes
+            busy_time = BusyTime(conn, path, [(t, "0", "device_id", "1" if t == "kernel" else "0")
+                                                for t in ("kernel", "memcpy", "memset")], span)
+            try:
+                dur, kernel_note = sql_duration(conn, "kernel", "kernel")
+                kernels = _kernels(conn, pid, dur, in_window(span))
+                memops, mem_notes = _memops(conn, pid, in_window(span))
+                big = path.stat().st_size >= BIG
+                lent: dict[str, int] = {}  # attribute's launches lent to the main thread (borrowed_note)
+                ops = _ops(conn, have, pid, path if big else None, dur, in_window(span, "k"), lent)
+                flops = _nvtx_flops.cupti(conn, have, RANGES, pid, on(dur, "k"), span)  # --annotate torch's shapes
+            except BaseException:
+                busy_time.abandon()
+                raise
+            activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time.result())
+            if not kernels and window is None:  # (a window without kernels: readers.read says so)
+                found = [api_calls(conn, t, cbids) for t, cbids in (("runtime", RUNTIME_LAUNCH_CBIDS),
+                                                                    ("driver", DRIVER_LAUNCH_CBIDS)) if t in have]
+                refuse_launches(path, sum(c for c, _ in found), sum(n for _, n in found),
+                                sum(m.count for m in memops),
+                                "a process that ended before the tracer flushed its buffers loses them")
+            devices = tuple(Gpu(*r) for r in conn.execute(
+                f"SELECT device_id, {NAME}, cc_major, cc_minor, sm_count FROM device"))
+            hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
+                conn, have, path, "kernel", "device_id", NAME, unix_offset(meta), None if window is None else span,
+                lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)})
         except BaseException:
-            busy_time.abandon()
+            ahead.abandon()
             raise
-        activity = tuple(Activity(pid, dev, a, b, busy) for _, dev, a, b, busy in busy_time.result())
-        if not kernels and window is None:  # (a window without kernels: readers.read says so)
-            found = [api_calls(conn, t, cbids) for t, cbids in (("runtime", RUNTIME_LAUNCH_CBIDS),
-                                                                ("driver", DRIVER_LAUNCH_CBIDS)) if t in have]
-            refuse_launches(path, sum(c for c, _ in found), sum(n for _, n in found), sum(m.count for m in memops),
-                            "a process that ended before the tracer flushed its buffers loses them")
-        devices = tuple(Gpu(*r) for r in conn.execute(
-            f"SELECT device_id, {NAME}, cc_major, cc_minor, sm_count FROM device"))
         procs = (Process(pid, command_line(meta.get("argv")), int_or_none(meta.get("rank")), meta.get("hostname")),) \
             if pid is not None else ()
         partial = meta.get("status") != "complete" or str(path).endswith(".partial")
         notes = (("partial capture: the process ended before the tracer could finish it",) if partial else ()) + \
             ((kernel_note,) if kernel_note else ()) + mem_notes + \
             borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
-        hw_dev, hw_k, hw_s, hw_notes = hw_sources.of(
-            conn, have, path, "kernel", "device_id", NAME, unix_offset(meta), None if window is None else span,
-            lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)})
-        series, series_notes = _steps(conn, have, pid, meta, sum(k.launches for k in kernels), span)
+        series, series_notes = ahead.result(sum(k.launches for k in kernels),
+                                            meanwhile=lambda: classify_many(k.name for k in kernels))
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs, series=series,
                        ops=ops, notes=notes + hw_notes + series_notes, partial=partial,
                        started_ns=int_or_none(meta.get("started_ns")),

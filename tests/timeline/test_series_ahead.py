@@ -80,17 +80,19 @@ def test_a_real_capture_gets_the_same_series_from_the_worker(monkeypatch):
 
 
 KINETO = Path(__file__).resolve().parents[1] / "data" / "h200_runs" / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
+CUPTI = Path(__file__).resolve().parents[1] / "data" / "h200_runs" / "ddp_cupti" / "cupti-vm-5269.sqlite"
 
 
 @forking
 @pytest.mark.parametrize(("capture", "reader", "launches"), [
     (KINETO, "kineto_json", 1323),  # real, H200 nanoGPT bf16 under torch.profiler
     (SAMPLE, "nsys_sqlite", 122),  # real, H200 torch ops under Nsight Systems
+    (CUPTI, "cupti_sqlite", 1037),  # real, H200 DDP rank under this project's CUPTI tracer
 ])
 def test_a_small_capture_gets_the_same_series_from_the_worker_and_its_names_classified_meanwhile(
         monkeypatch, tmp_path, capture, reader, launches):
     """A capture of AHEAD_LAUNCHES or more that the reader forks nothing else for (smaller than BIG: the Kineto
-    trace's rows, the nsys export) has its series measured in a forked worker, on 2 cores too — the same series and
+    trace's rows, the nsys export, the CUPTI tracer's capture) has its series measured in a forked worker, on 2 cores too — the same series and
     notes as measured here — while the reading process classifies its kernel names, which the report's evidence
     then does not classify again; fewer launches than that: measured here."""
     import importlib
@@ -124,7 +126,7 @@ def test_a_small_capture_gets_the_same_series_from_the_worker_and_its_names_clas
     monkeypatch.setattr(step_series, "AHEAD_CORES", 99)  # as on 2 cores: only a capture smaller than BIG
     # what counts is what the reader forks its other workers for: the nsys export, the Kineto trace's rows (a
     # trace of BIG or more may have few enough rows)
-    monkeypatch.setattr(step_series, "BIG", capture.stat().st_size + (1 if reader == "nsys_sqlite" else 0))
+    monkeypatch.setattr(step_series, "BIG", capture.stat().st_size + (0 if reader == "kineto_json" else 1))
     monkeypatch.setattr(step_series, "AHEAD_LAUNCHES", launches)
     monkeypatch.setattr(engine, "classify", counted)
     monkeypatch.setattr(engine, "_DONE", [])  # nothing classified before in this process
