@@ -268,8 +268,8 @@ def classify(name: str) -> Classification:
 
 
 def classify_many(names: Iterable[str]) -> list[Classification]:
-    """Classify distinct names once each, in input order. Names classified before in this process (a reader that
-    classified them while a worker of its own ran: readers/kineto_json.py) are not classified again."""
+    """Classify distinct names once each, in input order. Names classified before in this process (a reader
+    classifies its capture's names while its series' worker runs: timeline/series.Ahead) are not classified again."""
     done = _done()
     seen: dict[str, Classification] = {}
     for n in names:
