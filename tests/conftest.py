@@ -209,3 +209,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         _WROTE.append(msg)
         if reporter is not None:
             reporter.write_line(f"ERROR: {msg}", red=True)
+
+
+@pytest.fixture
+def classified(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every name classify is called on from now on, in order, with nothing classified before in this process
+    (classify_many's memo emptied)."""
+    from nvprof_wrap.classify import engine
+
+    calls: list[str] = []
+    real = engine.classify
+
+    def counted(name: str):
+        calls.append(name)
+        return real(name)
+
+    monkeypatch.setattr(engine, "classify", counted)
+    monkeypatch.setattr(engine, "_DONE", [])
+    return calls

@@ -139,7 +139,7 @@ def test_classification_ignores_case(parts):
     assert (a.tensor_core, a.precision, a.family, a.rule) == (b.tensor_core, b.precision, b.family, b.rule)
 
 
-def test_names_classified_before_in_the_process_are_not_classified_again(monkeypatch):
+def test_names_classified_before_in_the_process_are_not_classified_again(monkeypatch, classified):
     """classify_many keeps what classify gave each name (a reader classifies a trace's names while its series' worker
     runs; the report's evidence then finds them): a name is classified once per rules table, the same answer; the
     memo starts over past MAX_DONE names and for another rules table."""
@@ -147,20 +147,12 @@ def test_names_classified_before_in_the_process_are_not_classified_again(monkeyp
 
     from nvprof_wrap.classify import engine
 
-    calls: list[str] = []
-    real = engine.classify
-
-    def counted(name):
-        calls.append(name)
-        return real(name)
-
-    monkeypatch.setattr(engine, "classify", counted)
-    monkeypatch.setattr(engine, "_DONE", [])
+    calls = classified
     first = engine.classify_many(["volta_sgemm_128x64_nn", "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64"])
     again = engine.classify_many(["sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64", "elementwise_kernel"])
     assert calls == ["volta_sgemm_128x64_nn", "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64",
                      "elementwise_kernel"]
-    assert again[0] == first[1] == real(first[1].name) and again[1] == real("elementwise_kernel")
+    assert again[0] == first[1] == classify(first[1].name) and again[1] == classify("elementwise_kernel")
     monkeypatch.setattr(engine, "MAX_DONE", 4)
     engine.classify_many(["a_kernel", "b_kernel"])  # 3 kept + 2 > 4: started over with these
     assert set(engine._done()) == {"a_kernel", "b_kernel"}

@@ -90,11 +90,11 @@ CUPTI = Path(__file__).resolve().parents[1] / "data" / "h200_runs" / "ddp_cupti"
     (CUPTI, "cupti_sqlite", 1037),  # real, H200 DDP rank under this project's CUPTI tracer
 ])
 def test_a_small_capture_gets_the_same_series_from_the_worker_and_its_names_classified_meanwhile(
-        monkeypatch, tmp_path, capture, reader, launches):
+        monkeypatch, tmp_path, classified, capture, reader, launches):
     """A capture of AHEAD_LAUNCHES or more that the reader forks nothing else for (smaller than BIG: the Kineto
-    trace's rows, the nsys export, the CUPTI tracer's capture) has its series measured in a forked worker, on 2 cores too — the same series and
-    notes as measured here — while the reading process classifies its kernel names, which the report's evidence
-    then does not classify again; fewer launches than that: measured here."""
+    trace's rows, the nsys export, the CUPTI tracer's capture) has its series measured in a forked worker, on 2
+    cores too — the same series and notes as measured here — while the reading process classifies its kernel
+    names, which the report's evidence then does not classify again; fewer launches than that: measured here."""
     import importlib
 
     from nvprof_wrap.classify import engine
@@ -107,6 +107,8 @@ def test_a_small_capture_gets_the_same_series_from_the_worker_and_its_names_clas
         plain.write_bytes(gzip.decompress(capture.read_bytes()))
         capture = plain
     here = nw.analyze(capture)
+    classified.clear()
+    monkeypatch.setattr(engine, "_DONE", [])  # what that analysis classified: forgotten
     started: list[int] = []
 
     class Recorded(fork.Forked):
@@ -115,21 +117,12 @@ def test_a_small_capture_gets_the_same_series_from_the_worker_and_its_names_clas
                 started.append(args[0])
             super().__init__(fn, *args, **kw)
 
-    classified: list[str] = []
-    classify = engine.classify
-
-    def counted(name):
-        classified.append(name)
-        return classify(name)
-
     monkeypatch.setattr(step_series, "Forked", Recorded)
     monkeypatch.setattr(step_series, "AHEAD_CORES", 99)  # as on 2 cores: only a capture smaller than BIG
     # what counts is what the reader forks its other workers for: the nsys export, the Kineto trace's rows (a
     # trace of BIG or more may have few enough rows)
     monkeypatch.setattr(step_series, "BIG", capture.stat().st_size + (0 if reader == "kineto_json" else 1))
     monkeypatch.setattr(step_series, "AHEAD_LAUNCHES", launches)
-    monkeypatch.setattr(engine, "classify", counted)
-    monkeypatch.setattr(engine, "_DONE", [])  # nothing classified before in this process
     from nvprof_wrap.pipeline import evidence
 
     before: list[int] = []
