@@ -112,7 +112,9 @@ def numpy_here(guess: Callable[[], int]) -> bool:
 
 Measured = tuple[StepSeries | None, tuple[str, ...]]  # a reader's series and its notes
 AHEAD_LAUNCHES = 50_000  # launches from which a reader's series is worth a worker of its own where the reader forks
-# nothing else (Ahead's from_launches): ~0.1 s of series at 50k, the fork and its answer ~0.03 s
+# nothing else (Ahead's from_launches). Timed at 100k on 2 cores: the series 0.10-0.13 s (numpy's import ~0.05 s on
+# top, in the worker), its answer pickled and read back ~0.05 s (1.5 MB); below 50k (not timed) the worker's fixed
+# costs are a larger share of less work
 AHEAD_CORES = 3  # cores from which Ahead forks: on 2 the reading process and the busy time's worker hold both
 # (measured, 1M launches, 2 cores loaded by other work: forked 10.1-12.0 s wall, 3.3-3.5 s user; in the reading
 # process 9.4-11.2 s, 3.1-3.2 s user — a third process only adds switching and copy-on-write faults)
