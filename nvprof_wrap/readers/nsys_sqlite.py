@@ -379,13 +379,17 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     busy_time = BusyTime(conn, path, _busy_sources(conn, have, graphs), span)  # side by side with the rest
     # the attribution keeps the kernel columns the series reads, where the series is measured here, after it
     kept: dict[str, Any] = {}
-    ahead = step_series.Ahead(path, lambda: int(conn.execute(f"SELECT COUNT(*) FROM {KERNEL}").fetchone()[0]),
-                              functools.partial(_steps_alone, path, have, span, graphs),  # the series too
-                              lambda n: _steps(conn, have, n, span, graphs, kept.get("kernels")),
-                              from_launches=step_series.AHEAD_LAUNCHES)
-    keep = ahead.work is None and span == EVERYTHING and step_series.numpy_here(
-        lambda: int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {KERNEL}").fetchone()[0]))
+    try:  # the busy time's workers are ended if the series' cannot start
+        ahead = step_series.Ahead(path, lambda: int(conn.execute(f"SELECT COUNT(*) FROM {KERNEL}").fetchone()[0]),
+                                  functools.partial(_steps_alone, path, have, span, graphs),  # the series too
+                                  lambda n: _steps(conn, have, n, span, graphs, kept.get("kernels")),
+                                  from_launches=step_series.AHEAD_LAUNCHES)
+    except BaseException:
+        busy_time.abandon()
+        raise
     try:
+        keep = ahead.work is None and span == EVERYTHING and step_series.numpy_here(
+            lambda: int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {KERNEL}").fetchone()[0]))
         memops, mem_notes = _memops(conn, have, in_window(span))
         # attribute's launches lent to main threads, kernels without a duration, whether a range holds shapes
         lent: dict[str, Any] = {}

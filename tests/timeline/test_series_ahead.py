@@ -193,3 +193,48 @@ def test_where_the_series_is_measured_ahead(monkeypatch, cores, big, from_launch
     ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_launches=from_launches)
     assert (ahead.work is not None) == forks
     ahead.abandon()
+
+
+@pytest.mark.parametrize("reader", ["nsys_sqlite", "cupti_sqlite", "kineto_json"])
+def test_a_series_worker_that_cannot_start_ends_the_busy_times(monkeypatch, reader):
+    """The readers start the busy time's workers and the series' side by side: where the series' cannot start (its
+    count of kernel rows fails, say), the busy time's are ended, not left running; where the busy time's cannot
+    start, the series' is ended."""
+    import importlib
+
+    module = importlib.import_module(f"nvprof_wrap.readers.{reader}")
+    capture = {"nsys_sqlite": SAMPLE, "cupti_sqlite": CUPTI, "kineto_json": KINETO}[reader]
+    ended: list[str] = []
+    busy_time, ahead = module.BusyTime, step_series.Ahead
+
+    class Busy(busy_time):
+        def abandon(self):
+            ended.append("busy")
+            super().abandon()
+
+    class Refused(ahead):
+        def __init__(self, *args, **kw):
+            raise RuntimeError("the series' worker could not start")
+
+    monkeypatch.setattr(module, "BusyTime", Busy)
+    monkeypatch.setattr(step_series, "Ahead", Refused)
+    with pytest.raises(Exception, match="series' worker could not start"):
+        module.read(capture)
+    if reader == "nsys_sqlite":  # the busy time starts first there
+        assert ended == ["busy"]
+
+    class Started(ahead):
+        def abandon(self):
+            ended.append("series")
+            super().abandon()
+
+    def refused(*args, **kw):
+        raise RuntimeError("the busy time could not start")
+
+    ended.clear()
+    monkeypatch.setattr(step_series, "Ahead", Started)
+    monkeypatch.setattr(module, "BusyTime", refused)
+    with pytest.raises(Exception, match="busy time could not start"):
+        module.read(capture)
+    if reader != "nsys_sqlite":  # the series' starts first there
+        assert ended == ["series"]
