@@ -51,7 +51,7 @@ OUTLINE: list[Section] = [
     Section("warmup", content=W.content),  # a JAX job's compile and autotuning, left out: analyses/warmup.py
     Section("budget", content=B.content, html=B.html),  # a step's wall time in parts: analyses/budget.py
     Section("communication", content=N.content),  # collectives, overlap, stragglers: analyses/communication.py
-    Section("over_time", table=T.over_time),  # the series as a sparkline (and --per-step rows)
+    Section("over_time", table=T.over_time, markdown=M.over_time),  # the series as a sparkline; --per-step rows
     Section("devices", table=T.devices, markdown=M.devices, html=H.devices),
     Section("ranks", table=T.ranks, markdown=M.ranks, html=H.ranks),
     Section("processes", table=T.processes, markdown=M.processes, html=H.processes),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from nvprof_wrap.renderers import _numerics, _ranks, _rows
+from nvprof_wrap.renderers import _numerics, _ranks, _rows, _steps
 from nvprof_wrap.renderers._shapes import Shown
 from nvprof_wrap.report import GroupRow, KernelRow, OpRow, serialise
 from nvprof_wrap.report.headline import hardware_text, scope_text
@@ -30,6 +30,19 @@ def split(s: Shown) -> list[str]:
             table(["category", "ms", "% of GPU time (kernels, copies, sets)", "count"],
                   [[x["category"], f"{x['total_ns'] / 1e6:.3f}", f"{100 * x['share']:.1f}%", x["count"]]
                    for x in s.data["time_split"]])]
+
+
+def over_time(s: Shown) -> list[str]:
+    """--per-step: one row per step (the median step's line above them), or why there are none; nothing without it
+    (the terminal's sparkline has no Markdown form)."""
+    if not s.view.per_step:
+        return []
+    series = s.report.series
+    if series is None or not series.rows:
+        return ["\n## Over time\n", f"- {esc(_steps.none_line(s.report))}"]
+    line = _steps.steady_line(series)
+    return [f"\n## Over time: {esc(_steps.what(series))}\n", *([f"- {esc(line)}\n"] if line else []),
+            table(list(_steps.COLUMNS), [list(r) for r in _steps.table_rows(series)])]
 
 
 def devices(s: Shown) -> list[str]:

@@ -54,7 +54,13 @@ def split(s: Shown) -> list[RenderableType]:
 
 def over_time(s: Shown) -> list[RenderableType]:
     series = s.report.series
-    return _over_time(series, s.view.width, s.view.per_step) if series and len(series.rows) > 1 else []
+    if series and len(series.rows) > 1:
+        return _over_time(series, s.view.width, s.view.per_step)
+    if not s.view.per_step:
+        return []
+    if series and series.rows:  # one step: its row, no sparkline
+        return [Text(f"Over time: {_steps.what(series)}", style="bold"), _step_table(series, s.view.width)]
+    return [Text(_steps.none_line(s.report), style="bold")]  # asked for rows: why there are none
 
 
 def devices(s: Shown) -> list[RenderableType]:

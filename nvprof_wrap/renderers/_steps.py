@@ -2,6 +2,7 @@
 terminal, Markdown and HTML all print), a step-time sparkline, and one row per step (`report --per-step`)."""
 from __future__ import annotations
 
+from nvprof_wrap.report import Report
 from nvprof_wrap.report.series import API_LABELS, Series, Steady, StepRow, steady
 from nvprof_wrap.text.units import duration as _ns
 from nvprof_wrap.text.units import pct as _pct
@@ -17,6 +18,16 @@ def what(series: Series) -> str:
         return f"{n} time buckets of {_ns((series.bucket_s or 0) * 1e9)} (no steps marked)"
     per = f", {series.folded} steps per row" if series.folded > 1 else ""
     return f"{n} step{'s' if n != 1 else ''} ({series.source}{per})"
+
+
+LEFT_OUT = "per-step series not measured"  # the readers' note (timeline/series.too_big)
+
+
+def none_line(report: Report) -> str:
+    """What --per-step prints where the report has no rows to show: why, from the captures' notes."""
+    notes = dict.fromkeys(n for src in report.sources for n in src.notes if LEFT_OUT in n)
+    why = "; ".join(notes) if notes else "the captures give no timeline to cut into steps (a summary table, counters)"
+    return f"One row per step: none — {why}"
 
 
 def steady_line(series: Series | None) -> str | None:

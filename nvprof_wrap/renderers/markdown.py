@@ -21,7 +21,7 @@ def render(subject: object, options: Options) -> str:
     o = options
     match subject:
         case Report():
-            return _report(subject, View(wide=o.wide, limit=o.limit or 20))
+            return _report(subject, View(wide=o.wide, limit=o.limit or 20, per_step=o.per_step))
         case Comparison():
             return _comparison(subject)
         case Kernels():

@@ -255,6 +255,38 @@ def test_the_terminal_shows_the_series(per_step):
     assert (len(rows) >= 17) == per_step
 
 
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_per_step_rows_or_why_there_are_none_in_the_terminal_and_markdown(monkeypatch, fmt):
+    """--per-step in the terminal and in Markdown: the series' rows (Markdown wrote none: its option was dropped), one
+    step's row without a sparkline; where the report has none, one line saying why (the readers' note that left the
+    series out, or no timeline at all: a console log) in place of silence; without --per-step, Markdown as before."""
+    import dataclasses
+
+    from nvprof_wrap.renderers import render
+    from nvprof_wrap.renderers._options import Options
+
+    def text(rep, per_step: bool) -> str:
+        return render(fmt, rep, Options(width=200, per_step=per_step))
+
+    seed = nw.analyze(SAMPLES / "keras_reuters_fp16")
+    rows = [line for line in text(seed, True).replace("\\", "").splitlines() if line.strip(" |").split(" ")[0] in
+            {str(i) for i in range(17)} and "%)" in line]  # a step's row: its GPU busy share in parentheses
+    assert len(rows) == 17
+    assert ("Over time" in text(seed, False)) == (fmt == "table")  # Markdown's default unchanged: no section
+    one = dataclasses.replace(seed, series=dataclasses.replace(seed.series, rows=seed.series.rows[:1]))
+    assert "Over time: 1 step (keras batches)" in text(one, True).replace("\\", "")
+    assert "Over time" not in text(one, False)
+    monkeypatch.setenv(step_series.ENV_MAX, "10")
+    left_out = nw.analyze(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite")
+    said = " ".join(text(left_out, True).replace("\\", "").split())
+    assert "One row per step: none — per-step series not measured: 122 kernel launches (more than 10;" in said
+    assert "One row per step" not in text(left_out, False)
+    log = nw.analyze(Path(__file__).resolve().parents[1] / "data" / "console" / "xplacer_nvprof_gpu_trace_bfs.log")
+    assert log.series is None
+    assert "One row per step: none — the captures give no timeline to cut into steps" in \
+        " ".join(text(log, True).replace("\\", "").split())
+
+
 def test_hints_stand_on_the_steady_state():
     """host-bound only where the steady state shows it, with the busy time said; a capture with too little GPU work
     gets no host-bound line; a DDP run gets the communication line; the verdict's tone follows share and hints."""
