@@ -6,6 +6,7 @@ from nvprof_wrap.report import Report
 from nvprof_wrap.report.series import API_LABELS, Series, Steady, StepRow, steady
 from nvprof_wrap.text.units import duration as _ns
 from nvprof_wrap.text.units import pct as _pct
+from nvprof_wrap.timeline.series import LEFT_OUT  # the readers' note where they left the series out
 
 BARS = "▁▂▃▄▅▆▇█"
 SPARK_MAX = 100  # characters of the sparkline: more steps are binned (max of each bin)
@@ -19,8 +20,6 @@ def what(series: Series) -> str:
     per = f", {series.folded} steps per row" if series.folded > 1 else ""
     return f"{n} step{'s' if n != 1 else ''} ({series.source}{per})"
 
-
-LEFT_OUT = "per-step series not measured"  # the readers' note (timeline/series.too_big)
 
 
 def none_line(report: Report) -> str:

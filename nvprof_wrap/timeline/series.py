@@ -35,9 +35,9 @@ from nvprof_wrap.timeline.series_tables import BUCKETS, PARTS, ApiTable, Given, 
 from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
-__all__ = ["AHEAD_CORES", "AHEAD_LAUNCHES", "BUCKETS", "ENV_MAX", "MAX_LAUNCHES", "MAX_STEPS", "NUMPY_FROM",
-           "PER_STEP_MAX_LAUNCHES", "REFERENCE", "Ahead", "ApiTable", "Given", "GpuTable", "as_summarized",
-           "asked_per_step", "limit", "measure", "too_big"]
+__all__ = ["AHEAD_CORES", "AHEAD_LAUNCHES", "BUCKETS", "ENV_MAX", "LEFT_OUT", "MAX_LAUNCHES", "MAX_STEPS",
+           "NUMPY_FROM", "PER_STEP_MAX_LAUNCHES", "REFERENCE", "Ahead", "ApiTable", "Given", "GpuTable",
+           "as_summarized", "asked_per_step", "limit", "measure", "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
 ENV_MAX = "NVPROF_WRAP_SERIES_MAX_LAUNCHES"
@@ -79,7 +79,7 @@ def asked_per_step(asked: bool = True) -> Iterator[None]:
             os.environ[ENV_MAX] = before  # set but empty: unset for environ.value, kept as it was
 
 
-_LEFT_OUT = "per-step series not measured: "
+LEFT_OUT = "per-step series not measured: "  # too_big's note begins so (renderers/_steps.py looks for it)
 _ANY_SIZE = f"{ENV_MAX}=-1 measures any size"
 
 
@@ -87,7 +87,7 @@ def too_big(launches: int) -> str | None:
     """The note a capture too big for the series gets; None when it is measured."""
     most = limit()
     if 0 <= most < launches:
-        return f"{_LEFT_OUT}{launches:,} kernel launches (more than {most:,}; {_ANY_SIZE})"
+        return f"{LEFT_OUT}{launches:,} kernel launches (more than {most:,}; {_ANY_SIZE})"
     return None
 
 
@@ -95,7 +95,7 @@ def as_summarized(note: str) -> str:
     """A reader's note as a summary file keeps it (`summarize`, readers/summary.py): a report of the summary reads
     no capture, so the series too_big left out is measured by summarizing the capture again under ENV_MAX=-1 —
     setting it for the report, as the reader's note says, changed nothing."""
-    if not note.startswith(_LEFT_OUT):
+    if not note.startswith(LEFT_OUT):
         return note
     return note.replace(_ANY_SIZE, f"{_ANY_SIZE} when the capture is summarized again: the summary keeps what "
                                    "its capture's reading gave")
