@@ -87,9 +87,10 @@ def add_parser(sub: Subcommands, name: str) -> None:
     add_gates(p)
 
 
-def build(paths: list[Path], args: argparse.Namespace) -> report.Report:
-    """The report of `paths`; --per-step (the rows asked for) lifts the series' launch limit (timeline/series.py)."""
-    with asked_per_step(getattr(args, "per_step", False)), reading() as progress:
+def build(paths: list[Path], args: argparse.Namespace, *, charted: bool = False) -> report.Report:
+    """The report of `paths`; --per-step (the rows asked for) and `charted` (the HTML page: its charts of them) lift
+    the series' launch limit (timeline/series.py)."""
+    with asked_per_step(getattr(args, "per_step", False) or charted), reading() as progress:
         return report_on(paths, warn=say, store=args.store, triton_cache=getattr(args, "triton_cache", None),
                          progress=progress, sum_jobs=bool(getattr(args, "sum", False)),
                          xla_dump=getattr(args, "xla_dump", None),
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output, [*args.paths, args.store])
     if args.format == "trace":
         _trace.refuse_without_output(args)
-    rep = build(args.paths, args)
+    rep = build(args.paths, args, charted=args.format == "html")
     if args.format == "trace":
         _trace.write(args, rep)
         return gate(args, rep, gates(args, rep))

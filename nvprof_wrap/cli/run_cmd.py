@@ -198,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
     gated_on = args.min_tensor_core_share is not None or args.expect_precision
     if recorded and (not args.no_report or args.html or gated_on):
         try:
-            with asked_per_step(args.per_step), reading() as progress:  # the rows asked for: timeline/series.py
+            # the rows asked for, or the HTML page that charts them: the series' limit lifted (timeline/series.py)
+            with asked_per_step(args.per_step or args.html or args.format == "html"), reading() as progress:
                 rep = report_run(folder, warn=say, progress=progress)
             if args.html:
                 page = Run(folder).report_html

@@ -185,6 +185,40 @@ def test_per_step_lifts_the_series_limit_the_user_left_unset(monkeypatch, tmp_pa
     assert os.environ.get(step_series.ENV_MAX) == user_limit
 
 
+@pytest.mark.parametrize(("user_limit", "per_step_most", "charted"), [
+    (None, 10**6, True),  # the page draws the series: the limit lifted, as --per-step lifts it
+    ("10", 10**6, False),  # the user's own limit wins
+    (None, 100, False),  # more launches than the lifted limit too
+])
+def test_the_html_page_lifts_the_series_limit_and_the_note_says_what_lifts_it(monkeypatch, tmp_path, user_limit,
+                                                                              per_step_most, charted):
+    """`report -o page.html` draws the series ("Over time"): a capture over the default limit (lowered to 10 here;
+    the H200 export holds 122 launches) gets it up to PER_STEP_MAX_LAUNCHES where the user set no limit, as with
+    --per-step. Where the default limit left the series out of another format and the lifted one would not, the
+    note says what lifts it; where that would not help (the user's limit, a capture past the lift) it does not."""
+    from nvprof_wrap.cli import main
+
+    monkeypatch.setattr(step_series, "MAX_LAUNCHES", 10)
+    monkeypatch.setattr(step_series, "PER_STEP_MAX_LAUNCHES", per_step_most)
+    if user_limit is None:
+        monkeypatch.delenv(step_series.ENV_MAX, raising=False)
+    else:
+        monkeypatch.setenv(step_series.ENV_MAX, user_limit)
+    capture = str(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite")
+    page, out = tmp_path / "page.html", tmp_path / "report.json"
+    assert main(["report", capture, "-o", str(page)]) == 0  # the format from the extension
+    assert ('<section class="timeview"' in page.read_text()) == charted
+    assert os.environ.get(step_series.ENV_MAX) == user_limit
+    assert main(["report", capture, "--format", "json", "-o", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    notes = [n for src in rep["sources"] for n in src["notes"] if "per-step series not measured" in n]
+    assert rep["series"] == [] and len(notes) == 1
+    hint = f"report --per-step or --format html measures up to {per_step_most:,}, "
+    most = int(user_limit) if user_limit else 10
+    assert notes[0].endswith(f"(more than {most:,}; {hint if charted else ''}NVPROF_WRAP_SERIES_MAX_LAUNCHES=-1 "
+                             "measures any size)")
+
+
 def test_a_summary_says_how_the_series_it_left_out_is_measured(monkeypatch, tmp_path):
     """A summary keeps what its capture's reading gave: reporting it under NVPROF_WRAP_SERIES_MAX_LAUNCHES=-1 (what
     the reader's note says to set) reads no capture and measures nothing, so the summary's note says to summarize
@@ -213,10 +247,11 @@ def test_a_summary_says_how_the_series_it_left_out_is_measured(monkeypatch, tmp_
     assert step_series.as_summarized("kernels without a duration") == "kernels without a duration"
 
 
-@pytest.mark.parametrize("per_step", [False, True])
-def test_run_per_step_lifts_the_series_limit_for_its_report(monkeypatch, tmp_path, capsys, per_step):
-    """`run --per-step` reports the run it recorded with the limit lifted as `report --per-step` does (the job
-    itself runs without it: only the report after it is inside the lift)."""
+@pytest.mark.parametrize(("per_step", "html"), [(False, False), (True, False), (False, True)])
+def test_run_per_step_lifts_the_series_limit_for_its_report(monkeypatch, tmp_path, capsys, per_step, html):
+    """`run --per-step` reports the run it recorded with the limit lifted as `report --per-step` does, and so does
+    `run --html` (the page draws the series) (the job itself runs without it: only the report after it is inside
+    the lift)."""
     import shutil
     from types import SimpleNamespace
 
@@ -235,9 +270,11 @@ def test_run_per_step_lifts_the_series_limit_for_its_report(monkeypatch, tmp_pat
     monkeypatch.setattr(run_cmd, "execute", execute)
     monkeypatch.setattr(step_series, "MAX_LAUNCHES", 10)
     monkeypatch.delenv(step_series.ENV_MAX, raising=False)
-    assert main(["run", "--format", "json", *(["--per-step"] if per_step else []), "--", "true"]) == 0
+    assert main(["run", "--format", "json", *(["--per-step"] if per_step else []), *(["--html"] if html else []),
+                 "--", "true"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert (len(rep["series"]) > 0) == per_step and seen == [None]
+    assert (len(rep["series"]) > 0) == (per_step or html) and seen == [None]
+    assert not html or '<section class="timeview"' in (folder / "report.html").read_text()
     assert step_series.ENV_MAX not in os.environ
 
 
