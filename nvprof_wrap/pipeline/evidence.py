@@ -23,7 +23,7 @@ from nvprof_wrap.store.queries import VERDICT_COLUMNS
 def classify_pending(store: Store) -> int:
     """Classify each kernel name not yet classified under the current rules; returns how many."""
     names = store.names_to_classify(RULES_VERSION)
-    store.add_classifications(classify_many(names), RULES_VERSION)
+    store.add_classifications(classify_many(names, side_by_side=True), RULES_VERSION)
     return len(names)
 
 

@@ -161,3 +161,74 @@ def test_names_classified_before_in_the_process_are_not_classified_again(monkeyp
     calls.clear()
     engine.classify_many(["a_kernel"])
     assert calls == ["a_kernel"]
+
+
+def _sample_names() -> list[str]:
+    """The kernel names of the bundled H200 captures (the torch ops script's nsys export, the seed's Keras run)."""
+    import nvprof_wrap as nw
+
+    samples = ROOT / "nvprof_wrap" / "samples"
+    return list(dict.fromkeys(k.name for capture in (samples / "torch_ops" / "nsys_torch_ops.sqlite",
+                                                     samples / "keras_reuters_fp16")
+                              for k in nw.analyze(capture).kernels))
+
+
+@pytest.mark.parametrize(("per_worker", "cores", "forked"), [(10, 4, 3), (10, 2, 1), (60, 4, 0), (1000, 16, 0)])
+def test_names_classified_side_by_side_are_classified_as_one_by_one(monkeypatch, per_worker, cores, forked):
+    """The report's evidence classifies the names no reader classified in parts, each further part in a forked
+    worker (one per PER_WORKER names, at most one per core): the same classifications, in the same order, as
+    classify() one name at a time; nothing forked below two parts' worth of names."""
+    from nvprof_wrap.classify import engine
+
+    names = _sample_names()
+    assert len(names) > 80
+    started: list[int] = []
+
+    class Counted(engine.Forked):
+        def __init__(self, fn, part):
+            started.append(len(part))
+            super().__init__(fn, part)
+
+    monkeypatch.setattr(engine, "Forked", Counted)
+    monkeypatch.setattr(engine, "PER_WORKER", per_worker)
+    monkeypatch.setattr(engine, "cores", lambda: cores)
+    monkeypatch.setattr(engine, "_DONE", [])
+    got = engine.classify_many(names + names[:5], side_by_side=True)
+    assert got == [classify(n) for n in names]
+    assert len(started) == forked and sum(started) < len(names)
+    assert engine.classify_many(names, side_by_side=True) == got and len(started) == forked  # kept: none again
+
+
+def test_a_side_by_side_workers_error_is_raised_and_the_other_workers_ended(monkeypatch):
+    """A worker's error (a bug classifying one name) is the caller's, as raised in the worker; the workers after it
+    are ended and reaped, not waited for."""
+    import os
+
+    from nvprof_wrap.classify import engine
+
+    names = _sample_names()
+    real = engine.classify
+
+    def broken(name: str):
+        if name == names[len(names) * 3 // 8]:  # in the first worker's part (of 4): two more workers still there
+            raise ValueError(f"cannot classify {name!r}")
+        return real(name)
+
+    workers: list[engine.Forked] = []
+
+    class Kept(engine.Forked):
+        def __init__(self, fn, part):
+            super().__init__(fn, part)
+            workers.append(self)
+
+    monkeypatch.setattr(engine, "classify", broken)
+    monkeypatch.setattr(engine, "Forked", Kept)
+    monkeypatch.setattr(engine, "PER_WORKER", 10)
+    monkeypatch.setattr(engine, "cores", lambda: 4)
+    monkeypatch.setattr(engine, "_DONE", [])
+    with pytest.raises(ValueError, match="cannot classify"):
+        engine.classify_many(names, side_by_side=True)
+    assert len(workers) == 3 and all(w.pid > 0 for w in workers)
+    for w in workers:  # each reaped: none left behind
+        with pytest.raises(ChildProcessError):
+            os.waitpid(w.pid, os.WNOHANG)
