@@ -153,6 +153,17 @@ def test_the_limit_the_note_names_measures_a_run_folders_capture_already_read(mo
     assert reported(None) == measured and reported("0") == (0, launches, True)
 
 
+def _limits(monkeypatch, user_limit: str | None, per_step_most: int) -> None:
+    """The series' default limit lowered to 10 launches (the H200 export below holds 122), the lifted one set, and
+    NVPROF_WRAP_SERIES_MAX_LAUNCHES as the user left it (None: unset)."""
+    monkeypatch.setattr(step_series, "MAX_LAUNCHES", 10)
+    monkeypatch.setattr(step_series, "PER_STEP_MAX_LAUNCHES", per_step_most)
+    if user_limit is None:
+        monkeypatch.delenv(step_series.ENV_MAX, raising=False)
+    else:
+        monkeypatch.setenv(step_series.ENV_MAX, user_limit)
+
+
 @pytest.mark.parametrize(("per_step", "user_limit", "per_step_most", "measured"), [
     (True, None, 10**6, True),  # the rows asked for: the limit lifted
     (False, None, 10**6, False),  # not asked: the default limit
@@ -167,12 +178,7 @@ def test_per_step_lifts_the_series_limit_the_user_left_unset(monkeypatch, tmp_pa
     their own; otherwise the note, naming the limit that left it out. The environment is as it was afterwards."""
     from nvprof_wrap.cli import main
 
-    monkeypatch.setattr(step_series, "MAX_LAUNCHES", 10)
-    monkeypatch.setattr(step_series, "PER_STEP_MAX_LAUNCHES", per_step_most)
-    if user_limit is None:
-        monkeypatch.delenv(step_series.ENV_MAX, raising=False)
-    else:
-        monkeypatch.setenv(step_series.ENV_MAX, user_limit)
+    _limits(monkeypatch, user_limit, per_step_most)
     out = tmp_path / "report.json"
     argv = ["report", str(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite"), "--format", "json", "-o", str(out)]
     assert main(argv + (["--per-step"] if per_step else [])) == 0
@@ -198,12 +204,7 @@ def test_the_html_page_lifts_the_series_limit_and_the_note_says_what_lifts_it(mo
     note says what lifts it; where that would not help (the user's limit, a capture past the lift) it does not."""
     from nvprof_wrap.cli import main
 
-    monkeypatch.setattr(step_series, "MAX_LAUNCHES", 10)
-    monkeypatch.setattr(step_series, "PER_STEP_MAX_LAUNCHES", per_step_most)
-    if user_limit is None:
-        monkeypatch.delenv(step_series.ENV_MAX, raising=False)
-    else:
-        monkeypatch.setenv(step_series.ENV_MAX, user_limit)
+    _limits(monkeypatch, user_limit, per_step_most)
     capture = str(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite")
     page, out = tmp_path / "page.html", tmp_path / "report.json"
     assert main(["report", capture, "-o", str(page)]) == 0  # the format from the extension
