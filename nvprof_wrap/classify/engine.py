@@ -292,7 +292,7 @@ def classify_many(names: Iterable[str], *, side_by_side: bool = False) -> list[C
 PER_WORKER = 500  # names from which classifying side by side takes one more process. Measured on 2 cores, a
 # generated nsys export's 1,496 names (73 µs each): the report's evidence 0.155 → 0.105 s, the whole report of 2M
 # launches 1.32-1.45 → 1.28-1.31 s (8 rounds interleaved), of 100k launches without the series 0.60-0.62 → 0.56-0.57
-# s; a fork and the answer's pickle cost ~10 ms, what ~140 names take
+# s. Below ~1,000 names (two parts) not timed: a fork, the answer's pickle and the wait are then a larger share
 
 
 def _shared(names: list[str]) -> list[Classification]:

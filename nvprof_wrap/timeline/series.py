@@ -48,9 +48,9 @@ MAX_LAUNCHES = 300_000  # beyond this many kernel launches in a capture the seri
 # cores, docs/performance.md): its memory, not its time, is what a higher default would cost
 PER_STEP_MAX_LAUNCHES = 1_000_000  # the limit where the command asked for the rows (`--per-step`, asked_per_step)
 # or for the HTML page (its "Over time" charts): a user who asks for one row per step of a 300k-1M-launch capture, or
-# for the page that draws them, gets them, not a note (at 1M: +0.9 s, the process
-# tree's peak 340-370 MB on 2 cores); beyond it the note (2M: 677 MB), and a day-long job's 20M launches stay within
-# the long-job benchmark's bounds (docs/steps.md)
+# for the page that draws them, gets them, not a note (at 1M: +0.9 s, the process tree's peak 340-370 MB on 2 cores);
+# beyond it the note (2M: 677 MB), and a day-long job's 20M launches stay within the long-job benchmark's bounds
+# (docs/steps.md)
 REFERENCE = False  # True: measured in SQL only (the reference the numpy path is tested against)
 NUMPY_FROM = 10_000  # launches from which the numpy path measures (timeline/series_np.py): importing numpy costs
 # ~0.2 s, what the SQL costs for ~8k launches
