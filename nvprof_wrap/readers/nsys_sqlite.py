@@ -33,9 +33,11 @@ from nvprof_wrap.readers import _nvtx_flops, _xla_warmup
 from nvprof_wrap.readers._durations import SOUND, note, on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import refuse_launches
+from nvprof_wrap.system.fork import BIG, Forked
 from nvprof_wrap.text.cuda_calls import kind_of
 from nvprof_wrap.text.demangle import demangle
 from nvprof_wrap.timeline import hw_sources, recover
+from nvprof_wrap.timeline import native as native_passes
 from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.busy import BusyTime
 from nvprof_wrap.timeline.gpu_metrics import kernel_names
@@ -89,6 +91,11 @@ def _kernels(conn: sqlite3.Connection, dur: str, where: str = "true") -> tuple[K
     return merge_kernels(KernelAgg(p, d, demangle(n), c, t) for p, d, n, c, t in conn.execute(sql))
 
 
+def _memops_alone(path: Path, have: set[str], where: str) -> tuple[tuple[MemAgg, ...], tuple[str, ...]]:
+    with opened(path, "Nsight Systems") as conn:
+        return _memops(conn, have, where)
+
+
 def _memops(conn: sqlite3.Connection, have: set[str],
             where: str = "true") -> tuple[tuple[MemAgg, ...], tuple[str, ...]]:
     out: list[MemAgg] = []
@@ -118,6 +125,23 @@ def _busy_sources(conn: sqlite3.Connection, have: set[str],
     return [(t, "globalPid" if "globalPid" in columns(conn, t) else "NULL", "deviceId", "1" if t == KERNEL else "0")
             for t in (KERNEL, MEMCPY, MEMSET) if t in have] + \
         ([(graphs, "globalPid", "deviceId", "1")] if graphs else [])
+
+
+# At most this many kernels (by rowid) for the attribution to take their busy time too: it holds 16 bytes a kernel
+# until its slice ends, and the reading process all of them until the merge (64 MB here), where the busy time's own
+# pass holds a bounded window; a day-long job's 20M launches keep that pass.
+FUSED_MAX_LAUNCHES = 4_000_000
+
+
+def _fusable(conn: sqlite3.Connection, have: set[str]) -> bool:
+    """Whether the compiled attribution will read every kernel (_ops' conditions for it), so that it takes their
+    busy-time intervals too (BusyTime's fused). Where it then does not (no range in the NVTX table, a value it
+    declines), the busy time reads the kernels itself after all: right either way."""
+    if not native_passes.available() or not {"NVTX_EVENTS", RUNTIME} <= have or \
+            not {"demangledName", "globalPid", "correlationId"} <= columns(conn, KERNEL):
+        return False
+    lo, hi = conn.execute(f"SELECT (SELECT MIN(rowid) FROM {KERNEL}), (SELECT MAX(rowid) FROM {KERNEL})").fetchone()
+    return lo is not None and hi - lo < FUSED_MAX_LAUNCHES
 
 
 def _activity(rows: list[tuple[int | None, int | None, int, int, int]]) -> tuple[Activity, ...]:
@@ -156,11 +180,13 @@ def nvtx_ranges_sql(conn: sqlite3.Connection, have: set[str]) -> str | None:
 
 
 def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str, where: str, lent: dict[str, Any],
-         kept: dict[str, Any] | None = None) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
+         kept: dict[str, Any] | None = None,
+         lanes: dict[str, Any] | None = None) -> tuple[tuple[KernelAgg, ...], tuple[OpAgg, ...]] | None:
     """kernel.correlationId → the runtime API call (thread, CPU time) → the enclosing NVTX ranges.
     One pass gives the kernel aggregates too (every launch counted once, launches without a runtime record
     outside any range), so a capture with NVTX ranges is scanned once, not twice. None without ranges. kept: the
-    kernels' columns the per-step series reads, kept by the compiled pass as it reads them (nvtx.attribute)."""
+    kernels' columns the per-step series reads, kept by the compiled pass as it reads them; lanes: their busy-time
+    islands, taken by it too (nvtx.attribute; for a whole capture: no window cuts them)."""
     if not {"NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME"} <= have:
         return None
     kcols = columns(conn, KERNEL)
@@ -184,10 +210,13 @@ def _ops(conn: sqlite3.Connection, have: set[str], path: Path, dur: str, where: 
               kernels_of.format(dur=dur))
     # the compiled pass keeps the kernels' columns the series reads: their times in place of the duration (SOUND's)
     keeping = None if kept is None or dur != on(SOUND, "k") else (kept, kernels_of.format(dur='k.start, k."end"'))
+    # ... and the busy time's intervals: start, end and its group (_busy_sources' for the kernel table)
+    fusing = None if lanes is None or dur != on(SOUND, "k") else \
+        (lanes, kernels_of.format(dur='k.start, k."end", k.globalPid'))
     # a globalTid holds its process id: each process has its own main thread
     rows = attribute(conn, ranges, launches, reopen=functools.partial(reopened, path), kernel_table=KERNEL,
                      process_of_tid="((tid >> 24) & 16777215)", borrowed=lent, native=native, kept=keeping,
-                     look_for=_nvtx_flops.SIZES)
+                     look_for=_nvtx_flops.SIZES, lanes=fusing)
     if not rows:
         return None
     # each distinct key once: a capture with step marks has a row per (step, op, kernel) — 160k rows of 1,496 names
@@ -376,7 +405,9 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     if span == EVERYTHING and (window is None or not window.warmup):  # no window asked: a JAX job's warm-up apart
         span, warmup, program = _warmup(conn, have, graphs)
     whole = span == EVERYTHING
-    busy_time = BusyTime(conn, path, _busy_sources(conn, have, graphs), span)  # side by side with the rest
+    fused = whole and _fusable(conn, have)  # the attribution takes the kernels' busy time as it reads them
+    busy_time = BusyTime(conn, path, _busy_sources(conn, have, graphs), span,  # side by side with the rest
+                         fused=KERNEL if fused else None)
     # the attribution keeps the kernel columns the series reads, where the series is measured here, after it
     kept: dict[str, Any] = {}
     try:  # the busy time's workers are ended if the series' cannot start
@@ -387,14 +418,22 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     except BaseException:
         busy_time.abandon()
         raise
+    copies: Forked | None = None
     try:
         keep = ahead.work is None and span == EVERYTHING and step_series.numpy_here(
             lambda: int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {KERNEL}").fetchone()[0]))
-        memops, mem_notes = _memops(conn, have, in_window(span))
+        # Fused, the busy time's child soon has nothing left to read, and the sweep of the ranges holds this process:
+        # the copies' aggregates are read beside it (0.05-0.06 s at 2M launches on 2 cores).
+        copies = Forked(_memops_alone, path, have, in_window(span),
+                        inline=not fused or path.stat().st_size < BIG)
         # attribute's launches lent to main threads, kernels without a duration, whether a range holds shapes
         lent: dict[str, Any] = {}
+        lanes: dict[str, Any] = {}  # the kernels' busy-time islands, where fused
         # SOUND gives what sql_duration's choice gives: PLAIN's values where every duration is usable.
-        attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent, kept if keep else None)
+        attributed = _ops(conn, have, path, on(SOUND, "k"), in_window(span, "k"), lent, kept if keep else None,
+                          lanes if fused else None)
+        busy_time.given(lanes.get("kernels"))
+        memops, mem_notes = copies.result()
         if attributed is not None and whole and "no_duration" in lent:
             # the compiled pass counted them while reading every kernel: no scan of its own (1.8 s at 5M)
             kernel_note = note(lent["no_duration"], "kernel") if lent["no_duration"] else None
@@ -412,6 +451,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     except BaseException:
         busy_time.abandon()
         ahead.abandon()
+        if copies is not None:
+            copies.cancel()
         raise
     try:  # the series' worker is ended on any error before its result
         busy = _activity(busy_time.result())

@@ -707,151 +707,6 @@ done:
     return out;
 }
 
-/* One kernel into its groups: once per matching launch call, else once as unmatched. */
-typedef struct { int64_t corr, jk, pid, dev, key, dur; char corr_null, jk_null, key_null; } Kernel;
-
-/* An int64 column grown row by row (the kernels' columns the attribution keeps for the per-step series, and
- * columns_read's). */
-typedef struct { int64_t *v; size_t n, cap; } Col;
-
-/* The kernels' (pid, start, end, key) kept while the attribution reads them, for the per-step series
- * (timeline/series_np.py: no read of its own). kernels_sql then yields start and end in place of the duration
- * (columns 5 and 6), and the duration is worked out here as readers/_durations.SOUND does in SQL: the end less the
- * start where the end is not before the start and the difference is at most max_dur, else NULL (a NULL time too).
- * A time that is neither an integer nor NULL: declined (unsupported), as a duration that is not an integer is;
- * the caller asks again without keeping. ok turns 0 (nothing more kept) at a NULL process, key or time: the series
- * then reads the table itself. */
-typedef struct { Col c[4]; int ok; int64_t max_dur; } Kept;
-
-static void kept_free(Kept *kp) { for (int i = 0; i < 4; i++) { free(kp->c[i].v); kp->c[i] = (Col){0}; } }
-
-/* v[5] (the duration) from the row's start and end; the row kept. -1: declined (err->unsupported) or no memory. */
-static int kept_row(Kept *kp, sqlite3_stmt *st, Val *v, Err *err) {
-    Val s, e;
-    if (read_row_at(st, 5, &s, err) < 0 || read_row_at(st, 6, &e, err) < 0) return -1;
-    v[5].null = s.null || e.null || e.v < s.v || (uint64_t)e.v - (uint64_t)s.v > (uint64_t)kp->max_dur;
-    v[5].v = v[5].null ? 0 : e.v - s.v;
-    if (!kp->ok) return 0;
-    if (v[2].null || v[4].null || s.null || e.null) { kp->ok = 0; kept_free(kp); return 0; }
-    int64_t row[4] = {v[2].v, s.v, e.v, v[4].v};
-    for (int i = 0; i < 4; i++) {
-        Col *c = &kp->c[i];
-        if (c->n == c->cap && grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v) < 0) {
-            snprintf(err->msg, sizeof err->msg, "out of memory"); return -1;
-        }
-        c->v[c->n++] = row[i];
-    }
-    return 0;
-}
-
-static int kernel_add(const Calls *cs, Outcomes *oc, Groups *gs, int32_t unmatched, const Kernel *k) {
-    int matched = 0;
-    if (!k->corr_null && !k->jk_null) {
-        for (int32_t i = cs->head[bucket(cs, k->corr)]; i >= 0; i = cs->c[i].next) {
-            if (cs->c[i].corr != k->corr || oc->o[cs->c[i].outcome].jk != k->jk) continue;
-            Group *x = group_of(gs, k->pid, k->dev, cs->c[i].outcome, k->key, k->key_null);
-            if (!x) return -1;
-            x->n++; x->tot += k->dur; matched = 1;
-        }
-    }
-    if (!matched) {
-        Group *x = group_of(gs, k->pid, k->dev, unmatched, k->key, k->key_null);
-        if (!x) return -1;
-        x->n++; x->tot += k->dur;
-    }
-    return 0;
-}
-
-static void calls_free(Calls *cs) { free(cs->c); free(cs->head); *cs = (Calls){0}; }
-
-/* The whole pass. calls_sql: (correlation id, join key, tid, t, process) per launch call; kernels_sql: (correlation
- * id, join key, pid, dev, key, dur) per kernel. A kernel matches the calls of equal correlation id and join key.
- * bounds (lo, hi), or NULL: an estimate of the slice's kernels' correlation ids, bound to calls_sql's ?1 and ?2
- * (the caller reads the slice's first and last rows, not the whole slice: that scan cost as long as the launch
- * calls' pass). The kernels outside it are held and matched after one more read of the calls in their range; more
- * of them than max_late (memory: 56 bytes each): the calls are read again with the exact bounds, found while reading
- * the kernels, and the kernels too. Either way every kernel meets every launch call of its correlation id, as
- * without bounds. */
-static int attribute_all(const char *uri, const char *calls_sql, const char *kernels_sql, const int64_t *bounds,
-                         size_t max_late,
-                         Segments *g, Mains *mains, Outcomes *oc, Groups *gs, int64_t *no_duration, Kept *kept,
-                         Guard *gd, Err *err) {
-    sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
-    Calls cs = {0};
-    Kernel *late = NULL;
-    size_t nlate = 0, latecap = 0;
-    int64_t kmin = INT64_MAX, kmax = INT64_MIN, lmin = INT64_MAX, lmax = INT64_MIN;
-    int rc, out = -1, redo = 0;
-    if (S.open_v2(uri, &db, OPEN_FLAGS, NULL) != SQLITE_OK) {
-        sql_error(err, db, "capture"); goto done;
-    }
-    guard_on(db, gd);
-    if (calls_load(db, calls_sql, bounds, NULL, g, mains, oc, &cs, err) < 0) goto done;
-    /* no launch call: outside any range (own IS NULL, no thread); its join key is never compared */
-    int32_t unmatched = outcome_id(oc, -1, INT64_MIN, 1);
-    if (unmatched < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
-    for (int pass = 0; pass < 2; pass++) {
-        if (S.prepare_v2(db, kernels_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "kernels"); goto done; }
-        if (S.column_count(st) != (kept ? 7 : 6)) {
-            snprintf(err->msg, sizeof err->msg, "kernels: %d columns", kept ? 7 : 6); goto done;
-        }
-        Val v[6];
-        while ((rc = S.step(st)) == SQLITE_ROW) {
-            if (read_row(st, v, kept ? 5 : 6, err) < 0) goto done;
-            if (kept && kept_row(kept, st, v, err) < 0) goto done;
-            Kernel k = {v[0].v, v[1].v, v[2].null ? -1 : v[2].v, v[3].null ? -1 : v[3].v, v[4].v,
-                        v[5].null ? 0 : v[5].v, (char)v[0].null, (char)v[1].null, (char)v[4].null};
-            *no_duration += v[5].null;
-            if (bounds && pass == 0 && !k.corr_null && !k.jk_null) {
-                if (k.corr < kmin) kmin = k.corr;
-                if (k.corr > kmax) kmax = k.corr;
-                if (k.corr < bounds[0] || k.corr > bounds[1]) {  /* its calls were not read */
-                    if (redo) continue;
-                    if (nlate >= max_late) { redo = 1; continue; }
-                    if (grow((void **)&late, &latecap, nlate + 1, sizeof *late)) {
-                        snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
-                    }
-                    late[nlate++] = k;
-                    if (k.corr < lmin) lmin = k.corr;
-                    if (k.corr > lmax) lmax = k.corr;
-                    continue;
-                }
-            }
-            if (redo) continue;  /* only the exact bounds wanted now: everything is read again */
-            if (kernel_add(&cs, oc, gs, unmatched, &k) < 0) {
-                snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
-            }
-        }
-        if (rc != SQLITE_DONE) { sql_error(err, db, "kernels"); goto done; }
-        S.finalize(st); st = NULL;
-        if (!redo) break;
-        /* too many outside the estimate: the calls of the exact bounds, and every kernel again */
-        calls_free(&cs);
-        memset(gs->g, 0, (gs->mask + 1) * sizeof *gs->g);
-        gs->n = 0; *no_duration = 0; nlate = 0; redo = 0;
-        if (kept) for (int i = 0; i < 4; i++) kept->c[i].n = 0;  /* every kernel is read again: kept again */
-        int64_t exact[2] = {kmin, kmax};
-        if (calls_load(db, calls_sql, exact, NULL, g, mains, oc, &cs, err) < 0) goto done;
-        bounds = NULL;
-    }
-    if (nlate) {  /* the calls of the held kernels' range, but those already read (their kernels are matched) */
-        int64_t range[2] = {lmin, lmax};
-        calls_free(&cs);
-        if (calls_load(db, calls_sql, range, bounds, g, mains, oc, &cs, err) < 0) goto done;
-        for (size_t i = 0; i < nlate; i++)
-            if (kernel_add(&cs, oc, gs, unmatched, &late[i]) < 0) {
-                snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
-            }
-    }
-    out = 0;
-done:
-    if (st) S.finalize(st);
-    if (db) S.close(db);
-    calls_free(&cs);
-    free(late);
-    return out;
-}
-
 /* ---- the busy-time union of one group's intervals (timeline/busy.busy_part, whose Python loop this is) ----
  * sql yields (start, end, kernel flag) in start order; the result is busy_part's 7 values, or 0 rows. */
 typedef struct { int64_t busy, first, reach, kfirst, below, klast, upto; int has_kfirst, has_klast, rows; } Busy;
@@ -986,7 +841,7 @@ static void busy_of_lane(Lane *l, Busy *b) {
 /* The lanes, found by (group, dev) in an open-addressing table (slot: lane index, -1 empty; at most half full): a
  * capture may name any number of devices, and a linear search per row made the pass devices x rows (20,000 device
  * ids: 5.7 s, against 3.5 s by the SQL path). */
-typedef struct { Lane *l; size_t n, cap; int64_t *slot; size_t nslots; } Lanes;
+typedef struct { Lane *l; size_t n, cap; int64_t *slot; size_t nslots; int far; } Lanes;  /* far: lanes_add's */
 
 static size_t lane_hash(int64_t g, char gnull, int64_t d, char dnull) {
     uint64_t a = (uint64_t)g * 2 + (uint64_t)gnull, b = (uint64_t)d * 2 + (uint64_t)dnull;  /* a NULL's value: 0 */
@@ -1030,6 +885,41 @@ static void lanes_free(Lanes *ls) {
     for (size_t i = 0; i < ls->n; i++) free(ls->l[i].v);
     free(ls->l); free(ls->slot);
     memset(ls, 0, sizeof *ls);
+}
+
+/* The islands of a lane's intervals (sorted by start: lane_merge(l, 0)) of one kernel flag, or of both (-1): the
+ * (start, end) pairs of their union's pieces into out (room for 2 * l->n values; out may be the lane's own intervals
+ * when flag is -1), in start order; returns how many. A start equal to the reach so far joins the piece (the union's
+ * length is the same either way). Merged by busy_add in start order, islands give the 7 values their intervals give:
+ * busy_add's results are those of the union, the first kernel's start and the last kernel's end, which the islands
+ * of the kernels alone keep. */
+static size_t lane_islands(const Lane *l, int flag, int64_t *out) {
+    size_t k = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (flag >= 0 && (int)(l->v[i].e2k & 1) != flag) continue;
+        int64_t start = l->v[i].s, end = l->v[i].e2k >> 1;
+        if (k && start <= out[2 * k - 1]) {
+            if (end > out[2 * k - 1]) out[2 * k - 1] = end;
+        } else {
+            out[2 * k] = start; out[2 * k + 1] = end; k++;
+        }
+    }
+    return k;
+}
+
+/* One interval into its lane, held (the attribution's kernels, busy time fused: timeline/busy.py); *last caches the
+ * lane of the row before. Times past +-2^62 set ls->far and are not held (busy_next declines them too). */
+static int lanes_add(Lanes *ls, Lane **last, Val g, Val d, int64_t start, int64_t end, int k) {
+    const int64_t far = (int64_t)1 << 62;
+    if (start < -far || start > far || end < -far || end > far) { ls->far = 1; return 0; }
+    Lane *l = *last;
+    if (!l || l->gnull != g.null || l->dnull != d.null || (!g.null && l->g != g.v) || (!d.null && l->d != d.v)) {
+        if (!(l = lane_of(ls, g, d))) return -1;
+        *last = l;
+    }
+    if (grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) return -1;
+    l->v[l->n++] = (Span){start, end * 2 + (k != 0)};
+    return 0;
 }
 
 /* The next (group, dev, start, end, kernel flag) row of st into v; *live 0 past its last row. */
@@ -1104,8 +994,166 @@ static int busy_lanes(const char *uri, const char **sqls, int nsql, Lanes *ls, s
     return rc;
 }
 
+/* One kernel into its groups: once per matching launch call, else once as unmatched. */
+typedef struct { int64_t corr, jk, pid, dev, key, dur; char corr_null, jk_null, key_null; } Kernel;
+
+/* An int64 column grown row by row (the kernels' columns the attribution keeps for the per-step series, and
+ * columns_read's). */
+typedef struct { int64_t *v; size_t n, cap; } Col;
+
+/* The kernels' (pid, start, end, key) kept while the attribution reads them, for the per-step series
+ * (timeline/series_np.py: no read of its own). kernels_sql then yields start and end in place of the duration
+ * (columns 5 and 6), and the duration is worked out here as readers/_durations.SOUND does in SQL: the end less the
+ * start where the end is not before the start and the difference is at most max_dur, else NULL (a NULL time too).
+ * A time that is neither an integer nor NULL: declined (unsupported), as a duration that is not an integer is;
+ * the caller asks again without keeping. ok turns 0 (nothing more kept) at a NULL process, key or time: the series
+ * then reads the table itself. */
+typedef struct { Col c[4]; int ok; int64_t max_dur; } Kept;
+
+static void kept_free(Kept *kp) { for (int i = 0; i < 4; i++) { free(kp->c[i].v); kp->c[i] = (Col){0}; } }
+
+/* v[5] (the duration) from the row's start and end; the row kept. -1: declined (err->unsupported) or no memory. */
+static int kept_row(Kept *kp, sqlite3_stmt *st, Val *v, Err *err) {
+    Val s, e;
+    if (read_row_at(st, 5, &s, err) < 0 || read_row_at(st, 6, &e, err) < 0) return -1;
+    v[5].null = s.null || e.null || e.v < s.v || (uint64_t)e.v - (uint64_t)s.v > (uint64_t)kp->max_dur;
+    v[5].v = v[5].null ? 0 : e.v - s.v;
+    if (!kp->ok) return 0;
+    if (v[2].null || v[4].null || s.null || e.null) { kp->ok = 0; kept_free(kp); return 0; }
+    int64_t row[4] = {v[2].v, s.v, e.v, v[4].v};
+    for (int i = 0; i < 4; i++) {
+        Col *c = &kp->c[i];
+        if (c->n == c->cap && grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v) < 0) {
+            snprintf(err->msg, sizeof err->msg, "out of memory"); return -1;
+        }
+        c->v[c->n++] = row[i];
+    }
+    return 0;
+}
+
+static int kernel_add(const Calls *cs, Outcomes *oc, Groups *gs, int32_t unmatched, const Kernel *k) {
+    int matched = 0;
+    if (!k->corr_null && !k->jk_null) {
+        for (int32_t i = cs->head[bucket(cs, k->corr)]; i >= 0; i = cs->c[i].next) {
+            if (cs->c[i].corr != k->corr || oc->o[cs->c[i].outcome].jk != k->jk) continue;
+            Group *x = group_of(gs, k->pid, k->dev, cs->c[i].outcome, k->key, k->key_null);
+            if (!x) return -1;
+            x->n++; x->tot += k->dur; matched = 1;
+        }
+    }
+    if (!matched) {
+        Group *x = group_of(gs, k->pid, k->dev, unmatched, k->key, k->key_null);
+        if (!x) return -1;
+        x->n++; x->tot += k->dur;
+    }
+    return 0;
+}
+
+static void calls_free(Calls *cs) { free(cs->c); free(cs->head); *cs = (Calls){0}; }
+
+/* The whole pass. calls_sql: (correlation id, join key, tid, t, process) per launch call; kernels_sql: (correlation
+ * id, join key, pid, dev, key, dur) per kernel. A kernel matches the calls of equal correlation id and join key.
+ * bounds (lo, hi), or NULL: an estimate of the slice's kernels' correlation ids, bound to calls_sql's ?1 and ?2
+ * (the caller reads the slice's first and last rows, not the whole slice: that scan cost as long as the launch
+ * calls' pass). The kernels outside it are held and matched after one more read of the calls in their range; more
+ * of them than max_late (memory: 56 bytes each): the calls are read again with the exact bounds, found while reading
+ * the kernels, and the kernels too. Either way every kernel meets every launch call of its correlation id, as
+ * without bounds. */
+static int attribute_all(const char *uri, const char *calls_sql, const char *kernels_sql, const int64_t *bounds,
+                         size_t max_late,
+                         Segments *g, Mains *mains, Outcomes *oc, Groups *gs, int64_t *no_duration, Kept *kept,
+                         Lanes *lanes, Guard *gd, Err *err) {
+    sqlite3 *db = NULL; sqlite3_stmt *st = NULL;
+    Calls cs = {0};
+    Kernel *late = NULL;
+    size_t nlate = 0, latecap = 0;
+    int64_t kmin = INT64_MAX, kmax = INT64_MIN, lmin = INT64_MAX, lmax = INT64_MIN;
+    int rc, out = -1, redo = 0;
+    if (S.open_v2(uri, &db, OPEN_FLAGS, NULL) != SQLITE_OK) {
+        sql_error(err, db, "capture"); goto done;
+    }
+    guard_on(db, gd);
+    if (calls_load(db, calls_sql, bounds, NULL, g, mains, oc, &cs, err) < 0) goto done;
+    /* no launch call: outside any range (own IS NULL, no thread); its join key is never compared */
+    int32_t unmatched = outcome_id(oc, -1, INT64_MIN, 1);
+    if (unmatched < 0) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto done; }
+    for (int pass = 0; pass < 2; pass++) {
+        if (S.prepare_v2(db, kernels_sql, -1, &st, NULL) != SQLITE_OK) { sql_error(err, db, "kernels"); goto done; }
+        int ncols = lanes ? 8 : kept ? 7 : 6;
+        if (S.column_count(st) != ncols) {
+            snprintf(err->msg, sizeof err->msg, "kernels: %d columns", ncols); goto done;
+        }
+        Val v[6];
+        Lane *lane = NULL;
+        while ((rc = S.step(st)) == SQLITE_ROW) {
+            if (read_row(st, v, kept ? 5 : 6, err) < 0) goto done;
+            if (kept && kept_row(kept, st, v, err) < 0) goto done;
+            if (lanes && !v[5].null && !lanes->far) {  /* a usable duration: the busy time's interval */
+                Val s, e, grp;
+                if (read_row_at(st, 5, &s, err) < 0 || read_row_at(st, 6, &e, err) < 0
+                    || read_row_at(st, 7, &grp, err) < 0) goto done;
+                if (lanes_add(lanes, &lane, grp, v[3], s.v, e.v, 1) < 0) {
+                    snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
+                }
+            }
+            Kernel k = {v[0].v, v[1].v, v[2].null ? -1 : v[2].v, v[3].null ? -1 : v[3].v, v[4].v,
+                        v[5].null ? 0 : v[5].v, (char)v[0].null, (char)v[1].null, (char)v[4].null};
+            *no_duration += v[5].null;
+            if (bounds && pass == 0 && !k.corr_null && !k.jk_null) {
+                if (k.corr < kmin) kmin = k.corr;
+                if (k.corr > kmax) kmax = k.corr;
+                if (k.corr < bounds[0] || k.corr > bounds[1]) {  /* its calls were not read */
+                    if (redo) continue;
+                    if (nlate >= max_late) { redo = 1; continue; }
+                    if (grow((void **)&late, &latecap, nlate + 1, sizeof *late)) {
+                        snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
+                    }
+                    late[nlate++] = k;
+                    if (k.corr < lmin) lmin = k.corr;
+                    if (k.corr > lmax) lmax = k.corr;
+                    continue;
+                }
+            }
+            if (redo) continue;  /* only the exact bounds wanted now: everything is read again */
+            if (kernel_add(&cs, oc, gs, unmatched, &k) < 0) {
+                snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
+            }
+        }
+        if (rc != SQLITE_DONE) { sql_error(err, db, "kernels"); goto done; }
+        S.finalize(st); st = NULL;
+        if (!redo) break;
+        /* too many outside the estimate: the calls of the exact bounds, and every kernel again */
+        calls_free(&cs);
+        memset(gs->g, 0, (gs->mask + 1) * sizeof *gs->g);
+        gs->n = 0; *no_duration = 0; nlate = 0; redo = 0;
+        if (kept) for (int i = 0; i < 4; i++) kept->c[i].n = 0;  /* every kernel is read again: kept again */
+        if (lanes) lanes_free(lanes);
+        int64_t exact[2] = {kmin, kmax};
+        if (calls_load(db, calls_sql, exact, NULL, g, mains, oc, &cs, err) < 0) goto done;
+        bounds = NULL;
+    }
+    if (nlate) {  /* the calls of the held kernels' range, but those already read (their kernels are matched) */
+        int64_t range[2] = {lmin, lmax};
+        calls_free(&cs);
+        if (calls_load(db, calls_sql, range, bounds, g, mains, oc, &cs, err) < 0) goto done;
+        for (size_t i = 0; i < nlate; i++)
+            if (kernel_add(&cs, oc, gs, unmatched, &late[i]) < 0) {
+                snprintf(err->msg, sizeof err->msg, "out of memory"); goto done;
+            }
+    }
+    out = 0;
+done:
+    if (st) S.finalize(st);
+    if (db) S.close(db);
+    calls_free(&cs);
+    free(late);
+    return out;
+}
+
 /* ---- the Python face ---- */
 static int bind_now(void);
+static PyObject *value_or_none(int64_t v, char null);
+static PyObject *lanes_list(Lanes *ls, int flag);
 static const char CAPSULE[] = "nvprof_wrap.timeline._cattr.segments";
 
 static void capsule_free(PyObject *c) { segments_free(PyCapsule_GetPointer(c, CAPSULE)); }
@@ -1135,8 +1183,13 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
     int64_t bounds[2];
     Py_ssize_t max_late = 0;
     long long keep = -1;  /* >= 0: keep the kernels' columns, durations at most this long */
-    if (!PyArg_ParseTuple(args, "sssOO|OiOnL", &uri, &calls_sql, &kernels_sql, &capsule, &main_pairs, &gd.budget,
-                          &gd.grain, &bounds_arg, &max_late, &keep)) return NULL;
+    int with_lanes = 0, keep_cols = 1;  /* lanes: the kernels' busy-time islands too; cols 0: those alone, no columns */
+    if (!PyArg_ParseTuple(args, "sssOO|OiOnLpp", &uri, &calls_sql, &kernels_sql, &capsule, &main_pairs, &gd.budget,
+                          &gd.grain, &bounds_arg, &max_late, &keep, &with_lanes, &keep_cols)) return NULL;
+    if (with_lanes && keep < 0) {
+        PyErr_SetString(PyExc_ValueError, "attribute: lanes need keep (the longest duration kept)");
+        return NULL;
+    }
     if (bounds_arg != Py_None && !PyArg_ParseTuple(bounds_arg, "LL", &bounds[0], &bounds[1])) return NULL;
     Segments *g = PyCapsule_GetPointer(capsule, CAPSULE);
     if (!g) return NULL;
@@ -1155,7 +1208,8 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
     Py_DECREF(pairs);
     Outcomes oc = {0};
     Groups gs = {calloc(1024, sizeof(Group)), 0, 1023};
-    Kept kept = {{{0}}, 1, (int64_t)keep};
+    Kept kept = {{{0}}, keep_cols, (int64_t)keep};
+    Lanes lanes = {0};
     Err err = {{0}, 0};
     int rc = -1;
     PyObject *result = NULL;
@@ -1168,7 +1222,12 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     rc = attribute_all(uri, calls_sql, kernels_sql, bounds_arg == Py_None ? NULL : bounds,
                        max_late > 0 ? (size_t)max_late : 0, g, &mains, &oc, &gs,
-                       &no_duration, keep >= 0 ? &kept : NULL, &gd, &err);
+                       &no_duration, keep >= 0 ? &kept : NULL, with_lanes ? &lanes : NULL, &gd, &err);
+    for (size_t i = 0; rc == 0 && !lanes.far && i < lanes.n; i++) {  /* each lane's intervals become its islands */
+        Lane *l = &lanes.l[i];
+        lane_merge(l, 0);
+        l->n = lane_islands(l, -1, (int64_t *)l->v);  /* in place: an island is written where a row was read */
+    }
     Py_END_ALLOW_THREADS
     if (guard_raised(&gd)) goto done;
     if (rc == 0) {
@@ -1192,8 +1251,11 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
                 if (!b) Py_CLEAR(cols);
                 else PyList_SET_ITEM(cols, i, b);
             }
-            if (!cols) Py_CLEAR(result);
-            else result = Py_BuildValue("(NLN)", result, no_duration, cols);
+            /* the lanes' islands, or None where a time past +-2^62 gave them up */
+            PyObject *isl = !with_lanes ? NULL : lanes.far ? Py_NewRef(Py_None) : lanes_list(&lanes, -1);
+            if (!cols || (with_lanes && !isl)) { Py_XDECREF(cols); Py_XDECREF(isl); Py_CLEAR(result); }
+            else if (!with_lanes) result = Py_BuildValue("(NLN)", result, no_duration, cols);
+            else result = Py_BuildValue("(NLNN)", result, no_duration, cols, isl);
         }
     } else if (err.unsupported) {
         result = Py_NewRef(Py_None);
@@ -1203,6 +1265,7 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
 done:
     free(mains.p); free(mains.tid); free(oc.o); free(oc.slot); free(gs.g);
     kept_free(&kept);
+    lanes_free(&lanes);
     return result;
 }
 
@@ -1294,6 +1357,153 @@ static PyObject *py_busy_all(PyObject *self, PyObject *args) {
     }
     lanes_free(&ls);
     free(parts);
+    return result;
+}
+
+/* [(group, dev, bytes of int64 (start, end) pairs)] of each lane with intervals, whose islands lane_islands wrote
+ * over its own intervals (flag -1: l->n of them), or [(group, dev, flag, bytes)] of each lane's islands of kernels
+ * (1) and of the rest (0) apart (flag 0 or 1: busy_islands, from the lane's intervals sorted, left as they are). */
+static PyObject *lanes_list(Lanes *ls, int flag) {
+    PyObject *out = PyList_New(0);
+    int64_t *buf = NULL;
+    size_t most = 0;
+    for (size_t i = 0; i < ls->n; i++) if (ls->l[i].n > most) most = ls->l[i].n;
+    if (flag >= 0 && !(buf = malloc((most ? most : 1) * 2 * sizeof *buf))) { Py_XDECREF(out); return PyErr_NoMemory(); }
+    for (size_t i = 0; out && i < ls->n; i++) {
+        Lane *l = &ls->l[i];
+        for (int f = flag < 0 ? -1 : 0; out && f <= (flag < 0 ? -1 : 1); f++) {
+            size_t k = f < 0 ? l->n : lane_islands(l, f, buf);
+            if (!k) continue;
+            const int64_t *pairs = f < 0 ? (const int64_t *)l->v : buf;
+            PyObject *b = PyBytes_FromStringAndSize((const char *)pairs, (Py_ssize_t)(k * 2 * sizeof(int64_t)));
+            PyObject *row = !b ? NULL : f < 0
+                ? Py_BuildValue("(NNN)", value_or_none(l->g, l->gnull), value_or_none(l->d, l->dnull), b)
+                : Py_BuildValue("(NNiN)", value_or_none(l->g, l->gnull), value_or_none(l->d, l->dnull), f, b);
+            if (!row || PyList_Append(out, row) < 0) Py_CLEAR(out);
+            Py_XDECREF(row);
+        }
+    }
+    free(buf);
+    return out;
+}
+
+/* busy_all's intervals as islands, not merged: for timeline/busy.py's fused busy time, whose kernels' islands come
+ * from the attribution (attribute's lanes) and are merged with these by busy_runs. */
+static PyObject *py_busy_islands(PyObject *self, PyObject *args) {
+    if (bind_now() < 0) return NULL;
+    const char *uri;
+    PyObject *list;
+    Guard gd = {NULL, 0, NULL, NULL, NULL};
+    if (!PyArg_ParseTuple(args, "sO|Oi", &uri, &list, &gd.budget, &gd.grain)) return NULL;
+    PyObject *seq = PySequence_Fast(list, "busy_islands: a sequence of SQL");
+    if (!seq) return NULL;
+    int nsql = (int)PySequence_Fast_GET_SIZE(seq);
+    const char **sqls = calloc(nsql + 1, sizeof *sqls);
+    if (!sqls) { Py_DECREF(seq); return PyErr_NoMemory(); }
+    for (int i = 0; i < nsql; i++) {
+        sqls[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+        if (!sqls[i]) { free(sqls); Py_DECREF(seq); return NULL; }
+    }
+    Lanes ls = {0};
+    Err err = {{0}, 0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = busy_lanes_held(uri, sqls, nsql, &ls, 0, &gd, &err);
+    for (size_t i = 0; rc == 0 && i < ls.n; i++) lane_merge(&ls.l[i], 0);  /* sorted by start, nothing merged */
+    Py_END_ALLOW_THREADS
+    free(sqls);
+    Py_DECREF(seq);
+    PyObject *result = NULL;
+    if (guard_raised(&gd)) {
+        /* the signal's exception is the call's */
+    } else if (rc == 0) {
+        result = lanes_list(&ls, 0);
+    } else if (err.unsupported) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyErr_SetString(PyExc_RuntimeError, err.msg);
+    }
+    lanes_free(&ls);
+    return result;
+}
+
+/* One run of islands of one lane: int64 (start, end) pairs in start order, all kernels' or none. */
+typedef struct { const int64_t *p; size_t n, at, lane; int k; } Run;
+
+static int run_cmp(const void *a, const void *b) {
+    size_t x = ((const Run *)a)->lane, y = ((const Run *)b)->lane;
+    return (x > y) - (x < y);
+}
+
+/* [(group, dev, busy_part's 7 values)] of each lane of runs (group, dev, kernel flag, bytes of int64 (start, end)
+ * pairs in start order): the runs of a lane merged by start into busy_add, a k-way merge (the runs are each in
+ * order: the attribution's slices' and busy_islands'), so nothing is sorted again. None where a time is past
+ * +-2^62 or a run is not in start order with each end at or after its start. */
+static PyObject *py_busy_runs(PyObject *self, PyObject *args) {
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "O", &list)) return NULL;
+    PyObject *seq = PySequence_Fast(list, "busy_runs: a sequence of (group, dev, kernel, bytes)");
+    if (!seq) return NULL;
+    Py_ssize_t nitems = PySequence_Fast_GET_SIZE(seq);
+    Run *runs = calloc((size_t)nitems + 1, sizeof *runs);
+    Lanes ls = {0};
+    PyObject *result = NULL;
+    int bad = 0;
+    size_t nruns = 0;
+    if (!runs) { PyErr_NoMemory(); goto done; }
+    const int64_t far = (int64_t)1 << 62;
+    for (Py_ssize_t i = 0; i < nitems && !bad; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i), *g, *d, *b;
+        int k;
+        if (!PyArg_ParseTuple(item, "OOpS", &g, &d, &k, &b)) goto done;
+        Py_ssize_t len = PyBytes_GET_SIZE(b);
+        if (len % (2 * (Py_ssize_t)sizeof(int64_t))) { bad = 1; break; }
+        size_t n = (size_t)len / (2 * sizeof(int64_t));
+        if (!n) continue;
+        const int64_t *p = (const int64_t *)PyBytes_AS_STRING(b);
+        for (size_t j = 0; j < n && !bad; j++)
+            bad = p[2 * j] < -far || p[2 * j + 1] > far || p[2 * j + 1] < p[2 * j] || (j && p[2 * j] < p[2 * j - 2]);
+        char gn, dn;
+        Val gv = {int_of(g, &gn, &bad), 0}, dv = {int_of(d, &dn, &bad), 0};
+        gv.null = gn; dv.null = dn;
+        if (bad) break;
+        Lane *l = lane_of(&ls, gv, dv);
+        if (!l) { PyErr_NoMemory(); goto done; }
+        runs[nruns++] = (Run){p, n, 0, (size_t)(l - ls.l), k};
+    }
+    if (bad) { result = Py_NewRef(Py_None); goto done; }
+    Busy *parts = calloc(ls.n + 1, sizeof *parts);
+    if (!parts) { PyErr_NoMemory(); goto done; }
+    Py_BEGIN_ALLOW_THREADS
+    qsort(runs, nruns, sizeof *runs, run_cmp);
+    for (size_t a = 0, z; a < nruns; a = z) {
+        for (z = a; z < nruns && runs[z].lane == runs[a].lane; z++) {}
+        Busy *b = &parts[runs[a].lane];
+        for (;;) {  /* the run whose next island starts first (a few runs a lane: a linear look) */
+            Run *at = NULL;
+            for (size_t j = a; j < z; j++)
+                if (runs[j].at < runs[j].n && (!at || runs[j].p[2 * runs[j].at] < at->p[2 * at->at])) at = &runs[j];
+            if (!at) break;
+            busy_add(b, at->p[2 * at->at], at->p[2 * at->at + 1], at->k);
+            at->at++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyList_New(0);
+    for (size_t i = 0; result && i < ls.n; i++) {
+        Lane *l = &ls.l[i];
+        Busy *b = &parts[i];
+        PyObject *row = Py_BuildValue("(NN(LLLNLNL))", value_or_none(l->g, l->gnull), value_or_none(l->d, l->dnull),
+                                      b->busy, b->first, b->reach, value_or_none(b->kfirst, !b->has_kfirst),
+                                      b->below, value_or_none(b->klast, !b->has_klast), b->busy - b->upto);
+        if (!row || PyList_Append(result, row) < 0) Py_CLEAR(result);
+        Py_XDECREF(row);
+    }
+    free(parts);
+done:
+    free(runs);
+    lanes_free(&ls);
+    Py_DECREF(seq);
     return result;
 }
 
@@ -1525,13 +1735,22 @@ static PyMethodDef methods[] = {
      "start, end, kernel) rows of every SQL, in no order, holding at most hold intervals per lane (0: all of them; restarted: a row "
      "came too late for the window and every interval was held); None for a value that is not an integer (the SQL and Python "
      "path decides)"},
+    {"busy_islands", py_busy_islands, METH_VARARGS,
+     "busy_islands(capture_uri, sqls[, budget, grain]) -> [(group, dev, kernel, bytes of int64 (start, end) pairs)]: the "
+     "islands of the (group, dev, start, end, kernel) rows of every SQL, kernels' and the rest apart, in start order; None "
+     "for a value that is not an integer"},
+    {"busy_runs", py_busy_runs, METH_VARARGS,
+     "busy_runs([(group, dev, kernel, bytes of int64 (start, end) pairs in start order)]) -> [(group, dev, busy_part's "
+     "result)] of each lane's runs merged; None for a time past +-2^62 or a run out of order"},
     {"busy", py_busy, METH_VARARGS,
      "busy(capture_uri, sql, params[, budget, grain]) -> (busy_part's result,) of the (start, end, kernel) rows sql yields in start "
      "order; None for a value that is not an integer (the Python loop decides)"},
     {"attribute", py_attribute, METH_VARARGS,
      "attribute(capture_uri, calls_sql, kernels_sql, segments, main_threads[, budget, grain, bounds, max_late, keep]) -> "
      "([(pid, dev, lab, key, via, n, total)], kernels whose duration is NULL[, the kernels' (pid, start, end, key) as "
-     "bytes of int64, or None]), or None (a value that is not an integer or NULL: the SQL decides)"},
+     "bytes of int64, or None][, lanes: the (group, dev, bytes of int64 (start, end) pairs) islands of the kernels with a "
+     "usable duration, or None]), or None (a value that is not an integer or NULL: the SQL decides). lanes (with keep): "
+     "kernels_sql yields the busy time's group as an 8th column; cols 0: the islands alone, the columns None"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cattr", NULL, -1, methods};

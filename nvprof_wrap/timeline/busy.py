@@ -22,6 +22,7 @@ Part = tuple[int, int, int, int | None, int, int | None, int]
 Lane = tuple[Any, Any, Part]
 # (group, dev, first, last, busy): busy_time's result row
 Busy = tuple[Any, Any, int, int, int]
+Row = tuple[Any, ...]  # (group, dev, bytes) or (group, dev, kernel flag, bytes) islands (timeline/native.py)
 
 
 def busy_time(conn: sqlite3.Connection, sources: list[Source],
@@ -142,18 +143,43 @@ class BusyTime:
     the attribution slices use the others; on 2 cores one window measured best: 1.23 s at 1M launches, against
     1.45 s with two). In one window, the child plans it too: the plan's scans of every table (0.4 s at 2M
     launches) then no longer hold up the caller. result() gives busy_time's rows; abandon() reaps the children
-    after an error."""
+    after an error.
+
+    fused: the table of a source whose intervals another pass reads anyway (the compiled attribution reads every
+    kernel: timeline/nvtx.attribute's lanes) and hands over as islands (given()). The child then reads only the other
+    sources, as islands, and result() merges them all (native.busy_runs): one read of the kernels where there were
+    two. Where the other pass did not take them (given(None)), a child reads them now; where a time is past +-2^62,
+    busy_time decides here."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path, sources: list[Source],
-                 window: tuple[int, int] = EVERYTHING) -> None:
+                 window: tuple[int, int] = EVERYTHING, *, fused: str | None = None) -> None:
         big = Path(path).stat().st_size >= BIG
+        self.path, self.sources, self.window, self.big, self.fused = path, sources, window, big, fused
+        self.handed: Forked | list[Row] | None = None  # the fused source's islands, or the child reading them
+        if fused is not None:
+            rest = [src for src in sources if src[0] != fused]
+            self.whole = Forked(_islands_alone, path, rest, window, inline=not big) if rest else None
+            self.windows: dict[tuple[int, int], Forked] = {}
+            return
         parts = max(1, cores() // 2) if big and can_fork() else 1
         self.whole = Forked(_busy_time_alone, path, sources, window, inline=not big) if parts == 1 else None
         self.windows = {} if parts == 1 else \
             {piece: Forked(_busy_part_alone, path, sources, piece) for piece in busy_plan(conn, sources, parts, window)}
 
+    def given(self, islands: list[Row] | None) -> None:
+        """The fused source's (group, dev, bytes) islands (attribute's lanes), or None: a child reads them now."""
+        if self.fused is None:
+            return
+        if islands is not None:
+            self.handed = [(g, d, 1, b) for g, d, b in islands]
+        else:
+            own = [src for src in self.sources if src[0] == self.fused]
+            self.handed = Forked(_islands_alone, self.path, own, self.window, inline=not self.big)
+
     def result(self) -> list[Busy]:
         try:
+            if self.fused is not None:
+                return self._merged()
             if self.whole is not None:
                 whole: list[Busy] = self.whole.result()
                 return whole
@@ -162,15 +188,34 @@ class BusyTime:
             self.abandon()
             raise
 
+    def _merged(self) -> list[Busy]:
+        if self.handed is None:  # given() was never called: the caller's pass stopped before it
+            self.given(None)
+        handed = self.handed.result() if isinstance(self.handed, Forked) else self.handed
+        rest = [] if self.whole is None else self.whole.result()
+        runs = None if handed is None or rest is None else native.busy_runs([*handed, *rest])
+        if runs is None:  # a time past +-2^62 or a value that is not an integer: the SQL and Python decide
+            with opened(self.path) as conn:
+                return busy_time(conn, self.sources, self.window, uri_of(self.path))
+        return busy_combine([(EVERYTHING, runs)])
+
     def abandon(self) -> None:
-        for window in [self.whole, *self.windows.values()]:
-            if window is not None:  # ended, not waited for: the caller's error is the one to report
+        for window in [self.whole, *self.windows.values(), self.handed]:
+            if isinstance(window, Forked):  # ended, not waited for: the caller's error is the one to report
                 window.cancel()
 
 
 def _busy_time_alone(path: Path, sources: list[Source], window: tuple[int, int]) -> list[Busy]:
     with opened(path) as conn:
         return busy_time(conn, sources, window, uri_of(path))
+
+
+def _islands_alone(path: Path, sources: list[Source], window: tuple[int, int]) -> list[Row] | None:
+    """The (group, dev, kernel flag, bytes) islands of the sources' intervals cut to the window (native.busy_islands);
+    None where a value is not an integer, or the compiled helper is not here (the caller then runs busy_time)."""
+    if not native.available():
+        return None
+    return native.busy_islands(uri_of(path), _cut_sqls(sources, window))
 
 
 def _busy_part_alone(path: Path, sources: list[Source], piece: tuple[int, int]) -> list[Lane]:

@@ -50,8 +50,8 @@ def sweep(uri: str, ranges_sql: str, op_of: Callable[[str], tuple[int, bool, boo
 
 
 def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object, main: list[Row],
-              bounds: tuple[int, int] | None = None,
-              keep: int | None = None) -> tuple[list[Row], int, list[bytes] | None] | None:
+              bounds: tuple[int, int] | None = None, keep: int | None = None, lanes: bool = False,
+              cols: bool = True) -> tuple[list[Row], int, list[bytes] | None, list[Row] | None] | None:
     """((pid, dev, label, key, via, launches, total) rows as _attribute_slice returns them, NULLs as -1 / '', in no
     order and a key once per join key of its launch calls (the caller sums them); how many kernels had a NULL
     duration; with keep, the kernels' (pid, start, end, key) columns as bytes of int64, or None where a NULL
@@ -59,15 +59,22 @@ def attribute(uri: str, calls_sql: str, kernels_sql: str, held: object, main: li
     held: sweep()'s segments; main: (process, tid) of each process's main thread. bounds: an estimate of the
     kernels' correlation ids, bound to calls_sql's ?1 and ?2 (the kernels outside it are matched too: _cattr.c
     attribute_all). keep: the longest duration kept (limits.MAX_DURATION_NS): kernels_sql then yields start and
-    end in place of the duration, which the pass works out as readers/_durations.SOUND does."""
+    end in place of the duration, which the pass works out as readers/_durations.SOUND does. lanes (with keep):
+    kernels_sql yields the busy time's group (timeline/busy.py) as an 8th column, and the fourth part is the
+    (group, dev, bytes of int64 (start, end) pairs) islands of each lane's kernels with a usable duration (busy_runs
+    merges them), None where a time past +-2^62 gave them up; cols False: those alone, no columns kept."""
+    if lanes and keep is None:
+        raise ValueError("lanes need keep: the longest duration kept")
     with _budget(uri) as b:
         got = _cattr.attribute(uri, calls_sql, kernels_sql, held, main, b, limits.SQL_STEP_GRAIN, bounds, MAX_LATE,
-                               -1 if keep is None else keep)
+                               -1 if keep is None else keep, lanes, cols)
     if got is None:
         return None
     if len(got) == 2:
-        return got[0], got[1], None
-    return got  # keep: the three-part answer
+        return got[0], got[1], None, None
+    if len(got) == 3:
+        return got[0], got[1], got[2], None
+    return got  # lanes: the four-part answer
 
 
 def busy(uri: str, sql: str, params: Row) -> Row | None:
@@ -95,6 +102,21 @@ def busy_held(uri: str, sqls: list[str], hold: int) -> tuple[list[Row], bool] | 
     too late for that window (then every interval was held: the tables were read a second time)."""
     with _budget(uri) as b:
         return _cattr.busy_all(uri, sqls, b, limits.SQL_STEP_GRAIN, hold)
+
+
+def busy_islands(uri: str, sqls: list[str]) -> list[Row] | None:
+    """(group, dev, kernel flag, bytes of int64 (start, end) pairs) islands of the (group, dev, start, end, kernel flag)
+    rows of every SQL, each lane's kernels and the rest apart, in start order (every interval held: the copies and
+    graph launches of a capture whose kernels the attribution reads); None when a value is not an integer."""
+    with _budget(uri) as b:
+        return _cattr.busy_islands(uri, sqls, b, limits.SQL_STEP_GRAIN)
+
+
+def busy_runs(runs: list[Row]) -> list[Row] | None:
+    """busy_all's (group, dev, busy_part's result) rows from (group, dev, kernel flag, bytes) runs of islands, each in
+    start order (busy_islands', attribute's lanes'); None for a time past +-2^62 or a run out of order."""
+    got: list[Row] | None = _cattr.busy_runs(runs)
+    return got
 
 
 def columns(uri: str, sql: str, n: int) -> list[bytes] | None:

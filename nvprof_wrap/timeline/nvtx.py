@@ -46,7 +46,7 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
               correlation: str = "correlationId", names: Callable[[Any], str] | None = None,
               process_of_tid: str = "0", borrowed: dict[Any, Any] | None = None,
               native: tuple[str, str, str] | None = None, kept: tuple[dict[str, Any], str] | None = None,
-              look_for: str | None = None) -> list[Row]:
+              look_for: str | None = None, lanes: tuple[dict[str, Any], str] | None = None) -> list[Row]:
     """Kernels attributed to the NVTX ranges open on the thread that launched them.
 
     A launch made on a thread with no range open (PyTorch runs the backward pass on its autograd thread, while the
@@ -93,11 +93,16 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     forked slice's: sending them back cost more than reading them again; a slice that gave them up at a NULL, or
     whose times are not integers, which is then read as without kept). Nothing there where the compiled pass did
     not run.
+    lanes, with native: (a dict, the kernels SQL with start, end and the busy time's group in place of the duration):
+    every slice also takes the islands of its kernels' busy time as it reads them (timeline/busy.py: the busy time
+    then reads no kernel itself) — the dict's "kernels" gets every slice's (group, dev, bytes) islands, or None where
+    a slice's are not there (its times past +-2^62, or not integers). Nothing there where the compiled pass did not
+    run.
     """
     if native is not None and native_passes.available() and reopen is not None and kernel_table:
         done = _compiled(conn, ranges_sql, native, reopen=reopen, kernel_table=kernel_table, correlation=correlation,
                          names=names or str, process_of_tid=process_of_tid, borrowed=borrowed, kept=kept,
-                         look_for=look_for)
+                         look_for=look_for, lanes=lanes)
         if done is not None:
             return done
     tmp = tempdirs.make("nvtx")
@@ -139,7 +144,8 @@ def _grouped(parts: list[list[Row]], labels: dict[tuple[str, str], int], borrowe
 def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str, str], *,
               reopen: Callable[[], sqlite3.Connection], kernel_table: str, correlation: str,
               names: Callable[[Any], str], process_of_tid: str, borrowed: dict[Any, Any] | None,
-              kept: tuple[dict[str, Any], str] | None = None, look_for: str | None = None) -> list[Row] | None:
+              kept: tuple[dict[str, Any], str] | None = None, look_for: str | None = None,
+              lanes: tuple[dict[str, Any], str] | None = None) -> list[Row] | None:
     """attribute() by the compiled helper: the same sweep and the same rows, None where it declines the capture (a
     value that is not an integer, a name that is not text): then the SQL decides.
 
@@ -168,20 +174,24 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         return []
     by_id, labels = list(ops), _Labels()
     ids = [labels.add((by_id[scope], by_id[op])) for scope, op in pairs]  # the Python sweep's ids, in its order
-    how = (uri, calls, kernels, held, main, ids, None)
-    here = how[:-1] + (None if kept is None else kept[1],)  # the slices run here keep their columns, where asked
+    how = (uri, calls, kernels, held, main, ids, None, None if lanes is None else lanes[1])
+    # the slices run here keep their columns, where asked
+    here = how[:6] + (None if kept is None else kept[1],) + how[7:]
     slices = _slices(conn, kernel_table, correlation)
     parts = in_waves(lambda sl: _compiled_slice(conn, here, sl), lambda sl: Forked(_compiled_alone, reopen, how, sl),
                      slices, _width())
     if any(part is None for part in parts):
         return None
     if borrowed is not None:
-        borrowed["no_duration"] = sum(n for _rows, n, _cols in parts)
+        borrowed["no_duration"] = sum(n for _rows, n, _cols, _isl in parts)
         if look_for is not None:
             borrowed["found"] = found
     if kept is not None:
-        kept[0]["kernels"] = [(sl.get("rowids"), cols) for sl, (_rows, _n, cols) in zip(slices, parts)]
-    return _grouped([rows for rows, _n, _cols in parts], labels, borrowed)
+        kept[0]["kernels"] = [(sl.get("rowids"), cols) for sl, (_rows, _n, cols, _isl) in zip(slices, parts)]
+    if lanes is not None:
+        lanes[0]["kernels"] = None if any(isl is None for *_, isl in parts) else \
+            [run for *_, isl in parts for run in isl]
+    return _grouped([rows for rows, _n, _cols, _isl in parts], labels, borrowed)
 
 
 def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: Row, where: dict[str, str]) -> Row | None:
@@ -193,24 +203,30 @@ def _compiled_alone(reopen: Callable[[], sqlite3.Connection], how: Row, where: d
 
 
 def _compiled_slice(conn: sqlite3.Connection, how: Row,
-                    where: dict[str, str]) -> tuple[list[Row], int, list[bytes] | None] | None:
+                    where: dict[str, str]) -> tuple[list[Row], int, list[bytes] | None, list[Row] | None] | None:
     """(_attribute_slice's rows, with its label ids and in its order; how many kernels had no duration; the kernels'
-    columns it kept, where asked: attribute's kept) by the compiled pass; None where it declines. The compiled labels
-    are numbered 0, 1, … in the order the sweep met them; ids gives each its Python id."""
-    uri, calls, kernels, held, main, ids, keeping = how
+    columns it kept, where asked: attribute's kept; its kernels' busy-time islands, where asked: attribute's lanes)
+    by the compiled pass; None where it declines. The compiled labels are numbered 0, 1, … in the order the sweep met
+    them; ids gives each its Python id."""
+    uri, calls, kernels, held, main, ids, keeping, lanes = how
     bounds = _estimated(conn, where)
     filled = _fill_slice(conn, where) if bounds is None else \
         where | {"{rslice}": f"AND r.{where['correlation']} BETWEEN ?1 AND ?2"}
     try:
-        got = None if keeping is None else native_passes.attribute(
-            uri, _fill(calls, filled), _fill(keeping, filled), held, main, bounds, MAX_DURATION_NS)
+        got = None
+        if lanes is not None:  # the islands, and the columns where asked (the SQL then yields keeping's and more)
+            got = native_passes.attribute(uri, _fill(calls, filled), _fill(lanes, filled), held, main, bounds,
+                                          MAX_DURATION_NS, lanes=True, cols=keeping is not None)
+        elif keeping is not None:
+            got = native_passes.attribute(
+                uri, _fill(calls, filled), _fill(keeping, filled), held, main, bounds, MAX_DURATION_NS)
         if got is None:  # not asked to keep, or a time that is not an integer (the duration's SQL decides it)
             got = native_passes.attribute(uri, _fill(calls, filled), _fill(kernels, filled), held, main, bounds)
     except (RuntimeError, MemoryError):  # SQLite refused it there, or memory ran out: the SQL decides
         return None
     if got is None:
         return None
-    rows, no_duration, cols = got
+    rows, no_duration, cols, islands = got
     # a key comes once per join key of its launch calls (processes): summed
     summed: dict[Row, list[int]] = {}
     for pid, dev, lab, key, via, n, tot in rows:
@@ -221,7 +237,7 @@ def _compiled_slice(conn: sqlite3.Connection, how: Row,
     # no text key (NULLs come as ''): the SQL's order is the rows' own first five values, sorted without a Python
     # call a row (160k rows of a capture with 200 step marks)
     plain = not any(isinstance(k[3], str) for k in summed)
-    return sorted(out, key=operator.itemgetter(0, 1, 2, 3, 4) if plain else _sql_order), no_duration, cols
+    return sorted(out, key=operator.itemgetter(0, 1, 2, 3, 4) if plain else _sql_order), no_duration, cols, islands
 
 
 def _sql_order(row: Row) -> Row:

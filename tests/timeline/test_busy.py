@@ -89,3 +89,48 @@ def test_the_compiled_union_in_a_bounded_window(tmp_path_factory, kernels, copie
     assert got is not None
     assert {(g, d): (first, last, busy) for g, d, first, last, busy in busy_combine([(window, got[0])])} == \
         brute(kernels, copies, window)
+
+
+@pytest.mark.skipif(native._cattr is None, reason="the compiled helper is not built here")
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None)
+@given(st.lists(interval, max_size=30), st.lists(interval, max_size=10), st.integers(1, 4))
+def test_islands_of_slices_merged_are_the_union(tmp_path_factory, kernels, copies, slices) -> None:
+    """Fused (BusyTime's fused): the kernels' islands taken in `slices` slices of rowids, as the attribution's slices
+    take them, the copies' apart (busy_islands), merged by busy_runs — the brute force's union and span."""
+    file = tmp_path_factory.getbasetemp() / f"busy{next(files)}.sqlite"
+    with contextlib.closing(store(kernels, copies, str(file))) as conn:
+        conn.commit()
+    step = -(-len(kernels) // slices) or 1
+    runs = []
+    for lo in range(1, len(kernels) + 1, step):
+        part = [(f"(SELECT * FROM k WHERE rowid BETWEEN {lo} AND {lo + step - 1})", "g", "d", "1")]
+        got = native.busy_islands(uri_of(file), _cut_sqls(part, EVERYTHING))
+        assert got is not None and all(k == 1 for _g, _d, k, _b in got)
+        runs += got
+    rest = native.busy_islands(uri_of(file), _cut_sqls(SOURCES[1:], EVERYTHING))
+    assert rest is not None
+    lanes = native.busy_runs(runs + rest)
+    assert lanes is not None
+    assert {(g, d): (first, last, busy) for g, d, first, last, busy in busy_combine([(EVERYTHING, lanes)])} == \
+        brute(kernels, copies)
+
+
+@pytest.mark.skipif(native._cattr is None, reason="the compiled helper is not built here")
+def test_runs_out_of_order_or_too_far_are_declined() -> None:
+    """busy_runs merges runs in start order only, each end at or after its start, times within +-2^62: else None
+    (the caller's busy_time decides)."""
+    def run(*pairs: int) -> bytes:
+        return b"".join(v.to_bytes(8, "little", signed=True) for v in pairs)
+
+    # a copy bridging two kernel islands: one union of 30 ns
+    bridged = [(1, 0, 1, run(0, 10, 20, 30)), (1, 0, 0, run(5, 25))]
+    assert native.busy_runs(bridged) == [(1, 0, (30, 0, 30, 0, 0, 30, 0))]
+    assert native.busy_runs([(None, None, 0, run(0, 10))]) == [(None, None, (10, 0, 10, None, 0, None, 10))]
+    assert native.busy_runs([(1, 0, 1, run(20, 30, 0, 10))]) is None  # out of start order
+    assert native.busy_runs([(1, 0, 1, run(10, 5))]) is None  # ends before it starts
+    assert native.busy_runs([(1, 0, 1, run(0, (1 << 62) + 1))]) is None
+    assert native.busy_runs([(1, 0, 1, run(-(1 << 62) - 1, 0))]) is None
+    assert native.busy_runs([(1, 0, 1, run(0, 1 << 62))]) == [(1, 0, (1 << 62, 0, 1 << 62, 0, 0, 1 << 62, 0))]
+    assert native.busy_runs([(1, 0, 1, b"")]) == []
+    assert native.busy_runs([(1, 0, 1, b"123")]) is None  # not whole pairs
+    assert native.busy_runs([("x", 0, 1, run(0, 1))]) is None  # a group that is not an integer

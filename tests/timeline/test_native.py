@@ -48,7 +48,7 @@ class Spy:
 
     def __init__(self, monkeypatch) -> None:
         self.calls: dict[str, int] = {}
-        for name in ("sweep", "attribute", "busy_all"):
+        for name in ("sweep", "attribute", "busy_all", "busy_islands", "busy_runs"):
             inner = getattr(native, name)
             monkeypatch.setattr(native, name, self._counting(name, inner))
 
@@ -114,7 +114,10 @@ def generated(tmp_path_factory) -> dict[str, Path]:
                        # the longest usable duration, and 1 ns longer (without its time: the compiled keeping
                        # pass works it out as readers/_durations.SOUND does)
                        ("longest", (f'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start + {MAX_DURATION_NS} '
-                                    "+ rowid % 2 WHERE rowid % 1009 = 0"))):
+                                    "+ rowid % 2 WHERE rowid % 1009 = 0")),
+                       # a kernel's times past 2^62 ns: the compiled busy time declines them (Python decides)
+                       ("far", (f'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + {1 << 62}, "end" = "end" '
+                                f"+ {1 << 62} WHERE rowid = 11"))):
         out[name] = folder / f"{name}.sqlite"
         shutil.copy(out["two"], out[name])
         with sqlite3.connect(out[name]) as conn:
@@ -122,22 +125,32 @@ def generated(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+# The busy time of a whole capture, fused: the compiled attribution's islands of the kernels and busy_islands' of the
+# copies (a second busy_islands: the kernels', where the attribution handed none over), merged by busy_runs; or, where
+# those decline a value, busy_all and Python. (busy_islands, busy_runs, busy_all) calls that answered, by capture.
+FUSED = {"real": (2, 1, 0), "kernel_real": (1, 0, 0), "no_pid": (1, 1, 0), "far": (1, 0, 0)}
+
+
 @built
-@pytest.mark.parametrize("name", ["two", "replicated", "twice", "real", "unusable", "shuffled"])
+@pytest.mark.parametrize("name", ["two", "replicated", "twice", "real", "unusable", "shuffled", "kernel_real",
+                                  "no_pid", "longest", "far"])
 @pytest.mark.parametrize("windowed", [False, True])
 def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name, windowed) -> None:
     """Sliced as a big capture is: one slice per core, the others in forked workers (the busy time here, where
     the calls can be counted). The window: seconds from the first GPU activity (the real GPT run's first kernel
-    comes 4.4 s after its first copy)."""
+    comes 4.4 s after its first copy). Whole, the attribution takes the kernels' busy time too (FUSED)."""
     monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000)
     monkeypatch.setattr(nvtx, "cores", lambda: 3)
     win = make((4.5, 6.5) if name == "replicated" else (0.02, 0.1), None) if windowed else None
     plain, compiled, calls = both(monkeypatch, generated[name], win)
     assert compiled == plain
     assert plain.ops and plain.activity
-    assert (name == "unusable") == any("without a usable time" in n for n in plain.notes)
-    assert calls.get("busy_all") and calls.get("sweep")
-    assert bool(calls.get("attribute")) == (name != "real")  # declined there: the SQL decided
+    assert (name in ("unusable", "longest")) == any("without a usable time" in n for n in plain.notes)
+    assert calls.get("sweep")
+    busy = tuple(calls.get(f, 0) for f in ("busy_islands", "busy_runs", "busy_all"))
+    assert busy == ((0, 0, 1) if windowed else FUSED.get(name, (1, 1, 0)))
+    # declined where a value is not an integer (a kernel's end: outside the window): the SQL decided
+    assert bool(calls.get("attribute")) == (name != "real" and (name != "kernel_real" or windowed))
 
 
 @built
@@ -160,7 +173,7 @@ def test_the_series_reads_the_kernels_the_attribution_kept(monkeypatch, generate
     real_given, real_attribute = series_np._given, native.attribute
     monkeypatch.setattr(series_np, "_given", lambda *a: given.append(
         [(rowids is not None, cols is not None) for rowids, cols in a[2]]) or real_given(*a))
-    monkeypatch.setattr(native, "attribute", lambda *a: keeping.append(len(a) > 6) or real_attribute(*a))
+    monkeypatch.setattr(native, "attribute", lambda *a, **k: keeping.append(len(a) > 6) or real_attribute(*a, **k))
     kept = readers.read(generated[name])
     assert kept == reference and kept.series is not None and kept.series.steps and kept.ops
     assert any(keeping)  # the keeping pass was asked for
@@ -249,11 +262,35 @@ def test_kernels_outside_the_estimated_correlation_ids_are_matched(monkeypatch, 
 @built
 @pytest.mark.parametrize("window", [None, (0.02, 0.1)])
 def test_busy_time_in_windows_of_time_reads_the_same(monkeypatch, generated, window) -> None:
-    """On 4 cores and more, a big capture's busy time is cut into windows of time, each merged in a forked child."""
+    """On 4 cores and more, a big capture's busy time is cut into windows of time, each merged in a forked child
+    (where the attribution does not take the kernels': not fused here)."""
     monkeypatch.setattr(busy, "BIG", 0)
     monkeypatch.setattr(busy, "cores", lambda: 4)
+    monkeypatch.setattr(nsys_sqlite, "_fusable", lambda *a: False)
+    plans: list[int] = []
+    monkeypatch.setattr(busy, "busy_plan", lambda *a, inner=busy.busy_plan: plans.append(len(inner(*a))) or inner(*a))
     plain, compiled, _ = both(monkeypatch, generated["two"], make(window, None) if window else None)
     assert compiled == plain
+    assert plans == ([2, 2] if can_fork() else [])  # two windows, each pass
+
+
+@built
+@pytest.mark.parametrize("name", ["two", "real", "no_pid"])
+def test_the_fused_busy_time_reads_the_same_in_forked_children(monkeypatch, generated, name) -> None:
+    """A big capture, fused: the copies' islands and aggregates read in forked children beside the sweep (and the
+    kernels', where the attribution declined the capture), merged here — the capture the SQL and Python read."""
+    monkeypatch.setattr(busy, "BIG", 0)
+    monkeypatch.setattr(nsys_sqlite, "BIG", 0)
+    monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000)
+    monkeypatch.setattr(nvtx, "cores", lambda: 3)
+    children: list[object] = []
+    monkeypatch.setattr(nsys_sqlite, "Forked", lambda fn, *a, inline=False: children.append((fn, inline)) or
+                        Forked(fn, *a, inline=inline))
+    plain, compiled, calls = both(monkeypatch, generated[name])
+    assert compiled == plain and plain.activity and plain.memops
+    # the copies' aggregates beside the sweep: in a child where fused (the compiled pass), here where not
+    assert children == [(nsys_sqlite._memops_alone, True), (nsys_sqlite._memops_alone, False)]
+    assert calls.get("busy_runs") == 1  # the merge, here (busy_islands ran in the children: not counted here)
 
 
 def _tables(file: str, ranges: list[tuple], launches: list[tuple]) -> None:
