@@ -2,7 +2,8 @@
  * for Python or SQL that stays the fallback and the reference it is tested against, tests/timeline/test_native.py):
  *   - the NVTX segment sweep (timeline/nvtx._segments), on ranges read and interned here;
  *   - the per-op attribution of one slice of kernels (timeline/nvtx._attribute_slice's SQL);
- *   - the busy-time union (timeline/busy.busy_part's loop; busy_time's plan, sorts and loops at once);
+ *   - the busy-time union (timeline/busy.busy_part's loop; busy_time's plan, sorts and loops at once), and for a
+ *     whole capture its kernels' islands taken by the attribution as it reads them, merged with the rest's (busy_runs);
  *   - the int64 columns of the per-step series (timeline/series_np._read's fetchmany).
  *
  * Why: every launch is joined to its launch call by correlation id and looked up in its thread's NVTX segments. In
@@ -1309,48 +1310,71 @@ static PyObject *py_busy(PyObject *self, PyObject *args) {
 
 static PyObject *value_or_none(int64_t v, char null) { return null ? Py_NewRef(Py_None) : PyLong_FromLongLong(v); }
 
+/* [(group, dev, busy_part's 7 values)] of each lane, its values in parts (the same index). */
+static PyObject *lane_rows(const Lanes *ls, const Busy *parts) {
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && i < ls->n; i++) {
+        const Lane *l = &ls->l[i];
+        const Busy *b = &parts[i];
+        PyObject *row = Py_BuildValue("(NN(LLLNLNL))", value_or_none(l->g, l->gnull), value_or_none(l->d, l->dnull),
+                                      b->busy, b->first, b->reach, value_or_none(b->kfirst, !b->has_kfirst),
+                                      b->below, value_or_none(b->klast, !b->has_klast), b->busy - b->upto);
+        if (!row || PyList_Append(out, row) < 0) Py_CLEAR(out);
+        Py_XDECREF(row);
+    }
+    return out;
+}
+
+/* The UTF-8 text of each SQL in a Python sequence, valid while *seq (set here) is held: the caller frees the array
+ * and releases *seq. NULL with the error set. */
+static const char **sql_strings(PyObject *list, const char *what, PyObject **seq, int *n) {
+    *seq = PySequence_Fast(list, what);
+    if (!*seq) return NULL;
+    *n = (int)PySequence_Fast_GET_SIZE(*seq);
+    const char **sqls = calloc((size_t)*n + 1, sizeof *sqls);
+    if (!sqls) { Py_CLEAR(*seq); PyErr_NoMemory(); return NULL; }
+    for (int i = 0; i < *n; i++)
+        if (!(sqls[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(*seq, i)))) { free(sqls); Py_CLEAR(*seq); return NULL; }
+    return sqls;
+}
+
 static PyObject *py_busy_all(PyObject *self, PyObject *args) {
     if (bind_now() < 0) return NULL;
     const char *uri;
     PyObject *list;
     Guard gd = {NULL, 0, NULL, NULL, NULL};
     Py_ssize_t hold = 0;
-    if (!PyArg_ParseTuple(args, "sO|Oin", &uri, &list, &gd.budget, &gd.grain, &hold)) return NULL;
+    int islands = 0;  /* the intervals as islands, not merged (busy_islands: timeline/busy.py's fused busy time) */
+    if (!PyArg_ParseTuple(args, "sO|Oinp", &uri, &list, &gd.budget, &gd.grain, &hold, &islands)) return NULL;
     if (hold < 0) { PyErr_SetString(PyExc_ValueError, "busy_all: hold must be 0 or more"); return NULL; }
-    PyObject *seq = PySequence_Fast(list, "busy_all: a sequence of SQL");
-    if (!seq) return NULL;
-    int nsql = (int)PySequence_Fast_GET_SIZE(seq);
-    const char **sqls = calloc(nsql + 1, sizeof *sqls);
-    if (!sqls) { Py_DECREF(seq); return PyErr_NoMemory(); }
-    for (int i = 0; i < nsql; i++) {
-        sqls[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
-        if (!sqls[i]) { free(sqls); Py_DECREF(seq); return NULL; }
-    }
+    if (islands) hold = 0;  /* every interval held: islands are made of all of them at once */
+    PyObject *seq;
+    int nsql;
+    const char **sqls = sql_strings(list, "busy_all: a sequence of SQL", &seq, &nsql);
+    if (!sqls) return NULL;
     Lanes ls = {0};
     Err err = {{0}, 0};
     int rc, restarted = 0;
     Busy *parts = NULL;
     Py_BEGIN_ALLOW_THREADS
     rc = busy_lanes(uri, sqls, nsql, &ls, (size_t)hold, &restarted, &gd, &err);
-    if (rc == 0 && !(parts = calloc(ls.n + 1, sizeof *parts))) { rc = -1; snprintf(err.msg, sizeof err.msg, "out of memory"); }
-    for (size_t i = 0; rc == 0 && i < ls.n; i++) { busy_of_lane(&ls.l[i], &parts[i]); free(ls.l[i].v); ls.l[i].v = NULL; }
+    if (rc == 0 && !islands && !(parts = calloc(ls.n + 1, sizeof *parts))) {
+        rc = -1; snprintf(err.msg, sizeof err.msg, "out of memory");
+    }
+    for (size_t i = 0; rc == 0 && i < ls.n; i++) {
+        if (islands) { lane_merge(&ls.l[i], 0); continue; }  /* sorted by start, nothing merged */
+        busy_of_lane(&ls.l[i], &parts[i]); free(ls.l[i].v); ls.l[i].v = NULL;
+    }
     Py_END_ALLOW_THREADS
     free(sqls);
     Py_DECREF(seq);
     PyObject *result = NULL;
     if (guard_raised(&gd)) {
         /* the signal's exception is the call's */
+    } else if (rc == 0 && islands) {
+        result = lanes_list(&ls, 0);
     } else if (rc == 0) {
-        result = PyList_New(0);
-        for (size_t i = 0; result && i < ls.n; i++) {
-            Lane *l = &ls.l[i];
-            Busy *b = &parts[i];
-            PyObject *row = Py_BuildValue("(NN(LLLNLNL))", value_or_none(l->g, l->gnull), value_or_none(l->d, l->dnull),
-                                          b->busy, b->first, b->reach, value_or_none(b->kfirst, !b->has_kfirst),
-                                          b->below, value_or_none(b->klast, !b->has_klast), b->busy - b->upto);
-            if (!row || PyList_Append(result, row) < 0) { Py_XDECREF(row); Py_CLEAR(result); }
-            else Py_DECREF(row);
-        }
+        result = lane_rows(&ls, parts);
         if (result) result = Py_BuildValue("(NO)", result, restarted ? Py_True : Py_False);
     } else if (err.unsupported) {
         result = Py_NewRef(Py_None);
@@ -1387,46 +1411,6 @@ static PyObject *lanes_list(Lanes *ls, int flag) {
     }
     free(buf);
     return out;
-}
-
-/* busy_all's intervals as islands, not merged: for timeline/busy.py's fused busy time, whose kernels' islands come
- * from the attribution (attribute's lanes) and are merged with these by busy_runs. */
-static PyObject *py_busy_islands(PyObject *self, PyObject *args) {
-    if (bind_now() < 0) return NULL;
-    const char *uri;
-    PyObject *list;
-    Guard gd = {NULL, 0, NULL, NULL, NULL};
-    if (!PyArg_ParseTuple(args, "sO|Oi", &uri, &list, &gd.budget, &gd.grain)) return NULL;
-    PyObject *seq = PySequence_Fast(list, "busy_islands: a sequence of SQL");
-    if (!seq) return NULL;
-    int nsql = (int)PySequence_Fast_GET_SIZE(seq);
-    const char **sqls = calloc(nsql + 1, sizeof *sqls);
-    if (!sqls) { Py_DECREF(seq); return PyErr_NoMemory(); }
-    for (int i = 0; i < nsql; i++) {
-        sqls[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
-        if (!sqls[i]) { free(sqls); Py_DECREF(seq); return NULL; }
-    }
-    Lanes ls = {0};
-    Err err = {{0}, 0};
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = busy_lanes_held(uri, sqls, nsql, &ls, 0, &gd, &err);
-    for (size_t i = 0; rc == 0 && i < ls.n; i++) lane_merge(&ls.l[i], 0);  /* sorted by start, nothing merged */
-    Py_END_ALLOW_THREADS
-    free(sqls);
-    Py_DECREF(seq);
-    PyObject *result = NULL;
-    if (guard_raised(&gd)) {
-        /* the signal's exception is the call's */
-    } else if (rc == 0) {
-        result = lanes_list(&ls, 0);
-    } else if (err.unsupported) {
-        result = Py_NewRef(Py_None);
-    } else {
-        PyErr_SetString(PyExc_RuntimeError, err.msg);
-    }
-    lanes_free(&ls);
-    return result;
 }
 
 /* One run of islands of one lane: int64 (start, end) pairs in start order, all kernels' or none. */
@@ -1491,16 +1475,7 @@ static PyObject *py_busy_runs(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    result = PyList_New(0);
-    for (size_t i = 0; result && i < ls.n; i++) {
-        Lane *l = &ls.l[i];
-        Busy *b = &parts[i];
-        PyObject *row = Py_BuildValue("(NN(LLLNLNL))", value_or_none(l->g, l->gnull), value_or_none(l->d, l->dnull),
-                                      b->busy, b->first, b->reach, value_or_none(b->kfirst, !b->has_kfirst),
-                                      b->below, value_or_none(b->klast, !b->has_klast), b->busy - b->upto);
-        if (!row || PyList_Append(result, row) < 0) Py_CLEAR(result);
-        Py_XDECREF(row);
-    }
+    result = lane_rows(&ls, parts);
     free(parts);
 done:
     free(runs);
@@ -1733,14 +1708,11 @@ static PyMethodDef methods[] = {
      "thread)]) of the (tid, start, end, name, process) ranges in the sweep's order; op_of(name) -> (op id, layer?, "
      "step?) once per distinct name. None when a value is not an integer, or a name not text (the Python decides)"},
     {"busy_all", py_busy_all, METH_VARARGS,
-     "busy_all(capture_uri, sqls[, budget, grain, hold]) -> ([(group, dev, busy_part's result)], restarted) over the (group, dev, "
-     "start, end, kernel) rows of every SQL, in no order, holding at most hold intervals per lane (0: all of them; restarted: a row "
-     "came too late for the window and every interval was held); None for a value that is not an integer (the SQL and Python "
-     "path decides)"},
-    {"busy_islands", py_busy_islands, METH_VARARGS,
-     "busy_islands(capture_uri, sqls[, budget, grain]) -> [(group, dev, kernel, bytes of int64 (start, end) pairs)]: the "
-     "islands of the (group, dev, start, end, kernel) rows of every SQL, kernels' and the rest apart, in start order; None "
-     "for a value that is not an integer"},
+     "busy_all(capture_uri, sqls[, budget, grain, hold, islands]) -> ([(group, dev, busy_part's result)], restarted) over the "
+     "(group, dev, start, end, kernel) rows of every SQL, in no order, holding at most hold intervals per lane (0: all of them; "
+     "restarted: a row came too late for the window and every interval was held); with islands, [(group, dev, kernel, bytes "
+     "of int64 (start, end) pairs)]: each lane's islands, kernels' and the rest apart, in start order. None for a value that "
+     "is not an integer (the SQL and Python path decides)"},
     {"busy_runs", py_busy_runs, METH_VARARGS,
      "busy_runs([(group, dev, kernel, bytes of int64 (start, end) pairs in start order)]) -> [(group, dev, busy_part's "
      "result)] of each lane's runs merged; None for a time past +-2^62 or a run out of order"},

@@ -17,7 +17,7 @@ import sqlite3  # loads the libsqlite3 that the helper binds to (and types table
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nvprof_wrap.system import limits
 from nvprof_wrap.timeline import guard
@@ -101,7 +101,8 @@ def busy_held(uri: str, sqls: list[str], hold: int) -> tuple[list[Row], bool] | 
     """busy_all's rows, at most `hold` intervals held per group and device (0: every one), and whether a row came
     too late for that window (then every interval was held: the tables were read a second time)."""
     with _budget(uri) as b:
-        return _cattr.busy_all(uri, sqls, b, limits.SQL_STEP_GRAIN, hold)
+        got = _cattr.busy_all(uri, sqls, b, limits.SQL_STEP_GRAIN, hold)
+    return None if got is None else cast(tuple[list[Row], bool], got)
 
 
 def busy_islands(uri: str, sqls: list[str]) -> list[Row] | None:
@@ -109,7 +110,8 @@ def busy_islands(uri: str, sqls: list[str]) -> list[Row] | None:
     rows of every SQL, each lane's kernels and the rest apart, in start order (every interval held: the copies and
     graph launches of a capture whose kernels the attribution reads); None when a value is not an integer."""
     with _budget(uri) as b:
-        return _cattr.busy_islands(uri, sqls, b, limits.SQL_STEP_GRAIN)
+        got = _cattr.busy_all(uri, sqls, b, limits.SQL_STEP_GRAIN, 0, True)
+    return None if got is None else cast(list[Row], got)
 
 
 def busy_runs(runs: list[Row]) -> list[Row] | None:
