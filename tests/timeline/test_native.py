@@ -275,6 +275,18 @@ def test_busy_time_in_windows_of_time_reads_the_same(monkeypatch, generated, win
 
 
 @built
+@pytest.mark.parametrize("most", [0, 19_999, 20_000])
+def test_past_the_fused_limit_the_busy_time_reads_the_kernels_itself(monkeypatch, generated, most) -> None:
+    """Fused only up to FUSED_MAX_LAUNCHES kernels (the islands held until the merge: 16 bytes each): past it the
+    busy time's own pass reads them in its bounded window, as before. The same capture either way."""
+    monkeypatch.setattr(nsys_sqlite, "FUSED_MAX_LAUNCHES", most)
+    plain, compiled, calls = both(monkeypatch, generated["two"])  # 20,000 launches
+    assert compiled == plain
+    fused = most > 19_999
+    assert (calls.get("busy_runs", 0), calls.get("busy_all", 0)) == ((1, 0) if fused else (0, 1))
+
+
+@built
 @pytest.mark.parametrize("name", ["two", "real", "no_pid"])
 def test_the_fused_busy_time_reads_the_same_in_forked_children(monkeypatch, generated, name) -> None:
     """A big capture, fused: the copies' islands and aggregates read in forked children beside the sweep (and the
