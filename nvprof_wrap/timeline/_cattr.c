@@ -1470,8 +1470,14 @@ static PyObject *py_busy_runs(PyObject *self, PyObject *args) {
             for (size_t j = a; j < z; j++)
                 if (runs[j].at < runs[j].n && (!at || runs[j].p[2 * runs[j].at] < at->p[2 * at->at])) at = &runs[j];
             if (!at) break;
-            busy_add(b, at->p[2 * at->at], at->p[2 * at->at + 1], at->k);
-            at->at++;
+            int64_t bound = INT64_MAX;  /* the next start of every other run: till then, this run's islands in a row */
+            for (size_t j = a; j < z; j++)
+                if (&runs[j] != at && runs[j].at < runs[j].n && runs[j].p[2 * runs[j].at] < bound)
+                    bound = runs[j].p[2 * runs[j].at];
+            do {  /* the slices' runs follow one another in time: each is taken nearly whole */
+                busy_add(b, at->p[2 * at->at], at->p[2 * at->at + 1], at->k);
+                at->at++;
+            } while (at->at < at->n && at->p[2 * at->at] <= bound);
         }
     }
     Py_END_ALLOW_THREADS
