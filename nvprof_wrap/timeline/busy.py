@@ -1,6 +1,7 @@
 """The busy time of a capture's GPUs: the length of the union of their kernel and copy intervals, per group (a
 process, a stream …) and device, in SQL or compiled (timeline/native.py), in one pass or in windows of time measured
-side by side in forked children and added up exactly."""
+side by side in forked children and added up exactly — or fused (BusyTime's fused): from the islands of the kernels
+that the compiled attribution takes as it reads them and those of the copies, merged exactly."""
 from __future__ import annotations
 
 import itertools
