@@ -1,6 +1,7 @@
 """The compiled passes of the Nsight Systems reader (timeline/_cattr.c), when they were built: the NVTX segment sweep,
-the per-op attribution of a slice of kernels, the busy-time union, the int64 columns the per-step series reads and
-the islands (gaps and islands) of its unions.
+the per-op attribution of a slice of kernels (which can take the kernels' busy-time islands as it reads them), the
+busy-time union (or its islands, and their merge: busy_islands, busy_runs), the int64 columns the per-step series
+reads and the islands (gaps and islands) of its unions.
 
 Each gives exactly what the Python and SQL it stands in for give (tests/timeline/test_native.py compares them on
 real and generated captures and on random ranges); measured on this project's 2-core machine, reading a generated
