@@ -1,7 +1,7 @@
-"""The run store: one SQLite database (written through sqlite-utils) holding aggregates of every
-capture of a run, the classification of each distinct kernel name, and counter evidence.
+"""The run store: one SQLite database holding aggregates of every capture of a run, the classification of each
+distinct kernel name, and counter evidence.
 
-This is the only module that imports sqlite_utils. Schema: docs/store-schema.md.
+This is the only module that imports sqlite_utils (on first use: database()). Schema: docs/store-schema.md.
 """
 from __future__ import annotations
 
@@ -49,10 +49,20 @@ def _import_sqlite_utils() -> types.ModuleType:
     return sqlite_utils
 
 
-if TYPE_CHECKING:  # the checker reads sqlite-utils' own types; at run time it is imported without pandas
-    import sqlite_utils as sqlite_utils  # re-exported: store/history.py writes through it too
-else:
-    sqlite_utils = _import_sqlite_utils()
+if TYPE_CHECKING:  # the checker reads sqlite-utils' own types; at run time it is imported on first use (database)
+    import sqlite_utils
+
+
+def database(conn: sqlite3.Connection) -> sqlite_utils.Database:
+    """sqlite-utils over a connection, imported on first use: the report's path reads and writes the store through
+    its sqlite3 connection alone, and importing sqlite-utils (with click, pluggy and dateutil) cost 32 ms of every
+    command's start-up (-X importtime, 2 cores). Without its plugins: loading them scans every installed
+    distribution's entry points (24 ms of each command here, more beside more packages), and a plugin's
+    prepare_connection hook has no business in a run store or the run history (store/history.py)."""
+    module = sys.modules.get("sqlite_utils") or _import_sqlite_utils()
+    db: sqlite_utils.Database = module.Database(conn, execute_plugins=False)
+    return db
+
 
 SCHEMA_VERSION = 2
 # The one data-version knob: change it whenever what a run store holds of a capture changes (what a reader extracts,
@@ -158,7 +168,7 @@ class Store(Queries):
         self.rebuilt_from: Path | None = None
         self.spilled: str | None = None  # the temporary folder an in-memory store moved to (spill)
         if self.path is None:
-            self.db = _database(sqlite3.connect(":memory:"))
+            self.conn = sqlite3.connect(":memory:")
             self._prepare()
             return
         files.refuse_sqlite_names(self.path, "run store")  # a link, FIFO or device there is refused, not followed
@@ -169,7 +179,7 @@ class Store(Queries):
         except sqlite3.DatabaseError as e:
             if _code(e) not in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
                 raise store_error(self.path, e) from None
-            self.db.conn.close()
+            self.conn.close()
             self._set_aside(self.path)
             try:
                 self._open(self.path)
@@ -177,8 +187,8 @@ class Store(Queries):
                 raise store_error(self.path, e2) from None
 
     def _open(self, path: Path) -> None:
-        self.db = _database(sqlite3.connect(files.sqlite_uri(path, "run store"), uri=True, timeout=BUSY_TIMEOUT_S))
-        self.db.execute("PRAGMA journal_mode=WAL")  # concurrent ingests and readers of one run store
+        self.conn = sqlite3.connect(files.sqlite_uri(path, "run store"), uri=True, timeout=BUSY_TIMEOUT_S)
+        self.conn.execute("PRAGMA journal_mode=WAL")  # concurrent ingests and readers of one run store
         self._prepare()
 
     def _set_aside(self, path: Path) -> None:
@@ -195,7 +205,7 @@ class Store(Queries):
     def _prepare(self) -> None:
         """Create the schema, or rebuild it for another data version: one transaction, so that concurrent
         first-time opens wait for each other (busy timeout) and never see half a schema."""
-        conn = self.db.conn
+        conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -212,7 +222,7 @@ class Store(Queries):
             raise
 
     def _create_schema(self) -> None:
-        conn = self.db.conn
+        conn = self.conn
         for name, cols in _TABLES.items():
             defs = [f"[{c}] {_SQL_TYPE[t]}" + (" PRIMARY KEY" if _KEYS.get(name) == (c,) and c == "id" else "")
                     for c, t in cols.items()]
@@ -229,7 +239,7 @@ class Store(Queries):
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
-        self.db.conn.close()
+        self.conn.close()
         if self.spilled is not None:
             import shutil
 
@@ -242,7 +252,7 @@ class Store(Queries):
         aggregates). True when it moved. Between ingests only: temporary tables do not move."""
         if self.path is not None or self.spilled is not None:
             return False
-        conn = self.db.conn
+        conn = self.conn
         if conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0] < most:
             return False
         from nvprof_wrap.system import tempdirs
@@ -260,30 +270,31 @@ class Store(Queries):
         conn.close()
         disk.execute("PRAGMA journal_mode=OFF")  # a scratch copy: nothing to recover after a crash
         disk.execute("PRAGMA synchronous=OFF")
-        self.db, self.spilled = _database(disk), folder
+        self.conn, self.spilled = disk, folder
         return True
 
     # ------------------------------------------------------------------ ingest
     def has(self, identity: str) -> bool:
-        return self.db.execute("SELECT 1 FROM captures WHERE identity=?", [identity]).fetchone() is not None
+        return self.conn.execute("SELECT 1 FROM captures WHERE identity=?", [identity]).fetchone() is not None
 
     def known_identity(self, file: str, st: os.stat_result) -> str | None:
         """The identity of a file ingested before and unchanged since (same path, size, mtime and inode): its
         content need not be hashed again."""
-        row = self.db.execute("SELECT identity FROM captures WHERE file = ? AND size = ? AND mtime_ns = ? AND ino = ?",
-                              [file, st.st_size, st.st_mtime_ns, st.st_ino]).fetchone()
+        row = self.conn.execute(
+            "SELECT identity FROM captures WHERE file = ? AND size = ? AND mtime_ns = ? AND ino = ?",
+            [file, st.st_size, st.st_mtime_ns, st.st_ino]).fetchone()
         return row[0] if row else None
 
     def forget_except(self, identities: Container[str]) -> int:
         """Remove every capture whose identity is not in ``identities`` (files overwritten or removed since
         they were ingested); returns how many."""
-        gone = [r[0] for r in self.db.execute("SELECT id, identity FROM captures") if r[1] not in identities]
+        gone = [r[0] for r in self.conn.execute("SELECT id, identity FROM captures") if r[1] not in identities]
         if gone:
             with self._writing():
                 marks = ",".join("?" * len(gone))
                 for table in (*_CHILDREN, *_SERIES):
-                    self.db.conn.execute(f"DELETE FROM {table} WHERE capture_id IN ({marks})", gone)
-                self.db.conn.execute(f"DELETE FROM captures WHERE id IN ({marks})", gone)
+                    self.conn.execute(f"DELETE FROM {table} WHERE capture_id IN ({marks})", gone)
+                self.conn.execute(f"DELETE FROM captures WHERE id IN ({marks})", gone)
         return len(gone)
 
     def ingest(self, capture: Capture, identity: str, st: os.stat_result, file: str) -> int | None:
@@ -292,7 +303,7 @@ class Store(Queries):
 
         Plain executemany inside one explicit IMMEDIATE transaction: sqlite-utils' insert_all commits on its
         own, which would let a killed ingest leave half a capture behind (tests/whole/test_reliability.py)."""
-        conn = self.db.conn
+        conn = self.conn
         with self._writing():
             if self.has(identity):
                 return None
@@ -311,7 +322,7 @@ class Store(Queries):
         return cid
 
     def _insert_series(self, cid: int, series: StepSeries) -> None:
-        conn = self.db.conn
+        conn = self.conn
         conn.execute("INSERT INTO series (capture_id, kind, source, bucket_ns, host, folded) VALUES (?, ?, ?, ?, ?, ?)",
                      (cid, series.kind, series.source, series.bucket_ns, series.host, series.folded))
         kinds, known = ("launch", "sync", "alloc", "other"), series.host != "none"
@@ -331,7 +342,7 @@ class Store(Queries):
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
         """One IMMEDIATE transaction (the write lock first: concurrent writers queue here)."""
-        conn = self.db.conn
+        conn = self.conn
         with self._errors():
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -356,12 +367,12 @@ class Store(Queries):
         # negative duration without its time) would be summed into every total.
         bad = "{c} IS NULL OR typeof({c}) NOT IN ('integer', 'real') OR {c} < 0"
         maybe = "typeof({c}) NOT IN ('integer', 'real', 'null') OR {c} < 0"  # NULL: launches without a time
-        n = self.db.execute(f"SELECT COUNT(*) FROM kernels WHERE name IS NULL OR {bad.format(c='launches')} OR "
-                            f"{maybe.format(c='total_ns')}").fetchone()[0]
-        m = self.db.execute(f"SELECT COUNT(*) FROM memops WHERE {bad.format(c='count')} OR {bad.format(c='total_ns')} "
-                            f"OR {maybe.format(c='bytes')}").fetchone()[0]
-        o = self.db.execute(f"SELECT COUNT(*) FROM ops WHERE {bad.format(c='launches')} OR "
-                            f"{maybe.format(c='total_ns')}").fetchone()[0]
+        n = self.conn.execute(f"SELECT COUNT(*) FROM kernels WHERE name IS NULL OR {bad.format(c='launches')} OR "
+                              f"{maybe.format(c='total_ns')}").fetchone()[0]
+        m = self.conn.execute(f"SELECT COUNT(*) FROM memops WHERE {bad.format(c='count')} OR "
+                              f"{bad.format(c='total_ns')} OR {maybe.format(c='bytes')}").fetchone()[0]
+        o = self.conn.execute(f"SELECT COUNT(*) FROM ops WHERE {bad.format(c='launches')} OR "
+                              f"{maybe.format(c='total_ns')}").fetchone()[0]
         if n or m or o:
             rows = ", ".join(f"{k:,} {what} row(s)" for k, what in ((n, "kernel"), (m, "memory-operation"), (o, "op"))
                              if k)
@@ -379,40 +390,36 @@ class Store(Queries):
         names = [f.name for f in fields(rows[0]) if f.name in _TABLES[table]]
         sql = f"INSERT INTO {table} (capture_id, {', '.join(names)}) VALUES ({int(cid)}, {', '.join('?' * len(names))})"
         get = operator.attrgetter(*names)
-        self.db.conn.executemany(sql, map(get, rows) if len(names) > 1 else ((get(r),) for r in rows))
+        self.conn.executemany(sql, map(get, rows) if len(names) > 1 else ((get(r),) for r in rows))
 
     def set_ranks(self, ranks: dict[int, int]) -> None:
         """Label processes with the distributed rank their launcher gave them (from a run manifest)."""
-        with self._errors(), self.db.conn:
-            self.db.conn.executemany("UPDATE processes SET rank = ? WHERE pid = ? AND rank IS NULL",
+        with self._errors(), self.conn:
+            self.conn.executemany("UPDATE processes SET rank = ? WHERE pid = ? AND rank IS NULL",
                                      [(r, pid) for pid, r in ranks.items()])
 
     def add_static(self, verdicts: Iterable[StaticVerdict]) -> None:
         """Compiled-code evidence (classify/static.py, classify/xla_hlo.py), one row per kernel name; a store from
-        before the precision column gains it."""
-        with self._errors(), self.db.conn:
-            self.db.table("static_evidence").upsert_all((asdict(v) for v in verdicts), pk="name", alter=True)
+        before the precision column gains it. None: nothing written, and sqlite-utils not imported (database)."""
+        rows = [asdict(v) for v in verdicts]
+        if not rows:
+            return
+        with self._errors(), self.conn:
+            database(self.conn).table("static_evidence").upsert_all(rows, pk="name", alter=True)
 
     def add_classifications(self, classifications: Iterable[Classification], rules_version: str) -> None:
         """Name-rule verdicts, cached per rules version (pipeline/evidence.py decides what to add)."""
-        with self._errors(), self.db.conn:  # one executemany (asdict and sqlite-utils' batches: 0.07 s, 1.5k names)
-            self.db.conn.executemany(
+        with self._errors(), self.conn:  # one executemany (asdict and sqlite-utils' batches: 0.07 s, 1.5k names)
+            self.conn.executemany(
                 "INSERT OR IGNORE INTO classifications (name, rules_version, tensor_core, precision, family, reason, "
                 "rule) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 ((c.name, rules_version, c.tensor_core, c.precision, c.family, c.reason, c.rule)
                  for c in classifications))
 
     def rows(self, sql: str, params: Iterable[object] = ()) -> list[Row]:
-        cur = self.db.execute(sql, list(params))
+        cur = self.conn.execute(sql, list(params))
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
-
-
-def _database(conn: sqlite3.Connection) -> sqlite_utils.Database:
-    """sqlite-utils over our connection, without its plugins: loading them scans every installed distribution's
-    entry points (24 ms of each command here, more beside more packages), and a plugin's prepare_connection hook
-    has no business in a run store."""
-    return sqlite_utils.Database(conn, execute_plugins=False)
 
 
 def file_identity(path: Path, chunk: int = 1 << 20) -> str:

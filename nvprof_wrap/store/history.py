@@ -23,12 +23,15 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.run.protocol import RunRow
-from nvprof_wrap.store import sqlite_utils
+from nvprof_wrap.store import database
 from nvprof_wrap.system import bounded, files
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 TABLE = "runs"
 PK = ("folder", "scope")
@@ -168,7 +171,7 @@ def scope_of(report: Recorded) -> str:
 
 def _db(p: Path) -> sqlite_utils.Database:
     p.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite_utils.Database(sqlite3.connect(files.sqlite_uri(p, "run history"), uri=True), execute_plugins=False)
+    db = database(sqlite3.connect(files.sqlite_uri(p, "run history"), uri=True))
     db.conn.execute("PRAGMA busy_timeout = 10000")
     if TABLE not in db.table_names():
         db.table(TABLE).create(COLUMNS, pk=PK, if_not_exists=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    import sqlite3
 
 # One row of a query, column name → SQLite value (int, float, str, bytes or None): what a SELECT gives is only known
 # at run time, so its values are Any; the rows that stages other than the report read are typed records below.
@@ -113,7 +113,7 @@ _OP_COLUMNS = ("op", "scope")
 class Queries:
     """Mixed into Store: ``rows(sql, params)`` is the one primitive they use."""
 
-    db: Database  # Store's connection, through sqlite-utils
+    conn: sqlite3.Connection  # Store's connection
 
     def rows(self, sql: str, params: Iterable[object] = ()) -> list[Row]:  # pragma: no cover - Store defines it
         raise NotImplementedError
@@ -205,7 +205,7 @@ class Queries:
         """(step, kernel name, ns) of the captures' step kernels, one per process, as stored: whoever reads them
         sums them (a GROUP BY here sorted ~60k rows by their names for nothing, and a dict a row cost as much)."""
         marks = ",".join(str(int(c)) for c in captures) or "NULL"
-        return cast(list[tuple[int, str, int]], self.db.execute(
+        return cast(list[tuple[int, str, int]], self.conn.execute(
             f"SELECT step, name, total_ns FROM step_kernels WHERE capture_id IN ({marks})").fetchall())
 
     def step_part_rows(self, captures: list[int]) -> list[Row]:
@@ -241,7 +241,7 @@ class Queries:
 
     def write_verdicts(self, rows: list[tuple[object, ...]]) -> None:
         """(capture_id, device_id, name, *VERDICT_COLUMNS) rows into temp.t_verdicts (replaced)."""
-        db = self.db.conn
+        db = self.conn
         db.execute("DROP TABLE IF EXISTS temp.t_verdicts")
         # typed as the kernels table: an untyped column would not use its index against kernels (an O(ranks²) join)
         db.execute(f"CREATE TEMP TABLE t_verdicts (capture_id INTEGER, device_id INTEGER, name TEXT, "
@@ -307,7 +307,7 @@ class Queries:
     def index_ranks(self) -> None:
         """temp.t_ranked: (capture, pid) → rank, keyed — the rank queries join it per kernel row (as a subquery
         it was scanned per row: 2.3 s a query at 256 ranks). Made afresh: the store may have taken captures since."""
-        db = self.db.conn
+        db = self.conn
         db.execute("DROP TABLE IF EXISTS temp.t_ranked")
         db.execute("CREATE TEMP TABLE t_ranked (capture_id INTEGER, pid INTEGER, rank INTEGER, "
                    "PRIMARY KEY (capture_id, pid))")
@@ -399,7 +399,7 @@ class Queries:
             verdicts.setdefault((v["capture_id"], v["name"]), (v["tensor_core"], v["precision"]))
         out: dict[tuple[str, str], OpKernelRow] = {}
         # streamed from the cursor, a tuple at a time: one row per (op, name, capture) is 113k rows at 256 ranks
-        for op, name, capture_id, launches, ns in self.db.execute(
+        for op, name, capture_id, launches, ns in self.conn.execute(
                 f"SELECT {column}, name, capture_id, SUM(launches), SUM(total_ns) FROM ops "
                 f"GROUP BY {column}, name, capture_id"):
             verdict = verdicts.get((capture_id, name))
@@ -426,13 +426,13 @@ class Queries:
 
     def launches_by_process(self) -> list[tuple[int, int | None, str, int, int]]:
         """(capture id, pid, kernel name, launches, ns) of every kernel name each process launched."""
-        return cast(list[tuple[int, int | None, str, int, int]], self.db.execute(
+        return cast(list[tuple[int, int | None, str, int, int]], self.conn.execute(
             f"SELECT capture_id, pid, name, SUM(launches), COALESCE(SUM(total_ns), 0) FROM {_TIMED} "
             "GROUP BY capture_id, pid, name").fetchall())
 
     def launches_in_xla_ranges(self) -> list[tuple[int, int | None, str, str, int, int]]:
         """(capture id, pid, XLA's execution range, kernel name, launches, ns) of the launches inside one."""
-        return cast(list[tuple[int, int | None, str, str, int, int]], self.db.execute(
+        return cast(list[tuple[int, int | None, str, str, int, int]], self.conn.execute(
             "SELECT capture_id, pid, CASE WHEN scope LIKE ? THEN scope ELSE op END, name, SUM(launches), "
             "COALESCE(SUM(total_ns), 0) FROM ops WHERE scope LIKE ? OR op LIKE ? GROUP BY 1, 2, 3, 4",
             [steps.XLA_MODULE_PREFIX + "%"] * 3).fetchall())
@@ -440,7 +440,7 @@ class Queries:
     def launches_in_xla_thunks(self) -> list[tuple[int, int | None, str, str, str, int, int]]:
         """(capture id, pid, XLA's execution range, the thunk's range inside it, kernel name, launches, ns) of the
         launches XLA ran outside CUDA graphs (classify/xla_flops.py per_thunk)."""
-        return cast(list[tuple[int, int | None, str, str, str, int, int]], self.db.execute(
+        return cast(list[tuple[int, int | None, str, str, str, int, int]], self.conn.execute(
             "SELECT capture_id, pid, scope, op, name, SUM(launches), COALESCE(SUM(total_ns), 0) FROM ops "
             "WHERE scope LIKE ? AND op LIKE 'Thunk:#%' GROUP BY 1, 2, 3, 4, 5",
             [steps.XLA_MODULE_PREFIX + "%"]).fetchall())
@@ -448,7 +448,7 @@ class Queries:
     def write_xla_flops(self, rows: list[tuple[object, ...]]) -> None:
         """(capture_id, pid, op, name, precision, flops, launches, total_ns) rows of FLOPs from XLA's dump into
         temp.t_op_flops (replaced): derived per report from the dumps it is given, never kept in the store."""
-        db = self.db.conn
+        db = self.conn
         db.execute(f"DROP TABLE IF EXISTS {_XLA_FLOPS}")
         db.execute("CREATE TEMP TABLE t_op_flops (capture_id INTEGER, pid INTEGER, op TEXT, name TEXT, "
                    "precision TEXT, flops FLOAT, launches INTEGER, total_ns INTEGER)")

@@ -23,6 +23,7 @@ import struct
 import subprocess
 import sys
 from functools import lru_cache
+from typing import Any
 
 from nvprof_wrap.system.fork import fork_quietly
 from nvprof_wrap.system.lifeline import die_with_parent, fork_is_safe
@@ -34,10 +35,18 @@ from nvprof_wrap.system.limits import (
     MAX_NAME_CHARS,
 )
 
-try:  # cxxfilt calls libstdc++'s __cxa_demangle in-process: no subprocess per name
-    import cxxfilt as _cxxfilt
-except Exception:  # noqa: BLE001 - pragma: no cover - depends on the machine
-    _cxxfilt = None
+
+@lru_cache(maxsize=1)
+def _cxxfilt() -> Any:
+    """cxxfilt — libstdc++'s __cxa_demangle called in-process: no subprocess per name —, or None where it cannot be
+    loaded. Imported for the first mangled name, not with this module: 4.7 ms of every command's start-up (-X
+    importtime), and most captures (Nsight Systems', Kineto's) hold their names demangled already."""
+    try:
+        import cxxfilt
+    except Exception:  # noqa: BLE001 - pragma: no cover - depends on the machine
+        return None
+    return cxxfilt
+
 
 _MANGLED = re.compile(r"_Z[\w.$]+")
 _BACK_REFERENCE = re.compile(r"[ST][0-9A-Z]*_|fp[0-9]*_|fL")
@@ -51,7 +60,7 @@ def demangle(name: str) -> str:
         return name
     if len(name) > MAX_NAME_CHARS or not _MANGLED.fullmatch(name):
         return name
-    if _cxxfilt is None:
+    if _cxxfilt() is None:
         return _cplusfilt(name)
     if not _BACK_REFERENCE.search(name[2:]):
         return _in_process(name)
@@ -70,7 +79,7 @@ def demangle(name: str) -> str:
 
 def _in_process(name: str) -> str:
     try:
-        return str(_cxxfilt.demangle(name, external_only=False))
+        return str(_cxxfilt().demangle(name, external_only=False))
     except Exception:  # noqa: BLE001 - cxxfilt raises its own InvalidName; any failure keeps the raw name
         return name
 
@@ -194,7 +203,7 @@ def _serve(inp: int, out: int, parent: int | None = None) -> None:
             return
         name = _read_exactly(inp, _FRAME.unpack(head)[1], 1e9).decode()
         try:
-            text = _cxxfilt.demangle(name, external_only=False)
+            text = _cxxfilt().demangle(name, external_only=False)
             reply = (2, b"") if len(text) > DEMANGLE_MAX_CHARS else (0, text.encode())
         except Exception:  # noqa: BLE001 - InvalidName, or MemoryError under the limit
             reply = (1, b"")

@@ -145,8 +145,8 @@ def test_a_read_only_store_is_reported_never_renamed(tmp_path):
 def test_a_full_disk_is_reported_as_such(tmp_path):
     """SQLite's own 'database or disk is full' (a page limit stands in for the disk): one line, not 'damaged'."""
     s = Store(tmp_path / "run.sqlite")
-    pages = s.db.execute("PRAGMA page_count").fetchone()[0]
-    s.db.execute(f"PRAGMA max_page_count = {pages}")
+    pages = s.conn.execute("PRAGMA page_count").fetchone()[0]
+    s.conn.execute(f"PRAGMA max_page_count = {pages}")
     with pytest.raises(IOFailure, match="disk full while writing the run store"):  # the machine's: exit 74
         ingest(s, [PUBLIC / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite"])
     assert s.rows("SELECT COUNT(*) AS n FROM captures")[0]["n"] == 0
@@ -157,8 +157,8 @@ def test_null_launches_in_a_store_is_one_line(capsys, tmp_path):
     path = tmp_path / "run.sqlite"
     s = Store(path)
     ingest(s, [CAPTURE])
-    s.db.execute("UPDATE kernels SET launches = NULL")
-    s.db.conn.commit()
+    s.conn.execute("UPDATE kernels SET launches = NULL")
+    s.conn.commit()
     s.close()
     code, out, err = run(capsys, "report", CAPTURE, "--store", path)
     one_line_error(code, out, err, str(path), "damaged run store")
@@ -244,3 +244,33 @@ def test_a_big_in_memory_store_moves_to_a_temporary_file_and_gives_the_same_repo
     assert got.kernels == want.kernels and got.processes == want.processes and got.ranks == want.ranks
     st.close()
     assert not os.path.exists(where)
+
+
+def test_a_report_does_not_import_sqlite_utils_or_cxxfilt_and_a_write_that_needs_sqlite_utils_gets_it(tmp_path):
+    """The report's path reads and writes the store through its sqlite3 connection: sqlite-utils (32 ms of start-up
+    with click, pluggy and dateutil) is imported only for a write that needs it — static evidence's upsert that may
+    add a column — and cxxfilt (4.7 ms) only for a mangled name. Both still work there."""
+    sample = ROOT / "nvprof_wrap" / "samples" / "torch_ops" / "nsys_torch_ops.sqlite"
+    code = (
+        "import sys, json, io, contextlib\n"
+        "from nvprof_wrap.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out): rc = main(['report', sys.argv[1], '--format', 'json'])\n"
+        "report_modules = {m: m in sys.modules for m in ('sqlite_utils', 'cxxfilt')}\n"
+        "from nvprof_wrap.store import Store\n"
+        "from nvprof_wrap.classify.static import StaticVerdict\n"
+        "s = Store(); s.add_static([StaticVerdict('k', 'yes', 'HMMA', 'triton-cache', 'fp16')])\n"
+        "row = s.conn.execute('SELECT name, tensor_core, precision FROM static_evidence').fetchall()\n"
+        "from nvprof_wrap.text.demangle import demangle\n"
+        "print(json.dumps({'rc': rc, 'kernels': len(json.loads(out.getvalue())['kernels']), 'report': report_modules,"
+        " 'static': row, 'after': 'sqlite_utils' in sys.modules, 'demangled': demangle('_Z3fooi')}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(ROOT),
+                                                                       "NVPROF_WRAP_HISTORY": "off"}
+    r = subprocess.run([sys.executable, "-c", code, str(sample)], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["rc"] == 0 and got["kernels"] > 0
+    assert got["report"] == {"sqlite_utils": False, "cxxfilt": False}
+    assert got["static"] == [["k", "yes", "fp16"]] and got["after"] is True
+    assert got["demangled"] == "foo(int)"
