@@ -288,13 +288,38 @@ def test_one_and_twenty_100k_character_names_are_shortened_in_linear_time(kind, 
 def test_shortening_cost_is_linear_in_the_name_length():
     from nvprof_wrap.text.names import shorten, shorten_all
 
-    for make in (lambda n: "k" * n, lambda n: "x" + "<" * (n // 2) + ">" * (n // 2), lambda n: "ab1" * (n // 3)):
+    for make in (lambda n: "k" * n, lambda n: "x" + "<" * (n // 2) + ">" * (n // 2), lambda n: "ab1" * (n // 3),
+                 lambda n: "k(" + ")" * n, lambda n: "k" + "(" * n + ")", lambda n: "k" + "()" * (n // 2),
+                 lambda n: "k(" + "a" * n + ")"):
         t = time.perf_counter()
         shorten(make(200_000), 48)
         shorten_all([make(200_000) + str(i) for i in range(20)], 90)
         # ~1.0 s for the worst shape on an idle 2-core machine; the quadratic code took 58 s for ONE 100k name: a
         # generous bound keeps a loaded CI machine from failing a linear implementation
         assert time.perf_counter() - t < 8
+
+
+def _without_parameters_by_character(name: str, whole_if_all: bool = False) -> str:
+    """text/names.without_parameters as it was written first: one character at a time from the right."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        if name[i] == ")":
+            depth += 1
+        elif name[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return name[:i] if i > 0 or not whole_if_all else name
+    return name
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="ab()<>, ", max_size=24), st.booleans())
+def test_a_names_parameter_list_is_cut_where_the_character_walk_cut_it(name, whole_if_all):
+    from nvprof_wrap.text.names import without_parameters
+
+    assert without_parameters(name, whole_if_all) == _without_parameters_by_character(name, whole_if_all)
 
 
 def test_look_alike_names_still_show_where_they_differ():
