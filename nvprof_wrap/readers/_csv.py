@@ -55,16 +55,45 @@ def rows(lines: Iterable[str], keep: Callable[[str], bool], path: Path | None = 
     its lines are one row), those whose first line ``keep`` accepts. Filtering lines before the parser (profiler
     messages, the program's output) dropped the second line of a quoted kernel name holding a line break, and the
     parser then took the rows after it into the name: half the launches lost. A field is bounded by the csv
-    module's field size limit, a line by the caller's line reader."""
+    module's field size limit — a longer one within one line by MAX_LINE_BYTES (long_row) —, a line by the caller's
+    line reader."""
     source = _FirstLine(lines)
     reader = csv.reader(source)
+    while True:  # once, unless a row is read again (long_row): csv's reader goes on with the line after it
+        try:
+            for row in reader:
+                if source.first is not None and keep(source.first):  # a row read has its first line
+                    yield row
+                source.first = None
+            return
+        except csv.Error as e:
+            # a field past csv's limit: the row's first line alone, read again where it is the whole row (long_row;
+            # were it not, csv would have ended the row there and read no further)
+            again = long_row(source.first) if LIMIT_ERROR in str(e) and source.first is not None else None
+            if again is None:
+                raise BadInput(path, f"CSV not readable at line {reader.line_num:,} ({e})") from None
+        if source.first is not None and keep(source.first):
+            yield again
+        source.first = None
+
+
+LIMIT_ERROR = "field larger than field limit"  # csv.Error's text for a field past csv.field_size_limit()
+
+
+def long_row(line: str) -> list[str] | None:
+    """One line as a CSV row whose fields may reach MAX_LINE_BYTES, or None where it is not a whole row by itself:
+    for a line that csv refused for a field past its limit (131,072 characters by default: a kernel name with a long
+    template, which every other format reads and _validate cuts at MAX_NAME_CHARS with a note). Read strictly — every
+    quote closed within the line, nothing after a closing quote — so that a quote left open, whose field would run
+    over the lines after it, is still refused; and the process's csv limit is its own again afterwards (one for the
+    whole process: a program that imports us keeps its own)."""
+    before = csv.field_size_limit(MAX_LINE_BYTES)
     try:
-        for row in reader:
-            if source.first is not None and keep(source.first):  # a row read has its first line
-                yield row
-            source.first = None
-    except csv.Error as e:
-        raise BadInput(path, f"CSV not readable at line {reader.line_num:,} ({e})") from None
+        return next(csv.reader([line], strict=True), None)
+    except csv.Error:
+        return None
+    finally:
+        csv.field_size_limit(before)
 
 
 class _FirstLine:

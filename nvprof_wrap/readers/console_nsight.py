@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from nvprof_wrap.classify import gpus
 from nvprof_wrap.classify.counters import DURATION
 from nvprof_wrap.model import Gpu, KernelAgg, MemAgg, OpAgg, merge_kernels, merge_memops
-from nvprof_wrap.readers._csv import TIME_UNITS_NS, number
+from nvprof_wrap.readers._csv import LIMIT_ERROR, TIME_UNITS_NS, long_row, number
 from nvprof_wrap.readers._no_kernels import LAUNCH_NAME
 from nvprof_wrap.readers.ncu_csv import _Launch
 from nvprof_wrap.readers.nsys_stats_csv import NVTX_NOTE, _direction, merge_ops, nvtx_split
@@ -98,7 +98,13 @@ def _pipe_cells(line: str, n: int = 0) -> list[str]:
 
 
 def _csv_cells(line: str) -> list[str]:
-    return [c.strip() for c in next(csv.reader([line.strip()]), [])]
+    try:
+        cells = next(csv.reader([line.strip()]), [])
+    except csv.Error as e:  # a name past csv's field limit: the line read again with a longer one (_csv.long_row)
+        if LIMIT_ERROR not in str(e) or (row := long_row(line.strip())) is None:
+            raise
+        cells = row
+    return [c.strip() for c in cells]
 
 
 def _header_kind(head: list[str]) -> str | None:

@@ -28,6 +28,7 @@ from nvprof_wrap.readers import _bounded, _trace_events
 from nvprof_wrap.readers._bounded import BoundedJSON
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH
 from tests._paths import ROOT
+from tests.readers.test_bounds import one_line_error
 
 TC_NAME = "volta_h884gemm_64x64_ldg8_nn"
 PROPS = settings(max_examples=60, deadline=None, derandomize=True,
@@ -455,3 +456,53 @@ def test_the_vectorised_template_folding_equals_the_loop(name, depth):
         assert got == names._collapse_templates(name, depth)
     finally:
         names._VECTOR_FROM = old
+
+
+# ------------------------------------------------------------------ CSV fields past csv's default limit
+_STATS_HEAD = ('"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)",'
+               '"Name"')
+_LONG_NAME = "void big_kernel<" + ", ".join(["float"] * 30_000) + ">(int)"  # 210,020 characters
+
+
+def _stats_rows(name: str) -> list[str]:
+    return [f'60.0,6000,10,600.0,600.0,500,700,10.0,"{name}"',
+            '40.0,4000,10,400.0,400.0,300,500,10.0,"volta_h884gemm_64x64_ldg8_nn"']
+
+
+@pytest.mark.parametrize("layout", ["stats csv", "console log"])
+def test_a_kernel_name_past_csvs_default_field_limit_is_read_and_cut_as_in_every_format(tmp_path, layout):
+    """csv's default field limit (131,072 characters) refused a whole `nsys stats --format csv` file — or a console log
+    holding that table — for one long template name on one line; that line is read again with a longer limit
+    (_csv.long_row), the name cut at MAX_NAME_CHARS with the note every reader's long names get, the other rows as
+    they are, and the process's own csv limit left as it was."""
+    import csv
+
+    from nvprof_wrap import readers
+    from nvprof_wrap.system.limits import MAX_NAME_CHARS
+
+    if layout == "stats csv":
+        path, lines = tmp_path / "kern_sum.csv", [_STATS_HEAD, *_stats_rows(_LONG_NAME)]
+    else:
+        path, lines = tmp_path / "nsys_stats.log", [
+            "Processing [report1.sqlite] with [/opt/nsys/reports/cuda_gpu_kern_sum.py]... ", "", _STATS_HEAD,
+            *_stats_rows(_LONG_NAME), "", "the job's own output"]
+    path.write_text("\n".join(lines) + "\n")
+    before = csv.field_size_limit()
+    capture = readers.read(path)
+    assert csv.field_size_limit() == before
+    by_name = {k.name: k for k in capture.kernels}
+    assert by_name["volta_h884gemm_64x64_ldg8_nn"].launches == 10
+    long = next(k for k in capture.kernels if k.name.startswith("void big_kernel<"))
+    assert long.launches == 10 and long.total_ns == 6000 and long.name == _LONG_NAME[:MAX_NAME_CHARS] + "…"
+    assert any("1 name(s) longer than 100,000 characters were cut" in n for n in capture.notes)
+
+
+def test_a_long_field_whose_quote_stays_open_past_its_line_is_still_refused(tmp_path, capsys):
+    """Only a row that is whole on its one line is read again: a quote left open on a line past csv's limit (its field
+    would run over the rows after it) is refused as before, naming the line."""
+    path = tmp_path / "kern_sum.csv"
+    rows = _stats_rows(_LONG_NAME)
+    path.write_text("\n".join([_STATS_HEAD, rows[0].removesuffix('"'), rows[1], rows[1]]) + "\n")
+    code = main(["report", str(path)])
+    out, err = capsys.readouterr()
+    one_line_error(code, out, err, "kern_sum.csv", "CSV not readable at line 2", "field larger than field limit")
