@@ -6,7 +6,7 @@ does not grow with the number of launches.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 # The name a CUDA graph launch gets where a capture has the launch but not its kernels (readers/_nsys_graphs.py):
@@ -226,6 +226,48 @@ class StepKernel:
 
 
 @dataclass(frozen=True)
+class StepKernels:
+    """A series' kernels per (process, step, name) — StepKernel's rows — held as columns, one tuple each: a long
+    series has tens of thousands of rows (60 time buckets x ~1,000 names at 1M launches), which as an object each
+    cost a few µs apiece at every stage (made, sent back from the series' worker, checked, stored). names: the
+    distinct names, each once, in the order the rows first name them; name: each row's index into names."""
+
+    names: tuple[str, ...] = ()
+    pid: tuple[int | None, ...] = ()
+    step: tuple[int, ...] = ()
+    name: tuple[int, ...] = ()
+    launches: tuple[int, ...] = ()
+    total_ns: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, rows: Iterable[StepKernel]) -> StepKernels:
+        """The columns of StepKernel rows, in their order."""
+        index: dict[str, int] = {}
+        pid, step, name, launches, total_ns = [], [], [], [], []
+        for r in rows:
+            pid.append(r.pid)
+            step.append(r.step)
+            name.append(index.setdefault(r.name, len(index)))
+            launches.append(r.launches)
+            total_ns.append(r.total_ns)
+        return cls(tuple(index), tuple(pid), tuple(step), tuple(name), tuple(launches), tuple(total_ns))
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def rows(self) -> Iterator[StepKernel]:
+        """The rows as StepKernel records, one at a time."""
+        return map(StepKernel, self.pid, self.step, map(self.names.__getitem__, self.name), self.launches,
+                   self.total_ns)
+
+    __iter__ = rows  # `for k in series.kernels` gives StepKernel records, as when they were held one each
+
+    def named(self) -> Iterator[tuple[int | None, int, str, int, int]]:
+        """The rows as (pid, step, name, launches, total_ns) tuples: the store's columns, no record made."""
+        return zip(self.pid, self.step, map(self.names.__getitem__, self.name), self.launches, self.total_ns)
+
+
+@dataclass(frozen=True)
 class StepCollective:
     """The nth (from 0) communication kernel (NCCL …) that started in one step of one process, and when (the
     capture's own clock: nsys's is from its session's start): timeline/collectives.py."""
@@ -246,7 +288,7 @@ class StepSeries:
     bucket_ns: int | None
     host: str  # which CUDA calls were recorded: "all" | "launch, sync, alloc" | "launch" | "none"
     steps: tuple[StepAgg, ...]
-    kernels: tuple[StepKernel, ...]
+    kernels: StepKernels  # per (process, step, name)
     folded: int = 1  # steps per row: consecutive steps merged when there are more than timeline/series.MAX_STEPS
     collectives: tuple[StepCollective, ...] = ()  # the communication kernels' starts per step: stragglers
 

@@ -10,9 +10,9 @@ import functools
 import math
 import operator
 import typing
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from nvprof_wrap.model import Capture, KernelAgg, MemAgg
+from nvprof_wrap.model import Capture, KernelAgg, MemAgg, StepKernels
 from nvprof_wrap.system.limits import MAX_NAME_CHARS
 from nvprof_wrap.text import demangle
 
@@ -150,7 +150,45 @@ def _all_as_is(rows: tuple[object, ...], cls: type[DataclassInstance] | None) ->
     return True
 
 
+# StepKernels' number columns: (column, whether a row may have none, the lowest value it may hold)
+_STEP_KERNEL_COLUMNS = (("pid", True, -_INT64), ("step", False, -_INT64), ("name", False, 0), ("launches", False, 0),
+                        ("total_ns", False, -_INT64))
+
+
+def _step_kernels(k: StepKernels) -> StepKernels:
+    """A series' step kernels checked column by column (tens of thousands of rows in a long series: no object a
+    row): each column a tuple, all as long; numbers integers within int64 (floats and bools made integers, as
+    _int makes them), launches not negative, each row's name an index into names; names cut as every name is.
+    The record itself where nothing changes."""
+    columns: dict[str, tuple[Any, ...]] = {}
+    for f in ("names", *(c for c, _none, _lo in _STEP_KERNEL_COLUMNS)):
+        col = getattr(k, f)
+        if not isinstance(col, tuple):
+            raise ValueError(f"StepKernels.{f} is not a sequence")  # noqa: TRY004 (bad input: validate's ValueError)
+        columns[f] = col
+    if len({len(columns[c]) for c, _none, _lo in _STEP_KERNEL_COLUMNS}) > 1:
+        raise ValueError("StepKernels' columns are not all as long")
+    names = columns["names"]
+    if set(map(type, names)) - {str} or (names and max(map(len, names)) > MAX_NAME_CHARS) or \
+            "\x00" in "".join(names):
+        columns["names"] = tuple(_text(v) or "" for v in names)
+    for c, none, lo in _STEP_KERNEL_COLUMNS:
+        col = columns[c]
+        if set(map(type, col)) - ({int, type(None)} if none else {int}):
+            col = columns[c] = tuple(map(_int, col))
+            if not none and None in col:
+                raise ValueError(f"StepKernels.{c} is missing in a row")
+        held = [v for v in col if v is not None] if none else col
+        hi = len(names) if c == "name" else _INT64
+        if held and (min(held) < lo or max(held) >= hi):
+            what = "negative" if c == "launches" else "out of range"
+            raise ValueError(f"StepKernels.{c} holds a value {what}")
+    return k if all(columns[f] is getattr(k, f) for f in columns) else StepKernels(**columns)
+
+
 def _clean(obj: _Record) -> _Record:
+    if isinstance(obj, StepKernels):
+        return cast(_Record, _step_kernels(obj))
     if _as_is(obj):
         return obj
     values: dict[str, object] = {}

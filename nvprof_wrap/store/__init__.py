@@ -101,7 +101,9 @@ SCHEMA_VERSION = 2
 # -28: the JAX / TensorFlow profilers' step marks (StepTraceAnnotation) in XSpace and trace JSON captures.
 # -29: each step's communication kernels' starts (table step_collectives; issue 47).
 # -30: FLOPs from the op shapes `run --annotate torch` records in NVTX ranges (readers/_nvtx_flops.py; issue 41).
-DATA_VERSION = "2026.12.03-30"
+# -31: a series' step kernels held as columns (model.StepKernels): a summary written before holds them one record
+# each, and is refused as another version's (the store's tables are as they were).
+DATA_VERSION = "2026.12.03-31"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {
@@ -334,7 +336,8 @@ class Store(Queries):
               r.compute_busy_ns,
               *((dict(r.api_ns).get(k, 0) if known else None) for k in kinds),
               r.api_union_ns) for r in series.steps))
-        self._insert("step_kernels", cid, series.kernels)
+        conn.executemany(f"INSERT INTO step_kernels (capture_id, pid, step, name, launches, total_ns) "  # columns
+                         f"VALUES ({int(cid)}, ?, ?, ?, ?, ?)", series.kernels.named())  # zipped: no record a row
         self._insert("step_collectives", cid, series.collectives)
         conn.executemany("INSERT INTO step_parts (capture_id, pid, step, part, ns) VALUES (?, ?, ?, ?, ?)",
                          ((cid, r.pid, r.step, part, ns) for r in series.steps for part, ns in r.parts_ns))
@@ -386,7 +389,7 @@ class Store(Queries):
         # The model's rows are flat: their fields as they are (dataclasses.astuple deep-copies each value: 0.35 s
         # for the 6,000 op rows of a torch.profiler trace), those the table keeps (a Gpu's driver is the manifest's).
         # The capture's id is written into the statement and each row is one attrgetter call: no Python frame per
-        # row (half the time of a generator's tuple for the ~60k step kernels of a long series).
+        # row (half the time of a generator's tuple per row).
         names = [f.name for f in fields(rows[0]) if f.name in _TABLES[table]]
         sql = f"INSERT INTO {table} (capture_id, {', '.join(names)}) VALUES ({int(cid)}, {', '.join('?' * len(names))})"
         get = operator.attrgetter(*names)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import bisect
 import sqlite3
-from collections.abc import Iterable
 from typing import Any
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
-from nvprof_wrap.model import StepCollective, StepKernel
+from nvprof_wrap.model import StepCollective, StepKernels
 from nvprof_wrap.timeline.series_tables import GpuTable, Names
 
 MAX_PER_STEP = 256
@@ -26,13 +25,13 @@ def is_communication(name: str) -> bool:
 
 
 def starts(conn: sqlite3.Connection, gpu: list[GpuTable], spans: list[tuple[int, int, int]], names: Names,
-           kernels: Iterable[StepKernel], keys: list[Any] | None = None) -> tuple[StepCollective, ...]:
+           kernels: StepKernels, keys: list[Any] | None = None) -> tuple[StepCollective, ...]:
     """The communication kernels that started in the steps (spans: (step, lo, hi) in time order), in start order
     per (process, step); () where the steps ran none. keys: every name key of the kernel tables' rows that start
     in the steps' span, where the caller read them (timeline/series_np.py): their names are looked up, not each
     table's DISTINCT keys (a scan of the table: 0.15-0.3 s at 1M launches)."""
     # each distinct name looked at once (a name per step and process: 300k of them, 1,496 distinct, took 1.1 s)
-    wanted = {name for name in {k.name for k in kernels} if is_communication(name)}
+    wanted = {name for name in kernels.names if is_communication(name)}
     if not wanted or not spans:
         return ()
     los = [lo for _n, lo, _hi in spans]

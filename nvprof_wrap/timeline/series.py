@@ -26,7 +26,7 @@ from typing import Any, cast
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
-from nvprof_wrap.model import StepAgg, StepKernel, StepSeries
+from nvprof_wrap.model import StepAgg, StepKernel, StepKernels, StepSeries
 from nvprof_wrap.system import environ
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
@@ -200,7 +200,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
         steps, kernels, spans, keys = measured
     else:
         spans = spans if spans is not None else buckets(_extents(conn, gpu, span))
-        steps, kernels = _in_sql(conn, gpu, api, spans, host, names) if spans else ({}, ())
+        steps, kernels = _in_sql(conn, gpu, api, spans, host, names) if spans else ({}, StepKernels())
     if not spans:
         return None
     _fill(steps, spans, host if api else "none")
@@ -213,7 +213,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
 
 
 def _in_sql(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],
-            host: str, names: Names) -> tuple[Steps, tuple[StepKernel, ...]]:
+            host: str, names: Names) -> tuple[Steps, StepKernels]:
     """(the steps' values, the kernels per step) measured in SQL: the reference timeline/series_np.py is checked
     against (tests/timeline/test_series_np.py), and what measures a capture whose times are not all integers."""
     lo, hi = spans[0][1], spans[-1][2]
@@ -377,14 +377,14 @@ def _parts(conn: sqlite3.Connection, steps: Steps, with_api: bool) -> None:
         vals["parts_ns"] = tuple(parts.get(key, ()))
 
 
-def _kernels(conn: sqlite3.Connection, named: Named) -> tuple[StepKernel, ...]:
+def _kernels(conn: sqlite3.Connection, named: Named) -> StepKernels:
     rows = conn.execute("SELECT pid, n, key, COUNT(*), SUM(d) FROM _nvw_iv WHERE k = 1 GROUP BY 1, 2, 3").fetchall()
     merged: dict[tuple[Any, int, str], list[int]] = {}
     for pid, n, key, launches, total in rows:
         m = merged.setdefault((pid, n, named.get(key) or "<unnamed kernel>"), [0, 0])
         m[0] += launches
         m[1] += total
-    return tuple(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
+    return StepKernels.of(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
 
 
 def _host_side(conn: sqlite3.Connection, api: list[ApiTable], lo: int, hi: int, steps: Steps, *, whole: bool) -> None:

@@ -15,7 +15,6 @@ SQL (the reference, which tests/timeline/test_series_np.py checks this against o
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import sqlite3
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
 from nvprof_wrap.classify.engine import may_communicate
-from nvprof_wrap.model import StepKernel
+from nvprof_wrap.model import StepKernel, StepKernels
 from nvprof_wrap.system.fork import BIG, Forked, Handed, can_fork
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import native
@@ -117,7 +116,7 @@ class _Steps:
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[Span] | None,
             host: str, names: Names, span: tuple[int, int] = EVERYTHING,
             given: dict[str, Given] | None = None
-            ) -> tuple[Steps, tuple[StepKernel, ...], list[Span], list[Any]] | None:
+            ) -> tuple[Steps, StepKernels, list[Span], list[Any]] | None:
     """(the steps' values, the kernels per step, the steps — as timeline/series._in_sql gives them —, every name
     key of the kernel tables' rows read: for timeline/collectives.starts); None: measure in
     SQL. spans None: time buckets (series_tables.buckets) of the GPU activity that starts in span, from the
@@ -141,7 +140,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     try:
         steps, (values, kernels, pieces) = _gpu_side(conn, gpu, steps, span, pids, keys, names, handed, given or {})
         if not steps.spans:
-            return {}, (), [], []
+            return {}, StepKernels(), [], []
         cuts = [_cut(steps, pieces.pop())] if pieces else []
         if on_host:
             host_side = _host_side(conn, api, steps, pids, whole=whole) if aside is None else \
@@ -312,12 +311,12 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
 def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
               pids: _Codes, keys: _Codes, names: Names, handed: Handed | None = None,
               given: dict[str, Given] | None = None
-              ) -> tuple[_Steps, tuple[ByCode, tuple[StepKernel, ...], list[Pieces]]]:
+              ) -> tuple[_Steps, tuple[ByCode, StepKernels, list[Pieces]]]:
     """(the steps — steps None: _gpu_rows' time buckets —, ({(process code, step index): values}, the kernels per
     step, the rows of the budget) of the GPU's work)."""
     steps, (p, i, s, e, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed, given or {})
     if not len(s):
-        return steps, ({}, (), [])
+        return steps, ({}, StepKernels(), [])
     decoded = keys.values()
     # the kernels' keys (codes 0..n-1): counted, not sorted (np.unique's sort took 0.05 s at 1M launches)
     named = names([decoded[c] for c in np.flatnonzero(np.bincount(key[k] if not k.all() else key,
@@ -412,11 +411,11 @@ def _islands(group: np.ndarray, s: np.ndarray,
 
 
 def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: np.ndarray, d: np.ndarray,
-             named: Named) -> tuple[StepKernel, ...]:
+             named: Named) -> StepKernels:
     """The kernels per (process, step, name), in the order of the SQL's GROUP BY process, step, key (SQLite's
     order of values: NULL, numbers, text, blobs) merged by name."""
     if not len(key):
-        return ()
+        return StepKernels()
     pid_rank, key_rank = _sqlite_ranks(pids.values()), _sqlite_ranks(keys.values())
     n_rank = np.argsort(np.argsort(np.array(steps.n, dtype=np.int64), kind="stable"))
     n_steps, n_keys = len(steps.n), len(key_rank)
@@ -446,16 +445,23 @@ def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: 
     name_of = [named.get(v) or "<unnamed kernel>" for v in key_values]
     # Python ints: no numpy scalar per (process, step, name)
     p, i = np.divmod(group[first], n_steps)
-    rows = zip(map(pid_values.__getitem__, p.tolist()), map(steps.n.__getitem__, i.tolist()),
-               map(name_of.__getitem__, key[first].tolist()), launches.tolist(), totals.tolist())
+    pid, step = tuple(map(pid_values.__getitem__, p.tolist())), tuple(map(steps.n.__getitem__, i.tolist()))
+    row_key = key[first]
     if len(set(name_of)) == len(name_of):  # one key per name (the usual case): nothing to merge
-        return tuple(itertools.starmap(StepKernel, rows))
+        # the names in the order the rows first name them (StepKernels.of's), each row's index among them: in numpy
+        seen, at = np.unique(row_key, return_index=True)
+        in_order = seen[np.argsort(at, kind="stable")]
+        index = np.zeros(len(key_values), dtype=np.int64)
+        index[in_order] = np.arange(len(in_order))
+        return StepKernels(tuple(map(name_of.__getitem__, in_order.tolist())), pid, step,
+                           tuple(index[row_key].tolist()), tuple(launches.tolist()), tuple(totals.tolist()))
     merged: dict[tuple[Any, int, str], list[int]] = {}
-    for pid, n, name, a, b in rows:
-        m = merged.setdefault((pid, n, name), [0, 0])
+    for pid_, n, name, a, b in zip(pid, step, map(name_of.__getitem__, row_key.tolist()), launches.tolist(),
+                                   totals.tolist()):
+        m = merged.setdefault((pid_, n, name), [0, 0])
         m[0] += a
         m[1] += b
-    return tuple(StepKernel(pid, n, name, a, b) for (pid, n, name), (a, b) in merged.items())
+    return StepKernels.of(StepKernel(pid_, n, name, a, b) for (pid_, n, name), (a, b) in merged.items())
 
 
 def _sqlite_ranks(values: list[Any]) -> np.ndarray:
