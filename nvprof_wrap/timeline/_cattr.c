@@ -4,7 +4,8 @@
  *   - the per-op attribution of one slice of kernels (timeline/nvtx._attribute_slice's SQL);
  *   - the busy-time union (timeline/busy.busy_part's loop; busy_time's plan, sorts and loops at once), and for a
  *     whole capture its kernels' islands taken by the attribution as it reads them, merged with the rest's (busy_runs);
- *   - the int64 columns of the per-step series (timeline/series_np._read's fetchmany).
+ *   - the int64 columns of the per-step series (timeline/series_np._read's fetchmany), the islands of its unions and
+ *     the sweep of its time budget's parts (series_np._islands, _claimed).
  *
  * Why: every launch is joined to its launch call by correlation id and looked up in its thread's NVTX segments. In
  * SQL that is an automatic index built on the launch calls, a seek per kernel, two correlated subqueries and an
@@ -1702,10 +1703,124 @@ done:
     return result;
 }
 
+/* ---- each budget part's own time per group (timeline/series_np._claimed, whose numpy this is) ----
+ * Pieces sorted by (key = group * nparts + part, start), a part's pieces of one group disjoint (cut from its islands)
+ * and none of 0 ns: per group, one sweep over its parts' pieces in time order, a cursor per part; between two events
+ * the lowest part covering the time (the first in PARTS' order) claims it. Returns ([group], [part], [ns]) by group
+ * then part, none of 0 ns; None where the pieces are not in that order, overlap within a part or last 0 ns (the numpy
+ * then measures: it needs only the disjointness, and sorts by itself). */
+#define CLAIM_PARTS 16  /* a group's parts are bits of a mask (series_np._claimed: int16) */
+static PyObject *py_claimed(PyObject *self, PyObject *args) {
+    Py_buffer k = {0}, s = {0}, e = {0};
+    int nparts = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*i", &k, &s, &e, &nparts)) return NULL;
+    PyObject *result = NULL;
+    size_t n = (size_t)k.len / sizeof(int64_t);
+    if ((size_t)s.len != n * sizeof(int64_t) || (size_t)e.len != n * sizeof(int64_t) || k.len % sizeof(int64_t) ||
+        nparts < 1 || nparts > CLAIM_PARTS) {
+        PyErr_SetString(PyExc_ValueError, "claimed: three int64 arrays of one length, 1 to 16 parts");
+        goto done;
+    }
+    const int64_t *K = k.buf, *S = s.buf, *E = e.buf;
+    /* at most one row per (group, part): no more than the pieces */
+    int64_t *og = malloc((n ? n : 1) * sizeof *og), *ons = malloc((n ? n : 1) * sizeof *ons);
+    int *op = malloc((n ? n : 1) * sizeof *op);
+    if (!og || !ons || !op) { free(og); free(ons); free(op); PyErr_NoMemory(); goto done; }
+    size_t m = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    size_t r = 0;
+    while (r < n && !bad) {
+        if (K[r] < 0) { bad = 1; break; }
+        int64_t group = K[r] / nparts;
+        size_t hi[CLAIM_PARTS], cur[CLAIM_PARTS];
+        int64_t claim[CLAIM_PARTS];
+        int present[CLAIM_PARTS], np_ = 0, on[CLAIM_PARTS];
+        size_t q = r;
+        while (q < n && K[q] >= 0 && K[q] / nparts == group) {
+            int part = (int)(K[q] % nparts);
+            size_t a = q;
+            if (a > r && K[a] < K[a - 1]) { bad = 1; break; }  /* a part met again after another: out of order */
+            for (; q < n && K[q] == K[a]; q++) {
+                if (E[q] <= S[q] || (q > a && S[q] < E[q - 1])) { bad = 1; break; }
+            }
+            if (bad) break;
+            cur[part] = a;
+            hi[part] = q;
+            claim[part] = 0;
+            on[part] = 0;
+            present[np_++] = part;
+        }
+        if (bad) break;
+        if (q < n && K[q] < K[q - 1]) { bad = 1; break; }  /* the keys in order (a key met again later) */
+        int mask = 0;
+        int64_t t = 0;
+        for (;;) {
+            int any = 0;
+            int64_t next = 0;
+            for (int j = 0; j < np_; j++) {
+                int p_ = present[j];
+                if (cur[p_] >= hi[p_]) continue;
+                int64_t c = on[p_] ? E[cur[p_]] : S[cur[p_]];
+                if (!any || c < next) next = c;
+                any = 1;
+            }
+            if (!any) break;
+            if (mask) claim[__builtin_ctz((unsigned)mask)] += next - t;
+            t = next;
+            for (int j = 0; j < np_; j++) {
+                int p_ = present[j];
+                if (on[p_] && E[cur[p_]] == t) { on[p_] = 0; cur[p_]++; mask &= ~(1 << p_); }
+                if (!on[p_] && cur[p_] < hi[p_] && S[cur[p_]] == t) { on[p_] = 1; mask |= 1 << p_; }
+            }
+        }
+        for (int part = 0; part < nparts; part++) {  /* by part, as the numpy gives them */
+            for (int j = 0; j < np_; j++) {
+                if (present[j] == part && claim[part] > 0) {
+                    og[m] = group;
+                    op[m] = part;
+                    ons[m++] = claim[part];
+                }
+            }
+        }
+        r = q;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *a = PyList_New((Py_ssize_t)m), *b = PyList_New((Py_ssize_t)m), *c = PyList_New((Py_ssize_t)m);
+        int ok = a && b && c;
+        for (size_t i = 0; ok && i < m; i++) {
+            PyObject *x = PyLong_FromLongLong(og[i]), *y = PyLong_FromLong(op[i]), *z = PyLong_FromLongLong(ons[i]);
+            if (!x || !y || !z) { Py_XDECREF(x); Py_XDECREF(y); Py_XDECREF(z); ok = 0; break; }
+            PyList_SET_ITEM(a, (Py_ssize_t)i, x);
+            PyList_SET_ITEM(b, (Py_ssize_t)i, y);
+            PyList_SET_ITEM(c, (Py_ssize_t)i, z);
+        }
+        if (ok) result = PyTuple_Pack(3, a, b, c);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+    }
+    free(og);
+    free(ons);
+    free(op);
+done:
+    PyBuffer_Release(&k);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&e);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"islands", py_islands, METH_VARARGS,
      "islands(group, start, end) -> (bytes of each island's first row, bytes of its end), int64 arrays sorted by (group, "
      "start); None when the groups' widths add up past 2^62"},
+    {"claimed", py_claimed, METH_VARARGS,
+     "claimed(key, start, end, nparts) -> ([group], [part], [ns]) of each part's own time per group (the lowest part "
+     "covering an instant claims it), int64 arrays sorted by (key = group * nparts + part, start), a part's pieces of a "
+     "group disjoint and none of 0 ns; None where they are not"},
     {"columns", py_columns, METH_VARARGS,
      "columns(capture_uri, sql, ncols[, budget, grain]) -> [bytes of int64] one per column of the rows sql yields; None "
      "when a value is not an integer (NULL included: the Python path decides)"},

@@ -1,7 +1,7 @@
 """The compiled passes of the Nsight Systems reader (timeline/_cattr.c), when they were built: the NVTX segment sweep,
 the per-op attribution of a slice of kernels (which can take the kernels' busy-time islands as it reads them), the
 busy-time union (or its islands, and their merge: busy_islands, busy_runs), the int64 columns the per-step series
-reads and the islands (gaps and islands) of its unions.
+reads, the islands (gaps and islands) of its unions and the sweep of its time budget's parts (claimed).
 
 Each gives exactly what the Python and SQL it stands in for give (tests/timeline/test_native.py compares them on
 real and generated captures and on random ranges); measured on this project's 2-core machine, reading a generated
@@ -134,6 +134,14 @@ def islands(group: Any, s: Any, e: Any) -> tuple[bytes, bytes] | None:
     bytes of each island's first row, of its end), or None where the groups' widths add up past 2^62 (series_np
     declines those captures). Call only where available()."""
     got: tuple[bytes, bytes] | None = _cattr.islands(group, s, e)
+    return got
+
+
+def claimed(key: Any, s: Any, e: Any, n_parts: int) -> tuple[list[int], list[int], list[int]] | None:
+    """series_np._claimed's sweep compiled, on C-contiguous int64 arrays sorted by (key = group * n_parts + part, s),
+    a part's pieces of one group disjoint and none of 0 ns: ([group], [part], [ns]) by group then part, or None where
+    the pieces are not so (series_np's numpy then measures them). Call only where available()."""
+    got: tuple[list[int], list[int], list[int]] | None = _cattr.claimed(key, s, e, n_parts)
     return got
 
 

@@ -630,7 +630,10 @@ def _cut(steps: _Steps, piece: Pieces) -> Cut:
         at[at] = steps.lo[ix[at]] < e[at]
         p, ix, s, e, pri = p[at], ix[at], s[at], e[at], pri[at]
     del at, g
-    p, ix, s, e, pri = (_joined(list(c)) for c in zip(*cuts))
+    # the later pieces first: a (process, step, part)'s piece carried from an earlier step (at most one: the islands
+    # are disjoint) starts at the step's start, before the pieces that start in it — so a stable sort by (process,
+    # step, part) leaves each one's pieces in time order (_claimed's compiled sweep asks for that order)
+    p, ix, s, e, pri = (_joined(list(c)) for c in zip(*reversed(cuts)))
     del cuts
     keep = e > s
     p, ix, s, e, pri = _where(keep, p, ix, s, e, pri)
@@ -676,6 +679,21 @@ def _by_time(g: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.argsort(key, kind="stable")  # a few runs each in time order: merged, 3x quicker than a quicksort
 
 
+def _claimed_compiled(group: np.ndarray, s: np.ndarray, e: np.ndarray, pri: np.ndarray,
+                      n_parts: int) -> tuple[list[int], list[int], list[int]] | None:
+    """_claimed by the compiled sweep: the pieces in (group, part) order by a stable sort (they come in runs of that
+    order, each (group, part)'s in time order: _cut); None where they are not in time order within a (group, part)
+    after it (the numpy then sorts them itself)."""
+    key = group.astype(np.int64) * n_parts
+    key += pri
+    if len(key) > 1 and not bool((key[1:] >= key[:-1]).all()):
+        o = np.argsort(key, kind="stable")
+        key, s, e = key[o], s[o], e[o]
+        del o
+    key, s, e = (np.ascontiguousarray(a, dtype=np.int64) for a in (key, s, e))
+    return native.claimed(key, s, e, n_parts)
+
+
 @functools.lru_cache(maxsize=4)
 def _lowest_bit(bits: int) -> np.ndarray:
     """The index of each mask's lowest set bit, for every mask of `bits` bits (0's: never read): a table lookup, one
@@ -693,7 +711,13 @@ def _claimed(group: np.ndarray, s: np.ndarray, e: np.ndarray, pri: np.ndarray,
     covers where no earlier part (in PARTS' order) does — what the union of it and the parts before it adds, as
     the SQL measures it, in one pass for every part. Each (group, part)'s pieces are disjoint (cut from its
     islands), so the parts covering an instant are one bit each of a mask: +2^part where a piece starts, -2^part
-    where it ends, summed in time order per group; between two events the mask's lowest bit claims the time."""
+    where it ends, summed in time order per group; between two events the mask's lowest bit claims the time. Where
+    the compiled helper is built, its sweep gives the same from the pieces sorted by (group, part), one cursor per
+    part (0.01-0.02 s, not 0.09-0.19 s, for the budget of 1M launches and their calls)."""
+    if len(s) and native.available():
+        got = _claimed_compiled(group, s, e, pri, n_parts)
+        if got is not None:
+            return got
     t = np.concatenate([s, e])
     bit = np.left_shift(np.int16(1), pri.astype(np.int16))  # len(PARTS) bits: a mask fits in int16
     delta = np.concatenate([bit, -bit])

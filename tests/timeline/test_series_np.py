@@ -287,3 +287,98 @@ def test_intervals_too_wide_for_the_offsets_are_declined_either_way(monkeypatch,
     with pytest.raises(series_np._Odd):
         series_np._islands(group, s, e)
     assert series_np._unions(group[:1], s[:1], e[:1] // 2)[1].tolist() == [far + far // 2]
+
+
+def _brute_claimed(pieces: list[tuple[int, int, int, int]]) -> dict[tuple[int, int], int]:
+    """{(group, part): ns} of (group, part, s, e) pieces: each instant goes to the lowest part covering it."""
+    cover: dict[tuple[int, int], int] = {}
+    for g in {p[0] for p in pieces}:
+        for t in range(min(p[2] for p in pieces if p[0] == g), max(p[3] for p in pieces if p[0] == g)):
+            parts = [p[1] for p in pieces if p[0] == g and p[2] <= t < p[3]]
+            if parts:
+                cover[(g, min(parts))] = cover.get((g, min(parts)), 0) + 1
+    return cover
+
+
+@st.composite
+def _budget_pieces(draw) -> list[tuple[int, int, int, int]]:
+    """(group, part, s, e) pieces, a part's pieces of one group disjoint (cut from its islands, as _cut gives them),
+    some touching end to start, none of 0 ns."""
+    out = []
+    for g in range(draw(st.integers(1, 3))):
+        for part in draw(st.sets(st.integers(0, 9), max_size=5)):
+            points = sorted(draw(st.sets(st.integers(-40, 160), min_size=2, max_size=10)))
+            # some of the segments between the points: disjoint, two chosen side by side touching end to start
+            for a, b in zip(points, points[1:]):
+                if draw(st.booleans()):
+                    out.append((g, part, a, b))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(_budget_pieces(), st.randoms(use_true_random=False))
+def test_the_budget_sweep_claims_each_instant_for_the_lowest_part(pieces, rnd) -> None:
+    """series_np._claimed, in numpy and in the compiled sweep (native.claimed): each instant of a group goes to the
+    lowest part covering it, by group then part, none of 0 ns. The compiled sweep answers where each (group, part)'s
+    pieces come in time order, in any order of the (group, part)s (_claimed sorts them stably: _cut's runs), and
+    declines — the numpy then answers — where they do not."""
+    want = _brute_claimed(pieces)
+    blocks: dict[tuple[int, int], list] = {}
+    for p in pieces:
+        blocks.setdefault(p[:2], []).append(p)
+    keys = list(blocks)
+    rnd.shuffle(keys)
+    in_runs = [p for k in keys for p in blocks[k]]  # whole (group, part)s moved, each in time order
+    shuffled = list(pieces)
+    rnd.shuffle(shuffled)
+    for order in (in_runs, shuffled):
+        g, part, s, e = (np.array(c, dtype=np.int64) for c in zip(*order)) if order else [np.zeros(0, np.int64)] * 4
+        for on in ("on", "off") if native.available() else ("off",):
+            with pytest.MonkeyPatch.context() as m:
+                m.setenv("NVPROF_WRAP_NATIVE", on)
+                got_g, got_p, got_ns = series_np._claimed(g, s, e, part, 10) if order else ([], [], [])
+            assert dict(zip(zip(got_g, got_p), got_ns)) == want
+            assert list(zip(got_g, got_p)) == sorted(want)  # by group, then part
+        if native.available() and order is in_runs and order:
+            assert series_np._claimed_compiled(g, s, e, part, 10) is not None  # answered, not declined
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled helper is not built here (setup.py build_ext)")
+@pytest.mark.parametrize("pieces", [
+    [(0, 1, 0, 10), (0, 1, 5, 20)],  # overlapping within a part
+    [(0, 1, 0, 10), (0, 1, 10, 10)],  # a piece of 0 ns
+    [(0, 1, 10, 20), (0, 1, 0, 5)],  # a part's pieces out of time order
+    [(0, 2, 0, 5), (0, 1, 0, 5), (0, 2, 10, 20)],  # a part met again after another
+    [(1, 1, 0, 5), (0, 1, 0, 5)],  # groups out of order
+    [(-1, 1, 0, 5)],  # a negative key
+])
+def test_the_compiled_sweep_declines_pieces_it_cannot_sweep(pieces) -> None:
+    """Where the pieces are not sorted by (group, part, start), a part's overlap, or one lasts 0 ns, the compiled
+    sweep declines (None: the numpy measures them) rather than claim wrong time."""
+    g, part, s, e = (np.array(c, dtype=np.int64) for c in zip(*pieces))
+    assert native.claimed(g * 10 + part, s, e, 10) is None
+    with pytest.raises(ValueError, match="1 to 16 parts"):
+        native.claimed(g, s, e, 17)
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled helper is not built here (setup.py build_ext)")
+@pytest.mark.parametrize("marked", [False, True], ids=["buckets", "steps"])
+def test_a_generated_exports_budget_is_swept_compiled(monkeypatch, tmp_path: Path, marked: bool) -> None:
+    """A generated export's time budget (GPU parts and the calls', 3 processes; time buckets, and 7 marked steps
+    holding islands that run on into the next step) is swept by the compiled helper — not declined — and the
+    series is the SQL's."""
+    cap = tmp_path / "nsys.sqlite"
+    generate.nsys(20_000, cap, processes=3, devices=2)
+    if marked:
+        with sqlite3.connect(cap) as db:
+            lo, tid = db.execute("SELECT MIN(start), MIN(globalTid) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
+            db.executemany('INSERT INTO NVTX_EVENTS(start, "end", eventType, text, globalTid) VALUES (?, ?, 59, ?, ?)',
+                           [(lo + n * 20_000_000, lo + (n + 1) * 20_000_000, f"step {n}", tid) for n in range(7)])
+        db.close()
+    answered = []
+    real = native.claimed
+    monkeypatch.setattr(native, "claimed", lambda *a: answered.append(real(*a)) or answered[-1])
+    spy = Spy(monkeypatch)
+    (sql,), (fast,) = _both(monkeypatch, cap)
+    assert fast == sql and spy.measured == 1 and any(r.parts_ns for r in sql.steps)
+    assert answered and all(a is not None for a in answered)
