@@ -6,6 +6,7 @@ integer keys, zero-length and damaged rows, steps with equal starts and out of o
 brute-force union on random intervals."""
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 from pathlib import Path
@@ -309,7 +310,7 @@ def _budget_pieces(draw) -> list[tuple[int, int, int, int]]:
         for part in draw(st.sets(st.integers(0, 9), max_size=5)):
             points = sorted(draw(st.sets(st.integers(-40, 160), min_size=2, max_size=10)))
             # some of the segments between the points: disjoint, two chosen side by side touching end to start
-            for a, b in zip(points, points[1:]):
+            for a, b in itertools.pairwise(points):
                 if draw(st.booleans()):
                     out.append((g, part, a, b))
     return out
