@@ -62,8 +62,9 @@ class ApiTable:
 
 
 # a kernel table's rows another pass kept for the series, in pieces: (rowid range "lo hi" or None for the whole
-# table, its (pid, start, end, key) columns as bytes of int64, or None: read by the series itself)
-Given = list[tuple[str | None, list[bytes] | None]]
+# table, its (pid, start, end, key) columns as views of int64 — a forked pass's mapped from the shared memory it sent
+# them back through —, or None: read by the series itself)
+Given = list[tuple[str | None, list[memoryview] | None]]
 
 BUCKETS = 60  # time buckets of a capture without steps
 _NICE = (1, 2, 5)

@@ -158,12 +158,12 @@ def test_generated_captures_read_the_same_in_slices(monkeypatch, generated, name
                                   "no_pid"])
 @pytest.mark.parametrize("sliced", [True, False])
 def test_the_series_reads_the_kernels_the_attribution_kept(monkeypatch, generated, name, sliced) -> None:
-    """The compiled attribution's slice in this process keeps its kernels' (pid, start, end, key) as it reads them,
-    and the per-step series measures from them (series_np._given), reading only the forked slices' rowid ranges
-    itself: the same capture — series, kernels, ops, notes — as with the series measured in SQL and nothing kept.
-    Where a kernel's end is not an integer the keeping pass declines and the pass without it decides (the SQL,
-    here); where a kernel has no process the slice's columns are given up and the series reads that slice too.
-    Not sliced (a capture under MIN_SLICED_LAUNCHES): the whole table kept, nothing read again."""
+    """The compiled attribution's slices keep their kernels' (pid, start, end, key) as they read them (the forked
+    ones send them back in shared memory), and the per-step series measures from them (series_np._given),
+    reading no kernel itself: the same capture — series, kernels, ops, notes — as with the series measured in
+    SQL and nothing kept. Where a kernel's end is not an integer the keeping pass declines and the pass without
+    it decides (the SQL, here); where a kernel has no process the slice's columns are given up and the series
+    reads that slice itself. Not sliced (a capture under MIN_SLICED_LAUNCHES): the whole table kept."""
     monkeypatch.setattr(nvtx, "MIN_SLICED_LAUNCHES", 1000 if sliced else 10**9)
     monkeypatch.setattr(nvtx, "cores", lambda: 3)
     monkeypatch.setattr(step_series, "REFERENCE", True)
@@ -177,9 +177,9 @@ def test_the_series_reads_the_kernels_the_attribution_kept(monkeypatch, generate
     kept = readers.read(generated[name])
     assert kept == reference and kept.series is not None and kept.series.steps and kept.ops
     assert any(keeping)  # the keeping pass was asked for
-    # three slices (3 cores): this process's kept its columns (but where one kernel has no process), the two forked
-    # ones are read again by the series
-    pieces = [(True, name != "no_pid"), (True, False), (True, False)] if sliced else [(False, name != "no_pid")]
+    # three slices (3 cores): each kept its columns — the two forked ones sent them back beside their answers, in
+    # shared memory — but the one holding the kernel without a process (the first), which the series reads again
+    pieces = [(True, name != "no_pid"), (True, True), (True, True)] if sliced else [(False, name != "no_pid")]
     assert given == ([] if name == "kernel_real" else [pieces])
     if name == "kernel_real":  # this process's slice (the forked ones alike): declined with the times, asked
         assert keeping == [True, False]  # again without them, declined there too — the SQL decided
