@@ -133,7 +133,7 @@ _KINDS = {"runtime": (RUNTIME_LAUNCH_CBIDS, cuda_calls.RUNTIME_HOST_CBIDS),
 
 
 def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict[str, str], launches: int,
-           span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
+           span: tuple[int, int], meanwhile: step_series.Meanwhile = None) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): timeline/series.py over the kernel, copy and set tables and the API calls."""
     if not launches:
         return None, ()
@@ -148,7 +148,8 @@ def _steps(conn: sqlite3.Connection, have: set[str], pid: int | None, meta: dict
     api = [step_series.ApiTable(t, p, "cbid", functools.partial(_call_kinds, t)) for t in ("runtime", "driver")
            if t in have]
     series = step_series.measure(conn, gpu, api, RANGES if "nvtx" in have else None, host if api else "none",
-                             lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)}, span, launches)
+                             lambda keys: {k: demangle(k) for k in keys if isinstance(k, str)}, span, launches,
+                             meanwhile=meanwhile)
     return series, ()
 
 
@@ -190,7 +191,7 @@ def _read(path: Path, window: Window | None) -> Capture:
         # classifying the kernel names meanwhile
         ahead = step_series.Ahead(path, lambda: int(conn.execute("SELECT COUNT(*) FROM kernel").fetchone()[0]),
                                   functools.partial(_steps_alone, path, have, pid, meta, span),
-                                  lambda n: _steps(conn, have, pid, meta, n, span),
+                                  lambda n, meanwhile: _steps(conn, have, pid, meta, n, span, meanwhile),
                                   from_launches=step_series.AHEAD_LAUNCHES)
         try:
             busy_time = BusyTime(conn, path, [(t, "0", "device_id", "1" if t == "kernel" else "0")

@@ -126,7 +126,8 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
     # classified), where it would otherwise measure the series, then classify, with the other core idle.
     ahead = step_series.Ahead(rows.path, lambda: int(db.execute("SELECT COUNT(*) FROM kl").fetchone()[0]),
                               functools.partial(_steps_alone, rows, names, span),
-                              lambda n: _steps(rows, db, names, n, span), from_launches=step_series.AHEAD_LAUNCHES)
+                              lambda n, meanwhile: _steps(rows, db, names, n, span, meanwhile),
+                              from_launches=step_series.AHEAD_LAUNCHES)
     # The busy-time union side by side with the rest (a forked worker for a big trace, as for SQLite captures).
     try:
         busy_time = BusyTime(db, rows.path, [("kl", "0", "dev", "1"), ("mem", "0", "dev", "0")], span)
@@ -177,8 +178,8 @@ def _steps_alone(rows: Rows, names: dict[int, str], span: tuple[int, int],
         db.close()
 
 
-def _steps(rows: Rows, db: sqlite3.Connection, names: dict[int, str], launches: int,
-           span: tuple[int, int]) -> tuple[StepSeries | None, tuple[str, ...]]:
+def _steps(rows: Rows, db: sqlite3.Connection, names: dict[int, str], launches: int, span: tuple[int, int],
+           meanwhile: step_series.Meanwhile = None) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): timeline/series.py over the trace's tables (its ProfilerStep#N ranges; every
     CUDA runtime and driver call the trace holds, with its kind from the scan) in db, rows' file."""
     if not launches:
@@ -200,7 +201,7 @@ def _steps(rows: Rows, db: sqlite3.Connection, names: dict[int, str], launches: 
     series = step_series.measure(db, tables, api, ranges,
                              "all" if api else "none",
                              lambda keys: {k: demangle(names.get(k) or "<unnamed kernel>") for k in keys}, span,
-                             launches)
+                             launches, meanwhile=meanwhile)
     return series, ()
 
 

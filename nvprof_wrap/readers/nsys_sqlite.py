@@ -340,7 +340,8 @@ def session_command(conn: sqlite3.Connection, have: set[str]) -> str | None:
 
 
 def _steps(conn: sqlite3.Connection, have: set[str], launches: int, span: tuple[int, int], graphs: str | None = None,
-           kept: step_series.Given | None = None) -> tuple[StepSeries | None, tuple[str, ...]]:
+           kept: step_series.Given | None = None,
+           meanwhile: step_series.Meanwhile = None) -> tuple[StepSeries | None, tuple[str, ...]]:
     """(the per-step series, notes): timeline/series.py over the kernel, copy and set tables and the runtime calls.
     kept: the kernel table's (pid, start, end, demangledName) columns the attribution kept (_ops), in pieces
     (timeline/series_tables.Given)."""
@@ -359,7 +360,7 @@ def _steps(conn: sqlite3.Connection, have: set[str], launches: int, span: tuple[
     given = {KERNEL: kept} if kept is not None and kernel_name_column(conn) == "demangledName" and \
         gpu and gpu[0].pid == _pid_expr({"globalPid"}) else None  # the attribution's columns are the series'
     series = step_series.measure(conn, gpu, api, nvtx_ranges_sql(conn, have), "all" if api else "none",
-                                 functools.partial(_names, conn), span, launches, given)
+                                 functools.partial(_names, conn), span, launches, given, meanwhile)
     return series, ()
 
 
@@ -413,7 +414,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     try:  # the busy time's workers are ended if the series' cannot start
         ahead = step_series.Ahead(path, lambda: int(conn.execute(f"SELECT COUNT(*) FROM {KERNEL}").fetchone()[0]),
                                   functools.partial(_steps_alone, path, have, span, graphs),  # the series too
-                                  lambda n: _steps(conn, have, n, span, graphs, kept.get("kernels")),
+                                  lambda n, meanwhile: _steps(conn, have, n, span, graphs, kept.get("kernels"),
+                                                              meanwhile),
                                   from_launches=step_series.AHEAD_LAUNCHES)
     except BaseException:
         busy_time.abandon()

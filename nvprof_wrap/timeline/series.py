@@ -36,7 +36,7 @@ from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
 __all__ = ["AHEAD_CORES", "AHEAD_LAUNCHES", "BUCKETS", "ENV_MAX", "LEFT_OUT", "MAX_LAUNCHES", "MAX_STEPS",
-           "NUMPY_FROM", "PER_STEP_MAX_LAUNCHES", "REFERENCE", "Ahead", "ApiTable", "Given", "GpuTable",
+           "NUMPY_FROM", "PER_STEP_MAX_LAUNCHES", "REFERENCE", "Ahead", "ApiTable", "Given", "GpuTable", "Meanwhile",
            "as_summarized", "asked_per_step", "limit", "measure", "too_big"]
 
 MAX_STEPS = 2000  # more steps than this: consecutive steps merged into one row each (StepSeries.folded)
@@ -119,6 +119,7 @@ def numpy_here(guess: Callable[[], int]) -> bool:
 
 
 Measured = tuple[StepSeries | None, tuple[str, ...]]  # a reader's series and its notes
+Meanwhile = Callable[[], object] | None  # the reader's own work, run while it waits for a worker (Ahead.result)
 AHEAD_LAUNCHES = 50_000  # launches from which a reader's series is worth a worker of its own where the reader forks
 # nothing else (Ahead's from_launches). Timed at 100k on 2 cores: the series 0.10-0.13 s (numpy's import ~0.05 s on
 # top, in the worker), its answer pickled and read back ~0.05 s (1.5 MB); below 50k (not timed) the worker's fixed
@@ -145,7 +146,7 @@ class Ahead:
     workers (a Kineto trace's rows, not the trace)."""
 
     def __init__(self, path: Path, guess: Callable[[], int], alone: Callable[[int], Measured],
-                 here: Callable[[int], Measured], *, from_launches: int | None = None) -> None:
+                 here: Callable[[int, Meanwhile], Measured], *, from_launches: int | None = None) -> None:
         self.here = here
         self.work: Forked | None = None
         if limit() == 0 or not can_fork():
@@ -156,9 +157,10 @@ class Ahead:
             if n and too_big(n) is None and (many and big or n >= (from_launches or 0)):
                 self.work = Forked(alone, n)
 
-    def result(self, launches: int, meanwhile: Callable[[], object] | None = None) -> Measured:
+    def result(self, launches: int, meanwhile: Meanwhile = None) -> Measured:
         """The series; meanwhile runs first where the worker's answer is taken (work of the reader's own that
-        would otherwise wait for it)."""
+        would otherwise wait for it) — measured here, it goes with here() to wait for the series' own worker
+        (series_np's calls side), where there is one."""
         if self.work is not None and launches and too_big(launches) is None:
             try:
                 if meanwhile is not None:
@@ -169,7 +171,7 @@ class Ahead:
                 self.abandon()
                 raise
         self.abandon()
-        return self.here(launches)
+        return self.here(launches, meanwhile)
 
     def abandon(self) -> None:
         if self.work is not None:
@@ -178,11 +180,12 @@ class Ahead:
 
 def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], ranges_sql: str | None, host: str,
             names: Names, span: tuple[int, int] = EVERYTHING, launches: int = 0,
-            given: dict[str, Given] | None = None) -> StepSeries | None:
+            given: dict[str, Given] | None = None, meanwhile: Meanwhile = None) -> StepSeries | None:
     """The capture's series; None when it has no GPU activity in span. names: the kernels' name keys → names;
     launches: the capture's kernel launches (from NUMPY_FROM on, numpy measures; else SQL); given: a kernel
     table's rows that start in span, kept by another pass in pieces (series_tables.Given), which numpy then does
-    not read again. A capture without step marks gets time buckets from its GPU activity's extent: numpy takes it
+    not read again; meanwhile: the reader's own work, run while numpy waits for its calls' worker (not at all
+    without one). A capture without step marks gets time buckets from its GPU activity's extent: numpy takes it
     from the rows it reads anyway, the SQL from a MIN/MAX over each table (0.09 s of its own at 1M launches)."""
     marked = _marked(conn, ranges_sql, span)
     spans, source = marked if marked is not None else (None, "time")
@@ -195,7 +198,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     measured, keys = None, None
     if not REFERENCE and launches >= NUMPY_FROM:
         from nvprof_wrap.timeline import series_np
-        measured = series_np.measure(conn, gpu, api, spans, host, names, span, given)
+        measured = series_np.measure(conn, gpu, api, spans, host, names, span, given, meanwhile)
     if measured is not None:
         steps, kernels, spans, keys = measured
     else:

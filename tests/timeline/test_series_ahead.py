@@ -20,8 +20,8 @@ def _child(n: int) -> step_series.Measured:
     return None, (f"child {os.getpid()} {n}",)
 
 
-def _here(n: int) -> step_series.Measured:
-    return None, (f"here {n}",)
+def _here(n: int, meanwhile: step_series.Meanwhile = None) -> step_series.Measured:
+    return None, (f"here {n}",) if meanwhile is None else (f"here {n}", "given meanwhile")
 
 
 @forking
@@ -168,10 +168,13 @@ def test_meanwhile_runs_only_where_the_worker_answers_and_its_error_ends_the_wor
             ahead.result(20, meanwhile=broken)
         assert cancelled
         fork.Forked.cancel(work)
+    # measured here: meanwhile is handed to here(), which runs it only while it waits for a worker of its own
+    # (series_np's calls side: test_series_np.test_meanwhile_runs_while_the_calls_worker_ends) — not run by Ahead
     ahead = step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_launches=11)
     assert ahead.work is None
-    assert ahead.result(20, meanwhile=lambda: calls.append("not")) == (None, ("here 20",))
+    assert ahead.result(20, meanwhile=lambda: calls.append("not")) == (None, ("here 20", "given meanwhile"))
     assert "not" not in calls
+    assert step_series.Ahead(SAMPLE, lambda: 10, _child, _here, from_launches=11).result(20) == (None, ("here 20",))
 
 
 @forking

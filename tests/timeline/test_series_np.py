@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from benchmarks import generate
 from nvprof_wrap import readers
+from nvprof_wrap.readers import nsys_sqlite
 from nvprof_wrap.system.fork import can_fork
 from nvprof_wrap.timeline import native, series_np
 from nvprof_wrap.timeline import series as step_series
@@ -383,3 +384,28 @@ def test_a_generated_exports_budget_is_swept_compiled(monkeypatch, tmp_path: Pat
     (sql,), (fast,) = _both(monkeypatch, cap)
     assert fast == sql and spy.measured == 1 and any(r.parts_ns for r in sql.steps)
     assert answered and all(a is not None for a in answered)
+
+
+@pytest.mark.skipif(not native.available() or not can_fork(),
+                    reason="the calls' side is measured beside only with the compiled helper and fork")
+@pytest.mark.parametrize("aside", [True, False])
+def test_meanwhile_runs_while_the_calls_worker_ends(monkeypatch, tmp_path: Path, aside: bool) -> None:
+    """The reader's own work handed to the series (Ahead.result's meanwhile: classifying the kernel names) runs once,
+    in this process, after the GPU's side and before the calls' worker's answer is taken — where there is such a
+    worker; without one it is not run (the report's evidence classifies them), and the series is the same."""
+    cap = tmp_path / "nsys.sqlite"
+    generate.nsys(20_000, cap, processes=2, devices=2)
+    monkeypatch.setattr(series_np, "ASIDE_FROM", 0 if aside else 1 << 62)
+    monkeypatch.setattr(step_series, "AHEAD_LAUNCHES", 1 << 62)  # measured in the reading process
+    monkeypatch.setattr(step_series, "AHEAD_CORES", 1 << 20)
+    order: list[str] = []
+    real_side, real_recoded = series_np._gpu_side, series_np._recoded
+    monkeypatch.setattr(series_np, "_gpu_side", lambda *a: order.append("gpu") or real_side(*a))
+    monkeypatch.setattr(series_np, "_recoded", lambda *a: order.append("calls") or real_recoded(*a))
+    real_classify = nsys_sqlite.classify_many
+    monkeypatch.setattr(nsys_sqlite, "classify_many", lambda names: order.append(f"pid {os.getpid()}") or
+                        real_classify(names))
+    spy = Spy(monkeypatch)
+    (sql,), (fast,) = _both(monkeypatch, cap)
+    assert fast == sql and spy.measured == 1
+    assert order == (["gpu", f"pid {os.getpid()}", "calls"] if aside else ["gpu"])
