@@ -88,12 +88,12 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     after one. They must say what launches_sql says; a kernel matches the calls of its correlation id and join key.
     kept, with native: (a dict, the kernels SQL again with start and end in place of the duration, which the
     compiled pass then works out as readers/_durations.SOUND does): the slices keep their kernels' (pid, start,
-    end, key) as they read them, for the per-step series, which then reads only the rest —
-    the dict's "kernels" gets one (rowid range, kept columns) per slice in rowid order: the range "lo hi" (None: the
-    whole table), the columns [pid, start, end, key] as memoryviews of int64 (a forked slice's over the shared
-    memory it sent them back through: 0.12 s less than reading its half of 1M kernels again), None where
-    that slice's are not there (a slice that gave them up at a NULL, or whose times are not integers, which is then
-    read as without kept). Nothing there where the compiled pass did not run.
+    end, key) as they read them, for the per-step series, which then reads only what no slice kept — the dict's
+    "kernels" gets one (rowid range, kept columns) per slice in rowid order: the range "lo hi" (None: the whole
+    table), the columns [pid, start, end, key] as memoryviews of int64 (a forked slice's over the shared memory it
+    sent them back through: 0.12 s less than reading its half of 1M kernels again), None where that slice's are not
+    there (a slice that gave them up at a NULL, or whose times are not integers, which is then read as without
+    kept). Nothing there where the compiled pass did not run.
     lanes, with native: (a dict, the kernels SQL with start, end and the busy time's group in place of the duration):
     every slice also takes the islands of its kernels' busy time as it reads them (timeline/busy.py: the busy time
     then reads no kernel itself) — the dict's "kernels" gets every slice's (group, dev, bytes) islands, or None where
