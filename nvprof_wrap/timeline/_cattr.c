@@ -1774,13 +1774,11 @@ static PyObject *py_claimed(PyObject *self, PyObject *args) {
                 if (!on[p_] && cur[p_] < hi[p_] && S[cur[p_]] == t) { on[p_] = 1; mask |= 1 << p_; }
             }
         }
-        for (int part = 0; part < nparts; part++) {  /* by part, as the numpy gives them */
-            for (int j = 0; j < np_; j++) {
-                if (present[j] == part && claim[part] > 0) {
-                    og[m] = group;
-                    op[m] = part;
-                    ons[m++] = claim[part];
-                }
+        for (int j = 0; j < np_; j++) {  /* by part, as the numpy gives them: present[] ascends (its keys do) */
+            if (claim[present[j]] > 0) {
+                og[m] = group;
+                op[m] = present[j];
+                ons[m++] = claim[present[j]];
             }
         }
         r = q;
