@@ -50,21 +50,30 @@ def split_preamble(f: io.TextIOBase, path: Path | None = None) -> tuple[list[str
     return [h.strip() for h in header], reader
 
 
-def rows(lines: Iterable[str], keep: Callable[[str], bool], path: Path | None = None) -> Iterator[list[str]]:
+def rows(lines: Iterable[str], keep: Callable[[str], bool], path: Path | None = None, ragged: bool = False
+         ) -> Iterator[list[str]]:
     """The CSV rows of ``lines`` as the csv module reads them (RFC 4180: a quoted field may hold line breaks, and
     its lines are one row), those whose first line ``keep`` accepts. Filtering lines before the parser (profiler
     messages, the program's output) dropped the second line of a quoted kernel name holding a line break, and the
     parser then took the rows after it into the name: half the launches lost. A field is bounded by the csv
     module's field size limit — a longer one within one line by MAX_LINE_BYTES (long_row) —, a line by the caller's
-    line reader."""
+    line reader. The first row kept is the header: a row read over several lines must hold together with it
+    (held_together) — a quote left open swallowed the rows after it into one field, silently, until a later quote
+    closed it. ``ragged``: the format writes rows narrower than its header (ncu leaves a row's empty last columns
+    out)."""
     source = _FirstLine(lines)
     reader = csv.reader(source)
+    width: int | None = None
     while True:  # once, unless a row is read again (long_row): csv's reader goes on with the line after it
         try:
             for row in reader:
                 if source.first is not None and keep(source.first):  # a row read has its first line
+                    if width is None:
+                        width = len(row)
+                    elif source.more:
+                        held_together(row, width, ragged, source.more, reader.line_num, path)
                     yield row
-                source.first = None
+                source.first, source.more = None, 0
             return
         except csv.Error as e:
             # a field past csv's limit: the row's first line alone, read again where it is the whole row (long_row;
@@ -74,7 +83,28 @@ def rows(lines: Iterable[str], keep: Callable[[str], bool], path: Path | None = 
                 raise BadInput(path, f"CSV not readable at line {reader.line_num:,} ({e})") from None
         if source.first is not None and keep(source.first):
             yield again
-        source.first = None
+        source.first, source.more = None, 0
+
+
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def held_together(row: list[str], width: int, ragged: bool, more: int, last: int, path: Path | None) -> None:
+    """Refuse a row read over several lines that does not hold together: its quoted field opened on one line and
+    closed on a later one, but the row is wider than the header (the rest of the later line's fields joined it) or,
+    unless the format is ragged, narrower, or a whole line inside the field has as many fields as a row (a row
+    swallowed whole). A stray quote — a name cut
+    short, a hand edit — would otherwise take the rows after it into one kernel's name: launches lost, a copy read as
+    a kernel, exit 0. A kernel name holding a line break is kept (tests/readers/test_parse_bounds.py)."""
+    first = last - more
+    where = f"a quote opened at line {first:,} closes at line {last:,}"
+    if len(row) > width or (len(row) < width and not ragged):
+        raise BadInput(path, f"CSV not readable: {where}, leaving a row of {len(row)} fields where the header has "
+                             f"{width} (a stray quote?)")
+    for field in row:
+        inner = _BREAK.split(field)[1:-1]  # the field's whole lines: neither the first's tail nor the last's head
+        if any(line.count(",") >= width - 1 for line in inner):
+            raise BadInput(path, f"CSV not readable: {where}, and holds a whole row between (a stray quote?)")
 
 
 LIMIT_ERROR = "field larger than field limit"  # csv.Error's text for a field past csv.field_size_limit()
@@ -103,6 +133,7 @@ class _FirstLine:
     def __init__(self, lines: Iterable[str]) -> None:
         self._lines = iter(lines)
         self.first: str | None = None
+        self.more = 0  # lines of the row after its first
 
     def __iter__(self) -> _FirstLine:
         return self
@@ -111,6 +142,8 @@ class _FirstLine:
         line = next(self._lines)
         if self.first is None:
             self.first = line
+        else:
+            self.more += 1
         return line
 
 

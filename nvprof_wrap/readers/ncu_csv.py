@@ -139,8 +139,9 @@ def _verdict(name: str, per_launch: list[Evidence]) -> CounterVerdict:
 
 def _quoted(f: io.TextIOBase, path: Path) -> Iterator[list[str]]:
     """The CSV rows among the program's output: ncu quotes every field, the program's lines rarely start with one.
-    Rows are told apart by their first line (a kernel name can hold a line break: _csv.rows)."""
-    return rows(cut_lines(f), lambda first: first.startswith('"'), path)
+    Rows are told apart by their first line (a kernel name can hold a line break: _csv.rows); a row without a rule
+    leaves the rule's columns out (ragged)."""
+    return rows(cut_lines(f), lambda first: first.startswith('"'), path, ragged=True)
 
 
 FORMAT = "ncu-csv"

@@ -17,10 +17,10 @@ from benchmarks.report_pathological_inputs import measure_one
 from nvprof_wrap import readers
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers import summary
+from nvprof_wrap.readers import _csv, summary
 from nvprof_wrap.system import bounded, limits
 from nvprof_wrap.system.limits import MAX_SUMMARY_BYTES
-from tests._paths import H200, PUBLIC, ROOT, RUNS
+from tests._paths import H200, PUBLIC, ROOT, RUNS, WILD
 from tests.readers.test_bounds import gz
 
 CUPTI = next((RUNS / "gemm_cupti").glob("cupti-*.sqlite"))
@@ -228,6 +228,7 @@ def _launches(path: Path) -> tuple[int, int]:
     (PUBLIC / "nanzifan__nvprof-result__print-gpu-summary.csv", "Name", "Type"),
     (PUBLIC / "josiahdavis__profiling-lm__lm.csv", "Kernel", None),
     (RUNS / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv", "Name", "Time (%)"),
+    (WILD / "ncu-sections-numba-t4.csv", "Kernel Name", "ID"),  # rows without a rule are narrower than the header
 ])
 def test_a_line_break_in_a_quoted_kernel_name_loses_no_launch(tmp_path, src, name_col, first):
     """Every CSV reader: the same launches and as many kernels as without the line breaks (an ncu CSV lost rows into
@@ -239,7 +240,7 @@ def test_a_line_break_in_a_quoted_kernel_name_loses_no_launch(tmp_path, src, nam
     plain = tmp_path / ("plain" + src.name.removesuffix(".gz"))
     plain.write_text(text)
     broken_text, changed = _with_breaks(text, name_col, first)
-    assert changed > 1
+    assert changed >= 1
     broken = tmp_path / ("broken" + src.name.removesuffix(".gz"))
     broken.write_text(broken_text)
     assert readers.detect(broken) == readers.detect(plain)
@@ -247,6 +248,78 @@ def test_a_line_break_in_a_quoted_kernel_name_loses_no_launch(tmp_path, src, nam
     gz = tmp_path / (broken.name + ".gz")
     gz.write_bytes(gzip.compress(broken_text.encode()))
     assert _launches(gz) == _launches(plain)
+
+
+def _with_open_quote(src: str, header_first: str) -> tuple[str, int]:
+    """The CSV written quoted as ncu quotes, with the closing quote of the last field of a row in the middle of the
+    data dropped (a line cut short: where the name is the last field, a name): the csv module reads on over the line
+    break, to the next line's first quote. Returns the text and the damaged line's number."""
+    lines, data = [], []
+    for row in csv.reader(io.StringIO(src, newline="")):
+        if data or (row and row[0] == header_first):
+            data.append(len(lines))
+            out = io.StringIO()
+            csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(row)
+            lines.append(out.getvalue())
+        else:  # the profiler's own lines before the header ('==PID== …') stay as they were
+            lines.append(",".join(row) + "\n")
+    at = data[len(data) // 2]
+    lines[at] = lines[at].removesuffix('"\n') + "\n"
+    return "".join(lines), at + 1
+
+
+@pytest.mark.parametrize("src, first", [
+    (H200 / "ncu_tensor_metrics.csv", "ID"),
+    (RUNS / "train_counters" / "gpt_fp32.ncu.csv.gz", "ID"),
+    (PUBLIC / "nanzifan__nvprof-result__print-gpu-summary.csv", "Type"),
+    (PUBLIC / "josiahdavis__profiling-lm__lm.csv", None),
+    (RUNS / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv", "Time (%)"),
+])
+def test_a_quote_left_open_is_refused_naming_its_line(tmp_path, capsys, src, first):
+    """Every CSV reader: a quote left open took the next line into the field, up to its first quote, and the rest
+    of that line's fields into the row (in an nvprof trace, a copy read as a kernel and the copy after it lost, exit
+    0); it is refused, naming the file and the lines."""
+    raw = src.read_bytes()
+    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    damaged, line = _with_open_quote(text, first or next(csv.reader(io.StringIO(text)))[0])
+    path = tmp_path / src.name.removesuffix(".gz")
+    path.write_text(damaged)
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and f"a quote opened at line {line:,} closes at line {line + 1:,}" in err, err
+
+
+def test_rows_swallowed_whole_between_two_stray_quotes_are_refused(tmp_path, capsys):
+    """nsys stats quotes a name only where it must: a stray quote opening one name and another closing a name three
+    rows down leave a row as wide as the header, holding two rows whole — refused; the same lines with a line break
+    in a quoted name (no whole row inside) are read."""
+    lines = (RUNS / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv").read_text().splitlines(keepends=True)
+    plain = [i for i, line in enumerate(lines) if i and '"' not in line]
+    a = next(i for i in plain if {i + 1, i + 2, i + 3} <= set(plain))
+    damaged = [*lines]
+    cut = damaged[a].rindex(",") + 1
+    damaged[a] = damaged[a][:cut] + '"' + damaged[a][cut:]
+    damaged[a + 3] = damaged[a + 3].rstrip("\n") + '"\n'
+    path = tmp_path / "cuda_gpu_kern_sum.csv"
+    path.write_text("".join(damaged))
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert f"a quote opened at line {a + 1:,} closes at line {a + 4:,}, and holds a whole row between" in err, err
+    kept = [*lines]
+    kept[a] = kept[a][:cut] + '"' + kept[a][cut:].rstrip("\n") + '\nsecond, line"\n'
+    path.write_text("".join(kept))
+    read = readers.read(path)
+    assert sum(k.launches for k in read.kernels) == sum(int(line.split(",")[2]) for line in lines[1:])
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_a_row_over_two_lines_narrower_than_the_header(ragged):
+    """A stray quote in an early column closed by a quote in a later column of the next line leaves a row narrower
+    than the header: refused where the format writes every row whole, kept where it leaves columns out (ncu)."""
+    text = 'a,b,c,name\n1,"2,3,x\n4,5,6,"y, z"\n7,8,9,w\n'
+    if ragged:
+        assert [len(r) for r in _csv.rows(io.StringIO(text), bool, ragged=True)] == [4, 3, 4]
+    else:
+        with pytest.raises(BadInput, match="a quote opened at line 2 closes at line 3, leaving a row of 3 fields"):
+            list(_csv.rows(io.StringIO(text), bool))
 
 
 def test_an_unclosed_quote_is_one_line_in_bounded_memory(tmp_path, capsys):
