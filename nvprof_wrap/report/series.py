@@ -105,16 +105,16 @@ def _chosen(store: Store) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class Read:
     """What the series and the time budget both read of the store, read once: the chosen captures (_chosen) and
-    their kernels' time per step, name and process (Store.step_kernel_times: (step, name, ns) rows to be summed)."""
+    their step kernels' names by (capture, name id) (Store.step_kernel_names: the store sums the rows by id)."""
 
     chosen: tuple[dict[str, Any], ...]
-    step_kernels: tuple[tuple[int, str, int], ...]
+    names: dict[tuple[int, int], str]
 
     @classmethod
     def of(cls, store: Store) -> Read:
         chosen = _chosen(store)
         ids = [c["capture_id"] for c in chosen]
-        return cls(tuple(chosen), tuple(store.step_kernel_times(ids)) if ids else ())
+        return cls(tuple(chosen), store.step_kernel_names(ids) if ids else {})
 
 
 def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[str],
@@ -131,13 +131,11 @@ def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[s
     if not rows:
         return None
     verdict = {k.name: (k.tensor_core, k.family in communication) for k in kernels}
-    per_step: dict[int, list[int]] = {}
-    for step, name, ns in read.step_kernels:
+    flags = []  # per (capture, name id): whether its time is tensor-core time, of unknown kernels, communication
+    for (capture, i), name in read.names.items():
         tc, comm = verdict.get(name, ("unknown", False))
-        acc = per_step.setdefault(step, [0, 0, 0])
-        acc[0] += ns if tc == "yes" else 0
-        acc[1] += ns if tc == "unknown" else 0
-        acc[2] += ns if comm else 0
+        flags.append((capture, i, int(tc == "yes"), int(tc == "unknown"), int(comm)))
+    per_step = store.step_kernel_sums(flags)
     hw = store.step_hardware(ids)
     hosts = {c["host"] for c in chosen}
     host = next((h for h in ("none", "launch", "launch, sync, alloc", "all") if h in hosts), "none")
@@ -222,8 +220,9 @@ def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted
             parts.setdefault(p["step"], {})[p["part"]] = p["ns"]
     verdicted = list(kernels)
     verdict = {k.name: (k.tensor_core, k.precision) for k in verdicted if k.family not in communication}
-    weights = budget.kernel_weights(((name, ns) for step, name, ns in read.step_kernels
-                                     if step in wanted and name in verdict),
+    totals = store.step_kernel_totals(ids, wanted)
+    weights = budget.kernel_weights(((name, totals[key]) for key, name in read.names.items()
+                                     if key in totals and name in verdict),
                                     lambda name: verdict[name])
     found = budget.budget([budget.StepSpan(r.step, r.duration_ns, r.processes) for r in rows], parts, weights,
                           series.host, series.kind, slow)

@@ -64,11 +64,13 @@ def database(conn: sqlite3.Connection) -> sqlite_utils.Database:
     return db
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # the tables' shapes: a store of another one is emptied and rebuilt as for another data version
+# (_prepare), which a summary (it holds no table) does not carry. 3: step_kernels' names as ids (step_kernel_names).
 # The one data-version knob: change it whenever what a run store holds of a capture changes (what a reader extracts,
-# how it is aggregated or identified, the store's columns). A store whose meta.data_version differs is emptied and
-# rebuilt from its captures (_prepare), and every capture's identity carries the knob (pipeline/ingest.py): nothing
-# read by another version is kept, mixed or summed with what the current code makes of it.
+# how it is aggregated or identified; a table's shape alone: SCHEMA_VERSION). A store whose meta.data_version differs
+# is emptied and rebuilt from its captures (_prepare), and every capture's identity carries the knob
+# (pipeline/ingest.py): nothing read by another version is kept, mixed or summed with what the current code makes of
+# it.
 # History. 2026.11.29-2: stores rebuilt when readers change. -3: captures identified by content, not path. -4: busy
 # time by one streamed merge per GPU, NVTX attribution by time-line segments. 2026.11.30-1: the store marker (issue
 # 14); evidence ranked per (kernel, GPU). -13: console text, nvprof metrics as counter evidence. -13a, -15: the merges
@@ -131,7 +133,10 @@ _TABLES: dict[str, dict[str, type]] = {
     "steps": {"capture_id": int, "pid": int, "step": int, "start_ns": int, "end_ns": int, "launches": int,
               "kernel_ns": int, "copy_ns": int, "busy_ns": int, "compute_busy_ns": int, "api_launch_ns": int,
               "api_sync_ns": int, "api_alloc_ns": int, "api_other_ns": int, "api_union_ns": int},
-    "step_kernels": {"capture_id": int, "pid": int, "step": int, "name": str, "launches": int, "total_ns": int},
+    # a step kernel's name as its index into the capture's step_kernel_names (tens of thousands of rows of a
+    # thousand names: ints are stored, read and summed in SQL at a fraction of the text's cost)
+    "step_kernels": {"capture_id": int, "pid": int, "step": int, "name_id": int, "launches": int, "total_ns": int},
+    "step_kernel_names": {"capture_id": int, "name_id": int, "name": str},
     "step_parts": {"capture_id": int, "pid": int, "step": int, "part": str, "ns": int},
     "step_collectives": {"capture_id": int, "pid": int, "step": int, "nth": int, "start_ns": int, "name": str},
     "warmup": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,
@@ -147,7 +152,7 @@ _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
 _CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "op_flops", "hw_devices",
              "hw_kernels", "hw_series", "warmup")
 # a capture's StepSeries (Store._insert_series)
-_SERIES = ("series", "steps", "step_kernels", "step_parts", "step_collectives")
+_SERIES = ("series", "steps", "step_kernels", "step_kernel_names", "step_parts", "step_collectives")
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them
 BUSY_TIMEOUT_S = 60
 
@@ -211,9 +216,9 @@ class Store(Queries):
         conn.execute("BEGIN IMMEDIATE")
         try:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            version = conn.execute("SELECT value FROM meta WHERE key = 'data_version'").fetchone() \
-                if "meta" in names else None
-            if version is None or version[0] != DATA_VERSION:
+            version = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('data_version', 'schema_version')"
+                                        ).fetchall()) if "meta" in names else {}
+            if version.get("data_version") != DATA_VERSION or version.get("schema_version") != str(SCHEMA_VERSION):
                 for name in names & _LEGACY:  # ours only (_ownership checked the file)
                     conn.execute(f"DROP TABLE [{name}]")
                 self._create_schema()
@@ -336,8 +341,11 @@ class Store(Queries):
               r.compute_busy_ns,
               *((dict(r.api_ns).get(k, 0) if known else None) for k in kinds),
               r.api_union_ns) for r in series.steps))
-        conn.executemany(f"INSERT INTO step_kernels (capture_id, pid, step, name, launches, total_ns) "  # columns
-                         f"VALUES ({int(cid)}, ?, ?, ?, ?, ?)", series.kernels.named())  # zipped: no record a row
+        k = series.kernels  # columns, zipped: no record a row
+        conn.executemany(f"INSERT INTO step_kernel_names (capture_id, name_id, name) VALUES ({int(cid)}, ?, ?)",
+                         enumerate(k.names))
+        conn.executemany(f"INSERT INTO step_kernels (capture_id, pid, step, name_id, launches, total_ns) "
+                         f"VALUES ({int(cid)}, ?, ?, ?, ?, ?)", zip(k.pid, k.step, k.name, k.launches, k.total_ns))
         self._insert("step_collectives", cid, series.collectives)
         conn.executemany("INSERT INTO step_parts (capture_id, pid, step, part, ns) VALUES (?, ?, ?, ?, ?)",
                          ((cid, r.pid, r.step, part, ns) for r in series.steps for part, ns in r.parts_ns))

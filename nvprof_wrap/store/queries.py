@@ -7,11 +7,12 @@ fills; the report's queries join it.
 """
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import Any, TypedDict, cast
 
-if TYPE_CHECKING:
-    import sqlite3
+# a step kernel's (capture, name id) as one integer (a capture's names are far fewer than 2^32, its id too)
+_KEY = "({0}capture_id * 4294967296 + {0}name_id)"
 
 # One row of a query, column name → SQLite value (int, float, str, bytes or None): what a SELECT gives is only known
 # at run time, so its values are Any; the rows that stages other than the report read are typed records below.
@@ -201,12 +202,53 @@ class Queries:
                    CAST(AVG(end_ns - start_ns) AS INTEGER) AS mean_duration_ns
             FROM steps WHERE capture_id IN ({marks}) GROUP BY step ORDER BY step""")
 
-    def step_kernel_times(self, captures: list[int]) -> list[tuple[int, str, int]]:
-        """(step, kernel name, ns) of the captures' step kernels, one per process, as stored: whoever reads them
-        sums them (a GROUP BY here sorted ~60k rows by their names for nothing, and a dict a row cost as much)."""
+    def step_kernel_names(self, captures: list[int]) -> dict[tuple[int, int], str]:
+        """(capture, name id) → name, of the captures' step kernels (step_kernels holds each row's name as its id)."""
         marks = ",".join(str(int(c)) for c in captures) or "NULL"
-        return cast(list[tuple[int, str, int]], self.conn.execute(
-            f"SELECT step, name, total_ns FROM step_kernels WHERE capture_id IN ({marks})").fetchall())
+        return {(c, i): n for c, i, n in self.conn.execute(
+            f"SELECT capture_id, name_id, name FROM step_kernel_names WHERE capture_id IN ({marks})")}
+
+    def step_kernel_sums(self, flags: Iterable[tuple[int, int, int, int, int]]) -> dict[int, tuple[int, int, int]]:
+        """Per step: the step kernels' time summed three ways, where each of their (capture, name id)'s flags says —
+        flags: (capture, name id, a, b, c), each of a, b, c 0 or 1; only the captures flags names. Summed in SQL
+        over the ids (60k rows at 1M launches: no row a Python tuple); in Python where a sum leaves int64."""
+        conn = self.conn
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS t_step_flags (key INTEGER PRIMARY KEY, a INTEGER, b INTEGER, "
+                     "c INTEGER)")  # key: _KEY's, a rowid (a composite key's lookups cost 1.5x as long)
+        conn.execute("DELETE FROM temp.t_step_flags")
+        conn.executemany("INSERT OR REPLACE INTO temp.t_step_flags VALUES (? * 4294967296 + ?, ?, ?, ?)", flags)
+        joined = f"FROM step_kernels k JOIN temp.t_step_flags f ON f.key = {_KEY.format('k.')}"
+        try:
+            return {step: (a, b, c) for step, a, b, c in conn.execute(
+                f"SELECT k.step, SUM(k.total_ns * f.a), SUM(k.total_ns * f.b), SUM(k.total_ns * f.c) {joined} "
+                "GROUP BY k.step")}
+        except sqlite3.OperationalError as e:
+            if "overflow" not in str(e):
+                raise
+        sums: dict[int, list[int]] = {}
+        for step, ns, a, b, c in conn.execute(f"SELECT k.step, k.total_ns, f.a, f.b, f.c {joined}"):
+            acc = sums.setdefault(step, [0, 0, 0])
+            acc[0] += ns * a
+            acc[1] += ns * b
+            acc[2] += ns * c
+        return {step: (a, b, c) for step, (a, b, c) in sums.items()}
+
+    def step_kernel_totals(self, captures: list[int], steps: Iterable[int]) -> dict[tuple[int, int], int]:
+        """(capture, name id) → the step kernels' time in the given steps, summed (in Python where a sum leaves
+        int64)."""
+        marks = ",".join(str(int(c)) for c in captures) or "NULL"
+        among = ",".join(str(int(s)) for s in steps) or "NULL"
+        where = f"FROM step_kernels WHERE capture_id IN ({marks}) AND step IN ({among})"
+        try:  # by one integer key: grouped by two, 1.4x as long
+            return {divmod(key, 1 << 32): ns for key, ns in self.conn.execute(
+                f"SELECT {_KEY.format('')} AS key, SUM(total_ns) {where} GROUP BY key")}
+        except sqlite3.OperationalError as e:
+            if "overflow" not in str(e):
+                raise
+        totals: dict[tuple[int, int], int] = {}
+        for c, i, ns in self.conn.execute(f"SELECT capture_id, name_id, total_ns {where}"):
+            totals[(c, i)] = totals.get((c, i), 0) + ns
+        return totals
 
     def step_part_rows(self, captures: list[int]) -> list[Row]:
         """Per step and budget part (timeline/series_tables.PARTS): its time summed over the captures' processes."""

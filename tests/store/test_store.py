@@ -274,3 +274,57 @@ def test_a_report_does_not_import_sqlite_utils_or_cxxfilt_and_a_write_that_needs
     assert got["report"] == {"sqlite_utils": False, "cxxfilt": False}
     assert got["static"] == [["k", "yes", "fp16"]] and got["after"] is True
     assert got["demangled"] == "foo(int)"
+
+
+def test_a_store_of_another_table_shape_is_rebuilt(tmp_path):
+    """meta.schema_version (the tables' shapes; a summary does not carry it) other than this one's: the store is
+    emptied and rebuilt, as for another data version — its old rows are never read as the new shape."""
+    path = tmp_path / "run.sqlite"
+    s = Store(path)
+    ingest(s, [CAPTURE])
+    s.conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    s.conn.commit()
+    s.close()
+    s = Store(path)
+    try:
+        assert s.rows("SELECT COUNT(*) AS n FROM captures")[0]["n"] == 0
+        assert s.rows("SELECT value FROM meta WHERE key = 'schema_version'")[0]["value"] == str(store_mod.SCHEMA_VERSION)
+        ingest(s, [CAPTURE])
+        assert s.rows("SELECT SUM(launches) AS n FROM kernels")[0]["n"] == 22
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("huge", [False, True])
+def test_step_kernels_summed_by_id_in_sql_are_their_rows_sums(tmp_path, huge):
+    """A real capture's step kernels (names as ids: step_kernel_names) summed per step under flags and per (capture,
+    name id) over chosen steps, in SQL: what the rows add up to in Python. huge: every row 2^62 ns, so that a step's
+    sum leaves int64 — SQLite's SUM refuses it, the rows are summed in Python: exact, never a float."""
+    import nvprof_wrap as nw
+
+    path = tmp_path / "run.sqlite"
+    nw.analyze(RUNS / "gpt_fp32_nsys" / "nsys.sqlite.gz", store=path)
+    s = Store(path)
+    try:
+        if huge:
+            s.conn.execute(f"UPDATE step_kernels SET total_ns = {1 << 62}")
+        rows = s.conn.execute("SELECT capture_id, step, name_id, total_ns FROM step_kernels").fetchall()
+        names = s.step_kernel_names([c for c, in s.conn.execute("SELECT id FROM captures")])
+        assert len(rows) > 100 and {(c, i) for c, _s, i, _n in rows} <= set(names)
+        flags = [(c, i, i % 2, int(i % 3 == 0), int(i % 5 == 0)) for c, i in names]
+        by_key = {(c, i): f for c, i, *f in flags}
+        want: dict[int, list[int]] = {}
+        for c, step, i, ns in rows:
+            acc = want.setdefault(step, [0, 0, 0])
+            for j, f in enumerate(by_key[(c, i)]):
+                acc[j] += ns * f
+        assert s.step_kernel_sums(flags) == {step: tuple(v) for step, v in want.items()}
+        steps = sorted({step for _c, step, _i, _n in rows})[1::2]
+        totals: dict[tuple[int, int], int] = {}
+        for c, step, i, ns in rows:
+            if step in steps:
+                totals[(c, i)] = totals.get((c, i), 0) + ns
+        assert s.step_kernel_totals(sorted({c for c, _i in names}), steps) == totals
+        assert huge == any(v >= 1 << 63 for v in totals.values())
+    finally:
+        s.close()
