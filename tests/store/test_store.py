@@ -288,7 +288,8 @@ def test_a_store_of_another_table_shape_is_rebuilt(tmp_path):
     s = Store(path)
     try:
         assert s.rows("SELECT COUNT(*) AS n FROM captures")[0]["n"] == 0
-        assert s.rows("SELECT value FROM meta WHERE key = 'schema_version'")[0]["value"] == str(store_mod.SCHEMA_VERSION)
+        version = s.rows("SELECT value FROM meta WHERE key = 'schema_version'")[0]["value"]
+        assert version == str(store_mod.SCHEMA_VERSION)
         ingest(s, [CAPTURE])
         assert s.rows("SELECT SUM(launches) AS n FROM kernels")[0]["n"] == 22
     finally:
