@@ -149,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except sqlite3.Error as e:  # SQLite outside the readers and the store's own mapping: one line all the same
         failure = machine_failure(None, e)  # a full TMPDIR under the report's own queries: 74, like the readers'
+        if failure is None and "integer overflow" in str(e):  # each number fits in 64 bits, their sum does not
+            read = ", ".join(map(str, getattr(args, "paths", None) or ())) or "what was read"
+            say(f"nvprof-wrap: error: {read}: times or counts that add up past 64 bits (a damaged capture or "
+                "summary); nothing reported")
+            return 2
         say(f"nvprof-wrap: error: {failure or f'SQLite: {e}'}")
         return failure.exit_code if failure else 2
     except OSError as e:  # a full disk or an I/O error is the machine's (74); a file gone or a permission changed

@@ -349,6 +349,26 @@ def test_a_summary_holding_the_wrong_records_is_one_line(tmp_path, real_summary,
     assert str(bad) in err
 
 
+@pytest.mark.parametrize("where", ["kernels", "steps"])
+def test_numbers_that_add_up_past_64_bits_are_one_line_naming_the_file(tmp_path, real_summary, capsys, where):
+    """Each number within int64, their sum past it (two kernels of 2^62 ns; two processes' 2^62 launches in one
+    step): the store's SUM refused it as 'SQLite: integer overflow', naming no file."""
+    doc = json.loads(gzip.decompress(real_summary.read_bytes()))
+    capture = doc["body"]["capture"]
+    if where == "kernels":
+        for k in capture["kernels"][:2]:
+            k["total_ns"] = 1 << 62
+    else:
+        steps = capture["series"]["steps"]
+        twin = {**steps[0], "pid": (steps[0]["pid"] or 0) + 1}
+        steps[0]["launches"] = twin["launches"] = 1 << 62
+        steps.insert(1, twin)
+    bad = tmp_path / real_summary.name
+    bad.write_bytes(gzip.compress(summary.MAGIC + b', "body": ' + json.dumps(doc["body"]).encode() + b"}"))
+    err = _one_line_exit_2(capsys, ["report", str(bad), "--format", "json"])
+    assert str(bad) in err and "past 64 bits" in err
+
+
 @pytest.mark.parametrize("field, value", [("launches", 10**30), ("kernel_ns", "12"), ("api_ns", [["launch", 10**30]]),
                                           ("api_ns", [["launch", 1, 2]])])
 def test_a_summary_step_series_is_validated_like_the_rest(tmp_path, real_summary, capsys, field, value):
