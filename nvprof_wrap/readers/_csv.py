@@ -93,9 +93,9 @@ def held_together(row: list[str], width: int, ragged: bool, more: int, last: int
     """Refuse a row read over several lines that does not hold together: its quoted field opened on one line and
     closed on a later one, but the row is wider than the header (the rest of the later line's fields joined it) or,
     unless the format is ragged, narrower, or a whole line inside the field has as many fields as a row (a row
-    swallowed whole). A stray quote — a name cut
-    short, a hand edit — would otherwise take the rows after it into one kernel's name: launches lost, a copy read as
-    a kernel, exit 0. A kernel name holding a line break is kept (tests/readers/test_parse_bounds.py)."""
+    swallowed whole). A stray quote — a name cut short, a hand edit — would otherwise take the rows after it into
+    one kernel's name: launches lost, a copy read as a kernel, exit 0. A kernel name holding a line break is kept
+    (tests/readers/test_parse_bounds.py)."""
     first = last - more
     where = f"a quote opened at line {first:,} closes at line {last:,}"
     if len(row) > width or (len(row) < width and not ragged):
