@@ -153,13 +153,18 @@ def test_a_full_disk_is_reported_as_such(tmp_path):
     s.close()
 
 
-def test_null_launches_in_a_store_is_one_line(capsys, tmp_path):
-    path = tmp_path / "run.sqlite"
+def _stored(path: Path, edit: str) -> None:
+    """A store of CAPTURE at path, edited by one SQL statement."""
     s = Store(path)
     ingest(s, [CAPTURE])
-    s.conn.execute("UPDATE kernels SET launches = NULL")
+    s.conn.execute(edit)
     s.conn.commit()
     s.close()
+
+
+def test_null_launches_in_a_store_is_one_line(capsys, tmp_path):
+    path = tmp_path / "run.sqlite"
+    _stored(path, "UPDATE kernels SET launches = NULL")
     code, out, err = run(capsys, "report", CAPTURE, "--store", path)
     one_line_error(code, out, err, str(path), "damaged run store")
 
@@ -280,11 +285,7 @@ def test_a_store_of_another_table_shape_is_rebuilt(tmp_path):
     """meta.schema_version (the tables' shapes; a summary does not carry it) other than this one's: the store is
     emptied and rebuilt, as for another data version — its old rows are never read as the new shape."""
     path = tmp_path / "run.sqlite"
-    s = Store(path)
-    ingest(s, [CAPTURE])
-    s.conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-    s.conn.commit()
-    s.close()
+    _stored(path, "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     s = Store(path)
     try:
         assert s.rows("SELECT COUNT(*) AS n FROM captures")[0]["n"] == 0
