@@ -203,11 +203,9 @@ def _migrate(db: sqlite_utils.Database) -> None:
     """A history from before scopes: rebuilt in one transaction as today's table, every row the whole run's, its
     times ISO 8601, its precisions a JSON array. Concurrent first opens wait for each other (busy timeout)."""
     conn = db.conn
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _write_lock(conn):
         if "scope" in {r[1] for r in conn.execute(f"PRAGMA table_info({TABLE})")}:
-            conn.execute("COMMIT")  # another process migrated it meanwhile
-            return
+            return  # another process migrated it meanwhile
         cols = [r[1] for r in conn.execute(f"PRAGMA table_info({TABLE})")]
         old = [dict(zip(cols, r)) for r in conn.execute(f"SELECT * FROM {TABLE}")]
         conn.execute(f"ALTER TABLE {TABLE} RENAME TO {TABLE}_before_scopes")
@@ -217,10 +215,6 @@ def _migrate(db: sqlite_utils.Database) -> None:
             conn.execute(f"INSERT OR REPLACE INTO {TABLE} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                          list(row.values()))
         conn.execute(f"DROP TABLE {TABLE}_before_scopes")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _create_sql() -> str:
