@@ -59,10 +59,12 @@ def rows(lines: Iterable[str], keep: Callable[[str], bool], path: Path | None = 
     module's field size limit — a longer one within one line by MAX_LINE_BYTES (long_row) —, a line by the caller's
     line reader. The first row kept is the header: a row read over several lines must hold together with it
     (held_together) — a quote left open swallowed the rows after it into one field, silently, until a later quote
-    closed it. ``ragged``: the format writes rows narrower than its header (ncu leaves a row's empty last columns
-    out)."""
+    closed it. Read strictly (RFC 4180: a quoted field ends at its closing quote): a quote lost at a name's end
+    otherwise ended the field at the next field's opening quote and kept the text after it — ncu's `"name,"12"`
+    became one field, every column after it one to the left, exit 0. ``ragged``: the format writes rows narrower
+    than its header (ncu leaves a row's empty last columns out)."""
     source = _FirstLine(lines)
-    reader = csv.reader(source)
+    reader = csv.reader(source, strict=True)
     width: int | None = None
     while True:  # once, unless a row is read again (long_row): csv's reader goes on with the line after it
         try:
@@ -79,6 +81,11 @@ def rows(lines: Iterable[str], keep: Callable[[str], bool], path: Path | None = 
             # a field past csv's limit: the row's first line alone, read again where it is the whole row (long_row;
             # were it not, csv would have ended the row there and read no further)
             again = long_row(source.first) if LIMIT_ERROR in str(e) and source.first is not None else None
+            if again is None and STRICT_ERROR in str(e):
+                first = reader.line_num - source.more
+                raise BadInput(path, f"CSV not readable: a quote opened at line {first:,} closes at line "
+                                     f"{reader.line_num:,} with more of its field after it (a stray or lost quote?)"
+                               ) from None
             if again is None:
                 raise BadInput(path, f"CSV not readable at line {reader.line_num:,} ({e})") from None
         if source.first is not None and keep(source.first):
@@ -108,6 +115,7 @@ def held_together(row: list[str], width: int, ragged: bool, more: int, last: int
 
 
 LIMIT_ERROR = "field larger than field limit"  # csv.Error's text for a field past csv.field_size_limit()
+STRICT_ERROR = "expected after"  # csv.Error's text, strict, for a quoted field closed with more of it after the quote
 
 
 def long_row(line: str) -> list[str] | None:

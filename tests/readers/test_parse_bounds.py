@@ -250,10 +250,9 @@ def test_a_line_break_in_a_quoted_kernel_name_loses_no_launch(tmp_path, src, nam
     assert _launches(gz) == _launches(plain)
 
 
-def _with_open_quote(src: str, header_first: str) -> tuple[str, int]:
-    """The CSV written quoted as ncu quotes, with the closing quote of the last field of a row in the middle of the
-    data dropped (a line cut short: where the name is the last field, a name): the csv module reads on over the line
-    break, to the next line's first quote. Returns the text and the damaged line's number."""
+def _quoted_as_ncu(src: str, header_first: str) -> tuple[list[str], list[int]]:
+    """The CSV's lines written quoted as ncu quotes (every field of the header and the rows), and the indexes of the
+    rows' lines; the profiler's own lines before the header ('==PID== …') stay as they were."""
     lines, data = [], []
     for row in csv.reader(io.StringIO(src, newline="")):
         if data or (row and row[0] == header_first):
@@ -261,8 +260,16 @@ def _with_open_quote(src: str, header_first: str) -> tuple[str, int]:
             out = io.StringIO()
             csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(row)
             lines.append(out.getvalue())
-        else:  # the profiler's own lines before the header ('==PID== …') stay as they were
+        else:
             lines.append(",".join(row) + "\n")
+    return lines, data
+
+
+def _with_open_quote(src: str, header_first: str) -> tuple[str, int]:
+    """The CSV quoted as ncu quotes, with the closing quote of the last field of a row in the middle of the data
+    dropped (a line cut short: where the name is the last field, a name): the csv module reads on over the line
+    break, to the next line's first quote. Returns the text and the damaged line's number."""
+    lines, data = _quoted_as_ncu(src, header_first)
     at = data[len(data) // 2]
     lines[at] = lines[at].removesuffix('"\n') + "\n"
     return "".join(lines), at + 1
@@ -314,12 +321,46 @@ def test_rows_swallowed_whole_between_two_stray_quotes_are_refused(tmp_path, cap
 def test_a_row_over_two_lines_narrower_than_the_header(ragged):
     """A stray quote in an early column closed by a quote in a later column of the next line leaves a row narrower
     than the header: refused where the format writes every row whole, kept where it leaves columns out (ncu)."""
-    text = 'a,b,c,name\n1,"2,3,x\n4,5,6,"y, z"\n7,8,9,w\n'
+    text = 'a,b,c,name\n1,"2,3,x\n4,5,6",y\n7,8,9,w\n'
     if ragged:
         assert [len(r) for r in _csv.rows(io.StringIO(text), bool, ragged=True)] == [4, 3, 4]
     else:
         with pytest.raises(BadInput, match="a quote opened at line 2 closes at line 3, leaving a row of 3 fields"):
             list(_csv.rows(io.StringIO(text), bool))
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_a_quote_closing_inside_a_field_is_refused(ragged):
+    """A quote that closes with more of its field after it (the stray quote above closed by the next line's opening
+    quote of "y, z") ended the field there and kept the rest: a row one narrower, which ncu's rows also are —
+    refused either way, naming the lines."""
+    text = 'a,b,c,name\n1,"2,3,x\n4,5,6,"y, z"\n7,8,9,w\n'
+    with pytest.raises(BadInput, match="a quote opened at line 2 closes at line 3 with more of its field after it"):
+        list(_csv.rows(io.StringIO(text), bool, ragged=ragged))
+
+
+@pytest.mark.parametrize("src, first", [
+    (H200 / "ncu_tensor_metrics.csv", "ID"),
+    (RUNS / "train_counters" / "gpt_fp32.ncu.csv.gz", "ID"),
+    (PUBLIC / "nanzifan__nvprof-result__print-gpu-summary.csv", "Type"),
+    (PUBLIC / "josiahdavis__profiling-lm__lm.csv", None),
+    (RUNS / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv", "Time (%)"),
+])
+def test_a_quote_lost_inside_a_line_is_refused_naming_its_line(tmp_path, capsys, src, first):
+    """Every CSV reader: a field's closing quote lost in the middle of a line (ncu quotes every field: a kernel
+    name's) ended the field at the next field's opening quote and kept the text after it — in ncu's CSV the name
+    read `name,<next field>"` and every column after it shifted, exit 0; it is refused, naming the file and line."""
+    raw = src.read_bytes()
+    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    lines, data = _quoted_as_ncu(text, first or next(csv.reader(io.StringIO(text)))[0])
+    at = data[len(data) // 2]
+    lines[at] = lines[at].replace('",', ",", 1)  # the first field's closing quote
+    path = tmp_path / src.name.removesuffix(".gz")
+    path.write_text("".join(lines))
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and f"a quote opened at line {at + 1:,} closes at line {at + 1:,} with more" in err, err
+
+
 
 
 def test_an_unclosed_quote_is_one_line_in_bounded_memory(tmp_path, capsys):
