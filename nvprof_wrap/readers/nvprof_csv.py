@@ -67,10 +67,33 @@ def _scale(units: list[str], col: int) -> int:
     return TIME_UNITS_NS.get(units[col].strip(), 1) if col < len(units) else 1
 
 
+def _units(path: Path, rows: Iterator[list[str]], col: str, at: int) -> list[str]:
+    """The units row after the header, whose cell under the time column ``col`` (index ``at``) names a time unit.
+    Without it the first data row was taken for it (a kernel lost) and every time read unscaled (ms as ns)."""
+    units = next(rows, None)
+    if units is None:
+        raise BadInput(path, "nvprof CSV with a header but no rows")
+    cell = units[at].strip() if at < len(units) else ""
+    if cell not in TIME_UNITS_NS:
+        raise BadInput(path, f"nvprof CSV: the row after the header is not its units row (its {col} reads "
+                             f"{cell!r}, not a unit such as ms, us or ns)")
+    return units
+
+
+def _width(path: Path, row: list[str], header: list[str]) -> None:
+    """Refuse a row of the table whose fields are not the header's: a row cut short (the file cut inside it), a
+    line joined or split by a stray separator — read, its columns shifted (a copy read as a kernel named after a
+    number) or the row dropped."""
+    if len(row) != len(header):
+        shown = ",".join(row)
+        raise BadInput(path, f"nvprof CSV: a row of {len(row)} fields where the header has {len(header)} (a cut or "
+                             f"damaged line?): {shown[:120]!r}")
+
+
 def _summary(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | None) -> Capture:
     idx = {h: i for i, h in enumerate(header)}
-    units: list[str] = next(rows, [])
     t, calls, name, lo, hi = idx["Time"], idx["Calls"], idx["Name"], idx.get("Min"), idx.get("Max")
+    units = _units(path, rows, "Time", t)
     kernels: list[KernelAgg] = []
     mem: dict[tuple[str, str], MemAgg] = {}
     section = ""  # the table after the GPU activities and API calls: "Device" is the Unified Memory section
@@ -80,11 +103,19 @@ def _summary(path: Path, header: list[str], rows: Iterator[list[str]], pid: int 
             if section == "Device" and row and (m := _DEVICE.match(row[0].strip())):
                 devices[int(m.group(2))] = m.group(1)
             continue
-        if len(row) <= name or row[0] != "GPU activities":
-            if row and row[0] not in ("GPU activities", "API calls"):
-                section = row[0].strip() or "?"  # the Unified Memory section or another table starts
+        if row and row[0] not in ("GPU activities", "API calls"):
+            if any(number(c) is not None for c in row):  # a table's header names its columns: no numbers
+                raise BadInput(path, f"nvprof summary CSV: a row of the GPU activities and API calls table whose "
+                                     f"type reads {row[0][:60]!r} (a damaged line?)")
+            section = row[0].strip() or "?"  # the Unified Memory section or another table starts
             continue
-        total = int((number(row[t]) or 0) * _scale(units, t))
+        _width(path, row, header)
+        if row[0] != "GPU activities":
+            continue
+        time = number(row[t])
+        if time is None:
+            raise BadInput(path, f"nvprof summary CSV: {row[name][:80]!r} has a Time of {row[t][:40]!r}, not a number")
+        total = int(time * _scale(units, t))
         n = int(number(row[calls]) or 0)
         key = _mem_key(row[name])
         if key:
@@ -116,15 +147,14 @@ _CORRELATION = re.compile(r"\s\[\d+\]$")
 
 def _trace(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | None) -> Capture:
     idx = {h: i for i, h in enumerate(header)}
-    units: list[str] = next(rows, [])
     dur, name, dev, size = idx["Duration"], idx["Name"], idx.get("Device"), idx.get("Size")
+    units = _units(path, rows, "Duration", dur)
     kern: dict[tuple[int | None, str], list[Any]] = {}  # (device, name) → _durations.fold's stats
     mem: dict[tuple[int | None, str, str], list[int]] = {}  # (device, kind, direction) → [count, ns, bytes]
     devices: dict[int, str] = {}
     kernel_time, mem_time = Durations("kernel"), Durations("memcpy/memset")
     for row in rows:
-        if len(row) <= name:
-            continue
+        _width(path, row, header)
         d = None
         if dev is not None and (m := _DEVICE.match(row[dev].strip())):
             d = int(m.group(2))

@@ -423,3 +423,69 @@ def test_a_summary_step_series_is_validated_like_the_rest(tmp_path, real_summary
     err = capsys.readouterr().err
     assert code in (0, 2) and (code == 0 or err.count("\n") == 1), err
     assert code == 2 or field == "kernel_ns"  # "12" is read as the number it says
+
+
+# --- nvprof CSV: its units row and its rows' widths ---------------------------------------------------------------
+
+NVPROF_TRACE = WILD / "nvprof-gputrace-gtx950.csv"
+NVPROF_SUMMARY = PUBLIC / "nanzifan__nvprof-result__print-gpu-summary.csv"
+
+
+def _edited(tmp_path: Path, src: Path, edit) -> Path:
+    lines = src.read_text().splitlines(keepends=True)
+    path = tmp_path / src.name
+    path.write_text("".join(edit(lines)))
+    return path
+
+
+def _at(lines: list[str], start: str) -> int:
+    return next(i for i, line in enumerate(lines) if line.startswith(start))
+
+
+@pytest.mark.parametrize("src, header", [(NVPROF_TRACE, '"Start"'), (NVPROF_SUMMARY, '"Type"')])
+def test_an_nvprof_csv_without_its_units_row_is_refused(tmp_path, capsys, src, header):
+    """The units row deleted: its first data row was taken for it (a kernel lost from the summary: 6000 launches)
+    and every time read unscaled (the trace's 3.7 us of kernels as 3 ns), exit 0."""
+    path = _edited(tmp_path, src, lambda lines: lines[:_at(lines, header) + 1] + lines[_at(lines, header) + 2:])
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and "the row after the header is not its units row" in err, err
+
+
+@pytest.mark.parametrize("edit, shown", [
+    # the file cut inside its last row: the last DtoH copy was lost
+    (lambda lines: [*lines[:-1], lines[-1][:lines[-1].index('"GeForce')] + '"GeForce GTX 950 (0)","1"'], "15 fields"),
+    # a number written with a thousands separator: the row one wider, its columns shifted — an HtoD copy read as a
+    # kernel named '14' on no device
+    (lambda lines: [line.replace("4.547474,", "4.547,474,", 1) for line in lines], "18 fields"),
+    # a row written with ';' between its fields: one field, the copy lost
+    (lambda lines: [*lines[:8], lines[8].replace(",", ";"), *lines[9:]], "1 fields"),
+])
+def test_an_nvprof_trace_row_of_another_width_is_refused(tmp_path, capsys, edit, shown):
+    assert "4.547474," in NVPROF_TRACE.read_text()
+    path = _edited(tmp_path, NVPROF_TRACE, edit)
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and f"a row of {shown} where the header has 17" in err, err
+
+
+@pytest.mark.parametrize("edit, said", [
+    # the opening quote of a row's type lost: 'GPU activities"' read as a new table, the rows after it lost (two
+    # kernels and the GPU's name: the verdict went from no to unknown)
+    (lambda lines: [line.replace('"GPU activities",3.610203', 'GPU activities",3.610203') for line in lines],
+     "whose type reads 'GPU activities\"'"),
+    # a kernel's time not a number: read as 0 ns (88 ms of 371 lost)
+    (lambda lines: [line.replace(",88.081013,", ",U8.081013,") for line in lines], "has a Time of 'U8.081013'"),
+    (lambda lines: [line.replace(",88.081013,", ",,") for line in lines], "has a Time of '', not a number"),
+])
+def test_a_damaged_nvprof_summary_row_is_refused(tmp_path, capsys, edit, said):
+    path = _edited(tmp_path, NVPROF_SUMMARY, edit)
+    assert path.read_text() != NVPROF_SUMMARY.read_text()
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and said in err, err
+
+
+def test_the_nvprof_csv_checks_keep_the_real_exports(capsys):
+    """The same files undamaged: every row read (the summary's Unified Memory table after its activities, and the
+    line 'Total CPU Page faults: 49' after that, are tables of their own)."""
+    trace, summary_ = readers.read(NVPROF_TRACE), readers.read(NVPROF_SUMMARY)
+    assert sum(k.launches for k in trace.kernels) == 2 and sum(m.count for m in trace.memops) == 6
+    assert sum(k.launches for k in summary_.kernels) == 14003 and summary_.devices[0].name == "TITAN Xp"
