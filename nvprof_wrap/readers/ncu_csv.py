@@ -47,7 +47,25 @@ def _new(row: list[str], idx: dict[str, int]) -> _Launch:
     return _Launch(*(row[idx[k]] if k in idx else "" for k in _KEYS[1:]))
 
 
-def _launches(header: list[str], rows: Iterator[list[str]]) -> dict[tuple[str, str], _Launch]:
+def _sound(path: Path, row: list[str], key: tuple[str, str], width: int,
+           names: tuple[str, str] | None = None) -> None:
+    """Refuse a metric row that cannot be as ncu writes it: wider than the header (a field split or inserted: the
+    columns after it shifted — a kernel named after the host), a launch's ID or process ID not an integer (a lost
+    quote's `3550"`: a process of its own, the launch counted twice), or a launch whose rows name two kernels (its ID
+    edited or two exports joined: their metrics mixed)."""
+    pid, launch = key
+    if len(row) > width:
+        raise BadInput(path, f"ncu CSV: a row of {len(row)} fields where the header has {width} (a damaged line?), "
+                             f"launch {launch[:20]!r}")
+    if not launch.strip().isdigit() or (pid and not pid.strip().isdigit()):
+        raise BadInput(path, f"ncu CSV: a launch whose ID or process ID is not an integer ({launch[:20]!r}, "
+                             f"{pid[:20]!r}): a damaged line?")
+    if names is not None:
+        raise BadInput(path, f"ncu CSV: the rows of launch {launch} (process {pid or '?'}) name two kernels "
+                             f"({names[0][:60]!r} and {names[1][:60]!r}): IDs edited or exports joined?")
+
+
+def _launches(path: Path, header: list[str], rows: Iterator[list[str]]) -> dict[tuple[str, str], _Launch]:
     idx = {h: i for i, h in enumerate(header)}
     launches: dict[tuple[str, str], _Launch] = {}
     if "Metric Name" in idx:  # long format
@@ -55,13 +73,17 @@ def _launches(header: list[str], rows: Iterator[list[str]]) -> dict[tuple[str, s
         # Metric rows end after the value: the rule columns after it ("Rule Name" … "Estimated Speedup") are only
         # filled on a rule's own rows, and ncu leaves them off the others (their Duration among them).
         need = max(i for h, i in idx.items() if h in (*_KEYS, "Metric Name", "Metric Unit", "Metric Value"))
+        name = idx["Kernel Name"]
         for row in rows:
             if len(row) <= need:
                 continue
             key = _key(row, idx)
             la = launches.get(key)
             if la is None:
+                _sound(path, row, key, len(header))
                 la = launches[key] = _new(row, idx)
+            elif row[name] != la.name or len(row) > len(header):
+                _sound(path, row, key, len(header), (la.name, row[name]) if row[name] != la.name else None)
             value, metric = number(row[mv]), row[mn]
             if metric in DURATION_NAMES:
                 if value is not None and mu is not None:
@@ -174,7 +196,7 @@ def read(path: Path) -> Capture:
         header = [h.strip() for h in next(reader, [])]
         if not _REQUIRED <= set(header):
             raise BadInput(path, "ncu CSV without a header row with ID and Kernel Name columns")
-        launches = _launches(header, (row for row in reader if row != header))  # the header repeats per process
+        launches = _launches(path, header, (row for row in reader if row != header))  # the header repeats per process
     if not launches:
         raise BadInput(path, "ncu CSV with a header but no kernel rows")
     return _aggregate(path, launches.values())

@@ -489,3 +489,28 @@ def test_the_nvprof_csv_checks_keep_the_real_exports(capsys):
     trace, summary_ = readers.read(NVPROF_TRACE), readers.read(NVPROF_SUMMARY)
     assert sum(k.launches for k in trace.kernels) == 2 and sum(m.count for m in trace.memops) == 6
     assert sum(k.launches for k in summary_.kernels) == 14003 and summary_.devices[0].name == "TITAN Xp"
+
+
+# --- ncu CSV: a launch's rows ---------------------------------------------------------------------------------------
+
+NCU_FLOPS = ROOT / "tests" / "data" / "ncu_flops" / "ncu_flops.csv"
+
+
+@pytest.mark.parametrize("edit, said", [
+    # a field inserted: the columns after it shifted, a launch named after the host ('127.0.0.1') on no device
+    (lambda lines: [lines[0], lines[1].replace('"0","3550",', '"0","x","3550",', 1), *lines[2:]],
+     "a row of 16 fields where the header has 15"),
+    # a quote lost: the process id read '3550"', a process of its own — the fill kernel's launch counted twice, its
+    # time 0
+    (lambda lines: [lines[0], lines[1].replace('"0","3550"', '"0",3550"', 1), *lines[2:]],
+     "whose ID or process ID is not an integer ('0', '3550\"')"),
+    # a launch's ID edited to another's: its metrics mixed into that launch's
+    (lambda lines: [('"1",' + line[5:] if line.startswith('"15",') else line) for line in lines],
+     "the rows of launch 1 (process 3550) name two kernels"),
+])
+def test_a_damaged_ncu_launch_row_is_refused(tmp_path, capsys, edit, said):
+    path = _edited(tmp_path, NCU_FLOPS, edit)
+    assert path.read_text() != NCU_FLOPS.read_text()
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and said in err, err
+    assert sum(k.launches for k in readers.read(NCU_FLOPS).kernels) == 21  # the export itself: every launch
