@@ -236,6 +236,10 @@ def validate(capture: Capture) -> Capture:
         clean = dataclasses.replace(
             clean, kernels=tuple(_no_negative(k) for k in clean.kernels),
             memops=tuple(_no_negative(m) for m in clean.memops))
+    unsized = sum((m.bytes or 0) < 0 for m in clean.memops)
+    if unsized:  # a damaged byte count summed below zero: the store would refuse itself as damaged, naming no file
+        clean = dataclasses.replace(clean, memops=tuple(
+            dataclasses.replace(m, bytes=None) if (m.bytes or 0) < 0 else m for m in clean.memops))
     kept = sorted({k.name for k in clean.kernels} & demangle.over_budget)
     notes = [*clean.notes]
     if _cut:
@@ -245,6 +249,8 @@ def validate(capture: Capture) -> Capture:
                      f"memory or {MAX_NAME_CHARS:,} characters), e.g. {kept[0][:60]}…")
     if negative:
         notes.append(f"{negative:,} aggregate(s) with a negative time: counted without their time")
+    if unsized:
+        notes.append(f"{unsized:,} copy or set aggregate(s) with a negative byte count: counted without their bytes")
     return dataclasses.replace(clean, notes=tuple(notes)) if tuple(notes) != clean.notes else clean
 
 

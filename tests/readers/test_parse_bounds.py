@@ -514,3 +514,28 @@ def test_a_damaged_ncu_launch_row_is_refused(tmp_path, capsys, edit, said):
     err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
     assert str(path) in err and said in err, err
     assert sum(k.launches for k in readers.read(NCU_FLOPS).kernels) == 21  # the export itself: every launch
+
+
+def test_a_negative_byte_count_is_counted_without_its_bytes(tmp_path, capsys):
+    """A copy's or set's byte count below zero (a damaged capture) was summed into the capture's memory operations;
+    the run store then refused itself ("damaged run store … delete it to rebuild it"), naming no file, for a plain
+    file read without a store. Its bytes are left out, with a note; everything else is read."""
+    path = tmp_path / "nsys.sqlite"
+    path.write_bytes((RUNS / "gemm_nsys" / "nsys.sqlite").read_bytes())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("UPDATE CUPTI_ACTIVITY_KIND_MEMSET SET bytes = -1").rowcount > 0
+    conn.close()
+    capsys.readouterr()
+    assert main(["report", str(path), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    body = json.loads(out)
+    notes = body["sources"][0]["notes"]
+    assert "1 copy or set aggregate(s) with a negative byte count: counted without their bytes" in notes, notes
+    whole = json.loads(_report_json(capsys, RUNS / "gemm_nsys" / "nsys.sqlite"))
+    assert body["launches"] == whole["launches"] and body["kernel_ns"] == whole["kernel_ns"]
+
+
+def _report_json(capsys, path: Path) -> str:
+    capsys.readouterr()
+    assert main(["report", str(path), "--format", "json"]) == 0
+    return capsys.readouterr().out
