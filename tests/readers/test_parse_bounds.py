@@ -525,10 +525,7 @@ def test_a_negative_byte_count_is_counted_without_its_bytes(tmp_path, capsys):
     with sqlite3.connect(path) as conn:
         assert conn.execute("UPDATE CUPTI_ACTIVITY_KIND_MEMSET SET bytes = -1").rowcount > 0
     conn.close()
-    capsys.readouterr()
-    assert main(["report", str(path), "--format", "json"]) == 0
-    out, err = capsys.readouterr()
-    body = json.loads(out)
+    body = json.loads(_report_json(capsys, path))
     notes = body["sources"][0]["notes"]
     assert "1 copy or set aggregate(s) with a negative byte count: counted without their bytes" in notes, notes
     whole = json.loads(_report_json(capsys, RUNS / "gemm_nsys" / "nsys.sqlite"))

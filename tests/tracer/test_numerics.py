@@ -1,6 +1,6 @@
 """The numerics recorder (`run --numerics`, tracer/numerics*.py), run for real on the CPU under `run --backend none`:
-the seed's fp16 collapse and its mixed-precision fix in Keras 3 (TensorFlow, and the torch backend where torch is
-installed), a PyTorch fp16 overflow with a GradScaler and its bf16 twin, the file's bounds, and that recording
+the seed's fp16 collapse and its mixed-precision fix in Keras 3 (TensorFlow, JAX, and the torch backend where torch
+is installed), a PyTorch fp16 overflow with a GradScaler and its bf16 twin, the file's bounds, and that recording
 changes no result. The records are read here with plain json, never through the code under test.
 
 The torch tests need torch in the interpreter running the tests (CI has none: they skip); on a machine whose
@@ -24,9 +24,11 @@ from tests._paths import ROOT
 TIMEOUT_S = 300  # a cold TensorFlow import alone takes seconds on 2 cores
 HAS_KERAS = importlib.util.find_spec("keras") is not None and importlib.util.find_spec("tensorflow") is not None
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_JAX = importlib.util.find_spec("jax") is not None
 needs_keras = pytest.mark.skipif(not HAS_KERAS, reason='needs Keras and TensorFlow: pip install -e ".[tf]"')
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs torch in this interpreter (run with a Python that has "
                                                        "it: see the module's docstring)")
+needs_jax = pytest.mark.skipif(not HAS_JAX, reason='needs JAX (Keras on the jax backend): pip install -e ".[test]"')
 SEED = [str(ROOT / "workloads" / "reuters_mlp.py"), "--samples", "2048", "--verbose", "0"]  # 4 steps an epoch
 
 
@@ -177,6 +179,31 @@ def test_keras_on_the_torch_backend_records_the_collapse_too(tmp_path):
                     [*SEED, "--precision", "fp16", "--keras2-numerics", "all", "--epochs", "2"],
                     "--numerics", "--no-report", env={"KERAS_BACKEND": "torch"})
     check_seed_collapse(records(folder), "torch")
+
+
+@needs_jax
+@needs_keras
+def test_keras_on_the_jax_backend_records_the_collapse_with_its_gradients(tmp_path):
+    """Keras's JAX trainer keeps the step's state apart from the variables during fit: reading a weight after the
+    first step raised TypeError and the recording stopped (one step of eight, no collapse recorded); and JAX has no
+    tape, so no gradient was recorded. Every step now, with the gradients, and the losses as without recording."""
+    job = [*SEED, "--precision", "fp16", "--keras2-numerics", "all", "--epochs", "2"]
+    proc, folder = run(tmp_path, "keras-jax", job, "--numerics", "--no-report", env={"KERAS_BACKEND": "jax"})
+    assert "stopped recording" not in proc.stderr, proc.stderr[-2000:]
+    recs = records(folder)
+    check_seed_collapse(recs, "jax")
+    grads = {r["name"]: r for r in tensors(recs, tensor="gradient", step=0)}
+    assert set(grads) == {f"{layer}/{w}" for layer in ("dense", "dense_1", "dense_2") for w in ("kernel", "bias")}
+    kernel = grads["dense/kernel"]
+    assert kernel["dtype"] == "float16" and kernel["n"] == 10_000 * 256 and 0 < kernel["max_abs"] < 1, kernel
+    assert kernel["phase"] == "backward" and kernel["zeros"] > 0.5  # most of the multi-hot input's words are absent
+    _, plain = run(tmp_path, "keras-jax-plain", job, "--no-report", env={"KERAS_BACKEND": "jax"})
+
+    def losses(folder: Path) -> list[Any]:
+        lines = [json.loads(x) for x in (folder / "metrics.jsonl").read_text().splitlines()]
+        return [(r["loss"], r["accuracy"]) for r in lines if "epoch" in r]
+
+    assert len(losses(plain)) == 2 and losses(plain) == losses(folder)
 
 
 # ------------------------------------------------------------------------------------------------ the parts

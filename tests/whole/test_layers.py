@@ -65,8 +65,9 @@ ONLY = {
     "tracer": {"tracer"},
 }
 # cuda.bindings: the driver API, a dependency of cupti-python; torch and nvtx: what annotate.py marks steps with;
-# keras and tensorflow: what the numerics recorder reads (tracer/numerics_keras.py: the gradients on TensorFlow)
-THIRD_PARTY = {"tracer": {"numpy", "cupti", "cuda", "torch", "nvtx", "keras", "tensorflow"}}
+# keras, tensorflow and jax: what the numerics recorder reads (tracer/numerics_keras.py: the gradients on TensorFlow
+# and JAX)
+THIRD_PARTY = {"tracer": {"numpy", "cupti", "cuda", "torch", "nvtx", "keras", "tensorflow", "jax"}}
 
 # Arrows that run back up today, in modules being reworked by another hand; each is to go.
 KNOWN: set[tuple[str, str]] = set()  # arrows that run back up: none left
