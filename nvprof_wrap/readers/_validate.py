@@ -223,6 +223,7 @@ def _clean(obj: _Record) -> _Record:
 
 
 _TIMES = ("total_ns", "min_ns", "max_ns")
+UNNAMED = ("<unnamed kernel>", "")  # what the readers name a kernel whose name the file does not hold
 
 
 def validate(capture: Capture) -> Capture:
@@ -249,6 +250,12 @@ def validate(capture: Capture) -> Capture:
                      f"memory or {MAX_NAME_CHARS:,} characters), e.g. {kept[0][:60]}…")
     if negative:
         notes.append(f"{negative:,} aggregate(s) with a negative time: counted without their time")
+    nameless = [k for k in clean.kernels if k.name in UNNAMED]
+    if nameless:  # a name id the file's string table does not hold, or an empty name: a damaged file, said
+        ns, every = sum(k.total_ns or 0 for k in nameless), sum(k.total_ns or 0 for k in clean.kernels) or 1
+        notes.append(f"{sum(k.launches for k in nameless):,} kernel launch(es) ({ns / every:.1%} of kernel time) "
+                     "have no name in the file (a name id its strings do not hold, or an empty name): counted as "
+                     "one kernel of unknown kind")
     if unsized:
         notes.append(f"{unsized:,} copy or set aggregate(s) with a negative byte count: counted without their bytes")
     return dataclasses.replace(clean, notes=tuple(notes)) if tuple(notes) != clean.notes else clean

@@ -536,3 +536,25 @@ def _report_json(capsys, path: Path) -> str:
     capsys.readouterr()
     assert main(["report", str(path), "--format", "json"]) == 0
     return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("edit", [
+    "DELETE FROM StringIds WHERE id = (SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 1)",
+    ("UPDATE StringIds SET value = '' WHERE id = (SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL "
+     "ORDER BY start LIMIT 1)"),
+])
+def test_a_kernel_whose_name_the_file_does_not_hold_is_said(tmp_path, capsys, edit):
+    """A kernel's name id missing from StringIds (or its string empty): read as '<unnamed kernel>', a kernel of
+    unknown kind — its tensor-core work gone from the verdict without a word. Now the notes say how many launches
+    and how much kernel time have no name."""
+    path = tmp_path / "nsys.sqlite"
+    path.write_bytes((RUNS / "gemm_nsys" / "nsys.sqlite").read_bytes())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute(edit).rowcount == 1
+    conn.close()
+    body = json.loads(_report_json(capsys, path))
+    said = [n for n in body["sources"][0]["notes"] if "have no name in the file" in n]
+    unnamed = [k for k in body["kernels"] if k["name"] in ("<unnamed kernel>", "")]
+    assert said and unnamed and said[0].startswith(f"{sum(k['launches'] for k in unnamed):,} kernel launch(es)"), said
+    whole = json.loads(_report_json(capsys, RUNS / "gemm_nsys" / "nsys.sqlite"))
+    assert not [n for n in whole["sources"][0]["notes"] if "have no name" in n]
