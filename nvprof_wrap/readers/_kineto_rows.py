@@ -46,11 +46,19 @@ _MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
 def _ns(us: object) -> int | None:
     """Microseconds (a number, or a number in a string) → integer ns; None when it is not a finite number or not
     a time SQLite can hold (beyond ±2^62 ns, 146 years: start + duration must still fit)."""
+    if type(us) is bool:  # JSON's true is no time (float(True) is 1: a kernel of 1 us)
+        return None
     try:
         ns = float(us) * 1000  # type: ignore[arg-type]  # any JSON value: what float() refuses is caught below
     except (TypeError, ValueError):
         return None
     return int(ns) if abs(ns) < 2**62 else None  # also False for nan
+
+
+def _text(name: object) -> str:
+    """A name as the file holds it, where it is text; else none ("": readers/_validate says how many launches have
+    no name) — str() had named a kernel 'None' or '[1]' after a null or a list, silently."""
+    return name if type(name) is str else ""
 
 
 _Key = TypeVar("_Key", str, tuple[object, object])  # what gets an id: a name, a (pid, tid) thread
@@ -235,13 +243,13 @@ class Rows:
         dev = args.get("device", ev.get("pid")) if args is not None else ev.get("pid")
         t: Any = ev.get("ts")  # JSON values: the type checks below are the run-time ones
         d: Any = ev.get("dur")
-        name = str(ev.get("name", ""))
+        name = _text(ev.get("name"))
         start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
         nid = self.names.get(name)
         if nid is None:
             nid = self._id(self.names, name)
-        return (args.get("correlation") if args is not None else None, dev if isinstance(dev, int) else None, nid,
+        return (args.get("correlation") if args is not None else None, dev if type(dev) is int else None, nid,
                 start, None if start is None or dur is None else start + dur, dur)
 
     def _mem(self, ev: Event, cat: str) -> tuple[int | None, str, str, int | None, int | None, int | None, int]:
@@ -250,11 +258,11 @@ class Rows:
         dev = args.get("device", ev.get("pid"))
         t: Any = ev.get("ts")  # JSON values: the type checks below are the run-time ones
         d: Any = ev.get("dur")
-        name = str(ev.get("name", ""))
+        name = _text(ev.get("name"))
         start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
         memcpy = cat in MEMCPY_CATS
-        return (dev if isinstance(dev, int) else None, "memcpy" if memcpy else "memset",
+        return (dev if type(dev) is int else None, "memcpy" if memcpy else "memset",
                 _direction(name) if memcpy else "", start, None if start is None or dur is None else start + dur,
                 dur, int(args.get("bytes", 0) or 0))
 

@@ -20,6 +20,7 @@ from typing import IO, Any
 import ijson
 import orjson
 
+from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers._bounded import BoundedJSON, open_json
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH
 
@@ -52,13 +53,26 @@ class TraceEvents:
     def _general(self) -> Iterator[list[Any]]:
         with open_json(self.path) as f:
             batch: list[Any] = []
+            seen = 0
             for ev in ijson.items(f, "traceEvents.item", use_float=True):
                 batch.append(ev)
+                seen += 1
                 if len(batch) >= 4096:
                     yield batch
                     batch = []
             yield batch
             self.tail, self.cut_strings = f.tail(), f.cut_strings
+        if not seen:
+            self._a_list_or_refused()
+
+    def _a_list_or_refused(self) -> None:
+        """Refuse a file whose traceEvents is not a list (an object, null): its events were read as none — "no
+        kernels", exit 0, for a file that says nothing. (Asked only where no event was read.)"""
+        with open_json(self.path) as f:
+            kind = next((event for prefix, event, _ in ijson.parse(f) if prefix == "traceEvents"), None)
+        if kind not in (None, "start_array"):
+            what = {"start_map": "an object", "number": "a number", "string": "a string", "boolean": "true or false"}
+            raise BadInput(self.path, f"traceEvents is {what.get(kind, kind)}, not a list of events")
 
     def _fast(self) -> Iterator[list[Any]]:
         start, end = self.span

@@ -558,3 +558,45 @@ def test_a_kernel_whose_name_the_file_does_not_hold_is_said(tmp_path, capsys, ed
     assert said and unnamed and said[0].startswith(f"{sum(k['launches'] for k in unnamed):,} kernel launch(es)"), said
     whole = json.loads(_report_json(capsys, RUNS / "gemm_nsys" / "nsys.sqlite"))
     assert not [n for n in whole["sources"][0]["notes"] if "have no name" in n]
+
+
+# --- Kineto JSON: values of another JSON type -----------------------------------------------------------------------
+
+KINETO_GPT = RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
+
+
+def _kineto_edited(tmp_path: Path, edit) -> Path:
+    body = json.loads(gzip.decompress(KINETO_GPT.read_bytes()))
+    edit(body)
+    path = tmp_path / "edited.pt.trace.json"
+    path.write_text(json.dumps(body))
+    return path
+
+
+def _first_kernel(body) -> dict:
+    return next(ev for ev in body["traceEvents"] if ev.get("cat") == "kernel" and "nvjet" in ev.get("name", ""))
+
+
+@pytest.mark.parametrize("value", [None, [1], 7])
+def test_a_kineto_kernel_name_that_is_not_text_has_no_name(tmp_path, capsys, value):
+    """A kernel event's name null, a list or a number was read as the kernel 'None', '[1]' or '7' (str() of it),
+    silently; it is a kernel without a name now, and the notes say so."""
+    path = _kineto_edited(tmp_path, lambda body: _first_kernel(body).__setitem__("name", value))
+    body = json.loads(_report_json(capsys, path))
+    assert not [k for k in body["kernels"] if k["name"] in ("None", "[1]", "7")]
+    assert any("1 kernel launch(es)" in n and "have no name in the file" in n for n in body["sources"][0]["notes"])
+
+
+def test_a_kineto_duration_of_true_is_no_time(tmp_path, capsys):
+    """JSON's true as a kernel's dur was 1 us (float(True)); now a record without a usable time, counted, noted."""
+    path = _kineto_edited(tmp_path, lambda body: _first_kernel(body).__setitem__("dur", True))
+    body = json.loads(_report_json(capsys, path))
+    assert any(n.startswith("1 kernel record(s) without a usable time") for n in body["sources"][0]["notes"])
+
+
+@pytest.mark.parametrize("value, said", [({}, "an object"), (None, "null"), (3, "a number")])
+def test_trace_events_that_are_not_a_list_are_refused(tmp_path, capsys, value, said):
+    """traceEvents an object or null read as no events: "no kernels", exit 0, for a file that says nothing."""
+    path = _kineto_edited(tmp_path, lambda body: body.__setitem__("traceEvents", value))
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and f"traceEvents is {said}, not a list of events" in err, err
