@@ -32,6 +32,8 @@ def _text(v: object) -> str | None:
         return None
     if isinstance(v, bytes):
         v = v.decode("utf-8", errors="replace")
+    elif isinstance(v, (tuple, list, dict, bool)):  # a JSON value that is no text (a summary's): '(1,)' was a name
+        raise ValueError(f"expected text, found {type(v).__name__} {str(v)[:40]!r}")  # noqa: TRY004  # validate()'s one error: bad input
     s = str(v).replace("\x00", "\\0")
     if len(s) <= MAX_NAME_CHARS:
         return s
@@ -45,8 +47,8 @@ _INT64 = 2**63
 def _int(v: object) -> int | None:
     if v is None:
         return None
-    if isinstance(v, bool):
-        return int(v)
+    if isinstance(v, bool):  # JSON's true (a summary edited by hand): no count or time — it was read as 1
+        raise ValueError(f"expected a number, found {v!r}")  # noqa: TRY004  # validate()'s one error: bad input
     if isinstance(v, float) and math.isfinite(v):
         v = int(v)
     if isinstance(v, int):
@@ -212,6 +214,8 @@ def _clean(obj: _Record) -> _Record:
         elif kind == "int!":
             if v is None:
                 raise ValueError(f"{type(obj).__name__}.{name} is missing")
+            if name in _COUNTS and isinstance(v, float) and not v.is_integer():  # a count is whole (1.5 was 1)
+                raise ValueError(f"{type(obj).__name__}.{name} is not a whole number ({v})")
             n = values[name] = _int(v)
             if name in _COUNTS and n is not None and n < 0:  # summed into every total: a damaged capture
                 raise ValueError(f"{type(obj).__name__}.{name} is negative ({n})")

@@ -390,6 +390,31 @@ def test_a_summary_holding_the_wrong_records_is_one_line(tmp_path, real_summary,
     assert str(bad) in err
 
 
+def _kernel_field(field: str, value):
+    def edit(body):
+        kernels = [*body["capture"]["kernels"]]
+        kernels[0] = {**kernels[0], field: value}
+        return {**body, "capture": {**body["capture"], "kernels": kernels}}
+    return edit
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("launches", True, "expected a number, found True"),  # was 1 launch
+    ("device_id", True, "expected a number, found True"),  # was device 1
+    ("launches", 1.5, "KernelAgg.launches is not a whole number (1.5)"),  # was 1
+    ("name", [1], "expected text, found tuple"),  # was the kernel '(1,)'
+])
+def test_a_summary_value_of_another_json_type_is_one_line(tmp_path, real_summary, capsys, field, value, said):
+    """A summary edited by hand: JSON's true read as 1 (a count, a device), 1.5 launches as 1, a list as the name
+    '(1,)' — silently, exit 0. Each is one line naming the file now."""
+    doc = json.loads(gzip.decompress(real_summary.read_bytes()))
+    bad = tmp_path / real_summary.name
+    bad.write_bytes(gzip.compress(summary.MAGIC + b', "body": ' +
+                                  json.dumps(_kernel_field(field, value)(doc["body"])).encode() + b"}"))
+    err = _one_line_exit_2(capsys, ["report", str(bad), "--format", "json"])
+    assert str(bad) in err and said in err, err
+
+
 @pytest.mark.parametrize("where", ["kernels", "steps"])
 def test_numbers_that_add_up_past_64_bits_are_one_line_naming_the_file(tmp_path, real_summary, capsys, where):
     """Each number within int64, their sum past it (two kernels of 2^62 ns; two processes' 2^62 launches in one
