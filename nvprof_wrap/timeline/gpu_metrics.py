@@ -131,7 +131,7 @@ def kernel_names(conn: sqlite3.Connection, keys: Iterable[object]) -> dict[objec
     out: dict[object, str] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        out.update((k, demangle(v)) for k, v in conn.execute(
+        out.update((k, demangle(v) if v is not None else "<unnamed kernel>") for k, v in conn.execute(
             f"SELECT id, {cut('value')} FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk))
     if 0 in out:  # nsys' own first string, never a kernel's name (model.LOST_NAME_KERNEL)
         out[0] = LOST_NAME_KERNEL

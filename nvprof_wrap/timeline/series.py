@@ -234,10 +234,22 @@ def _in_sql(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
             _host_side(conn, api, lo, hi, steps, whole=host != "launch")
         if steps:
             _parts(conn, steps, with_api)
-    finally:
-        for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_comm", "_nvw_steps", "_nvw_ix", "_nvw_b"):
-            conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
+    except BaseException:
+        _drop_temp(conn, quiet=True)
+        raise
+    _drop_temp(conn)
     return steps, kernels
+
+
+def _drop_temp(conn: sqlite3.Connection, quiet: bool = False) -> None:
+    """The series' temporary tables dropped. quiet: after an error, whose cursor may still hold one of them — its
+    "database table is locked" had taken the error's place (a kernel's NULL name read as a locked table)."""
+    for t in ("_nvw_iv", "_nvw_api", "_nvw_kinds", "_nvw_comm", "_nvw_steps", "_nvw_ix", "_nvw_b"):
+        try:
+            conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
+        except sqlite3.OperationalError:
+            if not quiet:
+                raise
 
 
 def _fill(steps: Steps, spans: list[tuple[int, int, int]], host: str) -> None:

@@ -625,3 +625,22 @@ def test_trace_events_that_are_not_a_list_are_refused(tmp_path, capsys, value, s
     path = _kineto_edited(tmp_path, lambda body: body.__setitem__("traceEvents", value))
     err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
     assert str(path) in err and f"traceEvents is {said}, not a list of events" in err, err
+
+
+def test_a_kernel_name_of_null_is_said_not_a_locked_table(tmp_path, capsys):
+    """StringIds without its NOT NULL and a kernel's name NULL (a tool's rewrite of an export): the per-step series
+    demangled None (AttributeError), and dropping its temporary tables under the cursor still open then raised
+    "database table is locked" in its place — exit 2 for the wrong reason. Read now, the name noted as missing."""
+    path = tmp_path / "nsys.sqlite"
+    path.write_bytes((RUNS / "gemm_nsys" / "nsys.sqlite").read_bytes())
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE kept AS SELECT id, value FROM StringIds")
+        conn.execute("DROP TABLE StringIds")
+        conn.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+        conn.execute("INSERT INTO StringIds SELECT id, value FROM kept")
+        conn.execute("DROP TABLE kept")
+        assert conn.execute("UPDATE StringIds SET value = NULL WHERE id = (SELECT demangledName FROM "
+                            "CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 1)").rowcount == 1
+    conn.close()
+    body = json.loads(_report_json(capsys, path))
+    assert any("kernel launch(es)" in n and "have no name in the file" in n for n in body["sources"][0]["notes"])
