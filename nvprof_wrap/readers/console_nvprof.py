@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from nvprof_wrap.model import CounterVerdict, Gpu, KernelAgg, MemAgg, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS
 from nvprof_wrap.readers._durations import Durations, fold
-from nvprof_wrap.readers.nvprof_csv import SIZE_UNITS, _mem_key, keep_verdict
+from nvprof_wrap.readers.nvprof_csv import SIZE_UNITS, _mem_key, damaged_copy, keep_verdict
 from nvprof_wrap.text.demangle import demangle
 
 _PID = re.compile(r"^==(\d+)== ")
@@ -134,8 +135,10 @@ def _columns(header: str) -> list[tuple[str, int, int]]:
     return cols
 
 
-def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list[Gpu], tuple[str, ...]]:
-    """Kernels, copies and sets of the per-launch listing (--print-gpu-trace), the devices, and notes."""
+def gpu_trace(lines: Iterable[str], path: Path | None = None
+              ) -> tuple[list[KernelAgg], list[MemAgg], list[Gpu], tuple[str, ...]]:
+    """Kernels, copies and sets of the per-launch listing (--print-gpu-trace), the devices, and notes (path: the
+    file, named where a line is damaged)."""
     kernel_time, mem_time = Durations("kernel"), Durations("memcpy/memset")
     kern: dict[tuple[int | None, int | None, str], list[Any]] = {}  # (pid, device, name) → _durations.fold's stats
     # (pid, device, kind, direction) → [count, ns, bytes]
@@ -170,6 +173,7 @@ def gpu_trace(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], list
             size = re.match(r"^([\d.]+)([KMG]?B)$", row.get("Size", ""))
             s[2] += round(float(size.group(1)) * SIZE_UNITS[size.group(2)]) if size else 0
         else:
+            damaged_copy(path, name)
             kern[(pid, dev, name)] = fold(kern.get((pid, dev, name)), dur)
     kernels = list(merge_kernels(KernelAgg(p, d, demangle(n), *s) for (p, d, n), s in kern.items()))
     memops = [MemAgg(p, d, k, di, *s) for (p, d, k, di), s in mem.items()]

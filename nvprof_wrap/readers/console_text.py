@@ -104,7 +104,7 @@ def _nvprof_summary(path: Path) -> Part:
 
 
 def _nvprof_trace(path: Path) -> Part:
-    kernels, mem, devices, notes = console_nvprof.gpu_trace(_lines(path))
+    kernels, mem, devices, notes = console_nvprof.gpu_trace(_lines(path), path)
     return Part(kernels, mem, devices=devices, notes=notes)
 
 

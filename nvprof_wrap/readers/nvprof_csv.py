@@ -32,6 +32,18 @@ METRICS_HEADER = '"Device","Kernel","Invocations","Metric Name"'
 _MEM = re.compile(r"^\[CUDA (memcpy|memset)\s*([A-Za-z]+)?\]$")
 
 
+_COPY_LIKE = re.compile(r"\bCUDA mem(?:cpy|set)\b|\bmem(?:cpy|set) [A-Za-z]+\]|\b(?:HtoD|DtoH|DtoD|HtoH|PtoP)\]$")
+
+
+def damaged_copy(path: Path | None, name: str) -> None:
+    """Refuse a name that reads like nvprof's copy or set ('[CUDA memcpy DtoH]') but is not one — a quote appended,
+    a column's cell lost (the name cut to 'UDA memcpy DtoH]'), a byte changed: it was read as a kernel (a copy
+    lost, a kernel of unknown kind more), exit 0."""
+    if _COPY_LIKE.search(name) and _mem_key(name) is None:
+        raise BadInput(path, f"nvprof: a copy's or set's name reads {name[:60]!r}, not as nvprof writes it (a "
+                             "damaged line?)")
+
+
 def _mem_key(name: str) -> tuple[str, str] | None:
     m = _MEM.match(name.strip())
     if not m:
@@ -121,6 +133,7 @@ def _summary(path: Path, header: list[str], rows: Iterator[list[str]], pid: int 
         if key:
             mem[key] = MemAgg(pid, None, key[0], key[1], n, total)
             continue
+        damaged_copy(path, row[name])
         mn = int((number(row[lo]) or 0) * _scale(units, lo)) if lo is not None else None
         mx = int((number(row[hi]) or 0) * _scale(units, hi)) if hi is not None else None
         kernels.append(KernelAgg(pid, None, demangle(row[name]), n, total, mn, mx))
@@ -170,6 +183,7 @@ def _trace(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | 
                 unit = units[size].strip() if size < len(units) else "B"
                 s[2] += int((number(row[size]) or 0) * SIZE_UNITS.get(unit, 1))
         else:
+            damaged_copy(path, row[name])
             k = (d, _CORRELATION.sub("", row[name]))
             kern[k] = fold(kern.get(k), ns)
     kernels = merge_kernels(KernelAgg(pid, d, demangle(n), *s) for (d, n), s in kern.items())

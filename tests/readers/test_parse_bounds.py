@@ -644,3 +644,29 @@ def test_a_kernel_name_of_null_is_said_not_a_locked_table(tmp_path, capsys):
     conn.close()
     body = json.loads(_report_json(capsys, path))
     assert any("kernel launch(es)" in n and "have no name in the file" in n for n in body["sources"][0]["notes"])
+
+
+CONSOLE_TRACE = ROOT / "tests" / "data" / "console" / "xplacer_nvprof_gpu_trace_bfs.log"
+
+
+@pytest.mark.parametrize("edit, shown", [
+    (lambda line: line + '"', '[CUDA memcpy DtoH]"'),  # a quote appended
+    (lambda line: line.replace("         -        1B", "        1B", 1), "py DtoH]"),  # a cell lost: columns shift
+])
+def test_a_damaged_copy_line_of_a_console_trace_is_refused(tmp_path, capsys, edit, shown):
+    """nvprof's console --print-gpu-trace: a '[CUDA memcpy DtoH]' line disturbed by one character was read as a
+    kernel (a DtoH copy lost, a kernel of unknown kind more: 16 launches became 17), exit 0."""
+    lines = CONSOLE_TRACE.read_text().split("\n")
+    at = next(i for i, line in enumerate(lines) if line.endswith("[CUDA memcpy DtoH]"))
+    lines[at] = edit(lines[at])
+    path = tmp_path / CONSOLE_TRACE.name
+    path.write_text("\n".join(lines))
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and f"a copy's or set's name reads {shown!r}" in err, err
+    assert sum(k.launches for k in readers.read(CONSOLE_TRACE).kernels) == 16  # the listing itself
+
+
+def test_a_damaged_copy_row_of_an_nvprof_trace_csv_is_refused(tmp_path, capsys):
+    path = _edited(tmp_path, NVPROF_TRACE, lambda lines: [*lines[:-1], lines[-1].rstrip("\n")[:-2] + '""]"\n'])
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and "a copy's or set's name reads" in err, err
