@@ -173,8 +173,9 @@ def gpu_trace(lines: Iterable[str], path: Path | None = None
             size = re.match(r"^([\d.]+)([KMG]?B)$", row.get("Size", ""))
             s[2] += round(float(size.group(1)) * SIZE_UNITS[size.group(2)]) if size else 0
         else:
-            damaged_copy(path, name)
             kern[(pid, dev, name)] = fold(kern.get((pid, dev, name)), dur)
+    for _p, _d, n in kern:  # once per distinct name, not per line
+        damaged_copy(path, n)
     kernels = list(merge_kernels(KernelAgg(p, d, demangle(n), *s) for (p, d, n), s in kern.items()))
     memops = [MemAgg(p, d, k, di, *s) for (p, d, k, di), s in mem.items()]
     return kernels, memops, [Gpu(i, n) for i, n in devices.items()], kernel_time.notes() + mem_time.notes()

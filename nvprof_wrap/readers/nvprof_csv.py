@@ -183,9 +183,10 @@ def _trace(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | 
                 unit = units[size].strip() if size < len(units) else "B"
                 s[2] += int((number(row[size]) or 0) * SIZE_UNITS.get(unit, 1))
         else:
-            damaged_copy(path, row[name])
             k = (d, _CORRELATION.sub("", row[name]))
             kern[k] = fold(kern.get(k), ns)
+    for _d, n in kern:  # once per distinct name, not per row
+        damaged_copy(path, n)
     kernels = merge_kernels(KernelAgg(pid, d, demangle(n), *s) for (d, n), s in kern.items())
     memops = tuple(MemAgg(pid, d, k, di, *s) for (d, k, di), s in mem.items())
     return Capture(str(path), "nvprof-csv-trace", kernels, memops,
