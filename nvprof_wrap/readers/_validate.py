@@ -260,6 +260,14 @@ def validate(capture: Capture) -> Capture:
         notes.append(f"{sum(k.launches for k in nameless):,} kernel launch(es) ({ns / every:.1%} of kernel time) "
                      "have no name in the file (a name id its strings do not hold, or an empty name): counted as "
                      "one kernel of unknown kind")
+    listed = {d.device_id for d in clean.devices}
+    stray = [k for k in clean.kernels if k.device_id is not None and (k.device_id < 0 or (
+        listed and k.device_id not in listed))]
+    if stray:  # a device the capture never names (a damaged record): a GPU of its own in every per-device table
+        ids = sorted({k.device_id for k in stray if k.device_id is not None})
+        notes.append(f"{sum(k.launches for k in stray):,} kernel launch(es) on device id(s) "
+                     f"{', '.join(map(str, ids[:4]))}{' …' if len(ids) > 4 else ''}, which the capture's GPUs "
+                     f"({', '.join(map(str, sorted(listed))) or 'none listed'}) do not include: a damaged record?")
     if unsized:
         notes.append(f"{unsized:,} copy or set aggregate(s) with a negative byte count: counted without their bytes")
     return dataclasses.replace(clean, notes=tuple(notes)) if tuple(notes) != clean.notes else clean

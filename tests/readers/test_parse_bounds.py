@@ -670,3 +670,20 @@ def test_a_damaged_copy_row_of_an_nvprof_trace_csv_is_refused(tmp_path, capsys):
     path = _edited(tmp_path, NVPROF_TRACE, lambda lines: [*lines[:-1], lines[-1].rstrip("\n")[:-2] + '""]"\n'])
     err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
     assert str(path) in err and "a copy's or set's name reads" in err, err
+
+
+@pytest.mark.parametrize("device", [-5, 7])
+def test_a_kernel_on_a_device_the_capture_does_not_list_is_said(tmp_path, capsys, device):
+    """One kernel's deviceId edited to -5 or 7 in a capture that lists GPUs 0 and 1: the report grew a GPU of one
+    launch, silently. The notes now say which launches sit on a device the capture does not include."""
+    path = tmp_path / "nsys.sqlite"
+    path.write_bytes((RUNS / "gemm_nsys" / "nsys.sqlite").read_bytes())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = ? WHERE rowid = "
+                            "(SELECT MIN(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)", (device,)).rowcount == 1
+    conn.close()
+    notes = json.loads(_report_json(capsys, path))["sources"][0]["notes"]
+    assert f"1 kernel launch(es) on device id(s) {device}, which the capture's GPUs (0, 1) do not include: a " \
+           "damaged record?" in notes, notes
+    whole = json.loads(_report_json(capsys, RUNS / "gemm_nsys" / "nsys.sqlite"))["sources"][0]["notes"]
+    assert not [n for n in whole if "on device id(s)" in n]
