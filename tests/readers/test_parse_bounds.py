@@ -233,8 +233,7 @@ def _launches(path: Path) -> tuple[int, int]:
 def test_a_line_break_in_a_quoted_kernel_name_loses_no_launch(tmp_path, src, name_col, first):
     """Every CSV reader: the same launches and as many kernels as without the line breaks (an ncu CSV lost rows into
     the names: 71 kernels for 64, wrong names, exit 0)."""
-    raw = src.read_bytes()
-    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    text = _text_of(src)
     header = next(csv.reader(io.StringIO(text)))
     first = first or header[0]
     plain = tmp_path / ("plain" + src.name.removesuffix(".gz"))
@@ -275,19 +274,27 @@ def _with_open_quote(src: str, header_first: str) -> tuple[str, int]:
     return "".join(lines), at + 1
 
 
-@pytest.mark.parametrize("src, first", [
+# one real export of each CSV reader, with its header's first field (None: the file's first line is the header)
+CSV_EXPORTS = [
     (H200 / "ncu_tensor_metrics.csv", "ID"),
     (RUNS / "train_counters" / "gpt_fp32.ncu.csv.gz", "ID"),
     (PUBLIC / "nanzifan__nvprof-result__print-gpu-summary.csv", "Type"),
     (PUBLIC / "josiahdavis__profiling-lm__lm.csv", None),
     (RUNS / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv", "Time (%)"),
-])
+]
+
+
+def _text_of(src: Path) -> str:
+    raw = src.read_bytes()
+    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+
+
+@pytest.mark.parametrize("src, first", CSV_EXPORTS)
 def test_a_quote_left_open_is_refused_naming_its_line(tmp_path, capsys, src, first):
     """Every CSV reader: a quote left open took the next line into the field, up to its first quote, and the rest
     of that line's fields into the row (in an nvprof trace, a copy read as a kernel and the copy after it lost, exit
     0); it is refused, naming the file and the lines."""
-    raw = src.read_bytes()
-    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    text = _text_of(src)
     damaged, line = _with_open_quote(text, first or next(csv.reader(io.StringIO(text)))[0])
     path = tmp_path / src.name.removesuffix(".gz")
     path.write_text(damaged)
@@ -339,19 +346,12 @@ def test_a_quote_closing_inside_a_field_is_refused(ragged):
         list(_csv.rows(io.StringIO(text), bool, ragged=ragged))
 
 
-@pytest.mark.parametrize("src, first", [
-    (H200 / "ncu_tensor_metrics.csv", "ID"),
-    (RUNS / "train_counters" / "gpt_fp32.ncu.csv.gz", "ID"),
-    (PUBLIC / "nanzifan__nvprof-result__print-gpu-summary.csv", "Type"),
-    (PUBLIC / "josiahdavis__profiling-lm__lm.csv", None),
-    (RUNS / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv", "Time (%)"),
-])
+@pytest.mark.parametrize("src, first", CSV_EXPORTS)
 def test_a_quote_lost_inside_a_line_is_refused_naming_its_line(tmp_path, capsys, src, first):
     """Every CSV reader: a field's closing quote lost in the middle of a line (ncu quotes every field: a kernel
     name's) ended the field at the next field's opening quote and kept the text after it — in ncu's CSV the name
     read `name,<next field>"` and every column after it shifted, exit 0; it is refused, naming the file and line."""
-    raw = src.read_bytes()
-    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    text = _text_of(src)
     lines, data = _quoted_as_ncu(text, first or next(csv.reader(io.StringIO(text)))[0])
     at = data[len(data) // 2]
     lines[at] = lines[at].replace('",', ",", 1)  # the first field's closing quote
