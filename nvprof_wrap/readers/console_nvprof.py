@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import CounterVerdict, Gpu, KernelAgg, MemAgg, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS
 from nvprof_wrap.readers._durations import Durations, fold
@@ -46,6 +47,12 @@ def _ns(text: str, unit: str = "") -> int | None:
     return round(float(m.group(1)) * TIME_UNITS_NS.get(m.group(2) or unit, 1))
 
 
+def _unitless(text: str) -> bool:
+    """Whether a value is a number with no unit of its own ('0.341204', not '341.20us' or '-')."""
+    m = _VALUE.match(text.strip())
+    return m is not None and not m.group(2)
+
+
 def _wrapped(name: str, width: int, line: str) -> bool:
     """Whether ``line`` (no summary row) is the rest of ``name``, broken by a console: the name's brackets are still
     open, or its row filled a terminal's width and the line starts at the first column (rows are indented)."""
@@ -55,9 +62,11 @@ def _wrapped(name: str, width: int, line: str) -> bool:
     return opened or (width >= 80 and not line[:1].isspace())
 
 
-def summary(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], int]:
+def summary(lines: Iterable[str], path: Path | None = None) -> tuple[list[KernelAgg], list[MemAgg], int]:
     """GPU activity rows of every ``Profiling result:`` block, and of rows pasted without it; API calls and other
-    sections end a block. The count: rows read outside a ``Profiling result:`` block (a fragment's)."""
+    sections end a block. The count: rows read outside a ``Profiling result:`` block (a fragment's). A Time with no
+    unit of its own and no units line above it (``nvprof -u ms`` writes one under the header) is refused, naming
+    path: read as ns, every time of the table was 0."""
     rows: list[tuple[int | None, str, int, int | None, int | None, int | None]] = []  # pid, name, n, ns, min, max
     pid: int | None = None
     state = "out"
@@ -104,6 +113,9 @@ def summary(lines: Iterable[str]) -> tuple[list[KernelAgg], list[MemAgg], int]:
                 state = "out"  # a fragment's rows end where text that is no row begins
             continue
         unit = (units + [""])[0] if units else ""
+        if not unit and _unitless(m.group(2)):
+            raise BadInput(path, f"nvprof summary: the Time {m.group(2).strip()!r} has no unit, and no units line "
+                                 "under the header gives one (a line lost?)")
         width = len(line.rstrip("\r\n"))
         rows.append((pid, m.group(7).rstrip("\r\n"), int(m.group(3)), _ns(m.group(2), unit),
                      _ns(m.group(5), units[2] if len(units) > 2 else unit),

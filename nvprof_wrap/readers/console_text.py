@@ -97,7 +97,7 @@ class Part:
 
 
 def _nvprof_summary(path: Path) -> Part:
-    kernels, mem, bare = console_nvprof.summary(_lines(path))
+    kernels, mem, bare = console_nvprof.summary(_lines(path), path)
     fragment = (f"nvprof summary: {bare} rows without their '==PID== Profiling result:' header (pasted in part): "
                 "only the kernels shown")
     return Part(kernels, mem, notes=["nvprof summary: no timeline, no idle time", *([fragment] if bare else [])])

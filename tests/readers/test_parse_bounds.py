@@ -687,3 +687,18 @@ def test_a_kernel_on_a_device_the_capture_does_not_list_is_said(tmp_path, capsys
            "damaged record?" in notes, notes
     whole = json.loads(_report_json(capsys, RUNS / "gemm_nsys" / "nsys.sqlite"))["sources"][0]["notes"]
     assert not [n for n in whole if "on device id(s)" in n]
+
+
+def test_a_console_summary_without_its_units_line_is_refused(tmp_path, capsys):
+    """nvprof -u ms's console summary writes its times without units and the units line ('%  ms  ms …') under the
+    header: that line lost, every time was read as ns — 0.341204 ms of copies as 0 ns, every kernel 0 —, exit 0."""
+    lines = CONSOLE_SUMMARY.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.split() == ["%", "ms", "ms", "ms", "ms"])
+    path = tmp_path / CONSOLE_SUMMARY.name
+    path.write_text("".join(lines[:at] + lines[at + 1:]))
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and "the Time '0.341204' has no unit, and no units line under the header" in err, err
+    assert sum(k.launches for k in readers.read(CONSOLE_SUMMARY).kernels) == 16  # the listing itself, read
+
+
+CONSOLE_SUMMARY = ROOT / "tests" / "data" / "console" / "xplacer_nvprof_summary_bfs.log"
