@@ -120,11 +120,14 @@ def _aggregate(path: Path, launches: Iterable[_Launch]) -> Capture:
     counters: dict[str, list[Evidence]] = {}
     flops: list[OpFlops] = []
     untimed = 0
+    # a capture whose launches have durations (gpu__time_duration.sum, or a section's Duration): one without its
+    # duration row is counted without its time, and said — its kernel's whole time was dropped, silently
+    timed = any(la.metrics.get(DURATION) is not None for ls in groups.values() for la in ls)
     for (pid, dev, name), ls in groups.items():
         durs = [la.metrics.get(DURATION) for la in ls]
         usable = [d for d in durs if d is not None and 0 <= d <= MAX_DURATION_NS]  # also False for nan
-        untimed += sum(d is not None for d in durs) - len(usable)  # negative or absurd: counted without its time
-        total = int(sum(usable)) if all(d is not None for d in durs) else None
+        untimed += (len(durs) if timed else sum(d is not None for d in durs)) - len(usable)  # counted, no time
+        total = int(sum(usable)) if timed else None
         kernels.append(KernelAgg(pid, dev, name, len(ls), total))
         counters.setdefault(name, []).extend(launch_verdict(la.metrics, la.cc) for la in ls)
         flops.extend(_flops(pid, name, ls, total))

@@ -702,3 +702,17 @@ def test_a_console_summary_without_its_units_line_is_refused(tmp_path, capsys):
 
 
 CONSOLE_SUMMARY = ROOT / "tests" / "data" / "console" / "xplacer_nvprof_summary_bfs.log"
+
+
+def test_an_ncu_launch_without_its_duration_row_is_counted_without_its_time(tmp_path, capsys):
+    """One launch's gpu__time_duration.sum row deleted: its kernel's whole time was dropped (the kernel's other
+    launches' too), silently. The launch is counted without its time now, the others keep theirs, and it is said."""
+    lines = NCU_FLOPS.read_text().splitlines(keepends=True)
+    gone = next(i for i, line in enumerate(lines) if i and line.startswith('"0",') and "gpu__time_duration.sum" in line)
+    path = tmp_path / NCU_FLOPS.name
+    path.write_text("".join(lines[:gone] + lines[gone + 1:]))
+    whole, cut = (json.loads(_report_json(capsys, p)) for p in (NCU_FLOPS, path))
+    lost = float(next(csv.reader([lines[gone]]))[-1].replace(",", ""))  # the launch's own duration (ns), "2,432"
+    assert cut["launches"] == whole["launches"] and cut["kernel_ns"] == whole["kernel_ns"] - lost
+    assert "1 kernel record(s) without a usable time (missing, negative, or longer than 7 days): counted, without " \
+           "their time" in cut["sources"][0]["notes"]
