@@ -293,6 +293,11 @@ def _scan(path: Path, window: Window | None, origin: int | None = None) -> tuple
                 planes.append((_plane_name(buf, s, e), s, e))
             elif number == 2 and kind == wire.LEN:
                 errors.append(wire.text(buf, s, e))
+        gpus = [name for name, _s, _e in planes if gpu_ordinal(name) is not None]
+        if len(set(gpus)) < len(gpus):  # one profile holds each device once: two XSpaces joined (cat a b)
+            twice = sorted({n for n in gpus if gpus.count(n) > 1})
+            raise BadInput(path, f"holds the plane {twice[0]} {gpus.count(twice[0])} times: one profile has each "
+                                 "device once (two profiles joined into one file?)")
         marks: list[tuple[str, int, int, int]] = []
         for name, s, e in planes:
             if name.endswith("host:CPU"):

@@ -716,3 +716,14 @@ def test_an_ncu_launch_without_its_duration_row_is_counted_without_its_time(tmp_
     assert cut["launches"] == whole["launches"] and cut["kernel_ns"] == whole["kernel_ns"] - lost
     assert "1 kernel record(s) without a usable time (missing, negative, or longer than 7 days): counted, without " \
            "their time" in cut["sources"][0]["notes"]
+
+
+def test_two_xspaces_joined_into_one_file_are_refused(tmp_path, capsys):
+    """`cat a.xplane.pb b.xplane.pb`: protobuf merges the two messages into one XSpace holding every plane twice,
+    and every launch and nanosecond was counted twice (308 launches read as 616), exit 0."""
+    src = RUNS / "jax_bf16_xplane" / "vm.xplane.pb"
+    path = tmp_path / "vm.xplane.pb"
+    path.write_bytes(src.read_bytes() * 2)
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and "holds the plane /device:GPU:0 2 times" in err, err
+    assert readers.read(src).kernels  # the profile itself, read
