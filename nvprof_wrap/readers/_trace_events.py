@@ -51,10 +51,11 @@ class TraceEvents:
         return self._fast() if self.fast else self._general()
 
     def _general(self) -> Iterator[list[Any]]:
+        items = "item" if top_level_array(self.path) else "traceEvents.item"
         with open_json(self.path) as f:
             batch: list[Any] = []
             seen = 0
-            for ev in ijson.items(f, "traceEvents.item", use_float=True):
+            for ev in ijson.items(f, items, use_float=True):
                 batch.append(ev)
                 seen += 1
                 if len(batch) >= 4096:
@@ -62,7 +63,7 @@ class TraceEvents:
                     batch = []
             yield batch
             self.tail, self.cut_strings = f.tail(), f.cut_strings
-        if not seen:
+        if not seen and items != "item":
             self._a_list_or_refused()
 
     def _a_list_or_refused(self) -> None:
@@ -120,6 +121,15 @@ class TraceEvents:
         head.pop("traceEvents")
         self.header = head
         return buf[m.end():]
+
+
+def top_level_array(path: Path) -> bool:
+    """Whether the trace is the Trace Event Format's array form — its events as the top-level list, no object
+    around them (Chrome's "JSON Array Format"; torch.profiler writes the object form). Read as "traceEvents" was:
+    its events had been looked for under a key it does not have and the trace read as "no kernels", exit 0."""
+    with open_json(path) as f:
+        head = f.read(4096).lstrip(b" \t\r\n\xef\xbb\xbf")
+    return head[:1] == b"["
 
 
 def split_points(path: Path, parts: int) -> list[int] | None:

@@ -51,7 +51,7 @@ def _header(path: Path, tail: bytes) -> dict[str, Any]:
         builders: dict[str, ijson.ObjectBuilder] = {}
         for prefix, event, value in ijson.parse(f, use_float=True):
             top = prefix.split(".", 1)[0]
-            if top == "traceEvents":
+            if top in ("traceEvents", "item"):  # the events (an array form's are its items): no header after them
                 break
             if top in _HEADER_KEYS:
                 b = builders.setdefault(top, ijson.ObjectBuilder())
