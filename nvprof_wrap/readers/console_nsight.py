@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -74,16 +75,61 @@ def _spans(dashes: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in re.finditer(r"-+", dashes)]
 
 
-def _cells(line: str, spans: list[tuple[int, int]]) -> list[str]:
+def _cells(line: str, spans: list[tuple[int, int]], head: list[str] | None = None) -> list[str]:
     """Cells by the dashes' spans; the last (the name) runs to the end of the line. A row out of line with its
     header (a pasted copy that lost or gained a space: vLLM's docs) would lose or gain the name's first letters by
     the spans, so where every cell before the name is one word (numbers, a category) the row is split at its
-    spaces instead: the name is what follows the last of them, whole."""
+    spaces instead: the name is what follows the last of them, whole. So is a row further out of line (every line's
+    indentation stripped in a paste: each row loses its own), which the spans cut through its numbers — read as
+    other numbers, exit 0 —, where each of those words is what its column holds (head: the header's cells)."""
     out = [line[a:b].strip() for a, b in spans[:-1]]
     words = re.split(r"[ \t]+", line.strip(), maxsplit=len(spans) - 1)
-    if len(words) == len(spans) and all(_one_word(w, c) for w, c in zip(words[:-1], out)):
+    if len(words) == len(spans) and (all(_one_word(w, c) for w, c in zip(words[:-1], out)) or (
+            head is not None and not _in_line(line, spans, out)
+            and all(_holds(w, h) for w, h in zip(words[:-1], head[:-1])))):
         return words
     return [*out, line[spans[-1][0]:].strip()]
+
+
+def _in_line(line: str, spans: list[tuple[int, int]], cells: list[str]) -> bool:
+    """Whether a line's text keeps to the columns of spans: nothing in the blanks between the columns before the
+    name, no blank inside a cell there (a cell holds one number — grouped by blanks, maybe — or word), no tab
+    (whose width the spans do not know). A line that moved against its header puts its characters across a
+    column's edge, one or the other."""
+    if "\t" in line:
+        return False
+    return not _crossed(line, spans) and not any(
+        re.search(r"\S\s+\S", c) and not _SPACE_GROUPED.fullmatch(c) for c in cells)
+
+
+# a number grouped in thousands by single blanks ('1 139 457'), as some locales print it: one cell
+_SPACE_GROUPED = re.compile(r"-?\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d+)?")
+
+
+def _crossed(line: str, spans: list[tuple[int, int]]) -> bool:
+    """Whether the line holds text in a blank between two columns."""
+    return any(line[b:a2].strip() for (_a, b), (a2, _b2) in itertools.pairwise(spans))
+
+
+_TEXT_COLUMNS = ("Category", "Style", "Operation", "Name", "Range")  # columns of words, not numbers
+
+
+def _holds(word: str, column: str) -> bool:
+    """Whether a word can be a cell of the column: a number in a column of numbers, any word in one of text."""
+    if column.startswith(_TEXT_COLUMNS):
+        return True
+    return _number(word, ",") is not None or _number(word, ".") is not None
+
+
+def _head_cells(line: str, spans: list[tuple[int, int]]) -> list[str]:
+    """A header's cells by the dashes' spans; split at its runs of two or more blanks (or tabs: a header's own
+    words are one blank apart) where its text is out of line with the dashes (a header whose one leading blank was
+    lost, copied from its first visible character) and that gives one cell a column."""
+    cells = [line[a:b].strip() for a, b in spans[:-1]] + [line[spans[-1][0]:].strip()] if spans else []
+    if "\t" not in line and not _crossed(line, spans):
+        return cells
+    split = [c for c in re.split(r"\t+|\s{2,}", line.strip()) if c]
+    return split if len(split) == len(spans) else cells
 
 
 def _one_word(word: str, by_span: str) -> bool:
@@ -172,7 +218,7 @@ class _Table:
         elif self.syntax == "csv":
             cells = _csv_cells(line)
         else:
-            cells = _cells(line.rstrip("\n"), self.spans or [])
+            cells = _cells(line.rstrip("\n"), self.spans or [], self.head)
         if len(cells) != len(self.head):
             return None
         total, count = _col(self.idx, "Total Time"), _col(self.idx, *_COUNTS)
@@ -253,7 +299,7 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
                 continue
             if syntax == "columns" and _DASHES.match(line):
                 spans = _spans(line)
-                head = _cells(head_line, spans)
+                head = _head_cells(head_line, spans)
                 table = _Table("columns", head, _header_kind(head) or _title_kind(title), spans)
                 continue
         if _NVTX_MODE.search(line):
