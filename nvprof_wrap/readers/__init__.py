@@ -110,6 +110,13 @@ QDSTRM = ("an Nsight Systems raw stream (.qdstrm) that nsys did not turn into a 
           "report the .nsys-rep")
 
 
+# Windows PowerShell 5's `>` and Out-File write UTF-16 text (a byte-order mark, then two bytes a character): a console
+# listing or CSV saved so was "binary file of an unknown format"
+UTF16 = ("UTF-16 text (as Windows PowerShell's > and Out-File write it): save it as UTF-8 and report that — "
+         "`Get-Content FILE | Set-Content -Encoding utf8 NEW` in PowerShell, `iconv -f UTF-16 -t UTF-8 FILE > NEW` "
+         "elsewhere — or redirect the profiler's output with `| Out-File -Encoding utf8 FILE`")
+
+
 def detect(path: Path) -> str:
     """The format of a capture, from its content: the first reader whose sniff says yes."""
     head = _head(path)
@@ -124,6 +131,8 @@ def detect(path: Path) -> str:
         raise BadInput(path, "JSON without traceEvents: not a Kineto / Chrome trace")
     if head.binary and path.name.endswith(".qdstrm"):
         raise BadInput(path, QDSTRM)
+    if head.binary and head.raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # a UTF-16 byte-order mark
+        raise BadInput(path, UTF16)
     if head.binary:
         raise BadInput(path, "binary file of an unknown format")
     if why := rocm_capture(head.raw):  # rocprof's stats CSV and other AMD outputs: said what they are

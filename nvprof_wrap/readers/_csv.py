@@ -32,7 +32,7 @@ def number(text: str | None) -> float | None:
 def open_text(path: Path) -> io.TextIOWrapper:
     """A text file, or a gzipped one (decompressed as it is read, never whole, within the gzip budget)."""
     try:
-        return io.TextIOWrapper(open_bytes(path), newline="", encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(open_bytes(path), newline="", encoding="utf-8-sig", errors="replace")
     except OSError as e:
         raise BadInput(path, f"cannot open ({e.strerror})") from None
 

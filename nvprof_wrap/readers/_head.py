@@ -51,7 +51,7 @@ class Head:
 
     @cached_property
     def text(self) -> str:
-        return "" if self.is_sqlite or self.binary else self.raw.decode("utf-8", errors="replace")
+        return "" if self.is_sqlite or self.binary else self.raw.decode("utf-8-sig", errors="replace")
 
     @cached_property
     def first_line(self) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nvprof_wrap.cli import main
-from tests._paths import RUNS, fixture_file
+from tests._paths import ROOT, RUNS, fixture_file
 
 KINETO_GPT = RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
 
@@ -75,3 +75,42 @@ def test_nsys_stats_tables_pasted_out_of_line_read_as_they_were_printed(tmp_path
     assert (pasted["verdict"], pasted["launches"], pasted["kernel_ns"]) == \
         (whole["verdict"], whole["launches"], whole["kernel_ns"])
     assert _kernels(pasted) == _kernels(whole)
+
+
+TEXT_EXPORTS = ["public/nanzifan__nvprof-result__print-gpu-summary.csv", "public/josiahdavis__profiling-lm__lm.csv",
+                "wild/nvprof-gputrace-gtx950.csv", "wild3/nvprof-metrics-csv-fa2-gtx1060.csv",
+                "wild/ncu-metrics-cutlass-a100.csv", "tests/data/ncu_flops/ncu_flops.csv",
+                "tests/data/h200_runs/gpt_fp32_stats/cuda_gpu_kern_sum.csv",
+                "tests/data/console/xplacer_nvprof_summary_bfs.log", "wild/nsys-stats-console-gcn.txt"]
+
+
+def _export(rel: str) -> Path:
+    return ROOT / rel if rel.startswith("tests/") else fixture_file(rel)
+
+
+@pytest.mark.parametrize("rel", TEXT_EXPORTS)
+def test_a_text_export_with_a_byte_order_mark_is_read_as_without(tmp_path, capsys, rel):
+    """A UTF-8 byte-order mark (Excel's "CSV UTF-8", PowerShell's Set-Content -Encoding utf8) before a CSV
+    export: its header's first column was read with the mark in it — "pyprof CSV without Kernel, Sil(ns) and
+    Device columns" (they are there), "not a profiler capture this tool reads". Read as the export itself now."""
+    src = _export(rel)
+    path = tmp_path / src.name
+    path.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    whole, marked = _report(capsys, src), _report(capsys, path)
+    assert (marked["verdict"], marked["launches"], marked["kernel_ns"]) == \
+        (whole["verdict"], whole["launches"], whole["kernel_ns"])
+    assert _kernels(marked) == _kernels(whole)
+
+
+@pytest.mark.parametrize("rel", TEXT_EXPORTS)
+def test_utf16_text_is_refused_as_what_it_is(tmp_path, capsys, rel):
+    """Windows PowerShell's `>` writes UTF-16: a console listing or CSV saved so was "binary file of an unknown
+    format". One line now says what it is and how to save it as UTF-8."""
+    src = _export(rel)
+    path = tmp_path / src.name
+    path.write_bytes(src.read_text(encoding="utf-8").encode("utf-16"))
+    capsys.readouterr()
+    assert main(["report", str(path), "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and str(path) in err
+    assert "UTF-16 text (as Windows PowerShell's > and Out-File write it): save it as UTF-8" in err, err
