@@ -47,7 +47,19 @@ def split_preamble(f: io.TextIOBase, path: Path | None = None) -> tuple[list[str
     header = next(reader, None)
     if header is None:
         raise BadInput(path, "empty CSV")
-    return [h.strip() for h in header], reader
+    return [h.strip() for h in header], _once(reader, header, path)
+
+
+def _once(reader: Iterator[list[str]], header: list[str], path: Path | None) -> Iterator[list[str]]:
+    """The rows after the header, refused where the header comes again: two exports joined into one file (`cat a.csv
+    b.csv`, or two processes' output in one log), whose second header had been read as a kernel named after its
+    column ('Kernel', 'Name') and the rest counted twice, or the second table dropped unsaid. No real export here
+    repeats its header."""
+    for n, row in enumerate(reader, 1):
+        if row == header:
+            raise BadInput(path, f"its header row comes again after {n:,} rows: two exports (or two processes' "
+                                 "output) joined into one file? Give each as a file of its own: report A.csv B.csv")
+        yield row
 
 
 def rows(lines: Iterable[str], keep: Callable[[str], bool], path: Path | None = None, ragged: bool = False

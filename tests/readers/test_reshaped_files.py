@@ -114,3 +114,22 @@ def test_utf16_text_is_refused_as_what_it_is(tmp_path, capsys, rel):
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and str(path) in err
     assert "UTF-16 text (as Windows PowerShell's > and Out-File write it): save it as UTF-8" in err, err
+
+
+@pytest.mark.parametrize("rel", ["public/nanzifan__nvprof-result__print-gpu-summary.csv",
+                                 "public/josiahdavis__profiling-lm__lm.csv", "wild/nvprof-gputrace-gtx950.csv",
+                                 "wild3/nvprof-metrics-csv-fa2-gtx1060.csv",
+                                 "tests/data/h200_runs/gpt_fp32_stats/cuda_gpu_kern_sum.csv"])
+def test_two_csv_exports_joined_into_one_file_are_refused(tmp_path, capsys, rel):
+    """`cat a.csv b.csv`: the second header was read as a kernel named after its column ('Kernel', 'Name': the
+    verdict no → unknown) and every launch counted twice, or the second table dropped unsaid, exit 0. One line
+    now, naming the file."""
+    src = _export(rel)
+    path = tmp_path / src.name
+    path.write_bytes(src.read_bytes() * 2)
+    capsys.readouterr()
+    assert main(["report", str(path), "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and str(path) in err
+    assert "its header row comes again after" in err and "two exports (or two processes' output)" in err, err
+    assert _report(capsys, src)["launches"] > 0  # the export itself, read
