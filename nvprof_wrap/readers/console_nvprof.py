@@ -27,11 +27,15 @@ from nvprof_wrap.text.demangle import demangle
 
 _PID = re.compile(r"^==(\d+)== ")
 _SUMMARY_HEAD = re.compile(r"Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name")
-_SUMMARY_ROW = re.compile(r"^\s*(?:GPU activities:)?\s*([\d.]+)%?\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s{2}(\S.*)$")
+# (the section's title in any case, and a Calls count grouped by commas — an edit's or a spreadsheet's: either had
+# dropped the row unsaid, the table's largest kernel with it)
+_SUMMARY_ROW = re.compile(r"^\s*(?:GPU activities:)?\s*([\d.]+)%?\s+(\S+)\s+(\d{1,3}(?:,\d{3})+|\d+)"
+                          r"\s+(\S+)\s+(\S+)\s+(\S+)\s{2}(\S.*)$", re.IGNORECASE)
 # A summary row whose times carry their units: what a row pasted without its header must look like to be read
 _T = r"[\d.]+(?:ns|us|ms|s)"
-ROW_TAIL = rf"[\d.]+%[ \t]+{_T}[ \t]+\d+(?:[ \t]+{_T}){{3}}[ \t]{{2}}\S"
-BARE_ROW = re.compile(rf"^[ \t]*(?:GPU activities:[ \t]+)?{ROW_TAIL}")
+ROW_TAIL = rf"[\d.]+%[ \t]+{_T}[ \t]+(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:[ \t]+{_T}){{3}}[ \t]{{2}}\S"
+BARE_ROW = re.compile(rf"^[ \t]*(?:GPU activities:[ \t]+)?{ROW_TAIL}", re.IGNORECASE)
+_GPU_ACTIVITIES = re.compile(r"GPU activities:", re.IGNORECASE)
 _API_NAME = re.compile(r"^cu(?:da)?[A-Z]\w*$")  # cudaLaunchKernel, cuMemAlloc: API rows, never kernels
 _VALUE = re.compile(r"^(-?[\d.]+(?:e[+-]?\d+)?)([a-zA-Z]*)$")
 _DEVICE = re.compile(r'^Device "(.*) \((\d+)\)"')
@@ -62,16 +66,19 @@ def _wrapped(name: str, width: int, line: str) -> bool:
     return opened or (width >= 80 and not line[:1].isspace())
 
 
-def summary(lines: Iterable[str], path: Path | None = None) -> tuple[list[KernelAgg], list[MemAgg], int]:
+def summary(lines: Iterable[str], path: Path | None = None
+            ) -> tuple[list[KernelAgg], list[MemAgg], int, list[str]]:
     """GPU activity rows of every ``Profiling result:`` block, and of rows pasted without it; API calls and other
     sections end a block. The count: rows read outside a ``Profiling result:`` block (a fragment's). A Time with no
     unit of its own and no units line above it (``nvprof -u ms`` writes one under the header) is refused, naming
-    path: read as ns, every time of the table was 0."""
+    path: read as ns, every time of the table was 0. The lines: those inside a block's table that are no row nor
+    a wrapped name's rest — not counted, and said (they had been dropped unsaid)."""
     rows: list[tuple[int | None, str, int, int | None, int | None, int | None]] = []  # pid, name, n, ns, min, max
     pid: int | None = None
     state = "out"
     units: list[str] = []
     bare = width = 0  # width: of the last row's line, a console's when it broke the row
+    odd: list[str] = []
     for line in lines:
         if m := _PID.match(line):
             pid = int(m.group(1))
@@ -87,7 +94,7 @@ def summary(lines: Iterable[str], path: Path | None = None) -> tuple[list[Kernel
                 units = line.split()[1:]  # '%' then the unit of Time, Avg, Min, Max
                 continue
         if state in ("out", "api") and BARE_ROW.match(line):
-            if state == "api" and "GPU activities:" not in line:
+            if state == "api" and not _GPU_ACTIVITIES.search(line):
                 continue  # the API-call rows that follow 'API calls:'
             state, units, bare = "bare", [], bare + 1
         elif state == "bare" and BARE_ROW.match(line):
@@ -111,13 +118,15 @@ def summary(lines: Iterable[str], path: Path | None = None) -> tuple[list[Kernel
                 width = len(rest)
             elif state == "bare":
                 state = "out"  # a fragment's rows end where text that is no row begins
+            else:
+                odd.append(line.strip())
             continue
         unit = (units + [""])[0] if units else ""
         if not unit and _unitless(m.group(2)):
             raise BadInput(path, f"nvprof summary: the Time {m.group(2).strip()!r} has no unit, and no units line "
                                  "under the header gives one (a line lost?)")
         width = len(line.rstrip("\r\n"))
-        rows.append((pid, m.group(7).rstrip("\r\n"), int(m.group(3)), _ns(m.group(2), unit),
+        rows.append((pid, m.group(7).rstrip("\r\n"), int(m.group(3).replace(",", "")), _ns(m.group(2), unit),
                      _ns(m.group(5), units[2] if len(units) > 2 else unit),
                      _ns(m.group(6), units[3] if len(units) > 3 else unit)))
     kernels: list[KernelAgg] = []
@@ -131,7 +140,7 @@ def summary(lines: Iterable[str], path: Path | None = None) -> tuple[list[Kernel
                                     (t or 0) + (old.total_ns if old else 0))
         elif not name.startswith("[Unified Memory") and not _API_NAME.match(name):
             kernels.append(KernelAgg(p, None, demangle(name), n, t, lo, hi))
-    return list(merge_kernels(kernels)), list(mem.values()), bare
+    return list(merge_kernels(kernels)), list(mem.values()), bare, odd
 
 
 def _columns(header: str) -> list[tuple[str, int, int]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nvprof_wrap.cli import main
+from nvprof_wrap.readers import console_nvprof
 from tests._paths import ROOT, RUNS, fixture_file
 
 KINETO_GPT = RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
@@ -133,3 +134,54 @@ def test_two_csv_exports_joined_into_one_file_are_refused(tmp_path, capsys, rel)
     assert out == "" and err.count("\n") == 1 and str(path) in err
     assert "its header row comes again after" in err and "two exports (or two processes' output)" in err, err
     assert _report(capsys, src)["launches"] > 0  # the export itself, read
+
+
+NVPROF_SUMMARIES = ["wild/nvprof-summary-tf1-2xk80.txt", "wild3/nvprof-summary-mxnet-14725-v100-lstm.txt",
+                    "tests/data/console/xplacer_nvprof_summary_bfs.log"]
+
+
+def _grouped_calls(line: str) -> str:
+    """A summary row with its Calls count grouped by commas ('136024' → '136,024')."""
+    m = console_nvprof._SUMMARY_ROW.match(line)
+    if m is None:
+        return line
+    return line[:m.start(3)] + f"{int(m.group(3)):,}" + line[m.end(3):]
+
+
+SUMMARY_EDITS = {
+    "the section's title capitalised": lambda lines: [ln.replace("GPU activities:", "GPU Activities:") for ln in lines],
+    "Calls grouped by commas": lambda lines: [_grouped_calls(ln) for ln in lines],
+}
+
+
+@pytest.mark.parametrize("rel, edit", [(rel, edit) for rel in NVPROF_SUMMARIES for edit in SUMMARY_EDITS
+                                       if not (edit == "Calls grouped by commas" and "xplacer" in rel)])  # < 1,000
+def test_an_nvprof_summary_edited_by_hand_reads_as_printed(tmp_path, capsys, rel, edit):
+    """nvprof's console summary with 'GPU Activities:' (its first row shares the title's line: the table's
+    largest kernel, 20.96 s of an MXNet LSTM's, was dropped — 11.5 s read) or its Calls grouped by commas (every
+    row of 1,000 calls or more dropped: 48 launches of 535,711 read, 'none of the 9 kernels'), exit 0 and unsaid.
+    Both read as printed now."""
+    src = _export(rel)
+    path = tmp_path / src.name
+    path.write_text("".join(SUMMARY_EDITS[edit](src.read_text().splitlines(keepends=True))))
+    assert path.read_text() != src.read_text()  # the edit met a row
+    whole, edited = _report(capsys, src), _report(capsys, path)
+    assert (edited["verdict"], edited["launches"], edited["kernel_ns"]) == \
+        (whole["verdict"], whole["launches"], whole["kernel_ns"])
+    assert _kernels(edited) == _kernels(whole)
+
+
+def test_a_line_of_an_nvprof_summary_that_is_no_row_is_said(tmp_path, capsys):
+    """A line inside the summary's table that is no row (a row damaged in a paste) was skipped unsaid, and the
+    kernel it named with it; the rest is read, and a note says how many lines were not and shows the first."""
+    src = _export("wild3/nvprof-summary-mxnet-14725-v100-lstm.txt")
+    lines = src.read_text().splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if console_nvprof._SUMMARY_ROW.match(ln) and "GPU activities" not in ln)
+    damaged = lines[at].replace("%", " per cent", 1)
+    path = tmp_path / src.name
+    path.write_text("".join(lines[:at] + [damaged] + lines[at + 1:]))
+    whole, cut = _report(capsys, src), _report(capsys, path)
+    assert cut["distinct_kernels"] == whole["distinct_kernels"] - 1
+    notes = [n for s in cut["sources"] for n in s["notes"]]
+    assert f"nvprof summary: 1 line(s) inside its table are no row this reader knows (first: " \
+           f"{damaged.strip()[:79]!r}" in " ".join(notes).replace("…'", "'"), notes
