@@ -405,12 +405,22 @@ _LAUNCH = re.compile(r"^  (\S.*?)(?: \(\d+, \d+, \d+\)x\(\d+, \d+, \d+\))?,(?: [
 _ROW = re.compile(r"^\s{4,}(\S.*?)\s{2,}(?:(\S+)\s+)?(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)\s*$")
 
 
-def ncu_sections(lines: Iterable[str]) -> dict[tuple[str, int], _Launch]:
-    """One _Launch per kernel launch (the ncu CSV reader's type, so both share aggregation and verdicts)."""
+_CONNECTED = re.compile(r"^==PROF== Connected to process (\d+)")
+_PROFILING = re.compile(r'^==PROF== Profiling ".*" - (\d+): ')
+
+
+def ncu_sections(lines: Iterable[str]) -> tuple[dict[tuple[str, int], _Launch], int]:
+    """One _Launch per kernel launch (the ncu CSV reader's type, so both share aggregation and verdicts), and how
+    many launches ncu's own '==PROF== Profiling "…" - N:' lines say it profiled (0 where the text has none)."""
     launches: dict[tuple[str, int], _Launch] = {}  # (pid, launch number)
-    pid, current = "", None
+    profiled: set[tuple[str, str]] = set()  # (process, launch number) of the ==PROF== lines
+    pid, current, connected = "", None, ""
     for line in lines:
         if line.startswith("=="):
+            if m := _CONNECTED.match(line):
+                connected = m.group(1)
+            elif m := _PROFILING.match(line):
+                profiled.add((connected, m.group(1)))
             continue
         if m := _PROC.match(line):
             pid, current = m.group(1), None
@@ -423,4 +433,15 @@ def ncu_sections(lines: Iterable[str]) -> dict[tuple[str, int], _Launch]:
                 current.metrics[DURATION] = None if value is None else value * TIME_UNITS_NS.get(unit, 1)
             elif "__" in name or name.endswith("_utilization"):
                 current.metrics[name] = value
-    return launches
+    return launches, len(profiled)
+
+
+def ncu_count_note(sections: int, profiled: int) -> str | None:
+    """A note where ncu's ==PROF== lines name another number of profiled launches than the text has sections: lines
+    wrapped or cut (a console folded at 80 columns read as 1 launch of 14, unsaid) or sections pasted twice."""
+    if not profiled or not sections or sections == profiled:
+        return None
+    why = ("the others' sections are missing or broken (lines wrapped or cut in a paste?): not counted"
+           if sections < profiled else
+           "sections repeated (the text pasted twice?): each counted as often as it is there")
+    return f"ncu console: its ==PROF== lines name {profiled:,} profiled launches, its sections {sections:,} — {why}"

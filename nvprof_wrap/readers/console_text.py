@@ -126,11 +126,12 @@ def _nsys(path: Path) -> Part:
 
 
 def _ncu(path: Path) -> Part:
-    launches = console_nsight.ncu_sections(_lines(path))
+    launches, profiled = console_nsight.ncu_sections(_lines(path))
     if not launches:
         return Part()
     c = ncu_csv._aggregate(path, launches.values())
-    return Part(c.kernels, counters=c.counters, devices=c.devices, notes=c.notes)
+    count = console_nsight.ncu_count_note(len(launches), profiled)
+    return Part(c.kernels, counters=c.counters, devices=c.devices, notes=[*c.notes, *([count] if count else [])])
 
 
 READERS: dict[str, Callable[[Path], Part]] = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,22 @@ def test_a_line_of_an_nvprof_summary_that_is_no_row_is_said(tmp_path, capsys):
     notes = [n for s in cut["sources"] for n in s["notes"]]
     assert f"nvprof summary: 1 line(s) inside its table are no row this reader knows (first: " \
            f"{damaged.strip()[:79]!r}" in " ".join(notes).replace("…'", "'"), notes
+
+
+@pytest.mark.parametrize("reshape, said", [
+    (lambda text: "".join(textwrap.fill(ln, 80, drop_whitespace=False, replace_whitespace=False) + "\n"
+                          for ln in text.splitlines()),
+     "its ==PROF== lines name 14 profiled launches, its sections 1 — the others' sections are missing or broken"),
+    (lambda text: text * 2, "its ==PROF== lines name 14 profiled launches, its sections 28 — sections repeated"),
+])
+def test_ncu_console_text_whose_sections_do_not_match_its_profiled_launches_is_said(tmp_path, capsys, reshape, said):
+    """ncu's console text hard-wrapped at 80 columns (a terminal's or a mail's fold) read as 1 launch of the 14 its
+    ==PROF== lines name — 'none of the 1 kernels', exit 0 —, and pasted twice as 28. The count ncu printed is
+    held against the sections read, and a difference said."""
+    src = fixture_file("wild/ncu-console-gcn.txt")
+    path = tmp_path / src.name
+    path.write_text(reshape(src.read_text()))
+    whole, reshaped = _report(capsys, src), _report(capsys, path)
+    assert whole["launches"] == 14 and not [n for s in whole["sources"] for n in s["notes"] if "==PROF==" in n]
+    notes = [n for s in reshaped["sources"] for n in s["notes"]]
+    assert any(said in n for n in notes), notes
