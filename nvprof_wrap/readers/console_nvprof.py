@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -67,18 +68,20 @@ def _wrapped(name: str, width: int, line: str) -> bool:
 
 
 def summary(lines: Iterable[str], path: Path | None = None
-            ) -> tuple[list[KernelAgg], list[MemAgg], int, list[str]]:
+            ) -> tuple[list[KernelAgg], list[MemAgg], int, list[str], int]:
     """GPU activity rows of every ``Profiling result:`` block, and of rows pasted without it; API calls and other
     sections end a block. The count: rows read outside a ``Profiling result:`` block (a fragment's). A Time with no
     unit of its own and no units line above it (``nvprof -u ms`` writes one under the header) is refused, naming
     path: read as ns, every time of the table was 0. The lines: those inside a block's table that are no row nor
-    a wrapped name's rest — not counted, and said (they had been dropped unsaid)."""
+    a wrapped name's rest — not counted, and said (they had been dropped unsaid). Last, how many tables repeat an
+    earlier one row for row (the same summary pasted twice: nvprof prints one a process), counted once."""
     rows: list[tuple[int | None, str, int, int | None, int | None, int | None]] = []  # pid, name, n, ns, min, max
     pid: int | None = None
     state = "out"
     units: list[str] = []
     bare = width = 0  # width: of the last row's line, a console's when it broke the row
     odd: list[str] = []
+    starts = [0]  # where each table's rows begin in rows
     for line in lines:
         if m := _PID.match(line):
             pid = int(m.group(1))
@@ -87,6 +90,7 @@ def summary(lines: Iterable[str], path: Path | None = None
             continue
         if _SUMMARY_HEAD.search(line):
             state, units = "units?", []
+            starts.append(len(rows))
             continue
         if state == "units?":
             state = "rows"
@@ -97,6 +101,7 @@ def summary(lines: Iterable[str], path: Path | None = None
             if state == "api" and not _GPU_ACTIVITIES.search(line):
                 continue  # the API-call rows that follow 'API calls:'
             state, units, bare = "bare", [], bare + 1
+            starts.append(len(rows))
         elif state == "bare" and BARE_ROW.match(line):
             bare += 1
         if "API calls:" in line:
@@ -129,9 +134,11 @@ def summary(lines: Iterable[str], path: Path | None = None
         rows.append((pid, m.group(7).rstrip("\r\n"), int(m.group(3).replace(",", "")), _ns(m.group(2), unit),
                      _ns(m.group(5), units[2] if len(units) > 2 else unit),
                      _ns(m.group(6), units[3] if len(units) > 3 else unit)))
+    tables = [tuple(rows[a:b]) for a, b in itertools.pairwise([*starts, len(rows)]) if b > a]
+    kept = list(dict.fromkeys(tables))
     kernels: list[KernelAgg] = []
     mem: dict[tuple[int | None, str, str], MemAgg] = {}  # (pid, kind, direction)
-    for p, raw, n, t, lo, hi in rows:
+    for p, raw, n, t, lo, hi in (row for table in kept for row in table):
         name = raw.strip()
         key = _mem_key(name)
         if key:
@@ -140,7 +147,7 @@ def summary(lines: Iterable[str], path: Path | None = None
                                     (t or 0) + (old.total_ns if old else 0))
         elif not name.startswith("[Unified Memory") and not _API_NAME.match(name):
             kernels.append(KernelAgg(p, None, demangle(name), n, t, lo, hi))
-    return list(merge_kernels(kernels)), list(mem.values()), bare, odd
+    return list(merge_kernels(kernels)), list(mem.values()), bare, odd, len(tables) - len(kept)
 
 
 def _columns(header: str) -> list[tuple[str, int, int]]:

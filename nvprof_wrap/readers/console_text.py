@@ -97,15 +97,17 @@ class Part:
 
 
 def _nvprof_summary(path: Path) -> Part:
-    kernels, mem, bare, odd = console_nvprof.summary(_lines(path), path)
+    kernels, mem, bare, odd, repeated = console_nvprof.summary(_lines(path), path)
     fragment = (f"nvprof summary: {bare} rows without their '==PID== Profiling result:' header (pasted in part): "
                 "only the kernels shown")
     first = odd[0] if odd else ""
     shown = first if len(first) <= 80 else first[:79] + "…"
     unread = (f"nvprof summary: {len(odd):,} line(s) inside its table are no row this reader knows (first: "
               f"{shown!r}): not counted — the kernels they name, if any, are missing")
+    twice = (f"nvprof summary: {repeated} table(s) repeat an earlier one row for row (the same summary pasted "
+             "twice?): counted once")
     return Part(kernels, mem, notes=["nvprof summary: no timeline, no idle time", *([fragment] if bare else []),
-                                     *([unread] if odd else [])])
+                                     *([unread] if odd else []), *([twice] if repeated else [])])
 
 
 def _nvprof_trace(path: Path) -> Part:

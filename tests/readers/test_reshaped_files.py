@@ -205,3 +205,22 @@ def test_ncu_console_text_whose_sections_do_not_match_its_profiled_launches_is_s
     assert whole["launches"] == 14 and not [n for s in whole["sources"] for n in s["notes"] if "==PROF==" in n]
     notes = [n for s in reshaped["sources"] for n in s["notes"]]
     assert any(said in n for n in notes), notes
+
+
+@pytest.mark.parametrize("rel", ["wild/nvprof-summary-tf1-2xk80.txt",
+                                 "tests/data/console/xplacer_nvprof_summary_bfs.log"])
+def test_an_nvprof_summary_pasted_twice_is_counted_once(tmp_path, capsys, rel):
+    """The same console summary twice in one text (pasted twice into an issue): every launch and nanosecond was
+    counted twice, unsaid. nvprof prints one summary a process: a table that repeats an earlier one row for row is
+    counted once, and said."""
+    src = _export(rel)
+    text = src.read_text()
+    text += "" if text.endswith("\n") else "\n"
+    path = tmp_path / src.name
+    path.write_text(text + "\n" + text)
+    whole, twice = _report(capsys, src), _report(capsys, path)
+    assert (twice["verdict"], twice["launches"], twice["kernel_ns"]) == \
+        (whole["verdict"], whole["launches"], whole["kernel_ns"])
+    assert _kernels(twice) == _kernels(whole)
+    assert "nvprof summary: 1 table(s) repeat an earlier one row for row (the same summary pasted twice?): counted " \
+           "once" in [n for s in twice["sources"] for n in s["notes"]]
