@@ -463,7 +463,9 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
             if calls := _launch_calls(conn, have)[0]:
                 raise BadInput(path, _traced_no_kernel(conn, have, calls))
         pids = {k.pid for k in kernels if k.pid is not None} | {m.pid for m in memops if m.pid is not None}
-        notes = (() if "TARGET_INFO_GPU" in have else ("no TARGET_INFO_GPU table: GPU models unknown",)) + \
+        gpus = _devices(conn, have)
+        lost = f"{'an empty' if 'TARGET_INFO_GPU' in have else 'no'} TARGET_INFO_GPU table: GPU models unknown"
+        notes = (() if gpus else (lost,)) + \
             ((kernel_note,) if kernel_note else ()) + mem_notes + \
             borrowed_note(lent, sum(k.total_ns or 0 for k in kernels)) + \
             ((graph_launches.note(kernels),) if any(k.name == graph_launches.GRAPH_NAME for k in kernels)
@@ -479,7 +481,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     # the kernel names classified while the series' worker runs (the report's evidence then finds them classified)
     series, series_notes = ahead.result(sum(k.launches for k in kernels),
                                         meanwhile=lambda: classify_many(k.name for k in kernels))
-    return Capture(str(path), "nsys-sqlite", kernels, memops, busy, _devices(conn, have),
+    return Capture(str(path), "nsys-sqlite", kernels, memops, busy, gpus,
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
                    started_ns=started, ended_ns=ended, command=session_command(conn, have), hw_devices=hw_dev,
                    hw_kernels=hw_k, hw_series=hw_s, series=series, warmup=warmup, op_flops=flops)

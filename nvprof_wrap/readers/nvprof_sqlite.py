@@ -126,5 +126,8 @@ def read(path: Path, window: Window | None = None) -> Capture:
         if not kernels and window is None:  # (a window without kernels: readers.read says so)
             _no_kernels(path, conn, have, sum(m.count for m in memops))
         procs = (Process(pid),) if pid is not None else ()
+        gpus = _devices(conn, have)
+        none = f"{'an empty' if 'CUPTI_ACTIVITY_KIND_DEVICE' in have else 'no'} CUPTI_ACTIVITY_KIND_DEVICE table"
+        lost = [] if gpus else [f"{none}: GPU models unknown"]
         return Capture(str(path), "nvprof", kernels, memops, _activity(conn, have, pid, span),
-                       _devices(conn, have), procs, notes=tuple(notes + mem_notes))
+                       gpus, procs, notes=tuple(notes + mem_notes + lost))

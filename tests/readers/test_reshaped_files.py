@@ -6,7 +6,10 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
+import sqlite3
 import textwrap
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -224,3 +227,19 @@ def test_an_nvprof_summary_pasted_twice_is_counted_once(tmp_path, capsys, rel):
     assert _kernels(twice) == _kernels(whole)
     assert "nvprof summary: 1 table(s) repeat an earlier one row for row (the same summary pasted twice?): counted " \
            "once" in [n for s in twice["sources"] for n in s["notes"]]
+
+
+@pytest.mark.parametrize("rel, table", [("tests/data/h200_runs/gemm_nsys/nsys.sqlite", "TARGET_INFO_GPU"),
+                                        ("public/m-goldstein__GPU_ML__timeline.nvvp", "CUPTI_ACTIVITY_KIND_DEVICE")])
+def test_a_capture_whose_gpu_table_is_empty_says_so(tmp_path, capsys, rel, table):
+    """The table of GPUs emptied (an export trimmed by hand): the GPU was lost unsaid — a K20c's verdict went
+    no → unknown with no word why. It is said now, as a table dropped already was."""
+    src = _export(rel)
+    path = tmp_path / src.name
+    shutil.copyfile(src, path)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(f"DELETE FROM {table}")
+        conn.commit()
+    whole, emptied = _report(capsys, src), _report(capsys, path)
+    assert whole["gpus"] and not emptied["gpus"] and emptied["launches"] == whole["launches"]
+    assert f"an empty {table} table: GPU models unknown" in [n for s in emptied["sources"] for n in s["notes"]]
