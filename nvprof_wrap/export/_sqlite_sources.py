@@ -14,6 +14,7 @@ from nvprof_wrap.export import _counters
 from nvprof_wrap.export._events import Trace, Verdicts
 from nvprof_wrap.export._timeline import START_END, Clock, gpu, ranges
 from nvprof_wrap.readers import cupti_sqlite, nsys_sqlite, nvprof_sqlite
+from nvprof_wrap.system.limits import USABLE
 from nvprof_wrap.timeline.sql import EVERYTHING, columns, cut, in_window, tables, window_bounds
 from nvprof_wrap.timeline.window import Window
 
@@ -31,7 +32,7 @@ def _overlaps(span: tuple[int, int], alias: str = "") -> str:
 
 
 def _first(conn: sqlite3.Connection, names: list[str]) -> int | None:
-    firsts = [conn.execute(f"SELECT MIN(start) FROM {t}").fetchone()[0] for t in names]
+    firsts = [conn.execute(f"SELECT MIN(start) FROM {t} WHERE {USABLE}").fetchone()[0] for t in names]
     return min((f for f in firsts if f is not None), default=None)
 
 

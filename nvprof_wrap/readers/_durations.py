@@ -1,5 +1,6 @@
 """Durations a report can stand on. A record whose time is missing (NULL), negative (end before start) or absurd
-(longer than MAX_DURATION_NS) still counts as a launch, copy or set, but without its time, and the capture's
+(longer than MAX_DURATION_NS; in a SQLite capture also a start at or before the clock's zero, system/limits.USABLE)
+still counts as a launch, copy or set, but without its time, and the capture's
 notes say how many there were: a damaged clock must not subtract from the GPU time or swamp it.
 
 SQL readers ask ``sql_duration(conn, table, what)`` for the expression to aggregate: the plain ``"end" - start``
@@ -12,16 +13,19 @@ import math
 import sqlite3
 from typing import Any
 
-from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.system.limits import MAX_DURATION_NS, USABLE
 
 PLAIN = '"end" - start'
-_BAD = f'(start IS NULL OR "end" IS NULL OR "end" < start OR "end" - start > {MAX_DURATION_NS})'
-SOUND = f'CASE WHEN "end" >= start AND "end" - start <= {MAX_DURATION_NS} THEN "end" - start END'
+# A start at or before the clock's zero is no time either (system/limits.USABLE says why).
+_BAD = f'(start IS NULL OR "end" IS NULL OR start <= 0 OR "end" < start OR "end" - start > {MAX_DURATION_NS})'
+SOUND = f'CASE WHEN {USABLE} THEN "end" - start END'
 _LIMIT = "7 days"  # MAX_DURATION_NS in words, for the notes
 
 
-def note(count: int, what: str) -> str:
-    return (f"{count:,} {what} record(s) without a usable time (missing, negative, or longer than {_LIMIT}): "
+def note(count: int, what: str, clock: bool = False) -> str:
+    """clock: a SQLite capture's (_BAD's reasons, the clock's zero among them)."""
+    zero = "starting at or before the clock's zero (CUPTI's 'not collected'), " if clock else ""
+    return (f"{count:,} {what} record(s) without a usable time (missing, {zero}negative, or longer than {_LIMIT}): "
             "counted, without their time")
 
 
@@ -29,7 +33,7 @@ def sql_duration(conn: sqlite3.Connection, table: str, what: str) -> tuple[str, 
     """(expression for a record's duration in ns, NULL when unusable; a note when some are) for ``table``,
     whose columns are start and "end"."""
     bad = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {_BAD}").fetchone()[0]
-    return (PLAIN if not bad else SOUND), (note(bad, what) if bad else None)
+    return (PLAIN if not bad else SOUND), (note(bad, what, clock=True) if bad else None)
 
 
 def on(expr: str, alias: str) -> str:

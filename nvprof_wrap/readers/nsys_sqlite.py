@@ -438,7 +438,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         memops, mem_notes = copies.result()
         if attributed is not None and whole and "no_duration" in lent:
             # the compiled pass counted them while reading every kernel: no scan of its own (1.8 s at 5M)
-            kernel_note = note(lent["no_duration"], "kernel") if lent["no_duration"] else None
+            kernel_note = note(lent["no_duration"], "kernel", clock=True) if lent["no_duration"] else None
         else:
             dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
         kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())

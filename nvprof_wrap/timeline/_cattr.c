@@ -1008,7 +1008,8 @@ typedef struct { int64_t *v; size_t n, cap; } Col;
 /* The kernels' (pid, start, end, key) kept while the attribution reads them, for the per-step series
  * (timeline/series_np.py: no read of its own). kernels_sql then yields start and end in place of the duration
  * (columns 5 and 6), and the duration is worked out here as readers/_durations.SOUND does in SQL: the end less the
- * start where the end is not before the start and the difference is at most max_dur, else NULL (a NULL time too).
+ * start where the start is after the clock's zero, the end not before the start and the difference at most max_dur,
+ * else NULL (a NULL time too).
  * A time that is neither an integer nor NULL: declined (unsupported), as a duration that is not an integer is;
  * the caller asks again without keeping. ok turns 0 (nothing more kept) at a NULL process, key or time: the series
  * then reads the table itself. */
@@ -1020,7 +1021,7 @@ static void kept_free(Kept *kp) { for (int i = 0; i < 4; i++) { free(kp->c[i].v)
 static int kept_row(Kept *kp, sqlite3_stmt *st, Val *v, Err *err) {
     Val s, e;
     if (read_row_at(st, 5, &s, err) < 0 || read_row_at(st, 6, &e, err) < 0) return -1;
-    v[5].null = s.null || e.null || e.v < s.v || (uint64_t)e.v - (uint64_t)s.v > (uint64_t)kp->max_dur;
+    v[5].null = s.null || e.null || s.v <= 0 || e.v < s.v || (uint64_t)e.v - (uint64_t)s.v > (uint64_t)kp->max_dur;
     v[5].v = v[5].null ? 0 : e.v - s.v;
     if (!kp->ok) return 0;
     if (v[2].null || v[4].null || s.null || e.null) { kp->ok = 0; kept_free(kp); return 0; }

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
-from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.system.limits import USABLE
 from nvprof_wrap.timeline import native
 from nvprof_wrap.timeline.sql import EVERYTHING, opened, uri_of
 
@@ -45,8 +45,8 @@ def _cut_sqls(sources: list[Source], window: tuple[int, int]) -> list[str]:
     whole = window == EVERYTHING
     s, e, cut = ('start', '"end"', "") if whole else \
         (f"MAX(start, {window[0]})", f'MIN("end", {window[1]})', f'AND start < {window[1]} AND "end" >= {window[0]}')
-    return [f'SELECT {group}, {dev}, {s}, {e}, {kernel} FROM {table} WHERE "end" >= start '
-            f'AND "end" - start <= {MAX_DURATION_NS} {cut}' for table, group, dev, kernel in sources]
+    return [f'SELECT {group}, {dev}, {s}, {e}, {kernel} FROM {table} WHERE {USABLE} {cut}'
+            for table, group, dev, kernel in sources]
 
 
 def busy_plan(conn: sqlite3.Connection, sources: list[Source], parts: int,

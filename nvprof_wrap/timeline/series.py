@@ -29,7 +29,7 @@ from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepKernels, StepSeries
 from nvprof_wrap.system import environ
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
-from nvprof_wrap.system.limits import MAX_DURATION_NS
+from nvprof_wrap.system.limits import MAX_DURATION_NS, USABLE
 from nvprof_wrap.timeline import collectives, window
 from nvprof_wrap.timeline.series_tables import BUCKETS, PARTS, ApiTable, Given, GpuTable, Named, Names, Steps, buckets
 from nvprof_wrap.timeline.sql import EVERYTHING
@@ -279,14 +279,16 @@ def _marked(conn: sqlite3.Connection, ranges_sql: str | None,
 
 
 def _extents(conn: sqlite3.Connection, gpu: list[GpuTable], span: tuple[int, int]) -> list[tuple[Any, Any]]:
-    """(MIN(start), MAX(end)) of each GPU table's rows that start in span."""
-    inside = "" if span == EVERYTHING else f" WHERE start >= {span[0]} AND start < {span[1]}"
-    return [conn.execute(f'SELECT MIN(start), MAX("end") FROM {g.table}{inside}').fetchone() for g in gpu]
+    """(MIN(start), MAX(end)) of each GPU table's rows that start in span, of those whose times are usable (a start
+    at the clock's zero, CUPTI's 'not collected', would stretch the buckets over the time before the job)."""
+    inside = "" if span == EVERYTHING else f" AND start >= {span[0]} AND start < {span[1]}"
+    return [conn.execute(f'SELECT MIN(start), MAX("end") FROM {g.table} WHERE {USABLE}{inside}').fetchone()
+            for g in gpu]
 
 
-# a row's times usable here: an end at or after its start, at most MAX_DURATION_NS later (a damaged row's times
-# would overflow SQLite's SUM; the readers count such rows in their notes)
-_SOUND = "{e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)
+# a row's times usable here (readers/_durations.SOUND): a start after the clock's zero, an end at or after it, at most
+# MAX_DURATION_NS later (a damaged row's times would overflow SQLite's SUM; the readers count such rows in their notes)
+_SOUND = "{s} > 0 AND {e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)
 _STEP_OF = "(SELECT n FROM _nvw_steps WHERE lo <= {t} ORDER BY lo DESC LIMIT 1)"
 
 

@@ -259,7 +259,9 @@ def _given(conn: sqlite3.Connection, g: GpuTable, pieces: Given, pids: _Codes,
 
 
 def _extent(s: np.ndarray, e: np.ndarray, span: tuple[int, int]) -> tuple[int | None, int | None]:
-    """(MIN(start), MAX(end)) of the rows that start in span, as timeline/series._extents' SQL gives them."""
+    """(MIN(start), MAX(end)) of the rows that start in span whose times are usable, as timeline/series._extents'
+    SQL gives them."""
+    s, e = _sound(s, e)
     if span != EVERYTHING:
         inside = (s >= span[0]) & (s < span[1])
         s, e = _where(inside, s, e)
@@ -267,10 +269,10 @@ def _extent(s: np.ndarray, e: np.ndarray, span: tuple[int, int]) -> tuple[int | 
 
 
 def _sound(s: np.ndarray, e: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(s, e, *arrays) of the rows whose times are sound (timeline/series._SOUND: an end at or after the start, at
-    most MAX_DURATION_NS later; a damaged row's times left out before they reach any sum). e - s wraps past int64
-    where the true difference does not fit it; as uint64 it is exact (e >= s)."""
-    keep = e >= s
+    """(s, e, *arrays) of the rows whose times are sound (timeline/series._SOUND: a start after the clock's zero, an
+    end at or after it, at most MAX_DURATION_NS later; a damaged row's times left out before they reach any sum).
+    e - s wraps past int64 where the true difference does not fit it; as uint64 it is exact (e >= s)."""
+    keep = (e >= s) & (s > 0)
     keep &= (e - s).view(np.uint64) <= MAX_DURATION_NS
     return _where(keep, s, e, *arrays)
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.system.limits import MAX_NAME_CHARS
+from nvprof_wrap.system.limits import MAX_NAME_CHARS, USABLE
 from nvprof_wrap.system.storage import machine_failure
 from nvprof_wrap.timeline import recover
 from nvprof_wrap.timeline.guard import guard, reading
@@ -92,7 +92,7 @@ def window_bounds(conn: sqlite3.Connection, window: Window | None, gpu_tables: l
         conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE {step_filter()}")
     if window.seconds is None:
         return bounds(window, None, ranges)
-    extents = [conn.execute(f"SELECT MIN(start), MAX(end) FROM {t}").fetchone() for t in gpu_tables]
+    extents = [conn.execute(f"SELECT MIN(start), MAX(end) FROM {t} WHERE {USABLE}").fetchone() for t in gpu_tables]
     origin = min((s for s, _ in extents if s is not None), default=None)
     lo, hi = bounds(window, origin, ranges)
     assert origin is not None  # bounds() refuses a window in seconds in a capture without GPU activity

@@ -4,6 +4,7 @@ files, impossible durations, content identity, control characters. The pathologi
 benchmarks/report_pathological_inputs.py (their before/after numbers: docs/reliability.md)."""
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -341,14 +342,47 @@ def test_negative_and_absurd_durations_are_counted_without_their_time(capsys, tm
     assert code == 0, err
     d = json.loads(out)
     assert d["launches"] == n and d["kernel_time_ns"] == total - lost
-    assert "2 kernel record(s) without a usable time (missing, negative, or longer than 7 days): counted, without " \
-           "their time" in d["sources"][0]["notes"]
+    assert "2 kernel record(s) without a usable time (missing, starting at or before the clock's zero (CUPTI's " \
+           "'not collected'), negative, or longer than 7 days): counted, without their time" in d["sources"][0]["notes"]
     events = [kernel(dur=-1600), kernel(dur=3), kernel(dur=1e13), kernel(dur=None), kernel(ts=None, dur=5)]
     (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
     code, out, err = run(capsys, "report", tmp_path / "t.json", "--format", "json")
     d = json.loads(out)
     assert code == 0 and d["launches"] == 5 and d["kernel_time_ns"] == 8000
     assert any(n.startswith("3 kernel record(s) without a usable time") for n in d["sources"][0]["notes"])
+
+
+@pytest.mark.parametrize("native", ["on", "off"])
+def test_kernels_starting_at_the_clocks_zero_are_counted_without_their_time(capsys, tmp_path, monkeypatch, native):
+    """CUPTI writes 0 for the times it could not collect; moved to Nsight Systems' session clock such a start is
+    negative. A kernel of the H200 capture edited to start at 0 (its end kept), one at -3 days and one with both
+    times 0: the report is the one of the capture without those three rows, but for their launches and the note.
+    Read as times, the first one ran 4.8 s: the tensor-core share fell from 31.7% to <0.1%, a "host-bound" hint
+    appeared, and the time buckets stretched back to 0 (52 of 200 ms, not 57 of 100 ms)."""
+    monkeypatch.setenv("NVPROF_WRAP_NATIVE", native)
+    k = "CUPTI_ACTIVITY_KIND_KERNEL"
+    damaged, cut = tmp_path / "damaged.sqlite", tmp_path / "cut.sqlite"
+    for cap in (damaged, cut):
+        shutil.copy(H200 / "nsys_torch_ops.sqlite", cap)
+    with contextlib.closing(sqlite3.connect(damaged)) as conn:
+        rows = [r for (r,) in conn.execute(f'SELECT rowid FROM {k} ORDER BY "end" - start DESC LIMIT 3')]
+        conn.execute(f"UPDATE {k} SET start = 0 WHERE rowid = ?", (rows[0],))
+        conn.execute(f"UPDATE {k} SET start = -3 * 86400 * 1000000000 WHERE rowid = ?", (rows[1],))
+        conn.execute(f'UPDATE {k} SET start = 0, "end" = 0 WHERE rowid = ?', (rows[2],))
+        conn.commit()
+    with contextlib.closing(sqlite3.connect(cut)) as conn:
+        conn.execute(f"DELETE FROM {k} WHERE rowid IN ({', '.join(map(str, rows))})")
+        conn.commit()
+    (code, out, err), (code2, out2, _) = (run(capsys, "report", cap, "--format", "json") for cap in (damaged, cut))
+    assert code == code2 == 0, err
+    got, want = json.loads(out), json.loads(out2)
+    assert got["launches"] == want["launches"] + 3
+    for key in ("kernel_time_ns", "tensor_core_time_fraction", "series_info", "time_budget", "hints"):
+        assert got[key] == want[key], key
+    assert [{**r, "launches": 0} for r in got["series"]] == [{**r, "launches": 0} for r in want["series"]]
+    assert "3 kernel record(s) without a usable time (missing, starting at or before the clock's zero (CUPTI's " \
+           "'not collected'), negative, or longer than 7 days): counted, without their time" in \
+           got["sources"][0]["notes"]
 
 
 def test_null_copy_and_set_times_in_a_cupti_capture_are_counted_not_a_traceback(capsys, tmp_path):

@@ -28,10 +28,11 @@ def store(kernels: list[tuple], copies: list[tuple], file: str = ":memory:") -> 
 
 
 def brute(kernels: list[tuple], copies: list[tuple], window: tuple[int, int] = EVERYTHING) -> dict[tuple, tuple]:
-    """Every covered nanosecond, one by one: the union's length inside [first kernel start, last kernel end]."""
+    """Every covered nanosecond, one by one: the union's length inside [first kernel start, last kernel end]. A row
+    starting at or before 0 has no usable time (CUPTI's "not collected": system/limits.USABLE)."""
     lo, hi = window
     cut = [(g, d, max(s, lo), min(e, hi), k) for k, rows in ((True, kernels), (False, copies))
-           for g, d, s, e in rows if e >= s and s < hi and e >= lo]
+           for g, d, s, e in rows if e >= s > 0 and s < hi and e >= lo]
     out = {}
     for key in {(g, d) for g, d, *_ in cut}:
         spans = [(s, e, k) for g, d, s, e, k in cut if (g, d) == key]
@@ -44,16 +45,24 @@ def brute(kernels: list[tuple], copies: list[tuple], window: tuple[int, int] = E
 
 
 def test_overlaps_gaps_and_two_devices() -> None:
-    conn = store([(1, 0, 0, 10), (1, 0, 5, 20), (1, 0, 30, 40), (1, 1, 0, 100)], [(1, 0, 35, 50), (1, 0, 60, 60)])
-    # device 0: kernels span 0..40; the copy 35..50 counts up to 40, the zero-length copy at 60 not at all
-    assert sorted(busy_time(conn, SOURCES)) == [(1, 0, 0, 40, 30), (1, 1, 0, 100, 100)]
+    conn = store([(1, 0, 1, 10), (1, 0, 5, 20), (1, 0, 30, 40), (1, 1, 1, 100)], [(1, 0, 35, 50), (1, 0, 60, 60)])
+    # device 0: kernels span 1..40; the copy 35..50 counts up to 40, the zero-length copy at 60 not at all
+    assert sorted(busy_time(conn, SOURCES)) == [(1, 0, 1, 40, 29), (1, 1, 1, 100, 99)]
+
+
+def test_a_row_starting_at_the_clocks_zero_has_no_usable_time() -> None:
+    """CUPTI writes 0 for the times it could not collect (and Nsight Systems' clock starts at the session's start):
+    such a kernel, or copy, is left out of the union and of the span — read as a time, a kernel from 0 to 40 would
+    have made the GPU busy from the clock's start."""
+    conn = store([(1, 0, 0, 40), (1, 0, 0, 0), (1, 0, -7, 30), (1, 0, 30, 40)], [(1, 0, 0, 35), (1, 0, 32, 50)])
+    assert busy_time(conn, SOURCES) == [(1, 0, 30, 40, 10)]
 
 
 def test_start_up_copies_before_the_first_kernel_are_not_idle_time() -> None:
     conn = store([(1, 0, 1000, 1100), (1, 0, 1200, 1300)], [(1, 0, 0, 50), (1, 0, 1050, 1250), (1, 0, 1400, 1500)])
     assert busy_time(conn, SOURCES) == [(1, 0, 1000, 1300, 300)]  # span 300 ns, not 1,500
-    conn = store([], [(1, 0, 0, 50), (1, 0, 100, 150)])
-    assert busy_time(conn, SOURCES) == [(1, 0, 0, 150, 100)]  # copies only: their own span
+    conn = store([], [(1, 0, 10, 60), (1, 0, 110, 160)])
+    assert busy_time(conn, SOURCES) == [(1, 0, 10, 160, 100)]  # copies only: their own span
 
 
 interval = st.tuples(st.sampled_from([1, 2]), st.sampled_from([0, 1, None]), st.integers(0, 1000),

@@ -405,7 +405,7 @@ def test_a_row_before_the_windows_watermark_reads_every_interval_again(tmp_path)
     """Kernels listed latest first overrun a window of 2 at the third row: the pass starts again holding them all
     (restarted), with the SQL's answer; listed in start order, the same window is enough."""
     file = tmp_path / "c.sqlite"
-    rows = [(1, 0, s, s + 15) for s in range(0, 200, 10)]
+    rows = [(1, 0, s, s + 15) for s in range(10, 210, 10)]
     with sqlite3.connect(file) as conn:
         for table, listed in (("k", rows[::-1]), ("s", rows)):
             conn.execute(f'CREATE TABLE {table}(g, d, start INTEGER, "end" INTEGER)')
@@ -415,4 +415,4 @@ def test_a_row_before_the_windows_watermark_reads_every_interval_again(tmp_path)
             sqls = busy._cut_sqls([(table, "g", "d", "1")], EVERYTHING)
             assert native.busy_held(uri_of(file), sqls, 2) == (busy_part(conn, [(table, "g", "d", "1")], EVERYTHING),
                                                               restarted)
-            assert busy_part(conn, [(table, "g", "d", "1")], EVERYTHING) == [(1, 0, (205, 0, 205, 0, 0, 205, 0))]
+            assert busy_part(conn, [(table, "g", "d", "1")], EVERYTHING) == [(1, 0, (205, 10, 215, 10, 0, 215, 0))]
