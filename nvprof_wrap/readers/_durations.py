@@ -42,10 +42,16 @@ def on(expr: str, alias: str) -> str:
 
 
 class Durations:
-    """Per-record durations in Python readers: ``ns(value_in_ns)`` gives the duration or None, and counts."""
+    """Per-record durations in Python readers: ``ns(value_in_ns)`` gives the duration or None, and counts. clock: a
+    reader of CUPTI's clock (Kineto), where a start at or before 0 is CUPTI's "not collected" too (``at_zero``)."""
 
-    def __init__(self, what: str) -> None:
-        self.what, self.bad = what, 0
+    def __init__(self, what: str, clock: bool = False) -> None:
+        self.what, self.bad, self.clock = what, 0, clock
+
+    def at_zero(self) -> int | None:
+        """A record starting at or before the clock's zero: counted; its duration, None."""
+        self.bad += 1
+        return None
 
     def ns(self, value: float | None) -> int | None:
         if value is None or math.isnan(value) or not 0 <= value <= MAX_DURATION_NS:
@@ -54,7 +60,7 @@ class Durations:
         return int(value)
 
     def notes(self) -> tuple[str, ...]:
-        return (note(self.bad, self.what),) if self.bad else ()
+        return (note(self.bad, self.what, self.clock),) if self.bad else ()
 
 
 def from_us(value: object) -> int | None:

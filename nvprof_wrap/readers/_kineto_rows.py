@@ -104,7 +104,9 @@ class Rows:
             self.db.execute(sql)
         self.rows: dict[str, list[tuple[object, ...]]] = {"kl": [], "mem": [], "rt": [], "rng": [], "fop": []}
         self.flops_known = Signatures()  # (FLOPs, precision) per op signature
-        self.kernel_time, self.mem_time = Durations("kernel"), Durations("memcpy/memset")
+        # CUPTI's clock: a kernel at ts 0 is one whose times it could not collect (kineto#109: thousands of
+        # `"ts": 0, "dur": 0` kernels in one trace) — counted without its time, as in the SQLite captures
+        self.kernel_time, self.mem_time = Durations("kernel", clock=True), Durations("memcpy/memset", clock=True)
 
     def add_all(self, events: list[Any]) -> None:
         kl, rt, rng, threads, range_names = self.rows["kl"], self.rows["rt"], self.rows["rng"], self.threads, \
@@ -178,7 +180,7 @@ class Rows:
                 args, name, at, lasted = ev.get("args"), ev.get("name"), ev.get("ts"), ev.get("dur")
                 dev = args.get("device") if type(args) is dict else None
                 if type(dev) is int and type(name) is str and type(at) in _NUMBER and type(lasted) in _NUMBER \
-                        and -_MAX_TS_US < at < _MAX_TS_US and 0 <= lasted <= _MAX_DUR_US:
+                        and 0 < at < _MAX_TS_US and 0 <= lasted <= _MAX_DUR_US:  # at 0 or before: _kernel says
                     nid = names.get(name)
                     if nid is None:
                         nid = self._id(names, name)
@@ -246,6 +248,8 @@ class Rows:
         name = _text(ev.get("name"))
         start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
+        if start is not None and start <= 0 and dur is not None:
+            dur = self.kernel_time.at_zero()
         nid = self.names.get(name)
         if nid is None:
             nid = self._id(self.names, name)
@@ -261,6 +265,8 @@ class Rows:
         name = _text(ev.get("name"))
         start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
+        if start is not None and start <= 0 and dur is not None:
+            dur = self.mem_time.at_zero()
         memcpy = cat in MEMCPY_CATS
         return (dev if type(dev) is int else None, "memcpy" if memcpy else "memset",
                 _direction(name) if memcpy else "", start, None if start is None or dur is None else start + dur,

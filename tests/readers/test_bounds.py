@@ -5,6 +5,7 @@ benchmarks/report_pathological_inputs.py (their before/after numbers: docs/relia
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -29,7 +30,7 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS, SKIPPED_SHOWN
 from nvprof_wrap.text import demangle as demangle_mod
-from tests._paths import DATA, FAKE_BIN, H200, PUBLIC, ROOT, RUNS, fixtures_absent
+from tests._paths import DATA, FAKE_BIN, H200, PUBLIC, ROOT, RUNS, WILD, fixtures_absent
 
 TC_NAME = "volta_h884gemm_64x64_ldg8_nn"  # cuBLAS fp16 HMMA (Volta): tensor cores
 
@@ -383,6 +384,32 @@ def test_kernels_starting_at_the_clocks_zero_are_counted_without_their_time(caps
     assert "3 kernel record(s) without a usable time (missing, starting at or before the clock's zero (CUPTI's " \
            "'not collected'), negative, or longer than 7 days): counted, without their time" in \
            got["sources"][0]["notes"]
+
+
+def test_kineto_kernels_at_ts_0_are_counted_without_their_time(capsys, tmp_path):
+    """kineto#109: thousands of `"ts": 0, "dur": 0` kernels in one torch.profiler trace (CUPTI could not collect
+    their times). Three kernels of a real vLLM trace so edited: the report is the one of the trace without them, but
+    for their launches and the note — before, unsaid, and the time buckets ran from the clock's zero (31 buckets of
+    20,000 s, not 43 of 2 ms)."""
+    src = json.loads(gzip.decompress((WILD / "kineto-vllm-b200.json.gz").read_bytes()))
+    kernels = [e for e in src["traceEvents"] if isinstance(e, dict) and e.get("cat") == "kernel"]
+    for e in kernels[:3]:
+        e["ts"] = e["dur"] = 0
+    (tmp_path / "zero.json").write_text(json.dumps(src))
+    src["traceEvents"] = [e for e in src["traceEvents"] if not (isinstance(e, dict) and e.get("cat") == "kernel"
+                                                                and e.get("ts") == 0)]
+    (tmp_path / "cut.json").write_text(json.dumps(src))
+    (code, out, err), (code2, out2, _) = (run(capsys, "report", tmp_path / f, "--format", "json")
+                                          for f in ("zero.json", "cut.json"))
+    assert code == code2 == 0, err
+    got, want = json.loads(out), json.loads(out2)
+    assert got["launches"] == want["launches"] + 3
+    for key in ("kernel_time_ns", "tensor_core_time_fraction", "series_info", "time_budget"):
+        assert got[key] == want[key], key
+    assert got["series_info"]["bucket_s"] == 0.002
+    assert [{**r, "launches": 0} for r in got["series"]] == [{**r, "launches": 0} for r in want["series"]]
+    assert got["sources"][0]["notes"][0].startswith("3 kernel record(s) without a usable time (missing, starting "
+                                                    "at or before the clock's zero (CUPTI's 'not collected')")
 
 
 def test_null_copy_and_set_times_in_a_cupti_capture_are_counted_not_a_traceback(capsys, tmp_path):
