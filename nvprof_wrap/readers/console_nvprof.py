@@ -58,13 +58,16 @@ def _unitless(text: str) -> bool:
     return m is not None and not m.group(2)
 
 
-def _wrapped(name: str, width: int, line: str) -> bool:
+def _wrapped(name: str, width: int, widest: int, line: str) -> bool:
     """Whether ``line`` (no summary row) is the rest of ``name``, broken by a console: the name's brackets are still
-    open, or its row filled a terminal's width and the line starts at the first column (rows are indented)."""
+    open, or its row filled a terminal's width — as wide as the widest line so far, as a console breaks every line
+    at its width: a row narrower than an earlier line was not broken (a log written to a file; what follows at the
+    first column is the program's own output, which had been taken into the name) — and the line starts at the
+    first column (rows are indented)."""
     if line.lstrip().startswith(("`", "=", "#")) or "API calls:" in line:
         return False
     opened = name.count("(") > name.count(")") or name.count("<") > name.count(">")
-    return opened or (width >= 80 and not line[:1].isspace())
+    return opened or (width >= 80 and width >= widest and not line[:1].isspace())
 
 
 def summary(lines: Iterable[str], path: Path | None = None
@@ -79,10 +82,11 @@ def summary(lines: Iterable[str], path: Path | None = None
     pid: int | None = None
     state = "out"
     units: list[str] = []
-    bare = width = 0  # width: of the last row's line, a console's when it broke the row
+    bare = width = widest = 0  # width: of the last row's line, a console's when it broke the row; widest: any line's
     odd: list[str] = []
     starts = [0]  # where each table's rows begin in rows
     for line in lines:
+        before, widest = widest, max(widest, len(line.rstrip("\r\n")))  # before: the lines' above this one
         if m := _PID.match(line):
             pid = int(m.group(1))
             if "Profiling result" not in line:
@@ -116,7 +120,7 @@ def summary(lines: Iterable[str], path: Path | None = None
             continue
         m = _SUMMARY_ROW.match(line) if state == "rows" or BARE_ROW.match(line) else None  # a fragment's: units
         if not m:
-            if rows and _wrapped(rows[-1][1], width, line):  # a wrapped name's rest. The console broke the line
+            if rows and _wrapped(rows[-1][1], width, before, line):  # a wrapped name's rest. The console broke the line
                 p, name, n, t, lo, hi = rows[-1]  # anywhere: a single space at either side of the break is the
                 rest = line.rstrip("\r\n")  # name's; more is a paste's indent
                 rows[-1] = (p, name + (rest.lstrip() if rest.startswith("  ") else rest), n, t, lo, hi)

@@ -243,3 +243,23 @@ def test_a_capture_whose_gpu_table_is_empty_says_so(tmp_path, capsys, rel, table
     whole, emptied = _report(capsys, src), _report(capsys, path)
     assert whole["gpus"] and not emptied["gpus"] and emptied["launches"] == whole["launches"]
     assert f"an empty {table} table: GPU models unknown" in [n for s in emptied["sources"] for n in s["notes"]]
+
+
+@pytest.mark.parametrize("after", ["Epoch 2/20 - loss: 0.4431 - acc: 0.8812", "user@host:~$ ls"])
+def test_the_programs_output_after_an_nvprof_summary_is_no_part_of_a_kernels_name(tmp_path, capsys, after):
+    """A log whose GPU-activities table is followed at once, at the first column, by other output (the program's,
+    a prompt: `--print-gpu-summary` prints no API calls after it): the table's last row, 402 characters, was taken
+    for a row a console had broken at its width and the text joined to its kernel's name, unsaid. A console breaks
+    every line at its width; this log holds lines up to 955 characters, so the row was whole: the text is no part
+    of the name, and is said as a line of the table that is no row."""
+    src = fixture_file("wild/nvprof-summary-tf1-2xk80.txt")
+    lines = src.read_text().splitlines(keepends=True)
+    table = lines[:next(i for i, ln in enumerate(lines) if "API calls:" in ln)]
+    cut, glued = tmp_path / "cut.txt", tmp_path / "glued.txt"
+    cut.write_text("".join(table))
+    glued.write_text("".join(table) + after + "\n")
+    whole, got = _report(capsys, cut), _report(capsys, glued)
+    assert _kernels(got) == _kernels(whole) and got["launches"] == whole["launches"] == 535_711
+    notes = [n for s in got["sources"] for n in s["notes"]]
+    assert f"nvprof summary: 1 line(s) inside its table are no row this reader knows (first: {after!r})" in \
+        " ".join(notes), notes
