@@ -263,3 +263,28 @@ def test_the_programs_output_after_an_nvprof_summary_is_no_part_of_a_kernels_nam
     notes = [n for s in got["sources"] for n in s["notes"]]
     assert f"nvprof summary: 1 line(s) inside its table are no row this reader knows (first: {after!r})" in \
         " ".join(notes), notes
+
+
+@pytest.mark.parametrize("lost", ["string dropped", "a number"])
+def test_a_kernel_the_capture_names_not_at_all_says_so(tmp_path, capsys, lost):
+    """A kernel whose name's string is gone from the capture (StringIds edited), or whose name is a number (an id
+    in place of its text): unknown, as before, but its reason said "the name carries no evidence either way
+    (generated kernels such as triton_tem_*…)" — a hint at generated code where the capture lost the name."""
+    src = fixture_file("h200/nsys_torch_ops.sqlite")
+    path = tmp_path / src.name
+    shutil.copy(src, path)
+    with closing(sqlite3.connect(path)) as conn:
+        nid, = conn.execute("SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1 "
+                            "ORDER BY COUNT(*) DESC LIMIT 1").fetchone()
+        if lost == "string dropped":
+            conn.execute("DELETE FROM StringIds WHERE id = ?", (nid,))
+        else:
+            conn.execute("UPDATE StringIds SET value = '48213' WHERE id = ?", (nid,))
+        conn.commit()
+    whole, got = _report(capsys, src), _report(capsys, path)
+    assert got["launches"] == whole["launches"] and got["distinct_kernels"] == whole["distinct_kernels"]
+    nameless = [k for k in got["kernels"] if k["name"] not in {k["name"] for k in whole["kernels"]}]
+    assert len(nameless) == 1 and nameless[0]["tensor_core"] == "unknown", nameless
+    said = "the capture holds no name for this kernel" if lost == "string dropped" else \
+        "its name is a number ('48213'): an id whose text the capture lacks"
+    assert nameless[0]["reason"].startswith(said) and "nvprof-wrap verify" in nameless[0]["reason"], nameless
