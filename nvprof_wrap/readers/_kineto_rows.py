@@ -39,6 +39,7 @@ CALL_KINDS = ("launch", "sync", "alloc", "other")  # text/cuda_calls.kind_of's k
 _KIND_CODE = {kind: i for i, kind in enumerate(CALL_KINDS)}
 _OTHER = _KIND_CODE["other"]
 _BATCH = 20000
+MAX_OPEN_BEGINS = 1 << 16  # kernels begun (B) and not ended held at most; more are counted at once, without a time
 _NUMBER = (int, float)
 _MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
 
@@ -107,6 +108,8 @@ class Rows:
         # CUPTI's clock: a kernel at ts 0 is one whose times it could not collect (kineto#109: thousands of
         # `"ts": 0, "dur": 0` kernels in one trace) — counted without its time, as in the SQLite captures
         self.kernel_time, self.mem_time = Durations("kernel", clock=True), Durations("memcpy/memset", clock=True)
+        self.begun: dict[tuple[object, object], list[Event]] = {}  # kernels begun (B), by thread, awaiting their end
+        self.open_begins = 0
 
     def add_all(self, events: list[Any]) -> None:
         kl, rt, rng, threads, range_names = self.rows["kl"], self.rows["rt"], self.rows["rng"], self.threads, \
@@ -186,8 +189,8 @@ class Rows:
                         nid = self._id(names, name)
                     s, d = int(at * 1000), int(lasted * 1000)
                     kl.append((args.get("correlation"), dev, nid, s, s + d, d))  # type: ignore[union-attr]  # dev is an int only when args is a dict
-                else:
-                    kl.append(self._kernel(ev))
+                elif (row := self._kernel(ev)) is not None:
+                    kl.append(row)
             elif cat in MEM_CATS:
                 self.rows["mem"].append(self._mem(ev, cat))
             else:
@@ -239,7 +242,12 @@ class Rows:
         elif ev.get("pid") in self.gpu_pids:
             self.on_gpu += 1
 
-    def _kernel(self, ev: Event) -> tuple[object, int | None, int, int | None, int | None, int | None]:
+    def _kernel(self, ev: Event) -> tuple[object, int | None, int, int | None, int | None, int | None] | None:
+        if ev.get("ph") in ("B", "E"):
+            paired = self._paired(ev)
+            if paired is None:
+                return None
+            ev = paired
         args = ev.get("args")
         args = args if type(args) is dict else None
         dev = args.get("device", ev.get("pid")) if args is not None else ev.get("pid")
@@ -255,6 +263,39 @@ class Rows:
             nid = self._id(self.names, name)
         return (args.get("correlation") if args is not None else None, dev if type(dev) is int else None, nid,
                 start, None if start is None or dur is None else start + dur, dur)
+
+    def _paired(self, ev: Event) -> Event | None:
+        """A kernel written as a begin (B) and an end (E) event on its thread — the Trace Event Format's other way
+        to give a duration; each had been read as a kernel of its own, every launch twice and none with its time:
+        the begin is held until its end, then read as one complete event of the begin's name and arguments. An end
+        without its begin: nothing (in a trace read in parts, its begin is counted in an earlier part, without its
+        time); begins without their end are counted without their time once the events are read (unended)."""
+        key = (ev.get("pid"), ev.get("tid"))
+        if ev.get("ph") == "B":
+            if self.open_begins < MAX_OPEN_BEGINS:  # beyond: counted at once, without a time (bounded memory)
+                self.begun.setdefault(key, []).append(ev)
+                self.open_begins += 1
+                return None
+            return {**ev, "ph": "X", "dur": None}
+        held = self.begun.get(key)
+        if not held:
+            return None
+        begin = held.pop()
+        self.open_begins -= 1
+        t0: Any = begin.get("ts")  # JSON values: the type checks below are the run-time ones
+        t1: Any = ev.get("ts")
+        lasted = t1 - t0 if type(t0) in _NUMBER and type(t1) in _NUMBER else None
+        return {**begin, "ph": "X", "dur": lasted}
+
+    def unended(self) -> None:
+        """The kernels begun (B) whose end never came: counted without their time."""
+        for held in self.begun.values():
+            for begin in held:
+                row = self._kernel({**begin, "ph": "X", "dur": None})
+                if row is not None:
+                    self.rows["kl"].append(row)
+        self.begun.clear()
+        self.open_begins = 0
 
     def _mem(self, ev: Event, cat: str) -> tuple[int | None, str, str, int | None, int | None, int | None, int]:
         args = ev.get("args")
@@ -391,6 +432,7 @@ def _one(path: Path, rows: Rows, fast: bool,
     events = TraceEvents(path, fast, span)
     for batch in events:
         rows.add_all(batch)
+    rows.unended()
     rows.flush()
     return events.header, events.cut_strings, events.tail
 

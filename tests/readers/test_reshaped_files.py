@@ -288,3 +288,43 @@ def test_a_kernel_the_capture_names_not_at_all_says_so(tmp_path, capsys, lost):
     said = "the capture holds no name for this kernel" if lost == "string dropped" else \
         "its name is a number ('48213'): an id whose text the capture lacks"
     assert nameless[0]["reason"].startswith(said) and "nvprof-wrap verify" in nameless[0]["reason"], nameless
+
+
+def _as_begin_end(events: list, drop_ends: int = 0) -> list:
+    """Each complete kernel event as a begin (B) and an end (E) event on its thread, the last drop_ends ends left
+    out."""
+    out: list = []
+    for e in events:
+        if isinstance(e, dict) and e.get("cat") == "kernel" and e.get("ph") == "X":
+            begin = {k: v for k, v in e.items() if k != "dur"}
+            out += [{**begin, "ph": "B"}, {"ph": "E", "cat": "kernel", "pid": e["pid"], "tid": e["tid"],
+                                           "ts": e["ts"] + e["dur"]}]
+        else:
+            out.append(e)
+    ends = [i for i, e in enumerate(out) if isinstance(e, dict) and e.get("ph") == "E"]
+    return [e for i, e in enumerate(out) if i not in set(ends[len(ends) - drop_ends:])] if drop_ends else out
+
+
+@pytest.mark.parametrize("drop_ends", [0, 3])
+def test_kineto_kernels_written_as_begin_and_end_events_are_read_once(tmp_path, capsys, drop_ends):
+    """The Trace Event Format gives a duration by a complete event (X, as torch.profiler writes) or by a begin (B)
+    and an end (E) event: a real trace's kernels rewritten as B/E pairs read every launch twice, none with its time
+    (the verdict yes → unknown). Each pair is one kernel now, of the begin's name and the time between them (the
+    end's ts, written here as ts + dur in floating point, can be under 1 ns off: 1 ns a launch at most); a begin
+    whose end is missing is a launch without its time, said."""
+    body = json.loads(gzip.decompress(KINETO_GPT.read_bytes()))
+    body["traceEvents"] = _as_begin_end(body["traceEvents"], drop_ends)
+    path = tmp_path / "begin_end.json"
+    path.write_text(json.dumps(body))
+    whole, got = _report(capsys, KINETO_GPT), _report(capsys, path)
+    assert got["launches"] == whole["launches"] > 0 and got["verdict"] == whole["verdict"] == "yes"
+    notes = [n for s in got["sources"] for n in s["notes"]]
+    if not drop_ends:
+        near = [(name, n, tc) for name, n, _ns, tc in _kernels(got)] == \
+            [(name, n, tc) for name, n, _ns, tc in _kernels(whole)]
+        assert near and all(abs(a[2] - b[2]) <= a[1] for a, b in zip(_kernels(got), _kernels(whole)))
+        assert abs(got["kernel_ns"] - whole["kernel_ns"]) <= whole["launches"]
+        assert not [n for n in notes if "without a usable time" in n], notes
+    else:
+        assert got["kernel_ns"] < whole["kernel_ns"]
+        assert any(n.startswith("3 kernel record(s) without a usable time") for n in notes), notes
