@@ -442,14 +442,16 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         else:
             dur, kernel_note = sql_duration(conn, KERNEL, "kernel")
         kernels, ops = attributed if attributed is not None else (_kernels(conn, dur, in_window(span)), ())
+        attributed_ns = sum(k.total_ns or 0 for k in kernels)  # what attribute's lent is a part of (borrowed_note)
         if graphs:
             kernels = merge_kernels(kernels + graph_launches.aggregates(conn, graphs, SOUND, in_window(span)))
         # --annotate torch's shapes: not looked for again where the compiled attribution's names hold none
         flops = _nvtx_flops.nsys(conn, have, nvtx_ranges_sql(conn, have), on(SOUND, "k"), span) \
             if _nvtx_flops.may_hold_shapes(lent.get("found")) else ()
+        set_apart: tuple[WarmupAgg, ...] = ()
         if program is not None:  # compiling and autotuning after the first step (a later jit call) apart too
-            kernels, ops, later = _xla_warmup.split(kernels, ops, program, _autotuner)
-            warmup += later
+            kernels, ops, set_apart = _xla_warmup.split(kernels, ops, program, _autotuner)
+            warmup += set_apart
     except BaseException:
         busy_time.abandon()
         ahead.abandon()
@@ -467,7 +469,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         lost = f"{'an empty' if 'TARGET_INFO_GPU' in have else 'no'} TARGET_INFO_GPU table: GPU models unknown"
         notes = (() if gpus else (lost,)) + \
             ((kernel_note,) if kernel_note else ()) + mem_notes + \
-            borrowed_note(lent, sum(k.total_ns or 0 for k in kernels)) + \
+            borrowed_note(lent, attributed_ns, with_warmup=bool(set_apart)) + \
             ((graph_launches.note(kernels),) if any(k.name == graph_launches.GRAPH_NAME for k in kernels)
              else ()) + \
             _lost_names_note(kernels)

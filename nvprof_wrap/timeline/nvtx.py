@@ -481,11 +481,15 @@ def _attribute_slice(conn: sqlite3.Connection, seg: str, launches_sql: str, wher
         conn.execute("DETACH DATABASE nvw")
 
 
-def borrowed_note(lent: dict[Any, Any], kernel_ns: int) -> tuple[str, ...]:
-    """The reader's note on launches attributed to their process's main thread (attribute's borrowed)."""
+def borrowed_note(lent: dict[Any, Any], kernel_ns: int, with_warmup: bool = False) -> tuple[str, ...]:
+    """The reader's note on launches attributed to their process's main thread (attribute's borrowed). kernel_ns:
+    the time of the kernels the attribution read; with_warmup: some of those were then set apart as warm-up (XLA's
+    compiling and autotuning after the first step: readers/_xla_warmup.split), which the share then includes — of
+    the kernels left it had read 1379% on a Keras-on-JAX capture, the autotuner's launches being the lent ones."""
     if not lent.get("launches"):
         return ()
-    share = f", {100 * lent['ns'] / kernel_ns:.1f}% of kernel time" if kernel_ns else ""
+    of = "kernel time (the warm-up set apart included)" if with_warmup else "kernel time"
+    share = f", {100 * lent['ns'] / kernel_ns:.1f}% of {of}" if kernel_ns else ""
     # no framework named: the same note serves PyTorch (its autograd thread runs the backward pass) and JAX (XLA
     # compiles and autotunes on its own threads)
     text = (f"{lent['launches']:,} kernel launches{share} came from threads with no range open (a framework's own "
