@@ -209,6 +209,16 @@ OP_WRAPPERS: tuple[Wrapper, ...] = (
     _wrapper(r"^## (?P<name>.+) ##$", "## ",
              "the PyTorch profiler recipe's and torchrec train_pipelines.py's record_function(\"## forward ##\") "
              "convention (HTA's traces, kineto-hta-trace-diff-a100)"),
+    # XLA's GPU runtime names its NVTX ranges as TraceMe encodes them (tsl/profiler/lib/traceme_encode.h: 'name#k=v,
+    # …#'): the unique id that ends each thunk's said nothing a reader could use, and a cut in the middle kept it and
+    # lost the op ('Thu…uffer_1#', 'Thunk:#…lo_op=custom-call.1,…94967298#'); the JAX op and the HLO op are kept
+    _wrapper(r"^Thunk:#(?:name=|hlo_op=)?(?P<name>[^#]*?)(?:,unique_hlo_op_id=\d+)?#$", "Thunk: ",
+             "XLA's GPU thunks as NVTX ranges ('Thunk:#name=jit(dot)/dot_general,hlo_op=custom-call.1,"
+             "unique_hlo_op_id=4294967298#'): nsys captures of JAX (tests/data/xla_dump/jax_mnist_eval.nsys.sqlite.gz, "
+             "benchmarks/gpu/numerics_jax.sh's Keras-on-JAX runs)"),
+    _wrapper(r"^XlaModule:#hlo_module=(?P<name>[^,#]+)(?:,program_id=\d+)?#$", "XlaModule: ",
+             "XLA's compiled programs as NVTX ranges ('XlaModule:#hlo_module=jit_train_step,program_id=287814#'), "
+             "the outer ranges of nsys captures of JAX (benchmarks/gpu/numerics_jax.sh's Keras-on-JAX runs)"),
 )
 
 

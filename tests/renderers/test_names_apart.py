@@ -147,3 +147,22 @@ def test_the_parts_that_differ_are_the_ones_kept():
                                       "replica_6…layer_4…3/dropout", "replica_6…layer_13…3/dropout"]
     tagged = shorten_ops(["autograd::engine::evaluate_function: MulBackward0", "MulBackward0"], 38)
     assert tagged == ["autograd: MulBackward0", "MulBackward0"]
+
+
+def test_xlas_thunk_ranges_show_their_op_not_their_unique_id(tmp_path):
+    """XLA names its thunks' NVTX ranges as TraceMe encodes them ('Thunk:#name=jit(add)/add,hlo_op=loop_add_fusion,
+    unique_hlo_op_id=4294967298#'): cut in the middle, every row kept the id and lost the op ('Thunk:#…lo_op=custom-
+    call.1,…94967298#'). A real JAX capture's ops table shows the JAX op and the HLO op; look-alikes stay apart;
+    the whole name stays in the report."""
+    report = report_on([DATA / "xla_dump" / "jax_mnist_eval.nsys.sqlite.gz"], warn=lambda *_: None,
+                       store=tmp_path / "s.sqlite")
+    assert all(o.op.startswith("Thunk:#") and "unique_hlo_op_id=" in o.op for o in report.ops)
+    text = render("table", report, Options(width=WIDTH))
+    ops = text[text.index("Framework ops"):]
+    first = [line.split("│")[0].strip() for line in ops.splitlines()[3:] if "│" in line]
+    assert {"jit(add)/add,hlo_op=loop_add_fusion", "loop_reduce_fusion", "triton_softmax.2",
+            "jit(equal)/eq,hlo_op=wrapped_compare"} <= set(first), first
+    assert not [c for c in first if "unique_hlo_op_id" in c or "Thunk:#" in c], first
+    assert len(set(first)) == len(first)  # two thunks of one op and HLO op: tagged and numbered, not alike
+    assert unwrapped("XlaModule:#hlo_module=jit_train_step,program_id=287814#") == ("jit_train_step", "XlaModule: ")
+    assert unwrapped("Thunk:#hlo_op=command_buffer_1#") == ("command_buffer_1", "Thunk: ")
