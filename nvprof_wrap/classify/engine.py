@@ -11,7 +11,7 @@ from importlib import resources
 from typing import cast
 
 from nvprof_wrap.classify._literals import needed
-from nvprof_wrap.model import LOST_NAME_KERNEL, Classification
+from nvprof_wrap.model import Classification
 from nvprof_wrap.system.fork import Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_CLASSIFIED_CHARS
 from nvprof_wrap.text.names import without_parameters
@@ -167,10 +167,11 @@ def _precision(rules: Rules, name: str) -> str:
 
 
 CUT = ("…", "...")  # how profilers end a name they cut to fit a column (nsys stats, nvprof, torch tables)
-# Names that are none: the readers' stand-ins for a kernel the capture names not at all, and a number or an address
+# Names that are none: the readers' stand-in for a kernel the capture names not at all, and a number or an address
 # where a name belongs (a string table's id whose text the capture lacks). No rule can match them, and the default
-# reason's "the name carries no evidence" hinted at generated kernels: the reason says what happened instead.
-_NO_NAME = {"", "<unnamed kernel>", LOST_NAME_KERNEL}
+# reason's "the name carries no evidence" hinted at generated kernels: the reason says what happened instead. (nsys'
+# lost name, model.LOST_NAME_KERNEL, has a rule of its own: rules.toml's name-lost.)
+_NO_NAME = {"", "<unnamed kernel>"}
 _NUMBER_NAME = re.compile(r"[+-]?(?:\d+|0[xX][0-9a-fA-F]+)")
 # A rule matches a cut name's visible part surely when its first match there ends two or more characters before the
 # cut (the rules' look-aheads read at most two characters), or, for a match at the very end, when it matches with each
@@ -242,9 +243,10 @@ def classify(name: str) -> Classification:
     A name cut short by the profiler ('sm80_xmma_gemm_f32f32_…') is classified on what is visible; a verdict the
     hidden part could overturn (a '_ffma_' further on turns 'xmma' into CUDA cores) becomes 'unknown' (_cut_verdict
     says when it cannot)."""
-    if name.strip() in _NO_NAME or _NUMBER_NAME.fullmatch(name.strip()):
-        said = "the capture holds no name for this kernel" if name.strip() in _NO_NAME else \
-            f"its name is a number ('{name.strip()[:40]}'): an id whose text the capture lacks, not a kernel's name"
+    bare = name.strip()
+    if bare in _NO_NAME or _NUMBER_NAME.fullmatch(bare):
+        said = "the capture holds no name for this kernel" if bare in _NO_NAME else \
+            f"its name is a number ('{bare[:40]}'): an id whose text the capture lacks, not a kernel's name"
         return Classification(name, "unknown", "", "other",
                               f"{said} — nothing to classify it by; counters can decide (nvprof-wrap verify)",
                               "no-name")

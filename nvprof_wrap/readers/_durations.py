@@ -16,8 +16,8 @@ from typing import Any
 from nvprof_wrap.system.limits import MAX_DURATION_NS, USABLE
 
 PLAIN = '"end" - start'
-# A start at or before the clock's zero is no time either (system/limits.USABLE says why).
-_BAD = f'(start IS NULL OR "end" IS NULL OR start <= 0 OR "end" < start OR "end" - start > {MAX_DURATION_NS})'
+# a time missing, or not usable (a start at or before the clock's zero too: system/limits.USABLE says why)
+_BAD = f'(start IS NULL OR "end" IS NULL OR NOT ({USABLE}))'
 SOUND = f'CASE WHEN {USABLE} THEN "end" - start END'
 _LIMIT = "7 days"  # MAX_DURATION_NS in words, for the notes
 
@@ -43,15 +43,17 @@ def on(expr: str, alias: str) -> str:
 
 class Durations:
     """Per-record durations in Python readers: ``ns(value_in_ns)`` gives the duration or None, and counts. clock: a
-    reader of CUPTI's clock (Kineto), where a start at or before 0 is CUPTI's "not collected" too (``at_zero``)."""
+    reader of CUPTI's clock (Kineto), where a start at or before 0 is CUPTI's "not collected" too (``started``)."""
 
     def __init__(self, what: str, clock: bool = False) -> None:
         self.what, self.bad, self.clock = what, 0, clock
 
-    def at_zero(self) -> int | None:
-        """A record starting at or before the clock's zero: counted; its duration, None."""
-        self.bad += 1
-        return None
+    def started(self, start: int | None, dur: int | None) -> int | None:
+        """dur, or None (counted) for a record starting at or before the clock's zero."""
+        if start is not None and start <= 0 and dur is not None:
+            self.bad += 1
+            return None
+        return dur
 
     def ns(self, value: float | None) -> int | None:
         if value is None or math.isnan(value) or not 0 <= value <= MAX_DURATION_NS:

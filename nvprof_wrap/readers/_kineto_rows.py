@@ -256,8 +256,7 @@ class Rows:
         name = _text(ev.get("name"))
         start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.kernel_time.ns(_ns(d))
-        if start is not None and start <= 0 and dur is not None:
-            dur = self.kernel_time.at_zero()
+        dur = self.kernel_time.started(start, dur)
         nid = self.names.get(name)
         if nid is None:
             nid = self._id(self.names, name)
@@ -306,8 +305,7 @@ class Rows:
         name = _text(ev.get("name"))
         start = int(t * 1000) if type(t) in _NUMBER and -_MAX_TS_US < t < _MAX_TS_US else _ns(t)
         dur = int(d * 1000) if type(d) in _NUMBER and 0 <= d <= _MAX_DUR_US else self.mem_time.ns(_ns(d))
-        if start is not None and start <= 0 and dur is not None:
-            dur = self.mem_time.at_zero()
+        dur = self.mem_time.started(start, dur)
         memcpy = cat in MEMCPY_CATS
         return (dev if type(dev) is int else None, "memcpy" if memcpy else "memset",
                 _direction(name) if memcpy else "", start, None if start is None or dur is None else start + dur,

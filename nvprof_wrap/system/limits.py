@@ -45,8 +45,9 @@ MAX_DURATION_NS = 7 * 24 * 3600 * 10**9
 # collected" (its documentation; seen in the wild after millions of records), and Nsight Systems' clock starts at the
 # session's start, so nothing a GPU ran starts at or before 0 ns on either (a 0 moved to the session's clock is
 # negative). Read as a time, one such kernel of a 1 s capture ran "4.8 s" and turned its 31.7% tensor-core share
-# into <0.1%. The SQL condition of a row (columns start and "end") whose times are usable:
-USABLE = f'start > 0 AND "end" >= start AND "end" - start <= {MAX_DURATION_NS}'
+# into <0.1%. The SQL condition of a row whose times are usable, for its start and end columns s and e:
+USABLE_OF = "{s} > 0 AND {e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)
+USABLE = USABLE_OF.format(s="start", e='"end"')  # a capture's table: columns start and "end"
 
 # A run's manifest.json lists its processes: a few KB, a few MB for thousands of ranks. A bigger one is not one
 # `run` wrote: refused (reading it for ranks: ignored).

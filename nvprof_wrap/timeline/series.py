@@ -29,7 +29,7 @@ from nvprof_wrap.classify.engine import may_communicate
 from nvprof_wrap.model import StepAgg, StepKernel, StepKernels, StepSeries
 from nvprof_wrap.system import environ
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
-from nvprof_wrap.system.limits import MAX_DURATION_NS, USABLE
+from nvprof_wrap.system.limits import USABLE, USABLE_OF
 from nvprof_wrap.timeline import collectives, window
 from nvprof_wrap.timeline.series_tables import BUCKETS, PARTS, ApiTable, Given, GpuTable, Named, Names, Steps, buckets
 from nvprof_wrap.timeline.sql import EVERYTHING
@@ -288,7 +288,7 @@ def _extents(conn: sqlite3.Connection, gpu: list[GpuTable], span: tuple[int, int
 
 # a row's times usable here (readers/_durations.SOUND): a start after the clock's zero, an end at or after it, at most
 # MAX_DURATION_NS later (a damaged row's times would overflow SQLite's SUM; the readers count such rows in their notes)
-_SOUND = "{s} > 0 AND {e} >= {s} AND {e} - {s} <= " + str(MAX_DURATION_NS)
+_SOUND = USABLE_OF
 _STEP_OF = "(SELECT n FROM _nvw_steps WHERE lo <= {t} ORDER BY lo DESC LIMIT 1)"
 
 

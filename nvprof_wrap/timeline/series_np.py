@@ -259,9 +259,8 @@ def _given(conn: sqlite3.Connection, g: GpuTable, pieces: Given, pids: _Codes,
 
 
 def _extent(s: np.ndarray, e: np.ndarray, span: tuple[int, int]) -> tuple[int | None, int | None]:
-    """(MIN(start), MAX(end)) of the rows that start in span whose times are usable, as timeline/series._extents'
-    SQL gives them."""
-    s, e = _sound(s, e)
+    """(MIN(start), MAX(end)) of the rows (those whose times are usable: _sound) that start in span, as
+    timeline/series._extents' SQL gives them."""
     if span != EVERYTHING:
         inside = (s >= span[0]) & (s < span[1])
         s, e = _where(inside, s, e)
@@ -282,8 +281,9 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
               given: dict[str, Given]) -> tuple[_Steps, tuple[np.ndarray, ...]]:
     """(the steps, (process code, step index, start, cut end, duration, kernel?, key code, budget part) of every
     GPU interval that starts in a step, table by table (a copy's or set's part read from the table: GpuTable.part)).
-    steps None: the time buckets of the rows' extent (series_tables.buckets, from the rows that start in span, as
-    its SQL's MIN and MAX take them: damaged ones too), handed to the calls' worker as soon as they are known.
+    steps None: the time buckets of the rows' extent (series_tables.buckets, from the rows that start in span and
+    whose times are usable, as its SQL's MIN and MAX take them), handed to the calls' worker as soon as they are
+    known.
     given: a kernel table's columns another pass read (timeline/series.measure), not read again."""
     read: list[tuple[GpuTable, list[np.ndarray]]] = []
     for g in gpu:
@@ -293,6 +293,9 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
             continue
         read.append((g, _read(conn, g.table, g.pid, ("start", '"end"', col), _rows_of(g.table), pids,
                               (None, None, codes))))
+    for j, (g, (p, s, e, x)) in enumerate(read):  # a damaged row's times left out of the extent and every sum
+        s, e, p, x = _sound(s, e, p, x)
+        read[j] = (g, [p, s, e, x])
     if steps is None:
         steps = _Steps(buckets([_extent(s, e, span) for _g, (_p, s, e, _x) in read]))
     if handed is not None:
@@ -305,7 +308,6 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
         else:
             key, part = keys.constant(None, len(s)), x
         del x
-        s, e, p, key, part = _sound(s, e, p, key, part)
         inside, i, cut = steps.assign(s, e)
         p, s, e, key, part = _where(inside, p, s, e, key, part)
         s, e = _near(s), _near(e)  # the times kept: near enough to 0 for the unions' offsets

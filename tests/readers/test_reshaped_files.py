@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from nvprof_wrap.classify import classify
 from nvprof_wrap.cli import main
+from nvprof_wrap.model import LOST_NAME_KERNEL
 from nvprof_wrap.readers import console_nvprof
 from tests._paths import ROOT, RUNS, fixture_file
 
@@ -288,6 +290,8 @@ def test_a_kernel_the_capture_names_not_at_all_says_so(tmp_path, capsys, lost):
     said = "the capture holds no name for this kernel" if lost == "string dropped" else \
         "its name is a number ('48213'): an id whose text the capture lacks"
     assert nameless[0]["reason"].startswith(said) and "nvprof-wrap verify" in nameless[0]["reason"], nameless
+    # nsys' own lost name keeps its rule (rules.toml name-lost), which says more than this
+    assert classify(LOST_NAME_KERNEL).rule == "name-lost"
 
 
 def _as_begin_end(events: list, drop_ends: int = 0) -> list:

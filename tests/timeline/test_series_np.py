@@ -20,6 +20,7 @@ from benchmarks import generate
 from nvprof_wrap import readers
 from nvprof_wrap.readers import nsys_sqlite
 from nvprof_wrap.system.fork import can_fork
+from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import native, series_np
 from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.window import make
@@ -235,8 +236,9 @@ def test_a_time_that_is_not_an_integer_is_measured_in_sql(monkeypatch) -> None:
 def test_damaged_times_are_left_out_as_the_sql_leaves_them_out(monkeypatch, marks) -> None:
     """Rows whose end is before their start, or too far after it — to int64's ends, where end - start does not fit
     int64 — reach numpy unfiltered (the SQL's filter cost 0.07 s a 1M-row table): numpy leaves them out itself and
-    measures the SQL's series (the buckets from every row's extent, damaged ones too, as the SQL's MIN and MAX)."""
-    far = step_series.MAX_DURATION_NS
+    measures the SQL's series (the buckets from the extent of the rows whose times are usable, as the SQL's MIN and
+    MAX)."""
+    far = MAX_DURATION_NS
     db = _capture([(7, 10, 5, "gemm_kernel"), (7, 12, 30, "elementwise"), (9, 40, 20, 2)], [(7, 30, 4, None)],
                   [(7, 5, 10, 0), (9, 45, 3, 1)], marks)
     damaged = [(7, 20, -(1 << 63), "gemm_kernel"), (9, 50, 50 + far + 1, 2), (9, 70, 69, 2),
