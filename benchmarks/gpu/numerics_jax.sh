@@ -6,6 +6,7 @@
 #             then `report` of each run folder (terminal and JSON)
 #   cost      the same job in fp16 under `run --backend none` with and without --numerics, interleaved A B A B: the
 #             recorder's own time (numerics end.overhead_s) against the job's wall time, and the losses equal
+# ROUNDS=0 skips the cost rounds; KEEP=1 brings each capture's nsys.sqlite back gzipped (tests/data/h200_runs).
 # Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl.
 # There, carrying .whl .debs:   source .debs/gpu-env.sh; bash benchmarks/gpu/numerics_jax.sh
 set -u
@@ -42,5 +43,13 @@ for f in $(find $R -name 'numerics*.jsonl*' | sort); do
 done
 for f in $R/cost_*.txt; do echo "$(basename $f): $(grep -o 'loss: [0-9.e+-]*\|loss: nan' $f | tr '\n' ' ')" >> $LOG; done
 ls -R $R | head -60 >> $LOG
+if [ "${KEEP:-0}" = 1 ]; then
+  for p in fp16 mixed; do
+    for f in $R/cap_$p/*.sqlite; do
+      case $f in */run.sqlite) continue;; esac
+      gzip -9 -c $f > $O/${p}_$(basename $f).gz; cp $R/cap_$p/manifest.json $O/${p}_manifest.json
+    done
+  done
+fi
 (cd $R && tar -cJf $O/numerics_jax_runs.tar.xz --exclude='*.sqlite' --exclude='*.nsys-rep' .)
 cat $LOG
