@@ -34,6 +34,7 @@ def gather(inputs: Path) -> list[Path]:
     if not inputs.exists():
         inputs.mkdir(parents=True)
         sources = [*(ROOT / "nvprof_wrap" / "samples").iterdir(), *(ROOT / "tests" / "data" / "h200_runs").iterdir(),
+                   *(p for p in (ROOT / "tests" / "data" / "h100_runs").iterdir() if p.is_dir()),
                    *(ROOT / "tests" / "data" / "console").glob("*.log"),
                    *(ROOT / "tests" / "data" / "public_mit").glob("*.gz")]
         for sub in ("public", "h200", "wild"):

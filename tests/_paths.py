@@ -2,7 +2,8 @@
 need a fixture (tests/fakes/nvprof_inject) import these names from here and build no such path of their own.
 
 - ROOT: the repository; TESTS: this folder.
-- DATA (tests/data, RUNS = its h200_runs, H100_RUNS = its h100_runs) and FAKES (tests/fakes, FAKE_BIN = its bin): committed with the tests.
+- DATA (tests/data, RUNS = its h200_runs, H100_RUNS = its h100_runs) and FAKES (tests/fakes, FAKE_BIN = its bin):
+  committed with the tests.
 - FIXTURES: the shared fixtures, $NVPROF_WRAP_FIXTURES or ../shared/fixtures beside the repository (as
   benchmarks.generate finds them), with its folders PUBLIC, H200 and WILD. A clean clone has none: tests/conftest.py
   skips, with the reason, every test whose code names one of these (or a path built from them).

@@ -46,4 +46,19 @@ def render(subject: object, options: Options) -> str:
 
 
 def _dump(value: object) -> str:
-    return json_safe(_json.dumps(value, indent=2, ensure_ascii=False)) + "\n"
+    try:  # strict JSON: report/serialise writes a NaN or infinity as null; a value built past it is mended here
+        text = _json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        text = _json.dumps(_finite(value), indent=2, ensure_ascii=False, allow_nan=False)
+    return json_safe(text) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    """value with every NaN and infinity made null (serialise._number's rule)."""
+    if isinstance(value, float):
+        return value if value - value == 0 else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

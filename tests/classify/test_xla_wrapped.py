@@ -24,7 +24,9 @@ def _raw_truth() -> tuple[dict[str, str], set[str]]:
     """From the CSV alone: "yes" where a launch executed matrix instructions net of HFMA2; the kernels whose every
     HMMA was HFMA2.MMA (the tensor pipe busy in an fp16 elementwise kernel)."""
     launches: dict[tuple[str, str], dict[str, float]] = {}
-    for row in csv.DictReader(io.StringIO(gzip.open(NCU, "rt").read())):
+    with gzip.open(NCU, "rt") as f:
+        rows = list(csv.DictReader(io.StringIO(f.read())))
+    for row in rows:
         value = row["Metric Value"].replace(",", "")
         if value not in ("", "n/a"):
             launches.setdefault((row["ID"], row["Kernel Name"]), {})[row["Metric Name"]] = float(value)

@@ -17,9 +17,10 @@ from nvprof_wrap.launch.verify import earlier_run
 from nvprof_wrap.model import Gpu
 from nvprof_wrap.run.manifest import Manifest, Process, read_manifest
 from nvprof_wrap.system.limits import MAX_MANIFEST_BYTES
-from tests._paths import FAKE_BIN, ROOT, RUNS
+from tests._paths import FAKE_BIN, H100_RUNS, ROOT, RUNS
 
-WRITTEN = sorted(RUNS.glob("*/manifest.json")) + sorted((ROOT / "nvprof_wrap" / "samples").glob("*/manifest.json"))
+WRITTEN = sorted(RUNS.glob("*/manifest.json")) + sorted(H100_RUNS.glob("*/manifest.json")) + \
+    sorted((ROOT / "nvprof_wrap" / "samples").glob("*/manifest.json"))
 
 
 @pytest.mark.parametrize("path", WRITTEN, ids=lambda p: p.parent.name)

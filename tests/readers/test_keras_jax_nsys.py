@@ -32,7 +32,8 @@ _LENT_SQL = """
 WITH R AS (SELECT globalTid t, start s, "end" e FROM NVTX_EVENTS WHERE eventType = 59),
  main AS (SELECT t FROM R WHERE e IS NOT NULL GROUP BY t ORDER BY SUM(e - s) DESC, t LIMIT 1),
  kc AS (SELECT k."end" - k.start d, r.globalTid t, r.start s FROM CUPTI_ACTIVITY_KIND_KERNEL k
-        JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId WHERE k.start >= :lo AND k."end" > k.start),
+        JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+        WHERE k.start >= :lo AND k."end" > k.start),
  lent AS (SELECT d FROM kc WHERE t != (SELECT t FROM main)
           AND NOT EXISTS (SELECT 1 FROM R WHERE R.t = kc.t AND R.s <= kc.s AND (R.e IS NULL OR R.e > kc.s))
           AND EXISTS (SELECT 1 FROM R WHERE R.t = (SELECT t FROM main) AND R.s <= kc.s AND (R.e IS NULL OR R.e > kc.s)))
@@ -64,16 +65,23 @@ def test_the_lent_launches_share_is_of_the_kernels_the_attribution_read(sqlite_f
     assert capture.warmup and lent_ns > 10 * left_ns
 
 
+def _no_constant(word: str) -> float:
+    raise AssertionError(f"{word} is no JSON number")
+
+
 def test_the_run_folder_gives_the_collapse_its_first_bad_tensor_and_the_cause(tmp_path: Path) -> None:
     from nvprof_wrap.cli import main
 
     run = tmp_path / "run"
     shutil.copytree(RUN, run)  # report writes its run store into the folder
     assert main(["report", str(run), "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
-    got = json.loads((tmp_path / "r.json").read_text())
+    got = json.loads((tmp_path / "r.json").read_text(), parse_constant=_no_constant)  # strict JSON: no bare NaN
     health = got["health"]
     v = health["numerics"]
     assert health["status"] == "nan" and v["status"] == "broken" and v["records"] == 91 and v["damaged"] == 0
+    # the losses were NaN: JSON has no such number (json.dumps wrote the bare word NaN, which JavaScript's and jq's
+    # parsers refuse) — null, and the status says "nan"
+    assert (health["final"]["loss"], health["final"]["val_loss"], health["final"]["epoch"]) == (None, None, 2)
     assert (v["first_bad"]["step"], v["first_bad"]["layer"], v["first_bad"]["tensor"]) == (1, "dense_2", "activation")
     root = v["evidence"][0]
     assert (root["step"], root["layer"], root["tensor"], root["kind"]) == (0, "dense", "optimizer_state", "underflow")

@@ -17,7 +17,7 @@ from nvprof_wrap.renderers import render
 from nvprof_wrap.renderers._options import Options
 from nvprof_wrap.renderers._rows import numbered_merged
 from nvprof_wrap.text.names import OP_WRAPPERS, middle, shorten_ops, unwrapped
-from tests._paths import DATA, H200, PUBLIC, ROOT, RUNS, WILD, fixtures_absent
+from tests._paths import DATA, H100_RUNS, H200, PUBLIC, ROOT, RUNS, WILD, fixtures_absent
 
 WIDTH, LIMIT = 120, 15
 WIDTHS = (80, 100, WIDTH)  # a laptop's terminal, a split pane, the golden reports' width
@@ -25,7 +25,9 @@ TITLES = {"Top ": "kernels", "Framework ops": "ops", "Outer ranges": "scopes", "
 
 
 def own_captures() -> list[Path]:
-    return sorted([*(ROOT / "nvprof_wrap" / "samples").iterdir(), *RUNS.iterdir(), *(DATA / "console").glob("*.log"),
+    return sorted([*(ROOT / "nvprof_wrap" / "samples").iterdir(), *RUNS.iterdir(),
+                   *(p for p in H100_RUNS.iterdir() if p.is_dir()),
+                   *(DATA / "console").glob("*.log"),
                    *(DATA / "public_mit").glob("*.gz")])
 
 

@@ -10,7 +10,7 @@ import pytest
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.run import HistoryRow, Manifest, Run, claim, is_run, names, rank_folders, run_of, runs_inside, steps
 from nvprof_wrap.run.protocol import JobRecord, RunFiles, RunRow
-from tests._paths import RUNS
+from tests._paths import H100_RUNS, RUNS
 
 
 def test_a_real_run_folder():
@@ -31,7 +31,8 @@ def test_a_real_cupti_run_lists_what_its_manifest_lists():
     assert all(names.CAPTURE_NAMES["cupti"].fullmatch(c) for c in run.captures())
 
 
-@pytest.mark.parametrize("folder", sorted(p for p in RUNS.iterdir() if (p / "manifest.json").is_file()))
+@pytest.mark.parametrize("folder", sorted(p for runs in (RUNS, H100_RUNS) for p in runs.iterdir()
+                                           if (p / "manifest.json").is_file()))
 def test_every_real_run_folder_reads_as_one(folder):
     run = Run(folder)
     assert run.is_run() and isinstance(run.manifest(), Manifest)

@@ -27,7 +27,7 @@ from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.busy import busy_part
 from nvprof_wrap.timeline.sql import EVERYTHING, uri_of
 from nvprof_wrap.timeline.window import make
-from tests._paths import FIXTURES, ROOT, RUNS
+from tests._paths import FIXTURES, H100_RUNS, ROOT, RUNS
 from tests.timeline.test_nvtx import oracle
 
 built = pytest.mark.skipif(native._cattr is None, reason="the compiled helper is not built here (no C compiler or "
@@ -70,7 +70,8 @@ def both(monkeypatch, path: Path, window=None):
 
 
 def _exports() -> list[Path]:
-    own = [*RUNS.glob("*/*.sqlite*"), *(ROOT / "nvprof_wrap" / "samples").glob("*/nsys*.sqlite")]
+    own = [*RUNS.glob("*/*.sqlite*"), *H100_RUNS.glob("*/*.sqlite*"),
+           *(ROOT / "nvprof_wrap" / "samples").glob("*/nsys*.sqlite")]
     shared = [*(FIXTURES / "h200").glob("nsys*.sqlite"), *(FIXTURES / "wild").glob("nsys-*.sqlite")]
     # not a run folder's own store (run.sqlite: nvprof-wrap's aggregates, no export) nor SQLite's side files
     return sorted(p for p in own + shared if "cupti" not in p.name and not p.name.startswith("run.sqlite")

@@ -39,12 +39,12 @@ RUN_FILES = {"manifest.json", "metrics.jsonl", "stdout.log", "stderr.log"}
 
 def _every_fixture() -> list:
     """Every file and run folder the project reads: the bundled samples, every run folder and every file in it under
-    tests/data/h200_runs, the console captures, MIT traces, JAX profiler captures and the ncu FLOPs export under
-    tests/data, and every file
-    of the shared public and H200 fixtures. Those that are no capture (the H200 records JSON and nsys log, PTX,
-    verify.json, the AMD traces) must be refused alike by both."""
+    tests/data/h200_runs and h100_runs, the console captures, MIT traces, JAX profiler captures and the ncu FLOPs
+    export under tests/data, and every file of the shared public and H200 fixtures. Those that are no capture (the
+    H200 records JSON and nsys log, PTX, verify.json, the AMD traces) must be refused alike by both."""
 
-    runs = sorted(p for p in (DATA / "h200_runs").iterdir() if p.is_dir())
+    runs = sorted(p for d in ("h200_runs", "h100_runs") for p in (DATA / d).iterdir()
+                  if p.is_dir())
     found = [*(SAMPLES / s for s in ("keras_reuters_fp16", "torch_ops", "two_children")), *runs,
              *sorted(p for r in runs for p in r.rglob("*") if p.is_file() and p.name not in RUN_FILES),
              *sorted((DATA / "console").glob("*.log")), *sorted((DATA / "public_mit").glob("*.json.gz")),
@@ -80,9 +80,10 @@ def test_demo_json_is_each_samples_to_dict(capsys):
 
 def test_every_fixture_folder_is_in_the_list():
     """The list above misses no kind of capture tests/data holds (a new folder there must be added to it)."""
-    assert {p.name for p in DATA.iterdir() if p.is_dir()} == {"h200_runs", "console", "public_mit", "golden",
-                                                                "keras_logs", "nanogpt_cpu", "numerics", "xla_dump",
-                                                                "jax_profiler", "ncu_flops", "annotate_shapes"}
+    assert {p.name for p in DATA.iterdir() if p.is_dir()} == {"h200_runs", "h100_runs", "console", "public_mit",
+                                                                "golden", "keras_logs", "nanogpt_cpu", "numerics",
+                                                                "xla_dump", "jax_profiler", "ncu_flops",
+                                                                "annotate_shapes"}
     # golden, keras_logs, nanogpt_cpu, numerics, xla_dump and annotate_shapes hold no captures (golden reports, job
     # logs, numerics records of run --backend none, XLA's HLO dumps, how h200_runs/annotate_shapes_nsys is made)
 

@@ -1,10 +1,10 @@
 """Every report stays byte for byte what it was (issue 24, D5): each capture this project has, in each format that
 benchmarks/same_reports.py renders, is hashed and compared with tests/data/golden/reports.sha256.
 
-Inputs, as benchmarks/same_reports.py gathers them: the bundled samples, tests/data/h200_runs, the console logs and
-the MIT traces of tests/data (always), and the shared fixtures' public/, h200/ and wild/ (when they are here; without
-them that test is skipped with the reason). The golden file holds both sets; an input without a line in it, or a
-line without its input, fails. Each input is copied into a temporary folder under its same_reports name
+Inputs, as benchmarks/same_reports.py gathers them: the bundled samples, tests/data/h200_runs and h100_runs, the
+console logs and the MIT traces of tests/data (always), and the shared fixtures' public/, h200/ and wild/ (when they
+are here; without them that test is skipped with the reason). The golden file holds both sets; an input without a
+line in it, or a line without its input, fails. Each input is copied into a temporary folder under its same_reports name
 (<folder>__<name>) and rendered by same_reports.render: `report` as table (COLUMNS=120, NO_COLOR), json, csv,
 markdown and html, and `kernels --format json`, the exit code and stderr included. Each report's JSON is also checked
 against the JSON Schema made from the types (nvprof_wrap/json.schema.json, renderers/_documents.py), the
@@ -44,7 +44,7 @@ import pytest
 
 import nvprof_wrap
 from benchmarks import same_reports
-from tests._paths import DATA, FIXTURES, H200, PUBLIC, ROOT, RUNS, WILD, fixtures_absent
+from tests._paths import DATA, FIXTURES, H100_RUNS, H200, PUBLIC, ROOT, RUNS, WILD, fixtures_absent
 
 GOLDEN = DATA / "golden" / "reports.sha256"
 SCHEMA_FILE = ROOT / "nvprof_wrap" / "json.schema.json"
@@ -57,7 +57,9 @@ _MD_SPECIAL = "\\`*_{}[]()#+-.!|~"  # what the Markdown report escapes with a ba
 
 def own_sources() -> list[Path]:
     """The inputs that come with the repository, as same_reports.gather lists them."""
-    return [*(ROOT / "nvprof_wrap" / "samples").iterdir(), *RUNS.iterdir(), *(DATA / "console").glob("*.log"),
+    return [*(ROOT / "nvprof_wrap" / "samples").iterdir(), *RUNS.iterdir(),
+            *(p for p in H100_RUNS.iterdir() if p.is_dir()),
+            *(DATA / "console").glob("*.log"),
             *(DATA / "public_mit").glob("*.gz")]
 
 
@@ -115,7 +117,7 @@ def render(names: list[str], base: Path) -> dict[str, str]:
         text = normalise(path.read_text(), base / "inputs")
         # a capture's own record of the GPU machine's paths (the job's command line there) is the same everywhere
         recorded = text.replace("/tmp/steps28/", "").replace("/tmp/win27/", "").replace("/tmp/s41/", "") \
-            .replace("/tmp/s43/", "") \
+            .replace("/tmp/s43/", "").replace("/tmp/snjax/", "") \
             .replace("/tmp/fv_mfu_training.py", "")  # the public nsys-ai capture's own command line
         leaks += [f"{path.name}: {root}" for root in sorted(temp_roots) if root in recorded]
         hashes[path.name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
