@@ -39,7 +39,7 @@ CALL_KINDS = ("launch", "sync", "alloc", "other")  # text/cuda_calls.kind_of's k
 _KIND_CODE = {kind: i for i, kind in enumerate(CALL_KINDS)}
 _OTHER = _KIND_CODE["other"]
 _BATCH = 20000
-MAX_OPEN_BEGINS = 1 << 16  # kernels begun (B) and not ended held at most; more are counted at once, without a time
+MAX_OPEN_BEGINS = 1 << 16  # kernels, copies and sets begun (B), not ended, held at most; more: counted at once, untimed
 _NUMBER = (int, float)
 _MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
 
@@ -108,7 +108,8 @@ class Rows:
         # CUPTI's clock: a kernel at ts 0 is one whose times it could not collect (kineto#109: thousands of
         # `"ts": 0, "dur": 0` kernels in one trace) — counted without its time, as in the SQLite captures
         self.kernel_time, self.mem_time = Durations("kernel", clock=True), Durations("memcpy/memset", clock=True)
-        self.begun: dict[tuple[object, object], list[Event]] = {}  # kernels begun (B), by thread, awaiting their end
+        # kernels, copies and sets begun (B), by thread, awaiting their end
+        self.begun: dict[tuple[object, object], list[Event]] = {}
         self.open_begins = 0
 
     def add_all(self, events: list[Any]) -> None:
@@ -120,6 +121,9 @@ class Rows:
             if type(ev) is not dict:
                 continue
             cat = ev.get("cat")
+            if cat is None and self.open_begins and ev.get("ph") == "E":  # an end that names nothing: its begin's
+                held = self.begun.get((ev.get("pid"), ev.get("tid")))
+                cat = held[-1].get("cat") if held else None
             if self.host_pid is None and cat in HOST_CATS:
                 self._host(ev)
             # The most frequent kinds inline (this loop runs once per event; ranges, runtime calls and flows are
@@ -192,7 +196,8 @@ class Rows:
                 elif (row := self._kernel(ev)) is not None:
                     kl.append(row)
             elif cat in MEM_CATS:
-                self.rows["mem"].append(self._mem(ev, cat))
+                if (mem := self._mem(ev, cat)) is not None:
+                    self.rows["mem"].append(mem)
             else:
                 self._other(ev)
         self.ranges += ranges
@@ -264,8 +269,9 @@ class Rows:
                 start, None if start is None or dur is None else start + dur, dur)
 
     def _paired(self, ev: Event) -> Event | None:
-        """A kernel written as a begin (B) and an end (E) event on its thread — the Trace Event Format's other way
-        to give a duration; each had been read as a kernel of its own, every launch twice and none with its time:
+        """A kernel, copy or set written as a begin (B) and an end (E) event on its thread — the Trace Event
+        Format's other way to give a duration (its end may name nothing: the begin's category is taken); each had
+        been read as one of its own, every launch or copy twice and none with its time:
         the begin is held until its end, then read as one complete event of the begin's name and arguments. An end
         without its begin: nothing (in a trace read in parts, its begin is counted in an earlier part, without its
         time); begins without their end are counted without their time once the events are read (unended)."""
@@ -287,16 +293,24 @@ class Rows:
         return {**begin, "ph": "X", "dur": lasted}
 
     def unended(self) -> None:
-        """The kernels begun (B) whose end never came: counted without their time."""
+        """The kernels, copies and sets begun (B) whose end never came: counted without their time."""
         for held in self.begun.values():
             for begin in held:
-                row = self._kernel({**begin, "ph": "X", "dur": None})
-                if row is not None:
+                ev, cat = {**begin, "ph": "X", "dur": None}, begin.get("cat")
+                if cat in MEM_CATS:
+                    if (mem := self._mem(ev, str(cat))) is not None:
+                        self.rows["mem"].append(mem)
+                elif (row := self._kernel(ev)) is not None:
                     self.rows["kl"].append(row)
         self.begun.clear()
         self.open_begins = 0
 
-    def _mem(self, ev: Event, cat: str) -> tuple[int | None, str, str, int | None, int | None, int | None, int]:
+    def _mem(self, ev: Event, cat: str) -> tuple[int | None, str, str, int | None, int | None, int | None, int] | None:
+        if ev.get("ph") in ("B", "E"):  # a copy or set as a begin and an end, as kernels (_paired)
+            paired = self._paired(ev)
+            if paired is None:
+                return None
+            ev = paired
         args = ev.get("args")
         args = args if isinstance(args, dict) else {}
         dev = args.get("device", ev.get("pid"))

@@ -294,15 +294,16 @@ def test_a_kernel_the_capture_names_not_at_all_says_so(tmp_path, capsys, lost):
     assert classify(LOST_NAME_KERNEL).rule == "name-lost"
 
 
-def _as_begin_end(events: list, drop_ends: int = 0) -> list:
-    """Each complete kernel event as a begin (B) and an end (E) event on its thread, the last drop_ends ends left
-    out."""
+def _as_begin_end(events: list, drop_ends: int = 0, cats: tuple[str, ...] = ("kernel",),
+                  named_ends: bool = True) -> list:
+    """Each complete event of cats as a begin (B) and an end (E) event on its thread, the last drop_ends ends left
+    out; named_ends False: the ends carry no category (the format does not ask for one)."""
     out: list = []
     for e in events:
-        if isinstance(e, dict) and e.get("cat") == "kernel" and e.get("ph") == "X":
+        if isinstance(e, dict) and e.get("cat") in cats and e.get("ph") == "X":
             begin = {k: v for k, v in e.items() if k != "dur"}
-            out += [{**begin, "ph": "B"}, {"ph": "E", "cat": "kernel", "pid": e["pid"], "tid": e["tid"],
-                                           "ts": e["ts"] + e["dur"]}]
+            end = {"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + e["dur"]}
+            out += [{**begin, "ph": "B"}, {**end, "cat": e["cat"]} if named_ends else end]
         else:
             out.append(e)
     ends = [i for i, e in enumerate(out) if isinstance(e, dict) and e.get("ph") == "E"]
@@ -332,3 +333,24 @@ def test_kineto_kernels_written_as_begin_and_end_events_are_read_once(tmp_path, 
     else:
         assert got["kernel_ns"] < whole["kernel_ns"]
         assert any(n.startswith("3 kernel record(s) without a usable time") for n in notes), notes
+
+
+@pytest.mark.parametrize("named_ends", [True, False])
+def test_kineto_copies_and_sets_written_as_begin_and_end_events_are_read_once(tmp_path, capsys, named_ends):
+    """Copies and sets as begin/end pairs were read as two of each, none timed (the copies' time was 0); the ends
+    may name no category (the format does not ask for one): each pair is one copy or set, of the time between."""
+    body = json.loads(gzip.decompress(KINETO_GPT.read_bytes()))
+    cats = ("kernel", "gpu_memcpy", "gpu_memset")
+    assert {e.get("cat") for e in body["traceEvents"] if isinstance(e, dict)} >= set(cats)
+    body["traceEvents"] = _as_begin_end(body["traceEvents"], cats=cats, named_ends=named_ends)
+    path = tmp_path / "begin_end.json"
+    path.write_text(json.dumps(body))
+    whole, got = _report(capsys, KINETO_GPT), _report(capsys, path)
+    assert got["launches"] == whole["launches"] > 0 and got["verdict"] == whole["verdict"] == "yes"
+    for direction, m in whole["memcpy"].items():
+        assert got["memcpy"][direction]["count"] == m["count"] > 0
+        assert abs(got["memcpy"][direction]["total_ns"] - m["total_ns"]) <= m["count"]  # ts + dur in floats
+    split = {r["category"]: r for r in whole["time_split"]}
+    assert {r["category"]: r["count"] for r in got["time_split"]} == {c: r["count"] for c, r in split.items()}
+    assert abs(got["kernel_ns"] - whole["kernel_ns"]) <= whole["launches"]
+    assert not [n for s in got["sources"] for n in s["notes"] if "without a usable time" in n]
