@@ -22,7 +22,7 @@ export NVPROF_WRAP_NSYS=$NSYS XLA_PYTHON_CLIENT_PREALLOCATE=false
 SEED="$REPO/workloads/reuters_mlp.py --samples 2048 --verbose 0 --keras2-numerics all --epochs 2"
 step "versions"
 $V/python -c "import jax, keras; print('jax', jax.__version__, jax.devices(), 'keras', keras.__version__)" >> $LOG 2>&1
-for p in fp16 mixed; do
+for p in ${CAPTURES-fp16 mixed}; do  # CAPTURES= : the cost rounds alone
   step "capture $p: run --numerics under nsys"
   (cd $S && TAIL=40 t cap_$p timeout -s INT -k 10 180 $W run --numerics --no-report -o $R/cap_$p -- \
      $V/python $SEED --precision $p)
