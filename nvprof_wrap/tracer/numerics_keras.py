@@ -125,6 +125,7 @@ def _callback_class(keras: Any) -> type:
             self.inner_iter: float | None = None
             self.jax_grad: Any = None  # the compiled probe (JAX): _jax_gradients
             self.jax_layers: list[Any] = []  # the layers whose outputs it gives, in its order
+            self.jax_sums: Any = None  # the compiled cheap check's sums (JAX): _sums
 
         # ------------------------------------------------------------------ what the model has, once built
         def _setup(self) -> None:
@@ -240,12 +241,24 @@ def _callback_class(keras: Any) -> type:
             """One sum per weight (one pass, no copy): a weight that became non-finite, or all zeros, this step. A sum
             of 0 is confirmed on the absolute values; a sum that overflowed only forces one step to be written."""
             ops, found = self.keras.ops, False
-            for _, name, v in self.weights:
-                total = float(self._numpy(ops.sum(v)))
+            for (_, name, v), total in zip(self.weights, self._sums()):
                 found |= self._news(not math.isfinite(total), f"{name} non-finite")
                 if total == 0:
                     found |= self._news(float(self._numpy(ops.max(ops.abs(v)))) == 0, f"{name} zeros")
             return found
+
+        def _sums(self) -> list[float]:
+            """Each sampled weight's sum (ops.sum, in its own dtype). On JAX one compiled call gives them all, read
+            back at once: eagerly each sum of a new shape compiled on first use and each was a read of its own."""
+            values = [v for _, _, v in self.weights]
+            if self.keras.backend.backend() == "jax":
+                import jax
+
+                if self.jax_sums is None:
+                    ops = self.keras.ops
+                    self.jax_sums = jax.jit(lambda arrays: [ops.sum(a) for a in arrays])
+                return [float(t) for t in jax.device_get(self.jax_sums([v.value for v in values]))]
+            return [float(self._numpy(self.keras.ops.sum(v))) for v in values]
 
         def _run_probe(self, step: int) -> None:
             x, y = self.probe
