@@ -5,41 +5,24 @@ jitted alone in fp16 and fp32, benchmarks/gpu/ncu_xla_wrapped.sh) — and the na
 wrapped_divide and wrapped_exponential unknown."""
 from __future__ import annotations
 
-import csv
 import gzip
-import io
 
 import pytest
 
 from nvprof_wrap import readers
 from nvprof_wrap.classify import classify
 from nvprof_wrap.pipeline import analyze
+from tests._ncu_truth import raw_truth
 from tests._paths import H100_RUNS
 
 NCU = H100_RUNS / "xla_wrapped_ncu" / "ncu.csv.gz"
-INST = "sm__inst_executed_pipe_tensor_op_{}.sum"
 
 
 def _raw_truth() -> tuple[dict[str, str], set[str]]:
-    """From the CSV alone: "yes" where a launch executed matrix instructions net of HFMA2; the kernels whose every
-    HMMA was HFMA2.MMA (the tensor pipe busy in an fp16 elementwise kernel)."""
-    launches: dict[tuple[str, str], dict[str, float]] = {}
+    """From the CSV alone (tests/_ncu_truth.py): "yes" where a launch executed matrix instructions net of HFMA2; the
+    kernels whose every HMMA was HFMA2.MMA (the tensor pipe busy in an fp16 elementwise kernel)."""
     with gzip.open(NCU, "rt") as f:
-        rows = list(csv.DictReader(io.StringIO(f.read())))
-    for row in rows:
-        value = row["Metric Value"].replace(",", "")
-        if value not in ("", "n/a"):
-            launches.setdefault((row["ID"], row["Kernel Name"]), {})[row["Metric Name"]] = float(value)
-    truth: dict[str, str] = {}
-    hfma2_only: set[str] = set()
-    for (_, name), m in launches.items():
-        def inst(kind: str, m: dict[str, float] = m) -> float:
-            return m.get(INST.format(kind), 0.0)
-        mma = max(inst("hmma") - inst("hmma_type_hfma2"), inst("gmma")) + inst("imma") + inst("dmma")
-        truth[name] = "yes" if mma > 0 or truth.get(name) == "yes" else "no"
-        if inst("hmma") > 0 and mma == 0:
-            hfma2_only.add(name)
-    return truth, hfma2_only
+        return raw_truth(f.read().splitlines())
 
 
 def test_the_wrapped_ops_ran_no_matrix_instruction_and_the_name_rule_agrees() -> None:

@@ -1,7 +1,6 @@
 """benchmarks.accuracy: label files, nvprof-wrap against counter truth, and the other tools' measured numbers."""
 from __future__ import annotations
 
-import csv
 import json
 
 import pytest
@@ -17,11 +16,11 @@ from benchmarks.other_tools import (
     torch_tb_profiler,
     xprof,
 )
+from tests._ncu_truth import raw_truth
 from tests._paths import FIXTURES, H200, ROOT
 
 NCU_CSV = H200 / "ncu_tensor_metrics.csv"
 OURS = ("h200_counters.tsv", "public_named.tsv", "h200_training_runs.tsv")
-_INST = "sm__inst_executed_pipe_tensor_op_{}.sum"
 
 
 @pytest.fixture(scope="module")
@@ -71,24 +70,9 @@ def test_bad_label_files_are_refused(tmp_path, body, why):
 
 
 def _raw_ncu_truth() -> tuple[dict[str, str], set[str]]:
-    """Independent of nvprof_wrap's reader: a kernel is tensor-core if some launch executed matrix instructions net
-    of HFMA2 (HMMA − HFMA2, or wgmma, IMMA, DMMA > 0). Also the kernels whose HMMA count was all HFMA2."""
-    lines = [ln for ln in NCU_CSV.read_text().splitlines() if ln.strip() and not ln.startswith("==")]
-    launches: dict[tuple[str, str], dict[str, float]] = {}
-    for row in csv.DictReader(lines):
-        value = row["Metric Value"].replace(",", "")
-        if value not in ("", "n/a"):
-            launches.setdefault((row["ID"], row["Kernel Name"]), {})[row["Metric Name"]] = float(value)
-    truth: dict[str, str] = {}
-    hfma2_only: set[str] = set()
-    for (_, name), m in launches.items():
-        def inst(kind: str, m: dict[str, float] = m) -> float:
-            return m.get(_INST.format(kind), 0.0)
-        mma = max(inst("hmma") - inst("hmma_type_hfma2"), inst("gmma")) + inst("imma") + inst("dmma")
-        truth[name] = "yes" if mma > 0 or truth.get(name) == "yes" else "no"
-        if inst("hmma") > 0 and mma == 0:
-            hfma2_only.add(name)
-    return truth, hfma2_only
+    """Independent of nvprof_wrap's reader (tests/_ncu_truth.py): each kernel's truth, and those whose HMMA count
+    was all HFMA2."""
+    return raw_truth(NCU_CSV.read_text().splitlines())
 
 
 @pytest.mark.skipif(not NCU_CSV.is_file(), reason=f"needs the shared fixtures folder {FIXTURES}")
