@@ -3,7 +3,9 @@
 # mixed_float16, Keras 2 numerics): the `wrapped_*` kernels (single ops XLA's FusionWrapper puts in a kLoop fusion),
 # `fusion_*` and `loop_*`/`input_*` fusions, each launch's matrix instructions net of
 # HFMA2 (nvprof_wrap.classify.counters) — the evidence of rules.toml's xla-wrapped-op rule — then `verify` of the CSV
-# against a run of the same job; then the same counters on single ops jitted alone (PROBE=1, the default). -k regex / -c keep JAX under ncu within a call.
+# against a run of the same job; then the same counters on single ops jitted alone (PROBE=1, the default), the
+# evidence kept: on an H100 the seed's process segfaulted under ncu 2025.3.1 after some kernels every time (also
+# without XLA's autotuner and command buffers), the probe did not. -k regex / -c keep JAX under ncu within a call.
 # Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl.
 # There, carrying .whl .debs:   source .debs/gpu-env.sh; bash benchmarks/gpu/ncu_xla_wrapped.sh
 set -u

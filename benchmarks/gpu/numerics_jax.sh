@@ -6,7 +6,8 @@
 #             then `report` of each run folder (terminal and JSON)
 #   cost      the same job in fp16 under `run --backend none` with and without --numerics, interleaved A B A B: the
 #             recorder's own time (numerics end.overhead_s) against the job's wall time, and the losses equal
-# ROUNDS=0 skips the cost rounds; KEEP=1 brings each capture's nsys.sqlite back gzipped (tests/data/h200_runs).
+# ROUNDS=0 skips the cost rounds; KEEP=1 brings each capture's nsys.sqlite back gzipped (as tests/data/h100_runs'
+# keras_jax_fp16_numerics_nsys was: its README says how it was trimmed).
 # Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl.
 # There, carrying .whl .debs:   source .debs/gpu-env.sh; bash benchmarks/gpu/numerics_jax.sh
 set -u

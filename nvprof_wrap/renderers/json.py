@@ -54,9 +54,9 @@ def _dump(value: object) -> str:
 
 
 def _finite(value: Any) -> Any:
-    """value with every NaN and infinity made null (serialise._number's rule)."""
+    """value with every NaN and infinity made null (serialise.json_number)."""
     if isinstance(value, float):
-        return value if value - value == 0 else None
+        return serialise.json_number(value)
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -193,10 +193,10 @@ def _make_plan(cls: type) -> _Plan:
 
 
 _PLAIN = Key()
-_ATOMS = (str, int, bool, type(None))  # written as they are; a float goes through _number
+_ATOMS = (str, int, bool, type(None))  # written as they are; a float goes through json_number
 
 
-def _number(v: float) -> float | None:
+def json_number(v: float) -> float | None:
     """A float as JSON can hold it: NaN and +-inf (a collapsed run's loss, read from its metrics) are no JSON number
     — json.dumps wrote the bare word NaN, which strict parsers (JavaScript's, jq's) refuse — so null, as JavaScript's
     JSON.stringify writes them; the report's words (health "nan", the numerics' evidence) say what it was."""
@@ -252,7 +252,7 @@ def _plain(v: Any, root: Report | None, rename: Mapping[str, str]) -> Any:
     if type(v) in _ATOMS:
         return v
     if type(v) is float:
-        return _number(v)
+        return json_number(v)
     if isinstance(v, (tuple, list)):
         return [x if type(x) in _ATOMS else _plain(x, root, rename) for x in v]
     if isinstance(v, dict):
