@@ -307,6 +307,24 @@ class WarmupAgg:
 
 
 @dataclass(frozen=True)
+class GraphNodeAgg:
+    """Launches of one kernel name at one place of a CUDA graph XLA ran (its command buffer), per process and
+    graph (readers/_xla_graphs.py): the node of the graph's own (slot; child None), or a node of a graph nested in
+    the node after slot (child: that kernel node's id) — the graph cuBLAS's and cuDNN's calls were captured into.
+    With XLA's dump the node's command, and so the custom call a cuBLAS kernel ran for, is known
+    (classify/xla_flops.py per_graph_node)."""
+
+    pid: int | None
+    module: str  # XLA's execution range the graph was launched in ('XlaModule:#hlo_module=jit_update,program_id=…#')
+    graph: int
+    slot: int
+    child: int | None
+    name: str
+    launches: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
 class Capture:
     """What a reader extracted from one profiler file."""
 
@@ -334,6 +352,7 @@ class Capture:
     series: StepSeries | None = None  # per step (or time bucket): timeline/series.py
     op_flops: tuple[OpFlops, ...] = ()  # FLOPs per kernel name from the ops' recorded shapes (torch.profiler)
     warmup: tuple[WarmupAgg, ...] = ()  # what ran before the steady state, left out of kernels (a JAX job's compile)
+    graph_nodes: tuple[GraphNodeAgg, ...] = ()  # where in XLA's CUDA graphs each kernel ran (nsys node traces)
 
 
 @dataclass(frozen=True)

@@ -57,23 +57,23 @@ class LaunchFlops:
 
 def dot_flops(d: xla_hlo.Instr, comp: dict[str, xla_hlo.Instr]) -> float | None:
     """One dot's or convolution's FLOPs, or None where a shape it needs is unknown."""
-    lhs = comp.get(d.operands[0]) if d.operands else None
-    if d.dims is None or lhs is None or lhs.dims is None:
+    lhs = d.operand_dims(0, comp)
+    if d.dims is None or lhs is None:
         return None
     if d.opcode == "convolution":
-        rhs = comp.get(d.operands[1]) if len(d.operands) > 1 else None
+        rhs = d.operand_dims(1, comp)
         labels = _LABELS.search(d.attrs)
-        if rhs is None or rhs.dims is None or labels is None or "o" not in labels.group(1):
+        if rhs is None or labels is None or "o" not in labels.group(1):
             return None
-        out_features = rhs.dims[labels.group(1).index("o")]
-        return 2.0 * prod(d.dims) * (prod(rhs.dims) // out_features) if out_features else None
+        out_features = rhs[labels.group(1).index("o")]
+        return 2.0 * prod(d.dims) * (prod(rhs) // out_features) if out_features else None
     m = _CONTRACTING.search(d.attrs)
     if m is None:
         return None
     axes = [int(a) for a in m.group(1).split(",") if a]
-    if any(a >= len(lhs.dims) for a in axes):
+    if any(a >= len(lhs) for a in axes):
         return None
-    return 2.0 * prod(d.dims) * prod(lhs.dims[a] for a in axes)
+    return 2.0 * prod(d.dims) * prod(lhs[a] for a in axes)
 
 
 def custom_call_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:
@@ -86,14 +86,14 @@ def custom_call_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:
     if ins is None or ins.opcode != "custom-call" or not _TARGET.search(ins.attrs):
         return None
     out = ins.dims if ins.dims is not None else ins.first
-    lhs = comp.get(ins.operands[0]) if ins.operands else None
+    lhs = ins.operand_dims(0, comp)  # of a multi-output fusion's element, where it names one ('%fusion.1#1')
     m = _LHS_CONTRACTING.search(ins.attrs)
-    if out is None or lhs is None or lhs.dims is None or m is None:
+    if out is None or lhs is None or m is None:
         return None
     axes = [int(a.strip().strip('"')) for a in m.group(1).split(",") if a.strip().strip('"').isdigit()]
-    if not axes or any(a >= len(lhs.dims) for a in axes):
+    if not axes or any(a >= len(lhs) for a in axes):
         return None
-    return 2.0 * prod(out) * prod(lhs.dims[a] for a in axes)
+    return 2.0 * prod(out) * prod(lhs[a] for a in axes)
 
 
 def instruction_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:
@@ -164,28 +164,102 @@ def per_capture(figures: Iterable[LaunchFlops], kernels: Iterable[tuple[int, int
     return out
 
 
-def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str, str, str, int, int]]
+Grouped = dict[tuple[int, int | None, int, str], dict[str, tuple[int, int]]]  # (capture, pid, program, HLO) -> name ->
+# (launches, ns) of the kernels one custom call launched
+
+
+def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str, str, str, int, int]],
+              nodes: Iterable[tuple[int, int | None, str, int, int, int | None, str, int, int]] = ()
               ) -> list[tuple[int, OpFlops]]:
     """(capture id, op_flops row) for the kernels cuBLAS launched for XLA's GEMM custom calls.
 
     XLA's thunk sequence names no kernel for a custom call (``kCublasLtMatmul``): cuBLAS picks it at run time. Where
     a module ran outside a CUDA graph, XLA's range around each thunk says which instruction launched the kernels
     inside it. thunks: (capture id, pid, XLA's execution range, the thunk's range, kernel name, launches, ns) of the
-    launches inside both. An instruction runs once per thunk range, so its executions are the most launches of one
-    kernel name inside its ranges (cuBLAS may add a split-K reduction kernel per execution); its FLOPs × executions go
-    to those kernels in proportion to their time, as an op's in a torch.profiler trace (readers/_kineto_flops.py).
-    Launches inside CUDA graphs have no thunk range around them and take no figure."""
-    grouped: dict[tuple[int, int | None, int, str], dict[str, tuple[int, int]]] = {}
+    launches inside both. Inside a CUDA graph, the node a kernel ran in says it (per_graph_node). nodes: (capture
+    id, pid, XLA's execution range, graph, slot, nested node, kernel name, launches, ns): readers/_xla_graphs.py's.
+    An instruction runs once per thunk range (per graph launch), so its executions are the most launches of one
+    kernel name it launched (cuBLAS may add a split-K reduction kernel per execution); its FLOPs × executions go
+    to those kernels in proportion to their time, as an op's in a torch.profiler trace (readers/_kineto_flops.py)."""
+    grouped: Grouped = {}
     for cid, pid, module_range, thunk_range, name, launches, ns in thunks:
         e, th = _EXECUTION.search(module_range or ""), _THUNK.match(thunk_range or "")
-        if e is None or th is None:
-            continue
-        got = grouped.setdefault((cid, pid, int(e.group(1)), th.group(1)), {})
-        n, tot = got.get(name, (0, 0))
-        got[name] = (n + (launches or 0), tot + (ns or 0))
-    if not grouped:
+        if e is not None and th is not None:
+            _add(grouped, (cid, pid, int(e.group(1)), th.group(1)), name, launches or 0, ns or 0)
+    graphs: dict[tuple[int, int | None, int, int], list[tuple[int, int | None, str, int, int]]] = {}
+    for cid, pid, module_range, graph, slot, child, name, launches, ns in nodes:
+        e = _EXECUTION.search(module_range or "")
+        if e is not None:
+            graphs.setdefault((cid, pid, int(e.group(1)), graph), []).append((slot, child, name, launches or 0,
+                                                                                ns or 0))
+    programs = {program for _c, _p, program, _h in grouped} | {program for _c, _p, program, _g in graphs}
+    if not programs:
         return []
-    modules = xla_hlo.by_program({program for _c, _p, program, _h in grouped}, dirs)
+    modules = xla_hlo.by_program(programs, dirs)
+    per_graph_node(graphs, modules, grouped)
+    return _custom_calls(grouped, modules)
+
+
+def _add(grouped: Grouped, key: tuple[int, int | None, int, str], name: str, launches: int, ns: int) -> None:
+    got = grouped.setdefault(key, {})
+    n, tot = got.get(name, (0, 0))
+    got[name] = (n + launches, tot + ns)
+
+
+# a command whose node is a graph of its own: the library call XLA traced into it (cuBLAS, cuDNN, …), whose kernels
+# are that graph's nodes; every other command is a node of the module's graph itself
+_OWN_NODES = (*xla_hlo.KERNEL_COMMANDS, "kCopy", "kMemset32BitValue", "kMemzero")
+
+
+def per_graph_node(graphs: dict[tuple[int, int | None, int, int], list[tuple[int, int | None, str, int, int]]],
+                   modules: dict[int, tuple[str, xla_hlo.Module, Path]], grouped: Grouped) -> None:
+    """Add to grouped the kernels of XLA's CUDA graphs that ran for a custom call, by the command buffer's command
+    at their node. graphs: per (capture, pid, program, graph) its (slot, nested node, name, launches, ns) rows
+    (readers/_xla_graphs.py); modules: the dump's (xla_hlo.by_program).
+
+    A graph is one of its module's command buffers (thunk_sequence_after_thunk_passes.txt): the one whose kernel
+    commands name every kernel of the graph's own at its node — else it is no graph of the dump's, and takes no
+    figure. A nested kernel ran in the node after its slot, a command whose node is a graph of its own (cuBLAS's
+    kCublasLtMatmul); where several such commands follow the slot, each takes one nested node in node order only
+    when there are as many nested nodes as commands, else none does."""
+    for (cid, pid, program, _graph), rows in sorted(graphs.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1,
+                                                                                     kv[0][2], kv[0][3])):
+        found = modules.get(program)
+        commands = _graph_of(xla_hlo.command_buffers(found[2], found[0]) if found else [], rows)
+        if commands is None:
+            continue
+        nested: dict[int, dict[int, list[tuple[str, int, int]]]] = {}
+        for slot, child, name, launches, ns in rows:
+            if child is not None:
+                nested.setdefault(slot, {}).setdefault(child, []).append((name, launches, ns))
+        for slot, children in nested.items():
+            holes = []
+            for j in range(slot + 1, len(commands)):
+                if commands[j].kind in _OWN_NODES:
+                    break
+                holes.append(j)
+            if not holes or (len(holes) > 1 and len(holes) != len(children)):
+                continue
+            for i, child in enumerate(sorted(children)):
+                hlo = commands[holes[i if len(holes) > 1 else 0]].hlo
+                if hlo is None:  # a command thunk_metadata.txt names no instruction of
+                    continue
+                for name, launches, ns in children[child]:
+                    _add(grouped, (cid, pid, program, hlo), name, launches, ns)
+
+
+def _graph_of(buffers: list[tuple[xla_hlo.Command, ...]],
+              rows: list[tuple[int, int | None, str, int, int]]) -> tuple[xla_hlo.Command, ...] | None:
+    """The one command buffer whose kernel commands name each of the graph's own kernels at its node; None: none
+    does, or more than one."""
+    own = {(slot, name) for slot, child, name, _n, _t in rows if child is None}
+    fits = [b for b in buffers if all(slot < len(b) and b[slot].kind in xla_hlo.KERNEL_COMMANDS and
+                                      b[slot].kernel == name for slot, name in own)]
+    return fits[0] if len(fits) == 1 and own else None
+
+
+def _custom_calls(grouped: Grouped, modules: dict[int, tuple[str, xla_hlo.Module, Path]]) -> list[tuple[int, OpFlops]]:
+    """The op_flops rows of grouped's custom calls that are cuBLAS GEMMs of a dumped module."""
     out: list[tuple[int, OpFlops]] = []
     for (cid, pid, program, hlo), names in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1,
                                                                                     kv[0][2], kv[0][3])):

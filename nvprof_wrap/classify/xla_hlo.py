@@ -36,7 +36,7 @@ _DEFINED = re.compile(r"^[ \t]+(?:ROOT[ \t]+)?%([\w.\-]+)[ \t]*=", re.MULTILINE)
 _INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%([\w.\-]+)\s*=\s*")
 _ELEMENT = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _OPCODE = re.compile(r"\s*([\w\-]+)\(")
-_OPERAND = re.compile(r"%([\w.\-]+)")
+_OPERAND = re.compile(r"%([\w.\-]+)(?:#(\d+))?")  # '%fusion.1#1': element 1 of its tuple
 _CALLS = re.compile(r"(?:calls|to_apply|body|condition)=(%[\w.\-]+(?:,\s*%[\w.\-]+)*)")
 _FUSION_KIND = re.compile(r"\bkind=(k\w+)")
 _BACKEND_KIND = re.compile(r'"fusion_backend_config":\{.*?"kind":"([^"]+)"')
@@ -97,6 +97,27 @@ class Instr:
     attrs: str
     # a tuple's first element's dimensions: a cuBLAS custom call's result (its second is the workspace)
     first: tuple[int, ...] | None = None
+    elements: tuple[tuple[int, ...] | None, ...] = ()  # a tuple's elements' dimensions (None: not static)
+    element_types: tuple[str, ...] = ()  # a tuple's elements' element types
+    picks: tuple[int | None, ...] = ()  # per operand, the element of its tuple it names ('%fusion.1#1'), else None
+
+    def operand_type(self, i: int, comp: dict[str, Instr]) -> str | None:
+        """The element type of operand i (of the tuple element it names, where it names one), or None."""
+        got = comp.get(self.operands[i]) if i < len(self.operands) else None
+        pick = self.picks[i] if i < len(self.picks) else None
+        if got is None or pick is None:
+            return got.element if got is not None else None
+        return got.element_types[pick] if pick < len(got.element_types) else None
+
+    def operand_dims(self, i: int, comp: dict[str, Instr]) -> tuple[int, ...] | None:
+        """The dimensions of operand i (of the tuple element it names, where it names one), or None."""
+        got = comp.get(self.operands[i]) if i < len(self.operands) else None
+        pick = self.picks[i] if i < len(self.picks) else None
+        if got is None:
+            return None
+        if pick is None:
+            return got.dims
+        return got.elements[pick] if pick < len(got.elements) else None
 
 
 def _close(text: str, start: int) -> int:
@@ -120,11 +141,16 @@ def _instr(line: str) -> Instr | None:
     pos = m.end()
     dims: tuple[int, ...] | None = None
     first: tuple[int, ...] | None = None
+    elements: tuple[tuple[int, ...] | None, ...] = ()
+    types: tuple[str, ...] = ()
     if line.startswith("(", pos):  # a tuple shape
-        e = _ELEMENT.match(line, pos + 1)
-        if e and re.fullmatch(r"[0-9,]*", e.group(2)):
-            first = tuple(int(d) for d in e.group(2).split(",") if d)
-        element, pos = None, _close(line, pos)
+        end = _close(line, pos)
+        found = list(_ELEMENT.finditer(line, pos + 1, end - 1))
+        elements = tuple(tuple(int(d) for d in e.group(2).split(",") if d)
+                         if re.fullmatch(r"[0-9,]*", e.group(2)) else None for e in found)
+        types = tuple(e.group(1) for e in found)
+        first = elements[0] if elements and _ELEMENT.match(line, pos + 1) else None
+        element, pos = None, end
     else:
         e = _ELEMENT.match(line, pos)
         element = e.group(1) if e else None
@@ -136,8 +162,9 @@ def _instr(line: str) -> Instr | None:
     if not op:
         return None
     end = _close(line, op.end() - 1)
-    return Instr(m.group(1), element, dims, op.group(1), tuple(_OPERAND.findall(line, op.end(), end - 1)), line[end:],
-                 first)
+    refs = _OPERAND.findall(line, op.end(), end - 1)
+    return Instr(m.group(1), element, dims, op.group(1), tuple(name for name, _k in refs), line[end:], first,
+                 elements, types, tuple(int(k) if k else None for _n, k in refs))
 
 
 class Module:
@@ -197,7 +224,7 @@ class Module:
         """The dots and convolutions in the computations ``ins`` calls, with the computation each is in."""
         out: list[tuple[Instr, dict[str, Instr]]] = []
         for group in _CALLS.findall(ins.attrs):
-            for callee in _OPERAND.findall(group):
+            for callee, _element in _OPERAND.findall(group):
                 comp = self.computations.get(callee)
                 if comp is None or callee in seen or depth >= _MAX_NESTING:
                     continue
@@ -220,7 +247,7 @@ def _judge(dots: list[tuple[Instr, dict[str, Instr]]], what: str) -> Answer:
 
 def _dot(d: Instr, comp: dict[str, Instr]) -> Answer:
     """One dot's verdict: the first rule its operand types, precision and algorithm match."""
-    types = [comp[o].element if o in comp else None for o in d.operands[:2]]
+    types = [d.operand_type(i, comp) for i in range(min(2, len(d.operands)))]
     p = _PRECISION.search(d.attrs)
     precisions = tuple(x.strip().lower() for x in p.group(1).split(",")) if p else ("default",)
     a = _ALGORITHM.search(d.attrs)
@@ -325,10 +352,11 @@ def _defined(text: str, names: set[str]) -> dict[str, set[str]]:
     return out
 
 
-def by_program(programs: set[int], dirs: Iterable[Path]) -> dict[int, tuple[str, Module]]:
+def by_program(programs: set[int], dirs: Iterable[Path]) -> dict[int, tuple[str, Module, Path]]:
     """The dumped modules of ``programs`` (the number of a dump's prefix, 'module_226266.jit_dot': the program_id
-    of XLA's execution ranges), each with its prefix, within the dumps' byte budget; the first of a number wins."""
-    out: dict[int, tuple[str, Module]] = {}
+    of XLA's execution ranges), each with its prefix and folder, within the dumps' byte budget; the first of a number
+    wins."""
+    out: dict[int, tuple[str, Module, Path]] = {}
     budget = MAX_HLO_TOTAL_BYTES
     for path in dump_files(dirs):
         m = _MODULE.match(path.name)
@@ -339,5 +367,51 @@ def by_program(programs: set[int], dirs: Iterable[Path]) -> dict[int, tuple[str,
         if text is None:
             continue
         budget -= len(text)
-        out[int(number.group(1))] = (m.group(1), Module(text))
+        out[int(number.group(1))] = (m.group(1), Module(text), path.parent)
     return out
+
+
+# one line of thunk_sequence_after_thunk_passes.txt: '    004: kCublasLtMatmul [prev=003 (1) | …] kCublasLtMatmul'
+_COMMAND = re.compile(r"^([ \t]*)(\d+):[ \t]+(\w+)[ \t]+\[[^\]\n]*\][ \t]*(\S*)", re.MULTILINE)
+KERNEL_COMMANDS = ("kKernel", "kCustomKernel")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of an XLA command buffer: its thunk's kind, the kernel it launches (kKernel, kCustomKernel; else
+    the kind again, as XLA writes it) and its HLO instruction (thunk_metadata.txt's profile annotation), if named."""
+
+    kind: str
+    kernel: str
+    hlo: str | None
+
+
+def command_buffers(folder: Path, prefix: str) -> list[tuple[Command, ...]]:
+    """The module's command buffers (its CUDA graphs), each its commands in order — a graph's node n is command n —,
+    from the thunk files XLA writes after its thunk passes; commands nested in a command (a loop's body) are not the
+    graph's nodes and are left out. [] where the files are not there."""
+    seq = _read(folder / f"{prefix}.thunk_sequence_after_thunk_passes.txt", MAX_HLO_TOTAL_BYTES)
+    meta = _read(folder / f"{prefix}.thunk_metadata.txt", MAX_HLO_TOTAL_BYTES)
+    if not seq or not meta:
+        return []
+    hlo: dict[int, str] = {}
+    for block in meta.split("thunk_metadata {")[1:]:
+        a, i = _ANNOTATION.search(block), _THUNK_ID.search(block)
+        if a and i:
+            hlo[int(i.group(1))] = a.group(1)
+    out: list[list[Command]] = []
+    level: int | None = None  # the indent of the open buffer's commands; None: no buffer open
+    for indent, index, kind, kernel in _COMMAND.findall(seq):
+        if not indent:
+            level = None
+            if kind == "kCommandBuffer":
+                out.append([])
+                level = -1
+            continue
+        if level is None:
+            continue
+        if level == -1:
+            level = len(indent)
+        if len(indent) == level:
+            out[-1].append(Command(kind, kernel or kind, hlo.get(int(index))))
+    return [tuple(b) for b in out if b]

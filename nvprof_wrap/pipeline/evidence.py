@@ -45,7 +45,8 @@ def attach_static(store: Store, dirs: Iterable[Path] | None = None, xla_dirs: It
 def attach_flops(store: Store, xla_dirs: Iterable[Path] = ()) -> int | None:
     """FLOPs of the kernels XLA generated and of cuBLAS's for its GEMM custom calls (classify/xla_flops.py) into
     the store's temp.t_op_flops, beside the recorded ops' (op_flops): per capture and process, a kernel's FLOPs per
-    launch × its launches there (a custom call's: per execution inside XLA's thunk ranges). Returns how
+    launch × its launches there (a custom call's: per execution inside XLA's thunk ranges, or at its node of a CUDA
+    graph). Returns how
     many optimized-HLO modules the dumps hold, None without a dump folder."""
     dirs = list(xla_dirs)
     store.write_xla_flops([])  # a store kept between reports keeps no figure of a dump this report is not given
@@ -54,7 +55,8 @@ def attach_flops(store: Store, xla_dirs: Iterable[Path] = ()) -> int | None:
     kernels = store.launches_by_process()
     figures = xla_flops.scan({name for _c, _p, name, _n, _t in kernels}, dirs)
     rows = xla_flops.per_capture(figures, kernels, store.launches_in_xla_ranges()) if figures else []
-    rows += xla_flops.per_thunk(dirs, store.launches_in_xla_thunks())  # cuBLAS's kernels of XLA's custom calls
+    # cuBLAS's kernels of XLA's custom calls: inside XLA's thunk ranges, or at their node of its CUDA graphs
+    rows += xla_flops.per_thunk(dirs, store.launches_in_xla_thunks(), store.launches_in_xla_graphs())
     store.write_xla_flops([(cid, r.pid, r.op, r.name, r.precision, r.flops, r.launches, r.total_ns)
                            for cid, r in rows])
     return sum(1 for _ in xla_hlo.dump_files(dirs))

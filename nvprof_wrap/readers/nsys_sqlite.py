@@ -29,7 +29,7 @@ from nvprof_wrap.model import (
     merge_memops,
 )
 from nvprof_wrap.readers import _nsys_graphs as graph_launches
-from nvprof_wrap.readers import _nvtx_flops, _xla_warmup
+from nvprof_wrap.readers import _nvtx_flops, _xla_graphs, _xla_warmup
 from nvprof_wrap.readers._durations import SOUND, note, on, sql_duration
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._no_kernels import refuse_launches
@@ -448,6 +448,9 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         # --annotate torch's shapes: not looked for again where the compiled attribution's names hold none
         flops = _nvtx_flops.nsys(conn, have, nvtx_ranges_sql(conn, have), on(SOUND, "k"), span) \
             if _nvtx_flops.may_hold_shapes(lent.get("found")) else ()
+        # where in XLA's CUDA graphs each kernel ran: with the dump, a cuBLAS kernel's custom call (its FLOPs)
+        graph_nodes = _xla_graphs.nodes(conn, have, nvtx_ranges_sql(conn, have), kernel_name_column(conn), SOUND,
+                                        in_window(span))
         set_apart: tuple[WarmupAgg, ...] = ()
         if program is not None:  # compiling and autotuning after the first step (a later jit call) apart too
             kernels, ops, set_apart = _xla_warmup.split(kernels, ops, program, _autotuner)
@@ -486,7 +489,8 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
     return Capture(str(path), "nsys-sqlite", kernels, memops, busy, gpus,
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
                    started_ns=started, ended_ns=ended, command=session_command(conn, have), hw_devices=hw_dev,
-                   hw_kernels=hw_k, hw_series=hw_s, series=series, warmup=warmup, op_flops=flops)
+                   hw_kernels=hw_k, hw_series=hw_s, series=series, warmup=warmup, op_flops=flops,
+                   graph_nodes=graph_nodes)
 
 
 def _warmup(conn: sqlite3.Connection, have: set[str],

@@ -105,7 +105,8 @@ SCHEMA_VERSION = 3  # the tables' shapes: a store of another one is emptied and 
 # -30: FLOPs from the op shapes `run --annotate torch` records in NVTX ranges (readers/_nvtx_flops.py; issue 41).
 # -31: a series' step kernels held as columns (model.StepKernels): a summary written before holds them one record
 # each, and is refused as another version's (the store's tables are as they were).
-DATA_VERSION = "2026.12.03-31"
+# -32: where in XLA's CUDA graphs each kernel ran (table graph_nodes): the FLOPs of cuBLAS's kernels in them.
+DATA_VERSION = "2026.12.03-32"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {
@@ -141,6 +142,8 @@ _TABLES: dict[str, dict[str, type]] = {
     "step_collectives": {"capture_id": int, "pid": int, "step": int, "nth": int, "start_ns": int, "name": str},
     "warmup": {"capture_id": int, "pid": int, "device_id": int, "name": str, "launches": int, "total_ns": int,
                "program": str},
+    "graph_nodes": {"capture_id": int, "pid": int, "module": str, "graph": int, "slot": int, "child": int,
+                    "name": str, "launches": int, "total_ns": int},
     "static_evidence": {"name": str, "tensor_core": str, "detail": str, "source": str, "precision": str},
     "classifications": {"name": str, "rules_version": str, "tensor_core": str, "precision": str, "family": str,
                         "reason": str, "rule": str},
@@ -150,7 +153,7 @@ _INDEXES = ("CREATE UNIQUE INDEX idx_captures_identity ON captures(identity)",
             "CREATE INDEX idx_captures_file ON captures(file)", "CREATE INDEX idx_kernels_name ON kernels(name)")
 _SQL_TYPE = {int: "INTEGER", str: "TEXT", float: "FLOAT"}
 _CHILDREN = ("processes", "devices", "kernels", "memops", "activity", "counters", "ops", "op_flops", "hw_devices",
-             "hw_kernels", "hw_series", "warmup")
+             "hw_kernels", "hw_series", "warmup", "graph_nodes")
 # a capture's StepSeries (Store._insert_series)
 _SERIES = ("series", "steps", "step_kernels", "step_kernel_names", "step_parts", "step_collectives")
 _LEGACY = set(_TABLES) | {"meta"}  # a store written before the marker: these tables, meta.data_version among them

@@ -487,6 +487,13 @@ class Queries:
             "WHERE scope LIKE ? AND op LIKE 'Thunk:#%' GROUP BY 1, 2, 3, 4, 5",
             [steps.XLA_MODULE_PREFIX + "%"]).fetchall())
 
+    def launches_in_xla_graphs(self) -> list[tuple[int, int | None, str, int, int, int | None, str, int, int]]:
+        """(capture id, pid, XLA's execution range, graph, slot, nested node, kernel name, launches, ns) of the
+        kernels XLA ran in CUDA graphs (table graph_nodes; classify/xla_flops.py per_graph_node)."""
+        return cast(list[tuple[int, int | None, str, int, int, int | None, str, int, int]], self.conn.execute(
+            "SELECT capture_id, pid, module, graph, slot, child, name, SUM(launches), COALESCE(SUM(total_ns), 0) "
+            "FROM graph_nodes GROUP BY 1, 2, 3, 4, 5, 6, 7").fetchall())
+
     def write_xla_flops(self, rows: list[tuple[object, ...]]) -> None:
         """(capture_id, pid, op, name, precision, flops, launches, total_ns) rows of FLOPs from XLA's dump into
         temp.t_op_flops (replaced): derived per report from the dumps it is given, never kept in the store."""

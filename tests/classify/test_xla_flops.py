@@ -12,7 +12,7 @@ from nvprof_wrap import analyze
 from nvprof_wrap.analyses.achieved import HOW, HOW_JAX, NONE_IN_DUMP
 from nvprof_wrap.classify import xla_flops, xla_hlo
 from nvprof_wrap.renderers import render
-from tests._paths import RUNS
+from tests._paths import H100_RUNS, RUNS
 from tests.classify.test_xla_hlo import DUMPS, KJAX, MNIST, launched, run_folder
 
 # jax's MNIST example: an fp32 MLP 784-1024-1024-10. The dumped jit_update is the one compiled for an epoch's last
@@ -152,7 +152,7 @@ def test_a_cublas_custom_calls_flops_from_its_shapes_and_dimension_numbers():
     modules = xla_flops.xla_hlo.by_program({*CUBLAS, 258020, 322848, 1}, [DOTS])
     assert set(modules) == {*CUBLAS, 258020, 322848}  # a program the dump lacks is not there
     for program, flops in CUBLAS.items():
-        prefix, module = modules[program]
+        prefix, module, _folder = modules[program]
         assert prefix == f"module_{program}.jit_dot"
         assert xla_flops.custom_call_flops(module, "custom-call.1") == flops
         answer = module.answer("custom-call.1")
@@ -163,11 +163,21 @@ def test_a_cublas_custom_calls_flops_from_its_shapes_and_dimension_numbers():
 
 
 def test_a_dump_trimmed_of_its_backend_configs_gives_no_cublas_figure():
-    prefix, module = xla_flops.xla_hlo.by_program({15251}, [KJAX])[15251]
+    prefix, module, _folder = xla_flops.xla_hlo.by_program({15251}, [KJAX])[15251]
     assert prefix == "module_15251.jit_train_step"
     call = module.computations[module.where["custom-call.10"]]["custom-call.10"]
     assert call.first == (1536, 8192) and call.dims is None  # the result of (bf16[1536,8192], s8[33554432] workspace)
     assert xla_flops.custom_call_flops(module, "custom-call.10") is None  # no dot_dimension_numbers in it: no guess
+
+
+def test_a_custom_call_on_an_element_of_a_multi_output_fusion_has_its_shape_and_type():
+    # jax's MNIST step (tests/data/h100_runs/jax_mnist_cublas_graphs_nsys): %custom-call.12's lhs is
+    # '%input_reduce_select_fusion.1#1', element 1 (f32[128,1024]) of that fusion's (f32[1024], f32[128,1024])
+    dump = H100_RUNS / "jax_mnist_cublas_graphs_nsys" / "xla-dump"
+    module = xla_hlo.by_program({14586}, [dump])[14586][1]
+    assert xla_flops.custom_call_flops(module, "custom-call.12") == 2 * 128 * 1024 * 1024
+    answer = module.answer("custom-call.12")
+    assert answer is not None and (answer.tensor_core, answer.precision) == ("yes", "tf32")
 
 
 def thunk(program: int, hlo: str = "custom-call.1") -> tuple[str, str]:

@@ -117,7 +117,7 @@ def render(names: list[str], base: Path) -> dict[str, str]:
         text = normalise(path.read_text(), base / "inputs")
         # a capture's own record of the GPU machine's paths (the job's command line there) is the same everywhere
         recorded = text.replace("/tmp/steps28/", "").replace("/tmp/win27/", "").replace("/tmp/s41/", "") \
-            .replace("/tmp/s43/", "").replace("/tmp/snjax/", "") \
+            .replace("/tmp/s43/", "").replace("/tmp/snjax/", "").replace("/tmp/sgg/", "") \
             .replace("/tmp/fv_mfu_training.py", "")  # the public nsys-ai capture's own command line
         leaks += [f"{path.name}: {root}" for root in sorted(temp_roots) if root in recorded]
         hashes[path.name] = hashlib.sha256(text.encode("utf-8")).hexdigest()

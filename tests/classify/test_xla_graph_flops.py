@@ -1,0 +1,130 @@
+"""The FLOPs of cuBLAS's kernels that XLA ran inside CUDA graphs, from the node each ran in (readers/_xla_graphs.py,
+classify/xla_flops.py per_graph_node) — checked against the same job run with XLA's command buffers off, where XLA's
+NVTX range around each thunk says which custom call launched each kernel.
+
+tests/data/h100_runs/jax_mnist_cublas_{graphs,nographs}_nsys: jax's MNIST example, unmodified, with
+--xla_gpu_enable_triton_gemm=false (its dots as cuBLAS custom calls), under `nvprof-wrap run --backend nsys` on an
+H100, as XLA runs it (its jitted step one CUDA graph) and with --xla_gpu_enable_command_buffer= (every thunk on its
+own): benchmarks/gpu/xla_graph_gemms.sh; steps 100..109 of each, with the step module's dump (README beside them).
+"""
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nvprof_wrap import analyze
+from nvprof_wrap.classify import xla_flops, xla_hlo
+from nvprof_wrap.pipeline import evidence
+from nvprof_wrap.readers import nsys_sqlite
+from nvprof_wrap.store import Store
+from tests._paths import H100_RUNS
+
+GRAPHS, NOGRAPHS = H100_RUNS / "jax_mnist_cublas_graphs_nsys", H100_RUNS / "jax_mnist_cublas_nographs_nsys"
+PROGRAM = 14586  # the step module (module_14586.jit_update, batches of 128)
+STEPS = 10
+
+
+def _capture(folder: Path, tmp_path: Path) -> Path:
+    """The run folder's capture, unpacked beside nothing else (the nsys reader reads a .sqlite)."""
+    out = tmp_path / f"{folder.name}.sqlite"
+    with gzip.open(folder / "nsys.sqlite.gz") as src, out.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+def test_each_graph_kernel_has_its_place_in_the_step_modules_command_buffer(tmp_path: Path) -> None:
+    nodes = nsys_sqlite.read(_capture(GRAPHS, tmp_path)).graph_nodes
+    assert {(n.module, n.graph) for n in nodes} == {("XlaModule:#hlo_module=jit_update,program_id=14586#", 18)}
+    assert {n.launches for n in nodes} == {STEPS}  # every node once per step
+    (commands,) = xla_hlo.command_buffers(GRAPHS / "xla-dump", "module_14586.jit_update")
+    own = {n.slot: n.name for n in nodes if n.child is None}
+    assert own == {i: c.kernel for i, c in enumerate(commands) if c.kind == "kCustomKernel"}  # each of its fusions
+    # the GEMMs' kernels ran in graphs of their own, in the nodes no kernel of the step's graph holds: each right after
+    # its slot, a cuBLAS command (a split-K GEMM: its kernel and its reduction in one node)
+    nested = {n.slot + 1 for n in nodes if n.child is not None}
+    assert nested == {i for i, c in enumerate(commands) if c.kind == "kCublasLtMatmul"} and len(nested) == 8
+    assert {n.child for n in nodes if n.child is not None} == set(range(23, 34))  # numbered after the graph's 23
+    # run with command buffers off, nothing ran in a graph
+    assert nsys_sqlite.read(_capture(NOGRAPHS, tmp_path)).graph_nodes == ()
+
+
+def _custom_calls(folder: Path, tmp_path: Path, dump: Path | None = None) -> dict[tuple[str, str], tuple[float, int]]:
+    """(custom call, kernel name) → (FLOPs, launches) of the capture's cuBLAS kernels, as the report counts them."""
+    store_path = tmp_path / f"{folder.name}.store.sqlite"
+    analyze(folder, store=store_path, health=False)
+    store = Store(store_path)
+    try:
+        evidence.attach_flops(store, [dump or folder / "xla-dump"])
+        return {(r["op"].split(" %")[1], r["name"]): (r["flops"], r["launches"]) for r in store.op_flops_rows()
+                if " %" in r["op"]}
+    finally:
+        store.conn.close()
+
+
+def test_a_gemm_in_a_cuda_graph_gets_the_flops_its_thunk_range_gives_it(tmp_path: Path) -> None:
+    graphs, truth = _custom_calls(GRAPHS, tmp_path), _custom_calls(NOGRAPHS, tmp_path)
+    assert len({call for call, _name in truth}) == 8  # the step's eight cuBLAS GEMMs
+    # the same custom calls launched the same kernels, as often (the two dumps number them alike; cuBLAS chose other
+    # tiles of the same kernels for three of them: their template arguments differ)
+    assert _launched(graphs) == _launched(truth)
+    per_call: dict[str, list[float]] = {}
+    for (call, _name), (flops, _n) in graphs.items():
+        per_call.setdefault(call, [0.0, 0.0])[0] += flops
+    for (call, _name), (flops, _n) in truth.items():
+        per_call[call][1] += flops
+    for call, (got, want) in per_call.items():
+        assert got == pytest.approx(want, rel=1e-12), call  # each call's FLOPs × its executions, exactly
+    # what the user reads: a step's FLOPs are the MLP's (784-1024-1024-10, batches of 128): the forward pass, the
+    # weights' gradients, and the inputs' gradients of the two upper layers, 2 x M x N x K each; and an MFU
+    forward = 2 * 128 * (784 * 1024 + 1024 * 1024 + 1024 * 10)
+    step = 2 * forward + 2 * 128 * (1024 * 1024 + 1024 * 10)
+    with_graphs, without = analyze(GRAPHS, health=False), analyze(NOGRAPHS, health=False)
+    for rep in (with_graphs, without):
+        assert set(rep.achieved) == {"tf32"} and rep.achieved["tf32"].flops == STEPS * step
+        assert rep.mfu is not None and rep.mfu.flops_per_step == step
+    assert with_graphs.achieved["tf32"].coverage == pytest.approx(without.achieved["tf32"].coverage, abs=0.01)
+
+
+def test_a_dump_whose_command_buffers_are_not_the_graphs_gives_no_figure(tmp_path: Path) -> None:
+    # the run without command buffers compiled the same module: its dump has no command buffer, so no graph of the
+    # capture is one of its modules' — no FLOPs are guessed for the graph's cuBLAS kernels
+    assert _custom_calls(GRAPHS, tmp_path, dump=NOGRAPHS / "xla-dump") == {}
+
+
+def _launched(calls: dict[tuple[str, str], tuple[float, int]]) -> dict[str, list[tuple[str, int]]]:
+    """Each custom call's kernels (their names without template arguments or parameters) and launches."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for (call, name), (_flops, launches) in calls.items():
+        out.setdefault(call, []).append((re.sub(r"^void |<.*|\(.*", "", name), launches))
+    return {call: sorted(kernels) for call, kernels in out.items()}
+
+
+def _graph(rows: list[tuple[int, int | None, str]], commands: tuple[xla_hlo.Command, ...],
+           monkeypatch: pytest.MonkeyPatch) -> dict[str, set[str]]:
+    """per_graph_node's custom calls → kernel names of one graph (rows: slot, nested node, name), on commands."""
+    monkeypatch.setattr(xla_hlo, "command_buffers", lambda folder, prefix: [commands])
+    grouped: xla_flops.Grouped = {}
+    modules = xla_hlo.by_program({PROGRAM}, [GRAPHS / "xla-dump"])
+    xla_flops.per_graph_node({(1, 7, PROGRAM, 18): [(s, c, name, STEPS, 100) for s, c, name in rows]}, modules,
+                             grouped)
+    return {hlo: set(names) for (_c, _p, _program, hlo), names in grouped.items()}
+
+
+def test_nested_kernels_after_several_library_calls_are_placed_only_where_they_can_be(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    k, gemm = (lambda name: xla_hlo.Command("kCustomKernel", name, name)), \
+        (lambda hlo: xla_hlo.Command("kCublasLtMatmul", "kCublasLtMatmul", hlo))
+    two = (k("a"), gemm("g1"), gemm("g2"), k("b"))
+    own = [(0, None, "a"), (3, None, "b")]
+    # one nested node per call: each call its own, in node order
+    assert _graph(own + [(0, 10, "x"), (0, 11, "y")], two, monkeypatch) == {"g1": {"x"}, "g2": {"y"}}
+    # three nested nodes for two calls (a split-K GEMM beside a plain one): which is whose is unknown
+    assert _graph(own + [(0, 10, "x"), (0, 11, "y"), (0, 12, "z")], two, monkeypatch) == {}
+    # a kernel of the graph's own that is not its command's kernel: the graph is not this command buffer
+    assert _graph([(0, None, "a"), (3, None, "c"), (0, 10, "x"), (0, 11, "y")], two, monkeypatch) == {}
+    # a nested kernel whose slot is followed by a kernel command: no call of a library there
+    assert _graph(own + [(3, 10, "x")], two, monkeypatch) == {}
