@@ -222,10 +222,13 @@ def per_graph_node(graphs: dict[tuple[int, int | None, int, int], list[tuple[int
     figure. A nested kernel ran in the node after its slot, a command whose node is a graph of its own (cuBLAS's
     kCublasLtMatmul); where several such commands follow the slot, each takes one nested node in node order only
     when there are as many nested nodes as commands, else none does."""
+    buffers: dict[int, list[tuple[xla_hlo.Command, ...]]] = {}  # per program: read once for every rank's graphs
     for (cid, pid, program, _graph), rows in sorted(graphs.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1,
                                                                                      kv[0][2], kv[0][3])):
         found = modules.get(program)
-        commands = _graph_of(xla_hlo.command_buffers(found[2], found[0]) if found else [], rows)
+        if program not in buffers:
+            buffers[program] = xla_hlo.command_buffers(found[2], found[0]) if found else []
+        commands = _graph_of(buffers[program], rows)
         if commands is None:
             continue
         nested: dict[int, dict[int, list[tuple[str, int, int]]]] = {}

@@ -8,7 +8,7 @@ Readers measure it per capture (timeline/series.py: model.StepAgg, model.StepKer
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
 from nvprof_wrap.analyses import budget
@@ -193,11 +193,28 @@ class Steady:
 
 def steady_rows(series: Series | None) -> list[StepRow]:
     """The steady state's steps: after the first (the warm-up: compiling, allocating, loading), at least 2; of
-    buckets, those with GPU work, at least 3. [] when there are fewer."""
+    buckets, those with GPU work, at least 3. [] when there are fewer. Where the series folded its steps (more of
+    them than it keeps: `folded` consecutive steps a row), each row as its mean step (per_step), the last row left
+    out: it may hold fewer steps than the others."""
     if series is None:
         return []
     rows = [r for r in series.rows if r.launches or r.copy_ns] if series.kind == "buckets" else list(series.rows[1:])
+    if series.folded > 1:
+        rows = [per_step(r, series.folded) for r in rows[:-1]]
     return rows if len(rows) >= (3 if series.kind == "buckets" else 2) else []
+
+
+def per_step(row: StepRow, steps: int) -> StepRow:
+    """A row of `steps` consecutive steps as their mean step: its times and launches over steps (processes and
+    the hardware's activity, a share, as they are)."""
+    def each(v: int) -> int:
+        return round(v / steps)
+    return replace(row, duration_ns=each(row.duration_ns), launches=each(row.launches), kernel_ns=each(row.kernel_ns),
+                   tc_ns=each(row.tc_ns), unknown_ns=each(row.unknown_ns), copy_ns=each(row.copy_ns),
+                   comm_ns=each(row.comm_ns), gpu_busy_ns=each(row.gpu_busy_ns),
+                   api_ns=None if row.api_ns is None else {k: each(v) for k, v in row.api_ns.items()},
+                   outside_api_ns=None if row.outside_api_ns is None else each(row.outside_api_ns),
+                   exposed_comm_ns=each(row.exposed_comm_ns))
 
 
 def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted],
@@ -215,9 +232,10 @@ def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted
     ids = [c["capture_id"] for c in read.chosen]
     wanted = {r.step for r in rows}
     parts: dict[int, dict[str, int]] = {}
+    each = series.folded  # steps a row: steady_rows' rows are their mean steps, so the rows' parts are too
     for p in store.step_part_rows(ids):
         if p["step"] in wanted:
-            parts.setdefault(p["step"], {})[p["part"]] = p["ns"]
+            parts.setdefault(p["step"], {})[p["part"]] = round(p["ns"] / each) if each > 1 else p["ns"]
     verdicted = list(kernels)
     verdict = {k.name: (k.tensor_core, k.precision) for k in verdicted if k.family not in communication}
     totals = store.step_kernel_totals(ids, wanted)
@@ -226,6 +244,8 @@ def time_budget(store: Store, series: Series | None, kernels: Iterable[Verdicted
                                     lambda name: verdict[name])
     found = budget.budget([budget.StepSpan(r.step, r.duration_ns, r.processes) for r in rows], parts, weights,
                           series.host, series.kind, slow)
+    if found is not None and each > 1:  # the mean of the rows' mean steps: of every step in them
+        found = replace(found, steps=found.steps * each, last=found.last + each - 1, slow_left_out=slow * each)
     if found is not None and found.gpu_s == 0 and any(k.total_ns for k in verdicted):
         return None  # the kernels ran outside the steps (an asynchronous loop queued them): no step holds them
     return found
@@ -249,7 +269,8 @@ def steady(series: Series | None) -> Steady | None:
     outside = None if any(o is None for o in outs) else med([o for o in outs if o is not None])
     typical = med([r.duration_ns for r in rows])
     slow = [r for r in rows if r.duration_ns > SLOW * typical]
-    return Steady(len(rows), rows[0].step, rows[-1].step, typical,
+    each = series.folded if series is not None else 1  # steps a row (steady_rows: each row's mean step)
+    return Steady(len(rows) * each, rows[0].step, rows[-1].step + each - 1, typical,
                   med([r.gpu_busy_ns for r in rows]), med([r.kernel_ns for r in rows]), med([r.tc_ns for r in rows]),
                   med([r.copy_ns for r in rows]), med([r.comm_ns for r in rows]), med([r.launches for r in rows]),
                   api, outside, sum(r.duration_ns for r in rows) // len(rows), tuple(r.step for r in slow),

@@ -107,3 +107,26 @@ def test_the_kernels_part_is_split_by_verdict_and_the_idle_rest_by_what_was_reco
 ])
 def test_a_kernels_kind_in_the_budget(name: str, verdict: str, kind: str) -> None:
     assert kind_of(name, verdict) == kind
+
+
+def test_a_series_that_folds_its_steps_gives_the_mean_step_not_the_mean_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a job of more steps than a series keeps (timeline/series.MAX_STEPS) gets rows of `folded` consecutive steps:
+    # its budget and its median step are still of one step (they were of one row: "mean of 2 steps: 178 ms" for
+    # nanoGPT's 17.9 ms steps folded 10 a row), of the steps in the rows kept, counted one by one
+    from nvprof_wrap.report.series import steady
+    from nvprof_wrap.timeline import series
+    whole = analyze(RUNS / "gpt_fp32_nsys_steps", health=False)
+    monkeypatch.setattr(series, "MAX_STEPS", 7)  # 30 steps: rows of 5
+    folded = analyze(RUNS / "gpt_fp32_nsys_steps", health=False)
+    assert (whole.series.folded, folded.series.folded, len(folded.series.rows)) == (1, 5, 6)
+    b, b1 = folded.time_budget, whole.time_budget
+    assert b is not None and b1 is not None
+    assert b.step_s == pytest.approx(b1.step_s, rel=0.02)  # the first row and the last (fewer steps, maybe) left out
+    assert (b.steps, b.first, b.last) == (20, 5, 24)  # rows 1-4: steps 5..24
+    assert b.seconds("tensor_core") == pytest.approx(b1.seconds("tensor_core"), rel=0.02)
+    assert sum(p.seconds for p in b.parts) == pytest.approx(b.step_s, rel=1e-6)  # the parts still add up to it
+    s, s1 = steady(folded.series), steady(whole.series)
+    assert s is not None and s1 is not None
+    assert (s.rows, s.first, s.last) == (20, 5, 24)
+    assert s.duration_ns == pytest.approx(s1.duration_ns, rel=0.02)
+    assert s.kernel_ns == pytest.approx(s1.kernel_ns, rel=0.02) and s.launches == pytest.approx(s1.launches, rel=0.02)
