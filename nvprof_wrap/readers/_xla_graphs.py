@@ -57,71 +57,78 @@ def nodes(conn: sqlite3.Connection, have: set[str], ranges_sql: str | None, name
         GROUP BY graphNodeId, globalPid LIMIT {MAX_NODES + 1}""") if r[2] == r[3] and isinstance(r[1], int)]
     if len(counted) > MAX_NODES:  # no job's graphs hold that many nodes: a damaged capture's ids (no figure, no memory)
         return ()
-    launches: dict[int, list[int]] = {}  # graph -> [first, last] launch
-    for _p, node, _n, _c, _t, first, last in counted:
+    launches: dict[tuple[int | None, int], list[int]] = {}  # (process, graph) -> [first, last] launch: a graph's
+    # and a launch's ids are a process's own
+    for pid, node, _n, _c, _t, first, last in counted:
         if isinstance(first, int) and isinstance(last, int):
-            seen = launches.setdefault(node >> 32, [first, last])
+            seen = launches.setdefault((pid, node >> 32), [first, last])
             seen[0], seen[1] = min(seen[0], first), max(seen[1], last)
     if not launches:
         return ()
-    placed = _places(conn, have, {corr for pair in launches.values() for corr in pair})
+    placed = _places(conn, have, {(pid, corr) for (pid, _g), pair in launches.items() for corr in pair})
     names = kernel_names(conn, {r[2] for r in counted})
-    module = _modules(conn, ranges_sql, {g: pair[0] for g, pair in launches.items()})
+    module = _modules(conn, ranges_sql, {key: pair[0] for key, pair in launches.items()})
     out = []
     for pid, node, nid, n, ns, _first, _last in counted:
-        g, place = node >> 32, placed.get((node >> 32, node & 0xFFFFFFFF))
-        if place is not None and g in module:
-            out.append(GraphNodeAgg(pid, module[g], g, place[0], place[1], names.get(nid, "<unnamed kernel>"), n, ns))
+        g, place = node >> 32, placed.get((pid, node >> 32, node & 0xFFFFFFFF))
+        if place is not None and (pid, g) in module:
+            out.append(GraphNodeAgg(pid, module[(pid, g)], g, place[0], place[1], names.get(nid, "<unnamed kernel>"),
+                                    n, ns))
     return tuple(out)
 
 
-def _places(conn: sqlite3.Connection, have: set[str], corrs: set[int]) -> dict[tuple[int, int], tuple[int, int | None]]:
-    """(graph, node) -> (slot, nested node or None) of the kernels of the graph launches corrs, each node placed
-    alike in every one of them it ran in (else left out). In start order per launch: a node is nested when a node
-    that starts after it has a smaller number; a nested node's slot is the last outer node before it (their
-    numbers rise in start order)."""
-    marks = ",".join(str(int(c)) for c in sorted(corrs))
+def _places(conn: sqlite3.Connection, have: set[str],
+            launches: set[tuple[int | None, int]]) -> dict[tuple[int | None, int, int], tuple[int, int | None]]:
+    """(process, graph, node) -> (slot, nested node or None) of the kernels of the graph launches (process,
+    correlation id), each node placed alike in every one of them it ran in (else left out). In start order per
+    launch: a node is nested when a node that starts after it has a smaller number; a nested node's slot is the last
+    outer node before it (their numbers rise in start order)."""
+    marks = ",".join(str(int(c)) for c in sorted({corr for _p, corr in launches}))
     parts = []
     for t in _NODES:
         cols = columns(conn, t) if t in have else set()
         if {"graphNodeId", "correlationId", "start"} <= cols:
-            parts.append(f"""SELECT correlationId AS corr, graphNodeId >> 32 AS g, graphNodeId & 4294967295 AS i, start,
-                                    {1 if t == KERNEL else 0} AS k
+            pid = "(globalPid >> 24) & 16777215" if "globalPid" in cols else "NULL"
+            parts.append(f"""SELECT {pid} AS p, correlationId AS corr, graphNodeId >> 32 AS g,
+                                    graphNodeId & 4294967295 AS i, start, {1 if t == KERNEL else 0} AS k
                              FROM {t} WHERE correlationId IN ({marks}) AND graphNodeId IS NOT NULL
                                    AND typeof(graphNodeId) = 'integer' AND typeof(start) = 'integer'""")
     rows = conn.execute(f"""
-        WITH n AS (SELECT *, i > COALESCE(MIN(i) OVER (PARTITION BY corr, g ORDER BY start, i
+        WITH n AS (SELECT *, i > COALESCE(MIN(i) OVER (PARTITION BY p, corr, g ORDER BY start, i
                                                        ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), i) AS nested
                    FROM ({" UNION ALL ".join(parts)})),
-             a AS (SELECT *, MAX(CASE WHEN NOT nested THEN i END) OVER (PARTITION BY corr, g ORDER BY start, i
+             a AS (SELECT *, MAX(CASE WHEN NOT nested THEN i END) OVER (PARTITION BY p, corr, g ORDER BY start, i
                                                                         ROWS UNBOUNDED PRECEDING) AS slot FROM n)
-        SELECT DISTINCT g, i, CASE WHEN nested THEN slot ELSE i END, CASE WHEN nested THEN i END
+        SELECT DISTINCT p, corr, g, i, CASE WHEN nested THEN slot ELSE i END, CASE WHEN nested THEN i END
         FROM a WHERE k = 1 AND (NOT nested OR slot IS NOT NULL)""").fetchall()
-    places: dict[tuple[int, int], set[tuple[int, int | None]]] = {}
-    for g, i, slot, child in rows:
-        places.setdefault((g, i), set()).add((slot, child))
+    places: dict[tuple[int | None, int, int], set[tuple[int, int | None]]] = {}
+    for pid, corr, g, i, slot, child in rows:
+        if (pid, corr) in launches:  # another process's launch of the same correlation id is not one of them
+            places.setdefault((pid, g, i), set()).add((slot, child))
     return {node: found.pop() for node, found in places.items() if len(found) == 1}
 
 
-def _modules(conn: sqlite3.Connection, ranges_sql: str, launches: dict[int, int]) -> dict[int, str]:
-    """Each graph's XLA execution range: the innermost one open on the launching thread when its first launch was
-    called (one graph runs one module's commands). One scan of the launch calls for every graph's, then one of XLA's
-    ranges on their threads around their times."""
-    graph_of = {int(corr): g for g, corr in launches.items()}
-    calls = [(graph_of[corr], tid, t) for corr, tid, t in conn.execute(
-        "SELECT correlationId, globalTid, start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-        f"WHERE correlationId IN ({','.join(map(str, graph_of))})") if isinstance(t, int) and corr in graph_of]
+def _modules(conn: sqlite3.Connection, ranges_sql: str,
+             launches: dict[tuple[int | None, int], int]) -> dict[tuple[int | None, int], str]:
+    """Each (process, graph)'s XLA execution range: the innermost one open on the launching thread when its first
+    launch was called (one graph runs one module's commands). One scan of the launch calls for every graph's, then
+    one of XLA's ranges on their threads around their times."""
+    graph_of = {(key[0], int(corr)): key for key, corr in launches.items()}
+    corrs = ",".join(str(corr) for _p, corr in graph_of)
+    calls = [(graph_of[(pid, corr)], tid, t) for pid, corr, tid, t in conn.execute(
+        "SELECT (globalTid >> 24) & 16777215, correlationId, globalTid, start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+        f"WHERE correlationId IN ({corrs})") if isinstance(t, int) and (pid, corr) in graph_of]
     if not calls:
         return {}
     tids = sorted({tid for _g, tid, _t in calls if isinstance(tid, int)})
     lo, hi = min(t for _g, _tid, t in calls), max(t for _g, _tid, t in calls)
-    out: dict[int, tuple[int, str]] = {}
+    out: dict[tuple[int | None, int], tuple[int, str]] = {}
     for tid, start, end, name in conn.execute(
             f"SELECT tid, s, e, name FROM ({ranges_sql}) WHERE tid IN ({','.join(map(str, tids)) or 'NULL'}) "
             "AND s <= ? AND e >= ? AND name LIKE ?", (hi, lo, _LIKE)):
         if steps.xla_execution(name or "") is None:
             continue
-        for g, call_tid, t in calls:
-            if call_tid == tid and start <= t <= end and (g not in out or start > out[g][0]):
-                out[g] = (start, name)
-    return {g: name for g, (_s, name) in out.items()}
+        for key, call_tid, t in calls:
+            if call_tid == tid and start <= t <= end and (key not in out or start > out[key][0]):
+                out[key] = (start, name)
+    return {key: name for key, (_s, name) in out.items()}
