@@ -291,6 +291,7 @@ class StepSeries:
     kernels: StepKernels  # per (process, step, name)
     folded: int = 1  # steps per row: consecutive steps merged when there are more than timeline/series.MAX_STEPS
     collectives: tuple[StepCollective, ...] = ()  # the communication kernels' starts per step: stragglers
+    marked: int = 0  # the steps marked, one by one (folded rows hold fewer rows); 0: as many as rows
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def series_of(d: dict[str, Any]) -> Series | None:
                           None if r["api_launch_ns"] is None else {k: r[f"api_{k}_ns"] or 0 for k in API_KINDS},
                           r["outside_api_ns"], r["hw_tensor"], r["exposed_communication_ns"]) for r in rows)
     return Series(info["kind"], info["source"], info["bucket_s"], steps, info["host"], info["steps_per_row"],
-                  tuple(info["notes"]))
+                  tuple(info["notes"]), info.get("steps"))
 
 
 def usable(series: Series | None) -> TypeGuard[Series]:

@@ -139,8 +139,8 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   hardware_series=_hardware_series(store),
                   series=series, ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES),
                   time_budget=budget, ceiling=_ceiling(budget, gpus), achieved=done,
-                  mfu=achieved.mfu(done, len(series.rows), budget.step_s) if done and budget and series
-                  and series.kind == "steps" and series.folded == 1 and _flops_cover_the_math(flops, kernels)
+                  mfu=achieved.mfu(done, series.marked, budget.step_s) if done and budget and series
+                  and series.kind == "steps" and series.marked and _flops_cover_the_math(flops, kernels)
                   else None,
                   achieved_kernels=achieved.per_kernel(flops) if done else (),
                   warmup=warmup.of(store.warmup_rows(), total),

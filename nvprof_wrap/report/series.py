@@ -72,6 +72,9 @@ class Series:
     # steps per row: more steps than timeline/series.MAX_STEPS are merged, consecutive ones
     folded: int = field(default=1, metadata=js("steps_per_row", group="series_info"))
     notes: tuple[str, ...] = field(default=(), metadata=js(group="series_info"))
+    # the steps marked, one by one (rows × steps_per_row, the last row maybe fewer); None for time buckets, and
+    # where a capture's reader does not count them
+    marked: int | None = field(default=None, metadata=js("steps", group="series_info"))
 
 
 # which CUDA calls a capture recorded (StepSeries.host) → what the report says of the host's side
@@ -143,8 +146,13 @@ def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[s
     out = tuple(_row(r, per_step.get(r["step"], (0, 0, 0)), hw.get(r["step"]), t0, host) for r in rows)
     first = chosen[0]
     notes = (HOST_SAYS[host],) + (("steps of several captures summed by number",) if len(chosen) > 1 else ())
+    folded = max(c["folded"] or 1 for c in chosen)
+    # rows of one step each: as many steps as rows (of several captures summed by number, their steps' numbers);
+    # folded: as many as the capture that marked most (0: not counted, none said)
+    counted = max(c["marked"] or 0 for c in chosen)
+    marked = None if first["kind"] != "steps" else len(out) if folded == 1 else counted or None
     return Series(first["kind"], first["source"], first["bucket_ns"] / 1e9 if first["bucket_ns"] else None, out,
-                  host, max(c["folded"] or 1 for c in chosen), notes)
+                  host, folded, notes, marked)
 
 
 def _row(r: dict[str, Any], acc: Sequence[int], hw: float | None, t0: int, host: str) -> StepRow:

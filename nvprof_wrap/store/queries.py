@@ -186,7 +186,8 @@ class Queries:
 
     def series_kinds(self) -> list[Row]:
         """Each capture's series: kind, what marked its steps, bucket length, which CUDA calls it recorded."""
-        return self.rows("SELECT capture_id, kind, source, bucket_ns, host, folded FROM series ORDER BY capture_id")
+        return self.rows("SELECT capture_id, kind, source, bucket_ns, host, folded, marked FROM series "
+                         "ORDER BY capture_id")
 
     def step_rows(self, captures: list[int]) -> list[Row]:
         """Per step over the given captures' processes: sums of the GPU side, host times as means per process."""

@@ -189,7 +189,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     from the rows it reads anyway, the SQL from a MIN/MAX over each table (0.09 s of its own at 1M launches)."""
     marked = _marked(conn, ranges_sql, span)
     spans, source = marked if marked is not None else (None, "time")
-    folded = 1
+    folded, count = 1, len(spans) if spans is not None else 0
     if spans is not None:
         folded = max(1, -(-len(spans) // MAX_STEPS))
         if folded > 1:
@@ -212,7 +212,8 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     bucket = None if marked is not None else spans[0][2] - spans[0][1]
     return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded,
                       # time buckets are not steps: the nth collective of a bucket is no rank's same collective
-                      collectives.starts(conn, gpu, spans, names, kernels, keys) if bucket is None else ())
+                      collectives.starts(conn, gpu, spans, names, kernels, keys) if bucket is None else (),
+                      count if bucket is None else 0)
 
 
 def _in_sql(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],

@@ -128,3 +128,17 @@ def test_nested_kernels_after_several_library_calls_are_placed_only_where_they_c
     assert _graph([(0, None, "a"), (3, None, "c"), (0, 10, "x"), (0, 11, "y")], two, monkeypatch) == {}
     # a nested kernel whose slot is followed by a kernel command: no call of a library there
     assert _graph(own + [(3, 10, "x")], two, monkeypatch) == {}
+
+
+def test_a_job_of_more_steps_than_a_series_keeps_still_gets_its_mfu(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a whole MNIST run holds 4,690 steps: its series merges them (3 a row). Its MFU is the same step's FLOPs (the
+    # capture's over the steps it marks, one by one) over the mean step (the budget's, of one step)
+    from nvprof_wrap.timeline import series
+    monkeypatch.setattr(series, "MAX_STEPS", 4)  # ten steps: rows of three
+    rep = analyze(GRAPHS, health=False)
+    assert rep.series is not None and (rep.series.folded, rep.series.marked, len(rep.series.rows)) == (3, STEPS, 4)
+    forward = 2 * 128 * (784 * 1024 + 1024 * 1024 + 1024 * 10)
+    assert rep.mfu is not None and rep.mfu.flops_per_step == 2 * forward + 2 * 128 * (1024 * 1024 + 1024 * 10)
+    budget = rep.time_budget
+    assert budget is not None and rep.mfu.step_s == budget.step_s
+    assert (budget.steps, budget.first, budget.last) == (6, 3, 8)  # rows 1 and 2: the first and the last left out
