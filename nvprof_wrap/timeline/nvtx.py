@@ -494,6 +494,10 @@ def borrowed_note(lent: dict[Any, Any], kernel_ns: int, with_warmup: bool = Fals
     # compiles and autotunes on its own threads)
     text = (f"{lent['launches']:,} kernel launches{share} came from threads with no range open (a framework's own "
             "worker threads) and count in the ranges open then on their process's main thread")
+    if with_warmup:  # most of them may be XLA's autotuning, no longer in any range's count
+        text = (f"{lent['launches']:,} kernel launches{share} came from threads with no range open (a framework's "
+                "own worker threads; XLA autotunes on its own); those not set apart as warm-up count in the ranges "
+                "open then on their process's main thread")
     return (text,)
 
 
