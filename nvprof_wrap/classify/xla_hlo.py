@@ -101,22 +101,23 @@ class Instr:
     element_types: tuple[str, ...] = ()  # a tuple's elements' element types
     picks: tuple[int | None, ...] = ()  # per operand, the element of its tuple it names ('%fusion.1#1'), else None
 
+    def _operand(self, i: int, comp: dict[str, Instr]) -> tuple[Instr | None, int | None]:
+        """Operand i's instruction (None: not in comp) and the element of its tuple it names (None: the whole)."""
+        return (comp.get(self.operands[i]) if i < len(self.operands) else None,
+                self.picks[i] if i < len(self.picks) else None)
+
     def operand_type(self, i: int, comp: dict[str, Instr]) -> str | None:
         """The element type of operand i (of the tuple element it names, where it names one), or None."""
-        got = comp.get(self.operands[i]) if i < len(self.operands) else None
-        pick = self.picks[i] if i < len(self.picks) else None
+        got, pick = self._operand(i, comp)
         if got is None or pick is None:
             return got.element if got is not None else None
         return got.element_types[pick] if pick < len(got.element_types) else None
 
     def operand_dims(self, i: int, comp: dict[str, Instr]) -> tuple[int, ...] | None:
         """The dimensions of operand i (of the tuple element it names, where it names one), or None."""
-        got = comp.get(self.operands[i]) if i < len(self.operands) else None
-        pick = self.picks[i] if i < len(self.picks) else None
-        if got is None:
-            return None
-        if pick is None:
-            return got.dims
+        got, pick = self._operand(i, comp)
+        if got is None or pick is None:
+            return got.dims if got is not None else None
         return got.elements[pick] if pick < len(got.elements) else None
 
 
@@ -279,16 +280,22 @@ def _launched(folder: Path, prefix: str, budget: int) -> dict[str, set[str]]:
     meta = _read(folder / f"{prefix}.thunk_metadata.txt", budget)
     if not seq or not meta:
         return {}
-    thunks: dict[int, str] = {}
-    for block in meta.split("thunk_metadata {")[1:]:
-        a, i = _ANNOTATION.search(block), _THUNK_ID.search(block)
-        if a and i:
-            thunks[int(i.group(1))] = a.group(1)
+    thunks = _thunk_hlo(meta)
     out: dict[str, set[str]] = {}
     for index, kind, kernel in _SEQUENCE.findall(seq):
         hlo = thunks.get(int(index))
         if hlo and kind in ("kKernel", "kCustomKernel"):
             out.setdefault(kernel, set()).add(hlo)
+    return out
+
+
+def _thunk_hlo(meta: str) -> dict[int, str]:
+    """thunk_metadata.txt's thunk id → its HLO instruction (the thunk's profile annotation)."""
+    out: dict[int, str] = {}
+    for block in meta.split("thunk_metadata {")[1:]:
+        a, i = _ANNOTATION.search(block), _THUNK_ID.search(block)
+        if a and i:
+            out[int(i.group(1))] = a.group(1)
     return out
 
 
@@ -394,11 +401,7 @@ def command_buffers(folder: Path, prefix: str) -> list[tuple[Command, ...]]:
     meta = _read(folder / f"{prefix}.thunk_metadata.txt", MAX_HLO_TOTAL_BYTES)
     if not seq or not meta:
         return []
-    hlo: dict[int, str] = {}
-    for block in meta.split("thunk_metadata {")[1:]:
-        a, i = _ANNOTATION.search(block), _THUNK_ID.search(block)
-        if a and i:
-            hlo[int(i.group(1))] = a.group(1)
+    hlo = _thunk_hlo(meta)
     out: list[list[Command]] = []
     level: int | None = None  # the indent of the open buffer's commands; None: no buffer open
     for indent, index, kind, kernel in _COMMAND.findall(seq):
