@@ -47,6 +47,7 @@ class ExperimentRow:
     slow_steps_ms: float | None = None  # their time in all
     slow_steps_outside_cuda_ms: float | None = None
     slow_step_numbers: tuple[int, ...] = ()  # the first of them
+    slow_steps_per_row: int = 1  # >1: the series folded its steps this many a row; slow ones are rows' steps
     # the mean steady step of the time budget (analyses/budget.py), and the speed-up ceiling of this run's budget
     # per target precision (analyses/ceiling.py): the fp32 row's predicts the others'
     budget_step_ms: float | None = None
@@ -93,7 +94,7 @@ def row(precision: str, folder: Path, manifest: Manifest, report: Report, health
         "steps_counted_by": report.series.source if report.series else None, "step_mean_ms": ms(s.mean_duration_ns),
         "slow_steps": len(s.slow),
         "slow_steps_ms": ms(s.slow_ns), "slow_steps_outside_cuda_ms": ms(s.slow_outside_api_ns),
-        "slow_step_numbers": s.slow[:8]}
+        "slow_step_numbers": s.slow[:8], "slow_steps_per_row": s.slow_each}
     return ExperimentRow(
         precision, manifest.exit_code, manifest.wall_s, steps,
         1000 * epoch_s / steps if steps and epoch_s else None,
@@ -177,6 +178,8 @@ def where_the_time_went(rows: list[ExperimentRow]) -> list[str]:
                     if x.slow_steps_outside_cuda_ms is not None else ""
                 which = ", ".join(map(str, x.slow_step_numbers)) + (", …" if x.slow_steps > len(x.slow_step_numbers)
                                                                      else "")
-                out.append(f"  {x.precision}: {x.slow_steps} step(s) over 3x its median took {x.slow_steps_ms:,.0f} ms "
+                over = "over 3x its median" if x.slow_steps_per_row == 1 else \
+                    f"in rows of {x.slow_steps_per_row} whose mean step is over 3x its median"
+                out.append(f"  {x.precision}: {x.slow_steps} step(s) {over} took {x.slow_steps_ms:,.0f} ms "
                            f"in all{outside} (steps {which}): the median leaves them out")
     return out

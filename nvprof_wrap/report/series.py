@@ -185,10 +185,12 @@ class Steady:
     api_ns: dict[str, int] | None
     outside_api_ns: int | None
     mean_duration_ns: int = 0  # the mean, outliers included: what the steps cost on average
-    slow: tuple[int, ...] = ()  # steps over SLOW × the median (e.g. each epoch's last batch, holding validation)
+    slow: tuple[int, ...] = ()  # steps over SLOW × the median (e.g. each epoch's last batch, holding validation);
+    # of a folded series (slow_each > 1), every step of each row whose mean step is over it
     slow_ns: int = 0  # their time, in all
     slow_outside_api_ns: int | None = None  # of it, outside CUDA calls
     exposed_comm_ns: int | None = None  # median communication time not overlapped with compute
+    slow_each: int = 1  # steps a series' row holds (StepSeries.folded): slow's steps come in runs of this many
 
     @property
     def idle_share(self) -> float:
@@ -278,10 +280,11 @@ def steady(series: Series | None) -> Steady | None:
     typical = med([r.duration_ns for r in rows])
     slow = [r for r in rows if r.duration_ns > SLOW * typical]
     each = series.folded if series is not None else 1  # steps a row (steady_rows: each row's mean step)
+    # a folded row over SLOW × the median: its steps, its whole time (not the mean step's)
     return Steady(len(rows) * each, rows[0].step, rows[-1].step + each - 1, typical,
                   med([r.gpu_busy_ns for r in rows]), med([r.kernel_ns for r in rows]), med([r.tc_ns for r in rows]),
                   med([r.copy_ns for r in rows]), med([r.comm_ns for r in rows]), med([r.launches for r in rows]),
-                  api, outside, sum(r.duration_ns for r in rows) // len(rows), tuple(r.step for r in slow),
-                  sum(r.duration_ns for r in slow),
-                  None if outside is None else sum(r.outside_api_ns or 0 for r in slow),
-                  med([r.exposed_comm_ns for r in rows]))
+                  api, outside, sum(r.duration_ns for r in rows) // len(rows),
+                  tuple(r.step + k for r in slow for k in range(each)), sum(r.duration_ns for r in slow) * each,
+                  None if outside is None else sum(r.outside_api_ns or 0 for r in slow) * each,
+                  med([r.exposed_comm_ns for r in rows]), each)

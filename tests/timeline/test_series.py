@@ -117,6 +117,28 @@ def test_the_seeds_question_fp16_is_slower_in_each_epochs_last_batch_not_in_its_
     assert any(line.strip().startswith("fp16: 19 step(s) over 3x its median") for line in said)
 
 
+def test_a_folded_series_counts_its_slow_rows_steps_and_their_whole_time(tmp_path, monkeypatch):
+    """The seed's fp16 run folded 2 steps a row (a job past timeline/series.MAX_STEPS): a row holding an epoch's last
+    batch is slow; its steps, both of them, and the row's whole time count — not one "step" of the row's mean
+    (19 slow steps of half the time, before)."""
+    folder = _folder(tmp_path, "keras_steps_fp16_cupti")
+    whole = steady(nw.analyze(folder).series)
+    monkeypatch.setattr(step_series, "MAX_STEPS", 160)  # 320 steps: rows of 2
+    report = nw.analyze(folder)
+    assert report.series.folded == 2
+    s = steady(report.series)
+    assert s.slow_each == 2 and s.slow == tuple(n for r in range(14, 318, 16) for n in (r, r + 1))
+    # the slow steps' own time, and one ordinary step beside each
+    assert s.slow_ns == pytest.approx(whole.slow_ns + 19 * whole.duration_ns, rel=0.05)
+    assert s.slow_outside_api_ns == pytest.approx(whole.slow_outside_api_ns + 19 * whole.outside_api_ns, rel=0.05)
+    rows = [ExperimentRow(p, 0, 0.0, None, None, 0, 0.0, "", 0.0, None, 0, None, None, None, None, "healthy", (), "",
+                          step_ms=s.duration_ns / 1e6, slow_steps=len(s.slow), slow_steps_ms=s.slow_ns / 1e6,
+                          slow_step_numbers=s.slow[:8], slow_steps_per_row=s.slow_each) for p in ("fp32", "fp16")]
+    said = where_the_time_went(rows)
+    assert any(line.strip().startswith("fp16: 38 step(s) in rows of 2 whose mean step is over 3x its median took")
+               and "(steps 14, 15, 30, 31, 46, 47, 62, 63, …)" in line for line in said)
+
+
 def test_the_series_is_not_measured_past_its_size_limit(monkeypatch):
     monkeypatch.setenv(step_series.ENV_MAX, "100")
     rep = nw.analyze(SAMPLES / "torch_ops" / "nsys_torch_ops.sqlite")
