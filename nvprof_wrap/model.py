@@ -292,6 +292,7 @@ class StepSeries:
     folded: int = 1  # steps per row: consecutive steps merged when there are more than timeline/series.MAX_STEPS
     collectives: tuple[StepCollective, ...] = ()  # the communication kernels' starts per step: stragglers
     marked: int = 0  # the steps marked, one by one (folded rows hold fewer rows); 0: as many as rows
+    program: str | None = None  # steps by XLA's executions: the program executed, 'module#program_id'
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/xla_graph_gemms.sh
 # Comes back in $OUT: each run's capture trimmed to a few steps, its manifest, logs and training step's dump, and
 # the reports of the whole captures.
+# STEPS=A:B keeps steps A..B-1 (100:110); MNIST_DUMPED= packs every module's dump, not only the training step's
+# (STEPS=464:474 MNIST_DUMPED=: the first epoch's end, its accuracy pass eager programs of their own).
 set -u
 set -o pipefail
 REPO=$PWD
@@ -50,7 +52,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv
 jax_venv
 case "$RUNS" in *" mnist "*)
   jax_mnist; cd $S/jax
-  DUMPED=jit_update EXTRA_XLA=--xla_gpu_enable_triton_gemm=false both mnist $V/python -m examples.mnist_classifier ;; esac
+  DUMPED=${MNIST_DUMPED-jit_update} EXTRA_XLA=--xla_gpu_enable_triton_gemm=false both mnist $V/python -m examples.mnist_classifier ;; esac
 case "$RUNS" in *" kjax "*)
   cd $S; DUMPED=jit_train_step STEPS=20:24 KERAS_BACKEND=jax both kjax $V/python $REPO/workloads/keras_transformer.py --precision bf16 --epochs 1 ;; esac
 step "end"; ls -la $O

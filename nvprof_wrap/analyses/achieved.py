@@ -104,15 +104,20 @@ class Mfu:
     precision: str
     peak_tflops: float
     mfu: float
+    # the FLOPs counted: None, the capture's over its steps; else the program whose executions are the steps (a JAX
+    # job's 'jit_update#14586'), its own FLOPs over its executions — work between them (an accuracy pass) left out
+    program: str | None = None
 
 
-def mfu(found: dict[str, Achieved], steps: int, step_s: float) -> Mfu | None:
-    """From achieved's rows over ``steps`` steps and the mean step; None without a peak for the main precision."""
-    if not found or steps <= 0 or step_s <= 0:
+def mfu(found: dict[str, Achieved], steps: int, step_s: float, step_flops: float | None = None,
+        program: str | None = None) -> Mfu | None:
+    """From achieved's rows over ``steps`` steps and the mean step; None without a peak for the main precision.
+    step_flops: the FLOPs of the steps' own program (``program``) in the capture, counted instead of every FLOP."""
+    if not found or steps <= 0 or step_s <= 0 or step_flops is not None and step_flops <= 0:
         return None
     precision, main = max(found.items(), key=lambda kv: kv[1].flops)
     if not main.peak_tflops:
         return None
-    per_step = sum(a.flops for a in found.values()) / steps
+    per_step = (sum(a.flops for a in found.values()) if step_flops is None else step_flops) / steps
     return Mfu(round(per_step), step_s, precision, main.peak_tflops,
-               round(per_step / step_s / 1e12 / main.peak_tflops, 4))
+               round(per_step / step_s / 1e12 / main.peak_tflops, 4), program if step_flops is not None else None)

@@ -29,6 +29,7 @@ OP_PREFIX = "xla:"  # the op of an op_flops row from XLA's dump: 'xla:module_145
 _CONTRACTING = re.compile(r"\blhs_contracting_dims=\{([0-9,]*)\}")
 _LABELS = re.compile(r"\bdim_labels=\w+_(\w+)->\w+")
 _PROGRAM = re.compile(r"^module_(\d+)\.")
+_OP_PROGRAM = re.compile(r"^module_0*(\d+)\.([^ ]+)(?: |$)")  # an op_flops row's op after OP_PREFIX
 _EXECUTION = re.compile(r"XlaModule:#hlo_module=[^,#]+,program_id=(\d+)#")
 # XLA's range around one thunk's launches, where it ran outside a CUDA graph: 'Thunk:#name=jit(dot)/dot_general,
 # hlo_op=custom-call.1,unique_hlo_op_id=4294967298#' (the autotuner's own have no XlaModule range around them)
@@ -53,6 +54,16 @@ class LaunchFlops:
         """The id XLA's execution ranges name the module by (program_id=14586), where its prefix has it."""
         m = _PROGRAM.match(self.module)
         return int(m.group(1)) if m else None
+
+
+def program_of(op: str) -> str | None:
+    """The program ('jit_update#14586', as timeline/window.Marked.program names it) an op_flops row's op from XLA's
+    dump is of ('xla:module_14586.jit_update', or '… %custom-call.1'); None for any other op, and for launches
+    outside XLA's execution ranges ('… (and 2 more module(s) alike)': which module ran them is not known)."""
+    if not op.startswith(OP_PREFIX) or op.endswith(" module(s) alike)"):
+        return None
+    m = _OP_PROGRAM.match(op[len(OP_PREFIX):])
+    return f"{m.group(2)}#{int(m.group(1))}" if m else None
 
 
 def dot_flops(d: xla_hlo.Instr, comp: dict[str, xla_hlo.Instr]) -> float | None:

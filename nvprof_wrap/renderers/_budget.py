@@ -68,8 +68,10 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
 def _mfu(m: dict[str, Any] | None) -> tuple[str, ...]:
     if not m:
         return ()
+    program = m.get("program")
+    of = f" ({program.split('#')[0]}'s own: the program each step executes)" if program else ""
     return ((f"Model FLOPs utilisation: {pct(m['mfu'])} — {_flop(m['flops_per_step'])} of matrix ops a "
-             f"step in {_ns(m['step_s'])}, against the {m['precision']} peak {m['peak_tflops']:,.1f} TFLOP/s"),)
+             f"step{of} in {_ns(m['step_s'])}, against the {m['precision']} peak {m['peak_tflops']:,.1f} TFLOP/s"),)
 
 
 def _flop(flops: float) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from nvprof_wrap.analyses import achieved, ceiling, peaks, warmup
 from nvprof_wrap.analyses.achieved import Achieved
 from nvprof_wrap.analyses.budget import TimeBudget
-from nvprof_wrap.classify import COMMUNICATION_FAMILIES
+from nvprof_wrap.classify import COMMUNICATION_FAMILIES, xla_flops
 from nvprof_wrap.classify.counter_flops import COUNTERS_OP
 from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
@@ -39,6 +39,7 @@ from nvprof_wrap.report.types import (
     SplitRow,
 )
 from nvprof_wrap.store import Store
+from nvprof_wrap.store.queries import OpFlopsRow
 from nvprof_wrap.system import bounded
 
 
@@ -130,8 +131,8 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     gpus = _gpus(store)
     # the counters' FLOPs (verify: classify/counter_flops.py) are timed under Nsight Compute, not in the trace: the
     # counter check shows them beside the trace's, never added to them
-    flops = [(r["name"], r["precision"], r["flops"], r["total_ns"]) for r in store.op_flops_rows()
-             if r["op"] != COUNTERS_OP]
+    flop_rows = [r for r in store.op_flops_rows() if r["op"] != COUNTERS_OP]
+    flops = [(r["name"], r["precision"], r["flops"], r["total_ns"]) for r in flop_rows]
     done = _achieved(flops, kernels, gpus)
     return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
                   sources, skipped, disagreements, ops, scopes, gpus=gpus,
@@ -139,9 +140,9 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   hardware_series=_hardware_series(store),
                   series=series, ranks=ranks_mod.build(store, COMMUNICATION_FAMILIES),
                   time_budget=budget, ceiling=_ceiling(budget, gpus), achieved=done,
-                  mfu=achieved.mfu(done, series.marked, budget.step_s) if done and budget and series
-                  and series.kind == "steps" and series.marked and _flops_cover_the_math(flops, kernels)
-                  else None,
+                  mfu=achieved.mfu(done, series.marked, budget.step_s, *_step_flops(flop_rows, series.program))
+                  if done and budget and series and series.kind == "steps" and series.marked
+                  and _flops_cover_the_math(flops, kernels) else None,
                   achieved_kernels=achieved.per_kernel(flops) if done else (),
                   warmup=warmup.of(store.warmup_rows(), total),
                   communication=communication.build(store, ((k.name, k.family, k.launches, k.total_ns)
@@ -162,6 +163,14 @@ def _achieved(flops: list[tuple[str, str, float, int]], kernels: tuple[KernelRow
 # MFU counts a step's matrix FLOPs: from FLOPs known for part of the tensor-core work it would read low, and look
 # true (a Keras-on-JAX GPT: XLA's dump gave its Triton GEMMs' FLOPs, 1.2% of kernel time, not cuBLAS's or cuDNN's)
 MFU_MIN_COVER = 0.9
+
+
+def _step_flops(rows: list[OpFlopsRow], program: str | None) -> tuple[float | None, str | None]:
+    """(the FLOPs of the steps' own program, it) where the steps are a JAX program's executions (the op_flops rows
+    of its ops from XLA's dump: classify/xla_flops.program_of); else (None, None): every FLOP counts."""
+    if program is None:
+        return None, None
+    return sum(r["flops"] for r in rows if xla_flops.program_of(r["op"]) == program), program
 
 
 def _flops_cover_the_math(flops: list[tuple[str, str, float, int]], kernels: tuple[KernelRow, ...]) -> bool:

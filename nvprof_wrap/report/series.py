@@ -75,6 +75,9 @@ class Series:
     # the steps marked, one by one (rows × steps_per_row, the last row maybe fewer); None for time buckets, and
     # where a capture's reader does not count them
     marked: int | None = field(default=None, metadata=js("steps", group="series_info"))
+    # steps by XLA's executions: the program executed ('jit_update#14586': its module and program id), where every
+    # capture's steps are of one
+    program: str | None = field(default=None, metadata=js(group="series_info"))
 
 
 # which CUDA calls a capture recorded (StepSeries.host) → what the report says of the host's side
@@ -151,8 +154,9 @@ def build(store: Store, kernels: Iterable[Verdicted], communication: frozenset[s
     # folded: as many as the capture that marked most (0: not counted, none said)
     counted = max(c["marked"] or 0 for c in chosen)
     marked = None if first["kind"] != "steps" else len(out) if folded == 1 else counted or None
+    programs = {c["program"] for c in chosen}
     return Series(first["kind"], first["source"], first["bucket_ns"] / 1e9 if first["bucket_ns"] else None, out,
-                  host, folded, notes, marked)
+                  host, folded, notes, marked, programs.pop() if len(programs) == 1 else None)
 
 
 def _row(r: dict[str, Any], acc: Sequence[int], hw: float | None, t0: int, host: str) -> StepRow:

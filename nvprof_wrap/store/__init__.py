@@ -107,7 +107,8 @@ SCHEMA_VERSION = 3  # the tables' shapes: a store of another one is emptied and 
 # each, and is refused as another version's (the store's tables are as they were).
 # -32: where in XLA's CUDA graphs each kernel ran (table graph_nodes): the FLOPs of cuBLAS's kernels in them; the
 # steps a series marked, one by one (series.marked: its rows may fold them).
-DATA_VERSION = "2026.12.03-32"
+# -33: the program whose executions are a JAX job's steps (series.program): MFU's FLOPs a step are that program's.
+DATA_VERSION = "2026.12.06-33"
 # The marker in the SQLite header (PRAGMA application_id, "nvwr"): a file without it is not opened as a store.
 APPLICATION_ID = 0x6E767772
 _TABLES: dict[str, dict[str, type]] = {
@@ -132,7 +133,7 @@ _TABLES: dict[str, dict[str, type]] = {
                    "samples": int, "tensor": float, "hmma": float, "imma": float, "dfma": float},
     "hw_series": {"capture_id": int, "device_id": int, "t_ns": int, "dt_ns": int, "sm": float, "tensor": float},
     "series": {"capture_id": int, "kind": str, "source": str, "bucket_ns": int, "host": str, "folded": int,
-               "marked": int},
+               "marked": int, "program": str},
     "steps": {"capture_id": int, "pid": int, "step": int, "start_ns": int, "end_ns": int, "launches": int,
               "kernel_ns": int, "copy_ns": int, "busy_ns": int, "compute_busy_ns": int, "api_launch_ns": int,
               "api_sync_ns": int, "api_alloc_ns": int, "api_other_ns": int, "api_union_ns": int},
@@ -335,9 +336,10 @@ class Store(Queries):
 
     def _insert_series(self, cid: int, series: StepSeries) -> None:
         conn = self.conn
-        conn.execute("INSERT INTO series (capture_id, kind, source, bucket_ns, host, folded, marked) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     (cid, series.kind, series.source, series.bucket_ns, series.host, series.folded, series.marked))
+        conn.execute("INSERT INTO series (capture_id, kind, source, bucket_ns, host, folded, marked, program) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (cid, series.kind, series.source, series.bucket_ns, series.host, series.folded, series.marked,
+                      series.program))
         kinds, known = ("launch", "sync", "alloc", "other"), series.host != "none"
         conn.executemany(
             "INSERT INTO steps (capture_id, pid, step, start_ns, end_ns, launches, kernel_ns, copy_ns, busy_ns, "

@@ -186,7 +186,7 @@ class Queries:
 
     def series_kinds(self) -> list[Row]:
         """Each capture's series: kind, what marked its steps, bucket length, which CUDA calls it recorded."""
-        return self.rows("SELECT capture_id, kind, source, bucket_ns, host, folded, marked FROM series "
+        return self.rows("SELECT capture_id, kind, source, bucket_ns, host, folded, marked, program FROM series "
                          "ORDER BY capture_id")
 
     def step_rows(self, captures: list[int]) -> list[Row]:

@@ -188,7 +188,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     without one). A capture without step marks gets time buckets from its GPU activity's extent: numpy takes it
     from the rows it reads anyway, the SQL from a MIN/MAX over each table (0.09 s of its own at 1M launches)."""
     marked = _marked(conn, ranges_sql, span)
-    spans, source = marked if marked is not None else (None, "time")
+    spans, source, program = marked if marked is not None else (None, "time", None)
     folded, count = 1, len(spans) if spans is not None else 0
     if spans is not None:
         folded = max(1, -(-len(spans) // MAX_STEPS))
@@ -213,7 +213,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
     return StepSeries("steps" if bucket is None else "buckets", source, bucket, host, rows, kernels, folded,
                       # time buckets are not steps: the nth collective of a bucket is no rank's same collective
                       collectives.starts(conn, gpu, spans, names, kernels, keys) if bucket is None else (),
-                      count if bucket is None else 0)
+                      count if bucket is None else 0, program)
 
 
 def _in_sql(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], spans: list[tuple[int, int, int]],
@@ -269,14 +269,15 @@ def _fill(steps: Steps, spans: list[tuple[int, int, int]], host: str) -> None:
 
 
 def _marked(conn: sqlite3.Connection, ranges_sql: str | None,
-            span: tuple[int, int]) -> tuple[list[tuple[int, int, int]], str] | None:
-    """([(step, lo, hi)], what marked them) of the capture's step marks in span; None: it has none."""
+            span: tuple[int, int]) -> tuple[list[tuple[int, int, int]], str, str | None] | None:
+    """([(step, lo, hi)], what marked them, the program executed where XLA's executions did) of the capture's step
+    marks in span; None: it has none."""
     if ranges_sql is None:
         return None
-    source, spans = window.spans(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE "
-                                              f"{window.step_filter()}"))
+    source, spans, program = window.step_spans(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE "
+                                                            f"{window.step_filter()}"))
     spans = [s for s in spans if span[0] <= s[1] < span[1]]
-    return (spans, source) if len(spans) >= 1 and source is not None else None
+    return (spans, source, program) if len(spans) >= 1 and source is not None else None
 
 
 def _extents(conn: sqlite3.Connection, gpu: list[GpuTable], span: tuple[int, int]) -> list[tuple[Any, Any]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Literal, NamedTuple, overload
 
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.run import steps as step_names
@@ -188,24 +188,39 @@ def step_bounds(steps: tuple[int, int], ranges: Iterable[Range], cut: int | None
     return starts[a], starts[b] if b in starts else ends[b - 1]
 
 
+class Marked(NamedTuple):
+    """A capture's steps, as marked_steps finds them."""
+
+    source: str | None  # "step marks" | "optimizer steps" | "keras batches" | "XLA executions"; None: no steps
+    starts: dict[int, int]  # {step: earliest start}
+    ends: dict[int, int]  # {step: latest end}
+    program: str | None = None  # XLA executions: the program executed, 'module#program_id' ('jit_update#14586')
+
+
 def _steps(ranges: Iterable[Range]) -> tuple[dict[int, int], dict[int, int]]:
     """{step: earliest start}, {step: latest end}: the job's named steps when there are any, else the optimizer
     steps run marked, else Keras batches."""
-    return marked_steps(ranges)[1:]
+    m = marked_steps(ranges)
+    return m.starts, m.ends
 
 
 def spans(ranges: Iterable[Range]) -> tuple[str | None, list[tuple[int, int, int]]]:
     """(what marked them, [(step, start, end)] in step order): a step runs from its start to the next step's start,
     the last one to its range's end. (None, []) without steps."""
-    source, starts, ends = marked_steps(ranges)
+    source, found, _program = step_spans(ranges)
+    return source, found
+
+
+def step_spans(ranges: Iterable[Range]) -> tuple[str | None, list[tuple[int, int, int]], str | None]:
+    """spans, and the program whose executions are the steps (Marked.program)."""
+    source, starts, ends, program = marked_steps(ranges)
     order = sorted(starts)
     return source, [(n, starts[n], starts[order[i + 1]] if i + 1 < len(order) else max(ends[n], starts[n] + 1))
-                    for i, n in enumerate(order)]
+                    for i, n in enumerate(order)], program
 
 
-def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], dict[int, int]]:
-    """_steps, with what marked them: "step marks" | "optimizer steps" | "keras batches" | "XLA executions" (None:
-    no steps)."""
+def marked_steps(ranges: Iterable[Range]) -> Marked:
+    """_steps, with what marked them (Marked)."""
     named: tuple[dict[int, int], dict[int, int]] = ({}, {})
     optimizer: tuple[dict[int, int], dict[int, int]] = ({}, {})
     batches: tuple[dict[int, int], dict[int, int]] = ({}, {})
@@ -234,17 +249,19 @@ def marked_steps(ranges: Iterable[Range]) -> tuple[str | None, dict[int, int], d
         # optimizer step 0 alone is the range annotate opens at torch's import: no optimizer ever stepped (a Keras
         # job on the torch backend), so it marks no step
         if found[0] and (source != OPTIMIZER or len(found[0]) > 1):
-            return source, *found
+            return Marked(source, *found)
     if len(torch_steps) > 1:  # torch.profiler's Optimizer.step#… ranges, numbered in start order from 0
         calls = sorted(set(torch_steps))
-        return OPTIMIZER, {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)}
+        return Marked(OPTIMIZER, {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)})
     if keras:
-        return (BATCHES, *_keras_batches(keras))
-    runs = max(xla.values(), key=len, default=[])
-    if len(runs) > 1:  # a JAX step: one execution of the program XLA ran most often, in start order from 0
+        return Marked(BATCHES, *_keras_batches(keras))
+    program, runs = max(xla.items(), key=lambda kv: len(kv[1]), default=(None, []))
+    if program is not None and len(runs) > 1:  # a JAX step: one execution of the program XLA ran most often, in
+        # start order from 0
         calls = sorted(set(runs))
-        return XLA, {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)}
-    return None, {}, {}
+        return Marked(XLA, {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)},
+                      f"{program[0]}#{program[1]}")
+    return Marked(None, {}, {})
 
 
 def _keras_batches(keras: list[tuple[object, int, int, str | None]]) -> tuple[dict[int, int], dict[int, int]]:

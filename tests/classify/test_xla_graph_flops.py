@@ -142,3 +142,26 @@ def test_a_job_of_more_steps_than_a_series_keeps_still_gets_its_mfu(monkeypatch:
     budget = rep.time_budget
     assert budget is not None and rep.mfu.step_s == budget.step_s
     assert (budget.steps, budget.first, budget.last) == (6, 3, 8)  # rows 1 and 2: the first and the last left out
+
+
+EPOCH_END = H100_RUNS / "jax_mnist_cublas_epoch_end_nsys"  # steps 464..473: the first epoch's end (the same job)
+
+
+def test_mfu_counts_the_step_programs_own_flops_not_the_accuracy_pass_between_steps() -> None:
+    # at each epoch's end jax's MNIST example runs its accuracy pass (predict on 60,000 + 10,000 images, op by op:
+    # eager programs of their own, jit_dot …) and trains on the epoch's last 96 images (jit_update recompiled: program
+    # 60208), all inside one step's window. MFU's FLOPs a step are the step program's own (jit_update, program 14586,
+    # whose executions are the steps), over its executions: the MLP's step, as mid-epoch (it read 22x that)
+    rep = analyze(EPOCH_END, health=False)
+    forward = 2 * 128 * (784 * 1024 + 1024 * 1024 + 1024 * 10)
+    step = 2 * forward + 2 * 128 * (1024 * 1024 + 1024 * 10)
+    assert rep.series is not None and (rep.series.program, rep.series.marked) == (f"jit_update#{PROGRAM}", STEPS)
+    assert rep.mfu is not None and (rep.mfu.flops_per_step, rep.mfu.program) == (step, f"jit_update#{PROGRAM}")
+    every = sum(a.flops for a in rep.achieved.values())
+    assert every > 20 * STEPS * step  # the capture's FLOPs: the accuracy pass's most of them
+    budget = rep.time_budget
+    assert budget is not None and rep.mfu.step_s == budget.step_s
+    assert rep.mfu.mfu == round(step / budget.step_s / 1e12 / rep.mfu.peak_tflops, 4)
+    # the same figure where no other program ran between the steps (mid-epoch)
+    mid = analyze(GRAPHS, health=False)
+    assert mid.mfu is not None and mid.mfu.flops_per_step == step and mid.mfu.program == f"jit_update#{PROGRAM}"
