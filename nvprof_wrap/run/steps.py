@@ -50,6 +50,19 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     OPTIMIZER: re.compile(rf"^{_prefix(OPTIMIZER_STEP)}(\d+)$"),
     BATCHES: re.compile(rf"^{_prefix(KERAS_BATCH)}(\d+)$"),
 }
+
+
+def no_scope(name: str) -> bool:
+    """Whether a range's name marks a step around every op of it that no op's scope should be (timeline/nvtx.py):
+    torch.profiler's 'ProfilerStep#N' and Keras's 'train batch N' (under which a Keras-on-JAX job runs XLA's
+    execution range: the scope that says which program a thunk is of). The job's own 'step N' and run's 'optimizer
+    step N' stay scopes: the store counts a job's steps from the scopes and ops (store/queries.steps_marked)."""
+    return name.startswith(PROFILER_STEP_PREFIX) or name.startswith(_BATCH) and bool(PATTERNS[BATCHES].match(name))
+
+
+_BATCH = _prefix(KERAS_BATCH)
+
+
 # SQL LIKE patterns that select the ranges a step window can come from (a reader's NVTX text column).
 LIKE = (*(p + "%" for p in OWN_PREFIXES), _prefix(OPTIMIZER_STEP) + "%", _prefix(KERAS_BATCH) + "%",
         KERAS_PREFIX + "%", TORCH_OPTIMIZER_PREFIX + "%", XLA_MODULE_PREFIX + "%")

@@ -14,8 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from nvprof_wrap.model import NO_RANGE
-from nvprof_wrap.run.steps import LAYER_PREFIXES
-from nvprof_wrap.run.steps import PROFILER_STEP_PREFIX as STEP_PREFIX
+from nvprof_wrap.run.steps import LAYER_PREFIXES, no_scope
 from nvprof_wrap.system import tempdirs
 from nvprof_wrap.system.fork import Forked, can_fork, cores, in_waves
 from nvprof_wrap.system.limits import MAX_DURATION_NS
@@ -66,8 +65,9 @@ def attribute(conn: sqlite3.Connection, ranges_sql: str, launches_sql: str, *,
     the launch call (NULL when unknown: the launch counts as outside any range), a kernel name or name id.
     names: the range name of a ranges_sql name column that holds ids.
     Returns (pid, dev, scope, op, key, launches, total_ns): op is the innermost range open at t, scope the
-    innermost layer range that --annotate adds ("keras:…", "torch:…"), else the outermost range. Every launch
-    is counted once, so summing over scope and op gives the kernel aggregates too. [] when there is no range.
+    innermost layer range that --annotate adds ("keras:…", "torch:…"), else the outermost range that is not a
+    step mark of those no op's scope is (_open). Every launch is counted once, so summing over scope and op gives
+    the kernel aggregates too. [] when there is no range.
 
     How: one sweep over the ranges (in thread and start order, holding only the ranges open at a time) cuts
     each thread's time line into segments with one (scope, op) label each, written to a small SQLite file
@@ -163,7 +163,7 @@ def _compiled(conn: sqlite3.Connection, ranges_sql: str, native: tuple[str, str,
         if look_for is not None and not found and isinstance(name, str) and look_for in name:
             found = True
         op = op_name(names(name))
-        return ops.setdefault(op, len(ops)), op.startswith(LAYER_PREFIXES), op.startswith(STEP_PREFIX)
+        return ops.setdefault(op, len(ops)), op.startswith(LAYER_PREFIXES), no_scope(op)
 
     swept = native_passes.sweep(
         uri, f"SELECT tid, s, e, name, {process_of_tid} AS p FROM ({ranges_sql}) WHERE {_CLOSED} "
@@ -601,13 +601,14 @@ _SEQ, _OP, _LAYER, _OUTER, _BOTTOM, _LAB = range(6)
 
 
 def _open(seq: int, op: str, below: list[Any] | None, labels: _Labels) -> list[Any]:
-    """An open range: [seq, op, innermost layer range so far, outermost range so far that is not torch.profiler's
-    per-step marker, the bottom range, label id]. Its label (scope, op): op its own; scope the innermost layer
-    range that --annotate adds, else the outermost range that is not a ProfilerStep#N (which encloses every op of
-    a step), else the bottom one."""
+    """An open range: [seq, op, innermost layer range so far, outermost range so far that may be a scope, the
+    bottom range, label id]. Its label (scope, op): op its own; scope the innermost layer range that --annotate
+    adds, else the outermost range that is not a step mark of those no op's scope is (run/steps.no_scope:
+    'ProfilerStep#N', 'train batch N' — each encloses every op of its step: as a scope, one row per step; a JAX
+    job's XLA execution range under Keras's batch is the scope instead), else the bottom one."""
     layer = op if op.startswith(LAYER_PREFIXES) else (below[_LAYER] if below else None)
     outer = below[_OUTER] if below and below[_OUTER] is not None else \
-        (None if op.startswith(STEP_PREFIX) else op)
+        (None if no_scope(op) else op)
     bottom = below[_BOTTOM] if below else op
     key = (layer or outer or bottom, op)
     lab = labels.get(key)

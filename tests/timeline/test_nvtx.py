@@ -3,6 +3,7 @@ answer from a brute-force oracle on random ranges (hypothesis)."""
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 
 from hypothesis import given, settings
@@ -77,6 +78,21 @@ def test_torch_profiler_step_markers_are_not_scopes() -> None:
         ("aten::linear", "aten::addmm", "k", 1), ("ProfilerStep#7", "ProfilerStep#7", "k", 1)}
 
 
+def test_keras_batches_and_profiler_steps_are_no_scopes() -> None:
+    # each encloses every op of its step: as the scope, the scope table would hold a row per step. Keras's batch
+    # around XLA's execution range around its thunk (a Keras-on-JAX job): the execution range is the scope. The
+    # job's own step marks and run's optimizer steps stay scopes (the store counts the job's steps from them)
+    xla, thunk = "XlaModule:#hlo_module=jit_train_step,program_id=7#", "Thunk:#hlo_op=custom-call.1#"
+    for mark, scoped in (("train batch 3", False), ("ProfilerStep#3", False), ("step 3", True),
+                         ("optimizer step 3", True)):
+        ranges = [(1, 0, 100, mark), (1, 10, 50, xla), (1, 20, 30, thunk)]
+        scope = mark if scoped else xla
+        assert run(ranges, [(1, 25, "k"), (1, 40, "k"), (1, 60, "k")]) == {
+            (scope, thunk, "k", 1), (scope, xla, "k", 1), (mark, mark, "k", 1)}  # the mark alone: its own scope
+    # a name like a mark is not one ('train batch' has no number)
+    assert run([(1, 0, 100, "train batch"), (1, 10, 50, "fwd")], [(1, 25, "k")]) == {("train batch", "fwd", "k", 1)}
+
+
 def test_open_ranges_and_no_ranges() -> None:
     assert run([(1, 0, None, "never closed")], [(1, 5, "k")]) == set()  # nothing to attribute to
     assert run([], [(1, 5, "k")]) == set()
@@ -97,13 +113,15 @@ def oracle(ranges: list[tuple], launches: list[tuple]) -> set[tuple]:
         else:
             names = [op_name(n) for _s, _e, n in open_]
             layers = [n for n in names if n.startswith(("keras:", "torch:"))]
-            outer = next((n for n in names if not n.startswith("ProfilerStep#")), names[0])
+            outer = next((n for n in names if not n.startswith("ProfilerStep#")
+                          and not re.match(r"train batch \d+$", n)), names[0])
             label = (layers[-1] if layers else outer, names[-1])
         out[(*label, key)] = out.get((*label, key), 0) + 1
     return {(*k, n) for k, n in out.items()}
 
 
-names = st.sampled_from(["keras:a", "keras:b", "torch:m", "aten::mm", "aten::add", "step", "ProfilerStep#1"])
+names = st.sampled_from(["keras:a", "keras:b", "torch:m", "aten::mm", "aten::add", "step", "ProfilerStep#1", "step 2",
+                         "train batch 4"])
 span = st.tuples(st.integers(0, 60), st.integers(0, 30)).map(lambda p: (p[0], p[0] + p[1]))
 
 
