@@ -18,7 +18,7 @@ import zlib
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
-from nvprof_wrap.readers._bounded import inflate_to
+from nvprof_wrap.readers._bounded import Mended, inflate_to
 from nvprof_wrap.readers._durations import Durations
 from nvprof_wrap.readers._kineto_flops import FLOP_OPS, Signatures
 from nvprof_wrap.readers._trace_events import NotFast, TraceEvents, split_points
@@ -390,9 +390,10 @@ class Collision(Exception):
     """Two values with one hash: read again in one process."""
 
 
-def scan(path: Path, folder: Path) -> tuple[Rows, dict[str, Any], int, bytes]:
-    """(rows, the keys around traceEvents on the fast path, strings cut, the stream's last 256 KiB on the general
-    path): in parts side by side for a big uncompressed trace, else in one fast pass, else the general one."""
+def scan(path: Path, folder: Path, finite: bool = False) -> tuple[Rows, dict[str, Any], Mended, bytes]:
+    """(rows, the keys around traceEvents on the fast path, what the bounds mended, the stream's last 256 KiB on the
+    general path): in parts side by side for a big uncompressed trace, else in one fast pass, else the general one.
+    finite: non-finite numbers read as null (readers/_bounded.py)."""
     for how in WAYS:
         source: Path | None = path
         if how == "parts":
@@ -401,8 +402,8 @@ def scan(path: Path, folder: Path) -> tuple[Rows, dict[str, Any], int, bytes]:
                 continue
         rows = Rows(folder / f"{how}.sqlite", hashed=how != "general")
         try:
-            header, cut, tail = _parts(source, folder, rows) if how == "parts" and source is not None \
-                else _one(path, rows, how == "fast")
+            header, cut, tail = _parts(source, folder, rows, finite) if how == "parts" and source is not None \
+                else _one(path, rows, how == "fast", finite=finite)
         except (NotFast, Collision):
             rows.db.close()
             continue
@@ -439,25 +440,25 @@ def _worth_parts(path: Path, folder: Path) -> Path | None:
 GUNZIP_RATIO = 32  # a Kineto trace compresses ~10x; more than this is not a trace worth unpacking
 
 
-def _one(path: Path, rows: Rows, fast: bool,
-         span: tuple[int, int | None] = (0, None)) -> tuple[dict[str, Any], int, bytes]:
-    events = TraceEvents(path, fast, span)
+def _one(path: Path, rows: Rows, fast: bool, span: tuple[int, int | None] = (0, None),
+         finite: bool = False) -> tuple[dict[str, Any], Mended, bytes]:
+    events = TraceEvents(path, fast, span, finite)
     for batch in events:
         rows.add_all(batch)
     rows.unended()
     rows.flush()
-    return events.header, events.cut_strings, events.tail
+    return events.header, events.mended, events.tail
 
 
-def _parts(path: Path, folder: Path, rows: Rows) -> tuple[dict[str, Any], int, bytes]:
+def _parts(path: Path, folder: Path, rows: Rows, finite: bool = False) -> tuple[dict[str, Any], Mended, bytes]:
     """Part 0 here, the others in forked workers, each into its own file; then copied together, in file order."""
     cuts = split_points(path, min(cores(), 8))
     if cuts is None:
         raise NotFast("no cut between parts")
     spans = list(zip([0, *cuts], [*cuts, None]))
-    others = [Forked(_part, path, folder / f"part{i}.sqlite", span) for i, span in enumerate(spans[1:], 1)]
+    others = [Forked(_part, path, folder / f"part{i}.sqlite", span, finite) for i, span in enumerate(spans[1:], 1)]
     try:
-        header, cut, _ = _one(path, rows, True, spans[0])
+        header, cut, _ = _one(path, rows, True, spans[0], finite)
     except BaseException:  # the parts are of no use: ended and reaped, not waited for (Ctrl-C, SIGTERM)
         for other in others:
             other.cancel()
@@ -470,22 +471,23 @@ def _parts(path: Path, folder: Path, rows: Rows) -> tuple[dict[str, Any], int, b
         rows.absorb(summary, folder / f"part{i}.sqlite")
         os.remove(folder / f"part{i}.sqlite")
         header.update(part_header)
-        cut += part_cut
+        cut = cut.plus(part_cut)
     return header, cut, b""
 
 
-def _part(path: Path, db: Path, span: tuple[int, int | None]) -> tuple[PartSummary, dict[str, Any], int]:
+def _part(path: Path, db: Path, span: tuple[int, int | None],
+          finite: bool = False) -> tuple[PartSummary, dict[str, Any], Mended]:
     rows = Rows(db)
     try:
-        header, cut, _ = _one(path, rows, True, span)
+        header, cut, _ = _one(path, rows, True, span, finite)
         return rows.summary(), header, cut
     finally:
         rows.db.close()
 
 
-def _result(other: Forked) -> tuple[PartSummary, dict[str, Any], int] | BaseException:
+def _result(other: Forked) -> tuple[PartSummary, dict[str, Any], Mended] | BaseException:
     try:
-        value: tuple[PartSummary, dict[str, Any], int] = other.result()  # _part's, unpickled from the worker
+        value: tuple[PartSummary, dict[str, Any], Mended] = other.result()  # _part's, unpickled from the worker
         return value
     except Exception as e:  # noqa: BLE001 - the caller decides (NotFast, Collision: read again; others: raise)
         return e

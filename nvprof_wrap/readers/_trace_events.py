@@ -21,7 +21,7 @@ import ijson
 import orjson
 
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.readers._bounded import BoundedJSON, open_json
+from nvprof_wrap.readers._bounded import BoundedJSON, Mended, open_json
 from nvprof_wrap.system.limits import MAX_JSON_DEPTH
 
 CHUNK = 1 << 19
@@ -36,15 +36,16 @@ class NotFast(Exception):
 
 class TraceEvents:
     """Iterate for batches (lists) of events; afterwards ``header`` holds the other top-level keys (on the fast
-    path; the general path finds them with header_keys) and ``cut_strings`` the strings cut at the bound. Events
+    path; the general path finds them with header_keys) and ``mended`` what the bounds changed. Events
     and header values are JSON values as orjson or ijson give them (Any: whatever the file holds)."""
 
-    def __init__(self, path: Path, fast: bool, span: tuple[int, int | None] = (0, None)) -> None:
+    def __init__(self, path: Path, fast: bool, span: tuple[int, int | None] = (0, None), finite: bool = False) -> None:
         """span: the byte range [start, end) of an uncompressed file to read (a part; fast path only), cut points
-        from split_points: the part from 0 holds the header, the part to the end (None) the trailing keys."""
-        self.path, self.fast, self.span = path, fast, span
+        from split_points: the part from 0 holds the header, the part to the end (None) the trailing keys. finite:
+        non-finite numbers read as null (readers/_bounded.py)."""
+        self.path, self.fast, self.span, self.finite = path, fast, span, finite
         self.header: dict[str, Any] = {}
-        self.cut_strings = 0
+        self.mended = Mended()
         self.tail = b""
 
     def __iter__(self) -> Iterator[list[Any]]:
@@ -52,7 +53,7 @@ class TraceEvents:
 
     def _general(self) -> Iterator[list[Any]]:
         items = "item" if top_level_array(self.path) else "traceEvents.item"
-        with open_json(self.path) as f:
+        with open_json(self.path, finite=self.finite) as f:
             batch: list[Any] = []
             seen = 0
             for ev in ijson.items(f, items, use_float=True):
@@ -62,7 +63,7 @@ class TraceEvents:
                     yield batch
                     batch = []
             yield batch
-            self.tail, self.cut_strings = f.tail(), f.cut_strings
+            self.tail, self.mended = f.tail(), f.mended
         if not seen and items != "item":
             self._a_list_or_refused()
 
@@ -77,7 +78,8 @@ class TraceEvents:
 
     def _fast(self) -> Iterator[list[Any]]:
         start, end = self.span
-        with (open_json(self.path, chunk=CHUNK) if self.span == (0, None) else _part(self.path, start, end)) as f:
+        with (open_json(self.path, chunk=CHUNK, finite=self.finite) if self.span == (0, None)
+              else _part(self.path, start, end, self.finite)) as f:
             buf = self._prefix(f) if start == 0 else b""
             lead = start != 0  # a part after a cut starts with the rest of it: blanks, a comma, blanks
             while chunk := f.read(CHUNK):
@@ -94,7 +96,7 @@ class TraceEvents:
                 buf = buf[cut:].lstrip(b" \t\r\n,")
             if end is not None:  # a part that stops at a cut: whole events up to there
                 yield _loads(b"[" + buf.lstrip(b" \t\r\n,") + b"]")
-                self.cut_strings = f.cut_strings
+                self.mended = f.mended
                 return
             if b'"traceEvents"' in buf:
                 raise NotFast("traceEvents twice")
@@ -103,7 +105,7 @@ class TraceEvents:
                 raise NotFast("not an object")
             yield rest.pop("traceEvents")
             self.header.update(rest)
-            self.cut_strings = f.cut_strings
+            self.mended = f.mended
 
     def _prefix(self, f: BoundedJSON) -> bytes:
         """Reads up to the events; the keys before them go to header. Returns what was read past '['."""
@@ -151,13 +153,13 @@ def split_points(path: Path, parts: int) -> list[int] | None:
     return sorted(set(cuts))
 
 
-def _part(path: Path, start: int, end: int | None) -> BoundedJSON:
+def _part(path: Path, start: int, end: int | None, finite: bool = False) -> BoundedJSON:
     """Bytes [start, end) of a file through the bounds. A part after the first begins between two events, at the
     level of the events (two below the top): the depth bound is lowered by two to match."""
     f = open(path, "rb")  # noqa: SIM115 - owned by the returned stream, closed with it
     f.seek(start)
     return BoundedJSON(_Range(f, None if end is None else end - start), path,
-                       max_depth=MAX_JSON_DEPTH - 2 if start else MAX_JSON_DEPTH, chunk=CHUNK)
+                       max_depth=MAX_JSON_DEPTH - 2 if start else MAX_JSON_DEPTH, chunk=CHUNK, finite=finite)
 
 
 class _Range:

@@ -22,7 +22,7 @@ import ijson
 from nvprof_wrap.classify.engine import classify_many
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, Process, StepSeries, merge_kernels
-from nvprof_wrap.readers._bounded import open_json
+from nvprof_wrap.readers._bounded import Mended, open_json
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._kineto_flops import op_flops
 from nvprof_wrap.readers._kineto_rows import CALL_KINDS, Rows, scan, temp_folder
@@ -30,7 +30,6 @@ from nvprof_wrap.readers._no_kernels import LAUNCH_NAME, refuse_launches
 from nvprof_wrap.readers._vendor import ROCM_KEYS, refuse_other_vendor, rocm_capture
 from nvprof_wrap.run.steps import could_mark_a_step
 from nvprof_wrap.system.fork import BIG
-from nvprof_wrap.system.limits import MAX_JSON_STRING_BYTES
 from nvprof_wrap.text.demangle import demangle
 from nvprof_wrap.timeline import series as step_series
 from nvprof_wrap.timeline.busy import BusyTime
@@ -42,12 +41,12 @@ from nvprof_wrap.timeline.window import Window, step_bounds
 _HEADER_KEYS = ("deviceProperties", "distributedInfo", *ROCM_KEYS)
 
 
-def _header(path: Path, tail: bytes) -> dict[str, Any]:
+def _header(path: Path, tail: bytes, finite: bool = False) -> dict[str, Any]:
     """deviceProperties and distributedInfo: usually written before traceEvents, so one short parse
     that stops at traceEvents finds them; otherwise in the last 256 KiB of the stream (``tail``). Values as JSON
     has them."""
     found: dict[str, Any] = {}
-    with open_json(path) as f:
+    with open_json(path, finite=finite) as f:
         builders: dict[str, ijson.ObjectBuilder] = {}
         for prefix, event, value in ijson.parse(f, use_float=True):
             top = prefix.split(".", 1)[0]
@@ -98,8 +97,7 @@ def read(path: Path, window: Window | None = None) -> Capture:
     folder = temp_folder()
     try:
         try:
-            rows, header, cut, tail = scan(path, folder)
-            header = header if rows.hashed else _header(path, tail)
+            rows, header, cut = _scanned(path, folder)
         except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
             raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
         try:
@@ -117,7 +115,28 @@ def read(path: Path, window: Window | None = None) -> Capture:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: Window | None) -> Capture:
+def _scanned(path: Path, folder: Path) -> tuple[Rows, dict[str, Any], Mended]:
+    """_kineto_rows.scan's, with the header read; where the parser stops, read once more with non-finite numbers as
+    null (Kineto's bare inf and nan: readers/_bounded.py) — the first error stands if that finds none or fails too."""
+    try:
+        rows, header, cut, tail = scan(path, folder)
+    except BadInput:
+        raise
+    except (ijson.JSONError, ValueError) as first:
+        again = folder / "finite"
+        again.mkdir()
+        try:
+            rows, header, cut, tail = scan(path, again, finite=True)
+        except (ijson.JSONError, ValueError):
+            raise first from None
+        if not cut.non_finite:
+            rows.db.close()
+            raise first from None
+        return rows, header if rows.hashed else _header(path, tail, finite=True), cut
+    return rows, header if rows.hashed else _header(path, tail), cut
+
+
+def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: Mended, window: Window | None) -> Capture:
     pid, db = rows.host_pid, rows.db
     span = _span(rows, window) if window else EVERYTHING
     names = {i: name for name, i in rows.names.items()}
@@ -159,7 +178,7 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: int, window: W
     dist = header.get("distributedInfo") or {}
     rank = dist.get("rank") if isinstance(dist, dict) else None
     notes = rows.kernel_time.notes() + rows.mem_time.notes() + \
-        ((f"{cut:,} JSON string(s) longer than {MAX_JSON_STRING_BYTES >> 20} MiB were cut there",) if cut else ()) + \
+        cut.notes() + \
         borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
     series, series_notes = ahead.result(sum(k.launches for k in kernels),
                                         meanwhile=lambda: classify_many(k.name for k in kernels))

@@ -170,6 +170,29 @@ def test_strings_with_lone_surrogates_pass_unchanged_and_the_depth_still_holds(t
         assert _through(data, chunk, max_depth=max_depth) == data
 
 
+# Non-finite numbers as profilers write them, and words like them inside strings (kept as they are)
+BARE = [b"nan", b"-nan", b"NaN", b"inf", b"-inf", b"+inf", b"Infinity", b"-Infinity", b"INF"]
+WORDS = ["nan", "inf", "Infinity", "-inf, nan", 'x": inf', "info", "NaN]"]
+
+
+@PROPS
+@given(values=st.lists(st.one_of(st.sampled_from(BARE), st.sampled_from(WORDS), st.integers(-9, 9),
+                                  st.sampled_from([True, None, 1.5e-3])), max_size=24),
+       chunk=st.integers(1, 24), spaces=st.sampled_from([b"", b" ", b"\n  "]))
+def test_non_finite_numbers_reach_the_parser_as_null_whatever_the_chunking(values, chunk, spaces):
+    """With finite (a reader's second attempt), each bare nan / inf (any sign, any spelling a profiler writes)
+    becomes null and is counted; strings holding the words, and every other value, pass unchanged — wherever the
+    chunks cut them."""
+    parts = [v if isinstance(v, bytes) else json.dumps(v).encode() for v in values]
+    data = b"[" + (b"," + spaces).join(spaces + p for p in parts) + b"]"
+    f = BoundedJSON(io.BytesIO(data), Path("x.json"), chunk=chunk, finite=True)
+    out = b"".join(iter(lambda: f.read(), b""))
+    assert json.loads(out) == [None if isinstance(v, bytes) else v for v in values]
+    assert f.non_finite == sum(isinstance(v, bytes) for v in values)
+    # without finite (a reader's first attempt) the bytes pass as they are
+    assert _through(data, chunk) == data
+
+
 @pytest.mark.parametrize("end", [b'\\uD800"]', b'\\uD800"[[[', b'\\uD83D"[[[[', b'\\u12"[[[[', b'\\uDBFF\\u"[[', b"\\"])
 def test_an_escape_held_back_at_the_end_of_the_stream_is_still_counted(end):
     """The last bytes, held back because an escape might go on in the next chunk, are scanned at the end too (they

@@ -1,9 +1,15 @@
-"""readers/kineto_json.py: a window of a Kineto trace."""
+"""readers/kineto_json.py: a window of a Kineto trace; what Kineto wrote that is not JSON."""
 from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import pytest
 
 from nvprof_wrap.readers import kineto_json
 from nvprof_wrap.timeline.window import Window
-from tests._paths import RUNS
+from tests._paths import RUNS, fixture_file
 
 KINETO = RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
 
@@ -13,3 +19,29 @@ def test_a_capture_windows_cut_alone_reads_the_trace_whole() -> None:
     alone is the whole trace. It was a TypeError (no steps to bound)."""
     whole = kineto_json.read(KINETO)
     assert kineto_json.read(KINETO, Window(cut=2)).kernels == whole.kernels
+
+
+def _edited(src: Path, dst: Path, edits: list[tuple[bytes, bytes]]) -> Path:
+    """src (a gzipped trace) with each (pattern, replacement) applied once, in order, written to dst (gzipped if it
+    ends .gz)."""
+    data = gzip.decompress(src.read_bytes())
+    for pattern, new in edits:
+        data, n = re.subn(pattern, new, data, count=1)
+        assert n == 1
+    dst.write_bytes(gzip.compress(data, 1) if dst.suffix == ".gz" else data)
+    return dst
+
+
+@pytest.mark.parametrize("name", ["edited.pt.trace.json", "edited.pt.trace.json.gz"])
+def test_kinetos_bare_inf_and_nan_are_read_as_null_not_a_refusal(name: str, tmp_path: Path) -> None:
+    """Kineto wrote a copy of duration 0 as "memory bandwidth (GB/s)": inf (pytorch/kineto#105), not JSON: the whole
+    trace was refused ("not a readable Kineto/Chrome trace JSON"). A public trace of that Kineto with one copy's
+    bandwidth inf and another's C++'s -nan reads as the trace itself, with a note; a string holding the words stays."""
+    src = fixture_file("public/pytorch__kineto__worker0.1623143089861.pt.trace.json.gz")
+    bandwidth = rb'("memory bandwidth \(GB/s\)": )[0-9][0-9.e+-]*'
+    edited = _edited(src, tmp_path / name, [(bandwidth, rb"\1inf"), (bandwidth, rb"\1-nan"),
+                                            (rb'"Trace name": "PyTorch Profiler"', b'"Trace name": "inf, nan"')])
+    whole, got = kineto_json.read(src), kineto_json.read(edited)
+    assert got.kernels == whole.kernels and got.ops == whole.ops
+    assert sorted(got.memops, key=repr) == sorted(whole.memops, key=repr)
+    assert got.notes == whole.notes + ("2 non-finite number(s) (nan, inf: not JSON) read as null",)
