@@ -62,14 +62,18 @@ def lines(data: dict[str, Any]) -> tuple[str, ...]:
             f"idle {_ns(step - busy)} ({pct(1 - busy / step if step else 0)})"),
             f"GPU busy: {_parts(gpu)}",
             f"GPU idle, the host: {_parts(idle)}",
-            *_ceiling(data.get("speedup_ceiling_info")), *_achieved(data), *_mfu(data.get("mfu")))
+            *_ceiling(data.get("speedup_ceiling_info")), *_achieved(data),
+            *_mfu(data.get("mfu"), data.get("series_info")))
 
 
-def _mfu(m: dict[str, Any] | None) -> tuple[str, ...]:
+def _mfu(m: dict[str, Any] | None, series: dict[str, Any] | None) -> tuple[str, ...]:
+    """The MFU line, saying what a step's FLOPs are: its program's own (a JAX job), else the capture's over its steps
+    (work between the steps — an evaluation pass — counts in them)."""
     if not m:
         return ()
-    program = m.get("program")
-    of = f" ({program.split('#')[0]}'s own: the program each step executes)" if program else ""
+    program, steps = m.get("program"), (series or {}).get("steps")
+    of = f" ({program.split('#')[0]}'s own: the program each step executes)" if program else \
+        f" (the capture's over its {steps:,} steps: work between them, evaluation included, counts)" if steps else ""
     return ((f"Model FLOPs utilisation: {pct(m['mfu'])} — {_flop(m['flops_per_step'])} of matrix ops a "
              f"step{of} in {_ns(m['step_s'])}, against the {m['precision']} peak {m['peak_tflops']:,.1f} TFLOP/s"),)
 

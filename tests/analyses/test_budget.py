@@ -130,3 +130,16 @@ def test_a_series_that_folds_its_steps_gives_the_mean_step_not_the_mean_row(monk
     assert (s.rows, s.first, s.last) == (20, 5, 24)
     assert s.duration_ns == pytest.approx(s1.duration_ns, rel=0.02)
     assert s.kernel_ns == pytest.approx(s1.kernel_ns, rel=0.02) and s.launches == pytest.approx(s1.launches, rel=0.02)
+
+
+def test_the_mfu_line_says_what_a_steps_flops_are() -> None:
+    # a PyTorch job's: the capture's FLOPs over its steps (an evaluation pass between them would count); a JAX job's:
+    # its step program's own (tests/classify/test_xla_graph_flops.py checks the figure)
+    from nvprof_wrap.renderers._budget import lines
+    from nvprof_wrap.report.serialise import to_dict
+    torch_job = to_dict(analyze(RUNS / "kineto_gpt_bf16_shapes", health=False))
+    jax_job = to_dict(analyze(ROOT / "tests" / "data" / "h100_runs" / "jax_mnist_cublas_graphs_nsys", health=False))
+    said = [next(line for line in lines(d) if line.startswith("Model FLOPs utilisation")) for d in (torch_job, jax_job)]
+    assert "589 GFLOP of matrix ops a step (the capture's over its 3 steps: work between them, evaluation " \
+           "included, counts) in 19.6 ms" in said[0]
+    assert "1.22 GFLOP of matrix ops a step (jit_update's own: the program each step executes)" in said[1]
