@@ -7,8 +7,11 @@
 #   mnist   jax's examples/mnist_classifier.py, unmodified, --xla_gpu_enable_triton_gemm=false (its dots as
 #           cuBLAS custom calls); synthetic MNIST files as benchmarks/gpu/jax_common.sh writes them
 #   kjax    workloads/keras_transformer.py on Keras' JAX backend in bf16, one epoch (cuBLAS and cuDNN custom calls)
+#   kcnn    Keras's examples/demo_mnist_convnet.py, unmodified, on its JAX backend (cuDNN convolution custom calls),
+#           in float32 and (kcnn_bf16, command buffers on only) under the mixed_bfloat16 policy; synthetic MNIST from
+#           benchmarks/gpu/keras_synthetic_mnist.py
 # Here first (from the repo root): bash ../shared/device/prep.sh; a wheel of HEAD into .whl; jax's examples into
-#   .gpu/jax/examples/{__init__,datasets,mnist_classifier}.py.
+#   .gpu/jax/examples/{__init__,datasets,mnist_classifier}.py; Keras's into .gpu/keras/demo_mnist_convnet.py.
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/xla_graph_gemms.sh
 # Comes back in $OUT: each run's capture trimmed to a few steps, its manifest, logs and training step's dump, and
 # the reports of the whole captures.
@@ -36,7 +39,7 @@ report() { $W report $R/$1 > $P/$1.txt 2>&1; echo "--- report $1 (rc $?)"; head 
            $W report $R/$1 --format json -o $P/$1.json 2>&1 | tail -1; tar -cJf $O/reports.tar.xz -C $S rep; }
 both() {  # both NAME COMMAND...: the job with command buffers (NAME_graphs) and without (NAME_nographs)
   local name=$1; shift
-  for mode in graphs nographs; do
+  for mode in ${ONLY:-graphs nographs}; do
     local flags="${EXTRA_XLA:-} --xla_dump_to=$S/xla_${name}_$mode --xla_dump_hlo_as_text"
     [ $mode = nographs ] && flags="$flags --xla_gpu_enable_command_buffer="
     step "${name}_$mode: XLA_FLAGS=$flags"
@@ -55,4 +58,9 @@ case "$RUNS" in *" mnist "*)
   DUMPED=${MNIST_DUMPED-jit_update} EXTRA_XLA=--xla_gpu_enable_triton_gemm=false both mnist $V/python -m examples.mnist_classifier ;; esac
 case "$RUNS" in *" kjax "*)
   cd $S; DUMPED=jit_train_step STEPS=20:24 KERAS_BACKEND=jax both kjax $V/python $REPO/workloads/keras_transformer.py --precision bf16 --epochs 1 ;; esac
+case "$RUNS" in *" kcnn "*)
+  cd $S; K="$V/python $REPO/benchmarks/gpu/keras_synthetic_mnist.py"
+  DUMPED=jit_train_step STEPS=${CNN_STEPS:-20:24} KERAS_BACKEND=jax both kcnn $K $REPO/.gpu/keras/demo_mnist_convnet.py
+  DUMPED=jit_train_step STEPS=${CNN_STEPS:-20:24} KERAS_BACKEND=jax ONLY=graphs both kcnn_bf16 $K --policy mixed_bfloat16 \
+    $REPO/.gpu/keras/demo_mnist_convnet.py ;; esac
 step "end"; ls -la $O

@@ -35,6 +35,11 @@ _EXECUTION = re.compile(r"XlaModule:#hlo_module=[^,#]+,program_id=(\d+)#")
 # hlo_op=custom-call.1,unique_hlo_op_id=4294967298#' (the autotuner's own have no XlaModule range around them)
 _THUNK = re.compile(r"^Thunk:#(?:[^#]*,)?hlo_op=([^,#]+)")
 _TARGET = re.compile(r'custom_call_target="(__cublas\$(?:gemm|lt\$matmul)[^"]*)"')
+# cuDNN's convolutions as XLA calls them: window and dim_labels are the forward convolution's in each (the operands'
+# and result's roles differ: _CONV_ROLES)
+_CUDNN_CONV = re.compile(
+    r'custom_call_target="__cudnn\$conv(Forward|BiasActivationForward|BackwardInput|BackwardFilter)"')
+_UNCOUNTED = re.compile(r"\b(?:lhs_dilate|batch_group_count)=")  # not checked against a measured count: no figure
 _LHS_CONTRACTING = re.compile(r'"lhs_contracting_dimensions":\[([^\]]*)\]')
 
 
@@ -90,11 +95,16 @@ def dot_flops(d: xla_hlo.Instr, comp: dict[str, xla_hlo.Instr]) -> float | None:
 def custom_call_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:
     """One execution's FLOPs of the cuBLAS GEMM custom call ``hlo_name`` (``__cublas$gemm``,
     ``__cublas$lt$matmul``, fp8's ``__cublas$lt$matmul$f8``): 2 × (its result's elements, batch dimensions included)
-    × (the lhs's contracting dimensions, from its backend config's dot_dimension_numbers); None where it is no such
-    call or a shape or the dimension numbers are not there (a dump trimmed of its backend configs)."""
+    × (the lhs's contracting dimensions, from its backend config's dot_dimension_numbers); of a cuDNN convolution's,
+    conv_flops'. None where it is no such call or a shape or the dimension numbers are not there (a dump trimmed of
+    its backend configs)."""
     comp = module.computations.get(module.where.get(hlo_name, ""), {})
     ins = comp.get(hlo_name)
-    if ins is None or ins.opcode != "custom-call" or not _TARGET.search(ins.attrs):
+    if ins is None or ins.opcode != "custom-call":
+        return None
+    if (conv := _CUDNN_CONV.search(ins.attrs)) is not None:
+        return conv_flops(ins, comp, conv.group(1))
+    if not _TARGET.search(ins.attrs):
         return None
     out = ins.dims if ins.dims is not None else ins.first
     lhs = ins.operand_dims(0, comp)  # of a multi-output fusion's element, where it names one ('%fusion.1#1')
@@ -105,6 +115,34 @@ def custom_call_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:
     if not axes or any(a >= len(lhs) for a in axes):
         return None
     return 2.0 * prod(out) * prod(lhs[a] for a in axes)
+
+
+# per cuDNN call: where the forward convolution's output is and where its filter is ("result": the call's result,
+# its first tuple element; a number: that operand). The backward calls compute the forward's gradients, the same
+# multiply-adds (a gradient of the input: output gradient × filter; of the filter: input × output gradient).
+_CONV_ROLES: dict[str, tuple[str | int, str | int]] = {
+    "Forward": ("result", 1), "BiasActivationForward": ("result", 1), "BackwardInput": (0, 1),
+    "BackwardFilter": (1, "result")}
+
+
+def conv_flops(ins: xla_hlo.Instr, comp: dict[str, xla_hlo.Instr], kind: str) -> float | None:
+    """One execution's FLOPs of a cuDNN convolution custom call of kind ``kind`` (Forward, BiasActivationForward,
+    BackwardInput, BackwardFilter): its forward convolution's, as for XLA's own (dot_flops): 2 × (the forward
+    output's elements) × (the filter's elements per output feature, the filter's ``o`` in dim_labels — its input
+    features already per group). A stride or padding changes the output's shape, not this; a dilated input
+    (lhs_dilate) or batch groups are left without a figure (no such call was measured). None where a shape or the
+    labels are not there."""
+    labels = _LABELS.search(ins.attrs)
+    if labels is None or "o" not in labels.group(1) or _UNCOUNTED.search(ins.attrs):
+        return None
+    result = ins.dims if ins.dims is not None else ins.first
+    out_at, filter_at = _CONV_ROLES[kind]
+    out = result if isinstance(out_at, str) else ins.operand_dims(out_at, comp)
+    kernel = result if isinstance(filter_at, str) else ins.operand_dims(filter_at, comp)
+    if out is None or kernel is None or len(kernel) != len(labels.group(1)):
+        return None
+    out_features = kernel[labels.group(1).index("o")]
+    return 2.0 * prod(out) * (prod(kernel) // out_features) if out_features else None
 
 
 def instruction_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:
@@ -189,9 +227,10 @@ def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str,
     inside it. thunks: (capture id, pid, XLA's execution range, the thunk's range, kernel name, launches, ns) of the
     launches inside both. Inside a CUDA graph, the node a kernel ran in says it (per_graph_node). nodes: (capture
     id, pid, XLA's execution range, graph, slot, nested node, kernel name, launches, ns): readers/_xla_graphs.py's.
-    An instruction runs once per thunk range (per graph launch), so its executions are the most launches of one
-    kernel name it launched (cuBLAS may add a split-K reduction kernel per execution); its FLOPs × executions go
-    to those kernels in proportion to their time, as an op's in a torch.profiler trace (readers/_kineto_flops.py)."""
+    An instruction runs once per thunk range (per graph launch), so its executions are the launches of each kernel
+    name it launched, where they agree (cuBLAS may add a split-K reduction kernel per execution; where they do not,
+    no figure: _executions_agree); its FLOPs × executions go to those kernels in proportion to their time, as an
+    op's in a torch.profiler trace (readers/_kineto_flops.py)."""
     grouped: Grouped = {}
     for cid, pid, module_range, thunk_range, name, launches, ns in thunks:
         e, th = _EXECUTION.search(module_range or ""), _THUNK.match(thunk_range or "")
@@ -272,6 +311,14 @@ def _graph_of(buffers: list[tuple[xla_hlo.Command, ...]],
     return fits[0] if len(fits) == 1 and own else None
 
 
+def _executions_agree(names: dict[str, tuple[int, int]]) -> bool:
+    """Whether the kernels one custom call launched say how many times it ran: each name as many times (cuBLAS's
+    GEMM and its split-K reduction once an execution each). Where they differ, a library launched a helper more
+    than once an execution (cuDNN transposes the input and the filter: nchwToNhwcKernel twice), or once in all
+    (a first call's setup): the launches do not tell which, and the call takes no figure."""
+    return len({n for n, _t in names.values()}) == 1
+
+
 def _custom_calls(grouped: Grouped, modules: dict[int, tuple[str, xla_hlo.Module, Path]]) -> list[tuple[int, OpFlops]]:
     """The op_flops rows of grouped's custom calls that are cuBLAS GEMMs of a dumped module."""
     out: list[tuple[int, OpFlops]] = []
@@ -279,7 +326,7 @@ def _custom_calls(grouped: Grouped, modules: dict[int, tuple[str, xla_hlo.Module
                                                                                     kv[0][2], kv[0][3])):
         found = modules.get(program)
         flops = custom_call_flops(found[1], hlo) if found else None
-        if found is None or not flops:
+        if found is None or not flops or not _executions_agree(names):
             continue
         answer = found[1].answer(hlo)
         precision = answer.precision if answer is not None and answer.precision else "unknown"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import re
 import shutil
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from nvprof_wrap.pipeline import evidence
 from nvprof_wrap.readers import nsys_sqlite
 from nvprof_wrap.store import Store
 from tests._paths import H100_RUNS
+from tests._xla_dump import with_dump
 
 GRAPHS, NOGRAPHS = H100_RUNS / "jax_mnist_cublas_graphs_nsys", H100_RUNS / "jax_mnist_cublas_nographs_nsys"
 PROGRAM = 14586  # the step module (module_14586.jit_update, batches of 128)
@@ -168,16 +168,6 @@ def test_mfu_counts_the_step_programs_own_flops_not_the_accuracy_pass_between_st
     assert mid.mfu is not None and mid.mfu.flops_per_step == step and mid.mfu.program == f"jit_update#{PROGRAM}"
 
 
-def _with_dump(name: str, tmp_path: Path) -> Path:
-    """A copy of a run folder whose dump is packed (xla-dump.tar.xz: its HLO text is 1.2 MB), the dump unpacked into
-    its xla-dump/ as XLA wrote it there."""
-    folder = shutil.copytree(H100_RUNS / name, tmp_path / name)
-    with tarfile.open(folder / "xla-dump.tar.xz") as tar:
-        tar.extractall(folder, filter="data")
-    (folder / "xla-dump.tar.xz").unlink()
-    return folder
-
-
 def test_keras_on_jax_gemms_get_the_same_flops_with_command_buffers_and_without(tmp_path: Path) -> None:
     # the Keras transformer on Keras's JAX backend in bf16 (workloads/keras_transformer.py, steps 20..23), as XLA
     # runs it (its train step CUDA graphs) and with command buffers off. Without graphs each cuBLAS call runs in
@@ -186,7 +176,7 @@ def test_keras_on_jax_gemms_get_the_same_flops_with_command_buffers_and_without(
     # TFLOP, no tf32). The batch marks no scope now: both runs give every call's FLOPs, to the FLOP
     got = {}
     for mode in ("graphs", "nographs"):
-        rep = analyze(_with_dump(f"keras_jax_transformer_{mode}_nsys", tmp_path), health=False)
+        rep = analyze(with_dump(H100_RUNS / f"keras_jax_transformer_{mode}_nsys", tmp_path), health=False)
         got[mode] = {p: (a.flops, a.kernels) for p, a in rep.achieved.items()}
         assert rep.series is not None and rep.series.source == "keras batches" and rep.series.marked == 4
         assert {s.op.split(",")[0] for s in rep.scopes} >= {"XlaModule:#hlo_module=jit_train_step"}

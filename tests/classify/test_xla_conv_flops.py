@@ -1,0 +1,86 @@
+"""The FLOPs of cuDNN's convolutions that XLA calls (``__cudnn$convBiasActivationForward``, ``…BackwardInput``,
+``…BackwardFilter``: classify/xla_flops.py conv_flops), and the name rule of cuDNN's direct convolution engine —
+on Keras's examples/demo_mnist_convnet.py, unmodified, on Keras's JAX backend on an H100 (synthetic MNIST:
+benchmarks/gpu/keras_synthetic_mnist.py; `RUNS=kcnn bash benchmarks/gpu/xla_graph_gemms.sh`): float32 as XLA runs it
+and with command buffers off, and under mixed_bfloat16; steps 20..23 of each, with the train step's dump.
+
+The model's convolutions, per batch of 128 (counted by hand from its layers): the first, 3×3 from 1 channel to 32 on
+28×28 → 26×26, 2 × 128·26·26·32 × 9 = 49,840,128 FLOPs forward and as many for its filter's gradient (no gradient of
+the input images); the second, 3×3 from 32 channels to 64 on 13×13 → 11×11, 2 × 128·11·11·64 × 288 = 570,949,632
+forward, for its filter's gradient and for its input's: 1,812,529,152 a step. The dense layer's three GEMMs (XLA's
+Triton fusions, counted before) add 3 × 2 × 128·1600·10 = 12,288,000.
+"""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from nvprof_wrap import analyze
+from nvprof_wrap.classify import classify, xla_flops, xla_hlo
+from tests._ncu_truth import raw_truth
+from tests._paths import H100_RUNS
+from tests._xla_dump import with_dump
+
+PROGRAM = 7953  # module_7953.jit_train_step: the train step for batches of 128 in each run
+STEPS = 4
+CONV1, CONV2 = 49_840_128, 570_949_632
+CONVS = 2 * CONV1 + 3 * CONV2  # 1,812,529,152
+DENSE = 12_288_000
+NCU = H100_RUNS / "keras_jax_convnet_ncu"
+
+
+@pytest.mark.parametrize("run", ["graphs", "bf16_graphs"])
+def test_each_cudnn_convolution_call_gets_its_forward_convolutions_flops(run: str, tmp_path: Path) -> None:
+    folder = with_dump(H100_RUNS / f"keras_jax_convnet_{run}_nsys", tmp_path)
+    _prefix, module, _path = xla_hlo.by_program({PROGRAM}, [folder / "xla-dump"])[PROGRAM]
+    assert {h: xla_flops.custom_call_flops(module, h) for h in (
+        "cudnn-conv-bias-activation.6", "cudnn-conv-bw-filter.2",  # the first convolution: forward, filter
+        "cudnn-conv-bias-activation.7", "cudnn-conv-bw-filter.3", "cudnn-conv-bw-input.1")} == {
+        "cudnn-conv-bias-activation.6": CONV1, "cudnn-conv-bw-filter.2": CONV1,
+        "cudnn-conv-bias-activation.7": CONV2, "cudnn-conv-bw-filter.3": CONV2, "cudnn-conv-bw-input.1": CONV2}
+
+
+def test_a_keras_convnet_on_jax_gets_every_convolutions_flops(tmp_path: Path) -> None:
+    # float32 as XLA runs it: every convolution's launches ran the same number of times as its other kernels. Before
+    # conv_flops only the dense layer's GEMMs had FLOPs (49,152,000 over the 4 steps, 3.3% of kernel time)
+    rep = analyze(with_dump(H100_RUNS / "keras_jax_convnet_graphs_nsys", tmp_path), health=False)
+    assert rep.series is not None and rep.series.marked == STEPS
+    assert {p: a.flops for p, a in rep.achieved.items()} == {"tf32": STEPS * (CONVS + DENSE)}
+    # mixed_bfloat16: the same convolutions in bf16 (the dense layer's first GEMM pads 1,600 to 1,664: XLA's)
+    rep = analyze(with_dump(H100_RUNS / "keras_jax_convnet_bf16_graphs_nsys", tmp_path), health=False)
+    assert rep.mfu is not None and rep.mfu.precision == "bf16"
+    assert rep.mfu.flops_per_step == CONVS + 2 * 4_096_000 + 2 * 128 * 1664 * 10
+    assert rep.achieved["bf16"].coverage > 0.45  # of the kernel time: the rest elementwise (3.1% before)
+
+
+def test_a_call_whose_kernels_ran_unequal_times_gets_no_figure(tmp_path: Path) -> None:
+    # with command buffers off cuDNN ran the first convolution as nchwToNhwcKernel twice (the images and the
+    # filter) and one GEMM each execution: 8 launches and 4 under one call's thunk ranges. The most launches of one
+    # name made 8 executions (twice its FLOPs); a helper run once in all would make as many executions too few — the
+    # launches do not tell which, so that call has no figure and the rest keep theirs
+    rep = analyze(with_dump(H100_RUNS / "keras_jax_convnet_nographs_nsys", tmp_path), health=False)
+    assert {p: a.flops for p, a in rep.achieved.items()} == {"tf32": STEPS * (CONVS - CONV1 + DENSE)}
+    assert not any(k.name.startswith("void cudnn::engines_precompiled::nchwToNhwcKernel")
+                   for k in rep.achieved_kernels)
+
+
+def test_cudnns_direct_convolution_engine_runs_no_matrix_instruction_and_the_name_rule_agrees() -> None:
+    # ncu on the H100 (benchmarks/gpu/ncu_cudnn_convs.sh: the same job under Nsight Compute; JAX ends in a segfault
+    # under ncu 2025.3.1 after some kernels, so the float32 CSV holds the first epoch's first convolutions and XLA's
+    # autotuning of them, the bf16 one a single kernel): convolve_common_engine_float_NHWC's only tensor-pipe
+    # instructions are HFMA2.MMA, its math FFMA. It was "unknown" (no rule matched: 10.7% of the bf16 run's time)
+    truth: dict[str, str] = {}
+    hfma2_only: set[str] = set()
+    for csv in ("ncu_float32", "ncu_mixed_bfloat16"):
+        with gzip.open(NCU / f"{csv}.csv.gz", "rt") as f:
+            t, h = raw_truth(f.read().splitlines())
+        truth |= t
+        hfma2_only |= h
+    engines = {n for n in truth if "convolve_common_engine" in n}
+    assert len(engines) == 2 and {truth[n] for n in engines} == {"no"} and engines <= hfma2_only
+    assert len(truth) == 12 and set(truth.values()) == {"yes", "no"}
+    for name, verdict in truth.items():  # every kernel ncu measured here: the names say what the counters say
+        assert classify(name).tensor_core == verdict, name
+    assert {classify(n).rule for n in engines} == {"blas-helper"}
