@@ -85,7 +85,11 @@ def test_a_gemm_in_a_cuda_graph_gets_the_flops_its_thunk_range_gives_it(tmp_path
     step = 2 * forward + 2 * 128 * (1024 * 1024 + 1024 * 10)
     with_graphs, without = analyze(GRAPHS, health=False), analyze(NOGRAPHS, health=False)
     for rep in (with_graphs, without):
-        assert set(rep.achieved) == {"tf32"} and rep.achieved["tf32"].flops == STEPS * step
+        assert sum(a.flops for a in rep.achieved.values()) == STEPS * step
+        # one GEMM (the last layer's, 2 x 128 x 1024 x 10) ran on cuBLAS's FFMA kernel, without tensor cores: in
+        # fp32 (analyses/achieved.ran_as), the rest tf32 on tensor cores
+        assert set(rep.achieved) == {"tf32", "fp32"} and rep.achieved["fp32"].flops == STEPS * 2 * 128 * 1024 * 10
+        assert rep.achieved["fp32"].tensor_core_share == 0.0
         assert rep.mfu is not None and rep.mfu.flops_per_step == step
     assert with_graphs.achieved["tf32"].coverage == pytest.approx(without.achieved["tf32"].coverage, abs=0.01)
 
