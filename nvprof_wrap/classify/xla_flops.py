@@ -39,6 +39,12 @@ _TARGET = re.compile(r'custom_call_target="(__cublas\$(?:gemm|lt\$matmul)[^"]*)"
 # and result's roles differ: _CONV_ROLES)
 _CUDNN_CONV = re.compile(
     r'custom_call_target="__cudnn\$conv(Forward|BiasActivationForward|BackwardInput|BackwardFilter)"')
+# cuDNN's fused attention (jax.nn.dot_product_attention's cuDNN path, Keras's MultiHeadAttention on JAX)
+_CUDNN_FMHA = re.compile(r'custom_call_target="__cudnn\$fmha(\w*)"')
+_INTERMEDIATE = re.compile(r'"intermediate_tensor_shape":\{"dimensions":\["(\d+)","(\d+)","(\d+)","(\d+)"\]')
+_MASK = re.compile(r'"mask_type":"(\w+)"')
+_WINDOW = re.compile(r'"sliding_window_length":(\d+)')
+_PAGED = re.compile(r'"is_paged_attention":true|"max_seg_per_batch":(?!1\b)\d+')
 _UNCOUNTED = re.compile(r"\b(?:lhs_dilate|batch_group_count)=")  # not checked against a measured count: no figure
 _LHS_CONTRACTING = re.compile(r'"lhs_contracting_dimensions":\[([^\]]*)\]')
 
@@ -96,14 +102,16 @@ def custom_call_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:
     """One execution's FLOPs of the cuBLAS GEMM custom call ``hlo_name`` (``__cublas$gemm``,
     ``__cublas$lt$matmul``, fp8's ``__cublas$lt$matmul$f8``): 2 × (its result's elements, batch dimensions included)
     × (the lhs's contracting dimensions, from its backend config's dot_dimension_numbers); of a cuDNN convolution's,
-    conv_flops'. None where it is no such call or a shape or the dimension numbers are not there (a dump trimmed of
-    its backend configs)."""
+    conv_flops'; of cuDNN's fused attention, attention_flops'. None where it is no such call or a shape or the
+    dimension numbers are not there (a dump trimmed of its backend configs)."""
     comp = module.computations.get(module.where.get(hlo_name, ""), {})
     ins = comp.get(hlo_name)
     if ins is None or ins.opcode != "custom-call":
         return None
     if (conv := _CUDNN_CONV.search(ins.attrs)) is not None:
         return conv_flops(ins, comp, conv.group(1))
+    if (fmha := _CUDNN_FMHA.search(ins.attrs)) is not None:
+        return attention_flops(ins, comp, fmha.group(1).endswith("Backward"))
     if not _TARGET.search(ins.attrs):
         return None
     out = ins.dims if ins.dims is not None else ins.first
@@ -143,6 +151,30 @@ def conv_flops(ins: xla_hlo.Instr, comp: dict[str, xla_hlo.Instr], kind: str) ->
         return None
     out_features = kernel[labels.group(1).index("o")]
     return 2.0 * prod(out) * (prod(kernel) // out_features) if out_features else None
+
+
+def attention_flops(ins: xla_hlo.Instr, comp: dict[str, xla_hlo.Instr], backward: bool) -> float | None:
+    """One execution's FLOPs of a cuDNN fused attention custom call (``__cudnn$fmhaSoftmax``, ``…Dropout``,
+    ``…Backward`` …), counted as PyTorch's fused attention is (classify/flops.py _attention, FlashAttention's own
+    count): forward 2·B·H·Sq·Sk·(D + Dv) (QKᵀ and PV), halved for a causal mask; backward 2.5× that. B, H, Sq, Sk
+    from the backend config's intermediate_tensor_shape (the scores), D and Dv the last dimensions of Q and V (its
+    first and third operands, laid out B, S, H, D: each holds B·S·H·D elements, checked). A padding, ALiBi or sliding
+    window mask, paged attention or packed sequences get no figure (their work depends on the data); None where a
+    shape is not there."""
+    dims = _INTERMEDIATE.search(ins.attrs)
+    mask = _MASK.search(ins.attrs)
+    window = _WINDOW.search(ins.attrs)
+    if dims is None or mask is None or mask.group(1) not in ("NO_MASK", "CAUSAL") or _PAGED.search(ins.attrs) or \
+            (window is not None and window.group(1) != "0"):
+        return None
+    b, h, sq, sk = (int(x) for x in dims.groups())
+    q, v = ins.operand_dims(0, comp), ins.operand_dims(2, comp)
+    if q is None or v is None or len(q) != 4 or len(v) != 4 or prod(q) != b * sq * h * q[-1] or \
+            prod(v) != b * sk * h * v[-1]:
+        return None
+    flops = 2 * b * h * sq * sk * (q[-1] + v[-1])
+    flops = flops // 2 if mask.group(1) == "CAUSAL" else flops
+    return float(flops * 5 // 2 if backward else flops)
 
 
 def instruction_flops(module: xla_hlo.Module, hlo_name: str) -> float | None:

@@ -47,7 +47,7 @@ _SEQUENCE = re.compile(r"^(\d+):\s+(\w+)\s+\[[^\]\n]*\]\s+(\S+)", re.MULTILINE)
 _ANNOTATION = re.compile(r'profile_annotation:\s*"([^"]*)"')
 _THUNK_ID = re.compile(r"thunk_id:\s*(\d+)")
 _MAX_NESTING = 8  # fusions call fusions (Triton's nested GEMM fusions: 2 levels); deeper is not followed
-_GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul", "__cudnn$conv")
+_GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul", "__cudnn$conv", "__cudnn$fmha")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The FLOPs of cuDNN's convolutions that XLA calls (``__cudnn$convBiasActivationForward``, ``…BackwardInput``,
-``…BackwardFilter``: classify/xla_flops.py conv_flops), and the name rule of cuDNN's direct convolution engine —
+``…BackwardFilter``: classify/xla_flops.py conv_flops) and of its fused attention (``__cudnn$fmhaSoftmax``,
+``…Backward``: attention_flops, last test), and the name rule of cuDNN's direct convolution engine —
 on Keras's examples/demo_mnist_convnet.py, unmodified, on Keras's JAX backend on an H100 (synthetic MNIST:
 benchmarks/gpu/keras_synthetic_mnist.py; `RUNS=kcnn bash benchmarks/gpu/xla_graph_gemms.sh`): float32 as XLA runs it
 and with command buffers off, and under mixed_bfloat16; steps 20..23 of each, with the train step's dump.
@@ -93,3 +94,25 @@ def test_cudnns_direct_convolution_engine_runs_no_matrix_instruction_and_the_nam
     for name, verdict in truth.items():  # every kernel ncu measured here: the names say what the counters say
         assert classify(name).tensor_core == verdict, name
     assert {classify(n).rule for n in engines} == {"blas-helper"}
+
+
+def test_cudnns_fused_attention_gets_flashattentions_count_with_command_buffers_and_without(tmp_path: Path) -> None:
+    # the Keras transformer on JAX in bf16 (workloads/keras_transformer.py, steps 20..23; test_xla_graph_flops.py
+    # reads its cuBLAS GEMMs): four causal self-attention layers of 8 heads of 64 over 256 tokens, batches of 32,
+    # as cuDNN's flash attention custom calls. Forward 2·B·H·S·S·(D + Dv) halved for the causal mask, backward 2.5×
+    # (as PyTorch's SDPA is counted: classify/flops.py): 30,064,771,072 a step; before, none, and the bf16 FLOPs
+    # were the GEMMs' 2,473,901,162,496 alone
+    fwd = 2 * 32 * 8 * 256 * 256 * (64 + 64) // 2
+    attention = 4 * (fwd + fwd * 5 // 2)
+    assert attention == 30_064_771_072
+    for mode in ("graphs", "nographs"):
+        folder = with_dump(H100_RUNS / f"keras_jax_transformer_{mode}_nsys", tmp_path / mode)
+        _prefix, module, _path = xla_hlo.by_program({15251}, [folder / "xla-dump"])[15251]
+        calls = [n for comp in module.computations.values() for n, i in comp.items()
+                 if i.opcode == "custom-call" and "__cudnn$fmha" in i.attrs]
+        assert sorted(xla_flops.custom_call_flops(module, n) for n in calls) == [fwd] * 4 + [fwd * 5 // 2] * 4
+        rep = analyze(folder, health=False)
+        assert rep.achieved["bf16"].flops == 2_473_901_162_496 + STEPS * attention
+        assert {k.name.split("_wgmma")[0] for k in rep.achieved_kernels if "sdpa" in k.name} == {
+            "cudnn_generated_fort_native_sdpa_sm90_flash_fprop", "cudnn_generated_fort_native_sdpa_sm90_flash_bprop"}
+        assert rep.mfu is not None and rep.mfu.precision == "bf16"  # the attention was the matrix work left out
