@@ -6,18 +6,9 @@
 # -k regex / -c keep JAX under ncu within a call.
 # Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl; the example in .gpu/keras/demo_mnist_convnet.py.
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/ncu_cudnn_convs.sh
-set -u
-REPO=$PWD
-unset PYTHONPATH
-S=${S:-/tmp/sncuc}; R=$S/runs; O=${OUT:-/tmp/outncuc}
-mkdir -p $R $O
-LOG=$O/ncu_cudnn_convs.log; : > $LOG
-source $REPO/benchmarks/gpu/venv.sh
-export NO_COLOR=1 PYTHONUNBUFFERED=1 NVPROF_WRAP_HISTORY=$S/history.sqlite KERAS_BACKEND=jax
-export XLA_PYTHON_CLIENT_PREALLOCATE=false NVPROF_WRAP_NSYS=$NSYS
-NCU=${NCU:-$(ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)}
+NAME=ncu_cudnn_convs S=${S:-/tmp/sncuc}
+source benchmarks/gpu/ncu_jax.sh
 JOB="$REPO/benchmarks/gpu/keras_synthetic_mnist.py"
-M=$($V/python -c "from nvprof_wrap.classify.counters import metrics_for; print(','.join(metrics_for(9.0, None)))")
 for p in ${POLICIES-float32 mixed_bfloat16}; do
   step "ncu $p"
   (cd $S && TAIL=8 t ncu_$p timeout -s INT -k 10 240 $NCU --target-processes all --clock-control none --metrics $M \

@@ -8,18 +8,9 @@
 # without XLA's autotuner and command buffers), the probe did not. -k regex / -c keep JAX under ncu within a call.
 # Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl.
 # There, carrying .whl .debs:   source .debs/gpu-env.sh; bash benchmarks/gpu/ncu_xla_wrapped.sh
-set -u
-REPO=$PWD
-unset PYTHONPATH
-S=${S:-/tmp/sncuw}; R=$S/runs; O=${OUT:-/tmp/outncuw}
-mkdir -p $R $O
-LOG=$O/ncu_xla_wrapped.log; : > $LOG
-source $REPO/benchmarks/gpu/venv.sh
-export NO_COLOR=1 PYTHONUNBUFFERED=1 NVPROF_WRAP_HISTORY=$S/history.sqlite KERAS_BACKEND=jax
-export XLA_PYTHON_CLIENT_PREALLOCATE=false NVPROF_WRAP_NSYS=$NSYS
-NCU=${NCU:-$(ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)}
+NAME=ncu_xla_wrapped S=${S:-/tmp/sncuw}
+source benchmarks/gpu/ncu_jax.sh
 SEED="$REPO/workloads/reuters_mlp.py --samples 2048 --verbose 0 --keras2-numerics all --epochs 2"
-M=$($V/python -c "from nvprof_wrap.classify.counters import metrics_for; print(','.join(metrics_for(9.0, None)))")
 for p in ${PRECISIONS-fp16 mixed}; do  # PRECISIONS= : the probe alone
   step "ncu $p"
   (cd $S && TAIL=8 t ncu_$p timeout -s INT -k 10 240 $NCU --target-processes all --clock-control none --metrics $M \
