@@ -250,8 +250,8 @@ Grouped = dict[tuple[int, int | None, int, str], dict[str, tuple[int, int]]]  # 
 
 
 def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str, str, str, int, int]],
-              nodes: Iterable[tuple[int, int | None, str, int, int, int | None, str, int, int]] = ()
-              ) -> list[tuple[int, OpFlops]]:
+              nodes: Iterable[tuple[int, int | None, str, int, int, int | None, str, int, int]] = (),
+              without_thunks: list[str] | None = None) -> list[tuple[int, OpFlops]]:
     """(capture id, op_flops row) for the kernels cuBLAS launched for XLA's GEMM custom calls.
 
     XLA's thunk sequence names no kernel for a custom call (``kCublasLtMatmul``): cuBLAS picks it at run time. Where
@@ -262,7 +262,9 @@ def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str,
     An instruction runs once per thunk range (per graph launch), so its executions are the launches of each kernel
     name it launched, where they agree (cuBLAS may add a split-K reduction kernel per execution; where they do not,
     no figure: _executions_agree); its FLOPs × executions go to those kernels in proportion to their time, as an
-    op's in a torch.profiler trace (readers/_kineto_flops.py)."""
+    op's in a torch.profiler trace (readers/_kineto_flops.py). without_thunks: where given, the dumped modules
+    (their prefixes) whose graphs ran library calls but whose dump has no thunk files to place them by (an older
+    XLA's: per_graph_node) are added to it."""
     grouped: Grouped = {}
     for cid, pid, module_range, thunk_range, name, launches, ns in thunks:
         e, th = _EXECUTION.search(module_range or ""), _THUNK.match(thunk_range or "")
@@ -278,7 +280,7 @@ def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str,
     if not programs:
         return []
     modules = xla_hlo.by_program(programs, dirs)
-    per_graph_node(graphs, modules, grouped)
+    per_graph_node(graphs, modules, grouped, without_thunks)
     return _custom_calls(grouped, modules)
 
 
@@ -294,7 +296,8 @@ _OWN_NODES = (*xla_hlo.KERNEL_COMMANDS, "kCopy", "kMemset32BitValue", "kMemzero"
 
 
 def per_graph_node(graphs: dict[tuple[int, int | None, int, int], list[tuple[int, int | None, str, int, int]]],
-                   modules: dict[int, tuple[str, xla_hlo.Module, Path]], grouped: Grouped) -> None:
+                   modules: dict[int, tuple[str, xla_hlo.Module, Path]], grouped: Grouped,
+                   without_thunks: list[str] | None = None) -> None:
     """Add to grouped the kernels of XLA's CUDA graphs that ran for a custom call, by the command buffer's command
     at their node. graphs: per (capture, pid, program, graph) its (slot, nested node, name, launches, ns) rows
     (readers/_xla_graphs.py); modules: the dump's (xla_hlo.by_program).
@@ -310,6 +313,9 @@ def per_graph_node(graphs: dict[tuple[int, int | None, int, int], list[tuple[int
         found = modules.get(program)
         if program not in buffers:
             buffers[program] = xla_hlo.command_buffers(found[2], found[0]) if found else []
+            if found and not buffers[program] and without_thunks is not None and \
+                    any(child is not None for _s, child, _n, _l, _t in rows) and found[0] not in without_thunks:
+                without_thunks.append(found[0])  # a library call's kernels ran in its graphs: none is placed
         commands = _graph_of(buffers[program], rows)
         if commands is None:
             continue

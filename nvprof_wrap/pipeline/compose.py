@@ -79,10 +79,11 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
             if not jobs.profiler_free(runs):
                 raise
             skipped = ()  # `run --backend none`: no capture by design; the report says so and gives the health
-        modules = evidence.prepare(st, triton, [*xla, *_xla_dumps(runs)])
+        dumps = evidence.prepare(st, triton, [*xla, *_xla_dumps(runs)])
         rep = report_mod.with_scope(report_mod.build(st, skipped), window, steps)
-        if modules is not None:
-            rep = dataclasses.replace(rep, xla_modules=modules)
+        if dumps is not None:
+            rep = dataclasses.replace(rep, xla_modules=dumps.modules,
+                                      xla_without_thunks=dumps.without_thunks or None)
         if window is None and steps is None:
             _never_a_silent_nothing(rep, folders)
         # a window's steps are not the job's: a capture window's record counts the job's own

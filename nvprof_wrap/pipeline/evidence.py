@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from nvprof_wrap.classify import hardware, static, xla_flops, xla_hlo
 from nvprof_wrap.classify.engine import RULES_VERSION, classify, classify_many
@@ -42,12 +43,20 @@ def attach_static(store: Store, dirs: Iterable[Path] | None = None, xla_dirs: It
     return len(verdicts)
 
 
-def attach_flops(store: Store, xla_dirs: Iterable[Path] = ()) -> int | None:
+class XlaDumps(NamedTuple):
+    """What XLA's dump folders a report was given hold: how many modules of optimized HLO, and which modules' CUDA
+    graphs ran library calls (cuBLAS, cuDNN) that no FLOPs could be placed on, their dump lacking the thunk files
+    (classify/xla_flops.py per_graph_node)."""
+
+    modules: int
+    without_thunks: tuple[str, ...] = ()
+
+
+def attach_flops(store: Store, xla_dirs: Iterable[Path] = ()) -> XlaDumps | None:
     """FLOPs of the kernels XLA generated and of cuBLAS's for its GEMM custom calls (classify/xla_flops.py) into
     the store's temp.t_op_flops, beside the recorded ops' (op_flops): per capture and process, a kernel's FLOPs per
     launch × its launches there (a custom call's: per execution inside XLA's thunk ranges, or at its node of a CUDA
-    graph). Returns how
-    many optimized-HLO modules the dumps hold, None without a dump folder."""
+    graph). Returns what the dumps hold (XlaDumps), None without a dump folder."""
     dirs = list(xla_dirs)
     store.write_xla_flops([])  # a store kept between reports keeps no figure of a dump this report is not given
     if not dirs:
@@ -56,10 +65,11 @@ def attach_flops(store: Store, xla_dirs: Iterable[Path] = ()) -> int | None:
     figures = xla_flops.scan({name for _c, _p, name, _n, _t in kernels}, dirs)
     rows = xla_flops.per_capture(figures, kernels, store.launches_in_xla_ranges()) if figures else []
     # cuBLAS's kernels of XLA's custom calls: inside XLA's thunk ranges, or at their node of its CUDA graphs
-    rows += xla_flops.per_thunk(dirs, store.launches_in_xla_thunks(), store.launches_in_xla_graphs())
+    without: list[str] = []
+    rows += xla_flops.per_thunk(dirs, store.launches_in_xla_thunks(), store.launches_in_xla_graphs(), without)
     store.write_xla_flops([(cid, r.pid, r.op, r.name, r.precision, r.flops, r.launches, r.total_ns)
                            for cid, r in rows])
-    return sum(1 for _ in xla_hlo.dump_files(dirs))
+    return XlaDumps(sum(1 for _ in xla_hlo.dump_files(dirs)), tuple(sorted(without)))
 
 
 def rank(store: Store) -> None:
@@ -89,9 +99,9 @@ def rank(store: Store) -> None:
     store.write_verdicts(out)
 
 
-def prepare(store: Store, triton_cache: Iterable[Path] | None = None, xla_dumps: Iterable[Path] = ()) -> int | None:
-    """All of the above, in order: the store is then ready for report.build. Returns attach_flops's count of XLA
-    modules."""
+def prepare(store: Store, triton_cache: Iterable[Path] | None = None,
+            xla_dumps: Iterable[Path] = ()) -> XlaDumps | None:
+    """All of the above, in order: the store is then ready for report.build. Returns attach_flops's XlaDumps."""
     xla = list(xla_dumps)
     attach_static(store, triton_cache, xla)
     modules = attach_flops(store, xla)

@@ -92,9 +92,10 @@ def _achieved(data: dict[str, Any]) -> tuple[str, ...]:
     """One line: achieved TFLOP/s per precision against its peak; without FLOPs, how to get them (a JAX job's way
     where XLA's marks say the capture is of one)."""
     found = data.get("achieved")
+    unplaced = tuple(_without_thunks(data.get("xla_without_thunks")))
     if not found:
         if data.get("xla_modules") is not None:
-            return (f"Achieved TFLOP/s: no FLOPs in this capture — {NONE_IN_DUMP}",)
+            return (f"Achieved TFLOP/s: no FLOPs in this capture — {NONE_IN_DUMP}",) + unplaced
         jax = data.get("warmup") or (data.get("series_info") or {}).get("source") == XLA_EXECUTIONS
         return (f"Achieved TFLOP/s: no FLOPs in this capture — {HOW_JAX if jax else HOW}",)
     said = ", ".join(f"{p} {a['tflops']:,.1f} TFLOP/s" + (f" of {a['peak_tflops']:,.1f} peak "
@@ -103,7 +104,17 @@ def _achieved(data: dict[str, Any]) -> tuple[str, ...]:
                      + f" over {_ns(a['seconds'])} of its kernels" for p, a in found.items())
     cover = next(iter(found.values()))["coverage"]
     return ((f"Achieved (the ops' FLOPs over their kernels' time, whole capture; FLOPs known for {pct(cover)} of "
-            f"kernel time): {said}"),)
+            f"kernel time): {said}"),) + unplaced
+
+
+def _without_thunks(modules: list[str] | None) -> list[str]:
+    """The line on dumped modules whose CUDA graphs' cuBLAS/cuDNN calls have no FLOPs for want of thunk files."""
+    if not modules:
+        return []
+    named = ", ".join(modules[:3]) + (f" and {len(modules) - 3} more" if len(modules) > 3 else "")
+    return [(f"no FLOPs for the cuBLAS and cuDNN calls in the CUDA graphs of {named}: the dump has no "
+             "thunk_sequence_after_thunk_passes.txt and thunk_metadata.txt, which place a call's kernels (an XLA "
+             "older than those files, or the files left out)")]
 
 
 def _ceiling(info: dict[str, Any] | None) -> tuple[str, ...]:

@@ -340,7 +340,7 @@ class Report:
         "schema", "rules_version", "tensor_cores_used", "verdict", "verdict_tone", "message", "hints",
         "tensor_core_time_fraction", "tensor_core_precisions", "kernel_time_ns", "launches", "distinct_kernels",
         "tensor_core_kernels", "time_split", "time_budget", "speedup_ceiling",
-        "speedup_ceiling_info", "achieved", "achieved_kernels", "mfu", "warmup", "xla_modules",
+        "speedup_ceiling_info", "achieved", "achieved_kernels", "mfu", "warmup", "xla_modules", "xla_without_thunks",
         "memcpy", "devices", "processes", "kernels", "disagreements", "counter_check", "ops",
         "scopes", "sources", "skipped", "gpus", "health", "scope", "capture", "headline", "job", "different_jobs",
         "hardware", "hardware_checks", "hardware_series", "series", "ranks", "rank_spread", "rank_outliers",
@@ -391,6 +391,10 @@ class Report:
     # how many modules of optimized HLO the XLA dump folders it was given hold (their GEMM fusions' FLOPs count in
     # "achieved": classify/xla_flops.py); JSON "xla_modules", absent without a dump folder
     xla_modules: int | None = field(default=None, metadata=js(absent_none=True))
+    # the dumped modules ('module_15251.jit_train_step') whose CUDA graphs ran cuBLAS or cuDNN calls that have no
+    # FLOPs, their dump lacking the thunk files that place them (an XLA before those files); JSON
+    # "xla_without_thunks", absent where there is none
+    xla_without_thunks: tuple[str, ...] | None = field(default=None, metadata=js(absent_none=True))
     # verify's summary of what the counters said against the name rules (report/counter_check.py); JSON
     # "counter_check", absent from every other command's report
     counter_check: CounterCheck | None = field(default=None, metadata=js(absent_none=True))

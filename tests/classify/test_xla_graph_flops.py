@@ -20,6 +20,7 @@ from nvprof_wrap import analyze
 from nvprof_wrap.classify import xla_flops, xla_hlo
 from nvprof_wrap.pipeline import evidence
 from nvprof_wrap.readers import nsys_sqlite
+from nvprof_wrap.renderers import render
 from nvprof_wrap.store import Store
 from tests._paths import H100_RUNS
 from tests._xla_dump import with_dump
@@ -189,3 +190,26 @@ def test_keras_on_jax_gemms_get_the_same_flops_with_command_buffers_and_without(
     # the GEMMs' 2,473,901,162,496 bf16 and cuDNN's attention's 120,259,084,288 (test_xla_cudnn_flops.py; 14
     # kernels with its own), the float32 logits head's tf32
     assert got["nographs"] == {"bf16": (2_594_160_246_784, 14), "tf32": (824_633_720_832, 3)}
+
+
+def test_a_dump_without_thunk_files_says_its_graphs_library_calls_have_no_flops(tmp_path: Path) -> None:
+    # an XLA that writes no thunk_sequence_after_thunk_passes.txt / thunk_metadata.txt (older ones): the Keras
+    # transformer's dump with those files removed. Its graphs' cuBLAS and cuDNN calls cannot be placed, so they have
+    # no FLOPs — which the report said only through a lower coverage; it names the module now, and a dump with the
+    # files says nothing
+    folder = with_dump(H100_RUNS / "keras_jax_transformer_graphs_nsys", tmp_path / "old")
+    for name in ("thunk_sequence_after_thunk_passes.txt", "thunk_metadata.txt"):
+        (folder / "xla-dump" / f"module_15251.jit_train_step.{name}").unlink()
+    whole = analyze(with_dump(H100_RUNS / "keras_jax_transformer_graphs_nsys", tmp_path / "new"), health=False)
+    rep = analyze(folder, health=False)
+    assert whole.xla_without_thunks is None and "xla_without_thunks" not in whole.to_dict()
+    assert rep.xla_without_thunks == ("module_15251.jit_train_step",)
+    assert rep.to_dict()["xla_without_thunks"] == ["module_15251.jit_train_step"]
+    # what is left: XLA's own GEMM fusions (Triton's, named after their instruction: no thunk file needed)
+    assert {k.name for k in rep.achieved_kernels} == {f"gemm_fusion_dot_{n}" for n in (12, 14, 36, 37)}
+    assert {p: a.flops for p, a in rep.achieved.items()} == {"bf16": 893_353_197_568}
+    assert sum(a.flops for a in whole.achieved.values()) == 2_594_160_246_784 + 824_633_720_832
+    for fmt in ("table", "markdown", "html"):
+        said = " ".join(render(fmt, rep).replace("\\", "").split())  # Markdown escapes . and _
+        assert "no FLOPs for the cuBLAS and cuDNN calls in the CUDA graphs of module_15251.jit_train_step" in said, fmt
+        assert "no FLOPs for the cuBLAS" not in render(fmt, whole), fmt
