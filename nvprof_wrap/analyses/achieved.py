@@ -42,14 +42,14 @@ class Achieved:
         return self.tflops / self.peak_tflops if self.peak_tflops else None
 
 
-def ran_as(precision: str, on_tensor_cores: str) -> str:
-    """The precision an op's FLOPs ran in, where its kernels ran on tensor cores ("yes": any of them) or not: TF32 is
+def ran_as(precision: str, on_tensor_cores: bool) -> str:
+    """The precision an op's FLOPs ran in, where its kernels ran on tensor cores (any of them) or not: TF32 is
     a tensor-core format, so a tf32 op (an f32 dot or convolution that may use TF32: XLA's DEFAULT precision) none
     of whose kernels has a tensor-core instruction ran in fp32 on CUDA cores — cuDNN's direct convolution engine, or
     wgrad_alg0, for a convolution of one input channel. (An op with a tensor-core kernel keeps tf32 for all of its
     kernels: a split-K reduction's share of a GEMM's FLOPs is the GEMM's.) Counted as tf32, a float32 Keras convnet
     on JAX had under half its tf32 time on tensor cores, so no peak for tf32 and no MFU."""
-    return "fp32" if precision == "tf32" and on_tensor_cores != "yes" else precision
+    return "fp32" if precision == "tf32" and not on_tensor_cores else precision
 
 
 def achieved(rows: Iterable[tuple[str, str, float, int]], verdict: Callable[[str], str],
