@@ -313,9 +313,9 @@ def per_graph_node(graphs: dict[tuple[int, int | None, int, int], list[tuple[int
         found = modules.get(program)
         if program not in buffers:
             buffers[program] = xla_hlo.command_buffers(found[2], found[0]) if found else []
-            if found and not buffers[program] and without_thunks is not None and \
-                    any(child is not None for _s, child, _n, _l, _t in rows) and found[0] not in without_thunks:
-                without_thunks.append(found[0])  # a library call's kernels ran in its graphs: none is placed
+        if found and not buffers[program] and without_thunks is not None and found[0] not in without_thunks and \
+                any(child is not None for _s, child, _n, _l, _t in rows):
+            without_thunks.append(found[0])  # a library call's kernels ran in this graph: none is placed
         commands = _graph_of(buffers[program], rows)
         if commands is None:
             continue

@@ -213,3 +213,27 @@ def test_a_dump_without_thunk_files_says_its_graphs_library_calls_have_no_flops(
         said = " ".join(render(fmt, rep).replace("\\", "").split())  # Markdown escapes . and _
         assert "no FLOPs for the cuBLAS and cuDNN calls in the CUDA graphs of module_15251.jit_train_step" in said, fmt
         assert "no FLOPs for the cuBLAS" not in render(fmt, whole), fmt
+
+
+def test_a_module_is_named_when_any_of_its_graphs_ran_a_library_call(tmp_path: Path) -> None:
+    # the Keras transformer's one step graph (id 112), and the same graph's own kernels again as a graph of a lower
+    # id without library calls (a module's graphs are met in id order): the module is named from whichever of its
+    # graphs ran one — looking at its first graph only missed it
+    folder = with_dump(H100_RUNS / "keras_jax_transformer_graphs_nsys", tmp_path)
+    for name in ("thunk_sequence_after_thunk_passes.txt", "thunk_metadata.txt"):
+        (folder / "xla-dump" / f"module_15251.jit_train_step.{name}").unlink()
+    analyze(folder, store=tmp_path / "s.sqlite", health=False)
+    store = Store(tmp_path / "s.sqlite")
+    try:
+        nodes = store.launches_in_xla_graphs()
+    finally:
+        store.conn.close()
+    assert {graph for _c, _p, _m, graph, *_ in nodes} == {112}
+    plain = [(c, p, m, 1, slot, child, name, n, ns) for c, p, m, _g, slot, child, name, n, ns in nodes if child is None]
+    for rows in (nodes, plain + nodes):
+        without: list[str] = []
+        xla_flops.per_thunk([folder / "xla-dump"], [], rows, without)
+        assert without == ["module_15251.jit_train_step"]
+    without = []
+    xla_flops.per_thunk([folder / "xla-dump"], [], plain, without)
+    assert without == []  # no library call in any graph: nothing unplaced
