@@ -247,6 +247,7 @@ def per_capture(figures: Iterable[LaunchFlops], kernels: Iterable[tuple[int, int
 
 Grouped = dict[tuple[int, int | None, int, str], dict[str, tuple[int, int]]]  # (capture, pid, program, HLO) -> name ->
 # (launches, ns) of the kernels one custom call launched
+Executions = dict[tuple[int, int | None, int, str], int]  # the same key -> its executions inside CUDA graphs
 
 
 def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str, str, str, int, int]],
@@ -259,12 +260,15 @@ def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str,
     inside it. thunks: (capture id, pid, XLA's execution range, the thunk's range, kernel name, launches, ns) of the
     launches inside both. Inside a CUDA graph, the node a kernel ran in says it (per_graph_node). nodes: (capture
     id, pid, XLA's execution range, graph, slot, nested node, kernel name, launches, ns): readers/_xla_graphs.py's.
-    An instruction runs once per thunk range (per graph launch), so its executions are the launches of each kernel
-    name it launched, where they agree (cuBLAS may add a split-K reduction kernel per execution; where they do not,
-    no figure: _executions_agree); its FLOPs × executions go to those kernels in proportion to their time, as an
-    op's in a torch.profiler trace (readers/_kineto_flops.py). without_thunks: where given, the dumped modules
-    (their prefixes) whose graphs ran library calls but whose dump has no thunk files to place them by (an older
-    XLA's: per_graph_node) are added to it."""
+    An instruction runs once per thunk range. Outside graphs, one of the module's ENTRY computation runs once an
+    execution of the module, which its kernel thunks' launches count (_entry_runs); else its executions are the
+    launches of each kernel name it launched, where they agree (cuBLAS may add a split-K reduction kernel per
+    execution; where they do not, no figure: _executions_agree). Inside a graph it runs once per graph launch, which
+    each of its nodes counts (cuDNN's two layout transforms an execution are two nodes: per_graph_node). Its FLOPs
+    × executions go to those kernels in proportion to their time, as an op's in a torch.profiler trace
+    (readers/_kineto_flops.py). without_thunks: where given, the dumped modules (their prefixes) whose graphs ran
+    library calls but whose dump has no thunk files to place them by (an older XLA's: per_graph_node) are added to
+    it."""
     grouped: Grouped = {}
     for cid, pid, module_range, thunk_range, name, launches, ns in thunks:
         e, th = _EXECUTION.search(module_range or ""), _THUNK.match(thunk_range or "")
@@ -280,8 +284,35 @@ def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str,
     if not programs:
         return []
     modules = xla_hlo.by_program(programs, dirs)
-    per_graph_node(graphs, modules, grouped, without_thunks)
-    return _custom_calls(grouped, modules)
+    outside = _entry_runs(grouped, modules)
+    in_graphs: Executions = {}
+    per_graph_node(graphs, modules, grouped, without_thunks, in_graphs)
+    # a call met both outside and inside graphs (never seen) keeps the launches' count
+    return _custom_calls(grouped, modules, {k: n for k, n in (*outside.items(), *in_graphs.items())
+                                            if (k in outside) != (k in in_graphs)})
+
+
+def _entry_runs(grouped: Grouped, modules: dict[int, tuple[str, xla_hlo.Module, Path]]) -> Executions:
+    """How many times each instruction of its module's ENTRY computation ran outside CUDA graphs, per (capture, pid,
+    program): the launches of the module's kernel thunks there (a fusion's thunk launches its own kernel once a run),
+    where they all agree — a module cut by the capture's edges, or run on several devices unevenly, disagrees and
+    says nothing. cuDNN launched the convnet's first convolution as two layout transforms and one GEMM a run, 8
+    launches and 4 under one thunk range: the module's kernel thunks say 4."""
+    counts: dict[tuple[int, int | None, int], set[int]] = {}
+    for (cid, pid, program, hlo), names in grouped.items():
+        found = modules.get(program)
+        if found is None or found[1].entry is None or found[1].where.get(hlo) != found[1].entry:
+            continue
+        counts.setdefault((cid, pid, program), set())
+        if set(names) == {xla_hlo.kernel_name(hlo)}:
+            counts[(cid, pid, program)].add(names[xla_hlo.kernel_name(hlo)][0])
+    runs = {k: next(iter(v)) for k, v in counts.items() if len(v) == 1}
+    out: Executions = {}
+    for cid, pid, program, hlo in grouped:
+        found, n = modules.get(program), runs.get((cid, pid, program))
+        if found is not None and n and found[1].where.get(hlo) == found[1].entry:
+            out[(cid, pid, program, hlo)] = n
+    return out
 
 
 def _add(grouped: Grouped, key: tuple[int, int | None, int, str], name: str, launches: int, ns: int) -> None:
@@ -297,10 +328,12 @@ _OWN_NODES = (*xla_hlo.KERNEL_COMMANDS, "kCopy", "kMemset32BitValue", "kMemzero"
 
 def per_graph_node(graphs: dict[tuple[int, int | None, int, int], list[tuple[int, int | None, str, int, int]]],
                    modules: dict[int, tuple[str, xla_hlo.Module, Path]], grouped: Grouped,
-                   without_thunks: list[str] | None = None) -> None:
+                   without_thunks: list[str] | None = None, executions: Executions | None = None) -> None:
     """Add to grouped the kernels of XLA's CUDA graphs that ran for a custom call, by the command buffer's command
-    at their node. graphs: per (capture, pid, program, graph) its (slot, nested node, name, launches, ns) rows
-    (readers/_xla_graphs.py); modules: the dump's (xla_hlo.by_program).
+    at their node, and to executions (where given) how many times each call ran: a node runs once per launch of
+    its graph, so the call's executions are the launches of any one of its nodes, summed over the graphs. graphs:
+    per (capture, pid, program, graph) its (slot, nested node, name, launches, ns) rows (readers/_xla_graphs.py);
+    modules: the dump's (xla_hlo.by_program).
 
     A graph is one of its module's command buffers (thunk_sequence_after_thunk_passes.txt): the one whose kernel
     commands name every kernel of the graph's own at its node — else it is no graph of the dump's, and takes no
@@ -331,12 +364,17 @@ def per_graph_node(graphs: dict[tuple[int, int | None, int, int], list[tuple[int
                 holes.append(j)
             if not holes or (len(holes) > 1 and len(holes) != len(children)):
                 continue
+            runs: dict[str, int] = {}  # per instruction: the launches of its busiest node in this graph
             for i, child in enumerate(sorted(children)):
                 hlo = commands[holes[i if len(holes) > 1 else 0]].hlo
                 if hlo is None:  # a command thunk_metadata.txt names no instruction of
                     continue
                 for name, launches, ns in children[child]:
                     _add(grouped, (cid, pid, program, hlo), name, launches, ns)
+                runs[hlo] = max(runs.get(hlo, 0), *(n for _name, n, _t in children[child]))
+            if executions is not None:
+                for hlo, n in runs.items():
+                    executions[(cid, pid, program, hlo)] = executions.get((cid, pid, program, hlo), 0) + n
 
 
 def _graph_of(buffers: list[tuple[xla_hlo.Command, ...]],
@@ -357,18 +395,21 @@ def _executions_agree(names: dict[str, tuple[int, int]]) -> bool:
     return len({n for n, _t in names.values()}) == 1
 
 
-def _custom_calls(grouped: Grouped, modules: dict[int, tuple[str, xla_hlo.Module, Path]]) -> list[tuple[int, OpFlops]]:
-    """The op_flops rows of grouped's custom calls that are cuBLAS GEMMs of a dumped module."""
+def _custom_calls(grouped: Grouped, modules: dict[int, tuple[str, xla_hlo.Module, Path]],
+                  executions: Executions) -> list[tuple[int, OpFlops]]:
+    """The op_flops rows of grouped's custom calls that are cuBLAS GEMMs of a dumped module. executions: how many
+    times a call ran, where known (_entry_runs, per_graph_node); the others' are their kernels' launches."""
     out: list[tuple[int, OpFlops]] = []
     for (cid, pid, program, hlo), names in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1,
                                                                                     kv[0][2], kv[0][3])):
         found = modules.get(program)
         flops = custom_call_flops(found[1], hlo) if found else None
-        if found is None or not flops or not _executions_agree(names):
+        key = (cid, pid, program, hlo)
+        if found is None or not flops or key not in executions and not _executions_agree(names):
             continue
         answer = found[1].answer(hlo)
         precision = answer.precision if answer is not None and answer.precision else "unknown"
-        total = flops * max(n for n, _t in names.values())
+        total = flops * executions.get(key, max(n for n, _t in names.values()))
         ns_all = sum(t for _n, t in names.values())
         launches_all = sum(n for n, _t in names.values())
         for name, (n, t) in sorted(names.items()):

@@ -174,6 +174,7 @@ class Module:
     def __init__(self, text: str) -> None:
         self.computations: dict[str, dict[str, Instr]] = {}
         self.where: dict[str, str] = {}  # instruction -> its computation
+        self.entry: str | None = None  # the ENTRY computation: its instructions run once an execution
         current: dict[str, Instr] | None = None
         name = ""
         for line in text.splitlines():
@@ -184,6 +185,8 @@ class Module:
                 if c:
                     name, current = c.group(1), {}
                     self.computations[name] = current
+                    if line.startswith("ENTRY"):
+                        self.entry = name
                 elif line.startswith("}"):
                     current = None
                 continue

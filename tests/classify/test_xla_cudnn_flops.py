@@ -20,6 +20,7 @@ import pytest
 
 from nvprof_wrap import analyze
 from nvprof_wrap.classify import classify, xla_flops, xla_hlo
+from nvprof_wrap.store import Store
 from tests._ncu_truth import raw_truth
 from tests._paths import H100_RUNS
 from tests._xla_dump import with_dump
@@ -64,16 +65,48 @@ def test_a_keras_convnet_on_jax_gets_every_convolutions_flops(tmp_path: Path) ->
     assert rep.achieved["bf16"].coverage > 0.45  # of the kernel time: the rest elementwise (3.1% before)
 
 
-def test_a_call_whose_kernels_ran_unequal_times_gets_no_figure(tmp_path: Path) -> None:
+def test_a_call_whose_kernels_ran_unequal_times_counts_the_runs_its_modules_kernel_thunks_give(tmp_path: Path) -> None:
     # with command buffers off cuDNN ran the first convolution as nchwToNhwcKernel twice (the images and the
     # filter) and one GEMM each execution: 8 launches and 4 under one call's thunk ranges. The most launches of one
-    # name made 8 executions (twice its FLOPs); a helper run once in all would make as many executions too few — the
-    # launches do not tell which, so that call has no figure and the rest keep theirs
-    rep = analyze(with_dump(H100_RUNS / "keras_jax_convnet_nographs_nsys", tmp_path), health=False)
-    assert sum(a.flops for a in rep.achieved.values()) == STEPS * (CONVS - CONV1 + DENSE)
-    assert rep.mfu is None  # FLOPs known for too little of the matrix work (report/build.py MFU_MIN_COVER)
-    assert not any(k.name.startswith("void cudnn::engines_precompiled::nchwToNhwcKernel")
-                   for k in rep.achieved_kernels)
+    # name made 8 executions (twice its FLOPs), and a helper run once in all would make them too few: the launches
+    # alone do not tell. The call is in the module's ENTRY computation, which runs once an execution, as its fusions'
+    # kernel thunks (4 launches each) count: 4 executions, its FLOPs shared by its three kernels by their time
+    folder = with_dump(H100_RUNS / "keras_jax_convnet_nographs_nsys", tmp_path)
+    rep = analyze(folder, health=False)
+    assert sum(a.flops for a in rep.achieved.values()) == STEPS * (CONVS + DENSE)
+    first = [k for k in rep.achieved_kernels if k.name.startswith("void cudnn::engines_precompiled::nchwToNhwcKernel")]
+    assert first and rep.mfu is not None and rep.mfu.flops_per_step == CONVS + DENSE
+    calls = _calls(folder, tmp_path)
+    assert round(sum(f for (h, _n), f in calls.items() if h == "cudnn-conv-bias-activation.6")) == STEPS * CONV1
+    assert sorted(n.split("<")[0].split("_tf32")[0] for (h, n) in calls if h == "cudnn-conv-bias-activation.6") == [
+        "sm80_xmma_fprop_implicit_gemm_indexed_wo_smem", "void cudnn::engines_precompiled::nchwToNhwcKernel"]
+
+
+def test_where_the_modules_kernel_thunks_disagree_a_call_whose_kernels_ran_unequal_times_gets_no_figure(
+        tmp_path: Path) -> None:
+    # a capture that cut one of the module's executions short (one fusion's launch missing) leaves its kernel thunks
+    # without one count: the call with two transforms a run falls back on its launches, which do not agree — no
+    # figure; the calls whose kernels agree keep theirs
+    folder = with_dump(H100_RUNS / "keras_jax_convnet_nographs_nsys", tmp_path)
+    calls = _calls(folder, tmp_path, cut="loop_broadcast_fusion_1")
+    assert not any(h == "cudnn-conv-bias-activation.6" for h, _n in calls)
+    assert round(sum(f for (h, _n), f in calls.items() if h == "cudnn-conv-bias-activation.7")) == STEPS * CONV2
+
+
+def _calls(folder: Path, tmp_path: Path, cut: str | None = None) -> dict[tuple[str, str], float]:
+    """(custom call, kernel name) → FLOPs of the capture's library kernels (classify/xla_flops.per_thunk) from the
+    store's own rows; cut: a kernel whose thunk's launches are one fewer, as if the capture ended inside a run."""
+    store_path = tmp_path / f"{folder.name}.{cut}.store.sqlite"
+    analyze(folder, store=store_path, health=False)
+    store = Store(store_path)
+    try:
+        thunks = [(c, p, m, t, n, k - 1 if n == cut else k, ns)
+                  for c, p, m, t, n, k, ns in store.launches_in_xla_thunks()]
+        assert cut is None or any(n == cut for *_r, n, _k, _ns in thunks)
+        rows = xla_flops.per_thunk([folder / "xla-dump"], thunks, store.launches_in_xla_graphs())
+        return {(r.op.split(" %")[1], r.name): r.flops for _cid, r in rows}
+    finally:
+        store.conn.close()
 
 
 def test_cudnns_direct_convolution_engine_runs_no_matrix_instruction_and_the_name_rule_agrees() -> None:

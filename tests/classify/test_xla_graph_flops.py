@@ -136,6 +136,23 @@ def test_nested_kernels_after_several_library_calls_are_placed_only_where_they_c
     assert _graph(own + [(3, 10, "x")], two, monkeypatch) == {}
 
 
+def test_a_library_call_in_a_graph_ran_once_per_launch_of_its_graph_however_many_nodes_it_has(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # cuDNN's convolution launched as two layout transforms (one kernel name, two nodes) and a GEMM: 2 × and 1 × the
+    # graph's launches by name, but each node ran once a launch — the call ran STEPS times, not twice that
+    monkeypatch.setattr(xla_hlo, "command_buffers", lambda folder, prefix: [(
+        xla_hlo.Command("kCustomKernel", "a", "a"), xla_hlo.Command("kCuDnn", "kCuDnn", "conv"),
+        xla_hlo.Command("kCustomKernel", "b", "b"))])
+    grouped: xla_flops.Grouped = {}
+    executions: xla_flops.Executions = {}
+    rows = [(0, None, "a"), (2, None, "b"), (0, 10, "nchwToNhwc"), (0, 11, "nchwToNhwc"), (0, 12, "fprop")]
+    xla_flops.per_graph_node({(1, 7, PROGRAM, 18): [(s, c, name, STEPS, 100) for s, c, name in rows],
+                              (1, 7, PROGRAM, 19): [(s, c, name, 1, 100) for s, c, name in rows]},
+                             xla_hlo.by_program({PROGRAM}, [GRAPHS / "xla-dump"]), grouped, None, executions)
+    assert grouped[(1, 7, PROGRAM, "conv")] == {"nchwToNhwc": (2 * STEPS + 2, 400), "fprop": (STEPS + 1, 200)}
+    assert executions == {(1, 7, PROGRAM, "conv"): STEPS + 1}  # summed over the graphs it ran in
+
+
 def test_a_job_of_more_steps_than_a_series_keeps_still_gets_its_mfu(monkeypatch: pytest.MonkeyPatch) -> None:
     # a whole MNIST run holds 4,690 steps: its series merges them (3 a row). Its MFU is the same step's FLOPs (the
     # capture's over the steps it marks, one by one) over the mean step (the budget's, of one step)
