@@ -65,13 +65,17 @@ def test_a_keras_convnet_on_jax_gets_every_convolutions_flops(tmp_path: Path) ->
     assert rep.achieved["bf16"].coverage > 0.45  # of the kernel time: the rest elementwise (3.1% before)
 
 
-def test_a_call_whose_kernels_ran_unequal_times_counts_the_runs_its_modules_kernel_thunks_give(tmp_path: Path) -> None:
+@pytest.mark.parametrize("run", ["nographs", "graphs_transforms"])
+def test_a_call_whose_kernels_ran_unequal_times_counts_the_runs_its_modules_kernel_thunks_give(
+        run: str, tmp_path: Path) -> None:
     # with command buffers off cuDNN ran the first convolution as nchwToNhwcKernel twice (the images and the
-    # filter) and one GEMM each execution: 8 launches and 4 under one call's thunk ranges. The most launches of one
+    # filter) and one GEMM each execution: 8 launches and 4 under one call's thunk ranges; so did it with them on in
+    # a second run (graphs_transforms: convolutions run outside XLA's command buffers). The most launches of one
     # name made 8 executions (twice its FLOPs), and a helper run once in all would make them too few: the launches
     # alone do not tell. The call is in the module's ENTRY computation, which runs once an execution, as its fusions'
-    # kernel thunks (4 launches each) count: 4 executions, its FLOPs shared by its three kernels by their time
-    folder = with_dump(H100_RUNS / "keras_jax_convnet_nographs_nsys", tmp_path)
+    # kernel thunks (4 launches each) count: 4 executions, its FLOPs shared by its three kernels by their time. The
+    # second run had no MFU before (FLOPs for too little of its tensor-core time), the first neither
+    folder = with_dump(H100_RUNS / f"keras_jax_convnet_{run}_nsys", tmp_path)
     rep = analyze(folder, health=False)
     assert sum(a.flops for a in rep.achieved.values()) == STEPS * (CONVS + DENSE)
     first = [k for k in rep.achieved_kernels if k.name.startswith("void cudnn::engines_precompiled::nchwToNhwcKernel")]
