@@ -85,8 +85,11 @@ class BoundedJSON:
 
     def __init__(self, raw: Source, path: Path, max_depth: int = MAX_JSON_DEPTH,
                  max_string: int = MAX_JSON_STRING_BYTES, also_close: tuple[IO[bytes], ...] = (),
-                 chunk: int | None = None, finite: bool = False) -> None:
+                 chunk: int | None = None, finite: bool = False, watch: bytes = b"") -> None:
+        """watch: bytes whose occurrences in the filtered stream are counted (``watched``), in strings or not: one
+        bytes.count a chunk, where a parse that tells keys from values would cost the parser's time again."""
         self._raw, self.path, self._also_close = raw, path, also_close
+        self._watch, self.watched, self._edge = watch, 0, b""
         self.finite = finite  # non-finite numbers outside strings as null (the module's docstring)
         self.max_depth, self.max_string = max_depth, max_string
         self._chunk = min(chunk or CHUNK, max_string)  # a string inside one chunk is never longer than the limit
@@ -136,6 +139,10 @@ class BoundedJSON:
         return b"".join(self._tail)[-TAIL:]
 
     def _keep(self, out: bytes) -> bytes:
+        if self._watch and out:  # the edge: the bytes of the last piece an occurrence cut by the chunks may start in
+            seen = self._edge + out
+            self.watched += seen.count(self._watch)
+            self._edge = seen[-(len(self._watch) - 1):] if len(self._watch) > 1 else b""
         self._tail.append(out)
         self._tail_len += len(out)
         while self._tail_len - len(self._tail[0]) >= TAIL:
@@ -283,6 +290,7 @@ class JsonLimits(TypedDict, total=False):
     max_string: int
     chunk: int | None
     finite: bool
+    watch: bytes
 
 
 def open_json(path: Path, unpacked: int | None = None, **limits: Unpack[JsonLimits]) -> BoundedJSON:

@@ -32,6 +32,7 @@ from nvprof_wrap.readers._bounded import open_json as _open
 from nvprof_wrap.readers._durations import fold, from_us, note
 from nvprof_wrap.readers._head import Head
 from nvprof_wrap.readers._tfop import copy_bytes, copy_kind, gpu_ordinal, is_stream, op_of
+from nvprof_wrap.readers._trace_events import KEY, once
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.text.demangle import demangle
 from nvprof_wrap.timeline.busy import busy_time
@@ -149,7 +150,7 @@ class _Agg:
 def _scan(path: Path) -> _Agg:
     agg = _Agg()
     try:
-        with _open(path) as f:
+        with _open(path, watch=KEY) as f:
             for ev in ijson.items(f, "traceEvents.item", use_float=True):
                 if not isinstance(ev, dict):
                     continue
@@ -158,6 +159,11 @@ def _scan(path: Path) -> _Agg:
                 elif ev.get("ph") == "X":
                     agg.add(ev)
         agg.flush()
+        if f.watched > 1:
+            once(path)
+    except BadInput:
+        agg.db.close()
+        raise
     except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
         agg.db.close()
         raise BadInput(path, f"not a readable TensorFlow profiler trace JSON ({type(e).__name__}: {e})") from None

@@ -529,3 +529,14 @@ def test_a_long_field_whose_quote_stays_open_past_its_line_is_still_refused(tmp_
     code = main(["report", str(path)])
     out, err = capsys.readouterr()
     one_line_error(code, out, err, "kern_sum.csv", "CSV not readable at line 2", "field larger than field limit")
+
+
+@given(st.integers(min_value=1, max_value=40), st.integers(min_value=0, max_value=30))
+@settings(PROPS)
+def test_the_watched_key_is_counted_wherever_the_chunks_cut_it(chunk: int, pad: int) -> None:
+    """The stream counts each occurrence of the watched bytes once, whatever chunk boundary falls inside one (the
+    readers' check for traceEvents given twice: readers/_trace_events.py once)."""
+    doc = b'{"a": "' + b"x" * pad + b'", "traceEvents": [1], "traceEvents": [{"traceEvents": 2}]}'
+    f = BoundedJSON(io.BytesIO(doc), Path("t.json"), chunk=chunk, watch=_trace_events.KEY)
+    assert b"".join(iter(lambda: f.read(), b"")) == doc
+    assert f.watched == 3

@@ -20,7 +20,8 @@ from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers import _csv, summary
 from nvprof_wrap.system import bounded, limits
 from nvprof_wrap.system.limits import MAX_SUMMARY_BYTES
-from tests._paths import H200, PUBLIC, ROOT, RUNS, WILD
+from tests import xspace_build as xb
+from tests._paths import H200, PUBLIC, ROOT, RUNS, WILD, fixture_file
 from tests.readers.test_bounds import gz
 
 CUPTI = next((RUNS / "gemm_cupti").glob("cupti-*.sqlite"))
@@ -727,3 +728,40 @@ def test_two_xspaces_joined_into_one_file_are_refused(tmp_path, capsys):
     err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
     assert str(path) in err and "holds the plane /device:GPU:0 2 times" in err, err
     assert readers.read(src).kernels  # the profile itself, read
+
+
+def _two_arrays(gzipped: bytes, dst: Path) -> Path:
+    """A gzipped trace with its traceEvents split in two arrays under the same key, one event a line as
+    torch.profiler writes them, written to dst (gzipped if it ends .gz)."""
+    body = json.loads(gzip.decompress(gzipped))
+    events = body.pop("traceEvents")
+    half = len(events) // 2
+    text = (json.dumps(body)[:-1] + ',\n"traceEvents": [\n' + ",\n".join(json.dumps(e) for e in events[:half])
+            + '\n],\n"traceEvents": [\n' + ",\n".join(json.dumps(e) for e in events[half:]) + "\n]}\n").encode()
+    dst.write_bytes(gzip.compress(text, 1) if dst.suffix == ".gz" else text)
+    return dst
+
+
+@pytest.mark.parametrize("name", ["two.pt.trace.json", "two.pt.trace.json.gz", "two.trace.json.gz"])
+def test_a_trace_with_trace_events_twice_is_refused(tmp_path, capsys, name):
+    """traceEvents twice at the top level: both arrays were read as one (8,772 kernels of the public Kineto trace
+    split so), where JSON's parsers and Chrome's trace viewer keep the last (8,473) — and nothing said so. The
+    same for TensorFlow's trace viewer JSON (its H200 JAX step as TensorBoard writes it: tests/xspace_build.py)."""
+    src = xb.trace_json(xb.h200_jax_step()) if name == "two.trace.json.gz" else fixture_file(
+        "public/pytorch__kineto__worker0.1623143089861.pt.trace.json.gz").read_bytes()
+    path = _two_arrays(src, tmp_path / name)
+    assert readers.detect(path) == ("tf-trace-json" if name == "two.trace.json.gz" else "kineto-json")
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and "its top-level object has traceEvents 2 times" in err, err
+
+
+def test_trace_events_named_inside_events_are_no_second_array(tmp_path, capsys):
+    """The key's name in an event's args, as a key and as a value, on the general path (one line: no cut for the
+    fast path): the stream holds it three times, the top-level object once — read, every kernel."""
+    src = fixture_file("public/pytorch__kineto__worker0.1623143089861.pt.trace.json.gz")
+    body = json.loads(gzip.decompress(src.read_bytes()))
+    body["traceEvents"][5].setdefault("args", {})["traceEvents"] = "traceEvents"
+    path = tmp_path / "one_line.pt.trace.json"
+    path.write_text(json.dumps(body))
+    got = json.loads(_report_json(capsys, path))
+    assert sum(k["launches"] for k in got["kernels"]) == 8772
