@@ -279,6 +279,9 @@ class StepCollective:
     name: str
 
 
+PROGRAMS = " + "  # between the programs of StepSeries.program ('jit_train_step#7953 + jit_train_step#241347')
+
+
 @dataclass(frozen=True)
 class StepSeries:
     """A capture's per-step series: steps as the capture marks them, else fixed time buckets."""
@@ -292,7 +295,8 @@ class StepSeries:
     folded: int = 1  # steps per row: consecutive steps merged when there are more than timeline/series.MAX_STEPS
     collectives: tuple[StepCollective, ...] = ()  # the communication kernels' starts per step: stragglers
     marked: int = 0  # the steps marked, one by one (folded rows hold fewer rows); 0: as many as rows
-    program: str | None = None  # steps by XLA's executions: the program executed, 'module#program_id'
+    # the programs XLA executed for the steps, 'module#program_id', several joined by PROGRAMS (timeline/window.Marked)
+    program: str | None = None
 
 
 @dataclass(frozen=True)

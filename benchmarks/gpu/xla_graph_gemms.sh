@@ -16,7 +16,9 @@
 # Comes back in $OUT: each run's capture trimmed to a few steps, its manifest, logs and training step's dump, and
 # the reports of the whole captures.
 # STEPS=A:B keeps steps A..B-1 (100:110); MNIST_DUMPED= packs every module's dump, not only the training step's
-# (STEPS=464:474 MNIST_DUMPED=: the first epoch's end, its accuracy pass eager programs of their own).
+# (STEPS=464:474 MNIST_DUMPED=: the first epoch's end, its accuracy pass eager programs of their own). The convnet:
+# CNN_STEPS=A:B, CNN_DUMPED=jit_ (its train, validation and test programs), CNN_BF16= (float32 only):
+# `ONLY=graphs RUNS=kcnn CNN_STEPS=419:424 CNN_DUMPED=jit_ CNN_BF16=` keeps the first epoch's end and validation.
 set -u
 set -o pipefail
 REPO=$PWD
@@ -60,7 +62,8 @@ case "$RUNS" in *" kjax "*)
   cd $S; DUMPED=jit_train_step STEPS=20:24 KERAS_BACKEND=jax both kjax $V/python $REPO/workloads/keras_transformer.py --precision bf16 --epochs 1 ;; esac
 case "$RUNS" in *" kcnn "*)
   cd $S; K="$V/python $REPO/benchmarks/gpu/keras_synthetic_mnist.py"
-  DUMPED=jit_train_step STEPS=${CNN_STEPS:-20:24} KERAS_BACKEND=jax both kcnn $K $REPO/.gpu/keras/demo_mnist_convnet.py
-  DUMPED=jit_train_step STEPS=${CNN_STEPS:-20:24} KERAS_BACKEND=jax ONLY=graphs both kcnn_bf16 $K --policy mixed_bfloat16 \
-    $REPO/.gpu/keras/demo_mnist_convnet.py ;; esac
+  DUMPED=${CNN_DUMPED:-jit_train_step} STEPS=${CNN_STEPS:-20:24} KERAS_BACKEND=jax both kcnn $K \
+    $REPO/.gpu/keras/demo_mnist_convnet.py
+  [ -z "${CNN_BF16-1}" ] || DUMPED=jit_train_step STEPS=${CNN_STEPS:-20:24} KERAS_BACKEND=jax ONLY=graphs \
+    both kcnn_bf16 $K --policy mixed_bfloat16 $REPO/.gpu/keras/demo_mnist_convnet.py ;; esac
 step "end"; ls -la $O

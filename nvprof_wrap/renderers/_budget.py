@@ -7,6 +7,7 @@ from typing import Any
 
 from nvprof_wrap.analyses import budget
 from nvprof_wrap.analyses.achieved import HOW, HOW_JAX, NONE_IN_DUMP
+from nvprof_wrap.model import PROGRAMS
 from nvprof_wrap.renderers._frame import t as _t
 from nvprof_wrap.renderers._shapes import Lines, Shown
 from nvprof_wrap.run.steps import XLA_EXECUTIONS
@@ -72,8 +73,12 @@ def _mfu(m: dict[str, Any] | None, series: dict[str, Any] | None) -> tuple[str, 
     if not m:
         return ()
     program, steps = m.get("program"), (series or {}).get("steps")
-    of = f" ({program.split('#')[0]}'s own: the program each step executes)" if program else \
-        f" (the capture's over its {steps:,} steps: work between them, evaluation included, counts)" if steps else ""
+    if program:  # one program, or those executed only inside the steps (model.PROGRAMS between them)
+        names = list(dict.fromkeys(p.split("#")[0] for p in program.split(PROGRAMS)))
+        of = f" ({' and '.join(names)}'s own: the program{'s' if len(names) > 1 else ''} each step executes)"
+    else:
+        of = f" (the capture's over its {steps:,} steps: work between them, evaluation included, counts)" if steps \
+            else ""
     return ((f"Model FLOPs utilisation: {pct(m['mfu'])} — {_flop(m['flops_per_step'])} of matrix ops a "
              f"step{of} in {_ns(m['step_s'])}, against the {m['precision']} peak {m['peak_tflops']:,.1f} TFLOP/s"),)
 

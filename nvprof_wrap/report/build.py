@@ -14,7 +14,7 @@ from nvprof_wrap.classify.counter_flops import COUNTERS_OP
 from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
 from nvprof_wrap.errors import BadInput
-from nvprof_wrap.model import CUDA_GRAPH_KERNEL, NO_RANGE, Gpu, HealthVerdict
+from nvprof_wrap.model import CUDA_GRAPH_KERNEL, NO_RANGE, PROGRAMS, Gpu, HealthVerdict
 from nvprof_wrap.report import communication, headline
 from nvprof_wrap.report import ranks as ranks_mod
 from nvprof_wrap.report import series as series_mod
@@ -169,11 +169,14 @@ MFU_MIN_COVER = 0.9
 
 
 def _step_flops(rows: list[OpFlopsRow], program: str | None) -> tuple[float | None, str | None]:
-    """(the FLOPs of the steps' own program, it) where the steps are a JAX program's executions (the op_flops rows
-    of its ops from XLA's dump: classify/xla_flops.program_of); else (None, None): every FLOP counts."""
+    """(the FLOPs of the steps' own programs, them) where XLA executed programs for the steps (timeline/window.py
+    Marked.program: the one whose executions are the steps, or those executed only inside the steps' ranges; the
+    op_flops rows of their ops from XLA's dump: classify/xla_flops.program_of); else (None, None): every FLOP
+    counts."""
     if program is None:
         return None, None
-    return sum(r["flops"] for r in rows if xla_flops.program_of(r["op"]) == program), program
+    ours = set(program.split(PROGRAMS))
+    return sum(r["flops"] for r in rows if xla_flops.program_of(r["op"]) in ours), program
 
 
 def _flops_cover_the_math(flops: list[tuple[str, str, float, int]], kernels: tuple[KernelRow, ...]) -> bool:

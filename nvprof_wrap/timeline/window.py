@@ -15,12 +15,14 @@ in SQL (SQLite formats) or to the rows streamed (Kineto).
 """
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, overload
 
 from nvprof_wrap.errors import BadInput
+from nvprof_wrap.model import PROGRAMS
 from nvprof_wrap.run import steps as step_names
 from nvprof_wrap.run.steps import BATCHES, KERAS_PREFIX, OPTIMIZER, OWN
 from nvprof_wrap.run.steps import XLA_EXECUTIONS as XLA
@@ -194,7 +196,10 @@ class Marked(NamedTuple):
     source: str | None  # "step marks" | "optimizer steps" | "keras batches" | "XLA executions"; None: no steps
     starts: dict[int, int]  # {step: earliest start}
     ends: dict[int, int]  # {step: latest end}
-    program: str | None = None  # XLA executions: the program executed, 'module#program_id' ('jit_update#14586')
+    # the programs XLA executed for the steps, 'module#program_id' ('jit_update#14586'), several joined by PROGRAMS:
+    # with XLA executions as the steps, the one executed; with marked steps, those it executed only inside their ranges
+    program: str | None = None
+
 
 
 def _steps(ranges: Iterable[Range]) -> tuple[dict[int, int], dict[int, int]]:
@@ -249,12 +254,13 @@ def marked_steps(ranges: Iterable[Range]) -> Marked:
         # optimizer step 0 alone is the range annotate opens at torch's import: no optimizer ever stepped (a Keras
         # job on the torch backend), so it marks no step
         if found[0] and (source != OPTIMIZER or len(found[0]) > 1):
-            return Marked(source, *found)
+            return Marked(source, *found, _inside(found, xla))
     if len(torch_steps) > 1:  # torch.profiler's Optimizer.step#… ranges, numbered in start order from 0
         calls = sorted(set(torch_steps))
         return Marked(OPTIMIZER, {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)})
     if keras:
-        return Marked(BATCHES, *_keras_batches(keras))
+        batches = _keras_batches(keras)
+        return Marked(BATCHES, *batches, _inside(batches, xla))
     program, runs = max(xla.items(), key=lambda kv: len(kv[1]), default=(None, []))
     if program is not None and len(runs) > 1:  # a JAX step: one execution of the program XLA ran most often, in
         # start order from 0
@@ -262,6 +268,22 @@ def marked_steps(ranges: Iterable[Range]) -> Marked:
         return Marked(XLA, {i: s for i, (s, _) in enumerate(calls)}, {i: e for i, (_, e) in enumerate(calls)},
                       f"{program[0]}#{program[1]}")
     return Marked(None, {}, {})
+
+
+def _inside(steps: tuple[dict[int, int], dict[int, int]],
+            xla: dict[tuple[str, int], list[tuple[int, int]]]) -> str | None:
+    """The programs XLA executed only inside the steps' own ranges (each execution's range within one step's), most
+    executions first, joined by PROGRAMS; None where none was. Keras on JAX marks its batches around its train step
+    program's executions, and runs its validation and evaluation programs between them: their FLOPs are no step's."""
+    ranges = sorted((steps[0][n], steps[1].get(n, steps[0][n])) for n in steps[0])
+    los = [lo for lo, _hi in ranges]
+
+    def within(s: int, e: int) -> bool:
+        i = bisect.bisect_right(los, s) - 1
+        return i >= 0 and e <= ranges[i][1]
+    found = sorted(((p, len(runs)) for p, runs in xla.items() if all(within(s, e) for s, e in runs)),
+                   key=lambda pr: (-pr[1], pr[0]))
+    return PROGRAMS.join(f"{module}#{program}" for (module, program), _n in found) or None
 
 
 def _keras_batches(keras: list[tuple[object, int, int, str | None]]) -> tuple[dict[int, int], dict[int, int]]:

@@ -58,6 +58,10 @@ def test_a_keras_convnet_on_jax_gets_every_convolutions_flops(tmp_path: Path) ->
         "void convolve_common_engine_float_NHWC", "void wgrad_alg0_engine_NHWC"}
     assert rep.achieved["fp32"].flops == STEPS * 2 * CONV1  # the first convolution's forward pass and filter
     assert rep.mfu is not None and (rep.mfu.precision, rep.mfu.flops_per_step) == ("tf32", CONVS + DENSE)
+    # the steps are Keras's batches; XLA executed the train step's program only inside them: its FLOPs are a step's
+    # (timeline/window.py _inside), not every FLOP of the capture
+    assert rep.series is not None and rep.series.source == "keras batches"
+    assert rep.mfu.program == rep.series.program == f"jit_train_step#{PROGRAM}"
     # mixed_bfloat16: the same convolutions in bf16 (the dense layer's first GEMM pads 1,600 to 1,664: XLA's)
     rep = analyze(with_dump(H100_RUNS / "keras_jax_convnet_bf16_graphs_nsys", tmp_path), health=False)
     assert rep.mfu is not None and rep.mfu.precision == "bf16"
