@@ -272,18 +272,33 @@ def marked_steps(ranges: Iterable[Range]) -> Marked:
 
 def _inside(steps: tuple[dict[int, int], dict[int, int]],
             xla: dict[tuple[str, int], list[tuple[int, int]]]) -> str | None:
-    """The programs XLA executed only inside the steps' own ranges (each execution's range within one step's), most
-    executions first, joined by PROGRAMS; None where none was. Keras on JAX marks its batches around its train step
-    program's executions, and runs its validation and evaluation programs between them: their FLOPs are no step's."""
+    """The programs XLA executed inside the steps' own ranges (each execution's range within one step's), most
+    executions first, joined by PROGRAMS. None where a program ran both inside and outside them (its FLOPs are per
+    program: which of them were the steps' is not known), or where those inside ran in fewer than STEPS_COVERED of
+    the steps. Keras on JAX marks its batches around its train step program's executions, and runs its validation
+    and evaluation programs between them: their FLOPs are no step's."""
     ranges = sorted((steps[0][n], steps[1].get(n, steps[0][n])) for n in steps[0])
     los = [lo for lo, _hi in ranges]
 
-    def within(s: int, e: int) -> bool:
+    def step_of(s: int, e: int) -> int | None:
         i = bisect.bisect_right(los, s) - 1
-        return i >= 0 and e <= ranges[i][1]
-    found = sorted(((p, len(runs)) for p, runs in xla.items() if all(within(s, e) for s, e in runs)),
-                   key=lambda pr: (-pr[1], pr[0]))
+        return i if i >= 0 and e <= ranges[i][1] else None
+    found: list[tuple[tuple[str, int], int]] = []
+    covered: set[int] = set()
+    for program, runs in xla.items():
+        where = [i for s, e in runs if (i := step_of(s, e)) is not None]
+        if where and len(where) < len(runs):
+            return None
+        if where:
+            found.append((program, len(runs)))
+            covered.update(where)
+    if len(covered) < STEPS_COVERED * len(ranges):
+        return None
+    found.sort(key=lambda pr: (-pr[1], pr[0]))
     return PROGRAMS.join(f"{module}#{program}" for (module, program), _n in found) or None
+
+
+STEPS_COVERED = 0.9  # of the marked steps, those the programs found inside them must have run in (_inside)
 
 
 def _keras_batches(keras: list[tuple[object, int, int, str | None]]) -> tuple[dict[int, int], dict[int, int]]:

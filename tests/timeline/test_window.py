@@ -295,3 +295,26 @@ def test_the_step_filter_selects_what_the_patterns_like(names) -> None:
     like = " OR ".join(f"name LIKE '{p}'" for p in window.STEP_LIKE)
     plain = db.execute(f"SELECT rowid FROM r WHERE {like} ORDER BY rowid").fetchall()
     assert db.execute(f"SELECT rowid FROM r WHERE {window.step_filter()} ORDER BY rowid").fetchall() == plain
+
+
+def _ranges(capture: str, tmp_path) -> list[window.Range]:
+    """(name, tid, start, end) of a gzipped nsys export's NVTX ranges."""
+    db = tmp_path / "c.sqlite"
+    db.write_bytes(gzip.decompress((ROOT / "tests" / "data" / "h100_runs" / capture / "nsys.sqlite.gz").read_bytes()))
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT COALESCE(text, (SELECT value FROM StringIds WHERE id = textId)), globalTid, start, "
+                            "end FROM NVTX_EVENTS").fetchall()
+    conn.close()
+    return rows
+
+
+def test_keras_batches_on_jax_name_the_programs_xla_ran_inside_them_only_where_none_ran_outside(tmp_path) -> None:
+    """Keras's transformer on JAX (H100), steps 20..23: each 'train batch N' holds one execution of the train step's
+    program, so a step's FLOPs are that program's (report/build.py _step_flops). With batch 21's range gone its
+    execution is outside every step: the program ran inside and outside them, which of its FLOPs were the steps' is
+    not known, and no program is named (every FLOP counts, as before) — never the programs left inside alone."""
+    ranges = _ranges("keras_jax_transformer_graphs_nsys", tmp_path)
+    marked = window.marked_steps(ranges)
+    assert (marked.source, len(marked.starts), marked.program) == ("keras batches", 4, "jit_train_step#15251")
+    cut = window.marked_steps([r for r in ranges if r[0] != "train batch 21"])
+    assert (len(cut.starts), cut.program) == (3, None)
