@@ -247,7 +247,7 @@ def per_capture(figures: Iterable[LaunchFlops], kernels: Iterable[tuple[int, int
 
 Grouped = dict[tuple[int, int | None, int, str], dict[str, tuple[int, int]]]  # (capture, pid, program, HLO) -> name ->
 # (launches, ns) of the kernels one custom call launched
-Executions = dict[tuple[int, int | None, int, str], int]  # the same key -> its executions inside CUDA graphs
+Executions = dict[tuple[int, int | None, int, str], int]  # the same key -> how many times the call ran
 
 
 def per_thunk(dirs: Iterable[Path], thunks: Iterable[tuple[int, int | None, str, str, str, int, int]],

@@ -201,7 +201,6 @@ class Marked(NamedTuple):
     program: str | None = None
 
 
-
 def _steps(ranges: Iterable[Range]) -> tuple[dict[int, int], dict[int, int]]:
     """{step: earliest start}, {step: latest end}: the job's named steps when there are any, else the optimizer
     steps run marked, else Keras batches."""
