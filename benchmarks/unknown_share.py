@@ -9,6 +9,7 @@ and its GPU only (no counters), which is what a user gets from a timeline captur
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -20,8 +21,9 @@ from nvprof_wrap.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "tests" / "data" / "h200_runs"
-DEFAULT = [ROOT.parent / "shared" / "fixtures" / "public", ROOT.parent / "shared" / "fixtures" / "h200",
-           ROOT.parent / "shared" / "fixtures" / "wild" / "kineto-vllm-b200.json.gz",
+# the shared fixtures where the tests find them: $NVPROF_WRAP_FIXTURES, else beside the repository
+FIXTURES = Path(os.environ.get("NVPROF_WRAP_FIXTURES") or ROOT.parent / "shared" / "fixtures")
+DEFAULT = [FIXTURES / "public", FIXTURES / "h200", FIXTURES / "wild" / "kineto-vllm-b200.json.gz",
            RUNS, ROOT / "tests" / "data" / "public_mit"]
 
 
