@@ -14,15 +14,19 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from nvprof_wrap.model import KernelAgg, OpAgg, WarmupAgg, merge_kernels
+from nvprof_wrap.model import PROGRAMS, KernelAgg, OpAgg, WarmupAgg, merge_kernels
 from nvprof_wrap.run import steps
+from nvprof_wrap.timeline import window
 
 _LIKE = steps.XLA_MODULE_PREFIX + "%"
 
 
 def first_execution(conn: sqlite3.Connection, have: set[str], ranges_sql: str | None) -> tuple[str, int] | None:
-    """(the program XLA executed most often, the start of its first execution), or None: no XLA ranges, or no
-    program executed twice."""
+    """(the steps' program, the start of its first execution), or None: no XLA ranges, or no program executed twice.
+    The steps' program: where the capture marks its steps otherwise (Keras's batches, a job's 'step N'), the one XLA
+    executed most often inside them (timeline/window.py Marked.program) — a capture cut around an epoch's end holds
+    more executions of Keras's validation program than of its train step, and everything before the validation's
+    first had been warm-up (98.5% of a convnet's kernel time); else the program XLA executed most often."""
     if ranges_sql is None or "StringIds" not in have:
         return None
     # XLA registers its range names (StringIds): a capture of anything but a JAX/XLA job has none — one look at the
@@ -39,6 +43,11 @@ def first_execution(conn: sqlite3.Connection, have: set[str], ranges_sql: str | 
     # one program (module and id), as the steps count it (timeline/window.py): a JAX job also runs small programs of
     # one primitive (jit_broadcast_in_dim) under several ids, more often in all than its step
     best = max(counts, key=lambda p: (counts[p], -first[p]), default=None)
+    marked = window.marked_steps(conn.execute(f"SELECT name, tid, s, e FROM ({ranges_sql}) WHERE "
+                                              f"{window.step_filter()}"))
+    if marked.source not in (None, steps.XLA_EXECUTIONS) and marked.program:
+        module, _, number = marked.program.split(PROGRAMS)[0].rpartition("#")
+        best = (module, int(number)) if (module, int(number)) in counts else best
     return (best[0], first[best]) if best is not None and counts[best] > 1 else None
 
 

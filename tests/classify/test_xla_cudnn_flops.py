@@ -157,3 +157,20 @@ def test_cudnns_fused_attention_gets_flashattentions_count_with_command_buffers_
         assert {k.name.split("_wgmma")[0] for k in rep.achieved_kernels if "sdpa" in k.name} == {
             "cudnn_generated_fort_native_sdpa_sm90_flash_fprop", "cudnn_generated_fort_native_sdpa_sm90_flash_bprop"}
         assert rep.mfu is not None and rep.mfu.precision == "bf16"  # the attention was the matrix work left out
+
+
+def test_around_an_epochs_end_the_steps_flops_are_the_train_programs_not_validations(tmp_path: Path) -> None:
+    # steps 419..423 of the float32 job (command buffers on): the first epoch's last full batches, its last partial
+    # batch of 112 images (jit_train_step recompiled: program 152102), Keras's validation (47 executions of
+    # jit_test_step, compiled there, between batches 421 and 422) and the second epoch's first two batches
+    rep = analyze(with_dump(H100_RUNS / "keras_jax_convnet_epoch_end_nsys", tmp_path), health=False)
+    assert rep.series is not None and (rep.series.source, rep.series.marked) == ("keras batches", 5)
+    # the warm-up ends at the train step's first execution: validation ran most often in the window, and everything
+    # before its first execution — three train steps — had been left out as warm-up
+    assert rep.warmup is not None and rep.warmup.program == "jit_train_step"
+    # MFU: the train programs' FLOPs over the 5 steps — four batches of 128 and one of 112, counted by hand — not
+    # the validation's forward passes besides (29.4 GFLOP of them: 4.3x the steps')
+    partial = (2 * CONV1 + 3 * CONV2 + DENSE) * 112 // 128
+    assert rep.mfu is not None and rep.mfu.program == rep.series.program == \
+        f"jit_train_step#{PROGRAM} + jit_train_step#152102"
+    assert rep.mfu.flops_per_step == round((4 * (CONVS + DENSE) + partial) / 5)
