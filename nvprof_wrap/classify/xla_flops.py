@@ -303,9 +303,9 @@ def _entry_runs(grouped: Grouped, modules: dict[int, tuple[str, xla_hlo.Module, 
         found = modules.get(program)
         if found is None or found[1].entry is None or found[1].where.get(hlo) != found[1].entry:
             continue
-        counts.setdefault((cid, pid, program), set())
-        if set(names) == {xla_hlo.kernel_name(hlo)}:
-            counts[(cid, pid, program)].add(names[xla_hlo.kernel_name(hlo)][0])
+        kernel = xla_hlo.kernel_name(hlo)
+        if set(names) == {kernel}:  # a kernel thunk: its own kernel alone
+            counts.setdefault((cid, pid, program), set()).add(names[kernel][0])
     runs = {k: next(iter(v)) for k, v in counts.items() if len(v) == 1}
     out: Executions = {}
     for cid, pid, program, hlo in grouped:
