@@ -42,13 +42,19 @@ class Achieved:
         return self.tflops / self.peak_tflops if self.peak_tflops else None
 
 
-def ran_as(precision: str, on_tensor_cores: bool) -> str:
+def ran_as(precision: str, on_tensor_cores: bool, kernel_precision: str | None = None) -> str:
     """The precision an op's FLOPs ran in, where its kernels ran on tensor cores (any of them) or not: TF32 is
     a tensor-core format, so a tf32 op (an f32 dot or convolution that may use TF32: XLA's DEFAULT precision) none
     of whose kernels has a tensor-core instruction ran in fp32 on CUDA cores — cuDNN's direct convolution engine, or
     wgrad_alg0, for a convolution of one input channel. (An op with a tensor-core kernel keeps tf32 for all of its
     kernels: a split-K reduction's share of a GEMM's FLOPs is the GEMM's.) Counted as tf32, a float32 Keras convnet
-    on JAX had under half its tf32 time on tensor cores, so no peak for tf32 and no MFU."""
+    on JAX had under half its tf32 time on tensor cores, so no peak for tf32 and no MFU.
+    kernel_precision: the kernel's own, where it ran on tensor cores: an fp32 op (PyTorch's float32 matmul with
+    TF32 allowed) whose kernel is a TF32 tensor-core one ran as tf32 — counted as fp32, 25 TFLOP/s of an A100's
+    cutlass_80_tensorop_s1688gemm kernels read as fp32, over the A100's 19.5 TFLOP/s fp32 peak. Per kernel, not per
+    op: a trace's op ('aten::bmm') is every call of it, some of whose kernels ran on CUDA cores (ampere_sgemm_*)."""
+    if precision == "fp32" and kernel_precision == "tf32":
+        return "tf32"
     return "fp32" if precision == "tf32" and not on_tensor_cores else precision
 
 

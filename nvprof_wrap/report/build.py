@@ -134,8 +134,9 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     flop_rows = [r for r in store.op_flops_rows() if r["op"] != COUNTERS_OP]
     ran = {k.name: k.tensor_core for k in kernels}
     on_tc = {r["op"] for r in flop_rows if ran.get(r["name"]) == "yes"}  # ops with a kernel on tensor cores
-    flops = [(r["name"], achieved.ran_as(r["precision"], r["op"] in on_tc), r["flops"], r["total_ns"])
-             for r in flop_rows]
+    tc_precision = {k.name: k.precision for k in kernels if k.tensor_core == "yes"}
+    flops = [(r["name"], achieved.ran_as(r["precision"], r["op"] in on_tc, tc_precision.get(r["name"])),
+              r["flops"], r["total_ns"]) for r in flop_rows]
     done = _achieved(flops, kernels, gpus)
     return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
                   sources, skipped, disagreements, ops, scopes, gpus=gpus,

@@ -3,9 +3,11 @@ bf16 8192³ matmuls reach what the loop's own timing said (773.8 TFLOP/s) within
 peak; a capture without shapes gets none, and says which flag gives them."""
 from __future__ import annotations
 
+import pytest
+
 from nvprof_wrap import analyze
 from nvprof_wrap.analyses.achieved import HOW
-from tests._paths import ROOT
+from tests._paths import ROOT, fixture_file
 
 RUNS = ROOT / "tests" / "data" / "h200_runs"
 
@@ -65,3 +67,23 @@ def test_mfu_is_not_given_from_flops_of_a_part_of_the_tensor_core_work():
     assert not _flops_cover_the_math([("gemm_fusion_dot", "bf16", 1e9, 10)], kernels)
     assert _flops_cover_the_math([("gemm_fusion_dot", "bf16", 1e9, 10), ("nvjet_sm90_tss", "bf16", 1e9, 90)], kernels)
     assert not _flops_cover_the_math([], (row("loop_fusion", 900, "no"),))
+
+
+@pytest.mark.parametrize("trace", [
+    "public/facebookresearch__HolisticTraceAnalysis__sampled_rank-0.json.gz",
+    "wild/kineto-hta-trace-diff-a100.json.gz"])
+def test_float32_ops_whose_kernels_ran_as_tf32_on_tensor_cores_are_counted_as_tf32(trace: str) -> None:
+    """PyTorch's float32 matmuls with TF32 allowed, on A100s: their cutlass_80_tensorop_s1688gemm kernels (tf32 in
+    the kernel table) were counted as fp32 — 24-25 TFLOP/s read as fp32, over the A100's 19.5 TFLOP/s fp32 peak,
+    94 TFLOP/s for one kernel. Those kernels' FLOPs are tf32's now; the float32 ops that ran on CUDA cores
+    (ampere_sgemm_*, under the same aten::bmm) stay fp32."""
+    report = analyze(fixture_file(trace), health=False)
+    assert report.achieved is not None
+    tf32, fp32 = report.achieved["tf32"], report.achieved.get("fp32")
+    assert tf32.tensor_core_share == 1.0 and tf32.tflops > 19.5
+    assert fp32 is None or (fp32.tensor_core_share == 0.0 and fp32.tflops < 19.5)
+    verdict = {k.name: (k.tensor_core, k.precision) for k in report.kernels}
+    for k in report.achieved_kernels:
+        assert (k.precision == "tf32") == (verdict[k.name] == ("yes", "tf32")), k
+    assert any(k.name.startswith("ampere_sgemm") and k.precision == "fp32" for k in report.achieved_kernels) or \
+        "sampled_rank" in trace
