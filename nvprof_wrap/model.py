@@ -204,7 +204,9 @@ class StepAgg:
     launches: int = 0
     kernel_ns: int = 0
     copy_ns: int = 0  # memcpy and memset
-    busy_ns: int = 0  # union of the GPU intervals that started in the step, cut at its end
+    # union of the GPU's intervals inside the step: those that started in it, and what those of earlier steps ran on
+    # into it (the sum of parts_ns' GPU parts)
+    busy_ns: int = 0
     compute_busy_ns: int = 0  # the same union without the communication kernels (NCCL): busy - this is exposed comm
     api_ns: tuple[tuple[str, int], ...] = ()  # (kind, union of that kind's calls inside the step): text/cuda_calls
     api_union_ns: int | None = None  # union of every recorded CUDA call inside the step; None: not all recorded

@@ -41,8 +41,10 @@ def over_time(s: Shown) -> list[str]:
     if series is None or not series.rows:
         return ["\n## Over time\n", f"- {esc(_steps.none_line(s.report))}"]
     line = _steps.steady_line(series)
+    note = _steps.processes_note(series)
     return [f"\n## Over time: {esc(_steps.what(series))}\n", *([f"- {esc(line)}\n"] if line else []),
-            table(list(_steps.COLUMNS), [list(r) for r in _steps.table_rows(series)])]
+            table(list(_steps.COLUMNS), [list(r) for r in _steps.table_rows(series)]),
+            *([f"\n{esc(note)}\n"] if note else [])]
 
 
 def devices(s: Shown) -> list[str]:

@@ -300,6 +300,8 @@ def _over_time(series: Series, width: int, per_step: bool) -> list[RenderableTyp
         out.append(Text("  " + "; ".join(series.notes), style="dim"))
     if per_step:
         out.append(_step_table(series, width))
+        if note := _steps.processes_note(series):
+            out.append(Text(note, style="dim"))
     return out
 
 

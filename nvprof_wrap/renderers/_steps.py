@@ -38,11 +38,27 @@ def steady_line(series: Series | None) -> str | None:
         return None
     unit = "bucket" if series.kind == "buckets" else "step"
     span = f"{unit}s {s.first}-{s.last}" if s.first != s.last else f"{unit} {s.first}"
-    gpu = (f"GPU busy {_ns(s.gpu_busy_ns)} ({_pct(1 - s.idle_share)}), kernels {_ns(s.kernel_ns)} "
-           f"({_pct(s.tc_ns / s.kernel_ns if s.kernel_ns else 0)} on tensor cores)")
+    n = processes(series)
+    # several processes: the GPU's busy time and the host's are a process's (their mean), the work summed over them
+    each, together, host = ("", "", "host") if n < 2 else (" a process;", f" the {n} processes'", "host, a process")
+    gpu = (f"GPU busy {_ns(s.gpu_busy_ns)} ({_pct(1 - s.idle_share)}){each or ','}{together} kernels "
+           f"{_ns(s.kernel_ns)} ({_pct(s.tc_ns / s.kernel_ns if s.kernel_ns else 0)} on tensor cores)")
     extra = [f"copies {_ns(s.copy_ns)}"] if s.copy_ns else []
     extra += [f"communication {_ns(s.comm_ns)}"] if s.comm_ns else []
-    return f"Median {unit} ({span}): {_ns(s.duration_ns)} — {', '.join([gpu, *extra])}; host: {host_text(s)}"
+    return f"Median {unit} ({span}): {_ns(s.duration_ns)} — {', '.join([gpu, *extra])}; {host}: {host_text(s)}"
+
+
+def processes(series: Series) -> int:
+    """The most processes any row of the series holds."""
+    return max((r.processes for r in series.rows), default=1)
+
+
+def processes_note(series: Series) -> str | None:
+    """Under --per-step's table where its rows hold several processes: which columns are a process's, which their
+    sum."""
+    n = processes(series)
+    return None if n < 2 else (f"{n} processes: GPU busy and the host's columns a process's (their mean); kernels, "
+                               "copies and comm the processes' together")
 
 
 def host_text(s: Steady) -> str:

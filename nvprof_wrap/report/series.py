@@ -212,7 +212,8 @@ def steady_rows(series: Series | None) -> list[StepRow]:
     out: it may hold fewer steps than the others."""
     if series is None:
         return []
-    rows = [r for r in series.rows if r.launches or r.copy_ns] if series.kind == "buckets" else list(series.rows[1:])
+    rows = [r for r in series.rows if r.launches or r.copy_ns or r.gpu_busy_ns] if series.kind == "buckets" else \
+        list(series.rows[1:])
     if series.folded > 1:
         rows = [per_step(r, series.folded) for r in rows[:-1]]
     return rows if len(rows) >= (3 if series.kind == "buckets" else 2) else []

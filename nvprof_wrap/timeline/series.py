@@ -31,7 +31,7 @@ from nvprof_wrap.system import environ
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import USABLE, USABLE_OF
 from nvprof_wrap.timeline import collectives, window
-from nvprof_wrap.timeline.series_tables import BUCKETS, PARTS, ApiTable, Given, GpuTable, Named, Names, Steps, buckets
+from nvprof_wrap.timeline.series_tables import BUCKETS, GPU_PARTS, PARTS, ApiTable, Given, GpuTable, Named, Names, Steps, buckets
 from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them
@@ -309,8 +309,9 @@ def _gpu_intervals(conn: sqlite3.Connection, gpu: list[GpuTable], lo: int, hi: i
 
 
 def _gpu_side(conn: sqlite3.Connection, named: Named) -> Steps:
-    """{(pid, step): (lo, hi, values)} of every step a process ran GPU work in. named: kernel keys → names, whose
-    communication kernels (classify: NCCL's families, each distinct name once) the compute-only union leaves out."""
+    """{(pid, step): (lo, hi, values)} of every step a process started GPU work in (its busy time: _parts). named:
+    kernel keys → names, whose communication kernels (classify: NCCL's families, each distinct name once) _parts
+    sets apart (_nvw_comm)."""
     steps: Steps = {}
     bounds = {n: (a, b) for n, a, b in conn.execute("SELECT n, lo, hi FROM _nvw_steps")}
     for pid, n, launches, kernel_ns, copy_ns in conn.execute(
@@ -318,18 +319,11 @@ def _gpu_side(conn: sqlite3.Connection, named: Named) -> Steps:
             "FROM _nvw_iv GROUP BY 1, 2"):
         steps[(pid, n)] = (*bounds[n], {"launches": launches, "kernel_ns": kernel_ns, "copy_ns": copy_ns,
                                         "busy_ns": 0, "compute_busy_ns": 0})
-    for pid, n, _k, busy in conn.execute(_union("_nvw_iv", "NULL")):
-        steps[(pid, n)][2]["busy_ns"] = steps[(pid, n)][2]["compute_busy_ns"] = busy
     comm = [key for key, name in named.items()
             if may_communicate(name) and classify(name).family in COMMUNICATION_FAMILIES]
-    if comm:
+    if comm:  # _parts measures the busy time from the budget's pieces, the communication kernels apart
         conn.execute("CREATE TEMP TABLE _nvw_comm(key PRIMARY KEY)")
         conn.executemany("INSERT INTO _nvw_comm VALUES (?)", [(k,) for k in comm])
-        for vals in (v for _a, _b, v in steps.values()):
-            vals["compute_busy_ns"] = 0
-        compute = "(SELECT * FROM _nvw_iv WHERE k = 0 OR key NOT IN (SELECT key FROM _nvw_comm))"
-        for pid, n, _k, busy in conn.execute(_union(compute, "NULL")):
-            steps[(pid, n)][2]["compute_busy_ns"] = busy
     return steps
 
 
@@ -356,7 +350,10 @@ def _parts(conn: sqlite3.Connection, steps: Steps, with_api: bool) -> None:
     started in and the steps after it (a kernel that runs past its step's end is busy in the next one's time); then,
     per part in PARTS' order, the union of it and the parts before it: what that union adds is the part's own time.
     Where the GPU ran a kernel and a copy at once the time is the kernel's; the host's calls claim only what the GPU
-    left idle. The reference of series_np._parts."""
+    left idle. The step's GPU busy time is its GPU parts' (the union of the GPU's work inside the step, carried
+    from earlier steps included: measured from what started in the step and cut at its end, a time bucket in which
+    one 8 ms kernel ran on from the last one read 0 ns busy), and the busy time but for communication kernels is the
+    union of the other GPU parts' pieces. The reference of series_np._parts."""
     comm = "key IN (SELECT key FROM _nvw_comm)" if conn.execute(
         "SELECT 1 FROM sqlite_temp_master WHERE name = '_nvw_comm'").fetchone() else "0"
     api_pri = " ".join(f"WHEN '{p[4:]}' THEN {i}" for i, p in enumerate(PARTS) if p.startswith("api_"))
@@ -392,8 +389,15 @@ def _parts(conn: sqlite3.Connection, steps: Steps, with_api: bool) -> None:
     for key in parts.keys() - steps.keys():  # busy only with what started in an earlier step
         steps[key] = (*bounds[key[1]], {"launches": 0, "kernel_ns": 0, "copy_ns": 0, "busy_ns": 0,
                                         "compute_busy_ns": 0})
+    compute: dict[tuple[Any, int], int] | None = None
+    if PARTS.index("communication") in present:  # the GPU's busy time but for its communication kernels'
+        compute = {(pid, n): ns for pid, n, _b, ns in conn.execute(_union(
+            f"(SELECT * FROM _nvw_b WHERE pri < {len(GPU_PARTS)} AND pri != {PARTS.index('communication')})",
+            "NULL"))}
     for key, (_a, _b, vals) in steps.items():
         vals["parts_ns"] = tuple(parts.get(key, ()))
+        vals["busy_ns"] = sum(ns for part, ns in vals["parts_ns"] if part in GPU_PARTS)
+        vals["compute_busy_ns"] = vals["busy_ns"] if compute is None else compute.get(key, 0)
 
 
 def _kernels(conn: sqlite3.Connection, named: Named) -> StepKernels:

@@ -29,7 +29,7 @@ from nvprof_wrap.model import StepKernel, StepKernels
 from nvprof_wrap.system.fork import BIG, Forked, Handed, can_fork
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.timeline import native
-from nvprof_wrap.timeline.series_tables import PARTS, ApiTable, Given, GpuTable, Named, Names, Steps, buckets
+from nvprof_wrap.timeline.series_tables import GPU_PARTS, PARTS, ApiTable, Given, GpuTable, Named, Names, Steps, buckets
 from nvprof_wrap.timeline.sql import EVERYTHING, reopened
 
 # {(process code, step index): values}, as Steps' values before the codes are decoded
@@ -145,6 +145,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
         if not steps.spans:
             return {}, StepKernels(), [], []
         cuts = [_cut(steps, pieces.pop())] if pieces else []
+        compute = _compute_busy(steps, cuts[0]) if cuts else None
         if on_host:
             if aside is not None and meanwhile is not None:
                 meanwhile()
@@ -152,7 +153,7 @@ def measure(conn: sqlite3.Connection, gpu: list[GpuTable], api: list[ApiTable], 
                 _recoded(aside.result(), pids)
             cuts.append(_host_into(values, host_side, whole=whole))
         if values:
-            _parts(steps, cuts, values)
+            _parts(steps, cuts, values, compute)
     except _Odd:
         return None
     finally:
@@ -332,38 +333,26 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
                                                                   minlength=len(decoded))).tolist()])
     group = p * len(steps.n) + i
     del p, i
-    group, s, e, d, k, key, part = _in_group_order(group, s, e, d, k, key, part)
-    firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    launches = np.add.reduceat(k.astype(np.int64), firsts)
-    kernel_ns = np.add.reduceat(np.where(k, d, 0), firsts)
-    copy_ns = np.add.reduceat(np.where(k, 0, d), firsts)
-    values = {divmod(int(g), len(steps.n)): {"launches": int(a), "kernel_ns": int(b), "copy_ns": int(c),
-                                             "busy_ns": 0, "compute_busy_ns": 0}
-              for g, a, b, c in zip(group[firsts], launches, kernel_ns, copy_ns)}
-    if float(d.sum(dtype=np.float64)) >= _FAR:  # SQLite's SUM would overflow (and raise); numpy's would wrap
+    # each (process, step)'s launches and times, counted in place — no sort (the rows' order matters to nothing
+    # here: the busy time is the budget's, _parts); float64 sums are exact below 2^53 ns (104 days of kernels: past
+    # it the SQL measures, whose SUM raises where numpy's would wrap)
+    if float(d.sum(dtype=np.float64)) >= _EXACT:
         raise _Odd
-    busy = e > s
-    for g, ns in zip(*_unions(*_where(busy, group, s, e))):
-        values[divmod(int(g), len(steps.n))]["busy_ns"] = values[divmod(int(g), len(steps.n))][
-            "compute_busy_ns"] = int(ns)
+    rows_of = np.bincount(group)
+    present = np.flatnonzero(rows_of)
+    launches = np.bincount(group, weights=k, minlength=len(rows_of))[present].astype(np.int64)
+    kernel_ns = np.bincount(group, weights=np.where(k, d, 0), minlength=len(rows_of))[present].astype(np.int64)
+    copy_ns = np.bincount(group, weights=np.where(k, 0, d), minlength=len(rows_of))[present].astype(np.int64)
+    del rows_of
+    values = {divmod(g, len(steps.n)): {"launches": a, "kernel_ns": b, "copy_ns": c, "busy_ns": 0,
+                                        "compute_busy_ns": 0}
+              for g, a, b, c in zip(present.tolist(), launches.tolist(), kernel_ns.tolist(), copy_ns.tolist())}
     comm = {c for c, v in enumerate(decoded) if v in named and may_communicate(named[v])
             and classify(named[v]).family in COMMUNICATION_FAMILIES}
     if comm:
         part = np.where(k & np.isin(key, sorted(comm)), PARTS.index("communication"), part)
     pieces = [(*np.divmod(group, len(steps.n)), s, s + d, part)]  # the budget's rows, with their whole ends
-    if comm:
-        for vals in values.values():
-            vals["compute_busy_ns"] = 0
-        # SQL's `key NOT IN (...)`: a kernel without a key (NULL) is left out too
-        keep = busy & (~k | (np.isin(key, sorted(comm), invert=True) & _not_null(key, decoded)))
-        for g, ns in zip(*_unions(*_where(keep, group, s, e))):
-            values[divmod(int(g), len(steps.n))]["compute_busy_ns"] = int(ns)
     return steps, (values, _kernels(pids, steps, keys, group[k], key[k], d[k], named), pieces)
-
-
-def _not_null(key: np.ndarray, decoded: list[Any]) -> np.ndarray:
-    nulls = [c for c, v in enumerate(decoded) if v is None]
-    return np.isin(key, nulls, invert=True) if nulls else np.ones(len(key), dtype=bool)
 
 
 def _in_group_order(group: np.ndarray, s: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -654,10 +643,24 @@ def _cut(steps: _Steps, piece: Pieces) -> Cut:
     return p, ix, s, e, pri
 
 
-def _parts(steps: _Steps, cuts: list[Cut], values: ByCode) -> None:
+def _compute_busy(steps: _Steps, gpu: Cut) -> dict[int, int] | None:
+    """{process code * steps + step index: ns} of the union of the GPU's pieces (_cut's, of its islands) but for its
+    communication kernels', per process and step; None where no piece is communication (that union is the busy
+    time itself: _parts)."""
+    p, ix, s, e, pri = gpu
+    other = pri != PARTS.index("communication")
+    if other.all():
+        return None
+    group = p * len(steps.n) + ix
+    group, s, e = _where(other, group, s, e)
+    return dict(zip(*(a.tolist() for a in _unions(*_in_group_order(group, s, e)))))
+
+
+def _parts(steps: _Steps, cuts: list[Cut], values: ByCode, compute: dict[int, int] | None = None) -> None:
     """Each step's time budget, as timeline/series._parts measures it (its docstring says how): each side's islands
-    cut into steps (_cut), then the unions of the parts in PARTS' order. Empties cuts: its rows are freed as soon
-    as they are copied."""
+    cut into steps (_cut), then the unions of the parts in PARTS' order; its busy time, its GPU parts' (compute:
+    _compute_busy's, where communication is apart). Empties cuts: its rows are freed as soon as they are
+    copied."""
     p, ix, s, e, pri = (_joined(list(c)) for c in zip(*cuts))
     cuts.clear()
     if not len(s):
@@ -675,6 +678,8 @@ def _parts(steps: _Steps, cuts: list[Cut], values: ByCode) -> None:
                                        "compute_busy_ns": 0}
     for (p_, i_), vals in values.items():
         vals["parts_ns"] = tuple(parts.get(p_ * n_steps + i_, ()))
+        vals["busy_ns"] = sum(ns for part, ns in vals["parts_ns"] if part in GPU_PARTS)
+        vals["compute_busy_ns"] = vals["busy_ns"] if compute is None else compute.get(p_ * n_steps + i_, 0)
 
 
 def _by_time(g: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -419,3 +419,50 @@ def test_a_torch_profiler_trace_without_profiler_steps_has_its_optimizer_steps(t
     part = nw.analyze(path, steps=(1, 3))
     assert part.series is not None and [r.step for r in part.series.rows] == [1, 2]
     assert 0 < part.verdict.kernel_ns < report.verdict.kernel_ns
+
+
+@pytest.mark.parametrize("rel", ["public/GindaChen__nsys-ai__mfu_2gpu_after.sqlite",
+                                 "public/GindaChen__nsys-ai__h100_2gpu_1s.sqlite"])
+@pytest.mark.parametrize("reference", [False, True])
+def test_a_steps_busy_time_holds_what_ran_on_into_it_from_an_earlier_step(rel, reference, monkeypatch):
+    """Two H100s' 5 ms time buckets, flash attention running 8 ms at a time: the busy time was the union of what
+    started in a bucket, cut at its end, so the bucket after one such kernel read 0 ns busy (and its 5 ms as the host's
+    time outside CUDA calls) where the GPU ran all of it. Each bucket's busy time is now the union of the process's
+    GPU intervals (kernels, copies, sets) inside it, counted here in plain Python from the capture's rows; the busy
+    time but for NCCL's kernels, the union of the others. In numpy (from 10,000 launches; here forced) and in SQL."""
+    from tests._paths import fixture_file
+
+    path = fixture_file(rel)
+    monkeypatch.setattr(step_series, "REFERENCE", reference)
+    monkeypatch.setattr(step_series, "NUMPY_FROM", 0)
+    from nvprof_wrap.readers import read
+    capture = read(path)
+    assert capture.series is not None and capture.series.kind == "buckets"
+    conn = sqlite3.connect(path)
+    names = dict(conn.execute("SELECT id, value FROM StringIds"))
+    rows: dict[int, list[tuple[int, int, bool]]] = {}
+    for table, named in (("CUPTI_ACTIVITY_KIND_KERNEL", True), ("CUPTI_ACTIVITY_KIND_MEMCPY", False),
+                         ("CUPTI_ACTIVITY_KIND_MEMSET", False)):
+        name = "demangledName" if named else "NULL"
+        for gpid, s, e, n in conn.execute(f'SELECT globalPid, start, "end", {name} FROM {table}'):
+            rows.setdefault((gpid >> 24) & 0xFFFFFF, []).append(
+                (s, e, named and names.get(n, "").startswith("ncclDevKernel")))
+
+    def union(ivs: list[tuple[int, int]], lo: int, hi: int) -> int:
+        total, reach = 0, lo
+        for s, e in sorted((max(s, lo), min(e, hi)) for s, e in ivs if s < hi and e > lo):
+            if e > reach:
+                total += e - max(s, reach)
+                reach = e
+        return total
+    first = min(r.start_ns for r in capture.series.steps)
+    carried = 0
+    for r in capture.series.steps:
+        mine = rows.get(r.pid, [])
+        if r.start_ns < first or not mine:
+            continue
+        assert r.busy_ns == union([(s, e) for s, e, _c in mine if s >= first], r.start_ns, r.end_ns), r
+        assert r.compute_busy_ns == union([(s, e) for s, e, c in mine if s >= first and not c],
+                                          r.start_ns, r.end_ns), r
+        carried += r.busy_ns > 0 and r.launches == 0 and r.copy_ns == 0
+    assert carried  # buckets busy only with what an earlier one started: 0 ns before
