@@ -181,15 +181,33 @@ def _ceiling(report: Report) -> Factor | None:
     return c.info.of("bf16") or c.info.of("fp16")
 
 
+# the communication families (classify/rules.toml) as the line names them
+_COMM_NAMES = {"nccl": "NCCL", "deepep": "DeepEP", "nvshmem": "NVSHMEM"}
+# the advice for exposed communication, by what it is: gradients' collectives (NCCL) or expert parallelism's token
+# exchange (DeepEP's dispatch and combine), which no DDP or FSDP setting touches
+_BUCKETS = ("bucket gradients and overlap them with the backward pass (DDP's bucket_cap_mb, FSDP's prefetch), or "
+            "communicate less often (gradient accumulation)")
+_EXPERTS = ("overlap the experts' dispatch and combine with compute (DeepEP's hook-based overlap, two micro-batches "
+            "in flight), or send fewer tokens across GPUs")
+
+
 def _communication(report: Report, split: Sequence[SplitRow]) -> str | None:
-    """NCCL's share of GPU time; per step and process, how much of it the GPU spent on nothing else (exposed). The
-    advice only where the evidence supports it: exposed communication a large part of the step (EXPOSED_DOMINATES),
-    or its overlap not measured (no steps)."""
+    """The communication kernels' share of GPU time, named by what they are (NCCL, DeepEP, NVSHMEM); per step and
+    process, how much of it the GPU spent on nothing else (exposed). The advice only where the evidence supports
+    it: exposed communication a large part of the step (EXPOSED_DOMINATES), or its overlap not measured (no
+    steps); for what the communication is (NCCL's collectives: gradient buckets; DeepEP's alone: its overlap)."""
     ops = sum(x.total_ns for x in split) or 1
     comm = sum(x.total_ns for x in split if x.kind == "communication")
     if comm / ops < _COMM_SHARE:
         return None
-    line = f"{_pct(comm / ops)} of GPU time is communication (NCCL kernels)"
+    by_family = Counter[str]()
+    for k in report.kernels:
+        if k.family in _COMM_NAMES:
+            by_family[k.family] += k.total_ns
+    names = [_COMM_NAMES[f] for f, _ns_ in by_family.most_common()] or ["NCCL"]
+    advice = _BUCKETS if "nccl" in by_family or not by_family else _EXPERTS
+    nothing = "no bucket or precision change advised" if advice is _BUCKETS else "no change advised"
+    line = f"{_pct(comm / ops)} of GPU time is communication ({', '.join(names)} kernels)"
     series = report.series
     s = steady(series)
     o = report.communication.overlap if report.communication is not None else None
@@ -202,13 +220,23 @@ def _communication(report: Report, split: Sequence[SplitRow]) -> str | None:
             return line + waited
         if o.exposed_step_share < EXPOSED_DOMINATES:
             return line + (f": under {_pct(EXPOSED_DOMINATES)} of the step, exposed communication is not what the "
-                           "step waits on most — no bucket or precision change advised.")
+                           f"step waits on most — {nothing}.")
     elif s is not None and series is not None and s.comm_ns and s.exposed_comm_ns is not None:
         unit = "step" if series.kind == "steps" else f"{_ns((series.bucket_s or 0) * 1e9)} bucket with GPU work"
         line += (f"; in the median {unit} {_ns(s.comm_ns)} of it, {_ns(s.exposed_comm_ns)} exposed (the GPU doing "
                  f"nothing else), {_ns(max(s.comm_ns - s.exposed_comm_ns, 0))} overlapped with compute")
-    return line + (": bucket gradients and overlap them with the backward pass (DDP's bucket_cap_mb, FSDP's "
-                   "prefetch), or communicate less often (gradient accumulation).")
+    elif series is not None and series.kind == "steps" and (rows := [r for r in series.rows if r.comm_ns]):
+        # too few steps for a steady state (a trace of one step): what the steps measured, all of them
+        each = [r.comm_ns // max(r.processes, 1) for r in rows]
+        exposed, held = sum(r.exposed_comm_ns for r in rows), sum(r.duration_ns for r in rows)
+        line += (f"; in the capture's {'one step' if len(rows) == 1 else f'{len(rows)} steps'} "
+                 f"{_ns(sum(each))} of it per process, {_ns(exposed)} exposed (the GPU doing nothing else: "
+                 f"{_pct(exposed / held if held else 0)} of the time), {_ns(max(sum(each) - exposed, 0))} overlapped "
+                 "with compute")
+        if held and exposed / held < EXPOSED_DOMINATES:
+            return line + (f": under {_pct(EXPOSED_DOMINATES)} of the time, exposed communication is not what the "
+                           f"steps wait on most — {nothing}.")
+    return line + f": {advice}."
 
 
 def _waited_for(report: Report) -> str | None:

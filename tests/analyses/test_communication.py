@@ -119,3 +119,21 @@ def test_summaries_give_the_same_communication(tmp_path: Path) -> None:
     direct, merged = analyze(str(tmp_path / "caps")), analyze(str(tmp_path / "sums"))
     assert merged.communication == direct.communication and direct.communication is not None
     assert direct.communication.straggler_ranks[0].rank == 1
+
+
+def test_expert_parallel_exchange_hidden_under_compute_gets_no_gradient_advice() -> None:
+    """A DeepSeek training step on an H800 (a public Kineto trace of one ProfilerStep): 46% of its kernel time is
+    DeepEP's dispatch and combine, on a stream of its own under the GEMMs. The line said "NCCL kernels" and gave
+    DDP's bucket advice, having no steady steps to measure the overlap with; it now names DeepEP, measures the one
+    step (2.19 ms of 104 ms exposed), and advises nothing. The collectives are DeepEP's, not "communication
+    kernels"."""
+    from tests._paths import fixture_file
+
+    r = analyze(str(fixture_file("wild/kineto-deepseek-train-h800.json")))
+    (line,) = [h for h in r.hints if "of GPU time is communication" in h]
+    assert "(DeepEP kernels)" in line and "NCCL" not in line and "bucket_cap_mb" not in line
+    assert "2.19 ms exposed" in line and "no change advised" in line
+    c = r.communication
+    assert c is not None
+    assert [(x.collective, x.dtype, x.launches) for x in c.collectives] == [
+        ("EP combine", "bf16", 8), ("EP notify", "", 16), ("EP dispatch", "", 8), ("EP layout", "", 4)]

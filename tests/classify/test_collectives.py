@@ -31,6 +31,15 @@ CASES = [
     ("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
      Collective("Broadcast", "", "", "ring", "LL")),
     ("ncclAllReduceRingLLKernel_sum_f32", Collective("AllReduce", "Sum", "fp32", "ring", "LL")),
+    # DeepEP's expert-parallel exchange (wild/kineto-deepseek-train-h800.json, SGLang's traces)
+    ("void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*, float*, bool const*)",
+     Collective("EP combine", dtype="bf16")),
+    ("void dpsk::ep::internode::dispatch<false, 8, false, 8>(int4*, float*, long*, float*)", Collective("EP dispatch")),
+    ("void dpsk::ep::internode::notify_dispatch<false, 8>(int const*, long*, int)", Collective("EP notify")),
+    ("void dpsk::ep::internode::cached_notify<false>(int, int, int, int, int*, int)", Collective("EP notify")),
+    ("void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>(long const*, int*, int*)", Collective("EP layout")),
+    ("void deep_ep::internode_ll::dispatch<true, 3, 10, 7168>(void*, void*, int*)", Collective("EP dispatch")),
+    ("void deep_ep::internode_ll::combine<3, 10, 7168, 9>(void*, void*, int*)", Collective("EP combine")),
     # NVSHMEM's on-stream barrier: communication that names no collective
     ("void barrier_on_stream_kernel_threadgroup<(threadgroup_t)1>(int, int)", Collective("")),
 ]
@@ -44,4 +53,4 @@ def test_parse(name: str, expected: Collective) -> None:
 @pytest.mark.parametrize(("name", "expected"), CASES)
 def test_communication_kernels_are_not_math(name: str, expected: Collective) -> None:
     c = classify(name)
-    assert c.tensor_core == "no" and c.family in ("nccl", "nvshmem")
+    assert c.tensor_core == "no" and c.family in ("nccl", "nvshmem", "deepep")
