@@ -39,6 +39,7 @@ Cycles are kept as supporting detail in the reason.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -92,6 +93,9 @@ DECISIVE = (*INSTRUCTIONS, PIPE_INST, TC_PIPE_INST, *CYCLES, *NVPROF_UTILISATION
 _TC_PIPE_SINCE, _TC_PIPE_UNTIL = 10.0, 12.0
 
 
+_COUNTS = frozenset((*DECISIVE, HFMA_THREADS))  # counts launch_verdict reads (_canonical's names)
+
+
 @dataclass(frozen=True)
 class Evidence:
     """The counter verdict of one launch (or of a kernel name, combined over its launches)."""
@@ -100,6 +104,11 @@ class Evidence:
     metric: str  # what decided, in words a report can show
     value: float  # matrix instructions (or the utilisation level / cycles that decided)
     detail: str  # the numbers behind it
+
+
+def impossible(metric: str, value: float) -> bool:
+    """Whether a counter's value cannot be one: not a number, or a count (or a duration) below 0."""
+    return not math.isfinite(value) or (value < 0 and (_smsp_alias(metric) in _COUNTS or metric == DURATION))
 
 
 def _smsp_alias(name: str) -> str:
@@ -130,7 +139,13 @@ def _cc(cc: str | float | None) -> float | None:
 
 
 def launch_verdict(metrics: Mapping[str, float | None], cc: str | float | None = None) -> Evidence:
-    """The verdict for one kernel launch from its counters (``cc``: the GPU's compute capability, if known)."""
+    """The verdict for one kernel launch from its counters (``cc``: the GPU's compute capability, if known). A
+    count that is negative or not a number (an edited or damaged export: an HFMA2 count of -1 made every kernel of
+    the H200's ncu export a tensor-core one) decides nothing: unknown, naming it."""
+    odd = next(((k, v) for k, v in metrics.items() if v is not None and impossible(k, v)), None)
+    if odd is not None:
+        return Evidence("unknown", odd[0], 0.0, f"{odd[0]} = {odd[1]:g}: a count is never negative or not a number "
+                                                "(a damaged export?)")
     m = _canonical(metrics)
     gpu = _cc(cc)
     tc_pipe = gpu is not None and _TC_PIPE_SINCE <= gpu < _TC_PIPE_UNTIL  # tcgen05 MMAs off the tensor pipe

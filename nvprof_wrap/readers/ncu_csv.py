@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from nvprof_wrap.classify.counter_flops import COUNTERS_OP, launch_flops
-from nvprof_wrap.classify.counters import DURATION, Evidence, combine, launch_verdict
+from nvprof_wrap.classify.counters import DURATION, Evidence, combine, impossible, launch_verdict
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Capture, CounterVerdict, Gpu, KernelAgg, OpFlops, Process, merge_kernels
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, cut_lines, number, open_text, rows
@@ -65,6 +65,14 @@ def _sound(path: Path, row: list[str], key: tuple[str, str], width: int,
                              f"({names[0][:60]!r} and {names[1][:60]!r}): IDs edited or exports joined?")
 
 
+def _possible(path: Path, key: tuple[str, str], metric: str, value: float | None, text: str) -> None:
+    """Refuse a value no counter has (classify/counters.impossible: NaN, infinite, a negative count or duration):
+    a count of -1 or NaN made every kernel of an export a tensor-core one."""
+    if value is not None and impossible(DURATION if metric in DURATION_NAMES else metric, value):
+        raise BadInput(path, f"ncu CSV: launch {key[1]}'s {metric[:80]} is {text.strip()[:20]!r}, which no counter "
+                             "holds (a damaged or edited export?)")
+
+
 def _launches(path: Path, header: list[str], rows: Iterator[list[str]]) -> dict[tuple[str, str], _Launch]:
     idx = {h: i for i, h in enumerate(header)}
     launches: dict[tuple[str, str], _Launch] = {}
@@ -76,6 +84,9 @@ def _launches(path: Path, header: list[str], rows: Iterator[list[str]]) -> dict[
         name = idx["Kernel Name"]
         for row in rows:
             if len(row) <= need:
+                if idx["ID"] < len(row) and row[idx["ID"]].strip().isdigit():  # a metric row, its value cut off
+                    raise BadInput(path, f"ncu CSV: launch {row[idx['ID']].strip()}'s row ends after {len(row)} of "
+                                         f"{len(header)} fields, before its value (the file cut short?)")
                 continue
             key = _key(row, idx)
             la = launches.get(key)
@@ -85,6 +96,7 @@ def _launches(path: Path, header: list[str], rows: Iterator[list[str]]) -> dict[
             elif row[name] != la.name or len(row) > len(header):
                 _sound(path, row, key, len(header), (la.name, row[name]) if row[name] != la.name else None)
             value, metric = number(row[mv]), row[mn]
+            _possible(path, key, metric, value, row[mv])
             if metric in DURATION_NAMES:
                 if value is not None and mu is not None:
                     value *= TIME_UNITS_NS.get(row[mu].strip(), 1)
@@ -99,6 +111,7 @@ def _launches(path: Path, header: list[str], rows: Iterator[list[str]]) -> dict[
         la = launches[_key(row, idx)] = _new(row, idx)
         for i, h in metric_cols:
             v = number(row[i])
+            _possible(path, _key(row, idx), h, v, row[i])
             if h == DURATION and v is not None and i < len(units):
                 v *= TIME_UNITS_NS.get(units[i].strip(), 1)
             la.metrics[h] = v

@@ -542,6 +542,47 @@ def test_a_damaged_ncu_launch_row_is_refused(tmp_path, capsys, edit, said):
     assert sum(k.launches for k in readers.read(NCU_FLOPS).kernels) == 21  # the export itself: every launch
 
 
+TORCH_OPS_NCU = ROOT / "nvprof_wrap" / "samples" / "torch_ops" / "ncu_tensor_metrics.csv"
+
+
+def _metric_set(metric: str, value: str):
+    def one(line: str) -> str:
+        head = line.rstrip("\r\n")
+        return head[:head.rindex(',"') + 1] + f'"{value}"' + line[len(head):]
+
+    def edit(lines: list[str]) -> list[str]:
+        return [one(line) if f'"{metric}"' in line else line for line in lines]
+    return edit
+
+
+@pytest.mark.parametrize("edit, said", [
+    # counts no counter holds: -1, NaN, infinity. Read, they made all 24 kernels of the H200's export tensor-core
+    # ones (10 are)
+    (_metric_set("sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum", "-1"),
+     "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum is '-1', which no counter holds"),
+    (_metric_set("sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum", "nan"), "is 'nan', which no counter holds"),
+    (_metric_set("sm__inst_executed_pipe_tensor_op_gmma.sum", "inf"), "is 'inf', which no counter holds"),
+    # cut in the middle of a row: the row without its value was passed over, and the kernels it cut off with it
+    # read as none ("no — none of the 4 kernels" where the whole export says yes)
+    (lambda lines: [*lines[:len(lines) // 2], lines[len(lines) // 2][:11]], "fields, before its value (the file cut"),
+])
+def test_an_ncu_export_with_impossible_counts_or_cut_mid_row_is_refused(tmp_path, capsys, edit, said):
+    path = _edited(tmp_path, TORCH_OPS_NCU, edit)
+    assert path.read_text() != TORCH_OPS_NCU.read_text()
+    err = _one_line_exit_2(capsys, ["report", str(path), "--format", "json"])
+    assert str(path) in err and said in err, err
+
+
+def test_an_impossible_count_decides_no_launch() -> None:
+    """Whatever reader hands classify/counters such a count (nvprof's metrics, a verify run): unknown, naming it."""
+    from nvprof_wrap.classify.counters import launch_verdict
+    hmma, hfma2 = "sm__inst_executed_pipe_tensor_op_hmma.sum", "smsp__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"
+    assert launch_verdict({hmma: 100.0, hfma2: 0.0}, "9.0").tensor_core == "yes"
+    for bad in (-1.0, float("nan"), float("inf")):
+        e = launch_verdict({hmma: 100.0, hfma2: bad}, "9.0")
+        assert e.tensor_core == "unknown" and e.metric == hfma2 and "never negative or not a number" in e.detail
+
+
 def test_a_negative_byte_count_is_counted_without_its_bytes(tmp_path, capsys):
     """A copy's or set's byte count below zero (a damaged capture) was summed into the capture's memory operations;
     the run store then refused itself ("damaged run store … delete it to rebuild it"), naming no file, for a plain
