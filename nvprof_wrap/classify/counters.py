@@ -107,8 +107,8 @@ class Evidence:
 
 
 def impossible(metric: str, value: float) -> bool:
-    """Whether a counter's value cannot be one: not a number, or a count (or a duration) below 0."""
-    return not math.isfinite(value) or (value < 0 and (_smsp_alias(metric) in _COUNTS or metric == DURATION))
+    """Whether a counter's value cannot be one: not a number, or a count below 0."""
+    return not math.isfinite(value) or (value < 0 and _smsp_alias(metric) in _COUNTS)
 
 
 def _smsp_alias(name: str) -> str:

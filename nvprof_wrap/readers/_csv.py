@@ -17,16 +17,24 @@ _PID = re.compile(r"^==(\d+)==")
 
 
 def number(text: str | None) -> float | None:
-    """'1,234.5' → 1234.5; '' / 'n/a' / '-' → None."""
+    """'1,234.5' → 1234.5; '' / 'n/a' / '-' → None. Commas only as thousands separators: '268,352834' (a decimal
+    comma, or an edit) is no number — read as 268352834 it made one kernel of an nvprof summary 10^6 times longer."""
     if text is None:
         return None
-    t = text.strip().replace(",", "").replace('"', "")
+    t = text.strip().replace('"', "")
+    if "," in t:
+        if not _GROUPED.fullmatch(t):
+            return None
+        t = t.replace(",", "")
     if t in ("", "-", "n/a", "N/A"):
         return None
     try:
         return float(t)
     except ValueError:
         return None
+
+
+_GROUPED = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 
 
 def open_text(path: Path) -> io.TextIOWrapper:

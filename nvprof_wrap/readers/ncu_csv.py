@@ -66,9 +66,10 @@ def _sound(path: Path, row: list[str], key: tuple[str, str], width: int,
 
 
 def _possible(path: Path, key: tuple[str, str], metric: str, value: float | None, text: str) -> None:
-    """Refuse a value no counter has (classify/counters.impossible: NaN, infinite, a negative count or duration):
-    a count of -1 or NaN made every kernel of an export a tensor-core one."""
-    if value is not None and impossible(DURATION if metric in DURATION_NAMES else metric, value):
+    """Refuse a value no counter has (classify/counters.impossible: NaN, infinite, a negative count): a count of -1
+    or NaN made every kernel of an export a tensor-core one. (A duration that is no time is counted without it,
+    as in every reader: _aggregate.)"""
+    if value is not None and metric not in DURATION_NAMES and impossible(metric, value):
         raise BadInput(path, f"ncu CSV: launch {key[1]}'s {metric[:80]} is {text.strip()[:20]!r}, which no counter "
                              "holds (a damaged or edited export?)")
 

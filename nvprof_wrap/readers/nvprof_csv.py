@@ -22,6 +22,7 @@ from nvprof_wrap.model import Capture, CounterVerdict, Gpu, KernelAgg, MemAgg, P
 from nvprof_wrap.readers._csv import TIME_UNITS_NS, number, open_text, pid_from_preamble, split_preamble
 from nvprof_wrap.readers._durations import Durations, fold
 from nvprof_wrap.readers._head import Head
+from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.text.demangle import demangle
 
 _DEVICE = re.compile(r"^(.*) \((\d+)\)$")
@@ -102,6 +103,26 @@ def _width(path: Path, row: list[str], header: list[str]) -> None:
                              f"damaged line?): {shown[:120]!r}")
 
 
+# The tables after the GPU activities and API calls start with a header of this many columns at least (Unified
+# Memory's "Device","Count","Avg Size",… has 8); a shorter line there was taken for one, and every row after it left
+# unread: a kernel name wrapped onto a line of its own lost the tensor-core kernel after it ("not seen")
+_HEADER_FIELDS = 3
+
+
+MAX_LAUNCHES_A_ROW = 1e15  # calls in one row: more than a capture of a year at a million launches a second
+MAX_TOTAL_NS = float(1 << 62)  # a row's total time: its sum with the others stays an int64
+
+
+def _bound(path: Path, row: list[str], i: int | None, units: list[str]) -> int | None:
+    """A summary row's Min or Max in ns (0 where it is empty); refused where it is no duration."""
+    if i is None:
+        return None
+    v = (number(row[i]) or 0) * _scale(units, i)
+    if not 0 <= v <= MAX_DURATION_NS:
+        raise BadInput(path, f"nvprof summary CSV: a Min or Max of {row[i][:40]!r}, not a duration")
+    return int(v)
+
+
 def _summary(path: Path, header: list[str], rows: Iterator[list[str]], pid: int | None) -> Capture:
     idx = {h: i for i, h in enumerate(header)}
     t, calls, name, lo, hi = idx["Time"], idx["Calls"], idx["Name"], idx.get("Min"), idx.get("Max")
@@ -119,23 +140,34 @@ def _summary(path: Path, header: list[str], rows: Iterator[list[str]], pid: int 
             if any(number(c) is not None for c in row):  # a table's header names its columns: no numbers
                 raise BadInput(path, f"nvprof summary CSV: a row of the GPU activities and API calls table whose "
                                      f"type reads {row[0][:60]!r} (a damaged line?)")
+            # no table's header, nor nvprof's own '==PID== Unified Memory profiling result:' before one: the end of a
+            # name wrapped onto a line of its own
+            if len(row) < _HEADER_FIELDS and not row[0].lstrip().startswith("=="):
+                raise BadInput(path, f"nvprof summary CSV: a line of {len(row)} field(s), {','.join(row)[:60]!r}, "
+                                     "among the GPU activities and API calls (a kernel name wrapped onto the next "
+                                     "line?)")
             section = row[0].strip() or "?"  # the Unified Memory section or another table starts
             continue
         _width(path, row, header)
         if row[0] != "GPU activities":
             continue
         time = number(row[t])
-        if time is None:
-            raise BadInput(path, f"nvprof summary CSV: {row[name][:80]!r} has a Time of {row[t][:40]!r}, not a number")
+        # a negative total, one past 2^62 ns or not a number is no time: refused, as an unreadable line, where it had
+        # come out as the tool's own error (NaN, infinity, 1e300) or as 0 ns (negative)
+        if time is None or not 0 <= time * _scale(units, t) <= MAX_TOTAL_NS:
+            raise BadInput(path, f"nvprof summary CSV: {row[name][:80]!r} has a Time of {row[t][:40]!r}, not a "
+                                 "duration")
         total = int(time * _scale(units, t))
-        n = int(number(row[calls]) or 0)
+        calls_n = number(row[calls])
+        if calls_n is not None and not 0 <= calls_n <= MAX_LAUNCHES_A_ROW:
+            raise BadInput(path, f"nvprof summary CSV: {row[name][:80]!r} has {row[calls][:40]!r} calls, not a count")
+        n = int(calls_n or 0)
         key = _mem_key(row[name])
         if key:
             mem[key] = MemAgg(pid, None, key[0], key[1], n, total)
             continue
         damaged_copy(path, row[name])
-        mn = int((number(row[lo]) or 0) * _scale(units, lo)) if lo is not None else None
-        mx = int((number(row[hi]) or 0) * _scale(units, hi)) if hi is not None else None
+        mn, mx = (_bound(path, row, i, units) for i in (lo, hi))
         kernels.append(KernelAgg(pid, None, demangle(row[name]), n, total, mn, mx))
     notes = ["summary CSV: no timeline, no idle time"]
     gpus: tuple[Gpu, ...] = ()

@@ -500,7 +500,19 @@ def test_an_nvprof_trace_row_of_another_width_is_refused(tmp_path, capsys, edit,
      "whose type reads 'GPU activities\"'"),
     # a kernel's time not a number: read as 0 ns (88 ms of 371 lost)
     (lambda lines: [line.replace(",88.081013,", ",U8.081013,") for line in lines], "has a Time of 'U8.081013'"),
-    (lambda lines: [line.replace(",88.081013,", ",,") for line in lines], "has a Time of '', not a number"),
+    (lambda lines: [line.replace(",88.081013,", ",,") for line in lines], "has a Time of '', not a duration"),
+    # a kernel's name unquoted and wrapped onto the next line: that line was taken for the next table's header and
+    # every row after it left unread, silently (a tensor-core kernel after it: "not seen")
+    (lambda lines: [line.replace('"cuda_compute_flux(int, int*, float*, float*, float*)"', "cuda_compute_fl\nux_kernel")
+                    for line in lines], "a line of 1 field(s), 'ux_kernel', among the GPU activities"),
+    # times no kernel takes: a comma in a quoted time read as a thousands separator (×10^6), NaN, infinity and 1e300
+    # as the tool's own errors, a negative one as 0 ns
+    (lambda lines: [line.replace(",268.352834,", ',"268,352834",') for line in lines],
+     "has a Time of '268,352834', not a duration"),
+    *[(lambda lines, t=t: [line.replace(",268.352834,", f",{t},") for line in lines],
+       f"has a Time of '{t}', not a duration") for t in ("nan", "inf", "1e300", "-268.352834")],
+    (lambda lines: [line.replace(",6000,44.725000,", ",6000,44.725000,-43.1,") .replace(",43.106000,", ",")
+                    for line in lines], "a Min or Max of '-43.1', not a duration"),
 ])
 def test_a_damaged_nvprof_summary_row_is_refused(tmp_path, capsys, edit, said):
     path = _edited(tmp_path, NVPROF_SUMMARY, edit)
