@@ -90,9 +90,11 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         marked = st.steps_marked() if window is None and steps is None and capture is None else 0
         if capture is not None and capture.job_steps:
             marked = capture.job_steps
-        groups = jobs.different_jobs(st.capture_jobs(), folders, runs)
+        gpus = st.capture_gpus()
+        groups = jobs.different_jobs(st.capture_jobs(), folders, runs, gpus)
         if groups and not arguments.flag(sum_jobs, "sum_jobs"):
-            raise BadInput(None, jobs.not_summed(groups, folders))
+            on = {g.label: said for g in groups if (said := jobs.gpus_said(g, st.capture_jobs(), gpus))}
+            raise BadInput(None, jobs.not_summed(groups, folders, on))
         rep = report_mod.with_jobs(rep, jobs.job_end(runs, marked or None), groups)
         rep = report_mod.with_capture(rep, capture)
         rep = dataclasses.replace(rep, run_info=jobs.run_info(folders, runs, st.capture_jobs()))

@@ -21,7 +21,7 @@ import re
 import shlex
 import signal
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from nvprof_wrap.run import Manifest, Run, held, is_run, rank_folders, runs_insi
 from nvprof_wrap.run.manifest import NO_PROFILER
 from nvprof_wrap.run.names import MANIFEST, METRICS, STORE
 from nvprof_wrap.run.steps import OPTIMIZER
-from nvprof_wrap.store.queries import CaptureJobRow
+from nvprof_wrap.store.queries import CaptureGpuRow, CaptureJobRow
 from nvprof_wrap.text.names import shorten
 
 # Captures whose spans are this far apart (the end of one to the start of the other) are of different jobs.
@@ -127,12 +127,18 @@ class _Unit:
     ppids: set[int]
     span: tuple[float, float] | None  # ns
     label: str
+    # device id → (its name, lower case, without 'NVIDIA ', or None; its compute capability 'major.minor' or None)
+    gpus: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)
 
 
-def different_jobs(captures: Sequence[CaptureJobRow], paths: list[Path], runs: list[tuple[Path, Manifest]]) \
-        -> tuple[JobGroup, ...]:
+def different_jobs(captures: Sequence[CaptureJobRow], paths: list[Path], runs: list[tuple[Path, Manifest]],
+                   gpus: Sequence[CaptureGpuRow] = ()) -> tuple[JobGroup, ...]:
     """The captures (store.capture_jobs() rows) grouped by job, when some are not of the run among ``paths`` and
-    there is evidence that they are of different jobs; () otherwise."""
+    there is evidence that they are of different jobs; () otherwise. gpus: store.capture_gpus(): captures that
+    state one device id as two GPUs (names or compute capabilities) are of two machines — an RTX 2080 Ti's Kineto
+    trace and an A100's, or an nvprof capture's V100 and an H200's ncu export, were summed as one job's, on one
+    device named by one and numbered by the other."""
+    stated = _stated(gpus)
     roots = [p.resolve() for p, _ in runs]
     of_run = [c for c in captures if any(_under(c["file"], r) for r in roots)]
     run_ids = {c["id"] for c in of_run}
@@ -148,11 +154,13 @@ def different_jobs(captures: Sequence[CaptureJobRow], paths: list[Path], runs: l
                            {p.pid for p in procs} | {c["pid"] for c in of_run if c["pid"] is not None},
                            {p.ppid for p in procs if p.ppid is not None}
                            | {c["ppid"] for c in of_run if c["ppid"] is not None},
-                           _span([m.started for m in ms], [m.ended for m in ms], 1e9), str(runs[0][0])))
+                           _span([m.started for m in ms], [m.ended for m in ms], 1e9), str(runs[0][0]),
+                           _gpus_of([c["id"] for c in of_run], stated)))
     units += [_Unit([c["id"]], {c["command"]} if c["command"] else set(),
                     {c["pid"]} if c["pid"] is not None else set(),
                     {c["ppid"]} if c["ppid"] is not None else set(),
-                    _span([c["started_ns"]], [c["ended_ns"]], 1), c["path"]) for c in loose]
+                    _span([c["started_ns"]], [c["ended_ns"]], 1), c["path"], _gpus_of([c["id"]], stated))
+              for c in loose]
     # one job: processes that are parent and child or siblings; then the groups left, and evidence between them
     groups = _linked(units)
     if len(groups) < 2 or not any(_apart(a, b) for i, a in enumerate(groups) for b in groups[i + 1:]):
@@ -191,18 +199,21 @@ def _linked(units: list[_Unit]) -> list[_Unit]:
     for i, u in enumerate(units):
         for pid in u.pids | u.ppids:
             j = first.setdefault(pid, i)
-            if pid in u.pids and pid in units[j].pids and _commands_differ(u, units[j]):
-                continue  # one pid, two command lines: two machines or containers (pid 1 in each), not one process
+            if pid in u.pids and pid in units[j].pids and (_commands_differ(u, units[j]) or _gpus_differ(u, units[j])):
+                continue  # one pid, two command lines (or GPUs): two machines or containers (pid 1 in each)
             parent[find(i)] = find(j)
     groups: dict[int, _Unit] = {}
     for i, u in enumerate(units):
         g = groups.get(find(i))
         if g is None:
-            groups[find(i)] = replace(u, ids=list(u.ids), commands=set(u.commands))
+            groups[find(i)] = replace(u, ids=list(u.ids), commands=set(u.commands), gpus=dict(u.gpus))
         else:
             g.ids += u.ids
             g.commands |= u.commands
             g.span = _union(g.span, u.span)
+            for d, (name, cc) in u.gpus.items():
+                was = g.gpus.get(d, (None, None))
+                g.gpus[d] = (was[0] or name, was[1] or cc)
     return list(groups.values())
 
 
@@ -222,9 +233,52 @@ def job_command(command: str) -> str:
     return _RANK_ARGUMENT.sub("", command).strip()
 
 
+GpuOf = dict[int, tuple[str | None, str | None]]
+
+
+def _stated(gpus: Sequence[CaptureGpuRow]) -> dict[int, GpuOf]:
+    """capture id → its devices as _Unit.gpus holds them."""
+    out: dict[int, GpuOf] = {}
+    for g in gpus:
+        name = " ".join((g["name"] or "").lower().removeprefix("nvidia ").split()) or None
+        cc = f"{g['cc_major']}.{g['cc_minor'] or 0}" if g["cc_major"] is not None else None
+        if name or cc:
+            out.setdefault(g["capture_id"], {})[g["device_id"]] = (name, cc)
+    return out
+
+
+def _gpus_of(ids: list[int], stated: dict[int, GpuOf]) -> GpuOf:
+    out: GpuOf = {}
+    for i in ids:
+        for d, (name, cc) in stated.get(i, {}).items():
+            was = out.get(d, (None, None))
+            out[d] = (was[0] or name, was[1] or cc)
+    return out
+
+
+def _gpus_differ(a: _Unit, b: _Unit) -> bool:
+    """Whether the two state one device id as two GPUs: two names, or two compute capabilities."""
+    for d in a.gpus.keys() & b.gpus.keys():
+        (na, ca), (nb, cb) = a.gpus[d], b.gpus[d]
+        if (na and nb and na != nb) or (ca and cb and ca != cb):
+            return True
+    return False
+
+
+def gpus_said(group: JobGroup, captures: Sequence[CaptureJobRow], gpus: Sequence[CaptureGpuRow]) -> str | None:
+    """The GPUs a group's captures state, as not_summed names a job without a command ('Tesla V100-SXM2-16GB,
+    sm_70'); None where they state none."""
+    ids = {c["id"] for c in captures if c["path"] in group.paths}
+    said = dict.fromkeys(", ".join(x for x in (g["name"], f"sm_{g['cc_major']}{g['cc_minor'] or 0}"
+                                                 if g["cc_major"] is not None else None) if x)
+                         for g in gpus if g["capture_id"] in ids)
+    said.pop("", None)
+    return "; ".join(list(said)[:2]) or None
+
+
 def _apart(a: _Unit, b: _Unit) -> bool:
     """Evidence that two groups of captures are of different jobs."""
-    if _commands_differ(a, b):
+    if _commands_differ(a, b) or _gpus_differ(a, b):
         return True
     if a.span and b.span:
         first, second = sorted((a.span, b.span))
@@ -232,7 +286,7 @@ def _apart(a: _Unit, b: _Unit) -> bool:
     return False
 
 
-def not_summed(groups: tuple[JobGroup, ...], paths: list[Path]) -> str:
+def not_summed(groups: tuple[JobGroup, ...], paths: list[Path], on: dict[str, str] | None = None) -> str:
     """Why captures of different jobs given together make no report, and what to do: `compare` (two of them side by
     side) or `--sum` (one report of them all, said so); then the jobs, by what tells them apart (the command lines'
     common start said once)."""
@@ -249,7 +303,8 @@ def not_summed(groups: tuple[JobGroup, ...], paths: list[Path]) -> str:
             shown.append(head + shorten(" ".join(w[common:]), 60))
             head = ""
         else:
-            shown.append(f"{Path(g.label).name} (no command recorded)")
+            gpu = (on or {}).get(g.label)
+            shown.append(f"{Path(g.label).name} ({f'on {gpu}' if gpu else 'no command recorded'})")
     jobs = "; ".join(shown) + (f"; {len(groups) - 3} more" if len(groups) > 3 else "")
     for two in ([" ".join(str(p) for p in paths)] if len(paths) == 2 else []) + ["A B"]:
         line = (f"{sum(len(g.paths) for g in groups)} captures of {len(groups)} different jobs, not summed into one "

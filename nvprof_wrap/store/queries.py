@@ -57,6 +57,16 @@ class KernelGpuRow(TypedDict):
     gpu: str | None
 
 
+class CaptureGpuRow(TypedDict):
+    """A device as one capture states it (table devices)."""
+
+    capture_id: int
+    device_id: int
+    name: str | None
+    cc_major: int | None
+    cc_minor: int | None
+
+
 class CaptureJobRow(TypedDict):
     """What a capture says of its job (table captures), and its one process where it holds exactly one."""
 
@@ -424,8 +434,20 @@ class Queries:
         return rows[0] if rows else None
 
     def devices(self) -> list[Row]:
-        return self.rows("SELECT device_id AS g, MAX(name) AS name, MAX(cc_major) AS ma, MAX(cc_minor) AS mi "
-                         "FROM devices GROUP BY device_id")
+        """Per device id, its name and compute capability as one capture states them — the first that names it,
+        else the first that states one —, never a name of one capture beside another's capability (an nvprof
+        capture's V100 and an ncu export's 9.0 made a 'Tesla V100 (sm_90)' of device 0)."""
+        out: dict[int, Row] = {}
+        for r in self.rows("SELECT device_id AS g, name, cc_major AS ma, cc_minor AS mi FROM devices "
+                           "ORDER BY device_id, name IS NULL, cc_major IS NULL, capture_id"):
+            out.setdefault(r["g"], r)
+        return list(out.values())
+
+    def capture_gpus(self) -> list[CaptureGpuRow]:
+        """Each capture's devices as it states them (report/jobs.py: two captures that name one device id as two
+        GPUs are of two machines)."""
+        return cast(list[CaptureGpuRow], self.rows(
+            "SELECT capture_id, device_id, name, cc_major, cc_minor FROM devices ORDER BY capture_id, device_id"))
 
     def processes(self) -> list[Row]:
         return self.rows("SELECT pid AS g, MAX(name) AS name, MAX(rank) AS rank FROM processes GROUP BY pid")

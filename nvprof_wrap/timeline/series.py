@@ -31,7 +31,18 @@ from nvprof_wrap.system import environ
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import USABLE, USABLE_OF
 from nvprof_wrap.timeline import collectives, window
-from nvprof_wrap.timeline.series_tables import BUCKETS, GPU_PARTS, PARTS, ApiTable, Given, GpuTable, Named, Names, Steps, buckets
+from nvprof_wrap.timeline.series_tables import (
+    BUCKETS,
+    GPU_PARTS,
+    PARTS,
+    ApiTable,
+    Given,
+    GpuTable,
+    Named,
+    Names,
+    Steps,
+    buckets,
+)
 from nvprof_wrap.timeline.sql import EVERYTHING
 
 # ApiTable and GpuTable too: the readers describe their tables to measure() with them

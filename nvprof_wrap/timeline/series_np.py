@@ -324,7 +324,7 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
               ) -> tuple[_Steps, tuple[ByCode, StepKernels, list[Pieces]]]:
     """(the steps — steps None: _gpu_rows' time buckets —, ({(process code, step index): values}, the kernels per
     step, the rows of the budget) of the GPU's work)."""
-    steps, (p, i, s, e, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed, given or {})
+    steps, (p, i, s, _e, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed, given or {})
     if not len(s):
         return steps, ({}, StepKernels(), [])
     decoded = keys.values()

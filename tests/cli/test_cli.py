@@ -49,6 +49,21 @@ def test_counters_win_over_names_and_are_shown(capsys):
                                                                    "torch_ops_kernels.json"}
 
 
+def test_captures_of_two_gpus_are_two_jobs_and_summed_name_each_device_as_one_capture_does(capsys):
+    """An nvprof capture of a V100 (sm_70) and an H200's ncu export (sm_90), both device 0, were summed as one job's,
+    device 0 a 'Tesla V100-SXM2-16GB' of sm_90 — a GPU that does not exist — with the ncu kernels' verdicts under
+    it. Two captures that state one device id as two GPUs are of two machines: refused unless --sum, naming each
+    one's GPU; summed, the device keeps one capture's name and compute capability together."""
+    net, ncu = PUBLIC / "josiahdavis__profiling-lm__net.sql", H200 / "ncu_tensor_metrics.csv"
+    code, _, err = run(capsys, "report", str(net), str(ncu), "--format", "json")
+    assert code == 2 and "2 captures of 2 different jobs" in err, err
+    assert "(on Tesla V100-SXM2-16GB, sm_70)" in err and "ncu_tensor_metrics.csv (on sm_90)" in err, err
+    code, out, _ = run(capsys, "report", str(net), str(ncu), "--format", "json", "--sum")
+    assert code == 0
+    (gpu,) = json.loads(out)["gpus"]
+    assert (gpu["name"], gpu["compute_capability"]) == ("Tesla V100-SXM2-16GB", 7.0)
+
+
 def test_kernels_filters_and_sort(capsys):
     code, out, _ = run(capsys, "kernels", str(H200 / "nsys_torch_ops.sqlite"), "--tc", "yes", "--format", "json",
                        "--sort", "name")
