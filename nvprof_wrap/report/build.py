@@ -94,6 +94,17 @@ def _labels(store: Store, key: str) -> dict[Any, str]:
                              if x) for r in store.processes()}
 
 
+def _unmatched(source: dict[str, Any]) -> tuple[str, ...]:
+    """A counter tool's capture beside a timeline: the note where none of its kernels ran in a timeline capture —
+    its counters then decide nothing, which had gone unsaid (an H200's ncu export beside another job's nsys capture
+    of the same GPU: 24 kernels' counters, none of them counted)."""
+    n, names = source.get("unmatched"), source.get("names")
+    if not n or n != names:  # some: names the two tools spell apart (ncu's 'at::vectorized_elementwise_kernel<8,
+        return ()            # …' is nsys' 'at::native::vectorized_elementwise_kernel<(int)8, …'), not another job
+    return (f"none of its {names} kernels ran in the timeline captures read with it: their counters decide nothing "
+            "here (a capture of another job or run?)",)
+
+
 def _gpus(store: Store) -> tuple[GpuRow, ...]:
     out = []
     for r in store.devices():
@@ -113,7 +124,7 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                            "nvprof_wrap.pipeline.evidence.prepare(store) (or .rank(store)) first")
     total = store.timed_kernel_ns()
     kernels = _kernels(store, total)
-    sources = tuple(Source(r["path"], r["format"], bool(r["partial"]), tuple(_json_list(r["notes"])))
+    sources = tuple(Source(r["path"], r["format"], bool(r["partial"]), tuple(_json_list(r["notes"])) + _unmatched(r))
                     for r in store.sources())
     disagreements = tuple(k for k in kernels if k.evidence in ("counters", "compiled code")
                           and k.name_verdict != "unknown" and k.tensor_core != k.name_verdict)

@@ -535,7 +535,20 @@ class Queries:
                          "FROM warmup GROUP BY program, name ORDER BY total_ns DESC, name")
 
     def sources(self) -> list[Row]:
-        return self.rows("SELECT path, format, partial, notes FROM captures ORDER BY id")
+        """Each capture's path, format, partial flag and notes; `unmatched`, for a counter tool's capture read beside
+        a timeline (whose kernels are the report's), how many of its kernel names ran in no timeline capture (their
+        counters decide nothing), and `names`, how many it holds; NULL for the others."""
+        return self.rows(f"""
+            SELECT c.path, c.format, c.partial, c.notes, m.names, m.names - m.matched AS unmatched
+            FROM captures c LEFT JOIN (
+              SELECT k.capture_id, COUNT(DISTINCT k.name) AS names,
+                     COUNT(DISTINCT CASE WHEN t.name IS NOT NULL THEN k.name END) AS matched
+              FROM kernels k JOIN captures x ON x.id = k.capture_id AND x.format IN {_CO}
+              LEFT JOIN (SELECT DISTINCT name FROM kernels
+                         WHERE capture_id IN (SELECT id FROM captures WHERE format NOT IN {_CO})) t ON t.name = k.name
+              WHERE EXISTS (SELECT 1 FROM captures WHERE format NOT IN {_CO})
+              GROUP BY k.capture_id) m ON m.capture_id = c.id
+            ORDER BY c.id""")
 
     def capture_jobs(self) -> list[CaptureJobRow]:
         """Per capture, what it says of its job: file, start and end (UTC ns), command, parent pid, and its process

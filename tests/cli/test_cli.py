@@ -186,3 +186,18 @@ def test_console_report_matches_the_golden_text_at_width_100(capsys):
     golden = (DATA / "golden" / "torch_ops_report_w100.txt").read_text()
     assert code == 0
     assert out.replace(str(ROOT) + "/", "") == golden.replace(str(ROOT) + "/", "")
+
+
+def test_an_ncu_export_none_of_whose_kernels_ran_in_the_timeline_says_so(capsys):
+    """An H200's ncu export beside another H200 job's nsys capture (NVIDIA Fuser's): none of its 24 kernels ran
+    there, so its counters decided nothing — and nothing said so. A note on the export says it; beside its own job's
+    capture (tests' H200 folder: some names spelled apart by the two tools) no note."""
+    fuser, ncu = PUBLIC / "NVIDIA__Fuser__report1.sqlite", H200 / "ncu_tensor_metrics.csv"
+    code, out, _ = run(capsys, "report", str(fuser), str(ncu), "--format", "json")
+    assert code == 0
+    notes = {s["path"]: s["notes"] for s in json.loads(out)["sources"]}
+    assert notes[str(ncu)] == ["none of its 24 kernels ran in the timeline captures read with it: their counters "
+                               "decide nothing here (a capture of another job or run?)"]
+    code, out, _ = run(capsys, "report", str(H200), "--format", "json", "--sum")
+    assert code == 0
+    assert not any("decide nothing" in n for s in json.loads(out)["sources"] for n in s["notes"])
