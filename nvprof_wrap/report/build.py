@@ -39,7 +39,7 @@ from nvprof_wrap.report.types import (
     SplitRow,
 )
 from nvprof_wrap.store import Store
-from nvprof_wrap.store.queries import OpFlopsRow
+from nvprof_wrap.store.queries import COUNTER_ONLY_FORMATS, OpFlopsRow
 from nvprof_wrap.system import bounded
 
 
@@ -132,8 +132,9 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     if [o.op for o in ops] == [o.op for o in scopes]:
         scopes = ()  # one level of ranges only: the scope table would repeat the op table
     verdict = headline.verdict(kernels)
-    if store.untimed_kernels() and not total:
-        verdict = headline.untimed(verdict)
+    if not total and (store.untimed_kernels() or any(k.launches for k in kernels)):
+        # no kernel time: none recorded (a counter tool's export), or every kernel's unusable (counted without it)
+        verdict = headline.untimed(verdict, counters=all(s.format in COUNTER_ONLY_FORMATS for s in sources))
     devices = _groups(store, "device_id")
     checks = _hardware_checks(store, kernels)
     read = series_mod.Read.of(store)  # the series and the budget read the step kernels once

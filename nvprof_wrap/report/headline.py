@@ -23,19 +23,25 @@ from nvprof_wrap.text.units import pct_or_less as _pct_or_less
 
 _UNTIMED = ("kernel time was not captured (the export has no duration), so no time shares: "
             "add gpu__time_duration.sum or the SpeedOfLight section, or read a timeline capture beside it")
+# a timeline capture (nsys, Kineto, nvprof…) all of whose kernels' times are unusable: no counter tool's advice
+_UNUSABLE = ("no kernel has a usable time (each missing, negative or longer than a week: a damaged capture?), so no "
+             "time shares")
 
 
-def untimed(v: Verdict) -> Verdict:
-    """The verdict of kernels whose capture recorded launches but no durations: counts, never '0.0% of time'."""
+def untimed(v: Verdict, counters: bool = True) -> Verdict:
+    """The verdict of kernels whose capture recorded launches but no durations: counts, never '0.0% of time'.
+    counters: the kernels are a counter tool's (ncu: what to add to its export); else a timeline's whose every
+    time was unusable."""
+    said = _UNTIMED if counters else _UNUSABLE
     if v.tensor_cores == "yes":
         msg = (f"Tensor cores used: yes — {v.tc_kernels} of {v.kernels} kernels, "
-               f"{' + '.join(v.precisions) or 'precision unstated'}; {_UNTIMED}")
+               f"{' + '.join(v.precisions) or 'precision unstated'}; {said}")
     elif v.tensor_cores == "no":
-        msg = f"Tensor cores used: no — none of the {v.kernels} kernels is a tensor-core kernel; {_UNTIMED}"
+        msg = f"Tensor cores used: no — none of the {v.kernels} kernels is a tensor-core kernel; {said}"
     elif v.tensor_cores == "unknown":
         n = v.kernels - v.tc_kernels
         msg = (f"Tensor cores used: not seen — no kernel is known to use them, but some of the {n} kernels carry no "
-               f"evidence in their names; {_UNTIMED}")
+               f"evidence in their names; {said}")
     else:
         return v
     return Verdict(v.tensor_cores, msg, v.tc_kernels, v.kernels, v.launches, 0, 0, 0, 0.0, v.precisions)

@@ -62,6 +62,8 @@ def hints(report: Report) -> tuple[str, ...]:
     if flagged:
         out.append(f"{len(flagged)} kernel name(s) claim what the GPU cannot run (e.g. {flagged[0].short}: "
                    f"{flagged[0].flag}): the capture's device record or the name is wrong — check which GPU ran it.")
+    if report.verdict.launches and not report.verdict.kernel_ns:
+        return tuple(out)  # no kernel time (none recorded, or none usable): no share of it to speak of
     gen = _generation(report, gpus, tc_gpus)
     if gen != "none":
         out += _matrix_hints(kernels, total, gen, tc_gpus)

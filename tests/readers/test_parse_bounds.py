@@ -595,6 +595,33 @@ def test_an_impossible_count_decides_no_launch() -> None:
         assert e.tensor_core == "unknown" and e.metric == hfma2 and "never negative or not a number" in e.detail
 
 
+def test_a_capture_none_of_whose_kernels_has_a_usable_time_says_so_and_shares_nothing(tmp_path, capsys):
+    """Every kernel's end before its start (an nsys export, a Kineto trace's every `dur` negative): the kernels were
+    counted without their times, and the headline read "0.0% of GPU kernel time" beside a hint that 60% of GPU time
+    was copies (the copies' times being the only ones left), or, for Kineto, ncu's advice to add
+    gpu__time_duration.sum. Now: the counts, that no kernel has a usable time, and no share of time."""
+    path = tmp_path / "nsys.sqlite"
+    path.write_bytes((RUNS / "gemm_nsys" / "nsys.sqlite").read_bytes())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute('UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 1000').rowcount > 0
+    conn.close()
+    trace = tmp_path / "bm.json"
+    raw = json.loads(gzip.decompress(
+        (PUBLIC / "facebookresearch__HolisticTraceAnalysis__benchmark_result_2869224_1695835535_trace.json.gz")
+        .read_bytes()))
+    for e in raw["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e["dur"] = -abs(e.get("dur", 1))
+    trace.write_text(json.dumps(raw))
+    for capture in (path, trace):
+        body = json.loads(_report_json(capsys, capture))
+        assert body["kernel_time_ns"] == 0 and body["launches"] > 0
+        assert body["message"].endswith("no kernel has a usable time (each missing, negative or longer than a week: "
+                                        "a damaged capture?), so no time shares"), body["message"]
+        assert "% of GPU kernel time" not in body["message"] and "gpu__time_duration" not in body["message"]
+        assert not any("of GPU time is" in h for h in body["hints"]), body["hints"]
+
+
 def test_a_negative_byte_count_is_counted_without_its_bytes(tmp_path, capsys):
     """A copy's or set's byte count below zero (a damaged capture) was summed into the capture's memory operations;
     the run store then refused itself ("damaged run store … delete it to rebuild it"), naming no file, for a plain
