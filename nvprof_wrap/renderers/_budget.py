@@ -42,8 +42,13 @@ def _which(b: dict[str, Any]) -> str:
 
 
 def _parts(parts: list[dict[str, Any]]) -> str:
-    shown = [p for p in parts if p["share"] >= SMALL]
-    rest = [p for p in parts if p["share"] < SMALL]
+    """The parts of one line, each with its time and share, those under SMALL summed into "N more" — but for the
+    two largest where every part is under it (a GPU busy 0.6% of the step read "GPU busy: 4 more 56.6 µs", naming
+    nothing), and a lone small part named, not "1 more"."""
+    shown = [p for p in parts if p["share"] >= SMALL] or sorted(parts, key=lambda p: -p["seconds"])[:2]
+    rest = [p for p in parts if p not in shown]
+    if len(rest) == 1:
+        shown, rest = shown + rest, []
     out = [f"{SHORT.get(p['name'], p['name'])} {_ns(p['seconds'])} ({pct(p['share'])})" for p in shown]
     if rest:
         out.append(f"{len(rest)} more {_ns(sum(p['seconds'] for p in rest))}")

@@ -143,3 +143,16 @@ def test_the_mfu_line_says_what_a_steps_flops_are() -> None:
     assert "589 GFLOP of matrix ops a step (the capture's over its 3 steps: work between them, evaluation " \
            "included, counts) in 19.6 ms" in said[0]
     assert "1.22 GFLOP of matrix ops a step (jit_update's own: the program each step executes)" in said[1]
+
+
+def test_a_budget_line_names_its_parts_where_all_are_small() -> None:
+    """NVIDIA Fuser's public H200 capture: the GPU busy 0.6% of its time buckets, every GPU part under the 0.5% the
+    lines fold into "N more" — the line read "GPU busy: 4 more 56.6 µs", naming nothing. The two largest are named;
+    a lone small part is named, not "1 more"."""
+    from nvprof_wrap.renderers import _budget
+    from tests._paths import fixture_file
+
+    data = analyze(fixture_file("public/NVIDIA__Fuser__report1.sqlite")).to_dict()
+    busy, idle = _budget.lines(data)[1:3]
+    assert busy.startswith("GPU busy: other kernels ") and "tensor-core kernels" in busy and "2 more" in busy, busy
+    assert "1 more" not in idle and "copies and waits" in idle, idle
