@@ -156,3 +156,17 @@ def test_a_budget_line_names_its_parts_where_all_are_small() -> None:
     busy, idle = _budget.lines(data)[1:3]
     assert busy.startswith("GPU busy: other kernels ") and "tensor-core kernels" in busy and "2 more" in busy, busy
     assert "1 more" not in idle and "copies and waits" in idle, idle
+
+
+def test_a_dump_folder_without_hlo_text_is_not_said_to_hold_flops(tmp_path: Path) -> None:
+    """A Keras-on-JAX run whose dump is there but holds no HLO text (packed here, as the tests keep it): the line said
+    XLA's dump gave FLOPs that did not run one by one "inside CUDA graphs … --cuda-graph-trace=node", of a capture
+    without a CUDA graph. It says the dump holds no module, and how to get one."""
+    from nvprof_wrap.renderers import _budget
+    from tests._paths import H100_RUNS
+
+    run = shutil.copytree(H100_RUNS / "keras_jax_convnet_nographs_nsys", tmp_path / "run")
+    data = analyze(run).to_dict()
+    assert data["xla_modules"] == 0 and data["achieved"] is None
+    (line,) = [x for x in _budget.lines(data) if x.startswith("Achieved")]
+    assert "holds no module's optimized HLO text" in line and "cuda-graph-trace" not in line, line
