@@ -94,7 +94,8 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         groups = jobs.different_jobs(st.capture_jobs(), folders, runs, gpus)
         if groups and not arguments.flag(sum_jobs, "sum_jobs"):
             on = {g.label: said for g in groups if (said := jobs.gpus_said(g, st.capture_jobs(), gpus))}
-            raise BadInput(None, jobs.not_summed(groups, folders, on))
+            # one path given (its captures beside those a --store held already): the error names it
+            raise BadInput(folders[0] if len(folders) == 1 else None, jobs.not_summed(groups, folders, on))
         rep = report_mod.with_jobs(rep, jobs.job_end(runs, marked or None), groups)
         rep = report_mod.with_capture(rep, capture)
         rep = dataclasses.replace(rep, run_info=jobs.run_info(folders, runs, st.capture_jobs()))

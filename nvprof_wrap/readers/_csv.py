@@ -17,8 +17,9 @@ _PID = re.compile(r"^==(\d+)==")
 
 
 def number(text: str | None) -> float | None:
-    """'1,234.5' → 1234.5; '' / 'n/a' / '-' → None. Commas only as thousands separators: '268,352834' (a decimal
-    comma, or an edit) is no number — read as 268352834 it made one kernel of an nvprof summary 10^6 times longer."""
+    """'1,234.5' → 1234.5; '' / 'n/a' / '-' → None. Commas only as a locale's digit grouping (_GROUPED):
+    '268,352834' (a decimal comma, or an edit) is no number — read as 268352834 it made one kernel of an nvprof
+    summary 10^6 times longer."""
     if text is None:
         return None
     t = text.strip().replace('"', "")
@@ -34,7 +35,10 @@ def number(text: str | None) -> float | None:
         return None
 
 
-_GROUPED = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+# digits grouped by commas as locales group them: in threes, in fours (an East Asian locale's nsys stats: a Jetson's
+# '44,0087,8248'), or Indian lakhs ('1,23,45,678')
+_GROUPED = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d{1,4}(?:,\d{4})+|\d{1,2}(?:,\d{2})+,\d{3})(?:\.\d*)?"
+                      r"(?:[eE][-+]?\d+)?")
 
 
 def open_text(path: Path) -> io.TextIOWrapper:

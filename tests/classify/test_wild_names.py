@@ -172,6 +172,12 @@ def test_public_wild_labels_are_decided_and_right():
         "deep_gemm::epilogue::transform::EpilogueIdentity>(int*, unsigned int, unsigned int, unsigned int, ",
         "CUtensorMap_st, CUtensorMap_st, CUtensorMap_st, CUtensorMap_st, CUtensorMap_st)"),
      "fp8", "mma-instruction"),
+    # trtllm-gen GEMMs of MXFP4 weights × MXFP8 activations (vLLM on a B200: wild/kineto-vllm-b200.json.gz): the
+    # mixed tcgen05 MMA (kind::f8f6f4) runs at fp8's rate — "fp4" had promised twice it
+    (_j("bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_",
+        "schedP2x1x2x3_biasM_bN_tmaOpt_clmp_dynBatch_sm100f"), "fp8", "trtllm-gen-gemm"),
+    (_j("bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_",
+        "schedP2x1x2x3_biasM_bN_tma_tmaOpt_clmp_swiGlu_dynBatch_sm100f"), "fp8", "trtllm-gen-gemm"),
     # cuBLASLt / TensorRT fp8 on Ada (id=54518258217, id=66582666957)
     (_j("sm89_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n_tilesize64x64x64_stage4_warpsize2x2x1_tensor16x8x32_bias_f32_execute",
         "_kernel_trt"),
