@@ -18,7 +18,7 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Mapping
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from nvprof_wrap._version import __version__
 from nvprof_wrap.cli import _exit
@@ -52,10 +52,18 @@ _MODULES = {"report": "report_cmd", "kernels": "kernels", "compare": "compare_cm
 COMMANDS: Mapping[str, Command] = Modules(__name__, _MODULES)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its usage errors in one line (as every other bad input's): its own printed the whole
+    usage block (12 lines for `report --steps -1:3`) before the line that says what is wrong. --help prints it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser: every command's, or only the one named (all that parsing its arguments needs;
     its --help is the same)."""
-    p = argparse.ArgumentParser(prog="nvprof-wrap", description="Did my job use the tensor cores, in which precision, "
+    p = _Parser(prog="nvprof-wrap", description="Did my job use the tensor cores, in which precision, "
                                 "for which ops — and if not, why?", epilog=_exit.GENERAL,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"nvprof-wrap {__version__}")

@@ -16,6 +16,7 @@ in SQL (SQLite formats) or to the rows streamed (Kineto).
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -139,13 +140,22 @@ def parse(text: str, what: str, integer: bool) -> tuple[float, float] | tuple[in
 def parse(text: str, what: str, integer: bool = False) -> tuple[float, float] | tuple[int, int]:
     """'START:END' → (start, end); one clear line when it is not that."""
     parts = text.split(":")
+    example = "10:20" if integer else "30:90.5"
     try:
         if len(parts) != 2:
             raise ValueError
-        return (int(parts[0]), int(parts[1])) if integer else (float(parts[0]), float(parts[1]))
+        got = (int(parts[0]), int(parts[1])) if integer else (float(parts[0]), float(parts[1]))
     except ValueError:
-        example = "10:20" if integer else "30:90.5"
         raise BadInput(None, f"{what} {text!r}: expected START:END, e.g. {what} {example}") from None
+    # seconds (or steps) a capture can hold: past them a window's nanoseconds overflow (1e308 read as the capture's
+    # own error, "unreadable nsys-sqlite capture (OverflowError …)"), and NaN compares with nothing
+    if not all(math.isfinite(v) and abs(v) <= MAX_WINDOW for v in got):
+        raise BadInput(None, f"{what} {text!r}: each end a number of {'steps' if integer else 'seconds'} "
+                             f"within ±{MAX_WINDOW:.0e}, e.g. {what} {example}")
+    return got
+
+
+MAX_WINDOW = 1e9  # seconds (32 years) or steps a window's ends may be
 
 
 OPEN_ENDS = (-(1 << 62), 1 << 62)  # a window's open ends (timeline/sql.py EVERYTHING)

@@ -201,3 +201,26 @@ def test_an_ncu_export_none_of_whose_kernels_ran_in_the_timeline_says_so(capsys)
     code, out, _ = run(capsys, "report", str(H200), "--format", "json", "--sum")
     assert code == 0
     assert not any("decide nothing" in n for s in json.loads(out)["sources"] for n in s["notes"])
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["report", "x.sqlite", "--steps", "-1:3"], "nvprof-wrap report: error: argument --steps: expected one argument"),
+    (["report", "--format", "xml", "x.sqlite"], "argument --format: invalid choice: 'xml'"),
+    (["bogus"], "nvprof-wrap: error: argument COMMAND: invalid choice: 'bogus'"),
+])
+def test_a_usage_error_is_one_line(capsys, argv, said):
+    """argparse printed its whole usage block (12 lines for `report --steps -1:3`) before the line saying what was
+    wrong; every bad input gets one line, exit 2 — --help prints the usage."""
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    err = capsys.readouterr().err
+    assert ended.value.code == 2 and err.count("\n") == 1 and said in err and "--help" in err, err
+
+
+@pytest.mark.parametrize("option, value", [("--window", "0:1e308"), ("--window", "0:nan"), ("--steps", "0:99999999999")])
+def test_a_window_past_what_a_capture_holds_is_refused_as_the_options(capsys, option, value):
+    """--window 0:1e308 came out as the capture's error ("unreadable nsys-sqlite capture (OverflowError …)"): the
+    option is what is wrong."""
+    code, out, err = run(capsys, "report", str(H200 / "nsys_torch_ops.sqlite"), option, value)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"nvprof-wrap: error: {option} '{value}': each end a number of") and "capture" not in err
