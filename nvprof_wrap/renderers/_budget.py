@@ -107,8 +107,8 @@ def _achieved(data: dict[str, Any]) -> tuple[str, ...]:
         if data.get("xla_modules"):
             return (f"Achieved TFLOP/s: no FLOPs in this capture — {NONE_IN_DUMP}",) + unplaced
         if data.get("xla_modules") == 0:  # a dump folder without a module's HLO text (packed, or another run's)
-            return (f"Achieved TFLOP/s: no FLOPs in this capture — the XLA dump given holds no module's optimized "
-                    f"HLO text; {HOW_JAX}",)
+            return ((f"Achieved TFLOP/s: no FLOPs in this capture — the XLA dump given holds no module's optimized "
+                    f"HLO text; {HOW_JAX}"),)
         jax = data.get("warmup") or (data.get("series_info") or {}).get("source") == XLA_EXECUTIONS
         return (f"Achieved TFLOP/s: no FLOPs in this capture — {HOW_JAX if jax else HOW}",)
     said = ", ".join(f"{p} {a['tflops']:,.1f} TFLOP/s" + (f" of {a['peak_tflops']:,.1f} peak "

@@ -101,8 +101,8 @@ def _unmatched(source: dict[str, Any]) -> tuple[str, ...]:
     n, names = source.get("unmatched"), source.get("names")
     if not n or n != names:  # some: names the two tools spell apart (ncu's 'at::vectorized_elementwise_kernel<8,
         return ()            # …' is nsys' 'at::native::vectorized_elementwise_kernel<(int)8, …'), not another job
-    return (f"none of its {names} kernels ran in the timeline captures read with it: their counters decide nothing "
-            "here (a capture of another job or run?)",)
+    return ((f"none of its {names} kernels ran in the timeline captures read with it: their counters decide nothing "
+            "here (a capture of another job or run?)"),)
 
 
 def _gpus(store: Store) -> tuple[GpuRow, ...]:

@@ -196,8 +196,8 @@ def test_an_ncu_export_none_of_whose_kernels_ran_in_the_timeline_says_so(capsys)
     code, out, _ = run(capsys, "report", str(fuser), str(ncu), "--format", "json")
     assert code == 0
     notes = {s["path"]: s["notes"] for s in json.loads(out)["sources"]}
-    assert notes[str(ncu)] == ["none of its 24 kernels ran in the timeline captures read with it: their counters "
-                               "decide nothing here (a capture of another job or run?)"]
+    assert notes[str(ncu)] == [("none of its 24 kernels ran in the timeline captures read with it: their counters "
+                               "decide nothing here (a capture of another job or run?)")]
     code, out, _ = run(capsys, "report", str(H200), "--format", "json", "--sum")
     assert code == 0
     assert not any("decide nothing" in n for s in json.loads(out)["sources"] for n in s["notes"])
@@ -217,7 +217,8 @@ def test_a_usage_error_is_one_line(capsys, argv, said):
     assert ended.value.code == 2 and err.count("\n") == 1 and said in err and "--help" in err, err
 
 
-@pytest.mark.parametrize("option, value", [("--window", "0:1e308"), ("--window", "0:nan"), ("--steps", "0:99999999999")])
+@pytest.mark.parametrize("option, value", [("--window", "0:1e308"), ("--window", "0:nan"),
+                                           ("--steps", "0:99999999999")])
 def test_a_window_past_what_a_capture_holds_is_refused_as_the_options(capsys, option, value):
     """--window 0:1e308 came out as the capture's error ("unreadable nsys-sqlite capture (OverflowError …)"): the
     option is what is wrong."""
