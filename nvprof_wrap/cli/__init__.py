@@ -63,11 +63,11 @@ class _Parser(argparse.ArgumentParser):
 def parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser: every command's, or only the one named (all that parsing its arguments needs;
     its --help is the same)."""
-    p = _Parser(prog="nvprof-wrap", description="Did my job use the tensor cores, in which precision, "
-                                "for which ops — and if not, why?", epilog=_exit.GENERAL,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p: argparse.ArgumentParser = _Parser(
+        prog="nvprof-wrap", description="Did my job use the tensor cores, in which precision, for which ops — and if "
+        "not, why?", epilog=_exit.GENERAL, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"nvprof-wrap {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")  # its parsers _Parser too (the parent's class)
     for name in [only] if only in _MODULES else _MODULES:
         COMMANDS[name].add_parser(sub, name)
         _examples_last(sub.choices[name])
