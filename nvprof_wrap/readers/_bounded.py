@@ -80,8 +80,11 @@ class Source(Protocol):
     def close(self) -> None: ...
 
 
+BOM = b"\xef\xbb\xbf"
+
+
 class BoundedJSON:
-    """A read-only byte stream over a JSON file, for ijson."""
+    """A read-only byte stream over a JSON file, for ijson (a UTF-8 byte-order mark before it passed over)."""
 
     def __init__(self, raw: Source, path: Path, max_depth: int = MAX_JSON_DEPTH,
                  max_string: int = MAX_JSON_STRING_BYTES, also_close: tuple[IO[bytes], ...] = (),
@@ -119,6 +122,11 @@ class BoundedJSON:
         read(0) to learn whether the stream gives bytes or text)."""
         while size:
             raw = self._raw.read(self._chunk)
+            if self.offset == 0 and raw.startswith(BOM):  # a UTF-8 byte-order mark (Windows editors write one): no
+                self.offset = len(BOM)                    # JSON's, which the parser refused as an invalid char
+                raw = raw[len(BOM):]
+                if not raw:
+                    continue
             if not raw:  # the end: what an unfinished escape held back is scanned as the last piece
                 buf, self._carry = self._carry, b""
                 self._at_end = True

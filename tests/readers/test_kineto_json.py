@@ -45,3 +45,20 @@ def test_kinetos_bare_inf_and_nan_are_read_as_null_not_a_refusal(name: str, tmp_
     assert got.kernels == whole.kernels and got.ops == whole.ops
     assert sorted(got.memops, key=repr) == sorted(whole.memops, key=repr)
     assert got.notes == whole.notes + ("2 non-finite number(s) (nan, inf: not JSON) read as null",)
+
+
+def test_a_utf8_byte_order_mark_before_the_json_is_passed_over(tmp_path) -> None:
+    """A trace saved by a Windows editor starts with a UTF-8 byte-order mark: refused with the JSON parser's own
+    dump ("lexical error: invalid char in json text. \\ufeff { …"). It is read as the trace it is, plain and gzipped."""
+    import gzip as gz
+
+    from nvprof_wrap import readers
+    from tests._paths import RUNS
+
+    src = RUNS / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
+    plain = gz.decompress(src.read_bytes())
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + plain)
+    (tmp_path / "bom.json.gz").write_bytes(gz.compress(b"\xef\xbb\xbf" + plain))
+    want = sorted((k.name, k.launches, k.total_ns) for k in readers.read(src).kernels)
+    for name in ("bom.json", "bom.json.gz"):
+        assert sorted((k.name, k.launches, k.total_ns) for k in readers.read(tmp_path / name).kernels) == want
