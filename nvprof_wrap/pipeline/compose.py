@@ -90,15 +90,15 @@ def analyze(*paths: str | Path, store: Store | str | Path | None = None,
         marked = st.steps_marked() if window is None and steps is None and capture is None else 0
         if capture is not None and capture.job_steps:
             marked = capture.job_steps
-        gpus = st.capture_gpus()
-        groups = jobs.different_jobs(st.capture_jobs(), folders, runs, gpus)
+        gpus, captured = st.capture_gpus(), st.capture_jobs()
+        groups = jobs.different_jobs(captured, folders, runs, gpus)
         if groups and not arguments.flag(sum_jobs, "sum_jobs"):
-            on = {g.label: said for g in groups if (said := jobs.gpus_said(g, st.capture_jobs(), gpus))}
+            on = {g.label: said for g in groups if (said := jobs.gpus_said(g, captured, gpus))}
             # one path given (its captures beside those a --store held already): the error names it
             raise BadInput(folders[0] if len(folders) == 1 else None, jobs.not_summed(groups, folders, on))
         rep = report_mod.with_jobs(rep, jobs.job_end(runs, marked or None), groups)
         rep = report_mod.with_capture(rep, capture)
-        rep = dataclasses.replace(rep, run_info=jobs.run_info(folders, runs, st.capture_jobs()))
+        rep = dataclasses.replace(rep, run_info=jobs.run_info(folders, runs, captured))
         if jobs.profiler_free(runs):
             rep = report_mod.without_profiler(rep)
     finally:

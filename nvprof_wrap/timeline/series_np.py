@@ -280,7 +280,7 @@ def _sound(s: np.ndarray, e: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarra
 def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
               pids: _Codes, keys: _Codes, handed: Handed | None,
               given: dict[str, Given]) -> tuple[_Steps, tuple[np.ndarray, ...]]:
-    """(the steps, (process code, step index, start, cut end, duration, kernel?, key code, budget part) of every
+    """(the steps, (process code, step index, start, duration, kernel?, key code, budget part) of every
     GPU interval that starts in a step, table by table (a copy's or set's part read from the table: GpuTable.part)).
     steps None: the time buckets of the rows' extent (series_tables.buckets, from the rows that start in span and
     whose times are usable, as its SQL's MIN and MAX take them), handed to the calls' worker as soon as they are
@@ -301,7 +301,7 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
         steps = _Steps(buckets([_extent(s, e, span) for _g, (_p, s, e, _x) in read]))
     if handed is not None:
         handed.give(steps.spans)
-    cols: list[list[np.ndarray]] = [[] for _ in range(8)]
+    cols: list[list[np.ndarray]] = [[] for _ in range(7)]
     while read:
         g, (p, s, e, x) = read.pop(0)
         if g.name is not None:
@@ -309,12 +309,12 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
         else:
             key, part = keys.constant(None, len(s)), x
         del x
-        inside, i, cut = steps.assign(s, e)
+        inside, i, _ends = steps.assign(s, e)  # the budget cuts each island into steps itself (_cut)
         p, s, e, key, part = _where(inside, p, s, e, key, part)
         s, e = _near(s), _near(e)  # the times kept: near enough to 0 for the unions' offsets
-        for out, a in zip(cols, (p, i, s, cut, e - s, np.full(len(s), g.name is not None), key, part)):
+        for out, a in zip(cols, (p, i, s, e - s, np.full(len(s), g.name is not None), key, part)):
             out.append(a)
-        del p, s, e, key, part, inside, i, cut
+        del p, s, e, key, part, inside, i, _ends
     return steps, tuple(_joined(c) for c in cols)
 
 
@@ -324,7 +324,7 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
               ) -> tuple[_Steps, tuple[ByCode, StepKernels, list[Pieces]]]:
     """(the steps — steps None: _gpu_rows' time buckets —, ({(process code, step index): values}, the kernels per
     step, the rows of the budget) of the GPU's work)."""
-    steps, (p, i, s, _e, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed, given or {})
+    steps, (p, i, s, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed, given or {})
     if not len(s):
         return steps, ({}, StepKernels(), [])
     decoded = keys.values()
