@@ -154,7 +154,9 @@ def _chart(split: list[dict[str, Any]], ident: str) -> str:
     and a tooltip."""
     if not split:
         return '<p class="muted">No GPU operations were recorded.</p>\n'
-    width, label_w, bar_w, row_h, top = 760, 250, 330, 24, 36
+    # the labels' column holds the longest category ("communication kernels (NCCL, DeepEP, NVSHMEM)" ran under its
+    # bar in a 250-px column)
+    width, label_w, bar_w, row_h, top = 760, 350, 230, 24, 36
     height = top + row_h * len(split)
     summary = ", ".join(f"{s['category']} {_pct(s['share'])}" for s in split)
     out = [(f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" '
