@@ -211,9 +211,7 @@ def _linked(units: list[_Unit]) -> list[_Unit]:
             g.ids += u.ids
             g.commands |= u.commands
             g.span = _union(g.span, u.span)
-            for d, (name, cc) in u.gpus.items():
-                was = g.gpus.get(d, (None, None))
-                g.gpus[d] = (was[0] or name, was[1] or cc)
+            _merge(g.gpus, u.gpus)
     return list(groups.values())
 
 
@@ -250,10 +248,15 @@ def _stated(gpus: Sequence[CaptureGpuRow]) -> dict[int, GpuOf]:
 def _gpus_of(ids: list[int], stated: dict[int, GpuOf]) -> GpuOf:
     out: GpuOf = {}
     for i in ids:
-        for d, (name, cc) in stated.get(i, {}).items():
-            was = out.get(d, (None, None))
-            out[d] = (was[0] or name, was[1] or cc)
+        _merge(out, stated.get(i, {}))
     return out
+
+
+def _merge(into: GpuOf, more: GpuOf) -> None:
+    """into's devices, each with the name and capability more states where into states none."""
+    for d, (name, cc) in more.items():
+        was = into.get(d, (None, None))
+        into[d] = (was[0] or name, was[1] or cc)
 
 
 def _gpus_differ(a: _Unit, b: _Unit) -> bool:
