@@ -40,10 +40,12 @@ Cycles are kept as supporting detail in the reason.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from nvprof_wrap.classify.counter_flops import METRICS as FLOP_METRICS
+from nvprof_wrap.text.names import spelling
 
 HMMA_INST = "sm__inst_executed_pipe_tensor_op_hmma.sum"
 HFMA2_INST = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"
@@ -262,3 +264,26 @@ def can_decide(metrics: list[str]) -> bool:
     count (cycles alone cannot: HFMA2.MMA keeps the tensor pipe busy in plain kernels)."""
     have = set(metrics)
     return {HMMA_INST, HFMA2_INST} <= have or bool(have & {GMMA_INST, IMMA_INST, DMMA_INST})
+
+
+def alike(counted: Iterable[str], timeline: Iterable[tuple[int, str]]) -> dict[str, str]:
+    """{a timeline capture's kernel name: the counter tool's name of the same kernel}, for names the two spell apart
+    (text/names.spelling: Nsight Compute's 'at::vectorized_elementwise_kernel<8, …' is Nsight Systems'
+    'at::native::vectorized_elementwise_kernel<(int)8, …'). timeline: (capture, name) of the captures whose kernels
+    the report counts. Only where the spelling is one kernel's: one counted name has it, and no timeline capture
+    holds two names of it (two namespaces' kernels of one signature, told apart by their own capture); a name the
+    counter tool spells exactly as the timeline does is matched as it is, not here."""
+    counted, timeline = set(counted), list(timeline)
+    tool: dict[str, list[str]] = defaultdict(list)
+    for name in counted:
+        tool[spelling(name)].append(name)
+    names: dict[tuple[int, str], list[str]] = defaultdict(list)
+    for capture, name in timeline:
+        if name not in counted:
+            names[(capture, spelling(name))].append(name)
+    ambiguous = {key for (_capture, key), held in names.items() if len(held) > 1}
+    # a capture holding the counted name itself and another of its spelling: two kernels there
+    ambiguous |= {key for capture, name in timeline if name in counted for key in [spelling(name)]
+                  if (capture, key) in names}
+    return {name: tool[key][0] for (_capture, key), held in names.items()
+            if len(tool.get(key, ())) == 1 and key not in ambiguous for name in held}

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from nvprof_wrap.classify import counters as counters_mod
 from nvprof_wrap.classify import hardware, static, xla_flops, xla_hlo
 from nvprof_wrap.classify.engine import RULES_VERSION, classify, classify_many
 from nvprof_wrap.classify.rank import decide
@@ -77,6 +78,9 @@ def rank(store: Store) -> None:
     classify_pending(store)
     names = store.classifications(RULES_VERSION)
     counters, compiled = store.counter_evidence(), store.static_evidence()
+    if counters:  # a kernel the counter tool and the timeline spell apart is one kernel (classify/counters.alike)
+        alike = counters_mod.alike(counters, store.timeline_kernel_names())
+        counters.update({name: counters[theirs] for name, theirs in alike.items()})
     sampled = store.hardware_evidence()
     cache: dict[tuple[str, float | None, str | None, tuple[str, str] | None], tuple[object, ...]] = {}
     out: list[tuple[object, ...]] = []

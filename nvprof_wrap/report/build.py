@@ -9,7 +9,7 @@ from typing import Any
 from nvprof_wrap.analyses import achieved, ceiling, peaks, warmup
 from nvprof_wrap.analyses.achieved import Achieved
 from nvprof_wrap.analyses.budget import TimeBudget
-from nvprof_wrap.classify import COMMUNICATION_FAMILIES, xla_flops
+from nvprof_wrap.classify import COMMUNICATION_FAMILIES, counters, xla_flops
 from nvprof_wrap.classify.counter_flops import COUNTERS_OP
 from nvprof_wrap.classify.hardware import disagrees
 from nvprof_wrap.classify.rank import gpu_facts
@@ -94,15 +94,31 @@ def _labels(store: Store, key: str) -> dict[Any, str]:
                              if x) for r in store.processes()}
 
 
-def _unmatched(source: dict[str, Any]) -> tuple[str, ...]:
-    """A counter tool's capture beside a timeline: the note where none of its kernels ran in a timeline capture —
-    its counters then decide nothing, which had gone unsaid (an H200's ncu export beside another job's nsys capture
-    of the same GPU: 24 kernels' counters, none of them counted)."""
-    n, names = source.get("unmatched"), source.get("names")
-    if not n or n != names:  # some: names the two tools spell apart (ncu's 'at::vectorized_elementwise_kernel<8,
-        return ()            # …' is nsys' 'at::native::vectorized_elementwise_kernel<(int)8, …'), not another job
-    return ((f"none of its {names} kernels ran in the timeline captures read with it: their counters decide nothing "
-            "here (a capture of another job or run?)"),)
+def unmatched(store: Store) -> dict[int, tuple[int, int]]:
+    """{counter tool's capture read beside a timeline capture: (its kernel names, how many of them ran in no timeline
+    capture — their counters decide nothing)}; a name the two tools spell apart is one kernel
+    (classify/counters.alike), as pipeline/evidence.rank attaches its counters."""
+    timeline = store.timeline_kernel_names()
+    counted = store.counted_kernel_names()
+    if not timeline or not counted:
+        return {}
+    ran = {name for _capture, name in timeline}
+    ran |= set(counters.alike(set().union(*counted.values()), timeline).values())
+    return {capture: (len(names), len(names - ran)) for capture, names in counted.items()}
+
+
+def _unmatched(counts: tuple[int, int] | None) -> tuple[str, ...]:
+    """A counter tool's capture beside a timeline: the note where some of its kernels ran in no timeline capture —
+    their counters decide nothing, which had gone unsaid (an H200's ncu export beside another job's nsys capture of
+    the same GPU: 24 kernels' counters, none of them counted)."""
+    if counts is None or not counts[1]:
+        return ()
+    names, n = counts
+    if n == names:
+        return ((f"none of its {names} kernels ran in the timeline captures read with it: their counters decide "
+                 "nothing here (a capture of another job or run?)"),)
+    return ((f"{n} of its {names} kernels ran in no timeline capture read with it: their counters decide nothing "
+             "here (kernels of another run, or of the part of it the timeline left out?)"),)
 
 
 def _gpus(store: Store) -> tuple[GpuRow, ...]:
@@ -124,7 +140,9 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                            "nvprof_wrap.pipeline.evidence.prepare(store) (or .rank(store)) first")
     total = store.timed_kernel_ns()
     kernels = _kernels(store, total)
-    sources = tuple(Source(r["path"], r["format"], bool(r["partial"]), tuple(_json_list(r["notes"])) + _unmatched(r))
+    counted = unmatched(store)
+    sources = tuple(Source(r["path"], r["format"], bool(r["partial"]),
+                           tuple(_json_list(r["notes"])) + _unmatched(counted.get(r["id"])))
                     for r in store.sources())
     disagreements = tuple(k for k in kernels if k.evidence in ("counters", "compiled code")
                           and k.name_verdict != "unknown" and k.tensor_core != k.name_verdict)

@@ -151,6 +151,21 @@ class Queries:
                               WHEN SUM(tensor_core = 'no') = COUNT(*) THEN 'no' ELSE 'unknown' END AS tc,
                    MAX(detail) AS detail FROM counters GROUP BY name""")}
 
+    def timeline_kernel_names(self) -> list[tuple[int, str]]:
+        """(capture, name) of each distinct kernel of the captures that are no counter tool's (their kernels are
+        the report's where any was read beside a counter tool's)."""
+        return [(r["capture_id"], r["name"]) for r in self.rows(
+            f"SELECT DISTINCT capture_id, name FROM kernels WHERE capture_id IN "
+            f"(SELECT id FROM captures WHERE format NOT IN {_CO})")]
+
+    def counted_kernel_names(self) -> dict[int, set[str]]:
+        """{capture: its distinct kernel names} of the counter tools' captures (ncu, nvprof --metrics)."""
+        out: dict[int, set[str]] = {}
+        for r in self.rows(f"SELECT DISTINCT capture_id, name FROM kernels WHERE capture_id IN "
+                           f"(SELECT id FROM captures WHERE format IN {_CO})"):
+            out.setdefault(r["capture_id"], set()).add(r["name"])
+        return out
+
     def top_kernel_names(self, n: int) -> list[str]:
         """The n kernel names with the most GPU time (verify measures those)."""
         return [r["name"] for r in self.rows(
@@ -535,20 +550,8 @@ class Queries:
                          "FROM warmup GROUP BY program, name ORDER BY total_ns DESC, name")
 
     def sources(self) -> list[Row]:
-        """Each capture's path, format, partial flag and notes; `unmatched`, for a counter tool's capture read beside
-        a timeline (whose kernels are the report's), how many of its kernel names ran in no timeline capture (their
-        counters decide nothing), and `names`, how many it holds; NULL for the others."""
-        return self.rows(f"""
-            SELECT c.path, c.format, c.partial, c.notes, m.names, m.names - m.matched AS unmatched
-            FROM captures c LEFT JOIN (
-              SELECT k.capture_id, COUNT(DISTINCT k.name) AS names,
-                     COUNT(DISTINCT CASE WHEN t.name IS NOT NULL THEN k.name END) AS matched
-              FROM kernels k JOIN captures x ON x.id = k.capture_id AND x.format IN {_CO}
-              LEFT JOIN (SELECT DISTINCT name FROM kernels
-                         WHERE capture_id IN (SELECT id FROM captures WHERE format NOT IN {_CO})) t ON t.name = k.name
-              WHERE EXISTS (SELECT 1 FROM captures WHERE format NOT IN {_CO})
-              GROUP BY k.capture_id) m ON m.capture_id = c.id
-            ORDER BY c.id""")
+        """Each capture's id, path, format, partial flag and notes."""
+        return self.rows("SELECT c.id, c.path, c.format, c.partial, c.notes FROM captures c ORDER BY c.id")
 
     def capture_jobs(self) -> list[CaptureJobRow]:
         """Per capture, what it says of its job: file, start and end (UTC ns), command, parent pid, and its process

@@ -333,3 +333,22 @@ def _around(text: str, at: int, width: int) -> str:
     if start <= head:
         return middle(text, width)
     return text[:head] + "…" + text[start:start + room] + "…" + text[len(text) - tail:]
+
+
+# what one demangler writes and another leaves out: a qualifier (`at::native::`, `<unnamed>::`, `(anonymous
+# namespace)::`), the type cast of a template's number (`(int)8`, `(unsigned long)3`), spacing
+_QUALIFIER = re.compile(r"(?:\b[A-Za-z_]\w*|<unnamed>|\(anonymous namespace\))::")
+_CAST = re.compile(r"\((?:(?:un)?signed\s+)?(?:char|short|int|long(?:\s+long)?|bool)\)\s*(?=-?\d)")
+_TRUTH = re.compile(r"\b(?:true|false)\b")
+_SPACE = re.compile(r"\s+")
+
+
+def spelling(name: str) -> str:
+    """The name as two demanglers' spellings of one kernel both give it: without qualifiers, number casts and spacing
+    differences. Nsight Compute writes PyTorch's 'void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::
+    Half>, std::array<char *, 3>>(int, T2, T3)' where Nsight Systems, for the same kernel of the same job, writes
+    'void at::native::vectorized_elementwise_kernel<(int)8, at::native::CUDAFunctor_add<c10::Half>, std::array<char *,
+    (unsigned long)3>>(int, T2, T3)' (fixtures/h200: 13 of the ncu export's 24 names). Kernels of one capture can share
+    a spelling (two namespaces' kernels of one signature): classify/counters.alike uses it only where they do not."""
+    plain = _TRUTH.sub(lambda m: "1" if m.group() == "true" else "0", _CAST.sub("", _QUALIFIER.sub("", name)))
+    return _SPACE.sub(" ", plain).strip()

@@ -1,6 +1,7 @@
 """The commands, in-process through main([...]), and a few real subprocess runs."""
 from __future__ import annotations
 
+import csv
 import json
 import sqlite3
 import subprocess
@@ -191,7 +192,7 @@ def test_console_report_matches_the_golden_text_at_width_100(capsys):
 def test_an_ncu_export_none_of_whose_kernels_ran_in_the_timeline_says_so(capsys):
     """An H200's ncu export beside another H200 job's nsys capture (NVIDIA Fuser's): none of its 24 kernels ran
     there, so its counters decided nothing — and nothing said so. A note on the export says it; beside its own job's
-    capture (tests' H200 folder: some names spelled apart by the two tools) no note."""
+    capture (tests' H200 folder: 13 names spelled apart by the two tools, each one kernel) no note."""
     fuser, ncu = PUBLIC / "NVIDIA__Fuser__report1.sqlite", H200 / "ncu_tensor_metrics.csv"
     code, out, _ = run(capsys, "report", str(fuser), str(ncu), "--format", "json")
     assert code == 0
@@ -201,6 +202,35 @@ def test_an_ncu_export_none_of_whose_kernels_ran_in_the_timeline_says_so(capsys)
     code, out, _ = run(capsys, "report", str(H200), "--format", "json", "--sum")
     assert code == 0
     assert not any("decide nothing" in n for s in json.loads(out)["sources"] for n in s["notes"])
+    # beside another H200 job that ran 2 of its kernels (two child processes' fills): the other 22 said
+    code, out, _ = run(capsys, "report", str(H200 / "nsys_two_child_processes.sqlite"), str(ncu), "--format", "json",
+                       "--sum")
+    notes = {s["path"]: s["notes"] for s in json.loads(out)["sources"]}
+    assert code == 0 and notes[str(ncu)] == [
+        ("22 of its 24 kernels ran in no timeline capture read with it: their counters decide nothing here (kernels "
+         "of another run, or of the part of it the timeline left out?)")]
+
+
+def test_counters_attach_to_kernels_the_two_tools_spell_apart(capsys, tmp_path):
+    """The bundled H200 sample: ncu measured 24 kernels of the job whose nsys capture lies beside it, but writes 13 of
+    their names as Nsight Systems does not ('void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::Half>,
+    std::array<char *, 3>>…' for nsys' 'void at::native::vectorized_elementwise_kernel<(int)8, at::native::
+    CUDAFunctor_add<c10::Half>, std::array<char *, (unsigned long)3>>…'): their counters decided nothing and the
+    kernels fell back on their names. Each of the 24 is measured by its counters now — the framework kernels' HFMA2
+    counted out, each a "no" — and none disagrees with what its name says."""
+    sample = ROOT / "nvprof_wrap" / "samples" / "torch_ops"
+    code, out, _ = run(capsys, "report", str(sample), "--format", "json", "--store", str(tmp_path / "s.sqlite"))
+    assert code == 0
+    d = json.loads(out)
+    lines = (sample / "ncu_tensor_metrics.csv").read_text().splitlines()
+    ncu = [row["Kernel Name"] for row in csv.DictReader(line for line in lines if line.startswith('"'))]
+    measured = {k["name"]: k for k in d["kernels"] if k["evidence"] == "counters"}
+    assert len(set(ncu)) == len(measured) == 24 and len(set(ncu) - set(measured)) == 13
+    spelled = measured["void at::native::vectorized_elementwise_kernel<(int)8, at::native::CUDAFunctor_add<c10::Half>, "
+                       "std::array<char *, (unsigned long)3>>(int, T2, T3)"]
+    assert (spelled["tensor_core"], spelled["counter_verdict"]) == ("no", "no")
+    assert all(k["tensor_core"] == k["name_verdict"] for k in measured.values() if k["name_verdict"] != "unknown")
+    assert not any(n for s in d["sources"] for n in s["notes"] if "decide nothing" in n)
 
 
 @pytest.mark.parametrize("argv, said", [

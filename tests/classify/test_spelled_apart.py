@@ -1,0 +1,61 @@
+"""Kernels the counter tool and the timeline spell apart (text/names.spelling, classify/counters.alike): Nsight
+Compute and Nsight Systems wrote 13 of one H200 job's 24 names differently (the bundled torch_ops sample), so their
+counters attached to nothing. One kernel's two spellings are matched; two kernels that share a spelling are not."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from nvprof_wrap.classify.counters import alike
+from nvprof_wrap.readers import read
+from nvprof_wrap.text.names import spelling
+from tests._paths import ROOT
+
+SAMPLE = ROOT / "nvprof_wrap" / "samples" / "torch_ops"
+NCU_ADD = ("void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::Half>, "
+           "std::array<char *, 3>>(int, T2, T3)")
+NSYS_ADD = ("void at::native::vectorized_elementwise_kernel<(int)8, at::native::CUDAFunctor_add<c10::Half>, "
+            "std::array<char *, (unsigned long)3>>(int, T2, T3)")
+
+
+def _ncu_names() -> set[str]:
+    lines = (SAMPLE / "ncu_tensor_metrics.csv").read_text().splitlines()
+    return {row["Kernel Name"] for row in csv.DictReader(line for line in lines if line.startswith('"'))}
+
+
+def test_each_of_the_samples_ncu_names_is_one_of_its_timelines_kernels():
+    """Every one of the ncu export's 24 names is the name, or the spelling, of exactly one kernel of the nsys capture
+    of the same job; 13 only by their spelling."""
+    counted = _ncu_names()
+    timeline = [(1, k.name) for k in read(SAMPLE / "nsys_torch_ops.sqlite").kernels]
+    matched = alike(counted, timeline)
+    ran = {name for _c, name in timeline}
+    assert len(counted) == 24 and len(counted - ran) == 13
+    assert set(matched.values()) == counted - ran and len(matched) == 13
+    assert matched[NSYS_ADD] == NCU_ADD
+    for ours, theirs in matched.items():
+        assert spelling(ours) == spelling(theirs) and ours != theirs
+
+
+def test_bool_and_anonymous_namespaces_spell_alike():
+    assert spelling("void k<(bool)1, (anonymous namespace)::Op>(int)") == spelling("void k<true, <unnamed>::Op>(int)")
+    assert spelling("void k<(int)-4>()") == spelling("void k<-4>()")
+    assert spelling("void k<(int)4>()") != spelling("void k<(int)8>()")
+
+
+@pytest.mark.parametrize("timeline, counted, expected", [
+    # two kernels of one capture that differ by their namespace only: which one ncu measured is not known
+    ([(1, NSYS_ADD), (1, NSYS_ADD.replace("at::native::vectorized", "at::cuda::vectorized"))], {NCU_ADD}, {}),
+    # the capture holds the counted spelling itself and another kernel of its spelling: two kernels there
+    ([(1, NCU_ADD), (1, NSYS_ADD)], {NCU_ADD}, {}),
+    # two counted names of one spelling (two namespaces' kernels measured): neither is known to be the timeline's
+    ([(1, NSYS_ADD)], {NCU_ADD, NCU_ADD.replace("at::vectorized", "at::cuda::vectorized")}, {}),
+    # one kernel spelled by two timeline tools (nsys and a Kineto trace read together): both get its counters
+    ([(1, NSYS_ADD), (2, NSYS_ADD.replace("(int)8", "8").replace("(unsigned long)3", "3"))], {NCU_ADD},
+     {NSYS_ADD: NCU_ADD, NSYS_ADD.replace("(int)8", "8").replace("(unsigned long)3", "3"): NCU_ADD}),
+    # the counted name spelled exactly as the timeline does is matched as it is, not here
+    ([(1, NCU_ADD), (2, NSYS_ADD)], {NCU_ADD}, {NSYS_ADD: NCU_ADD}),
+])
+def test_a_spelling_shared_by_two_kernels_matches_none(timeline, counted, expected):
+    assert alike(counted, timeline) == expected
