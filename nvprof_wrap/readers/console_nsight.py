@@ -204,10 +204,14 @@ class _Table:
     """One table being read: its syntax, kind, columns and rows (cells), flushed at its end."""
 
     def __init__(self, syntax: str, head: list[str], kind: str | None,
-                 spans: list[tuple[int, int]] | None = None) -> None:
+                 spans: list[tuple[int, int]] | None = None, closed: str = "") -> None:
         self.syntax, self.head, self.kind, self.spans = syntax, head, kind, spans
         self.idx = {c: i for i, c in enumerate(head)}
         self.rows: list[list[str]] = []
+        # closed: a pipe table's header, which ends in '|' where the table closes its rows so (cut_short)
+        self.closed = syntax == "pipe" and closed.rstrip().endswith("|")
+        self.padded = False  # a row ends in blanks: nsys padded the rows to the name column's width
+        self.ends: list[tuple[bool, int]] = []  # per row: (its line ends in its name: unpadded, unclosed; its length)
 
     def cells(self, line: str) -> list[str] | None:
         """The row's cells, or None when the line is no row of this table (the table ends there)."""
@@ -225,7 +229,20 @@ class _Table:
         if total is None or count is None:
             return None
         numeric = all(_number(cells[i], ",") is not None or _number(cells[i], ".") is not None for i in (total, count))
+        if numeric and self.syntax != "csv":
+            blank = line[-1:].isspace()
+            self.padded |= blank
+            self.ends.append((not line.rstrip().endswith("|") if self.closed else not blank, len(cells[-1])))
         return cells if numeric else None
+
+    def cut_short(self, row: int) -> bool:
+        """Whether the row's line ends inside its name (a text cut off mid-row: the name 'nvjet' of
+        'nvjet_tst_256x152_64x4_1x2_h_bz_coopA_TNT' had read as a whole kernel's): a closed table's row without its
+        closing '|'; in a table whose rows nsys padded to its name column's width (the longest name's), an unpadded
+        row whose name is shorter than the longest one — a line's indentation, lost in a paste, changes neither."""
+        if row >= len(self.ends) or not self.ends[row][0]:
+            return False
+        return self.closed or (self.padded and self.ends[row][1] < max(n for _e, n in self.ends))
 
 
 def nsys_tables(lines: Iterable[str]) -> NsysTables:
@@ -261,7 +278,7 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
         if t.kind == "api":
             launch_calls = sum(int(_number(r[count_i], sep) or 0) for r in t.rows if LAUNCH_NAME.match(r[-1]))
             return
-        for r in t.rows:
+        for j, r in enumerate(t.rows):
             total, count = _number(r[total_i], sep), _number(r[count_i], sep)
             if total is None or count is None:
                 continue
@@ -272,7 +289,7 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
                 mem.append(MemAgg(None, device, what, d, int(count), int(total)))
             elif kind == "kernel":
                 where, raw = nvtx_split(r[-1])
-                name = _mark_cut(demangle(raw))
+                name = _mark_cut(demangle(raw), t.cut_short(j))
                 kernels.append(KernelAgg(None, device, name, int(count), int(total),
                                          _int(r[lo], sep) if lo is not None else None,
                                          _int(r[hi], sep) if hi is not None else None))
@@ -295,7 +312,7 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
             pending = None
             if syntax == "pipe" and (_PIPE_RULE.match(line) or _BOX_RULE.match(line)):
                 head = _pipe_cells(head_line)
-                table = _Table("pipe", head, _header_kind(head) or _title_kind(title))
+                table = _Table("pipe", head, _header_kind(head) or _title_kind(title), closed=head_line)
                 continue
             if syntax == "columns" and _DASHES.match(line):
                 spans = _spans(line)
@@ -374,11 +391,14 @@ def _gpu_named(line: str) -> str | None:
     return None
 
 
-def _mark_cut(name: str) -> str:
+def _mark_cut(name: str, short: bool = False) -> str:
     """Older nsys cuts long names at a fixed width without saying so: a name whose brackets do not close was cut,
-    and gets the '…' that newer versions print, so the classifier treats it as cut."""
+    and gets the '…' that newer versions print, so the classifier treats it as cut. short: the row's line ended
+    inside the name (_Table.cut_short): cut too."""
     if name.endswith(("…", "...")):
         return name
+    if short:
+        return name + "…"
     depth = {"(": 0, "<": 0}
     for ch in name:
         if ch in "(<":

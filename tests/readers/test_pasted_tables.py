@@ -6,15 +6,17 @@ the others are built in the layout the real tool writes, and say so."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 
 import pytest
 
 from nvprof_wrap import readers
-from nvprof_wrap.classify import counters
+from nvprof_wrap.classify import classify, counters
 from nvprof_wrap.cli import main
 from nvprof_wrap.errors import BadInput
+from tests._paths import fixture_file
 
 
 def _write(tmp_path, name: str, text: str):
@@ -300,3 +302,32 @@ def test_a_dlprof_kernel_report_is_refused_with_its_own_column(tmp_path):
     with pytest.raises(BadInput, match=r"DLProf kernel report: not read; its own 'Uses TC' column: 1 of 2 kernels "
                                        r"used tensor cores \(75\.0% of their GPU time\)"):
         readers.read(_write(tmp_path, "dlprof_kernel.csv", text))
+
+
+@pytest.mark.parametrize("rel, layout", [
+    ("wild3/nsys-stats-table-vllm-llama70b-h100.txt", "boxed, rows padded and closed with '|'"),
+    ("wild3/nsys-stats-table-vllm-deepseek-r1-b200.md", "boxed, rows closed with '|'"),
+    ("wild3/nsys-stats-cs336-trainstep-plain.txt", "columns, rows padded to the longest name"),
+])
+def test_a_table_cut_off_inside_a_name_does_not_read_the_stub_as_a_kernel(tmp_path, rel, layout):
+    """A real nsys stats table whose text ends inside its last kernel row's name (a paste or a file cut short): the
+    stub ('nvjet_tst_256x152_64x4_1x2_h_bz_' of 'nvjet_tst_256x152_64x4_1x2_h_bz_coopA_TNT') had read as a whole
+    kernel's name — a kernel that never ran, decided by what the stub says. It is a cut name now ('…':
+    classify/engine.py trusts only what the cut cannot hide); every row before it reads as in the whole file."""
+    src = fixture_file(rel)
+    lines = src.read_text().splitlines(keepends=True)
+    whole = {k.name: k for k in readers.read(src).kernels}
+    header = next(i for i, line in enumerate(lines) if "Total Time" in line and "Name" in line)
+    rows = [i for i in range(header + 1, len(lines)) if re.match(r"^[\s|]*\d", lines[i])]
+    last = rows[-1] if rows[-1] - rows[0] == len(rows) - 1 else rows[next(j for j in range(1, len(rows))
+                                                                          if rows[j] != rows[j - 1] + 1) - 1]
+    row = lines[last]
+    (name,) = [n for n in whole if n.rstrip("…") in row and not any(
+        m != n and n.rstrip("…") in m.rstrip("…") and m.rstrip("…") in row for m in whole)]
+    stub = row[:row.index(name.rstrip("…")) + 12]
+    cut = _write(tmp_path, src.name, "".join(lines[:last]) + stub)
+    kernels = {k.name: k for k in readers.read(cut).kernels}
+    assert set(kernels) - set(whole) == {name[:12] + "…"}, layout
+    assert classify(name[:12] + "…").tensor_core in ("unknown", classify(name).tensor_core)
+    before = {k.name: k for k in readers.read(_write(tmp_path, "before" + src.suffix, "".join(lines[:last]))).kernels}
+    assert {n: k for n, k in kernels.items() if n in whole} == before and len(before) >= 1
