@@ -18,6 +18,7 @@ import zlib
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
+from nvprof_wrap.errors import BadInput
 from nvprof_wrap.readers._bounded import Mended, inflate_to
 from nvprof_wrap.readers._durations import Durations
 from nvprof_wrap.readers._kineto_flops import FLOP_OPS, Signatures
@@ -124,7 +125,12 @@ class Rows:
             if cat is None and self.open_begins and ev.get("ph") == "E":  # an end that names nothing: its begin's
                 held = self.begun.get((ev.get("pid"), ev.get("tid")))
                 cat = held[-1].get("cat") if held else None
-            if self.host_pid is None and cat in HOST_CATS:
+            try:
+                host = cat in HOST_CATS
+            except TypeError:  # a list or an object: no category (it had come out as "unhashable type: 'list'")
+                raise BadInput(None, f"an event's \"cat\" is a {type(cat).__name__} ({str(cat)[:40]}), not a category "
+                                     f"name: event {str(ev)[:80]}") from None
+            if host and self.host_pid is None:
                 self._host(ev)
             # The most frequent kinds inline (this loop runs once per event; ranges, runtime calls and flows are
             # most of a torch.profiler trace): numbers in range take the short way, anything else is checked.

@@ -11,7 +11,9 @@ Nothing is held per event in Python.
 from __future__ import annotations
 
 import functools
+import gzip
 import json
+import math
 import shutil
 import sqlite3
 from pathlib import Path
@@ -80,10 +82,19 @@ def _tail_keys(tail: bytes, keys: list[str]) -> dict[str, Any]:
 
 
 def _devices(props: object) -> tuple[Gpu, ...]:
-    """The GPUs of deviceProperties (a JSON list of objects; anything else names none)."""
-    return tuple(Gpu(int(p.get("id", i)), p.get("name"), p.get("computeMajor"), p.get("computeMinor"),
-                        p.get("numSms")) for i, p in enumerate(props if isinstance(props, list) else [])
-                 if isinstance(p, dict))
+    """The GPUs of deviceProperties (a JSON list of objects; anything else names none). A number that is none (a
+    computeMajor of "eight") is refused naming its field: it had come out as "expected a number, found str"."""
+    out = []
+    for i, p in enumerate(props if isinstance(props, list) else []):
+        if not isinstance(p, dict):
+            continue
+        for key in ("id", "computeMajor", "computeMinor", "numSms"):
+            v = p.get(key)
+            if v is not None and (type(v) not in (int, float) or abs(v) > 1 << 31 or not math.isfinite(v)):
+                raise BadInput(None, f"deviceProperties[{i}].{key} is {json.dumps(v)[:40]}, not a number")
+        out.append(Gpu(int(p.get("id", i)), p.get("name"), p.get("computeMajor"), p.get("computeMinor"),
+                       p.get("numSms")))
+    return tuple(out)
 
 
 FORMAT = "kineto-json"
@@ -99,7 +110,7 @@ def read(path: Path, window: Window | None = None) -> Capture:
         try:
             rows, header, cut = _scanned(path, folder)
         except (ijson.JSONError, OSError, EOFError, ValueError, TypeError) as e:
-            raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({type(e).__name__}: {e})") from None
+            raise BadInput(path, f"not a readable Kineto/Chrome trace JSON ({_why(e)})") from None
         try:
             refuse_other_vendor(path, header)
             if not rows.names and rows.on_gpu:
@@ -113,6 +124,19 @@ def read(path: Path, window: Window | None = None) -> Capture:
             rows.db.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _why(e: BaseException) -> str:
+    """What stopped the parser, said plainly: the JSON parser's message as text on one line (it came as the repr of
+    bytes: "b'lexical error: invalid bytes in UTF8 string.\\n …'"), a gzip stream followed by bytes that are none."""
+    if isinstance(e, gzip.BadGzipFile) and "Not a gzipped file" in str(e):
+        return f"bytes after the end of its gzip stream that are no gzip data (junk appended to the file?): {e}"
+    said = e.args[0] if e.args else ""
+    text = said.decode("utf-8", errors="replace") if isinstance(said, bytes) else str(e)
+    text = " ".join(text.split())
+    if "invalid bytes in UTF8 string" in text:
+        return f"a string holds bytes that are no UTF-8 text (saved in another encoding?): {text[:160]}"
+    return f"{type(e).__name__}: {text[:240]}"
 
 
 def _scanned(path: Path, folder: Path) -> tuple[Rows, dict[str, Any], Mended]:

@@ -845,3 +845,44 @@ def test_trace_events_named_inside_events_are_no_second_array(tmp_path, capsys):
     path.write_text(json.dumps(body))
     got = json.loads(_report_json(capsys, path))
     assert sum(k["launches"] for k in got["kernels"]) == 8772
+
+
+# --- damaged Kineto traces: what is wrong, said in words ---------------------------------------------------------
+
+MATMUL_TRACE = RUNS / "kineto_matmul_bf16_shapes" / "matmul.pt.trace.json.gz"
+
+
+def _kineto_list_cat(raw: bytes) -> bytes:
+    d = json.loads(gzip.decompress(raw))
+    kernel = next(e for e in d["traceEvents"] if e.get("cat") == "kernel")
+    kernel["cat"] = ["kernel"]
+    return json.dumps(d).encode()
+
+
+def _kineto_cc_in_words(raw: bytes) -> bytes:
+    d = json.loads(gzip.decompress(raw))
+    d["deviceProperties"][0]["computeMajor"] = "nine"
+    return json.dumps(d).encode()
+
+
+def _kineto_latin1_name(raw: bytes) -> bytes:
+    text = gzip.decompress(raw)
+    at = text.index(b'"name": "') + 9
+    return text[:at] + "Gerät ".encode("latin-1") + text[at:]
+
+
+@pytest.mark.parametrize("name, damage, said", [
+    ("list_cat.json", _kineto_list_cat, "an event's \"cat\" is a list (['kernel']), not a category name: event {"),
+    ("cc_in_words.json", _kineto_cc_in_words, 'deviceProperties[0].computeMajor is "nine", not a number'),
+    ("latin1.json", _kineto_latin1_name, "a string holds bytes that are no UTF-8 text (saved in another encoding?)"),
+    ("junk.json.gz", lambda raw: raw + b"GARBAGE", "bytes after the end of its gzip stream that are no gzip data"),
+])
+def test_a_damaged_kineto_trace_is_refused_saying_what_is_wrong(tmp_path, capsys, name, damage, said):
+    """A real H200 Kineto trace, damaged as hand edits and transfers damage files: each was refused in one line, exit
+    2, but in the parser's words — "TypeError: unhashable type: 'list'", "expected a number, found str 'nine'" (no
+    field named), a bytes repr holding '\\n's, "BadGzipFile: Not a gzipped file (b'GA')". The line says what is
+    wrong, where."""
+    path = tmp_path / name
+    path.write_bytes(damage(MATMUL_TRACE.read_bytes()))
+    err = _one_line_exit_2(capsys, ["report", str(path), "--store", str(tmp_path / "s.sqlite")])
+    assert err.startswith(f"nvprof-wrap: error: {path}: ") and said in err and "\\n" not in err, err
