@@ -126,7 +126,13 @@ def detect(path: Path) -> str:
     if fmt is not None:
         return fmt
     if head.is_sqlite:
-        raise BadInput(path, "SQLite file is not an nvprof, Nsight Systems or nvprof-wrap capture (no kernel table)")
+        have = head.sqlite_tables
+        if have & {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL"}:  # had read "no kernel table"
+            raise BadInput(path, "a CUPTI kernel table without the table of its kernels' names (nvprof's StringTable, "
+                                 "Nsight Systems' StringIds): a damaged or hand-edited capture — not read")
+        listed = ", ".join(t[:40] for t in sorted(have)[:6]) + (f" and {len(have) - 6} more" if len(have) > 6 else "")
+        raise BadInput(path, "SQLite file is not an nvprof, Nsight Systems or nvprof-wrap capture (no kernel table; "
+                             f"{'its tables: ' + listed if have else 'no tables'})")
     if head.json_start:
         raise BadInput(path, "JSON without traceEvents: not a Kineto / Chrome trace")
     if head.binary and path.name.endswith(".qdstrm"):

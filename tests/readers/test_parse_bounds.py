@@ -886,3 +886,22 @@ def test_a_damaged_kineto_trace_is_refused_saying_what_is_wrong(tmp_path, capsys
     path.write_bytes(damage(MATMUL_TRACE.read_bytes()))
     err = _one_line_exit_2(capsys, ["report", str(path), "--store", str(tmp_path / "s.sqlite")])
     assert err.startswith(f"nvprof-wrap: error: {path}: ") and said in err and "\\n" not in err, err
+
+
+def test_an_nvprof_capture_without_its_string_table_says_so(tmp_path, capsys):
+    """A real nvprof capture (a public .nvvp) whose StringTable was dropped: its kernel table is there, but it read
+    "not an nvprof, Nsight Systems or nvprof-wrap capture (no kernel table)". A SQLite file of other tables names
+    them."""
+    path = tmp_path / "timeline.nvvp"
+    path.write_bytes((PUBLIC / "m-goldstein__GPU_ML__timeline.nvvp").read_bytes())
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE StringTable")
+    db.close()
+    err = _one_line_exit_2(capsys, ["report", str(path), "--store", str(tmp_path / "s.sqlite")])
+    assert "a CUPTI kernel table without the table of its kernels' names (nvprof's StringTable" in err
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.executescript("CREATE TABLE foo(a); CREATE TABLE bar(b);")
+    db.close()
+    err = _one_line_exit_2(capsys, ["report", str(other), "--store", str(tmp_path / "s2.sqlite")])
+    assert "(no kernel table; its tables: bar, foo)" in err
