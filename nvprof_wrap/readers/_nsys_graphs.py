@@ -42,10 +42,9 @@ def uncovered(conn: sqlite3.Connection, have: set[str], kernel: str, name_col: s
 
 def aggregates(conn: sqlite3.Connection, graphs: str, dur: str, where: str) -> tuple[KernelAgg, ...]:
     """One KernelAgg per process and device: the graph launches as GRAPH_NAME."""
-    return tuple(KernelAgg(None if gp is None else (gp >> 24) & 0xFFFFFF, dev, GRAPH_NAME, n, tot)
-                 for gp, dev, n, tot in conn.execute(
-                     f"SELECT globalPid, deviceId, COUNT(*), COALESCE(SUM({dur}), 0) FROM {graphs} "
-                     f"WHERE {where} GROUP BY 1, 2"))
+    return tuple(KernelAgg(pid, dev, GRAPH_NAME, n, tot) for pid, dev, n, tot in conn.execute(
+        f"SELECT (globalPid >> 24) & 16777215, deviceId, COUNT(*), COALESCE(SUM({dur}), 0) FROM {graphs} "
+        f"WHERE {where} GROUP BY 1, 2"))
 
 
 def note(kernels: tuple[KernelAgg, ...]) -> str:

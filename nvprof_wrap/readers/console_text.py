@@ -142,6 +142,28 @@ READERS: dict[str, Callable[[Path], Part]] = {
 }
 
 
+FOLDED_SHARE = 0.3  # of a text's non-empty lines, exactly as long as its longest: folded at that width
+
+
+def _folded(head: str) -> str:
+    """What to add where a text's tables gave no kernel row and its lines look folded at one width (a terminal's or
+    an editor's hard wrap at 80 or 120 columns cuts each table row in two: neither half is a row): '' otherwise."""
+    lines = [line for line in head.splitlines() if line.strip()]
+    if len(lines) < 4:
+        return ""
+    width = max(map(len, lines))
+    widest = [line for line in lines if len(line) == width]
+    at = len(widest)
+    # a fold cuts wherever the width falls: inside words and numbers; rows nsys padded to one width (its boxed
+    # tables) end in blanks or a border
+    inside = sum(1 for line in widest if line[-1] not in " |+")
+    if width < 40 or at < FOLDED_SHARE * len(lines) or inside < at / 3:
+        return ""
+    return (f" — {at} of its {len(lines)} lines are exactly {width} characters long: the text looks folded at "
+            f"{width} columns, each table row cut in two; paste it unwrapped (`nsys stats --format csv` writes whole "
+            "rows)")
+
+
 def read(path: Path, found: list[str] | None = None) -> Capture:
     with open_text(path) as f:  # gzipped logs too (decompressed as read)
         head = f.read(_WINDOW)
@@ -150,7 +172,7 @@ def read(path: Path, found: list[str] | None = None) -> Capture:
     kernels: list[KernelAgg] = [k for p in parts.values() for k in p.kernels]
     if not kernels:
         raise BadInput(path, f"{' and '.join(present) or 'console text'} found, but no kernel row in it "
-                             "(only copies, API calls or other tables)")
+                             f"(only copies, API calls or other tables){_folded(head)}")
     memops: list[MemAgg] = [m for p in parts.values() for m in p.memops]
     counters: list[CounterVerdict] = [c for p in parts.values() for c in p.counters]
     devices = {d.device_id: d for p in parts.values() for d in p.devices}

@@ -6,6 +6,7 @@ Kernel names come from ``demangledName`` through ``StringIds`` — never ``short
 from __future__ import annotations
 
 import functools
+import math
 import re
 import sqlite3
 from pathlib import Path
@@ -146,8 +147,16 @@ def _fusable(conn: sqlite3.Connection, have: set[str]) -> bool:
 
 def _activity(rows: list[tuple[int | None, int | None, int, int, int]]) -> tuple[Activity, ...]:
     """BusyTime's rows (globalPid, device, first, last, busy ns) as Activity records."""
-    return tuple(Activity(None if gp is None else (gp >> 24) & 0xFFFFFF, dev, first, last, busy)
-                 for gp, dev, first, last, busy in rows)
+    return tuple(Activity(_process(gp), dev, first, last, busy) for gp, dev, first, last, busy in rows)
+
+
+def _process(gp: object) -> int | None:
+    """The process of a globalPid, as the SQL's (globalPid >> 24) & 16777215 takes it: a float's whole part (a
+    hand-edited export's globalPid + 0.5 had ended the report with "unsupported operand type(s) for >>: 'float'");
+    None for what is no number."""
+    if type(gp) is float and math.isfinite(gp):
+        gp = int(gp)
+    return (gp >> 24) & 0xFFFFFF if type(gp) is int else None
 
 
 def _devices(conn: sqlite3.Connection, have: set[str]) -> tuple[Gpu, ...]:

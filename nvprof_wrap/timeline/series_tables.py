@@ -3,6 +3,7 @@ both measure with, and the time buckets both cut a capture without step marks in
 series.py imports series_np.py)."""
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -76,8 +77,10 @@ def buckets(extents: list[tuple[Any, Any]]) -> list[tuple[int, int, int]]:
     starts = [a for a, _ in extents if a is not None]
     if not starts:
         return []
-    t0 = min(starts)
-    t1 = min(max([b for _, b in extents if b is not None] + [t0 + 1]), t0 + MAX_DURATION_NS)
+    # whole nanoseconds: a time stored as a float (a hand-edited export: start + 0.5) had ended the report with
+    # "'float' object cannot be interpreted as an integer"
+    t0 = math.floor(min(starts))
+    t1 = min(max([math.ceil(b) for _, b in extents if b is not None] + [t0 + 1]), t0 + MAX_DURATION_NS)
     width = _nice(-(-(t1 - t0) // BUCKETS))
     return [(i, t0 + i * width, t0 + (i + 1) * width) for i in range(-(-(t1 - t0) // width))]
 

@@ -905,3 +905,40 @@ def test_an_nvprof_capture_without_its_string_table_says_so(tmp_path, capsys):
     db.close()
     err = _one_line_exit_2(capsys, ["report", str(other), "--store", str(tmp_path / "s2.sqlite")])
     assert "(no kernel table; its tables: bar, foo)" in err
+
+
+def test_an_nsys_kernel_time_stored_as_a_float_is_read(tmp_path, capsys):
+    """A real H200 nsys export with one kernel's start stored as a float (start + 0.5: a hand-edited or converted
+    export) ended the report with "unreadable nsys-sqlite capture (TypeError: 'float' object cannot be interpreted as
+    an integer)" — the series' time buckets took the float. The report is the original's, the kernel 0.5 ns shorter
+    (1 ns less of kernel time, cut to whole nanoseconds) — the per-step series included."""
+    src = RUNS / "gemm_nsys" / "nsys.sqlite"
+    path = tmp_path / "nsys.sqlite"
+    path.write_bytes(src.read_bytes())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 0.5 "
+                   "WHERE rowid = (SELECT MIN(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)")
+    db.close()
+    reports = []
+    for n, capture in enumerate((src, path)):
+        capsys.readouterr()
+        assert main(["report", str(capture), "--format", "json", "--store", str(tmp_path / f"s{n}.sqlite")]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    whole, edited = reports
+    assert edited["kernel_ns"] == whole["kernel_ns"] - 1 and edited["launches"] == whole["launches"]
+    assert len(edited["series"]) == len(whole["series"]) > 1
+    assert sum(s["kernel_ns"] for s in edited["series"]) == sum(s["kernel_ns"] for s in whole["series"]) - 1
+
+
+def test_an_nsys_global_pid_stored_as_a_float_is_its_process(tmp_path, capsys):
+    """A real H200 nsys export with one kernel's globalPid stored as a float (+ 0.5) ended the report with
+    "unsupported operand type(s) for >>: 'float' and 'int'" (the busy time's rows, shifted in Python where the SQL
+    shifts the float's whole part): its process, as the SQL takes it."""
+    path = tmp_path / "nsys.sqlite"
+    path.write_bytes((RUNS / "gemm_nsys" / "nsys.sqlite").read_bytes())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = globalPid + 0.5 WHERE rowid = 5")
+    db.close()
+    assert main(["report", str(path), "--format", "json", "--store", str(tmp_path / "s.sqlite")]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [(p["pid"], p["launches"]) for p in d["processes"]] == [(868, 96)]

@@ -331,3 +331,18 @@ def test_a_table_cut_off_inside_a_name_does_not_read_the_stub_as_a_kernel(tmp_pa
     assert classify(name[:12] + "…").tensor_core in ("unknown", classify(name).tensor_core)
     before = {k.name: k for k in readers.read(_write(tmp_path, "before" + src.suffix, "".join(lines[:last]))).kernels}
     assert {n: k for n, k in kernels.items() if n in whole} == before and len(before) >= 1
+
+
+@pytest.mark.parametrize("rel", ["wild3/nsys-stats-cs336-trainstep-plain.txt",
+                                 "wild3/nsys-stats-table-vllm-llama70b-h100.txt"])
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_table_folded_at_a_terminals_width_is_said_to_look_folded(tmp_path, rel, width):
+    """Real nsys stats texts hard-wrapped at 80 or 120 columns (a terminal's or an editor's fold, as `fold -w`
+    does): every row cut in two, no kernel row left — refused as "no kernel row in it (only copies, API calls or other
+    tables)", which sent the user looking for a missing table. The line says the text looks folded, at which width."""
+    text = fixture_file(rel).read_text()
+    folded = "".join(line[i:i + width] + "\n" for line in text.splitlines() for i in range(0, max(len(line), 1), width))
+    with pytest.raises(BadInput) as refused:
+        readers.read(_write(tmp_path, "folded.txt", folded))
+    assert f"characters long: the text looks folded at {width} columns, each table row cut in two" in refused.value.why
+
