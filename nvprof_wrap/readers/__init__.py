@@ -159,6 +159,11 @@ def read(path: Path, window: tuple[float, float] | Window | None = None,
         return _read(path, win)
 
 
+# Exceptions no file's content can cause — a name, an import or an assertion of the reader's own code failing: its
+# bug, which had read "unreadable … capture (NameError: …)", exit 2, on any file that reached that line
+_OURS = (NameError, ImportError, AssertionError, NotImplementedError, SyntaxError)
+
+
 def _read(path: Path, win: Window | None) -> Capture:
     fmt = detect(path)
     if win is not None and win.cuts_only and win.cut is None and fmt not in CUT and fmt != "sqlite-gz":
@@ -178,6 +183,8 @@ def _read(path: Path, win: Window | None) -> Capture:
     except BadInput as e:
         raise BadInput(path, e.why) from None
     except (IOFailure, MemoryError):
+        raise
+    except _OURS:  # no content makes these: a reader's own bug, exit 70 with where to report it — not "bad input"
         raise
     except RecursionError:  # any parser of any reader, on input nested past what it can follow: that file's fault
         raise BadInput(path, f"unreadable {fmt} capture: nested deeper than the parser follows") from None

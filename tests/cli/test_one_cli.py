@@ -106,6 +106,23 @@ def test_an_internal_error_is_one_line_and_exit_70_not_the_gates_1(capsys, monke
     assert code == 70 and "Traceback" in err and "ZeroDivisionError" in err
 
 
+def _name_bug(*_a, **_k):
+    return undefined_name  # noqa: F821 - the bug under test
+
+
+def test_a_readers_own_bug_is_an_internal_error_not_bad_input(capsys, monkeypatch, tmp_path):
+    """A reader's NameError on a good capture (a bug this project's own changes made twice: a name not imported) read
+    "unreadable kineto-json capture (NameError: …)", exit 2 — bad input, the user's file blamed. A failure no content
+    can cause is our bug: exit 70, saying where to report it; the file's own damage stays exit 2."""
+    from nvprof_wrap.readers import kineto_json
+    from tests._paths import RUNS
+    monkeypatch.setattr(kineto_json, "_devices", _name_bug)
+    monkeypatch.delenv("NVPROF_WRAP_DEBUG", raising=False)
+    trace = RUNS / "kineto_matmul_bf16_shapes" / "matmul.pt.trace.json.gz"
+    code, _, err = run(capsys, "report", trace, "--store", tmp_path / "s.sqlite")
+    assert code == 70 and "internal error" in err and "NameError" in err and "unreadable" not in err, err
+
+
 def test_an_internal_error_through_the_console_script_is_70(tmp_path):
     """What the installed `nvprof-wrap` runs: sys.exit(main())."""
     script = ("import sys; from nvprof_wrap.store import history\n"
