@@ -336,9 +336,10 @@ def _around(text: str, at: int, width: int) -> str:
 
 
 # what one demangler writes and another leaves out: a qualifier (`at::native::`, `<unnamed>::`, `(anonymous
-# namespace)::`), the type cast of a template's number (`(int)8`, `(unsigned long)3`), spacing
+# namespace)::`), the type cast of a template's number (`(int)8`, `(unsigned long)3`, `(at::native::NormType)1`),
+# spacing
 _QUALIFIER = re.compile(r"(?:\b[A-Za-z_]\w*|<unnamed>|\(anonymous namespace\))::")
-_CAST = re.compile(r"\((?:(?:un)?signed\s+)?(?:char|short|int|long(?:\s+long)?|bool)\)\s*(?=-?\d)")
+_CAST = re.compile(r"\([A-Za-z_][\w ]*\)\s*(?=-?\d)")  # (int)8, (unsigned long)3, an enum's (NormType)1
 _TRUTH = re.compile(r"\b(?:true|false)\b")
 _SPACE = re.compile(r"\s+")
 
