@@ -229,11 +229,32 @@ class _Table:
         if total is None or count is None:
             return None
         numeric = all(_number(cells[i], ",") is not None or _number(cells[i], ".") is not None for i in (total, count))
+        if numeric and not cells[-1]:  # a row without its name: cut off before it (cut_before_name says so)
+            return None
         if numeric and self.syntax != "csv":
             blank = line[-1:].isspace()
             self.padded |= blank
             self.ends.append((not line.rstrip().endswith("|") if self.closed else not blank, len(cells[-1])))
         return cells if numeric else None
+
+    def cut_before_name(self, line: str) -> bool:
+        """Whether the line, which ended the table, is one of its rows cut off before its name (a paste or a file
+        cut short there): one or more cells, each what its column holds (numbers; a word in a Category column), and
+        no name — the line ends before the name's column, or its name cell is empty."""
+        if self.syntax == "pipe":
+            if not line.lstrip().startswith("|"):
+                return False
+            cells = _pipe_cells(line)
+        elif self.syntax == "csv":
+            cells = _csv_cells(line)
+        else:
+            spans = self.spans or []
+            if not spans or len(line.rstrip()) > spans[-1][0]:  # the line reaches the name's column
+                return False
+            cells = line.split()
+        while cells and not cells[-1]:
+            cells.pop()
+        return 0 < len(cells) < len(self.head) and all(_holds(c, h) for c, h in zip(cells, self.head))
 
     def cut_short(self, row: int) -> bool:
         """Whether the row's line ends inside its name (a text cut off mid-row: the name 'nvjet' of
@@ -305,6 +326,8 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
             if cells is not None:
                 table.rows.append(cells)
                 continue
+            if table.kind in ("kernel", "combined") and table.cut_before_name(line):
+                out.notes.append(_cut_row_note(table, line))
             flush()
             table, title = None, ""
         if pending is not None:  # a header waits for its rule line
@@ -372,6 +395,20 @@ def nsys_tables(lines: Iterable[str]) -> NsysTables:
         out.notes.append(f"the stats of {len(set(reports))} nsys reports ({', '.join(sorted(set(reports))[:4])}) "
                          "in one file: summed")
     return out
+
+
+CUT_ROW = "a row of an nsys stats kernel table ends before its name"
+
+
+def _cut_row_note(table: _Table, line: str) -> str:
+    """What a row cut off before its name (_Table.cut_before_name) lost: the row is not read (no name, and its last
+    number may be cut too)."""
+    cells = [c for c in (_pipe_cells(line) if table.syntax == "pipe" else
+                         _csv_cells(line) if table.syntax == "csv" else line.split()) if c]
+    share = f" ({cells[0]}% of the table's time)" if len(cells) > 1 and table.head[0].startswith("Time") else ""
+    shown = re.sub(r"\s+", " ", line.strip())[:48]
+    return f"{CUT_ROW} ('{shown}'): that kernel{share} is not in this report — the text was cut off there"
+
 
 
 def _base(path: str) -> str:

@@ -171,8 +171,9 @@ def read(path: Path, found: list[str] | None = None) -> Capture:
     parts = {kind: READERS[kind](path) for kind in present}
     kernels: list[KernelAgg] = [k for p in parts.values() for k in p.kernels]
     if not kernels:
+        cut = next((f" — {n}" for p in parts.values() for n in p.notes if n.startswith(console_nsight.CUT_ROW)), "")
         raise BadInput(path, f"{' and '.join(present) or 'console text'} found, but no kernel row in it "
-                             f"(only copies, API calls or other tables){_folded(head)}")
+                             f"(only copies, API calls or other tables){_folded(head) or cut}")
     memops: list[MemAgg] = [m for p in parts.values() for m in p.memops]
     counters: list[CounterVerdict] = [c for p in parts.values() for c in p.counters]
     devices = {d.device_id: d for p in parts.values() for d in p.devices}

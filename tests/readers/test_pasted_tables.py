@@ -333,6 +333,44 @@ def test_a_table_cut_off_inside_a_name_does_not_read_the_stub_as_a_kernel(tmp_pa
     assert {n: k for n, k in kernels.items() if n in whole} == before and len(before) >= 1
 
 
+def _cut_rows(rel: str) -> tuple[list[str], list[int]]:
+    """A real nsys stats text's lines and its first kernel table's row lines."""
+    lines = fixture_file(rel).read_text().splitlines(keepends=True)
+    header = next(i for i, line in enumerate(lines) if "Total Time" in line and "Name" in line)
+    rows = [i for i in range(header + 1, len(lines)) if re.match(r"^[\s|]*\d", lines[i])]
+    return lines, rows
+
+
+@pytest.mark.parametrize("rel, layout", [
+    ("wild3/nsys-stats-table-vllm-llama70b-h100.txt", "boxed, rows padded and closed with '|'"),
+    ("wild3/nsys-stats-table-vllm-deepseek-r1-b200.md", "boxed, rows closed with '|'"),
+    ("wild3/nsys-stats-cs336-trainstep-plain.txt", "columns, rows padded to the longest name"),
+])
+@pytest.mark.parametrize("where", ["inside its numbers", "at its name", "at its name, the row closed"])
+def test_a_table_cut_off_before_a_rows_name_says_the_row_is_lost(tmp_path, rel, layout, where):
+    """A real nsys stats text that ends inside a kernel row's numbers, or just before its name (a paste or a file
+    cut short there): the row ended the table unsaid — its kernel silently missing from the report, or, with its
+    name cell empty, read as a kernel named ''. The rows before it read as they do, and a note says a row was cut
+    off, with the share of the table's time its Time column gives; a text whose only row is cut is refused so."""
+    lines, rows = _cut_rows(rel)
+    row = lines[rows[2]]
+    name = row.split("|")[9] if "|" in row else re.match(r"^(?:\s*\S+){8}\s+(.*)", row).group(1)
+    at = row.index(name.strip())
+    stub = {"inside its numbers": row[:at // 2], "at its name": row[:at],
+            "at its name, the row closed": row[:at] + ("|" if "|" in row else "") + "\n"}[where]
+    cut = readers.read(_write(tmp_path, "cut" + fixture_file(rel).suffix, "".join(lines[:rows[2]]) + stub))
+    before = readers.read(_write(tmp_path, "before" + fixture_file(rel).suffix, "".join(lines[:rows[2]])))
+    assert cut.kernels == before.kernels and len(before.kernels) == 2, layout
+    (said,) = [n for n in cut.notes if "ends before its name" in n]
+    share = row.strip(" |").split()[0]
+    assert said.startswith("a row of an nsys stats kernel table ends before its name ('") and \
+        f"that kernel ({share}% of the table's time) is not in this report — the text was cut off there" in said
+    assert not [n for n in before.notes if "ends before its name" in n]
+    with pytest.raises(BadInput, match=r"no kernel row in it \(only copies, API calls or other tables\) — a row of an "
+                                       r"nsys stats kernel table ends before its name"):
+        readers.read(_write(tmp_path, "only" + fixture_file(rel).suffix, "".join(lines[:rows[0]]) + stub))
+
+
 @pytest.mark.parametrize("rel", ["wild3/nsys-stats-cs336-trainstep-plain.txt",
                                  "wild3/nsys-stats-table-vllm-llama70b-h100.txt"])
 @pytest.mark.parametrize("width", [80, 120])
