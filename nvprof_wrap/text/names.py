@@ -336,20 +336,54 @@ def _around(text: str, at: int, width: int) -> str:
 
 
 # what one demangler writes and another leaves out: a qualifier (`at::native::`, `<unnamed>::`, `(anonymous
-# namespace)::`), the type cast of a template's number (`(int)8`, `(unsigned long)3`, `(at::native::NormType)1`),
-# spacing
+# namespace)::`), the type cast of a template's number (`(int)8`, `(unsigned long)3`, `(at::native::NormType)1`), a
+# number's suffix (`32u`, `1ul`), a lambda's spelling (`{lambda(float)#1}`, `[lambda(float) (instance 1)]`), a
+# function template's parameters (concrete types, or `T1`), `void`, `const` (`const T&`, `T const&`), spacing
 _QUALIFIER = re.compile(r"(?:\b[A-Za-z_]\w*|<unnamed>|\(anonymous namespace\))::")
 _CAST = re.compile(r"\([A-Za-z_][\w ]*\)\s*(?=-?\d)")  # (int)8, (unsigned long)3, an enum's (NormType)1
 _TRUTH = re.compile(r"\b(?:true|false)\b")
+_SUFFIX = re.compile(r"\b(\d+)[uUlL]+\b")
+_LAMBDA = re.compile(r"\{lambda\(([^(){}]*)\)#(\d+)\}|\[lambda\(([^()\[\]]*)\) \(instance (\d+)\)\]")
+_VOID = re.compile(r"\b(?:void|const)\b\s*")  # a return type; const on either side of its type
 _SPACE = re.compile(r"\s+")
+_PUNCT_SPACE = re.compile(r"\s*([^\w\s])\s*")
 
 
 def spelling(name: str) -> str:
-    """The name as two demanglers' spellings of one kernel both give it: without qualifiers, number casts and spacing
-    differences. Nsight Compute writes PyTorch's 'void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::
-    Half>, std::array<char *, 3>>(int, T2, T3)' where Nsight Systems, for the same kernel of the same job, writes
-    'void at::native::vectorized_elementwise_kernel<(int)8, at::native::CUDAFunctor_add<c10::Half>, std::array<char *,
-    (unsigned long)3>>(int, T2, T3)' (fixtures/h200: 13 of the ncu export's 24 names). Kernels of one capture can share
-    a spelling (two namespaces' kernels of one signature): classify/counters.alike uses it only where they do not."""
+    """The name as two demanglers' spellings of one kernel both give it. Nsight Compute writes PyTorch's 'void
+    at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::Half>, std::array<char *, 3>>(int, T2, T3)' where
+    Nsight Systems, for the same kernel of the same job, writes 'void at::native::vectorized_elementwise_kernel<(int)8,
+    at::native::CUDAFunctor_add<c10::Half>, std::array<char *, (unsigned long)3>>(int, T2, T3)' (fixtures/h200: 13 of
+    the ncu export's 24 names), and the PyTorch profiler (Kineto) 'void at::native::vectorized_elementwise_kernel<4,
+    at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*,
+    1ul>)', its lambdas '{lambda(float)#1}' for ncu's '[lambda(float) (instance 1)]'. So the spelling has no
+    qualifiers, number casts or suffixes, no 'void' or 'const', one lambda spelling, no function template's
+    parameters (what follows a '>': concrete types or T1, T2) and no spacing around punctuation. Kernels of one
+    capture can share a spelling (two namespaces' kernels, a template's overloads): classify/counters.alike uses it
+    only where they do not."""
     plain = _TRUTH.sub(lambda m: "1" if m.group() == "true" else "0", _CAST.sub("", _QUALIFIER.sub("", name)))
-    return _SPACE.sub(" ", plain).strip()
+    plain = _LAMBDA.sub(lambda m: f"lambda({m.group(1) or m.group(3) or ''})#{m.group(2) or m.group(4)}",
+                        _SUFFIX.sub(r"\1", plain))
+    plain = _PUNCT_SPACE.sub(r"\1", _SPACE.sub(" ", _VOID.sub("", plain))).strip()
+    return _without_template_parameters(plain)
+
+
+def _without_template_parameters(text: str) -> str:
+    """text without each parenthesized group that follows a '>' (a function template's parameters), nested ones
+    and all; the rest as it is (a plain function's parameters are one type list in every demangler's spelling)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "(" and out and out[-1] == ">":
+            depth, j = 0, i
+            while j < n:
+                depth += (text[j] == "(") - (text[j] == ")")
+                j += 1
+                if depth == 0:
+                    break
+            i = j
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
