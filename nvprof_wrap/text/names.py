@@ -349,7 +349,7 @@ _SPACE = re.compile(r"\s+")
 _PUNCT_SPACE = re.compile(r"\s*([^\w\s])\s*")
 
 
-def spelling(name: str) -> str:
+def spelling(name: str, *, parameters: bool = True) -> str:
     """The name as two demanglers' spellings of one kernel both give it. Nsight Compute writes PyTorch's 'void
     at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::Half>, std::array<char *, 3>>(int, T2, T3)' where
     Nsight Systems, for the same kernel of the same job, writes 'void at::native::vectorized_elementwise_kernel<(int)8,
@@ -357,31 +357,38 @@ def spelling(name: str) -> str:
     the ncu export's 24 names), and the PyTorch profiler (Kineto) 'void at::native::vectorized_elementwise_kernel<4,
     at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*,
     1ul>)', its lambdas '{lambda(float)#1}' for ncu's '[lambda(float) (instance 1)]'. So the spelling has no
-    qualifiers, number casts or suffixes, no 'void' or 'const', one lambda spelling, no function template's
-    parameters (what follows a '>': concrete types or T1, T2) and no spacing around punctuation. Kernels of one
-    capture can share a spelling (two namespaces' kernels, a template's overloads): classify/counters.alike uses it
-    only where they do not."""
+    qualifiers, number casts or suffixes, no 'void' or 'const', one lambda spelling, a function template's
+    parameters (what follows a '>': concrete types or T1, T2) by their number only, and no spacing around
+    punctuation. Kernels of one capture can share a spelling (two namespaces' kernels, a template's overloads of one
+    arity): classify/counters.alike uses it only where they do not. parameters False: without a function template's
+    parameters at all (ncu writes a parameter pack 'T3...' where the PyTorch profiler writes each of its types)."""
     plain = _TRUTH.sub(lambda m: "1" if m.group() == "true" else "0", _CAST.sub("", _QUALIFIER.sub("", name)))
     plain = _LAMBDA.sub(lambda m: f"lambda({m.group(1) or m.group(3) or ''})#{m.group(2) or m.group(4)}",
                         _SUFFIX.sub(r"\1", plain))
     plain = _PUNCT_SPACE.sub(r"\1", _SPACE.sub(" ", _VOID.sub("", plain))).strip()
-    return _without_template_parameters(plain)
+    return _without_template_parameters(plain, parameters)
 
 
-def _without_template_parameters(text: str) -> str:
-    """text without each parenthesized group that follows a '>' (a function template's parameters), nested ones
-    and all; the rest as it is (a plain function's parameters are one type list in every demangler's spelling)."""
+def _without_template_parameters(text: str, count: bool = True) -> str:
+    """text with each parenthesized group that follows a '>' (a function template's parameters: concrete types in one
+    demangler's spelling, T1, T2 in another's) written as its number of parameters — '(3)' —, nested groups and all;
+    the rest as it is (a plain function's parameters are one type list in every demangler's spelling). count False:
+    the group left out."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
         if ch == "(" and out and out[-1] == ">":
-            depth, j = 0, i
+            depth, j, commas = 0, i, 0
             while j < n:
-                depth += (text[j] == "(") - (text[j] == ")")
+                c = text[j]
+                depth += (c in "(<[{") - (c in ")>]}")
+                commas += c == "," and depth == 1
                 j += 1
                 if depth == 0:
                     break
+            if count:  # a parameter pack ('T3...'): how many it stands for is not known
+                out.append("(...)" if "..." in text[i:j] else f"({commas + 1 if j - i > 2 else 0})")
             i = j
             continue
         out.append(ch)

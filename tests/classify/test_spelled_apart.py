@@ -143,3 +143,34 @@ def test_every_kernel_ncu_measured_of_the_gpt_trainer_is_its_kineto_traces(capsy
     evidence = [k["evidence"] for k in d["kernels"]]
     assert (evidence.count("counters"), evidence.count("name")) == (measured, named) and not d["disagreements"]
     assert not [n for s in d["sources"] for n in s["notes"] if "no timeline capture" in n or "decide nothing" in n]
+
+
+def test_a_function_templates_parameters_count_where_both_spell_them():
+    """Overloads of one template differ by their parameters: their number is kept (ncu's T1, T2 for the profiler's
+    concrete types). ncu writes a parameter pack as 'T3...' (the GPT trainer's optimizer kernels,
+    multi_tensor_apply_kernel): without the parameters, where that spelling too is one kernel's."""
+    assert spelling("void k<float>(float const*, int)") == spelling("void k<float>(const T1 *, int)")
+    assert spelling("void k<float>(float*)") != spelling("void k<float>(float*, int)")
+    kineto = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+              "TensorListMetadata<1>, at::native::LpNormFunctor<float, (at::native::NormType)1, float, 1, 1, 0>, "
+              "float*, int>(at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::LpNormFunctor<float,"
+              " (at::native::NormType)1, float, 1, 1, 0>, float*, int)")
+    ncu = ("void native::<unnamed>::multi_tensor_apply_kernel<native::<unnamed>::TensorListMetadata<1>, "
+           "native::LpNormFunctor<float, 1, float, 1, 1, 0>, float *, int>(T1, T2, T3...)")
+    assert spelling(kineto) != spelling(ncu) and \
+        spelling(kineto, parameters=False) == spelling(ncu, parameters=False)
+    assert alike({ncu}, [(1, kineto)]) == {kineto: ncu}
+
+
+@pytest.mark.parametrize("timeline, counted, expected", [
+    # two overloads in the timeline, ncu measured one: its own, by the number of its parameters
+    ([(1, "void k<float>(float const*, int)"), (1, "void k<float>(float const*)")], {"void k<float>(const T1 *, int)"},
+     {"void k<float>(float const*, int)": "void k<float>(const T1 *, int)"}),
+    # a parameter pack beside two overloads: which one it is, is not known
+    ([(1, "void k<float>(float*, int)"), (1, "void k<float>(float*)")], {"void k<float>(T1...)"}, {}),
+    # two overloads measured, the timeline holding one: its own
+    ([(1, "void k<float>(float*, int)")], {"void k<float>(T1 *, int)", "void k<float>(T1 *)"},
+     {"void k<float>(float*, int)": "void k<float>(T1 *, int)"}),
+])
+def test_overloads_match_their_own_or_none(timeline, counted, expected):
+    assert alike(counted, timeline) == expected
