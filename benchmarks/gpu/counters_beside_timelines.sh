@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Which kernels an ncu export's counters reach when it is reported beside an nsys capture of the same job (Nsight
-# Compute spells PyTorch's kernels apart: classify/counters.alike). On the device machine, from the repo root, with
-# .whl and .debs carried:  bash benchmarks/gpu/counters_beside_timelines.sh   (results: $OUT/pairs.json, $OUT/*.txt)
-# Each workload: an nsys capture (`run --backend nsys`) and ncu's counters (`verify`, 2 steps), then one report of
-# both; per pair: kernels measured by counters, by name only, the export's kernels that ran in no timeline capture,
-# and the counters that contradict a name's verdict.
+# Which kernels an ncu export's counters reach when it is reported beside a timeline of the same job, an nsys capture
+# or a PyTorch profiler (Kineto) trace (Nsight Compute spells PyTorch's kernels apart from both: classify/counters.alike).
+# On the device machine, from the repo root, with .whl and .debs carried:
+#   [TIMELINES="nsys kineto"] bash benchmarks/gpu/counters_beside_timelines.sh   (results: $OUT/pairs.json, $OUT/*.txt;
+#   the Kineto traces, gzipped, in $OUT)
+# Each workload: its timelines (`run --backend nsys`, 10 steps; the workload's own --torch-profiler, steps 2..4) and
+# ncu's counters (`verify`, 2 steps), then one report of each timeline with the counters; per pair: kernels measured
+# by counters, by name only, the export's kernels that ran in no timeline capture, and the counters that contradict a
+# name's verdict.
 # Run on 2026-12-07 on an H100 (no H200 free): ResNet-50 fp32 60 of 76 kernels measured by counters (33 before the
 # spelling match), the LSTM 38 of 38 (11 before), none contradicting a name; verify ran past its 120 s there (rc 124)
 # after writing ncu.csv whole. Kept: tests/data/h100_runs/counters_beside_nsys.
@@ -18,9 +21,19 @@ step facts
 for job in "resnet_fp32 workloads/resnet_train.py --precision fp32" "lstm_fp32 workloads/lstm_lm.py --precision fp32"; do
   set -- $job; name=$1; shift
   step "$name"
-  t ${name}_nsys timeout 90 $W run --backend nsys -o $R/${name}_nsys -- python3 "$@" --steps 10
+  case " ${TIMELINES:-nsys kineto} " in *" nsys "*)
+    t ${name}_nsys timeout 90 $W run --backend nsys -o $R/${name}_nsys -- python3 "$@" --steps 10 ;; esac
+  case " ${TIMELINES:-nsys kineto} " in *" kineto "*)
+    t ${name}_kineto timeout 90 python3 "$@" --steps 6 --torch-profiler $R/${name}_kineto ;; esac
   t ${name}_ncu timeout 150 $V -o $R/${name}_ncu -- python3 "$@" --steps 2
-  t ${name}_pair timeout 40 $W report $R/${name}_nsys $R/${name}_ncu/ncu.csv --format json --store $S/$name.sqlite
+  [ -d $R/${name}_nsys ] && t ${name}_pair timeout 40 $W report $R/${name}_nsys $R/${name}_ncu/ncu.csv --format json \
+    --store $S/$name.sqlite
+  for k in $R/${name}_kineto/*.pt.trace.json; do
+    [ -f "$k" ] || continue
+    t ${name}_kineto_pair timeout 40 $W report "$k" $R/${name}_ncu/ncu.csv --format json --store $S/${name}_k.sqlite
+    gzip -c "$k" > $OUT/${name}.pt.trace.json.gz
+  done
+  gzip -c $R/${name}_ncu/ncu.csv > $OUT/${name}.ncu.csv.gz
 done
 python3 - "$R" > $OUT/pairs.json <<'PY'
 import collections, json, pathlib, sys
