@@ -43,9 +43,14 @@ def query_metrics(ncu: str) -> set[str] | None:
     return names or None
 
 
+_ANONYMOUS = re.compile(r"\(anonymous namespace\)::|<unnamed>::")
+
+
 def base_function(name: str) -> str:
-    """'void at::native::foo<float, 4>(int, float*)' → 'foo': what ncu's --kernel-name-base function matches."""
-    s = name.removeprefix("void ")
+    """'void at::native::foo<float, 4>(int, float*)' → 'foo': what ncu's --kernel-name-base function matches. An
+    anonymous namespace ('(anonymous namespace)::' in Nsight Systems', the PyTorch profiler's and the CUPTI tracer's
+    spelling, '<unnamed>::' in ncu's) is a qualifier like any other (it had read as where the name ends: '')."""
+    s = _ANONYMOUS.sub("", name).removeprefix("void ")
     depth, cut = 0, len(s)
     for i, c in enumerate(s):  # cut at the first '(' or '<' outside any nesting: params and templates go
         if c in "<(" and depth == 0:
@@ -58,8 +63,8 @@ def profile_argv(ncu: str, cmd: list[str], out_stem: Path, metrics: list[str], n
                  launch_count: int) -> list[str]:
     argv = [ncu, "--target-processes", "all", "--clock-control", "none", "--metrics", ",".join(metrics),
             "--force-overwrite", "--export", str(out_stem)]
-    if names:
-        bases = sorted({re.escape(b) for b in map(base_function, names) if b})
+    bases = sorted({re.escape(b) for b in map(base_function, names or []) if b})
+    if bases:  # names of no function (none left): every kernel, not none ('^()$')
         argv += ["--kernel-name-base", "function", "--kernel-name", f"regex:^({'|'.join(bases)})$"]
     argv += ["--launch-count", str(launch_count), *cmd]
     return argv
