@@ -5,6 +5,7 @@ is what gets classified, the range goes to the per-range table (ops)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from nvprof_wrap.errors import BadInput
@@ -66,6 +67,8 @@ def sniff(head: Head) -> bool:
 
 
 def read(path: Path) -> Capture:
+    cut_short = not _ends_a_line(path)
+    cut_notes: list[str] = []
     with open_text(path) as f:
         header, rows = split_preamble(f, path)
         idx = {h: i for i, h in enumerate(header)}
@@ -76,20 +79,62 @@ def read(path: Path) -> Capture:
         kernels, mem, ops = [], [], []
         op = idx.get("Operation")
         name = idx.get("Name")
-        for row in rows:
+        for i, (row, last) in enumerate(_with_last(rows), 1):
             if len(row) < len(header):
-                continue
-            n, t = int(number(row[count]) or 0), int(number(row[total]) or 0)
+                if not any(c.strip() for c in row):
+                    continue
+                if last and cut_short:  # the file ends inside this row, before its name
+                    cut_notes.append(f"its last row ends before its name ('{','.join(row)[:48]}'): the file was cut "
+                                     "short there — that row is not in this report")
+                    continue
+                raise BadInput(path, f"data row {i:,} holds {len(row)} of the header's {len(header)} columns: the "
+                                     "file is damaged there")
+            n, t = number(row[count]), number(row[total])
+            if n is None or t is None:
+                raise BadInput(path, f"data row {i:,}: its '{header[count]}' or '{header[total]}' is no number "
+                                     f"('{row[count][:20]}', '{row[total][:20]}')")
+            n, t = int(n), int(t)
             if op is not None:
                 kind, d = _direction(row[op])
                 mem.append(MemAgg(None, None, kind, d, n, t))
             elif name is not None:
                 where, own = nvtx_split(row[name])
+                if last and cut_short and name == len(header) - 1:  # the file ends inside the row's name
+                    own += "…"
+                    cut_notes.append(f"its last row's name ends where the file does (no line end): read as cut "
+                                     f"('{own[-40:]}')")
                 kernels.append(KernelAgg(None, None, demangle(own), n, t,
                                          int(number(row[lo]) or 0) if lo is not None else None,
                                          int(number(row[hi]) or 0) if hi is not None else None))
                 ops.append(OpAgg(None, op_name(where), op_name(where), kernels[-1].name, n, t))
     fmt = "nsys-stats-memops" if op is not None else "nsys-stats-kernels"
     ranged = merge_ops(ops) if any(o.op != op_name(None) for o in ops) else []
-    notes = ("summary CSV: no timeline, no idle time", *([NVTX_NOTE.format(len(ranged))] if ranged else []))
+    notes = ("summary CSV: no timeline, no idle time", *([NVTX_NOTE.format(len(ranged))] if ranged else []),
+             *cut_notes)
     return Capture(str(path), fmt, merge_kernels(kernels), tuple(mem), ops=tuple(ranged), notes=notes)
+
+
+def _with_last(rows: Iterator[list[str]]) -> Iterator[tuple[list[str], bool]]:
+    """(row, whether it is the last one)."""
+    held = next(rows, None)
+    for row in rows:
+        yield held or [], False
+        held = row
+    if held is not None:
+        yield held, True
+
+
+def _ends_a_line(path: Path) -> bool:
+    """Whether the file's last byte ends a line, as nsys ends every row; a gzipped file's end is checked by gzip
+    (a stream cut short is refused as such)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == b"\x1f\x8b":
+                return True
+            f.seek(0, 2)
+            if f.tell() == 0:
+                return True
+            f.seek(-1, 2)
+            return f.read(1) in (b"\n", b"\r")
+    except OSError:
+        return True  # open_text says why

@@ -942,3 +942,55 @@ def test_an_nsys_global_pid_stored_as_a_float_is_its_process(tmp_path, capsys):
     assert main(["report", str(path), "--format", "json", "--store", str(tmp_path / "s.sqlite")]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [(p["pid"], p["launches"]) for p in d["processes"]] == [(868, 96)]
+
+
+STATS_CSV = RUNS / "gpt_fp32_stats" / "cuda_gpu_kern_sum.csv"
+
+
+def _stats_cut(tmp_path, text: str) -> Path:
+    path = tmp_path / STATS_CSV.name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("keep", [10, 40])
+def test_an_nsys_stats_csv_cut_short_before_a_rows_name_says_the_row_is_lost(tmp_path, keep):
+    """The H200 GPT trainer's `nsys stats --format csv` kernel table, the file cut short inside its third row's
+    numbers (no line end after them): the row had been skipped unsaid. The rows before it read as they do, and a
+    note says the last row ends before its name."""
+    lines = STATS_CSV.read_text().splitlines(keepends=True)
+    cut = readers.read(_stats_cut(tmp_path, "".join(lines[:3]) + lines[3][:keep]))
+    before = readers.read(_stats_cut(tmp_path, "".join(lines[:3])))
+    assert cut.kernels == before.kernels and len(cut.kernels) == 2
+    assert f"its last row ends before its name ('{lines[3][:keep]}'): the file was cut short there" in cut.notes[-1]
+
+
+def test_an_nsys_stats_csv_cut_short_inside_a_name_reads_the_name_as_cut(tmp_path):
+    """The same file cut short inside the third row's kernel name ('…_tilesize64x32x8_stage3_w' of
+    '…_stage3_warpsize1x4x1_ffma_…'): the stub had read as a whole kernel's name. It is a cut name now ('…': the
+    classifier trusts only what the cut cannot hide), and a note says so."""
+    lines = STATS_CSV.read_text().splitlines(keepends=True)
+    row = lines[3]
+    cut = readers.read(_stats_cut(tmp_path, "".join(lines[:3]) + row[:len(row) - 60]))
+    stub = row[:len(row) - 60].split(",")[-1]
+    assert [k.name for k in cut.kernels if k.name.startswith(stub)] == [stub + "…"] and len(cut.kernels) == 3
+    assert "its last row's name ends where the file does (no line end): read as cut" in cut.notes[-1]
+    assert readers.read(STATS_CSV).notes == ("summary CSV: no timeline, no idle time",)
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda cells: cells[:5], "data row 3 holds 5 of the header's 9 columns: the file is damaged there"),
+    (lambda cells: cells[:2] + ["n/a"] + cells[3:], ("data row 3: its 'Instances' or 'Total Time (ns)' is no "
+                                                     "number ('n/a',")),
+])
+def test_a_damaged_nsys_stats_csv_row_is_refused_naming_it(tmp_path, capsys, edit, says):
+    """A row narrower than the header inside the file (not at its cut end) had been skipped unsaid, and an Instances
+    cell that is no number counted 0 launches: each is one line naming the row, exit 2."""
+    lines = STATS_CSV.read_text().splitlines(keepends=True)
+    row = next(csv.reader([lines[3]]))
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(edit(row))
+    path = _stats_cut(tmp_path, "".join(lines[:3]) + out.getvalue() + "".join(lines[4:]))
+    assert main(["report", str(path), "--store", str(tmp_path / "s.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
