@@ -39,14 +39,13 @@ Cycles are kept as supporting detail in the reason.
 """
 from __future__ import annotations
 
-import functools
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from nvprof_wrap.classify.counter_flops import METRICS as FLOP_METRICS
-from nvprof_wrap.text.names import spelling
+from nvprof_wrap.text.names import parameters_agree, spelling, template_parameters
 
 HMMA_INST = "sm__inst_executed_pipe_tensor_op_hmma.sum"
 HFMA2_INST = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"
@@ -271,29 +270,23 @@ def alike(counted: Iterable[str], timeline: Iterable[tuple[int, str]]) -> dict[s
     """{a timeline capture's kernel name: the counter tool's name of the same kernel}, for names the two spell apart
     (text/names.spelling: Nsight Compute's 'at::vectorized_elementwise_kernel<8, …' is Nsight Systems'
     'at::native::vectorized_elementwise_kernel<(int)8, …'). timeline: (capture, name) of the captures whose kernels
-    the report counts. Only where the spelling is one kernel's: one counted name has it, and no timeline capture
-    holds two names of it (two namespaces' kernels of one signature, told apart by their own capture); a name the
-    counter tool spells exactly as the timeline does is matched as it is, not here. A function template's parameters
-    count first (overloads of one template differ by them); a name they leave unmatched is matched without them
-    where the spelling without them is one kernel's too (ncu writes a parameter pack 'T3...' where the PyTorch
-    profiler writes each of its types)."""
+    the report counts. Only where the spelling is one kernel's: one counted name has it, no timeline capture holds
+    two names of it (two namespaces' kernels of one signature, a template's overloads, told apart by their own
+    capture), and the two names' template parameters agree (text/names.parameters_agree: ncu's 'T2' for the
+    profiler's type, never an 'int' for a 'long'); a name the counter tool spells exactly as the timeline does is
+    matched as it is, not here."""
     counted, timeline = set(counted), list(timeline)
-    return {**_alike(counted, timeline, functools.partial(spelling, parameters=False)),
-            **_alike(counted, timeline, spelling)}
-
-
-def _alike(counted: set[str], timeline: list[tuple[int, str]], key_of: Callable[[str], str]) -> dict[str, str]:
-    """alike by one spelling (key_of)."""
     tool: dict[str, list[str]] = defaultdict(list)
     for name in counted:
-        tool[key_of(name)].append(name)
+        tool[spelling(name)].append(name)
     names: dict[tuple[int, str], list[str]] = defaultdict(list)
     for capture, name in timeline:
         if name not in counted:
-            names[(capture, key_of(name))].append(name)
+            names[(capture, spelling(name))].append(name)
     ambiguous = {key for (_capture, key), held in names.items() if len(held) > 1}
     # a capture holding the counted name itself and another of its spelling: two kernels there
-    ambiguous |= {key for capture, name in timeline if name in counted for key in [key_of(name)]
+    ambiguous |= {key for capture, name in timeline if name in counted for key in [spelling(name)]
                   if (capture, key) in names}
     return {name: tool[key][0] for (_capture, key), held in names.items()
-            if len(tool.get(key, ())) == 1 and key not in ambiguous for name in held}
+            if len(tool.get(key, ())) == 1 and key not in ambiguous for name in held
+            if parameters_agree(template_parameters(name), template_parameters(tool[key][0]))}

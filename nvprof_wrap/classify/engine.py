@@ -263,8 +263,9 @@ def classify(name: str) -> Classification:
     if (long or mark) and verdict is None:
         why = (f"name longer than {MAX_CLASSIFIED_CHARS:,} characters: its first {MAX_CLASSIFIED_CHARS:,} say "
                f"'{seen}', but the rest may hold evidence that changes it") if long else \
-            (f"name cut by the console: use --format csv (nsys stats --format csv, ncu --csv give whole names) — the "
-             f"visible part says '{seen}', but the hidden part may hold evidence that changes it")
+            (f"name cut short (by a console table's width, or a file cut off there): use --format csv (nsys stats "
+             f"--format csv, ncu --csv give whole names) — the visible part says '{seen}', but the hidden part may "
+             "hold evidence that changes it")
         return Classification(name, "unknown", precision, family.value if family else "other", why, "cut-name")
     tensor_core = verdict.value if verdict else "unknown"
     if precision == "tf32" and tensor_core == "no":

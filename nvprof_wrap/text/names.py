@@ -349,7 +349,7 @@ _SPACE = re.compile(r"\s+")
 _PUNCT_SPACE = re.compile(r"\s*([^\w\s])\s*")
 
 
-def spelling(name: str, *, parameters: bool = True) -> str:
+def spelling(name: str) -> str:
     """The name as two demanglers' spellings of one kernel both give it. Nsight Compute writes PyTorch's 'void
     at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::Half>, std::array<char *, 3>>(int, T2, T3)' where
     Nsight Systems, for the same kernel of the same job, writes 'void at::native::vectorized_elementwise_kernel<(int)8,
@@ -357,40 +357,80 @@ def spelling(name: str, *, parameters: bool = True) -> str:
     the ncu export's 24 names), and the PyTorch profiler (Kineto) 'void at::native::vectorized_elementwise_kernel<4,
     at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*,
     1ul>)', its lambdas '{lambda(float)#1}' for ncu's '[lambda(float) (instance 1)]'. So the spelling has no
-    qualifiers, number casts or suffixes, no 'void' or 'const', one lambda spelling, a function template's
-    parameters (what follows a '>': concrete types or T1, T2) by their number only, and no spacing around
-    punctuation. Kernels of one capture can share a spelling (two namespaces' kernels, a template's overloads of one
-    arity): classify/counters.alike uses it only where they do not. parameters False: without a function template's
-    parameters at all (ncu writes a parameter pack 'T3...' where the PyTorch profiler writes each of its types)."""
+    qualifiers, number casts or suffixes, no 'void' or 'const', one lambda spelling, no function template's
+    parameters (what follows a '>': concrete types in one spelling, T1, T2 in another's — template_parameters gives
+    them, for parameters_agree) and no spacing around punctuation. Kernels of one capture can share a spelling (two
+    namespaces' kernels, a template's overloads): classify/counters.alike uses it only where they do not."""
+    return "".join(_pieces(_spelled(name))[0])
+
+
+def template_parameters(name: str) -> list[list[str]]:
+    """The parameters of each function template in the name (each parenthesized group after a '>', in order), each
+    as spelling writes its type."""
+    return _pieces(_spelled(name))[1]
+
+
+def parameters_agree(ours: list[list[str]], theirs: list[list[str]]) -> bool:
+    """Whether two spellings' template parameters (template_parameters) can be one kernel's: as many groups, and in
+    each the same types, but where one writes a template's own names ('T2*', 'TensorInfo<T1,T3>': Nsight's spelling
+    of what the profiler writes as the types themselves), each standing for any type — a parameter pack ('T3...')
+    for the rest of its group. An 'int' for a
+    'long' is another kernel (PyTorch changed its index type between versions: another build's kernel)."""
+    if len(ours) != len(theirs):
+        return False
+    for a, b in zip(ours, theirs):
+        for i in range(max(len(a), len(b))):
+            x, y = a[i] if i < len(a) else None, b[i] if i < len(b) else None
+            if (x or "").endswith("...") or (y or "").endswith("..."):
+                break
+            if x is None or y is None:
+                return False
+            if x != y and not (_fits(x, y) or _fits(y, x)):
+                return False
+    return True
+
+
+_PLACEHOLDER = re.compile(r"(?<!\w)T\d+(?!\w)")
+
+
+def _fits(general: str, concrete: str) -> bool:
+    """Whether a parameter written with a template's own names ('T2*', 'TensorInfo<T1,T3>') can be the concrete
+    one ('long*', 'TensorInfo<float,unsigned int>'): each name stands for any type."""
+    if not _PLACEHOLDER.search(general):
+        return False
+    pattern = ".+?".join(re.escape(part) for part in _PLACEHOLDER.split(general))
+    return re.fullmatch(pattern, concrete) is not None
+
+
+def _spelled(name: str) -> str:
     plain = _TRUTH.sub(lambda m: "1" if m.group() == "true" else "0", _CAST.sub("", _QUALIFIER.sub("", name)))
     plain = _LAMBDA.sub(lambda m: f"lambda({m.group(1) or m.group(3) or ''})#{m.group(2) or m.group(4)}",
                         _SUFFIX.sub(r"\1", plain))
-    plain = _PUNCT_SPACE.sub(r"\1", _SPACE.sub(" ", _VOID.sub("", plain))).strip()
-    return _without_template_parameters(plain, parameters)
+    return _PUNCT_SPACE.sub(r"\1", _SPACE.sub(" ", _VOID.sub("", plain))).strip()
 
 
-def _without_template_parameters(text: str, count: bool = True) -> str:
-    """text with each parenthesized group that follows a '>' (a function template's parameters: concrete types in one
-    demangler's spelling, T1, T2 in another's) written as its number of parameters — '(3)' —, nested groups and all;
-    the rest as it is (a plain function's parameters are one type list in every demangler's spelling). count False:
-    the group left out."""
+def _pieces(text: str) -> tuple[list[str], list[list[str]]]:
+    """(text without each parenthesized group that follows a '>', nested groups and all; each such group's
+    top-level parameters). A plain function's parameters stay: they are one type list in every spelling."""
     out: list[str] = []
+    groups: list[list[str]] = []
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
         if ch == "(" and out and out[-1] == ">":
-            depth, j, commas = 0, i, 0
+            depth, j, cut = 0, i, [i + 1]
             while j < n:
                 c = text[j]
                 depth += (c in "(<[{") - (c in ")>]}")
-                commas += c == "," and depth == 1
+                if c == "," and depth == 1:
+                    cut.append(j + 1)
                 j += 1
                 if depth == 0:
                     break
-            if count:  # a parameter pack ('T3...'): how many it stands for is not known
-                out.append("(...)" if "..." in text[i:j] else f"({commas + 1 if j - i > 2 else 0})")
+            inner = [text[a:b - 1] for a, b in zip(cut, [*cut[1:], j])]
+            groups.append([] if inner == [""] else inner)
             i = j
             continue
         out.append(ch)
         i += 1
-    return "".join(out)
+    return out, groups

@@ -44,7 +44,7 @@ def test_cut_names(name, verdict, precision):
     c = classify(name)
     assert (c.tensor_core, c.precision) == (verdict, precision), c.reason
     if verdict == "unknown":
-        assert c.rule == "cut-name" and "name cut by the console" in c.reason
+        assert c.rule == "cut-name" and "name cut short (by a console table's width" in c.reason
     else:
         assert c.rule != "cut-name" and KEPT in c.reason
 

@@ -292,7 +292,7 @@ def test_cut_names(name, verdict, precision):
     c = classify(name)
     assert (c.tensor_core, c.precision) == (verdict, precision), c.reason
     if verdict == "unknown":
-        assert c.rule == "cut-name" and "name cut by the console: use --format csv" in c.reason
+        assert c.rule == "cut-name" and "or a file cut off there): use --format csv" in c.reason
     else:
         assert c.rule != "cut-name" and "the name is cut, but what is hidden cannot change this" in c.reason
 
