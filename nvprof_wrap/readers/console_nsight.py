@@ -410,7 +410,6 @@ def _cut_row_note(table: _Table, line: str) -> str:
     return f"{CUT_ROW} ('{shown}'): that kernel{share} is not in this report — the text was cut off there"
 
 
-
 def _base(path: str) -> str:
     return re.split(r"[/\\]", path)[-1]
 

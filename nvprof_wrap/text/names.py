@@ -374,8 +374,8 @@ def parameters_agree(ours: list[list[str]], theirs: list[list[str]]) -> bool:
     """Whether two spellings' template parameters (template_parameters) can be one kernel's: as many groups, and in
     each the same types, but where one writes a template's own names ('T2*', 'TensorInfo<T1,T3>': Nsight's spelling
     of what the profiler writes as the types themselves), each standing for any type — a parameter pack ('T3...')
-    for the rest of its group. An 'int' for a
-    'long' is another kernel (PyTorch changed its index type between versions: another build's kernel)."""
+    for the rest of its group. An 'int' for a 'long' is another kernel (PyTorch changed its index type between
+    versions: another build's kernel)."""
     if len(ours) != len(theirs):
         return False
     for a, b in zip(ours, theirs):
