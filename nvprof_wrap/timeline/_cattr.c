@@ -4,8 +4,9 @@
  *   - the per-op attribution of one slice of kernels (timeline/nvtx._attribute_slice's SQL);
  *   - the busy-time union (timeline/busy.busy_part's loop; busy_time's plan, sorts and loops at once), and for a
  *     whole capture its kernels' islands taken by the attribution as it reads them, merged with the rest's (busy_runs);
- *   - the int64 columns of the per-step series (timeline/series_np._read's fetchmany), the islands of its unions and
- *     the sweep of its time budget's parts (series_np._islands, _claimed).
+ *   - the int64 columns of the per-step series (timeline/series_np._read's fetchmany), its GPU rows assigned to steps
+ *     and summed (series_np._gpu_rows and _gpu_side's numpy), the islands of its unions and the sweep of its time
+ *     budget's parts (series_np._islands, _cut, _claimed).
  *
  * Why: every launch is joined to its launch call by correlation id and looked up in its thread's NVTX segments. In
  * SQL that is an automatic index built on the launch calls, a seek per kernel, two correlated subqueries and an
@@ -1704,6 +1705,103 @@ done:
     return result;
 }
 
+/* ---- a side's islands cut into the steps they span (timeline/series_np._cut, whose numpy this is) ----
+ * Rows sorted by (group, start), each with end > start, and each row's step index: the islands as py_islands finds
+ * them, each cut into the steps it spans from its first row's step (the next step while it starts before the
+ * island's end), each piece its step's part of it (start at the latest of the two starts, end at the earliest of the
+ * two ends; pieces of 0 ns left out). Returns the pieces (group, step index, start, end) as bytes of int64 arrays,
+ * island by island — each (group, step)'s pieces in time order, as _claimed's sweep asks; None where the groups'
+ * widths add up to 2^62 or more (as py_islands: the numpy declines those captures). */
+static int grow_pieces(int64_t **cols, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    size_t cap2 = *cap ? *cap * 2 : 1024;
+    while (cap2 < need) cap2 *= 2;
+    for (int c = 0; c < 4; c++) {
+        int64_t *p = realloc(cols[c], cap2 * sizeof(int64_t));
+        if (!p) return -1;
+        cols[c] = p;
+    }
+    *cap = cap2;
+    return 0;
+}
+
+static PyObject *py_cut_islands(PyObject *self, PyObject *args) {
+    Py_buffer g = {0}, s = {0}, e = {0}, ix = {0}, lo = {0}, hi = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*", &g, &s, &e, &ix, &lo, &hi)) return NULL;
+    PyObject *result = NULL;
+    size_t n = (size_t)g.len / sizeof(int64_t), n_steps = (size_t)lo.len / sizeof(int64_t);
+    int64_t *cols[4] = {NULL, NULL, NULL, NULL};
+    if ((size_t)s.len != n * sizeof(int64_t) || (size_t)e.len != n * sizeof(int64_t) ||
+        (size_t)ix.len != n * sizeof(int64_t) || g.len % sizeof(int64_t) || (size_t)hi.len != (size_t)lo.len ||
+        lo.len % sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "cut_islands: four int64 arrays of one length, the steps' starts and ends");
+        goto done;
+    }
+    const int64_t *G = g.buf, *S = s.buf, *E = e.buf, *I = ix.buf, *LO = lo.buf, *HI = hi.buf;
+    size_t k = 0, cap = 0;
+    int too_wide = 0, no_memory = 0, bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    double widths = 0.0;
+    int64_t base = 0, reach = 0;
+    size_t r = 0;
+    while (r < n && !no_memory && !bad) {
+        int first = r == 0 || G[r] != G[r - 1];
+        if (first) {
+            if (r) widths += (double)reach - (double)base + 1.0;
+            base = S[r];
+            reach = E[r];
+        }
+        /* the island that row r opens: every later row of its group that starts at or before its reach */
+        int64_t group = G[r], start = S[r], end = E[r], step = I[r];
+        size_t q = r + 1;
+        if (E[r] > reach) reach = E[r];
+        while (q < n && G[q] == group && S[q] <= reach) {
+            if (E[q] > reach) reach = E[q];
+            if (E[q] > end) end = E[q];
+            q++;
+        }
+        if (step < 0 || (size_t)step >= n_steps) { bad = 1; break; }
+        for (size_t j = (size_t)step; j < n_steps && (j == (size_t)step || LO[j] < end); j++) {
+            int64_t a = start > LO[j] ? start : LO[j], b = end < HI[j] ? end : HI[j];
+            if (b <= a) continue;
+            if (grow_pieces(cols, &cap, k + 1) < 0) { no_memory = 1; break; }
+            cols[0][k] = group;
+            cols[1][k] = (int64_t)j;
+            cols[2][k] = a;
+            cols[3][k++] = b;
+        }
+        r = q;
+    }
+    if (n) widths += (double)reach - (double)base + 1.0;
+    too_wide = widths >= 4611686018427387904.0;  /* 2^62: series_np._FAR */
+    Py_END_ALLOW_THREADS
+    if (no_memory) {
+        PyErr_NoMemory();
+    } else if (bad) {
+        PyErr_SetString(PyExc_ValueError, "cut_islands: a step index out of range");
+    } else if (too_wide) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *out[4] = {NULL, NULL, NULL, NULL};
+        int ok = 1;
+        for (int c = 0; c < 4 && ok; c++) {
+            out[c] = PyBytes_FromStringAndSize(cols[c] ? (const char *)cols[c] : "", (Py_ssize_t)(k * sizeof(int64_t)));
+            ok = out[c] != NULL;
+        }
+        if (ok) result = PyTuple_Pack(4, out[0], out[1], out[2], out[3]);
+        for (int c = 0; c < 4; c++) Py_XDECREF(out[c]);
+    }
+done:
+    for (int c = 0; c < 4; c++) free(cols[c]);
+    PyBuffer_Release(&g);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&e);
+    PyBuffer_Release(&ix);
+    PyBuffer_Release(&lo);
+    PyBuffer_Release(&hi);
+    return result;
+}
+
 /* ---- each budget part's own time per group (timeline/series_np._claimed, whose numpy this is) ----
  * Pieces sorted by (key = group * nparts + part, start), a part's pieces of one group disjoint (cut from its islands)
  * and none of 0 ns: per group, one sweep over its parts' pieces in time order, a cursor per part; between two events
@@ -1812,14 +1910,178 @@ done:
     return result;
 }
 
+/* ---- the GPU's rows of the per-step series, assigned and summed (timeline/series_np._assigned and _gpu_side's
+ * sums, whose numpy this is; the calls' rows too, _host_assigned) ----
+ * tables: [(process code, start, end, x, kernel?)] per table (x: the name's key code of a kernel table, the budget
+ * part of a copy or set table, or a call's kind), each an int64 array; key_parts: a kernel's budget part by its key
+ * (communication or kernels). A row is kept where its times are sound (series_np._sound: a start after 0, an end at
+ * or after it, at most max_duration later), it starts at or after the start of some step (steps sorted by start: the
+ * last one starting at or before it, as np.searchsorted(side="right") - 1 finds it), inside ends where given, and
+ * before that step's end. Kept rows go, in the tables' order, to out's seven columns (process code, step index,
+ * start, end, part, key, kernel?; an empty one is not written); per group (process code * steps + step index):
+ * rows, launches, kernel ns, copy ns into stats; per (group, key) cell of kernel rows, launches and ns into cells
+ * (an empty pair leaves them out). Returns the number of rows kept; None where a kept row's time lies past +-far or
+ * the durations of the kept rows add up to 2^53 or more (series_np declines those captures: the SQL measures). */
+#define ROW_COLS 7
+#define STAT_COLS 4
+static int int64_view(PyObject *o, Py_buffer *b, int writable, size_t n, const char *what) {
+    if (PyObject_GetBuffer(o, b, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) return -1;
+    if (b->len % (Py_ssize_t)sizeof(int64_t) || (n != (size_t)-1 && (size_t)b->len != n * sizeof(int64_t))) {
+        PyBuffer_Release(b);
+        b->obj = NULL;
+        PyErr_Format(PyExc_ValueError, "step_rows: %s: int64 arrays of the right length", what);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct { const int64_t *p, *s, *e, *x; size_t n; int kernel; } RowTable;
+
+static PyObject *py_step_rows(PyObject *self, PyObject *args) {
+    PyObject *tables, *outs, *statss, *cellss;
+    Py_buffer lo = {0}, hi = {0}, kp = {0};
+    long long ends_lo, ends_hi, none_key, far, max_dur;
+    int has_ends;
+    Py_ssize_t n_groups_steps, n_keys, n_pids;
+    if (!PyArg_ParseTuple(args, "O!y*y*LLpLy*LLnnnO!O!O!", &PyList_Type, &tables, &lo, &hi, &ends_lo, &ends_hi,
+                          &has_ends, &none_key, &kp, &far, &max_dur, &n_pids, &n_groups_steps, &n_keys,
+                          &PyTuple_Type, &outs, &PyTuple_Type, &statss, &PyTuple_Type, &cellss))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nt = PyList_GET_SIZE(tables);
+    Py_buffer *bufs = calloc((size_t)(nt * 4 + ROW_COLS + STAT_COLS + 2), sizeof(Py_buffer));
+    RowTable *ts = calloc((size_t)(nt ? nt : 1), sizeof(RowTable));
+    size_t n_steps = (size_t)lo.len / sizeof(int64_t), total = 0;
+    Py_ssize_t nb = 0;
+    if (!bufs || !ts) { PyErr_NoMemory(); goto done; }
+    if ((size_t)hi.len != n_steps * sizeof(int64_t) || lo.len % (Py_ssize_t)sizeof(int64_t) || !n_steps ||
+        n_pids < 1 || n_keys < 1 || (size_t)n_groups_steps != n_steps || PyTuple_GET_SIZE(outs) != ROW_COLS ||
+        PyTuple_GET_SIZE(statss) != STAT_COLS || PyTuple_GET_SIZE(cellss) != 2 ||
+        (size_t)kp.len != (size_t)n_keys * sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "step_rows: steps' starts and ends of one length, a part per key, 7 columns, 4 sums, 2 cells");
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < nt; t++) {
+        PyObject *row = PyList_GET_ITEM(tables, t);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5) {
+            PyErr_SetString(PyExc_ValueError, "step_rows: a table is (process, start, end, x, kernel?)");
+            goto done;
+        }
+        size_t n = (size_t)-1;
+        for (int c = 0; c < 4; c++, nb++) {
+            if (int64_view(PyTuple_GET_ITEM(row, c), &bufs[nb], 0, n, "a table's columns") < 0) goto done;
+            n = (size_t)bufs[nb].len / sizeof(int64_t);
+        }
+        ts[t] = (RowTable){bufs[nb - 4].buf, bufs[nb - 3].buf, bufs[nb - 2].buf, bufs[nb - 1].buf, n,
+                           PyObject_IsTrue(PyTuple_GET_ITEM(row, 4))};
+        total += n;
+    }
+    int64_t *out[ROW_COLS], *stat[STAT_COLS], *cell[2];
+    for (int c = 0; c < ROW_COLS; c++, nb++) {  /* a column of length 0: not asked for */
+        if (int64_view(PyTuple_GET_ITEM(outs, c), &bufs[nb], 1, (size_t)-1, "the kept rows' columns") < 0) goto done;
+        out[c] = bufs[nb].len ? bufs[nb].buf : NULL;
+        if (out[c] && (size_t)bufs[nb].len != total * sizeof(int64_t)) {
+            PyErr_SetString(PyExc_ValueError, "step_rows: a column as long as every table, or empty");
+            goto done;
+        }
+    }
+    size_t n_groups = (size_t)n_pids * n_steps;
+    for (int c = 0; c < STAT_COLS; c++, nb++) {
+        if (int64_view(PyTuple_GET_ITEM(statss, c), &bufs[nb], 1, n_groups, "the groups' sums") < 0) goto done;
+        stat[c] = bufs[nb].buf;
+    }
+    size_t n_cells = 0;
+    for (int c = 0; c < 2; c++, nb++) {
+        if (int64_view(PyTuple_GET_ITEM(cellss, c), &bufs[nb], 1, (size_t)-1, "the cells") < 0) goto done;
+        cell[c] = bufs[nb].buf;
+        n_cells = (size_t)bufs[nb].len / sizeof(int64_t);
+    }
+    if (n_cells && n_cells != n_groups * (size_t)n_keys) {
+        PyErr_SetString(PyExc_ValueError, "step_rows: one cell per (process, step, key), or none");
+        goto done;
+    }
+    const int64_t *LO = lo.buf, *HI = hi.buf, *KEY_PART = kp.buf;
+    size_t kept = 0;
+    int odd = 0, bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    unsigned __int128 spent = 0;
+    size_t at = 0;  /* the last row's step: rows come nearly in start order, so it is the next row's too, mostly */
+    for (Py_ssize_t t = 0; t < nt && !odd && !bad; t++) {
+        RowTable T = ts[t];
+        for (size_t r = 0; r < T.n; r++) {
+            int64_t S = T.s[r], E = T.e[r];
+            if (!(E >= S && S > 0 && (uint64_t)E - (uint64_t)S <= (uint64_t)max_dur)) continue;
+            if (S < LO[0]) continue;
+            if (!(LO[at] <= S && (at + 1 == n_steps || LO[at + 1] > S))) {  /* else: the last step with LO <= S */
+                size_t a = 0, b = n_steps;  /* LO[a] <= S < LO[b] (LO[n_steps] past every start) */
+                while (b - a > 1) {
+                    size_t m = a + (b - a) / 2;
+                    if (LO[m] <= S) a = m; else b = m;
+                }
+                at = a;
+            }
+            if (has_ends && !(S >= ends_lo && S < ends_hi)) continue;
+            if (!(S < HI[at])) continue;
+            if (S < -far || S > far || E < -far || E > far) { odd = 1; break; }
+            int64_t P = T.p[r], X = T.x[r], key = T.kernel ? X : none_key, d = E - S;
+            if (P < 0 || P >= n_pids || key < 0 || key >= n_keys) { bad = 1; break; }
+            if (out[0]) out[0][kept] = P;
+            if (out[1]) out[1][kept] = (int64_t)at;
+            if (out[2]) out[2][kept] = S;
+            if (out[3]) out[3][kept] = E;
+            if (out[4]) out[4][kept] = T.kernel ? KEY_PART[key] : X;
+            if (out[5]) out[5][kept] = key;
+            if (out[6]) out[6][kept] = T.kernel;
+            kept++;
+            spent += (uint64_t)d;
+            size_t g = (size_t)P * n_steps + at;
+            stat[0][g]++;
+            if (T.kernel) {
+                stat[1][g]++;
+                stat[2][g] = (int64_t)((uint64_t)stat[2][g] + (uint64_t)d);  /* wraps only past 2^63: declined below */
+                if (n_cells) {
+                    size_t c = g * (size_t)n_keys + (size_t)key;
+                    cell[0][c]++;
+                    cell[1][c] = (int64_t)((uint64_t)cell[1][c] + (uint64_t)d);
+                }
+            } else {
+                stat[3][g] = (int64_t)((uint64_t)stat[3][g] + (uint64_t)d);
+            }
+        }
+    }
+    if (spent >= ((unsigned __int128)1 << 53)) odd = 1;  /* series_np._EXACT: numpy's float64 sums would round */
+    Py_END_ALLOW_THREADS
+    if (bad) PyErr_SetString(PyExc_ValueError, "step_rows: a process or key code out of range");
+    else result = odd ? Py_NewRef(Py_None) : PyLong_FromSize_t(kept);
+done:
+    for (Py_ssize_t i = 0; i < nb; i++) if (bufs[i].obj) PyBuffer_Release(&bufs[i]);
+    free(bufs);
+    free(ts);
+    PyBuffer_Release(&lo);
+    PyBuffer_Release(&hi);
+    PyBuffer_Release(&kp);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"islands", py_islands, METH_VARARGS,
      "islands(group, start, end) -> (bytes of each island's first row, bytes of its end), int64 arrays sorted by (group, "
      "start); None when the groups' widths add up past 2^62"},
+    {"cut_islands", py_cut_islands, METH_VARARGS,
+     "cut_islands(group, start, end, step, steps' starts, steps' ends) -> bytes of the (group, step, start, end) pieces "
+     "of the islands of int64 rows sorted by (group, start), each cut into the steps it spans from its first row's step; "
+     "None when the groups' widths add up past 2^62"},
     {"claimed", py_claimed, METH_VARARGS,
      "claimed(key, start, end, nparts) -> ([group], [part], [ns]) of each part's own time per group (the lowest part "
      "covering an instant claims it), int64 arrays sorted by (key = group * nparts + part, start), a part's pieces of a "
      "group disjoint and none of 0 ns; None where they are not"},
+    {"step_rows", py_step_rows, METH_VARARGS,
+     "step_rows([(process, start, end, x, kernel?)], steps' starts, steps' ends, ends_lo, ends_hi, has_ends, none_key, "
+     "key_parts, far, max_duration, processes, steps, keys, 7 row columns, 4 group sums, 2 cell columns (or empty)) -> "
+     "rows kept, written to the columns (process, step, start, end, part, key, kernel?) and summed per group (rows, "
+     "launches, kernel ns, copy ns) and per (group, key) cell (launches, ns); None where a kept time lies past +-far or "
+     "the kept durations add up to 2^53"},
     {"columns", py_columns, METH_VARARGS,
      "columns(capture_uri, sql, ncols[, budget, grain]) -> [bytes of int64] one per column of the rows sql yields; None "
      "when a value is not an integer (NULL included: the Python path decides)"},

@@ -1,7 +1,8 @@
 """The compiled passes of the Nsight Systems reader (timeline/_cattr.c), when they were built: the NVTX segment sweep,
 the per-op attribution of a slice of kernels (which can take the kernels' busy-time islands as it reads them), the
 busy-time union (or its islands, and their merge: busy_islands, busy_runs), the int64 columns the per-step series
-reads, the islands (gaps and islands) of its unions and the sweep of its time budget's parts (claimed).
+reads, its rows' steps and sums (step_rows), the islands (gaps and islands) of its unions and the sweep of its time
+budget's parts (claimed).
 
 Each gives exactly what the Python and SQL it stands in for give (tests/timeline/test_native.py compares them on
 real and generated captures and on random ranges); measured on this project's 2-core machine, reading a generated
@@ -134,6 +135,25 @@ def islands(group: Any, s: Any, e: Any) -> tuple[bytes, bytes] | None:
     bytes of each island's first row, of its end), or None where the groups' widths add up past 2^62 (series_np
     declines those captures). Call only where available()."""
     got: tuple[bytes, bytes] | None = _cattr.islands(group, s, e)
+    return got
+
+
+def step_rows(tables: list[tuple[Any, Any, Any, Any, bool]], lo: Any, hi: Any, ends: tuple[int, int] | None,
+              none_key: int, key_parts: Any, far: int, max_duration: int, n_pids: int, n_keys: int,
+              out: tuple[Any, ...], sums: tuple[Any, ...], cells: tuple[Any, Any]) -> int | None:
+    """series_np._gpu_rows' assignment of the GPU's rows to steps and _gpu_side's sums compiled, on C-contiguous int64
+    arrays (_cattr.c's step_rows says what goes where): the rows kept, or None where a kept time lies past +-far or
+    the kept durations add up to 2^53 (series_np declines those captures). Call only where available()."""
+    got: int | None = _cattr.step_rows(tables, lo, hi, *(ends or (0, 0)), ends is not None, none_key, key_parts,
+                                       far, max_duration, n_pids, len(lo), n_keys, out, sums, cells)
+    return got
+
+
+def cut_islands(group: Any, s: Any, e: Any, step: Any, lo: Any, hi: Any) -> tuple[bytes, ...] | None:
+    """series_np._cut's islands and their cutting into steps compiled, on C-contiguous int64 arrays sorted by (group,
+    s), each with e > s: the bytes of the pieces' (group, step index, start, end), island by island, or None where
+    the groups' widths add up past 2^62 (series_np declines those captures). Call only where available()."""
+    got: tuple[bytes, ...] | None = _cattr.cut_islands(group, s, e, step, lo, hi)
     return got
 
 

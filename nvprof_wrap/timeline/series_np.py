@@ -7,7 +7,9 @@ that step's end. The unions per (process, step[, kind]): one stable sort by grou
 an interval opens an island where it starts after every earlier interval of its group ended (a running maximum of
 the ends, restarted per group by offsetting each group's times past the previous group's); an island's length is
 its largest end minus its first start. Keys (names, call ids) and processes become small integer codes per chunk of
-rows, so nothing per launch stays a Python object: per row only int64 columns, read in chunks of CHUNK rows.
+rows, so nothing per launch stays a Python object: per row only int64 columns, read in chunks of CHUNK rows. Where
+the compiled helper is built, one loop of it (native.step_rows) gives each row its step and sums each (process, step)
+and (process, step, kernel): the same values as the numpy beside it, which measures where the helper is not built.
 
 Where a value is not an integer, or a sum could overflow int64, measure() returns None and the caller measures in
 SQL (the reference, which tests/timeline/test_series_np.py checks this against on real and generated captures).
@@ -260,8 +262,9 @@ def _given(conn: sqlite3.Connection, g: GpuTable, pieces: Given, pids: _Codes,
 
 
 def _extent(s: np.ndarray, e: np.ndarray, span: tuple[int, int]) -> tuple[int | None, int | None]:
-    """(MIN(start), MAX(end)) of the rows (those whose times are usable: _sound) that start in span, as
+    """(MIN(start), MAX(end)) of the rows whose times are usable (_sound) that start in span, as
     timeline/series._extents' SQL gives them."""
+    s, e = _sound(s, e)
     if span != EVERYTHING:
         inside = (s >= span[0]) & (s < span[1])
         s, e = _where(inside, s, e)
@@ -279,9 +282,9 @@ def _sound(s: np.ndarray, e: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarra
 
 def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
               pids: _Codes, keys: _Codes, handed: Handed | None,
-              given: dict[str, Given]) -> tuple[_Steps, tuple[np.ndarray, ...]]:
-    """(the steps, (process code, step index, start, duration, kernel?, key code, budget part) of every
-    GPU interval that starts in a step, table by table (a copy's or set's part read from the table: GpuTable.part)).
+              given: dict[str, Given]) -> tuple[_Steps, list[tuple[GpuTable, list[np.ndarray]]]]:
+    """(the steps, [(the table, its (process code, start, end, key code or budget part) columns)] of every GPU table:
+    a copy's or set's part read from the table, GpuTable.part).
     steps None: the time buckets of the rows' extent (series_tables.buckets, from the rows that start in span and
     whose times are usable, as its SQL's MIN and MAX take them), handed to the calls' worker as soon as they are
     known.
@@ -289,21 +292,26 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
     read: list[tuple[GpuTable, list[np.ndarray]]] = []
     for g in gpu:
         col, codes = (g.name, keys) if g.name is not None else (g.part, None)
-        if g.name is not None and g.table in given:  # each piece as a table of its own: joined once, below
+        if g.name is not None and g.table in given:  # each piece as a table of its own: joined once, later
             read += [(g, piece) for piece in _given(conn, g, given.pop(g.table), pids, keys)]
             continue
         read.append((g, _read(conn, g.table, g.pid, ("start", '"end"', col), _rows_of(g.table), pids,
                               (None, None, codes))))
-    for j, (g, (p, s, e, x)) in enumerate(read):  # a damaged row's times left out of the extent and every sum
-        s, e, p, x = _sound(s, e, p, x)
-        read[j] = (g, [p, s, e, x])
-    if steps is None:
+    if steps is None:  # a damaged row's times left out of the extent (and of every sum: step_rows, _assigned)
         steps = _Steps(buckets([_extent(s, e, span) for _g, (_p, s, e, _x) in read]))
     if handed is not None:
         handed.give(steps.spans)
+    return steps, read
+
+
+def _assigned(read: list[tuple[GpuTable, list[np.ndarray]]], steps: _Steps,
+              keys: _Codes) -> tuple[np.ndarray, ...]:
+    """(process code, step index, start, end, kernel?, key code, budget part) of every GPU row whose times are sound
+    (_sound) that starts in a step, table by table: the numpy of the compiled step_rows' rows. Empties read."""
     cols: list[list[np.ndarray]] = [[] for _ in range(7)]
     while read:
         g, (p, s, e, x) = read.pop(0)
+        s, e, p, x = _sound(s, e, p, x)
         if g.name is not None:
             key, part = x, np.full(len(s), PARTS.index("kernels"), dtype=np.int64)
         else:
@@ -312,10 +320,62 @@ def _gpu_rows(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
         inside, i, _ends = steps.assign(s, e)  # the budget cuts each island into steps itself (_cut)
         p, s, e, key, part = _where(inside, p, s, e, key, part)
         s, e = _near(s), _near(e)  # the times kept: near enough to 0 for the unions' offsets
-        for out, a in zip(cols, (p, i, s, e - s, np.full(len(s), g.name is not None), key, part)):
+        for out, a in zip(cols, (p, i, s, e, np.full(len(s), g.name is not None), key, part)):
             out.append(a)
         del p, s, e, key, part, inside, i, _ends
-    return steps, tuple(_joined(c) for c in cols)
+    return tuple(_joined(c) for c in cols)
+
+
+DENSE_GROUPS = 1 << 20  # (process, step) groups up to this many are summed by the compiled pass (8 MB a sum)
+
+# the compiled pass's rows, as _assigned's (process code, step index, start, end, kernel?, key code, part), its
+# sums per group (rows, launches, kernel ns, copy ns) and per (group, key) cell (launches, ns), or None (not dense)
+Compiled = tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], tuple[np.ndarray, np.ndarray] | None]
+
+
+def _compiled_rows(read: list[tuple[GpuTable, list[np.ndarray]]], steps: _Steps, pids: _Codes, keys: _Codes,
+                   key_parts: np.ndarray) -> Compiled | None:
+    """_assigned's rows and _gpu_side's sums in one compiled pass (_step_rows), the kernel and key columns only where
+    the cells are too many to count in place (numpy then counts them from the rows); None where the pass declines.
+    Empties read where it does not."""
+    none_key = keys.of.setdefault(None, len(keys.of)) if any(g.name is None for g, _ in read) else 0
+    n_keys = len(keys.of) or 1
+    dense = len(pids.of) * len(steps.n) * n_keys <= DENSE_CELLS
+    got = _step_rows([(*cols, g.name is not None) for g, cols in read], steps, len(pids.of), n_keys, none_key,
+                     np.pad(key_parts, (0, n_keys - len(key_parts)), constant_values=PARTS.index("kernels")),
+                     ROW_COLUMNS[:4] + ((4,) if dense else (6, 5, 4)), cells=dense)
+    if got is not None:
+        read.clear()
+    return got
+
+
+ROW_COLUMNS = (0, 1, 2, 3, 6, 5, 4)  # step_rows' columns in _assigned's order (process, step, start, end, kernel?,
+# key, part); the calls' side asks for the first four and the part (their kind) only
+HOST_COLUMNS = (0, 1, 2, 3, 4)
+
+
+def _step_rows(tables: list[tuple[Any, ...]], steps: _Steps, n_pids: int, n_keys: int, none_key: int,
+               key_parts: np.ndarray, columns: tuple[int, ...], *, cells: bool) -> Compiled | None:
+    """The compiled pass over tables' (process code, start, end, key code or part, kernel?) rows (native.step_rows:
+    _sound, _Steps.assign, _near and the sums of _gpu_side at once, ~10x numpy's time at 1M launches, no temporary
+    per column; key_parts: a kernel's budget part by its key code): its columns (step_rows' indexes, in the order
+    asked), sums per group, and (with cells) sums per (group, key) cell. None where it is not built or the groups
+    are too many for its dense sums (numpy then measures); _Odd where numpy would decline."""
+    n_steps = len(steps.n)
+    if not native.available() or not n_steps or not n_pids or n_pids * n_steps > DENSE_GROUPS:
+        return None
+    as64 = functools.partial(np.ascontiguousarray, dtype=np.int64)
+    held = [(as64(t[0]), as64(t[1]), as64(t[2]), as64(t[3]), bool(t[4])) for t in tables]
+    rows = sum(len(t[1]) for t in held)
+    out = tuple(np.empty(rows if c in columns else 0, dtype=np.int64) for c in range(7))
+    sums = tuple(np.zeros(n_pids * n_steps, dtype=np.int64) for _ in range(4))
+    by_cell = tuple(np.zeros(n_pids * n_steps * n_keys if cells else 0, dtype=np.int64) for _ in range(2))
+    kept = native.step_rows(held, steps.lo, steps.hi, steps.ends, none_key, as64(key_parts), _FAR, MAX_DURATION_NS,
+                            n_pids, n_keys, out, sums, (by_cell[0], by_cell[1]))
+    del held
+    if kept is None:
+        raise _Odd
+    return tuple(out[c][:kept] for c in columns), sums, (by_cell[0], by_cell[1]) if cells else None
 
 
 def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | None, span: tuple[int, int],
@@ -324,35 +384,76 @@ def _gpu_side(conn: sqlite3.Connection, gpu: list[GpuTable], steps: _Steps | Non
               ) -> tuple[_Steps, tuple[ByCode, StepKernels, list[Pieces]]]:
     """(the steps — steps None: _gpu_rows' time buckets —, ({(process code, step index): values}, the kernels per
     step, the rows of the budget) of the GPU's work)."""
-    steps, (p, i, s, d, k, key, part) = _gpu_rows(conn, gpu, steps, span, pids, keys, handed, given or {})
+    steps, read = _gpu_rows(conn, gpu, steps, span, pids, keys, handed, given or {})
+    # every name key the kernel tables hold (a copy's None is coded after them), named once, each one's budget part
+    read_keys = keys.values()
+    named = names(read_keys)
+    key_parts = np.array([PARTS.index("communication") if v in named and may_communicate(named[v]) and
+                          classify(named[v]).family in COMMUNICATION_FAMILIES else PARTS.index("kernels")
+                          for v in read_keys] or [PARTS.index("kernels")], dtype=np.int64)
+    got = _compiled_rows(read, steps, pids, keys, key_parts)
+    k = key = None
+    if got is None:
+        p, i, s, e, k, key, part = _assigned(read, steps, keys)
+        if len(s):
+            part = np.where(k, key_parts[np.minimum(key, len(key_parts) - 1)], part)
+        sums, cells = _sums(p * len(steps.n) + i, e - s, k), None
+    else:
+        (p, i, s, e, *kk, part), sums, cells = got
+        if kk:
+            k, key = kk[0].astype(bool), kk[1]
     if not len(s):
         return steps, ({}, StepKernels(), [])
     decoded = keys.values()
-    # the kernels' keys (codes 0..n-1): counted, not sorted (np.unique's sort took 0.05 s at 1M launches)
-    named = names([decoded[c] for c in np.flatnonzero(np.bincount(key[k] if not k.all() else key,
-                                                                  minlength=len(decoded))).tolist()])
-    group = p * len(steps.n) + i
-    del p, i
-    # each (process, step)'s launches and times, counted in place — no sort (the rows' order matters to nothing
-    # here: the busy time is the budget's, _parts); float64 sums are exact below 2^53 ns (104 days of kernels: past
-    # it the SQL measures, whose SUM raises where numpy's would wrap)
+    n_steps, n_keys = len(steps.n), len(decoded)
+    present = np.flatnonzero(sums[0])
+    launches, kernel_ns, copy_ns = (a[present].astype(np.int64) for a in sums[1:])
+    values = {divmod(g, n_steps): {"launches": a, "kernel_ns": b, "copy_ns": c, "busy_ns": 0, "compute_busy_ns": 0}
+              for g, a, b, c in zip(present.tolist(), launches.tolist(), kernel_ns.tolist(), copy_ns.tolist())}
+    del sums, present, launches, kernel_ns, copy_ns
+    # the kernels' (group, key) cells: counted in place where there are few enough, else by one sort (_cells)
+    if cells is None:
+        assert k is not None and key is not None  # asked for where the cells are not counted in place
+        cell, counts, totals = _cells((p * n_steps + i)[k], key[k], (e - s)[k], n_keys)
+    else:
+        cell = np.flatnonzero(cells[0])
+        counts, totals = cells[0][cell], cells[1][cell]
+    del cells, k, key
+    cell_group, cell_key = np.divmod(cell, n_keys)
+    pieces = [(p, i, s, e, part)]  # the budget's rows, with their whole ends
+    return steps, (values, _kernels(pids, steps, keys, cell_group, cell_key, counts, totals, named), pieces)
+
+
+def _sums(group: np.ndarray, d: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(rows, launches, kernel ns, copy ns) of each (process, step) group, counted in place — no sort (the rows' order
+    matters to nothing here: the busy time is the budget's, _parts); float64 sums are exact below 2^53 ns (104 days
+    of kernels: past it the SQL measures, whose SUM raises where numpy's would wrap)."""
     if float(d.sum(dtype=np.float64)) >= _EXACT:
         raise _Odd
     rows_of = np.bincount(group)
-    present = np.flatnonzero(rows_of)
-    launches = np.bincount(group, weights=k, minlength=len(rows_of))[present].astype(np.int64)
-    kernel_ns = np.bincount(group, weights=np.where(k, d, 0), minlength=len(rows_of))[present].astype(np.int64)
-    copy_ns = np.bincount(group, weights=np.where(k, 0, d), minlength=len(rows_of))[present].astype(np.int64)
-    del rows_of
-    values = {divmod(g, len(steps.n)): {"launches": a, "kernel_ns": b, "copy_ns": c, "busy_ns": 0,
-                                        "compute_busy_ns": 0}
-              for g, a, b, c in zip(present.tolist(), launches.tolist(), kernel_ns.tolist(), copy_ns.tolist())}
-    comm = {c for c, v in enumerate(decoded) if v in named and may_communicate(named[v])
-            and classify(named[v]).family in COMMUNICATION_FAMILIES}
-    if comm:
-        part = np.where(k & np.isin(key, sorted(comm)), PARTS.index("communication"), part)
-    pieces = [(*np.divmod(group, len(steps.n)), s, s + d, part)]  # the budget's rows, with their whole ends
-    return steps, (values, _kernels(pids, steps, keys, group[k], key[k], d[k], named), pieces)
+    return (rows_of, np.bincount(group, weights=k, minlength=len(rows_of)),
+            np.bincount(group, weights=np.where(k, d, 0), minlength=len(rows_of)),
+            np.bincount(group, weights=np.where(k, 0, d), minlength=len(rows_of)))
+
+
+def _cells(group: np.ndarray, key: np.ndarray, d: np.ndarray, n_keys: int) -> tuple[np.ndarray, ...]:
+    """(each (group, key) cell of the kernel rows: group * n_keys + key, in order; its launches; its ns): counted in
+    place where the cells are few enough (DENSE_CELLS) and the sums exact in float64, else by one sort."""
+    if not len(key):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    n_cells = (int(group.max()) + 1) * n_keys
+    if float(n_cells) >= _FAR:
+        raise _Odd
+    cell = group * n_keys + key
+    if n_cells <= DENSE_CELLS and float(d.sum(dtype=np.float64)) < _EXACT:
+        # the sums are float64, exact where every partial sum is an integer below 2^53 (they are: the total is)
+        counts = np.bincount(cell, minlength=n_cells)
+        held = np.flatnonzero(counts)
+        return held, counts[held], np.bincount(cell, weights=d, minlength=n_cells)[held].astype(np.int64)
+    o = np.argsort(cell)
+    ordered = cell[o]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    return ordered[starts], np.diff(np.r_[starts, len(o)]), np.add.reduceat(d[o], starts)
 
 
 def _in_group_order(group: np.ndarray, s: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -413,10 +514,10 @@ def _islands(group: np.ndarray, s: np.ndarray,
     return group[opens], s[opens], np.maximum.reduceat(e, opens), opens
 
 
-def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: np.ndarray, d: np.ndarray,
-             named: Named) -> StepKernels:
-    """The kernels per (process, step, name), in the order of the SQL's GROUP BY process, step, key (SQLite's
-    order of values: NULL, numbers, text, blobs) merged by name."""
+def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: np.ndarray, launches: np.ndarray,
+             totals: np.ndarray, named: Named) -> StepKernels:
+    """The kernels per (process, step, name) from their (group, key) cells (_cells'), in the order of the SQL's
+    GROUP BY process, step, key (SQLite's order of values: NULL, numbers, text, blobs) merged by name."""
     if not len(key):
         return StepKernels()
     pid_rank, key_rank = _sqlite_ranks(pids.values()), _sqlite_ranks(keys.values())
@@ -424,32 +525,14 @@ def _kernels(pids: _Codes, steps: _Steps, keys: _Codes, group: np.ndarray, key: 
     n_steps, n_keys = len(steps.n), len(key_rank)
     if float(len(pid_rank)) * n_steps * n_keys >= _FAR:
         raise _Odd
-    # each (process, step) group's place in the SQL's order, then each row's (group, key) place: few temporaries
-    order_key = (pid_rank[:, None] * n_steps + n_rank[None, :]).ravel()[group] * n_keys + key_rank[key]
-    cells = float(len(pid_rank)) * n_steps * n_keys
-    if cells <= DENSE_CELLS and float(d.sum(dtype=np.float64)) < _EXACT:
-        # a count and a sum per cell of the (process, step, key) table: no sort. The sums are float64, exact where
-        # every partial sum is an integer below 2^53 (they are: the durations' total is)
-        launches_of = np.bincount(order_key, minlength=int(cells))
-        held = np.flatnonzero(launches_of)
-        launches = launches_of[held]
-        totals = np.bincount(order_key, weights=d, minlength=int(cells))[held].astype(np.int64)
-        where = np.empty(int(cells), dtype=np.int64)  # any row of each cell: the last one written there
-        where[order_key] = np.arange(len(order_key))
-        first = where[held]
-    else:  # one sort gives each triple's rows together: any of its rows, its count and its sum
-        o = np.argsort(order_key)
-        ordered = order_key[o]
-        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        launches = np.diff(np.r_[starts, len(o)])
-        totals = np.add.reduceat(d[o], starts)
-        first = o[starts]
+    # each cell's place in the SQL's order (one per cell: the ranks are each a permutation)
+    o = np.argsort((pid_rank[:, None] * n_steps + n_rank[None, :]).ravel()[group] * n_keys + key_rank[key])
+    group, launches, totals, row_key = group[o], launches[o], totals[o], key[o]
     pid_values, key_values = pids.values(), keys.values()
     name_of = [named.get(v) or "<unnamed kernel>" for v in key_values]
     # Python ints: no numpy scalar per (process, step, name)
-    p, i = np.divmod(group[first], n_steps)
+    p, i = np.divmod(group, n_steps)
     pid, step = tuple(map(pid_values.__getitem__, p.tolist())), tuple(map(steps.n.__getitem__, i.tolist()))
-    row_key = key[first]
     if len(set(name_of)) == len(name_of):  # one key per name (the usual case): nothing to merge
         # the names in the order the rows first name them (StepKernels.of's), each row's index among them: in numpy
         seen, at = np.unique(row_key, return_index=True)
@@ -555,21 +638,18 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps | Ha
         names = [kind_of.get(v, "other") for v in codes.values()]
         kinds += sorted(set(names) - set(kinds))
         kind = np.array([kinds.index(x) for x in names], dtype=np.int64)[key] if len(key) else key
-        read.append(_sound(s, e, p, kind))
+        read.append((p, s, e, kind))
         del p, s, e, key, kind
     if isinstance(steps, Handed):
         steps = _Steps(steps.get())
-    cols: list[list[np.ndarray]] = [[] for _ in range(6)]
-    while read:
-        s, e, p, kind = read.pop(0)
-        inside, i, cut = steps.assign(s, e)
-        p, s, kind, e = _where(inside, p, s, kind, e)
-        s, e = _near(s), _near(e)
-        for out, x in zip(cols, (p, i, s, cut, kind, e)):
-            out.append(x)
-        del p, s, e, kind, inside, i, cut
-    p, i, s, e, kind, whole_e = (_joined(c) for c in cols)
-    del cols
+    got = _step_rows([(*t, False) for t in read], steps, len(pids.of), 1, 0, np.zeros(1, dtype=np.int64),
+                     HOST_COLUMNS, cells=False)
+    if got is not None:
+        read.clear()
+        p, i, s, whole_e, kind = got[0]
+        e = np.minimum(whole_e, steps.hi[i])  # each call cut at its step's end
+    else:
+        p, i, s, e, kind, whole_e = _host_assigned(read, steps)
     other = PARTS.index("api_other")
     pri = np.array([PARTS.index(f"api_{k}") if f"api_{k}" in PARTS else other for k in kinds] or [other],
                    dtype=np.int64)[kind]
@@ -593,6 +673,22 @@ def _host_side(conn: sqlite3.Connection, api: list[ApiTable], steps: _Steps | Ha
         union = {divmod(int(g), n_steps): int(ns) for g, ns in zip(*_unions(*_in_group_order(step, s, e)))}
     del step, s, e
     return budget, by_kind, union
+
+
+def _host_assigned(read: list[tuple[np.ndarray, ...]], steps: _Steps) -> tuple[np.ndarray, ...]:
+    """(process code, step index, start, end cut at the step's end, kind, end) of every (sound) call that starts in a
+    step: the numpy of the compiled step_rows' rows. Empties read."""
+    cols: list[list[np.ndarray]] = [[] for _ in range(6)]
+    while read:
+        p, s, e, kind = read.pop(0)
+        s, e, p, kind = _sound(s, e, p, kind)
+        inside, i, cut = steps.assign(s, e)
+        p, s, kind, e = _where(inside, p, s, kind, e)
+        s, e = _near(s), _near(e)
+        for out, x in zip(cols, (p, i, s, cut, kind, e)):
+            out.append(x)
+        del p, s, e, kind, inside, i, cut
+    return tuple(_joined(c) for c in cols)
 
 
 def _where(keep: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -620,6 +716,14 @@ def _cut(steps: _Steps, piece: Pieces) -> Cut:
     group = p * n_parts + pri
     group, s, i, e = _in_group_order(group, s, i, e)
     del p, pri
+    if native.available():  # the islands and their pieces in one loop: island by island, not step by step
+        as64 = functools.partial(np.ascontiguousarray, dtype=np.int64)
+        got = native.cut_islands(as64(group), as64(s), as64(e), as64(i), steps.lo, steps.hi)
+        if got is None:
+            raise _Odd
+        g, ix, s, e = (np.frombuffer(b, dtype=np.int64) for b in got)
+        p, pri = np.divmod(g, n_parts)
+        return p, ix, s, e, pri
     g, s, e, opens = _islands(group, s, e)
     ix = np.minimum.reduceat(i, opens)
     del group, i, opens

@@ -278,6 +278,33 @@ def test_the_unions_are_the_covered_time(rows) -> None:
     assert got[0] == got[-1]
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(1, 200), st.integers(1, 80)),
+                max_size=60),
+       st.lists(st.tuples(st.integers(0, 200), st.integers(0, 90)), min_size=1, max_size=6))
+def test_the_islands_cut_into_steps_compiled_are_numpys(rows, marks) -> None:
+    """_cut's islands cut into the steps they span, in numpy and in the compiled loop (native.cut_islands, island by
+    island): the same pieces, each (process, step, part)'s in time order (the budget's sweep asks for that order), and
+    each piece inside its step and its island; steps that overlap, start alike or leave gaps included."""
+    steps = series_np._Steps([(n, lo, lo + d) for n, (lo, d) in enumerate(marks)])
+    p, pri, s, e = (np.array(c, dtype=np.int64) for c in zip(*rows)) if rows else [np.zeros(0, np.int64)] * 4
+    e = s + e
+    inside, i, _cut = steps.assign(s, e)
+    p, pri, s, e = (a[inside] for a in (p, pri, s, e))  # (i: the kept rows' already)
+    got = []
+    for on in ("on", "off") if native.available() else ("off",):
+        with pytest.MonkeyPatch.context() as m:
+            m.setenv("NVPROF_WRAP_NATIVE", on)
+            pieces = list(zip(*(a.tolist() for a in series_np._cut(steps, (p, i, s, e, pri)))))
+        runs: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        for gp, step, a, b, part in pieces:  # each (process, step, part)'s pieces, in the order given
+            runs.setdefault((gp, step, part), []).append((a, b))
+            assert steps.lo[step] <= a < b <= steps.hi[step]
+        assert all(b <= a2 for run in runs.values() for (_, b), (a2, _) in itertools.pairwise(run))  # in time order
+        got.append(sorted(pieces))
+    assert got[0] == got[-1]
+
+
 @pytest.mark.parametrize("on", ["on", "off"])
 def test_intervals_too_wide_for_the_offsets_are_declined_either_way(monkeypatch, on: str) -> None:
     """Groups whose widths add up to 2^62 or more: numpy's offsets would overflow, so both paths decline (_Odd)."""
@@ -411,3 +438,61 @@ def test_meanwhile_runs_while_the_calls_worker_ends(monkeypatch, tmp_path: Path,
     (sql,), (fast,) = _both(monkeypatch, cap)
     assert fast == sql and spy.measured == 1
     assert order == (["gpu", f"pid {os.getpid()}", "calls"] if aside else ["gpu"])
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled helper is not built here (setup.py build_ext)")
+@pytest.mark.parametrize("how", ["dense", "sorted cells", "too many groups"])
+def test_the_compiled_rows_pass_gives_the_sqls_series(monkeypatch, tmp_path: Path, how: str) -> None:
+    """A generated export's GPU rows and launch calls (3 processes, 2 GPUs, copies, NCCL kernels, 7 marked steps) are
+    assigned to steps and summed by the compiled pass (native.step_rows: the GPU's side with its (process, step,
+    kernel) cells, the calls' side without) — not declined — and the series is the SQL's; with more cells than are
+    counted in place the kernels per step come from numpy's sort of the pass's rows, and with more (process, step)
+    groups than it sums the numpy measures it all (the pass is not asked)."""
+    cap = tmp_path / "nsys.sqlite"
+    generate.nsys(20_000, cap, processes=3, devices=2)
+    with sqlite3.connect(cap) as db:
+        lo, tid = db.execute("SELECT MIN(start), MIN(globalTid) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
+        db.executemany('INSERT INTO NVTX_EVENTS(start, "end", eventType, text, globalTid) VALUES (?, ?, 59, ?, ?)',
+                       [(lo + n * 20_000_000, lo + (n + 1) * 20_000_000, f"step {n}", tid) for n in range(7)])
+    db.close()
+    if how == "sorted cells":
+        monkeypatch.setattr(series_np, "DENSE_CELLS", 0)
+    if how == "too many groups":
+        monkeypatch.setattr(series_np, "DENSE_GROUPS", 0)
+    monkeypatch.setattr(series_np, "ASIDE_FROM", 1 << 62)  # the calls' side in this process: its pass seen here
+    answered: list[tuple[bool, int | None]] = []
+    real = native.step_rows
+    monkeypatch.setattr(native, "step_rows", lambda *a: answered.append((len(a[-1][0]) > 0, real(*a))) or
+                        answered[-1][1])
+    spy = Spy(monkeypatch)
+    (sql,), (fast,) = _both(monkeypatch, cap)
+    assert fast == sql and spy.measured == 1 and len(sql.steps) >= 7 * 3 and any(r.parts_ns for r in sql.steps)
+    assert any(k.launches for k in sql.kernels)
+    if how == "too many groups":
+        assert answered == []
+    else:  # the GPU's rows (with cells where they are few enough), then the calls'
+        assert [cells for cells, _ in answered] == [how == "dense", False]
+        assert all(kept for _, kept in answered)
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled helper is not built here (setup.py build_ext)")
+def test_the_compiled_rows_pass_refuses_arrays_that_do_not_fit() -> None:
+    """step_rows checks what it is given (a code past its count, columns of unequal length, sums of another size, a
+    part for each key) rather than read or write past an array."""
+    z = np.zeros(3, dtype=np.int64)
+    t = np.array([1, 2, 3], dtype=np.int64)
+    lo, hi = np.array([0], dtype=np.int64), np.array([10], dtype=np.int64)
+    out = tuple(np.empty(3, dtype=np.int64) for _ in range(7))
+    sums = tuple(np.zeros(1, dtype=np.int64) for _ in range(4))
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    args = (lo, hi, None, 0, np.array([1], dtype=np.int64), 1 << 62, MAX_DURATION_NS, 1, 1)
+    assert native.step_rows([(z, t, t + 1, z, True)], *args, out, sums, none) == 3
+    assert list(out[1]) == [0, 0, 0] and list(out[4]) == [1, 1, 1] and list(sums[0]) == [3] and list(sums[2]) == [3]
+    with pytest.raises(ValueError):  # no part for the one key
+        native.step_rows([(z, t, t + 1, z, True)], *args[:4], np.zeros(0, dtype=np.int64), *args[5:], out, sums, none)
+    for tables, o, s in (([(z + 1, t, t + 1, z, True)], out, sums),  # a process code past the processes
+                         ([(z, t, t[:2], z, True)], out, sums),  # an end column shorter than the starts
+                         ([(z, t, t + 1, z, True)], out, sums[:3]),  # three sums, not four
+                         ([(z, t, t + 1, z, True)], tuple(o[:2] for o in out), sums)):  # columns too short
+        with pytest.raises(ValueError):
+            native.step_rows(tables, *args, o, s, none)
