@@ -11,6 +11,10 @@
 # Run on 2026-12-07 on an H100 (no H200 free): ResNet-50 fp32 60 of 76 kernels measured by counters (33 before the
 # spelling match), the LSTM 38 of 38 (11 before), none contradicting a name; verify ran past its 120 s there (rc 124)
 # after writing ncu.csv whole. Kept: tests/data/h100_runs/counters_beside_nsys.
+# With TIMELINES=kineto, again on an H100: ResNet-50 63 of the trace's 74 kernels measured by counters (the other 11
+# kernels ncu never measured: cuDNN chose other tiles under it), the LSTM 36 of 36; none contradicting a name; each
+# job's 2 other ncu kernels (its set-up, before the profiler's steps) said in a note. Kept:
+# tests/data/h100_runs/counters_beside_kineto.
 set -u
 source benchmarks/gpu/common.sh
 NCU=$(ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1); export NVPROF_WRAP_NCU=$NCU
