@@ -71,6 +71,9 @@ _SPARE = "\ue000"  # a private-use character standing for '<…' in the vectoris
 def _collapse_vectorised(name: str, keep_depth: int) -> str:
     """_collapse_templates' loop as array arithmetic, equal to it: a character stays where the bracket depth after
     it is at most keep_depth, and a '<' that opens level keep_depth + 1 becomes '<…'."""
+    from nvprof_wrap.system import blas  # noqa: F401 - first: numpy with one BLAS thread
+
+    # isort: split
     import numpy as np
 
     codes = np.frombuffer(name.encode("utf-32-le"), dtype=np.uint32).copy()

@@ -23,6 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nvprof_wrap.system import blas  # noqa: F401 - first: numpy with one BLAS thread
+
+# isort: split
 import numpy as np
 
 from nvprof_wrap.classify import COMMUNICATION_FAMILIES, classify
