@@ -65,21 +65,28 @@ def test_a_spelling_shared_by_two_kernels_matches_none(timeline, counted, expect
     assert alike(counted, timeline) == expected
 
 
+def _paired(capsys, tmp_path, timeline, ncu) -> tuple[tuple[int, int], list, list[str]]:
+    """`report TIMELINE NCU --format json`: ((kernels measured by counters, by name only), the disagreements, the
+    sources' notes)."""
+    from nvprof_wrap.cli import main
+    assert main(["report", str(timeline), str(ncu), "--format", "json", "--store", str(tmp_path / "s.sqlite")]) == 0
+    d = json.loads(capsys.readouterr().out)
+    evidence = [k["evidence"] for k in d["kernels"]]
+    return (evidence.count("counters"), evidence.count("name")), d["disagreements"], \
+        [n for s in d["sources"] for n in s["notes"]]
+
+
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_every_kernel_ncu_measured_of_the_gpt_trainer_is_its_nsys_captures(capsys, tmp_path, precision):
     """The GPT trainer on the H200 under nsys (30 steps) and under ncu (2 steps: tests/data/h200_runs/
     train_counters): ncu spells most of PyTorch's kernels apart — namespaces, number casts, enum casts
     ('(at::native::NormType)1' for '1') — so its counters had reached 12 of the bf16 run's 65 kernels. Every kernel it
     measured is one of the nsys capture's now, measured by its counters; no counter contradicts a name's verdict."""
-    from nvprof_wrap.cli import main
     from tests._paths import RUNS
-    ncu = RUNS / "train_counters" / f"gpt_{precision}.ncu.csv.gz"
-    assert main(["report", str(RUNS / f"gpt_{precision}_nsys"), str(ncu), "--format", "json",
-                 "--store", str(tmp_path / "s.sqlite")]) == 0
-    d = json.loads(capsys.readouterr().out)
-    measured = [k for k in d["kernels"] if k["evidence"] == "counters"]
-    assert len(measured) == {"fp32": 64, "bf16": 63}[precision] and not d["disagreements"]
-    assert not [n for s in d["sources"] for n in s["notes"] if "decide nothing" in n]
+    (measured, _named), disagreements, notes = _paired(capsys, tmp_path, RUNS / f"gpt_{precision}_nsys",
+                                                       RUNS / "train_counters" / f"gpt_{precision}.ncu.csv.gz")
+    assert measured == {"fp32": 64, "bf16": 63}[precision] and not disagreements
+    assert not [n for n in notes if "decide nothing" in n]
 
 
 @pytest.mark.parametrize("job, measured, named", [("resnet_fp32", 60, 16), ("lstm_fp32", 38, 0)])
@@ -88,15 +95,11 @@ def test_every_kernel_ncu_measured_of_resnet_and_the_lstm_is_its_nsys_captures(c
     counters_beside_nsys, each capture cut to its kernels' names): the counters had reached 33 of ResNet's 76 kernels
     and 11 of the LSTM's 38. Every kernel ncu measured is one of the nsys capture's, none left over, none
     contradicting its name's verdict."""
-    from nvprof_wrap.cli import main
     from tests._paths import H100_RUNS
     folder = H100_RUNS / "counters_beside_nsys"
-    assert main(["report", str(folder / f"{job}.nsys.sqlite.gz"), str(folder / f"{job}.ncu.csv.gz"), "--format",
-                 "json", "--store", str(tmp_path / "s.sqlite")]) == 0
-    d = json.loads(capsys.readouterr().out)
-    evidence = [k["evidence"] for k in d["kernels"]]
-    assert (evidence.count("counters"), evidence.count("name")) == (measured, named) and not d["disagreements"]
-    assert not [n for s in d["sources"] for n in s["notes"] if "decide nothing" in n]
+    counts, disagreements, notes = _paired(capsys, tmp_path, folder / f"{job}.nsys.sqlite.gz",
+                                           folder / f"{job}.ncu.csv.gz")
+    assert counts == (measured, named) and not disagreements and not [n for n in notes if "decide nothing" in n]
 
 
 # One kernel of the H200 GPT trainer as the PyTorch profiler (Kineto) and Nsight Compute wrote it
@@ -134,15 +137,12 @@ def test_every_kernel_ncu_measured_of_the_gpt_trainer_is_its_kineto_traces(capsy
     trace's 70 kernels and 10 of the fp32 trace's 64 (Kineto's spelling is neither ncu's nor nsys'). Every kernel ncu
     measured is one of the trace's now (the bf16 trace's other 7 are optimizer kernels ncu's 2 steps did not
     measure), none left over, none contradicting its name's verdict."""
-    from nvprof_wrap.cli import main
     from tests._paths import RUNS
     (trace,) = (RUNS / f"kineto_gpt_{precision}_shapes").glob("*.pt.trace.json.gz")
-    ncu = RUNS / "train_counters" / f"gpt_{precision}.ncu.csv.gz"
-    assert main(["report", str(trace), str(ncu), "--format", "json", "--store", str(tmp_path / "s.sqlite")]) == 0
-    d = json.loads(capsys.readouterr().out)
-    evidence = [k["evidence"] for k in d["kernels"]]
-    assert (evidence.count("counters"), evidence.count("name")) == (measured, named) and not d["disagreements"]
-    assert not [n for s in d["sources"] for n in s["notes"] if "no timeline capture" in n or "decide nothing" in n]
+    counts, disagreements, notes = _paired(capsys, tmp_path, trace,
+                                           RUNS / "train_counters" / f"gpt_{precision}.ncu.csv.gz")
+    assert counts == (measured, named) and not disagreements
+    assert not [n for n in notes if "no timeline capture" in n or "decide nothing" in n]
 
 
 @pytest.mark.parametrize("job, measured, named, ncu_kernels", [("resnet_fp32", 63, 11, 65), ("lstm_fp32", 36, 0, 38)])
@@ -154,16 +154,13 @@ def test_every_kernel_ncu_measured_of_resnet_and_the_lstm_is_in_their_kineto_tra
     verdict are kernels ncu never measured (cuDNN chose other tile sizes and algorithms under it: other names), and
     the 2 ncu kernels of each job no trace holds are the job's set-up (its random data and weights, cuDNN's RNN
     states) before the profiler's steps — said in a note, not matched to another kernel."""
-    from nvprof_wrap.cli import main
     from tests._paths import H100_RUNS
     folder = H100_RUNS / "counters_beside_kineto"
-    assert main(["report", str(folder / f"{job}.pt.trace.json.gz"), str(folder / f"{job}.ncu.csv.gz"), "--format",
-                 "json", "--store", str(tmp_path / "s.sqlite")]) == 0
-    d = json.loads(capsys.readouterr().out)
-    evidence = [k["evidence"] for k in d["kernels"]]
-    assert (evidence.count("counters"), evidence.count("name")) == (measured, named) and not d["disagreements"]
-    notes = [n for s in d["sources"] for n in s["notes"] if "no timeline capture" in n]
-    assert len(notes) == 1 and notes[0].startswith(f"2 of its {ncu_kernels} kernels ran in no timeline capture")
+    counts, disagreements, notes = _paired(capsys, tmp_path, folder / f"{job}.pt.trace.json.gz",
+                                           folder / f"{job}.ncu.csv.gz")
+    assert counts == (measured, named) and not disagreements
+    left = [n for n in notes if "no timeline capture" in n]
+    assert len(left) == 1 and left[0].startswith(f"2 of its {ncu_kernels} kernels ran in no timeline capture")
 
 
 def test_a_function_templates_parameters_agree_or_the_names_are_two_kernels():
