@@ -241,20 +241,22 @@ class _Table:
         """Whether the line, which ended the table, is one of its rows cut off before its name (a paste or a file
         cut short there): one or more cells, each what its column holds (numbers; a word in a Category column), and
         no name — the line ends before the name's column, or its name cell is empty."""
-        if self.syntax == "pipe":
-            if not line.lstrip().startswith("|"):
-                return False
-            cells = _pipe_cells(line)
-        elif self.syntax == "csv":
-            cells = _csv_cells(line)
-        else:
+        if self.syntax == "pipe" and not line.lstrip().startswith("|"):
+            return False
+        if self.syntax == "columns":
             spans = self.spans or []
             if not spans or len(line.rstrip()) > spans[-1][0]:  # the line reaches the name's column
                 return False
-            cells = line.split()
+        cells = self.split(line)
+        return 0 < len(cells) < len(self.head) and all(_holds(c, h) for c, h in zip(cells, self.head))
+
+    def split(self, line: str) -> list[str]:
+        """The line's cells as the table's syntax splits them, without the empty ones at its end."""
+        cells = _pipe_cells(line) if self.syntax == "pipe" else \
+            _csv_cells(line) if self.syntax == "csv" else line.split()
         while cells and not cells[-1]:
             cells.pop()
-        return 0 < len(cells) < len(self.head) and all(_holds(c, h) for c, h in zip(cells, self.head))
+        return cells
 
     def cut_short(self, row: int) -> bool:
         """Whether the row's line ends inside its name (a text cut off mid-row: the name 'nvjet' of
@@ -403,8 +405,7 @@ CUT_ROW = "a row of an nsys stats kernel table ends before its name"
 def _cut_row_note(table: _Table, line: str) -> str:
     """What a row cut off before its name (_Table.cut_before_name) lost: the row is not read (no name, and its last
     number may be cut too)."""
-    cells = [c for c in (_pipe_cells(line) if table.syntax == "pipe" else
-                         _csv_cells(line) if table.syntax == "csv" else line.split()) if c]
+    cells = table.split(line)  # every one a number or a category: cut_before_name read them
     share = f" ({cells[0]}% of the table's time)" if len(cells) > 1 and table.head[0].startswith("Time") else ""
     shown = re.sub(r"\s+", " ", line.strip())[:48]
     return f"{CUT_ROW} ('{shown}'): that kernel{share} is not in this report — the text was cut off there"
