@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import tempfile
 import time
@@ -31,11 +32,27 @@ def make(kind: str) -> str:
     return tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{_host()}-{os.getpid()}-")
 
 
+# the signals a command ends on by its `finally` blocks (cli/__init__.py): held while a folder is made
+_ENDING = {signal.SIGINT, signal.SIGTERM} | ({signal.SIGHUP} if hasattr(signal, "SIGHUP") else set())
+
+
 @contextmanager
 def folder(kind: str) -> Iterator[str]:
-    """A temporary folder removed when the block ends, however it ends (as tempfile.TemporaryDirectory)."""
-    path = make(kind)
+    """A temporary folder removed when the block ends, however it ends (as tempfile.TemporaryDirectory). The signals
+    a command ends on wait while the folder is made: one that came between the folder's creation and the `try` that
+    removes it — the moment a signal sent on seeing the folder lands, on a loaded machine — left it behind (a
+    gzipped capture's unpacked copy, up to 64 GiB). Held, it is delivered inside the `try`."""
+    held = hasattr(signal, "pthread_sigmask")
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING) if held else None
     try:
+        path = make(kind)
+    except BaseException:
+        if before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        raise
+    try:
+        if before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a signal held since is delivered now, in here
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
