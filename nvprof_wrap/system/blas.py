@@ -7,8 +7,8 @@ same host runs.
 
 The variable is set only while numpy loads (OpenBLAS reads it then) and removed after: a job that `run` starts never
 inherits it. Where the user set it, or numpy is loaded already (a notebook, the caller's own code), nothing changes.
-Import numpy through import_numpy() in every module of the report's process (the tracer, which runs inside the
-user's job, imports it as the job does)."""
+Every module of the report's process that uses numpy imports this module first (importing it loads numpy so);
+the tracer, which runs inside the user's job, imports numpy as the job does."""
 from __future__ import annotations
 
 import os

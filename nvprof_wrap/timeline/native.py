@@ -141,9 +141,10 @@ def islands(group: Any, s: Any, e: Any) -> tuple[bytes, bytes] | None:
 def step_rows(tables: list[tuple[Any, Any, Any, Any, bool]], lo: Any, hi: Any, ends: tuple[int, int] | None,
               none_key: int, key_parts: Any, far: int, max_duration: int, n_pids: int, n_keys: int,
               out: tuple[Any, ...], sums: tuple[Any, ...], cells: tuple[Any, Any]) -> int | None:
-    """series_np._gpu_rows' assignment of the GPU's rows to steps and _gpu_side's sums compiled, on C-contiguous int64
-    arrays (_cattr.c's step_rows says what goes where): the rows kept, or None where a kept time lies past +-far or
-    the kept durations add up to 2^53 (series_np declines those captures). Call only where available()."""
+    """series_np._assigned's (and _host_assigned's) rows given their steps and _gpu_side's sums compiled, on
+    C-contiguous int64 arrays (_cattr.c's step_rows says what goes where): the rows kept, or None where a kept time
+    lies past +-far or the kept durations add up to 2^53 (series_np declines those captures). Call only where
+    available()."""
     got: int | None = _cattr.step_rows(tables, lo, hi, *(ends or (0, 0)), ends is not None, none_key, key_parts,
                                        far, max_duration, n_pids, len(lo), n_keys, out, sums, cells)
     return got
