@@ -18,6 +18,7 @@ from nvprof_wrap.report import Report
 from nvprof_wrap.report.counter_check import check, rates
 from nvprof_wrap.run import Run
 from nvprof_wrap.store import Store
+from nvprof_wrap.store.queries import OpFlopsRow
 
 
 def counters_of(cmd: list[str], *, ncu_path: str | None, runs: Path, output: str | None, top: int,
@@ -54,9 +55,25 @@ def report_with_counters(csv: Path, attach: list[Path]) -> Report:
         rep = analyze(csv, *attach, store=store)
         if not store.has_counters():
             raise BadInput(csv, "no kernel counters in this export (was it made with ncu --csv?)")
+        rows = store.op_flops_rows()
         counted = [(r["name"], r["precision"], r["flops"], r["launches"], r["total_ns"])
-                   for r in store.op_flops_rows() if r["op"] == COUNTERS_OP]
+                   for r in rows if r["op"] == COUNTERS_OP]
+        # {a timeline's kernel name: the counter tool's}, where the two spell one kernel apart
+        spelled = counters.alike({c[0] for c in counted}, store.timeline_kernel_names())
     finally:
         store.close()
-    trace = {k.name: k.tflops for k in rep.achieved_kernels}
+    trace = trace_rates([r for r in rows if r["op"] != COUNTERS_OP], spelled)
     return dataclasses.replace(rep, counter_check=check(rep.kernels, rates(counted, trace)))
+
+
+def trace_rates(rows: list[OpFlopsRow], spelled: dict[str, str]) -> dict[str, float]:
+    """Each kernel's TFLOP/s from the FLOPs the timelines give it (every kernel, not the report's top rates; a name
+    under ops of several precisions once: what the counters measure of it), by the counter tool's name of it where
+    the two spell it apart (ncu's `cutlass::Kernel2<…>(T1::Params)` for the PyTorch profiler's
+    `…(cutlass_80_tensorop_…::Params)`)."""
+    acc: dict[str, tuple[float, int]] = {}
+    for r in rows:
+        name = spelled.get(r["name"], r["name"])
+        flops, ns = acc.get(name, (0.0, 0))
+        acc[name] = (flops + r["flops"], ns + r["total_ns"])
+    return {name: round(flops / ns / 1e3, 2) for name, (flops, ns) in acc.items() if flops > 0 and ns > 0}

@@ -200,3 +200,28 @@ def test_a_function_templates_parameters_agree_or_the_names_are_two_kernels():
 ])
 def test_overloads_and_other_builds_kernels_match_none(timeline, counted, expected):
     assert alike(counted, timeline) == expected
+
+
+def test_verify_gives_a_kernel_the_ncu_spells_apart_its_rate_in_the_trace(capsys, tmp_path):
+    """`verify --from` sets each kernel's counted TFLOP/s beside the rate the trace's FLOPs give it: ResNet-50's
+    cutlass GEMMs are `cutlass::Kernel2<…>(T1::Params)` to ncu and `…(cutlass_80_…::Params)` to the PyTorch profiler,
+    so 9 of its 20 top rates showed no trace rate, and the trace's rates were looked up among the report's top 20
+    only (2 more missing). The trace holds a rate for each of the 20."""
+    from nvprof_wrap.cli import main
+    from tests._paths import H100_RUNS
+    folder = H100_RUNS / "counters_beside_kineto"
+    assert main(["verify", "--from", str(folder / "resnet_fp32.ncu.csv.gz"),
+                 str(folder / "resnet_fp32.pt.trace.json.gz"), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    achieved = {k["name"]: k["tflops"] for k in d["achieved_kernels"]}
+    rates = d["counter_check"]["rates"]
+    cutlass = [r for r in rates if r["name"].startswith("void cutlass::Kernel2<")]
+    assert len(rates) == 20 and len(cutlass) == 9 and all(r["trace_tflops"] for r in rates)
+    # the trace's rate of each: the report's where it is among the report's top rates (6 of the 9)
+    ours = {r["name"]: r["name"].replace("(T1::Params)", f"({r['name'].split('<')[1].split('>')[0]}::Params)")
+            for r in cutlass}
+    assert sum(ours[r["name"]] in achieved for r in cutlass) == 6
+    assert all(r["trace_tflops"] == achieved[ours[r["name"]]] for r in cutlass if ours[r["name"]] in achieved)
+    # a name both spell alike keeps its own rate
+    plain = [r for r in rates if r["name"] in achieved]
+    assert len(plain) == 9 and all(r["trace_tflops"] == achieved[r["name"]] for r in plain)
