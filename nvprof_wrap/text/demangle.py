@@ -13,6 +13,7 @@ microseconds each.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import resource
@@ -227,10 +228,22 @@ _HELPER: _Helper | None = None
 
 
 def _helper() -> _Helper:
-    global _HELPER, _HELPER_OWNER
+    global _HELPER, _HELPER_OWNER, _AT_EXIT
     if _HELPER is None or _HELPER_OWNER != os.getpid():  # a forked reader gets a helper of its own
         _HELPER, _HELPER_OWNER = _Helper(), os.getpid()
+        if not _AT_EXIT:
+            atexit.register(_stop_at_exit)
+            _AT_EXIT = True
     return _HELPER
 
 
+def _stop_at_exit() -> None:
+    """The helper ended and reaped as the process that started it exits — not left for its parent-death signal to
+    kill after the command has returned (a whole-process timer or a process-group wait saw it outlive `report`). A
+    forked reader inherits this hook: there it ends only a helper of the reader's own."""
+    if _HELPER is not None and _HELPER_OWNER == os.getpid():
+        _HELPER.stop()
+
+
 _HELPER_OWNER = 0
+_AT_EXIT = False

@@ -180,13 +180,16 @@ def test_one_long_string_costs_linear_time_and_is_cut(capsys, tmp_path):
 
 
 # ------------------------------------------------------------------ demangling
+REAL = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
+
+
 def test_a_mangled_name_bomb_keeps_its_mangled_name_within_the_budget(capsys, tmp_path, monkeypatch):
     """243 bytes that demangle to 218 MB (3.3 s and 450 MB before; 364 s in the issue's report): the helper is
     stopped at its budget, the mangled name kept, the capture's notes say so; other names still demangle."""
     monkeypatch.setattr(demangle_mod, "over_budget", set())
     demangle_mod.demangle.cache_clear()
     bomb = mangled_bomb(24)
-    real = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
+    real = REAL
     (tmp_path / "t.json").write_text(json.dumps({"traceEvents": [kernel(bomb), kernel(real)]}))
     t = time.time()
     code, out, err = run(capsys, "report", tmp_path / "t.json", "--format", "json")
@@ -198,6 +201,30 @@ def test_a_mangled_name_bomb_keeps_its_mangled_name_within_the_budget(capsys, tm
     assert "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, " \
            "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)" in names
     assert any("1 kernel name(s) left mangled" in n for n in d["sources"][0]["notes"])
+
+
+def test_the_demangling_helper_is_ended_and_reaped_before_the_process_exits(tmp_path):
+    """The helper process (names with back-references demangle there, under a budget) ends with the command that
+    started it: it had outlived every `report`, killed after it by its parent-death signal — a whole-process timer
+    saw it. A hook registered before the helper's runs after it and finds the helper gone."""
+    probe = ("import atexit, os, sys\n"
+             "from nvprof_wrap.text import demangle as d\n"
+             "pid = []\n"
+             "def gone():\n"
+             "    try:\n"
+             "        os.kill(pid[0], 0)\n"
+             "    except ProcessLookupError:\n"
+             "        print('reaped')\n"
+             "    else:\n"
+             "        print('alive')\n"
+             "atexit.register(gone)\n"
+             f"print(d.demangle({REAL!r}))\n"
+             "pid.append(d._helper().pid)\n"
+             "assert pid[0] > 0\n")
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.split()
+    assert out[-1] == "reaped" and out[0].startswith("void")
 
 
 def test_real_mangled_names_demangle_as_before(monkeypatch):
