@@ -7,8 +7,10 @@ TF32), else the CUDA cores' rate (analyses/peaks.toml). Of the whole capture, no
 window: the FLOPs are counted per kernel name, not per step."""
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from nvprof_wrap.analyses.peaks import Peak, tensor_peak
 
@@ -52,10 +54,77 @@ def ran_as(precision: str, on_tensor_cores: bool, kernel_precision: str | None =
     kernel_precision: the kernel's own, where it ran on tensor cores: an fp32 op (PyTorch's float32 matmul with
     TF32 allowed) whose kernel is a TF32 tensor-core one ran as tf32 — counted as fp32, 25 TFLOP/s of an A100's
     cutlass_80_tensorop_s1688gemm kernels read as fp32, over the A100's 19.5 TFLOP/s fp32 peak. Per kernel, not per
-    op: a trace's op ('aten::bmm') is every call of it, some of whose kernels ran on CUDA cores (ampere_sgemm_*)."""
+    op: a trace's op ('aten::bmm') is every call of it, some of whose kernels ran on CUDA cores (ampere_sgemm_*); the
+    op's helper kernels go with its GEMMs (ran_in)."""
     if precision == "fp32" and kernel_precision == "tf32":
         return "tf32"
     return "fp32" if precision == "tf32" and not on_tensor_cores else precision
+
+
+# rules.toml's rules that name matrix math on CUDA cores (a GEMM, convolution or attention without tensor cores): a
+# kernel of these is its op's own math, never a helper of another kernel's (tests/analyses/test_achieved.py checks
+# each is a rule there)
+CUDA_CORE_MATRIX = frozenset({"ffma", "simt", "universal-fma", "sgemm", "magma-sgemm", "fermi-complex-gemm",
+                              "dgemm-cuda-cores", "scudnn", "mem-eff-attention-simt"})
+
+
+class KernelFacts(Protocol):
+    """What a report knows of a kernel name that decides the precision its share of its op's FLOPs ran in
+    (report/types.KernelRow)."""
+
+    @property
+    def tensor_core(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def name_verdict(self) -> str: ...
+    @property
+    def name_rule(self) -> str: ...
+
+
+def ran_in(rows: Iterable[tuple[str, str, str, float, int]],
+           kernel: Callable[[str], KernelFacts | None]) -> list[tuple[str, str, float, int]]:
+    """(kernel name, the precision it ran its FLOPs in, FLOPs, ns) of each (op, kernel name, the op's precision,
+    FLOPs, ns): ran_as's, and a helper's of its op's GEMMs. A helper — a kernel of no matrix math of its own that the
+    op launches beside its GEMM (cuDNN's NCHW↔NHWC transforms, a split-K reduction, a workspace's set-up: the name
+    says no tensor cores, and no GEMM on CUDA cores) — carries a share of the op's FLOPs at the op's rate; under a
+    float32 op whose GEMMs ran as TF32 on tensor cores it ran in tf32 with them. Left fp32, ResNet-50's convolutions
+    (PyTorch's float32 with cuDNN's TF32 on an H100) put 7.6 ms of layout transforms at 79 TFLOP/s in fp32: 118.7% of
+    the CUDA cores' fp32 peak. An op name is every call of it, and some calls' GEMMs may have run on CUDA cores: a
+    helper's row is split between tf32 and fp32 by the op's time on tensor-core GEMMs against its time on CUDA-core
+    ones."""
+    rows = list(rows)
+    facts = {name: kernel(name) for _op, name, _p, _f, _ns in rows}
+    on_tc = {op for op, name, _p, _f, _ns in rows if (k := facts[name]) is not None and k.tensor_core == "yes"}
+    based: list[tuple[str, str, str, str, float, int]] = []
+    tc_ns: dict[tuple[str, str], int] = defaultdict(int)  # (op, its precision): time of its tf32 tensor-core GEMMs
+    cc_ns: dict[tuple[str, str], int] = defaultdict(int)  # ... and of its GEMMs on CUDA cores
+    for op, name, precision, flops, ns in rows:
+        k = facts[name]
+        base = ran_as(precision, op in on_tc, k.precision if k is not None and k.tensor_core == "yes" else None)
+        based.append((op, name, precision, base, flops, ns))
+        if precision == "fp32" and base == "tf32":
+            tc_ns[(op, precision)] += ns
+        elif precision == "fp32" and k is not None and k.tensor_core == "no" and not _helper(k):
+            cc_ns[(op, precision)] += ns
+    out: list[tuple[str, str, float, int]] = []
+    for op, name, precision, base, flops, ns in based:
+        k, tc = facts[name], tc_ns.get((op, precision), 0)
+        if precision != "fp32" or base != "fp32" or not tc or k is None or not _helper(k):
+            out.append((name, base, flops, ns))
+            continue
+        share = tc / (tc + cc_ns.get((op, precision), 0))
+        t = round(ns * share)
+        out.append((name, "tf32", flops * share, t))
+        if share < 1:
+            out.append((name, base, flops - flops * share, ns - t))
+    return out
+
+
+def _helper(k: KernelFacts) -> bool:
+    """A kernel of no matrix math of its own: its name says no tensor cores (and nothing said otherwise), and no GEMM
+    on CUDA cores either."""
+    return k.tensor_core == "no" and k.name_verdict == "no" and k.name_rule not in CUDA_CORE_MATRIX
 
 
 def achieved(rows: Iterable[tuple[str, str, float, int]], verdict: Callable[[str], str],

@@ -162,11 +162,9 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     # the counters' FLOPs (verify: classify/counter_flops.py) are timed under Nsight Compute, not in the trace: the
     # counter check shows them beside the trace's, never added to them
     flop_rows = [r for r in store.op_flops_rows() if r["op"] != COUNTERS_OP]
-    ran = {k.name: k.tensor_core for k in kernels}
-    on_tc = {r["op"] for r in flop_rows if ran.get(r["name"]) == "yes"}  # ops with a kernel on tensor cores
-    tc_precision = {k.name: k.precision for k in kernels if k.tensor_core == "yes"}
-    flops = [(r["name"], achieved.ran_as(r["precision"], r["op"] in on_tc, tc_precision.get(r["name"])),
-              r["flops"], r["total_ns"]) for r in flop_rows]
+    by_name = {k.name: k for k in kernels}
+    flops = achieved.ran_in(((r["op"], r["name"], r["precision"], r["flops"], r["total_ns"]) for r in flop_rows),
+                            by_name.get)
     done = _achieved(flops, kernels, gpus)
     return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
                   sources, skipped, disagreements, ops, scopes, gpus=gpus,
