@@ -42,7 +42,9 @@ def _rates(rates: list[dict[str, Any]], wide: bool) -> list[str]:
     if not rates:
         return []
     out = ["achieved, from the FLOPs the counters counted over each kernel's time under ncu"
-           + (" (the trace's FLOPs in brackets, where it has them):" if any(r["trace_tflops"] for r in rates) else ":")]
+           + (" (in brackets, where the trace gives FLOPs: its rate — its ops' FLOPs over the time of all their"
+              " kernels, helpers such as layout transforms included):"
+              if any(r["trace_tflops"] for r in rates) else ":")]
     for r in rates:
         name = r["name"] if wide else shorten(r["name"], 60)
         trace = f" (trace: {r['trace_tflops']:,.1f})" if r["trace_tflops"] else ""
