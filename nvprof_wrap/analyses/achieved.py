@@ -149,9 +149,12 @@ def achieved(rows: Iterable[tuple[str, str, float, int]], verdict: Callable[[str
 
 
 def _peak(peak: Peak | None, precision: str, tc: bool) -> float | None:
+    """The peak a precision's rate is set against: the tensor cores' where half or more of its time ran on them —
+    tf32's always, a tensor-core format whose FLOPs ran_as and ran_in keep to ops with tensor-core GEMMs (the rest of
+    its time: their helpers, cuDNN's layout transforms, say) —, else the CUDA cores' (fp32, fp64; none for the rest)."""
     if peak is None:
         return None
-    if tc:
+    if tc or precision == "tf32":
         return tensor_peak(peak, "tf32" if precision == "fp32" else precision)
     return peak.rates.get(precision) if precision in ("fp32", "fp64") else None
 

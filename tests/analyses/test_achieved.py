@@ -138,3 +138,21 @@ def test_a_helper_of_an_op_whose_calls_ran_gemms_both_ways_is_split_by_their_tim
 def test_every_rule_of_matrix_math_on_cuda_cores_is_a_rule() -> None:
     from nvprof_wrap.classify.engine import load_rules
     assert CUDA_CORE_MATRIX <= {r.id for r in load_rules().verdict if r.value == "no"}
+
+
+def test_tf32_is_set_against_the_tensor_cores_however_much_of_its_time_helpers_took() -> None:
+    """tf32 is a tensor-core format: its FLOPs are of ops with tensor-core GEMMs (ran_as, ran_in), the rest of its
+    time their helpers'. Where layout transforms took most of it, the rate had no peak (and the run no MFU); fp32
+    on CUDA cores and bf16 mostly off tensor cores keep theirs as before."""
+    from nvprof_wrap.analyses import peaks
+    from nvprof_wrap.analyses.achieved import achieved
+
+    h100 = peaks.lookup("NVIDIA H100 80GB HBM3")
+    assert h100 is not None
+    verdict = {"gemm": "yes", "nchwToNhwc": "no", "sgemm": "no", "bf16_gemm": "yes", "bf16_elementwise": "no"}.get
+    rows = [("gemm", "tf32", 4e12, 40_000_000), ("nchwToNhwc", "tf32", 6e12, 60_000_000),
+            ("sgemm", "fp32", 1e12, 50_000_000), ("bf16_gemm", "bf16", 1e12, 10_000_000),
+            ("bf16_elementwise", "bf16", 1e12, 20_000_000)]
+    got = achieved(rows, lambda n: verdict(n) or "unknown", h100, 200_000_000)
+    assert got["tf32"].tensor_core_share == 0.4 and got["tf32"].peak_tflops == peaks.tensor_peak(h100, "tf32")
+    assert got["fp32"].peak_tflops == h100.rates["fp32"] and got["bf16"].peak_tflops is None
