@@ -148,12 +148,15 @@ def detect(path: Path) -> str:
     raise BadInput(path, "not a profiler capture this tool reads (docs/formats.md lists them)")
 
 
-def read(path: Path, window: tuple[float, float] | Window | None = None,
+def read(path: Path | str, window: tuple[float, float] | Window | None = None,
          steps: tuple[int, int] | None = None) -> Capture:
     """Read one capture; every failure becomes BadInput naming the file.
 
     window=(start_s, end_s): only what the GPU did in that window, in seconds from the capture's first GPU activity;
-    steps=(A, B): only steps A..B-1 (timeline/window.py says which ranges are steps and what a window keeps)."""
+    steps=(A, B): only steps A..B-1 (timeline/window.py says which ranges are steps and what a window keeps). path:
+    a str too (it was blamed on the file: "unreadable … capture (AttributeError: 'str' object has no attribute
+    'stat')")."""
+    path = Path(path)
     win = window if isinstance(window, Window) else make(window, steps)
     with recover.readable(path):  # an SQLite file with writes pending beside it: its committed content
         return _read(path, win)

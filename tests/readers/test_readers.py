@@ -8,7 +8,7 @@ import pytest
 from nvprof_wrap import readers
 from nvprof_wrap.classify import classify
 from nvprof_wrap.text.demangle import demangle
-from tests._paths import H200, PUBLIC, RUNS
+from tests._paths import H200, PUBLIC, ROOT, RUNS
 
 
 def _distinct(c):
@@ -181,6 +181,13 @@ def test_cupti_python_records_arrive_mangled_and_demangle():
     assert demangled.startswith("void at::native::") and "c10::Half" in demangled
     assert classify(demangled).tensor_core == "no"
     assert [classify(demangle(n)).tensor_core for n in names[1:]] == ["yes"] * (len(names) - 1)
+
+
+def test_a_path_given_as_text_reads_as_the_path():
+    """readers.read("x.sqlite") blamed the file: "unreadable nsys-sqlite capture (AttributeError: 'str' object has no
+    attribute 'stat')", exit 2."""
+    sample = ROOT / "nvprof_wrap" / "samples" / "torch_ops" / "nsys_torch_ops.sqlite"
+    assert readers.read(str(sample)) == readers.read(sample)
 
 
 def test_torch_ops_h200_capture_devices_and_memops():
