@@ -28,7 +28,7 @@ from nvprof_wrap.cli._write import say, stdout_gone
 from nvprof_wrap.errors import IO_ERROR, NvprofWrapError, Terminated, terminate
 from nvprof_wrap.system import environ, storage, tempdirs
 from nvprof_wrap.system.lazy import Modules
-from nvprof_wrap.system.lifeline import end_on, leave_terminal, restore, terminal_fds
+from nvprof_wrap.system.lifeline import Handler, end_on, leave_terminal, restore, terminal_fds
 from nvprof_wrap.system.storage import machine_failure
 
 
@@ -112,6 +112,17 @@ def _option_before_command(head: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command argv names; its exit code. A Ctrl-C anywhere in it — parsing the command line too, after the
+    entry's own handlers are put back — is one line and 130 (the temporary-folder sweep below once took it: a
+    KeyboardInterrupt traceback and exit -2 under a full suite's load)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        say("nvprof-wrap: interrupted")
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first "--" belongs to the job (or the workload), never to us.
     head, tail = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, None)
@@ -134,11 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     # stopped), exit 128+15. So does SIGHUP (the terminal closed) for a command that reads; a command that runs a
     # job instead stops printing to the terminal and goes on (launch/job.py: the job is not the terminal's).
     terminals = terminal_fds()
-    previous = end_on((signal.SIGTERM,), terminate)
     on_hangup = (lambda *_: leave_terminal(terminals)) if args.command in _JOBS else terminate
-    previous.update(end_on((signal.SIGHUP,), on_hangup))
-    tempdirs.sweep()  # what a command killed by SIGKILL or the OOM killer left in the temporary folder
+    previous: dict[int, Handler] = {}
     try:
+        previous.update(end_on((signal.SIGTERM,), terminate))
+        previous.update(end_on((signal.SIGHUP,), on_hangup))
+        tempdirs.sweep()  # what a command killed by SIGKILL or the OOM killer left in the temporary folder
         for warning in environ.check(args.command):
             say(f"nvprof-wrap: warning: {warning}")
         resolve_format(args)

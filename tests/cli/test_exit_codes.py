@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nvprof_wrap.cli import main
-from nvprof_wrap.errors import BadInput
+from nvprof_wrap.errors import BadInput, Terminated
 from tests._paths import FAKE_BIN, ROOT, RUNS
 
 CAPTURE = RUNS / "gemm_nsys" / "nsys.sqlite"  # 7 kernels, 20% of their time on tensor cores
@@ -315,6 +315,28 @@ def _signalled_report(capture: Path, tmp_path: Path, sig: int, delay: float, **e
     assert one_line(err) and ("interrupted" if sig == signal.SIGINT else "terminated") in err, err
     assert took <= 2.0
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, lambda: Terminated(signal.SIGTERM)])
+def test_a_signal_before_the_commands_work_is_one_line_too(monkeypatch, capsys, raised) -> None:
+    """Ctrl-C or SIGTERM while the command sets itself up (the entry's handlers put back, the temporary-folder sweep
+    scanning TMPDIR): one line, 130 or 143, the signal handlers as they were. A Ctrl-C in the sweep was a
+    KeyboardInterrupt traceback and exit -2 (test_a_signal_at_any_point_…[2-0.3] above, in CI under load)."""
+    from nvprof_wrap import cli
+    from nvprof_wrap.system import tempdirs
+
+    def interrupted(*_a, **_k):
+        raise raised()
+
+    monkeypatch.setattr(tempdirs, "sweep", interrupted)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)
+    code = cli.main(["report", "x.sqlite"])
+    err = capsys.readouterr().err
+    if raised is KeyboardInterrupt:
+        assert code == 130 and err == "nvprof-wrap: interrupted\n"
+    else:
+        assert code == 143 and err == "nvprof-wrap: terminated (SIGTERM)\n"
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)) == before
 
 
 def test_the_commands_module_is_imported_under_the_entrys_own_handlers(monkeypatch) -> None:
