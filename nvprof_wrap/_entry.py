@@ -22,6 +22,10 @@ def main() -> int:
 
     preload(sys.argv[1:])  # the command's own module, imported on first use: under these handlers too
 
-    for signum, handler in previous.items():
-        signal.signal(signum, handler)
-    return cli_main()
+    try:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        return cli_main()
+    except KeyboardInterrupt:  # between Python's handler put back and cli.main's own catch (a few bytecodes)
+        os.write(2, b"nvprof-wrap: interrupted\n")
+        return 130
