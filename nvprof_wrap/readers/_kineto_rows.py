@@ -28,6 +28,11 @@ from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.text.cuda_calls import kind_of
 
+try:
+    from nvprof_wrap.readers import _ckineto
+except ImportError:  # not built here (no C compiler at install time): the Python loop
+    _ckineto = None  # type: ignore[assignment]
+
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
@@ -43,6 +48,16 @@ _BATCH = 20000
 MAX_OPEN_BEGINS = 1 << 16  # kernels, copies and sets begun (B), not ended, held at most; more: counted at once, untimed
 _NUMBER = (int, float)
 _MAX_DUR_US, _MAX_TS_US = MAX_DURATION_NS / 1000, 2**62 / 1000
+# readers/_ckineto.c's category codes: 1 a host range (CPU op), 2 another range (annotation), 3 a runtime or driver
+# call, 4 a kernel, 5 a flow arrow, 6 the Python loop's alone (copies, sets); any other text 0 (Rows._other)
+_CAT_CODES = {**{c: 1 if c in HOST_CATS else 2 for c in RANGE_CATS}, **dict.fromkeys(RUNTIME_CATS, 3),
+              **dict.fromkeys(KERNEL_CATS, 4), **dict.fromkeys(FLOW_CATS, 5), **dict.fromkeys(MEM_CATS, 6)}
+
+
+def _native() -> bool:
+    """Whether the compiled loop runs: built here, and not turned off (NVPROF_WRAP_NATIVE=off, as the other compiled
+    passes: timeline/native.py)."""
+    return _ckineto is not None and os.environ.get("NVPROF_WRAP_NATIVE", "").lower() not in ("0", "off", "no")
 
 
 def _ns(us: object) -> int | None:
@@ -114,6 +129,21 @@ class Rows:
         self.open_begins = 0
 
     def add_all(self, events: list[Any]) -> None:
+        """A batch of events as rows: compiled where the helper is built (readers/_ckineto.c takes the usual events
+        and hands each other one to _add_python as it comes), else in Python; the same rows either way."""
+        kl, rt, rng = self.rows["kl"], self.rows["rt"], self.rows["rng"]
+        if _native():
+            ranges, on_gpu = _ckineto.add_all(self, events, _CAT_CODES, kl, rt, rng, self.threads, self.names,
+                                              self.range_names, self.api, self.call_kinds, self.gpu_pids, FLOP_OPS,
+                                              _MAX_TS_US, _MAX_DUR_US)
+            self.ranges += ranges
+            self.on_gpu += on_gpu
+        else:
+            self._add_python(events)
+        if len(kl) + len(rt) + len(rng) >= _BATCH:
+            self.flush()
+
+    def _add_python(self, events: list[Any]) -> None:
         kl, rt, rng, threads, range_names = self.rows["kl"], self.rows["rt"], self.rows["rng"], self.threads, \
             self.range_names
         api, names, call_kinds = self.api, self.names, self.call_kinds
@@ -207,8 +237,6 @@ class Rows:
             else:
                 self._other(ev)
         self.ranges += ranges
-        if len(kl) + len(rt) + len(rng) >= _BATCH:
-            self.flush()
 
     def _range(self, ev: Event) -> None:
         """A range event without one of the usual keys: a missing one is None (an empty name)."""

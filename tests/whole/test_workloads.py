@@ -171,7 +171,11 @@ def test_the_wheel_carries_the_workloads_for_experiment_and_doctor(tmp_path):
     assert {"nvprof_wrap/workloads/reuters_mlp.py", "nvprof_wrap/workloads/_common.py",
             "nvprof_wrap/workloads/matmul_probe.py"} <= names
     # and what a rebuild in place and the users' type checkers need: the helper's source, its signatures, PEP 561
-    assert {"nvprof_wrap/timeline/_cattr.c", "nvprof_wrap/timeline/_cattr.pyi", "nvprof_wrap/py.typed"} <= names
+    assert {"nvprof_wrap/timeline/_cattr.c", "nvprof_wrap/timeline/_cattr.pyi", "nvprof_wrap/readers/_ckineto.c",
+            "nvprof_wrap/readers/_ckineto.pyi", "nvprof_wrap/py.typed"} <= names
+    # and the helpers compiled, where this machine can build them (the Kineto reader's loop beside the timeline's)
+    if any(n.startswith("nvprof_wrap/timeline/_cattr.") and n.endswith(".so") for n in names):
+        assert any(n.startswith("nvprof_wrap/readers/_ckineto.") and n.endswith(".so") for n in names)
     from nvprof_wrap.cli import doctor, experiment_cmd
 
     assert (experiment_cmd.WORKLOADS / "reuters_mlp.py").is_file() and doctor.PROBE.is_file()
