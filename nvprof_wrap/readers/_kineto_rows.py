@@ -30,8 +30,8 @@ from nvprof_wrap.text.cuda_calls import kind_of
 
 try:
     from nvprof_wrap.readers import _ckineto
-except ImportError:  # not built here (no C compiler at install time): the Python loop
-    _ckineto = None  # type: ignore[assignment]
+except ImportError:
+    _ckineto = None  # type: ignore[assignment]  # not built here (no C compiler at install time): the Python loop
 
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
