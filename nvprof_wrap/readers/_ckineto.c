@@ -65,6 +65,16 @@ static PyObject *id_of(PyObject *rows, PyObject *ids, PyObject *value) {
     return PyObject_CallMethod(rows, "_id", "OO", ids, value);
 }
 
+/* the id of the thread (pid, tid), a missing one None as the Python loop's ev.get gives it; new reference */
+static PyObject *thread_id(PyObject *rows, PyObject *threads, PyObject *pid, PyObject *tid) {
+    PyObject *thread = PyTuple_Pack(2, pid ? pid : Py_None, tid ? tid : Py_None);
+    if (thread == NULL)
+        return NULL;
+    PyObject *i = id_of(rows, threads, thread);
+    Py_DECREF(thread);
+    return i;
+}
+
 static int append_new(PyObject *list, PyObject *item) { /* steals item */
     if (item == NULL)
         return -1;
@@ -140,11 +150,7 @@ static PyObject *py_add_all(PyObject *self, PyObject *a) {
             }
             if (!PyUnicode_CheckExact(name))
                 goto python;
-            PyObject *thread = PyTuple_Pack(2, pid, tid);
-            if (thread == NULL)
-                return NULL;
-            PyObject *tid_id = id_of(rows, threads, thread);
-            Py_DECREF(thread);
+            PyObject *tid_id = thread_id(rows, threads, pid, tid);
             if (tid_id == NULL)
                 return NULL;
             PyObject *nid = id_of(rows, range_names, name);
@@ -219,11 +225,7 @@ static PyObject *py_add_all(PyObject *self, PyObject *a) {
                     corr = Py_None;
                 }
             }
-            PyObject *thread = PyTuple_Pack(2, pid ? pid : Py_None, tid ? tid : Py_None);
-            if (thread == NULL)
-                return NULL;
-            PyObject *tid_id = id_of(rows, threads, thread);
-            Py_DECREF(thread);
+            PyObject *tid_id = thread_id(rows, threads, pid, tid);
             if (tid_id == NULL)
                 return NULL;
             PyObject *count = PyDict_GetItemWithError(api, name);
