@@ -57,15 +57,15 @@ ls -la $R/gpt $R/resnet $R/encoder $R/encoder_gz >> $LOG 2>&1
 echo "=== $(date +%T) compiled (default) vs NVPROF_WRAP_NATIVE=off, 3 rounds interleaved" >> $LOG
 for name in gpt resnet encoder encoder_gz; do
   trace=$(ls $R/$name/*.json* | head -1)
-  for round in 1 2 3; do
+  for rep in 1 2 3; do
     for mode in on off; do
       s=$EPOCHREALTIME
-      NVPROF_WRAP_NATIVE=$mode $W report "$trace" --format json --store $S/store-$name-$mode-$round.sqlite \
+      NVPROF_WRAP_NATIVE=$mode $W report "$trace" --format json --store $S/store-$name-$mode-$rep.sqlite \
         > $S/$name-$mode.json 2> $S/$name-$mode.err; rc=$?
-      echo "$name round $round native=$mode rc $rc wall $(awk "BEGIN{print $EPOCHREALTIME - $s}")" >> $LOG
+      echo "$name repeat $rep native=$mode rc $rc wall $(awk "BEGIN{print $EPOCHREALTIME - $s}")" >> $LOG
     done
-    if cmp -s $S/$name-on.json $S/$name-off.json; then echo "$name round $round: JSON identical" >> $LOG
-    else echo "$name round $round: JSON DIFFERS" >> $LOG; diff $S/$name-on.json $S/$name-off.json | head -20 >> $LOG; fi
+    if cmp -s $S/$name-on.json $S/$name-off.json; then echo "$name repeat $rep: JSON identical" >> $LOG
+    else echo "$name repeat $rep: JSON DIFFERS" >> $LOG; diff $S/$name-on.json $S/$name-off.json | head -20 >> $LOG; fi
   done
   $V/python -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], 'kernels', len(d['kernels']), 'launches', sum(k['launches'] for k in d['kernels']), 'ops', len(d.get('ops') or []), 'achieved', sorted((d.get('achieved') or {}).keys()), 'verdict:', str(d['verdict'])[:120])" $S/$name-on.json $name >> $LOG 2>&1
   cp $S/$name-on.json ${OUT:-/tmp}/kineto_native_$name.json 2>/dev/null
