@@ -7,6 +7,7 @@ TF32), else the CUDA cores' rate (analyses/peaks.toml). Of the whole capture, no
 window: the FLOPs are counted per kernel name, not per step."""
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -73,6 +74,8 @@ class KernelFacts(Protocol):
     (report/types.KernelRow)."""
 
     @property
+    def name(self) -> str: ...
+    @property
     def tensor_core(self) -> str: ...
     @property
     def precision(self) -> str: ...
@@ -83,8 +86,8 @@ class KernelFacts(Protocol):
 
 
 def ran_in(rows: Iterable[tuple[str, str, str, float, int]],
-           kernel: Callable[[str], KernelFacts | None]) -> list[tuple[str, str, float, int]]:
-    """(kernel name, the precision it ran its FLOPs in, FLOPs, ns) of each (op, kernel name, the op's precision,
+           kernel: Callable[[str], KernelFacts | None]) -> list[tuple[str, str, str, float, int]]:
+    """(op, kernel name, the precision it ran its FLOPs in, FLOPs, ns) of each (op, kernel name, the op's precision,
     FLOPs, ns): ran_as's, and a helper's of its op's GEMMs. A helper — a kernel of no matrix math of its own that the
     op launches beside its GEMM (cuDNN's NCHW↔NHWC transforms, a split-K reduction, a workspace's set-up: the name
     says no tensor cores, and no GEMM on CUDA cores) — carries a share of the op's FLOPs at the op's rate; under a
@@ -107,24 +110,33 @@ def ran_in(rows: Iterable[tuple[str, str, str, float, int]],
             tc_ns[(op, precision)] += ns
         elif precision == "fp32" and k is not None and k.tensor_core == "no" and not _helper(k):
             cc_ns[(op, precision)] += ns
-    out: list[tuple[str, str, float, int]] = []
+    out: list[tuple[str, str, str, float, int]] = []
     for op, name, precision, base, flops, ns in based:
         k, tc = facts[name], tc_ns.get((op, precision), 0)
         if precision != "fp32" or base != "fp32" or not tc or k is None or not _helper(k):
-            out.append((name, base, flops, ns))
+            out.append((op, name, base, flops, ns))
             continue
         share = tc / (tc + cc_ns.get((op, precision), 0))
         t = round(ns * share)
-        out.append((name, "tf32", flops * share, t))
+        out.append((op, name, "tf32", flops * share, t))
         if share < 1:
-            out.append((name, base, flops - flops * share, ns - t))
+            out.append((op, name, base, flops - flops * share, ns - t))
     return out
+
+
+# rules.toml's blas-helper names, besides helpers (split-K reductions, im2col), an op's own math on CUDA cores: a GEMV,
+# level-1 BLAS, Winograd, FFT and direct convolutions, cuDNN's alg0/alg1 engines (wgrad_alg0_engine_NHWC: a Keras
+# convnet's first convolution, one input channel, on JAX — the convolution's only kernel)
+_ENGINE = re.compile(r"gemv|gemmk1|gemmsn|dot_kernel|axpy|nrm2|asum|winograd|fft|convolve_sgemm|convolve_common_engine"
+                     r"|computewgrad|wgrad_alg\d|dgrad_engine|dgrad2d")
+ENGINE_RULE = "blas-helper"
 
 
 def _helper(k: KernelFacts) -> bool:
     """A kernel of no matrix math of its own: its name says no tensor cores (and nothing said otherwise), and no GEMM
-    on CUDA cores either."""
-    return k.tensor_core == "no" and k.name_verdict == "no" and k.name_rule not in CUDA_CORE_MATRIX
+    or convolution on CUDA cores either."""
+    return k.tensor_core == "no" and k.name_verdict == "no" and k.name_rule not in CUDA_CORE_MATRIX and \
+        not (k.name_rule == ENGINE_RULE and _ENGINE.search(k.name.lower()))
 
 
 def achieved(rows: Iterable[tuple[str, str, float, int]], verdict: Callable[[str], str],
@@ -170,13 +182,33 @@ class KernelRate:
     tflops: float
 
 
-def per_kernel(rows: Iterable[tuple[str, str, float, int]], top: int = 20) -> tuple[KernelRate, ...]:
-    """The ``top`` kernel names by FLOPs (rows as achieved's), each with its rate; a name under ops of several
-    precisions once per precision."""
+def per_kernel(rows: Iterable[tuple[str, str, str, float, int]], kernel: Callable[[str], KernelFacts | None],
+               top: int = 20) -> tuple[KernelRate, ...]:
+    """The ``top`` kernel names of matrix math by FLOPs (rows as ran_in's), each with its rate; a name under ops of
+    several precisions once per precision. A helper (_helper: a layout transform, a split-K reduction, a workspace's
+    set-up) does none of its op's math: it is not listed, and the share of the op's FLOPs its time took (readers/
+    _kineto_flops.py splits an op's FLOPs among its kernels by time) goes to the op's math kernels of that precision,
+    by their time — a GEMM's rate is then its op's FLOPs over the GEMMs' own time. Split among all of an op's
+    kernels, a float32 Keras convnet's cuDNN workspace set-up kernel read 20.4 TFLOP/s and its NCHW→NHWC transform
+    3.3 TFLOP/s on an H100: rates of math they never did. Kernels with FLOPs of their own (XLA's GEMM fusions, from
+    its dump) keep them. An op of only helpers in a precision (its math not seen) gives no row there."""
+    rows = list(rows)
+    facts = {name: kernel(name) for _op, name, _p, _f, _ns in rows}
+    helper = {name for name, k in facts.items() if k is not None and _helper(k)}
+    lent: dict[tuple[str, str], float] = defaultdict(float)  # (op, precision ran in): its helpers' FLOPs
+    math_ns: dict[tuple[str, str], int] = defaultdict(int)  # ... and its math kernels' time
+    for op, name, precision, flops, ns in rows:
+        if name in helper:
+            lent[(op, precision)] += flops
+        else:
+            math_ns[(op, precision)] += ns
     acc: dict[tuple[str, str], tuple[float, int]] = {}
-    for name, precision, flops, ns in rows:
+    for op, name, precision, flops, ns in rows:
+        if name in helper:
+            continue
+        whole = math_ns[(op, precision)]
         f, t = acc.get((name, precision), (0.0, 0))
-        acc[(name, precision)] = (f + flops, t + ns)
+        acc[(name, precision)] = (f + flops + (lent.get((op, precision), 0.0) * ns / whole if whole else 0.0), t + ns)
     best = sorted(((k, v) for k, v in acc.items() if v[1] > 0 and v[0] > 0), key=lambda kv: -kv[1][0])[:top]
     return tuple(KernelRate(n, p, round(f), round(t / 1e9, 9), round(f / t / 1e3, 2)) for (n, p), (f, t) in best)
 

@@ -163,8 +163,9 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
     # counter check shows them beside the trace's, never added to them
     flop_rows = [r for r in store.op_flops_rows() if r["op"] != COUNTERS_OP]
     by_name = {k.name: k for k in kernels}
-    flops = achieved.ran_in(((r["op"], r["name"], r["precision"], r["flops"], r["total_ns"]) for r in flop_rows),
-                            by_name.get)
+    ran = achieved.ran_in(((r["op"], r["name"], r["precision"], r["flops"], r["total_ns"]) for r in flop_rows),
+                          by_name.get)
+    flops = [(name, precision, f, ns) for _op, name, precision, f, ns in ran]
     done = _achieved(flops, kernels, gpus)
     return Report(verdict, _split(store, kernels), devices, _groups(store, "pid"), kernels,
                   sources, skipped, disagreements, ops, scopes, gpus=gpus,
@@ -175,7 +176,7 @@ def build(store: Store, skipped: tuple[tuple[str, str], ...] = ()) -> Report:
                   mfu=achieved.mfu(done, series.marked, budget.step_s, *_step_flops(flop_rows, series.program))
                   if done and budget and series and series.kind == "steps" and series.marked
                   and _flops_cover_the_math(flops, kernels) else None,
-                  achieved_kernels=achieved.per_kernel(flops) if done else (),
+                  achieved_kernels=achieved.per_kernel(ran, by_name.get) if done else (),
                   warmup=warmup.of(store.warmup_rows(), total),
                   communication=communication.build(store, ((k.name, k.family, k.launches, k.total_ns)
                                                             for k in kernels), series, COMMUNICATION_FAMILIES))

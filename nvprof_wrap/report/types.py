@@ -384,7 +384,7 @@ class Report:
     # dump gave its kernels' FLOPs (analyses/achieved.py); None: no FLOPs in the run
     achieved: dict[str, Achieved] | None = None
     mfu: Mfu | None = None  # model FLOPs utilisation of the mean step, where FLOPs, steps and a peak are known
-    achieved_kernels: tuple[KernelRate, ...] = ()  # the kernels with the most FLOPs, each with its rate
+    achieved_kernels: tuple[KernelRate, ...] = ()  # the kernels of matrix math with the most FLOPs, each at its rate
     # a JAX job's compilation and autotuning, left out of everything above (analyses/warmup.py); JSON "warmup",
     # absent where nothing was left out
     warmup: Warmup | None = field(default=None, metadata=js(absent_none=True))

@@ -3,11 +3,14 @@ bf16 8192³ matmuls reach what the loop's own timing said (773.8 TFLOP/s) within
 peak; a capture without shapes gets none, and says which flag gives them."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nvprof_wrap import analyze
-from nvprof_wrap.analyses.achieved import CUDA_CORE_MATRIX, HOW
-from tests._paths import ROOT, fixture_file
+from nvprof_wrap.analyses.achieved import CUDA_CORE_MATRIX, HOW, _helper, per_kernel
+from tests._paths import H100_RUNS, ROOT, fixture_file
+from tests._xla_dump import with_dump
 
 RUNS = ROOT / "tests" / "data" / "h200_runs"
 
@@ -51,7 +54,9 @@ def test_each_kernels_rate_adds_up_to_its_precisions() -> None:
     rows = report.achieved_kernels
     assert [r.flops for r in rows] == sorted((r.flops for r in rows), reverse=True)
     assert all(r.precision == "bf16" and 0 < r.tflops <= 989.4 for r in rows)
-    assert len(rows) == report.achieved["bf16"].kernels  # 15 names: all shown (at most 20)
+    # every name of matrix math shown (at most 20): a helper's share of its op's FLOPs is its GEMMs'
+    math = {k.name for k in report.kernels if not _helper(k)}
+    assert {r.name for r in rows} == math & {r.name for r in rows} and len(rows) <= report.achieved["bf16"].kernels
     assert abs(sum(r.flops for r in rows) - report.achieved["bf16"].flops) <= len(rows)
 
 
@@ -83,10 +88,9 @@ def test_float32_ops_whose_kernels_ran_as_tf32_on_tensor_cores_are_counted_as_tf
     assert tf32.tensor_core_share >= 0.9 and tf32.tflops > 19.5  # the rest: their helpers (split-K reductions)
     assert fp32 is None or (fp32.tensor_core_share == 0.0 and fp32.tflops < 19.5)
     verdict = {k.name: (k.tensor_core, k.precision) for k in report.kernels}
-    helper = {k.name for k in report.kernels if k.tensor_core == "no" and k.name_rule not in CUDA_CORE_MATRIX}
-    for k in report.achieved_kernels:  # tf32: the tensor-core GEMMs, and helpers beside them (ran_in)
-        assert (k.precision == "tf32") == (verdict[k.name] == ("yes", "tf32") or k.name in helper), k
-        assert k.precision == "tf32" or k.name not in helper or k.name.startswith("ampere_sgemm"), k
+    helper = {k.name for k in report.kernels if _helper(k)}
+    for k in report.achieved_kernels:  # tf32: the tensor-core GEMMs (their helpers' FLOPs theirs: per_kernel)
+        assert (k.precision == "tf32") == (verdict[k.name] == ("yes", "tf32")) and k.name not in helper, k
     assert any(k.name.startswith("ampere_sgemm") and k.precision == "fp32" for k in report.achieved_kernels) or \
         "sampled_rank" in trace
 
@@ -104,8 +108,9 @@ def test_the_helpers_of_float32_convolutions_that_ran_as_tf32_count_as_tf32() ->
     assert fp32.peak_tflops == 66.9 and fp32.tflops <= 0.2 * fp32.peak_tflops and fp32.seconds < 0.0002
     assert tf32.tflops <= tf32.peak_tflops == 494.7 and 0.026 < tf32.seconds < 0.027
     assert tf32.tensor_core_share > 0.7  # the rest: the helpers' time
-    layout = [k for k in report.achieved_kernels if "nchwToNhwc" in k.name or "nhwcToNchw" in k.name]
-    assert layout and all(k.precision == "tf32" for k in layout)
+    # the layout transforms are not listed with a rate of their own (per_kernel): their FLOPs are their GEMMs'
+    assert any("nchwToNhwc" in k.name or "nhwcToNchw" in k.name for k in report.kernels)
+    assert not any("nchwToNhwc" in k.name or "nhwcToNchw" in k.name for k in report.achieved_kernels)
     cuda_cores = {k.name for k in report.kernels if k.name_rule in CUDA_CORE_MATRIX}
     assert all(k.precision == "fp32" for k in report.achieved_kernels if k.name in cuda_cores)
 
@@ -128,11 +133,12 @@ def test_a_helper_of_an_op_whose_calls_ran_gemms_both_ways_is_split_by_their_tim
             ("aten::bmm", "splitKreduce", "fp32", 4e5, 40), ("aten::mm", "ampere_sgemm", "fp32", 2e6, 200),
             ("aten::mm", "splitKreduce", "fp32", 2e5, 20), ("aten::bmm", "triton_mm", "fp32", 5e5, 50)]
     got = ran_in(rows, kernels.get)
-    assert got == [("tensorop_s1688gemm", "tf32", 3e6, 300), ("ampere_sgemm", "fp32", 1e6, 100),
-                   ("splitKreduce", "tf32", 3e5, 30), ("splitKreduce", "fp32", 1e5, 10),
-                   ("ampere_sgemm", "fp32", 2e6, 200), ("splitKreduce", "fp32", 2e5, 20),
-                   ("triton_mm", "fp32", 5e5, 50)]
-    assert sum(f for _n, _p, f, _t in got) == sum(f for *_x, f, _t in rows)
+    assert got == [("aten::bmm", "tensorop_s1688gemm", "tf32", 3e6, 300),
+                   ("aten::bmm", "ampere_sgemm", "fp32", 1e6, 100),
+                   ("aten::bmm", "splitKreduce", "tf32", 3e5, 30), ("aten::bmm", "splitKreduce", "fp32", 1e5, 10),
+                   ("aten::mm", "ampere_sgemm", "fp32", 2e6, 200), ("aten::mm", "splitKreduce", "fp32", 2e5, 20),
+                   ("aten::bmm", "triton_mm", "fp32", 5e5, 50)]
+    assert sum(f for _o, _n, _p, f, _t in got) == sum(f for *_x, f, _t in rows)
 
 
 def test_every_rule_of_matrix_math_on_cuda_cores_is_a_rule() -> None:
@@ -156,3 +162,49 @@ def test_tf32_is_set_against_the_tensor_cores_however_much_of_its_time_helpers_t
     got = achieved(rows, lambda n: verdict(n) or "unknown", h100, 200_000_000)
     assert got["tf32"].tensor_core_share == 0.4 and got["tf32"].peak_tflops == peaks.tensor_peak(h100, "tf32")
     assert got["fp32"].peak_tflops == h100.rates["fp32"] and got["bf16"].peak_tflops is None
+
+
+def test_a_kernels_rate_is_of_its_own_math_not_a_helpers_share_of_its_ops(tmp_path: Path) -> None:
+    """A float32 Keras convnet on JAX on an H100 (tests/data/h100_runs/keras_jax_convnet_graphs_transforms_nsys): XLA's
+    dump gives each cuDNN convolution call's FLOPs, split among the call's kernels by time. Listed per kernel, the
+    call's helpers read rates of math they never did — the workspace set-up kernel 20.43 TFLOP/s, the NCHW→NHWC
+    transform 3.25, a split-K reduction 20.43 — and each GEMM only its time's share of its call's FLOPs (the filter
+    gradient's 20.43 TFLOP/s where its own time gives 30.28). Now the helpers are not listed and each call's FLOPs
+    are its math kernels'; wgrad_alg0 (the first convolution's filter gradient, its only kernel: CUDA cores) is
+    math, not a helper; the Triton GEMM fusions keep the FLOPs the dump gives each."""
+    rep = analyze(with_dump(H100_RUNS / "keras_jax_convnet_graphs_transforms_nsys", tmp_path), health=False)
+    assert rep.achieved is not None
+    def listed(start: str, precision: str) -> tuple[float, float]:
+        (got,) = [(k.flops, k.tflops) for k in rep.achieved_kernels if k.name.startswith(start)
+                  and k.precision == precision]
+        return got
+
+    helpers = [k.name for k in rep.kernels if _helper(k)]
+    assert any("nchwToNhwc" in n for n in helpers) and any("init_device_workspace" in n for n in helpers)
+    assert not {k.name for k in rep.achieved_kernels} & set(helpers)
+    assert listed("sm90_xmma_wgrad_indexed_implicit_gemm_f32", "tf32") == (2_283_798_528, 30.28)
+    assert listed("void wgrad_alg0_engine_NHWC", "fp32")[0] == rep.achieved["fp32"].flops == 199_360_512
+    fusions = {k.name: k.flops for k in rep.achieved_kernels if k.name.startswith("gemm_fusion_dot")}
+    assert fusions == dict.fromkeys(("gemm_fusion_dot", "gemm_fusion_dot_1", "gemm_fusion_dot_general_5"), 16_384_000)
+    assert sum(k.flops for k in rep.achieved_kernels) == sum(a.flops for a in rep.achieved.values())
+    assert all(k.tflops <= (rep.achieved[k.precision].peak_tflops or 0) for k in rep.achieved_kernels)
+
+
+def test_a_helpers_share_goes_to_its_ops_math_of_its_precision_by_time() -> None:
+    """per_kernel on rows as ran_in gives them: aten::bmm's split-K reduction's FLOPs in tf32 go to its tf32 GEMM, in
+    fp32 to its sgemm; aten::mm's to its sgemm; an op of helpers alone gives no row; rows of another op are apart."""
+    from nvprof_wrap.report.types import KernelRow
+
+    def row(name: str, tc: str, rule: str) -> KernelRow:
+        return KernelRow(name, 1, 1, 1, 0.0, tc, "fp32", "", "", "name", tc, None, None, rule, "")
+
+    kernels = {k.name: k for k in (row("tensorop_s1688gemm", "yes", "cutlass-tensorop"),
+                                   row("ampere_sgemm", "no", "sgemm"), row("splitKreduce", "no", "blas-helper"),
+                                   row("nchwToNhwc", "no", "cudnn-helper"))}
+    got = per_kernel([("aten::bmm", "tensorop_s1688gemm", "tf32", 3e6, 300),
+                      ("aten::bmm", "ampere_sgemm", "fp32", 1e6, 100),
+                      ("aten::bmm", "splitKreduce", "tf32", 3e5, 30), ("aten::bmm", "splitKreduce", "fp32", 1e5, 10),
+                      ("aten::mm", "ampere_sgemm", "fp32", 2e6, 200), ("aten::mm", "splitKreduce", "fp32", 2e5, 20),
+                      ("aten::cat", "nchwToNhwc", "fp32", 5e5, 50)], kernels.get)
+    assert [(k.name, k.precision, k.flops, k.seconds) for k in got] == [
+        ("tensorop_s1688gemm", "tf32", 3_300_000, 3e-7), ("ampere_sgemm", "fp32", 3_300_000, 3e-7)]
