@@ -23,7 +23,7 @@ from nvprof_wrap.readers._bounded import Mended, inflate_to
 from nvprof_wrap.readers._durations import Durations
 from nvprof_wrap.readers._kineto_flops import FLOP_OPS, Signatures
 from nvprof_wrap.readers._trace_events import NotFast, TraceEvents, split_points
-from nvprof_wrap.system import tempdirs
+from nvprof_wrap.system import environ, tempdirs
 from nvprof_wrap.system.fork import BIG, Forked, can_fork, cores
 from nvprof_wrap.system.limits import MAX_DURATION_NS
 from nvprof_wrap.text.cuda_calls import kind_of
@@ -57,7 +57,7 @@ _CAT_CODES = {**{c: 1 if c in HOST_CATS else 2 for c in RANGE_CATS}, **dict.from
 def _native() -> bool:
     """Whether the compiled loop runs: built here, and not turned off (NVPROF_WRAP_NATIVE=off, as the other compiled
     passes: timeline/native.py)."""
-    return _ckineto is not None and os.environ.get("NVPROF_WRAP_NATIVE", "").lower() not in ("0", "off", "no")
+    return _ckineto is not None and not environ.native_off()
 
 
 def _ns(us: object) -> int | None:

@@ -85,6 +85,12 @@ def words(name: str) -> list[str]:
     return [str(w) for w in got] if isinstance(got, list) else []
 
 
+def native_off() -> bool:
+    """Whether NVPROF_WRAP_NATIVE turns the compiled passes off (0, off, no): timeline/native.py's and the Kineto
+    reader's loop (readers/_kineto_rows.py); the Python and SQL paths then run."""
+    return os.environ.get("NVPROF_WRAP_NATIVE", "").lower() in ("0", "off", "no")
+
+
 def whole(name: str, default: int) -> int:
     """A variable of a whole number (``_whole``); ``default`` when unset."""
     got = value(name, default)

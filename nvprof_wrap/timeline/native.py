@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from nvprof_wrap.system import limits
+from nvprof_wrap.system import environ, limits
 from nvprof_wrap.timeline import guard
 
 try:
@@ -37,7 +37,7 @@ MAX_LATE = 1 << 18
 
 
 def available() -> bool:
-    return _cattr is not None and os.environ.get("NVPROF_WRAP_NATIVE", "").lower() not in ("0", "off", "no")
+    return _cattr is not None and not environ.native_off()
 
 
 def sweep(uri: str, ranges_sql: str, op_of: Callable[[str], tuple[int, bool, bool]]
