@@ -182,16 +182,16 @@ class KernelRate:
     tflops: float
 
 
-def per_kernel(rows: Iterable[tuple[str, str, str, float, int]], kernel: Callable[[str], KernelFacts | None],
-               top: int = 20) -> tuple[KernelRate, ...]:
-    """The ``top`` kernel names of matrix math by FLOPs (rows as ran_in's), each with its rate; a name under ops of
-    several precisions once per precision. A helper (_helper: a layout transform, a split-K reduction, a workspace's
-    set-up) does none of its op's math: it is not listed, and the share of the op's FLOPs its time took (readers/
-    _kineto_flops.py splits an op's FLOPs among its kernels by time) goes to the op's math kernels of that precision,
-    by their time — a GEMM's rate is then its op's FLOPs over the GEMMs' own time. Split among all of an op's
-    kernels, a float32 Keras convnet's cuDNN workspace set-up kernel read 20.4 TFLOP/s and its NCHW→NHWC transform
-    3.3 TFLOP/s on an H100: rates of math they never did. Kernels with FLOPs of their own (XLA's GEMM fusions, from
-    its dump) keep them. An op of only helpers in a precision (its math not seen) gives no row there."""
+def own_flops(rows: Iterable[tuple[str, str, str, float, int]],
+              kernel: Callable[[str], KernelFacts | None]) -> dict[tuple[str, str], tuple[float, int]]:
+    """(kernel name, precision) → (FLOPs, ns) of each kernel of matrix math (rows as ran_in's): the FLOPs of its own
+    math. A helper (_helper: a layout transform, a split-K reduction, a workspace's set-up) does none of its op's
+    math: it gets no entry, and the share of the op's FLOPs its time took (readers/_kineto_flops.py splits an op's
+    FLOPs among its kernels by time) goes to the op's math kernels of that precision, by their time — a GEMM's rate
+    is then its op's FLOPs over the GEMMs' own time. Split among all of an op's kernels, a float32 Keras convnet's
+    cuDNN workspace set-up kernel read 20.4 TFLOP/s and its NCHW→NHWC transform 3.3 TFLOP/s on an H100: rates of math
+    they never did. Kernels with FLOPs of their own (XLA's GEMM fusions, from its dump) keep them. An op of only
+    helpers in a precision (its math not seen) gives nothing there."""
     rows = list(rows)
     facts = {name: kernel(name) for _op, name, _p, _f, _ns in rows}
     helper = {name for name, k in facts.items() if k is not None and _helper(k)}
@@ -209,6 +209,14 @@ def per_kernel(rows: Iterable[tuple[str, str, str, float, int]], kernel: Callabl
         whole = math_ns[(op, precision)]
         f, t = acc.get((name, precision), (0.0, 0))
         acc[(name, precision)] = (f + flops + (lent.get((op, precision), 0.0) * ns / whole if whole else 0.0), t + ns)
+    return acc
+
+
+def per_kernel(rows: Iterable[tuple[str, str, str, float, int]], kernel: Callable[[str], KernelFacts | None],
+               top: int = 20) -> tuple[KernelRate, ...]:
+    """The ``top`` kernel names of matrix math by the FLOPs of their own math (own_flops; rows as ran_in's), each
+    with its rate; a name under ops of several precisions once per precision."""
+    acc = own_flops(rows, kernel)
     best = sorted(((k, v) for k, v in acc.items() if v[1] > 0 and v[0] > 0), key=lambda kv: -kv[1][0])[:top]
     return tuple(KernelRate(n, p, round(f), round(t / 1e9, 9), round(f / t / 1e3, 2)) for (n, p), (f, t) in best)
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from nvprof_wrap.analyses import achieved
+from nvprof_wrap.analyses.achieved import KernelFacts
 from nvprof_wrap.classify import counters
 from nvprof_wrap.classify.counter_flops import COUNTERS_OP
 from nvprof_wrap.errors import BadInput, ToolMissing
@@ -62,18 +65,20 @@ def report_with_counters(csv: Path, attach: list[Path]) -> Report:
         spelled = counters.alike({c[0] for c in counted}, store.timeline_kernel_names())
     finally:
         store.close()
-    trace = trace_rates([r for r in rows if r["op"] != COUNTERS_OP], spelled)
+    trace = trace_rates([r for r in rows if r["op"] != COUNTERS_OP], spelled, {k.name: k for k in rep.kernels}.get)
     return dataclasses.replace(rep, counter_check=check(rep.kernels, rates(counted, trace)))
 
 
-def trace_rates(rows: list[OpFlopsRow], spelled: dict[str, str]) -> dict[str, float]:
-    """Each kernel's TFLOP/s from the FLOPs the timelines give it (every kernel, not the report's top rates; a name
-    under ops of several precisions once: what the counters measure of it), by the counter tool's name of it where
-    the two spell it apart (ncu's `cutlass::Kernel2<…>(T1::Params)` for the PyTorch profiler's
-    `…(cutlass_80_tensorop_…::Params)`)."""
+def trace_rates(rows: list[OpFlopsRow], spelled: dict[str, str],
+                kernel: Callable[[str], KernelFacts | None]) -> dict[str, float]:
+    """Each kernel's TFLOP/s from the FLOPs of its own math the timelines give it (analyses/achieved.own_flops, as
+    the report's per-kernel rates: a helper none; every kernel, not the report's top rates; a name under ops of
+    several precisions once: what the counters measure of it), by the counter tool's name of it where the two spell
+    it apart (ncu's `cutlass::Kernel2<…>(T1::Params)` for the PyTorch profiler's `…(cutlass_80_tensorop_…::Params)`)."""
+    ran = achieved.ran_in(((r["op"], r["name"], r["precision"], r["flops"], r["total_ns"]) for r in rows), kernel)
     acc: dict[str, tuple[float, int]] = {}
-    for r in rows:
-        name = spelled.get(r["name"], r["name"])
+    for (own, _precision), (f, t) in achieved.own_flops(ran, kernel).items():
+        name = spelled.get(own, own)
         flops, ns = acc.get(name, (0.0, 0))
-        acc[name] = (flops + r["flops"], ns + r["total_ns"])
+        acc[name] = (flops + f, ns + t)
     return {name: round(flops / ns / 1e3, 2) for name, (flops, ns) in acc.items() if flops > 0 and ns > 0}

@@ -217,10 +217,11 @@ def test_verify_gives_a_kernel_the_ncu_spells_apart_its_rate_in_the_trace(capsys
     rates = d["counter_check"]["rates"]
     cutlass = [r for r in rates if r["name"].startswith("void cutlass::Kernel2<")]
     assert len(rates) == 20 and len(cutlass) == 9 and all(r["trace_tflops"] for r in rates)
-    # the trace's rate of each: the report's where it is among the report's top rates (6 of the 9)
+    # the trace's rate of each: the report's where it is among the report's top rates (7 of the 9: its helpers are
+    # not listed, achieved.per_kernel)
     ours = {r["name"]: r["name"].replace("(T1::Params)", f"({r['name'].split('<')[1].split('>')[0]}::Params)")
             for r in cutlass}
-    assert sum(ours[r["name"]] in achieved for r in cutlass) == 6
+    assert sum(ours[r["name"]] in achieved for r in cutlass) == 7
     assert all(r["trace_tflops"] == achieved[ours[r["name"]]] for r in cutlass if ours[r["name"]] in achieved)
     # a name both spell alike keeps its own rate
     plain = [r for r in rates if r["name"] in achieved]
