@@ -6,9 +6,12 @@ import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, reduce
 from importlib import resources
-from typing import cast
+from operator import itemgetter, or_
+from typing import Any, cast
+
+import ahocorasick
 
 from nvprof_wrap.classify._literals import needed
 from nvprof_wrap.model import Classification
@@ -111,28 +114,65 @@ def _matrix_rule() -> tuple[Rule, ...]:
     return (next(r for r in load_rules().verdict if r.id == MATRIX_RULE),)
 
 
-# a table's rules → (the table, each rule's needed strings): kept with the table, whose id is the key
-_NEEDED: dict[int, tuple[tuple[Rule, ...], tuple[tuple[str, ...] | None, ...]]] = {}
+@dataclass(frozen=True)
+class _Needles:
+    """A table's needed strings (needs_of), found in a name by one scan of it: an Aho-Corasick automaton of every
+    rule's strings, each string's value its bit; a rule is searched where its bits meet the name's. 1,496 names of
+    a generated export (~300 characters each): the verdict table's 235 strings found in 0.011 s, where a substring
+    test per string took 0.083 s."""
+    needs: tuple[tuple[str, ...] | None, ...]
+    masks: tuple[int, ...]  # each rule's strings' bits; _ANY for a rule searched whatever the name holds
+    automaton: Any  # ahocorasick.Automaton (no type stubs); None where no rule needs a string
+
+    def held(self, lowered: str) -> int:
+        """The bits of the strings the name holds, and _ANY's."""
+        if self.automaton is None:
+            return _ANY
+        return reduce(or_, map(_VALUE, self.automaton.iter(lowered)), _ANY)
+
+
+_ANY = 1  # the bit every name holds: a rule without needed strings is always searched; the strings' bits follow it
+
+
+_VALUE = itemgetter(1)  # an automaton's match: (where it ends, the string's bit)
+
+
+def _needles(rules: tuple[Rule, ...]) -> _Needles:
+    """A table's _Needles: worked out on its first use, not on import — parsing every pattern again costs ~10 ms,
+    paid only by a command that classifies; kept with the table, whose id is the key."""
+    held = _NEEDED.get(id(rules))
+    if held is not None and held[0] is rules:
+        return held[1]
+    needs = tuple(needed(r.pattern.pattern) for r in rules)
+    bits = {s: 2 << i for i, s in enumerate(sorted({s for n in needs if n for s in n}))}
+    automaton = None
+    if bits:
+        automaton = ahocorasick.Automaton()
+        for s, bit in bits.items():
+            automaton.add_word(s, bit)
+        automaton.make_automaton()
+    masks = tuple(_ANY if n is None else reduce(or_, (bits[s] for s in n), 0) for n in needs)
+    found = _NEEDED[id(rules)] = (rules, _Needles(needs, masks, automaton))
+    return found[1]
+
+
+# a table's rules → (the table, its _Needles): kept with the table, whose id is the key
+_NEEDED: dict[int, tuple[tuple[Rule, ...], _Needles]] = {}
 
 
 def needs_of(rules: tuple[Rule, ...]) -> tuple[tuple[str, ...] | None, ...]:
-    """Each rule's strings one of which every match of its pattern holds (classify/_literals.py; None: none known):
-    worked out on a table's first use, not on import — parsing every pattern again costs ~10 ms, paid only by a
-    command that classifies."""
-    held = _NEEDED.get(id(rules))
-    if held is None or held[0] is not rules:
-        held = _NEEDED[id(rules)] = (rules, tuple(needed(r.pattern.pattern) for r in rules))
-    return held[1]
+    """Each rule's strings one of which every match of its pattern holds (classify/_literals.py; None: none known)."""
+    return _needles(rules).needs
 
 
 def _first(rules: tuple[Rule, ...], lowered: str) -> Rule | None:
     """The first rule matching a lower-cased name (_compile); a rule whose needed strings the name lacks is not
-    searched (a substring test costs a fraction of a search that scans the whole name: 3-4x less time in all)."""
-    has = lowered.__contains__
-    for r, needs in zip(rules, needs_of(rules)):
-        if needs is not None and not any(map(has, needs)):
-            continue
-        if r.pattern.search(lowered):
+    searched (a search scans the whole name for its first character's every place; finding which of the table's
+    strings the name holds scans it once: _Needles)."""
+    needles = _needles(rules)
+    held = needles.held(lowered)
+    for r, mask in zip(rules, needles.masks):
+        if mask & held and r.pattern.search(lowered):
             return r
     return None
 

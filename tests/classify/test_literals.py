@@ -83,3 +83,22 @@ def test_first_rule_as_searching_every_rule(parts):
         assert _first(table, name) == _searched(table, name)
     assert matrix_math(name) == _matrix_searched(name) and matrix_math(name.upper()) == matrix_math(name)
     assert may_communicate(name) == _communication_searched(name)
+
+
+def test_rules_without_strings_are_searched_whatever_the_name_holds():
+    """A rule whose pattern needs no string (needed() is None) is searched in every name — beside rules that need
+    some, and in a table where none does (no automaton then): the first match in order, as searching every rule."""
+    import re
+
+    def rule(i: str, pattern: str) -> Rule:
+        return Rule(i, re.compile(pattern), "yes")
+
+    mixed = (rule("a", "attention"), rule("b", "gemm|\\d+"), rule("c", "[ab]c"), rule("d", "xmma"))
+    bare = (rule("e", "[ab]c"), rule("f", "\\d+"))
+    assert [needs is None for needs in needs_of(mixed)] == [False, True, True, False]
+    assert needs_of(bare) == (None, None)
+    for name in ("attention_42", "sm90_xmma_7", "xmma_only", "ac", "nothing", "", "gemm", "ßattention"):
+        assert _first(mixed, name) == _searched(mixed, name), name
+        assert _first(bare, name) == _searched(bare, name), name
+    assert _first(mixed, "xmma_only").id == "d" and _first(mixed, "nothing") is None
+    assert _first(bare, "x9").id == "f" and _first(bare, "bc").id == "e"
