@@ -21,7 +21,8 @@ from tests._paths import FAKE_BIN, ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # import name -> distribution name, where they differ
-DISTRIBUTION = {"google": "protobuf", "sqlite_utils": "sqlite-utils", "cupti": "cupti-python", "ahocorasick": "pyahocorasick"}
+DISTRIBUTION = {"google": "protobuf", "sqlite_utils": "sqlite-utils", "cupti": "cupti-python",
+                "ahocorasick": "pyahocorasick"}
 # modules that exist for users of one library and are imported only by them (never by the rest of the package)
 OPTIONAL = {"nvprof_wrap/keras.py": {"keras"}}
 
