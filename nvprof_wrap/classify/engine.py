@@ -323,18 +323,19 @@ def classify(name: str) -> Classification:
     )
 
 
-def classify_many(names: Iterable[str], *, side_by_side: bool = False) -> list[Classification]:
+def classify_many(names: Iterable[str], *, side_by_side: bool = False, beside: int = 0) -> list[Classification]:
     """Classify distinct names once each, in input order. Names classified before in this process (a reader
     classifies its capture's names while its series' worker runs: timeline/series.Ahead) are not classified again.
-    side_by_side: the names not classified yet are shared out between this process and forked workers (_shared), for
-    a caller that has nothing else running (the report's evidence, once the captures are read)."""
+    side_by_side: the names not classified yet are shared out between this process and forked workers (_shared), on
+    the cores that `beside` processes of the caller's own, running meanwhile, leave free (the report's evidence
+    once the captures are read: none; a reader while its series' worker runs: classify_meanwhile)."""
     done = _done()
     seen: dict[str, Classification | None] = {}
     for n in names:
         if n not in seen:
             seen[n] = done.get(n)
     todo = [n for n, c in seen.items() if c is None]
-    for c in _shared(todo) if side_by_side else map(classify, todo):
+    for c in _shared(todo, beside) if side_by_side else map(classify, todo):
         seen[c.name] = c
     got = cast(dict[str, Classification], seen)  # every name classified now
     if len(done) + len(got) > MAX_DONE:
@@ -349,10 +350,17 @@ PER_WORKER = 500  # names from which classifying side by side takes one more pro
 # s. Below ~1,000 names (two parts) not timed: a fork, the answer's pickle and the wait are then a larger share
 
 
-def _shared(names: list[str]) -> list[Classification]:
-    """classify() of each name, the list cut into one part per PER_WORKER names (at most one per core): the first
-    classified here, each other one in a forked worker (system/fork.py; here where forking is not possible)."""
-    parts = min(cores(), len(names) // PER_WORKER) if can_fork() else 1
+def classify_meanwhile(names: Iterable[str]) -> list[Classification]:
+    """classify_many for a reader while its series' worker runs (timeline/series.Ahead's meanwhile): side by side on
+    the cores that worker leaves — on 2 cores, here alone."""
+    return classify_many(names, side_by_side=True, beside=1)
+
+
+def _shared(names: list[str], beside: int = 0) -> list[Classification]:
+    """classify() of each name, the list cut into one part per PER_WORKER names (at most one per core left by the
+    caller's `beside` other processes): the first classified here, each other one in a forked worker
+    (system/fork.py; here where forking is not possible)."""
+    parts = min(cores() - beside, len(names) // PER_WORKER) if can_fork() else 1
     if parts < 2:
         return [classify(n) for n in names]
     size = -(-len(names) // parts)

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from nvprof_wrap.classify.engine import classify_many
+from nvprof_wrap.classify.engine import classify_meanwhile
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import (
     Activity,
@@ -229,7 +229,7 @@ def _read(path: Path, window: Window | None) -> Capture:
             ((kernel_note,) if kernel_note else ()) + mem_notes + \
             borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
         series, series_notes = ahead.result(sum(k.launches for k in kernels),
-                                            meanwhile=lambda: classify_many(k.name for k in kernels))
+                                            meanwhile=lambda: classify_meanwhile(k.name for k in kernels))
         return Capture(str(path), "cupti", kernels, memops, activity, devices, procs, series=series,
                        ops=ops, notes=notes + hw_notes + series_notes, partial=partial,
                        started_ns=int_or_none(meta.get("started_ns")),

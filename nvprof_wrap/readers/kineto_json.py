@@ -21,7 +21,7 @@ from typing import Any
 
 import ijson
 
-from nvprof_wrap.classify.engine import classify_many
+from nvprof_wrap.classify.engine import classify_meanwhile
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import Activity, Capture, Gpu, KernelAgg, MemAgg, OpAgg, Process, StepSeries, merge_kernels
 from nvprof_wrap.readers._bounded import Mended, open_json
@@ -205,7 +205,7 @@ def _capture(path: Path, rows: Rows, header: dict[str, Any], cut: Mended, window
         cut.notes() + \
         borrowed_note(lent, sum(k.total_ns or 0 for k in kernels))
     series, series_notes = ahead.result(sum(k.launches for k in kernels),
-                                        meanwhile=lambda: classify_many(k.name for k in kernels))
+                                        meanwhile=lambda: classify_meanwhile(k.name for k in kernels))
     return Capture(str(path), "kineto-json", kernels, memops, activity, _devices(header.get("deviceProperties")),
                    (Process(pid, None, rank),) if pid is not None else (), ops=ops, notes=notes + series_notes,
                    series=series, op_flops=flops)

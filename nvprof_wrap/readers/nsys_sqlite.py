@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from nvprof_wrap.classify.engine import WARMUP_FAMILIES, classify, classify_many
+from nvprof_wrap.classify.engine import WARMUP_FAMILIES, classify, classify_meanwhile
 from nvprof_wrap.errors import BadInput
 from nvprof_wrap.model import (
     LOST_NAME_KERNEL,
@@ -494,7 +494,7 @@ def _read(conn: sqlite3.Connection, path: Path, window: Window | None) -> Captur
         raise
     # the kernel names classified while the series' worker runs (the report's evidence then finds them classified)
     series, series_notes = ahead.result(sum(k.launches for k in kernels),
-                                        meanwhile=lambda: classify_many(k.name for k in kernels))
+                                        meanwhile=lambda: classify_meanwhile(k.name for k in kernels))
     return Capture(str(path), "nsys-sqlite", kernels, memops, busy, gpus,
                    _processes(conn, have, pids), ops=ops, notes=notes + hw_notes + series_notes,
                    started_ns=started, ended_ns=ended, command=session_command(conn, have), hw_devices=hw_dev,

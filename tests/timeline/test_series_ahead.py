@@ -241,3 +241,62 @@ def test_a_series_worker_that_cannot_start_ends_the_busy_times(monkeypatch, read
         module.read(capture)
     if reader != "nsys_sqlite":  # the series' starts first there
         assert ended == ["series"]
+
+
+@forking
+@pytest.mark.parametrize(("capture", "reader", "launches"), [
+    (SAMPLE, "nsys_sqlite", 122),  # real, H200 torch ops under Nsight Systems
+    (CUPTI, "cupti_sqlite", 1037),  # real, H200 DDP rank under this project's CUPTI tracer
+])
+@pytest.mark.parametrize(("cores", "forked"), [(2, 0), (3, 1), (4, 2)])
+def test_the_names_classified_meanwhile_take_the_cores_the_series_worker_leaves(
+        monkeypatch, capture, reader, launches, cores, forked):
+    """While the series' worker runs, the reading process classifies the kernel names side by side on the cores that
+    worker leaves (one part per PER_WORKER names, at most one per core left): here alone on 2 cores; on more, in
+    forked workers too — the same classifications as one by one, every name classified before the report's
+    evidence (which classifies none again)."""
+    import importlib
+
+    from nvprof_wrap.classify import classify, engine
+
+    module = importlib.import_module(f"nvprof_wrap.readers.{reader}")
+    here = nw.analyze(capture)
+    names = sorted({k.name for k in here.kernels})
+    monkeypatch.setattr(engine, "_DONE", [])
+    series_started: list[int] = []
+    parts: list[int] = []
+
+    class Recorded(fork.Forked):
+        def __init__(self, fn, *args, **kw):
+            if getattr(fn, "func", None) is module._steps_alone:
+                series_started.append(args[0])
+            super().__init__(fn, *args, **kw)
+
+    class Counted(engine.Forked):
+        def __init__(self, fn, part):
+            parts.append(len(part))
+            super().__init__(fn, part)
+
+    monkeypatch.setattr(step_series, "Forked", Recorded)
+    monkeypatch.setattr(step_series, "AHEAD_CORES", 99)  # the worker for a capture smaller than BIG, as on 2 cores
+    monkeypatch.setattr(step_series, "BIG", capture.stat().st_size + 1)
+    monkeypatch.setattr(step_series, "AHEAD_LAUNCHES", launches)
+    monkeypatch.setattr(engine, "Forked", Counted)
+    monkeypatch.setattr(engine, "cores", lambda: cores)
+    monkeypatch.setattr(engine, "PER_WORKER", len(names) // 4)
+    from nvprof_wrap.pipeline import evidence
+
+    before: list[set[str]] = []
+    pending = evidence.classify_pending
+
+    def classifying(store):
+        before.append(set(engine._done()))  # what the reader classified, before the evidence classifies any
+        return pending(store)
+
+    monkeypatch.setattr(evidence, "classify_pending", classifying)
+    ahead = nw.analyze(capture)
+    assert series_started == [launches]
+    assert len(parts) == forked and sum(parts) < len(names)
+    assert before and before[0] == set(names)
+    assert [engine._done()[n] for n in names] == [classify(n) for n in names]
+    assert ahead.kernels == here.kernels and ahead.series == here.series
