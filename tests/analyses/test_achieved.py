@@ -56,11 +56,11 @@ def test_each_kernels_rate_adds_up_to_its_precisions() -> None:
     assert all(r.precision == "bf16" and 0 < r.tflops <= 989.4 for r in rows)
     # every name of matrix math shown (at most 20): a helper's share of its op's FLOPs is its GEMMs'
     math = {k.name for k in report.kernels if not _helper(k)}
-    assert {r.name for r in rows} == math & {r.name for r in rows} and len(rows) <= report.achieved["bf16"].kernels
+    assert {r.name for r in rows} <= math and len(rows) <= report.achieved["bf16"].kernels
     assert abs(sum(r.flops for r in rows) - report.achieved["bf16"].flops) <= len(rows)
 
 
-def test_mfu_is_not_given_from_flops_of_a_part_of_the_tensor_core_work():
+def test_mfu_is_not_given_from_flops_of_a_part_of_the_tensor_core_work() -> None:
     """FLOPs known for a tenth of the tensor-core time would make an MFU that reads low and looks true."""
     from nvprof_wrap.report.build import _flops_cover_the_math
     from nvprof_wrap.report.types import KernelRow
@@ -105,8 +105,8 @@ def test_the_helpers_of_float32_convolutions_that_ran_as_tf32_count_as_tf32() ->
                      health=False)
     assert report.achieved is not None and set(report.achieved) == {"tf32", "fp32"}
     tf32, fp32 = report.achieved["tf32"], report.achieved["fp32"]
-    assert fp32.peak_tflops == 66.9 and fp32.tflops <= 0.2 * fp32.peak_tflops and fp32.seconds < 0.0002
-    assert tf32.tflops <= tf32.peak_tflops == 494.7 and 0.026 < tf32.seconds < 0.027
+    assert fp32.peak_tflops == 66.9 and fp32.tflops <= 0.2 * 66.9 and fp32.seconds < 0.0002
+    assert tf32.peak_tflops == 494.7 and tf32.tflops <= 494.7 and 0.026 < tf32.seconds < 0.027
     assert tf32.tensor_core_share > 0.7  # the rest: the helpers' time
     # the layout transforms are not listed with a rate of their own (per_kernel): their FLOPs are their GEMMs'
     assert any("nchwToNhwc" in k.name or "nhwcToNchw" in k.name for k in report.kernels)
