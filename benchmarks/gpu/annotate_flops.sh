@@ -8,7 +8,7 @@
 #   nanogpt_noshapes  the same with NVPROF_WRAP_ANNOTATE_SHAPES=0 (the ranges without sizes): what recording the
 #                     shapes costs, from nanoGPT's own iteration times (benchmarks/gpu/nano_iterations.py)
 #   nanogpt_cupti     the same with shapes under `run --backend cupti`: the CUPTI tracer's capture gives the FLOPs too
-# Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl; nanoGPT's sources in .gpu/nanogpt.
+# Here first: bash ../shared/device/prep.sh pyahocorasick; a wheel of HEAD in .whl; nanoGPT's sources in .gpu/nanogpt.
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/annotate_flops.sh
 # $OUT: annotate_flops.log (everything below), reports.tar.xz (the reports), the run folders without their sqlite.
 set -u

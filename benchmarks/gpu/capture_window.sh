@@ -12,7 +12,7 @@
 #      per-launch cost of the tracer inside a window against CUPTI's floor for the same kinds
 #      (benchmarks/gpu/window_launch_cost.py).
 #   Later parts (K-R): the cost of an nsys window, each described where it begins below.
-# Here first: bash ../shared/device/prep.sh; rm -f .whl/nvprof_wrap-*.whl;
+# Here first: bash ../shared/device/prep.sh pyahocorasick; rm -f .whl/nvprof_wrap-*.whl;
 #   NVPROF_WRAP_NO_NATIVE=1 python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl .   (pure: the GPU
 #   machine's Python is 3.12)
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/capture_window.sh A   (then B)

@@ -1,5 +1,5 @@
-# Before a GPU run, here: bash ../shared/device/prep.sh orjson ijson — the readers import orjson and ijson,
-# which the GPU machine lacks (without them `python3 -m nvprof_wrap` fails to import there).
+# Before a GPU run, here: bash ../shared/device/prep.sh pyahocorasick — the classifier imports pyahocorasick, which
+# the GPU machine lacks and prep.sh's own list leaves out (without it `python3 -m nvprof_wrap` fails to import there).
 # Sourced by the GPU scripts (backends_survey.sh, backend_overhead.sh) on the device machine, from the repo root
 # with .whl and .debs carried: environment, and the step / timed-run helpers that write the run's log ($S/session.log).
 S=/tmp/nvw-session; R=$S/runs; LOG=$S/session.log

@@ -13,7 +13,7 @@
 #   exp_kjax     `experiment reuters_mlp --precisions fp32,mixed` with KERAS_BACKEND=jax
 #   ncu_*        Nsight Compute's tensor-pipe counters on the GEMM-like kernels of jax_mnist and kjax_bf16
 #                (-k regex, -c N: JAX under ncu runs past a call's 10 minutes otherwise)
-# Here first (from the repo root): bash ../shared/device/prep.sh; a wheel of HEAD into .whl; jax's examples into
+# Here first (from the repo root): bash ../shared/device/prep.sh pyahocorasick; a wheel of HEAD into .whl; jax's examples into
 #   .gpu/jax/examples/{__init__,datasets,mnist_classifier}.py.
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/jax_captures.sh
 # Knobs: RUNS (names above), BUDGET (seconds for the whole script; a run that would not fit is skipped).

@@ -7,7 +7,7 @@
 #     with export_chrome_trace, plain and gzipped.
 # Each trace is reported as JSON with the compiled passes (default) and with NVPROF_WRAP_NATIVE=off (the Python and SQL
 # paths), 3 rounds interleaved; the two JSON documents must be byte-identical (cmp), and the wall times are logged.
-# Here first: bash ../shared/device/prep.sh; move .whl/cupti_python-* and .whl/pyelftools-* aside (no cupti there).
+# Here first: bash ../shared/device/prep.sh pyahocorasick; move .whl/cupti_python-* and .whl/pyelftools-* aside (no cupti there).
 # There, carrying .whl .debs:   source .debs/gpu-env.sh; python3 -m pip wheel -q --no-deps --no-build-isolation \
 #   -w .whl .; bash benchmarks/gpu/kineto_native_check.sh        ($OUT/kineto_native.log)
 set -u

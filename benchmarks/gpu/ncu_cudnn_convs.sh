@@ -4,7 +4,7 @@
 # float32 and under mixed_bfloat16: each launch's matrix instructions net of HFMA2 (nvprof_wrap.classify.counters) —
 # the evidence of rules.toml's cuDNN convolution rules — then `verify` of the CSV against a run of the same job.
 # -k regex / -c keep JAX under ncu within a call.
-# Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl; the example in .gpu/keras/demo_mnist_convnet.py.
+# Here first: bash ../shared/device/prep.sh pyahocorasick; a wheel of HEAD in .whl; the example in .gpu/keras/demo_mnist_convnet.py.
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/ncu_cudnn_convs.sh
 NAME=ncu_cudnn_convs S=${S:-/tmp/sncuc}
 source benchmarks/gpu/ncu_jax.sh

@@ -6,7 +6,7 @@
 # against a run of the same job; then the same counters on single ops jitted alone (PROBE=1, the default), the
 # evidence kept: on an H100 the seed's process segfaulted under ncu 2025.3.1 after some kernels every time (also
 # without XLA's autotuner and command buffers), the probe did not. -k regex / -c keep JAX under ncu within a call.
-# Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl.
+# Here first: bash ../shared/device/prep.sh pyahocorasick; a wheel of HEAD in .whl.
 # There, carrying .whl .debs:   source .debs/gpu-env.sh; bash benchmarks/gpu/ncu_xla_wrapped.sh
 NAME=ncu_xla_wrapped S=${S:-/tmp/sncuw}
 source benchmarks/gpu/ncu_jax.sh

@@ -7,7 +7,7 @@
 #             20-199); random shakespeare_char tokens (no network there)
 #   seed      workloads/reuters_mlp.py (the seed's Keras MLP on the torch backend), fp32, 4 epochs: the recorder's own
 #             time (numerics end.overhead_s) against the job's wall time
-# Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl; nanoGPT's sources in .gpu/nanogpt.
+# Here first: bash ../shared/device/prep.sh pyahocorasick; a wheel of HEAD in .whl; nanoGPT's sources in .gpu/nanogpt.
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/numerics_cost.sh
 set -u
 set -o pipefail

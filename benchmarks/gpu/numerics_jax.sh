@@ -8,7 +8,7 @@
 #             recorder's own time (numerics end.overhead_s) against the job's wall time, and the losses equal
 # ROUNDS=0 skips the cost rounds; KEEP=1 brings each capture's nsys.sqlite back gzipped (as tests/data/h100_runs'
 # keras_jax_fp16_numerics_nsys was: its README says how it was trimmed).
-# Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl.
+# Here first: bash ../shared/device/prep.sh pyahocorasick; a wheel of HEAD in .whl.
 # There, carrying .whl .debs:   source .debs/gpu-env.sh; bash benchmarks/gpu/numerics_jax.sh
 set -u
 set -o pipefail

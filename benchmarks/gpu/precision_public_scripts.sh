@@ -13,7 +13,7 @@
 #                         (33,278-word vocabulary, Zipf words) is written there first.
 #   nanogpt_bf16          karpathy/nanoGPT train.py + config/train_shakespeare_char.py, --dtype=bfloat16
 #                         --compile=False, 60 iterations, random shakespeare_char tokens; it prints MFU (A100 peak).
-# Here first (from the repo root): bash ../shared/device/prep.sh;
+# Here first (from the repo root): bash ../shared/device/prep.sh pyahocorasick;
 #   NVPROF_WRAP_NO_NATIVE=1 python3 -m pip wheel --no-deps --no-build-isolation -w .whl <a copy of HEAD>;
 #   the unmodified public sources in .gpu/ (git-ignored): .gpu/timm/{train.py,timm/} (huggingface/pytorch-image-models),
 #   .gpu/lightning/transformer.py (Lightning-AI/pytorch-lightning examples/pytorch/basics/transformer.py),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 22 on the GPU machine: every path from a wheel installed into a fresh venv, run outside the checkout.
-# Here first: bash ../shared/device/prep.sh; rm .whl/cupti_python-* .whl/pyelftools-* (no cupti-python there);
+# Here first: bash ../shared/device/prep.sh pyahocorasick; rm .whl/cupti_python-* .whl/pyelftools-* (no cupti-python there);
 #   python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl .     (our wheel beside the dependencies')
 #   and the unmodified public scripts in .gpu/ (git-ignored): .gpu/nanogpt/{train,model,configurator}.py and
 #   config/train_shakespeare_char.py (karpathy/nanoGPT), .gpu/imagenet/main.py (pytorch/examples).

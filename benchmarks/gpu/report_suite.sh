@@ -5,7 +5,7 @@
 #   python -m benchmarks report_long_job --quick  2M launches with NVTX and runtime records: attribution vs the
 #                                               two-table floor, --per-step, HTML
 #   python -m benchmarks report_kineto_json --quick  100k kernels, plain and gzipped, vs the ijson floor
-# Here first: bash ../shared/device/prep.sh; a wheel of HEAD in .whl.
+# Here first: bash ../shared/device/prep.sh pyahocorasick; a wheel of HEAD in .whl.
 # There, carrying .whl .debs:   source .debs/gpu-env.sh; bash benchmarks/gpu/report_suite.sh
 # BENCHES=a,b --quick,...: which benchmarks (comma-separated). NOTE=... and taskset -c 0,1 in front: the same on two of its cores (a quiet 2-core machine).
 # $OUT: report_suite.log and each benchmark's JSON (benchmarks/results format).

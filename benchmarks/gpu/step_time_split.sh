@@ -2,7 +2,7 @@
 # Issue 28 on the GPU machine: where each precision's step time goes, host and GPU (report/series.py), on the seed's
 # workload (workloads/reuters_mlp.py, Keras on the torch backend) from our wheel in a fresh venv, under our CUPTI
 # tracer and under nsys (the two must tell the same story), and nanoGPT's steps under cupti.
-# Here first: bash ../shared/device/prep.sh; rm -f .whl/nvprof_wrap-*.whl;
+# Here first: bash ../shared/device/prep.sh pyahocorasick; rm -f .whl/nvprof_wrap-*.whl;
 #   NVPROF_WRAP_NO_NATIVE=1 python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl .
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/step_time_split.sh
 set -u

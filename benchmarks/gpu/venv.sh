@@ -18,6 +18,8 @@ if [ ! -x $W ]; then
   python3 -m pip --python $V/python install -q --no-index --no-deps --no-compile .whl/*.whl >> $LOG 2>&1
 fi
 python3 -m pip --python $V/python install -q --no-index --no-deps --no-compile --force-reinstall .whl/nvprof_wrap-*.whl >> $LOG 2>&1
+$V/python -c 'import ahocorasick' 2>/dev/null || echo "WARNING: no pyahocorasick in .whl (here first: bash \
+../shared/device/prep.sh pyahocorasick): nvprof_wrap cannot be imported there" | tee -a $LOG >&2
 nanogpt_copy() {  # karpathy/nanoGPT (unmodified, .gpu/nanogpt) at $S/nanogpt, with random shakespeare_char tokens
   rm -rf $S/nanogpt; cp -r $REPO/.gpu/nanogpt $S/nanogpt; mkdir -p $S/nanogpt/data/shakespeare_char
   $V/python -c "

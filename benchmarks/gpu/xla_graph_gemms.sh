@@ -10,7 +10,7 @@
 #   kcnn    Keras's examples/demo_mnist_convnet.py, unmodified, on its JAX backend (cuDNN convolution custom calls),
 #           in float32 and (kcnn_bf16, command buffers on only) under the mixed_bfloat16 policy; synthetic MNIST from
 #           benchmarks/gpu/keras_synthetic_mnist.py
-# Here first (from the repo root): bash ../shared/device/prep.sh; a wheel of HEAD into .whl; jax's examples into
+# Here first (from the repo root): bash ../shared/device/prep.sh pyahocorasick; a wheel of HEAD into .whl; jax's examples into
 #   .gpu/jax/examples/{__init__,datasets,mnist_classifier}.py; Keras's into .gpu/keras/demo_mnist_convnet.py.
 # There, carrying .whl .debs .gpu:   source .debs/gpu-env.sh; bash benchmarks/gpu/xla_graph_gemms.sh
 # Comes back in $OUT: each run's capture trimmed to a few steps, its manifest, logs and training step's dump, and
