@@ -431,8 +431,8 @@ def test_meanwhile_runs_while_the_calls_worker_ends(monkeypatch, tmp_path: Path,
     real_side, real_recoded = series_np._gpu_side, series_np._recoded
     monkeypatch.setattr(series_np, "_gpu_side", lambda *a: order.append("gpu") or real_side(*a))
     monkeypatch.setattr(series_np, "_recoded", lambda *a: order.append("calls") or real_recoded(*a))
-    real_classify = nsys_sqlite.classify_many
-    monkeypatch.setattr(nsys_sqlite, "classify_many", lambda names: order.append(f"pid {os.getpid()}") or
+    real_classify = nsys_sqlite.classify_meanwhile
+    monkeypatch.setattr(nsys_sqlite, "classify_meanwhile", lambda names: order.append(f"pid {os.getpid()}") or
                         real_classify(names))
     spy = Spy(monkeypatch)
     (sql,), (fast,) = _both(monkeypatch, cap)
