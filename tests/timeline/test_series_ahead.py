@@ -79,6 +79,18 @@ def test_a_real_capture_gets_the_same_series_from_the_worker(monkeypatch):
     assert [s.notes for s in ahead.sources] == [s.notes for s in here.sources]
 
 
+def _series_workers(module, started: list[int]) -> type[fork.Forked]:
+    """fork.Forked that records the launches each series' worker of a reader module is started with."""
+
+    class Recorded(fork.Forked):
+        def __init__(self, fn, *args, **kw):
+            if getattr(fn, "func", None) is module._steps_alone:
+                started.append(args[0])
+            super().__init__(fn, *args, **kw)
+
+    return Recorded
+
+
 KINETO = Path(__file__).resolve().parents[1] / "data" / "h200_runs" / "kineto_gpt_bf16" / "vm_11372.pt.trace.json.gz"
 CUPTI = Path(__file__).resolve().parents[1] / "data" / "h200_runs" / "ddp_cupti" / "cupti-vm-5269.sqlite"
 
@@ -110,14 +122,7 @@ def test_a_small_capture_gets_the_same_series_from_the_worker_and_its_names_clas
     classified.clear()
     monkeypatch.setattr(engine, "_DONE", [])  # what that analysis classified: forgotten
     started: list[int] = []
-
-    class Recorded(fork.Forked):
-        def __init__(self, fn, *args, **kw):
-            if getattr(fn, "func", None) is module._steps_alone:
-                started.append(args[0])
-            super().__init__(fn, *args, **kw)
-
-    monkeypatch.setattr(step_series, "Forked", Recorded)
+    monkeypatch.setattr(step_series, "Forked", _series_workers(module, started))
     monkeypatch.setattr(step_series, "AHEAD_CORES", 99)  # as on 2 cores: only a capture smaller than BIG
     # what counts is what the reader forks its other workers for: the nsys export, the Kineto trace's rows (a
     # trace of BIG or more may have few enough rows)
@@ -266,18 +271,12 @@ def test_the_names_classified_meanwhile_take_the_cores_the_series_worker_leaves(
     series_started: list[int] = []
     parts: list[int] = []
 
-    class Recorded(fork.Forked):
-        def __init__(self, fn, *args, **kw):
-            if getattr(fn, "func", None) is module._steps_alone:
-                series_started.append(args[0])
-            super().__init__(fn, *args, **kw)
-
     class Counted(engine.Forked):
         def __init__(self, fn, part):
             parts.append(len(part))
             super().__init__(fn, part)
 
-    monkeypatch.setattr(step_series, "Forked", Recorded)
+    monkeypatch.setattr(step_series, "Forked", _series_workers(module, series_started))
     monkeypatch.setattr(step_series, "AHEAD_CORES", 99)  # the worker for a capture smaller than BIG, as on 2 cores
     monkeypatch.setattr(step_series, "BIG", capture.stat().st_size + 1)
     monkeypatch.setattr(step_series, "AHEAD_LAUNCHES", launches)
