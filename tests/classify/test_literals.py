@@ -102,3 +102,20 @@ def test_rules_without_strings_are_searched_whatever_the_name_holds():
         assert _first(bare, name) == _searched(bare, name), name
     assert _first(mixed, "xmma_only").id == "d" and _first(mixed, "nothing") is None
     assert _first(bare, "x9").id == "f" and _first(bare, "bc").id == "e"
+
+
+@pytest.mark.parametrize("name", [
+    "gemm\udcff_sm90_xmma",  # a lone surrogate (bytes a capture could not decode, kept by surrogateescape)
+    "\x00gemm_hmma",
+    "ß" * 10 + "volta_h884gemm",
+    "🙂 attention",
+    "Ｇemm_fullwidth",
+    "İgemm_hmma",  # its lower case is one character longer: the scan reads the lowered name the regexes read
+    "x" * 10_000 + "_hmma_gemm",
+])
+def test_odd_names_get_the_first_rule_searching_every_rule_gives(name):
+    """Names the automaton could read otherwise than the regex engine (not ASCII, NUL, long): the same first rule in
+    every table as searching each rule's pattern in order."""
+    lowered = name.lower()
+    for table in _TABLES:
+        assert _first(table, lowered) == _searched(table, lowered)
