@@ -7,7 +7,6 @@ TF32), else the CUDA cores' rate (analyses/peaks.toml). Of the whole capture, no
 window: the FLOPs are counted per kernel name, not per step."""
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -62,11 +61,13 @@ def ran_as(precision: str, on_tensor_cores: bool, kernel_precision: str | None =
     return "fp32" if precision == "tf32" and not on_tensor_cores else precision
 
 
-# rules.toml's rules that name matrix math on CUDA cores (a GEMM, convolution or attention without tensor cores): a
-# kernel of these is its op's own math, never a helper of another kernel's (tests/analyses/test_achieved.py checks
-# each is a rule there)
+# rules.toml's rules that name matrix math on CUDA cores (a GEMM, convolution or attention without tensor cores; a
+# BLAS/cuDNN legacy engine: GEMV, level-1 BLAS, Winograd, FFT, cuDNN's alg0/alg1 and direct convolution engines —
+# wgrad_alg0_engine_NHWC, a Keras convnet's first convolution on JAX, is that convolution's only kernel): a kernel of
+# these is its op's own math, never a helper of another kernel's (tests/analyses/test_achieved.py checks each is a
+# rule there)
 CUDA_CORE_MATRIX = frozenset({"ffma", "simt", "universal-fma", "sgemm", "magma-sgemm", "fermi-complex-gemm",
-                              "dgemm-cuda-cores", "scudnn", "mem-eff-attention-simt"})
+                              "dgemm-cuda-cores", "scudnn", "mem-eff-attention-simt", "blas-engine"})
 
 
 class KernelFacts(Protocol):
@@ -124,19 +125,10 @@ def ran_in(rows: Iterable[tuple[str, str, str, float, int]],
     return out
 
 
-# rules.toml's blas-helper names, besides helpers (split-K reductions, im2col), an op's own math on CUDA cores: a GEMV,
-# level-1 BLAS, Winograd, FFT and direct convolutions, cuDNN's alg0/alg1 engines (wgrad_alg0_engine_NHWC: a Keras
-# convnet's first convolution, one input channel, on JAX — the convolution's only kernel)
-_ENGINE = re.compile(r"gemv|gemmk1|gemmsn|dot_kernel|axpy|nrm2|asum|winograd|fft|convolve_sgemm|convolve_common_engine"
-                     r"|computewgrad|wgrad_alg\d|dgrad_engine|dgrad2d")
-ENGINE_RULE = "blas-helper"
-
-
 def _helper(k: KernelFacts) -> bool:
     """A kernel of no matrix math of its own: its name says no tensor cores (and nothing said otherwise), and no GEMM
     or convolution on CUDA cores either."""
-    return k.tensor_core == "no" and k.name_verdict == "no" and k.name_rule not in CUDA_CORE_MATRIX and \
-        not (k.name_rule == ENGINE_RULE and _ENGINE.search(k.name.lower()))
+    return k.tensor_core == "no" and k.name_verdict == "no" and k.name_rule not in CUDA_CORE_MATRIX
 
 
 def achieved(rows: Iterable[tuple[str, str, float, int]], verdict: Callable[[str], str],

@@ -308,8 +308,9 @@ def _matrix_hints(kernels: list[KernelRow], total: int, gen: str, tc_gpus: list[
                        "off — PyTorch: torch.backends.cuda.matmul.allow_tf32 = True; from Volta (sm_70) mixed "
                        "precision (mixed_float16; mixed_bfloat16 from Ampere) puts these GEMMs on tensor cores; "
                        "GPUs before Volta have none.")
+    blas = _CUDA_CORE_MATRIX | {"blas-engine", "blas-helper"}
     half = [k for k in kernels if k.tensor_core == "no" and k.precision in ("fp16", "bf16", "fp16/bf16")
-            and k.name_rule in (_CUDA_CORE_MATRIX | {"blas-helper"}) and "gemm" in k.name.lower() + k.family
+            and k.name_rule in blas and "gemm" in k.name.lower() + k.family
             and not (gen == "volta" and k.precision == "bf16")]
     share = sum(k.total_ns for k in half) / total
     if share >= _MIN_SHARE:

@@ -136,7 +136,7 @@ def test_cudnns_direct_convolution_engine_runs_no_matrix_instruction_and_the_nam
     assert len(truth) == 12 and set(truth.values()) == {"yes", "no"}
     for name, verdict in truth.items():  # every kernel ncu measured here: the names say what the counters say
         assert classify(name).tensor_core == verdict, name
-    assert {classify(n).rule for n in engines} == {"blas-helper"}
+    assert {classify(n).rule for n in engines} == {"blas-engine"}
 
 
 def test_cudnns_fused_attention_gets_flashattentions_count_with_command_buffers_and_without(tmp_path: Path) -> None:
