@@ -152,8 +152,9 @@ def _needles(rules: tuple[Rule, ...]) -> _Needles:
             automaton.add_word(s, bit)
         automaton.make_automaton()
     masks = tuple(_ANY if n is None else reduce(or_, (bits[s] for s in n), 0) for n in needs)
-    found = _NEEDED[id(rules)] = (rules, _Needles(needs, masks, automaton))
-    return found[1]
+    made = _Needles(needs, masks, automaton)
+    _NEEDED[id(rules)] = (rules, made)
+    return made
 
 
 # a table's rules → (the table, its _Needles): kept with the table, whose id is the key
